@@ -1,0 +1,54 @@
+"""Budget checks: refuse a call whose worst case would overshoot a budget.
+
+Called before every model call and every tool call against the counters in
+:class:`~sim.harness.state.HarnessState`. The worst case of a model call is
+its known prompt plus ``max_output_tokens`` of output, priced at the higher of
+the input and cache-write prices and of the output and thinking prices, taking
+``model_timeout_s`` seconds; the worst case of a tool call is its timeout.
+Each check returns the name of the budget that would be overshot (the reason
+recorded in ``budget_exhausted:<reason>``), or None.
+"""
+
+from __future__ import annotations
+
+from sim.harness.params import HarnessParams, Prices
+from sim.harness.state import HarnessState
+
+
+def worst_case_cost(prices: Prices, prompt_tokens: int, max_output_tokens: int) -> float:
+    """Upper bound in USD of one call with the given prompt and output cap."""
+    think = prices.output if prices.thinking is None else prices.thinking
+    per_in = max(prices.input, prices.cache_write)
+    per_out = max(prices.output, think)
+    return (prompt_tokens * per_in + max_output_tokens * per_out) / 1e6
+
+
+def refuse_model_call(params: HarnessParams, state: HarnessState, prompt_tokens: int,
+                      max_output_tokens: int, prices: Prices) -> str | None:
+    """The budget the next model call could overshoot, or None if all allow it."""
+    b = params.budgets
+    if b.tokens is not None and state.prompt_tokens + prompt_tokens > b.tokens:
+        return "tokens"
+    if (b.output_tokens is not None
+            and state.output_tokens + state.thinking_tokens + max_output_tokens > b.output_tokens):
+        return "output_tokens"
+    if (b.money_usd is not None and state.money_usd
+            + worst_case_cost(prices, prompt_tokens, max_output_tokens) > b.money_usd):
+        return "money"
+    return refuse_duration(params, state, params.model_timeout_s)
+
+
+def refuse_duration(params: HarnessParams, state: HarnessState, seconds: float) -> str | None:
+    """The time budget that ``seconds`` more of active time could overshoot, or None."""
+    b = params.budgets
+    if b.active_s is not None and state.active_s + seconds > b.active_s:
+        return "active_time"
+    if b.wall_s is not None and state.active_s + state.parked_s + seconds > b.wall_s:
+        return "wall_time"
+    return None
+
+
+def refuse_retry(params: HarnessParams, state: HarnessState) -> str | None:
+    """``"retries"`` when the run's retry budget is spent, else None."""
+    limit = params.budgets.retries
+    return "retries" if limit is not None and state.retries >= limit else None

@@ -1,0 +1,141 @@
+"""No-progress detector (seed 001): cheap signatures of a stuck run.
+
+Four signals, each computed without asking a model:
+
+* repetition: the same canonical call (tool name plus sorted arguments)
+  ``repeat_threshold`` times in a row;
+* cycle: the recent calls repeat with a period of 2..``cycle_max_period``
+  (A-B-A-B) ``cycle_repeats`` times;
+* no new information: ``stale_window`` observations in a row that were all
+  seen before (0 disables);
+* no movement: a reported objective metric (lower is better) has not improved
+  for ``objective_window`` steps (0 disables).
+
+Polling tools are keyed on their call *and* result, so polling a changing
+status is never a repetition, while polling an unchanged one still is.
+
+The response is graduated by the loop (``DetectorParams.nudges`` nudges, then
+``needs_human``). After each detection the detector's windows restart, so the
+next detection needs fresh evidence. All memory lives in
+:class:`~sim.harness.state.DetectorMemory`, inside the checkpointed state.
+
+A custom detector implements the same ``observe`` method (see
+:class:`Detector`) and is chosen in a scenario by name or import path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Protocol
+
+from sim.harness.params import DetectorParams
+from sim.harness.state import DetectorMemory
+
+REPETITION = "repetition"
+CYCLE = "cycle"
+NO_NEW_INFORMATION = "no_new_information"
+NO_MOVEMENT = "no_objective_movement"
+
+_SEEN_LIMIT = 256
+
+
+def canonical_call(name: str, arguments: dict[str, Any]) -> str:
+    """A stable 16-hex-digit hash of a call: its tool name and its arguments
+    with keys sorted, so the same call always hashes the same, across runs."""
+    try:
+        args = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        args = repr(arguments)
+    return hashlib.blake2b(f"{name}\0{args}".encode(), digest_size=8).hexdigest()
+
+
+def observation_hash(text: str) -> str:
+    """A stable 16-hex-digit hash of an observation's text."""
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+class Detector(Protocol):
+    """What the loop needs of a no-progress detector."""
+
+    def observe(self, memory: DetectorMemory, call_key: str, observation_key: str,
+                polling: bool, metric: float | None) -> str | None:
+        """Record one executed call and its observation; return the name of the
+        signal that fired, or None."""
+
+
+class NoProgressDetector:
+    """The default detector: repetition, cycles, no new information and no
+    movement on an objective, with thresholds from :class:`DetectorParams`."""
+
+    def __init__(self, params: DetectorParams) -> None:
+        self.params = params
+        self._window = max(params.repeat_threshold, params.cycle_max_period * params.cycle_repeats)
+
+    def observe(self, memory: DetectorMemory, call_key: str, observation_key: str,
+                polling: bool, metric: float | None) -> str | None:
+        """Record one executed call and its observation; return the signal
+        that fired (and restart the windows), or None."""
+        p = self.params
+        if not p.enabled:
+            return None
+        calls = memory.calls
+        calls.append(call_key + observation_key if polling else call_key)
+        if len(calls) > self._window:
+            del calls[0]
+        signal = _repetition(calls, p.repeat_threshold) or _cycle(calls, p)
+        if signal is None and p.stale_window:
+            signal = _stale(memory, observation_key, p.stale_window)
+        if signal is None and p.objective_window and metric is not None:
+            signal = _no_movement(memory, metric, p.objective_window)
+        if signal is not None:
+            memory.detections += 1
+            memory.calls.clear()
+            memory.stale_streak = 0
+            memory.steps_without_improvement = 0
+        return signal
+
+
+def _repetition(calls: list[str], k: int) -> str | None:
+    if len(calls) < k:
+        return None
+    last = calls[-1]
+    for i in range(2, k + 1):
+        if calls[-i] != last:
+            return None
+    return REPETITION
+
+
+def _cycle(calls: list[str], p: DetectorParams) -> str | None:
+    n = len(calls)
+    for period in range(2, p.cycle_max_period + 1):
+        span = period * p.cycle_repeats
+        if n < span:
+            break
+        tail = calls[n - span:]
+        if len(set(tail[:period])) < 2:
+            continue  # a constant run is a repetition, not a cycle
+        if all(tail[i] == tail[i - period] for i in range(period, span)):
+            return CYCLE
+    return None
+
+
+def _stale(memory: DetectorMemory, key: str, window: int) -> str | None:
+    seen = memory.seen_observations
+    if key in seen:
+        memory.stale_streak += 1
+    else:
+        memory.stale_streak = 0
+        seen.append(key)
+        if len(seen) > _SEEN_LIMIT:
+            del seen[0]
+    return NO_NEW_INFORMATION if memory.stale_streak >= window else None
+
+
+def _no_movement(memory: DetectorMemory, metric: float, window: int) -> str | None:
+    if memory.best_metric is None or metric < memory.best_metric:
+        memory.best_metric = metric
+        memory.steps_without_improvement = 0
+        return None
+    memory.steps_without_improvement += 1
+    return NO_MOVEMENT if memory.steps_without_improvement >= window else None

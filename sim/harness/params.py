@@ -1,0 +1,307 @@
+"""Immutable parameters of one agent run, fixed before the loop starts.
+
+Everything here is a frozen dataclass: a mutation raises
+``dataclasses.FrozenInstanceError`` (seed 000: immutability is enforced in
+code, not by convention). :meth:`HarnessParams.validate` fails fast on
+incompatible settings before the first model call.
+
+Units: tokens are counts, money is USD, time is seconds, prices are USD per
+million tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+EffectClass = Literal["read", "reversible_write", "external", "irreversible"]
+EFFECT_CLASSES: tuple[str, ...] = ("read", "reversible_write", "external", "irreversible")
+
+
+class ParameterError(ValueError):
+    """Incompatible or out-of-range harness parameters (raised before the loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call.
+
+    ``effect``: what running it does to the world (read, reversible write,
+    external side effect, irreversible); ``timeout_s``: per-call timeout in
+    seconds (seed 000: file 5, shell 30, network 15, code 60);
+    ``polling``: the tool is expected to repeat (build status, job poll), so the
+    no-progress detector keys it on unchanged *results*, not on repeated calls;
+    ``definition_tokens``: size of its JSON schema in the prompt prefix;
+    ``required_args``: argument names the policy layer checks before running it.
+    """
+
+    name: str
+    effect: EffectClass = "read"
+    timeout_s: float = 30.0
+    polling: bool = False
+    definition_tokens: int = 200
+    required_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """Prices of one model in USD per million tokens. ``thinking`` defaults to
+    the output price when None (most providers bill thinking as output)."""
+
+    input: float = 3.0
+    output: float = 15.0
+    cache_read: float = 0.3
+    cache_write: float = 3.75
+    thinking: float | None = None
+
+    def cost(self, input_tokens: int, output_tokens: int, cache_read: int = 0,
+             cache_write: int = 0, thinking: int = 0) -> float:
+        """Cost in USD of the given token counts."""
+        think_price = self.output if self.thinking is None else self.thinking
+        return (input_tokens * self.input + output_tokens * self.output
+                + cache_read * self.cache_read + cache_write * self.cache_write
+                + thinking * think_price) / 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Run budgets; None means unlimited. Each is checked before every model
+    call (and the time budgets before every tool call) against the worst case
+    of the next call, so none is ever overshot.
+
+    ``steps``: model calls (seed 000's max turns); ``tokens``: total prompt
+    tokens over all calls (seed 001's input-token budget); ``output_tokens``:
+    total output plus thinking tokens; ``money_usd``: spend in USD;
+    ``wall_s``: active plus parked seconds; ``active_s``: seconds not parked
+    waiting for a human approval; ``retries``: harness retries of transient
+    errors over the whole run.
+    """
+
+    steps: int | None = None
+    tokens: int | None = None
+    output_tokens: int | None = None
+    money_usd: float | None = None
+    wall_s: float | None = None
+    active_s: float | None = None
+    retries: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How the harness retries transient errors itself, without a model step.
+
+    Backoff before retry k (k = 1, 2, ...) is ``min(base_s * 2**(k-1), cap_s)``
+    seconds, times a jitter factor drawn in [1 - jitter, 1] when ``jitter`` > 0;
+    a Retry-After from the server overrides it. ``max_attempts`` bounds the
+    retries of one call; after ``fallback_after`` rate-limit retries of one
+    model call the harness switches to ``fallback_model`` if one is set.
+    ``model_error_retries``: immediate retries of a server error (5xx,
+    malformed or empty response) before the run fails (seed 000: one).
+    """
+
+    base_s: float = 1.0
+    cap_s: float = 64.0
+    jitter: float = 0.0
+    max_attempts: int = 5
+    fallback_after: int = 5
+    fallback_model: str | None = None
+    fallback_prices: Prices | None = None
+    model_error_retries: int = 1
+    retry_tool_errors: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorParams:
+    """No-progress detector settings (seed 001).
+
+    ``repeat_threshold``: identical canonical calls in a row that count as a
+    loop; ``cycle_max_period`` / ``cycle_repeats``: a sequence of calls with
+    period 2..max repeated this many times (A-B-A-B) counts as a cycle;
+    ``stale_window``: this many consecutive observations whose hashes are
+    all already seen counts as no new information (0 disables);
+    ``objective_window``: steps without improvement of a reported objective
+    metric (lower is better) that count as no movement (0 disables);
+    ``nudges``: detections answered with an injected observation before the
+    next detection stops the run as needs_human (0 stops on the first).
+    """
+
+    enabled: bool = True
+    repeat_threshold: int = 3
+    cycle_max_period: int = 4
+    cycle_repeats: int = 2
+    stale_window: int = 0
+    objective_window: int = 0
+    nudges: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ContextParams:
+    """Context builder settings.
+
+    ``compact_at_tokens``: when the assembled context exceeds this many tokens
+    the oldest history is compacted before the call (None: never);
+    ``compact_fraction``: share of the history (oldest first) replaced by a
+    summary on compaction (seed 000: 0.6 after a max_tokens truncation);
+    ``emergency_compaction``: on context overflow, compact to
+    ``emergency_target`` of the window, raise an alert and continue; when
+    False the run fails as ``failed:context_overflow``.
+    """
+
+    compact_at_tokens: int | None = None
+    compact_fraction: float = 0.6
+    emergency_compaction: bool = True
+    emergency_target: float = 0.5
+    summary_max_tokens: int = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingConfig:
+    """Extended thinking: ``budget_tokens`` of thinking per call when enabled."""
+
+    enabled: bool = False
+    budget_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class VerifierParams:
+    """When and how a claimed success is checked by something the model cannot
+    write. ``enabled`` False accepts every claim (unverified success)."""
+
+    enabled: bool = False
+    name: str = "oracle"
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessParams:
+    """All immutable parameters of one run (seed 000's parameter list).
+
+    ``max_output_tokens``: cap on one call's output; ``context_window``: the
+    model's maximum prompt size; ``tool_choice``: ``"auto"``, ``"any"``,
+    ``"none"`` or ``"tool:<name>"`` (forced use of one tool);
+    ``approval_required``: effect classes whose calls need a human decision;
+    ``approval_timeout_s``: how long a decision may take before the run is
+    cancelled; ``model_timeout_s``: worst-case duration of one model call,
+    used only by the time budgets; ``tool_failure_limit``: consecutive
+    failures of one tool after which the model is told to do without it.
+    """
+
+    model: str = "claude-sonnet-4-20250514"
+    system_prompt: str = ""
+    system_prompt_tokens: int = 2_000
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int = 16_384
+    context_window: int = 200_000
+    temperature: float = 0.0
+    top_p: float | None = None
+    tool_choice: str = "auto"
+    thinking: ThinkingConfig = field(default_factory=ThinkingConfig)
+    budgets: Budgets = field(default_factory=Budgets)
+    prices: Prices = field(default_factory=Prices)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    detector: DetectorParams = field(default_factory=DetectorParams)
+    context: ContextParams = field(default_factory=ContextParams)
+    verifier: VerifierParams = field(default_factory=VerifierParams)
+    approval_required: frozenset[str] = frozenset()
+    approval_timeout_s: float = 3_600.0
+    model_timeout_s: float = 120.0
+    tool_failure_limit: int = 3
+    provider: str = "anthropic"
+
+    @property
+    def prefix_tokens(self) -> int:
+        """Tokens of the stable prefix: system prompt plus tool definitions."""
+        return self.system_prompt_tokens + sum(t.definition_tokens for t in self.tools)
+
+    @property
+    def max_turns(self) -> int | None:
+        """Seed 000's maximum total turns: the step budget."""
+        return self.budgets.steps
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool named ``name``, or None if there is none."""
+        for spec in self.tools:
+            if spec.name == name:
+                return spec
+        return None
+
+    def with_budgets(self, **changes: float | int | None) -> HarnessParams:
+        """A copy with some budgets changed (for resuming with extended budgets)."""
+        return replace(self, budgets=replace(self.budgets, **changes))
+
+    def validate(self) -> HarnessParams:
+        """Check that the settings are compatible; raise ParameterError naming
+        the first problem. Returns self so it can be chained."""
+        problems = list(_problems(self))
+        if problems:
+            raise ParameterError("; ".join(problems))
+        return self
+
+
+def _problems(p: HarnessParams):
+    if p.max_output_tokens <= 0:
+        yield f"max_output_tokens must be positive, got {p.max_output_tokens}"
+    if p.context_window <= 0:
+        yield f"context_window must be positive, got {p.context_window}"
+    if p.max_output_tokens > p.context_window:
+        yield (f"max_output_tokens ({p.max_output_tokens}) exceeds the context window "
+               f"({p.context_window})")
+    if p.thinking.enabled:
+        if p.temperature > 0:
+            yield "extended thinking cannot be combined with temperature > 0"
+        if p.tool_choice.startswith("tool:") or p.tool_choice == "any":
+            yield f"extended thinking cannot be combined with forced tool use ({p.tool_choice!r})"
+        if p.thinking.budget_tokens <= 0:
+            yield "thinking.budget_tokens must be positive when thinking is enabled"
+        if p.thinking.budget_tokens > p.max_output_tokens:
+            yield (f"thinking.budget_tokens ({p.thinking.budget_tokens}) exceeds "
+                   f"max_output_tokens ({p.max_output_tokens})")
+    if not 0.0 <= p.temperature <= 2.0:
+        yield f"temperature must be in [0, 2], got {p.temperature}"
+    if p.tool_choice not in ("auto", "any", "none") and not p.tool_choice.startswith("tool:"):
+        yield f"tool_choice must be auto, any, none or tool:<name>, got {p.tool_choice!r}"
+    if p.tool_choice.startswith("tool:") and p.tool(p.tool_choice[5:]) is None:
+        yield f"tool_choice names an unknown tool {p.tool_choice[5:]!r}"
+    for name in ("steps", "tokens", "output_tokens", "money_usd", "wall_s", "active_s"):
+        value = getattr(p.budgets, name)
+        if value is not None and value <= 0:
+            yield f"budgets.{name} must be positive, got {value}"
+    if p.budgets.retries is not None and p.budgets.retries < 0:
+        yield f"budgets.retries must be >= 0, got {p.budgets.retries}"
+    names = [t.name for t in p.tools]
+    if len(set(names)) != len(names):
+        yield f"tool names must be unique, got {names}"
+    for t in p.tools:
+        if t.effect not in EFFECT_CLASSES:
+            yield f"tool {t.name!r}: effect must be one of {EFFECT_CLASSES}, got {t.effect!r}"
+        if t.timeout_s <= 0:
+            yield f"tool {t.name!r}: timeout_s must be positive, got {t.timeout_s}"
+    for effect in p.approval_required:
+        if effect not in EFFECT_CLASSES:
+            yield f"approval_required: unknown effect class {effect!r}"
+    r = p.retry
+    if r.base_s <= 0 or r.cap_s < r.base_s:
+        yield f"retry: need 0 < base_s <= cap_s, got base_s={r.base_s}, cap_s={r.cap_s}"
+    if not 0.0 <= r.jitter <= 1.0:
+        yield f"retry.jitter must be in [0, 1], got {r.jitter}"
+    if r.max_attempts < 0 or r.model_error_retries < 0 or r.fallback_after < 1:
+        yield "retry: max_attempts and model_error_retries must be >= 0, fallback_after >= 1"
+    d = p.detector
+    if d.repeat_threshold < 2 or d.cycle_repeats < 2 or d.cycle_max_period < 2:
+        yield "detector: repeat_threshold, cycle_repeats and cycle_max_period must be >= 2"
+    if d.stale_window < 0 or d.objective_window < 0 or d.nudges < 0:
+        yield "detector: stale_window, objective_window and nudges must be >= 0"
+    c = p.context
+    if not 0.0 < c.compact_fraction < 1.0 or not 0.0 < c.emergency_target < 1.0:
+        yield "context: compact_fraction and emergency_target must be in (0, 1)"
+    if c.compact_at_tokens is not None and not 0 < c.compact_at_tokens <= p.context_window:
+        yield (f"context.compact_at_tokens must be in (0, context_window], "
+               f"got {c.compact_at_tokens}")
+    if p.prefix_tokens >= p.context_window:
+        yield (f"the prompt prefix ({p.prefix_tokens} tokens) does not fit the context "
+               f"window ({p.context_window})")
+    if p.tool_failure_limit < 1:
+        yield f"tool_failure_limit must be >= 1, got {p.tool_failure_limit}"
+    if p.approval_timeout_s <= 0 or p.model_timeout_s <= 0:
+        yield "approval_timeout_s and model_timeout_s must be positive"
+    if p.provider not in ("anthropic", "openai"):
+        yield f"provider must be anthropic or openai, got {p.provider!r}"

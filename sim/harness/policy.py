@@ -1,0 +1,31 @@
+"""Tool policy: the code between a proposed call and its execution.
+
+Checks that the tool exists and its required arguments are present, and
+decides whether a human must approve it (by effect class). Decisions are plain
+strings so the loop can branch on them explicitly.
+"""
+
+from __future__ import annotations
+
+from sim.harness.messages import ToolUseBlock
+from sim.harness.params import HarnessParams
+
+ALLOW = "allow"
+APPROVE = "approve"
+REJECT = "reject"
+
+
+def check_call(params: HarnessParams, call: ToolUseBlock) -> tuple[str, str]:
+    """``(decision, message)``: ``allow``, ``approve`` (ask a human first) or
+    ``reject`` with an actionable message for the model."""
+    spec = params.tool(call.name)
+    if spec is None:
+        names = ", ".join(t.name for t in params.tools) or "none"
+        return REJECT, f"There is no tool named {call.name!r}. Available tools: {names}."
+    missing = [a for a in spec.required_args if a not in call.input]
+    if missing:
+        return REJECT, (f"{call.name} needs the argument(s) {', '.join(missing)}; "
+                        f"call it again with them.")
+    if spec.effect in params.approval_required:
+        return APPROVE, ""
+    return ALLOW, ""

@@ -1,0 +1,62 @@
+"""One flat record per simulated task (DESIGN.md "Results").
+
+Engines build a :class:`TaskRecord` from the harness's final state and the
+world's hidden ground truth; sweeps turn lists of them into DataFrames and
+Parquet files. Units: tokens are counts, cost is USD, times are seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from sim.harness.state import SUCCEEDED
+
+FALSE_SUCCESS = "false_success"
+
+
+def outcome_label(status: str, reason: str, truly_done: bool) -> str:
+    """``state:reason``, except ``succeeded`` (verified, or claimed and truly
+    done) and ``false_success`` (claimed, accepted and not truly done)."""
+    if status == SUCCEEDED:
+        return SUCCEEDED if truly_done else FALSE_SUCCESS
+    return f"{status}:{reason}"
+
+
+@dataclass(slots=True)
+class TaskRecord:
+    """What one task did. ``ground_truth`` is the progress the task needed
+    (hidden from the harness); ``truly_done`` whether it was reached."""
+
+    cell: str
+    task: int
+    state: str
+    reason: str
+    outcome: str
+    steps: int
+    tool_calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    thinking_tokens: int
+    cost_usd: float
+    active_s: float
+    wall_s: float
+    retries: int
+    nudges: int
+    verifier_rejections: int
+    compactions: int
+    ground_truth: int
+    truly_done: bool
+    tenant: str = ""
+    arrival_s: float = 0.0
+    start_s: float = 0.0
+    end_s: float = 0.0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """All prompt tokens, cached or not."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))
