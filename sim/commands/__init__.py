@@ -1,0 +1,1 @@
+"""Command-line commands, one module each (see :mod:`sim.cli`)."""

@@ -1,0 +1,14 @@
+"""Errors that reach the user as a clear message and exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Bad input from the user: a file, a field or an option. ``str()`` is the
+    whole message: where (file and dotted field path) and what is wrong."""
+
+    def __init__(self, message: str, *, source: str = "", path: str = "") -> None:
+        self.source = source
+        self.path = path
+        where = ": ".join(p for p in (source, path) if p)
+        super().__init__(f"{where}: {message}" if where else message)
