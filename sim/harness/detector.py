@@ -38,20 +38,33 @@ NO_NEW_INFORMATION = "no_new_information"
 NO_MOVEMENT = "no_objective_movement"
 
 _SEEN_LIMIT = 256
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def canonical_call(name: str, arguments: dict[str, Any]) -> str:
-    """A stable 16-hex-digit hash of a call: its tool name and its arguments
-    with keys sorted, so the same call always hashes the same, across runs."""
-    try:
-        args = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        args = repr(arguments)
-    return hashlib.blake2b(f"{name}\0{args}".encode(), digest_size=8).hexdigest()
+    """A stable key for a call: its tool name and its arguments with keys
+    sorted, so the same call always gets the same key, across runs and
+    processes. Short keys are the canonical text itself; keys longer than
+    64 characters are replaced by a 16-hex-digit BLAKE2b hash."""
+    if all(type(v) in _SCALARS for v in arguments.values()):
+        args = repr(sorted(arguments.items()))  # flat arguments: cheap and canonical
+    else:
+        try:
+            args = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+        except (TypeError, ValueError):
+            args = repr(arguments)
+    return _short(f"{name}\0{args}")
 
 
 def observation_hash(text: str) -> str:
-    """A stable 16-hex-digit hash of an observation's text."""
+    """A stable key for an observation's text (the text itself when at most 64
+    characters, else a 16-hex-digit BLAKE2b hash)."""
+    return _short(text)
+
+
+def _short(text: str) -> str:
+    if len(text) <= 64:
+        return text
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
@@ -108,15 +121,17 @@ def _repetition(calls: list[str], k: int) -> str | None:
 
 def _cycle(calls: list[str], p: DetectorParams) -> str | None:
     n = len(calls)
+    last = calls[-1]
     for period in range(2, p.cycle_max_period + 1):
         span = period * p.cycle_repeats
         if n < span:
             break
-        tail = calls[n - span:]
-        if len(set(tail[:period])) < 2:
-            continue  # a constant run is a repetition, not a cycle
-        if all(tail[i] == tail[i - period] for i in range(period, span)):
-            return CYCLE
+        if calls[-1 - period] != last:
+            continue  # cheap early exit: the newest call does not recur at this period
+        start = n - span
+        if all(calls[i] == calls[i - period] for i in range(start + period, n)) and any(
+                calls[i] != last for i in range(start, n)):
+            return CYCLE  # a constant run is a repetition, not a cycle
     return None
 
 

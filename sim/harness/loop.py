@@ -78,7 +78,7 @@ from sim.harness.messages import (
     make_message,
     text_block,
 )
-from sim.harness.params import HarnessParams, Prices
+from sim.harness.params import HarnessParams, Prices, ToolSpec
 from sim.harness.policy import APPROVE, REJECT, check_call
 from sim.harness.state import (
     BUDGET_EXHAUSTED,
@@ -112,6 +112,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     emit = _emitter(state, observers)
     budgets = params.budgets
     compact_at = params.context.compact_at_tokens
+    tools = {spec.name: spec for spec in params.tools}
     state.status = RUNNING
     if not state.model:
         state.model = params.model
@@ -203,11 +204,11 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         blocks: list[Block] = []
         signal = None
         for call in calls:
-            observed = yield from _run_tool(params, state, call, blocks, emit)
+            spec = tools.get(call.name)
+            observed = yield from _run_tool(params, state, call, spec, blocks, emit)
             if state.terminal:
                 return state
             # 10. no-progress detector, on the call and what it returned
-            spec = params.tool(call.name)
             found = detector.observe(state.detector, canonical_call(call.name, call.input),
                                      observation_hash(observed[0]),
                                      spec is not None and spec.polling, observed[1])
@@ -319,15 +320,14 @@ def _prices(params: HarnessParams, model: str) -> Prices:
 
 # ---------------------------------------------------------------- tool calls
 def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
-              blocks: list[Block], emit: Emit):
+              spec: ToolSpec | None, blocks: list[Block], emit: Emit):
     """Run one call through policy, budgets and the executor; append its
     observation (and any injected message) to ``blocks`` and return
     ``(observation text, objective metric or None)``. Ends the run (and
     returns None) on a fatal error, an approval timeout or a spent time budget."""
-    decision, message = check_call(params, call)
+    decision, message = check_call(params, call, spec)
     if decision == REJECT:
         return _failure(params, state, call, message, blocks)
-    spec = params.tool(call.name)
     if decision == APPROVE:
         state.status = WAITING_APPROVAL
         answer: ApprovalDecision = yield ApprovalRequest(call, spec.effect,

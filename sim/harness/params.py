@@ -11,6 +11,7 @@ million tokens.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -19,7 +20,12 @@ EFFECT_CLASSES: tuple[str, ...] = ("read", "reversible_write", "external", "irre
 
 
 class ParameterError(ValueError):
-    """Incompatible or out-of-range harness parameters (raised before the loop)."""
+    """Incompatible or out-of-range harness parameters (raised before the loop).
+    ``problems`` lists ``(dotted field path, message)`` pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{path}: {message}" for path, message in problems))
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,75 +239,84 @@ class HarnessParams:
         the first problem. Returns self so it can be chained."""
         problems = list(_problems(self))
         if problems:
-            raise ParameterError("; ".join(problems))
+            raise ParameterError(problems)
         return self
 
 
-def _problems(p: HarnessParams):
+def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
+    """Every problem of ``p`` as ``(dotted field path, message)``."""
     if p.max_output_tokens <= 0:
-        yield f"max_output_tokens must be positive, got {p.max_output_tokens}"
+        yield "max_output_tokens", f"must be positive, got {p.max_output_tokens}"
     if p.context_window <= 0:
-        yield f"context_window must be positive, got {p.context_window}"
+        yield "context_window", f"must be positive, got {p.context_window}"
     if p.max_output_tokens > p.context_window:
-        yield (f"max_output_tokens ({p.max_output_tokens}) exceeds the context window "
-               f"({p.context_window})")
+        yield "max_output_tokens", (f"{p.max_output_tokens} exceeds the context window "
+                                    f"({p.context_window})")
     if p.thinking.enabled:
         if p.temperature > 0:
-            yield "extended thinking cannot be combined with temperature > 0"
+            yield "thinking.enabled", "extended thinking cannot be combined with temperature > 0"
         if p.tool_choice.startswith("tool:") or p.tool_choice == "any":
-            yield f"extended thinking cannot be combined with forced tool use ({p.tool_choice!r})"
+            yield "thinking.enabled", (f"extended thinking cannot be combined with forced tool "
+                                       f"use (tool_choice {p.tool_choice!r})")
         if p.thinking.budget_tokens <= 0:
-            yield "thinking.budget_tokens must be positive when thinking is enabled"
+            yield "thinking.budget_tokens", "must be positive when thinking is enabled"
         if p.thinking.budget_tokens > p.max_output_tokens:
-            yield (f"thinking.budget_tokens ({p.thinking.budget_tokens}) exceeds "
-                   f"max_output_tokens ({p.max_output_tokens})")
+            yield "thinking.budget_tokens", (f"{p.thinking.budget_tokens} exceeds "
+                                             f"max_output_tokens ({p.max_output_tokens})")
     if not 0.0 <= p.temperature <= 2.0:
-        yield f"temperature must be in [0, 2], got {p.temperature}"
+        yield "temperature", f"must be in [0, 2], got {p.temperature}"
     if p.tool_choice not in ("auto", "any", "none") and not p.tool_choice.startswith("tool:"):
-        yield f"tool_choice must be auto, any, none or tool:<name>, got {p.tool_choice!r}"
+        yield "tool_choice", f"must be auto, any, none or tool:<name>, got {p.tool_choice!r}"
     if p.tool_choice.startswith("tool:") and p.tool(p.tool_choice[5:]) is None:
-        yield f"tool_choice names an unknown tool {p.tool_choice[5:]!r}"
+        yield "tool_choice", f"names an unknown tool {p.tool_choice[5:]!r}"
     for name in ("steps", "tokens", "output_tokens", "money_usd", "wall_s", "active_s"):
         value = getattr(p.budgets, name)
         if value is not None and value <= 0:
-            yield f"budgets.{name} must be positive, got {value}"
+            yield f"budgets.{name}", f"must be positive, got {value}"
     if p.budgets.retries is not None and p.budgets.retries < 0:
-        yield f"budgets.retries must be >= 0, got {p.budgets.retries}"
+        yield "budgets.retries", f"must be >= 0, got {p.budgets.retries}"
     names = [t.name for t in p.tools]
     if len(set(names)) != len(names):
-        yield f"tool names must be unique, got {names}"
-    for t in p.tools:
+        yield "tools", f"tool names must be unique, got {names}"
+    for i, t in enumerate(p.tools):
         if t.effect not in EFFECT_CLASSES:
-            yield f"tool {t.name!r}: effect must be one of {EFFECT_CLASSES}, got {t.effect!r}"
+            yield f"tools[{i}].effect", f"must be one of {EFFECT_CLASSES}, got {t.effect!r}"
         if t.timeout_s <= 0:
-            yield f"tool {t.name!r}: timeout_s must be positive, got {t.timeout_s}"
-    for effect in p.approval_required:
+            yield f"tools[{i}].timeout_s", f"must be positive, got {t.timeout_s}"
+    for effect in sorted(p.approval_required):
         if effect not in EFFECT_CLASSES:
-            yield f"approval_required: unknown effect class {effect!r}"
+            yield "approval_required", f"unknown effect class {effect!r}"
     r = p.retry
     if r.base_s <= 0 or r.cap_s < r.base_s:
-        yield f"retry: need 0 < base_s <= cap_s, got base_s={r.base_s}, cap_s={r.cap_s}"
+        yield "retry.base_s", f"need 0 < base_s <= cap_s, got base_s={r.base_s}, cap_s={r.cap_s}"
     if not 0.0 <= r.jitter <= 1.0:
-        yield f"retry.jitter must be in [0, 1], got {r.jitter}"
-    if r.max_attempts < 0 or r.model_error_retries < 0 or r.fallback_after < 1:
-        yield "retry: max_attempts and model_error_retries must be >= 0, fallback_after >= 1"
+        yield "retry.jitter", f"must be in [0, 1], got {r.jitter}"
+    for name in ("max_attempts", "model_error_retries"):
+        if getattr(r, name) < 0:
+            yield f"retry.{name}", f"must be >= 0, got {getattr(r, name)}"
+    if r.fallback_after < 1:
+        yield "retry.fallback_after", f"must be >= 1, got {r.fallback_after}"
     d = p.detector
-    if d.repeat_threshold < 2 or d.cycle_repeats < 2 or d.cycle_max_period < 2:
-        yield "detector: repeat_threshold, cycle_repeats and cycle_max_period must be >= 2"
-    if d.stale_window < 0 or d.objective_window < 0 or d.nudges < 0:
-        yield "detector: stale_window, objective_window and nudges must be >= 0"
+    for name in ("repeat_threshold", "cycle_repeats", "cycle_max_period"):
+        if getattr(d, name) < 2:
+            yield f"detector.{name}", f"must be >= 2, got {getattr(d, name)}"
+    for name in ("stale_window", "objective_window", "nudges"):
+        if getattr(d, name) < 0:
+            yield f"detector.{name}", f"must be >= 0, got {getattr(d, name)}"
     c = p.context
-    if not 0.0 < c.compact_fraction < 1.0 or not 0.0 < c.emergency_target < 1.0:
-        yield "context: compact_fraction and emergency_target must be in (0, 1)"
+    for name in ("compact_fraction", "emergency_target"):
+        if not 0.0 < getattr(c, name) < 1.0:
+            yield f"context.{name}", f"must be in (0, 1), got {getattr(c, name)}"
     if c.compact_at_tokens is not None and not 0 < c.compact_at_tokens <= p.context_window:
-        yield (f"context.compact_at_tokens must be in (0, context_window], "
-               f"got {c.compact_at_tokens}")
+        yield "context.compact_at_tokens", (f"must be in (0, context_window], "
+                                            f"got {c.compact_at_tokens}")
     if p.prefix_tokens >= p.context_window:
-        yield (f"the prompt prefix ({p.prefix_tokens} tokens) does not fit the context "
-               f"window ({p.context_window})")
+        yield "system_prompt_tokens", (f"the prompt prefix ({p.prefix_tokens} tokens) does not "
+                                       f"fit the context window ({p.context_window})")
     if p.tool_failure_limit < 1:
-        yield f"tool_failure_limit must be >= 1, got {p.tool_failure_limit}"
-    if p.approval_timeout_s <= 0 or p.model_timeout_s <= 0:
-        yield "approval_timeout_s and model_timeout_s must be positive"
+        yield "tool_failure_limit", f"must be >= 1, got {p.tool_failure_limit}"
+    for name in ("approval_timeout_s", "model_timeout_s"):
+        if getattr(p, name) <= 0:
+            yield name, f"must be positive, got {getattr(p, name)}"
     if p.provider not in ("anthropic", "openai"):
-        yield f"provider must be anthropic or openai, got {p.provider!r}"
+        yield "provider", f"must be anthropic or openai, got {p.provider!r}"

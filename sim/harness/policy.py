@@ -8,17 +8,19 @@ strings so the loop can branch on them explicitly.
 from __future__ import annotations
 
 from sim.harness.messages import ToolUseBlock
-from sim.harness.params import HarnessParams
+from sim.harness.params import HarnessParams, ToolSpec
 
 ALLOW = "allow"
 APPROVE = "approve"
 REJECT = "reject"
 
 
-def check_call(params: HarnessParams, call: ToolUseBlock) -> tuple[str, str]:
+def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None = None
+               ) -> tuple[str, str]:
     """``(decision, message)``: ``allow``, ``approve`` (ask a human first) or
-    ``reject`` with an actionable message for the model."""
-    spec = params.tool(call.name)
+    ``reject`` with an actionable message for the model. ``spec`` is the
+    called tool's specification when the caller already looked it up."""
+    spec = spec if spec is not None else params.tool(call.name)
     if spec is None:
         names = ", ".join(t.name for t in params.tools) or "none"
         return REJECT, f"There is no tool named {call.name!r}. Available tools: {names}."

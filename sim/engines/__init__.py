@@ -1,0 +1,1 @@
+"""Engines: perform the harness's effects against the stochastic world."""

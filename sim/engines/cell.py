@@ -1,0 +1,24 @@
+"""What an engine needs to run the tasks of one scenario cell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sim.harness.detector import Detector
+from sim.harness.params import HarnessParams
+from sim.world.world import World
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of a sweep: harness parameters, the compiled world, the
+    detector to use (a factory, since detectors may keep per-run settings), the
+    root seed, and the cell's name and parameter values for the results."""
+
+    name: str
+    params: HarnessParams
+    world: World
+    make_detector: Callable[[HarnessParams], Detector]
+    seed: int
+    values: tuple[tuple[str, object], ...] = ()

@@ -1,0 +1,340 @@
+"""Results of a sweep on disk: Parquet rows, summary.json and a Markdown report.
+
+DESIGN.md "Results": one row per task (:class:`~sim.records.TaskRecord`) in
+``results.parquet``; one summary per cell in ``summary.json``; a readable
+``report.md``. Every file is written atomically (a temporary file in the same
+directory, flushed, fsynced, then renamed over the target), so a reader never
+sees half a file and a failure never clobbers the previous one. The same
+records give the same bytes: Parquet without the pandas index or metadata and
+with fixed compression; JSON with sorted keys and ``repr`` floats.
+
+Percentiles follow :mod:`sim.stats` (an observed value at rank floor(q*n)).
+Units: tokens are counts, cost is USD, times are seconds, shares are in [0, 1].
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sim import stats
+from sim.records import FALSE_SUCCESS, RECORD_FIELDS, TaskRecord
+
+PARQUET_NAME = "results.parquet"
+SUMMARY_NAME = "summary.json"
+REPORT_NAME = "report.md"
+PARQUET_COMPRESSION = "zstd"
+PARQUET_COMPRESSION_LEVEL = 3
+FILE_MODE = 0o644
+
+_DTYPES = {"int": "int64", "float": "float64", "bool": "bool", "str": "string"}
+_ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
+          "string": pa.string(), "str": pa.string(), "object": pa.string()}
+_MEANS = ("retries", "nudges", "verifier_rejections", "compactions")
+_OUTCOME_WIDTH = 26
+
+
+def record_dtypes() -> dict[str, str]:
+    """``{field: pandas dtype}`` for every field of :class:`TaskRecord`, in
+    ``RECORD_FIELDS`` order (int64, float64, bool or string)."""
+    hints = typing.get_type_hints(TaskRecord)
+    out = {}
+    for name in RECORD_FIELDS:
+        hint = getattr(hints[name], "__name__", str(hints[name]))
+        if hint not in _DTYPES:
+            raise TypeError(f"TaskRecord.{name}: no column dtype for type {hints[name]!r}")
+        out[name] = _DTYPES[hint]
+    return out
+
+
+def records_frame(records: list[TaskRecord]) -> pd.DataFrame:
+    """One row per record, columns in ``RECORD_FIELDS`` order with explicit
+    dtypes (:func:`record_dtypes`), a default RangeIndex, rows in given order."""
+    return pd.DataFrame({
+        name: pd.Series([getattr(r, name) for r in records], dtype=dtype)
+        for name, dtype in record_dtypes().items()
+    })
+
+
+# ---------------------------------------------------------------- summaries
+
+def _prompt_tokens(frame: pd.DataFrame) -> np.ndarray:
+    """Per-task prompt tokens: input + cache read + cache write."""
+    return (frame["input_tokens"] + frame["cache_read_tokens"]
+            + frame["cache_write_tokens"]).to_numpy(dtype=np.int64)
+
+
+def _cache_hit_share(frame: pd.DataFrame) -> float:
+    """Cache-read tokens over all prompt tokens of the cell (0.0 when none)."""
+    prompt = int(_prompt_tokens(frame).sum())
+    return int(frame["cache_read_tokens"].sum()) / prompt if prompt else 0.0
+
+
+def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]:
+    """The summary.json entry of one cell, from the rows of that cell.
+
+    Keys: ``name``, ``params``, ``tasks``; ``outcomes`` ({outcome: share},
+    largest first) and ``outcome_counts`` ({outcome: tasks}); ``steps``,
+    ``input_tokens`` (prompt tokens: input + cache read + cache write),
+    ``output_tokens``, ``thinking_tokens`` and ``wall_s`` (seconds), each
+    :func:`sim.stats.describe` (p50, p95, max, mean); ``cost``
+    (:func:`sim.stats.cost_summary`, USD); ``cache_hit_share`` (cache-read
+    over prompt tokens); and ``retries_mean``, ``nudges_mean``,
+    ``verifier_rejections_mean``, ``compactions_mean`` (per task).
+    """
+    if len(frame) == 0:
+        raise ValueError(f"cell {name!r} has no tasks to summarise")
+    outcomes = frame["outcome"].tolist()
+    summary: dict[str, Any] = {
+        "name": name,
+        "params": dict(params),
+        "tasks": len(frame),
+        "outcomes": stats.outcome_shares(outcomes),
+        "outcome_counts": stats.outcome_counts(outcomes),
+        "steps": stats.describe(frame["steps"].to_numpy()),
+        "input_tokens": stats.describe(_prompt_tokens(frame)),
+        "output_tokens": stats.describe(frame["output_tokens"].to_numpy()),
+        "thinking_tokens": stats.describe(frame["thinking_tokens"].to_numpy()),
+        "cost": stats.cost_summary(frame["cost_usd"].to_numpy()),
+        "wall_s": stats.describe(frame["wall_s"].to_numpy(dtype=np.float64)),
+        "cache_hit_share": _cache_hit_share(frame),
+    }
+    for column in _MEANS:
+        summary[f"{column}_mean"] = stats.describe(frame[column].to_numpy())["mean"]
+    return summary
+
+
+# ----------------------------------------------------------- atomic writers
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same
+    directory, flushed and fsynced, then ``os.replace``-d over ``path`` (mode
+    0644). On any failure the temporary file is removed and ``path`` keeps its
+    previous content."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename durable by fsyncing its directory (where the OS allows)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _arrow_table(frame: pd.DataFrame) -> pa.Table:
+    """``frame`` as an Arrow table with a fixed schema and no metadata (no
+    pandas index, no pandas or library versions)."""
+    fields = []
+    for name, dtype in frame.dtypes.items():
+        key = str(dtype)
+        if key not in _ARROW:
+            raise TypeError(f"column {name!r}: no Parquet type for dtype {key}")
+        fields.append(pa.field(str(name), _ARROW[key]))
+    schema = pa.schema(fields)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return table.cast(schema).replace_schema_metadata(None)
+
+
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """The Parquet file of ``frame``: identical bytes for identical frames."""
+    buffer = io.BytesIO()
+    pq.write_table(_arrow_table(frame), buffer, compression=PARQUET_COMPRESSION,
+                   compression_level=PARQUET_COMPRESSION_LEVEL, version="2.6")
+    return buffer.getvalue()
+
+
+def write_parquet(path: str | os.PathLike, frame: pd.DataFrame) -> None:
+    """Write ``frame`` to ``path`` as Parquet, atomically, deterministic bytes."""
+    write_atomic(path, parquet_bytes(frame))
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for numpy scalars and arrays and paths; anything else is an error."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def json_bytes(obj: Any) -> bytes:
+    """UTF-8 JSON: sorted keys, indent 2, trailing newline, ``repr`` floats
+    (shortest round-trip, stable); NaN and infinities are refused."""
+    text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False,
+                      default=_json_default)
+    return (text + "\n").encode("utf-8")
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` to ``path`` as JSON (:func:`json_bytes`), atomically."""
+    write_atomic(path, json_bytes(obj))
+
+
+# ------------------------------------------------------------------ tables
+
+def _counts(cell: Mapping[str, Any]) -> dict[str, int]:
+    """Exact outcome counts of a cell, largest first then by name (from
+    ``outcome_counts``, else rounded from shares)."""
+    counts = cell.get("outcome_counts")
+    if counts is None:
+        counts = {k: round(v * cell["tasks"]) for k, v in cell["outcomes"].items()}
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def format_table(cell: Mapping[str, Any]) -> str:
+    """The terminal table of one cell, shaped like seed 001's output (no
+    trailing newline): outcomes with counts and percent shares, steps and
+    prompt tokens (p50, p95, max), cost per task (mean, p95, max) and total
+    spend in USD."""
+    n = cell["tasks"]
+    counts = _counts(cell)
+    width = max([_OUTCOME_WIDTH, *(len(k) + 2 for k in counts)])
+    steps, tokens, cost = cell["steps"], cell["input_tokens"], cell["cost"]
+    lines = [f"== {cell['name']}, {n} tasks"]
+    lines += [f"  {k:<{width}}{c:>6}  {100 * c / n:5.1f}%" for k, c in counts.items()]
+    lines += [
+        f"  steps          p50 {steps['p50']:>4}  p95 {steps['p95']:>4}  max {steps['max']:>4}",
+        f"  input tokens   p50 {tokens['p50']:>9,}  p95 {tokens['p95']:>9,}"
+        f"  max {tokens['max']:>10,}",
+        f"  cost per task  mean ${cost['mean']:.2f}  p95 ${cost['p95']:.2f}"
+        f"  max ${cost['max']:.2f}",
+        f"  total spend    ${cost['total']:,.0f}",
+    ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ report
+
+_REPORT_NOTES = f"""\
+Percentiles are observed values: p_q is the value at 0-based rank floor(q*n) (clamped to n-1)
+of the sorted sample of n tasks, so p50 of an even-sized sample is the upper median and max is
+p100. "input tokens" are prompt tokens (input + cache read + cache write). Costs are in USD and
+times in seconds. Share intervals are 95% Wilson score intervals.
+
+Outcome labels are `state:reason` (for example `needs_human:no_progress`,
+`budget_exhausted:tokens`, `failed:context_overflow`), except `succeeded` (verified, or claimed
+and truly done) and `{FALSE_SUCCESS}` (claimed, accepted and not truly done, which only a
+simulation can see).
+"""
+
+
+def _outcome_rows(cell: Mapping[str, Any]) -> list[str]:
+    """Markdown table of outcomes: tasks, share and its 95% Wilson interval."""
+    n = cell["tasks"]
+    rows = ["| outcome | tasks | share | 95% interval |", "|---|---:|---:|---:|"]
+    for outcome, count in _counts(cell).items():
+        low, high = stats.share_ci(count, n)
+        rows.append(f"| `{outcome}` | {count} | {100 * count / n:.1f}% "
+                    f"| {100 * low:.1f}% to {100 * high:.1f}% |")
+    return rows
+
+
+def _metric_rows(cell: Mapping[str, Any]) -> list[str]:
+    """Markdown table of distributions: p50, p95, max and mean."""
+    rows = ["| per task | p50 | p95 | max | mean |", "|---|---:|---:|---:|---:|"]
+    for key, label, fmt in (("steps", "steps", ","), ("input_tokens", "input tokens", ","),
+                            ("output_tokens", "output tokens", ","),
+                            ("wall_s", "wall time (s)", ",.1f"), ("cost", "cost (USD)", ",.2f")):
+        if key not in cell:
+            continue
+        d = cell[key]
+        values = [format(d[k], fmt) for k in ("p50", "p95", "max")]
+        rows.append(f"| {label} | {' | '.join(values)} | {d['mean']:,.2f} |")
+    return rows
+
+
+def _cell_section(cell: Mapping[str, Any]) -> str:
+    """The report section of one cell: terminal table, params, tables, means."""
+    params = json.dumps(cell.get("params", {}), sort_keys=True, default=_json_default)
+    means = ", ".join(f"{k.removesuffix('_mean').replace('_', ' ')} {cell[k]:.2f}"
+                      for k in (f"{m}_mean" for m in _MEANS) if k in cell)
+    parts = [
+        f"## {cell['name']}",
+        f"Parameters: `{params}`",
+        f"```text\n{format_table(cell)}\n```",
+        "\n".join(_outcome_rows(cell)),
+        "\n".join(_metric_rows(cell)),
+        f"Total spend ${cell['cost']['total']:,.2f}; cache hit share "
+        f"{100 * cell.get('cache_hit_share', 0.0):.1f}%; means per task: {means}.",
+    ]
+    return "\n\n".join(parts)
+
+
+def report_markdown(summary: Mapping[str, Any], title: str) -> str:
+    """The Markdown report of every cell in ``summary`` (the summary.json dict)."""
+    cells = summary["cells"]
+    head = f"# {title}\n\n{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
+    return "\n\n".join([head.rstrip("\n"), *(_cell_section(c) for c in cells)]) + "\n"
+
+
+def write_report(path: str | os.PathLike, summary: Mapping[str, Any], title: str) -> None:
+    """Write the Markdown report of ``summary`` to ``path``, atomically."""
+    write_atomic(path, report_markdown(summary, title).encode("utf-8"))
+
+
+# ----------------------------------------------------------------- results
+
+def _cell_records(name: str, records: list[TaskRecord]) -> list[TaskRecord]:
+    """A cell's records sorted by task index; every record must belong to the
+    cell and each task index must appear once."""
+    wrong = sorted({r.cell for r in records if r.cell != name})
+    if wrong:
+        raise ValueError(f"cell {name!r} holds records of other cells: {wrong}")
+    ordered = sorted(records, key=lambda r: r.task)
+    tasks = [r.task for r in ordered]
+    if len(set(tasks)) != len(tasks):
+        raise ValueError(f"cell {name!r} has duplicate task indices")
+    return ordered
+
+
+def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[TaskRecord]],
+                  params_by_cell: dict[str, dict]) -> dict[str, Any]:
+    """Write ``results.parquet`` (every task of every cell: cells in given
+    order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
+    :func:`cell_summary`) and ``report.md`` into ``out_dir`` (created if
+    needed), each atomically; return the summary dict."""
+    if set(records_by_cell) != set(params_by_cell):
+        raise ValueError("records_by_cell and params_by_cell name different cells: "
+                         f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")
+    frames, cells = [], []
+    for name, records in records_by_cell.items():
+        frame = records_frame(_cell_records(name, records))
+        cells.append(cell_summary(name, params_by_cell[name], frame))
+        frames.append(frame)
+    everything = pd.concat(frames, ignore_index=True) if frames else records_frame([])
+    summary = {"cells": cells}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(out / PARQUET_NAME, everything)
+    write_json(out / SUMMARY_NAME, summary)
+    write_report(out / REPORT_NAME, summary, title=f"Results: {out.name}")
+    return summary

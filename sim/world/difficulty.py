@@ -1,0 +1,37 @@
+"""Task difficulty: the hidden number of productive steps a task needs.
+
+Distribution objects know their analytic mean (Ciw's style), so tests can
+check samplers against theory.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sim.world.params import FixedDifficulty, LognormalDifficulty
+from sim.world.streams import Draws
+
+
+def sample_need(spec: LognormalDifficulty | FixedDifficulty, draws: Draws) -> int:
+    """Productive steps one task needs (seed 001: ``max(3, round(lognormal(2.3, 0.6)))``).
+    Draws one standard normal from ``draws`` for the lognormal, none for fixed."""
+    if spec.distribution == "fixed":
+        return spec.steps
+    return max(spec.min, round(math.exp(spec.mu + spec.sigma * draws.normal())))
+
+
+def continuous_mean(spec: LognormalDifficulty | FixedDifficulty) -> float:
+    """Mean of the distribution before rounding and the floor: ``exp(mu + sigma^2/2)``."""
+    if spec.distribution == "fixed":
+        return float(spec.steps)
+    return math.exp(spec.mu + spec.sigma ** 2 / 2)
+
+
+def need_cdf(spec: LognormalDifficulty | FixedDifficulty, k: int) -> float:
+    """P(need <= k) for the rounded, floored distribution (exact)."""
+    if spec.distribution == "fixed":
+        return 1.0 if k >= spec.steps else 0.0
+    if k < spec.min:
+        return 0.0
+    # round() sends exp(X) in [k + 0.5, k + 1.5) to k + 1, ties aside (measure zero)
+    return 0.5 * (1 + math.erf((math.log(k + 0.5) - spec.mu) / (spec.sigma * math.sqrt(2))))

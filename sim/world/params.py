@@ -1,0 +1,170 @@
+"""Parameters of the stochastic world: tasks, the simulated model and tools.
+
+Pydantic models, validated when a scenario is loaded; every field has a
+default and a unit. The defaults reproduce seed 001's random process: a
+lognormal number of productive steps per task (median about 10, at least 3),
+and per model call a 1.5% chance of entering a doom loop, 8% transient tool
+error, 4% bad arguments, 3% premature "done" once half the work is done.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Prob = Annotated[float, Field(ge=0.0, le=1.0)]
+Effect = Literal["read", "reversible_write", "external", "irreversible"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LognormalDifficulty(_Strict):
+    """Productive steps a task needs: ``max(min, round(exp(N(mu, sigma))))``."""
+
+    distribution: Literal["lognormal"] = "lognormal"
+    mu: float = Field(2.3, description="mean of log(steps)")
+    sigma: float = Field(0.6, gt=0, description="standard deviation of log(steps)")
+    min: int = Field(3, ge=1, description="smallest number of productive steps")
+
+
+class FixedDifficulty(_Strict):
+    """Every task needs exactly ``steps`` productive steps."""
+
+    distribution: Literal["fixed"] = "fixed"
+    steps: int = Field(10, ge=1, description="productive steps every task needs")
+
+
+Difficulty = Annotated[LognormalDifficulty | FixedDifficulty, Field(discriminator="distribution")]
+
+
+class PolicyParams(_Strict):
+    """What the simulated model does on each call that is not stuck in a loop.
+
+    One uniform draw per call picks, in this order: enter a doom loop
+    (``loop``), a call that meets a transient tool error (``transient``), a
+    call with bad arguments (``validation``), a premature claim of success
+    (``premature``, only once ``premature_after`` of the work is done), else a
+    productive call, or the final answer when it completes the work. The
+    probabilities must sum to at most 1.
+    """
+
+    loop: Prob = Field(0.015, description="probability a call enters a doom loop")
+    transient: Prob = Field(0.08, description="probability a call meets a transient tool error")
+    validation: Prob = Field(0.04, description="probability a call has bad arguments")
+    premature: Prob = Field(0.03, description="probability of a premature 'done' claim")
+    premature_after: Prob = Field(
+        0.5, description="share of the required progress done before premature claims occur")
+    escape_after_nudge: Prob = Field(
+        0.5, description="probability a nudge gets the model out of a loop")
+
+    @model_validator(mode="after")
+    def _sums_to_at_most_one(self) -> PolicyParams:
+        total = self.loop + self.transient + self.validation + self.premature
+        if total > 1.0 + 1e-12:
+            raise ValueError(f"loop + transient + validation + premature = {total:g} exceeds 1")
+        return self
+
+
+class DurationParams(_Strict):
+    """A lognormal duration: median ``median_s`` seconds, log-sd ``sigma``."""
+
+    median_s: float = Field(1.0, gt=0, description="median duration (seconds)")
+    sigma: float = Field(0.5, ge=0, description="standard deviation of log(duration)")
+
+
+class ToolParams(_Strict):
+    """One simulated tool: its effect class, timeout, share of calls and duration."""
+
+    name: str = Field(description="tool name the model calls")
+    effect: Effect = Field("read", description="effect class")
+    timeout_s: float = Field(30.0, gt=0, description="per-call timeout (seconds)")
+    weight: float = Field(1.0, ge=0, description="relative share of the model's calls")
+    polling: bool = Field(False, description="expected to repeat (detector keys on results)")
+    definition_tokens: int = Field(200, ge=0, description="schema size in the prefix (tokens)")
+    duration: DurationParams = Field(default_factory=DurationParams)
+
+
+def _default_tools() -> tuple[ToolParams, ...]:
+    return (
+        ToolParams(name="read_file", effect="read", timeout_s=5.0, weight=4.0,
+                   duration=DurationParams(median_s=0.2, sigma=0.5)),
+        ToolParams(name="edit_file", effect="reversible_write", timeout_s=5.0, weight=2.0,
+                   duration=DurationParams(median_s=0.3, sigma=0.5)),
+        ToolParams(name="run_shell", effect="reversible_write", timeout_s=30.0, weight=2.0,
+                   duration=DurationParams(median_s=3.0, sigma=0.6)),
+        ToolParams(name="fetch_url", effect="external", timeout_s=15.0, weight=1.0,
+                   duration=DurationParams(median_s=1.5, sigma=0.6)),
+        ToolParams(name="run_code", effect="reversible_write", timeout_s=60.0, weight=1.0,
+                   duration=DurationParams(median_s=8.0, sigma=0.6)),
+    )
+
+
+class TokenParams(_Strict):
+    """Token sizes. The prompt of step n (0-based) is ``prefix + n * (output +
+    tool_result)`` when nothing else enters the history (seed 001: 12,000 +
+    1,500 n)."""
+
+    prefix: int = Field(12_000, ge=1, description=(
+        "stable prefix: system prompt + tool definitions + task statement (tokens)"))
+    task: int = Field(300, ge=1, description="task statement, part of the prefix (tokens)")
+    output: int = Field(600, ge=1, description="output of one model call (tokens)")
+    tool_result: int = Field(900, ge=0, description="one tool result or error (tokens)")
+    verifier_feedback: int = Field(900, ge=0, description="a verifier's rejection (tokens)")
+    summary_ratio: Prob = Field(0.1, description="compaction summary size / compacted size")
+    thinking: int = Field(0, ge=0, description="thinking tokens per call when enabled (tokens)")
+
+
+class FaultParams(_Strict):
+    """Model-API faults per call; all default to zero."""
+
+    max_tokens: Prob = Field(0.0, description="probability a response is cut at max tokens")
+    rate_limit: Prob = Field(0.0, description="probability of a 429 with Retry-After")
+    server_error: Prob = Field(0.0, description="probability of a 5xx server error")
+    retry_after_s: float = Field(2.0, ge=0, description="Retry-After sent with a 429 (seconds)")
+
+
+class LatencyParams(_Strict):
+    """Model-call time: ``ttft_s + output / decode_tps + prompt / prefill_tps``."""
+
+    ttft_s: float = Field(0.5, ge=0, description="time to first token (seconds)")
+    decode_tps: float = Field(75.0, gt=0, description="decode speed (output tokens/second)")
+    prefill_tps: float | None = Field(None, gt=0, description=(
+        "prefill speed (prompt tokens/second); None: prefill time is in ttft"))
+
+
+class ApprovalParams(_Strict):
+    """Human approvals: delay until a decision and the chance of approval."""
+
+    delay: DurationParams = Field(default_factory=lambda: DurationParams(median_s=120.0,
+                                                                         sigma=1.0))
+    approve: Prob = Field(0.95, description="probability a human approves a call")
+
+
+class WorldParams(_Strict):
+    """The stochastic world one scenario cell runs against."""
+
+    difficulty: Difficulty = Field(default_factory=LognormalDifficulty)
+    policy: PolicyParams = Field(default_factory=PolicyParams)
+    tools: tuple[ToolParams, ...] = Field(default_factory=_default_tools, min_length=1)
+    retry_success: Prob = Field(0.9, description="probability a harness retry of a transient "
+                                                 "tool error succeeds")
+    tokens: TokenParams = Field(default_factory=TokenParams)
+    faults: FaultParams = Field(default_factory=FaultParams)
+    latency: LatencyParams = Field(default_factory=LatencyParams)
+    approval: ApprovalParams = Field(default_factory=ApprovalParams)
+
+    @model_validator(mode="after")
+    def _prefix_holds_its_parts(self) -> WorldParams:
+        names = [t.name for t in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tool names must be unique, got {names}")
+        if sum(t.weight for t in self.tools) <= 0:
+            raise ValueError("at least one tool needs a positive weight")
+        fixed = self.tokens.task + sum(t.definition_tokens for t in self.tools)
+        if fixed > self.tokens.prefix:
+            raise ValueError(f"tokens.prefix ({self.tokens.prefix}) is smaller than the task "
+                             f"statement plus tool definitions ({fixed})")
+        return self

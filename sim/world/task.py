@@ -1,0 +1,185 @@
+"""One simulated task: the model's behaviour, the tools' behaviour and the
+hidden ground truth, answering the harness's effects.
+
+The model decides per call (seed 001's process, see
+:class:`~sim.world.params.PolicyParams`) and answers as a real model does:
+content blocks with tool_use names and arguments (a doom loop really repeats
+one call, so the real detector sees it), usage and a stop_reason. It reads the
+history only as a real model could: it notices a nudge in the last message.
+The ground truth (``need``, the productive steps the task requires, and
+``progress``) is read only by the verifier and the final record.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sim.harness.effects import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolError,
+    ToolRequest,
+    ToolResult,
+    Verdict,
+    VerifyRequest,
+)
+from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from sim.world.difficulty import sample_need
+from sim.world.streams import Draws
+from sim.world.world import World
+
+PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
+
+
+class SimulatedTask:
+    """The world as one task sees it. ``respond``, ``execute``, ``verify`` and
+    ``approve`` answer the four kinds of effect that reach the world."""
+
+    __slots__ = ("world", "model", "tools", "latency", "need", "progress", "premature_at",
+                 "stuck", "loop_call", "kinds", "calls", "answer_correct", "claims")
+
+    def __init__(self, world: World, streams: tuple[Draws, Draws, Draws, Draws]) -> None:
+        difficulty, self.model, self.tools, self.latency = streams
+        self.world = world
+        self.need = sample_need(world.params.difficulty, difficulty)
+        self.progress = 0
+        self.premature_at = int(self.need * world.premature_after)
+        self.stuck = False
+        self.loop_call: ToolUseBlock | None = None
+        self.kinds: dict[str, int] = {}
+        self.calls = 0
+        self.answer_correct = False
+        self.claims = 0
+
+    # ------------------------------------------------------------- the model
+    def respond(self, request: ModelRequest) -> ModelResponse | ModelError:
+        """The model's answer to one request."""
+        w = self.world
+        if request.purpose == "compaction":
+            return self._summary(request)
+        truncated = False
+        if w.any_faults:
+            u = self.model.uniform()
+            if u < w.f_rate_limit:
+                return ModelError("rate_limit", 429, w.retry_after_s, "rate limit exceeded",
+                                  w.ttft_s)
+            if u < w.f_server:
+                return ModelError("server", 500, None, "internal server error", w.ttft_s)
+            truncated = u < w.f_max_tokens
+        content = self._decide(request)
+        return self._response(request, content, truncated)
+
+    def _decide(self, request: ModelRequest) -> list:
+        w = self.world
+        if self.stuck:
+            last = request.messages[-1].content[-1]
+            nudged = last.type == "text" and last.origin == "nudge"
+            if not nudged or self.model.uniform() >= w.escape:
+                return [self._repeat_loop_call()]
+            self.stuck = False
+        r = self.model.uniform()
+        if r < w.c_loop:
+            self.stuck = True
+            self.loop_call = self._new_call(LOOP, r / w.c_loop)
+            return [self.loop_call]
+        if r < w.c_transient:
+            return [self._new_call(TRANSIENT, (r - w.c_loop) / (w.c_transient - w.c_loop))]
+        if r < w.c_validation:
+            return [self._new_call(VALIDATION,
+                                   (r - w.c_transient) / (w.c_validation - w.c_transient))]
+        if r < w.c_premature and self.progress >= self.premature_at:
+            return [self._answer(self.progress >= self.need)]
+        if self.progress + 1 >= self.need:
+            return [self._answer(True)]
+        return [self._new_call(PRODUCTIVE, (r - w.c_premature) / (1.0 - w.c_premature))]
+
+    def _new_call(self, kind: int, u: float) -> ToolUseBlock:
+        self.calls += 1
+        n = self.calls
+        name = self.world.pick_tool(u)
+        call_id = f"toolu_{n}"
+        self.kinds[call_id] = kind
+        arg = f"/work/{'notes' if kind == LOOP else 'src'}/item_{n}"
+        return ToolUseBlock(call_id, name, {"target": arg}, self.world.output_tokens)
+
+    def _repeat_loop_call(self) -> ToolUseBlock:
+        self.calls += 1
+        call_id = f"toolu_{self.calls}"
+        self.kinds[call_id] = LOOP
+        loop = self.loop_call
+        return ToolUseBlock(call_id, loop.name, loop.input, loop.tokens)
+
+    def _answer(self, correct: bool) -> TextBlock:
+        self.claims += 1
+        self.answer_correct = correct
+        return TextBlock("The task is complete.", self.world.output_tokens)
+
+    def _response(self, request: ModelRequest, content: list, truncated: bool) -> ModelResponse:
+        w = self.world
+        output = request.max_output_tokens if truncated else w.output_tokens
+        thinking = w.thinking_tokens
+        if thinking:
+            content.insert(0, ThinkingBlock("...", thinking))
+        latency = (w.ttft_s + (output + thinking) * w.decode_s_per_token
+                   + request.input_tokens * w.prefill_s_per_token)
+        stop = "max_tokens" if truncated else (
+            "tool_use" if content[-1].type == "tool_use" else "end_turn")
+        return ModelResponse(content, Usage(request.input_tokens, output, 0, 0, thinking), stop,
+                             latency, request.model)
+
+    def _summary(self, request: ModelRequest) -> ModelResponse:
+        w = self.world
+        compacted = request.input_tokens
+        tokens = max(1, min(request.max_output_tokens, int(compacted * w.summary_ratio)))
+        latency = w.ttft_s + tokens * w.decode_s_per_token
+        return ModelResponse([TextBlock("(summary of earlier steps)", tokens)],
+                             Usage(request.input_tokens, tokens), "end_turn", latency,
+                             request.model)
+
+    # ------------------------------------------------------------- the tools
+    def execute(self, request: ToolRequest) -> ToolResult | ToolError:
+        """Run one tool call: a result or an error, with its size and duration."""
+        w = self.world
+        call = request.call
+        log_median, sigma = w.tool_duration.get(call.name, (0.0, 0.0))
+        duration = math.exp(log_median + sigma * self.latency.normal())
+        if duration > request.timeout_s:
+            return ToolError("timeout", f"{call.name} timed out after {request.timeout_s:g} s",
+                             w.result_tokens, request.timeout_s)
+        kind = self.kinds.get(call.id, LOOP)
+        if kind == PRODUCTIVE:
+            self.progress += 1
+            return ToolResult(f"{call.name} {call.input['target']}: ok", w.result_tokens, duration)
+        if kind == LOOP:
+            return ToolResult(f"{call.name} {call.input['target']}: same as before",
+                              w.result_tokens, duration)
+        if kind == TRANSIENT:
+            if request.attempt > 0 and self.tools.uniform() < w.retry_success:
+                self.progress += 1
+                return ToolResult(f"{call.name} {call.input['target']}: ok", w.result_tokens,
+                                  duration)
+            return ToolError("transient", f"503 Service Unavailable ({call.id})",
+                             w.result_tokens, duration, 503)
+        return ToolError("validation", f"{call.input['target']} is not a valid target "
+                         f"for {call.name}", w.result_tokens, duration, 400)
+
+    # ------------------------------------------------------- verifier, humans
+    def verify(self, request: VerifyRequest) -> Verdict:
+        """The verifier's decision on the latest claim (reads the ground truth)."""
+        w = self.world
+        if w.verifier.check(self.answer_correct, self.tools):
+            return Verdict(True)
+        return Verdict(False, "Verification failed: the checks do not pass yet. Continue working "
+                       "on the task.", w.feedback_tokens)
+
+    def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        """A human's decision after a lognormal delay; a delay past the timeout times out."""
+        w = self.world
+        delay = math.exp(w.approval_log_median + w.approval_sigma * self.latency.normal())
+        if delay > request.timeout_s:
+            return ApprovalDecision(False, request.timeout_s, True, "no decision in time")
+        approved = self.tools.uniform() < w.approve
+        return ApprovalDecision(approved, delay, False, "" if approved else "refused by reviewer")
