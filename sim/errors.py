@@ -8,6 +8,7 @@ class InputError(Exception):
     whole message: where (file and dotted field path) and what is wrong."""
 
     def __init__(self, message: str, *, source: str = "", path: str = "") -> None:
+        self.message = message
         self.source = source
         self.path = path
         where = ": ".join(p for p in (source, path) if p)

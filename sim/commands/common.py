@@ -1,0 +1,60 @@
+"""Options and output shared by the simulating commands (run, sweep)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from sim.errors import InputError
+from sim.results import format_table, write_results
+from sim.scenario import Scenario, load_scenario
+from sim.sweep import CellRun, run_cells
+
+
+def add_simulation_options(parser: argparse.ArgumentParser) -> None:
+    """SCENARIO, --tasks, --seed, --out, --format, --workers, --set, --quiet."""
+    parser.add_argument("scenario", help="scenario YAML file")
+    parser.add_argument("--tasks", type=int, help="tasks per cell (default: the scenario's)")
+    parser.add_argument("--seed", type=int, help="root seed (default: the scenario's)")
+    parser.add_argument("--out", help="results folder (default: reports/<scenario name>)")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="stdout: tables (default) or the summary as JSON")
+    parser.add_argument("--workers", type=int, help="processes (default: all cores); "
+                                                    "results are identical for any number")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="PATH=VALUE", help="override a field, e.g. "
+                                                   "harness.budgets.steps=30 (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def load(args: argparse.Namespace) -> Scenario:
+    """The scenario with --set, --tasks and --seed applied, validated."""
+    overrides = list(args.overrides)
+    for flag, value in (("tasks", args.tasks), ("seed", args.seed)):
+        if value is not None:
+            if value < (1 if flag == "tasks" else 0):
+                raise InputError(f"--{flag} must be {'>= 1' if flag == 'tasks' else '>= 0'}, "
+                                 f"got {value}")
+            overrides.append(f"{flag}={value}")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be >= 1, got {args.workers}")
+    return load_scenario(args.scenario, overrides)
+
+
+def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun]
+                        ) -> int:
+    """Run the cells, write the results folder, print tables or JSON."""
+    out = Path(args.out) if args.out else Path("reports") / scenario.name
+    records = run_cells(runs, scenario.tasks, workers=args.workers, progress=not args.quiet)
+    summary = write_results(out, records, {r.name: r.params() for r in runs})
+    if args.format == "json":
+        json.dump(summary, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        for cell in summary["cells"]:
+            print(format_table(cell))
+            print()
+        print(f"results in {out}/ (results.parquet, summary.json, report.md)")
+    return 0

@@ -1,0 +1,29 @@
+"""``python -m sim run SCENARIO``: one cell (the scenario's base values)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sim.commands.common import add_simulation_options, load, simulate_and_report
+from sim.sweep import CellRun
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` command."""
+    parser = subparsers.add_parser(
+        "run", help="run one cell: the scenario without its sweep",
+        description="Run the scenario's base cell (its sweep section, if any, is ignored) "
+                    "and write results.parquet, summary.json and report.md.")
+    add_simulation_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load and simulate the base cell."""
+    scenario = load(args)
+    if scenario.sweep and not args.quiet:
+        print(f"note: ignoring the sweep of {scenario.name} (use 'sweep' to run it)",
+              file=sys.stderr)
+    base = scenario.model_copy(update={"sweep": {}})
+    return simulate_and_report(args, base, [CellRun(scenario.name, base, ())])

@@ -1,0 +1,25 @@
+"""``python -m sim sweep SCENARIO``: every cell of the scenario's grid."""
+
+from __future__ import annotations
+
+import argparse
+
+from sim.commands.common import add_simulation_options, load, simulate_and_report
+from sim.sweep import cells_of
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``sweep`` command."""
+    parser = subparsers.add_parser(
+        "sweep", help="run every cell of a scenario's sweep grid",
+        description="Run every cell of the scenario's sweep grid (a scenario without a "
+                    "sweep is one cell) and write results.parquet, summary.json and "
+                    "report.md.")
+    add_simulation_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, expand, simulate, report."""
+    scenario = load(args)
+    return simulate_and_report(args, scenario, cells_of(scenario))

@@ -1,0 +1,420 @@
+"""Scenario files: YAML in, a validated :class:`Scenario` out, or one clear error.
+
+A scenario has a ``harness`` section (the real harness's settings), a
+``world`` section (the stochastic model, tools and tasks, see
+:mod:`sim.world.params`), run settings (``tasks``, ``seed``) and an optional
+``sweep`` of axes over dotted paths, expanded as a grid. Every field has a unit
+and a default; ``scenarios/README.md`` documents them all.
+
+Every kind of bad input (missing file, malformed YAML, unknown key, wrong
+type, out-of-range value, incompatible harness settings, an unknown component
+name or import path) raises :class:`~sim.errors.InputError` naming the file and
+the dotted field path; the CLI prints it and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import itertools
+from collections.abc import Callable
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sim.errors import InputError
+from sim.harness import params as hp
+from sim.harness.detector import Detector, NoProgressDetector
+from sim.world.params import Prob, WorldParams
+from sim.world.verifiers import VERIFIERS
+
+Positive = Annotated[float, Field(gt=0)]
+
+
+def _default(cls: type, name: str) -> Any:
+    """The default of dataclass field ``name`` of ``cls`` (defaults are defined once)."""
+    for f in fields(cls):
+        if f.name == name:
+            return f.default if f.default is not MISSING else f.default_factory()
+    raise KeyError(name)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BudgetsConfig(_Strict):
+    """Run budgets; null means unlimited (see :class:`sim.harness.params.Budgets`)."""
+
+    steps: int | None = Field(None, gt=0, description="model calls per run (max turns)")
+    tokens: int | None = Field(None, gt=0, description="prompt tokens over all calls (tokens)")
+    output_tokens: int | None = Field(None, gt=0, description="output + thinking tokens (tokens)")
+    money_usd: float | None = Field(None, gt=0, description="spend per run (USD)")
+    wall_s: float | None = Field(None, gt=0, description="active + parked time (seconds)")
+    active_s: float | None = Field(None, gt=0, description="time not parked (seconds)")
+    retries: int | None = Field(None, ge=0, description="harness retries per run")
+
+
+class RetryConfig(_Strict):
+    """Harness retries of transient errors (see :class:`sim.harness.params.RetryPolicy`)."""
+
+    base_s: float = Field(_default(hp.RetryPolicy, "base_s"), gt=0,
+                          description="first backoff (seconds)")
+    cap_s: float = Field(_default(hp.RetryPolicy, "cap_s"), gt=0,
+                         description="longest backoff (seconds)")
+    jitter: Prob = Field(_default(hp.RetryPolicy, "jitter"),
+                         description="share of a backoff that jitter may remove")
+    max_attempts: int = Field(_default(hp.RetryPolicy, "max_attempts"), ge=0,
+                              description="retries of one call")
+    fallback_after: int = Field(_default(hp.RetryPolicy, "fallback_after"), ge=1,
+                                description="rate-limit retries before the fallback model")
+    fallback_model: str | None = Field(None, description="model id to switch to, or null")
+    model_error_retries: int = Field(_default(hp.RetryPolicy, "model_error_retries"), ge=0,
+                                     description="immediate retries of a model server error")
+    retry_tool_errors: bool = Field(True, description="retry transient tool errors in the "
+                                                      "harness (false: the model sees them)")
+
+
+class DetectorConfig(_Strict):
+    """No-progress detector: ``name`` is ``default`` or ``package.module:Class``
+    (built with the detector parameters)."""
+
+    name: str = Field("default", description="registered name or import path")
+    enabled: bool = Field(True, description="run the detector")
+    repeat_threshold: int = Field(_default(hp.DetectorParams, "repeat_threshold"), ge=2,
+                                  description="identical calls in a row that count as a loop")
+    cycle_max_period: int = Field(_default(hp.DetectorParams, "cycle_max_period"), ge=2,
+                                  description="longest cycle period looked for (calls)")
+    cycle_repeats: int = Field(_default(hp.DetectorParams, "cycle_repeats"), ge=2,
+                               description="repeats of a cycle that count")
+    stale_window: int = Field(0, ge=0, description="observations in a row already seen "
+                                                   "(0: off)")
+    objective_window: int = Field(0, ge=0, description="steps without objective improvement "
+                                                       "(0: off)")
+    nudges: int = Field(_default(hp.DetectorParams, "nudges"), ge=0,
+                        description="nudges before the run stops as needs_human")
+
+
+class ContextConfig(_Strict):
+    """Context builder (see :class:`sim.harness.params.ContextParams`)."""
+
+    compact_at_tokens: int | None = Field(None, gt=0, description="compact the oldest history "
+                                                                  "above this prompt size "
+                                                                  "(tokens; null: never)")
+    compact_fraction: float = Field(_default(hp.ContextParams, "compact_fraction"), gt=0, lt=1,
+                                    description="share of history compacted")
+    emergency_compaction: bool = Field(True, description="on overflow compact and continue "
+                                                         "(false: fail)")
+    emergency_target: float = Field(_default(hp.ContextParams, "emergency_target"), gt=0, lt=1,
+                                    description="share of the window to compact down to")
+    summary_max_tokens: int = Field(_default(hp.ContextParams, "summary_max_tokens"), gt=0,
+                                    description="longest compaction summary (tokens)")
+
+
+class VerifierConfig(_Strict):
+    """Verifier of claimed successes: ``none`` (accept every claim), ``oracle``,
+    ``noisy`` or ``package.module:Class``; ``options`` are passed to it."""
+
+    name: str = Field("none", description="none, oracle, noisy or an import path")
+    options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments")
+
+
+class ThinkingConfig(_Strict):
+    """Extended thinking."""
+
+    enabled: bool = Field(False, description="request extended thinking")
+    budget_tokens: int = Field(0, ge=0, description="thinking budget per call (tokens)")
+
+
+class PricesConfig(_Strict):
+    """Price overrides in USD per million tokens (null: keep the catalogue's)."""
+
+    input: float | None = Field(None, ge=0, description="uncached input (USD/Mtok)")
+    output: float | None = Field(None, ge=0, description="output (USD/Mtok)")
+    cache_read: float | None = Field(None, ge=0, description="cache reads (USD/Mtok)")
+    cache_write: float | None = Field(None, ge=0, description="cache writes (USD/Mtok)")
+    thinking: float | None = Field(None, ge=0, description="thinking (USD/Mtok; null: output)")
+
+
+class HarnessConfig(_Strict):
+    """The harness under test (see :class:`sim.harness.params.HarnessParams`)."""
+
+    model: str = Field(_default(hp.HarnessParams, "model"), description="model id")
+    prices: str | PricesConfig | None = Field(
+        None, description="named price set (e.g. seed001), overrides, or null for the "
+                          "model's catalogue prices")
+    max_output_tokens: int = Field(_default(hp.HarnessParams, "max_output_tokens"), gt=0,
+                                   description="output cap per call (tokens)")
+    context_window: int = Field(_default(hp.HarnessParams, "context_window"), gt=0,
+                                description="largest prompt (tokens)")
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature")
+    tool_choice: str = Field("auto", description="auto, any, none or tool:<name>")
+    thinking: ThinkingConfig = Field(default_factory=ThinkingConfig)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    detector: DetectorConfig = Field(default_factory=DetectorConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    verifier: VerifierConfig = Field(default_factory=VerifierConfig)
+    approval_required: tuple[str, ...] = Field((), description="effect classes needing approval")
+    approval_timeout_s: Positive = Field(_default(hp.HarnessParams, "approval_timeout_s"),
+                                         description="wait for a decision (seconds)")
+    model_timeout_s: Positive = Field(_default(hp.HarnessParams, "model_timeout_s"),
+                                      description="worst-case model call (seconds)")
+    tool_failure_limit: int = Field(_default(hp.HarnessParams, "tool_failure_limit"), ge=1,
+                                    description="consecutive failures before 'do without it'")
+
+
+class Scenario(_Strict):
+    """A scenario file. ``sweep`` maps dotted paths (e.g.
+    ``harness.budgets.tokens``) to lists of values, expanded as a grid."""
+
+    name: str = Field("", description="scenario name (default: the file name)")
+    description: str = Field("", description="what the scenario models")
+    tasks: int = Field(1000, ge=1, description="tasks per cell")
+    seed: int = Field(0, ge=0, description="root seed of the random streams")
+    harness: HarnessConfig = Field(default_factory=HarnessConfig)
+    world: WorldParams = Field(default_factory=WorldParams)
+    sweep: dict[str, list[Any]] = Field(default_factory=dict,
+                                        description="dotted path -> values (a grid)")
+
+
+# ------------------------------------------------------------------ loading
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
+    """Read, override (``dotted.path=value``, value parsed as YAML) and validate a scenario."""
+    source = str(path)
+    raw = read_yaml(source)
+    for item in overrides:
+        key, value = parse_override(item, source)
+        set_dotted(raw, key, value, source)
+    if not raw.get("name"):
+        raw["name"] = Path(source).stem
+    return validate(raw, source)
+
+
+def read_yaml(source: str) -> dict[str, Any]:
+    """The top-level mapping of a YAML file, or an InputError."""
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", source=source) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read the file ({error.__class__.__name__})",
+                         source=source) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(f"malformed YAML: {where}{problem}", source=source) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(f"the top level must be a mapping, got {type(data).__name__}",
+                         source=source)
+    return data
+
+
+def parse_override(item: str, source: str) -> tuple[str, Any]:
+    """``dotted.path=value`` as (path, YAML-parsed value)."""
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise InputError(f"--set expects dotted.path=value, got {item!r}", source=source)
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = text
+    return key.strip(), value
+
+
+def set_dotted(raw: dict[str, Any], path: str, value: Any, source: str) -> None:
+    """Set ``raw[a][b]... = value`` for ``path`` ``a.b...``, creating mappings."""
+    parts = path.split(".")
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise InputError(f"is not a mapping, cannot set {path!r}", source=source,
+                             path=".".join(parts[:i + 1]))
+        node = child
+    node[parts[-1]] = value
+
+
+def validate(raw: dict[str, Any], source: str) -> Scenario:
+    """Validate a raw mapping as a scenario, including every sweep cell."""
+    scenario = _validate_one(raw, source, prefix="")
+    for values in _grid(scenario.sweep):
+        cell_raw = copy.deepcopy(raw)
+        cell_raw.pop("sweep", None)
+        for key, value in values:
+            set_dotted(cell_raw, key, value, source)
+        label = ", ".join(f"{k}={v!r}" for k, v in values)
+        _validate_one(cell_raw, source, prefix=f"in the sweep cell {label}: ")
+    return scenario
+
+
+def _validate_one(raw: dict[str, Any], source: str, prefix: str) -> Scenario:
+    try:
+        scenario = Scenario.model_validate(raw)
+    except ValidationError as error:
+        raise InputError("\n  ".join([f"{prefix}invalid scenario:"] + [
+            f"{_dotted(e['loc'])}: {e['msg']} (got {_show(e.get('input'))})"
+            for e in error.errors()]), source=source) from None
+    try:
+        harness_params(scenario.harness, scenario.world)
+        resolve_detector(scenario.harness.detector.name)
+        build_verifier(scenario.harness.verifier)
+    except InputError as error:
+        raise InputError(f"{prefix}{error.message}", source=source, path=error.path) from None
+    return scenario
+
+
+def _dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("lognormal", "fixed") and out.endswith("difficulty"):
+            continue  # pydantic's discriminator tag, not a field
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ------------------------------------------------------------------ the grid
+def _grid(sweep: dict[str, list[Any]]) -> list[tuple[tuple[str, Any], ...]]:
+    if not sweep:
+        return []
+    keys = list(sweep)
+    return [tuple(zip(keys, combo, strict=True))
+            for combo in itertools.product(*(sweep[k] for k in keys))]
+
+
+def expand(scenario: Scenario) -> list[tuple[str, Scenario, tuple[tuple[str, Any], ...]]]:
+    """The sweep's cells as ``(name, scenario of the cell, axis values)``; a
+    scenario without a sweep is one cell named after the scenario."""
+    grid = _grid(scenario.sweep)
+    if not grid:
+        return [(scenario.name, scenario, ())]
+    base = scenario.model_dump(mode="python", exclude={"sweep"})
+    cells = []
+    for values in grid:
+        raw = copy.deepcopy(base)
+        for key, value in values:
+            set_dotted(raw, key, value, scenario.name)
+        name = ",".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in values)
+        cells.append((name, Scenario.model_validate(raw), values))
+    return cells
+
+
+# ------------------------------------------------------------- components
+def resolve_import(name: str, path: str) -> Any:
+    """The object at ``package.module:Attribute``, or an InputError naming ``path``."""
+    module_name, sep, attr = name.partition(":")
+    if not sep or not module_name or not attr:
+        raise InputError(f"unknown name {name!r}: use a registered name or "
+                         f"package.module:Class", path=path)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise InputError(f"cannot import {module_name!r}: {error}", path=path) from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise InputError(f"module {module_name!r} has no attribute {attr!r}", path=path) from None
+
+
+def resolve_detector(name: str) -> Callable[[hp.HarnessParams], Detector]:
+    """A factory building the detector ``name`` from the harness parameters."""
+    if name == "default":
+        return _default_detector
+    cls = resolve_import(name, "harness.detector.name")
+    if not callable(getattr(cls, "observe", None)):
+        raise InputError(f"{name} has no observe() method", path="harness.detector.name")
+    return _ImportedDetector(cls)
+
+
+def _default_detector(params: hp.HarnessParams) -> Detector:
+    return NoProgressDetector(params.detector)
+
+
+class _ImportedDetector:
+    """Builds a user's detector class with the detector parameters (picklable)."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __call__(self, params: hp.HarnessParams) -> Detector:
+        return self.cls(params.detector)
+
+
+def build_verifier(config: VerifierConfig):
+    """The world-side verifier named in ``config``, or None for ``none``."""
+    if config.name == "none":
+        return None
+    cls = VERIFIERS.get(config.name) or resolve_import(config.name, "harness.verifier.name")
+    try:
+        verifier = cls(**config.options)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"cannot build {config.name}: {error}",
+                         path="harness.verifier.options") from None
+    if not callable(getattr(verifier, "check", None)):
+        raise InputError(f"{config.name} has no check() method", path="harness.verifier.name")
+    return verifier
+
+
+def harness_params(h: HarnessConfig, world: WorldParams, prices: hp.Prices | None = None
+                   ) -> hp.HarnessParams:
+    """The real harness's parameters for this configuration and world, validated."""
+    from sim.world.world import World
+
+    w = World(world)
+    if prices is None:
+        prices = _prices(h)
+    d = h.detector
+    try:
+        return hp.HarnessParams(
+            model=h.model, system_prompt_tokens=w.system_prompt_tokens(), tools=w.tool_specs(),
+            max_output_tokens=h.max_output_tokens, context_window=h.context_window,
+            temperature=h.temperature, tool_choice=h.tool_choice,
+            thinking=hp.ThinkingConfig(h.thinking.enabled, h.thinking.budget_tokens),
+            budgets=hp.Budgets(**h.budgets.model_dump()),
+            prices=prices,
+            retry=hp.RetryPolicy(**h.retry.model_dump(), fallback_prices=None),
+            detector=hp.DetectorParams(
+                enabled=d.enabled, repeat_threshold=d.repeat_threshold,
+                cycle_max_period=d.cycle_max_period, cycle_repeats=d.cycle_repeats,
+                stale_window=d.stale_window, objective_window=d.objective_window,
+                nudges=d.nudges),
+            context=hp.ContextParams(**h.context.model_dump()),
+            verifier=hp.VerifierParams(enabled=h.verifier.name != "none", name=h.verifier.name),
+            approval_required=frozenset(h.approval_required),
+            approval_timeout_s=h.approval_timeout_s, model_timeout_s=h.model_timeout_s,
+            tool_failure_limit=h.tool_failure_limit,
+        ).validate()
+    except hp.ParameterError as error:
+        path, message = error.problems[0]
+        raise InputError(message, path=f"harness.{path}") from None
+
+
+def _prices(h: HarnessConfig) -> hp.Prices:
+    from sim.cost import resolve_prices
+
+    spec = h.prices
+    if isinstance(spec, PricesConfig):
+        spec = {k: v for k, v in spec.model_dump().items() if v is not None}
+    try:
+        return resolve_prices(h.model, spec)
+    except InputError as error:
+        path = f"harness.{error.path}" if error.path else "harness.prices"
+        raise InputError(error.message, path=path) from None
