@@ -111,7 +111,8 @@ def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str 
 
     ``provider``: a genai-prices provider id (``"anthropic"``, ``"aws"``, ...);
     None lets genai-prices pick it from the model id. ``when``: request time
-    selecting dated or time-of-day prices (None: now, UTC). ``prompt_tokens``:
+    selecting dated or time-of-day prices (None: now, UTC; pass a fixed time for
+    results that do not depend on the day they are computed). ``prompt_tokens``:
     the whole prompt of the call, cached or not, which selects the tier of
     tiered prices (a tier applies above its threshold).
 

@@ -81,6 +81,12 @@ def _cache_hit_share(frame: pd.DataFrame) -> float:
     return int(frame["cache_read_tokens"].sum()) / prompt if prompt else 0.0
 
 
+def _plain(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` as plain JSON values (tuples as lists, numpy scalars as
+    numbers), so the summary in memory equals the one read back from disk."""
+    return json.loads(json_bytes(dict(params)))
+
+
 def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]:
     """The summary.json entry of one cell, from the rows of that cell.
 
@@ -91,14 +97,15 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     :func:`sim.stats.describe` (p50, p95, max, mean); ``cost``
     (:func:`sim.stats.cost_summary`, USD); ``cache_hit_share`` (cache-read
     over prompt tokens); and ``retries_mean``, ``nudges_mean``,
-    ``verifier_rejections_mean``, ``compactions_mean`` (per task).
+    ``verifier_rejections_mean``, ``compactions_mean`` (per task). ``params``
+    is converted to plain JSON values.
     """
     if len(frame) == 0:
         raise ValueError(f"cell {name!r} has no tasks to summarise")
     outcomes = frame["outcome"].tolist()
     summary: dict[str, Any] = {
         "name": name,
-        "params": dict(params),
+        "params": _plain(params),
         "tasks": len(frame),
         "outcomes": stats.outcome_shares(outcomes),
         "outcome_counts": stats.outcome_counts(outcomes),
@@ -321,7 +328,8 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     """Write ``results.parquet`` (every task of every cell: cells in given
     order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
     :func:`cell_summary`) and ``report.md`` into ``out_dir`` (created if
-    needed), each atomically; return the summary dict."""
+    needed), each atomically; return the summary dict (equal to what
+    summary.json holds; outcomes ordered largest first)."""
     if set(records_by_cell) != set(params_by_cell):
         raise ValueError("records_by_cell and params_by_cell name different cells: "
                          f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")

@@ -6,9 +6,14 @@ clamped to ``n-1``. So a percentile is always an observed value (never an
 interpolation), p50 of an even-sized sample is the upper median, and p100 is
 the max. Equivalently, it is the smallest observed x whose empirical CDF
 exceeds q (strictly). It equals numpy's ``method="inverted_cdf"`` when ``q*n``
-is not an integer and is the next order statistic up when it is. ``q`` is read
-as the decimal it is written as (0.95 is exactly 19/20), so ``floor(q*n)``
-carries no float rounding (a ``Fraction`` q is taken exactly).
+is not an integer and is the next order statistic up when it is.
+
+``q*n`` is the floating-point product, exactly as seed 001 computes it
+(``int(q * len(xs))``), so results match seed 001 and numpy's float arithmetic.
+For the quantiles reports use (0.5, 0.95) the float product is never below
+the exact one; a ``q`` such as 0.29 (stored as 0.28999...) can land one rank
+lower than its decimal suggests. Pass a :class:`~fractions.Fraction` for exact
+ranks: ``Fraction(29, 100)``.
 
 Units are those of the input: steps are counts, tokens are counts, cost is
 USD, times are seconds. Results are plain Python numbers (``int`` for integral
@@ -49,14 +54,15 @@ def _sample(values: ArrayLike) -> np.ndarray:
 
 def rank(q: float | Fraction, n: int) -> int:
     """The 0-based rank ``min(n-1, floor(q*n))`` of the q-th percentile in a
-    sorted sample of ``n`` values; ``q`` in [0, 1], a Fraction taken exactly,
-    anything else read as the decimal its float is written as."""
+    sorted sample of ``n`` values; ``q`` in [0, 1]. ``q*n`` is a float product
+    (seed 001's ``int(q * n)``), or exact when ``q`` is a Fraction."""
     if n < 1:
         raise ValueError("rank needs a sample of at least one value")
-    exact = q if isinstance(q, Fraction) else Fraction(repr(float(q)))
-    if not 0 <= exact <= 1:
+    if not isinstance(q, Fraction):
+        q = float(q)
+    if not 0 <= q <= 1:
         raise ValueError(f"q must be in [0, 1], got {q!r}")
-    return min(n - 1, math.floor(exact * n))
+    return min(n - 1, math.floor(q * n))
 
 
 def percentile(values: ArrayLike, q: float | Fraction) -> int | float:
@@ -74,11 +80,13 @@ def percentile(values: ArrayLike, q: float | Fraction) -> int | float:
 
 
 def _mean(arr: np.ndarray) -> float:
-    """Mean as a correctly rounded float (exact integer sum, or ``math.fsum``),
-    so it does not depend on summation order."""
+    """Mean from an exact integer sum or a correctly rounded ``math.fsum``, so
+    it does not depend on summation order; clamped to [min, max] against
+    rounding."""
     if arr.dtype.kind in "iu":
         return int(arr.sum()) / arr.size
-    return math.fsum(arr.tolist()) / arr.size
+    mean = math.fsum(arr.tolist()) / arr.size
+    return min(max(mean, float(arr.min())), float(arr.max()))
 
 
 def _total(arr: np.ndarray) -> int | float:

@@ -46,13 +46,18 @@ def canonical_call(name: str, arguments: dict[str, Any]) -> str:
     sorted, so the same call always gets the same key, across runs and
     processes. Short keys are the canonical text itself; keys longer than
     64 characters are replaced by a 16-hex-digit BLAKE2b hash."""
-    if all(type(v) in _SCALARS for v in arguments.values()):
-        args = repr(sorted(arguments.items()))  # flat arguments: cheap and canonical
+    parts = [name]
+    for key in sorted(arguments):
+        value = arguments[key]
+        if type(value) not in _SCALARS:
+            break
+        parts.append(f"{key!r}={value!r}")  # flat arguments: cheap, canonical, injective
     else:
-        try:
-            args = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-        except (TypeError, ValueError):
-            args = repr(arguments)
+        return _short("\0".join(parts))
+    try:
+        args = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        args = repr(arguments)
     return _short(f"{name}\0{args}")
 
 

@@ -107,7 +107,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     :func:`~sim.harness.state.resume`. ``params`` must be valid
     (:meth:`HarnessParams.validate` is called here, before the first call).
     """
-    params.validate()
+    _validate_once(params)
     detector = detector if detector is not None else NoProgressDetector(params.detector)
     emit = _emitter(state, observers)
     budgets = params.budgets
@@ -279,7 +279,7 @@ def _call_model(params: HarnessParams, state: HarnessState, messages: list[Messa
             return None
         attempt += 1
         delay = backoff_s(policy, attempt, result.retry_after_s,
-                          jitter_draw(f"model{state.turns}", attempt))
+                          jitter_draw(f"model{state.turns}", attempt) if policy.jitter else 1.0)
         if not (yield from _wait(params, state, delay, "model", result.kind, emit)):
             return None
 
@@ -312,10 +312,22 @@ def _account(params: HarnessParams, state: HarnessState, model: str, usage: Usag
 
 
 def _prices(params: HarnessParams, model: str) -> Prices:
+    """The prices of ``model``: the fallback's after a switch, else the run's."""
     retry = params.retry
-    if model == retry.fallback_model and retry.fallback_prices is not None:
+    if retry.fallback_prices is not None and model == retry.fallback_model:
         return retry.fallback_prices
     return params.prices
+
+
+_validated: list[HarnessParams] = []
+
+
+def _validate_once(params: HarnessParams) -> None:
+    """``params.validate()``, skipped when this very (immutable) object was
+    validated by the previous run: a sweep runs thousands of tasks per cell."""
+    if not (_validated and _validated[0] is params):
+        params.validate()
+        _validated[:] = [params]
 
 
 # ---------------------------------------------------------------- tool calls
@@ -376,7 +388,7 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
                 and refuse_retry(params, state) is None):
             attempt += 1
             delay = backoff_s(retry, attempt, result.retry_after_s,
-                              jitter_draw(call.id, attempt))
+                              jitter_draw(call.id, attempt) if retry.jitter else 1.0)
             if not (yield from _wait(params, state, delay, call.name, result.kind, emit)):
                 return None
             continue

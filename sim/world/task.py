@@ -94,7 +94,7 @@ class SimulatedTask:
             return [self._answer(self.progress >= self.need)]
         if self.progress + 1 >= self.need:
             return [self._answer(True)]
-        return [self._new_call(PRODUCTIVE, (r - w.c_premature) / (1.0 - w.c_premature))]
+        return [self._new_call(PRODUCTIVE, max(0.0, r - w.c_premature) / (1.0 - w.c_premature))]
 
     def _new_call(self, kind: int, u: float) -> ToolUseBlock:
         self.calls += 1

@@ -10,6 +10,7 @@ agree on names, effect classes and timeouts.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 
 from sim.harness.params import ToolSpec
 from sim.world.params import WorldParams
@@ -40,6 +41,7 @@ class World:
             cumulative.append(acc)
         cumulative[-1] = 1.0
         self.tool_cumulative = tuple(cumulative)
+        self._last_tool = len(tools) - 1
         self.tool_duration = {t.name: (math.log(t.duration.median_s), t.duration.sigma)
                               for t in tools}
 
@@ -84,7 +86,4 @@ class World:
 
     def pick_tool(self, u: float) -> str:
         """The tool a uniform draw ``u`` in [0, 1) selects, by weight."""
-        for name, edge in zip(self.tool_names, self.tool_cumulative, strict=True):
-            if u < edge:
-                return name
-        return self.tool_names[-1]
+        return self.tool_names[min(bisect_right(self.tool_cumulative, u), self._last_tool)]

@@ -1,0 +1,1 @@
+"""Speed checks, each a ratio against a baseline measured in the same process."""
