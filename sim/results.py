@@ -34,6 +34,7 @@ from sim.records import FALSE_SUCCESS, RECORD_FIELDS, TaskRecord
 PARQUET_NAME = "results.parquet"
 SUMMARY_NAME = "summary.json"
 REPORT_NAME = "report.md"
+DEFAULT_TITLE = "Simulation results"
 PARQUET_COMPRESSION = "zstd"
 PARQUET_COMPRESSION_LEVEL = 3
 FILE_MODE = 0o644
@@ -324,12 +325,14 @@ def _cell_records(name: str, records: list[TaskRecord]) -> list[TaskRecord]:
 
 
 def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[TaskRecord]],
-                  params_by_cell: dict[str, dict]) -> dict[str, Any]:
+                  params_by_cell: dict[str, dict], *, title: str = DEFAULT_TITLE
+                  ) -> dict[str, Any]:
     """Write ``results.parquet`` (every task of every cell: cells in given
     order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
-    :func:`cell_summary`) and ``report.md`` into ``out_dir`` (created if
-    needed), each atomically; return the summary dict (equal to what
-    summary.json holds; outcomes ordered largest first)."""
+    :func:`cell_summary`) and ``report.md`` (headed ``title``) into
+    ``out_dir`` (created if needed), each atomically; return the summary dict
+    (equal to what summary.json holds; outcomes ordered largest first). No
+    file depends on ``out_dir``'s name, so runs can be compared byte for byte."""
     if set(records_by_cell) != set(params_by_cell):
         raise ValueError("records_by_cell and params_by_cell name different cells: "
                          f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")
@@ -344,5 +347,5 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(out / PARQUET_NAME, everything)
     write_json(out / SUMMARY_NAME, summary)
-    write_report(out / REPORT_NAME, summary, title=f"Results: {out.name}")
+    write_report(out / REPORT_NAME, summary, title=title)
     return summary

@@ -15,12 +15,13 @@ the dotted field path; the CLI prints it and exits with status 2.
 from __future__ import annotations
 
 import copy
+import datetime
 import importlib
 import itertools
 from collections.abc import Callable
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -165,6 +166,10 @@ class HarnessConfig(_Strict):
                                       description="worst-case model call (seconds)")
     tool_failure_limit: int = Field(_default(hp.HarnessParams, "tool_failure_limit"), ge=1,
                                     description="consecutive failures before 'do without it'")
+    prompt_cache: Literal["5m", "1h"] | None = Field(
+        None, description="prompt caching with a 5-minute or 1-hour lifetime (null: off)")
+    prices_date: datetime.date | None = Field(
+        None, description="catalogue prices as of this date (null: today, UTC)")
 
 
 class Scenario(_Strict):
@@ -312,9 +317,16 @@ def expand(scenario: Scenario) -> list[tuple[str, Scenario, tuple[tuple[str, Any
         raw = copy.deepcopy(base)
         for key, value in values:
             set_dotted(raw, key, value, scenario.name)
-        name = ",".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in values)
+        name = ",".join(f"{key.rsplit('.', 1)[-1]}={_label(value)}" for key, value in values)
         cells.append((name, Scenario.model_validate(raw), values))
     return cells
+
+
+def _label(value: Any) -> str:
+    """A value as it reads in YAML (``null``, ``true``), for cell names."""
+    if value is None or isinstance(value, bool):
+        return yaml.safe_dump(value).splitlines()[0]
+    return str(value)
 
 
 # ------------------------------------------------------------- components
@@ -400,7 +412,7 @@ def harness_params(h: HarnessConfig, world: WorldParams, prices: hp.Prices | Non
             verifier=hp.VerifierParams(enabled=h.verifier.name != "none", name=h.verifier.name),
             approval_required=frozenset(h.approval_required),
             approval_timeout_s=h.approval_timeout_s, model_timeout_s=h.model_timeout_s,
-            tool_failure_limit=h.tool_failure_limit,
+            tool_failure_limit=h.tool_failure_limit, prompt_cache=h.prompt_cache,
         ).validate()
     except hp.ParameterError as error:
         path, message = error.problems[0]
@@ -413,8 +425,10 @@ def _prices(h: HarnessConfig) -> hp.Prices:
     spec = h.prices
     if isinstance(spec, PricesConfig):
         spec = {k: v for k, v in spec.model_dump().items() if v is not None}
+    day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
+    when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
     try:
-        return resolve_prices(h.model, spec)
+        return resolve_prices(h.model, spec, cache_ttl=h.prompt_cache or "5m", when=when)
     except InputError as error:
         path = f"harness.{error.path}" if error.path else "harness.prices"
         raise InputError(error.message, path=path) from None

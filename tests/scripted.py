@@ -23,7 +23,6 @@ Conventions of the scripted model (a well-behaved provider):
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -40,6 +39,7 @@ from sim.harness import (
     Event,
     HarnessParams,
     HarnessState,
+    Message,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -198,8 +198,9 @@ class ScriptedDriver:
             return stop.value
 
     def _record(self, effect: Any, state: HarnessState) -> None:
-        if isinstance(effect, ModelRequest):
-            effect = replace(effect, messages=copy.deepcopy(effect.messages))
+        if isinstance(effect, ModelRequest):  # snapshot: the live history grows later
+            effect = replace(effect, messages=[Message(m.role, list(m.content), m.tokens)
+                                               for m in effect.messages])
         self.effects.append(effect)
         self.statuses.append(state.status)
 

@@ -57,7 +57,7 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState) -> HarnessState:
             effect = send(result)
             kind = type(effect)
             if kind is ModelRequest:
-                result = respond(effect)
+                result = respond(effect, state.active_s + state.parked_s)
             elif kind is ToolRequest:
                 result = execute(effect)
             elif kind is Checkpoint or kind is Wait:

@@ -2,8 +2,8 @@
 
 Called before every model call and every tool call against the counters in
 :class:`~sim.harness.state.HarnessState`. The worst case of a model call is
-its known prompt plus ``max_output_tokens`` of output, priced at the higher of
-the input and cache-write prices and of the output and thinking prices, taking
+its known prompt plus ``max_output_tokens`` of output, priced at the highest of
+the input, cache-read and cache-write prices and of the output and thinking prices, taking
 ``model_timeout_s`` seconds; the worst case of a tool call is its timeout.
 Each check returns the name of the budget that would be overshot (the reason
 recorded in ``budget_exhausted:<reason>``), or None.
@@ -18,7 +18,7 @@ from sim.harness.state import HarnessState
 def worst_case_cost(prices: Prices, prompt_tokens: int, max_output_tokens: int) -> float:
     """Upper bound in USD of one call with the given prompt and output cap."""
     think = prices.output if prices.thinking is None else prices.thinking
-    per_in = max(prices.input, prices.cache_write)
+    per_in = max(prices.input, prices.cache_read, prices.cache_write)
     per_out = max(prices.output, think)
     return (prompt_tokens * per_in + max_output_tokens * per_out) / 1e6
 

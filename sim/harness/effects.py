@@ -23,7 +23,10 @@ class ModelRequest:
     driver; put it on the wire with ``normalize(messages, provider)``);
     ``input_tokens`` is the prompt size the harness counted (prefix plus
     history); ``purpose`` is ``"step"`` for a loop step, ``"compaction"`` for
-    a summary of ``messages`` (the oldest part of the history), or ``"retry"``.
+    a summary of ``messages`` (the oldest part of the history).
+    ``cache_ttl_s`` is the prompt-cache lifetime the harness asks for with a
+    cache breakpoint at the end of the prompt (None: no caching);
+    ``thinking_budget`` the extended-thinking budget in tokens (0: off).
     """
 
     model: str
@@ -33,6 +36,8 @@ class ModelRequest:
     purpose: str = "step"
     turn: int = 0
     attempt: int = 0
+    cache_ttl_s: float | None = None
+    thinking_budget: int = 0
 
 
 @dataclass(slots=True)

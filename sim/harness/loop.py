@@ -234,16 +234,27 @@ def _call_model(params: HarnessParams, state: HarnessState, messages: list[Messa
 
     Returns the :class:`ModelResponse`, a context-overflow :class:`ModelError`
     for the caller to handle, or None after ending the run (retries exhausted,
-    fatal or repeated server error).
+    fatal or repeated server error, or a budget that refuses the next try).
     """
     policy = params.retry
+    step = purpose == "step"
+    cache_ttl = params.cache_ttl_s if step else None  # one-off summaries are not cached
+    thinking = params.thinking.budget_tokens if step and params.thinking.enabled else 0
     attempt = 0
     server_errors = 0
     rate_limits = 0
     errors: list[str] = []
     while True:
+        # every try is a model call: check it against the budgets, at the prices
+        # of the model it goes to (a retry may follow a slow error or a switch
+        # to the fallback model); a no-op for the first try, which the caller checked
+        reason = refuse_model_call(params, state, prompt_tokens, max_output,
+                                   _prices(params, state.model))
+        if reason is not None:
+            _end(state, BUDGET_EXHAUSTED, reason, emit)
+            return None
         result = yield ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
-                                    state.turns, attempt)
+                                    state.turns, attempt, cache_ttl, thinking)
         state.active_s += result.latency_s
         if isinstance(result, ModelResponse):
             _account(params, state, result.model or state.model, result.usage)

@@ -17,6 +17,7 @@ from typing import Literal
 
 EffectClass = Literal["read", "reversible_write", "external", "irreversible"]
 EFFECT_CLASSES: tuple[str, ...] = ("read", "reversible_write", "external", "irreversible")
+CACHE_TTLS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 
 
 class ParameterError(ValueError):
@@ -212,6 +213,12 @@ class HarnessParams:
     model_timeout_s: float = 120.0
     tool_failure_limit: int = 3
     provider: str = "anthropic"
+    prompt_cache: str | None = None
+
+    @property
+    def cache_ttl_s(self) -> float | None:
+        """The prompt-cache lifetime in seconds, or None without caching."""
+        return CACHE_TTLS.get(self.prompt_cache) if self.prompt_cache else None
 
     @property
     def prefix_tokens(self) -> int:
@@ -318,5 +325,7 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     for name in ("approval_timeout_s", "model_timeout_s"):
         if getattr(p, name) <= 0:
             yield name, f"must be positive, got {getattr(p, name)}"
+    if p.prompt_cache is not None and p.prompt_cache not in CACHE_TTLS:
+        yield "prompt_cache", f"must be null, 5m or 1h, got {p.prompt_cache!r}"
     if p.provider not in ("anthropic", "openai"):
         yield "provider", f"must be anthropic or openai, got {p.provider!r}"

@@ -39,7 +39,8 @@ class SimulatedTask:
     ``approve`` answer the four kinds of effect that reach the world."""
 
     __slots__ = ("world", "model", "tools", "latency", "need", "progress", "premature_at",
-                 "stuck", "loop_call", "kinds", "calls", "answer_correct", "claims")
+                 "stuck", "loop_call", "kinds", "calls", "answer_correct", "claims",
+                 "cached_history", "cached_tokens", "cache_expires_s")
 
     def __init__(self, world: World, streams: tuple[Draws, Draws, Draws, Draws]) -> None:
         difficulty, self.model, self.tools, self.latency = streams
@@ -53,10 +54,14 @@ class SimulatedTask:
         self.calls = 0
         self.answer_correct = False
         self.claims = 0
+        self.cached_history: list | None = None
+        self.cached_tokens = 0
+        self.cache_expires_s = -1.0
 
     # ------------------------------------------------------------- the model
-    def respond(self, request: ModelRequest) -> ModelResponse | ModelError:
-        """The model's answer to one request."""
+    def respond(self, request: ModelRequest, now: float = 0.0) -> ModelResponse | ModelError:
+        """The model's answer to one request sent at time ``now`` (seconds; it
+        matters only for the prompt cache's lifetime)."""
         w = self.world
         if request.purpose == "compaction":
             return self._summary(request)
@@ -70,7 +75,7 @@ class SimulatedTask:
                 return ModelError("server", 500, None, "internal server error", w.ttft_s)
             truncated = u < w.f_max_tokens
         content = self._decide(request)
-        return self._response(request, content, truncated)
+        return self._response(request, content, truncated, now)
 
     def _decide(self, request: ModelRequest) -> list:
         w = self.world
@@ -117,18 +122,42 @@ class SimulatedTask:
         self.answer_correct = correct
         return TextBlock("The task is complete.", self.world.output_tokens)
 
-    def _response(self, request: ModelRequest, content: list, truncated: bool) -> ModelResponse:
+    def _response(self, request: ModelRequest, content: list, truncated: bool, now: float
+                  ) -> ModelResponse:
         w = self.world
         output = request.max_output_tokens if truncated else w.output_tokens
-        thinking = w.thinking_tokens
+        thinking = min(w.thinking_tokens, request.thinking_budget)
         if thinking:
             content.insert(0, ThinkingBlock("...", thinking))
         latency = (w.ttft_s + (output + thinking) * w.decode_s_per_token
                    + request.input_tokens * w.prefill_s_per_token)
         stop = "max_tokens" if truncated else (
             "tool_use" if content[-1].type == "tool_use" else "end_turn")
-        return ModelResponse(content, Usage(request.input_tokens, output, 0, 0, thinking), stop,
-                             latency, request.model)
+        if request.cache_ttl_s is None:
+            usage = Usage(request.input_tokens, output, 0, 0, thinking)
+        else:
+            usage = self._cached_usage(request, now, output, thinking)
+        return ModelResponse(content, usage, stop, latency, request.model)
+
+    def _cached_usage(self, request: ModelRequest, now: float, output: int, thinking: int
+                      ) -> Usage:
+        """Usage under prompt caching, as a provider with a cache breakpoint at
+        the end of each prompt reports it: the part of this prompt that the
+        previous prompt already cached is read from the cache, if that cache
+        entry is still alive (used within its TTL); the rest is written. A
+        rewritten history (compaction: a new message list) keeps only the stable
+        prefix (system prompt and tools) cached."""
+        prompt = request.input_tokens
+        read = 0
+        if now <= self.cache_expires_s:
+            if request.messages is self.cached_history:
+                read = min(self.cached_tokens, prompt)
+            else:
+                read = min(self.world.stable_prefix_tokens, self.cached_tokens, prompt)
+        self.cached_history = request.messages
+        self.cached_tokens = prompt
+        self.cache_expires_s = now + request.cache_ttl_s
+        return Usage(0, output, read, prompt - read, thinking)
 
     def _summary(self, request: ModelRequest) -> ModelResponse:
         w = self.world

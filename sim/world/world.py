@@ -52,6 +52,7 @@ class World:
         self.feedback_tokens = tokens.verifier_feedback
         self.summary_ratio = tokens.summary_ratio
         self.task_tokens = tokens.task
+        self.stable_prefix_tokens = tokens.prefix - tokens.task
 
         faults = params.faults
         self.f_rate_limit = faults.rate_limit
