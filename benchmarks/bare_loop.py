@@ -22,7 +22,8 @@ def bare_task(world: WorldParams, seed: int, index: int, pool: StreamPool, *, ma
               max_tokens: int, detector: bool, retry: bool, verify: bool,
               window: int = 200_000) -> tuple[str, int, int]:
     """One task: (terminal state, model steps, prompt tokens)."""
-    difficulty, model, tools, latency = streams = pool.acquire(seed, index)
+    streams = pool.acquire(seed, index)
+    difficulty, model, tools, latency = streams[:4]
     p = world.policy
     c_loop = p.loop
     c_transient = c_loop + p.transient

@@ -25,7 +25,11 @@ def outcome_label(status: str, reason: str, truly_done: bool) -> str:
 @dataclass(slots=True)
 class TaskRecord:
     """What one task did. ``ground_truth`` is the progress the task needed
-    (hidden from the harness); ``truly_done`` whether it was reached."""
+    (hidden from the harness); ``truly_done`` whether it was reached.
+    Times are seconds on the engine's clock: ``arrival_s``, ``start_s`` (a
+    sandbox was free), ``end_s``; ``queue_s`` is the wait before the start,
+    ``model_wait_s`` the total wait for model slots; ``resumptions`` counts
+    restarts from a checkpoint by a human with extended budgets."""
 
     cell: str
     task: int
@@ -49,9 +53,13 @@ class TaskRecord:
     ground_truth: int
     truly_done: bool
     tenant: str = ""
+    agent_type: str = ""
     arrival_s: float = 0.0
     start_s: float = 0.0
     end_s: float = 0.0
+    queue_s: float = 0.0
+    model_wait_s: float = 0.0
+    resumptions: int = 0
 
     @property
     def prompt_tokens(self) -> int:

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sim.engines.des_params import DesParams
 from sim.errors import InputError
 from sim.harness import params as hp
 from sim.harness.detector import Detector, NoProgressDetector
@@ -180,8 +181,13 @@ class Scenario(_Strict):
     description: str = Field("", description="what the scenario models")
     tasks: int = Field(1000, ge=1, description="tasks per cell")
     seed: int = Field(0, ge=0, description="root seed of the random streams")
+    engine: Literal["direct", "des"] = Field(
+        "direct", description="direct (tasks alone, fast) or des (arrivals, shared capacity)")
     harness: HarnessConfig = Field(default_factory=HarnessConfig)
     world: WorldParams = Field(default_factory=WorldParams)
+    des: DesParams = Field(default_factory=DesParams,
+                           description="arrivals, tenants, capacity, operator controls "
+                                       "(engine des)")
     sweep: dict[str, list[Any]] = Field(default_factory=dict,
                                         description="dotted path -> values (a grid)")
 
@@ -196,7 +202,17 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
         set_dotted(raw, key, value, source)
     if not raw.get("name"):
         raw["name"] = Path(source).stem
+    _anchor_paths(raw, Path(source).parent)
     return validate(raw, source)
+
+
+def _anchor_paths(raw: dict[str, Any], base: Path) -> None:
+    """Make a relative arrivals CSV path relative to the scenario's folder."""
+    arrivals = (raw.get("des") or {}).get("arrivals") if isinstance(raw.get("des"), dict) else None
+    if isinstance(arrivals, dict) and isinstance(arrivals.get("path"), str):
+        path = Path(arrivals["path"])
+        if not path.is_absolute():
+            arrivals["path"] = str(base / path)
 
 
 def read_yaml(source: str) -> dict[str, Any]:

@@ -10,10 +10,10 @@ is not an integer and is the next order statistic up when it is.
 
 ``q*n`` is the floating-point product, exactly as seed 001 computes it
 (``int(q * len(xs))``), so results match seed 001 and numpy's float arithmetic.
-For the quantiles reports use the float rank equals the exact one (0.5
+For the quantiles reports use, the float rank equals the exact one (0.5
 always; 0.95 checked for every n up to 200,000); a ``q`` such as 0.29 (stored
-as 0.28999...) can land one rank lower than its decimal suggests. Pass a :class:`~fractions.Fraction` for exact
-ranks: ``Fraction(29, 100)``.
+as 0.28999...) can land one rank lower than its decimal suggests. Pass a
+:class:`~fractions.Fraction` for exact ranks: ``Fraction(29, 100)``.
 
 Units are those of the input: steps are counts, tokens are counts, cost is
 USD, times are seconds. Results are plain Python numbers (``int`` for integral

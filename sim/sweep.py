@@ -11,8 +11,9 @@ import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 from tqdm import tqdm
 
 from sim.engines.cell import Cell
@@ -62,11 +63,32 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@dataclass
+class SweepResult:
+    """Records by cell (tasks in index order) and, for DES cells, the capacity
+    measurements (:func:`sim.capacity.measurements`) and resampled time series
+    (``{series name: (bin start times in seconds, time-average values)}``)."""
+
+    records: dict[str, list[TaskRecord]]
+    capacity: dict[str, dict] = field(default_factory=dict)
+    series: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+
+
 def run_cells(runs: list[CellRun], tasks: int, *, workers: int | None = None,
               progress: bool = True) -> dict[str, list[TaskRecord]]:
     """Run ``tasks`` tasks of every cell; records by cell name, tasks in index order."""
+    return run_sweep(runs, tasks, workers=workers, progress=progress).records
+
+
+def run_sweep(runs: list[CellRun], tasks: int, *, workers: int | None = None,
+              progress: bool = True) -> SweepResult:
+    """Run ``tasks`` tasks of every cell with its scenario's engine. Direct
+    cells are split into chunks of tasks; a DES cell (shared capacity) runs
+    whole in one process. Results do not depend on ``workers``."""
     workers = workers or default_workers()
     cells = [build_cell(r) for r in runs]
+    if any(r.scenario.engine == "des" for r in runs):
+        return _run_des_cells(runs, cells, tasks, workers, progress)
     chunk = max(25, -(-tasks // (workers * 8)))
     jobs = [(c, start, min(start + chunk, tasks)) for c in range(len(cells))
             for start in range(0, tasks, chunk)]
@@ -91,8 +113,58 @@ def run_cells(runs: list[CellRun], tasks: int, *, workers: int | None = None,
                     bar.update(stop - start)
     finally:
         bar.close()
-    return {cell.name: [r for c2, start, _ in jobs if c2 == c for r in results[(c2, start)]]
-            for c, cell in enumerate(cells)}
+    return SweepResult({cell.name: [r for c2, start, _ in jobs if c2 == c
+                                    for r in results[(c2, start)]]
+                        for c, cell in enumerate(cells)})
+
+
+def _run_des_cells(runs: list[CellRun], cells: list[Cell], tasks: int, workers: int,
+                   progress: bool) -> SweepResult:
+    global _DES
+    _DES = list(zip(runs, cells, strict=True))
+    out: dict[int, tuple] = {}
+    bar = tqdm(total=tasks * len(cells), unit="task", file=sys.stderr, disable=not progress,
+               desc="simulating (des)", mininterval=0.5)
+    try:
+        if workers == 1 or len(cells) == 1:
+            for c in range(len(cells)):
+                out[c] = _run_des_cell(c, tasks)
+                bar.update(tasks)
+        else:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                futures = {pool.submit(_run_des_cell, c, tasks): c for c in range(len(cells))}
+                for future in as_completed(futures):
+                    out[futures[future]] = future.result()
+                    bar.update(tasks)
+    finally:
+        bar.close()
+    result = SweepResult({})
+    for c, cell in enumerate(cells):
+        records, capacity, series = out[c]
+        result.records[cell.name] = records
+        if capacity is not None:
+            result.capacity[cell.name] = capacity
+            result.series[cell.name] = series
+    return result
+
+
+_DES: list[tuple[CellRun, Cell]] = []
+
+
+def _run_des_cell(index: int, tasks: int) -> tuple[list[TaskRecord], dict, dict]:
+    from sim.capacity import measurements, resampled
+    from sim.engines.des import DesEngine, arrival_schedule
+
+    run, cell = _DES[index]
+    if run.scenario.engine == "direct":  # a direct cell in a sweep that has DES cells
+        return run_tasks(cell, range(tasks)), None, {}
+    des = run.scenario.des
+    arrivals = arrival_schedule(des, tasks, cell.seed)
+    result = DesEngine(cell, des, arrivals).run()
+    capacity = measurements(result, des.capacity.model_dump())
+    series = {name: resampled(s, result.horizon_s) for name, s in result.series.items()}
+    return result.records, capacity, series
 
 
 _CELLS: list[Cell] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -47,9 +49,10 @@ def _prices() -> st.SearchStrategy[Prices]:
                      thinking=st.none() | price)
 
 
-def _reply(timeout: float) -> st.SearchStrategy[Reply]:
+def _reply() -> st.SearchStrategy[Reply]:
+    """Replies whose latency is a share of the model timeout (scaled later)."""
     size = dict(output_tokens=st.integers(1, 3_000), thinking_tokens=st.integers(0, 500),
-                latency_s=st.floats(0.0, timeout), cache_read_share=st.floats(0.0, 1.0))
+                latency_s=st.floats(0.0, 1.0), cache_read_share=st.floats(0.0, 1.0))
     block = st.builds(lambda n, a: use(n, path=str(a), q=str(a)),
                       st.sampled_from(TOOL_NAMES), st.integers(0, 20))
     tools = st.builds(lambda bs, **kw: calls(*bs, **kw), st.lists(block, min_size=1, max_size=3),
@@ -59,11 +62,11 @@ def _reply(timeout: float) -> st.SearchStrategy[Reply]:
     return st.one_of(tools, tools, tools, answer, cut)
 
 
-def _model_error(timeout: float) -> st.SearchStrategy[ModelError]:
+def _model_error() -> st.SearchStrategy[ModelError]:
     return st.builds(ModelError, kind=st.sampled_from(["rate_limit", "overloaded", "timeout",
                                                        "server", "empty"]),
                      retry_after_s=st.none() | st.floats(0.0, 30.0),
-                     latency_s=st.floats(0.0, timeout))
+                     latency_s=st.floats(0.0, 1.0))
 
 
 def _tool_outcome() -> st.SearchStrategy[object]:
@@ -88,6 +91,17 @@ def _budgets() -> st.SearchStrategy[Budgets]:
                      retries=opt(st.integers(0, 6)))
 
 
+PRICES, BUDGETS, TOOL_OUTCOMES = _prices(), _budgets(), st.lists(_tool_outcome(), max_size=40)
+MODEL_SCRIPT = st.lists(st.one_of(_reply(), _reply(), _model_error()), max_size=30)
+VERDICTS = st.lists(st.builds(Verdict, passed=st.booleans(), feedback=st.just("no")),
+                    max_size=5)
+
+
+def _scaled(item, timeout: float):
+    """The item with its latency share turned into seconds within ``timeout``."""
+    return replace(item, latency_s=item.latency_s * timeout)
+
+
 @st.composite
 def scenarios(draw):
     timeout = draw(st.floats(1.0, 60.0))
@@ -95,19 +109,15 @@ def scenarios(draw):
                         jitter=draw(st.floats(0.0, 1.0)),
                         max_attempts=draw(st.integers(0, 5)),
                         fallback_after=draw(st.integers(1, 4)), fallback_model="small-model",
-                        fallback_prices=draw(_prices()),
+                        fallback_prices=draw(PRICES),
                         model_error_retries=draw(st.integers(0, 2)))
     params = make_params(
         max_output_tokens=draw(st.integers(100, 4_000)), model_timeout_s=timeout,
-        context_window=draw(st.sampled_from([20_000, 50_000])), prices=draw(_prices()),
-        retry=retry, budgets=draw(_budgets()),
+        context_window=draw(st.sampled_from([20_000, 50_000])), prices=draw(PRICES),
+        retry=retry, budgets=draw(BUDGETS),
         verifier=VerifierParams(enabled=draw(st.booleans())))
-    model = draw(st.lists(st.one_of(_reply(timeout), _reply(timeout), _model_error(timeout)),
-                          max_size=30))
-    tools = draw(st.lists(_tool_outcome(), max_size=40))
-    verdicts = draw(st.lists(st.builds(Verdict, passed=st.booleans(), feedback=st.just("no")),
-                             max_size=5))
-    return params, model, tools, verdicts
+    model = [_scaled(item, timeout) for item in draw(MODEL_SCRIPT)]
+    return params, model, draw(TOOL_OUTCOMES), draw(VERDICTS)
 
 
 def _worst_next(params, state) -> dict[str, float]:

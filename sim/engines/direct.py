@@ -72,10 +72,13 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState) -> HarnessState:
         return stop.value
 
 
-def make_record(cell: str, index: int, s: HarnessState, task: SimulatedTask,
-                tenant: str = "", arrival_s: float = 0.0, start_s: float = 0.0,
-                end_s: float | None = None) -> TaskRecord:
-    """The flat record of a finished task (ground truth read here, for the report)."""
+def make_record(cell: str, index: int, s: HarnessState, task: SimulatedTask, *,
+                tenant: str = "", agent_type: str = "", arrival_s: float = 0.0,
+                start_s: float = 0.0, end_s: float | None = None, queue_s: float = 0.0,
+                model_wait_s: float = 0.0, resumptions: int = 0) -> TaskRecord:
+    """The flat record of a finished task (ground truth read here, for the
+    report). Without engine times, the task starts at 0 and ends after its
+    wall time."""
     return TaskRecord(
         cell=cell, task=index, state=s.status, reason=s.reason,
         outcome=outcome_label(s.status, s.reason, task.answer_correct),
@@ -85,5 +88,6 @@ def make_record(cell: str, index: int, s: HarnessState, task: SimulatedTask,
         cost_usd=s.money_usd, active_s=s.active_s, wall_s=s.wall_s, retries=s.retries,
         nudges=s.nudges, verifier_rejections=s.verifier_rejections, compactions=s.compactions,
         ground_truth=task.need, truly_done=task.answer_correct, tenant=tenant,
-        arrival_s=arrival_s, start_s=start_s,
-        end_s=start_s + s.wall_s if end_s is None else end_s)
+        agent_type=agent_type, arrival_s=arrival_s, start_s=start_s,
+        end_s=start_s + s.wall_s if end_s is None else end_s, queue_s=queue_s,
+        model_wait_s=model_wait_s, resumptions=resumptions)

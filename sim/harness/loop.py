@@ -187,6 +187,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
             answer = "".join(b.text for b in content if b.type == "text")
             verdict = yield VerifyRequest(answer, state.turns)
             state.active_s += verdict.duration_s
+            if state.abort_requested:  # cancelled while the check ran
+                return _end(state, CANCELLED, "external_signal", emit)
             if verdict.usage is not None:
                 _account(params, state, state.model, verdict.usage)
             if emit:
@@ -256,6 +258,9 @@ def _call_model(params: HarnessParams, state: HarnessState, messages: list[Messa
         result = yield ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
                                     state.turns, attempt, cache_ttl, thinking)
         state.active_s += result.latency_s
+        if state.abort_requested:  # cancelled in flight: the driver aborted the call
+            _end(state, CANCELLED, "external_signal", emit)
+            return None
         if isinstance(result, ModelResponse):
             _account(params, state, result.model or state.model, result.usage)
             return result
@@ -308,6 +313,9 @@ def _wait(params: HarnessParams, state: HarnessState, delay: float, target: str,
         emit(ev.RETRY, {"target": target, "kind": kind, "delay_s": delay})
     yield Wait(delay)
     state.active_s += delay
+    if state.abort_requested:
+        _end(state, CANCELLED, "external_signal", emit)
+        return False
     return True
 
 
@@ -360,6 +368,9 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
         if emit:
             emit(ev.APPROVAL, {"tool": call.name, "approved": answer.approved,
                                "timed_out": answer.timed_out, "waited_s": answer.waited_s})
+        if state.abort_requested:
+            _end(state, CANCELLED, "external_signal", emit)
+            return None
         if answer.timed_out:
             _end(state, CANCELLED, "approval_timeout", emit, tool=call.name)
             return None
@@ -378,6 +389,9 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
             return None
         result = yield ToolRequest(call, spec.timeout_s, attempt, state.turns)
         state.active_s += result.duration_s
+        if state.abort_requested:  # cancelled in flight: the driver aborted the call
+            _end(state, CANCELLED, "external_signal", emit)
+            return None
         if isinstance(result, ToolResult):
             state.tool_calls += 1
             state.tool_failures.pop(call.name, None)

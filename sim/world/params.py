@@ -117,6 +117,16 @@ class TokenParams(_Strict):
     thinking: int = Field(0, ge=0, description="thinking tokens per call when enabled (tokens)")
 
 
+class GraderParams(_Strict):
+    """The call a model grader (verifier ``model_grader``) makes per claimed
+    success: its prompt is ``prompt`` tokens plus the final answer, its output
+    ``output`` tokens; both are uncached and priced at the run model's prices."""
+
+    prompt: int = Field(2_000, ge=0, description=(
+        "grader prompt besides the answer: rubric, task statement, evidence (tokens)"))
+    output: int = Field(150, ge=1, description="the grader's verdict and reasons (tokens)")
+
+
 class FaultParams(_Strict):
     """Model-API faults per call; all default to zero."""
 
@@ -152,6 +162,7 @@ class WorldParams(_Strict):
     retry_success: Prob = Field(0.9, description="probability a harness retry of a transient "
                                                  "tool error succeeds")
     tokens: TokenParams = Field(default_factory=TokenParams)
+    grader: GraderParams = Field(default_factory=GraderParams)
     faults: FaultParams = Field(default_factory=FaultParams)
     latency: LatencyParams = Field(default_factory=LatencyParams)
     approval: ApprovalParams = Field(default_factory=ApprovalParams)

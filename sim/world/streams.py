@@ -2,7 +2,8 @@
 
 One ``numpy.random.SeedSequence(seed)``; task ``i`` gets its own child,
 ``SeedSequence(seed, spawn_key=(i,))``, and within a task one stream per
-concern (difficulty, model behaviour, tool behaviour, latency). Stream ``k``
+concern (difficulty, model behaviour, tool behaviour, latency, and operations:
+the DES engine's human decisions). Stream ``k``
 is a PCG64 generator whose 128-bit state is words ``2k, 2k+1`` of the
 child's ``generate_state(8, uint64)`` and whose increment is a fixed odd
 constant per concern (:class:`StreamPool`). So task ``i``
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-DIFFICULTY, MODEL, TOOLS, LATENCY = 0, 1, 2, 3
-CONCERNS: tuple[str, ...] = ("difficulty", "model", "tools", "latency")
+DIFFICULTY, MODEL, TOOLS, LATENCY, OPERATIONS = 0, 1, 2, 3, 4
+CONCERNS: tuple[str, ...] = ("difficulty", "model", "tools", "latency", "operations")
 _BLOCK = 32
 
 
@@ -68,45 +69,47 @@ class Draws:
 
 
 _INCREMENTS = tuple(((0x9E3779B97F4A7C15F39CC0605CEDC835 * (k + 1)) | 1) & ((1 << 128) - 1)
-                    for k in range(4))
+                    for k in range(len(CONCERNS)))
 
 
 def task_states(seed: int, task: int) -> list[int]:
-    """The four 128-bit PCG64 states of task ``task``: words of the task's
-    child ``SeedSequence(seed, spawn_key=(task,))``, one pair per concern."""
-    words = np.random.SeedSequence(seed, spawn_key=(task,)).generate_state(8, np.uint64).tolist()
-    return [(words[2 * k] << 64) | words[2 * k + 1] for k in range(4)]
+    """The 128-bit PCG64 states of task ``task``, one per concern: word pairs
+    of the task's child ``SeedSequence(seed, spawn_key=(task,))``."""
+    n = len(CONCERNS)
+    words = np.random.SeedSequence(seed, spawn_key=(task,)).generate_state(2 * n, np.uint64)
+    words = words.tolist()
+    return [(words[2 * k] << 64) | words[2 * k + 1] for k in range(n)]
 
 
 class StreamPool:
     """Reusable generators, so starting a task costs no generator construction.
 
-    ``acquire(seed, task)`` returns the task's four :class:`Draws` (difficulty,
-    model, tools, latency), each a PCG64 set to the task's state for that
+    ``acquire(seed, task)`` returns the task's :class:`Draws` (difficulty,
+    model, tools, latency, operations), each a PCG64 set to the task's state for that
     concern with a fixed odd increment per concern; ``release`` returns them
     for reuse once the task has ended. Tasks running side by side (the DES
     engine) simply hold different sets.
     """
 
     def __init__(self) -> None:
-        self._free: list[tuple[Draws, Draws, Draws, Draws]] = []
+        self._free: list[tuple[Draws, ...]] = []
 
-    def acquire(self, seed: int, task: int) -> tuple[Draws, Draws, Draws, Draws]:
+    def acquire(self, seed: int, task: int) -> tuple[Draws, ...]:
         """The four streams of ``task`` under ``seed``, freshly positioned."""
         states = task_states(seed, task)
         streams = self._free.pop() if self._free else tuple(
-            Draws(np.random.Generator(np.random.PCG64(0))) for _ in range(4))
+            Draws(np.random.Generator(np.random.PCG64(0))) for _ in CONCERNS)
         for k, draws in enumerate(streams):
             draws.reset({"bit_generator": "PCG64",
                          "state": {"state": states[k], "inc": _INCREMENTS[k]},
                          "has_uint32": 0, "uinteger": 0})
         return streams
 
-    def release(self, streams: tuple[Draws, Draws, Draws, Draws]) -> None:
+    def release(self, streams: tuple[Draws, ...]) -> None:
         """Give a finished task's streams back for reuse."""
         self._free.append(streams)
 
 
-def task_streams(seed: int, task: int) -> tuple[Draws, Draws, Draws, Draws]:
-    """The four independent streams of task ``task`` (not pooled)."""
+def task_streams(seed: int, task: int) -> tuple[Draws, ...]:
+    """The independent streams of task ``task`` (not pooled)."""
     return StreamPool().acquire(seed, task)

@@ -29,6 +29,7 @@ from sim.harness.effects import (
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
 from sim.world.streams import Draws
+from sim.world.verifiers import Claim, run_check
 from sim.world.world import World
 
 PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
@@ -42,8 +43,8 @@ class SimulatedTask:
                  "stuck", "loop_call", "kinds", "calls", "answer_correct", "claims",
                  "cached_history", "cached_tokens", "cache_expires_s")
 
-    def __init__(self, world: World, streams: tuple[Draws, Draws, Draws, Draws]) -> None:
-        difficulty, self.model, self.tools, self.latency = streams
+    def __init__(self, world: World, streams: tuple[Draws, ...]) -> None:
+        difficulty, self.model, self.tools, self.latency = streams[:4]
         self.world = world
         self.need = sample_need(world.params.difficulty, difficulty)
         self.progress = 0
@@ -197,12 +198,17 @@ class SimulatedTask:
 
     # ------------------------------------------------------- verifier, humans
     def verify(self, request: VerifyRequest) -> Verdict:
-        """The verifier's decision on the latest claim (reads the ground truth)."""
+        """The verifier's decision on the latest claim (reads the ground truth),
+        with the usage and duration of the check when it costs any (a model
+        grader; see :func:`~sim.world.verifiers.run_check`). The answer's size
+        is the model's output per call."""
         w = self.world
-        if w.verifier.check(self.answer_correct, self.tools):
-            return Verdict(True)
+        claim = Claim(self.answer_correct, request.answer, w.output_tokens, request.turn)
+        check = run_check(w.verifier, claim, self.tools, w)
+        if check.passed:
+            return Verdict(True, duration_s=check.duration_s, usage=check.usage)
         return Verdict(False, "Verification failed: the checks do not pass yet. Continue working "
-                       "on the task.", w.feedback_tokens)
+                       "on the task.", w.feedback_tokens, check.duration_s, check.usage)
 
     def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         """A human's decision after a lognormal delay; a delay past the timeout times out."""

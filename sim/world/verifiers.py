@@ -5,17 +5,55 @@ A verifier runs on the world's side because it reads the task's ground truth
 when to ask (:class:`~sim.harness.effects.VerifyRequest`) and what to do with
 the :class:`~sim.harness.effects.Verdict`.
 
-Choose one in a scenario by registered name (``oracle``, ``noisy``) or by
-import path ``package.module:Class``; a class is built with the scenario's
-``verifier.options`` as keyword arguments and must provide
-``check(correct: bool, draws: Draws) -> bool``.
+Choose one in a scenario by registered name (``oracle``, ``noisy``,
+``model_grader``) or by import path ``package.module:Class``; a class is built
+with the scenario's ``verifier.options`` as keyword arguments.
+
+The protocol has two levels:
+
+- every verifier provides ``check(correct: bool, draws: Draws) -> bool``: pass
+  or fail a claim whose hidden truth is ``correct``, drawing any randomness
+  from ``draws``; such a check is free and instantaneous;
+- a verifier whose check costs something (a model grader spends tokens, money
+  and time) also provides ``assess(claim: Claim, draws: Draws, world: World)
+  -> Check``, returning the decision with the usage and duration of the check;
+  the harness prices that usage like any model call.
+
+:func:`run_check` asks a verifier at whichever level it provides.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from sim.harness.messages import Usage
 from sim.world.streams import Draws
+
+if TYPE_CHECKING:
+    from sim.world.world import World
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A claimed success as the verifier sees it: ``correct`` is the hidden
+    truth, ``answer`` the final answer's text and ``answer_tokens`` its size
+    (tokens), ``turn`` the number of model steps taken so far."""
+
+    correct: bool
+    answer: str = ""
+    answer_tokens: int = 0
+    turn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """A verifier's decision: ``passed``, plus the ``usage`` of a model call the
+    check made (None when it made none) and its ``duration_s`` (seconds)."""
+
+    passed: bool
+    usage: Usage | None = None
+    duration_s: float = 0.0
 
 
 class Verifier(Protocol):
@@ -23,6 +61,26 @@ class Verifier(Protocol):
 
     def check(self, correct: bool, draws: Draws) -> bool:
         """True when the claim passes. ``correct`` is the hidden truth."""
+
+
+@runtime_checkable
+class CostedVerifier(Protocol):
+    """A verifier whose check costs tokens and time (e.g. a model grader)."""
+
+    def check(self, correct: bool, draws: Draws) -> bool:
+        """True when the claim passes. ``correct`` is the hidden truth."""
+
+    def assess(self, claim: Claim, draws: Draws, world: World) -> Check:
+        """The decision on ``claim`` with the usage and duration of the check."""
+
+
+def run_check(verifier: Verifier, claim: Claim, draws: Draws, world: World) -> Check:
+    """Ask ``verifier`` about ``claim``: its ``assess`` when it has one, else its
+    free ``check`` (no usage, no duration)."""
+    assess = getattr(verifier, "assess", None)
+    if assess is None:
+        return Check(bool(verifier.check(claim.correct, draws)))
+    return assess(claim, draws, world)
 
 
 class OracleVerifier:
@@ -33,21 +91,51 @@ class OracleVerifier:
         return correct
 
 
+def _probability(name: str, p: float) -> float:
+    if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {p!r}")
+    return float(p)
+
+
 class NoisyVerifier:
     """An imperfect check: rejects a correct claim with ``false_reject`` and
     accepts a wrong one with ``false_accept`` (probabilities)."""
 
     def __init__(self, false_accept: float = 0.0, false_reject: float = 0.0) -> None:
-        for name, p in (("false_accept", false_accept), ("false_reject", false_reject)):
-            if not 0.0 <= p <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {p}")
-        self.false_accept = false_accept
-        self.false_reject = false_reject
+        self.false_accept = _probability("false_accept", false_accept)
+        self.false_reject = _probability("false_reject", false_reject)
 
     def check(self, correct: bool, draws: Draws) -> bool:
-        """Pass or fail the claim, with the configured error rates."""
+        """Pass or fail the claim, with the configured error rates (one uniform draw)."""
         u = draws.uniform()
         return u >= self.false_reject if correct else u < self.false_accept
 
 
-VERIFIERS: dict[str, type] = {"oracle": OracleVerifier, "noisy": NoisyVerifier}
+class ModelGraderVerifier(NoisyVerifier):
+    """A second model call that grades the claim against a rubric: weaker than
+    a mechanical check (it accepts a wrong claim with ``false_accept`` and
+    rejects a correct one with ``false_reject``), and not free.
+
+    Each check is one uncached model call whose prompt is the world's
+    ``grader.prompt`` tokens (rubric, task statement, evidence) plus the
+    answer, and whose output is ``grader.output`` tokens (the verdict); it
+    takes the world's model latency for that call (time to first token plus
+    decode and prefill time). Its usage goes back in the verdict for the
+    harness to count and price at the run model's prices.
+    """
+
+    def __init__(self, false_accept: float = 0.1, false_reject: float = 0.05) -> None:
+        super().__init__(false_accept, false_reject)
+
+    def assess(self, claim: Claim, draws: Draws, world: World) -> Check:
+        """Grade ``claim``: the noisy decision, the call's usage and duration."""
+        grader = world.params.grader
+        prompt = grader.prompt + claim.answer_tokens
+        usage = Usage(input_tokens=prompt, output_tokens=grader.output)
+        duration = (world.ttft_s + grader.output * world.decode_s_per_token
+                    + prompt * world.prefill_s_per_token)
+        return Check(self.check(claim.correct, draws), usage, duration)
+
+
+VERIFIERS: dict[str, type] = {"oracle": OracleVerifier, "noisy": NoisyVerifier,
+                              "model_grader": ModelGraderVerifier}

@@ -1,0 +1,406 @@
+"""The discrete-event engine: the same harness generator inside SimPy processes,
+with arrivals, shared capacity, rate limits, approvals, operator controls and
+human resumption.
+
+One SimPy process per task. It waits for its tenant's concurrency cap and a
+sandbox (held for the task's life), then drives the harness generator: a model
+call queues for a model slot, passes the provider's rate limits (or gets a 429
+with Retry-After, which the harness's real classifier and backoff handle) and
+holds the slot for time to first token plus decode time; a tool call, a
+backoff wait, an approval and a verification each take the time the world
+says. A model call's latency as reported to the harness includes its wait for
+a slot, so the harness's time budgets see the time that really passed.
+
+With unlimited capacity and no time-dependent rule binding, every task gets
+the same outcome, steps, tokens and cost as in the direct engine: both drive
+the same generator against the same :class:`~sim.world.task.SimulatedTask`
+with the same random streams.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import simpy
+
+from sim.engines.cell import Cell
+from sim.engines.des_params import DesParams
+from sim.engines.direct import make_record
+from sim.engines.monitor import Series
+from sim.engines.ratelimit import RateLimiter
+from sim.errors import InputError
+from sim.harness.effects import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Checkpoint,
+    ModelError,
+    ModelRequest,
+    ToolError,
+    ToolRequest,
+    Verdict,
+    VerifyRequest,
+    Wait,
+)
+from sim.harness.loop import agent_loop
+from sim.harness.state import BUDGET_EXHAUSTED, NEEDS_HUMAN, HarnessState, new_state, resume
+from sim.records import TaskRecord
+from sim.world.streams import StreamPool
+from sim.world.task import SimulatedTask
+
+ARRIVAL_KEY = 2**63  # spawn-key prefix of the arrival streams (never a task index)
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """When task ``index`` arrives (seconds), for which tenant and agent type."""
+
+    index: int
+    time_s: float
+    tenant: str
+    agent_type: str
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The operator scopes this task falls in."""
+        return frozenset(("all", f"tenant:{self.tenant}", f"agent_type:{self.agent_type}"))
+
+
+@dataclass
+class DesResult:
+    """What one DES cell produced: a record per task, the time series, and
+    the measurements (see :func:`measurements`)."""
+
+    records: list[TaskRecord]
+    series: dict[str, Series]
+    horizon_s: float
+    rate_limited: int
+    sandbox_hold_s: list[float] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ arrivals
+def arrival_schedule(des: DesParams, tasks: int, seed: int, base_dir: Path | None = None
+                     ) -> list[Arrival]:
+    """The arrivals, in time order, indexed 0..n-1 in that order.
+
+    Poisson: each tenant's inter-arrival times are exponential at its rate,
+    drawn from its own stream ``SeedSequence(seed, spawn_key=(2**63, t))``;
+    the first ``tasks`` arrivals over all tenants are kept. Batch: ``tasks``
+    arrivals at time 0, tenants assigned in proportion to their weights. CSV:
+    the file's rows (at most ``tasks``).
+    """
+    tenants = des.tenants
+    if des.arrivals.kind == "csv":
+        return _csv_arrivals(des, tasks, base_dir)
+    if des.arrivals.kind == "batch":
+        weights = np.array([t.weight for t in tenants], dtype=float)
+        edges = np.cumsum(weights / weights.sum())
+        out = []
+        for i in range(tasks):
+            k = min(int(np.searchsorted(edges, (i + 0.5) / tasks)), len(tenants) - 1)
+            out.append(Arrival(i, 0.0, tenants[k].name, tenants[k].agent_type))
+        return out
+    times: list[tuple[float, int]] = []
+    for k, tenant in enumerate(tenants):
+        rng = np.random.Generator(np.random.PCG64(
+            np.random.SeedSequence(seed, spawn_key=(ARRIVAL_KEY, k))))
+        gaps = rng.exponential(3600.0 / tenant.rate_per_hour, size=tasks)
+        times.extend((float(t), k) for t in np.cumsum(gaps))
+    times.sort()
+    return [Arrival(i, t, tenants[k].name, tenants[k].agent_type)
+            for i, (t, k) in enumerate(times[:tasks])]
+
+
+def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arrival]:
+    path = Path(des.arrivals.path)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    by_name = {t.name: t for t in des.tenants}
+    rows = []
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames is None or "arrival_s" not in reader.fieldnames:
+                raise InputError("needs a column named arrival_s", source=str(path))
+            for line, row in enumerate(reader, start=2):
+                try:
+                    time_s = float(row["arrival_s"])
+                except (TypeError, ValueError):
+                    raise InputError(f"line {line}: arrival_s {row['arrival_s']!r} is not a "
+                                     f"number", source=str(path)) from None
+                if not math.isfinite(time_s) or time_s < 0:
+                    raise InputError(f"line {line}: arrival_s must be >= 0, got {time_s}",
+                                     source=str(path))
+                name = row.get("tenant") or des.tenants[0].name
+                if name not in by_name:
+                    raise InputError(f"line {line}: unknown tenant {name!r}", source=str(path))
+                agent_type = row.get("agent_type") or by_name[name].agent_type
+                rows.append((time_s, line, name, agent_type))
+    except FileNotFoundError:
+        raise InputError("arrivals file not found", source=str(path),
+                         path="des.arrivals.path") from None
+    rows.sort()
+    return [Arrival(i, t, name, agent) for i, (t, _, name, agent) in enumerate(rows[:tasks])]
+
+
+# -------------------------------------------------------------------- engine
+_CANCELLED = {
+    ModelRequest: ModelError("cancelled", message="cancelled by an operator"),
+    ToolRequest: ToolError("cancelled", "cancelled by an operator", 0),
+    VerifyRequest: Verdict(False),
+    ApprovalRequest: ApprovalDecision(False, 0.0, False, "cancelled"),
+}
+
+
+class DesEngine:
+    """One DES cell: build it, then :meth:`run` it once."""
+
+    def __init__(self, cell: Cell, des: DesParams, arrivals: list[Arrival]) -> None:
+        self.cell = cell
+        self.des = des
+        self.arrivals = arrivals
+        self.env = simpy.Environment()
+        cap = des.capacity
+        self.model_slots = simpy.Resource(self.env, cap.model_slots) if cap.model_slots else None
+        self.sandboxes = simpy.Resource(self.env, cap.sandboxes) if cap.sandboxes else None
+        self.tenant_caps = {t.name: simpy.Resource(self.env, t.max_concurrency)
+                            for t in des.tenants if t.max_concurrency}
+        self.limiter = (RateLimiter(cap.requests_per_minute, cap.tokens_per_minute)
+                        if cap.requests_per_minute or cap.tokens_per_minute else None)
+        self.series = {name: Series(name) for name in (
+            "tasks_in_system", "busy_model_slots", "busy_sandboxes", "model_queue",
+            "sandbox_queue", "parked")}
+        self.paused: set[str] = set()
+        self.resumed = self.env.event()
+        self.processes: dict[int, simpy.Process] = {}
+        self.records: list[TaskRecord | None] = [None] * len(arrivals)
+        self.sandbox_hold = [0.0] * len(arrivals)
+        self.holdings: dict[int, list] = {}
+        self.pool = StreamPool()
+        self.params_by_round = [cell.params]
+        self.detector = cell.make_detector
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> DesResult:
+        """Simulate until every task has ended; return the results."""
+        self.env.process(self._arrive())
+        if self.des.operations:
+            self.env.process(self._operate())
+        self.env.run()
+        missing = [i for i, r in enumerate(self.records) if r is None]
+        if missing:  # pragma: no cover - a bug, never silently dropped
+            raise RuntimeError(f"{len(missing)} tasks never ended (first: {missing[0]})")
+        horizon = max((r.end_s for r in self.records), default=0.0)
+        return DesResult(self.records, self.series, horizon,
+                         self.limiter.rejected if self.limiter else 0, self.sandbox_hold)
+
+    def _arrive(self):
+        env = self.env
+        for arrival in self.arrivals:
+            if arrival.time_s > env.now:
+                yield env.timeout(arrival.time_s - env.now)
+            self.processes[arrival.index] = env.process(self._task(arrival))
+
+    def _operate(self):
+        env = self.env
+        for op in sorted(self.des.operations, key=lambda o: o.at_s):
+            if op.at_s > env.now:
+                yield env.timeout(op.at_s - env.now)
+            if op.action == "pause":
+                self.paused.add(op.scope)
+            elif op.action == "resume":
+                self.paused.discard(op.scope)
+                self.resumed.succeed()
+                self.resumed = env.event()
+            else:
+                for index, process in list(self.processes.items()):
+                    if process.is_alive and op.scope in self.arrivals[index].scopes:
+                        process.interrupt("cancel")
+
+    # --------------------------------------------------------------- a task
+    def _task(self, arrival: Arrival):
+        env, series = self.env, self.series
+        cell = self.cell
+        series["tasks_in_system"].add(env.now, 1)
+        streams = self.pool.acquire(cell.seed, arrival.index)
+        task = SimulatedTask(cell.world, streams)
+        params = cell.params
+        state = new_state(params.prefix_tokens, params.model, "Complete the task.",
+                          cell.world.task_tokens)
+        waits = [0.0, 0.0]  # queue before the start, waits for model slots
+        start = None
+        resumptions = 0
+        try:
+            while True:
+                begun = yield from self._acquire(arrival, waits)
+                start = begun if start is None else start
+                try:
+                    state = yield from self._drive(arrival, task, state, params, waits)
+                finally:
+                    self._release(arrival, begun)
+                if (state.status not in (BUDGET_EXHAUSTED, NEEDS_HUMAN)
+                        or resumptions >= self.des.resume.max_times
+                        or streams[4].uniform() >= self.des.resume.share):
+                    break
+                delay = self._human_delay(streams[4])
+                series["parked"].add(env.now, 1)
+                try:
+                    yield env.timeout(delay)
+                finally:
+                    series["parked"].add(env.now, -1)
+                resumptions += 1
+                params = self._extended(resumptions)
+                state.parked_s += delay
+                resume(state)
+        except simpy.Interrupt:  # cancelled while queued or while waiting for a human
+            if not state.terminal:
+                state.abort_requested = True
+                state.status, state.reason = "cancelled", "external_signal"
+        series["tasks_in_system"].add(env.now, -1)
+        self.pool.release(streams)
+        self.records[arrival.index] = make_record(
+            cell.name, arrival.index, state, task, tenant=arrival.tenant,
+            agent_type=arrival.agent_type, arrival_s=arrival.time_s,
+            start_s=env.now if start is None else start, end_s=env.now, queue_s=waits[0],
+            model_wait_s=waits[1], resumptions=resumptions)
+
+    def _acquire(self, arrival: Arrival, waits: list[float]):
+        """Wait for the tenant's cap and a sandbox (both held until
+        :meth:`_release`); return the time the task got them."""
+        env, series = self.env, self.series
+        t0 = env.now
+        held = self.holdings[arrival.index] = []
+        try:
+            cap = self.tenant_caps.get(arrival.tenant)
+            if cap is not None:
+                request = cap.request()
+                held.append((cap, request))
+                yield request
+            if self.sandboxes is not None:
+                request = self.sandboxes.request()
+                held.append((self.sandboxes, request))
+                series["sandbox_queue"].add(env.now, 1)
+                try:
+                    yield request
+                finally:
+                    series["sandbox_queue"].add(env.now, -1)
+        except simpy.Interrupt:
+            for resource, request in self.holdings.pop(arrival.index):
+                if request.triggered:
+                    resource.release(request)
+                else:
+                    request.cancel()
+            raise
+        series["busy_sandboxes"].add(env.now, 1)
+        waits[0] += env.now - t0
+        return env.now
+
+    def _release(self, arrival: Arrival, begun: float) -> None:
+        """Give back the cap and the sandbox of a task that held them since ``begun``."""
+        for resource, request in self.holdings.pop(arrival.index, ()):
+            resource.release(request)
+        self.series["busy_sandboxes"].add(self.env.now, -1)
+        self.sandbox_hold[arrival.index] += self.env.now - begun
+
+    def _drive(self, arrival: Arrival, task: SimulatedTask, state: HarnessState, params,
+               waits: list[float]):
+        """Drive one harness loop to its end; return the final state."""
+        env = self.env
+        loop = agent_loop(params, state, detector=self.detector(params))
+        send = loop.send
+        result = None
+        while True:
+            try:
+                effect = send(result)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                if self.paused and self.paused & arrival.scopes:
+                    yield from self._park(arrival)
+                kind = type(effect)
+                if kind is ModelRequest:
+                    result = yield from self._model_call(effect, task, waits)
+                elif kind is ToolRequest:
+                    result = task.execute(effect)
+                    yield env.timeout(result.duration_s)
+                elif kind is Checkpoint:
+                    result = None
+                elif kind is Wait:
+                    result = None
+                    yield env.timeout(effect.seconds)
+                elif kind is VerifyRequest:
+                    result = task.verify(effect)
+                    if result.duration_s:
+                        yield env.timeout(result.duration_s)
+                elif kind is ApprovalRequest:
+                    result = task.approve(effect)
+                    self.series["parked"].add(env.now, 1)
+                    try:
+                        yield env.timeout(result.waited_s)
+                    finally:
+                        self.series["parked"].add(env.now, -1)
+                else:
+                    raise TypeError(f"unknown effect {effect!r}")
+            except simpy.Interrupt:
+                state.abort_requested = True
+                result = _CANCELLED.get(type(effect))
+
+    def _model_call(self, request: ModelRequest, task: SimulatedTask, waits: list[float]):
+        env, series = self.env, self.series
+        slots = self.model_slots
+        t0 = env.now
+        if slots is None:
+            return (yield from self._serve(request, task, t0))
+        series["model_queue"].add(t0, 1)
+        with slots.request() as slot:
+            try:
+                yield slot
+            finally:
+                series["model_queue"].add(env.now, -1)
+            waits[1] += env.now - t0
+            series["busy_model_slots"].add(env.now, 1)
+            try:
+                return (yield from self._serve(request, task, t0))
+            finally:
+                series["busy_model_slots"].add(env.now, -1)
+
+    def _serve(self, request: ModelRequest, task: SimulatedTask, t0: float):
+        env = self.env
+        if self.limiter is not None:
+            retry_after = self.limiter.admit(env.now, request.input_tokens)
+            if retry_after:
+                return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
+                                  env.now - t0)
+        result = task.respond(request, env.now)
+        yield env.timeout(result.latency_s)
+        result.latency_s = env.now - t0  # includes the wait for a model slot
+        return result
+
+    def _park(self, arrival: Arrival):
+        series = self.series
+        series["parked"].add(self.env.now, 1)
+        try:
+            while self.paused & arrival.scopes:
+                yield self.resumed
+        finally:
+            series["parked"].add(self.env.now, -1)
+
+    def _extended(self, round_: int):
+        while len(self.params_by_round) <= round_:
+            base = self.params_by_round[-1]
+            factor = self.des.resume.budget_factor
+            b = base.budgets
+            self.params_by_round.append(base.with_budgets(**{
+                name: None if getattr(b, name) is None else type(getattr(b, name))(
+                    getattr(b, name) * factor)
+                for name in ("steps", "tokens", "output_tokens", "money_usd", "wall_s",
+                             "active_s", "retries")}))
+        return self.params_by_round[round_]
+
+    def _human_delay(self, draws) -> float:
+        delay = self.des.resume.delay
+        return math.exp(math.log(delay.median_s) + delay.sigma * draws.normal())
+

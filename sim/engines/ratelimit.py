@@ -1,0 +1,60 @@
+"""Provider rate limits as token buckets (requests and prompt tokens per minute).
+
+A bucket of capacity ``limit`` refills continuously at ``limit / 60`` per
+second. A request is admitted when both buckets hold enough; otherwise the
+provider answers 429 with a Retry-After of the whole seconds until they will.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class TokenBucket:
+    """One bucket: ``per_minute`` capacity, refilled continuously."""
+
+    __slots__ = ("capacity", "rate", "level", "last")
+
+    def __init__(self, per_minute: float) -> None:
+        self.capacity = per_minute
+        self.rate = per_minute / 60.0
+        self.level = per_minute
+        self.last = 0.0
+
+    def refill(self, now: float) -> None:
+        """Add what flowed in since the last look."""
+        self.level = min(self.capacity, self.level + (now - self.last) * self.rate)
+        self.last = now
+
+    def wait(self, amount: float) -> float:
+        """Seconds until ``amount`` is available (0 if it is now); an amount
+        above the capacity waits for a full bucket."""
+        need = min(amount, self.capacity) - self.level
+        return 0.0 if need <= 0 else need / self.rate
+
+
+class RateLimiter:
+    """Requests-per-minute and tokens-per-minute limits of one provider account."""
+
+    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None
+                 ) -> None:
+        self.requests = TokenBucket(requests_per_minute) if requests_per_minute else None
+        self.tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
+        self.rejected = 0
+
+    def admit(self, now: float, prompt_tokens: int) -> float:
+        """Admit a request (consuming from the buckets) and return 0, or reject
+        it and return the Retry-After in whole seconds (at least 1)."""
+        wait = 0.0
+        for bucket, amount in ((self.requests, 1.0), (self.tokens, float(prompt_tokens))):
+            if bucket is not None:
+                bucket.refill(now)
+                wait = max(wait, bucket.wait(amount))
+        if wait > 0:
+            self.rejected += 1
+            return float(max(1, math.ceil(wait)))
+        if self.requests is not None:
+            self.requests.level -= 1.0
+        if self.tokens is not None:
+            self.tokens.level -= min(float(prompt_tokens), self.tokens.capacity)
+        return 0.0
