@@ -34,6 +34,7 @@ from sim.records import FALSE_SUCCESS, RECORD_FIELDS, TaskRecord
 PARQUET_NAME = "results.parquet"
 SUMMARY_NAME = "summary.json"
 REPORT_NAME = "report.md"
+TIMESERIES_NAME = "timeseries.parquet"
 DEFAULT_TITLE = "Simulation results"
 PARQUET_COMPRESSION = "zstd"
 PARQUET_COMPRESSION_LEVEL = 3
@@ -237,7 +238,61 @@ def format_table(cell: Mapping[str, Any]) -> str:
         f"  max ${cost['max']:.2f}",
         f"  total spend    ${cost['total']:,.0f}",
     ]
+    if cell.get("cache_hit_share"):
+        lines.append(f"  cache hits     {100 * cell['cache_hit_share']:.1f}% of prompt tokens")
+    if "capacity" in cell:
+        c = cell["capacity"]
+        lines.append(f"  capacity       L {c['L']:.2f}  = rate {c['arrival_rate_per_s']:.4f}/s"
+                     f" x W {c['W_s']:,.1f} s  (Little's law error "
+                     f"{100 * c['littles_law_error']:.2f}%)")
     return "\n".join(lines)
+
+
+def comparison_rows(cells: list[Mapping[str, Any]]) -> list[str]:
+    """Markdown table comparing cells: succeeded share, mean and p95 cost, and
+    their change against the first cell."""
+    base = cells[0]
+    rows = ["| cell | succeeded | mean cost | vs first | p95 cost | vs first | cache hits |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for cell in cells:
+        mean, p95 = cell["cost"]["mean"], cell["cost"]["p95"]
+        rows.append(
+            f"| {cell['name']} | {100 * cell['outcomes'].get('succeeded', 0.0):.1f}% "
+            f"| ${mean:,.2f} | {_change(mean, base['cost']['mean'])} "
+            f"| ${p95:,.2f} | {_change(p95, base['cost']['p95'])} "
+            f"| {100 * cell.get('cache_hit_share', 0.0):.1f}% |")
+    return rows
+
+
+def _change(value: float, base: float) -> str:
+    return "n/a" if base == 0 else f"{100 * (value - base) / base:+.1f}%"
+
+
+def capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
+    """Markdown table of a DES cell's capacity measurements (see sim.capacity)."""
+    util = capacity["utilisation"]
+    busy = capacity["mean_busy"]
+    queue, model = capacity["queue_wait_s"], capacity["model_wait_s"]
+    rows = ["| measure | value |", "|---|---:|",
+            f"| horizon (s) | {capacity['horizon_s']:,.1f} |",
+            f"| arrival rate (tasks/s) | {capacity['arrival_rate_per_s']:.5f} |",
+            f"| L, time-average tasks in system | {capacity['L']:.3f} |",
+            f"| W, mean time in system (s) | {capacity['W_s']:,.1f} |",
+            f"| Little's law error, abs(L - rate W) / L | "
+            f"{100 * capacity['littles_law_error']:.3f}% |"]
+    for pool in ("model_slots", "sandboxes"):
+        label = pool.replace("_", " ")
+        value = f"{100 * util[pool]:.1f}%" if util[pool] is not None else "unlimited"
+        rows.append(f"| {label}: utilisation / mean busy | {value} / {busy[pool]:.2f} |")
+    if queue:
+        rows.append(f"| sandbox queueing p50 / p95 / max (s) | {queue['p50']:,.1f} / "
+                    f"{queue['p95']:,.1f} / {queue['max']:,.1f} |")
+        rows.append(f"| model-slot waiting per task p50 / p95 / max (s) | {model['p50']:,.1f} "
+                    f"/ {model['p95']:,.1f} / {model['max']:,.1f} |")
+    rows.append(f"| calls answered 429 by the rate limits | {capacity['rate_limited_calls']} |")
+    rows.append(f"| longest 5% of tasks: share of sandbox time | "
+                f"{100 * capacity['tail_share_5pct']:.1f}% |")
+    return rows
 
 
 # ------------------------------------------------------------------ report
@@ -294,6 +349,8 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
         f"Total spend ${cell['cost']['total']:,.2f}; cache hit share "
         f"{100 * cell.get('cache_hit_share', 0.0):.1f}%; means per task: {means}.",
     ]
+    if "capacity" in cell:
+        parts += ["### Capacity", "\n".join(capacity_rows(cell["capacity"]))]
     return "\n\n".join(parts)
 
 
@@ -301,7 +358,10 @@ def report_markdown(summary: Mapping[str, Any], title: str) -> str:
     """The Markdown report of every cell in ``summary`` (the summary.json dict)."""
     cells = summary["cells"]
     head = f"# {title}\n\n{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
-    return "\n\n".join([head.rstrip("\n"), *(_cell_section(c) for c in cells)]) + "\n"
+    parts = [head.rstrip("\n")]
+    if len(cells) > 1:
+        parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
+    return "\n\n".join([*parts, *(_cell_section(c) for c in cells)]) + "\n"
 
 
 def write_report(path: str | os.PathLike, summary: Mapping[str, Any], title: str) -> None:
@@ -310,6 +370,22 @@ def write_report(path: str | os.PathLike, summary: Mapping[str, Any], title: str
 
 
 # ----------------------------------------------------------------- results
+
+def timeseries_frame(series_by_cell: Mapping[str, Mapping[str, tuple[Any, Any]]]
+                     ) -> pd.DataFrame:
+    """Long table of DES time series: cell, series, bin start (seconds) and
+    the time-average value over the bin."""
+    parts = []
+    for cell, series in series_by_cell.items():
+        for name, (times, values) in series.items():
+            parts.append(pd.DataFrame({"cell": cell, "series": name,
+                                       "time_s": np.asarray(times, dtype="float64"),
+                                       "value": np.asarray(values, dtype="float64")}))
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        {"cell": [], "series": [], "time_s": [], "value": []})
+    return frame.astype({"cell": "string", "series": "string", "time_s": "float64",
+                         "value": "float64"})
+
 
 def _cell_records(name: str, records: list[TaskRecord]) -> list[TaskRecord]:
     """A cell's records sorted by task index; every record must belong to the
@@ -325,27 +401,34 @@ def _cell_records(name: str, records: list[TaskRecord]) -> list[TaskRecord]:
 
 
 def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[TaskRecord]],
-                  params_by_cell: dict[str, dict], *, title: str = DEFAULT_TITLE
-                  ) -> dict[str, Any]:
+                  params_by_cell: dict[str, dict], *, title: str = DEFAULT_TITLE,
+                  extras_by_cell: Mapping[str, Mapping[str, Any]] | None = None,
+                  timeseries: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write ``results.parquet`` (every task of every cell: cells in given
     order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
     :func:`cell_summary`) and ``report.md`` (headed ``title``) into
     ``out_dir`` (created if needed), each atomically; return the summary dict
     (equal to what summary.json holds; outcomes ordered largest first). No
-    file depends on ``out_dir``'s name, so runs can be compared byte for byte."""
+    file depends on ``out_dir``'s name, so runs can be compared byte for byte.
+    ``extras_by_cell`` adds sections to cells' summaries (a DES cell's
+    ``capacity``); ``timeseries`` is written as ``timeseries.parquet``."""
     if set(records_by_cell) != set(params_by_cell):
         raise ValueError("records_by_cell and params_by_cell name different cells: "
                          f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")
     frames, cells = [], []
     for name, records in records_by_cell.items():
         frame = records_frame(_cell_records(name, records))
-        cells.append(cell_summary(name, params_by_cell[name], frame))
+        summary_of_cell = cell_summary(name, params_by_cell[name], frame)
+        summary_of_cell.update((extras_by_cell or {}).get(name, {}))
+        cells.append(summary_of_cell)
         frames.append(frame)
     everything = pd.concat(frames, ignore_index=True) if frames else records_frame([])
     summary = {"cells": cells}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(out / PARQUET_NAME, everything)
+    if timeseries is not None:
+        write_atomic(out / TIMESERIES_NAME, parquet_bytes(timeseries))
     write_json(out / SUMMARY_NAME, summary)
     write_report(out / REPORT_NAME, summary, title=title)
     return summary

@@ -70,7 +70,10 @@ class RetryConfig(_Strict):
     jitter: Prob = Field(_default(hp.RetryPolicy, "jitter"),
                          description="share of a backoff that jitter may remove")
     max_attempts: int = Field(_default(hp.RetryPolicy, "max_attempts"), ge=0,
-                              description="retries of one call")
+                              description="retries of one model call (and of a tool call "
+                                          "unless tool_max_attempts is set)")
+    tool_max_attempts: int | None = Field(None, ge=0, description="retries of one tool call "
+                                                                  "(null: max_attempts)")
     fallback_after: int = Field(_default(hp.RetryPolicy, "fallback_after"), ge=1,
                                 description="rate-limit retries before the fallback model")
     fallback_model: str | None = Field(None, description="model id to switch to, or null")

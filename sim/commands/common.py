@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from sim.errors import InputError
-from sim.results import format_table, write_results
+from sim.results import format_table, timeseries_frame, write_results
 from sim.scenario import Scenario, load_scenario
-from sim.sweep import CellRun, run_cells
+from sim.sweep import CellRun, run_sweep
 
 
 def add_simulation_options(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +47,12 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
                         ) -> int:
     """Run the cells, write the results folder, print tables or JSON."""
     out = Path(args.out) if args.out else Path("reports") / scenario.name
-    records = run_cells(runs, scenario.tasks, workers=args.workers, progress=not args.quiet)
-    summary = write_results(out, records, {r.name: r.params() for r in runs})
+    result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet)
+    summary = write_results(
+        out, result.records, {r.name: r.params() for r in runs},
+        title=f"Results: {scenario.name}",
+        extras_by_cell={name: {"capacity": c} for name, c in result.capacity.items()},
+        timeseries=timeseries_frame(result.series) if result.series else None)
     if args.format == "json":
         json.dump(summary, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -56,5 +60,7 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
         for cell in summary["cells"]:
             print(format_table(cell))
             print()
-        print(f"results in {out}/ (results.parquet, summary.json, report.md)")
+        files = "results.parquet, summary.json, report.md" + (
+            ", timeseries.parquet" if result.series else "")
+        print(f"results in {out}/ ({files})")
     return 0

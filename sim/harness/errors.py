@@ -74,7 +74,8 @@ def backoff_s(policy: RetryPolicy, attempt: int, retry_after_s: float | None = N
     """
     if retry_after_s is not None and retry_after_s >= 0:
         return float(retry_after_s)
-    delay = min(policy.base_s * 2.0 ** (attempt - 1), policy.cap_s)
+    exponent = min(attempt - 1, 1023)  # 2.0 ** 1024 overflows; the cap binds long before
+    delay = min(policy.base_s * 2.0 ** exponent, policy.cap_s)
     if policy.jitter:
         delay *= 1.0 - policy.jitter * (1.0 - jitter_draw)
     return delay

@@ -409,7 +409,7 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
             _end(state, FAILED, "tool_fatal", emit, tool=call.name, error=result.message)
             return None
         retry = params.retry
-        if (cls == TRANSIENT and retry.retry_tool_errors and attempt < retry.max_attempts
+        if (cls == TRANSIENT and retry.retry_tool_errors and attempt < params.tool_retries
                 and refuse_retry(params, state) is None):
             attempt += 1
             delay = backoff_s(retry, attempt, result.retry_after_s,

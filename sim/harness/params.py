@@ -100,8 +100,8 @@ class RetryPolicy:
     Backoff before retry k (k = 1, 2, ...) is ``min(base_s * 2**(k-1), cap_s)``
     seconds, times a jitter factor drawn in [1 - jitter, 1] when ``jitter`` > 0;
     a Retry-After from the server overrides it. ``max_attempts`` bounds the
-    retries of one call; after ``fallback_after`` rate-limit retries of one
-    model call the harness switches to ``fallback_model`` if one is set.
+    retries of one call (``tool_max_attempts``, when set, those of a tool
+    call); after ``fallback_after`` rate-limit retries of one model call the harness switches to ``fallback_model`` if one is set.
     ``model_error_retries``: immediate retries of a server error (5xx,
     malformed or empty response) before the run fails (seed 000: one).
     """
@@ -110,6 +110,7 @@ class RetryPolicy:
     cap_s: float = 64.0
     jitter: float = 0.0
     max_attempts: int = 5
+    tool_max_attempts: int | None = None
     fallback_after: int = 5
     fallback_model: str | None = None
     fallback_prices: Prices | None = None
@@ -216,6 +217,12 @@ class HarnessParams:
     prompt_cache: str | None = None
 
     @property
+    def tool_retries(self) -> int:
+        """Harness retries allowed for one tool call."""
+        r = self.retry
+        return r.max_attempts if r.tool_max_attempts is None else r.tool_max_attempts
+
+    @property
     def cache_ttl_s(self) -> float | None:
         """The prompt-cache lifetime in seconds, or None without caching."""
         return CACHE_TTLS.get(self.prompt_cache) if self.prompt_cache else None
@@ -298,8 +305,8 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
         yield "retry.base_s", f"need 0 < base_s <= cap_s, got base_s={r.base_s}, cap_s={r.cap_s}"
     if not 0.0 <= r.jitter <= 1.0:
         yield "retry.jitter", f"must be in [0, 1], got {r.jitter}"
-    for name in ("max_attempts", "model_error_retries"):
-        if getattr(r, name) < 0:
+    for name in ("max_attempts", "model_error_retries", "tool_max_attempts"):
+        if (getattr(r, name) or 0) < 0:
             yield f"retry.{name}", f"must be >= 0, got {getattr(r, name)}"
     if r.fallback_after < 1:
         yield "retry.fallback_after", f"must be >= 1, got {r.fallback_after}"
