@@ -191,7 +191,7 @@ class Scenario(_Strict):
     des: DesParams = Field(default_factory=DesParams,
                            description="arrivals, tenants, capacity, operator controls "
                                        "(engine des)")
-    sweep: dict[str, list[Any]] = Field(default_factory=dict,
+    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(default_factory=dict,
                                         description="dotted path -> values (a grid)")
 
 

@@ -38,14 +38,14 @@ def test_truncated_reply_compacts_the_oldest_sixty_percent_and_asks_to_continue(
     message, and does not run the cut-off tool call."""
     params = make_params()
     model, tools = _steps(4, 300)
-    cut = truncated(TextBlock("Now I will", 5), use("write_file", path="x"), output_tokens=1_000)
+    cut = truncated(TextBlock("Now I will", 5), use("write_file", path="x"), output_tokens=100)
     run = run_script(params, model=[*model, cut, final()], tools=tools)
     assert (run.state.status, run.state.reason) == ("succeeded", "model_complete")
 
     truncated_step = run.step_requests[4]
     (compaction,) = run.compaction_requests
     history = truncated_step.messages + []  # the history the truncated reply was added to
-    history_tokens = sum(m.tokens for m in history) + 1_000
+    history_tokens = sum(m.tokens for m in history) + 100
     span = compaction.messages
     span_tokens = sum(m.tokens for m in span)
     # the oldest messages after the task, ending with a user message ...

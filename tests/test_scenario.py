@@ -1,15 +1,15 @@
 """Scenario files: every kind of bad input gets one clear message naming the
-file and the dotted field path, exit status 2 and no traceback; overrides and
-components given by import path really take effect.
+file and the dotted field path, exit status 2 and no traceback; ``--set``
+overrides and components given by import path really take effect.
 
 Each bad input is checked three ways: :func:`sim.scenario.load_scenario`
-raises :class:`~sim.errors.InputError` (fast, in-process); the CLI's entry
-point ``sim.cli.main`` returns 2 with the message on stderr (in-process); and
+raises :class:`~sim.errors.InputError` (in-process); the CLI's entry point
+``sim.cli.main`` returns 2 with the message on stderr (in-process); and
 ``python -m sim run ...`` in a real interpreter exits with status 2, prints
-``error: ...`` and no traceback. The interpreter runs cost about two CPU
-seconds each (imports), so they cover one case per error path (file reading,
-YAML, validation, harness compatibility, imports, sweep cells, --set, --tasks)
-and run concurrently.
+``error: ...`` and no traceback. An interpreter costs about two CPU seconds
+(imports), so those runs cover one case per error path (reading the file,
+YAML, field validation, harness compatibility, imports, sweep cells, --set,
+--tasks) and run concurrently, together with the positive CLI checks.
 """
 
 from __future__ import annotations
@@ -26,14 +26,417 @@ import pytest
 
 import sim.cli
 from sim.errors import InputError
+from sim.harness.state import DetectorMemory
 from sim.scenario import (
-    DetectorConfig,
+    VerifierConfig,
     build_verifier,
-    cells_of_names,
+    expand,
+    harness_params,
     load_scenario,
     resolve_detector,
 )
+from sim.world.verifiers import NoisyVerifier, OracleVerifier
 
 REPO = Path(__file__).resolve().parents[1]
 BOUNDED = REPO / "scenarios" / "bounded.yaml"
 VALID = "tasks: 5\nseed: 1\n"
+
+
+@dataclass(frozen=True)
+class Bad:
+    """One kind of bad input and the fragments its message must contain."""
+
+    text: str | None  # the scenario file; None: the file does not exist
+    expect: tuple[str, ...]  # the dotted path (or option) and what is wrong
+    args: tuple[str, ...] = ()  # extra options (--set ...)
+    tasks: bool = True  # pass --tasks 5 (it would hide a bad ``tasks`` in the file)
+    interpreter: bool = False  # also run in a real interpreter
+    names_file: bool = True  # False for option errors, which no file caused
+
+
+BAD = {
+    "missing_file": Bad(None, ("file not found",), interpreter=True),
+    "malformed_yaml": Bad("harness:\n  budgets:\n    steps: 5\n   tokens: 10\n",
+                          ("malformed YAML", "line 4"), interpreter=True),
+    "yaml_tab": Bad("harness:\n\tbudgets: {}\n", ("malformed YAML", "line 2")),
+    "top_level_list": Bad("- tasks: 5\n- seed: 1\n", ("top level must be a mapping", "list")),
+    "top_level_scalar": Bad("just some words\n", ("top level must be a mapping", "str")),
+    "unknown_top_level_key": Bad("taskz: 5\n", ("taskz", "Extra inputs are not permitted")),
+    "unknown_nested_key": Bad("harness:\n  budgets:\n    stepz: 10\n",
+                              ("harness.budgets.stepz", "Extra inputs are not permitted"),
+                              interpreter=True),
+    "unknown_world_key": Bad("world:\n  policy:\n    lop: 0.1\n",
+                             ("world.policy.lop", "Extra inputs are not permitted")),
+    "wrong_type": Bad("harness:\n  budgets:\n    steps: ten\n",
+                      ("harness.budgets.steps", "valid integer", "'ten'")),
+    "nested_section_not_a_mapping": Bad("harness:\n  budgets: 10\n",
+                                        ("harness.budgets", "valid dictionary")),
+    "probability_above_one": Bad("world:\n  policy:\n    loop: 1.5\n",
+                                 ("world.policy.loop", "less than or equal to 1", "1.5")),
+    "negative_budget": Bad("harness:\n  budgets:\n    tokens: -1\n",
+                           ("harness.budgets.tokens", "greater than 0", "-1")),
+    "zero_tasks": Bad("tasks: 0\n", ("tasks:", "greater than or equal to 1"), tasks=False),
+    "difficulty_variant_field": Bad("world:\n  difficulty:\n    distribution: fixed\n"
+                                    "    steps: 0\n", ("world.difficulty.steps",)),
+    "tool_entry_field": Bad("world:\n  tools:\n    - name: a\n    - name: b\n      "
+                            "timeout_s: 0\n", ("world.tools[1].timeout_s", "greater than 0")),
+    "probabilities_sum_above_one": Bad(
+        "world:\n  policy:\n    loop: 0.5\n    transient: 0.4\n    validation: 0.2\n",
+        ("world.policy", "exceeds 1")),
+    "thinking_with_temperature": Bad(
+        "harness:\n  temperature: 0.7\n  thinking:\n    enabled: true\n    budget_tokens: 100\n",
+        ("harness.thinking.enabled", "temperature"), interpreter=True),
+    "max_output_above_context_window": Bad(
+        "harness:\n  max_output_tokens: 300000\n  context_window: 200000\n",
+        ("harness.max_output_tokens", "exceeds the context window")),
+    "unknown_verifier": Bad("harness:\n  verifier:\n    name: nope\n",
+                            ("harness.verifier.name", "unknown name 'nope'")),
+    "unknown_detector": Bad("harness:\n  detector:\n    name: nope\n",
+                            ("harness.detector.name", "unknown name 'nope'")),
+    "bad_detector_import_path": Bad("harness:\n  detector:\n    name: nope.module:Cls\n",
+                                    ("harness.detector.name", "cannot import 'nope.module'"),
+                                    interpreter=True),
+    "bad_verifier_import_path": Bad("harness:\n  verifier:\n    name: nope.module:Cls\n",
+                                    ("harness.verifier.name", "cannot import 'nope.module'")),
+    "missing_attribute": Bad("harness:\n  verifier:\n    name: json:NoSuchVerifier\n",
+                             ("harness.verifier.name", "has no attribute 'NoSuchVerifier'")),
+    "bad_verifier_options": Bad(
+        "harness:\n  verifier:\n    name: noisy\n    options: {false_accept: 2}\n",
+        ("harness.verifier.options", "false_accept")),
+    "unknown_price_set": Bad("harness:\n  prices: nope\n", ("harness.prices", "nope")),
+    "invalid_sweep_value": Bad("sweep:\n  harness.budgets.steps: [10, -1]\n",
+                               ("sweep cell harness.budgets.steps=-1", "harness.budgets.steps",
+                                "greater than 0"), interpreter=True),
+    "invalid_sweep_combination": Bad(
+        "sweep:\n  harness.temperature: [0, 0.7]\n  harness.thinking.enabled: [false, true]\n"
+        "harness:\n  thinking:\n    budget_tokens: 100\n",
+        ("harness.temperature=0.7, harness.thinking.enabled=True", "harness.thinking.enabled")),
+    "sweep_unknown_path": Bad("sweep:\n  harness.budgets.stepz: [10]\n",
+                              ("harness.budgets.stepz", "Extra inputs are not permitted")),
+    "sweep_axis_not_a_list": Bad("sweep:\n  harness.budgets.steps: 10\n",
+                                 ("sweep.harness.budgets.steps", "valid list")),
+    "sweep_axis_empty": Bad("sweep:\n  harness.budgets.steps: []\n"
+                            "  harness.budgets.tokens: [1000000]\n",
+                            ("sweep.harness.budgets.steps", "at least 1 item")),
+    "set_without_equals": Bad(VALID, ("--set expects dotted.path=value",
+                                      "'harness.budgets.steps'"),
+                              args=("--set", "harness.budgets.steps"), interpreter=True),
+    "set_unknown_path": Bad(VALID, ("harness.budgetz", "Extra inputs are not permitted"),
+                            args=("--set", "harness.budgetz.steps=5")),
+    "set_below_a_scalar": Bad(VALID, ("tasks: is not a mapping", "'tasks.x'"),
+                              args=("--set", "tasks.x=5")),
+    "set_invalid_value": Bad(VALID, ("harness.budgets.steps", "greater than 0"),
+                             args=("--set", "harness.budgets.steps=-3")),
+    "negative_tasks": Bad(VALID, ("--tasks must be >= 1", "-3"), args=("--tasks", "-3"),
+                          tasks=False, interpreter=True, names_file=False),
+    "negative_seed": Bad(VALID, ("--seed must be >= 0", "-1"), args=("--seed", "-1"),
+                         names_file=False),
+    "zero_workers": Bad(VALID, ("--workers must be >= 1",), args=("--workers", "0"),
+                        names_file=False),
+}
+
+
+def scenario_file(folder: Path, name: str, case: Bad) -> Path:
+    """Write the case's scenario (unless it is the missing file); return its path."""
+    path = folder / f"{name}.yaml"
+    if case.text is not None:
+        path.write_text(case.text, encoding="utf-8")
+    return path
+
+
+def cli_args(path: Path, case: Bad, out: Path) -> list[str]:
+    tasks = ["--tasks", "5"] if case.tasks else []
+    return ["run", str(path), *tasks, "--quiet", "--out", str(out), *case.args]
+
+
+def check_message(stderr: str, path: Path, case: Bad) -> None:
+    """One message, prefixed ``error: ``, naming the file, the path, the problem."""
+    assert stderr.startswith("error: "), stderr
+    assert stderr.count("error: ") == 1, stderr
+    assert "Traceback" not in stderr, stderr
+    first = stderr.splitlines()[0]
+    if case.names_file:
+        assert first.startswith(f"error: {path}: "), stderr
+    for fragment in case.expect:
+        assert fragment in stderr, (fragment, stderr)
+
+
+# ---------------------------------------------------------- in-process checks
+LOADABLE = sorted(k for k, c in BAD.items() if c.names_file)
+
+
+@pytest.mark.parametrize("name", LOADABLE)
+def test_load_scenario_raises_input_error_naming_file_and_path(name, tmp_path):
+    """load_scenario raises InputError whose source is the file and whose text
+    names the dotted path and the problem (--set overrides included)."""
+    case = BAD[name]
+    path = scenario_file(tmp_path, name, case)
+    overrides = [v for flag, v in zip(case.args[::2], case.args[1::2], strict=True)
+                 if flag == "--set"]
+    with pytest.raises(InputError) as caught:
+        load_scenario(path, overrides)
+    error = caught.value
+    assert error.source == str(path)
+    assert str(error).startswith(f"{path}: ")
+    for fragment in case.expect:
+        assert fragment in str(error), (fragment, str(error))
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_cli_reports_bad_input_in_one_message_with_status_2(name, tmp_path, capsys):
+    """sim.cli.main returns 2 and prints one ``error: <file>: <path>: ...``
+    message on stderr, nothing on stdout, and raises nothing."""
+    case = BAD[name]
+    path = scenario_file(tmp_path, name, case)
+    status = sim.cli.main(cli_args(path, case, tmp_path / "out"))
+    captured = capsys.readouterr()
+    assert status == 2, captured
+    assert captured.out == ""
+    check_message(captured.err, path, case)
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------ real interpreter runs
+PLUGINS = '''\
+"""Components given by import path in the scenario tests."""
+
+
+class FireAlways:
+    """A no-progress detector that fires on every executed call."""
+
+    def __init__(self, params):
+        self.params = params
+
+    def observe(self, memory, call_key, observation_key, polling, metric):
+        memory.detections += 1
+        return "custom"
+
+
+class RejectAll:
+    """A verifier that rejects every claim of success."""
+
+    def __init__(self, note="never"):
+        self.note = note
+
+    def check(self, correct, draws):
+        return False
+
+
+class Nothing:
+    """Neither a detector nor a verifier."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+'''
+
+COMPONENTS = """\
+name: components
+tasks: 60
+seed: 3
+harness:
+  prices: seed001
+  budgets: {tokens: 2000000, steps: 50}
+  detector: {nudges: 1}
+sweep:
+  harness.detector.name: [default, "scenario_plugins_cli:FireAlways"]
+  harness.verifier.name: [oracle, "scenario_plugins_cli:RejectAll"]
+"""
+
+
+def _python_path(folder: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(folder), env.get("PYTHONPATH")) if p)
+    return env
+
+
+@pytest.fixture(scope="module")
+def interpreter_runs(tmp_path_factory):
+    """``python -m sim ...`` for the interpreter cases and the positive CLI
+    checks, all started at once; ``{name: (path, CompletedProcess)}``."""
+    folder = tmp_path_factory.mktemp("cli")
+    (folder / "scenario_plugins_cli.py").write_text(PLUGINS, encoding="utf-8")
+    (folder / "components.yaml").write_text(COMPONENTS, encoding="utf-8")
+    commands: dict[str, tuple[Path, list[str]]] = {}
+    for name, case in BAD.items():
+        if case.interpreter:
+            path = scenario_file(folder, name, case)
+            commands[name] = (path, cli_args(path, case, folder / f"out_{name}"))
+    commands["set_steps"] = (BOUNDED, [
+        "run", str(BOUNDED), "--tasks", "40", "--quiet", "--format", "json",
+        "--out", str(folder / "out_set"), "--set", "harness.budgets.steps=5"])
+    commands["components"] = (folder / "components.yaml", [
+        "sweep", str(folder / "components.yaml"), "--quiet", "--format", "json",
+        "--workers", "2", "--out", str(folder / "out_components")])
+    env = _python_path(folder)
+    started = {name: (path, subprocess.Popen(
+        [sys.executable, "-m", "sim", *argv], cwd=folder, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        for name, (path, argv) in commands.items()}
+    runs = {}
+    for name, (path, process) in started.items():
+        out, err = process.communicate(timeout=300)
+        runs[name] = (path, subprocess.CompletedProcess(process.args, process.returncode,
+                                                        out, err))
+    return runs
+
+
+INTERPRETER = sorted(k for k, c in BAD.items() if c.interpreter)
+
+
+@pytest.mark.parametrize("name", INTERPRETER)
+def test_interpreter_exits_2_with_one_message_and_no_traceback(name, interpreter_runs):
+    """``python -m sim run BAD ...`` exits with status 2; stderr is one
+    ``error: `` message naming the file and the dotted path; no traceback."""
+    path, done = interpreter_runs[name]
+    assert done.returncode == 2, done
+    assert done.stdout == ""
+    check_message(done.stderr, path, BAD[name])
+
+
+def test_set_overrides_a_nested_field_in_the_cli(interpreter_runs):
+    """``--set harness.budgets.steps=5`` on bounded.yaml caps every run at 5
+    model calls: budget_exhausted:steps appears in the JSON summary."""
+    _, done = interpreter_runs["set_steps"]
+    assert done.returncode == 0, done.stderr
+    (cell,) = json.loads(done.stdout)["cells"]
+    assert cell["tasks"] == 40
+    assert cell["outcomes"].get("budget_exhausted:steps", 0) > 0.5
+    assert cell["steps"]["max"] <= 5
+
+
+def test_custom_detector_and_verifier_by_import_path_are_used(interpreter_runs):
+    """Classes named ``module:Class`` (importable from PYTHONPATH) replace the
+    built-ins in every worker: a detector that always fires ends every run as
+    needs_human:no_progress after one nudge; a verifier that rejects every
+    claim leaves no succeeded run; the built-ins still succeed."""
+    _, done = interpreter_runs["components"]
+    assert done.returncode == 0, done.stderr
+    cells = {(c["params"]["harness.detector.name"], c["params"]["harness.verifier.name"]): c
+             for c in json.loads(done.stdout)["cells"]}
+    detector, verifier = "scenario_plugins_cli:FireAlways", "scenario_plugins_cli:RejectAll"
+    assert len(cells) == 4
+    assert cells[("default", "oracle")]["outcomes"].get("succeeded", 0) > 0.5
+    rejecting = cells[("default", verifier)]
+    assert "succeeded" not in rejecting["outcomes"]
+    assert "false_success" not in rejecting["outcomes"]
+    assert rejecting["verifier_rejections_mean"] > 0
+    for name in ("oracle", verifier):
+        firing = cells[(detector, name)]
+        assert firing["outcomes"] == {"needs_human:no_progress": 1.0}
+        assert firing["nudges_mean"] == 1.0
+
+
+# ------------------------------------------------------------ --set in-process
+def test_set_overrides_nested_fields_with_yaml_values(tmp_path):
+    """--set values are parsed as YAML and land on the dotted path; the file's
+    other settings stay; missing sections are created; the last --set wins."""
+    scenario = load_scenario(BOUNDED, [
+        "harness.budgets.steps=7", "world.policy.loop=0", "harness.budgets.steps=9",
+        "harness.verifier.name=noisy", "harness.verifier.options={false_accept: 0.2}",
+        "harness.approval_required=[external]", "world.faults.rate_limit=0.01"])
+    h = scenario.harness
+    assert h.budgets.steps == 9
+    assert h.budgets.tokens == 2_000_000  # from the file
+    assert scenario.world.policy.loop == 0.0
+    assert h.verifier.name == "noisy" and h.verifier.options == {"false_accept": 0.2}
+    assert h.approval_required == ("external",)
+    assert scenario.world.faults.rate_limit == 0.01
+    path = tmp_path / "plain.yaml"
+    path.write_text("tasks: 3\n", encoding="utf-8")
+    assert load_scenario(path, ["harness.detector.nudges=0"]).harness.detector.nudges == 0
+
+
+def test_empty_file_is_all_defaults_named_after_the_file(tmp_path):
+    """An empty file is a valid scenario of defaults named after the file."""
+    path = tmp_path / "defaults.yaml"
+    path.write_text("# nothing yet\n", encoding="utf-8")
+    scenario = load_scenario(path)
+    assert scenario.name == "defaults"
+    assert scenario.tasks == 1000 and scenario.sweep == {}
+    assert scenario.world.policy.loop == 0.015
+
+
+def test_sweep_cells_are_named_by_axis_values_in_grid_order(tmp_path):
+    """A 2 x 2 sweep expands into 4 cells, named ``last.path.part=value`` and
+    each validated with its values set."""
+    path = tmp_path / "grid.yaml"
+    path.write_text("sweep:\n  harness.budgets.steps: [10, 20]\n"
+                    "  world.policy.loop: [0.0, 0.1]\n", encoding="utf-8")
+    cells = expand(load_scenario(path))
+    assert [name for name, _, _ in cells] == [
+        "steps=10,loop=0.0", "steps=10,loop=0.1", "steps=20,loop=0.0", "steps=20,loop=0.1"]
+    for _, cell, values in cells:
+        assert cell.sweep == {}
+        assert dict(values) == {"harness.budgets.steps": cell.harness.budgets.steps,
+                                "world.policy.loop": cell.world.policy.loop}
+
+
+# -------------------------------------------------------- components in-process
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory):
+    """An importable module ``scenario_plugins_inproc`` with test components."""
+    folder = tmp_path_factory.mktemp("plugins")
+    (folder / "scenario_plugins_inproc.py").write_text(PLUGINS, encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    yield "scenario_plugins_inproc"
+    sys.path.remove(str(folder))
+    sys.modules.pop("scenario_plugins_inproc", None)
+
+
+def test_custom_detector_is_built_with_the_detector_parameters(plugins, tmp_path):
+    """A detector class given by import path is built per run with the
+    harness's DetectorParams and its observe() is what the loop calls."""
+    path = tmp_path / "d.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        harness:
+          detector: {{name: "{plugins}:FireAlways", repeat_threshold: 5}}
+        """), encoding="utf-8")
+    scenario = load_scenario(path)
+    factory = resolve_detector(scenario.harness.detector.name)
+    params = harness_params(scenario.harness, scenario.world)
+    detector = factory(params)
+    assert type(detector).__name__ == "FireAlways"
+    assert detector.params.repeat_threshold == 5
+    assert detector.observe(DetectorMemory(), "k", "o", False, None) == "custom"
+
+
+def test_verifiers_by_name_and_import_path_get_their_options(plugins):
+    """none -> no verifier; oracle and noisy are built-ins (noisy with its
+    options); an import path is built with the options as keyword arguments."""
+    assert build_verifier(VerifierConfig(name="none")) is None
+    assert isinstance(build_verifier(VerifierConfig(name="oracle")), OracleVerifier)
+    noisy = build_verifier(VerifierConfig(name="noisy", options={"false_reject": 0.3}))
+    assert isinstance(noisy, NoisyVerifier) and noisy.false_reject == 0.3
+    custom = build_verifier(VerifierConfig(name=f"{plugins}:RejectAll",
+                                           options={"note": "strict"}))
+    assert type(custom).__name__ == "RejectAll" and custom.note == "strict"
+
+
+@pytest.mark.parametrize("section,options,expect", [
+    ("detector", "", ("harness.detector.name", "has no observe() method")),
+    ("verifier", "", ("harness.verifier.name", "has no check() method")),
+    ("verifier", "\n    options: {colour: red}",
+     ("harness.verifier.name", "has no check() method")),
+])
+def test_import_paths_must_name_usable_components(plugins, tmp_path, section, options, expect):
+    """A class without the component's method is refused at load time, with
+    the field's dotted path."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"harness:\n  {section}:\n    name: {plugins}:Nothing{options}\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_scenario(path)
+    assert caught.value.source == str(path)
+    for fragment in expect:
+        assert fragment in str(caught.value)
+
+
+def test_verifier_options_the_class_rejects_name_the_options_path(plugins, tmp_path):
+    """Options the class does not accept are an InputError at
+    harness.verifier.options."""
+    path = tmp_path / "v.yaml"
+    path.write_text(f"harness:\n  verifier:\n    name: {plugins}:RejectAll\n"
+                    "    options: {colour: red}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="colour") as caught:
+        load_scenario(path)
+    assert caught.value.path == "harness.verifier.options"

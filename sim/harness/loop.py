@@ -477,7 +477,10 @@ def _overflow(params: HarnessParams, state: HarnessState, emit: Emit):
         emit(ev.ALERT, {"alert": "context_overflow", "context_tokens": state.context_tokens})
     target = int(params.context_window * params.context.emergency_target)
     before = state.context_tokens
-    done = yield from _compact(params, state, before - target, "overflow", emit)
+    # drop room for the summary too, so that the context with it fits the target
+    done = yield from _compact(params, state,
+                               before - target + params.context.summary_max_tokens,
+                               "overflow", emit)
     if state.terminal:
         return
     if not done or state.context_tokens >= before or state.context_tokens > params.context_window:

@@ -101,7 +101,8 @@ class RetryPolicy:
     seconds, times a jitter factor drawn in [1 - jitter, 1] when ``jitter`` > 0;
     a Retry-After from the server overrides it. ``max_attempts`` bounds the
     retries of one call (``tool_max_attempts``, when set, those of a tool
-    call); after ``fallback_after`` rate-limit retries of one model call the harness switches to ``fallback_model`` if one is set.
+    call); after ``fallback_after`` rate-limit retries of one model call the
+    harness switches to ``fallback_model`` if one is set.
     ``model_error_retries``: immediate retries of a server error (5xx,
     malformed or empty response) before the run fails (seed 000: one).
     """
