@@ -19,7 +19,7 @@ import datetime
 import importlib
 import itertools
 from collections.abc import Callable
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -123,7 +123,8 @@ class VerifierConfig(_Strict):
     """Verifier of claimed successes: ``none`` (accept every claim), ``oracle``,
     ``noisy`` or ``package.module:Class``; ``options`` are passed to it."""
 
-    name: str = Field("none", description="none, oracle, noisy or an import path")
+    name: str = Field("none", description="none, oracle, noisy, model_grader or an import "
+                                          "path")
     options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments")
 
 
@@ -191,8 +192,8 @@ class Scenario(_Strict):
     des: DesParams = Field(default_factory=DesParams,
                            description="arrivals, tenants, capacity, operator controls "
                                        "(engine des)")
-    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(default_factory=dict,
-                                        description="dotted path -> values (a grid)")
+    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
+        default_factory=dict, description="dotted path -> values (a grid)")
 
 
 # ------------------------------------------------------------------ loading
@@ -412,6 +413,9 @@ def harness_params(h: HarnessConfig, world: WorldParams, prices: hp.Prices | Non
     w = World(world)
     if prices is None:
         prices = _prices(h)
+    verifier = build_verifier(h.verifier)
+    worst = getattr(verifier, "worst_case", None)
+    check_prompt, check_output, check_s = worst(w) if worst is not None else (0, 0, 0.0)
     d = h.detector
     try:
         return hp.HarnessParams(
@@ -428,7 +432,10 @@ def harness_params(h: HarnessConfig, world: WorldParams, prices: hp.Prices | Non
                 stale_window=d.stale_window, objective_window=d.objective_window,
                 nudges=d.nudges),
             context=hp.ContextParams(**h.context.model_dump()),
-            verifier=hp.VerifierParams(enabled=h.verifier.name != "none", name=h.verifier.name),
+            verifier=hp.VerifierParams(
+                enabled=h.verifier.name != "none", name=h.verifier.name,
+                max_prompt_tokens=check_prompt, max_output_tokens=check_output,
+                max_duration_s=check_s),
             approval_required=frozenset(h.approval_required),
             approval_timeout_s=h.approval_timeout_s, model_timeout_s=h.model_timeout_s,
             tool_failure_limit=h.tool_failure_limit, prompt_cache=h.prompt_cache,
@@ -439,7 +446,8 @@ def harness_params(h: HarnessConfig, world: WorldParams, prices: hp.Prices | Non
 
 
 def _prices(h: HarnessConfig) -> hp.Prices:
-    from sim.cost import resolve_prices
+    """The run's prices with their tiers, from the catalogue, a named set or overrides."""
+    from sim.cost import resolve_price_tiers
 
     spec = h.prices
     if isinstance(spec, PricesConfig):
@@ -447,7 +455,8 @@ def _prices(h: HarnessConfig) -> hp.Prices:
     day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
     when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
     try:
-        return resolve_prices(h.model, spec, cache_ttl=h.prompt_cache or "5m", when=when)
+        tiers = resolve_price_tiers(h.model, spec, cache_ttl=h.prompt_cache or "5m", when=when)
+        return replace(tiers.base, tiers=tiers.tiers)
     except InputError as error:
         path = f"harness.{error.path}" if error.path else "harness.prices"
         raise InputError(error.message, path=path) from None

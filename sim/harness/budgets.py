@@ -17,6 +17,8 @@ from sim.harness.state import HarnessState
 
 def worst_case_cost(prices: Prices, prompt_tokens: int, max_output_tokens: int) -> float:
     """Upper bound in USD of one call with the given prompt and output cap."""
+    if prices.tiers:
+        prices = prices.at(prompt_tokens)
     think = prices.output if prices.thinking is None else prices.thinking
     per_in = max(prices.input, prices.cache_read, prices.cache_write)
     per_out = max(prices.output, think)

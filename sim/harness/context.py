@@ -66,7 +66,8 @@ def normalize(messages: list[Any], provider: str) -> list[dict[str, Any]]:
     are merged), content is a list of blocks, tool results are user-role
     ``tool_result`` blocks placed first in their message. OpenAI: tool calls
     are ``tool_calls`` on the assistant message, each result is a ``tool``-role
-    message right after it, user text is a plain string. Thinking blocks and
+    message right after it (its content a string, also when the Anthropic
+    result was a list of text blocks), user text is a plain string. Thinking blocks and
     the ``is_error`` flag have no OpenAI form and are dropped there.
     """
     turns = _merge(_canonical(messages))
@@ -159,7 +160,7 @@ def _to_openai(role: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             msg["tool_calls"] = calls
         return [msg]
     out: list[dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": b["tool_use_id"], "content": b["content"]}
+        {"role": "tool", "tool_call_id": b["tool_use_id"], "content": _text_of(b["content"])}
         for b in blocks if b["type"] == "tool_result"]
     if text or not out:
         out.append({"role": "user", "content": text})

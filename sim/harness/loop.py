@@ -185,6 +185,16 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
             if not params.verifier.enabled:
                 return _end(state, SUCCEEDED, "model_complete", emit)
             answer = "".join(b.text for b in content if b.type == "text")
+            check = params.verifier
+            if check.max_prompt_tokens or check.max_output_tokens:  # a paid check
+                reason = refuse_model_call(params, state, check.max_prompt_tokens,
+                                           check.max_output_tokens, _prices(params, state.model))
+                if reason is not None:  # the check itself could overshoot a budget
+                    return _end(state, BUDGET_EXHAUSTED, reason, emit)
+            if check.max_duration_s:
+                reason = refuse_duration(params, state, check.max_duration_s)
+                if reason is not None:
+                    return _end(state, BUDGET_EXHAUSTED, reason, emit)
             verdict = yield VerifyRequest(answer, state.turns)
             state.active_s += verdict.duration_s
             if state.abort_requested:  # cancelled while the check ran
@@ -325,9 +335,12 @@ def _account(params: HarnessParams, state: HarnessState, model: str, usage: Usag
     state.cache_read_tokens += usage.cache_read_tokens
     state.cache_write_tokens += usage.cache_write_tokens
     state.thinking_tokens += usage.thinking_tokens
-    state.money_usd += _prices(params, model).cost(
-        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-        usage.cache_write_tokens, usage.thinking_tokens)
+    prices = _prices(params, model)
+    if prices.tiers:
+        prices = prices.at(usage.prompt_tokens)
+    state.money_usd += prices.cost(usage.input_tokens, usage.output_tokens,
+                                   usage.cache_read_tokens, usage.cache_write_tokens,
+                                   usage.thinking_tokens)
 
 
 def _prices(params: HarnessParams, model: str) -> Prices:

@@ -53,13 +53,27 @@ class ToolSpec:
 @dataclass(frozen=True, slots=True)
 class Prices:
     """Prices of one model in USD per million tokens. ``thinking`` defaults to
-    the output price when None (most providers bill thinking as output)."""
+    the output price when None (most providers bill thinking as output).
+
+    ``tiers`` holds cliff tiers ``((start_tokens, Prices), ...)`` in ascending
+    order: a call whose prompt (uncached + cache-read + cache-write tokens)
+    exceeds ``start_tokens`` pays that tier's prices on all its tokens."""
 
     input: float = 3.0
     output: float = 15.0
     cache_read: float = 0.3
     cache_write: float = 3.75
     thinking: float | None = None
+    tiers: tuple[tuple[int, Prices], ...] = ()
+
+    def at(self, prompt_tokens: int) -> Prices:
+        """The prices of one call whose prompt has ``prompt_tokens`` tokens."""
+        prices = self
+        for start, tier in self.tiers:
+            if prompt_tokens <= start:
+                break
+            prices = tier
+        return prices
 
     def cost(self, input_tokens: int, output_tokens: int, cache_read: int = 0,
              cache_write: int = 0, thinking: int = 0) -> float:
@@ -174,10 +188,18 @@ class ThinkingConfig:
 @dataclass(frozen=True, slots=True)
 class VerifierParams:
     """When and how a claimed success is checked by something the model cannot
-    write. ``enabled`` False accepts every claim (unverified success)."""
+    write. ``enabled`` False accepts every claim (unverified success).
+
+    A check that costs something (a model grader) states its worst case so the
+    budgets can refuse it before it runs: ``max_prompt_tokens`` and
+    ``max_output_tokens`` of its model call (priced at the run's prices) and
+    ``max_duration_s`` seconds. Zero means the check is free."""
 
     enabled: bool = False
     name: str = "oracle"
+    max_prompt_tokens: int = 0
+    max_output_tokens: int = 0
+    max_duration_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +355,9 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     for name in ("approval_timeout_s", "model_timeout_s"):
         if getattr(p, name) <= 0:
             yield name, f"must be positive, got {getattr(p, name)}"
+    for name in ("max_prompt_tokens", "max_output_tokens", "max_duration_s"):
+        if getattr(p.verifier, name) < 0:
+            yield f"verifier.{name}", f"must be >= 0, got {getattr(p.verifier, name)}"
     if p.prompt_cache is not None and p.prompt_cache not in CACHE_TTLS:
         yield "prompt_cache", f"must be null, 5m or 1h, got {p.prompt_cache!r}"
     if p.provider not in ("anthropic", "openai"):

@@ -9,6 +9,7 @@ error, 4% bad arguments, 3% premature "done" once half the work is done.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -37,7 +38,29 @@ class FixedDifficulty(_Strict):
     steps: int = Field(10, ge=1, description="productive steps every task needs")
 
 
-Difficulty = Annotated[LognormalDifficulty | FixedDifficulty, Field(discriminator="distribution")]
+class ChoiceDifficulty(_Strict):
+    """A task needs ``values[k]`` productive steps with probability
+    ``weights[k] / sum(weights)`` (a mix of task classes, e.g. 95% short and
+    5% long)."""
+
+    distribution: Literal["choice"] = "choice"
+    values: tuple[int, ...] = Field(min_length=1, description="productive steps of each class")
+    weights: tuple[float, ...] = Field(min_length=1, description="relative share of each class")
+
+    @model_validator(mode="after")
+    def _matching(self) -> ChoiceDifficulty:
+        if len(self.values) != len(self.weights):
+            raise ValueError(f"values ({len(self.values)}) and weights ({len(self.weights)}) "
+                             f"must have the same length")
+        if min(self.values) < 1:
+            raise ValueError("values must be >= 1")
+        if min(self.weights) < 0 or sum(self.weights) <= 0:
+            raise ValueError("weights must be >= 0 with a positive sum")
+        return self
+
+
+Difficulty = Annotated[LognormalDifficulty | FixedDifficulty | ChoiceDifficulty,
+                       Field(discriminator="distribution")]
 
 
 class PolicyParams(_Strict):
@@ -69,10 +92,45 @@ class PolicyParams(_Strict):
 
 
 class DurationParams(_Strict):
-    """A lognormal duration: median ``median_s`` seconds, log-sd ``sigma``."""
+    """A duration in seconds. ``lognormal`` (the default): median ``median_s``,
+    log-sd ``sigma``; ``exponential``: mean ``mean_s`` (memoryless, for
+    queueing checks against theory); ``fixed``: always ``median_s``."""
 
-    median_s: float = Field(1.0, gt=0, description="median duration (seconds)")
-    sigma: float = Field(0.5, ge=0, description="standard deviation of log(duration)")
+    distribution: Literal["lognormal", "exponential", "fixed"] = Field(
+        "lognormal", description="lognormal, exponential or fixed")
+    median_s: float = Field(1.0, gt=0, description="median duration (seconds; lognormal, "
+                                                   "fixed)")
+    sigma: float = Field(0.5, ge=0, description="standard deviation of log(duration) "
+                                                "(lognormal)")
+    mean_s: float | None = Field(None, gt=0, description="mean duration (seconds; "
+                                                         "exponential)")
+
+    @model_validator(mode="after")
+    def _parameterised(self) -> DurationParams:
+        if self.distribution == "exponential" and self.mean_s is None:
+            raise ValueError("an exponential duration needs mean_s")
+        if self.distribution != "exponential" and self.mean_s is not None:
+            raise ValueError(f"mean_s applies to exponential durations, not "
+                             f"{self.distribution}")
+        return self
+
+    @property
+    def mean(self) -> float:
+        """The analytic mean (seconds)."""
+        if self.distribution == "exponential":
+            return float(self.mean_s)
+        if self.distribution == "fixed":
+            return self.median_s
+        return self.median_s * math.exp(self.sigma ** 2 / 2)
+
+    def sample(self, draws) -> float:
+        """One duration from ``draws`` (a :class:`~sim.world.streams.Draws`):
+        lognormal and fixed use one standard normal draw, exponential one
+        uniform draw."""
+        if self.distribution == "exponential":
+            return -self.mean_s * math.log1p(-draws.uniform())
+        sigma = 0.0 if self.distribution == "fixed" else self.sigma
+        return math.exp(math.log(self.median_s) + sigma * draws.normal())
 
 
 class ToolParams(_Strict):

@@ -126,8 +126,11 @@ class SimulatedTask:
     def _response(self, request: ModelRequest, content: list, truncated: bool, now: float
                   ) -> ModelResponse:
         w = self.world
-        output = request.max_output_tokens if truncated else w.output_tokens
-        thinking = min(w.thinking_tokens, request.thinking_budget)
+        cap = request.max_output_tokens  # output plus thinking, as providers count it
+        thinking = min(w.thinking_tokens, request.thinking_budget, cap)
+        output = cap - thinking if truncated else w.output_tokens
+        if output + thinking > cap:  # the answer does not fit: cut at max_tokens
+            output, truncated = cap - thinking, True
         if thinking:
             content.insert(0, ThinkingBlock("...", thinking))
         latency = (w.ttft_s + (output + thinking) * w.decode_s_per_token
@@ -174,8 +177,11 @@ class SimulatedTask:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
-        log_median, sigma = w.tool_duration.get(call.name, (0.0, 0.0))
-        duration = math.exp(log_median + sigma * self.latency.normal())
+        if w.tool_exponential and call.name in w.tool_exponential:
+            duration = -w.tool_exponential[call.name] * math.log1p(-self.latency.uniform())
+        else:
+            log_median, sigma = w.tool_duration.get(call.name, (0.0, 0.0))
+            duration = math.exp(log_median + sigma * self.latency.normal())
         if duration > request.timeout_s:
             return ToolError("timeout", f"{call.name} timed out after {request.timeout_s:g} s",
                              w.result_tokens, request.timeout_s)
@@ -211,9 +217,10 @@ class SimulatedTask:
                        "on the task.", w.feedback_tokens, check.duration_s, check.usage)
 
     def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """A human's decision after a lognormal delay; a delay past the timeout times out."""
+        """A human's decision after a delay (lognormal by default); a delay past
+        the timeout times out."""
         w = self.world
-        delay = math.exp(w.approval_log_median + w.approval_sigma * self.latency.normal())
+        delay = w.approval_delay.sample(self.latency)
         if delay > request.timeout_s:
             return ApprovalDecision(False, request.timeout_s, True, "no decision in time")
         approved = self.tools.uniform() < w.approve

@@ -136,6 +136,16 @@ class ModelGraderVerifier(NoisyVerifier):
                     + prompt * world.prefill_s_per_token)
         return Check(self.check(claim.correct, draws), usage, duration)
 
+    def worst_case(self, world: World) -> tuple[int, int, float]:
+        """The largest call a check makes: (prompt tokens, output tokens,
+        seconds), the answer being at most one model output long. The harness
+        refuses the check when this could overshoot a budget."""
+        grader = world.params.grader
+        prompt = grader.prompt + world.output_tokens
+        duration = (world.ttft_s + grader.output * world.decode_s_per_token
+                    + prompt * world.prefill_s_per_token)
+        return prompt, grader.output, duration
+
 
 VERIFIERS: dict[str, type] = {"oracle": OracleVerifier, "noisy": NoisyVerifier,
                               "model_grader": ModelGraderVerifier}

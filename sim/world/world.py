@@ -42,8 +42,12 @@ class World:
         cumulative[-1] = 1.0
         self.tool_cumulative = tuple(cumulative)
         self._last_tool = len(tools) - 1
-        self.tool_duration = {t.name: (math.log(t.duration.median_s), t.duration.sigma)
-                              for t in tools}
+        # lognormal (and fixed: sigma 0) as (log median, sigma); exponential by mean
+        self.tool_duration = {t.name: (math.log(t.duration.median_s), t.duration.sigma
+                                       if t.duration.distribution == "lognormal" else 0.0)
+                              for t in tools if t.duration.distribution != "exponential"}
+        self.tool_exponential = {t.name: t.duration.mean_s for t in tools
+                                 if t.duration.distribution == "exponential"}
 
         tokens = params.tokens
         self.output_tokens = tokens.output
@@ -67,8 +71,7 @@ class World:
         self.prefill_s_per_token = 0.0 if latency.prefill_tps is None else 1.0 / latency.prefill_tps
 
         approval = params.approval
-        self.approval_log_median = math.log(approval.delay.median_s)
-        self.approval_sigma = approval.delay.sigma
+        self.approval_delay = approval.delay
         self.approve = approval.approve
 
         self.verifier: Verifier = verifier if verifier is not None else OracleVerifier()
