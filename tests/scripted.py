@@ -40,7 +40,6 @@ from sim.harness import (
     HarnessParams,
     HarnessState,
     Message,
-    ModelError,
     ModelRequest,
     ModelResponse,
     TextBlock,
@@ -58,7 +57,7 @@ from sim.harness import (
     new_state,
 )
 
-FAST = settings(max_examples=60, deadline=None)
+FAST = settings(max_examples=50, deadline=None)
 """Hypothesis settings for the harness suite: modest example counts, no deadline."""
 
 READ = ToolSpec("read_file", "read", timeout_s=5.0, required_args=("path",))
@@ -299,8 +298,8 @@ def thinking(text: str = "let me think", tokens: int = 30) -> ThinkingBlock:
 
 
 __all__ = [
-    "DEPLOY", "FAST", "POLL", "READ", "SEARCH", "TASK", "TOOLS", "WRITE", "ApprovalDecision",
-    "ModelError", "Reply", "ScriptExhausted", "ScriptedDriver", "ToolError", "ToolResult",
-    "Verdict", "calls", "echo_tool", "final", "last_user_blocks", "make_params", "make_state",
-    "run_script", "summary_reply", "thinking", "tool_call", "truncated", "use",
+    "DEPLOY", "FAST", "POLL", "READ", "SEARCH", "TASK", "TOOLS", "WRITE", "Reply",
+    "ScriptExhausted", "ScriptedDriver", "calls", "echo_tool", "final", "last_user_blocks",
+    "make_params", "make_state", "run_script", "summary_reply", "thinking", "tool_call",
+    "truncated", "use",
 ]

@@ -5,6 +5,7 @@ model sees errors that need a new plan; some errors end the run."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 
 import pytest
@@ -112,7 +113,7 @@ def test_backoff_without_jitter_is_monotone(base: float, factor: float, n: int) 
     """Without jitter, each retry waits at least as long as the previous one."""
     policy = RetryPolicy(base_s=base, cap_s=base * factor)
     delays = [backoff_s(policy, k) for k in range(1, n + 1, max(1, n // 50))]
-    assert all(a <= b for a, b in zip(delays, delays[1:], strict=False))
+    assert all(a <= b for a, b in itertools.pairwise(delays))
 
 
 @FAST
@@ -170,6 +171,18 @@ def test_after_max_attempts_the_model_sees_an_actionable_error(max_attempts: int
     block = run.step_requests[1].messages[-1].content[0]
     assert block.is_error
     assert "503 upstream" in block.content and "already retried" in block.content
+
+
+def test_tool_max_attempts_bounds_tool_retries_apart_from_model_retries() -> None:
+    """retry.tool_max_attempts, when set, bounds the retries of a tool call
+    while max_attempts still bounds those of a model call."""
+    params = make_params(retry=RetryPolicy(max_attempts=4, tool_max_attempts=1))
+    run = run_script(params, model=[ModelError("overloaded", 529)] * 3
+                     + [tool_call("search", q="x"), final()],
+                     tools=[ToolError("transient", "503", 5)] * 5)
+    assert len(run.of(ToolRequest)) == 2
+    assert [r.attempt for r in run.step_requests][:4] == [0, 1, 2, 3]
+    assert run.state.status == "succeeded"
 
 
 def test_retry_budget_limits_harness_retries_over_the_run() -> None:
@@ -291,10 +304,12 @@ def test_without_fallback_exhausted_model_retries_fail_the_run() -> None:
 
 
 def test_retry_budget_also_bounds_model_retries() -> None:
-    """budgets.retries applies to model retries too."""
+    """budgets.retries applies to model retries too; spending it ends the run
+    as budget_exhausted:retries (resumable with a larger budget), unlike
+    exhausting one call's max_attempts (failed:retries_exhausted)."""
     params = make_params(budgets=Budgets(retries=1))
     run = run_script(params, model=[ModelError("timeout")] * 5)
-    assert (run.state.status, run.state.reason) == ("failed", "retries_exhausted")
+    assert (run.state.status, run.state.reason) == ("budget_exhausted", "retries")
     assert run.state.retries == 1 and len(run.of(ModelRequest)) == 2
 
 

@@ -20,14 +20,17 @@ from sim.harness import (
     TERMINAL_STATES,
     Budgets,
     Checkpoint,
+    ModelError,
     ModelRequest,
     TextBlock,
+    ToolError,
     ToolRequest,
     ToolResultBlock,
     Usage,
     Verdict,
     VerifierParams,
     VerifyRequest,
+    Wait,
     agent_loop,
 )
 
@@ -166,6 +169,32 @@ def test_abort_between_steps_cancels_at_the_top_of_the_next_iteration() -> None:
     state = run.drive(params, make_state(params))
     assert (state.status, state.reason) == ("cancelled", "external_signal")
     assert len(run.step_requests) == 1
+
+
+def _abort_on(kind: type):
+    def hook(effect, state):
+        if isinstance(effect, kind):
+            state.abort_requested = True
+    return hook
+
+
+@pytest.mark.parametrize(("kind", "script", "tools", "verify"), [
+    (ToolRequest, [tool_call("search", q="x"), final()], [], False),
+    (Wait, [tool_call("search", q="x"), final()], [ToolError("transient", "503", 5)], False),
+    (Wait, [ModelError("rate_limit", 429), final()], [], False),
+    (VerifyRequest, [final()], [], True),
+], ids=["tool call", "tool backoff", "model backoff", "verification"])
+def test_abort_while_a_call_is_in_flight_cancels_right_after_it(kind, script, tools,
+                                                                verify) -> None:
+    """An abort signalled while a tool runs, a backoff waits or the verifier
+    checks ends the run as cancelled:external_signal as soon as that effect
+    returns: no further effect is yielded (a passing verdict does not count)."""
+    params = make_params(verifier=VerifierParams(enabled=verify))
+    driver = ScriptedDriver(model=script, tools=tools, on_effect=_abort_on(kind))
+    state = driver.drive(params, make_state(params))
+    assert (state.status, state.reason) == ("cancelled", "external_signal")
+    assert isinstance(driver.effects[-1], kind)
+    assert len(driver.events_of("terminal")) == 1
 
 
 @pytest.mark.parametrize("steps", [1, 2, 5, 12])

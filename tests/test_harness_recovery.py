@@ -44,7 +44,7 @@ def test_truncated_reply_compacts_the_oldest_sixty_percent_and_asks_to_continue(
 
     truncated_step = run.step_requests[4]
     (compaction,) = run.compaction_requests
-    history = truncated_step.messages + []  # the history the truncated reply was added to
+    history = truncated_step.messages  # the history the truncated reply was added to
     history_tokens = sum(m.tokens for m in history) + 100
     span = compaction.messages
     span_tokens = sum(m.tokens for m in span)

@@ -215,10 +215,13 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         # 9. run the tool calls
         blocks: list[Block] = []
         signal = None
-        for call in calls:
+        for done, call in enumerate(calls):
             spec = tools.get(call.name)
             observed = yield from _run_tool(params, state, call, spec, blocks, emit)
-            if state.terminal:
+            if state.terminal:  # stopped mid-step: answer the calls that did not run
+                _close_unanswered(state, calls[done:], blocks)
+                if state.status == BUDGET_EXHAUSTED:
+                    yield Checkpoint(state.turns)  # resumable from this step
                 return state
             # 10. no-progress detector, on the call and what it returned
             found = detector.observe(state.detector, canonical_call(call.name, call.input),
@@ -226,9 +229,12 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
                                      spec is not None and spec.polling, observed[1])
             signal = signal or found
         if signal is not None:
-            if state.nudges >= params.detector.nudges:
+            if state.detector.nudges >= params.detector.nudges:
                 state.append(make_message("user", blocks))
-                return _end(state, NEEDS_HUMAN, "no_progress", emit, signal=signal)
+                _end(state, NEEDS_HUMAN, "no_progress", emit, signal=signal)
+                yield Checkpoint(state.turns)  # resumable from this step
+                return state
+            state.detector.nudges += 1
             state.nudges += 1
             blocks.append(text_block(_nudge_text(signal, calls[-1]), "nudge"))
             if emit:
@@ -299,9 +305,12 @@ def _call_model(params: HarnessParams, state: HarnessState, messages: list[Messa
                 attempt = 0
                 if emit:
                     emit(ev.ALERT, {"alert": "fallback_model", "model": state.model})
-        if attempt >= policy.max_attempts or refuse_retry(params, state):
+        if attempt >= policy.max_attempts:
             _end(state, FAILED, "retries_exhausted", emit,
                  diagnostic=_diagnostic(messages, errors))
+            return None
+        if refuse_retry(params, state) is not None:  # the run's retry budget
+            _end(state, BUDGET_EXHAUSTED, "retries", emit)
             return None
         attempt += 1
         delay = backoff_s(policy, attempt, result.retry_after_s,
@@ -374,8 +383,11 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
         return _failure(params, state, call, message, blocks)
     if decision == APPROVE:
         state.status = WAITING_APPROVAL
-        answer: ApprovalDecision = yield ApprovalRequest(call, spec.effect,
-                                                         params.approval_timeout_s)
+        timeout = params.approval_timeout_s
+        wall = params.budgets.wall_s
+        if wall is not None:  # nobody may answer after the wall-time budget is spent
+            timeout = min(timeout, max(0.0, wall - state.wall_s))
+        answer: ApprovalDecision = yield ApprovalRequest(call, spec.effect, timeout)
         state.status = RUNNING
         state.parked_s += answer.waited_s
         if emit:
@@ -385,7 +397,10 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
             _end(state, CANCELLED, "external_signal", emit)
             return None
         if answer.timed_out:
-            _end(state, CANCELLED, "approval_timeout", emit, tool=call.name)
+            if timeout < params.approval_timeout_s:
+                _end(state, BUDGET_EXHAUSTED, "wall_time", emit, tool=call.name)
+            else:
+                _end(state, CANCELLED, "approval_timeout", emit, tool=call.name)
             return None
         if not answer.approved:
             why = f": {answer.reason}" if answer.reason else ""
@@ -432,6 +447,19 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
             continue
         text = actionable_tool_error(call.name, result, attempt + 1)
         return _failure(params, state, call, text, blocks, result.tokens)
+
+
+def _close_unanswered(state: HarnessState, calls: list[ToolUseBlock], blocks: list[Block]
+                      ) -> None:
+    """Append the step's observations, answering every call that has none with
+    a 'not run' result, so the history stays valid (each tool_use has its
+    tool_result) for a checkpoint and a later resume."""
+    answered = {b.tool_use_id for b in blocks if b.type == "tool_result"}
+    for call in calls:
+        if call.id not in answered:
+            text = f"Not run: the run stopped ({state.status}:{state.reason}) before {call.name}."
+            blocks.append(ToolResultBlock(call.id, text, True, text_block(text).tokens))
+    state.append(make_message("user", blocks))
 
 
 def _failure(params: HarnessParams, state: HarnessState, call: ToolUseBlock, text: str,

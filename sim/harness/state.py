@@ -34,7 +34,9 @@ TERMINAL_STATES: tuple[str, ...] = (SUCCEEDED, NEEDS_HUMAN, BUDGET_EXHAUSTED, FA
 class DetectorMemory:
     """What the no-progress detector remembers: recent canonical call keys
     (newest last), hashes of observations seen, steps since the objective
-    metric last improved, the best metric seen, and detections so far."""
+    metric last improved, the best metric seen, detections so far, and the
+    nudges the loop gave since the memory was last cleared (so a resumed run
+    gets its nudges again)."""
 
     calls: list[str] = field(default_factory=list)
     seen_observations: list[str] = field(default_factory=list)
@@ -42,6 +44,7 @@ class DetectorMemory:
     best_metric: float | None = None
     steps_without_improvement: int = 0
     detections: int = 0
+    nudges: int = 0
 
 
 @dataclass(slots=True)
