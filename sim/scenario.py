@@ -273,6 +273,16 @@ def set_dotted(raw: dict[str, Any], path: str, value: Any, source: str) -> None:
 def validate(raw: dict[str, Any], source: str) -> Scenario:
     """Validate a raw mapping as a scenario, including every sweep cell."""
     scenario = _validate_one(raw, source, prefix="")
+    for key, values in scenario.sweep.items():
+        if key.split(".")[0] in _NOT_SWEEPABLE:
+            raise InputError(f"{key.split('.')[0]!r} cannot be swept (it is one setting of the "
+                             f"whole run; use --{key} or separate runs)", source=source,
+                             path=f"sweep.{key}")
+        labels = [_label(v) for v in values]
+        repeated = sorted({v for v in labels if labels.count(v) > 1})
+        if repeated:
+            raise InputError(f"repeated value(s) {', '.join(repeated)}: each cell must be "
+                             f"distinct", source=source, path=f"sweep.{key}")
     for values in _grid(scenario.sweep):
         cell_raw = copy.deepcopy(raw)
         cell_raw.pop("sweep", None)
@@ -281,6 +291,9 @@ def validate(raw: dict[str, Any], source: str) -> Scenario:
         label = ", ".join(f"{k}={v!r}" for k, v in values)
         _validate_one(cell_raw, source, prefix=f"in the sweep cell {label}: ")
     return scenario
+
+
+_NOT_SWEEPABLE = frozenset({"tasks", "name", "description", "sweep"})
 
 
 def _validate_one(raw: dict[str, Any], source: str, prefix: str) -> Scenario:

@@ -6,10 +6,11 @@ Each bad input is checked three ways: :func:`sim.scenario.load_scenario`
 raises :class:`~sim.errors.InputError` (in-process); the CLI's entry point
 ``sim.cli.main`` returns 2 with the message on stderr (in-process); and
 ``python -m sim run ...`` in a real interpreter exits with status 2, prints
-``error: ...`` and no traceback. An interpreter costs about two CPU seconds
-(imports), so those runs cover one case per error path (reading the file,
-YAML, field validation, harness compatibility, imports, sweep cells, --set,
---tasks) and run concurrently, together with the positive CLI checks.
+``error: ...`` and no traceback. An interpreter costs two to three CPU seconds
+(the CLI imports pandas, pyarrow and scipy before reading the file), so those
+runs cover one case per way a message is raised (reading the file, validating
+fields, importing components, checking options) and run concurrently, with the
+check that components given by import path work in worker processes.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class Bad:
 BAD = {
     "missing_file": Bad(None, ("file not found",), interpreter=True),
     "malformed_yaml": Bad("harness:\n  budgets:\n    steps: 5\n   tokens: 10\n",
-                          ("malformed YAML", "line 4"), interpreter=True),
+                          ("malformed YAML", "line 4")),
     "yaml_tab": Bad("harness:\n\tbudgets: {}\n", ("malformed YAML", "line 2")),
     "top_level_list": Bad("- tasks: 5\n- seed: 1\n", ("top level must be a mapping", "list")),
     "top_level_scalar": Bad("just some words\n", ("top level must be a mapping", "str")),
@@ -85,7 +86,7 @@ BAD = {
         ("world.policy", "exceeds 1")),
     "thinking_with_temperature": Bad(
         "harness:\n  temperature: 0.7\n  thinking:\n    enabled: true\n    budget_tokens: 100\n",
-        ("harness.thinking.enabled", "temperature"), interpreter=True),
+        ("harness.thinking.enabled", "temperature")),
     "max_output_above_context_window": Bad(
         "harness:\n  max_output_tokens: 300000\n  context_window: 200000\n",
         ("harness.max_output_tokens", "exceeds the context window")),
@@ -106,7 +107,7 @@ BAD = {
     "unknown_price_set": Bad("harness:\n  prices: nope\n", ("harness.prices", "nope")),
     "invalid_sweep_value": Bad("sweep:\n  harness.budgets.steps: [10, -1]\n",
                                ("sweep cell harness.budgets.steps=-1", "harness.budgets.steps",
-                                "greater than 0"), interpreter=True),
+                                "greater than 0")),
     "invalid_sweep_combination": Bad(
         "sweep:\n  harness.temperature: [0, 0.7]\n  harness.thinking.enabled: [false, true]\n"
         "harness:\n  thinking:\n    budget_tokens: 100\n",
@@ -120,7 +121,7 @@ BAD = {
                             ("sweep.harness.budgets.steps", "at least 1 item")),
     "set_without_equals": Bad(VALID, ("--set expects dotted.path=value",
                                       "'harness.budgets.steps'"),
-                              args=("--set", "harness.budgets.steps"), interpreter=True),
+                              args=("--set", "harness.budgets.steps")),
     "set_unknown_path": Bad(VALID, ("harness.budgetz", "Extra inputs are not permitted"),
                             args=("--set", "harness.budgetz.steps=5")),
     "set_below_a_scalar": Bad(VALID, ("tasks: is not a mapping", "'tasks.x'"),
@@ -251,8 +252,8 @@ def _python_path(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def interpreter_runs(tmp_path_factory):
-    """``python -m sim ...`` for the interpreter cases and the positive CLI
-    checks, all started at once; ``{name: (path, CompletedProcess)}``."""
+    """``python -m sim ...`` for the interpreter cases and the components
+    sweep, all started at once; ``{name: (path, CompletedProcess)}``."""
     folder = tmp_path_factory.mktemp("cli")
     (folder / "scenario_plugins_cli.py").write_text(PLUGINS, encoding="utf-8")
     (folder / "components.yaml").write_text(COMPONENTS, encoding="utf-8")
@@ -261,9 +262,6 @@ def interpreter_runs(tmp_path_factory):
         if case.interpreter:
             path = scenario_file(folder, name, case)
             commands[name] = (path, cli_args(path, case, folder / f"out_{name}"))
-    commands["set_steps"] = (BOUNDED, [
-        "run", str(BOUNDED), "--tasks", "40", "--quiet", "--format", "json",
-        "--out", str(folder / "out_set"), "--set", "harness.budgets.steps=5"])
     commands["components"] = (folder / "components.yaml", [
         "sweep", str(folder / "components.yaml"), "--quiet", "--format", "json",
         "--workers", "2", "--out", str(folder / "out_components")])
@@ -293,12 +291,15 @@ def test_interpreter_exits_2_with_one_message_and_no_traceback(name, interpreter
     check_message(done.stderr, path, BAD[name])
 
 
-def test_set_overrides_a_nested_field_in_the_cli(interpreter_runs):
+def test_set_overrides_a_nested_field_in_the_cli(tmp_path, capsys):
     """``--set harness.budgets.steps=5`` on bounded.yaml caps every run at 5
     model calls: budget_exhausted:steps appears in the JSON summary."""
-    _, done = interpreter_runs["set_steps"]
-    assert done.returncode == 0, done.stderr
-    (cell,) = json.loads(done.stdout)["cells"]
+    status = sim.cli.main(["run", str(BOUNDED), "--tasks", "40", "--quiet", "--format", "json",
+                           "--workers", "1", "--out", str(tmp_path / "out"),
+                           "--set", "harness.budgets.steps=5"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    (cell,) = json.loads(captured.out)["cells"]
     assert cell["tasks"] == 40
     assert cell["outcomes"].get("budget_exhausted:steps", 0) > 0.5
     assert cell["steps"]["max"] <= 5
@@ -324,6 +325,29 @@ def test_custom_detector_and_verifier_by_import_path_are_used(interpreter_runs):
         firing = cells[(detector, name)]
         assert firing["outcomes"] == {"needs_human:no_progress": 1.0}
         assert firing["nudges_mean"] == 1.0
+
+
+def test_repeated_sweep_values_are_refused(tmp_path):
+    """Cells are named by their values, so an axis may not repeat a value."""
+    path = tmp_path / "dup.yaml"
+    path.write_text("sweep:\n  harness.budgets.steps: [10, 10]\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"harness\.budgets\.steps"):
+        load_scenario(path)
+
+
+def test_a_sweep_over_tasks_is_refused_or_honoured(tmp_path, capsys):
+    """``sweep: {tasks: [...]}`` either is an input error or runs each cell
+    with its own number of tasks; it must not report params it did not use."""
+    path = tmp_path / "tasks.yaml"
+    path.write_text("tasks: 3\nharness: {prices: seed001}\nsweep:\n  tasks: [2, 4]\n",
+                    encoding="utf-8")
+    status = sim.cli.main(["sweep", str(path), "--quiet", "--format", "json", "--workers", "1",
+                           "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    if status == 2:
+        assert "tasks" in captured.err
+    else:
+        assert [c["tasks"] for c in json.loads(captured.out)["cells"]] == [2, 4]
 
 
 # ------------------------------------------------------------ --set in-process

@@ -422,6 +422,17 @@ def test_tool_choice_and_durations_follow_the_tool_parameters():
         assert stats.kstest(durations[tool.name], law.cdf).pvalue > ALPHA / 2, tool.name
 
 
+def test_tool_choice_follows_the_weights_before_premature_claims_are_allowed():
+    """The premature band falls through to productive work before
+    ``premature_after``; those calls must still pick tools by weight."""
+    tools = (ToolParams(name="a", timeout_s=NEVER), ToolParams(name="b", timeout_s=NEVER))
+    world = make_world(tools=tools, premature=0.5, premature_after=1.0)
+    draws = streams(23)
+    n = 4_000
+    first = sum(only_call(SimulatedTask(world, draws)).name == "a" for _ in range(n))
+    assert within(first, n, 0.5)
+
+
 def test_calls_past_the_timeout_fail_as_timeouts():
     """A call whose drawn duration exceeds the timeout is a timeout error that
     lasted exactly the timeout; the share matches the lognormal tail."""

@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim.errors import InputError
-from sim.results import format_table, timeseries_frame, write_results
-from sim.scenario import Scenario, load_scenario
-from sim.sweep import CellRun, run_sweep
+
+if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it registers
+    from sim.scenario import Scenario
+    from sim.sweep import CellRun
 
 
 def add_simulation_options(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +29,9 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
                         metavar="PATH=VALUE", help="override a field, e.g. "
                                                    "harness.budgets.steps=30 (repeatable)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--cost-ceiling", type=float, metavar="USD",
+                        help="report.html: ring the most successful cell whose mean (and "
+                             "the one whose p95) cost per task is under USD")
 
 
 def load(args: argparse.Namespace) -> Scenario:
@@ -40,12 +45,17 @@ def load(args: argparse.Namespace) -> Scenario:
             overrides.append(f"{flag}={value}")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be >= 1, got {args.workers}")
+    from sim.scenario import load_scenario
+
     return load_scenario(args.scenario, overrides)
 
 
 def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun]
                         ) -> int:
     """Run the cells, write the results folder, print tables or JSON."""
+    from sim.results import format_table, timeseries_frame, write_results
+    from sim.sweep import run_sweep
+
     out = Path(args.out) if args.out else Path("reports") / scenario.name
     result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet)
     summary = write_results(
@@ -53,6 +63,10 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
         title=f"Results: {scenario.name}",
         extras_by_cell={name: {"capacity": c} for name, c in result.capacity.items()},
         timeseries=timeseries_frame(result.series) if result.series else None)
+    from sim.report import write_sweep_html  # matplotlib: only when a report is written
+
+    write_sweep_html(out, summary, result.records, title=f"Results: {scenario.name}",
+                     ceiling=args.cost_ceiling)
     if args.format == "json":
         json.dump(summary, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -60,7 +74,7 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
         for cell in summary["cells"]:
             print(format_table(cell))
             print()
-        files = "results.parquet, summary.json, report.md" + (
+        files = "results.parquet, summary.json, report.md, report.html" + (
             ", timeseries.parquet" if result.series else "")
         print(f"results in {out}/ ({files})")
     return 0

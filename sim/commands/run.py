@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from sim.commands.common import add_simulation_options, load, simulate_and_report
-from sim.sweep import CellRun
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load and simulate the base cell."""
+    from sim.sweep import CellRun
+
     scenario = load(args)
     if scenario.sweep and not args.quiet:
         print(f"note: ignoring the sweep of {scenario.name} (use 'sweep' to run it)",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from sim.commands.common import add_simulation_options, load, simulate_and_report
-from sim.sweep import cells_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,5 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, expand, simulate, report."""
+    from sim.sweep import cells_of
+
     scenario = load(args)
     return simulate_and_report(args, scenario, cells_of(scenario))

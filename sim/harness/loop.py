@@ -113,6 +113,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     budgets = params.budgets
     compact_at = params.context.compact_at_tokens
     tools = {spec.name: spec for spec in params.tools}
+    detecting = params.detector.enabled  # off means off, for custom detectors too
     state.status = RUNNING
     if not state.model:
         state.model = params.model
@@ -224,6 +225,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
                     yield Checkpoint(state.turns)  # resumable from this step
                 return state
             # 10. no-progress detector, on the call and what it returned
+            if not detecting:
+                continue
             found = detector.observe(state.detector, canonical_call(call.name, call.input),
                                      observation_hash(observed[0]),
                                      spec is not None and spec.polling, observed[1])

@@ -96,11 +96,13 @@ class SimulatedTask:
         if r < w.c_validation:
             return [self._new_call(VALIDATION,
                                    (r - w.c_transient) / (w.c_validation - w.c_transient))]
-        if r < w.c_premature and self.progress >= self.premature_at:
+        premature_allowed = self.progress >= self.premature_at
+        if r < w.c_premature and premature_allowed:
             return [self._answer(self.progress >= self.need)]
         if self.progress + 1 >= self.need:
             return [self._answer(True)]
-        return [self._new_call(PRODUCTIVE, max(0.0, r - w.c_premature) / (1.0 - w.c_premature))]
+        low = w.c_premature if premature_allowed else w.c_validation  # the productive band
+        return [self._new_call(PRODUCTIVE, (r - low) / (1.0 - low))]
 
     def _new_call(self, kind: int, u: float) -> ToolUseBlock:
         self.calls += 1
