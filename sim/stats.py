@@ -30,7 +30,6 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as _scipy_stats
 
 CI_METHODS: tuple[str, ...] = ("wilson", "exact")
 
@@ -155,6 +154,8 @@ def share_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -> tup
         raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    ci = _scipy_stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level,
+    from scipy import stats as scipy_stats  # imported here: scipy is slow to import
+
+    ci = scipy_stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level,
                                                               method=method)
     return float(ci.low), float(ci.high)
