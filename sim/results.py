@@ -403,7 +403,8 @@ def _cell_records(name: str, records: list[TaskRecord]) -> list[TaskRecord]:
 def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[TaskRecord]],
                   params_by_cell: dict[str, dict], *, title: str = DEFAULT_TITLE,
                   extras_by_cell: Mapping[str, Mapping[str, Any]] | None = None,
-                  timeseries: pd.DataFrame | None = None) -> dict[str, Any]:
+                  timeseries: pd.DataFrame | None = None, seed: int | None = None
+                  ) -> dict[str, Any]:
     """Write ``results.parquet`` (every task of every cell: cells in given
     order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
     :func:`cell_summary`) and ``report.md`` (headed ``title``) into
@@ -411,7 +412,9 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     (equal to what summary.json holds; outcomes ordered largest first). No
     file depends on ``out_dir``'s name, so runs can be compared byte for byte.
     ``extras_by_cell`` adds sections to cells' summaries (a DES cell's
-    ``capacity``); ``timeseries`` is written as ``timeseries.parquet``."""
+    ``capacity``); ``timeseries`` is written as ``timeseries.parquet``;
+    ``seed``, the root seed of the task streams, is recorded in every cell so a
+    later comparison knows whether two folders ran the same tasks."""
     if set(records_by_cell) != set(params_by_cell):
         raise ValueError("records_by_cell and params_by_cell name different cells: "
                          f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")
@@ -419,6 +422,8 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     for name, records in records_by_cell.items():
         frame = records_frame(_cell_records(name, records))
         summary_of_cell = cell_summary(name, params_by_cell[name], frame)
+        if seed is not None:
+            summary_of_cell["seed"] = seed
         summary_of_cell.update((extras_by_cell or {}).get(name, {}))
         cells.append(summary_of_cell)
         frames.append(frame)

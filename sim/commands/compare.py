@@ -1,0 +1,195 @@
+"""``python -m sim compare BASE CANDIDATE``: did a harness change move outcomes
+or cost? Exit status 1 on a regression, 0 otherwise, 2 on bad input (CI-ready).
+
+Each side is a scenario file (simulated here, both on the same task streams
+unless their seeds differ) or a results folder of ``sweep``/``run``. The
+statistics and the verdict are described in :mod:`sim.compare`; the report
+folder (``report.md``, ``report.html``, ``comparison.json``, ``figures/``) in
+:mod:`sim.report`. Example, seed 001's "Try it" 2 (stop on the first
+detection instead of nudging)::
+
+    python -m sim compare scenarios/bounded.yaml scenarios/bounded_stop_first.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sim.errors import InputError
+
+if TYPE_CHECKING:
+    from sim.compare import Comparison, Side
+
+_DESCRIPTION = (
+    "Compare a candidate harness setting with a base, cell by cell: outcome shares with "
+    "intervals and tests (paired when both sides ran the same task streams), steps, tokens "
+    "and cost with bootstrap intervals, and a verdict. Exit status: 1 on a regression, 0 "
+    "otherwise, 2 on bad input. Writes report.md, report.html, comparison.json and figures/ "
+    "to --out.")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``compare`` command."""
+    parser = subparsers.add_parser(
+        "compare", help="compare two harness settings; exit 1 on a regression",
+        description=_DESCRIPTION)
+    parser.add_argument("base", help="base: scenario YAML file or results folder")
+    parser.add_argument("candidate", help="candidate: scenario YAML file or results folder")
+    parser.add_argument("--tasks", type=int, help="tasks per cell for scenario sides "
+                                                  "(default: the scenario's, or a results "
+                                                  "folder's when comparing with one)")
+    parser.add_argument("--seed", type=int, help="root seed of both scenario sides "
+                                                 "(default: each scenario's)")
+    parser.add_argument("--out", help="report folder (default: reports/compare_<base>_vs_"
+                                      "<candidate>)")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="stdout: tables (default) or the comparison as JSON")
+    parser.add_argument("--workers", type=int, help="processes (default: all cores); "
+                                                    "results are identical for any number")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="PATH=VALUE", help="override a field of both scenario sides "
+                                                   "(repeatable)")
+    parser.add_argument("--base-set", action="append", default=[], metavar="PATH=VALUE",
+                        help="override a field of the base only (repeatable)")
+    parser.add_argument("--candidate-set", action="append", default=[], metavar="PATH=VALUE",
+                        help="override a field of the candidate only, e.g. seed=8 or "
+                             "harness.detector.nudges=0 (repeatable)")
+    parser.add_argument("--save-results", action="store_true",
+                        help="also write each scenario side's results folder (results.parquet, "
+                             "summary.json, report.md) to OUT/base and OUT/candidate, to "
+                             "compare against later")
+    limits = parser.add_argument_group("verdict")
+    limits.add_argument("--max-share-drop", type=float, default=1.0, metavar="PP",
+                        help="largest allowed fall of the succeeded share, or rise of a "
+                             "failure outcome's share, in percentage points (default 1)")
+    limits.add_argument("--max-cost-rise", type=float, default=5.0, metavar="PCT",
+                        help="largest allowed rise of mean or p95 cost, in percent "
+                             "(default 5)")
+    limits.add_argument("--alpha", type=float, default=0.05,
+                        help="family-wise significance level of the checks (default 0.05)")
+    limits.add_argument("--resamples", type=int, default=2000,
+                        help="bootstrap resamples (default 2000)")
+    limits.add_argument("--pairing", choices=("auto", "paired", "unpaired"), default="auto",
+                        help="pair tasks by index: auto (when both sides ran the same task "
+                             "streams), paired or unpaired")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare, write the report folder, print; return 1 on a regression."""
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be >= 1, got {args.workers}")
+    if args.tasks is not None and args.tasks < 1:
+        raise InputError(f"--tasks must be >= 1, got {args.tasks}")
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"--seed must be >= 0, got {args.seed}")
+    from sim import api
+    from sim.report import write_comparison
+
+    result = api.compare(
+        args.base, args.candidate, tasks=args.tasks, seed=args.seed,
+        overrides=args.overrides, base_overrides=args.base_set,
+        candidate_overrides=args.candidate_set, pairing=args.pairing,
+        max_share_drop_pp=args.max_share_drop, max_cost_rise_pct=args.max_cost_rise,
+        alpha=args.alpha, resamples=args.resamples, workers=args.workers,
+        progress=not args.quiet)
+    out = Path(args.out) if args.out else Path("reports") / _default_name(result)
+    write_comparison(out, result)
+    saved = []
+    if args.save_results:
+        for role, side in (("base", result.base), ("candidate", result.candidate)):
+            if side.seed is not None:  # a simulated scenario side
+                save_side(out / role, side)
+                saved.append(role)
+    if args.format == "json":
+        json.dump(result.to_dict(), sys.stdout, indent=2, sort_keys=True, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(format_comparison(result))
+        folders = "".join(f", {role}/" for role in saved)
+        print(f"\nreport in {out}/ (report.md, report.html, comparison.json, figures/{folders})")
+    return result.exit_status
+
+
+def save_side(folder: Path, side: Side) -> None:
+    """Write a side's rows as a results folder (the files ``sweep`` writes)."""
+    from sim.results import (
+        PARQUET_NAME,
+        REPORT_NAME,
+        SUMMARY_NAME,
+        cell_summary,
+        write_json,
+        write_parquet,
+        write_report,
+    )
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = side.rows
+    summary = {"cells": [cell_summary(name, dict(side.params.get(name, {})),
+                                      rows[rows["cell"] == name].reset_index(drop=True))
+                         for name in side.cells]}
+    write_parquet(folder / PARQUET_NAME, rows)
+    write_json(folder / SUMMARY_NAME, summary)
+    write_report(folder / REPORT_NAME, summary, title=f"Results: {side.label}")
+
+
+def _default_name(result: Comparison) -> str:
+    name = f"compare_{result.base.label}_vs_{result.candidate.label}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
+
+
+def format_comparison(result: Comparison) -> str:
+    """The terminal table: per cell, outcome shares side by side with changes,
+    intervals and p-values, then steps, tokens and cost; then the verdict."""
+    from sim.compare import METRICS, check_sentence, format_p
+
+    level = round(100 * (1 - result.thresholds.alpha))
+    lines = [f"base:      {result.base.source}", f"candidate: {result.candidate.source}",
+             f"pairing:   {result.pairing_note}"]
+    labels = dict(METRICS)
+    for b, c in result.cell_pairs:
+        outcomes = result.outcomes[result.outcomes["cell"] == b]
+        n1, n2 = outcomes["base_tasks"].iloc[0], outcomes["candidate_tasks"].iloc[0]
+        lines += ["", f"== {b}" + (f" vs {c}" if c != b else "") + f" ({n1:,} vs {n2:,} tasks)"]
+        width = max(26, *(len(o) + 2 for o in outcomes["outcome"]))
+        lines.append(f"  {'outcome':<{width}}{'base':>7}{'cand.':>8}{'change':>10}"
+                     f"   {level}% interval (pp)    p")
+        for r in outcomes.itertuples():
+            lines.append(f"  {r.outcome:<{width}}{100 * r.base_share:6.1f}%"
+                         f"{100 * r.candidate_share:7.1f}%{r.change_pp:+8.2f} pp"
+                         f"   {r.ci_low_pp:+6.2f} to {r.ci_high_pp:+6.2f}"
+                         f"    {format_p(r.p_value)}  {r.test}")
+        test = result.tests[result.tests["cell"] == b].iloc[0]
+        lines.append(f"  whole distribution: {test['test']}, statistic {test['statistic']:.2f}, "
+                     f"df {test['df']}, p {format_p(test['p_value'])}")
+        metrics = result.metrics[result.metrics["cell"] == b].set_index(["metric", "stat"])
+        for metric, label in labels.items():
+            money = metric == "cost_usd"
+
+            def show(value: float, money: bool = money) -> str:
+                if money:
+                    return f"${value:,.2f}"
+                return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+            parts = []
+            for stat in ("mean", "p50", "p95", "max"):
+                m = metrics.loc[(metric, stat)]
+                part = f"{stat} {show(m['base'])} -> {show(m['candidate'])}"
+                if stat != "max":
+                    part += f" ({m['change_pct']:+.1f}%)"
+                parts.append(part)
+            lines.append(f"  {label:<14} " + "  ".join(parts))
+        cost = metrics.loc[("cost_usd", "mean")]
+        lines.append(f"  mean cost change {cost['change']:+,.4f} USD, {level}% interval "
+                     f"{cost['ci_low']:+,.4f} to {cost['ci_high']:+,.4f}")
+    failing = result.checks[result.checks["regression"]].to_dict("records")
+    lines += ["", f"verdict: {'REGRESSION' if failing else 'no regression'} "
+                  f"(exit status {result.exit_status})"]
+    lines += [f"  - {check_sentence(r)}" for r in failing]
+    return "\n".join(lines)

@@ -1,0 +1,223 @@
+"""Figures (sim.figures) and the reports that embed them (sim.report): each
+figure is one small function returning a Figure, drawn without pyplot or
+global state; HTML reports are self-contained."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from matplotlib.figure import Figure
+
+from sim import figures
+from sim.cli import main
+from sim.report import markdown_to_html, summary_frame
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def summary(rows: list[tuple[str, float, float, float]]) -> pd.DataFrame:
+    """A per-cell summary with the columns the frontier reads."""
+    return pd.DataFrame(rows, columns=["cell", "succeeded", "cost_mean", "cost_p95"])
+
+
+def all_figures() -> list[Figure]:
+    rng = np.random.default_rng(0)
+    outcomes = pd.DataFrame({"cell": "c", "outcome": ["succeeded", "needs_human:no_progress"],
+                             "change_pp": [-6.0, 6.0], "ci_low_pp": [-7.0, 5.0],
+                             "ci_high_pp": [-5.0, 7.0]})
+    return [
+        figures.outcome_bars({"a": {"succeeded": 0.9, "needs_human:no_progress": 0.1}}),
+        figures.cost_ccdf({"a": rng.lognormal(0, 1, 500)}),
+        figures.steps_histogram({"a": rng.integers(3, 40, 500)}),
+        figures.share_changes(outcomes, threshold_pp=1.0),
+        figures.frontier(summary([("x", 0.8, 1.0, 3.0), ("y", 0.9, 2.0, 5.0)]), ceiling=1.5),
+    ]
+
+
+def test_every_figure_function_returns_a_figure_that_renders_to_png():
+    """Each function returns a matplotlib Figure with axes; png_bytes gives a PNG."""
+    for fig in all_figures():
+        assert isinstance(fig, Figure) and fig.axes
+        assert figures.png_bytes(fig).startswith(PNG)
+
+
+def test_figures_leave_no_global_state():
+    """Drawing every figure changes no rcParams and registers no pyplot figure;
+    importing sim.figures and drawing does not import pyplot at all."""
+    before = dict(matplotlib.rcParams)
+    all_figures()
+    assert dict(matplotlib.rcParams) == before
+    code = ("import sys, sim.figures as f; f.cost_ccdf({'a': [1.0, 2.0]}); "
+            "print('matplotlib.pyplot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"
+
+
+def test_the_same_figure_gives_the_same_png_bytes():
+    """Reports are reproducible: two draws of the same data give identical PNGs."""
+    one = figures.png_bytes(figures.cost_ccdf({"a": [0.5, 1.0, 4.0]}))
+    two = figures.png_bytes(figures.cost_ccdf({"a": [0.5, 1.0, 4.0]}))
+    assert one == two
+
+
+def test_a_figure_displays_itself_in_jupyter():
+    """Figures carry _repr_png_, so a notebook cell ending in one shows it."""
+    fig = figures.steps_histogram({"a": [3, 4, 5]})
+    assert fig._repr_png_().startswith(PNG)
+
+
+def test_ccdf_plots_the_share_of_tasks_costing_more_than_x():
+    """Costs 0, 1, 2, 3, 4: at x = 1, 2, 3 the share above is 3/5, 2/5, 1/5; the
+    zero cost is left off the log axis and the top cost has no task above it."""
+    fig = figures.cost_ccdf({"a": [3.0, 0.0, 1.0, 4.0, 2.0]})
+    line = fig.axes[0].lines[0]
+    assert line.get_xdata().tolist() == [1.0, 2.0, 3.0]
+    assert np.allclose(line.get_ydata(), [0.6, 0.4, 0.2])
+    assert fig.axes[0].get_xscale() == fig.axes[0].get_yscale() == "log"
+
+
+def test_steps_histogram_is_in_shares_of_each_sides_tasks():
+    """Each side's outline is in percent of its own tasks: its bins add up to
+    100 whatever the side's size (3 tasks or 100)."""
+    fig = figures.steps_histogram({"small": [3, 3, 5], "big": list(range(3, 103))})
+    assert len(fig.axes[0].patches) == 2
+    for patch in fig.axes[0].patches:
+        outline = patch.get_path().vertices  # (left, h), (right, h) for each bin
+        assert outline[1:-1:2, 1].sum() == pytest.approx(100)
+
+
+def test_outcome_bars_stack_to_one_hundred_percent_with_fixed_colours():
+    """Each bar's segments add up to its shares in percent; succeeded is green,
+    needs_human orange, and colours do not depend on the order given."""
+    fig = figures.outcome_bars({"a": {"succeeded": 0.7, "needs_human:no_progress": 0.2,
+                                      "budget_exhausted:tokens": 0.1},
+                                "b": {"succeeded": 0.5, "budget_exhausted:tokens": 0.5}})
+    widths: dict[float, float] = {}
+    for patch in fig.axes[0].patches:
+        y = round(patch.get_y() + patch.get_height() / 2, 6)
+        widths[y] = widths.get(y, 0.0) + patch.get_width()
+    assert sorted(widths.values()) == pytest.approx([100, 100])
+    colors = figures.outcome_colors(["needs_human:no_progress", "succeeded"])
+    assert colors == figures.outcome_colors(["succeeded", "needs_human:no_progress"])
+    assert colors["succeeded"] == "#4e9a3a" and colors["needs_human:no_progress"] == "#e8983a"
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=25))
+@settings(max_examples=100, deadline=None)
+def test_frontier_line_joins_exactly_the_cells_no_other_cell_beats(points):
+    """No frontier cell is beaten (cheaper or equal and at least as successful,
+    one strictly) by another cell; every other cell is beaten by a frontier cell."""
+    cost = np.array([p[0] for p in points], dtype=float)
+    success = np.array([p[1] for p in points], dtype=float)
+    front = set(figures._pareto(cost, success).tolist())
+
+    def beats(i: int, j: int) -> bool:
+        return (cost[i] <= cost[j] and success[i] >= success[j]
+                and (cost[i] < cost[j] or success[i] > success[j]))
+
+    for j in range(len(points)):
+        beaten = any(beats(i, j) for i in range(len(points)))
+        if j in front:
+            assert not beaten
+        elif not any(cost[i] == cost[j] and success[i] == success[j] for i in front):
+            assert any(beats(i, j) for i in front)
+
+
+def test_frontier_rings_the_most_successful_cell_under_the_ceiling():
+    """With a $1.50 ceiling the ringed cell (number 2, "mid") is the most
+    successful one whose mean (left) or p95 (right) cost is under it;
+    best_under_ceiling lists them."""
+    s = summary([("cheap", 0.80, 0.5, 1.0), ("mid", 0.88, 1.2, 1.4), ("dear", 0.95, 3.0, 6.0)])
+    fig = figures.frontier(s, ceiling=1.5)
+    left, right, key = fig.axes
+    assert "best under ceiling: 2" in [t.get_text() for t in left.get_legend().get_texts()]
+    assert "best under ceiling: 2" in [t.get_text() for t in right.get_legend().get_texts()]
+    assert "2 mid" in key.texts[0].get_text()  # points are numbered, names in the key
+    assert figures.best_under_ceiling(s, 1.5)["cell"].tolist() == ["mid", "cheap"]
+    assert figures.best_under_ceiling(s, 0.1).empty
+
+
+def test_share_changes_draws_one_interval_per_outcome():
+    """One error bar per (cell, outcome) row."""
+    table = pd.DataFrame({"cell": ["a", "a", "b"], "outcome": ["succeeded", "x", "succeeded"],
+                          "change_pp": [1.0, -1.0, 0.5], "ci_low_pp": [0.5, -2, 0.0],
+                          "ci_high_pp": [1.5, 0.0, 1.0]})
+    fig = figures.share_changes(table)
+    assert len(fig.axes[0].containers) == 3
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [
+        "a: succeeded", "a: x", "b: succeeded"]
+
+
+# -------------------------------------------------------------- HTML
+
+def test_markdown_to_html_renders_the_report_subset_and_embeds_images():
+    """Headings, paragraphs, aligned tables, code, lists, bold and images as
+    data URIs; text is escaped; an image without data is an error."""
+    md = ("# Title\n\nSome **bold** and `x<y`.\n\n| a | b |\n|---|---:|\n| 1 | 2 |\n\n"
+          "- one\n- two\n\n```text\n<raw> & more\n```\n\n![A figure](figures/f.png)\n")
+    page = markdown_to_html(md, {"figures/f.png": PNG + b"data"}, title="T & co")
+    assert "<h1>Title</h1>" in page and "<strong>bold</strong>" in page
+    assert "<code>x&lt;y</code>" in page and "&lt;raw&gt; &amp; more" in page
+    assert '<td class="r">2</td>' in page and "<li>two</li>" in page
+    assert 'src="data:image/png;base64,iVBORw0KGgpkYXRh"' in page
+    assert "<title>T &amp; co</title>" in page
+    with pytest.raises(KeyError):
+        markdown_to_html("![x](missing.png)", {}, title="t")
+
+
+GRID = """\
+name: frontier_grid
+tasks: 40
+seed: 1
+harness:
+  prices: seed001
+  budgets: {tokens: 2000000, steps: 50}
+  verifier: {name: oracle}
+sweep:
+  harness.budgets.tokens: [300000, 2000000]
+"""
+
+
+def test_sweep_writes_a_self_contained_html_report_with_the_frontier(tmp_path):
+    """``sweep`` writes report.html next to report.md: the four figures
+    (outcomes, cost tail, steps, frontier) embedded, the best cells under
+    --cost-ceiling named, and nothing fetched from elsewhere."""
+    scenario = tmp_path / "grid.yaml"
+    scenario.write_text(GRID)
+    out = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()) as stdout:
+        status = main(["sweep", str(scenario), "--quiet", "--workers", "1", "--out", str(out),
+                       "--cost-ceiling", "5"])
+    assert status == 0 and "report.html" in stdout.getvalue()
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.count('src="data:image/png;base64,') == 4
+    assert "Best cells with mean cost under $5.00" in page
+    assert "tokens=300000" in page and "https://" not in page
+
+
+def test_summary_frame_has_one_row_per_cell_with_shares_and_costs():
+    """summary_frame flattens summary.json's cells: params, shares, costs."""
+    cell = {"name": "c", "params": {"harness.budgets.tokens": 5}, "tasks": 10,
+            "outcomes": {"succeeded": 0.9, "failed:x": 0.1},
+            "outcome_counts": {"succeeded": 9, "failed:x": 1},
+            "steps": {"mean": 1.0, "p50": 1, "p95": 2, "max": 3},
+            "input_tokens": {"mean": 1.0, "p50": 1, "p95": 2, "max": 3},
+            "output_tokens": {"mean": 1.0, "p50": 1, "p95": 2, "max": 3},
+            "cost": {"mean": 1.0, "p50": 0.5, "p95": 2.0, "max": 3.0, "total": 10.0},
+            "nudges_mean": 0.5}
+    frame = summary_frame([cell])
+    row = frame.iloc[0]
+    assert row["cell"] == "c" and row["harness.budgets.tokens"] == 5
+    assert row["succeeded"] == 0.9 and row["failed:x"] == 0.1
+    assert row["succeeded_low"] < 0.9 < row["succeeded_high"]
+    assert row["cost_p95"] == 2.0 and row["nudges_mean"] == 0.5
