@@ -9,14 +9,25 @@ Definitions (seconds; percentiles as in :mod:`sim.stats`):
 * Little's law error: ``|L - arrival_rate * W| / L``;
 * utilisation of a pool with ``c`` units: busy unit-seconds / (c T); for an
   unlimited pool, the mean number busy is reported instead;
-* queueing: wait for a sandbox (and the tenant's cap) before a task starts,
-  and the total wait for model slots per task;
+* queueing: wait for a sandbox (and the tenant's cap) before a task starts
+  (``queue_wait_s``), the wait for a sandbox alone (``sandbox_wait_s``, what
+  sizing targets), and the total wait for model slots per task
+  (``model_wait_s``);
+* peaks: the most units busy (and tasks queued) at any instant;
+* rate limits: admitted requests and prompt tokens per minute against the
+  limits (their utilisation), and the calls answered 429;
 * tail share: the share of all sandbox-seconds held by the longest-holding
-  ``tail`` fraction of tasks (default 5%).
+  ``tail`` fraction of tasks (default 5%);
+* per tenant: tasks, mean time in system, p95 wait before the start and the
+  share that succeeded;
+* while arriving: over [0, last arrival], the offered arrival rate and the
+  mean busy units and utilisation of each pool (the drained horizon's
+  averages are diluted by the drain, long when humans resume stopped runs).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -24,7 +35,7 @@ import numpy as np
 
 from sim.engines.des import DesResult
 from sim.engines.monitor import Series
-from sim.stats import describe
+from sim.stats import describe, percentile
 
 RESAMPLED_POINTS = 1000
 
@@ -49,6 +60,7 @@ def measurements(result: DesResult, capacity: dict[str, int | None]) -> dict[str
     rate = n / horizon if horizon > 0 else 0.0
     W = float(np.mean([r.end_s - r.arrival_s for r in records])) if n else 0.0
     little = abs(L - rate * W) / L if L > 0 else 0.0
+    series = result.series
     return {
         "horizon_s": horizon,
         "tasks": n,
@@ -67,9 +79,93 @@ def measurements(result: DesResult, capacity: dict[str, int | None]) -> dict[str
                       "sandboxes": result.series["busy_sandboxes"].time_average(horizon)},
         "queue_wait_s": describe([r.queue_s for r in records]) if n else {},
         "model_wait_s": describe([r.model_wait_s for r in records]) if n else {},
+        "sandbox_wait_s": describe(result.sandbox_wait_s) if n else {},
+        "peak": {name: series[key].peak for name, key in (
+            ("model_slots", "busy_model_slots"), ("sandboxes", "busy_sandboxes"),
+            ("model_queue", "model_queue"), ("sandbox_queue", "sandbox_queue"),
+            ("parked", "parked"))},
         "rate_limited_calls": result.rate_limited,
+        "rate_limits": _rate_limits(result, horizon, capacity),
         "tail_share_5pct": tail_share(result.sandbox_hold_s),
+        "tenants": _tenants(records),
+        "while_arriving": _while_arriving(result, capacity),
     }
+
+
+def areas_until(series: Series, points: np.ndarray) -> np.ndarray:
+    """The area under ``series`` over [0, t] for each time t in ``points``
+    (value x seconds; one pass over the series, no BLAS)."""
+    times = np.asarray(series.times)
+    values = np.asarray(series.values)
+    at_changes = np.concatenate([[0.0], np.cumsum(values[:-1] * np.diff(times))])
+    points = np.asarray(points, dtype=float)
+    k = np.clip(np.searchsorted(times, points, side="right") - 1, 0, None)
+    return at_changes[k] + values[k] * (points - times[k])
+
+
+def window_average(series: Series, until: float, since: float = 0.0) -> float:
+    """The mean value of ``series`` over [``since``, ``until``] (``until`` > ``since``)."""
+    start, end = areas_until(series, np.array([since, until]))
+    return float((end - start) / (until - since))
+
+
+def window_averages(series: Series, edges) -> np.ndarray:
+    """The mean value of ``series`` over each window between consecutive
+    ``edges`` (increasing times, seconds)."""
+    edges = np.asarray(edges, dtype=float)
+    return np.diff(areas_until(series, edges)) / np.diff(edges)
+
+
+def value_at(series: Series, t: float) -> float:
+    """The value of ``series`` at time ``t`` (after every change at ``t``)."""
+    k = int(np.searchsorted(np.asarray(series.times), t, side="right"))
+    return float(series.values[k - 1]) if k else 0.0
+
+
+def _while_arriving(result: DesResult, capacity: dict[str, int | None]) -> dict[str, Any]:
+    """Load while tasks arrive, over [0, last arrival]: the offered arrival
+    rate and the mean busy units and utilisation of each pool (the drained
+    horizon's averages include the quiet drain at the end)."""
+    until = max((r.arrival_s for r in result.records), default=0.0)
+    if until <= 0:
+        return {}
+    busy = {"model_slots": window_average(result.series["busy_model_slots"], until),
+            "sandboxes": window_average(result.series["busy_sandboxes"], until)}
+    return {"window_s": until, "arrival_rate_per_s": len(result.records) / until,
+            "mean_busy": busy,
+            "utilisation": {k: busy[k] / capacity[k] if capacity.get(k) else None
+                            for k in busy}}
+
+
+def _rate_limits(result: DesResult, horizon: float, capacity: dict[str, int | None]
+                 ) -> dict[str, dict[str, float]]:
+    """Admitted load per minute against each configured limit."""
+    limiter = result.limiter
+    if limiter is None or horizon <= 0:
+        return {}
+    out = {}
+    minutes = horizon / 60.0
+    for key, admitted in (("requests_per_minute", limiter.admitted),
+                          ("tokens_per_minute", limiter.admitted_tokens)):
+        limit = capacity.get(key)
+        if limit:
+            per_minute = admitted / minutes
+            out[key] = {"limit": float(limit), "admitted_per_minute": per_minute,
+                        "utilisation": per_minute / limit}
+    return out
+
+
+def _tenants(records) -> dict[str, dict[str, float]]:
+    """Per tenant: tasks, mean time in system, p95 wait before the start,
+    share succeeded."""
+    by: dict[str, list] = {}
+    for r in records:
+        by.setdefault(r.tenant, []).append(r)
+    return {name: {"tasks": len(rs),
+                   "W_s": float(np.mean([r.end_s - r.arrival_s for r in rs])),
+                   "queue_wait_p95_s": percentile([r.queue_s for r in rs], 0.95),
+                   "succeeded": sum(r.outcome == "succeeded" for r in rs) / len(rs)}
+            for name, rs in sorted(by.items())}
 
 
 def _utilisation(series: Series, horizon: float, units: int | None) -> float | None:
@@ -93,3 +189,84 @@ def resampled(series: Series, horizon: float, points: int = RESAMPLED_POINTS
     idx = np.clip(np.searchsorted(times, edges, side="right") - 1, 0, len(times) - 1)
     at_edges = area[idx] + values[idx] * (edges - times[idx])
     return edges[:-1], np.diff(at_edges) / np.diff(edges)
+
+
+# ---------------------------------------------------------------- invariants
+LITTLE_TOLERANCE = 0.02
+
+
+def check_drained(result: DesResult, des, arrivals, tolerance: float = LITTLE_TOLERANCE
+                  ) -> list[str]:
+    """What is wrong with a drained DES run (an empty list when nothing is).
+
+    Checks, for the run of ``arrivals`` under the DES settings ``des``:
+
+    * conservation: every arrival ended exactly once, in a terminal state, and
+      every series is back to zero at the end;
+    * a monotone clock: series times never decrease; arrival <= start <= end;
+    * Little's law (relative error at most ``tolerance``) for the system, the
+      sandbox pool, the sandbox queue and the model-slot queue, each time
+      average against rate x mean time per task;
+    * capacity: peaks of busy model slots, busy sandboxes and each tenant's
+      running tasks within their limits;
+    * the harness's clock agrees with the engine's: end - start equals the
+      task's active plus parked time (except for tasks cancelled by an
+      operator, whose aborted backoff waits the harness counts in full).
+    """
+    from sim.harness.state import TERMINAL_STATES
+
+    problems: list[str] = []
+    records = result.records
+    n, horizon, series = len(records), result.horizon_s, result.series
+    if n != len(arrivals):
+        problems.append(f"{len(arrivals)} arrivals but {n} records")
+    if [r.task for r in records] != list(range(n)):
+        problems.append("records are not one per task index, in order")
+    bad = sorted({r.state for r in records} - set(TERMINAL_STATES))
+    if bad:
+        problems.append(f"non-terminal end states: {bad}")
+    for name, s in series.items():
+        if s.value != 0:
+            problems.append(f"series {name} ends at {s.value}, not 0")
+        if any(b < a for a, b in itertools.pairwise(s.times)):
+            problems.append(f"series {name}: time goes backwards")
+    for r in records:
+        if not r.arrival_s <= r.start_s <= r.end_s:
+            problems.append(f"task {r.task}: arrival {r.arrival_s}, start {r.start_s}, "
+                            f"end {r.end_s} out of order")
+            break
+    for r, a in zip(records, arrivals, strict=False):
+        if r.arrival_s != a.time_s or r.tenant != a.tenant:
+            problems.append(f"task {r.task}: record does not match its arrival")
+            break
+    if n and horizon > 0:
+        rate = n / horizon
+        pairs = (("tasks in system", "tasks_in_system", [r.end_s - r.arrival_s for r in records]),
+                 ("sandboxes", "busy_sandboxes", result.sandbox_hold_s),
+                 ("sandbox queue", "sandbox_queue", result.sandbox_wait_s),
+                 ("model-slot queue", "model_queue", [r.model_wait_s for r in records]))
+        for label, key, per_task in pairs:
+            L = series[key].time_average(horizon)
+            lw = rate * float(np.mean(per_task))
+            scale = max(abs(L), abs(lw))
+            if scale > 1e-12 and abs(L - lw) > tolerance * scale:
+                problems.append(f"Little's law fails for the {label}: L {L:.6g}, "
+                                f"lambda W {lw:.6g}")
+    cap = des.capacity
+    for key, limit in (("busy_model_slots", cap.model_slots), ("busy_sandboxes", cap.sandboxes)):
+        if limit is not None and series[key].peak > limit:
+            problems.append(f"{key} peaked at {series[key].peak} > capacity {limit}")
+    for tenant in des.tenants:
+        running = series.get(f"running:{tenant.name}")
+        if (tenant.max_concurrency is not None and running is not None
+                and running.peak > tenant.max_concurrency):
+            problems.append(f"tenant {tenant.name}: {running.peak} running > cap "
+                            f"{tenant.max_concurrency}")
+    for r in records:
+        if r.outcome == "cancelled:external_signal":
+            continue
+        if abs((r.end_s - r.start_s) - r.wall_s) > 1e-6 * max(1.0, r.end_s):
+            problems.append(f"task {r.task}: engine time {r.end_s - r.start_s} != harness "
+                            f"wall time {r.wall_s}")
+            break
+    return problems

@@ -312,12 +312,28 @@ def _validate_one(raw: dict[str, Any], source: str, prefix: str) -> Scenario:
     return scenario
 
 
+def _discriminator_tags() -> frozenset[str]:
+    """The tags pydantic puts in error paths of tagged unions (not fields)."""
+    from typing import get_args
+
+    from sim.world import params as wp
+
+    tags = set()
+    for union in (wp.Difficulty,):
+        for member in get_args(get_args(union)[0]):
+            tags.add(member.model_fields["distribution"].default)
+    return frozenset(tags)
+
+
+_DISCRIMINATOR_TAGS = _discriminator_tags()
+
+
 def _dotted(loc: tuple) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("lognormal", "fixed") and out.endswith("difficulty"):
+        elif part in _DISCRIMINATOR_TAGS:
             continue  # pydantic's discriminator tag, not a field
         else:
             out += f".{part}" if out else str(part)

@@ -11,6 +11,18 @@ backoff wait, an approval and a verification each take the time the world
 says. A model call's latency as reported to the harness includes its wait for
 a slot, so the harness's time budgets see the time that really passed.
 
+Parked time (wall time that is not active time) is the wait for an approval,
+for an operator's resume (a paused task parks at its next step boundary),
+for a human to resume a stopped run, and for a sandbox again after that; so
+for every task not cancelled by an operator, end - start equals the
+harness's active plus parked time. An operator's cancel interrupts the task
+wherever it is: an in-flight call is aborted and answered as cancelled after
+the seconds it had run, and the harness ends the run without paying for it.
+
+Time series (:class:`~sim.engines.monitor.Series`): tasks in the system, busy
+model slots and sandboxes, the queues for them, parked tasks, and each
+tenant's running tasks (``running:<tenant>``).
+
 With unlimited capacity and no time-dependent rule binding, every task gets
 the same outcome, steps, tokens and cost as in the direct engine: both drive
 the same generator against the same :class:`~sim.world.task.SimulatedTask`
@@ -71,14 +83,20 @@ class Arrival:
 
 @dataclass
 class DesResult:
-    """What one DES cell produced: a record per task, the time series, and
-    the measurements (see :func:`measurements`)."""
+    """What one DES cell produced: a record per task (in task order), the time
+    series, the horizon (end of the last task), the calls answered 429, and per
+    task the seconds it held a sandbox and waited for one (not counting the
+    wait for its tenant's cap). ``limiter`` is the provider's rate limiter (its
+    admitted and rejected counts), or None without rate limits. See
+    :func:`sim.capacity.measurements`."""
 
     records: list[TaskRecord]
     series: dict[str, Series]
     horizon_s: float
     rate_limited: int
     sandbox_hold_s: list[float] = field(default_factory=list)
+    sandbox_wait_s: list[float] = field(default_factory=list)
+    limiter: RateLimiter | None = None
 
 
 # ------------------------------------------------------------------ arrivals
@@ -147,12 +165,21 @@ def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arr
 
 
 # -------------------------------------------------------------------- engine
-_CANCELLED = {
-    ModelRequest: ModelError("cancelled", message="cancelled by an operator"),
-    ToolRequest: ToolError("cancelled", "cancelled by an operator", 0),
-    VerifyRequest: Verdict(False),
-    ApprovalRequest: ApprovalDecision(False, 0.0, False, "cancelled"),
-}
+def _cancelled(effect, elapsed: float):
+    """What the harness gets back for an effect an operator cancelled after
+    ``elapsed`` seconds in flight (for a backoff wait: the seconds waited)."""
+    kind = type(effect)
+    if kind is ModelRequest:
+        return ModelError("cancelled", message="cancelled by an operator", latency_s=elapsed)
+    if kind is ToolRequest:
+        return ToolError("cancelled", "cancelled by an operator", 0, elapsed)
+    if kind is VerifyRequest:
+        return Verdict(False, duration_s=elapsed)
+    if kind is ApprovalRequest:
+        return ApprovalDecision(False, elapsed, False, "cancelled")
+    if kind is Wait:
+        return elapsed
+    return None
 
 
 class DesEngine:
@@ -173,11 +200,15 @@ class DesEngine:
         self.series = {name: Series(name) for name in (
             "tasks_in_system", "busy_model_slots", "busy_sandboxes", "model_queue",
             "sandbox_queue", "parked")}
+        # tasks of each tenant holding a sandbox (running), as "running:<tenant>"
+        self.running = {t.name: Series(f"running:{t.name}") for t in des.tenants}
+        self.series.update((s.name, s) for s in self.running.values())
         self.paused: set[str] = set()
         self.resumed = self.env.event()
         self.processes: dict[int, simpy.Process] = {}
         self.records: list[TaskRecord | None] = [None] * len(arrivals)
         self.sandbox_hold = [0.0] * len(arrivals)
+        self.sandbox_wait = [0.0] * len(arrivals)
         self.holdings: dict[int, list] = {}
         self.pool = StreamPool()
         self.params_by_round = [cell.params]
@@ -195,7 +226,8 @@ class DesEngine:
             raise RuntimeError(f"{len(missing)} tasks never ended (first: {missing[0]})")
         horizon = max((r.end_s for r in self.records), default=0.0)
         return DesResult(self.records, self.series, horizon,
-                         self.limiter.rejected if self.limiter else 0, self.sandbox_hold)
+                         self.limiter.rejected if self.limiter else 0, self.sandbox_hold,
+                         self.sandbox_wait, self.limiter)
 
     def _arrive(self):
         env = self.env
@@ -235,8 +267,12 @@ class DesEngine:
         resumptions = 0
         try:
             while True:
+                asked = env.now
                 begun = yield from self._acquire(arrival, waits)
-                start = begun if start is None else start
+                if start is None:
+                    start = begun
+                else:  # resumed by a human: the wait for a sandbox again is parked time
+                    state.parked_s += begun - asked
                 try:
                     state = yield from self._drive(arrival, task, state, params, waits)
                 finally:
@@ -246,14 +282,15 @@ class DesEngine:
                         or streams[4].uniform() >= self.des.resume.share):
                     break
                 delay = self._human_delay(streams[4])
-                series["parked"].add(env.now, 1)
+                parked_at = env.now
+                series["parked"].add(parked_at, 1)
                 try:
                     yield env.timeout(delay)
                 finally:
                     series["parked"].add(env.now, -1)
+                    state.parked_s += env.now - parked_at
                 resumptions += 1
                 params = self._extended(resumptions)
-                state.parked_s += delay
                 resume(state)
         except simpy.Interrupt:  # cancelled while queued or while waiting for a human
             if not state.terminal:
@@ -282,11 +319,13 @@ class DesEngine:
             if self.sandboxes is not None:
                 request = self.sandboxes.request()
                 held.append((self.sandboxes, request))
-                series["sandbox_queue"].add(env.now, 1)
+                asked = env.now
+                series["sandbox_queue"].add(asked, 1)
                 try:
                     yield request
                 finally:
                     series["sandbox_queue"].add(env.now, -1)
+                    self.sandbox_wait[arrival.index] += env.now - asked
         except simpy.Interrupt:
             for resource, request in self.holdings.pop(arrival.index):
                 if request.triggered:
@@ -294,16 +333,21 @@ class DesEngine:
                 else:
                     request.cancel()
             raise
-        series["busy_sandboxes"].add(env.now, 1)
-        waits[0] += env.now - t0
-        return env.now
+        finally:
+            waits[0] += env.now - t0
+        now = env.now
+        series["busy_sandboxes"].add(now, 1)
+        self.running[arrival.tenant].add(now, 1)
+        return now
 
     def _release(self, arrival: Arrival, begun: float) -> None:
         """Give back the cap and the sandbox of a task that held them since ``begun``."""
         for resource, request in self.holdings.pop(arrival.index, ()):
             resource.release(request)
-        self.series["busy_sandboxes"].add(self.env.now, -1)
-        self.sandbox_hold[arrival.index] += self.env.now - begun
+        now = self.env.now
+        self.series["busy_sandboxes"].add(now, -1)
+        self.running[arrival.tenant].add(now, -1)
+        self.sandbox_hold[arrival.index] += now - begun
 
     def _drive(self, arrival: Arrival, task: SimulatedTask, state: HarnessState, params,
                waits: list[float]):
@@ -311,18 +355,31 @@ class DesEngine:
         env = self.env
         loop = agent_loop(params, state, detector=self.detector(params))
         send = loop.send
+        # no model-slot pool and no rate limits: a model call just takes its latency
+        direct_model = self.model_slots is None and self.limiter is None
+        busy_model = self.series["busy_model_slots"]
         result = None
         while True:
             try:
                 effect = send(result)
             except StopIteration as stop:
                 return stop.value
+            began = None
             try:
                 if self.paused and self.paused & arrival.scopes:
-                    yield from self._park(arrival)
+                    yield from self._park(arrival, state)
+                began = env.now
                 kind = type(effect)
                 if kind is ModelRequest:
-                    result = yield from self._model_call(effect, task, waits)
+                    if direct_model:
+                        busy_model.add(began, 1)
+                        result = task.respond(effect, began)
+                        try:
+                            yield env.timeout(result.latency_s)
+                        finally:
+                            busy_model.add(env.now, -1)
+                    else:
+                        result = yield from self._model_call(effect, task, waits)
                 elif kind is ToolRequest:
                     result = task.execute(effect)
                     yield env.timeout(result.duration_s)
@@ -344,23 +401,28 @@ class DesEngine:
                         self.series["parked"].add(env.now, -1)
                 else:
                     raise TypeError(f"unknown effect {effect!r}")
-            except simpy.Interrupt:
+            except simpy.Interrupt:  # an operator cancelled the task: abort the call in flight
                 state.abort_requested = True
-                result = _CANCELLED.get(type(effect))
+                result = _cancelled(effect, 0.0 if began is None else env.now - began)
 
     def _model_call(self, request: ModelRequest, task: SimulatedTask, waits: list[float]):
         env, series = self.env, self.series
         slots = self.model_slots
         t0 = env.now
         if slots is None:
-            return (yield from self._serve(request, task, t0))
+            busy = series["busy_model_slots"]
+            busy.add(t0, 1)
+            try:
+                return (yield from self._serve(request, task, t0))
+            finally:
+                busy.add(env.now, -1)
         series["model_queue"].add(t0, 1)
         with slots.request() as slot:
             try:
                 yield slot
             finally:
                 series["model_queue"].add(env.now, -1)
-            waits[1] += env.now - t0
+                waits[1] += env.now - t0
             series["busy_model_slots"].add(env.now, 1)
             try:
                 return (yield from self._serve(request, task, t0))
@@ -379,14 +441,18 @@ class DesEngine:
         result.latency_s = env.now - t0  # includes the wait for a model slot
         return result
 
-    def _park(self, arrival: Arrival):
-        series = self.series
-        series["parked"].add(self.env.now, 1)
+    def _park(self, arrival: Arrival, state: HarnessState):
+        """Wait at a step boundary while an operator pauses the task's scope;
+        the time counts as parked (wall time, not active time)."""
+        series, env = self.series, self.env
+        t0 = env.now
+        series["parked"].add(t0, 1)
         try:
             while self.paused & arrival.scopes:
                 yield self.resumed
         finally:
-            series["parked"].add(self.env.now, -1)
+            series["parked"].add(env.now, -1)
+            state.parked_s += env.now - t0
 
     def _extended(self, round_: int):
         while len(self.params_by_round) <= round_:
@@ -401,6 +467,5 @@ class DesEngine:
         return self.params_by_round[round_]
 
     def _human_delay(self, draws) -> float:
-        delay = self.des.resume.delay
-        return math.exp(math.log(delay.median_s) + delay.sigma * draws.normal())
+        return self.des.resume.delay.sample(draws)
 

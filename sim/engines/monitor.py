@@ -26,18 +26,21 @@ class Series:
 
     def add(self, now: float, delta: float) -> None:
         """Change the value by ``delta`` at time ``now`` (seconds, non-decreasing)."""
-        if now < self._last:
-            raise ValueError(f"{self.name}: time went backwards ({now} < {self._last})")
-        self._area += self._value * (now - self._last)
+        last = self._last
+        if now < last:
+            raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
+        value = self._value
+        self._area += value * (now - last)
         self._last = now
-        self._value += delta
-        if self._value > self.peak:
-            self.peak = self._value
-        if self.times[-1] == now:
-            self.values[-1] = self._value
+        value += delta
+        self._value = value
+        if value > self.peak:
+            self.peak = value
+        if last == now:  # times[-1] is always the last change (0.0 at first)
+            self.values[-1] = value
         else:
             self.times.append(now)
-            self.values.append(self._value)
+            self.values.append(value)
 
     @property
     def value(self) -> float:

@@ -34,13 +34,17 @@ class TokenBucket:
 
 
 class RateLimiter:
-    """Requests-per-minute and tokens-per-minute limits of one provider account."""
+    """Requests-per-minute and tokens-per-minute limits of one provider account.
+    Counts the requests it ``admitted`` (and their prompt ``admitted_tokens``)
+    and those it ``rejected`` with a 429."""
 
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None
                  ) -> None:
         self.requests = TokenBucket(requests_per_minute) if requests_per_minute else None
         self.tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
         self.rejected = 0
+        self.admitted = 0
+        self.admitted_tokens = 0
 
     def admit(self, now: float, prompt_tokens: int) -> float:
         """Admit a request (consuming from the buckets) and return 0, or reject
@@ -53,6 +57,8 @@ class RateLimiter:
         if wait > 0:
             self.rejected += 1
             return float(max(1, math.ceil(wait)))
+        self.admitted += 1
+        self.admitted_tokens += prompt_tokens
         if self.requests is not None:
             self.requests.level -= 1.0
         if self.tokens is not None:

@@ -52,7 +52,9 @@ class ToolRequest:
 
 @dataclass(slots=True)
 class Wait:
-    """Let ``seconds`` pass (a backoff before a retry). Answer with None."""
+    """Let ``seconds`` pass (a backoff before a retry). Answer with None, or
+    with the seconds that really passed when the wait was cut short (the run
+    was cancelled meanwhile)."""
 
     seconds: float
     reason: str = "backoff"

@@ -333,8 +333,8 @@ def _wait(params: HarnessParams, state: HarnessState, delay: float, target: str,
     state.retries += 1
     if emit:
         emit(ev.RETRY, {"target": target, "kind": kind, "delay_s": delay})
-    yield Wait(delay)
-    state.active_s += delay
+    waited = yield Wait(delay)
+    state.active_s += delay if waited is None else waited  # cut short by a cancellation
     if state.abort_requested:
         _end(state, CANCELLED, "external_signal", emit)
         return False
@@ -363,15 +363,19 @@ def _prices(params: HarnessParams, model: str) -> Prices:
     return params.prices
 
 
-_validated: list[HarnessParams] = []
+_validated: list[HarnessParams] = []  # the last few parameter objects validated
 
 
 def _validate_once(params: HarnessParams) -> None:
     """``params.validate()``, skipped when this very (immutable) object was
-    validated by the previous run: a sweep runs thousands of tasks per cell."""
-    if not (_validated and _validated[0] is params):
-        params.validate()
-        _validated[:] = [params]
+    validated recently: a sweep runs thousands of tasks per cell, and a resumed
+    run alternates between a few budget sets."""
+    for seen in _validated:
+        if seen is params:
+            return
+    params.validate()
+    _validated.append(params)
+    del _validated[:-8]
 
 
 # ---------------------------------------------------------------- tool calls
