@@ -185,31 +185,11 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         if not calls:
             if not params.verifier.enabled:
                 return _end(state, SUCCEEDED, "model_complete", emit)
-            answer = "".join(b.text for b in content if b.type == "text")
-            check = params.verifier
-            if check.max_prompt_tokens or check.max_output_tokens:  # a paid check
-                reason = refuse_model_call(params, state, check.max_prompt_tokens,
-                                           check.max_output_tokens, _prices(params, state.model))
-                if reason is not None:  # the check itself could overshoot a budget
-                    return _end(state, BUDGET_EXHAUSTED, reason, emit)
-            if check.max_duration_s:
-                reason = refuse_duration(params, state, check.max_duration_s)
-                if reason is not None:
-                    return _end(state, BUDGET_EXHAUSTED, reason, emit)
-            verdict = yield VerifyRequest(answer, state.turns)
-            state.active_s += verdict.duration_s
-            if state.abort_requested:  # cancelled while the check ran
-                return _end(state, CANCELLED, "external_signal", emit)
-            if verdict.usage is not None:
-                _account(params, state, state.model, verdict.usage)
-            if emit:
-                emit(ev.VERIFIER, {"passed": verdict.passed})
-            if verdict.passed:
+            passed = yield from _verify(params, state, content, emit)
+            if state.terminal:
+                return state
+            if passed:
                 return _end(state, SUCCEEDED, "verified", emit)
-            state.verifier_rejections += 1
-            feedback = verdict.feedback or "Verification failed: the task is not done yet."
-            state.append(make_message("user", [TextBlock(
-                feedback, verdict.feedback_tokens or text_block(feedback).tokens, "verifier")]))
             yield Checkpoint(state.turns)
             continue
 
@@ -246,6 +226,41 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         # 11. append the observations and checkpoint
         state.append(make_message("user", blocks))
         yield Checkpoint(state.turns)
+
+
+# ------------------------------------------------------------- verification
+def _verify(params: HarnessParams, state: HarnessState, content: list[Block], emit: Emit):
+    """Check a claimed success; True if it passed. A rejection goes back to the
+    model as an observation. A paid check (a model grader) is first held
+    against the budgets with its stated worst case; if refused, or cancelled
+    meanwhile, the run ends (and None is returned)."""
+    check = params.verifier
+    reason = None
+    if check.max_prompt_tokens or check.max_output_tokens:
+        reason = refuse_model_call(params, state, check.max_prompt_tokens,
+                                   check.max_output_tokens, _prices(params, state.model))
+    if reason is None and check.max_duration_s:
+        reason = refuse_duration(params, state, check.max_duration_s)
+    if reason is not None:  # the check itself could overshoot a budget
+        _end(state, BUDGET_EXHAUSTED, reason, emit)
+        return None
+    answer = "".join(b.text for b in content if b.type == "text")
+    verdict = yield VerifyRequest(answer, state.turns)
+    state.active_s += verdict.duration_s
+    if state.abort_requested:  # cancelled while the check ran
+        _end(state, CANCELLED, "external_signal", emit)
+        return None
+    if verdict.usage is not None:
+        _account(params, state, state.model, verdict.usage)
+    if emit:
+        emit(ev.VERIFIER, {"passed": verdict.passed})
+    if verdict.passed:
+        return True
+    state.verifier_rejections += 1
+    feedback = verdict.feedback or "Verification failed: the task is not done yet."
+    state.append(make_message("user", [TextBlock(
+        feedback, verdict.feedback_tokens or text_block(feedback).tokens, "verifier")]))
+    return False
 
 
 # --------------------------------------------------------------- model calls
