@@ -104,10 +104,14 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
 
     ``state`` is a fresh state (:func:`~sim.harness.state.new_state`) or one
     restored from a checkpoint and made runnable with
-    :func:`~sim.harness.state.resume`. ``params`` must be valid
-    (:meth:`HarnessParams.validate` is called here, before the first call).
+    :func:`~sim.harness.state.resume`. A state that has already ended (a
+    checkpoint of a finished run) is returned unchanged, without any effect.
+    ``params`` must be valid (:meth:`HarnessParams.validate` is called here,
+    before the first call).
     """
     _validate_once(params)
+    if state.terminal:
+        return state
     detector = detector if detector is not None else NoProgressDetector(params.detector)
     emit = _emitter(state, observers)
     budgets = params.budgets
