@@ -357,7 +357,8 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
 def report_markdown(summary: Mapping[str, Any], title: str) -> str:
     """The Markdown report of every cell in ``summary`` (the summary.json dict)."""
     cells = summary["cells"]
-    head = f"# {title}\n\n{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
+    about = f"{summary['description'].strip()}\n\n" if summary.get("description") else ""
+    head = f"# {title}\n\n{about}{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
     parts = [head.rstrip("\n")]
     if len(cells) > 1:
         parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
@@ -403,8 +404,8 @@ def _cell_records(name: str, records: list[TaskRecord]) -> list[TaskRecord]:
 def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[TaskRecord]],
                   params_by_cell: dict[str, dict], *, title: str = DEFAULT_TITLE,
                   extras_by_cell: Mapping[str, Mapping[str, Any]] | None = None,
-                  timeseries: pd.DataFrame | None = None, seed: int | None = None
-                  ) -> dict[str, Any]:
+                  timeseries: pd.DataFrame | None = None, seed: int | None = None,
+                  description: str = "") -> dict[str, Any]:
     """Write ``results.parquet`` (every task of every cell: cells in given
     order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
     :func:`cell_summary`) and ``report.md`` (headed ``title``) into
@@ -414,7 +415,9 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     ``extras_by_cell`` adds sections to cells' summaries (a DES cell's
     ``capacity``); ``timeseries`` is written as ``timeseries.parquet``;
     ``seed``, the root seed of the task streams, is recorded in every cell so a
-    later comparison knows whether two folders ran the same tasks."""
+    later comparison knows whether two folders ran the same tasks;
+    ``description`` (what the scenario models and shows) heads the report and
+    is kept in the summary."""
     if set(records_by_cell) != set(params_by_cell):
         raise ValueError("records_by_cell and params_by_cell name different cells: "
                          f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")
@@ -428,7 +431,9 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
         cells.append(summary_of_cell)
         frames.append(frame)
     everything = pd.concat(frames, ignore_index=True) if frames else records_frame([])
-    summary = {"cells": cells}
+    summary: dict[str, Any] = {"cells": cells}
+    if description:
+        summary["description"] = description
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(out / PARQUET_NAME, everything)

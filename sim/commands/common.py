@@ -63,7 +63,7 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
         title=f"Results: {scenario.name}",
         extras_by_cell={name: {"capacity": c} for name, c in result.capacity.items()},
         timeseries=timeseries_frame(result.series) if result.series else None,
-        seed=scenario.seed)
+        seed=scenario.seed, description=scenario.description)
     from sim.report import write_sweep_html  # matplotlib: only when a report is written
 
     write_sweep_html(out, summary, result.records, title=f"Results: {scenario.name}",
