@@ -285,14 +285,15 @@ def _call_model(params: HarnessParams, state: HarnessState, messages: list[Messa
     rate_limits = 0
     errors: list[str] = []
     while True:
-        # every try is a model call: check it against the budgets, at the prices
-        # of the model it goes to (a retry may follow a slow error or a switch
-        # to the fallback model); a no-op for the first try, which the caller checked
-        reason = refuse_model_call(params, state, prompt_tokens, max_output,
-                                   _prices(params, state.model))
-        if reason is not None:
-            _end(state, BUDGET_EXHAUSTED, reason, emit)
-            return None
+        # every retry is a model call too: check it against the budgets, at the
+        # prices of the model it goes to (it may follow a slow error or a switch
+        # to the fallback model); the first try was checked by the caller
+        if attempt or server_errors:
+            reason = refuse_model_call(params, state, prompt_tokens, max_output,
+                                       _prices(params, state.model))
+            if reason is not None:
+                _end(state, BUDGET_EXHAUSTED, reason, emit)
+                return None
         result = yield ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
                                     state.turns, attempt, cache_ttl, thinking)
         state.active_s += result.latency_s
