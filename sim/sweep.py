@@ -92,61 +92,56 @@ def run_sweep(runs: list[CellRun], tasks: int, *, workers: int | None = None,
     chunk = max(25, -(-tasks // (workers * 8)))
     jobs = [(c, start, min(start + chunk, tasks)) for c in range(len(cells))
             for start in range(0, tasks, chunk)]
-    results: dict[tuple[int, int], list[TaskRecord]] = {}
-    bar = tqdm(total=tasks * len(cells), unit="task", file=sys.stderr, disable=not progress,
-               desc="simulating", mininterval=0.5)
-    try:
-        if workers == 1 or len(jobs) == 1:
-            for c, start, stop in jobs:
-                results[(c, start)] = run_tasks(cells[c], range(start, stop))
-                bar.update(stop - start)
-        else:
-            global _CELLS
-            _CELLS = cells  # inherited by the forked workers
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = {pool.submit(_run_chunk, c, start, stop): (c, start, stop)
-                           for c, start, stop in jobs}
-                for future in as_completed(futures):
-                    c, start, stop = futures[future]
-                    results[(c, start)] = future.result()
-                    bar.update(stop - start)
-    finally:
-        bar.close()
-    return SweepResult({cell.name: [r for c2, start, _ in jobs if c2 == c
-                                    for r in results[(c2, start)]]
-                        for c, cell in enumerate(cells)})
+    global _CELLS
+    _CELLS = cells  # inherited by forked workers
+    chunks = _run_jobs(_run_chunk, jobs, [stop - start for _, start, stop in jobs],
+                       workers=workers, progress=progress, desc="simulating")
+    records: dict[str, list[TaskRecord]] = {cell.name: [] for cell in cells}
+    for (c, _, _), chunk_records in zip(jobs, chunks, strict=True):
+        records[cells[c].name].extend(chunk_records)
+    return SweepResult(records)
 
 
 def _run_des_cells(runs: list[CellRun], cells: list[Cell], tasks: int, workers: int,
                    progress: bool) -> SweepResult:
     global _DES
-    _DES = list(zip(runs, cells, strict=True))
-    out: dict[int, tuple] = {}
-    bar = tqdm(total=tasks * len(cells), unit="task", file=sys.stderr, disable=not progress,
-               desc="simulating (des)", mininterval=0.5)
-    try:
-        if workers == 1 or len(cells) == 1:
-            for c in range(len(cells)):
-                out[c] = _run_des_cell(c, tasks)
-                bar.update(tasks)
-        else:
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = {pool.submit(_run_des_cell, c, tasks): c for c in range(len(cells))}
-                for future in as_completed(futures):
-                    out[futures[future]] = future.result()
-                    bar.update(tasks)
-    finally:
-        bar.close()
+    _DES = list(zip(runs, cells, strict=True))  # inherited by forked workers
+    jobs = [(c, tasks) for c in range(len(cells))]
+    out = _run_jobs(_run_des_cell, jobs, [tasks] * len(jobs), workers=workers,
+                    progress=progress, desc="simulating (des)")
     result = SweepResult({})
-    for c, cell in enumerate(cells):
-        records, capacity, series = out[c]
+    for cell, (records, capacity, series) in zip(cells, out, strict=True):
         result.records[cell.name] = records
         if capacity is not None:
             result.capacity[cell.name] = capacity
             result.series[cell.name] = series
     return result
+
+
+def _run_jobs(work, jobs: list[tuple], sizes: list[int], *, workers: int, progress: bool,
+              desc: str) -> list:
+    """``work(*job)`` for every job, in this process (one worker or one job) or
+    on forked worker processes; results in job order, whatever order they
+    finish in. Progress (``sizes[i]`` tasks per job) goes to stderr."""
+    results: list = [None] * len(jobs)
+    bar = tqdm(total=sum(sizes), unit="task", file=sys.stderr, disable=not progress,
+               desc=desc, mininterval=0.5)
+    try:
+        if workers == 1 or len(jobs) == 1:
+            for i, job in enumerate(jobs):
+                results[i] = work(*job)
+                bar.update(sizes[i])
+        else:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                futures = {pool.submit(work, *job): i for i, job in enumerate(jobs)}
+                for future in as_completed(futures):
+                    i = futures[future]
+                    results[i] = future.result()
+                    bar.update(sizes[i])
+    finally:
+        bar.close()
+    return results
 
 
 _DES: list[tuple[CellRun, Cell]] = []

@@ -60,7 +60,7 @@ from sim.harness.effects import (
 from sim.harness.loop import agent_loop
 from sim.harness.state import BUDGET_EXHAUSTED, NEEDS_HUMAN, HarnessState, new_state, resume
 from sim.records import TaskRecord
-from sim.world.streams import StreamPool
+from sim.world.streams import OPERATIONS, StreamPool
 from sim.world.task import SimulatedTask
 
 ARRIVAL_KEY = 2**63  # spawn-key prefix of the arrival streams (never a task index)
@@ -279,9 +279,9 @@ class DesEngine:
                     self._release(arrival, begun)
                 if (state.status not in (BUDGET_EXHAUSTED, NEEDS_HUMAN)
                         or resumptions >= self.des.resume.max_times
-                        or streams[4].uniform() >= self.des.resume.share):
+                        or streams[OPERATIONS].uniform() >= self.des.resume.share):
                     break
-                delay = self._human_delay(streams[4])
+                delay = self._human_delay(streams[OPERATIONS])
                 parked_at = env.now
                 series["parked"].add(parked_at, 1)
                 try:

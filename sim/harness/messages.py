@@ -9,7 +9,7 @@ when the block is created, so the context builder never re-counts history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
@@ -115,12 +115,3 @@ def make_message(role: Role, content: list[Block]) -> Message:
     for block in content:
         total += block.tokens
     return Message(role, content, total)
-
-
-@dataclass(slots=True)
-class Diagnostic:
-    """What a failed run leaves for the outer harness: the failing request with
-    message content replaced by SHA-256 hashes (privacy), and the raw errors."""
-
-    request_hashes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)

@@ -62,11 +62,6 @@ class Draws:
         self._z = []
         self._zi = 0
 
-    @property
-    def generator(self) -> np.random.Generator:
-        """The underlying generator, for vectorised draws."""
-        return self._rng
-
 
 _INCREMENTS = tuple(((0x9E3779B97F4A7C15F39CC0605CEDC835 * (k + 1)) | 1) & ((1 << 128) - 1)
                     for k in range(len(CONCERNS)))

@@ -40,7 +40,7 @@ class SimulatedTask:
     ``approve`` answer the four kinds of effect that reach the world."""
 
     __slots__ = ("world", "model", "tools", "latency", "need", "progress", "premature_at",
-                 "stuck", "loop_call", "kinds", "calls", "answer_correct", "claims",
+                 "stuck", "loop_call", "kinds", "calls", "answer_correct",
                  "cached_history", "cached_tokens", "cache_expires_s")
 
     def __init__(self, world: World, streams: tuple[Draws, ...]) -> None:
@@ -54,7 +54,6 @@ class SimulatedTask:
         self.kinds: dict[str, int] = {}
         self.calls = 0
         self.answer_correct = False
-        self.claims = 0
         self.cached_history: list | None = None
         self.cached_tokens = 0
         self.cache_expires_s = -1.0
@@ -121,7 +120,6 @@ class SimulatedTask:
         return ToolUseBlock(call_id, loop.name, loop.input, loop.tokens)
 
     def _answer(self, correct: bool) -> TextBlock:
-        self.claims += 1
         self.answer_correct = correct
         return TextBlock("The task is complete.", self.world.output_tokens)
 
