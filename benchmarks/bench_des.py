@@ -23,8 +23,8 @@ import time
 
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.direct import run_tasks
-from sim.scenario import load_scenario
-from sim.sweep import build_cell, cells_of
+from sim.runner import build_cell, cells_of
+from sim.scenario.model import load_scenario
 
 
 def measure_direct(cell, tasks: int) -> tuple[int, float]:

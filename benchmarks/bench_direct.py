@@ -19,8 +19,8 @@ import time
 
 from benchmarks.bare_loop import bare_task
 from sim.engines.direct import run_tasks
-from sim.scenario import load_scenario
-from sim.sweep import build_cell, cells_of
+from sim.runner import build_cell, cells_of
+from sim.scenario.model import load_scenario
 from sim.world.streams import StreamPool
 
 

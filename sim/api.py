@@ -19,7 +19,7 @@ None}`` removes the token budget) or, as on the command line, a list of
 :class:`sim.errors.InputError` with a message naming the file and field.
 
 Units, as everywhere: shares in [0, 1], tokens as counts, cost in USD, times
-in seconds; percentiles are observed values at rank floor(q n) (:mod:`sim.stats`).
+in seconds; percentiles are observed values at rank floor(q n) (:mod:`sim.analysis.stats`).
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from sim.compare import Comparison, Side, Thresholds, compare_sides
+from sim.analysis.compare import Comparison, Side, Thresholds, compare_sides
 from sim.errors import InputError
-from sim.report import summary_frame
-from sim.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, records_frame
-from sim.scenario import Scenario, set_dotted, validate
-from sim.scenario import load_scenario as _load_yaml
-from sim.sweep import CellRun, cells_of, run_sweep
+from sim.output.html import summary_frame
+from sim.output.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, records_frame
+from sim.runner import CellRun, cells_of, run_sweep
+from sim.scenario.model import Scenario, set_dotted, validate
+from sim.scenario.model import load_scenario as _load_yaml
 
 Overrides = Mapping[str, Any] | Sequence[str] | None
 """``{"dotted.path": value}`` or ``["dotted.path=value", ...]`` (YAML values)."""
@@ -50,7 +50,7 @@ __all__ = ["Comparison", "SweepFrames", "compare", "load_scenario", "read_result
 class SweepFrames(NamedTuple):
     """The results of a sweep: ``rows`` (one per task of every cell, the
     columns of :class:`sim.records.TaskRecord`) and ``summary`` (one per cell,
-    see :func:`sim.report.summary_frame`). Unpacks as ``rows, summary``."""
+    see :func:`sim.output.html.summary_frame`). Unpacks as ``rows, summary``."""
 
     rows: pd.DataFrame
     summary: pd.DataFrame
@@ -73,7 +73,7 @@ def with_overrides(scenario: Scenario, overrides: Overrides = None) -> Scenario:
         for key, value in overrides.items():
             set_dotted(raw, str(key), value, source)
     else:
-        from sim.scenario import parse_override
+        from sim.scenario.model import parse_override
 
         if isinstance(overrides, str):
             raise InputError("overrides must be a dict or a list of 'path=value' strings, "
@@ -259,7 +259,7 @@ def compare(base: Any, candidate: Any, *, tasks: int | None = None, seed: int | 
             progress: bool = False) -> Comparison:
     """Compare a candidate harness setting with a base: outcome shares, steps,
     tokens and cost, cell by cell, with intervals, tests and a verdict (see
-    :mod:`sim.compare` for the statistics).
+    :mod:`sim.analysis.compare` for the statistics).
 
     Each side is a scenario file, a :class:`~sim.scenario.Scenario`, a
     results folder (``results.parquet`` + ``summary.json``) or a DataFrame of

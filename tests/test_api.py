@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 import sim
-from sim import api, stats
+from sim import api
+from sim.analysis import stats
 from sim.cli import main
 from sim.errors import InputError
 from sim.records import RECORD_FIELDS
@@ -35,18 +36,17 @@ def test_importing_sim_is_light_and_the_api_loads_on_first_use():
     assert out == "True True"
 
 
-def test_the_package_exports_the_api_functions_and_the_modules_stay_importable():
+def test_the_package_exports_the_api_functions():
     """``from sim import load_scenario, simulate, sweep, compare`` gives the
-    API functions (even though sim.sweep and sim.compare are also modules,
-    which ``from sim.sweep import ...`` still reaches)."""
+    API functions; the modules behind them keep their own names."""
     from sim import compare, load_scenario, simulate, sweep
-    from sim.sweep import cells_of
+    from sim.runner import cells_of
 
     assert (load_scenario, simulate, sweep, compare) == (
         api.load_scenario, api.simulate, api.sweep, api.compare)
     assert sim.sweep is api.sweep and sim.compare is api.compare
-    assert isinstance(sys.modules["sim.sweep"], types.ModuleType)
-    assert sys.modules["sim.sweep"].cells_of is cells_of
+    assert isinstance(sys.modules["sim.runner"], types.ModuleType)
+    assert sys.modules["sim.runner"].cells_of is cells_of
     assert {"load_scenario", "simulate", "sweep", "compare"} <= set(dir(sim))
     assert set(sim.__all__) >= {"load_scenario", "simulate", "sweep", "compare"}
 
@@ -104,7 +104,7 @@ def test_simulate_is_reproducible_whatever_the_worker_count(rows):
 
 def test_sweep_returns_rows_of_every_cell_and_a_summary_per_cell():
     """A grid given as an override: rows of both cells; the summary has the
-    axis as a column and statistics by sim.stats' definitions."""
+    axis as a column and statistics by sim.analysis.stats' definitions."""
     rows, summary = api.sweep(BOUNDED, {"sweep": {"harness.detector.nudges": [0, 1]}},
                               tasks=80, workers=1)
     assert summary["cell"].tolist() == ["nudges=0", "nudges=1"]
@@ -155,7 +155,7 @@ def test_compare_refuses_settings_that_apply_to_no_scenario(rows):
         api.compare(rows, rows, tasks=10)
 
 
-@pytest.mark.parametrize("module", ["sim.api", "sim.compare", "sim.figures"])
+@pytest.mark.parametrize("module", ["sim.api", "sim.analysis.compare", "sim.output.figures"])
 def test_docstring_examples_run(module, monkeypatch):
     """The examples in the API's docstrings run as written (from the repo root)."""
     monkeypatch.chdir(ROOT)

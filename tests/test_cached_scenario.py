@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.scenario import load_scenario
-from sim.sweep import cells_of, run_cells
+from sim.runner import cells_of, run_cells
+from sim.scenario.model import load_scenario
 
 TASKS = 1500
 

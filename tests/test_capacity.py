@@ -2,7 +2,7 @@
 ``python -m sim capacity``).
 
 Every DES run here goes through :func:`simulate`, which asserts the
-drained-run invariants (:func:`sim.capacity.check_drained`): among them
+drained-run invariants (:func:`sim.analysis.capacity.check_drained`): among them
 Little's law, L = lambda W, within 2% for the system, the sandbox pool, the
 sandbox queue and the model-slot queue. Queueing is checked against Erlang
 C on an M/M/c queue built from the agent simulator (scenarios/mmc.yaml),
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.capacity import (
+from sim.analysis.capacity import (
     check_drained,
     measurements,
     resampled,
@@ -31,12 +31,12 @@ from sim.capacity import (
     window_average,
     window_averages,
 )
+from sim.analysis.sizing import size_capacity, with_capacity
 from sim.cli import main
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.monitor import Series
-from sim.scenario import load_scenario
-from sim.sizing import size_capacity, with_capacity
-from sim.sweep import build_cell, cells_of
+from sim.runner import build_cell, cells_of
+from sim.scenario.model import load_scenario
 
 BOUNDED = "scenarios/bounded.yaml"
 

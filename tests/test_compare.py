@@ -1,4 +1,4 @@
-"""Comparisons (sim.compare, ``python -m sim compare``): statistics against
+"""Comparisons (sim.analysis.compare, ``python -m sim compare``): statistics against
 theory, the verdict's rules, pairing, and the two end-to-end claims of the
 issue: bounded.yaml against itself under another seed is no regression, and
 stopping on the first detection is a regression of the expected size."""
@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from sim import cost
-from sim.cli import main
-from sim.compare import (
+from sim.analysis.compare import (
     ROW_COLUMNS,
     Side,
     Thresholds,
@@ -33,8 +32,9 @@ from sim.compare import (
     newcombe_interval,
     stuart_maxwell,
 )
+from sim.cli import main
 from sim.errors import InputError
-from sim.scenario import load_scenario
+from sim.scenario.model import load_scenario
 from sim.world.difficulty import need_cdf
 
 Z = 4.0  # two-sided tolerance in standard errors: a false alarm about once in 16,000 runs

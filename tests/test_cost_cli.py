@@ -8,7 +8,7 @@ import json
 import pytest
 
 import sim.cli
-from sim.commands import cost
+from sim.cli import cost
 from sim.cost import cached_run_tokens
 from sim.errors import InputError
 

@@ -42,8 +42,8 @@ from sim.harness.effects import ModelRequest, ModelResponse, Verdict, VerifyRequ
 from sim.harness.messages import Usage
 from sim.harness.params import Prices
 from sim.records import TaskRecord
-from sim.scenario import VerifierConfig, build_verifier, validate
-from sim.sweep import CellRun, build_cell
+from sim.runner import CellRun, build_cell
+from sim.scenario.model import VerifierConfig, build_verifier, validate
 from sim.world.streams import task_streams
 from sim.world.task import SimulatedTask
 from sim.world.verifiers import (

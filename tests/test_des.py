@@ -2,7 +2,7 @@
 limits, tenants, approvals, operator controls, human resumption, arrivals.
 
 Every run goes through :func:`simulate`, which asserts the engine's
-invariants on the drained run (:func:`sim.capacity.check_drained`):
+invariants on the drained run (:func:`sim.analysis.capacity.check_drained`):
 conservation (every arrival ends exactly once), a monotone clock, Little's
 law within 2% for the system and each pool and queue, peaks within capacity
 and tenant caps, and the harness's clock agreeing with the engine's.
@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.capacity import check_drained, value_at
+from sim.analysis.capacity import check_drained, value_at
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.monitor import Series
 from sim.engines.ratelimit import RateLimiter, TokenBucket
 from sim.errors import InputError
-from sim.scenario import load_scenario
-from sim.sweep import build_cell, cells_of
+from sim.runner import build_cell, cells_of
+from sim.scenario.model import load_scenario
 
 BOUNDED = "scenarios/bounded.yaml"
 ALPHA = 0.001  # significance of the statistical tests: a false alarm in 1,000 runs

@@ -13,18 +13,18 @@ time budgets): each task's clock runs the same in both engines.
 
 Checked over ten seeds x 120 tasks for each of several harnesses; every DES
 run is also checked for the drained-run invariants, Little's law among them
-(:func:`sim.capacity.check_drained`).
+(:func:`sim.analysis.capacity.check_drained`).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from sim.capacity import check_drained
+from sim.analysis.capacity import check_drained
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.direct import run_tasks
-from sim.scenario import load_scenario
-from sim.sweep import build_cell, cells_of
+from sim.runner import build_cell, cells_of
+from sim.scenario.model import load_scenario
 
 SEEDS = range(10)
 TASKS = 120

@@ -1,4 +1,4 @@
-"""Figures (sim.figures) and the reports that embed them (sim.report): each
+"""Figures (sim.output.figures) and the reports that embed them (sim.output.html): each
 figure is one small function returning a Figure, drawn without pyplot or
 global state; HTML reports are self-contained."""
 
@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from sim import figures
 from sim.cli import main
-from sim.report import markdown_to_html, summary_frame
+from sim.output import figures
+from sim.output.html import markdown_to_html, summary_frame
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -52,11 +52,11 @@ def test_every_figure_function_returns_a_figure_that_renders_to_png():
 
 def test_figures_leave_no_global_state():
     """Drawing every figure changes no rcParams and registers no pyplot figure;
-    importing sim.figures and drawing does not import pyplot at all."""
+    importing sim.output.figures and drawing does not import pyplot at all."""
     before = dict(matplotlib.rcParams)
     all_figures()
     assert dict(matplotlib.rcParams) == before
-    code = ("import sys, sim.figures as f; f.cost_ccdf({'a': [1.0, 2.0]}); "
+    code = ("import sys, sim.output.figures as f; f.cost_ccdf({'a': [1.0, 2.0]}); "
             "print('matplotlib.pyplot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

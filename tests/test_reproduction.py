@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pytest
 
-from sim.scenario import load_scenario
-from sim.stats import percentile
-from sim.sweep import cells_of, run_cells
+from sim.analysis.stats import percentile
+from sim.runner import cells_of, run_cells
+from sim.scenario.model import load_scenario
 
 N_SEED = 10_000
 Z = 4.0  # two-sided: a false alarm about once in 16,000 comparisons

@@ -1,4 +1,4 @@
-"""Results on disk (sim.results): frame, cell summaries, atomic deterministic files, tables."""
+"""Results on disk (sim.output.results): frame, summaries, atomic deterministic files, tables."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from sim import results
-from sim.records import RECORD_FIELDS, TaskRecord
-from sim.results import (
+from sim.output import results
+from sim.output.results import (
     cell_summary,
     format_table,
     records_frame,
@@ -24,6 +23,7 @@ from sim.results import (
     write_report,
     write_results,
 )
+from sim.records import RECORD_FIELDS, TaskRecord
 
 SUMMARY_KEYS = {
     "name", "params", "tasks", "outcomes", "outcome_counts", "steps", "input_tokens",

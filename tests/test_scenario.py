@@ -28,7 +28,7 @@ import pytest
 import sim.cli
 from sim.errors import InputError
 from sim.harness.state import DetectorMemory
-from sim.scenario import (
+from sim.scenario.model import (
     VerifierConfig,
     build_verifier,
     expand,

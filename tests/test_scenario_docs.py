@@ -1,8 +1,8 @@
 """scenarios/README.md documents every scenario field, generated from the models.
 
 The field reference between ``<!-- fields:start -->`` and ``<!-- fields:end -->``
-must equal what :mod:`sim.scenario_docs` generates now, so it cannot go stale:
-after changing a field, run ``python -m sim.scenario_docs --write``. The
+must equal what :mod:`sim.scenario.docs` generates now, so it cannot go stale:
+after changing a field, run ``python -m sim.scenario.docs --write``. The
 hand-written part above it is checked too: its YAML examples are valid
 scenarios, it names every registered component and the outcome labels, and
 what it says about naive.yaml and bounded.yaml is what those files hold.
@@ -18,8 +18,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-import sim.scenario_docs as docs
-from sim.scenario import Scenario, load_scenario, validate
+import sim.scenario.docs as docs
+from sim.scenario.model import Scenario, load_scenario, validate
 from sim.world.params import PolicyParams, WorldParams
 from sim.world.verifiers import VERIFIERS
 
@@ -42,7 +42,7 @@ def prose(readme) -> str:
 def test_readme_field_reference_is_what_the_models_generate(readme):
     """The README's generated part equals the generator's output now."""
     assert docs.generated_part(readme) == docs.reference(), (
-        "scenarios/README.md is stale: run python -m sim.scenario_docs --write")
+        "scenarios/README.md is stale: run python -m sim.scenario.docs --write")
 
 
 def _leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
@@ -143,7 +143,7 @@ def test_shapes_and_list_entries_get_their_own_sections():
 
 # ------------------------------------------------------------ the command
 def test_module_prints_the_reference(capsys):
-    """``python -m sim.scenario_docs`` prints the reference."""
+    """``python -m sim.scenario.docs`` prints the reference."""
     assert docs.main([]) == 0
     assert capsys.readouterr().out == docs.reference() + "\n"
 

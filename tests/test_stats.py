@@ -1,4 +1,4 @@
-"""Summary statistics (sim.stats): one percentile definition, shares and their intervals."""
+"""Summary statistics (sim.analysis.stats): one percentile definition, shares, intervals."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from sim.stats import (
+from sim.analysis.stats import (
     cost_summary,
     describe,
     outcome_counts,

@@ -88,7 +88,7 @@ class DesResult:
     task the seconds it held a sandbox and waited for one (not counting the
     wait for its tenant's cap). ``limiter`` is the provider's rate limiter (its
     admitted and rejected counts), or None without rate limits. See
-    :func:`sim.capacity.measurements`."""
+    :func:`sim.analysis.capacity.measurements`."""
 
     records: list[TaskRecord]
     series: dict[str, Series]

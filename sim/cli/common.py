@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from sim.errors import InputError
 
 if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it registers
-    from sim.scenario import Scenario
-    from sim.sweep import CellRun
+    from sim.runner import CellRun
+    from sim.scenario.model import Scenario
 
 
 def add_simulation_options(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def load(args: argparse.Namespace) -> Scenario:
             overrides.append(f"{flag}={value}")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be >= 1, got {args.workers}")
-    from sim.scenario import load_scenario
+    from sim.scenario.model import load_scenario
 
     return load_scenario(args.scenario, overrides)
 
@@ -53,8 +53,8 @@ def load(args: argparse.Namespace) -> Scenario:
 def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun]
                         ) -> int:
     """Run the cells, write the results folder, print tables or JSON."""
-    from sim.results import format_table, timeseries_frame, write_results
-    from sim.sweep import run_sweep
+    from sim.output.results import format_table, timeseries_frame, write_results
+    from sim.runner import run_sweep
 
     out = Path(args.out) if args.out else Path("reports") / scenario.name
     result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet)
@@ -64,7 +64,7 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
         extras_by_cell={name: {"capacity": c} for name, c in result.capacity.items()},
         timeseries=timeseries_frame(result.series) if result.series else None,
         seed=scenario.seed, description=scenario.description)
-    from sim.report import write_sweep_html  # matplotlib: only when a report is written
+    from sim.output.html import write_sweep_html  # matplotlib: only when a report is written
 
     write_sweep_html(out, summary, result.records, title=f"Results: {scenario.name}",
                      ceiling=args.cost_ceiling)

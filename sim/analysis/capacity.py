@@ -1,7 +1,7 @@
 """Capacity measurements of a DES cell: Little's law, utilisation, queueing
 and the tail's share of sandbox time (seed 001, "What changes at scale").
 
-Definitions (seconds; percentiles as in :mod:`sim.stats`):
+Definitions (seconds; percentiles as in :mod:`sim.analysis.stats`):
 
 * horizon ``T``: from time 0 to the end of the last task (the run drains);
 * ``L``: time-average number of tasks in the system over [0, T];
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from sim.analysis.stats import describe, percentile
 from sim.engines.des import DesResult
 from sim.engines.monitor import Series
-from sim.stats import describe, percentile
 
 RESAMPLED_POINTS = 1000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sim.commands.common import add_simulation_options, load, simulate_and_report
+from sim.cli.common import add_simulation_options, load, simulate_and_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load and simulate the base cell."""
-    from sim.sweep import CellRun
+    from sim.runner import CellRun
 
     scenario = load(args)
     if scenario.sweep and not args.quiet:

@@ -46,12 +46,12 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
-from sim.capacity import window_average
+from sim.analysis.capacity import window_average
+from sim.analysis.stats import percentile
 from sim.engines.cell import Cell
 from sim.engines.des import Arrival, DesEngine, DesResult
 from sim.engines.des_params import DesParams
 from sim.errors import InputError
-from sim.stats import percentile
 
 P95 = 0.95
 

@@ -4,7 +4,7 @@ Input is two sets of per-task rows (the columns of
 :class:`~sim.records.TaskRecord`), one per side, cells matched by name; output
 is a :class:`Comparison` holding DataFrames and a verdict. Nothing here runs a
 simulation (see :func:`sim.api.compare`) or writes a file (see
-:mod:`sim.report`).
+:mod:`sim.output.html`).
 
 **Paired or unpaired.** Task ``i`` of a cell draws from the ``i``-th child of
 the root seed, so with the same seed task ``i`` is the same task on both sides
@@ -20,7 +20,7 @@ are somewhat optimistic about time-related effects.
 Outcome shares (shares in [0, 1]; changes in percentage points):
 
 * interval of the change: Newcombe's hybrid score interval built from the two
-  95% Wilson intervals of :func:`sim.stats.share_ci`, with the correlation of
+  95% Wilson intervals of :func:`sim.analysis.stats.share_ci`, with the correlation of
   the paired indicators (Newcombe 1998, paired data, method 10) or without it
   (independent samples, method 10 of the companion paper);
 * test of one outcome (succeeded, or one failure outcome): paired, McNemar's
@@ -35,7 +35,7 @@ Outcome shares (shares in [0, 1]; changes in percentage points):
   homogeneity of the 2 x K table (:func:`scipy.stats.chi2_contingency`).
 
 Steps, prompt tokens, output tokens and cost: mean, p50, p95 and max per side
-(:mod:`sim.stats`' percentile definition), and percentile-bootstrap intervals
+(:mod:`sim.analysis.stats`' percentile definition), and percentile-bootstrap intervals
 of the change in mean, p50 and p95 (:func:`scipy.stats.bootstrap`, resampling
 tasks in pairs when paired, each side alone otherwise, from a fixed seed so a
 report is reproducible). The max gets no interval: the bootstrap cannot
@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from sim import stats
+from sim.analysis import stats
 from sim.errors import InputError
 from sim.harness.state import SUCCEEDED
 
@@ -256,7 +256,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 # ---------------------------------------------------------- the bootstrap
 
 def _stat_columns(x: np.ndarray, axis: int) -> np.ndarray:
-    """Mean, p50 and p95 of ``x`` along ``axis`` (sim.stats' percentiles)."""
+    """Mean, p50 and p95 of ``x`` along ``axis`` (sim.analysis.stats' percentiles)."""
     x = np.moveaxis(x, axis, -1)
     n = x.shape[-1]
     ranks = [stats.rank(0.5, n), stats.rank(0.95, n)]

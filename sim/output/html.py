@@ -2,10 +2,10 @@
 base64 PNG, styles inline, nothing fetched), for sweeps and comparisons.
 
 A sweep's folder gets ``report.html``: its ``report.md`` (written by
-:mod:`sim.results`) with figures of outcome shares, the cost tail, steps and,
+:mod:`sim.output.results`) with figures of outcome shares, the cost tail, steps and,
 for several cells, the success-cost frontier. A comparison's folder gets
 ``report.md`` (figures as ``figures/*.png``), ``report.html`` and
-``comparison.json`` (:meth:`sim.compare.Comparison.to_dict`). HTML is
+``comparison.json`` (:meth:`sim.analysis.compare.Comparison.to_dict`). HTML is
 rendered from the Markdown by :func:`markdown_to_html`, so both say the same.
 Files are written atomically; the same input gives the same bytes.
 """
@@ -23,9 +23,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from sim import figures, stats
-from sim.compare import METRICS, Comparison, check_sentence, format_p
-from sim.results import records_frame, report_markdown, write_atomic, write_json
+from sim.analysis import stats
+from sim.analysis.compare import METRICS, Comparison, check_sentence, format_p
+from sim.output import figures
+from sim.output.results import records_frame, report_markdown, write_atomic, write_json
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"
@@ -214,7 +215,7 @@ _SWEEP_CAPTIONS = {
 
 def sweep_html(summary: Mapping[str, Any], rows: pd.DataFrame, *, title: str,
                ceiling: float | None = None) -> str:
-    """The HTML report of a sweep: the Markdown report of :mod:`sim.results`
+    """The HTML report of a sweep: the Markdown report of :mod:`sim.output.results`
     with a Figures section after its notes."""
     figs = sweep_figures(summary, rows, ceiling=ceiling)
     images = {f"{FIGURES_DIR}/{name}.png": figures.png_bytes(fig) for name, fig in figs.items()}

@@ -3,9 +3,9 @@ or cost? Exit status 1 on a regression, 0 otherwise, 2 on bad input (CI-ready).
 
 Each side is a scenario file (simulated here, both on the same task streams
 unless their seeds differ) or a results folder of ``sweep``/``run``. The
-statistics and the verdict are described in :mod:`sim.compare`; the report
+statistics and the verdict are described in :mod:`sim.analysis.compare`; the report
 folder (``report.md``, ``report.html``, ``comparison.json``, ``figures/``) in
-:mod:`sim.report`. Example, seed 001's "Try it" 2 (stop on the first
+:mod:`sim.output.html`. Example, seed 001's "Try it" 2 (stop on the first
 detection instead of nudging)::
 
     python -m sim compare scenarios/bounded.yaml scenarios/bounded_stop_first.yaml
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from sim.errors import InputError
 
 if TYPE_CHECKING:
-    from sim.compare import Comparison, Side
+    from sim.analysis.compare import Comparison, Side
 
 _DESCRIPTION = (
     "Compare a candidate harness setting with a base, cell by cell: outcome shares with "
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None and args.seed < 0:
         raise InputError(f"--seed must be >= 0, got {args.seed}")
     from sim import api
-    from sim.report import write_comparison
+    from sim.output.html import write_comparison
 
     result = api.compare(
         args.base, args.candidate, tasks=args.tasks, seed=args.seed,
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
 def save_side(folder: Path, side: Side) -> None:
     """Write a side's rows as a results folder (the files ``sweep`` writes)."""
-    from sim.results import (
+    from sim.output.results import (
         PARQUET_NAME,
         REPORT_NAME,
         SUMMARY_NAME,
@@ -147,7 +147,7 @@ def _default_name(result: Comparison) -> str:
 def format_comparison(result: Comparison) -> str:
     """The terminal table: per cell, outcome shares side by side with changes,
     intervals and p-values, then steps, tokens and cost; then the verdict."""
-    from sim.compare import METRICS, check_sentence, format_p
+    from sim.analysis.compare import METRICS, check_sentence, format_p
 
     level = round(100 * (1 - result.thresholds.alpha))
     lines = [f"base:      {result.base.source}", f"candidate: {result.candidate.source}",

@@ -1,6 +1,6 @@
 """``python -m sim capacity SCENARIO``: the capacity of the scenario's DES cell,
 and with ``--target-p95-wait`` the fewest sandboxes and model slots that
-meet a queueing target (:mod:`sim.sizing`).
+meet a queueing target (:mod:`sim.analysis.sizing`).
 
 The scenario runs in the DES engine whatever its ``engine`` says; a sweep
 section is ignored (the base cell runs). The capacity table gives L, the
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sim.commands.common import add_simulation_options, load
+from sim.cli.common import add_simulation_options, load
 from sim.errors import InputError
 
 
@@ -43,11 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, (size,) simulate, write the results, print."""
-    from sim.capacity import check_drained, measurements, resampled
+    from sim.analysis.capacity import check_drained, measurements, resampled
+    from sim.analysis.sizing import size_capacity, with_capacity
     from sim.engines.des import DesEngine, arrival_schedule
-    from sim.results import format_table, timeseries_frame, write_results
-    from sim.sizing import size_capacity, with_capacity
-    from sim.sweep import CellRun, build_cell, default_workers
+    from sim.output.results import format_table, timeseries_frame, write_results
+    from sim.runner import CellRun, build_cell, default_workers
 
     target = args.target_p95_wait
     if target is not None and not (math.isfinite(target) and target >= 0):
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                             extras_by_cell={cell.name: extras},
                             timeseries=timeseries_frame({cell.name: series}),
                             seed=scenario.seed)
-    from sim.report import write_sweep_html  # matplotlib: only when a report is written
+    from sim.output.html import write_sweep_html  # matplotlib: only when a report is written
 
     write_sweep_html(out, summary, {cell.name: result.records},
                      title=f"Capacity: {scenario.name}", ceiling=args.cost_ceiling)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_capacity(c: dict[str, Any], limits: dict[str, Any]) -> str:
-    """The terminal capacity table of one DES run (see :mod:`sim.capacity`)."""
+    """The terminal capacity table of one DES run (see :mod:`sim.analysis.capacity`)."""
     lines = ["== capacity",
              f"  L (mean tasks in system)     {c['L']:>10.2f}",
              f"  arrival rate                 {c['arrival_rate_per_s']:>10.4f} /s"

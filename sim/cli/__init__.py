@@ -1,6 +1,6 @@
 """Command line: ``python -m sim <command> ...``.
 
-Each command lives in its own module under :mod:`sim.commands` with a
+Each command lives in its own module under :mod:`sim.cli` with a
 ``register(subparsers)`` function that adds its parser and sets ``handler``.
 Bad input (:class:`~sim.errors.InputError`) prints one clear message on stderr
 and exits with status 2; argparse's own usage errors exit 2 as well.
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate LLM agent harnesses: outcomes, cost and capacity.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"sim.commands.{name}").register(sub)
+        importlib.import_module(f"sim.cli.{name}").register(sub)
     return parser
 
 

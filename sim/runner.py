@@ -19,7 +19,7 @@ from tqdm import tqdm
 from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
 from sim.records import TaskRecord
-from sim.scenario import (
+from sim.scenario.model import (
     Scenario,
     build_verifier,
     expand,
@@ -66,7 +66,7 @@ def default_workers() -> int:
 @dataclass
 class SweepResult:
     """Records by cell (tasks in index order) and, for DES cells, the capacity
-    measurements (:func:`sim.capacity.measurements`) and resampled time series
+    measurements (:func:`sim.analysis.capacity.measurements`) and resampled time series
     (``{series name: (bin start times in seconds, time-average values)}``)."""
 
     records: dict[str, list[TaskRecord]]
@@ -148,7 +148,7 @@ _DES: list[tuple[CellRun, Cell]] = []
 
 
 def _run_des_cell(index: int, tasks: int) -> tuple[list[TaskRecord], dict, dict]:
-    from sim.capacity import measurements, resampled
+    from sim.analysis.capacity import measurements, resampled
     from sim.engines.des import DesEngine, arrival_schedule
 
     run, cell = _DES[index]

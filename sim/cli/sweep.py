@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sim.commands.common import add_simulation_options, load, simulate_and_report
+from sim.cli.common import add_simulation_options, load, simulate_and_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, expand, simulate, report."""
-    from sim.sweep import cells_of
+    from sim.runner import cells_of
 
     scenario = load(args)
     return simulate_and_report(args, scenario, cells_of(scenario))

@@ -8,7 +8,7 @@ sees half a file and a failure never clobbers the previous one. The same
 records give the same bytes: Parquet without the pandas index or metadata and
 with fixed compression; JSON with sorted keys and ``repr`` floats.
 
-Percentiles follow :mod:`sim.stats` (an observed value at rank floor(q*n)).
+Percentiles follow :mod:`sim.analysis.stats` (an observed value at rank floor(q*n)).
 Units: tokens are counts, cost is USD, times are seconds, shares are in [0, 1].
 """
 
@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sim import stats
+from sim.analysis import stats
 from sim.records import FALSE_SUCCESS, RECORD_FIELDS, TaskRecord
 
 PARQUET_NAME = "results.parquet"
@@ -96,8 +96,8 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     largest first) and ``outcome_counts`` ({outcome: tasks}); ``steps``,
     ``input_tokens`` (prompt tokens: input + cache read + cache write),
     ``output_tokens``, ``thinking_tokens`` and ``wall_s`` (seconds), each
-    :func:`sim.stats.describe` (p50, p95, max, mean); ``cost``
-    (:func:`sim.stats.cost_summary`, USD); ``cache_hit_share`` (cache-read
+    :func:`sim.analysis.stats.describe` (p50, p95, max, mean); ``cost``
+    (:func:`sim.analysis.stats.cost_summary`, USD); ``cache_hit_share`` (cache-read
     over prompt tokens); and ``retries_mean``, ``nudges_mean``,
     ``verifier_rejections_mean``, ``compactions_mean`` (per task). ``params``
     is converted to plain JSON values.
@@ -269,7 +269,7 @@ def _change(value: float, base: float) -> str:
 
 
 def capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
-    """Markdown table of a DES cell's capacity measurements (see sim.capacity)."""
+    """Markdown table of a DES cell's capacity measurements (see sim.analysis.capacity)."""
     util = capacity["utilisation"]
     busy = capacity["mean_busy"]
     queue, model = capacity["queue_wait_s"], capacity["model_wait_s"]

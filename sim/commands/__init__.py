@@ -1,1 +1,0 @@
-"""Command-line commands, one module each (see :mod:`sim.cli`)."""
