@@ -48,10 +48,12 @@ def cells_of(scenario: Scenario) -> list[CellRun]:
 
 
 def build_cell(run: CellRun) -> Cell:
-    """The engine's view of a cell: validated harness parameters, compiled world."""
+    """The engine's view of a cell: validated harness parameters, compiled
+    world; the world and the verifier are built once."""
     s = run.scenario
-    world = World(s.world, build_verifier(s.harness.verifier))
-    return Cell(run.name, harness_params(s.harness, s.world), world,
+    verifier = build_verifier(s.harness.verifier)
+    world = World(s.world, verifier)
+    return Cell(run.name, harness_params(s.harness, world, verifier=verifier), world,
                 resolve_detector(s.harness.detector.name), s.seed, run.values)
 
 
@@ -90,23 +92,19 @@ def run_sweep(runs: list[CellRun], tasks: int, *, workers: int | None = None,
     if any(r.scenario.engine == "des" for r in runs):
         return _run_des_cells(runs, cells, tasks, workers, progress)
     chunk = max(25, -(-tasks // (workers * 8)))
-    jobs = [(c, start, min(start + chunk, tasks)) for c in range(len(cells))
+    jobs = [(cell, start, min(start + chunk, tasks)) for cell in cells
             for start in range(0, tasks, chunk)]
-    global _CELLS
-    _CELLS = cells  # inherited by forked workers
     chunks = _run_jobs(_run_chunk, jobs, [stop - start for _, start, stop in jobs],
                        workers=workers, progress=progress, desc="simulating")
     records: dict[str, list[TaskRecord]] = {cell.name: [] for cell in cells}
-    for (c, _, _), chunk_records in zip(jobs, chunks, strict=True):
-        records[cells[c].name].extend(chunk_records)
+    for (cell, _, _), chunk_records in zip(jobs, chunks, strict=True):
+        records[cell.name].extend(chunk_records)
     return SweepResult(records)
 
 
 def _run_des_cells(runs: list[CellRun], cells: list[Cell], tasks: int, workers: int,
                    progress: bool) -> SweepResult:
-    global _DES
-    _DES = list(zip(runs, cells, strict=True))  # inherited by forked workers
-    jobs = [(c, tasks) for c in range(len(cells))]
+    jobs = [(run, cell, tasks) for run, cell in zip(runs, cells, strict=True)]
     out = _run_jobs(_run_des_cell, jobs, [tasks] * len(jobs), workers=workers,
                     progress=progress, desc="simulating (des)")
     result = SweepResult({})
@@ -121,8 +119,10 @@ def _run_des_cells(runs: list[CellRun], cells: list[Cell], tasks: int, workers: 
 def _run_jobs(work, jobs: list[tuple], sizes: list[int], *, workers: int, progress: bool,
               desc: str) -> list:
     """``work(*job)`` for every job, in this process (one worker or one job) or
-    on forked worker processes; results in job order, whatever order they
-    finish in. Progress (``sizes[i]`` tasks per job) goes to stderr."""
+    on forked worker processes (each job, its cell included, is sent to the
+    worker that runs it: no module state is shared); results in job order,
+    whatever order they finish in. Progress (``sizes[i]`` tasks per job) goes
+    to stderr."""
     results: list = [None] * len(jobs)
     bar = tqdm(total=sum(sizes), unit="task", file=sys.stderr, disable=not progress,
                desc=desc, mininterval=0.5)
@@ -144,14 +144,11 @@ def _run_jobs(work, jobs: list[tuple], sizes: list[int], *, workers: int, progre
     return results
 
 
-_DES: list[tuple[CellRun, Cell]] = []
-
-
-def _run_des_cell(index: int, tasks: int) -> tuple[list[TaskRecord], dict, dict]:
+def _run_des_cell(run: CellRun, cell: Cell, tasks: int
+                  ) -> tuple[list[TaskRecord], dict | None, dict]:
     from sim.analysis.capacity import measurements, resampled
     from sim.engines.des import DesEngine, arrival_schedule
 
-    run, cell = _DES[index]
     if run.scenario.engine == "direct":  # a direct cell in a sweep that has DES cells
         return run_tasks(cell, range(tasks)), None, {}
     des = run.scenario.des
@@ -162,8 +159,5 @@ def _run_des_cell(index: int, tasks: int) -> tuple[list[TaskRecord], dict, dict]
     return result.records, capacity, series
 
 
-_CELLS: list[Cell] = []
-
-
-def _run_chunk(cell_index: int, start: int, stop: int) -> list[TaskRecord]:
-    return run_tasks(_CELLS[cell_index], range(start, stop))
+def _run_chunk(cell: Cell, start: int, stop: int) -> list[TaskRecord]:
+    return run_tasks(cell, range(start, stop))

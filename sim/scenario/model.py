@@ -32,6 +32,7 @@ from sim.harness import params as hp
 from sim.harness.detector import Detector, NoProgressDetector
 from sim.world.params import Prob, WorldParams
 from sim.world.verifiers import VERIFIERS
+from sim.world.world import World
 
 Positive = Annotated[float, Field(gt=0)]
 
@@ -434,15 +435,18 @@ def build_verifier(config: VerifierConfig):
     return verifier
 
 
-def harness_params(h: HarnessConfig, world: WorldParams, prices: hp.Prices | None = None
+def harness_params(h: HarnessConfig, world: WorldParams | World,
+                   prices: hp.Prices | None = None, verifier: object | None = None
                    ) -> hp.HarnessParams:
-    """The real harness's parameters for this configuration and world, validated."""
-    from sim.world.world import World
+    """The real harness's parameters for this configuration and world, validated.
+    ``world`` may be the compiled :class:`World` and ``verifier`` the built
+    verifier of the cell, so that each is built once per cell."""
 
-    w = World(world)
+    w = world if isinstance(world, World) else World(world)
     if prices is None:
         prices = _prices(h)
-    verifier = build_verifier(h.verifier)
+    if verifier is None:
+        verifier = build_verifier(h.verifier)
     worst = getattr(verifier, "worst_case", None)
     check_prompt, check_output, check_s = worst(w) if worst is not None else (0, 0, 0.0)
     d = h.detector
