@@ -69,11 +69,14 @@ def default_workers() -> int:
 class SweepResult:
     """Records by cell (tasks in index order) and, for DES cells, the capacity
     measurements (:func:`sim.analysis.capacity.measurements`) and resampled time series
-    (``{series name: (bin start times in seconds, time-average values)}``)."""
+    (``{series name: (bin start times in seconds, time-average values)}``).
+    ``traces``: the runs in the trace model (:class:`sim.traces.model.RunRecord`,
+    tasks in index order) by cell, when traces were asked for."""
 
     records: dict[str, list[TaskRecord]]
     capacity: dict[str, dict] = field(default_factory=dict)
     series: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    traces: dict[str, list] = field(default_factory=dict)
 
 
 def run_cells(runs: list[CellRun], tasks: int, *, workers: int | None = None,
@@ -83,33 +86,43 @@ def run_cells(runs: list[CellRun], tasks: int, *, workers: int | None = None,
 
 
 def run_sweep(runs: list[CellRun], tasks: int, *, workers: int | None = None,
-              progress: bool = True) -> SweepResult:
+              progress: bool = True, traces: str | None = None) -> SweepResult:
     """Run ``tasks`` tasks of every cell with its scenario's engine. Direct
     cells are split into chunks of tasks; a DES cell (shared capacity) runs
-    whole in one process. Results do not depend on ``workers``."""
+    whole in one process. Results do not depend on ``workers``.
+
+    ``traces``: when not None, every run is also recorded in the trace model
+    (:mod:`sim.traces.recorder`; ``SweepResult.traces``), its ``file`` set to
+    this string (the scenario file); otherwise the loops run unwrapped."""
     workers = workers or default_workers()
     cells = [build_cell(r) for r in runs]
     if any(r.scenario.engine == "des" for r in runs):
-        return _run_des_cells(runs, cells, tasks, workers, progress)
+        return _run_des_cells(runs, cells, tasks, workers, progress, traces)
     chunk = max(25, -(-tasks // (workers * 8)))
-    jobs = [(cell, start, min(start + chunk, tasks)) for cell in cells
+    jobs = [(cell, start, min(start + chunk, tasks), traces) for cell in cells
             for start in range(0, tasks, chunk)]
-    chunks = _run_jobs(_run_chunk, jobs, [stop - start for _, start, stop in jobs],
+    chunks = _run_jobs(_run_chunk, jobs, [stop - start for _, start, stop, _ in jobs],
                        workers=workers, progress=progress, desc="simulating")
-    records: dict[str, list[TaskRecord]] = {cell.name: [] for cell in cells}
-    for (cell, _, _), chunk_records in zip(jobs, chunks, strict=True):
-        records[cell.name].extend(chunk_records)
-    return SweepResult(records)
+    result = SweepResult({cell.name: [] for cell in cells})
+    if traces is not None:
+        result.traces = {cell.name: [] for cell in cells}
+    for (cell, _, _, _), (chunk_records, chunk_traces) in zip(jobs, chunks, strict=True):
+        result.records[cell.name].extend(chunk_records)
+        if traces is not None:
+            result.traces[cell.name].extend(chunk_traces)
+    return result
 
 
 def _run_des_cells(runs: list[CellRun], cells: list[Cell], tasks: int, workers: int,
-                   progress: bool) -> SweepResult:
-    jobs = [(run, cell, tasks) for run, cell in zip(runs, cells, strict=True)]
+                   progress: bool, traces: str | None) -> SweepResult:
+    jobs = [(run, cell, tasks, traces) for run, cell in zip(runs, cells, strict=True)]
     out = _run_jobs(_run_des_cell, jobs, [tasks] * len(jobs), workers=workers,
                     progress=progress, desc="simulating (des)")
     result = SweepResult({})
-    for cell, (records, capacity, series) in zip(cells, out, strict=True):
+    for cell, (records, capacity, series, traced) in zip(cells, out, strict=True):
         result.records[cell.name] = records
+        if traces is not None:
+            result.traces[cell.name] = traced
         if capacity is not None:
             result.capacity[cell.name] = capacity
             result.series[cell.name] = series
@@ -144,20 +157,53 @@ def _run_jobs(work, jobs: list[tuple], sizes: list[int], *, workers: int, progre
     return results
 
 
-def _run_des_cell(run: CellRun, cell: Cell, tasks: int
-                  ) -> tuple[list[TaskRecord], dict | None, dict]:
+def _run_des_cell(run: CellRun, cell: Cell, tasks: int, traces: str | None
+                  ) -> tuple[list[TaskRecord], dict | None, dict, list]:
     from sim.analysis.capacity import measurements, resampled
     from sim.engines.des import DesEngine, arrival_schedule
 
+    tracer = None if traces is None else _Tracer()
     if run.scenario.engine == "direct":  # a direct cell in a sweep that has DES cells
-        return run_tasks(cell, range(tasks)), None, {}
+        records = run_tasks(cell, range(tasks), tracer)
+        return records, None, {}, _traced(tracer, cell, records, traces)
     des = run.scenario.des
     arrivals = arrival_schedule(des, tasks, cell.seed)
-    result = DesEngine(cell, des, arrivals).run()
+    result = DesEngine(cell, des, arrivals, tracer).run()
     capacity = measurements(result, des.capacity.model_dump())
     series = {name: resampled(s, result.horizon_s) for name, s in result.series.items()}
-    return result.records, capacity, series
+    return result.records, capacity, series, _traced(tracer, cell, result.records, traces)
 
 
-def _run_chunk(cell: Cell, start: int, stop: int) -> list[TaskRecord]:
-    return run_tasks(cell, range(start, stop))
+def _run_chunk(cell: Cell, start: int, stop: int, traces: str | None
+               ) -> tuple[list[TaskRecord], list]:
+    tracer = None if traces is None else _Tracer()
+    records = run_tasks(cell, range(start, stop), tracer)
+    return records, _traced(tracer, cell, records, traces)
+
+
+class _Tracer:
+    """A :data:`sim.engines.direct.Tracer` keeping one recorder per task index."""
+
+    def __init__(self) -> None:
+        self.recorders: dict[int, object] = {}
+
+    def __call__(self, index: int, state, clock):
+        from sim.traces.recorder import RunRecorder
+
+        recorder = self.recorders[index] = RunRecorder(state, clock)
+        return recorder.wrap
+
+
+def _traced(tracer: _Tracer | None, cell: Cell, records: list[TaskRecord], file: str | None
+            ) -> list:
+    """The runs of ``records`` in the trace model (empty without a tracer)."""
+    if tracer is None or file is None:
+        return []
+    from sim.traces.recorder import simulated_run
+
+    budgets = cell.params.budgets
+    return [simulated_run(
+        tracer.recorders.get(r.task), run_id=f"{cell.name}/{r.task}", file=file,
+        task_id=str(r.task), model=cell.params.model, status=r.state, reason=r.reason,
+        cost_usd=r.cost_usd, resolved=r.truly_done, duration_s=r.wall_s,
+        step_limit=budgets.steps, cost_limit_usd=budgets.money_usd) for r in records]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it
 
 
 def add_simulation_options(parser: argparse.ArgumentParser) -> None:
-    """SCENARIO, --tasks, --seed, --out, --format, --workers, --set, --quiet."""
+    """SCENARIO, --tasks, --seed, --out, --format, --workers, --set, --quiet, --traces."""
     parser.add_argument("scenario", help="scenario YAML file")
     parser.add_argument("--tasks", type=int, help="tasks per cell (default: the scenario's)")
     parser.add_argument("--seed", type=int, help="root seed (default: the scenario's)")
@@ -29,6 +29,9 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
                         metavar="PATH=VALUE", help="override a field, e.g. "
                                                    "harness.budgets.steps=30 (repeatable)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--traces", action="store_true",
+                        help="also write runs.parquet and calls.parquet: every simulated run "
+                             "and model call in the trace model (see 'traces summary')")
     parser.add_argument("--cost-ceiling", type=float, metavar="USD",
                         help="report.html: ring the most successful cell whose mean (and "
                              "the one whose p95) cost per task is under USD")
@@ -57,7 +60,9 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
     from sim.runner import run_sweep
 
     out = Path(args.out) if args.out else Path("reports") / scenario.name
-    result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet)
+    traces = str(args.scenario) if args.traces else None
+    result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet,
+                       traces=traces)
     summary = write_results(
         out, result.records, {r.name: r.params() for r in runs},
         title=f"Results: {scenario.name}",
@@ -68,6 +73,7 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
 
     write_sweep_html(out, summary, result.records, title=f"Results: {scenario.name}",
                      ceiling=args.cost_ceiling)
+    _write_traces(out, result.traces if traces is not None else None)
     if args.format == "json":
         json.dump(summary, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -76,6 +82,22 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
             print(format_table(cell))
             print()
         files = "results.parquet, summary.json, report.md, report.html" + (
-            ", timeseries.parquet" if result.series else "")
+            ", timeseries.parquet" if result.series else "") + (
+            ", runs.parquet, calls.parquet" if traces is not None else "")
         print(f"results in {out}/ ({files})")
     return 0
+
+
+def _write_traces(out: Path, traces: dict[str, list] | None) -> None:
+    """Write the runs in the trace model beside the results (cells in order,
+    tasks by index); without traces, remove any left by an earlier run so the
+    folder never pairs these results with another run's traces."""
+    from sim.traces.model import CALLS_FILE, RUNS_FILE
+
+    if traces is None:
+        for name in (RUNS_FILE, CALLS_FILE):
+            (out / name).unlink(missing_ok=True)
+        return
+    from sim.traces.writer import write_runs
+
+    write_runs(out, [run for runs in traces.values() for run in runs])

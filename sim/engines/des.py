@@ -41,7 +41,7 @@ import simpy
 
 from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
-from sim.engines.direct import make_record
+from sim.engines.direct import Tracer, make_record
 from sim.engines.monitor import Series
 from sim.engines.ratelimit import RateLimiter
 from sim.errors import InputError
@@ -185,8 +185,10 @@ def _cancelled(effect, elapsed: float):
 class DesEngine:
     """One DES cell: build it, then :meth:`run` it once."""
 
-    def __init__(self, cell: Cell, des: DesParams, arrivals: list[Arrival]) -> None:
+    def __init__(self, cell: Cell, des: DesParams, arrivals: list[Arrival],
+                 tracer: Tracer | None = None) -> None:
         self.cell = cell
+        self.tracer = tracer
         self.des = des
         self.arrivals = arrivals
         self.env = simpy.Environment()
@@ -264,6 +266,7 @@ class DesEngine:
                           cell.world.task_tokens)
         waits = [0.0, 0.0]  # queue before the start, waits for model slots
         start = None
+        wrap = None
         resumptions = 0
         try:
             while True:
@@ -271,10 +274,12 @@ class DesEngine:
                 begun = yield from self._acquire(arrival, waits)
                 if start is None:
                     start = begun
+                    if self.tracer is not None:
+                        wrap = self.tracer(arrival.index, state, lambda: env.now)
                 else:  # resumed by a human: the wait for a sandbox again is parked time
                     state.parked_s += begun - asked
                 try:
-                    state = yield from self._drive(arrival, task, state, params, waits)
+                    state = yield from self._drive(arrival, task, state, params, waits, wrap)
                 finally:
                     self._release(arrival, begun)
                 if (state.status not in (BUDGET_EXHAUSTED, NEEDS_HUMAN)
@@ -350,10 +355,13 @@ class DesEngine:
         self.sandbox_hold[arrival.index] += now - begun
 
     def _drive(self, arrival: Arrival, task: SimulatedTask, state: HarnessState, params,
-               waits: list[float]):
-        """Drive one harness loop to its end; return the final state."""
+               waits: list[float], wrap=None):
+        """Drive one harness loop (wrapped by ``wrap`` if given) to its end;
+        return the final state."""
         env = self.env
         loop = agent_loop(params, state, detector=self.detector(params))
+        if wrap is not None:
+            loop = wrap(loop)
         send = loop.send
         # no model-slot pool and no rate limits: a model call just takes its latency
         direct_model = self.model_slots is None and self.limiter is None

@@ -9,7 +9,7 @@ fast engine; :mod:`sim.engines.des` adds queues, rate limits and arrivals.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sim.engines.cell import Cell
 from sim.harness.effects import (
@@ -20,35 +20,49 @@ from sim.harness.effects import (
     VerifyRequest,
     Wait,
 )
-from sim.harness.loop import agent_loop
+from sim.harness.loop import Loop, agent_loop
 from sim.harness.state import HarnessState, new_state
 from sim.records import TaskRecord, outcome_label
 from sim.world.streams import StreamPool
 from sim.world.task import SimulatedTask
 
+Tracer = Callable[[int, HarnessState, Callable[[], float]], Callable[[Loop], Loop]]
+"""Given a task's index, its state and the engine's clock (seconds since the
+task started), a wrapper for its loop generator that sees every effect and
+result (:class:`sim.traces.recorder.RunRecorder` is one)."""
 
-def run_task(cell: Cell, index: int, pool: StreamPool | None = None) -> TaskRecord:
-    """Run task ``index`` of ``cell`` to its terminal state; return its record."""
+
+def run_task(cell: Cell, index: int, pool: StreamPool | None = None,
+             tracer: Tracer | None = None) -> TaskRecord:
+    """Run task ``index`` of ``cell`` to its terminal state; return its record.
+    ``tracer``, when given, wraps the task's loop (none: the loop runs bare)."""
     pool = pool if pool is not None else StreamPool()
     streams = pool.acquire(cell.seed, index)
     task = SimulatedTask(cell.world, streams)
     params = cell.params
     state = new_state(params.prefix_tokens, params.model, "Complete the task.",
                       cell.world.task_tokens)
-    final = drive(cell, task, state)
+    wrap = None if tracer is None else tracer(index, state,
+                                              lambda: state.active_s + state.parked_s)
+    final = drive(cell, task, state, wrap)
     pool.release(streams)
     return make_record(cell.name, index, final, task)
 
 
-def run_tasks(cell: Cell, indices: Iterable[int]) -> list[TaskRecord]:
+def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
+              ) -> list[TaskRecord]:
     """Run the given tasks of ``cell`` one after another, in order."""
     pool = StreamPool()
-    return [run_task(cell, i, pool) for i in indices]
+    return [run_task(cell, i, pool, tracer) for i in indices]
 
 
-def drive(cell: Cell, task: SimulatedTask, state: HarnessState) -> HarnessState:
-    """Drive the harness generator against ``task`` until it returns."""
+def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
+          wrap: Callable[[Loop], Loop] | None = None) -> HarnessState:
+    """Drive the harness generator (wrapped by ``wrap`` if given) against
+    ``task`` until it returns."""
     loop = agent_loop(cell.params, state, detector=cell.make_detector(cell.params))
+    if wrap is not None:
+        loop = wrap(loop)
     send = loop.send
     respond, execute = task.respond, task.execute
     result = None

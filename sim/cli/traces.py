@@ -1,0 +1,72 @@
+"""``python -m sim traces import|summary``: real agent runs in, their figures out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``traces`` command and its ``import`` and ``summary`` subcommands."""
+    parser = subparsers.add_parser(
+        "traces", help="import agent runs (tau2, mini-swe-agent, OpenTelemetry, Inspect, "
+                       "sim) into one trace folder; summarise one",
+        description="Trace folders hold runs.parquet (one row per run) and calls.parquet "
+                    "(one row per model call); see the README's Traces section.")
+    sub = parser.add_subparsers(dest="traces_command", required=True, metavar="SUBCOMMAND")
+
+    imp = sub.add_parser(
+        "import", help="import files and folders of any mix of formats into a trace folder",
+        description="Import SOURCE files and folders (formats told apart by content) into "
+                    "the trace folder --out, written atomically. What cannot be used is "
+                    "skipped and counted by reason on stderr and in import.json.")
+    imp.add_argument("sources", nargs="+", metavar="SOURCE", help="a file or folder")
+    imp.add_argument("--out", required=True, metavar="DIR", help="the trace folder to write")
+    imp.add_argument("--strict", action="store_true",
+                     help="any skipped file or run is an error (exit 2, nothing written)")
+    imp.add_argument("--force", action="store_true",
+                     help="replace DIR if it exists and is not empty")
+    imp.add_argument("--format", choices=("table", "json"), default="table",
+                     help="stdout: a line per figure (default) or the import report as JSON")
+    imp.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    imp.set_defaults(handler=run_import)
+
+    summary = sub.add_parser(
+        "summary", help="the figures of a trace folder",
+        description="Runs and calls, steps p50/p95/max, the per-run fit of prompt(n) = "
+                    "P + h*n, output tokens per call, cache shares, the exit mix, the "
+                    "resolved share and recorded cost against catalogue prices.")
+    summary.add_argument("folder", metavar="DIR", help="a trace folder")
+    summary.add_argument("--format", choices=("table", "json"), default="table",
+                         help="stdout: text (default) or JSON")
+    summary.set_defaults(handler=run_summary)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """Import the sources; the report goes to stderr (and stdout with --format json)."""
+    from sim.traces.importer import import_traces
+
+    report = import_traces(args.sources, args.out, strict=args.strict, force=args.force,
+                           progress=not args.quiet)
+    for line in report.lines():
+        print(line, file=sys.stderr)
+    if args.format == "json":
+        json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        print(f"traces in {args.out}/ (runs.parquet, calls.parquet, import.json)")
+    return 0
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    """Print the summary of a trace folder."""
+    from sim.traces.summary import format_summary, summarize
+
+    summary = summarize(args.folder)
+    if args.format == "json":
+        json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(format_summary(summary))
+    return 0

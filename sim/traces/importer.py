@@ -1,0 +1,263 @@
+"""Importing traces: files and folders of any mix of formats into one trace folder.
+
+:func:`import_traces` walks the sources (:mod:`sim.traces.sources`), tells each
+file's format from its content and hands it to that format's importer:
+
+==================  =============================================================
+format              recognised by
+==================  =============================================================
+``tau2``            a JSON object with ``simulations``, a list of simulation
+                    records, or aggregated results (skipped: no trajectory)
+``mini-swe-agent``  ``trajectory_format`` ``mini-swe-agent-*``; SWE-bench reports
+                    (``resolved_ids``) and ``preds.json`` are read as companions
+``otel-genai``      OTLP JSON (``resourceSpans``), one document or JSON Lines
+``inspect``         an Inspect AI ``.eval`` archive or JSON log (optional extra)
+``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
+                    what ``python -m sim run --traces`` writes
+==================  =============================================================
+
+Each file is read once, and only one file's content is held at a time (runs'
+calls are streamed into ``calls.parquet``); OpenTelemetry spans are gathered
+across files, since a conversation may span several, and assembled at the end.
+What cannot be used is skipped and counted by reason (:mod:`sim.traces.skips`);
+with ``strict`` any skip is an :class:`~sim.errors.InputError`. Files found
+inside a folder whose content is not JSON, an Inspect log or Parquet (logs,
+YAML...) are ignored and listed as such. The folder is written atomically
+(:func:`~sim.traces.writer.atomic_folder`): an import that fails, or imports no
+run, writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import zipfile
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.errors import InputError
+from sim.traces import folder as trace_folder
+from sim.traces import inspect_log, miniswe, otel, tau2
+from sim.traces.model import REPORT_FILE, RunRecord
+from sim.traces.skips import DUPLICATE, UNKNOWN_FORMAT, Skip, Unusable, counts, phrase
+from sim.traces.sources import Input, inputs, read_json, sniff
+from sim.traces.writer import TraceWriter, atomic_folder
+
+
+@dataclass
+class ImportReport:
+    """What an import read, wrote and skipped (``import.json`` holds it)."""
+
+    sources: list[str]
+    runs: int = 0
+    calls: int = 0
+    runs_by_source: Counter = field(default_factory=Counter)
+    run_files: dict[str, int] = field(default_factory=dict)
+    skips: list[Skip] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    companions: list[str] = field(default_factory=list)
+
+    def skipped_files(self) -> dict[str, str]:
+        """``{file: reason}`` of the files no run was imported from (the reason
+        most of their skips give)."""
+        reasons: dict[str, list[str]] = {}
+        for skip in self.skips:
+            if skip.file not in self.run_files:
+                reasons.setdefault(skip.file, []).append(skip.reason)
+        return {file: next(iter(counts(found))) for file, found in reasons.items()}
+
+    def skipped_runs(self) -> list[Skip]:
+        """Runs skipped in files that other runs were imported from."""
+        return [s for s in self.skips if s.file in self.run_files]
+
+    def lines(self) -> list[str]:
+        """The report for stderr: runs imported, then files and runs skipped."""
+        by_source = ", ".join(f"{n} {source}" for source, n in
+                              sorted(self.runs_by_source.items()))
+        out = [f"imported {self.runs} runs ({self.calls} calls) from "
+               f"{len(self.run_files)} files or folders" + (f": {by_source}" if by_source else "")]
+        files = self.skipped_files()
+        if files:
+            out.append(phrase(len(files), "file", counts(files.values())))
+        runs = self.skipped_runs()
+        if runs:
+            out.append(phrase(len(runs), "run", counts(s.reason for s in runs))
+                       + f" (in {len({s.file for s in runs})} files that had usable runs)")
+        if self.companions:
+            out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
+                       "mini-swe-agent predictions)")
+        if self.ignored:
+            out.append(f"ignored {len(self.ignored)} files found in folders that are not "
+                       "JSON, an Inspect log or a trace folder")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        files = self.skipped_files()
+        runs = self.skipped_runs()
+        return {
+            "sources": self.sources, "runs": self.runs, "calls": self.calls,
+            "runs_by_source": dict(sorted(self.runs_by_source.items())),
+            "files_imported": len(self.run_files),
+            "skipped_files": {"count": len(files), "by_reason": counts(files.values()),
+                              "files": [{"file": f, "reason": r} for f, r in files.items()]},
+            "skipped_runs": {"count": len(runs), "by_reason": counts(s.reason for s in runs)},
+            "skips": [s.to_dict() for s in self.skips],
+            "companions": self.companions, "ignored": self.ignored,
+        }
+
+
+def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, *,
+                  strict: bool = False, force: bool = False,
+                  progress: bool = False) -> ImportReport:
+    """Import ``sources`` (files and folders) into the trace folder ``out``.
+
+    Returns the :class:`ImportReport`. InputError (nothing written) when a
+    source does not exist, ``out`` exists and is not empty (unless ``force``),
+    no run could be imported, or ``strict`` and anything was skipped.
+    """
+    if not sources:
+        raise InputError("no sources given")
+    items = list(inputs(sources))
+    report = ImportReport(sources=[os.fspath(s) for s in sources])
+    with atomic_folder(out, force=force) as tmp:
+        writer = TraceWriter(tmp)
+        try:
+            _import(items, writer, report, progress)
+            if report.runs == 0:
+                detail = "; ".join(report.lines()[1:]) or "no input holds a run"
+                raise InputError(f"no runs imported ({detail})",
+                                 source=", ".join(report.sources))
+            if strict and report.skips:
+                first = report.skips[0].message()
+                raise InputError(f"{'; '.join(report.lines()[1:])}; first: {first} "
+                                 "(--strict: nothing was written)",
+                                 source=", ".join(report.sources))
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        text = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
+        (tmp / REPORT_FILE).write_text(text + "\n", encoding="utf-8")
+    return report
+
+
+def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
+            progress: bool) -> None:
+    from tqdm import tqdm
+
+    collector = otel.Collector()
+    reports = miniswe.Reports()
+    trajectories: list[tuple[dict, Path, str]] = []
+    first_file: dict[str, str] = {}
+
+    def accept(record: RunRecord | Skip) -> None:
+        if isinstance(record, Skip):
+            report.skips.append(record)
+        elif writer.has(record.run_id):
+            report.skips.append(Skip(record.file, DUPLICATE, "already imported from "
+                                     f"{first_file[record.run_id]}", record.run_id))
+        else:
+            row = writer.add(record)
+            first_file[record.run_id] = record.file
+            report.runs += 1
+            report.calls += len(record.calls)
+            report.runs_by_source[record.source] += 1
+            report.run_files[record.file] = report.run_files.get(record.file, 0) + 1
+            if record.source == miniswe.SOURCE and record.resolved is None:
+                trajectories.append((row, *_instance(record)))
+
+    bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
+               mininterval=0.5)
+    for item in bar:
+        file = os.fspath(item.path)
+        try:
+            for record in _read(item, file, collector, reports, report):
+                accept(record)
+        except Unusable as problem:
+            report.skips.append(Skip(file, problem.reason, problem.detail))
+    bar.close()
+    for record in collector.runs():
+        accept(record)
+    for row, path, instance in trajectories:
+        row["resolved"] = reports.verdict(path, instance)
+
+
+def _instance(record: RunRecord) -> tuple[Path, str]:
+    return Path(record.file), record.task_id or record.run_id
+
+
+def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Reports,
+          report: ImportReport) -> Iterator[RunRecord | Skip]:
+    """The runs and skips of one input; a whole-file problem raises Unusable."""
+    if item.folder:
+        yield from trace_folder.runs(item.path)
+        return
+    kind = sniff(item.path)
+    if kind in ("other", "parquet"):
+        if not item.named:
+            report.ignored.append(file)
+            return
+        what = "a Parquet file that is not part of a trace folder" if kind == "parquet" \
+            else "not JSON, JSON Lines, an Inspect log or a trace folder"
+        raise Unusable(UNKNOWN_FORMAT, what)
+    if kind == "zip":
+        if not _inspect_archive(item.path):
+            raise Unusable(UNKNOWN_FORMAT, "a zip archive that is not an Inspect AI log")
+        yield from inspect_log.runs(item.path, file, "eval")
+        return
+    if kind == "inspect-json":
+        yield from inspect_log.runs(item.path, file, "json")
+        return
+    values = read_json(item.path)
+    if len(values) > 1:
+        if not all(otel.detect(v) for v in values):
+            raise Unusable(UNKNOWN_FORMAT, f"{len(values)} JSON values that are not all "
+                                           "OTLP trace exports")
+        for value in values:
+            collector.add(value, file)
+        return
+    doc = values[0]
+    if tau2.detect(doc):
+        yield from tau2.runs(doc, file)
+        return
+    shape = miniswe.detect(doc)
+    if shape == "trajectory":
+        yield miniswe.run(doc, item.path, file)
+        return
+    if shape in ("report", "predictions"):
+        if shape == "report":
+            reports.add(doc, item.path)
+        report.companions.append(file)
+        return
+    if otel.detect(doc):
+        collector.add(doc, file)
+        return
+    if isinstance(doc, dict) and {"eval", "version", "status"} <= doc.keys():
+        yield from inspect_log.runs(item.path, file, "json")
+        return
+    raise Unusable(UNKNOWN_FORMAT, _describe(doc))
+
+
+def _inspect_archive(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return "header.json" in names or any(n.startswith("_journal/") for n in names)
+
+
+def _describe(doc: Any) -> str:
+    """What an unrecognised JSON document looks like, for the message."""
+    if isinstance(doc, dict):
+        keys = ", ".join(sorted(map(str, doc))[:6])
+        return f"a JSON object with keys {keys}" + ("..." if len(doc) > 6 else "") if doc \
+            else "an empty JSON object"
+    if isinstance(doc, list):
+        return f"a JSON list of {len(doc)} items" + (
+            f" ({type(doc[0]).__name__}s)" if doc else "")
+    return f"a JSON {type(doc).__name__}"

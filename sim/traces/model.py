@@ -1,0 +1,401 @@
+"""The trace model: real (or simulated) agent runs as two Parquet tables in a folder.
+
+A **trace folder** holds ``runs.parquet`` (one row per run), ``calls.parquet``
+(one row per model call, with the tool calls its response made nested in a
+list column) and ``import.json`` (what was imported and what was skipped, and
+why). Every importer yields :class:`RunRecord` objects (plain dataclasses, one
+per run, with its :class:`CallRecord` list); :mod:`sim.traces.writer` turns
+them into the two tables; :func:`read_traces` reads a folder back and checks it.
+
+Units: tokens are integer counts, money is USD, times are seconds; ``started_at``
+is a UTC timestamp (a source's timestamps without a zone are taken as UTC).
+
+**Token convention** (the one :class:`sim.harness.messages.Usage` and
+``results.parquet`` use): ``input_tokens`` are the *uncached* prompt tokens,
+``cache_read_tokens`` the prompt tokens read from a prompt cache,
+``cache_write_tokens`` those written to it, so a call's prompt is
+``input + cache_read + cache_write``; ``output_tokens`` *exclude*
+``reasoning_tokens``. Importers convert: OpenAI-style ``prompt_tokens`` and
+OpenTelemetry's ``gen_ai.usage.input_tokens`` include the cache counts (they
+are subtracted), and OpenAI's ``completion_tokens`` include the reasoning
+tokens (subtracted too); a source that does not break reasoning out has
+``reasoning_tokens`` 0 and counts it in ``output_tokens``.
+
+**Sizes a source does not record** (a tool result's tokens, a response's text
+tokens, an observation's tokens) are counted with one approximation,
+:func:`approx_tokens`: ``ceil(characters / 4)``, the harness's own estimate.
+
+**Tool-call arguments** are stored as canonical JSON
+(``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
+:func:`canonical_json`), so two calls with the same arguments have the same
+string; arguments recorded as a string that is not valid JSON are kept verbatim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from sim.errors import InputError
+from sim.harness.messages import estimate_tokens
+
+RUNS_FILE = "runs.parquet"
+CALLS_FILE = "calls.parquet"
+REPORT_FILE = "import.json"
+
+SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "sim")
+"""Values of ``runs.source``: the format a run was imported from."""
+
+TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "cache_read_tokens", "cache_write_tokens",
+                                  "output_tokens", "reasoning_tokens")
+
+
+# --------------------------------------------------------------- schema
+
+TOOL_CALL_TYPE = pa.struct([
+    pa.field("id", pa.string()),
+    pa.field("name", pa.string()),
+    pa.field("arguments", pa.string()),
+    pa.field("result_tokens", pa.int64()),
+    pa.field("result_sha256", pa.string()),
+    pa.field("error", pa.bool_()),
+    pa.field("duration_s", pa.float64()),
+])
+
+RUN_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
+    # name: (type, nullable, meaning)
+    "run_id": (pa.string(), False, "unique in the folder"),
+    "source": (pa.string(), False, "format imported from: one of SOURCES"),
+    "file": (pa.string(), False, "the file (or folder) the run was read from"),
+    "task_id": (pa.string(), True, "the task the run attempted"),
+    "model": (pa.string(), True, "the agent's model"),
+    "steps": (pa.int64(), False, "model calls (rows of calls.parquet for the run)"),
+    "input_tokens": (pa.int64(), False, "uncached prompt tokens, summed over calls"),
+    "cache_read_tokens": (pa.int64(), False, "prompt tokens read from cache, summed"),
+    "cache_write_tokens": (pa.int64(), False, "prompt tokens written to cache, summed"),
+    "output_tokens": (pa.int64(), False, "output tokens (without reasoning), summed"),
+    "reasoning_tokens": (pa.int64(), False, "reasoning tokens, summed (0: not broken out)"),
+    "cost_usd": (pa.float64(), True, "the run's cost as the source records it"),
+    "exit": (pa.string(), True, "the source's own termination label, verbatim"),
+    "resolved": (pa.bool_(), True, "whether the task was solved, where the source says"),
+    "started_at": (pa.timestamp("us", tz="UTC"), True, "when the run started (UTC)"),
+    "duration_s": (pa.float64(), True, "wall-clock duration of the run"),
+    "step_limit": (pa.int64(), True, "the harness's limit on model calls"),
+    "cost_limit_usd": (pa.float64(), True, "the harness's cost limit"),
+    "error_limit": (pa.int64(), True, "the harness's limit on errors"),
+    "message_limit": (pa.int64(), True, "the harness's limit on conversation messages "
+                                        "(all roles; tau2's max_steps)"),
+}
+
+CALL_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
+    "run_id": (pa.string(), False, "the run (runs.run_id)"),
+    "call": (pa.int64(), False, "0-based index of the call in its run"),
+    "model": (pa.string(), True, "the model that answered"),
+    "input_tokens": (pa.int64(), False, "uncached prompt tokens"),
+    "cache_read_tokens": (pa.int64(), False, "prompt tokens read from cache"),
+    "cache_write_tokens": (pa.int64(), False, "prompt tokens written to cache"),
+    "output_tokens": (pa.int64(), False, "output tokens without reasoning"),
+    "reasoning_tokens": (pa.int64(), False, "reasoning tokens (0: not broken out)"),
+    "cost_usd": (pa.float64(), True, "the call's cost as recorded"),
+    "finish_reason": (pa.string(), True, "the provider's stop/finish reason, verbatim"),
+    "started_s": (pa.float64(), True, "seconds from the run's start to the request"),
+    "latency_s": (pa.float64(), True, "seconds from the request to the response"),
+    "text_tokens": (pa.int64(), True, "size of the response's text content (approx_tokens; "
+                                      "null when the source records no content)"),
+    "tool_calls": (pa.list_(TOOL_CALL_TYPE), False, "the response's tool calls, in order"),
+    "observation_tokens": (pa.int64(), True, "tokens of non-tool messages (a user's reply, "
+                                             "an injected note) that entered the conversation "
+                                             "after this call and before the next"),
+    "purpose": (pa.string(), True, "why the call was made: step, compaction or verifier "
+                                   "(sim's own runs; null for imported runs: a step)"),
+}
+
+TOOL_CALL_FIELDS: dict[str, str] = {
+    "id": "the call's id in the source (null when none)",
+    "name": "the tool's name",
+    "arguments": "canonical JSON of the arguments (raw string if not JSON; null if unrecorded)",
+    "result_tokens": "size of the result the tool returned, in tokens (recorded or "
+                     "approx_tokens of its text; null when no result is recorded)",
+    "result_sha256": "SHA-256 (hex) of the result text (null when no text is recorded)",
+    "error": "the result was flagged as an error (null when no result is recorded)",
+    "duration_s": "seconds the tool ran (null when unknown)",
+}
+
+
+def _schema(columns: dict[str, tuple[pa.DataType, bool, str]]) -> pa.Schema:
+    return pa.schema([pa.field(name, kind, nullable=nullable)
+                      for name, (kind, nullable, _) in columns.items()])
+
+
+RUNS_SCHEMA = _schema(RUN_COLUMNS)
+CALLS_SCHEMA = _schema(CALL_COLUMNS)
+
+
+# -------------------------------------------------------------- records
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call a response made, and what came back (see :data:`TOOL_CALL_FIELDS`)."""
+
+    name: str
+    id: str | None = None
+    arguments: str | None = None
+    result_tokens: int | None = None
+    result_sha256: str | None = None
+    error: bool | None = None
+    duration_s: float | None = None
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One model call (see :data:`CALL_COLUMNS`; ``run_id`` and ``call`` are
+    given by the run). Token counts follow the module's convention."""
+
+    input_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    model: str | None = None
+    cost_usd: float | None = None
+    finish_reason: str | None = None
+    started_s: float | None = None
+    latency_s: float | None = None
+    text_tokens: int | None = None
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    observation_tokens: int | None = None
+    purpose: str | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        """All prompt tokens of the call: input + cache read + cache write."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One run as an importer yields it. The run's ``steps`` and token sums are
+    computed from ``calls`` by the writer, so they always agree."""
+
+    run_id: str
+    source: str
+    file: str
+    calls: list[CallRecord]
+    task_id: str | None = None
+    model: str | None = None
+    cost_usd: float | None = None
+    exit: str | None = None
+    resolved: bool | None = None
+    started_at: datetime | None = None
+    duration_s: float | None = None
+    step_limit: int | None = None
+    cost_limit_usd: float | None = None
+    error_limit: int | None = None
+    message_limit: int | None = None
+
+
+# -------------------------------------------------- sizes and canonical forms
+
+def approx_tokens(text: str | None) -> int:
+    """The one tokenizer approximation of the trace model: ``ceil(len(text) / 4)``
+    tokens for ``len(text)`` characters (0 for empty or missing text). It is
+    :func:`sim.harness.messages.estimate_tokens`, so simulated and imported
+    sizes are counted alike. Used only for sizes a source does not record.
+
+    >>> approx_tokens("four"), approx_tokens("fives"), approx_tokens("")
+    (1, 2, 0)
+    """
+    return estimate_tokens(text) if text else 0
+
+
+def canonical_json(obj: Any) -> str:
+    """``obj`` as canonical JSON: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_arguments(arguments: Any) -> str | None:
+    """Tool-call arguments as canonical JSON. A string is parsed first (the
+    OpenAI wire form) and kept verbatim if it is not valid JSON; None stays None."""
+    if arguments is None:
+        return None
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    return canonical_json(arguments)
+
+
+def sha256_text(text: str | None) -> str | None:
+    """SHA-256 (hex) of ``text`` encoded as UTF-8; None for None."""
+    if text is None:
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def tool_result(text: str | None, *, tokens: int | None = None, error: bool | None = None
+                ) -> tuple[int | None, str | None, bool | None]:
+    """``(result_tokens, result_sha256, error)`` of a tool result: its recorded
+    size or :func:`approx_tokens` of its text, the text's hash, the error flag."""
+    if tokens is None and text is not None:
+        tokens = approx_tokens(text)
+    return tokens, sha256_text(text), error
+
+
+# --------------------------------------------------------------- reading
+
+def read_traces(directory: str | Path) -> tuple[Any, Any]:
+    """``(runs, calls)`` pandas DataFrames of a trace folder, checked.
+
+    Checks (:func:`load_tables`), each failure an :class:`~sim.errors.InputError`
+    naming the file and the column or run. Columns come back with pandas'
+    nullable dtypes (``Int64``, ``Float64``, ``boolean``, ``string``; the
+    timestamp as ``datetime64[us, UTC]``), ``tool_calls`` as lists of dicts;
+    columns other than the model's are kept, after them.
+    """
+    runs, calls = load_tables(directory)
+    tools = calls.column("tool_calls").to_pylist()  # plain dicts with ints kept as ints
+    calls_frame = calls.drop_columns(["tool_calls"]).to_pandas(types_mapper=_pandas_type)
+    calls_frame.insert(calls.schema.get_field_index("tool_calls"), "tool_calls",
+                       _object_series(tools, calls_frame.index))
+    return runs.to_pandas(types_mapper=_pandas_type), calls_frame
+
+
+def _object_series(values: list, index: Any) -> Any:
+    """A pandas object Series of ``values`` (lists stay lists)."""
+    import pandas as pd
+
+    return pd.Series(values, index=index, dtype=object)
+
+
+def load_tables(directory: str | Path) -> tuple[pa.Table, pa.Table]:
+    """``(runs, calls)`` Arrow tables of a trace folder, checked: both files
+    exist and are Parquet; every column of :data:`RUN_COLUMNS` /
+    :data:`CALL_COLUMNS` is present with its type; required columns have no
+    nulls; ``run_id`` is unique in runs; counts are non-negative; every call
+    belongs to a run; each run's calls are numbered ``0..steps-1``; and each
+    run's token columns are the sums of its calls'."""
+    import pyarrow.parquet as pq
+
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise InputError("not a trace folder (no such directory)", source=str(folder))
+    tables = []
+    for name, schema in ((RUNS_FILE, RUNS_SCHEMA), (CALLS_FILE, CALLS_SCHEMA)):
+        path = folder / name
+        if not path.is_file():
+            raise InputError(f"missing {name}: not a trace folder", source=str(folder))
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowException) as error:
+            raise InputError(f"not a readable Parquet file ({error})", source=str(path)) from None
+        tables.append(_check_table(table, schema, path))
+    runs, calls = tables
+    _check_consistency(runs, calls, folder)
+    return runs, calls
+
+
+def _pandas_type(kind: pa.DataType) -> Any:
+    import pandas as pd
+
+    mapping = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(),
+               pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
+    return mapping.get(kind)
+
+
+def _check_table(table: pa.Table, schema: pa.Schema, path: Path) -> pa.Table:
+    """The table with the model's columns first (extras after), or an InputError."""
+    names = set(table.schema.names)
+    for spec in schema:
+        if spec.name not in names:
+            raise InputError("missing column", source=str(path), path=spec.name)
+        actual = table.schema.field(spec.name).type
+        if actual != spec.type:
+            if pa.types.is_null(actual) and spec.nullable:  # an all-null column
+                table = table.set_column(table.schema.get_field_index(spec.name), spec.name,
+                                         table.column(spec.name).cast(spec.type))
+                continue
+            raise InputError(f"column has type {actual}, expected {spec.type}",
+                             source=str(path), path=spec.name)
+        if not spec.nullable and table.column(spec.name).null_count:
+            raise InputError("required column has null values", source=str(path),
+                             path=spec.name)
+    order = list(schema.names) + [n for n in table.schema.names if n not in schema.names]
+    return table.select(order)
+
+
+def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
+    import numpy as np
+
+    runs_path, calls_path = str(folder / RUNS_FILE), str(folder / CALLS_FILE)
+    run_ids = runs.column("run_id").to_pylist()
+    index: dict[str, int] = {}
+    for i, run in enumerate(run_ids):
+        if run in index:
+            raise InputError(f"run_id {run!r} appears more than once", source=runs_path,
+                             path="run_id")
+        index[run] = i
+    call_runs = calls.column("run_id").to_pylist()
+    codes = np.empty(len(call_runs), dtype=np.int64)
+    for i, run in enumerate(call_runs):
+        code = index.get(run)
+        if code is None:
+            raise InputError(f"call of unknown run {run!r}", source=calls_path, path="run_id")
+        codes[i] = code
+
+    def column(table: pa.Table, name: str) -> np.ndarray:
+        return table.column(name).to_numpy().astype(np.int64, copy=False)
+
+    for table, path, ids, extra in ((runs, runs_path, run_ids, "steps"),
+                                    (calls, calls_path, call_runs, "call")):
+        for name in (*TOKEN_COLUMNS, extra):
+            negative = np.flatnonzero(column(table, name) < 0)
+            if negative.size:
+                raise InputError(f"negative value in run {ids[negative[0]]!r}", source=path,
+                                 path=name)
+    steps = column(runs, "steps")
+    counts = np.bincount(codes, minlength=len(run_ids))
+    wrong = np.flatnonzero(counts != steps)
+    if wrong.size:
+        i = wrong[0]
+        raise InputError(f"run {run_ids[i]!r} has steps {steps[i]} but {counts[i]} calls",
+                         source=runs_path, path="steps")
+    number = column(calls, "call")
+    order = np.lexsort((number, codes))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(run_ids) else counts
+    expected = np.arange(len(order)) - starts[codes[order]]
+    broken = np.flatnonzero(number[order] != expected)
+    if broken.size:
+        run = run_ids[codes[order][broken[0]]]
+        raise InputError(f"calls of run {run!r} are not numbered 0..steps-1",
+                         source=calls_path, path="call")
+    for name in TOKEN_COLUMNS:
+        sums = np.zeros(len(run_ids), dtype=np.int64)
+        np.add.at(sums, codes, column(calls, name))
+        wrong = np.flatnonzero(sums != column(runs, name))
+        if wrong.size:
+            raise InputError(f"run {run_ids[wrong[0]]!r}: the total is not the sum of its "
+                             "calls", source=runs_path, path=name)
+
+
+def is_trace_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder holding both trace tables."""
+    return (path / RUNS_FILE).is_file() and (path / CALLS_FILE).is_file()
+
+
+def finite_or_none(value: Any) -> float | None:
+    """``value`` as a finite float, or None (missing, not a number, NaN or infinite)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

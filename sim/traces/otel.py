@@ -1,0 +1,269 @@
+"""OpenTelemetry GenAI spans in OTLP JSON (collector file exporter, SDK JSON exporters).
+
+A file holds one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``)
+or a stream of them, one per line, as the collector's file exporter and the
+SDK's ``FileSpanExporter`` write. Spans are read with the GenAI semantic
+conventions:
+
+- a **run** is a conversation: the spans sharing ``gen_ai.conversation.id``; a
+  span without it takes its parent's (or, failing that, its trace's, when the
+  trace has exactly one conversation), and spans with none at all are grouped
+  by trace (``run_id`` is then the trace id). Conversations can span files:
+  runs are assembled after every OTel input of the import has been read;
+- a **model call** is a span whose ``gen_ai.operation.name`` is ``chat``,
+  ``text_completion`` or ``generate_content``: ``gen_ai.usage.input_tokens``
+  (which *includes* ``gen_ai.usage.cache_read.input_tokens`` and
+  ``gen_ai.usage.cache_creation.input_tokens``: they are subtracted) and
+  ``gen_ai.usage.output_tokens`` (which includes
+  ``gen_ai.usage.reasoning.output_tokens``); the model from
+  ``gen_ai.response.model`` else ``gen_ai.request.model``;
+  ``gen_ai.response.finish_reasons`` joined with commas; the span's start and
+  length as ``started_s`` and ``latency_s``; ``text_tokens`` from the text parts
+  of ``gen_ai.output.messages`` when content capture recorded it;
+- a **tool call** is an ``execute_tool`` span: ``gen_ai.tool.name``,
+  ``gen_ai.tool.call.id``, ``gen_ai.tool.call.arguments`` and
+  ``gen_ai.tool.call.result`` (both opt-in content), an error when the span has
+  ``error.type`` or an error status, and the span's length as its duration. It
+  belongs to the last model call that started before it;
+- ``exit`` is the ``error.type`` of the conversation's ``invoke_agent`` span
+  (null when it ended without error); no cost, resolution or limits are in the
+  conventions, so those stay null.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sim.traces.model import (
+    CallRecord,
+    RunRecord,
+    ToolCallRecord,
+    approx_tokens,
+    canonical_arguments,
+    tool_result,
+)
+from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
+from sim.traces.usage import from_total_prompt
+
+SOURCE = "otel-genai"
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+TOOL_OPERATION = "execute_tool"
+AGENT_OPERATION = "invoke_agent"
+_STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+
+
+def detect(doc: Any) -> bool:
+    """Whether ``doc`` is an OTLP JSON trace export."""
+    return isinstance(doc, dict) and isinstance(doc.get("resourceSpans"), list)
+
+
+@dataclass(slots=True)
+class Span:
+    """The parts of one span an import needs (times in Unix nanoseconds)."""
+
+    trace: str
+    span: str
+    parent: str
+    name: str
+    start: int
+    end: int
+    attributes: dict[str, Any]
+    error: bool
+    file: str
+
+
+@dataclass
+class Collector:
+    """Gathers spans from every OTel file of an import; :meth:`runs` assembles
+    the conversations once all are read."""
+
+    spans: list[Span] = field(default_factory=list)
+
+    def add(self, doc: dict, file: str) -> int:
+        """Add the spans of one OTLP JSON document; returns how many."""
+        before = len(self.spans)
+        for resource in doc.get("resourceSpans") or ():
+            if not isinstance(resource, dict):
+                continue
+            scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans"))
+            for scope in scopes or ():
+                for raw in (scope.get("spans") or ()) if isinstance(scope, dict) else ():
+                    span = _span(raw, file)
+                    if span is not None:
+                        self.spans.append(span)
+        return len(self.spans) - before
+
+    def runs(self) -> Iterator[RunRecord | Skip]:
+        """One run per conversation, ordered by start time then id."""
+        groups = _group(self.spans)
+        order = sorted(groups, key=lambda key: (min(s.start for s in groups[key]), key))
+        for key in order:
+            spans = sorted(groups[key], key=lambda s: (s.start, s.end, s.span))
+            try:
+                yield _run(key, spans)
+            except Unusable as problem:
+                yield Skip(spans[0].file, problem.reason, problem.detail, key)
+
+
+def _span(raw: Any, file: str) -> Span | None:
+    if not isinstance(raw, dict):
+        return None
+    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    attributes = _attributes(raw.get("attributes"))
+    return Span(trace=str(raw.get("traceId", "")), span=str(raw.get("spanId", "")),
+                parent=str(raw.get("parentSpanId") or ""), name=str(raw.get("name", "")),
+                start=_nanos(raw.get("startTimeUnixNano")),
+                end=_nanos(raw.get("endTimeUnixNano")), attributes=attributes,
+                error=status.get("code") in _STATUS_ERROR or "error.type" in attributes,
+                file=file)
+
+
+def _attributes(items: Any) -> dict[str, Any]:
+    out = {}
+    for item in items or ():
+        if isinstance(item, dict) and "key" in item:
+            out[str(item["key"])] = _value(item.get("value"))
+    return out
+
+
+def _value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a Python value (int64 may be a decimal string)."""
+    if not isinstance(value, dict):
+        return None
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            return value["intValue"]
+    if "doubleValue" in value:
+        return value["doubleValue"]
+    if "boolValue" in value:
+        return value["boolValue"]
+    if "arrayValue" in value:
+        return [_value(v) for v in (value["arrayValue"] or {}).get("values") or ()]
+    if "kvlistValue" in value:
+        return _attributes((value["kvlistValue"] or {}).get("values"))
+    return None
+
+
+def _nanos(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _group(spans: list[Span]) -> dict[str, list[Span]]:
+    """Spans by conversation id (inherited from the parent, else the trace)."""
+    by_id = {(s.trace, s.span): s for s in spans}
+    trace_conversations: dict[str, set[str]] = defaultdict(set)
+    for s in spans:
+        conversation = s.attributes.get("gen_ai.conversation.id")
+        if conversation is not None:
+            trace_conversations[s.trace].add(str(conversation))
+    groups: dict[str, list[Span]] = defaultdict(list)
+    for s in spans:
+        key, node, seen = None, s, 0
+        while node is not None and seen < 1000:
+            conversation = node.attributes.get("gen_ai.conversation.id")
+            if conversation is not None:
+                key = str(conversation)
+                break
+            node = by_id.get((node.trace, node.parent)) if node.parent else None
+            seen += 1
+        if key is None:
+            found = trace_conversations.get(s.trace, set())
+            key = next(iter(found)) if len(found) == 1 else s.trace
+        groups[key].append(s)
+    return groups
+
+
+def _run(key: str, spans: list[Span]) -> RunRecord:
+    start = spans[0].start
+    end = max(s.end for s in spans)
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") in MODEL_OPERATIONS]
+    if not chats:
+        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat span")
+    calls = [_call(s, start) for s in chats]
+    for tool in (s for s in spans if s.attributes.get("gen_ai.operation.name") == TOOL_OPERATION):
+        owner = None
+        for chat, call in zip(chats, calls, strict=True):
+            if chat.start <= tool.start:
+                owner = call
+        if owner is not None:
+            owner.tool_calls.append(_tool(tool))
+    agent = next((s for s in spans
+                  if s.attributes.get("gen_ai.operation.name") == AGENT_OPERATION), None)
+    exit_label = None if agent is None else agent.attributes.get("error.type")
+    model = next((c.model for c in calls if c.model), None)
+    if agent is not None:
+        model = agent.attributes.get("gen_ai.request.model", model)
+    return RunRecord(
+        run_id=key, source=SOURCE, file=spans[0].file, calls=calls, model=model,
+        exit=None if exit_label is None else str(exit_label),
+        started_at=datetime.fromtimestamp(start / 1e9, UTC) if start else None,
+        duration_s=(end - start) / 1e9 if start and end >= start else None)
+
+
+def _call(span: Span, start: int) -> CallRecord:
+    a = span.attributes
+    where = f"span {span.span} ({span.name})"
+    if "gen_ai.usage.input_tokens" not in a or "gen_ai.usage.output_tokens" not in a:
+        raise Unusable(NO_USAGE, f"{where}: no gen_ai.usage.input_tokens/output_tokens")
+    counts = from_total_prompt(
+        a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"],
+        cache_read=a.get("gen_ai.usage.cache_read.input_tokens"),
+        cache_write=a.get("gen_ai.usage.cache_creation.input_tokens"),
+        reasoning=a.get("gen_ai.usage.reasoning.output_tokens"), where=where,
+        names=("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"))
+    reasons = a.get("gen_ai.response.finish_reasons")
+    if isinstance(reasons, list):
+        reasons = ",".join(str(r) for r in reasons)
+    model = a.get("gen_ai.response.model", a.get("gen_ai.request.model"))
+    return CallRecord(
+        *counts, model=None if model is None else str(model),
+        finish_reason=None if reasons is None else str(reasons),
+        started_s=(span.start - start) / 1e9, latency_s=(span.end - span.start) / 1e9,
+        text_tokens=_output_text_tokens(a.get("gen_ai.output.messages")))
+
+
+def _tool(span: Span) -> ToolCallRecord:
+    a = span.attributes
+    result = a.get("gen_ai.tool.call.result")
+    if result is not None and not isinstance(result, str):
+        result = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    tokens, sha, _ = tool_result(result)
+    call_id = a.get("gen_ai.tool.call.id")
+    return ToolCallRecord(
+        name=str(a.get("gen_ai.tool.name", span.name)),
+        id=None if call_id is None else str(call_id),
+        arguments=canonical_arguments(a.get("gen_ai.tool.call.arguments")),
+        result_tokens=tokens, result_sha256=sha, error=span.error,
+        duration_s=(span.end - span.start) / 1e9)
+
+
+def _output_text_tokens(messages: Any) -> int | None:
+    """Tokens of the text parts of ``gen_ai.output.messages`` (a JSON string of
+    ``[{"role", "parts": [{"type": "text", "content"}...]}]``), or None."""
+    if messages is None:
+        return None
+    if isinstance(messages, str):
+        try:
+            messages = json.loads(messages)
+        except ValueError:
+            return None
+    if not isinstance(messages, list):
+        return None
+    total = 0
+    for message in messages:
+        for part in (message.get("parts") or ()) if isinstance(message, dict) else ():
+            if isinstance(part, dict) and part.get("type") == "text":
+                total += approx_tokens(str(part.get("content", "")))
+    return total

@@ -1,0 +1,254 @@
+"""The summary of a trace folder: the figures calibration starts from.
+
+:func:`summarize` reads a trace folder (checked, :func:`~sim.traces.model.read_traces`)
+and returns plain numbers (JSON-ready):
+
+- ``runs``, ``calls`` and runs by source;
+- ``steps``: model calls per run, ``p50``/``p95``/``max``/``mean``;
+- ``prompt_fit``: each run's least-squares line through its calls' prompt
+  tokens, ``prompt(n) = P + h*n`` with ``n`` the 0-based call index (the closed
+  form of :mod:`sim.cost`); the median ``P`` (tokens), ``h`` (tokens per call)
+  and ``R^2`` over the runs with at least :data:`MIN_FIT_CALLS` calls whose
+  prompt is not constant (``R^2`` is undefined for a constant prompt);
+- ``output_per_call``: ``output_tokens`` per call, ``p50``/``p95``;
+- ``cache``: shares of all prompt tokens read from and written to the cache;
+- ``exit``: the share of each exit label (``"(none)"`` when the source has none);
+- ``resolved``: the share resolved among the runs whose outcome is known;
+- ``cost``: for each run model, the recorded cost against the genai-prices
+  catalogue price of the same usage (each call priced at its model's catalogue
+  prices, tiered by its prompt, at the prices of the run's start date, or of
+  today for runs without a start), over the runs that record a cost and whose
+  calls' models are all in the catalogue; models not found are listed;
+- ``skipped``: the import's skipped files and runs by reason, from
+  ``import.json`` when the folder has one.
+
+Percentiles and medians follow :mod:`sim.analysis.stats` (an observed value at
+rank ``floor(q*n)``; the median of an even-sized sample is the upper one).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim.analysis import stats
+from sim.errors import InputError
+from sim.traces.model import REPORT_FILE, read_traces
+
+MIN_FIT_CALLS = 3
+NO_EXIT = "(none)"
+
+
+def summarize(directory: str | Path) -> dict[str, Any]:
+    """The summary of the trace folder ``directory`` (see the module)."""
+    folder = Path(directory)
+    runs, calls = read_traces(folder)
+    if runs.empty:
+        raise InputError("the trace folder holds no runs", source=str(folder))
+    calls = calls.sort_values(["run_id", "call"], kind="stable")
+    prompt = _prompt(calls)
+    total_prompt = int(prompt.sum())
+    out: dict[str, Any] = {
+        "runs": len(runs), "calls": len(calls),
+        "runs_by_source": {str(k): int(v) for k, v in
+                           sorted(runs["source"].value_counts().items())},
+        "steps": stats.describe(runs["steps"].to_numpy(dtype=np.int64)),
+        "prompt_fit": prompt_fit(calls["run_id"].to_numpy(dtype=object),
+                                 calls["call"].to_numpy(dtype=np.int64), prompt),
+        "output_per_call": _percentiles(calls["output_tokens"].to_numpy(dtype=np.int64)),
+        "cache": {
+            "prompt_tokens": total_prompt,
+            "read_share": _share(int(calls["cache_read_tokens"].sum()), total_prompt),
+            "write_share": _share(int(calls["cache_write_tokens"].sum()), total_prompt),
+        },
+        "exit": stats.outcome_shares(runs["exit"].fillna(NO_EXIT).astype(str).tolist()),
+        "resolved": _resolved(runs),
+        "cost": cost_comparison(runs, calls),
+    }
+    skipped = _skipped(folder)
+    if skipped is not None:
+        out["skipped"] = skipped
+    return out
+
+
+def _prompt(calls: Any) -> np.ndarray:
+    return (calls["input_tokens"].to_numpy(dtype=np.int64)
+            + calls["cache_read_tokens"].to_numpy(dtype=np.int64)
+            + calls["cache_write_tokens"].to_numpy(dtype=np.int64))
+
+
+def _percentiles(values: np.ndarray) -> dict[str, int | float] | None:
+    if values.size == 0:
+        return None
+    described = stats.describe(values)
+    return {"p50": described["p50"], "p95": described["p95"]}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def prompt_fit(run_ids: np.ndarray, index: np.ndarray, prompt: np.ndarray) -> dict[str, Any]:
+    """Per-run least squares of ``prompt = P + h*n`` (calls sorted by run, then
+    index ``n``): ``{"runs": fitted, "P": median, "h": median, "r2": median}``
+    (None for no fitted run). Runs with fewer than :data:`MIN_FIT_CALLS` calls
+    or a constant prompt are not fitted."""
+    if run_ids.size == 0:
+        return {"runs": 0, "P": None, "h": None, "r2": None}
+    starts = np.flatnonzero(np.r_[True, run_ids[1:] != run_ids[:-1]])
+    sizes = np.diff(np.r_[starts, run_ids.size])
+    n = index.astype(np.float64)
+    y = prompt.astype(np.float64)
+    sums = {name: np.add.reduceat(values, starts) for name, values in
+            (("n", n), ("y", y), ("nn", n * n), ("ny", n * y), ("yy", y * y))}
+    k = sizes.astype(np.float64)
+    snn = sums["nn"] - sums["n"] ** 2 / k
+    sny = sums["ny"] - sums["n"] * sums["y"] / k
+    syy = sums["yy"] - sums["y"] ** 2 / k
+    fitted = (sizes >= MIN_FIT_CALLS) & (snn > 0) & (syy > 1e-9 * np.maximum(1.0, sums["yy"]))
+    if not fitted.any():
+        return {"runs": 0, "P": None, "h": None, "r2": None}
+    h = sny[fitted] / snn[fitted]
+    p = (sums["y"][fitted] - h * sums["n"][fitted]) / k[fitted]
+    r2 = np.clip(sny[fitted] ** 2 / (snn[fitted] * syy[fitted]), 0.0, 1.0)
+    return {"runs": int(fitted.sum()), "P": float(stats.percentile(p, 0.5)),
+            "h": float(stats.percentile(h, 0.5)), "r2": float(stats.percentile(r2, 0.5))}
+
+
+def _resolved(runs: Any) -> dict[str, Any]:
+    known = runs["resolved"].dropna()
+    return {"known": len(known), "share": float(known.mean()) if len(known) else None}
+
+
+def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
+    """Recorded cost against catalogue prices, by run model (see the module)."""
+
+    run_model = dict(zip(runs["run_id"].tolist(), runs["model"].tolist(), strict=True))
+    started = dict(zip(runs["run_id"].tolist(), runs["started_at"].tolist(), strict=True))
+    recorded = {r: c for r, c in zip(runs["run_id"].tolist(), runs["cost_usd"].tolist(),
+                                     strict=True) if c is not None and c == c}
+    priced: dict[str, float] = {}
+    unpriced: set[str] = set()
+    missing: set[str] = set()
+    columns = ("run_id", "model", "input_tokens", "output_tokens", "cache_read_tokens",
+               "cache_write_tokens", "reasoning_tokens")
+    for run, model, inp, out, read, write, think in zip(
+            *(calls[c].tolist() for c in columns), strict=True):
+        if run not in recorded or run in unpriced:
+            continue
+        name = model if isinstance(model, str) else run_model[run]
+        tiers = _tiers(name, _day(started[run])) if isinstance(name, str) else None
+        if tiers is None:
+            unpriced.add(run)
+            missing.add(name if isinstance(name, str) else "(unknown model)")
+            continue
+        prices = tiers.at(inp + read + write)
+        priced[run] = priced.get(run, 0.0) + prices.cost(inp, out, read, write, think)
+    by_model: dict[str, dict[str, Any]] = {}
+    for run, usd in priced.items():
+        if run in unpriced:
+            continue
+        model = run_model[run] if isinstance(run_model[run], str) else "(unknown model)"
+        entry = by_model.setdefault(model, {"runs": 0, "recorded_usd": 0.0,
+                                            "catalogue_usd": 0.0})
+        entry["runs"] += 1
+        entry["recorded_usd"] += recorded[run]
+        entry["catalogue_usd"] += usd
+    for entry in by_model.values():
+        entry["ratio"] = (entry["recorded_usd"] / entry["catalogue_usd"]
+                          if entry["catalogue_usd"] else None)
+    return {"by_model": dict(sorted(by_model.items())),
+            "not_in_catalogue": sorted(missing),
+            "runs_without_cost": len(runs) - len(recorded)}
+
+
+def _day(moment: Any) -> datetime:
+    if moment is None or moment != moment:  # None or NaT
+        return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    day = moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment
+    return day.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+@lru_cache(maxsize=512)
+def _tiers(model: str, day: datetime) -> Any:
+    """Catalogue price tiers of ``model`` at ``day``, or None when not found
+    (``provider/model`` names are tried as a provider and a model too)."""
+    from sim.cost import lookup_price_tiers
+
+    attempts = [(model, None)]
+    if "/" in model:
+        provider, _, name = model.partition("/")
+        attempts.append((name, provider))
+    for name, provider in attempts:
+        try:
+            return lookup_price_tiers(name, provider, when=day)
+        except InputError:
+            continue
+    return None
+
+
+def _skipped(folder: Path) -> dict[str, Any] | None:
+    path = folder / REPORT_FILE
+    if not path.is_file():
+        return None
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        files, runs = report["skipped_files"], report["skipped_runs"]
+        return {"files": {"count": files["count"], "by_reason": _by_count(files["by_reason"])},
+                "runs": {"count": runs["count"], "by_reason": _by_count(runs["by_reason"])}}
+    except (ValueError, KeyError, TypeError):
+        raise InputError("not a valid import report", source=str(path)) from None
+
+
+def _by_count(by_reason: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The summary as text for the terminal."""
+    def num(value: Any, digits: int = 0) -> str:
+        if value is None:
+            return "-"
+        return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+
+    s, fit, cache = summary["steps"], summary["prompt_fit"], summary["cache"]
+    out = summary["output_per_call"] or {"p50": None, "p95": None}
+    resolved = summary["resolved"]
+    sources = ", ".join(f"{n} {k}" for k, n in summary["runs_by_source"].items())
+    lines = [
+        f"runs {num(summary['runs'])} ({sources}), calls {num(summary['calls'])}",
+        f"steps per run        p50 {num(s['p50'])}  p95 {num(s['p95'])}  max {num(s['max'])}",
+        f"prompt(n) = P + h*n  P {num(fit['P'])}  h {num(fit['h'])}  "
+        f"R^2 {num(fit['r2'], 3)} (medians over {fit['runs']} runs)",
+        f"output per call      p50 {num(out['p50'])}  p95 {num(out['p95'])}",
+        f"cache share          read {_pct(cache['read_share'])}  "
+        f"write {_pct(cache['write_share'])} of {num(cache['prompt_tokens'])} prompt tokens",
+        f"resolved             {_pct(resolved['share'])} of {resolved['known']} runs "
+        "with a known outcome",
+        "exit                 " + ", ".join(f"{k} {_pct(v)}" for k, v in
+                                            summary["exit"].items()),
+    ]
+    cost = summary["cost"]
+    for model, entry in cost["by_model"].items():
+        lines.append(f"cost {model}: recorded ${entry['recorded_usd']:,.2f}, catalogue "
+                     f"${entry['catalogue_usd']:,.2f} ({entry['runs']} runs, ratio "
+                     f"{num(entry['ratio'], 2)})")
+    if cost["not_in_catalogue"]:
+        lines.append("not in the price catalogue: " + ", ".join(cost["not_in_catalogue"]))
+    skipped = summary.get("skipped")
+    if skipped:
+        for noun in ("files", "runs"):
+            part = skipped[noun]
+            if part["count"]:
+                reasons = ", ".join(f"{n} {r}" for r, n in part["by_reason"].items())
+                lines.append(f"skipped {part['count']} {noun}: {reasons}")
+    return "\n".join(lines)
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.1f}%"

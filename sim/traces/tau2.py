@@ -1,0 +1,256 @@
+"""tau2-bench results: conversations of a tool-using agent with a simulated user.
+
+Three shapes are recognised (by content): a results object with a
+``simulations`` list (tau2's own ``Results``), a bare list of simulation
+records (``id``, ``messages``, ``termination_reason``/``reward_info``...), and
+aggregated evaluation results (a list of per-model summaries with
+``task_results``), which hold no trajectory and are skipped as such.
+
+One simulation is one run. Its **model calls** are the assistant messages that
+carry ``usage``; tau2's scripted greeting (an assistant message at position 0
+without usage) is not a call, and any other assistant message without usage
+makes the run unusable (``no token usage``). Per call:
+
+- tokens: ``usage.prompt_tokens`` is the whole prompt (cached or not) and
+  ``usage.completion_tokens`` the output; the cache split comes from the raw
+  provider response in ``raw_data.usage`` when it is there: Anthropic's
+  ``input_tokens``/``cache_read_input_tokens``/``cache_creation_input_tokens``
+  (which must add up to the prompt), or OpenAI-style
+  ``prompt_tokens_details.cached_tokens`` / DeepSeek's
+  ``prompt_cache_hit_tokens`` (cache read) and ``cache_creation_input_tokens``
+  (cache write), which must not exceed the prompt; reasoning from
+  ``completion_tokens_details.reasoning_tokens``;
+- ``cost`` as recorded; ``finish_reason`` from the raw response;
+- times from the message timestamps: a call starts when the message before it
+  was recorded and ends when its own was (``started_s``, ``latency_s``);
+- its tool calls (name, arguments) with the ``tool`` messages answering them
+  (matched by id): the result text, its ``error`` flag, and the time between
+  the result and the message before it as the tool's duration;
+- ``observation_tokens``: the simulated user's text messages that reach the
+  agent after the call and before the next (the user's own tool calls and
+  their results are not shown to the agent and are not counted).
+
+Run fields: ``task_id``, the agent's model (``info.agent_info.llm``, else
+the model of its calls when they agree, else the file's ``model``),
+``agent_cost`` as ``cost_usd``, ``termination_reason`` verbatim as ``exit``,
+``resolved`` when ``reward_info.reward`` is 1, ``start_time`` and
+``duration``, and the limits ``info.max_steps`` (which counts messages: ``message_limit``) and
+``info.max_errors`` (``error_limit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from sim.traces.model import (
+    CallRecord,
+    RunRecord,
+    ToolCallRecord,
+    approx_tokens,
+    canonical_arguments,
+    finite_or_none,
+    tool_result,
+)
+from sim.traces.skips import CACHE_MISMATCH, NO_CALLS, NO_TRAJECTORY, NO_USAGE, Skip, Unusable
+from sim.traces.usage import from_disjoint, from_total_prompt
+
+SOURCE = "tau2"
+
+
+def detect(doc: Any) -> str | None:
+    """``"results"``, ``"records"``, ``"aggregated"`` or None (not tau2)."""
+    if isinstance(doc, dict) and isinstance(doc.get("simulations"), list):
+        return "results"
+    if isinstance(doc, list) and doc and all(isinstance(item, dict) for item in doc):
+        first = doc[0]
+        if isinstance(first.get("messages"), list) and (
+                "termination_reason" in first or "reward_info" in first):
+            return "records"
+        if isinstance(first.get("task_results"), list):
+            return "aggregated"
+    return None
+
+
+def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
+    """The runs of one tau2 document (:func:`detect` must have named it)."""
+    shape = detect(doc)
+    if shape == "aggregated":
+        raise Unusable(NO_TRAJECTORY, f"aggregated results ({len(doc)} per-model summaries "
+                                      "with task_results, no messages)")
+    if shape == "results":
+        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        simulations = doc["simulations"]
+        file_model = doc.get("model") if isinstance(doc.get("model"), str) else None
+    else:
+        info, simulations, file_model = {}, doc, None
+    agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
+    model = agent.get("llm") if isinstance(agent.get("llm"), str) else None
+    limits = (_int_or_none(info.get("max_steps")), _int_or_none(info.get("max_errors")))
+    for index, simulation in enumerate(simulations):
+        run_id = _run_id(simulation, index)
+        try:
+            yield _run(simulation, run_id, file, model, file_model, limits)
+        except Unusable as problem:
+            yield Skip(file, problem.reason, problem.detail, run_id)
+
+
+def _run_id(simulation: Any, index: int) -> str:
+    if isinstance(simulation, dict) and simulation.get("id") is not None:
+        return str(simulation["id"])
+    return f"simulation {index}"
+
+
+def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | None,
+         limits: tuple[int | None, int | None]) -> RunRecord:
+    if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
+        raise Unusable(NO_TRAJECTORY, "simulation record without a messages list")
+    messages = sim["messages"]
+    start = _time(sim.get("start_time"))
+    calls: list[CallRecord] = []
+    missing = 0
+    last_call: CallRecord | None = None
+    previous_time: datetime | None = start
+    pending: dict[str, tuple[ToolCallRecord, datetime | None]] = {}
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        moment = _time(message.get("timestamp"))
+        if role == "assistant":
+            if not message.get("usage"):
+                if position > 0 or message.get("raw_data"):
+                    missing += 1
+                previous_time = moment or previous_time
+                continue
+            last_call = _call(message, position, start, previous_time, moment,
+                              model or file_model)
+            calls.append(last_call)
+            pending = {t.id: (t, moment) for t in last_call.tool_calls if t.id is not None}
+        elif role == "tool":
+            if message.get("requestor", "assistant") == "assistant" and last_call is not None:
+                answered = pending.pop(str(message.get("id")), None)
+                if answered is not None:
+                    _answer(answered[0], message, previous_time, moment)
+        elif role == "user" and last_call is not None and not message.get("tool_calls"):
+            text = _text(message.get("content"))
+            last_call.observation_tokens = (last_call.observation_tokens or 0) + approx_tokens(text)
+        previous_time = moment or previous_time
+    if missing:
+        raise Unusable(NO_USAGE, f"{missing} of {missing + len(calls)} agent messages "
+                                 "record no usage")
+    if not calls:
+        raise Unusable(NO_CALLS, "no agent model call in the conversation")
+    for call in calls:
+        if call.observation_tokens is None:
+            call.observation_tokens = 0
+    reward = sim.get("reward_info", {}).get("reward") if isinstance(
+        sim.get("reward_info"), dict) else None
+    reward = finite_or_none(reward)
+    exit_label = sim.get("termination_reason")
+    if model is None:  # no configured agent model: the calls', if they agree
+        models = {c.model for c in calls}
+        model = models.pop() if len(models) == 1 else file_model
+    return RunRecord(
+        run_id=run_id, source=SOURCE, file=file, calls=calls,
+        task_id=None if sim.get("task_id") is None else str(sim["task_id"]),
+        model=model, cost_usd=finite_or_none(sim.get("agent_cost")),
+        exit=None if exit_label is None else str(exit_label),
+        resolved=None if reward is None else reward == 1.0,
+        started_at=start, duration_s=finite_or_none(sim.get("duration")),
+        message_limit=limits[0], error_limit=limits[1])
+
+
+def _call(message: dict, position: int, start: datetime | None, before: datetime | None,
+          moment: datetime | None, model: str | None) -> CallRecord:
+    where = f"message {position} (turn_idx {message.get('turn_idx', '?')})"
+    usage = message["usage"]
+    raw = message.get("raw_data") if isinstance(message.get("raw_data"), dict) else {}
+    counts = _counts(usage, raw.get("usage") if isinstance(raw.get("usage"), dict) else {},
+                     where)
+    tool_calls = []
+    for call in message.get("tool_calls") or ():
+        if isinstance(call, dict):
+            tool_calls.append(ToolCallRecord(
+                name=str(call.get("name")), id=None if call.get("id") is None else str(call["id"]),
+                arguments=canonical_arguments(call.get("arguments"))))
+    started = _seconds(before, start)
+    latency = _seconds(moment, before)
+    return CallRecord(
+        *counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
+        cost_usd=finite_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
+        started_s=started, latency_s=latency,
+        text_tokens=approx_tokens(_text(message.get("content"))), tool_calls=tool_calls)
+
+
+def _counts(usage: dict, raw: dict, where: str) -> tuple[int, int, int, int, int]:
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    details = raw.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    if "input_tokens" in raw and "prompt_tokens" not in raw:  # Anthropic's own usage
+        counts = from_disjoint(raw.get("input_tokens"), completion,
+                               cache_read=raw.get("cache_read_input_tokens"),
+                               cache_write=raw.get("cache_creation_input_tokens"),
+                               reasoning=reasoning, where=where)
+        total = sum(counts[:3])
+        if prompt is not None and total != prompt:
+            raise Unusable(CACHE_MISMATCH, f"{where}: input {counts[0]} + cache read "
+                                           f"{counts[1]} + cache write {counts[2]} != "
+                                           f"prompt_tokens {prompt}")
+        return counts
+    prompt_details = raw.get("prompt_tokens_details")
+    prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
+    read = prompt_details.get("cached_tokens")
+    if read is None:
+        read = raw.get("prompt_cache_hit_tokens", raw.get("cache_read_input_tokens"))
+    write = raw.get("cache_creation_input_tokens", prompt_details.get("cache_creation_tokens"))
+    return from_total_prompt(prompt, completion, cache_read=read, cache_write=write,
+                             reasoning=reasoning, where=where)
+
+
+def _answer(record: ToolCallRecord, message: dict, before: datetime | None,
+            moment: datetime | None) -> None:
+    text = _text(message.get("content"))
+    error = message.get("error")
+    record.result_tokens, record.result_sha256, record.error = tool_result(
+        text, error=bool(error) if error is not None else False)
+    record.duration_s = _seconds(moment, before)
+
+
+def _finish_reason(raw: dict) -> str | None:
+    reason = raw.get("finish_reason", raw.get("stop_reason"))
+    if reason is None and isinstance(raw.get("choices"), list) and raw["choices"]:
+        first = raw["choices"][0]
+        reason = first.get("finish_reason") if isinstance(first, dict) else None
+    return None if reason is None else str(reason)
+
+
+def _text(content: Any) -> str | None:
+    """The text of a message's content: a string, or the text parts of a list."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return str(content)
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
+    if later is None or earlier is None:
+        return None
+    return (later - earlier).total_seconds()
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,178 @@
+"""Writing trace tables: run records in, ``runs.parquet`` and ``calls.parquet`` out.
+
+:class:`TraceWriter` takes :class:`~sim.traces.model.RunRecord` objects one at
+a time: each run's calls go straight into ``calls.parquet`` in row groups (so a
+long import never holds every call in memory), while the run rows, one small
+tuple per run, are kept until :meth:`TraceWriter.close` writes
+``runs.parquet`` (an importer may still fill in a run's ``resolved`` from a
+report it meets later). A run's ``steps`` and token sums are computed here from
+its calls, so the two tables always agree.
+
+Files are written into a folder given by the caller; :func:`atomic_folder`
+builds a whole trace folder in a temporary folder beside the target and renames
+it into place only when everything succeeded, so a failed import writes
+nothing. The same records give the same bytes (fixed compression, no metadata).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sim.errors import InputError
+from sim.traces.model import (
+    CALLS_FILE,
+    CALLS_SCHEMA,
+    RUNS_FILE,
+    RUNS_SCHEMA,
+    SOURCES,
+    TOKEN_COLUMNS,
+    RunRecord,
+)
+
+COMPRESSION = "zstd"
+COMPRESSION_LEVEL = 3
+ROW_GROUP_CALLS = 50_000
+_CALL_FIELDS = tuple(name for name in CALLS_SCHEMA.names if name not in ("run_id", "call"))
+_TOOL_FIELDS = ("id", "name", "arguments", "result_tokens", "result_sha256", "error",
+                "duration_s")
+
+
+class TraceWriter:
+    """Streams runs into ``folder/calls.parquet`` and, on :meth:`close`,
+    ``folder/runs.parquet``. ``run_id`` must be unique (:meth:`has`)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.runs: list[dict[str, Any]] = []
+        self.calls = 0
+        self._ids: set[str] = set()
+        self._buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
+        self._writer: pq.ParquetWriter | None = None
+        self._calls_path = self.folder / CALLS_FILE
+
+    def has(self, run_id: str) -> bool:
+        """Whether a run with this id was added."""
+        return run_id in self._ids
+
+    def add(self, run: RunRecord) -> dict[str, Any]:
+        """Add one run; returns its row (a dict of runs.parquet's columns),
+        which may be updated until :meth:`close`."""
+        if run.run_id in self._ids:
+            raise ValueError(f"duplicate run_id {run.run_id!r}")
+        if run.source not in SOURCES:
+            raise ValueError(f"unknown source {run.source!r}")
+        self._ids.add(run.run_id)
+        sums = dict.fromkeys(TOKEN_COLUMNS, 0)
+        buffer = self._buffer
+        for index, call in enumerate(run.calls):
+            buffer["run_id"].append(run.run_id)
+            buffer["call"].append(index)
+            for name in _CALL_FIELDS:
+                if name == "tool_calls":
+                    buffer[name].append([{f: getattr(t, f) for f in _TOOL_FIELDS}
+                                         for t in call.tool_calls])
+                else:
+                    buffer[name].append(getattr(call, name))
+            for name in TOKEN_COLUMNS:
+                sums[name] += getattr(call, name)
+        self.calls += len(run.calls)
+        if len(buffer["run_id"]) >= ROW_GROUP_CALLS:
+            self._flush()
+        row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
+        row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
+        self.runs.append(row)
+        return row
+
+    def close(self) -> None:
+        """Write what is buffered and ``runs.parquet``; the files are complete."""
+        self._flush(final=True)
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        table = pa.Table.from_pylist(self.runs, schema=RUNS_SCHEMA)
+        pq.write_table(table, self.folder / RUNS_FILE, compression=COMPRESSION,
+                       compression_level=COMPRESSION_LEVEL)
+
+    def abort(self) -> None:
+        """Close the calls file without finishing (the caller discards the folder)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def _flush(self, final: bool = False) -> None:
+        buffer = self._buffer
+        if not buffer["run_id"] and not (final and self._writer is None):
+            return
+        table = pa.Table.from_pydict(buffer, schema=CALLS_SCHEMA)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._calls_path, CALLS_SCHEMA,
+                                            compression=COMPRESSION,
+                                            compression_level=COMPRESSION_LEVEL)
+        self._writer.write_table(table)
+        for values in buffer.values():
+            values.clear()
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """``moment`` in UTC; a naive time is taken as UTC."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def write_runs(folder: str | os.PathLike, runs: list[RunRecord]) -> None:
+    """Write ``runs`` as ``runs.parquet`` and ``calls.parquet`` into an existing
+    folder (a results folder), each file atomically (temporary name, then
+    renamed over any previous one)."""
+    target = Path(folder)
+    with tempfile.TemporaryDirectory(dir=target, prefix=".traces.") as tmp:
+        writer = TraceWriter(Path(tmp))
+        for run in runs:
+            writer.add(run)
+        writer.close()
+        for name in (CALLS_FILE, RUNS_FILE):
+            os.chmod(Path(tmp) / name, 0o644)
+            os.replace(Path(tmp) / name, target / name)
+
+
+@contextmanager
+def atomic_folder(target: str | os.PathLike, *, force: bool = False) -> Iterator[Path]:
+    """A temporary folder beside ``target`` to build a folder in; renamed to
+    ``target`` when the block ends without an exception, deleted otherwise.
+
+    An existing non-empty ``target`` is an InputError unless ``force`` (then
+    it is replaced, only once the new folder is complete)."""
+    final = Path(target)
+    if final.exists() and not final.is_dir():
+        raise InputError("exists and is not a folder", source=str(final))
+    if final.is_dir() and any(final.iterdir()) and not force:
+        raise InputError("folder exists and is not empty (use --force to replace it)",
+                         source=str(final))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)
+        if final.exists():
+            old = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.",
+                                        suffix=".old"))
+            os.replace(final, old / final.name)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
