@@ -38,7 +38,6 @@ limit", becomes null); ``resolved`` from a SWE-bench report (see
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +46,11 @@ from sim.traces.model import (
     RunRecord,
     ToolCallRecord,
     approx_tokens,
+    as_list,
     canonical_arguments,
     finite_or_none,
     tool_result,
+    utc_from_unix,
 )
 from sim.traces.skips import NO_CALLS, NO_USAGE, Unusable
 from sim.traces.usage import from_total_prompt
@@ -90,7 +91,7 @@ class Reports:
         """Register the report at ``path``; returns how many instances it lists."""
         verdicts = self._by_folder.setdefault(path.parent.resolve(), {})
         for key in _REPORT_LISTS:
-            for instance in doc.get(key) or ():
+            for instance in as_list(doc.get(key)):
                 if key == "resolved_ids":
                     verdicts[str(instance)] = True
                 else:
@@ -118,14 +119,14 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
     model_config = config.get("model") if isinstance(config.get("model"), dict) else {}
     model = model_config.get("model_name") if isinstance(model_config.get("model_name"),
                                                          str) else None
-    calls, start, end = _calls(doc.get("messages") or [], model)
+    calls, start, end = _calls(as_list(doc.get("messages")), model)
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     exit_label = info.get("exit_status")
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=instance, model=model,
         cost_usd=finite_or_none(stats.get("instance_cost")),
         exit=None if exit_label is None else str(exit_label),
-        started_at=None if start is None else datetime.fromtimestamp(start, UTC),
+        started_at=utc_from_unix(start),
         duration_s=None if start is None or end is None else end - start,
         step_limit=_limit(agent.get("step_limit"), int),
         cost_limit_usd=_limit(agent.get("cost_limit"), float))
@@ -193,7 +194,7 @@ def _call(message: dict, response: dict, position: int, model: str | None,
     first = choices[0] if isinstance(choices, list) and choices else {}
     finish = first.get("finish_reason") if isinstance(first, dict) else None
     tools = []
-    for call in message.get("tool_calls") or ():
+    for call in as_list(message.get("tool_calls")):
         if not isinstance(call, dict):
             continue
         function = call.get("function") if isinstance(call.get("function"), dict) else {}

@@ -37,7 +37,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -234,10 +234,11 @@ def canonical_arguments(arguments: Any) -> str | None:
 
 
 def sha256_text(text: str | None) -> str | None:
-    """SHA-256 (hex) of ``text`` encoded as UTF-8; None for None."""
+    """SHA-256 (hex) of ``text`` encoded as UTF-8 (a lone surrogate, which
+    UTF-8 cannot encode, is hashed as its code unit); None for None."""
     if text is None:
         return None
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def tool_result(text: str | None, *, tokens: int | None = None, error: bool | None = None
@@ -399,3 +400,23 @@ def finite_or_none(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
+
+
+def as_dict(value: Any) -> dict:
+    """``value`` if it is a JSON object, else an empty one (sources are untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    """``value`` if it is a JSON list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def utc_from_unix(seconds: float | None) -> datetime | None:
+    """A Unix time in seconds as a UTC datetime, or None when missing or out of range."""
+    if seconds is None:
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None

@@ -33,10 +33,10 @@ conventions:
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sim.traces.model import (
@@ -44,8 +44,11 @@ from sim.traces.model import (
     RunRecord,
     ToolCallRecord,
     approx_tokens,
+    as_dict,
+    as_list,
     canonical_arguments,
     tool_result,
+    utc_from_unix,
 )
 from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
 from sim.traces.usage import from_total_prompt
@@ -75,6 +78,7 @@ class Span:
     attributes: dict[str, Any]
     error: bool
     file: str
+    operation: str = ""
 
 
 @dataclass
@@ -87,12 +91,11 @@ class Collector:
     def add(self, doc: dict, file: str) -> int:
         """Add the spans of one OTLP JSON document; returns how many."""
         before = len(self.spans)
-        for resource in doc.get("resourceSpans") or ():
-            if not isinstance(resource, dict):
-                continue
+        for resource in as_list(doc.get("resourceSpans")):
+            resource = as_dict(resource)
             scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans"))
-            for scope in scopes or ():
-                for raw in (scope.get("spans") or ()) if isinstance(scope, dict) else ():
+            for scope in as_list(scopes):
+                for raw in as_list(as_dict(scope).get("spans")):
                     span = _span(raw, file)
                     if span is not None:
                         self.spans.append(span)
@@ -113,19 +116,20 @@ class Collector:
 def _span(raw: Any, file: str) -> Span | None:
     if not isinstance(raw, dict):
         return None
-    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    status = as_dict(raw.get("status"))
     attributes = _attributes(raw.get("attributes"))
+    operation = attributes.get("gen_ai.operation.name")
     return Span(trace=str(raw.get("traceId", "")), span=str(raw.get("spanId", "")),
                 parent=str(raw.get("parentSpanId") or ""), name=str(raw.get("name", "")),
                 start=_nanos(raw.get("startTimeUnixNano")),
                 end=_nanos(raw.get("endTimeUnixNano")), attributes=attributes,
                 error=status.get("code") in _STATUS_ERROR or "error.type" in attributes,
-                file=file)
+                file=file, operation=operation if isinstance(operation, str) else "")
 
 
 def _attributes(items: Any) -> dict[str, Any]:
     out = {}
-    for item in items or ():
+    for item in as_list(items):
         if isinstance(item, dict) and "key" in item:
             out[str(item["key"])] = _value(item.get("value"))
     return out
@@ -140,23 +144,23 @@ def _value(value: Any) -> Any:
     if "intValue" in value:
         try:
             return int(value["intValue"])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return value["intValue"]
     if "doubleValue" in value:
         return value["doubleValue"]
     if "boolValue" in value:
         return value["boolValue"]
     if "arrayValue" in value:
-        return [_value(v) for v in (value["arrayValue"] or {}).get("values") or ()]
+        return [_value(v) for v in as_list(as_dict(value["arrayValue"]).get("values"))]
     if "kvlistValue" in value:
-        return _attributes((value["kvlistValue"] or {}).get("values"))
+        return _attributes(as_dict(value["kvlistValue"]).get("values"))
     return None
 
 
 def _nanos(value: Any) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
@@ -188,19 +192,16 @@ def _group(spans: list[Span]) -> dict[str, list[Span]]:
 def _run(key: str, spans: list[Span]) -> RunRecord:
     start = spans[0].start
     end = max(s.end for s in spans)
-    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") in MODEL_OPERATIONS]
+    chats = [s for s in spans if s.operation in MODEL_OPERATIONS]
     if not chats:
         raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat span")
     calls = [_call(s, start) for s in chats]
-    for tool in (s for s in spans if s.attributes.get("gen_ai.operation.name") == TOOL_OPERATION):
-        owner = None
-        for chat, call in zip(chats, calls, strict=True):
-            if chat.start <= tool.start:
-                owner = call
-        if owner is not None:
-            owner.tool_calls.append(_tool(tool))
-    agent = next((s for s in spans
-                  if s.attributes.get("gen_ai.operation.name") == AGENT_OPERATION), None)
+    starts = [s.start for s in chats]  # sorted, as the spans are
+    for tool in (s for s in spans if s.operation == TOOL_OPERATION):
+        owner = bisect_right(starts, tool.start) - 1  # the last call started before it
+        if owner >= 0:
+            calls[owner].tool_calls.append(_tool(tool))
+    agent = next((s for s in spans if s.operation == AGENT_OPERATION), None)
     exit_label = None if agent is None else agent.attributes.get("error.type")
     model = next((c.model for c in calls if c.model), None)
     if agent is not None:
@@ -208,7 +209,7 @@ def _run(key: str, spans: list[Span]) -> RunRecord:
     return RunRecord(
         run_id=key, source=SOURCE, file=spans[0].file, calls=calls, model=model,
         exit=None if exit_label is None else str(exit_label),
-        started_at=datetime.fromtimestamp(start / 1e9, UTC) if start else None,
+        started_at=utc_from_unix(start / 1e9) if start else None,
         duration_s=(end - start) / 1e9 if start and end >= start else None)
 
 
@@ -263,7 +264,7 @@ def _output_text_tokens(messages: Any) -> int | None:
         return None
     total = 0
     for message in messages:
-        for part in (message.get("parts") or ()) if isinstance(message, dict) else ():
+        for part in as_list(as_dict(message).get("parts")):
             if isinstance(part, dict) and part.get("type") == "text":
                 total += approx_tokens(str(part.get("content", "")))
     return total

@@ -141,7 +141,9 @@ def read_json(path: Path) -> list[Any]:
         try:
             value, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as error:
-            what = "truncated" if error.pos >= len(text.rstrip()) else "invalid"
+            ends_inside = (error.pos >= len(text.rstrip())
+                           or error.msg.startswith("Unterminated string"))
+            what = "truncated" if ends_inside else "invalid"
             raise Unusable(INVALID_JSON, f"{what} JSON at line {error.lineno} column "
                                          f"{error.colno}: {error.msg}") from None
         values.append(value)

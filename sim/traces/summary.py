@@ -128,17 +128,18 @@ def _resolved(runs: Any) -> dict[str, Any]:
 def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
     """Recorded cost against catalogue prices, by run model (see the module)."""
 
-    run_model = dict(zip(runs["run_id"].tolist(), runs["model"].tolist(), strict=True))
-    started = dict(zip(runs["run_id"].tolist(), runs["started_at"].tolist(), strict=True))
-    recorded = {r: c for r, c in zip(runs["run_id"].tolist(), runs["cost_usd"].tolist(),
-                                     strict=True) if c is not None and c == c}
+    ids = runs["run_id"].tolist()
+    run_model = dict(zip(ids, _values(runs["model"]), strict=True))
+    started = dict(zip(ids, _values(runs["started_at"]), strict=True))
+    recorded = {r: c for r, c in zip(ids, _values(runs["cost_usd"]), strict=True)
+                if c is not None}
     priced: dict[str, float] = {}
     unpriced: set[str] = set()
     missing: set[str] = set()
     columns = ("run_id", "model", "input_tokens", "output_tokens", "cache_read_tokens",
                "cache_write_tokens", "reasoning_tokens")
     for run, model, inp, out, read, write, think in zip(
-            *(calls[c].tolist() for c in columns), strict=True):
+            *(_values(calls[c]) for c in columns), strict=True):
         if run not in recorded or run in unpriced:
             continue
         name = model if isinstance(model, str) else run_model[run]
@@ -167,8 +168,15 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
             "runs_without_cost": len(runs) - len(recorded)}
 
 
+def _values(column: Any) -> list:
+    """A column as a list with missing values (NA, NaN, NaT) as None."""
+    import pandas as pd
+
+    return [None if pd.isna(v) else v for v in column.tolist()]
+
+
 def _day(moment: Any) -> datetime:
-    if moment is None or moment != moment:  # None or NaT
+    if moment is None:
         return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     day = moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment
     return day.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)

@@ -49,6 +49,8 @@ from sim.traces.model import (
     RunRecord,
     ToolCallRecord,
     approx_tokens,
+    as_dict,
+    as_list,
     canonical_arguments,
     finite_or_none,
     tool_result,
@@ -166,11 +168,12 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
           moment: datetime | None, model: str | None) -> CallRecord:
     where = f"message {position} (turn_idx {message.get('turn_idx', '?')})"
     usage = message["usage"]
-    raw = message.get("raw_data") if isinstance(message.get("raw_data"), dict) else {}
-    counts = _counts(usage, raw.get("usage") if isinstance(raw.get("usage"), dict) else {},
-                     where)
+    if not isinstance(usage, dict):
+        raise Unusable(NO_USAGE, f"{where}: usage is not an object")
+    raw = as_dict(message.get("raw_data"))
+    counts = _counts(usage, as_dict(raw.get("usage")), where)
     tool_calls = []
-    for call in message.get("tool_calls") or ():
+    for call in as_list(message.get("tool_calls")):
         if isinstance(call, dict):
             tool_calls.append(ToolCallRecord(
                 name=str(call.get("name")), id=None if call.get("id") is None else str(call["id"]),

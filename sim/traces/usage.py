@@ -24,6 +24,9 @@ from typing import Any
 
 from sim.traces.skips import BAD_COUNT, CACHE_EXCEEDS, REASONING_EXCEEDS, Unusable
 
+MAX_COUNT = 2**53
+"""The largest token count accepted (a larger one is a corrupt record)."""
+
 Counts = tuple[int, int, int, int, int]
 """``(input, cache_read, cache_write, output, reasoning)`` tokens."""
 
@@ -42,8 +45,9 @@ def count(value: Any, name: str, where: str, *, default: int | None = None) -> i
             number = None
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-        raise Unusable(BAD_COUNT, f"{where}: {name} is {value!r}, not a non-negative integer")
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= MAX_COUNT:
+        raise Unusable(BAD_COUNT, f"{where}: {name} is {value!r}, not a non-negative integer"
+                                  f"{'' if not isinstance(number, int) else ' in range'}")
     return number
 
 

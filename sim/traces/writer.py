@@ -99,7 +99,7 @@ class TraceWriter:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        table = pa.Table.from_pylist(self.runs, schema=RUNS_SCHEMA)
+        table = _table(lambda rows: pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), self.runs)
         pq.write_table(table, self.folder / RUNS_FILE, compression=COMPRESSION,
                        compression_level=COMPRESSION_LEVEL)
 
@@ -113,7 +113,8 @@ class TraceWriter:
         buffer = self._buffer
         if not buffer["run_id"] and not (final and self._writer is None):
             return
-        table = pa.Table.from_pydict(buffer, schema=CALLS_SCHEMA)
+        table = _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA),
+                       buffer)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._calls_path, CALLS_SCHEMA,
                                             compression=COMPRESSION,
@@ -121,6 +122,25 @@ class TraceWriter:
         self._writer.write_table(table)
         for values in buffer.values():
             values.clear()
+
+
+def _table(build: Any, data: Any) -> pa.Table:
+    """``build(data)``; if some text cannot be stored as UTF-8 (a lone
+    surrogate from a JSON escape), again with such characters replaced."""
+    try:
+        return build(data)
+    except (pa.ArrowException, UnicodeEncodeError):
+        return build(_clean(data))
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
 
 
 def _utc(moment: datetime | None) -> datetime | None:

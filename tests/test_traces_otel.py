@@ -1,0 +1,192 @@
+"""The OpenTelemetry GenAI importer (sim/traces/otel.py) on spans that the real
+opentelemetry-sdk writes in the test, as OTLP JSON Lines (the SDK's
+FileSpanExporter, as the collector's file exporter writes them) and as one
+OTLP JSON document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk.trace", reason="needs the 'otel' extra")
+from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import Status, StatusCode
+
+from sim.traces import import_traces, read_traces
+from sim.traces.model import approx_tokens, sha256_text
+
+# per conversation: calls of (input incl. cache, cache read, cache write, output, reasoning)
+CONVERSATIONS = {
+    "conv-a": [(1200, 1000, 0, 40, 0), (1500, 1100, 300, 60, 10), (1800, 1400, 0, 20, 0)],
+    "conv-b": [(900, 0, 900, 30, 0), (1000, 880, 0, 25, 5)],
+}
+
+
+def emit(exporter, conversations=CONVERSATIONS, *, tag_children=True, error_on=(1,)) -> None:
+    """Agent runs as GenAI spans: an invoke_agent span per conversation, a chat
+    span per call, and an execute_tool span after each call but the last."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agent")
+    for conversation, calls in conversations.items():
+        root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": conversation,
+                "gen_ai.agent.name": "helper", "gen_ai.request.model": "gpt-4o"}
+        with tracer.start_as_current_span("invoke_agent helper", attributes=root):
+            for i, (inp, read, write, out, think) in enumerate(calls):
+                attributes = {
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                    "gen_ai.response.model": "gpt-4o-2024-08-06",
+                    "gen_ai.usage.input_tokens": inp, "gen_ai.usage.output_tokens": out,
+                    "gen_ai.usage.cache_read.input_tokens": read,
+                    "gen_ai.usage.cache_creation.input_tokens": write,
+                    "gen_ai.usage.reasoning.output_tokens": think,
+                    "gen_ai.response.finish_reasons": ["tool_calls" if i + 1 < len(calls)
+                                                       else "stop"],
+                    "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                        {"type": "text", "content": "x" * (8 * (i + 1))}]}]),
+                }
+                if tag_children:
+                    attributes["gen_ai.conversation.id"] = conversation
+                with tracer.start_as_current_span("chat gpt-4o", attributes=attributes):
+                    pass
+                if i + 1 == len(calls):
+                    continue
+                tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
+                        "gen_ai.tool.call.id": f"{conversation}-{i}",
+                        "gen_ai.tool.call.arguments": json.dumps({"q": i, "a": "b"}),
+                        "gen_ai.tool.call.result": "found " * (i + 2)}
+                with tracer.start_as_current_span("execute_tool search",
+                                                  attributes=tool) as span:
+                    if i in error_on:
+                        span.set_attribute("error.type", "timeout")
+                        span.set_status(Status(StatusCode.ERROR))
+    provider.shutdown()
+
+
+def jsonl(path: Path, **kwargs) -> Path:
+    emit(FileSpanExporter(path), **kwargs)
+    return path
+
+
+def imported(tmp_path: Path, *paths: Path):
+    report = import_traces(list(paths), tmp_path / "out")
+    return report, *read_traces(tmp_path / "out")
+
+
+def test_sdk_spans_import_as_one_run_per_conversation_with_their_usage(tmp_path):
+    """input_tokens include the cache counts (subtracted), output_tokens the
+    reasoning; times, finish reasons and models come from the spans."""
+    report, runs, calls = imported(tmp_path, jsonl(tmp_path / "spans.jsonl"))
+    assert runs["run_id"].tolist() == ["conv-a", "conv-b"]
+    assert runs["source"].tolist() == ["otel-genai"] * 2
+    assert runs["model"].tolist() == ["gpt-4o"] * 2
+    assert runs["steps"].tolist() == [3, 2]
+    for run_id, expected in CONVERSATIONS.items():
+        mine = calls[calls["run_id"] == run_id]
+        got = list(zip(mine["input_tokens"], mine["cache_read_tokens"],
+                       mine["cache_write_tokens"], mine["output_tokens"],
+                       mine["reasoning_tokens"], strict=True))
+        assert got == [(i - r - w, r, w, o - t, t) for i, r, w, o, t in expected]
+        assert mine["model"].tolist() == ["gpt-4o-2024-08-06"] * len(expected)
+        assert mine["finish_reason"].tolist()[-1] == "stop"
+        assert mine["text_tokens"].tolist() == [2 * (i + 1) for i in range(len(expected))]
+        assert (mine["started_s"].diff().dropna() > 0).all()
+        assert (mine["latency_s"] >= 0).all()
+    assert report.skips == []
+    assert (runs["duration_s"] > 0).all() and runs["exit"].isna().all()
+
+
+def test_tool_spans_belong_to_the_call_before_them(tmp_path):
+    _, _, calls = imported(tmp_path, jsonl(tmp_path / "spans.jsonl"))
+    mine = calls[calls["run_id"] == "conv-a"]
+    tools = mine["tool_calls"].tolist()
+    assert [len(t) for t in tools] == [1, 1, 0]
+    first, second = tools[0][0], tools[1][0]
+    assert first["id"] == "conv-a-0" and first["name"] == "search"
+    assert first["arguments"] == '{"a":"b","q":0}'
+    assert first["result_tokens"] == approx_tokens("found " * 2)
+    assert first["result_sha256"] == sha256_text("found " * 2)
+    assert (first["error"], second["error"]) == (False, True)
+    assert first["duration_s"] >= 0
+
+
+def test_spans_without_a_conversation_id_take_their_parents(tmp_path):
+    _, runs, calls = imported(tmp_path, jsonl(tmp_path / "spans.jsonl", tag_children=False))
+    assert runs["run_id"].tolist() == ["conv-a", "conv-b"] and len(calls) == 5
+
+
+def test_a_conversation_split_over_two_files_is_one_run(tmp_path):
+    a = jsonl(tmp_path / "a.jsonl", conversations={"conv-a": CONVERSATIONS["conv-a"][:2]})
+    b = jsonl(tmp_path / "b.jsonl", conversations={"conv-a": CONVERSATIONS["conv-a"][2:]})
+    _, runs, calls = imported(tmp_path, a, b)
+    assert runs["run_id"].tolist() == ["conv-a"] and runs["steps"].tolist() == [3]
+    assert calls["input_tokens"].tolist() == [200, 100, 400]
+
+
+def test_one_otlp_json_document_reads_like_json_lines(tmp_path):
+    memory = InMemorySpanExporter()
+    emit(memory)
+    document = tmp_path / "export.json"
+    document.write_text(json.dumps(encode_spans(memory.get_finished_spans()).to_dict(),
+                                   indent=2))
+    _, runs_doc, calls_doc = imported(tmp_path, document)
+    _, runs_lines, calls_lines = imported(tmp_path / "lines", jsonl(tmp_path / "s.jsonl"))
+    columns = ["input_tokens", "cache_read_tokens", "output_tokens", "reasoning_tokens"]
+    assert runs_doc[["run_id", "steps", *columns]].equals(
+        runs_lines[["run_id", "steps", *columns]])
+    assert calls_doc["tool_calls"].map(len).tolist() == calls_lines["tool_calls"].map(
+        len).tolist()
+
+
+def test_the_imported_folder_round_trips_through_another_import(tmp_path):
+    """A trace folder is itself an input: re-importing it gives the same tables."""
+    _, runs, calls = imported(tmp_path, jsonl(tmp_path / "spans.jsonl"))
+    import_traces([tmp_path / "out"], tmp_path / "again")
+    runs2, calls2 = read_traces(tmp_path / "again")
+    assert runs.equals(runs2)
+    assert calls.drop(columns="tool_calls").equals(calls2.drop(columns="tool_calls"))
+    assert calls["tool_calls"].tolist() == calls2["tool_calls"].tolist()
+
+
+@pytest.mark.parametrize(("calls", "reason"), [
+    ([(100, 200, 0, 5, 0)], "cache fields exceed prompt tokens"),
+    ([(100, 0, 0, 5, 9)], "reasoning tokens exceed output tokens"),
+])
+def test_inconsistent_usage_skips_that_conversation(tmp_path, calls, reason):
+    spans = jsonl(tmp_path / "s.jsonl", conversations={"bad": calls,
+                                                       "good": CONVERSATIONS["conv-b"]})
+    report, runs, _ = imported(tmp_path, spans)
+    assert runs["run_id"].tolist() == ["good"]
+    [skip] = report.skips
+    assert (skip.run, skip.reason, skip.file) == ("bad", reason, str(spans))
+    assert "gen_ai.usage.input_tokens" in skip.detail or "reasoning" in skip.detail
+
+
+def test_a_chat_span_without_usage_is_no_token_usage(tmp_path):
+    provider = TracerProvider()
+    path = tmp_path / "s.jsonl"
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
+    tracer = provider.get_tracer("agent")
+    with tracer.start_as_current_span("chat", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c"}):
+        pass
+    with tracer.start_as_current_span("chat", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "d",
+            "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1}):
+        pass
+    with tracer.start_as_current_span("embeddings", attributes={
+            "gen_ai.operation.name": "embeddings", "gen_ai.conversation.id": "e"}):
+        pass
+    provider.shutdown()
+    report, runs, _ = imported(tmp_path, path)
+    assert runs["run_id"].tolist() == ["d"]
+    assert sorted((s.run, s.reason) for s in report.skips) == [
+        ("c", "no token usage"), ("e", "no model calls")]

@@ -1,0 +1,119 @@
+"""sim's own runs in the trace model: ``python -m sim run|sweep ... --traces``
+(sim/traces/recorder.py) writes runs.parquet and calls.parquet beside
+results.parquet, and that folder imports as itself."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import sim.cli
+from sim.traces import import_traces, read_traces
+from sim.traces.model import CALLS_FILE, RUNS_FILE
+
+TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def simulate(out: Path, scenario: str = "bounded.yaml", *options: str, command: str = "run"
+             ) -> int:
+    argv = [command, str(SCENARIOS / scenario), "--out", str(out), "--quiet", "--tasks", "60",
+            "--workers", "1", *options]
+    with contextlib.redirect_stdout(io.StringIO()):
+        return sim.cli.main(argv)
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sim") / "bounded"
+    assert simulate(out, "bounded.yaml", "--traces") == 0
+    return out
+
+
+def check_against_results(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each run's tokens, cost, resolution and time equal its results row."""
+    runs, calls = read_traces(folder)
+    results = pd.read_parquet(folder / "results.parquet")
+    assert runs["run_id"].tolist() == [f"{c}/{t}" for c, t in zip(results["cell"],
+                                                                  results["task"], strict=True)]
+    for column in TOKENS:
+        assert runs[column].tolist() == results[column].tolist(), column
+    assert runs["reasoning_tokens"].tolist() == results["thinking_tokens"].tolist()
+    assert runs["cost_usd"].to_numpy(float) == pytest.approx(results["cost_usd"].to_numpy())
+    assert runs["exit"].tolist() == [f"{s}:{r}" for s, r in zip(results["state"],
+                                                               results["reason"], strict=True)]
+    assert runs["resolved"].tolist() == results["truly_done"].tolist()
+    assert runs["duration_s"].to_numpy(float) == pytest.approx(results["wall_s"].to_numpy())
+    per_run = calls.groupby("run_id", sort=False)["cost_usd"].sum()
+    assert per_run.reindex(runs["run_id"]).to_numpy(float) == pytest.approx(
+        runs["cost_usd"].to_numpy(float))
+    return runs, calls
+
+
+def test_run_with_traces_records_every_model_call_of_every_task(bounded):
+    runs, calls = check_against_results(bounded)
+    results = pd.read_parquet(bounded / "results.parquet")
+    assert (runs["source"] == "sim").all() and len(runs) == 60
+    steps = calls[calls["purpose"] == "step"].groupby("run_id", sort=False).size()
+    assert steps.reindex(runs["run_id"], fill_value=0).tolist() == results["steps"].tolist()
+    assert (runs["step_limit"] == 50).all()
+
+
+def test_calls_carry_tool_results_times_and_observations(bounded):
+    _, calls = read_traces(bounded)
+    tools = [t for ts in calls["tool_calls"] for t in ts]
+    assert tools and all(t["result_tokens"] is not None and t["error"] is not None
+                         for t in tools)
+    assert any(t["error"] for t in tools) and any(not t["error"] for t in tools)
+    assert all(len(t["result_sha256"]) == 64 for t in tools)
+    starts = calls.groupby("run_id", sort=False)["started_s"]
+    assert (starts.first() == 0).all()
+    assert (starts.diff().dropna() > 0).all()
+    assert (calls["observation_tokens"] > 0).any()  # nudges and verifier feedback
+
+
+def test_the_results_folder_imports_as_itself(bounded, tmp_path):
+    report = import_traces([bounded], tmp_path / "again")
+    assert report.runs_by_source == {"sim": 60}
+    runs, calls = read_traces(bounded)
+    runs2, calls2 = read_traces(tmp_path / "again")
+    assert runs.equals(runs2)
+    assert calls.drop(columns="tool_calls").equals(calls2.drop(columns="tool_calls"))
+    assert calls["tool_calls"].tolist() == calls2["tool_calls"].tolist()
+
+
+def test_traces_are_identical_bytes_for_any_worker_count(bounded, tmp_path):
+    assert simulate(tmp_path / "two", "bounded.yaml", "--traces", "--workers", "2") == 0
+    for name in (RUNS_FILE, CALLS_FILE):
+        assert (tmp_path / "two" / name).read_bytes() == (bounded / name).read_bytes()
+
+
+def test_compaction_and_grader_calls_are_calls_too(tmp_path):
+    """A summary call (purpose compaction) and a model grader's check (purpose
+    verifier) are calls: the run's tokens and cost still equal its results row."""
+    out = tmp_path / "compacting"
+    assert simulate(out, "bounded.yaml", "--traces", "--set",
+                    "harness.context.compact_at_tokens=20000", "--set",
+                    "harness.verifier.name=model_grader") == 0
+    _, calls = check_against_results(out)
+    assert set(calls["purpose"]) == {"step", "compaction", "verifier"}
+    graded = calls[calls["purpose"] == "verifier"]
+    assert (graded["cost_usd"] > 0).all() and (graded["latency_s"] > 0).all()
+
+
+def test_a_des_sweep_with_traces_records_its_cells(tmp_path):
+    out = tmp_path / "des"
+    assert simulate(out, "capacity.yaml", "--traces", command="sweep") == 0
+    runs, _ = check_against_results(out)
+    assert runs["run_id"].str.contains("/").all()
+
+
+def test_without_traces_no_trace_files_stay_beside_the_results(bounded, tmp_path):
+    out = tmp_path / "plain"
+    assert simulate(out, "bounded.yaml", "--traces") == 0
+    assert simulate(out, "bounded.yaml", "--seed", "3") == 0
+    assert not (out / RUNS_FILE).exists() and not (out / CALLS_FILE).exists()

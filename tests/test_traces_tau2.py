@@ -1,0 +1,311 @@
+"""The tau2-bench importer (sim/traces/tau2.py) on the 30 real files of
+shared/data/traces/tau2/raw/ against runs.csv and steps.csv, which were
+extracted from them independently, and on small hand-built documents for each
+shape and each problem the real files show."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from traces_helpers import data_folder
+
+from sim.traces import import_traces, read_traces
+from sim.traces.summary import prompt_fit, summarize
+
+RAW_FILES = 30
+CSV_RUNS = 530
+
+
+@pytest.fixture(scope="module")
+def tau2(tmp_path_factory):
+    """The whole raw folder imported once: (report, runs, calls, folder, seconds)."""
+    raw = data_folder("tau2", "raw")
+    out = tmp_path_factory.mktemp("tau2") / "traces"
+    began = time.perf_counter()
+    report = import_traces([raw], out)
+    seconds = time.perf_counter() - began
+    runs, calls = read_traces(out)
+    return report, runs, calls, out, seconds
+
+
+def csv_rows(name: str) -> list[dict[str, str]]:
+    with open(data_folder("tau2", name), newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_every_run_of_runs_csv_imports_with_its_steps_and_prompt_total(tau2):
+    """At least runs.csv's 530 runs, each with the same steps (agent calls with
+    usage), prompt-token total (input + cache read + cache write), output,
+    tool calls, tool errors, exit label, outcome and model."""
+    _, runs, _, _, _ = tau2
+    by_id = runs.set_index("run_id")
+    rows = csv_rows("runs.csv")
+    assert len(rows) == CSV_RUNS
+    assert len(runs) >= CSV_RUNS
+    for row in rows:
+        got = by_id.loc[row["run_id"]]
+        prompt = got["input_tokens"] + got["cache_read_tokens"] + got["cache_write_tokens"]
+        assert got["steps"] == int(row["steps"]), row["run_id"]
+        assert prompt == int(row["total_input_tokens"]), row["run_id"]
+        assert got["output_tokens"] + got["reasoning_tokens"] == int(row["total_output_tokens"])
+        assert got["exit"] == row["termination_reason"]
+        assert got["resolved"] == (row["resolved"] == "1")
+        assert got["model"] == row["model"]
+        assert got["message_limit"] == int(row["max_steps"])
+        assert got["error_limit"] == int(row["max_errors"])
+        assert got["duration_s"] == pytest.approx(float(row["duration_s"]), abs=1e-9)
+        assert got["cost_usd"] == pytest.approx(float(row["agent_cost"]), abs=1e-12)
+
+
+def test_tool_calls_and_their_errors_match_runs_csv(tau2):
+    calls = tau2[2]
+    tools = calls.groupby("run_id")["tool_calls"].agg(lambda s: [t for ts in s for t in ts])
+    for row in csv_rows("runs.csv"):
+        made = tools.get(row["run_id"], [])
+        assert len(made) == int(row["n_tool_calls"]), row["run_id"]
+        assert sum(bool(t["error"]) for t in made) == int(row["n_tool_errors"])
+        keys = [(t["name"], t["arguments"]) for t in made]
+        repeated = sum(1 for i, k in enumerate(keys) if k in keys[:i])
+        assert repeated == int(row["n_repeated_actions"]), row["run_id"]
+
+
+def test_each_call_matches_steps_csv(tau2):
+    """Per call: prompt tokens, output, cost and tool calls, in order."""
+    _, _, calls, _, _ = tau2
+    by_key = {(r, c): row for r, c, row in zip(calls["run_id"], calls["call"],
+                                                calls.itertuples(), strict=True)}
+    rows = csv_rows("steps.csv")
+    assert len(rows) == 6819
+    for row in rows:
+        got = by_key[(row["run_id"], int(row["step"]) - 1)]
+        assert got.input_tokens + got.cache_read_tokens + got.cache_write_tokens == int(
+            row["input_tokens"])
+        assert got.output_tokens + got.reasoning_tokens == int(row["output_tokens"])
+        assert len(got.tool_calls) == int(row["n_tool_calls"])
+        assert got.cost_usd == pytest.approx(float(row["cost"]), abs=1e-12)
+
+
+def test_unusable_files_and_runs_are_skipped_and_counted_by_reason(tau2):
+    """The 11 files outside runs.csv: 4 record no usage, 3 are aggregated
+    results, 4 have cache counts above their prompt (one of those still has
+    usable runs, which are imported)."""
+    report, runs, _, out, _ = tau2
+    files = report.skipped_files()
+    assert sorted(files.values()) == sorted(["no token usage"] * 4 + ["no per-call trajectory"]
+                                            * 3 + ["cache fields exceed prompt tokens"] * 3)
+    csv_files = {row["file"] for row in csv_rows("runs.csv")}
+    imported = {Path(f).name.removesuffix(".gz") for f in runs["file"]}
+    assert csv_files <= imported and len(imported) == 20
+    partial = [s for s in report.skipped_runs()]
+    assert {s.reason for s in partial} == {"cache fields exceed prompt tokens", "no model calls"}
+    for skip in report.skips:
+        assert skip.file and skip.reason and skip.detail
+    lines = report.lines()
+    assert lines[1] == ("skipped 10 files: 4 no token usage, 3 cache fields exceed prompt "
+                        "tokens, 3 no per-call trajectory")
+    written = json.loads((out / "import.json").read_text())
+    assert written["skipped_files"]["count"] == 10
+    assert written["runs"] == len(runs)
+    assert len(report.run_files) + len(files) == RAW_FILES
+
+
+def test_importing_all_thirty_files_takes_seconds(tau2):
+    """Measured, generously bounded: the import streams one file at a time."""
+    *_, seconds = tau2
+    assert seconds < 30
+
+
+def test_the_summary_shows_the_figures_of_the_tau2_readme(tau2):
+    """tau2/README.md: steps p50 11, p95 24, max 100; median per-run R^2 of
+    the linear prompt growth 0.95; h about 280 tokens per call."""
+    *_, out, _ = tau2
+    summary = summarize(out)
+    assert (summary["steps"]["p50"], summary["steps"]["p95"], summary["steps"]["max"]) == (
+        11, 24, 100)
+    assert summary["prompt_fit"]["r2"] == pytest.approx(0.95, abs=0.01)
+    assert summary["prompt_fit"]["h"] == pytest.approx(280, rel=0.05)
+    assert summary["skipped"]["files"]["count"] == 10
+
+
+def test_the_prompt_fit_agrees_with_numpy_polyfit_on_steps_csv(tau2):
+    """The vectorised per-run fit equals numpy's, run by run, on the calls of
+    steps.csv (an independent extraction): medians of P, h and R^2 agree."""
+    rows = csv_rows("steps.csv")
+    by_run: dict[str, list[tuple[int, int]]] = {}
+    for row in rows:
+        by_run.setdefault(row["run_id"], []).append((int(row["step"]) - 1,
+                                                     int(row["input_tokens"])))
+    ps, hs, r2s = [], [], []
+    ids, index, prompt = [], [], []
+    for run_id in sorted(by_run):
+        points = sorted(by_run[run_id])
+        n = np.array([p[0] for p in points], dtype=float)
+        y = np.array([p[1] for p in points], dtype=float)
+        ids += [run_id] * len(points)
+        index += [p[0] for p in points]
+        prompt += [p[1] for p in points]
+        if len(points) < 3 or np.ptp(y) == 0:
+            continue
+        h, p = np.polyfit(n, y, 1)
+        r2 = 1 - np.sum((y - (p + h * n)) ** 2) / np.sum((y - y.mean()) ** 2)
+        ps.append(p), hs.append(h), r2s.append(r2)
+    fit = prompt_fit(np.array(ids, dtype=object), np.array(index), np.array(prompt))
+    upper_median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731  the project's p50
+    assert fit["runs"] == len(r2s)
+    assert fit["P"] == pytest.approx(upper_median(ps), rel=1e-9)
+    assert fit["h"] == pytest.approx(upper_median(hs), rel=1e-9)
+    assert fit["r2"] == pytest.approx(upper_median(r2s), rel=1e-9)
+
+
+# ------------------------------------------------------ hand-built documents
+
+def message(role, content=None, *, usage=None, tools=None, raw=None, ts=0.0, **extra):
+    out = {"role": role, "content": content, "timestamp": f"2025-01-01T00:00:{ts:09.6f}"}
+    if usage is not None:
+        out["usage"] = usage
+    if tools is not None:
+        out["tool_calls"] = tools
+    if raw is not None:
+        out["raw_data"] = raw
+    out.update(extra)
+    return out
+
+
+def simulation(sim_id="s1", messages=None, **extra):
+    base = {"id": sim_id, "task_id": "7", "start_time": "2025-01-01T00:00:00",
+            "duration": 9.5, "termination_reason": "agent_stop", "agent_cost": 0.5,
+            "reward_info": {"reward": 1.0}}
+    base["messages"] = messages if messages is not None else conversation()
+    base.update(extra)
+    return base
+
+
+def conversation():
+    return [
+        message("assistant", "Hi! How can I help you today?"),          # scripted greeting
+        message("user", "x" * 40, ts=1.0),                               # before any call
+        message("assistant", None, usage={"prompt_tokens": 100, "completion_tokens": 8},
+                tools=[{"id": "c1", "name": "find", "arguments": {"b": 2, "a": 1}}],
+                raw={"finish_reason": "tool_calls"}, cost=0.01, ts=3.0),
+        message("tool", "result text!", id="c1", requestor="assistant", error=True, ts=3.5),
+        message("user", None, ts=4.0, tool_calls=[{"id": "u1", "name": "toggle"}]),
+        message("tool", "user's tool", id="u1", requestor="user", ts=4.2),
+        message("user", "y" * 21, ts=5.0),
+        message("assistant", "done now", usage={"prompt_tokens": 160, "completion_tokens": 4},
+                cost=0.02, ts=6.0),
+    ]
+
+
+def write_doc(tmp_path, doc, name="doc.json", compress=False) -> Path:
+    data = json.dumps(doc).encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if compress else data)
+    return path
+
+
+def imported(tmp_path, doc, **kwargs):
+    path = write_doc(tmp_path, doc, **kwargs)
+    report = import_traces([path], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    return report, runs, calls
+
+
+def test_a_results_object_gives_calls_times_tools_and_observations(tmp_path):
+    """The greeting is no call; each call starts when the message before it was
+    recorded; a tool result answers its call by id; the simulated user's text
+    after a call is its observation, the user's own tool use is not."""
+    doc = {"info": {"max_steps": 50, "max_errors": 3, "agent_info": {"llm": "gpt-4.1"}},
+           "simulations": [simulation()]}
+    _, runs, calls = imported(tmp_path, doc, compress=True)
+    row = runs.iloc[0]
+    assert (row["run_id"], row["task_id"], row["model"], row["steps"]) == ("s1", "7",
+                                                                           "gpt-4.1", 2)
+    assert (row["exit"], row["resolved"], row["cost_usd"]) == ("agent_stop", True, 0.5)
+    assert (row["message_limit"], row["error_limit"]) == (50, 3)
+    assert pd.isna(row["step_limit"])  # tau2's max_steps counts messages, not calls
+    first, second = calls.iloc[0], calls.iloc[1]
+    assert first["input_tokens"] == 100 and second["input_tokens"] == 160
+    assert first["started_s"] == pytest.approx(1.0) and first["latency_s"] == pytest.approx(2.0)
+    assert first["finish_reason"] == "tool_calls" and first["text_tokens"] == 0
+    assert first["observation_tokens"] == 6  # ceil(21 / 4): the user's reply only
+    assert second["text_tokens"] == 2 and second["observation_tokens"] == 0
+    [tool] = first["tool_calls"]
+    assert tool["arguments"] == '{"a":1,"b":2}'
+    assert (tool["result_tokens"], tool["error"]) == (3, True)
+    assert tool["duration_s"] == pytest.approx(0.5)
+
+
+def test_a_bare_list_of_simulation_records_is_read_too(tmp_path):
+    _, runs, _ = imported(tmp_path, [simulation("a"), simulation("b")])
+    assert runs["run_id"].tolist() == ["a", "b"]
+    assert runs["model"].isna().all()  # no info: the calls say nothing of the model
+
+
+def test_anthropic_raw_usage_splits_the_prompt_into_cache_parts(tmp_path):
+    msgs = conversation()
+    msgs[2]["raw_data"] = {"usage": {"input_tokens": 10, "cache_read_input_tokens": 80,
+                                     "cache_creation_input_tokens": 10, "output_tokens": 8},
+                           "model": "claude-x", "stop_reason": "tool_use"}
+    _, _, calls = imported(tmp_path, {"simulations": [simulation(messages=msgs)]})
+    first = calls.iloc[0]
+    assert (first["input_tokens"], first["cache_read_tokens"], first["cache_write_tokens"]) == (
+        10, 80, 10)
+    assert first["model"] == "claude-x" and first["finish_reason"] == "tool_use"
+
+
+def test_openai_cached_and_reasoning_tokens_are_taken_out_of_the_totals(tmp_path):
+    msgs = conversation()
+    msgs[2]["raw_data"] = {"usage": {"prompt_tokens": 100, "completion_tokens": 8,
+                                     "prompt_tokens_details": {"cached_tokens": 64},
+                                     "completion_tokens_details": {"reasoning_tokens": 5}}}
+    _, _, calls = imported(tmp_path, {"simulations": [simulation(messages=msgs)]})
+    first = calls.iloc[0]
+    assert (first["input_tokens"], first["cache_read_tokens"]) == (36, 64)
+    assert (first["output_tokens"], first["reasoning_tokens"]) == (3, 5)
+
+
+@pytest.mark.parametrize(("raw", "reason"), [
+    ({"usage": {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 500}}},
+     "cache fields exceed prompt tokens"),
+    ({"usage": {"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 8}},
+     "cache fields do not add up"),
+    ({"usage": {"prompt_tokens": 100, "completion_tokens_details": {"reasoning_tokens": 99}}},
+     "reasoning tokens exceed output tokens"),
+])
+def test_inconsistent_usage_skips_the_run_with_its_reason(tmp_path, raw, reason):
+    """A run whose cache fields exceed or do not add up to its prompt is
+    skipped, naming the file, the run and the message."""
+    bad = conversation()
+    bad[2]["raw_data"] = raw
+    report, runs, _ = imported(tmp_path, {"simulations": [simulation("bad", bad),
+                                                          simulation("good")]})
+    assert runs["run_id"].tolist() == ["good"]
+    [skip] = report.skips
+    assert (skip.run, skip.reason) == ("bad", reason)
+    assert "message 2" in skip.detail and skip.file.endswith("doc.json")
+
+
+def test_a_run_with_an_agent_message_without_usage_is_skipped(tmp_path):
+    msgs = conversation()
+    del msgs[7]["usage"]
+    report, runs, _ = imported(tmp_path, {"simulations": [simulation("bad", msgs),
+                                                          simulation("good")]})
+    assert runs["run_id"].tolist() == ["good"]
+    assert report.skips[0].reason == "no token usage"
+    assert "1 of 2 agent messages" in report.skips[0].detail
+
+
+def test_aggregated_results_are_a_file_without_trajectory(tmp_path):
+    doc = [{"model": "m", "task_results": [{"task_id": "1", "num_turns": 3}]}]
+    path = write_doc(tmp_path, doc, name="agg.json")
+    good = write_doc(tmp_path, {"simulations": [simulation()]}, name="good.json")
+    report = import_traces([path, good], tmp_path / "out")
+    assert report.skipped_files() == {str(path): "no per-call trajectory"}
+    assert "aggregated results" in report.skips[0].detail
