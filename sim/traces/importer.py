@@ -78,15 +78,17 @@ class ImportReport:
         """The report for stderr: runs imported, then files and runs skipped."""
         by_source = ", ".join(f"{n} {source}" for source, n in
                               sorted(self.runs_by_source.items()))
-        out = [f"imported {self.runs} runs ({self.calls} calls) from "
-               f"{len(self.run_files)} files or folders" + (f": {by_source}" if by_source else "")]
+        out = [f"imported {self.runs} runs ({self.calls} calls) from {len(self.run_files)} "
+               "files or folders" + (f": {by_source}" if by_source else "")]
         files = self.skipped_files()
         if files:
             out.append(phrase(len(files), "file", counts(files.values())))
         runs = self.skipped_runs()
         if runs:
+            files_with = len({s.file for s in runs})
             out.append(phrase(len(runs), "run", counts(s.reason for s in runs))
-                       + f" (in {len({s.file for s in runs})} files that had usable runs)")
+                       + f" (in {files_with} file{'' if files_with == 1 else 's'} that had "
+                       "usable runs)")
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
                        "mini-swe-agent predictions)")

@@ -32,7 +32,6 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from sim.traces.model import (
     approx_tokens,
     canonical_arguments,
     finite_or_none,
+    parse_utc,
     tool_result,
 )
 from sim.traces.skips import MISSING_EXTRA, NO_CALLS, NO_USAGE, UNREADABLE, Skip, Unusable
@@ -105,7 +105,7 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str) -> RunRecord:
             tools[event.id] = event
     if not events:
         raise Unusable(NO_CALLS, "no model event outside the scorers")
-    started_at = _moment(sample.started_at)
+    started_at = parse_utc(sample.started_at)
     start = started_at or events[0].timestamp
     calls = [_call(event, i, start, tools) for i, event in enumerate(events)]
     for i, call in enumerate(calls):
@@ -217,14 +217,3 @@ def _first_int(*values: Any) -> int | None:
             return value
     return None
 
-
-def _moment(value: Any) -> datetime | None:
-    """A timestamp (a datetime or an ISO string) in UTC, or None."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if not isinstance(value, datetime):
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -46,8 +46,10 @@ from sim.traces.model import (
     RunRecord,
     ToolCallRecord,
     approx_tokens,
+    as_dict,
     as_list,
     canonical_arguments,
+    content_text,
     finite_or_none,
     tool_result,
     utc_from_unix,
@@ -157,12 +159,12 @@ def _calls(messages: Iterable[Any], model: str | None
                 code = extra.get("returncode")
                 failed = bool(extra.get("exception_info")) or (code is not None and code != 0)
                 record.result_tokens, record.result_sha256, record.error = tool_result(
-                    _text(message.get("content")), error=failed)
+                    content_text(message.get("content")), error=failed)
                 if moment is not None and previous is not None:
                     record.duration_s = moment - previous
         elif role == "user" and calls:
             calls[-1].observation_tokens = ((calls[-1].observation_tokens or 0)
-                                            + approx_tokens(_text(message.get("content"))))
+                                            + approx_tokens(content_text(message.get("content"))))
         if moment is not None:
             previous = moment
     if not calls:
@@ -204,25 +206,11 @@ def _call(message: dict, response: dict, position: int, model: str | None,
     known = before is not None and moment is not None
     return CallRecord(
         *counts, model=response.get("model") if isinstance(response.get("model"), str) else model,
-        cost_usd=finite_or_none(extra_cost(message)),
+        cost_usd=finite_or_none(as_dict(message.get("extra")).get("cost")),
         finish_reason=None if finish is None else str(finish),
         started_s=before - start if known and start is not None else None,
         latency_s=moment - before if known else None,
-        text_tokens=approx_tokens(_text(message.get("content"))), tool_calls=tools)
-
-
-def extra_cost(message: dict) -> Any:
-    extra = message.get("extra")
-    return extra.get("cost") if isinstance(extra, dict) else None
-
-
-def _text(content: Any) -> str | None:
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        return "".join(p for p in parts if isinstance(p, str))
-    return str(content)
+        text_tokens=approx_tokens(content_text(message.get("content"))), tool_calls=tools)
 
 
 def _limit(value: Any, kind: type) -> Any:

@@ -420,3 +420,27 @@ def utc_from_unix(seconds: float | None) -> datetime | None:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def parse_utc(value: Any) -> datetime | None:
+    """An ISO 8601 string (or a datetime) as a UTC datetime, a naive time taken
+    as UTC; None when missing or not a time."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def content_text(content: Any) -> str | None:
+    """The text of a chat message's content: a string, the text parts of a list
+    of parts (``{"type": "text", "text": ...}``), None for no content."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return str(content)

@@ -41,7 +41,7 @@ the model of its calls when they agree, else the file's ``model``),
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sim.traces.model import (
@@ -52,7 +52,9 @@ from sim.traces.model import (
     as_dict,
     as_list,
     canonical_arguments,
+    content_text,
     finite_or_none,
+    parse_utc,
     tool_result,
 )
 from sim.traces.skips import CACHE_MISMATCH, NO_CALLS, NO_TRAJECTORY, NO_USAGE, Skip, Unusable
@@ -109,7 +111,7 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
     if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
         raise Unusable(NO_TRAJECTORY, "simulation record without a messages list")
     messages = sim["messages"]
-    start = _time(sim.get("start_time"))
+    start = parse_utc(sim.get("start_time"))
     calls: list[CallRecord] = []
     missing = 0
     last_call: CallRecord | None = None
@@ -119,7 +121,7 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
         if not isinstance(message, dict):
             continue
         role = message.get("role")
-        moment = _time(message.get("timestamp"))
+        moment = parse_utc(message.get("timestamp"))
         if role == "assistant":
             if not message.get("usage"):
                 if position > 0 or message.get("raw_data"):
@@ -136,7 +138,7 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
                 if answered is not None:
                     _answer(answered[0], message, previous_time, moment)
         elif role == "user" and last_call is not None and not message.get("tool_calls"):
-            text = _text(message.get("content"))
+            text = content_text(message.get("content"))
             last_call.observation_tokens = (last_call.observation_tokens or 0) + approx_tokens(text)
         previous_time = moment or previous_time
     if missing:
@@ -184,7 +186,7 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
         *counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
         cost_usd=finite_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
         started_s=started, latency_s=latency,
-        text_tokens=approx_tokens(_text(message.get("content"))), tool_calls=tool_calls)
+        text_tokens=approx_tokens(content_text(message.get("content"))), tool_calls=tool_calls)
 
 
 def _counts(usage: dict, raw: dict, where: str) -> tuple[int, int, int, int, int]:
@@ -214,7 +216,7 @@ def _counts(usage: dict, raw: dict, where: str) -> tuple[int, int, int, int, int
 
 def _answer(record: ToolCallRecord, message: dict, before: datetime | None,
             moment: datetime | None) -> None:
-    text = _text(message.get("content"))
+    text = content_text(message.get("content"))
     error = message.get("error")
     record.result_tokens, record.result_sha256, record.error = tool_result(
         text, error=bool(error) if error is not None else False)
@@ -227,26 +229,6 @@ def _finish_reason(raw: dict) -> str | None:
         first = raw["choices"][0]
         reason = first.get("finish_reason") if isinstance(first, dict) else None
     return None if reason is None else str(reason)
-
-
-def _text(content: Any) -> str | None:
-    """The text of a message's content: a string, or the text parts of a list."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        return "".join(p for p in parts if isinstance(p, str))
-    return str(content)
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
