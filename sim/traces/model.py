@@ -29,6 +29,14 @@ tokens, an observation's tokens) are counted with one approximation,
 (``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
 :func:`canonical_json`), so two calls with the same arguments have the same
 string; arguments recorded as a string that is not valid JSON are kept verbatim.
+
+**Columns** are listed, with their types, nullability and meaning, in
+:data:`RUN_COLUMNS`, :data:`CALL_COLUMNS` and :data:`TOOL_CALL_FIELDS`. Beyond
+the columns calibration and replay build on, runs have ``message_limit``
+(tau2's ``max_steps`` counts messages, not calls) and calls ``purpose`` (sim's
+own step, compaction and verifier calls). Fields a source cannot know are null
+(a tool call's result fields when no result is recorded, ``text_tokens`` when
+no content is), never a made-up 0.
 """
 
 from __future__ import annotations
