@@ -1,7 +1,8 @@
 """What agent runs cost: catalogue prices and closed forms for deterministic runs.
 
 Units everywhere: tokens are exact integer counts, money is USD (float), prices
-are USD per million tokens (:class:`~sim.harness.params.Prices`).
+are USD per million tokens (:class:`~sim.harness.params.Prices`, the one price
+type, tiers included: the harness prices each call with it).
 
 **Prices** come from the genai-prices catalogue (:func:`lookup_prices`,
 :func:`lookup_price_tiers`), from a named set (:data:`NAMED_PRICES`) or from
@@ -67,35 +68,11 @@ NAMED_PRICES: dict[str, Prices] = {
 # --------------------------------------------------------------------------- prices
 
 
-@dataclass(frozen=True, slots=True)
-class PriceTiers:
-    """Cliff-tiered prices with genai-prices' semantics: a call whose prompt
-    (uncached + cache-read + cache-write tokens) has *more than* ``start`` tokens
-    pays that tier's prices on all its tokens; otherwise ``base`` applies.
-    ``tiers`` is ``((start_tokens, Prices), ...)`` in ascending ``start``."""
-
-    base: Prices
-    tiers: tuple[tuple[int, Prices], ...] = ()
-
-    def at(self, prompt_tokens: int) -> Prices:
-        """The prices of one call with a prompt of ``prompt_tokens`` tokens."""
-        prices = self.base
-        for start, tier in self.tiers:
-            if prompt_tokens <= start:
-                break
-            prices = tier
-        return prices
-
-    def with_overrides(self, **overrides: float | None) -> PriceTiers:
-        """A copy with the given fields (USD per million tokens) replaced in every tier."""
-        return PriceTiers(replace(self.base, **overrides),
-                          tuple((start, replace(p, **overrides)) for start, p in self.tiers))
-
-
 def lookup_price_tiers(model_id: str, provider: str | None = None, *, cache_ttl: str = "5m",
-                       when: datetime | None = None) -> PriceTiers:
-    """All price tiers of ``model_id`` in the genai-prices catalogue (USD per
-    million tokens), as :func:`lookup_prices` reads them; see there."""
+                       when: datetime | None = None) -> Prices:
+    """The prices of ``model_id`` in the genai-prices catalogue (USD per
+    million tokens) with all their cliff tiers (``Prices.tiers``, genai-prices'
+    semantics), as :func:`lookup_prices` reads them; see there."""
     if cache_ttl not in CACHE_TTLS:
         raise InputError(f"cache TTL must be one of {', '.join(CACHE_TTLS)}, got {cache_ttl!r}")
     if when is None:  # truncated so that repeated lookups hit the cache
@@ -133,12 +110,12 @@ def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str 
     provider: :class:`~sim.errors.InputError` naming it, with close matches.
     """
     tiers = lookup_price_tiers(model_id, provider, cache_ttl=cache_ttl, when=when)
-    return tiers.at(prompt_tokens)
+    return tiers.at(prompt_tokens).base
 
 
 @lru_cache(maxsize=256)
 def _catalogue_tiers(model_id: str, provider: str | None, cache_ttl: str,
-                     when: datetime) -> PriceTiers:
+                     when: datetime) -> Prices:
     snapshot = data_snapshot.get_snapshot()
     try:
         _, model = snapshot.find_provider_model(model_id, None, provider, None)
@@ -148,8 +125,8 @@ def _catalogue_tiers(model_id: str, provider: str | None, cache_ttl: str,
     starts = sorted({tier.start for value in model_price.__dict__.values()
                      if isinstance(value, gp.TieredPrices) for tier in value.tiers})
     base = _prices_at(model_price, 0, cache_ttl, model_id)
-    return PriceTiers(base, tuple((s, _prices_at(model_price, s + 1, cache_ttl, model_id))
-                                  for s in starts))
+    return replace(base, tiers=tuple((s, _prices_at(model_price, s + 1, cache_ttl, model_id))
+                                     for s in starts))
 
 
 def _prices_at(model_price: gp.ModelPrice, prompt_tokens: int, cache_ttl: str,
@@ -203,8 +180,9 @@ def _unknown_model_message(snapshot: data_snapshot.DataSnapshot, model_id: str,
 
 def resolve_price_tiers(model: str, prices_spec: str | Mapping[str, object] | None = None, *,
                         provider: str | None = None, cache_ttl: str = "5m",
-                        when: datetime | None = None) -> PriceTiers:
-    """Prices (USD per million tokens) for ``model`` given a scenario's price spec.
+                        when: datetime | None = None) -> Prices:
+    """Prices (USD per million tokens, with tiers) for ``model`` given a
+    scenario's price spec.
 
     ``prices_spec`` is None (the model's catalogue prices), the name of a set in
     :data:`NAMED_PRICES`, or a mapping of overrides with keys among
@@ -219,7 +197,7 @@ def resolve_price_tiers(model: str, prices_spec: str | Mapping[str, object] | No
         if prices_spec not in NAMED_PRICES:
             raise InputError(f"unknown price set {prices_spec!r}; named sets: "
                              f"{', '.join(sorted(NAMED_PRICES))}", path="prices")
-        return PriceTiers(NAMED_PRICES[prices_spec])
+        return NAMED_PRICES[prices_spec]
     if not isinstance(prices_spec, Mapping):
         raise InputError("must be a named price set or a mapping of prices, got "
                          f"{type(prices_spec).__name__}", path="prices")
@@ -232,18 +210,18 @@ def resolve_price_tiers(model: str, prices_spec: str | Mapping[str, object] | No
             raise InputError(f"{error}; overriding only some prices needs catalogue prices "
                              f"to start from (missing {', '.join(missing)})",
                              path="prices") from None
-        return PriceTiers(Prices(**overrides))
+        return Prices(**overrides)
     return catalogue.with_overrides(**overrides)
 
 
 def resolve_prices(model: str, prices_spec: str | Mapping[str, object] | None = None, *,
                    provider: str | None = None, cache_ttl: str = "5m", prompt_tokens: int = 0,
                    when: datetime | None = None) -> Prices:
-    """The prices (USD per million tokens) of one call with a prompt of
-    ``prompt_tokens`` tokens: :func:`resolve_price_tiers` at that size."""
+    """The prices (USD per million tokens, without tiers) of one call with a
+    prompt of ``prompt_tokens`` tokens: :func:`resolve_price_tiers` at that size."""
     tiers = resolve_price_tiers(model, prices_spec, provider=provider, cache_ttl=cache_ttl,
                                 when=when)
-    return tiers.at(prompt_tokens)
+    return tiers.at(prompt_tokens).base
 
 
 def _checked_overrides(spec: Mapping[str, object]) -> dict[str, float | None]:
@@ -378,20 +356,18 @@ def cached_run_tokens(steps: int, prefix: int, per_step: int, output: int, *,
 
 
 def run_breakdown(steps: int, prefix: int, per_step: int, output: int,
-                  prices: Prices | PriceTiers, *, thinking: int = 0,
+                  prices: Prices, *, thinking: int = 0,
                   cache: CacheMode = "none") -> RunCost:
     """Tokens and USD of an N-step run in one of :data:`CACHE_MODES` (see the
     module docstring), each token type at its own price (USD per million
-    tokens): cost = sum over token types of tokens * price / 1e6. With
-    :class:`PriceTiers`, step ``n`` is priced at the tier of its prompt
-    ``P + h*n``."""
+    tokens): cost = sum over token types of tokens * price / 1e6. With tiered
+    prices, step ``n`` is priced at the tier of its prompt ``P + h*n``."""
     _check_counts(steps=steps, prefix=prefix, per_step=per_step, output=output,
                   thinking=thinking)
     if cache not in CACHE_MODES:
         raise InputError(f"cache must be one of {', '.join(CACHE_MODES)}, got {cache!r}")
-    tiers = prices if isinstance(prices, PriceTiers) else PriceTiers(prices)
     usd = [0.0, 0.0, 0.0, 0.0]
-    for first, stop, band_prices in _bands(steps, prefix, per_step, tiers):
+    for first, stop, band_prices in _bands(steps, prefix, per_step, prices):
         part = _step_tokens(first, stop, prefix, per_step, output, thinking, cache)
         usd[0] += part.prefix.cost(band_prices)
         usd[1] += part.history.cost(band_prices)
@@ -402,7 +378,7 @@ def run_breakdown(steps: int, prefix: int, per_step: int, output: int,
 
 
 def run_cost(steps: int, prefix: int, per_step: int, output: int,
-             prices: Prices | PriceTiers, *, thinking: int = 0) -> float:
+             prices: Prices, *, thinking: int = 0) -> float:
     """USD of an N-step run without caching:
     ``(input(N)*p_in + N*O*p_out + N*T*p_think) / 1e6`` with prices in USD per
     million tokens (seed 001: N=30, P=12,000, h=1,500, O=600 at $3/$15 gives
@@ -411,7 +387,7 @@ def run_cost(steps: int, prefix: int, per_step: int, output: int,
 
 
 def cached_run_cost(steps: int, prefix: int, per_step: int, output: int,
-                    prices: Prices | PriceTiers, *, thinking: int = 0,
+                    prices: Prices, *, thinking: int = 0,
                     expired: bool = False) -> float:
     """USD of an N-step run with prompt caching (:func:`cached_run_tokens`):
     ``(reads*p_read + writes*p_write + N*O*p_out + N*T*p_think) / 1e6``."""
@@ -441,7 +417,7 @@ def _step_tokens(first: int, stop: int, prefix: int, per_step: int, output: int,
 
 
 def _bands(steps: int, prefix: int, per_step: int,
-           tiers: PriceTiers) -> list[tuple[int, int, Prices]]:
+           tiers: Prices) -> list[tuple[int, int, Prices]]:
     """Contiguous step ranges ``[first, stop)`` sharing one price tier: step n's
     prompt ``P + h*n`` exceeds ``start`` from ``n = (start - P) // h + 1`` on."""
     bounds = [0]
@@ -454,7 +430,7 @@ def _bands(steps: int, prefix: int, per_step: int,
             first = (start - prefix) // per_step + 1
         bounds.append(min(first, steps))
     bounds.append(steps)
-    all_prices = [tiers.base, *(p for _, p in tiers.tiers)]
+    all_prices = [tiers, *(p for _, p in tiers.tiers)]
     return [(bounds[i], bounds[i + 1], p) for i, p in enumerate(all_prices)
             if bounds[i] < bounds[i + 1]]
 

@@ -1,15 +1,16 @@
 """One flat record per simulated task (DESIGN.md "Results").
 
-Engines build a :class:`TaskRecord` from the harness's final state and the
-world's hidden ground truth; sweeps turn lists of them into DataFrames and
-Parquet files. Units: tokens are counts, cost is USD, times are seconds.
+Engines build a :class:`TaskRecord` with :func:`make_record` from the
+harness's final state and the world's hidden ground truth; sweeps turn lists
+of them into DataFrames and Parquet files. Units: tokens are counts, cost is
+USD, times are seconds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from sim.harness.state import SUCCEEDED
+from sim.harness.state import SUCCEEDED, HarnessState
 
 FALSE_SUCCESS = "false_success"
 
@@ -68,3 +69,26 @@ class TaskRecord:
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))
+
+
+def make_record(cell: str, index: int, s: HarnessState, *, ground_truth: int, truly_done: bool,
+                tenant: str = "", agent_type: str = "", arrival_s: float = 0.0,
+                start_s: float = 0.0, end_s: float | None = None, queue_s: float = 0.0,
+                model_wait_s: float = 0.0, resumptions: int = 0) -> TaskRecord:
+    """The flat record of task ``index`` of ``cell`` that ended in state ``s``.
+    ``ground_truth`` (productive steps the task needed) and ``truly_done``
+    (whether the work was really done) are the world's hidden truth, read
+    here for the report only. Without engine times, the task starts at 0 and
+    ends after its wall time."""
+    return TaskRecord(
+        cell=cell, task=index, state=s.status, reason=s.reason,
+        outcome=outcome_label(s.status, s.reason, truly_done),
+        steps=s.turns, tool_calls=s.tool_calls, input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens, cache_read_tokens=s.cache_read_tokens,
+        cache_write_tokens=s.cache_write_tokens, thinking_tokens=s.thinking_tokens,
+        cost_usd=s.money_usd, active_s=s.active_s, wall_s=s.wall_s, retries=s.retries,
+        nudges=s.nudges, verifier_rejections=s.verifier_rejections, compactions=s.compactions,
+        ground_truth=ground_truth, truly_done=truly_done, tenant=tenant,
+        agent_type=agent_type, arrival_s=arrival_s, start_s=start_s,
+        end_s=start_s + s.wall_s if end_s is None else end_s, queue_s=queue_s,
+        model_wait_s=model_wait_s, resumptions=resumptions)

@@ -3,6 +3,7 @@ catalogue prices against genai-prices' own calculation."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -12,7 +13,6 @@ from hypothesis import strategies as st
 
 from sim.cost import (
     NAMED_PRICES,
-    PriceTiers,
     Tokens,
     cached_run_cost,
     cached_run_tokens,
@@ -129,7 +129,7 @@ def test_tiered_prices_price_each_step_at_the_tier_of_its_prompt(
     """With cliff tiers, the run costs the sum over steps of each call priced at
     the tier its whole prompt P + h*n falls in."""
     lo, hi = sorted(starts)
-    tiers = PriceTiers(base, ((lo, tier1), (hi, tier2)))
+    tiers = replace(base, tiers=((lo, tier1), (hi, tier2)))
     calls = simulate(steps, prefix, per_step, output, 0, cache)
     brute = sum((a + b + c).cost(tiers.at(a.prompt + b.prompt)) for a, b, c in calls)
     got = run_breakdown(steps, prefix, per_step, output, tiers, cache=cache).total_usd
@@ -138,7 +138,7 @@ def test_tiered_prices_price_each_step_at_the_tier_of_its_prompt(
 
 def test_price_tiers_apply_strictly_above_their_threshold():
     """A tier starting at 200,000 applies to prompts of 200,001 tokens or more."""
-    tiers = PriceTiers(Prices(input=1), ((200_000, Prices(input=2)), (300_000, Prices(input=3))))
+    tiers = Prices(input=1, tiers=((200_000, Prices(input=2)), (300_000, Prices(input=3))))
     assert [tiers.at(n).input for n in (0, 200_000, 200_001, 300_000, 300_001)] == [1, 1, 2, 2, 3]
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scripted import FAST, make_params, make_state
+from scripted import FAST, make_params
 
 from sim.harness import (
     Budgets,
@@ -142,17 +142,14 @@ def test_negative_retry_budget_is_rejected_and_zero_allowed() -> None:
 
 
 @pytest.mark.parametrize("changes", INVALID.values(), ids=INVALID.keys())
-def test_loop_raises_before_yielding_anything(changes: dict) -> None:
-    """The loop validates its parameters first: starting it with invalid
-    parameters raises ParameterError before the first effect, and the state is
-    left untouched."""
-    p = make_params(**changes)
-    s = make_state(make_params())
-    before = dataclasses.asdict(s)
-    gen = agent_loop(p, s)
+def test_invalid_parameters_cannot_reach_the_loop(changes: dict) -> None:
+    """Parameters are validated once, when built: invalid ones raise
+    ParameterError at construction (also through dataclasses.replace), so no
+    loop is ever started with them and the loop never re-validates."""
     with pytest.raises(ParameterError):
-        next(gen)
-    assert dataclasses.asdict(s) == before
+        make_params(**changes)
+    with pytest.raises(ParameterError):
+        dataclasses.replace(make_params(), **changes)
 
 
 def test_valid_params_reach_the_first_model_call(params, state) -> None:

@@ -28,7 +28,6 @@ from sim.cost import (
     CACHE_MODES,
     CACHE_TTLS,
     NAMED_PRICES,
-    PriceTiers,
     RunCost,
     Tokens,
     resolve_price_tiers,
@@ -103,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _price_tiers(args: argparse.Namespace) -> PriceTiers:
+def _price_tiers(args: argparse.Namespace) -> Prices:
     overrides: dict[str, float] = {}
     for field, dest, flag in _PRICE_FLAGS:
         value = getattr(args, dest)
@@ -123,10 +122,10 @@ def _price_tiers(args: argparse.Namespace) -> PriceTiers:
                          "--price-out (USD per million tokens)")
     overrides.setdefault("cache_read", overrides["input"] / 10)
     overrides.setdefault("cache_write", overrides["input"] * 1.25)
-    return PriceTiers(Prices(**overrides))
+    return Prices(**overrides)
 
 
-def _as_json(args: argparse.Namespace, tiers: PriceTiers, result: RunCost) -> dict:
+def _as_json(args: argparse.Namespace, tiers: Prices, result: RunCost) -> dict:
     tokens = result.tokens
     total = tokens.total
 
@@ -154,7 +153,7 @@ def _as_json(args: argparse.Namespace, tiers: PriceTiers, result: RunCost) -> di
     }
 
 
-def _table(args: argparse.Namespace, tiers: PriceTiers, result: RunCost) -> str:
+def _table(args: argparse.Namespace, tiers: Prices, result: RunCost) -> str:
     tokens = result.tokens
     total = tokens.total
     cached = args.cache != "none"

@@ -19,6 +19,13 @@ harness's active plus parked time. An operator's cancel interrupts the task
 wherever it is: an in-flight call is aborted and answered as cancelled after
 the seconds it had run, and the harness ends the run without paying for it.
 
+The engine never writes the harness's state: it reports parked time with
+:func:`~sim.harness.state.park`, cancels a running loop with
+:func:`~sim.harness.state.request_abort` and a queued one with
+:func:`~sim.harness.loop.cancel`, and resumes with
+:func:`~sim.harness.state.resume`; every run ends inside the harness, which
+records the outcome and emits the terminal event.
+
 Time series (:class:`~sim.engines.monitor.Series`): tasks in the system, busy
 model slots and sandboxes, the queues for them, parked tasks, and each
 tenant's running tasks (``running:<tenant>``).
@@ -41,14 +48,14 @@ import simpy
 
 from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
-from sim.engines.direct import Tracer, make_record
+from sim.engines.direct import Tracer
 from sim.engines.monitor import Series
+from sim.engines.perform import perform
 from sim.engines.ratelimit import RateLimiter
 from sim.errors import InputError
 from sim.harness.effects import (
     ApprovalDecision,
     ApprovalRequest,
-    Checkpoint,
     ModelError,
     ModelRequest,
     ToolError,
@@ -57,9 +64,9 @@ from sim.harness.effects import (
     VerifyRequest,
     Wait,
 )
-from sim.harness.loop import agent_loop
-from sim.harness.state import BUDGET_EXHAUSTED, NEEDS_HUMAN, HarnessState, new_state, resume
-from sim.records import TaskRecord
+from sim.harness.loop import agent_loop, cancel
+from sim.harness.state import RESUMABLE, HarnessState, new_state, park, request_abort, resume
+from sim.records import TaskRecord, make_record
 from sim.world.streams import OPERATIONS, StreamPool
 from sim.world.task import SimulatedTask
 
@@ -277,12 +284,12 @@ class DesEngine:
                     if self.tracer is not None:
                         wrap = self.tracer(arrival.index, state, lambda: env.now)
                 else:  # resumed by a human: the wait for a sandbox again is parked time
-                    state.parked_s += begun - asked
+                    park(state, begun - asked)
                 try:
                     state = yield from self._drive(arrival, task, state, params, waits, wrap)
                 finally:
                     self._release(arrival, begun)
-                if (state.status not in (BUDGET_EXHAUSTED, NEEDS_HUMAN)
+                if (state.status not in RESUMABLE
                         or resumptions >= self.des.resume.max_times
                         or streams[OPERATIONS].uniform() >= self.des.resume.share):
                     break
@@ -293,18 +300,17 @@ class DesEngine:
                     yield env.timeout(delay)
                 finally:
                     series["parked"].add(env.now, -1)
-                    state.parked_s += env.now - parked_at
+                    park(state, env.now - parked_at)
                 resumptions += 1
                 params = self._extended(resumptions)
                 resume(state)
         except simpy.Interrupt:  # cancelled while queued or while waiting for a human
-            if not state.terminal:
-                state.abort_requested = True
-                state.status, state.reason = "cancelled", "external_signal"
+            state = cancel(params, state)
         series["tasks_in_system"].add(env.now, -1)
         self.pool.release(streams)
         self.records[arrival.index] = make_record(
-            cell.name, arrival.index, state, task, tenant=arrival.tenant,
+            cell.name, arrival.index, state, ground_truth=task.need,
+            truly_done=task.answer_correct, tenant=arrival.tenant,
             agent_type=arrival.agent_type, arrival_s=arrival.time_s,
             start_s=env.now if start is None else start, end_s=env.now, queue_s=waits[0],
             model_wait_s=waits[1], resumptions=resumptions)
@@ -366,6 +372,7 @@ class DesEngine:
         # no model-slot pool and no rate limits: a model call just takes its latency
         direct_model = self.model_slots is None and self.limiter is None
         busy_model = self.series["busy_model_slots"]
+        parked = self.series["parked"]
         result = None
         while True:
             try:
@@ -378,39 +385,31 @@ class DesEngine:
                     yield from self._park(arrival, state)
                 began = env.now
                 kind = type(effect)
-                if kind is ModelRequest:
-                    if direct_model:
-                        busy_model.add(began, 1)
-                        result = task.respond(effect, began)
-                        try:
-                            yield env.timeout(result.latency_s)
-                        finally:
-                            busy_model.add(env.now, -1)
-                    else:
-                        result = yield from self._model_call(effect, task, waits)
+                if kind is ModelRequest and not direct_model:
+                    result = yield from self._model_call(effect, task, waits)
+                    continue
+                result = perform(task, effect, began)
+                if kind is ModelRequest:  # holds a model slot of an unlimited pool
+                    busy_model.add(began, 1)
+                    try:
+                        yield env.timeout(result.latency_s)
+                    finally:
+                        busy_model.add(env.now, -1)
                 elif kind is ToolRequest:
-                    result = task.execute(effect)
                     yield env.timeout(result.duration_s)
-                elif kind is Checkpoint:
-                    result = None
                 elif kind is Wait:
-                    result = None
                     yield env.timeout(effect.seconds)
                 elif kind is VerifyRequest:
-                    result = task.verify(effect)
                     if result.duration_s:
                         yield env.timeout(result.duration_s)
-                elif kind is ApprovalRequest:
-                    result = task.approve(effect)
-                    self.series["parked"].add(env.now, 1)
+                elif kind is ApprovalRequest:  # parked until a human decides
+                    parked.add(env.now, 1)
                     try:
                         yield env.timeout(result.waited_s)
                     finally:
-                        self.series["parked"].add(env.now, -1)
-                else:
-                    raise TypeError(f"unknown effect {effect!r}")
+                        parked.add(env.now, -1)
             except simpy.Interrupt:  # an operator cancelled the task: abort the call in flight
-                state.abort_requested = True
+                request_abort(state)
                 result = _cancelled(effect, 0.0 if began is None else env.now - began)
 
     def _model_call(self, request: ModelRequest, task: SimulatedTask, waits: list[float]):
@@ -444,7 +443,7 @@ class DesEngine:
             if retry_after:
                 return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
                                   env.now - t0)
-        result = task.respond(request, env.now)
+        result = perform(task, request, env.now)
         yield env.timeout(result.latency_s)
         result.latency_s = env.now - t0  # includes the wait for a model slot
         return result
@@ -460,7 +459,7 @@ class DesEngine:
                 yield self.resumed
         finally:
             series["parked"].add(env.now, -1)
-            state.parked_s += env.now - t0
+            park(state, env.now - t0)
 
     def _extended(self, round_: int):
         while len(self.params_by_round) <= round_:

@@ -12,17 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from sim.engines.cell import Cell
-from sim.harness.effects import (
-    ApprovalRequest,
-    Checkpoint,
-    ModelRequest,
-    ToolRequest,
-    VerifyRequest,
-    Wait,
-)
+from sim.engines.perform import perform
+from sim.harness.effects import Result
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.state import HarnessState, new_state
-from sim.records import TaskRecord, outcome_label
+from sim.records import TaskRecord, make_record
 from sim.world.streams import StreamPool
 from sim.world.task import SimulatedTask
 
@@ -46,7 +40,8 @@ def run_task(cell: Cell, index: int, pool: StreamPool | None = None,
                                               lambda: state.active_s + state.parked_s)
     final = drive(cell, task, state, wrap)
     pool.release(streams)
-    return make_record(cell.name, index, final, task)
+    return make_record(cell.name, index, final, ground_truth=task.need,
+                       truly_done=task.answer_correct)
 
 
 def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
@@ -59,49 +54,16 @@ def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
           wrap: Callable[[Loop], Loop] | None = None) -> HarnessState:
     """Drive the harness generator (wrapped by ``wrap`` if given) against
-    ``task`` until it returns."""
+    ``task`` until it returns. The task's clock is the harness's wall time
+    (active plus parked seconds)."""
     loop = agent_loop(cell.params, state, detector=cell.make_detector(cell.params))
     if wrap is not None:
         loop = wrap(loop)
     send = loop.send
-    respond, execute = task.respond, task.execute
-    result = None
+    result: Result = None
     try:
         while True:
-            effect = send(result)
-            kind = type(effect)
-            if kind is ModelRequest:
-                result = respond(effect, state.active_s + state.parked_s)
-            elif kind is ToolRequest:
-                result = execute(effect)
-            elif kind is Checkpoint or kind is Wait:
-                result = None
-            elif kind is VerifyRequest:
-                result = task.verify(effect)
-            elif kind is ApprovalRequest:
-                result = task.approve(effect)
-            else:
-                raise TypeError(f"unknown effect {effect!r}")
+            result = perform(task, send(result), state.active_s + state.parked_s)
     except StopIteration as stop:
-        return stop.value
-
-
-def make_record(cell: str, index: int, s: HarnessState, task: SimulatedTask, *,
-                tenant: str = "", agent_type: str = "", arrival_s: float = 0.0,
-                start_s: float = 0.0, end_s: float | None = None, queue_s: float = 0.0,
-                model_wait_s: float = 0.0, resumptions: int = 0) -> TaskRecord:
-    """The flat record of a finished task (ground truth read here, for the
-    report). Without engine times, the task starts at 0 and ends after its
-    wall time."""
-    return TaskRecord(
-        cell=cell, task=index, state=s.status, reason=s.reason,
-        outcome=outcome_label(s.status, s.reason, task.answer_correct),
-        steps=s.turns, tool_calls=s.tool_calls, input_tokens=s.input_tokens,
-        output_tokens=s.output_tokens, cache_read_tokens=s.cache_read_tokens,
-        cache_write_tokens=s.cache_write_tokens, thinking_tokens=s.thinking_tokens,
-        cost_usd=s.money_usd, active_s=s.active_s, wall_s=s.wall_s, retries=s.retries,
-        nudges=s.nudges, verifier_rejections=s.verifier_rejections, compactions=s.compactions,
-        ground_truth=task.need, truly_done=task.answer_correct, tenant=tenant,
-        agent_type=agent_type, arrival_s=arrival_s, start_s=start_s,
-        end_s=start_s + s.wall_s if end_s is None else end_s, queue_s=queue_s,
-        model_wait_s=model_wait_s, resumptions=resumptions)
+        final: HarnessState = stop.value
+        return final

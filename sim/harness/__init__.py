@@ -1,6 +1,9 @@
 """The real harness: sans-IO, standard library only (DESIGN.md, Rule 1).
 
 Start with :mod:`sim.harness.loop`, which shows one run from top to bottom.
+A driver performs the effects of :mod:`sim.harness.effects` and answers them
+as :mod:`sim.harness.protocol` says; it touches a run's state only through
+:func:`request_abort`, :func:`park`, :func:`resume` and :func:`cancel`.
 """
 
 from sim.harness.checkpoint import CheckpointStore, MemoryStore, SQLiteStore
@@ -21,7 +24,7 @@ from sim.harness.effects import (
     Wait,
 )
 from sim.harness.events import Event
-from sim.harness.loop import CONTINUATION, NUDGE_PREFIX, agent_loop
+from sim.harness.loop import CONTINUATION, NUDGE_PREFIX, agent_loop, cancel
 from sim.harness.messages import (
     Message,
     TextBlock,
@@ -39,18 +42,30 @@ from sim.harness.params import (
     Prices,
     RetryPolicy,
     ThinkingConfig,
+    ToolDefinition,
     ToolSpec,
     VerifierParams,
 )
-from sim.harness.state import TERMINAL_STATES, HarnessState, new_state, resume
+from sim.harness.protocol import ANSWERS, ProtocolError
+from sim.harness.state import (
+    OUTCOMES,
+    RESUMABLE,
+    TERMINAL_STATES,
+    HarnessState,
+    new_state,
+    park,
+    request_abort,
+    resume,
+)
 
 __all__ = [
-    "CONTINUATION", "NUDGE_PREFIX", "TERMINAL_STATES", "ApprovalDecision", "ApprovalRequest",
-    "Budgets", "Checkpoint", "CheckpointStore", "ContextParams", "DetectorParams", "Event",
-    "HarnessParams", "HarnessState", "MemoryStore", "Message", "ModelError", "ModelRequest",
-    "ModelResponse", "NoProgressDetector", "ParameterError", "Prices", "RetryPolicy",
-    "SQLiteStore", "TextBlock", "ThinkingBlock", "ThinkingConfig", "ToolError", "ToolRequest",
+    "ANSWERS", "CONTINUATION", "NUDGE_PREFIX", "OUTCOMES", "RESUMABLE", "TERMINAL_STATES",
+    "ApprovalDecision", "ApprovalRequest", "Budgets", "Checkpoint", "CheckpointStore",
+    "ContextParams", "DetectorParams", "Event", "HarnessParams", "HarnessState", "MemoryStore",
+    "Message", "ModelError", "ModelRequest", "ModelResponse", "NoProgressDetector",
+    "ParameterError", "Prices", "ProtocolError", "RetryPolicy", "SQLiteStore", "TextBlock",
+    "ThinkingBlock", "ThinkingConfig", "ToolDefinition", "ToolError", "ToolRequest",
     "ToolResult", "ToolResultBlock", "ToolSpec", "ToolUseBlock", "Usage", "Verdict",
-    "VerifierParams", "VerifyRequest", "Wait", "agent_loop", "canonical_call", "new_state",
-    "normalize", "resume",
+    "VerifierParams", "VerifyRequest", "Wait", "agent_loop", "cancel", "canonical_call",
+    "new_state", "normalize", "park", "request_abort", "resume",
 ]

@@ -7,6 +7,11 @@ the input, cache-read and cache-write prices and of the output and thinking pric
 ``model_timeout_s`` seconds; the worst case of a tool call is its timeout.
 Each check returns the name of the budget that would be overshot (the reason
 recorded in ``budget_exhausted:<reason>``), or None.
+
+A provider may still report more than the worst case (a prompt it counted
+larger, more output than the cap): :func:`overshot` is checked after every
+accounted usage, so such a run ends at once, having spent no more than what
+was reported.
 """
 
 from __future__ import annotations
@@ -54,3 +59,25 @@ def refuse_retry(params: HarnessParams, state: HarnessState) -> str | None:
     """``"retries"`` when the run's retry budget is spent, else None."""
     limit = params.budgets.retries
     return "retries" if limit is not None and state.retries >= limit else None
+
+
+MONEY_TOLERANCE = 1e-9
+"""Relative slack of the money check after a call: the worst-case estimate and
+the priced usage round differently in the last bits of a float."""
+
+
+def overshot(params: HarnessParams, state: HarnessState) -> str | None:
+    """The budget that the usage reported so far already exceeds (tokens,
+    output_tokens or money, in that order), or None. Time budgets are not
+    checked here: a call's time is spent once it returns, and the next check
+    before any call or tool refuses to go on."""
+    b = params.budgets
+    if (b.tokens is not None and state.input_tokens + state.cache_read_tokens
+            + state.cache_write_tokens > b.tokens):
+        return "tokens"
+    if (b.output_tokens is not None
+            and state.output_tokens + state.thinking_tokens > b.output_tokens):
+        return "output_tokens"
+    if b.money_usd is not None and state.money_usd > b.money_usd * (1.0 + MONEY_TOLERANCE):
+        return "money"
+    return None

@@ -14,7 +14,7 @@ Four signals, each computed without asking a model:
 Polling tools are keyed on their call *and* result, so polling a changing
 status is never a repetition, while polling an unchanged one still is.
 
-The response is graduated by the loop (``DetectorParams.nudges`` nudges, then
+The response is graduated by the loop (``DetectorParams.max_nudges`` nudges, then
 ``needs_human``). After each detection the detector's windows restart, so the
 next detection needs fresh evidence. All memory lives in
 :class:`~sim.harness.state.DetectorMemory`, inside the checkpointed state.
@@ -41,24 +41,34 @@ _SEEN_LIMIT = 256
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def canonical_call(name: str, arguments: dict[str, Any]) -> str:
+def canonical_call(name: str, arguments: Any) -> str:
     """A stable key for a call: its tool name and its arguments with keys
     sorted, so the same call always gets the same key, across runs and
     processes. Short keys are the canonical text itself; keys longer than
-    64 characters are replaced by a 16-hex-digit BLAKE2b hash."""
+    64 characters are replaced by a 16-hex-digit BLAKE2b hash. Arguments
+    that are not an object (a malformed call) get a key too."""
+    if type(arguments) is not dict:
+        return _short(f"{name}\0{_dump(arguments)}")
+    try:
+        keys = sorted(arguments)
+    except TypeError:  # keys of several types
+        return _short(f"{name}\0{arguments!r}")
     parts = [name]
-    for key in sorted(arguments):
+    for key in keys:
         value = arguments[key]
         if type(value) not in _SCALARS:
             break
         parts.append(f"{key!r}={value!r}")  # flat arguments: cheap, canonical, injective
     else:
         return _short("\0".join(parts))
+    return _short(f"{name}\0{_dump(arguments)}")
+
+
+def _dump(arguments: Any) -> str:
     try:
-        args = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
-        args = repr(arguments)
-    return _short(f"{name}\0{args}")
+        return repr(arguments)
 
 
 def observation_hash(text: str) -> str:

@@ -1,17 +1,19 @@
 """What the inner loop asks of its driver (effects) and what it gets back (results).
 
 The loop is a generator: it yields an effect and is sent the result. A driver
-(the simulation engines, or a real driver around a provider SDK) performs the
-effect and sends back exactly one of the result types listed on it. Times are
-seconds of the driver's clock, as the driver measured them.
+(the simulation engines, the replay driver, or a live driver around a provider
+SDK) performs the effect and sends back exactly one of the result types listed
+on it (:data:`sim.harness.protocol.ANSWERS`); any other type is a
+:class:`~sim.harness.protocol.ProtocolError`. Times are seconds of the
+driver's clock, as the driver measured them; token counts are integers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sim.harness.messages import Block, Message, ToolUseBlock, Usage
+from sim.harness.params import ToolDefinition
 
 
 # ----------------------------------------------------------------- effects
@@ -19,14 +21,32 @@ from sim.harness.messages import Block, Message, ToolUseBlock, Usage
 class ModelRequest:
     """Call the model. Answer with :class:`ModelResponse` or :class:`ModelError`.
 
-    ``messages`` is the live history (canonical shape, read-only for the
-    driver; put it on the wire with ``normalize(messages, provider)``);
+    Everything a live driver needs to build the provider call is here:
+
+    - ``model``: the model id to call (the fallback model after a switch);
+    - ``provider``: ``"anthropic"`` or ``"openai"``, the wire format;
+    - ``system_prompt``: the instructions (Anthropic ``system=``; OpenAI a
+      first ``system`` message), ``system_prompt_tokens`` of the prefix;
+    - ``messages``: the live history in the canonical shape (read-only for the
+      driver); put it on the wire with ``normalize(messages, provider)``;
+    - ``tools``: the tool definitions (:class:`~sim.harness.params.ToolDefinition`:
+      name, description, input schema) for ``tools=``;
+    - ``tool_choice``: ``"auto"``, ``"any"`` (Anthropic ``{"type": "any"}``,
+      OpenAI ``"required"``), ``"none"`` or ``"tool:<name>"`` (one tool
+      forced); a compaction call asks for ``"none"`` (a summary is text);
+    - ``max_output_tokens``: the output cap, thinking included (``max_tokens``);
+    - ``temperature`` and ``top_p`` (None: leave the provider's default);
+    - ``thinking_budget``: the extended-thinking budget in tokens (0: off;
+      Anthropic ``thinking={"type": "enabled", "budget_tokens": ...}``);
+    - ``cache_ttl_s``: the prompt-cache lifetime asked for with a cache
+      breakpoint at the end of the prompt (None: no caching; 300 is
+      Anthropic's ``"5m"``, 3600 its ``"1h"``).
+
     ``input_tokens`` is the prompt size the harness counted (prefix plus
-    history); ``purpose`` is ``"step"`` for a loop step, ``"compaction"`` for
-    a summary of ``messages`` (the oldest part of the history).
-    ``cache_ttl_s`` is the prompt-cache lifetime the harness asks for with a
-    cache breakpoint at the end of the prompt (None: no caching);
-    ``thinking_budget`` the extended-thinking budget in tokens (0: off).
+    history), which its budgets were checked against; ``purpose`` is
+    ``"step"`` for a loop step or ``"compaction"`` for a summary of
+    ``messages`` (the oldest part of the history); ``turn`` the steps
+    completed so far and ``attempt`` the retry number of this call (0 first).
     """
 
     model: str
@@ -38,6 +58,12 @@ class ModelRequest:
     attempt: int = 0
     cache_ttl_s: float | None = None
     thinking_budget: int = 0
+    system_prompt: str = ""
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: str = "auto"
+    temperature: float = 0.0
+    top_p: float | None = None
+    provider: str = "anthropic"
 
 
 @dataclass(slots=True)
@@ -53,11 +79,10 @@ class ToolRequest:
 @dataclass(slots=True)
 class Wait:
     """Let ``seconds`` pass (a backoff before a retry). Answer with None, or
-    with the seconds that really passed when the wait was cut short (the run
-    was cancelled meanwhile)."""
+    with the seconds that really passed (a float) when the wait was cut short
+    (the run was cancelled meanwhile)."""
 
     seconds: float
-    reason: str = "backoff"
 
 
 @dataclass(slots=True)
@@ -167,8 +192,9 @@ class Verdict:
     feedback_tokens: int = 0
     duration_s: float = 0.0
     usage: Usage | None = None
-    details: dict[str, Any] | None = None
 
 
 Result = (ModelResponse | ModelError | ToolResult | ToolError | ApprovalDecision | Verdict
-          | None)
+          | float | None)
+"""What a driver may send back; which result answers which effect is
+:data:`sim.harness.protocol.ANSWERS`."""

@@ -12,6 +12,8 @@ Retries happen at this layer only: drivers and tool clients must not retry.
 
 from __future__ import annotations
 
+import math
+
 from sim.harness.effects import ModelError, ToolError
 from sim.harness.params import RetryPolicy
 
@@ -70,9 +72,10 @@ def backoff_s(policy: RetryPolicy, attempt: int, retry_after_s: float | None = N
 
     ``min(base * 2**(attempt-1), cap)``, scaled by ``1 - jitter * (1 - jitter_draw)``
     where ``jitter_draw`` in [0, 1] comes from the caller (the harness owns no
-    random source); a server's Retry-After overrides the computed delay.
+    random source); a server's Retry-After (finite, >= 0) overrides the
+    computed delay.
     """
-    if retry_after_s is not None and retry_after_s >= 0:
+    if retry_after_s is not None and 0 <= retry_after_s < math.inf:
         return float(retry_after_s)
     exponent = min(attempt - 1, 1023)  # 2.0 ** 1024 overflows; the cap binds long before
     delay = min(policy.base_s * 2.0 ** exponent, policy.cap_s)

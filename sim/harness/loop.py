@@ -4,7 +4,8 @@
 their results; it keeps no clock and does no I/O. Its driver performs each
 effect: the simulation engines against a stochastic world, or a real driver
 against a provider SDK. It returns the final :class:`HarnessState`, which is
-in exactly one terminal state with a reason.
+in exactly one terminal state with a reason from
+:data:`~sim.harness.state.OUTCOMES`.
 
 One iteration (seed 000's order, with seed 001's controls):
 
@@ -16,17 +17,31 @@ One iteration (seed 000's order, with seed 001's controls):
 5. context overflow: emergency compaction to half the window plus an alert,
    or failed:context_overflow when that is switched off
 6. call the model; transient errors are retried here with backoff, without a
-   model step; a server error is retried once, then failed:model_error
+   model step; a server error (or a malformed reply) is retried once, then
+   failed:model_error; a reported usage past a budget ends the run at once
 7. stop_reason max_tokens: compact the oldest 60% and ask to continue
 8. no tool call: a final answer; the verifier checks it (succeeded:verified)
    or it is accepted unverified (succeeded:model_complete); a rejection goes
    back to the model as an observation
-9. each tool call: policy (exists? arguments? approval?), time budgets, run,
-   harness retries of transient errors; errors that need a new plan go to the
-   model; after ``tool_failure_limit`` consecutive failures of one tool the
-   model is told to do without it
+9. each tool call: policy (exists? arguments an object? required ones
+   there? approval?), time budgets, run, harness retries of transient
+   errors; errors that need a new plan go to the model; after
+   ``tool_failure_limit`` consecutive failures of one tool the model is told
+   to do without it
 10. no-progress detector: nudge, then needs_human:no_progress
 11. append the results, checkpoint, go round again
+
+**One exit.** Wherever a run must end, :func:`_stop` raises the private
+:class:`_Stop`; :func:`agent_loop` catches it in one place, records the end
+(checked against the outcomes table), emits the terminal event, answers the
+tool calls of a step it interrupted and saves a checkpoint of a resumable
+ending. No step re-checks whether the run has ended.
+
+**Distrust.** Every result sent back is checked first
+(:mod:`sim.harness.protocol`): a wrong type raises
+:class:`~sim.harness.protocol.ProtocolError`; impossible values (negative or
+non-finite usage or durations, fields of the wrong type) end the run as
+failed:invalid_response with a diagnostic.
 """
 
 from __future__ import annotations
@@ -34,9 +49,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn, overload
 
 from sim.harness import events as ev
-from sim.harness.budgets import refuse_duration, refuse_model_call, refuse_retry
+from sim.harness.budgets import overshot, refuse_duration, refuse_model_call, refuse_retry
 from sim.harness.context import apply_compaction, normalize, plan_compaction
 from sim.harness.detector import (
     Detector,
@@ -53,8 +70,10 @@ from sim.harness.effects import (
     ModelRequest,
     ModelResponse,
     Result,
+    ToolError,
     ToolRequest,
     ToolResult,
+    Verdict,
     VerifyRequest,
     Wait,
 )
@@ -75,27 +94,76 @@ from sim.harness.messages import (
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    billed_message,
     make_message,
     text_block,
 )
 from sim.harness.params import HarnessParams, Prices, ToolSpec
 from sim.harness.policy import APPROVE, REJECT, check_call
+from sim.harness.protocol import (
+    ANSWERS,
+    ProtocolError,
+    check_answer,
+    content_problem,
+    result_problem,
+)
 from sim.harness.state import (
     BUDGET_EXHAUSTED,
     CANCELLED,
     FAILED,
     NEEDS_HUMAN,
+    RESUMABLE,
     RUNNING,
     SUCCEEDED,
     WAITING_APPROVAL,
     HarnessState,
+    end_run,
+    request_abort,
 )
 
 Loop = Generator[Effect, Result, HarnessState]
-Emit = Callable[[str, dict], None] | None
+"""The loop as its driver sees it: yields effects, is sent results, returns the state."""
+Emit = Callable[[str, dict[str, Any]], None] | None
 
 CONTINUATION = "Your previous response was truncated. Continue from where you left off."
 NUDGE_PREFIX = "[harness] No progress detected"
+
+
+class _Stop(Exception):
+    """The stop signal: raised where a run must end, caught once in agent_loop."""
+
+    def __init__(self, status: str, reason: str, detail: dict[str, Any]) -> None:
+        super().__init__(f"{status}:{reason}")
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+
+
+def _stop(status: str, reason: str, **detail: Any) -> NoReturn:
+    """End the run as ``status:reason`` (with ``detail``) from wherever it is."""
+    raise _Stop(status, reason, detail)
+
+
+@dataclass(slots=True)
+class _OpenStep:
+    """A step whose tool calls are being run: its calls and the observations so far."""
+
+    calls: list[ToolUseBlock]
+    blocks: list[Block]
+
+
+@dataclass(slots=True, eq=False)
+class _Run:
+    """What every part of one run reads: parameters, state, detector, the
+    event emitter (None without observers), the tools by name, and the step
+    whose tool calls are in progress."""
+
+    params: HarnessParams
+    state: HarnessState
+    detector: Detector
+    emit: Emit
+    tools: dict[str, ToolSpec]
+    open_step: _OpenStep | None = None
 
 
 def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector | None = None,
@@ -106,180 +174,210 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     restored from a checkpoint and made runnable with
     :func:`~sim.harness.state.resume`. A state that has already ended (a
     checkpoint of a finished run) is returned unchanged, without any effect.
-    ``params`` must be valid (:meth:`HarnessParams.validate` is called here,
-    before the first call).
+    ``params`` are valid by construction. ``detector`` replaces the default
+    :class:`~sim.harness.detector.NoProgressDetector`; ``params.detector.enabled``
+    False switches any detector off.
     """
-    _validate_once(params)
     if state.terminal:
         return state
-    detector = detector if detector is not None else NoProgressDetector(params.detector)
-    emit = _emitter(state, observers)
-    budgets = params.budgets
+    run = _Run(params, state,
+               detector if detector is not None else NoProgressDetector(params.detector),
+               _emitter(state, observers), {spec.name: spec for spec in params.tools})
     compact_at = params.context.compact_at_tokens
-    tools = {spec.name: spec for spec in params.tools}
-    detecting = params.detector.enabled  # off means off, for custom detectors too
     state.status = RUNNING
     if not state.model:
         state.model = params.model
+    try:
+        while True:
+            if state.abort_requested:                                            # 1
+                _stop(CANCELLED, "external_signal")
+            if params.budgets.steps is not None and state.turns >= params.budgets.steps:
+                _stop(BUDGET_EXHAUSTED, "steps")                                 # 2
+            if compact_at is not None and state.context_tokens > compact_at:     # 3
+                history = state.context_tokens - state.prefix_tokens
+                yield from _compact(run, int(history * params.context.compact_fraction),
+                                    "context_budget")
+            _check_budgets(run, state.context_tokens, params.max_output_tokens)  # 4
+            if state.context_tokens > params.context_window:                     # 5
+                yield from _overflow(run)
+                continue
+            response = yield from _call_model(run, state.messages, state.context_tokens,
+                                              params.max_output_tokens, "step")  # 6
+            if isinstance(response, ModelError):  # the provider says the prompt is too long
+                yield from _overflow(run)
+                continue
+            calls = _take_reply(run, response)
+            if response.stop_reason == "max_tokens":                             # 7
+                yield from _continue_truncated(run)
+            elif not calls:                                                      # 8
+                yield from _verify(run, response.content)
+            else:
+                run.open_step = step = _OpenStep(calls, [])
+                signal = None
+                for call in calls:
+                    observed = yield from _run_tool(run, call, step.blocks)      # 9
+                    found = _detect(run, call, observed)                        # 10
+                    signal = signal or found
+                _close_step(run, step, signal)                                   # 10-11
+            checkpoint = Checkpoint(state.turns)
+            answer = yield checkpoint
+            if answer is not None:
+                raise ProtocolError(checkpoint, answer)
+    except _Stop as stop:
+        yield from _finish(run, stop)
+    return state
 
-    while True:
-        # 1-2. abort flag and turn limit
-        if state.abort_requested:
-            return _end(state, CANCELLED, "external_signal", emit)
-        if budgets.steps is not None and state.turns >= budgets.steps:
-            return _end(state, BUDGET_EXHAUSTED, "steps", emit)
 
-        # 3. assemble context: proactive compaction over the context budget
-        if compact_at is not None and state.context_tokens > compact_at:
-            history = state.context_tokens - state.prefix_tokens
-            yield from _compact(params, state, int(history * params.context.compact_fraction),
-                                "context_budget", emit)
-            if state.terminal:
-                return state
+def cancel(params: HarnessParams, state: HarnessState, *,
+           observers: Sequence[ev.Observer] = ()) -> HarnessState:
+    """End a run whose loop is not being driven (queued before its start, or
+    resumed and waiting for capacity) as ``cancelled:external_signal``: the
+    abort flag is set and the loop run once, so the end is recorded and
+    observers see the terminal event like any other. A run that has already
+    ended stays as it ended. (To cancel a run being driven, use
+    :func:`~sim.harness.state.request_abort`.)"""
+    if state.terminal:
+        return state
+    request_abort(state)
+    loop = agent_loop(params, state, observers=observers)
+    try:
+        effect = next(loop)
+    except StopIteration as stop:
+        final: HarnessState = stop.value
+        return final
+    loop.close()
+    raise RuntimeError(f"the loop asked for {effect!r} after an abort")  # pragma: no cover
 
-        # 4. budgets, against the worst case of this call
-        reason = refuse_model_call(params, state, state.context_tokens, params.max_output_tokens,
-                                   _prices(params, state.model))
-        if reason is not None:
-            return _end(state, BUDGET_EXHAUSTED, reason, emit)
 
-        # 5. context overflow
-        if state.context_tokens > params.context_window:
-            yield from _overflow(params, state, emit)
-            if state.terminal:
-                return state
-            continue
+def _finish(run: _Run, stop: _Stop) -> Generator[Effect, Result, None]:
+    """Record the end, tell the observers, and leave a valid, resumable history."""
+    state = run.state
+    end_run(state, stop.status, stop.reason, stop.detail)
+    if run.emit:
+        run.emit(ev.TERMINAL, {"status": stop.status, "reason": stop.reason, **stop.detail})
+    step = run.open_step
+    if step is not None:  # stopped mid-step: answer the calls that did not run
+        _close_unanswered(state, step.calls, step.blocks)
+        if state.status in RESUMABLE:  # resumable from this step
+            checkpoint = Checkpoint(state.turns)
+            check_answer(checkpoint, (yield checkpoint))
 
-        # 6. call the model
-        response = yield from _call_model(params, state, state.messages, state.context_tokens,
-                                          params.max_output_tokens, "step", emit)
-        if state.terminal:
-            return state
-        if isinstance(response, ModelError):  # the provider says the prompt is too long
-            yield from _overflow(params, state, emit)
-            if state.terminal:
-                return state
-            continue
-        state.turns += 1
-        truncated = response.stop_reason == "max_tokens"
-        content = response.content
-        if truncated:  # a cut-off tool call cannot be run
-            content = [b for b in content if b.type != "tool_use"]
-        usage = response.usage
-        state.append(Message("assistant", content, usage.output_tokens + usage.thinking_tokens))
-        calls = [b for b in content if b.type == "tool_use"]
-        if emit:
-            emit(ev.MODEL_RESPONSE, {"stop_reason": response.stop_reason,
+
+# ------------------------------------------------------------------ checks
+@overload
+def _receive(effect: ModelRequest, result: Result) -> ModelResponse | ModelError: ...
+@overload
+def _receive(effect: ToolRequest, result: Result) -> ToolResult | ToolError: ...
+@overload
+def _receive(effect: ApprovalRequest, result: Result) -> ApprovalDecision: ...
+@overload
+def _receive(effect: VerifyRequest, result: Result) -> Verdict: ...
+@overload
+def _receive(effect: Wait, result: Result) -> float | None: ...
+@overload
+def _receive(effect: Checkpoint, result: Result) -> None: ...
+def _receive(effect: Effect, result: Result) -> Result:
+    """``result`` if it may answer ``effect`` (else ProtocolError) and holds
+    nothing impossible (else the run fails as failed:invalid_response)."""
+    if not isinstance(result, ANSWERS[type(effect)]):
+        raise ProtocolError(effect, result)
+    if result is None:
+        return None
+    problem = result_problem(result)
+    if problem is not None:
+        _stop(FAILED, "invalid_response",
+              diagnostic={"effect": type(effect).__name__, **problem})
+    return result
+
+
+def _check_abort(state: HarnessState) -> None:
+    if state.abort_requested:
+        _stop(CANCELLED, "external_signal")
+
+
+def _check_budgets(run: _Run, prompt_tokens: int, max_output_tokens: int) -> None:
+    """End the run if a model call of this size could overshoot a budget."""
+    reason = refuse_model_call(run.params, run.state, prompt_tokens, max_output_tokens,
+                               _prices(run.params, run.state.model))
+    if reason is not None:
+        _stop(BUDGET_EXHAUSTED, reason)
+
+
+# --------------------------------------------------------------- the reply
+def _take_reply(run: _Run, response: ModelResponse) -> list[ToolUseBlock]:
+    """Count the step, append the assistant message (sized as billed) and
+    return the tool calls to run (none from a reply cut off at max_tokens)."""
+    state = run.state
+    state.turns += 1
+    content = response.content
+    if response.stop_reason == "max_tokens":  # a cut-off tool call cannot be run
+        content = [b for b in content if not isinstance(b, ToolUseBlock)]
+    usage = response.usage
+    message = billed_message(content, usage.output_tokens, usage.thinking_tokens)
+    state.append(message)
+    calls = [b for b in message.content if b.type == "tool_use"]
+    if run.emit:
+        run.emit(ev.MODEL_RESPONSE, {"stop_reason": response.stop_reason,
                                      "input_tokens": usage.prompt_tokens,
                                      "output_tokens": usage.output_tokens,
                                      "tool_calls": len(calls)})
+    return calls
 
-        # 7. truncated output: compact the oldest history, ask to continue
-        if truncated:
-            history = state.context_tokens - state.prefix_tokens
-            yield from _compact(params, state, int(history * params.context.compact_fraction),
-                                "max_tokens", emit)
-            if state.terminal:
-                return state
-            state.append(make_message("user", [text_block(CONTINUATION, "continuation")]))
-            yield Checkpoint(state.turns)
-            continue
 
-        # 8. a final answer: verify the claim
-        if not calls:
-            if not params.verifier.enabled:
-                return _end(state, SUCCEEDED, "model_complete", emit)
-            passed = yield from _verify(params, state, content, emit)
-            if state.terminal:
-                return state
-            if passed:
-                return _end(state, SUCCEEDED, "verified", emit)
-            yield Checkpoint(state.turns)
-            continue
-
-        # 9. run the tool calls
-        blocks: list[Block] = []
-        signal = None
-        for done, call in enumerate(calls):
-            spec = tools.get(call.name)
-            observed = yield from _run_tool(params, state, call, spec, blocks, emit)
-            if state.terminal:  # stopped mid-step: answer the calls that did not run
-                _close_unanswered(state, calls[done:], blocks)
-                if state.status == BUDGET_EXHAUSTED:
-                    yield Checkpoint(state.turns)  # resumable from this step
-                return state
-            # 10. no-progress detector, on the call and what it returned
-            if not detecting:
-                continue
-            found = detector.observe(state.detector, canonical_call(call.name, call.input),
-                                     observation_hash(observed[0]),
-                                     spec is not None and spec.polling, observed[1])
-            signal = signal or found
-        if signal is not None:
-            if state.detector.nudges >= params.detector.nudges:
-                state.append(make_message("user", blocks))
-                _end(state, NEEDS_HUMAN, "no_progress", emit, signal=signal)
-                yield Checkpoint(state.turns)  # resumable from this step
-                return state
-            state.detector.nudges += 1
-            state.nudges += 1
-            blocks.append(text_block(_nudge_text(signal, calls[-1]), "nudge"))
-            if emit:
-                emit(ev.NUDGE, {"signal": signal, "tool": calls[-1].name})
-
-        # 11. append the observations and checkpoint
-        state.append(make_message("user", blocks))
-        yield Checkpoint(state.turns)
+def _continue_truncated(run: _Run) -> Generator[Effect, Result, None]:
+    """Output cut off at max_tokens: compact the oldest history, ask to continue."""
+    state = run.state
+    history = state.context_tokens - state.prefix_tokens
+    yield from _compact(run, int(history * run.params.context.compact_fraction), "max_tokens")
+    state.append(make_message("user", [text_block(CONTINUATION, "continuation")]))
 
 
 # ------------------------------------------------------------- verification
-def _verify(params: HarnessParams, state: HarnessState, content: list[Block], emit: Emit):
-    """Check a claimed success; True if it passed. A rejection goes back to the
-    model as an observation. A paid check (a model grader) is first held
-    against the budgets with its stated worst case; if refused, or cancelled
-    meanwhile, the run ends (and None is returned)."""
+def _verify(run: _Run, content: list[Block]) -> Generator[Effect, Result, None]:
+    """Check a claimed success; a pass ends the run, a rejection goes back to
+    the model as an observation. A paid check (a model grader) is first held
+    against the budgets with its stated worst case."""
+    params, state = run.params, run.state
     check = params.verifier
-    reason = None
+    if not check.enabled:
+        _stop(SUCCEEDED, "model_complete")
     if check.max_prompt_tokens or check.max_output_tokens:
-        reason = refuse_model_call(params, state, check.max_prompt_tokens,
-                                   check.max_output_tokens, _prices(params, state.model))
-    if reason is None and check.max_duration_s:
-        reason = refuse_duration(params, state, check.max_duration_s)
-    if reason is not None:  # the check itself could overshoot a budget
-        _end(state, BUDGET_EXHAUSTED, reason, emit)
-        return None
-    answer = "".join(b.text for b in content if b.type == "text")
-    verdict = yield VerifyRequest(answer, state.turns)
+        _check_budgets(run, check.max_prompt_tokens, check.max_output_tokens)
+    if check.max_duration_s:
+        _check_duration(run, check.max_duration_s)
+    answer = "".join(b.text for b in content if isinstance(b, TextBlock))
+    request = VerifyRequest(answer, state.turns)
+    verdict = _receive(request, (yield request))
     state.active_s += verdict.duration_s
-    if state.abort_requested:  # cancelled while the check ran
-        _end(state, CANCELLED, "external_signal", emit)
-        return None
+    _check_abort(state)  # cancelled while the check ran
     if verdict.usage is not None:
-        _account(params, state, state.model, verdict.usage)
-    if emit:
-        emit(ev.VERIFIER, {"passed": verdict.passed})
+        _account(run, state.model, verdict.usage)
+    if run.emit:
+        run.emit(ev.VERIFIER, {"passed": verdict.passed})
     if verdict.passed:
-        return True
+        _stop(SUCCEEDED, "verified")
     state.verifier_rejections += 1
     feedback = verdict.feedback or "Verification failed: the task is not done yet."
     state.append(make_message("user", [TextBlock(
         feedback, verdict.feedback_tokens or text_block(feedback).tokens, "verifier")]))
-    return False
 
 
 # --------------------------------------------------------------- model calls
-def _call_model(params: HarnessParams, state: HarnessState, messages: list[Message],
-                prompt_tokens: int, max_output: int, purpose: str, emit: Emit):
+def _call_model(run: _Run, messages: list[Message], prompt_tokens: int, max_output: int,
+                purpose: str) -> Generator[Effect, Result, ModelResponse | ModelError]:
     """Call the model, retrying here what the harness can fix itself.
 
-    Returns the :class:`ModelResponse`, a context-overflow :class:`ModelError`
-    for the caller to handle, or None after ending the run (retries exhausted,
-    fatal or repeated server error, or a budget that refuses the next try).
+    Returns the :class:`ModelResponse`, or a context-overflow
+    :class:`ModelError` for the caller to handle; ends the run on spent
+    retries, a fatal or repeated server error, or a budget that refuses the
+    next try. A reply whose content is unusable counts as a server error.
     """
+    params, state = run.params, run.state
     policy = params.retry
     step = purpose == "step"
     cache_ttl = params.cache_ttl_s if step else None  # one-off summaries are not cached
     thinking = params.thinking.budget_tokens if step and params.thinking.enabled else 0
+    tool_choice = params.tool_choice if step else "none"  # a summary is text
     attempt = 0
     server_errors = 0
     rate_limits = 0
@@ -289,36 +387,35 @@ def _call_model(params: HarnessParams, state: HarnessState, messages: list[Messa
         # prices of the model it goes to (it may follow a slow error or a switch
         # to the fallback model); the first try was checked by the caller
         if attempt or server_errors:
-            reason = refuse_model_call(params, state, prompt_tokens, max_output,
-                                       _prices(params, state.model))
-            if reason is not None:
-                _end(state, BUDGET_EXHAUSTED, reason, emit)
-                return None
-        result = yield ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
-                                    state.turns, attempt, cache_ttl, thinking)
+            _check_budgets(run, prompt_tokens, max_output)
+        request = ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
+                               state.turns, attempt, cache_ttl, thinking, params.system_prompt,
+                               params.tool_definitions, tool_choice, params.temperature,
+                               params.top_p, params.provider)
+        result = _receive(request, (yield request))
         state.active_s += result.latency_s
         if state.abort_requested:  # cancelled in flight: the driver aborted the call
-            _end(state, CANCELLED, "external_signal", emit)
-            return None
+            _stop(CANCELLED, "external_signal")
         if isinstance(result, ModelResponse):
-            _account(params, state, result.model or state.model, result.usage)
-            return result
+            _account(run, result.model or state.model, result.usage)
+            problem = content_problem(result.content)
+            if problem is None:
+                return result
+            result = ModelError(problem[0], message=problem[1], latency_s=result.latency_s)
         errors.append(f"{result.kind} {result.status}: {result.message}")
         cls = classify_model_error(result)
         if cls == SERVER:  # seed 000: retry once immediately, then fail with a diagnostic
             server_errors += 1
             if server_errors > policy.model_error_retries:
-                _end(state, FAILED, "model_error", emit, diagnostic=_diagnostic(messages, errors))
-                return None
+                _stop(FAILED, "model_error", diagnostic=_diagnostic(messages, errors))
             attempt += 1
-            if emit:
-                emit(ev.RETRY, {"target": "model", "kind": result.kind, "delay_s": 0.0})
+            if run.emit:
+                run.emit(ev.RETRY, {"target": "model", "kind": result.kind, "delay_s": 0.0})
             continue
         if cls != TRANSIENT:
             if result.kind == "context_overflow":
                 return result
-            _end(state, FAILED, "model_error", emit, diagnostic=_diagnostic(messages, errors))
-            return None
+            _stop(FAILED, "model_error", diagnostic=_diagnostic(messages, errors))
         if result.kind == "rate_limit" or result.status == 429:
             rate_limits += 1
             state.rate_limit_retries += 1
@@ -326,53 +423,56 @@ def _call_model(params: HarnessParams, state: HarnessState, messages: list[Messa
                     and state.model != policy.fallback_model):
                 state.model = policy.fallback_model  # seed 000: degraded mode
                 attempt = 0
-                if emit:
-                    emit(ev.ALERT, {"alert": "fallback_model", "model": state.model})
+                if run.emit:
+                    run.emit(ev.ALERT, {"alert": "fallback_model", "model": state.model})
         if attempt >= policy.max_attempts:
-            _end(state, FAILED, "retries_exhausted", emit,
-                 diagnostic=_diagnostic(messages, errors))
-            return None
+            _stop(FAILED, "retries_exhausted", diagnostic=_diagnostic(messages, errors))
         if refuse_retry(params, state) is not None:  # the run's retry budget
-            _end(state, BUDGET_EXHAUSTED, "retries", emit)
-            return None
+            _stop(BUDGET_EXHAUSTED, "retries")
         attempt += 1
         delay = backoff_s(policy, attempt, result.retry_after_s,
                           jitter_draw(f"model{state.turns}", attempt) if policy.jitter else 1.0)
-        if not (yield from _wait(params, state, delay, "model", result.kind, emit)):
-            return None
+        yield from _wait(run, delay, "model", result.kind)
 
 
-def _wait(params: HarnessParams, state: HarnessState, delay: float, target: str, kind: str,
-          emit: Emit):
-    """Back off for ``delay`` seconds before a retry; False if a time budget
-    forbids it (the run has then ended)."""
-    reason = refuse_duration(params, state, delay)
-    if reason is not None:
-        _end(state, BUDGET_EXHAUSTED, reason, emit)
-        return False
+def _wait(run: _Run, delay: float, target: str, kind: str) -> Generator[Effect, Result, None]:
+    """Back off for ``delay`` seconds before a retry, if the time budgets allow it."""
+    state = run.state
+    _check_duration(run, delay)
     state.retries += 1
-    if emit:
-        emit(ev.RETRY, {"target": target, "kind": kind, "delay_s": delay})
-    waited = yield Wait(delay)
+    if run.emit:
+        run.emit(ev.RETRY, {"target": target, "kind": kind, "delay_s": delay})
+    wait = Wait(delay)
+    waited = _receive(wait, (yield wait))
     state.active_s += delay if waited is None else waited  # cut short by a cancellation
-    if state.abort_requested:
-        _end(state, CANCELLED, "external_signal", emit)
-        return False
-    return True
+    _check_abort(state)
 
 
-def _account(params: HarnessParams, state: HarnessState, model: str, usage: Usage) -> None:
+def _check_duration(run: _Run, seconds: float) -> None:
+    reason = refuse_duration(run.params, run.state, seconds)
+    if reason is not None:
+        _stop(BUDGET_EXHAUSTED, reason)
+
+
+def _account(run: _Run, model: str, usage: Usage) -> None:
+    """Add a call's usage and its price to the counters; a usage that took the
+    run past a budget (the provider reported more than the harness allowed
+    for) ends it at once."""
+    state = run.state
     state.input_tokens += usage.input_tokens
     state.output_tokens += usage.output_tokens
     state.cache_read_tokens += usage.cache_read_tokens
     state.cache_write_tokens += usage.cache_write_tokens
     state.thinking_tokens += usage.thinking_tokens
-    prices = _prices(params, model)
+    prices = _prices(run.params, model)
     if prices.tiers:
         prices = prices.at(usage.prompt_tokens)
     state.money_usd += prices.cost(usage.input_tokens, usage.output_tokens,
                                    usage.cache_read_tokens, usage.cache_write_tokens,
                                    usage.thinking_tokens)
+    reason = overshot(run.params, state)
+    if reason is not None:
+        _stop(BUDGET_EXHAUSTED, reason)
 
 
 def _prices(params: HarnessParams, model: str) -> Prices:
@@ -383,30 +483,45 @@ def _prices(params: HarnessParams, model: str) -> Prices:
     return params.prices
 
 
-_validated: list[HarnessParams] = []  # the last few parameter objects validated
-
-
-def _validate_once(params: HarnessParams) -> None:
-    """``params.validate()``, skipped when this very (immutable) object was
-    validated recently: a sweep runs thousands of tasks per cell, and a resumed
-    run alternates between a few budget sets."""
-    for seen in _validated:
-        if seen is params:
-            return
-    params.validate()
-    _validated.append(params)
-    del _validated[:-8]
-
-
 # ---------------------------------------------------------------- tool calls
-def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
-              spec: ToolSpec | None, blocks: list[Block], emit: Emit):
+def _detect(run: _Run, call: ToolUseBlock, observed: tuple[str, float | None]) -> str | None:
+    """Show the detector one executed call and its observation; the signal
+    that fired, or None (always None when the detector is switched off)."""
+    if not run.params.detector.enabled:  # off means off, for custom detectors too
+        return None
+    spec = run.tools.get(call.name)
+    return run.detector.observe(run.state.detector, canonical_call(call.name, call.input),
+                                observation_hash(observed[0]),
+                                spec is not None and spec.polling, observed[1])
+
+
+def _close_step(run: _Run, step: _OpenStep, signal: str | None) -> None:
+    """The end of a tool step: on a no-progress signal, a nudge, or
+    needs_human once the nudges are spent (10); then the observations go into
+    the history (11)."""
+    state = run.state
+    if signal is not None:
+        if state.nudges - state.detector.nudges_before >= run.params.detector.max_nudges:
+            _stop(NEEDS_HUMAN, "no_progress", signal=signal)
+        state.nudges += 1
+        last = step.calls[-1]
+        step.blocks.append(text_block(_nudge_text(signal, last), "nudge"))
+        if run.emit:
+            run.emit(ev.NUDGE, {"signal": signal, "tool": last.name})
+    run.open_step = None
+    state.append(make_message("user", step.blocks))
+
+
+def _run_tool(run: _Run, call: ToolUseBlock, blocks: list[Block]
+              ) -> Generator[Effect, Result, tuple[str, float | None]]:
     """Run one call through policy, budgets and the executor; append its
     observation (and any injected message) to ``blocks`` and return
-    ``(observation text, objective metric or None)``. Ends the run (and
-    returns None) on a fatal error, an approval timeout or a spent time budget."""
+    ``(observation text, objective metric or None)``. Ends the run on a fatal
+    error, an approval timeout or a spent time budget."""
+    params, state = run.params, run.state
+    spec = run.tools.get(call.name)
     decision, message = check_call(params, call, spec)
-    if decision == REJECT:
+    if decision == REJECT or spec is None:
         return _failure(params, state, call, message, blocks)
     if decision == APPROVE:
         state.status = WAITING_APPROVAL
@@ -414,21 +529,18 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
         wall = params.budgets.wall_s
         if wall is not None:  # nobody may answer after the wall-time budget is spent
             timeout = min(timeout, max(0.0, wall - state.wall_s))
-        answer: ApprovalDecision = yield ApprovalRequest(call, spec.effect, timeout)
+        request = ApprovalRequest(call, spec.effect, timeout)
+        answer = _receive(request, (yield request))
         state.status = RUNNING
         state.parked_s += answer.waited_s
-        if emit:
-            emit(ev.APPROVAL, {"tool": call.name, "approved": answer.approved,
-                               "timed_out": answer.timed_out, "waited_s": answer.waited_s})
-        if state.abort_requested:
-            _end(state, CANCELLED, "external_signal", emit)
-            return None
+        if run.emit:
+            run.emit(ev.APPROVAL, {"tool": call.name, "approved": answer.approved,
+                                   "timed_out": answer.timed_out, "waited_s": answer.waited_s})
+        _check_abort(state)
         if answer.timed_out:
             if timeout < params.approval_timeout_s:
-                _end(state, BUDGET_EXHAUSTED, "wall_time", emit, tool=call.name)
-            else:
-                _end(state, CANCELLED, "approval_timeout", emit, tool=call.name)
-            return None
+                _stop(BUDGET_EXHAUSTED, "wall_time", tool=call.name)
+            _stop(CANCELLED, "approval_timeout", tool=call.name)
         if not answer.approved:
             why = f": {answer.reason}" if answer.reason else ""
             return _failure(params, state, call, f"denied{why}. Do not retry this action; "
@@ -436,41 +548,38 @@ def _run_tool(params: HarnessParams, state: HarnessState, call: ToolUseBlock,
     attempt = 0
     while True:
         if state.abort_requested:
-            _end(state, CANCELLED, "external_signal", emit)
-            return None
+            _stop(CANCELLED, "external_signal")
         reason = refuse_duration(params, state, spec.timeout_s)
         if reason is not None:
-            _end(state, BUDGET_EXHAUSTED, reason, emit)
-            return None
-        result = yield ToolRequest(call, spec.timeout_s, attempt, state.turns)
+            _stop(BUDGET_EXHAUSTED, reason)
+        tool_request = ToolRequest(call, spec.timeout_s, attempt, state.turns)
+        result = _receive(tool_request, (yield tool_request))
         state.active_s += result.duration_s
         if state.abort_requested:  # cancelled in flight: the driver aborted the call
-            _end(state, CANCELLED, "external_signal", emit)
-            return None
+            _stop(CANCELLED, "external_signal")
+        state.tool_calls += 1
         if isinstance(result, ToolResult):
-            state.tool_calls += 1
             state.tool_failures.pop(call.name, None)
-            if emit:
-                emit(ev.TOOL_EXECUTED, {"tool": call.name, "success": True,
-                                        "duration_s": result.duration_s, "attempts": attempt + 1})
+            if run.emit:
+                run.emit(ev.TOOL_EXECUTED, {"tool": call.name, "success": True,
+                                            "duration_s": result.duration_s,
+                                            "attempts": attempt + 1})
             blocks.append(ToolResultBlock(call.id, result.output, False, result.tokens))
             return result.output, result.metric
-        state.tool_calls += 1
         cls = classify_tool_error(result)
-        if emit:
-            emit(ev.TOOL_EXECUTED, {"tool": call.name, "success": False, "kind": result.kind,
-                                    "duration_s": result.duration_s, "attempts": attempt + 1})
+        if run.emit:
+            run.emit(ev.TOOL_EXECUTED, {"tool": call.name, "success": False, "kind": result.kind,
+                                        "duration_s": result.duration_s,
+                                        "attempts": attempt + 1})
         if cls == FATAL:
-            _end(state, FAILED, "tool_fatal", emit, tool=call.name, error=result.message)
-            return None
+            _stop(FAILED, "tool_fatal", tool=call.name, error=result.message)
         retry = params.retry
         if (cls == TRANSIENT and retry.retry_tool_errors and attempt < params.tool_retries
                 and refuse_retry(params, state) is None):
             attempt += 1
             delay = backoff_s(retry, attempt, result.retry_after_s,
                               jitter_draw(call.id, attempt) if retry.jitter else 1.0)
-            if not (yield from _wait(params, state, delay, call.name, result.kind, emit)):
-                return None
+            yield from _wait(run, delay, call.name, result.kind)
             continue
         text = actionable_tool_error(call.name, result, attempt + 1)
         return _failure(params, state, call, text, blocks, result.tokens)
@@ -481,7 +590,7 @@ def _close_unanswered(state: HarnessState, calls: list[ToolUseBlock], blocks: li
     """Append the step's observations, answering every call that has none with
     a 'not run' result, so the history stays valid (each tool_use has its
     tool_result) for a checkpoint and a later resume."""
-    answered = {b.tool_use_id for b in blocks if b.type == "tool_result"}
+    answered = {b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)}
     for call in calls:
         if call.id not in answered:
             text = f"Not run: the run stopped ({state.status}:{state.reason}) before {call.name}."
@@ -506,72 +615,57 @@ def _failure(params: HarnessParams, state: HarnessState, call: ToolUseBlock, tex
 
 
 # ----------------------------------------------------------------- recovery
-def _compact(params: HarnessParams, state: HarnessState, drop_tokens: int, why: str, emit: Emit):
+def _compact(run: _Run, drop_tokens: int, why: str) -> Generator[Effect, Result, bool]:
     """Summarise the oldest history (at least ``drop_tokens`` tokens) with a
-    model call and replace it by the summary; False if nothing was compacted."""
+    model call and replace it by the summary; False if nothing was compacted
+    (nothing old enough, or the provider found even the summary call too long)."""
+    params, state = run.params, run.state
     plan = plan_compaction(state.messages, drop_tokens)
     if plan is None:
         return False
     span = state.messages[1:plan.cut]
     prompt = state.prefix_tokens + plan.tokens
     max_out = params.context.summary_max_tokens
-    reason = refuse_model_call(params, state, prompt, max_out, _prices(params, state.model))
-    if reason is not None:
-        _end(state, BUDGET_EXHAUSTED, reason, emit)
+    _check_budgets(run, prompt, max_out)
+    response = yield from _call_model(run, span, prompt, max_out, "compaction")
+    if isinstance(response, ModelError):
         return False
-    response = yield from _call_model(params, state, span, prompt, max_out, "compaction", emit)
-    if response is None or isinstance(response, ModelError):
-        return False
-    text = "".join(b.text for b in response.content if b.type == "text")
+    text = "".join(b.text for b in response.content if isinstance(b, TextBlock))
     summary = TextBlock(f"Summary of earlier work: {text}", response.usage.output_tokens,
                         "summary")
     before = state.context_tokens
     state.messages = apply_compaction(state.messages, plan, summary)
     state.recount()
     state.compactions += 1
-    if emit:
-        emit(ev.COMPACTION, {"why": why, "before": before, "after": state.context_tokens})
+    if run.emit:
+        run.emit(ev.COMPACTION, {"why": why, "before": before, "after": state.context_tokens})
     return True
 
 
-def _overflow(params: HarnessParams, state: HarnessState, emit: Emit):
+def _overflow(run: _Run) -> Generator[Effect, Result, None]:
     """Context overflow: the token accounting let the prompt outgrow the window.
     Alert, compact to ``emergency_target`` of the window and continue, or fail."""
+    params, state = run.params, run.state
     if not params.context.emergency_compaction:
-        _end(state, FAILED, "context_overflow", emit, context_tokens=state.context_tokens)
-        return
+        _stop(FAILED, "context_overflow", context_tokens=state.context_tokens)
     state.alerts += 1
-    if emit:
-        emit(ev.ALERT, {"alert": "context_overflow", "context_tokens": state.context_tokens})
+    if run.emit:
+        run.emit(ev.ALERT, {"alert": "context_overflow", "context_tokens": state.context_tokens})
     target = int(params.context_window * params.context.emergency_target)
     before = state.context_tokens
     # drop room for the summary too, so that the context with it fits the target
-    done = yield from _compact(params, state,
-                               before - target + params.context.summary_max_tokens,
-                               "overflow", emit)
-    if state.terminal:
-        return
+    done = yield from _compact(run, before - target + params.context.summary_max_tokens,
+                               "overflow")
     if not done or state.context_tokens >= before or state.context_tokens > params.context_window:
-        _end(state, FAILED, "context_overflow", emit, context_tokens=state.context_tokens)
+        _stop(FAILED, "context_overflow", context_tokens=state.context_tokens)
 
 
-# -------------------------------------------------------------------- ending
-def _end(state: HarnessState, status: str, reason: str, emit: Emit, **detail) -> HarnessState:
-    """Put the run in its terminal state (exactly once) and return it."""
-    if state.terminal:
-        raise RuntimeError(f"run already ended as {state.status}:{state.reason}")
-    state.status, state.reason = status, reason
-    state.detail = detail
-    if emit:
-        emit(ev.TERMINAL, {"status": status, "reason": reason, **detail})
-    return state
-
-
+# -------------------------------------------------------------------- helpers
 def _emitter(state: HarnessState, observers: Sequence[ev.Observer]) -> Emit:
     if not observers:
         return None
 
-    def emit(kind: str, data: dict) -> None:
+    def emit(kind: str, data: dict[str, Any]) -> None:
         event = ev.Event(kind, state.turns, data)
         for observer in observers:
             observer(event)
@@ -589,7 +683,7 @@ def _nudge_text(signal: str, call: ToolUseBlock) -> str:
             f"Change approach, or stop and report what blocks you.")
 
 
-def _diagnostic(messages: list[Message], errors: list[str]) -> dict:
+def _diagnostic(messages: list[Message], errors: list[str]) -> dict[str, Any]:
     """The failing request with each message's content replaced by its SHA-256
     hash (privacy), plus the raw errors."""
     wire = normalize(messages, "anthropic")

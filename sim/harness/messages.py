@@ -9,7 +9,7 @@ when the block is created, so the context builder never re-counts history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
@@ -19,7 +19,7 @@ Role = Literal["user", "assistant"]
 class TextBlock:
     """Plain text. ``tokens`` is its size in tokens. ``origin`` marks text the
     harness injected (``"nudge"``, ``"tool_disabled"``, ``"verifier"``,
-    ``"continuation"``, ``"summary"``, ``"denied"``) and is empty for text
+    ``"continuation"``, ``"summary"``, ``"cut_off"``) and is empty for text
     written by the model or the user."""
 
     text: str
@@ -115,3 +115,50 @@ def make_message(role: Role, content: list[Block]) -> Message:
     for block in content:
         total += block.tokens
     return Message(role, content, total)
+
+
+CUT_OFF = "[output cut off at the output token limit]"
+
+
+def billed_message(content: list[Block], output_tokens: int, thinking_tokens: int) -> Message:
+    """The assistant message of a reply billed ``output_tokens`` plus
+    ``thinking_tokens``: the message is that many tokens long, and so are its
+    blocks together (``Message.tokens`` is always the sum of its blocks').
+
+    The provider bills the reply as a whole; the blocks' own ``tokens`` are
+    the driver's estimates. When they do not add up to the bill, the bill is
+    shared out: thinking tokens over the thinking blocks, output tokens over
+    the other blocks, each in proportion to the blocks' estimates (equally
+    when those are all 0), the rounding remainder to the last block; a kind
+    with no block of its own goes to the other kind. Blocks are copied when
+    their size changes, never altered. An empty ``content`` billed for tokens
+    (a reply whose only block, a cut-off tool call, was dropped) becomes one
+    text block of origin ``"cut_off"`` that carries them.
+    """
+    total = output_tokens + thinking_tokens
+    counted = 0
+    for block in content:
+        counted += block.tokens
+    if counted == total:
+        return Message("assistant", content, total)
+    if not content:
+        return Message("assistant", [TextBlock(CUT_OFF, total, "cut_off")], total)
+    thinks = [i for i, block in enumerate(content) if block.type == "thinking"]
+    others = [i for i, block in enumerate(content) if block.type != "thinking"]
+    if not thinks or not others:
+        shares = [(thinks or others, total)]
+    else:
+        shares = [(thinks, thinking_tokens), (others, output_tokens)]
+    sized = list(content)
+    for indices, tokens in shares:
+        weights = [content[i].tokens for i in indices]
+        weight = sum(weights)
+        if weight == 0:
+            weights, weight = [1] * len(indices), len(indices)
+        given = 0
+        for k, i in enumerate(indices):
+            size = tokens - given if k == len(indices) - 1 else tokens * weights[k] // weight
+            given += size
+            if size != content[i].tokens:
+                sized[i] = replace(content[i], tokens=size)
+    return Message("assistant", sized, total)

@@ -2,8 +2,10 @@
 
 Everything here is a frozen dataclass: a mutation raises
 ``dataclasses.FrozenInstanceError`` (seed 000: immutability is enforced in
-code, not by convention). :meth:`HarnessParams.validate` fails fast on
-incompatible settings before the first model call.
+code, not by convention). A :class:`HarnessParams` is validated once, when it
+is built: incompatible or out-of-range settings raise :class:`ParameterError`
+then, so every parameter object that exists is valid and the loop never
+checks them again.
 
 Units: tokens are counts, money is USD, time is seconds, prices are USD per
 million tokens.
@@ -11,9 +13,11 @@ million tokens.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 EffectClass = Literal["read", "reversible_write", "external", "irreversible"]
 EFFECT_CLASSES: tuple[str, ...] = ("read", "reversible_write", "external", "irreversible")
@@ -38,8 +42,12 @@ class ToolSpec:
     seconds (seed 000: file 5, shell 30, network 15, code 60);
     ``polling``: the tool is expected to repeat (build status, job poll), so the
     no-progress detector keys it on unchanged *results*, not on repeated calls;
-    ``definition_tokens``: size of its JSON schema in the prompt prefix;
-    ``required_args``: argument names the policy layer checks before running it.
+    ``definition_tokens``: size of its definition (name, description, schema)
+    in the prompt prefix; ``required_args``: argument names the policy layer
+    checks before running it; ``description``: what the tool does, as the
+    model reads it; ``input_schema``: the JSON Schema of its arguments object as
+    JSON text (kept as text so the parameters stay hashable), or empty for the
+    schema implied by ``required_args``.
     """
 
     name: str
@@ -48,16 +56,45 @@ class ToolSpec:
     polling: bool = False
     definition_tokens: int = 200
     required_args: tuple[str, ...] = ()
+    description: str = ""
+    input_schema: str = ""
+
+    def definition(self) -> ToolDefinition:
+        """The tool as a provider call declares it (see :class:`ToolDefinition`)."""
+        if self.input_schema:
+            schema: dict[str, Any] = json.loads(self.input_schema)
+        else:
+            schema = {"type": "object",
+                      "properties": {name: {} for name in self.required_args},
+                      "required": list(self.required_args)}
+        return ToolDefinition(self.name, self.description, schema)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool as the model is told about it in a provider call: ``name``,
+    ``description`` and ``input_schema`` (a JSON Schema object describing the
+    arguments). Anthropic takes these as ``tools=[{"name", "description",
+    "input_schema"}]``; OpenAI as ``tools=[{"type": "function", "function":
+    {"name", "description", "parameters": input_schema}}]``."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """Prices of one model in USD per million tokens. ``thinking`` defaults to
-    the output price when None (most providers bill thinking as output).
+    """Prices of one model in USD per million tokens, with optional cliff tiers.
 
-    ``tiers`` holds cliff tiers ``((start_tokens, Prices), ...)`` in ascending
-    order: a call whose prompt (uncached + cache-read + cache-write tokens)
-    exceeds ``start_tokens`` pays that tier's prices on all its tokens."""
+    ``thinking`` defaults to the output price when None (most providers bill
+    thinking as output). ``tiers`` holds cliff tiers ``((start_tokens,
+    Prices), ...)`` in ascending ``start_tokens`` (genai-prices' semantics): a
+    call whose prompt (uncached + cache-read + cache-write tokens) has *more
+    than* ``start_tokens`` tokens pays that tier's prices on all its tokens;
+    otherwise this object's own prices apply. Tier prices are flat (no tiers
+    of their own). This is the one tiered-price type: the harness prices calls
+    with it and :mod:`sim.cost` reads the catalogue into it."""
 
     input: float = 3.0
     output: float = 15.0
@@ -67,7 +104,9 @@ class Prices:
     tiers: tuple[tuple[int, Prices], ...] = ()
 
     def at(self, prompt_tokens: int) -> Prices:
-        """The prices of one call whose prompt has ``prompt_tokens`` tokens."""
+        """The prices of one call whose prompt has ``prompt_tokens`` tokens: the
+        highest tier it exceeds, else this object itself (whose own fields
+        apply; :meth:`cost` never reads ``tiers``)."""
         prices = self
         for start, tier in self.tiers:
             if prompt_tokens <= start:
@@ -75,9 +114,20 @@ class Prices:
             prices = tier
         return prices
 
+    @property
+    def base(self) -> Prices:
+        """The prices below the first tier, without tiers (self when untiered)."""
+        return replace(self, tiers=()) if self.tiers else self
+
+    def with_overrides(self, **overrides: float | None) -> Prices:
+        """A copy with the given fields (USD per million tokens) replaced, in
+        the base prices and in every tier."""
+        return replace(self, **overrides, tiers=tuple(
+            (start, replace(tier, **overrides)) for start, tier in self.tiers))
+
     def cost(self, input_tokens: int, output_tokens: int, cache_read: int = 0,
              cache_write: int = 0, thinking: int = 0) -> float:
-        """Cost in USD of the given token counts."""
+        """Cost in USD of the given token counts at this object's own prices."""
         think_price = self.output if self.thinking is None else self.thinking
         return (input_tokens * self.input + output_tokens * self.output
                 + cache_read * self.cache_read + cache_write * self.cache_write
@@ -144,8 +194,10 @@ class DetectorParams:
     all already seen counts as no new information (0 disables);
     ``objective_window``: steps without improvement of a reported objective
     metric (lower is better) that count as no movement (0 disables);
-    ``nudges``: detections answered with an injected observation before the
-    next detection stops the run as needs_human (0 stops on the first).
+    ``max_nudges``: detections answered with an injected observation before
+    the next detection stops the run as needs_human (0 stops on the first);
+    counted since the detector's memory was last cleared (a person resumed
+    the run). The scenario key is ``harness.detector.nudges``.
     """
 
     enabled: bool = True
@@ -154,7 +206,7 @@ class DetectorParams:
     cycle_repeats: int = 2
     stale_window: int = 0
     objective_window: int = 0
-    nudges: int = 1
+    max_nudges: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +259,12 @@ class HarnessParams:
     """All immutable parameters of one run (seed 000's parameter list).
 
     ``max_output_tokens``: cap on one call's output; ``context_window``: the
-    model's maximum prompt size; ``tool_choice``: ``"auto"``, ``"any"``,
-    ``"none"`` or ``"tool:<name>"`` (forced use of one tool);
+    model's maximum prompt size; ``system_prompt``: the instructions sent with
+    every call (``system_prompt_tokens`` long); ``temperature`` and ``top_p``:
+    sampling parameters (``top_p`` None: the provider's default);
+    ``tool_choice``: ``"auto"``, ``"any"``, ``"none"`` or ``"tool:<name>"``
+    (forced use of one tool); ``provider``: the wire format the history is
+    normalised to, ``"anthropic"`` or ``"openai"``;
     ``approval_required``: effect classes whose calls need a human decision;
     ``approval_timeout_s``: how long a decision may take before the run is
     cancelled; ``model_timeout_s``: worst-case duration of one model call,
@@ -238,6 +294,15 @@ class HarnessParams:
     tool_failure_limit: int = 3
     provider: str = "anthropic"
     prompt_cache: str | None = None
+    tool_definitions: tuple[ToolDefinition, ...] = field(
+        init=False, repr=False, compare=False, hash=False)
+    """The tools as every model call declares them, derived from ``tools`` at
+    construction (not a parameter of its own)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+        object.__setattr__(self, "tool_definitions",
+                           tuple(spec.definition() for spec in self.tools))
 
     @property
     def tool_retries(self) -> int:
@@ -255,11 +320,6 @@ class HarnessParams:
         """Tokens of the stable prefix: system prompt plus tool definitions."""
         return self.system_prompt_tokens + sum(t.definition_tokens for t in self.tools)
 
-    @property
-    def max_turns(self) -> int | None:
-        """Seed 000's maximum total turns: the step budget."""
-        return self.budgets.steps
-
     def tool(self, name: str) -> ToolSpec | None:
         """The tool named ``name``, or None if there is none."""
         for spec in self.tools:
@@ -273,15 +333,27 @@ class HarnessParams:
 
     def validate(self) -> HarnessParams:
         """Check that the settings are compatible; raise ParameterError naming
-        the first problem. Returns self so it can be chained."""
+        every problem (the first one first). Called once, at construction, so
+        a built object is always valid; returns self so it can be chained."""
         problems = list(_problems(self))
         if problems:
             raise ParameterError(problems)
         return self
 
 
+def _positive(value: float) -> bool:
+    """True for a finite number above zero (False for NaN and infinities)."""
+    return value > 0 and math.isfinite(value)
+
+
+def _non_negative(value: float) -> bool:
+    """True for a finite number at or above zero (False for NaN and infinities)."""
+    return value >= 0 and math.isfinite(value)
+
+
 def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
-    """Every problem of ``p`` as ``(dotted field path, message)``."""
+    """Every problem of ``p`` as ``(dotted field path, message)``. Every number
+    must be finite (NaN or an infinity would disable the check that reads it)."""
     if p.max_output_tokens <= 0:
         yield "max_output_tokens", f"must be positive, got {p.max_output_tokens}"
     if p.context_window <= 0:
@@ -308,8 +380,8 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
         yield "tool_choice", f"names an unknown tool {p.tool_choice[5:]!r}"
     for name in ("steps", "tokens", "output_tokens", "money_usd", "wall_s", "active_s"):
         value = getattr(p.budgets, name)
-        if value is not None and value <= 0:
-            yield f"budgets.{name}", f"must be positive, got {value}"
+        if value is not None and not _positive(value):
+            yield f"budgets.{name}", f"must be positive and finite, got {value}"
     if p.budgets.retries is not None and p.budgets.retries < 0:
         yield "budgets.retries", f"must be >= 0, got {p.budgets.retries}"
     names = [t.name for t in p.tools]
@@ -318,13 +390,14 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     for i, t in enumerate(p.tools):
         if t.effect not in EFFECT_CLASSES:
             yield f"tools[{i}].effect", f"must be one of {EFFECT_CLASSES}, got {t.effect!r}"
-        if t.timeout_s <= 0:
-            yield f"tools[{i}].timeout_s", f"must be positive, got {t.timeout_s}"
+        if not _positive(t.timeout_s):
+            yield f"tools[{i}].timeout_s", f"must be positive and finite, got {t.timeout_s}"
+        yield from _schema_problems(f"tools[{i}].input_schema", t.input_schema)
     for effect in sorted(p.approval_required):
         if effect not in EFFECT_CLASSES:
             yield "approval_required", f"unknown effect class {effect!r}"
     r = p.retry
-    if r.base_s <= 0 or r.cap_s < r.base_s:
+    if not (_positive(r.base_s) and math.isfinite(r.cap_s) and r.cap_s >= r.base_s):
         yield "retry.base_s", f"need 0 < base_s <= cap_s, got base_s={r.base_s}, cap_s={r.cap_s}"
     if not 0.0 <= r.jitter <= 1.0:
         yield "retry.jitter", f"must be in [0, 1], got {r.jitter}"
@@ -337,7 +410,7 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     for name in ("repeat_threshold", "cycle_repeats", "cycle_max_period"):
         if getattr(d, name) < 2:
             yield f"detector.{name}", f"must be >= 2, got {getattr(d, name)}"
-    for name in ("stale_window", "objective_window", "nudges"):
+    for name in ("stale_window", "objective_window", "max_nudges"):
         if getattr(d, name) < 0:
             yield f"detector.{name}", f"must be >= 0, got {getattr(d, name)}"
     c = p.context
@@ -347,18 +420,64 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     if c.compact_at_tokens is not None and not 0 < c.compact_at_tokens <= p.context_window:
         yield "context.compact_at_tokens", (f"must be in (0, context_window], "
                                             f"got {c.compact_at_tokens}")
+    if c.summary_max_tokens <= 0:
+        yield "context.summary_max_tokens", f"must be positive, got {c.summary_max_tokens}"
     if p.prefix_tokens >= p.context_window:
         yield "system_prompt_tokens", (f"the prompt prefix ({p.prefix_tokens} tokens) does not "
                                        f"fit the context window ({p.context_window})")
     if p.tool_failure_limit < 1:
         yield "tool_failure_limit", f"must be >= 1, got {p.tool_failure_limit}"
     for name in ("approval_timeout_s", "model_timeout_s"):
-        if getattr(p, name) <= 0:
-            yield name, f"must be positive, got {getattr(p, name)}"
+        if not _positive(getattr(p, name)):
+            yield name, f"must be positive and finite, got {getattr(p, name)}"
     for name in ("max_prompt_tokens", "max_output_tokens", "max_duration_s"):
-        if getattr(p.verifier, name) < 0:
-            yield f"verifier.{name}", f"must be >= 0, got {getattr(p.verifier, name)}"
+        if not _non_negative(getattr(p.verifier, name)):
+            yield f"verifier.{name}", f"must be >= 0 and finite, got {getattr(p.verifier, name)}"
     if p.prompt_cache is not None and p.prompt_cache not in CACHE_TTLS:
         yield "prompt_cache", f"must be null, 5m or 1h, got {p.prompt_cache!r}"
     if p.provider not in ("anthropic", "openai"):
         yield "provider", f"must be anthropic or openai, got {p.provider!r}"
+    if p.top_p is not None and not 0.0 < p.top_p <= 1.0:
+        yield "top_p", f"must be in (0, 1] or null, got {p.top_p}"
+    yield from _price_problems("prices", p.prices)
+    if r.fallback_prices is not None:
+        yield from _price_problems("retry.fallback_prices", r.fallback_prices)
+
+
+_PRICE_FIELDS = ("input", "output", "cache_read", "cache_write", "thinking")
+
+
+def _price_problems(path: str, prices: Prices, tier: bool = False) -> Iterator[tuple[str, str]]:
+    """Prices must be finite and non-negative (so money never decreases); tiers
+    ascend by their start and hold flat prices."""
+    for name in _PRICE_FIELDS:
+        value = getattr(prices, name)
+        if value is None and name == "thinking":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _non_negative(
+                value):
+            yield f"{path}.{name}", f"must be a finite number >= 0 (USD per million tokens), " \
+                                    f"got {value!r}"
+    if tier and prices.tiers:
+        yield f"{path}.tiers", "a tier's prices cannot have tiers of their own"
+    last = -1
+    for k, (start, tier_prices) in enumerate(prices.tiers):
+        if isinstance(start, bool) or not isinstance(start, int) or start <= last:
+            yield f"{path}.tiers[{k}]", (f"tier starts must be integers >= 0 in ascending "
+                                         f"order, got {start!r}")
+        else:
+            last = start
+        yield from _price_problems(f"{path}.tiers[{k}]", tier_prices, tier=True)
+
+
+def _schema_problems(path: str, schema: str) -> Iterator[tuple[str, str]]:
+    """A tool's input schema, when given, must be JSON text of an object."""
+    if not schema:
+        return
+    try:
+        value = json.loads(schema)
+    except ValueError as error:
+        yield path, f"must be JSON text of a JSON Schema object: {error}"
+        return
+    if not isinstance(value, dict):
+        yield path, f"must be a JSON object, got {type(value).__name__}"

@@ -1,8 +1,10 @@
 """Tool policy: the code between a proposed call and its execution.
 
-Checks that the tool exists and its required arguments are present, and
-decides whether a human must approve it (by effect class). Decisions are plain
-strings so the loop can branch on them explicitly.
+Checks that the tool exists, that its arguments are a JSON object (a model
+can send anything there: null, a list, a string) holding the required
+arguments, and decides whether a human must approve it (by effect class).
+Decisions are plain strings so the loop can branch on them explicitly; a
+rejection's message goes back to the model as a validation error.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
     if spec is None:
         names = ", ".join(t.name for t in params.tools) or "none"
         return REJECT, f"There is no tool named {call.name!r}. Available tools: {names}."
+    arguments = call.input
+    if not isinstance(arguments, dict):
+        return REJECT, _not_an_object(call.name, type(arguments).__name__)
+    for key in arguments:
+        if type(key) is not str:
+            return REJECT, _not_an_object(call.name, "an object with non-string keys")
     missing = [a for a in spec.required_args if a not in call.input]
     if missing:
         return REJECT, (f"{call.name} needs the argument(s) {', '.join(missing)}; "
@@ -31,3 +39,9 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
     if spec.effect in params.approval_required:
         return APPROVE, ""
     return ALLOW, ""
+
+
+
+def _not_an_object(name: str, what: str) -> str:
+    return (f"{name} rejected its arguments: they must be a JSON object of named arguments, "
+            f"got {what}. Call it again with an object.")

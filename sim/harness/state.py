@@ -1,12 +1,18 @@
-"""Mutable state of one run: history, counters, error counters, status.
+"""Mutable state of one run (history, counters, status) and its outcomes.
 
 Everything the loop needs to resume lives here (including the detector's
 memory), so a checkpoint is this object serialised with :func:`to_dict` and
 restored with :func:`from_dict`.
+
+:data:`OUTCOMES` is the one table of terminal states and the reasons each may
+have; :func:`end_run` records a run's end and refuses anything not in it.
+Drivers touch a state only through :func:`request_abort`, :func:`park` and
+:func:`resume` (and by driving the loop); the loop owns every other field.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,7 +33,31 @@ NEEDS_HUMAN = "needs_human"
 BUDGET_EXHAUSTED = "budget_exhausted"
 FAILED = "failed"
 CANCELLED = "cancelled"
-TERMINAL_STATES: tuple[str, ...] = (SUCCEEDED, NEEDS_HUMAN, BUDGET_EXHAUSTED, FAILED, CANCELLED)
+
+OUTCOMES: dict[str, frozenset[str]] = {
+    # a claimed success checked by the verifier, or accepted unverified
+    SUCCEEDED: frozenset({"verified", "model_complete"}),
+    # the no-progress detector fired again after its nudges
+    NEEDS_HUMAN: frozenset({"no_progress"}),
+    # the budget a call would overshoot (checked before it) or that a reported
+    # usage overshot (checked after it); "retries" is the run's retry budget
+    BUDGET_EXHAUSTED: frozenset({"steps", "tokens", "output_tokens", "money", "active_time",
+                                 "wall_time", "retries"}),
+    # a server error after its retry, a fatal model or tool error, transient
+    # errors past max_attempts, a context that cannot be made to fit, a result
+    # with impossible values (negative or non-finite usage or durations)
+    FAILED: frozenset({"model_error", "tool_fatal", "retries_exhausted", "context_overflow",
+                       "invalid_response"}),
+    # the abort flag (an operator or user), or an approval nobody gave in time
+    CANCELLED: frozenset({"external_signal", "approval_timeout"}),
+}
+"""Every terminal status and the reasons it may be reached for (the outcome
+``status:reason``). A run ends in exactly one of them."""
+
+TERMINAL_STATES: tuple[str, ...] = tuple(OUTCOMES)
+RESUMABLE: frozenset[str] = frozenset({BUDGET_EXHAUSTED, NEEDS_HUMAN})
+"""Terminal states a person may resume (with :func:`resume`): the loop saves a
+checkpoint when a run ends in one of them in the middle of a step."""
 
 
 @dataclass(slots=True)
@@ -44,7 +74,7 @@ class DetectorMemory:
     best_metric: float | None = None
     steps_without_improvement: int = 0
     detections: int = 0
-    nudges: int = 0
+    nudges_before: int = 0
 
 
 @dataclass(slots=True)
@@ -56,7 +86,10 @@ class HarnessState:
     history), kept up to date on every append. ``money_usd`` is spend in USD;
     ``active_s`` and ``parked_s`` are seconds (parked = waiting for a human).
     ``status`` is ``running``, ``waiting_approval`` or one of the terminal
-    states; ``reason`` says why a terminal state was reached.
+    states; ``reason`` says why a terminal state was reached (see
+    :data:`OUTCOMES`) and ``detail`` holds its particulars (a diagnostic, the
+    tool that failed, ...). ``tool_failures`` counts consecutive failures per
+    tool; ``nudges`` all nudges the run was given.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -79,14 +112,12 @@ class HarnessState:
     verifier_rejections: int = 0
     compactions: int = 0
     alerts: int = 0
-    consecutive_errors: dict[str, int] = field(default_factory=dict)
     tool_failures: dict[str, int] = field(default_factory=dict)
     detector: DetectorMemory = field(default_factory=DetectorMemory)
     abort_requested: bool = False
     status: str = RUNNING
     reason: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
-    next_call_id: int = 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -127,16 +158,48 @@ def new_state(prefix_tokens: int, model: str, task: str, task_tokens: int | None
     return state
 
 
+def end_run(state: HarnessState, status: str, reason: str,
+            detail: dict[str, Any] | None = None) -> None:
+    """Record the run's end as ``status:reason`` with ``detail``. Raises
+    ValueError for an outcome not in :data:`OUTCOMES` (a bug in the caller)
+    and RuntimeError if the run has already ended (it ends exactly once)."""
+    if reason not in OUTCOMES.get(status, ()):
+        raise ValueError(f"unknown outcome {status}:{reason}; see sim.harness.state.OUTCOMES")
+    if state.terminal:
+        raise RuntimeError(f"run already ended as {state.status}:{state.reason}")
+    state.status, state.reason = status, reason
+    state.detail = {} if detail is None else detail
+
+
+def request_abort(state: HarnessState) -> None:
+    """Ask the run to stop (an operator's or user's cancel). The loop ends it as
+    ``cancelled:external_signal`` at its next check: before the next effect,
+    or as soon as the effect in flight is answered (a driver that aborts the
+    call answers it after the seconds it ran). A run whose loop is not being
+    driven is ended with :func:`sim.harness.loop.cancel`."""
+    state.abort_requested = True
+
+
+def park(state: HarnessState, seconds: float) -> None:
+    """Count ``seconds`` the driver kept the run parked outside any effect (an
+    operator's pause, the wait for a person to resume it or for capacity
+    again): wall time, not active time. Raises ValueError unless ``seconds``
+    is finite and >= 0."""
+    if not (seconds >= 0 and math.isfinite(seconds)):
+        raise ValueError(f"parked seconds must be finite and >= 0, got {seconds!r}")
+    state.parked_s += seconds
+
+
 def resume(state: HarnessState, *, reset_detector: bool = True) -> HarnessState:
     """Make a stopped run runnable again (a person extended its budget or
-    redirected it). Only ``budget_exhausted``, ``needs_human`` and non-terminal
-    states can be resumed. The detector's memory is cleared by default: a
-    human looked at the run, so earlier detections no longer count."""
-    if state.terminal and state.status not in (BUDGET_EXHAUSTED, NEEDS_HUMAN):
+    redirected it). Only :data:`RESUMABLE` and non-terminal states can be
+    resumed. The detector's memory is cleared by default: a human looked at
+    the run, so earlier detections (and nudges) no longer count."""
+    if state.terminal and state.status not in RESUMABLE:
         raise ValueError(f"a run that ended as {state.status} cannot be resumed")
     state.status, state.reason, state.detail = RUNNING, "", {}
     if reset_detector:
-        state.detector = DetectorMemory()
+        state.detector = DetectorMemory(nudges_before=state.nudges)
     return state
 
 

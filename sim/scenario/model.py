@@ -19,7 +19,7 @@ import datetime
 import importlib
 import itertools
 from collections.abc import Callable
-from dataclasses import MISSING, fields, replace
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -100,7 +100,7 @@ class DetectorConfig(_Strict):
                                                    "(0: off)")
     objective_window: int = Field(0, ge=0, description="steps without objective improvement "
                                                        "(0: off)")
-    nudges: int = Field(_default(hp.DetectorParams, "nudges"), ge=0,
+    nudges: int = Field(_default(hp.DetectorParams, "max_nudges"), ge=0,
                         description="nudges before the run stops as needs_human")
 
 
@@ -463,7 +463,7 @@ def harness_params(h: HarnessConfig, world: WorldParams | World,
                 enabled=d.enabled, repeat_threshold=d.repeat_threshold,
                 cycle_max_period=d.cycle_max_period, cycle_repeats=d.cycle_repeats,
                 stale_window=d.stale_window, objective_window=d.objective_window,
-                nudges=d.nudges),
+                max_nudges=d.nudges),
             context=hp.ContextParams(**h.context.model_dump()),
             verifier=hp.VerifierParams(
                 enabled=h.verifier.name != "none", name=h.verifier.name,
@@ -488,8 +488,7 @@ def _prices(h: HarnessConfig) -> hp.Prices:
     day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
     when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
     try:
-        tiers = resolve_price_tiers(h.model, spec, cache_ttl=h.prompt_cache or "5m", when=when)
-        return replace(tiers.base, tiers=tiers.tiers)
+        return resolve_price_tiers(h.model, spec, cache_ttl=h.prompt_cache or "5m", when=when)
     except InputError as error:
         path = f"harness.{error.path}" if error.path else "harness.prices"
         raise InputError(error.message, path=path) from None

@@ -25,7 +25,7 @@ The protocol has two levels:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 from sim.harness.messages import Usage
 from sim.world.streams import Draws
@@ -61,17 +61,6 @@ class Verifier(Protocol):
 
     def check(self, correct: bool, draws: Draws) -> bool:
         """True when the claim passes. ``correct`` is the hidden truth."""
-
-
-@runtime_checkable
-class CostedVerifier(Protocol):
-    """A verifier whose check costs tokens and time (e.g. a model grader)."""
-
-    def check(self, correct: bool, draws: Draws) -> bool:
-        """True when the claim passes. ``correct`` is the hidden truth."""
-
-    def assess(self, claim: Claim, draws: Draws, world: World) -> Check:
-        """The decision on ``claim`` with the usage and duration of the check."""
 
 
 def run_check(verifier: Verifier, claim: Claim, draws: Draws, world: World) -> Check:

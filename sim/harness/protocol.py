@@ -1,0 +1,270 @@
+"""The protocol between the loop and its driver, and what the loop distrusts.
+
+Which result answers which effect is :data:`ANSWERS`; a driver that sends any
+other type has a bug, and the loop raises :class:`ProtocolError` naming the
+effect and what it got. A result of the right type is still checked before
+the loop uses it, because a real provider or tool can send odd things:
+
+- :func:`result_problem`: numbers the harness accounts (token counts,
+  seconds) must be finite and non-negative, and every field must have its
+  type; otherwise the run fails as ``failed:invalid_response`` with a
+  diagnostic naming the field (a budget cannot be enforced on a NaN, and
+  money must never decrease);
+- :func:`content_problem`: a model reply whose content is missing or holds
+  something other than text, thinking and tool_use blocks is a malformed
+  response, handled like a provider's server error (seed 000: retry once,
+  then fail with a diagnostic).
+
+A tool call whose arguments are not a JSON object is the model's mistake, not
+the driver's: :mod:`sim.harness.policy` sends it back as a validation error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from sim.harness.effects import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Checkpoint,
+    Effect,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Result,
+    ToolError,
+    ToolRequest,
+    ToolResult,
+    Verdict,
+    VerifyRequest,
+    Wait,
+)
+from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
+
+ANSWERS: dict[type, tuple[type, ...]] = {
+    ModelRequest: (ModelResponse, ModelError),
+    ToolRequest: (ToolResult, ToolError),
+    Wait: (type(None), float, int),
+    ApprovalRequest: (ApprovalDecision,),
+    VerifyRequest: (Verdict,),
+    Checkpoint: (type(None),),
+}
+"""The result types a driver may answer each effect with (a Wait: None, or the
+seconds that really passed when it was cut short)."""
+
+
+class ProtocolError(TypeError):
+    """A driver answered an effect with a result of a type the protocol does
+    not allow for it (a bug in the driver, never a run's outcome)."""
+
+    def __init__(self, effect: Effect, result: object) -> None:
+        self.effect = effect
+        self.result = result
+        allowed = " or ".join("None" if t is type(None) else t.__name__
+                              for t in ANSWERS.get(type(effect), ()))
+        shown = repr(result)
+        if len(shown) > 200:
+            shown = shown[:197] + "..."
+        super().__init__(f"{type(effect).__name__} must be answered with {allowed}, "
+                         f"got {type(result).__name__}: {shown}")
+
+
+def check_answer(effect: Effect, result: Result) -> None:
+    """Raise :class:`ProtocolError` unless ``result`` is of a type allowed to
+    answer ``effect``."""
+    if not isinstance(result, ANSWERS[type(effect)]):
+        raise ProtocolError(effect, result)
+
+
+# ----------------------------------------------------------- field checks
+_COUNT = "an integer >= 0 (tokens)"
+_SECONDS = "a finite number >= 0 (seconds)"
+_INF = math.inf
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_seconds(value: object) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0.0 <= value < _INF)  # NaN fails both comparisons
+
+
+def _is_optional_seconds(value: object) -> bool:
+    return value is None or _is_seconds(value)
+
+
+def _is_status(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _is_metric(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                             and math.isfinite(value))
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                 "thinking_tokens")
+Check = tuple[str, Callable[[object], bool], str]
+_FIELDS: dict[type, tuple[Check, ...]] = {
+    ModelResponse: (("usage", lambda u: isinstance(u, Usage), "a Usage"),
+                    ("latency_s", _is_seconds, _SECONDS)),
+    ModelError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
+                 ("latency_s", _is_seconds, _SECONDS),
+                 ("status", _is_status, "None or an integer (HTTP status)"),
+                 ("retry_after_s", _is_optional_seconds, f"None or {_SECONDS}")),
+    ToolResult: (("output", _is_str, "a string"), ("tokens", _is_count, _COUNT),
+                 ("duration_s", _is_seconds, _SECONDS),
+                 ("metric", _is_metric, "None or a finite number")),
+    ToolError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
+                ("tokens", _is_count, _COUNT), ("duration_s", _is_seconds, _SECONDS),
+                ("status", _is_status, "None or an integer (HTTP status)"),
+                ("retry_after_s", _is_optional_seconds, f"None or {_SECONDS}")),
+    ApprovalDecision: (("approved", _is_bool, "a bool"), ("waited_s", _is_seconds, _SECONDS),
+                       ("timed_out", _is_bool, "a bool"), ("reason", _is_str, "a string")),
+    Verdict: (("passed", _is_bool, "a bool"), ("feedback", _is_str, "a string"),
+              ("feedback_tokens", _is_count, _COUNT), ("duration_s", _is_seconds, _SECONDS),
+              ("usage", lambda u: u is None or isinstance(u, Usage), "None or a Usage")),
+}
+"""Per result type, each field with the test it must pass and what it must be."""
+
+
+def _problem(field: str, value: object, expected: str) -> dict[str, str]:
+    shown = repr(value)
+    return {"field": field, "value": shown if len(shown) <= 100 else shown[:97] + "...",
+            "expected": expected}
+
+
+def _diagnose(result: object) -> dict[str, str] | None:
+    """The first field of ``result`` that fails its test in :data:`_FIELDS`
+    (a usage field by field), or None: the thorough check behind the fast
+    paths of :func:`result_problem`."""
+    checks = next((c for kind, c in _FIELDS.items() if isinstance(result, kind)), None)
+    if checks is None:
+        return None if _is_seconds(result) else _problem("seconds waited", result,
+                                                         f"None or {_SECONDS}")
+    for name, ok, expected in checks:
+        value = getattr(result, name)
+        if not ok(value):
+            return _problem(name, value, expected)
+    usage = getattr(result, "usage", None)
+    if usage is not None:
+        for name in _USAGE_FIELDS:
+            value = getattr(usage, name)
+            if not _is_count(value):
+                return _problem(f"usage.{name}", value, _COUNT)
+    return None
+
+
+def result_problem(result: Result) -> dict[str, str] | None:
+    """What is impossible about a result of an allowed type, as a diagnostic
+    ``{"field", "value", "expected"}`` (the value as its repr), or None when
+    the result can be used: token counts must be integers >= 0, seconds
+    finite and >= 0, a metric finite, and texts, kinds and flags of their
+    types. A Wait's answer must be None or seconds. (A reply's
+    ``stop_reason`` and ``model`` are only compared and reported, so any
+    value is harmless: an unknown stop reason is an ordinary stop.)"""
+    if result is None:
+        return None
+    kind = type(result)
+    # fast paths for well-formed results of the exact types; anything else
+    # (a subclass, numpy numbers, a bad field) gets the thorough check
+    if kind is ModelResponse:
+        r: Any = result
+        u, t = r.usage, r.latency_s
+        if type(u) is Usage:
+            a, b, c, d, e = (u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                             u.cache_write_tokens, u.thinking_tokens)
+            if (type(a) is int and type(b) is int and type(c) is int and type(d) is int
+                    and type(e) is int and a >= 0 and b >= 0 and c >= 0 and d >= 0 and e >= 0
+                    and (type(t) is float or type(t) is int) and 0.0 <= t < _INF):
+                return None
+    elif kind is ToolResult:
+        r = result
+        t = r.duration_s
+        if ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
+                and type(r.output) is str and type(r.tokens) is int and r.tokens >= 0
+                and (r.metric is None or (type(r.metric) is float and math.isfinite(r.metric)))):
+            return None
+    elif kind is ToolError:
+        r = result
+        t = r.duration_s
+        if ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
+                and type(r.kind) is str and type(r.message) is str
+                and type(r.tokens) is int and r.tokens >= 0
+                and (r.status is None or type(r.status) is int)
+                and r.retry_after_s is None):
+            return None
+    return _diagnose(result)
+
+
+def content_problem(content: object) -> tuple[str, str] | None:
+    """Why a model reply's ``content`` cannot be used, as ``(kind, message)``
+    for a :class:`~sim.harness.effects.ModelError` (``"empty"`` when there is
+    none, ``"malformed"`` otherwise), or None. Content must be a list of
+    text, thinking and tool_use blocks with string texts, sizes that are
+    token counts, and tool calls with distinct non-empty string ids and
+    string names (their arguments are checked by the policy layer)."""
+    if type(content) is list:
+        ids = 0
+        for block in content:  # the common case, checked fast
+            kind = type(block)
+            size = block.tokens if kind in _BLOCKS else None
+            if type(size) is not int or size < 0:
+                break
+            if kind is ToolUseBlock:
+                if type(block.id) is not str or not block.id or type(block.name) is not str:
+                    break
+                ids += 1
+            elif kind is TextBlock:
+                if type(block.text) is not str:
+                    break
+            elif type(block.thinking) is not str or type(block.signature) is not str:
+                break
+        else:
+            if ids < 2 or len({b.id for b in content if type(b) is ToolUseBlock}) == ids:
+                return None
+    return _content_diagnosis(content)
+
+
+_BLOCKS = frozenset({TextBlock, ThinkingBlock, ToolUseBlock})
+
+
+def _content_diagnosis(content: object) -> tuple[str, str] | None:
+    """The thorough check behind :func:`content_problem`'s fast path."""
+    if content is None:
+        return "empty", "the reply has no content"
+    if not isinstance(content, list):
+        return "malformed", f"content is a {type(content).__name__}, not a list of blocks"
+    ids: set[str] = set()
+    for i, block in enumerate(content):
+        if isinstance(block, ToolUseBlock):
+            call_id = block.id
+            if not isinstance(call_id, str) or not call_id or call_id in ids:
+                return "malformed", f"content[{i}] has a missing or repeated id {call_id!r}"
+            ids.add(call_id)
+            if not isinstance(block.name, str):
+                return "malformed", f"content[{i}] names no tool: {block.name!r}"
+        elif isinstance(block, TextBlock):
+            if not isinstance(block.text, str):
+                return "malformed", f"content[{i}] has text {block.text!r}"
+        elif isinstance(block, ThinkingBlock):
+            if not isinstance(block.thinking, str) or not isinstance(block.signature, str):
+                return "malformed", f"content[{i}] is a thinking block without its text"
+        else:
+            return "malformed", (f"content[{i}] is a {type(block).__name__}, not a text, "
+                                 f"thinking or tool_use block")
+        if not _is_count(block.tokens):
+            return "malformed", f"content[{i}] has size {block.tokens!r}, not a token count"
+    return None
