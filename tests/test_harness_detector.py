@@ -218,7 +218,7 @@ def test_a_nudge_that_works_lets_the_run_finish() -> None:
 
 
 def test_zero_nudges_stops_on_the_first_detection() -> None:
-    """detector.nudges = 0: the first detection ends the run, without a nudge,
+    """detector.max_nudges = 0: the first detection ends the run, without a nudge,
     and the last observations are still in the history."""
     params = make_params(detector=DetectorParams(max_nudges=0))
     run = run_script(params, model=[tool_call("search", q="same")] * 5)
@@ -229,7 +229,7 @@ def test_zero_nudges_stops_on_the_first_detection() -> None:
 
 
 def test_more_nudges_allowed_means_more_detections_before_stopping() -> None:
-    """detector.nudges = 2: two nudges, then the third detection stops the run."""
+    """detector.max_nudges = 2: two nudges, then the third detection stops the run."""
     params = make_params(detector=DetectorParams(max_nudges=2))
     run = run_script(params, model=[tool_call("search", q="same")] * 12)
     assert run.state.nudges == 2 and run.state.turns == 9

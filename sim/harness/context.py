@@ -82,7 +82,7 @@ def normalize(messages: list[Any], provider: str) -> list[dict[str, Any]]:
 
 
 def _canonical(messages: list[Any]) -> list[tuple[str, list[dict[str, Any]]]]:
-    turns = []
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
     for m in messages:
         if isinstance(m, Message):
             turns.append((m.role, [_block_dict(b) for b in m.content]))

@@ -133,7 +133,7 @@ class _Stop(Exception):
     """The stop signal: raised where a run must end, caught once in agent_loop."""
 
     def __init__(self, status: str, reason: str, detail: dict[str, Any]) -> None:
-        super().__init__(f"{status}:{reason}")
+        # no message: it is never shown (caught in agent_loop), and cheap to raise
         self.status = status
         self.reason = reason
         self.detail = detail
@@ -144,26 +144,19 @@ def _stop(status: str, reason: str, **detail: Any) -> NoReturn:
     raise _Stop(status, reason, detail)
 
 
-@dataclass(slots=True)
-class _OpenStep:
-    """A step whose tool calls are being run: its calls and the observations so far."""
-
-    calls: list[ToolUseBlock]
-    blocks: list[Block]
-
-
 @dataclass(slots=True, eq=False)
 class _Run:
     """What every part of one run reads: parameters, state, detector, the
-    event emitter (None without observers), the tools by name, and the step
-    whose tool calls are in progress."""
+    event emitter (None without observers), the tools by name, and, while a
+    step's tool calls run, those calls and their observations so far."""
 
     params: HarnessParams
     state: HarnessState
     detector: Detector
     emit: Emit
     tools: dict[str, ToolSpec]
-    open_step: _OpenStep | None = None
+    open_calls: list[ToolUseBlock] | None = None
+    blocks: list[Block] | None = None
 
 
 def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector | None = None,
@@ -211,18 +204,10 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
                 yield from _continue_truncated(run)
             elif not calls:                                                      # 8
                 yield from _verify(run, response.content)
-            else:
-                run.open_step = step = _OpenStep(calls, [])
-                signal = None
-                for call in calls:
-                    observed = yield from _run_tool(run, call, step.blocks)      # 9
-                    found = _detect(run, call, observed)                        # 10
-                    signal = signal or found
-                _close_step(run, step, signal)                                   # 10-11
-            checkpoint = Checkpoint(state.turns)
-            answer = yield checkpoint
-            if answer is not None:
-                raise ProtocolError(checkpoint, answer)
+            else:                                                                # 9-10
+                yield from _run_tools(run, calls)
+            checkpoint = Checkpoint(state.turns)                                 # 11
+            _receive(checkpoint, (yield checkpoint))
     except _Stop as stop:
         yield from _finish(run, stop)
     return state
@@ -255,9 +240,9 @@ def _finish(run: _Run, stop: _Stop) -> Generator[Effect, Result, None]:
     end_run(state, stop.status, stop.reason, stop.detail)
     if run.emit:
         run.emit(ev.TERMINAL, {"status": stop.status, "reason": stop.reason, **stop.detail})
-    step = run.open_step
-    if step is not None:  # stopped mid-step: answer the calls that did not run
-        _close_unanswered(state, step.calls, step.blocks)
+    if run.open_calls is not None and run.blocks is not None:
+        # stopped mid-step: answer the calls that did not run
+        _close_unanswered(state, run.open_calls, run.blocks)
         if state.status in RESUMABLE:  # resumable from this step
             checkpoint = Checkpoint(state.turns)
             check_answer(checkpoint, (yield checkpoint))
@@ -484,42 +469,41 @@ def _prices(params: HarnessParams, model: str) -> Prices:
 
 
 # ---------------------------------------------------------------- tool calls
-def _detect(run: _Run, call: ToolUseBlock, observed: tuple[str, float | None]) -> str | None:
-    """Show the detector one executed call and its observation; the signal
-    that fired, or None (always None when the detector is switched off)."""
-    if not run.params.detector.enabled:  # off means off, for custom detectors too
-        return None
-    spec = run.tools.get(call.name)
-    return run.detector.observe(run.state.detector, canonical_call(call.name, call.input),
-                                observation_hash(observed[0]),
-                                spec is not None and spec.polling, observed[1])
-
-
-def _close_step(run: _Run, step: _OpenStep, signal: str | None) -> None:
-    """The end of a tool step: on a no-progress signal, a nudge, or
-    needs_human once the nudges are spent (10); then the observations go into
-    the history (11)."""
-    state = run.state
+def _run_tools(run: _Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, None]:
+    """Run the step's tool calls in order (9) and show each to the no-progress
+    detector (10): a signal is answered with a nudge, or needs_human once the
+    nudges are spent; the observations then go into the history (11)."""
+    params, state = run.params, run.state
+    blocks: list[Block] = []
+    run.open_calls, run.blocks = calls, blocks  # answered by _finish if the run stops here
+    detecting = params.detector.enabled  # off means off, for custom detectors too
+    signal = None
+    for call in calls:
+        spec = run.tools.get(call.name)
+        observation, metric = yield from _run_tool(run, call, spec, blocks)
+        if detecting:
+            found = run.detector.observe(state.detector, canonical_call(call.name, call.input),
+                                         observation_hash(observation),
+                                         spec is not None and spec.polling, metric)
+            signal = signal or found
     if signal is not None:
-        if state.nudges - state.detector.nudges_before >= run.params.detector.max_nudges:
+        if state.nudges - state.detector.nudges_before >= params.detector.max_nudges:
             _stop(NEEDS_HUMAN, "no_progress", signal=signal)
         state.nudges += 1
-        last = step.calls[-1]
-        step.blocks.append(text_block(_nudge_text(signal, last), "nudge"))
+        blocks.append(text_block(_nudge_text(signal, calls[-1]), "nudge"))
         if run.emit:
-            run.emit(ev.NUDGE, {"signal": signal, "tool": last.name})
-    run.open_step = None
-    state.append(make_message("user", step.blocks))
+            run.emit(ev.NUDGE, {"signal": signal, "tool": calls[-1].name})
+    run.open_calls = run.blocks = None
+    state.append(make_message("user", blocks))
 
 
-def _run_tool(run: _Run, call: ToolUseBlock, blocks: list[Block]
+def _run_tool(run: _Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list[Block]
               ) -> Generator[Effect, Result, tuple[str, float | None]]:
     """Run one call through policy, budgets and the executor; append its
     observation (and any injected message) to ``blocks`` and return
     ``(observation text, objective metric or None)``. Ends the run on a fatal
     error, an approval timeout or a spent time budget."""
     params, state = run.params, run.state
-    spec = run.tools.get(call.name)
     decision, message = check_call(params, call, spec)
     if decision == REJECT or spec is None:
         return _failure(params, state, call, message, blocks)

@@ -122,8 +122,9 @@ class Prices:
     def with_overrides(self, **overrides: float | None) -> Prices:
         """A copy with the given fields (USD per million tokens) replaced, in
         the base prices and in every tier."""
-        return replace(self, **overrides, tiers=tuple(
-            (start, replace(tier, **overrides)) for start, tier in self.tiers))
+        changes: dict[str, Any] = dict(overrides)
+        return replace(self, **changes, tiers=tuple(
+            (start, replace(tier, **changes)) for start, tier in self.tiers))
 
     def cost(self, input_tokens: int, output_tokens: int, cache_read: int = 0,
              cache_write: int = 0, thinking: int = 0) -> float:
@@ -329,7 +330,8 @@ class HarnessParams:
 
     def with_budgets(self, **changes: float | int | None) -> HarnessParams:
         """A copy with some budgets changed (for resuming with extended budgets)."""
-        return replace(self, budgets=replace(self.budgets, **changes))
+        budgets: dict[str, Any] = dict(changes)
+        return replace(self, budgets=replace(self.budgets, **budgets))
 
     def validate(self) -> HarnessParams:
         """Check that the settings are compatible; raise ParameterError naming
