@@ -207,7 +207,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
             else:                                                                # 9-10
                 yield from _run_tools(run, calls)
             checkpoint = Checkpoint(state.turns)                                 # 11
-            _receive(checkpoint, (yield checkpoint))
+            if (answer := (yield checkpoint)) is not None:
+                raise ProtocolError(checkpoint, answer)
     except _Stop as stop:
         yield from _finish(run, stop)
     return state
@@ -298,7 +299,11 @@ def _take_reply(run: _Run, response: ModelResponse) -> list[ToolUseBlock]:
     if response.stop_reason == "max_tokens":  # a cut-off tool call cannot be run
         content = [b for b in content if not isinstance(b, ToolUseBlock)]
     usage = response.usage
-    message = billed_message(content, usage.output_tokens, usage.thinking_tokens)
+    billed = usage.output_tokens + usage.thinking_tokens
+    if len(content) == 1 and content[0].tokens == billed:  # the common case, kept as is
+        message = Message("assistant", content, billed)
+    else:
+        message = billed_message(content, usage.output_tokens, usage.thinking_tokens)
     state.append(message)
     calls = [b for b in message.content if b.type == "tool_use"]
     if run.emit:
