@@ -453,6 +453,9 @@ def decide_pairing(base: Side, candidate: Side, pairs: Sequence[tuple[str, str]]
                        candidate.cell_rows(c)["task"].to_numpy()) for b, c in pairs)
     if pairing == "unpaired":
         return False, "unpaired (asked for): the sides are treated as independent samples"
+    recorded = _recorded_pairing(base, candidate, pairs, pairing)
+    if recorded is not None:
+        return recorded
     if not same_tasks:
         if pairing == "paired":
             raise InputError("cannot pair: the sides ran different task indices")
@@ -476,6 +479,27 @@ def decide_pairing(base: Side, candidate: Side, pairs: Sequence[tuple[str, str]]
     return False, ("unpaired: the tasks' hidden ground truth differs between the sides "
                    "(different seeds or task distributions); independent-sample tests "
                    "are used")
+
+
+def _recorded_pairing(base: Side, candidate: Side, pairs: Sequence[tuple[str, str]],
+                      pairing: str) -> tuple[bool, str] | None:
+    """Pairing when a side replays recorded runs (its rows have a ``run_id``
+    column, :mod:`sim.output.replay`): paired when both replayed the same runs
+    in the same order; a replay and a simulation never pair. None when
+    neither side is a replay."""
+    replays = ["run_id" in side.rows.columns for side in (base, candidate)]
+    if not any(replays):
+        return None
+    if all(replays) and all(
+            base.cell_rows(b)["run_id"].astype(str).tolist()
+            == candidate.cell_rows(c)["run_id"].astype(str).tolist() for b, c in pairs):
+        return True, ("paired: both sides replayed the same recorded runs, so task i is the "
+                      "same run on both sides")
+    why = ("the sides replayed different recorded runs" if all(replays) else
+           "one side replays recorded runs and the other simulates tasks")
+    if pairing == "paired":
+        raise InputError(f"cannot pair: {why}")
+    return False, f"unpaired: {why}, so tasks do not pair; independent-sample tests are used"
 
 
 def compare_sides(base: Side, candidate: Side, thresholds: Thresholds | None = None, *,

@@ -42,7 +42,8 @@ FILE_MODE = 0o644
 
 _DTYPES = {"int": "int64", "float": "float64", "bool": "bool", "str": "string"}
 _ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
-          "string": pa.string(), "str": pa.string(), "object": pa.string()}
+          "string": pa.string(), "str": pa.string(), "object": pa.string(),
+          "Int64": pa.int64(), "Float64": pa.float64(), "boolean": pa.bool_()}
 _MEANS = ("retries", "nudges", "verifier_rejections", "compactions")
 _OUTCOME_WIDTH = 26
 
@@ -354,10 +355,13 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def report_markdown(summary: Mapping[str, Any], title: str) -> str:
-    """The Markdown report of every cell in ``summary`` (the summary.json dict)."""
+def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> str:
+    """The Markdown report of every cell in ``summary`` (the summary.json dict);
+    ``lead`` (Markdown) comes right after the title and description."""
     cells = summary["cells"]
     about = f"{summary['description'].strip()}\n\n" if summary.get("description") else ""
+    if lead:
+        about += f"{lead.strip()}\n\n"
     head = f"# {title}\n\n{about}{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
     parts = [head.rstrip("\n")]
     if len(cells) > 1:
@@ -365,9 +369,10 @@ def report_markdown(summary: Mapping[str, Any], title: str) -> str:
     return "\n\n".join([*parts, *(_cell_section(c) for c in cells)]) + "\n"
 
 
-def write_report(path: str | os.PathLike, summary: Mapping[str, Any], title: str) -> None:
+def write_report(path: str | os.PathLike, summary: Mapping[str, Any], title: str,
+                 lead: str = "") -> None:
     """Write the Markdown report of ``summary`` to ``path``, atomically."""
-    write_atomic(path, report_markdown(summary, title).encode("utf-8"))
+    write_atomic(path, report_markdown(summary, title, lead).encode("utf-8"))
 
 
 # ----------------------------------------------------------------- results

@@ -1,0 +1,234 @@
+"""``python -m sim replay TRACES_DIR SCENARIO``: what the scenario's harness
+would have done to recorded runs.
+
+The scenario's ``harness`` section is the candidate (a ``sweep`` over harness
+settings gives one cell per setting); its ``world`` is not used. Every run of
+the trace folder is replayed through the real harness loop by
+:mod:`sim.drivers.replay`, and the results folder (``results.parquet``,
+``summary.json``, ``report.md``, ``report.html``; see :mod:`sim.output.replay`)
+has a sweep's contract, so ``python -m sim compare`` takes two replays, or a
+replay and a simulation. Example, a 100,000 prompt-token budget on tau2::
+
+    python -m sim replay traces/tau2 scenarios/replay.yaml \\
+        --set harness.budgets.tokens=100000 --out reports/replay_tokens
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
+from sim.errors import InputError
+
+if TYPE_CHECKING:
+    from sim.harness.params import Prices
+    from sim.scenario.model import HarnessConfig
+
+_DESCRIPTION = (
+    "Replay recorded runs (a trace folder) through the scenario's harness: which runs it would "
+    "have stopped and why, how many of them had succeeded, the tokens and dollars it would have "
+    "saved, and what its detector fires on. Writes results.parquet, summary.json, report.md "
+    "and report.html to --out, comparable with 'compare'.")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``replay`` command."""
+    parser = subparsers.add_parser(
+        "replay", help="what a harness setting would have done to recorded runs",
+        description=_DESCRIPTION)
+    parser.add_argument("traces", help="trace folder (runs.parquet and calls.parquet)")
+    parser.add_argument("scenario", help="scenario YAML: its harness section is the candidate")
+    parser.add_argument("--out", help="results folder (default: reports/replay_<scenario>)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="PATH=VALUE", help="override a field, e.g. "
+                                                   "harness.budgets.tokens=100000 (repeatable)")
+    parser.add_argument("--after-intervention", choices=AFTER_INTERVENTION, default="continue",
+                        help="when the candidate nudges, retries a tool error the old harness "
+                             "passed on, or rejects a claim: continue as recorded (default; an "
+                             "upper bound on cost) or stop the run there (a lower bound)")
+    parser.add_argument("--tool-error-kind", choices=TOOL_ERROR_KINDS, default="validation",
+                        help="the kind the candidate's error classifier sees for a recorded "
+                             "tool error (traces do not record it; default validation: the "
+                             "model sees it, as it did when recorded)")
+    parser.add_argument("--polling", action="append", default=[], metavar="TOOL",
+                        help="a recorded tool the detector treats as polling (repeatable)")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="stdout: tables (default) or the summary as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the candidate and the traces, replay, write the results folder, print."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    from sim.drivers.recorded import read_trace_folder
+    from sim.drivers.replay import (
+        REPLAY_DTYPES,
+        ReplayOptions,
+        replay_row,
+        replay_runs,
+        task_record,
+    )
+    from sim.output.replay import write_replay_results
+    from sim.output.results import format_table, records_frame
+    from sim.scenario.model import (
+        expand,
+        harness_params,
+        load_scenario,
+        read_yaml,
+        resolve_detector,
+    )
+    from sim.world.params import WorldParams
+
+    raw = read_yaml(args.scenario)
+    if "world" in raw and "harness" not in raw:
+        raise InputError("has a world section and no harness section: replay needs the "
+                         "candidate harness (a harness section); a world is not used by "
+                         "replay, which answers from the recorded runs",
+                         source=args.scenario, path="harness")
+    scenario = load_scenario(args.scenario, args.overrides)
+    notes = []
+    if "world" in raw:
+        notes.append(f"note: the world section of {args.scenario} is not used by replay")
+    for key in scenario.sweep:
+        if not key.startswith("harness."):
+            raise InputError("replay sweeps harness settings only (the world is not used)",
+                             source=args.scenario, path=f"sweep.{key}")
+    runs = read_trace_folder(args.traces)
+    if not runs:
+        raise InputError("the trace folder holds no runs to replay", source=args.traces)
+    options = ReplayOptions(args.after_intervention, args.tool_error_kind,
+                            frozenset(args.polling))
+    tool_calls = sum(r.tool_calls for r in runs)
+    text_hashes = any(c.text_sha256 for r in runs for c in r.calls)
+    if tool_calls == 0 and scenario.harness.detector.enabled:
+        notes.append(f"note: {args.traces} records no tool calls: the detector cannot be "
+                     "judged (budgets are)")
+    if not args.quiet:
+        for note in notes:
+            print(note, file=sys.stderr)
+
+    cells = expand(scenario)
+    rows_by_cell: dict[str, pd.DataFrame] = {}
+    params_by_cell: dict[str, dict] = {}
+    blocks: dict[str, dict] = {}
+    for name, cell, values in cells:
+        h = cell.harness
+        template = harness_params(h, WorldParams())
+        bar = tqdm(total=len(runs), desc=f"replay {name}", unit="run", file=sys.stderr,
+                   disable=args.quiet, leave=False)
+        done = [0]
+
+        def tick(n: int, bar: Any = bar, done: list[int] = done) -> None:
+            bar.update(n - done[0])
+            done[0] = n
+
+        prices_for = _prices_for(h)
+        replays = replay_runs(runs, template, prices_for=prices_for, options=options,
+                              make_detector=resolve_detector(h.detector.name), progress=tick)
+        bar.close()
+        records = records_frame([task_record(r.chosen, name, i) for i, r in enumerate(replays)])
+        extras = pd.DataFrame([replay_row(r) for r in replays]).astype(REPLAY_DTYPES)
+        rows_by_cell[name] = pd.concat([records, extras], axis=1)
+        params_by_cell[name] = dict(values)
+        blocks[name] = _block(rows_by_cell[name], args, h, text_hashes, prices_for.unpriced)
+    out = Path(args.out) if args.out else Path("reports") / f"replay_{scenario.name}"
+    summary = write_replay_results(out, rows_by_cell, params_by_cell, blocks,
+                                   title=f"Replay: {scenario.name} over {len(runs):,} recorded "
+                                         f"runs", description=scenario.description)
+    if args.format == "json":
+        json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
+        sys.stdout.write("\n")
+        return 0
+    for cell in summary["cells"]:
+        print(format_table(cell))
+        print(_lead_lines(cell["replay"]))
+        print()
+    print(f"results in {out}/ (results.parquet, summary.json, report.md, report.html)")
+    return 0
+
+
+def _block(rows: Any, args: argparse.Namespace, h: HarnessConfig, text_hashes: bool,
+           unpriced: set[str]) -> dict:
+    from sim.output.replay import replay_block
+
+    return replay_block(rows, traces=str(args.traces), after_intervention=args.after_intervention,
+                        tool_error_kind=args.tool_error_kind, detector_enabled=h.detector.enabled,
+                        text_hashes=text_hashes, unpriced_models=tuple(sorted(unpriced)))
+
+
+class _PricesFor:
+    """A run's prices: the scenario's price spec applied to the run's recorded
+    model (its catalogue prices, a named set, or overrides on them); None (the
+    scenario's own prices) when the model is not in the catalogue, which is
+    then listed in ``unpriced``."""
+
+    def __init__(self, h: HarnessConfig) -> None:
+        from sim.scenario.model import PricesConfig
+
+        spec: Any = h.prices
+        if isinstance(spec, PricesConfig):
+            spec = {k: v for k, v in spec.model_dump().items() if v is not None}
+        day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
+        self.spec = spec
+        self.when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+        self.harness = h
+        self.cache: dict[str | None, Prices | None] = {}
+        self.unpriced: set[str] = set()
+
+    def __call__(self, model: str | None) -> Prices | None:
+        from dataclasses import replace
+
+        from sim.cost import resolve_price_tiers
+
+        if model not in self.cache:
+            h = self.harness
+            try:
+                tiers = resolve_price_tiers(model or h.model, self.spec,
+                                            cache_ttl=h.prompt_cache or "5m", when=self.when)
+                self.cache[model] = replace(tiers.base, tiers=tiers.tiers)
+            except InputError:
+                self.cache[model] = None
+                self.unpriced.add(model or "(none)")
+        return self.cache[model]
+
+
+def _prices_for(h: HarnessConfig) -> _PricesFor:
+    return _PricesFor(h)
+
+
+def _lead_lines(block: dict) -> str:
+    """The replay figures under a cell's terminal table."""
+    from sim.output.replay import usd
+
+    st, sv, det = block["stopped"], block["saved"], block["detector"]
+    lines = [f"  stopped        {st['runs']:,} runs: {st['resolved']:,} resolved, "
+             f"{st['unresolved']:,} unresolved, {st['unknown']:,} not judged"]
+    lines += [f"    {outcome:<26}{c['runs']:>6}  ({c['resolved']:,} resolved)"
+              for outcome, c in st["by_outcome"].items()]
+    lines.append(f"  saved          {sv['prompt_tokens']:,} prompt tokens, "
+                 f"{usd(sv['cost_usd'])} recorded ({usd(sv['cost_usd_on_resolved'])} on "
+                 f"resolved runs), {usd(sv['priced_usd'])} at the runs' prices")
+    if not det["judgeable"]:
+        lines.append(f"  detector       not judged: {det['note']}")
+    else:
+        for signal, e in det["signals"].items():
+            lines.append(f"  detector       {signal}: {e['firings']:,} firings on {e['runs']:,} "
+                         f"runs, {100 * e['resolved_share']:.1f}% of them resolved")
+    iv = block["interventions"]
+    if iv["runs"]:
+        lines.append(f"  diverged       {iv['runs']:,} runs; total cost "
+                     f"{usd(iv['cost_usd']['lower'])} (stop) to "
+                     f"{usd(iv['cost_usd']['upper'])} (continue)")
+    fi = block["fidelity"]
+    if fi["prompt_mismatch_runs"]:
+        lines.append(f"  fidelity       {fi['prompt_mismatch_runs']:,} runs with "
+                     f"{fi['prompt_mismatch_calls']:,} prompt counts off the recording")
+    return "\n".join(lines)

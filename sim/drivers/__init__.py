@@ -1,0 +1,9 @@
+"""Drivers beside the engines: they perform the harness loop's effects without
+a simulated world.
+
+:mod:`sim.drivers.replay` answers every effect from a recorded run (a trace
+folder, :mod:`sim.drivers.recorded`), so the real harness can be asked what it
+would have done to runs that already happened. The harness does not change
+for a driver: it is the same :func:`sim.harness.loop.agent_loop` generator the
+engines drive.
+"""
