@@ -136,6 +136,10 @@ def recorded_runs(runs: Any, calls: Any, *, source: str = "") -> list[RecordedRu
         if missing:
             raise InputError(f"{file} lacks the column(s) {', '.join(missing)}",
                              source=source)
+    ids = runs["run_id"].astype(str)
+    if ids.duplicated().any():
+        raise InputError(f"run_id {ids[ids.duplicated()].iloc[0]!r} appears more than once",
+                         source=source, path="runs.parquet.run_id")
     extra = [n for n in ("text_sha256", "observation_sha256") if n in calls.columns]
     by_run: dict[str, list[tuple[int, RecordedCall]]] = {}
     for row in calls[list(CALL_FIELDS) + extra].to_dict("records"):
@@ -144,13 +148,8 @@ def recorded_runs(runs: Any, calls: Any, *, source: str = "") -> list[RecordedRu
         by_run.setdefault(run_id, []).append((_count(row["call"], "call", where, source),
                                               _call(row, where, source)))
     out = []
-    seen: set[str] = set()
     for row in runs[list(RUN_FIELDS)].to_dict("records"):
         run_id = str(row["run_id"])
-        if run_id in seen:
-            raise InputError(f"run_id {run_id!r} appears more than once", source=source,
-                             path="runs.parquet.run_id")
-        seen.add(run_id)
         numbered = sorted(by_run.pop(run_id, []), key=lambda pair: pair[0])
         if [i for i, _ in numbered] != list(range(len(numbered))):
             raise InputError(f"the calls of run {run_id!r} are not numbered 0..n-1",
@@ -269,11 +268,13 @@ def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
     path = Path(folder)
     if not path.is_dir():
         raise InputError("not a trace folder (no such directory)", source=str(path))
-    tables = []
-    for name in ("runs.parquet", "calls.parquet"):
-        file = path / name
-        if not file.is_file():
+    names = ("runs.parquet", "calls.parquet")
+    for name in names:
+        if not (path / name).is_file():
             raise InputError(f"missing {name}: not a trace folder", source=str(path))
+    tables = []
+    for name in names:
+        file = path / name
         try:
             tables.append(pd.read_parquet(file))
         except (OSError, ValueError, pa.ArrowException) as error:

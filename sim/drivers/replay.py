@@ -56,9 +56,10 @@ the candidate does what the old harness did:
   a rejected claim, a compaction): with ``after_intervention="continue"`` the
   run goes on as recorded (an upper bound on its cost; the run is flagged
   ``diverged``), with ``"stop"`` it ends there as ``diverged:<kind>`` (a lower
-  bound). A compaction call the recording does not hold is answered with the
-  worst case (the request's prompt and its output cap, priced at the
-  candidate's prices) and the history returns to the recorded sizes;
+  bound). A compaction call the recording does not hold is answered with its
+  worst case (the request's prompt and its output cap, priced at the run's
+  prices) and the following steps are sized toward the recorded prompts again
+  (the harness's count after a compaction is not checked);
 - the recording ends while the harness would go on (the user or the old
   harness ended the conversation): the run ends as recorded.
 
@@ -175,17 +176,26 @@ class Replay:
 
     ``state`` is the harness's state when the replay ended; ``ended_by`` is
     ``harness`` (a terminal state), ``recording`` (no recorded call left) or
-    ``intervention`` (stop mode). ``calls`` and ``cost_usd`` count the model
-    calls answered (a worst-case compaction included) and their cost (USD);
-    ``stopped_at`` is the index of the recorded call at which the candidate
-    stopped the run (None: it did not); ``interventions`` and ``firings`` list
-    ``(call index, kind or detector signal)``; ``prompt_mismatches`` counts the
-    calls whose prompt the harness counted differently from the recording
-    (up to the first intervention, which changes the history itself) and ``prompt_max_deviation`` the largest difference
+    ``intervention`` (stop mode); ``outcome``, ``status`` and ``reason`` are
+    the run's result (see the module docstring). ``calls`` and ``cost_usd``
+    count the model calls answered (a worst-case compaction included) and their
+    cost (USD, recorded where recorded), ``priced_usd`` their cost at the run's
+    prices; ``recorded_calls_usd`` and ``recorded_priced_usd`` are the same for
+    every recorded call; ``tools_run`` counts tool requests answered (first
+    attempts). ``stopped_at`` is the index of the recorded call at which the
+    candidate stopped the run (None: it did not); ``interventions`` and
+    ``firings`` list ``(call index, kind or detector signal)``.
+
+    Fidelity: ``prompt_counts`` is the harness's own count of each step's
+    prompt, in order; ``prompt_mismatches`` counts the calls whose count
+    differs from the recording (up to the first intervention, which changes the
+    history itself) and ``prompt_max_deviation`` is the largest difference
     (tokens); ``resized`` counts steps whose recorded result sizes were scaled
     down to the recorded growth; ``text_turns`` the mid-run text-only calls
     replayed as ``reply_to_user``; ``unrecorded_arguments`` the tool calls
-    without recorded arguments (each made distinct, so never a repetition)."""
+    without recorded arguments (each made distinct, so never a repetition);
+    ``verdict_unknown`` whether a verifier checked an answer the source does
+    not judge."""
 
     run: RecordedRun
     state: HarnessState
@@ -208,6 +218,7 @@ class Replay:
     priced_usd: float = 0.0
     recorded_calls_usd: float = 0.0
     recorded_priced_usd: float = 0.0
+    prompt_counts: list[int] = field(default_factory=list)
 
     @property
     def stopped(self) -> bool:
@@ -285,6 +296,7 @@ class _Driver:
         self.reply = reply_tool_name(run)
         self.next_call = 0  # index of the next recorded call to answer
         self.answered: dict[str, ToolResult | ToolError] = {}
+        self.prompt_counts: list[int] = []
         self.costs: list[float] = []  # recorded (priced where unrecorded), per call answered
         self.priced: list[float] = []  # at the run's prices, per call answered
         self.tools_run = 0
@@ -297,7 +309,7 @@ class _Driver:
         self.text_turns = 0
         self.unrecorded = 0
         self.verdict_unknown = False
-        self.seen = (0, 0)  # (messages, blocks of the last message) at the last request
+        self.reported: dict[int, Block] = {}  # injected blocks already reported, by id
         self.check_prompt = True
 
     # -------------------------------------------------------------- loop
@@ -357,21 +369,25 @@ class _Driver:
     # ------------------------------------------------------ model calls
     def _look_back(self, state: HarnessState, request: ModelRequest) -> None:
         """Before answering a step: note what the harness injected since the
-        last request (interventions) and compare its prompt count with the
-        recording (outside interventions)."""
-        messages = state.messages
-        count, blocks = self.seen
+        last step (interventions) and compare its prompt count with the
+        recording (up to the first intervention).
+
+        What the harness injects (a nudge, a 'do without it' message, verifier
+        feedback, a continuation request) joins the user message after the
+        last model response, so that message is where to look; blocks already
+        reported are remembered (and kept alive, so their ids stay unique)."""
         injected = False
-        for i in range(max(count - 1, 0), len(messages)):
-            start = blocks if i == count - 1 else 0
-            for block in messages[i].content[start:]:
+        last = state.messages[-1] if state.messages else None
+        if last is not None and last.role == "user":
+            for block in last.content:
                 origin = getattr(block, "origin", "")
-                if origin:
-                    injected = True
-                    kind = _INJECTED.get(origin, origin)
-                    if kind is not None:
-                        self._intervene(kind)
-        self.seen = (len(messages), len(messages[-1].content) if messages else 0)
+                if not origin or id(block) in self.reported:
+                    continue
+                self.reported[id(block)] = block
+                injected = True
+                kind = _INJECTED.get(origin, origin)
+                if kind is not None:
+                    self._intervene(kind)
         k = self.next_call
         if (self.check_prompt and not injected and not self.interventions
                 and k < len(self.run.calls)):
@@ -382,6 +398,7 @@ class _Driver:
         self.check_prompt = True
 
     def _respond(self, request: ModelRequest) -> ModelResponse:
+        self.prompt_counts.append(request.input_tokens)
         k = self.next_call
         calls = self.run.calls
         call = calls[k]
@@ -504,7 +521,7 @@ class _Driver:
             priced_usd=math.fsum(self.priced), recorded_calls_usd=math.fsum(
                 p if c.cost_usd is None else c.cost_usd
                 for c, p in zip(run.calls, priced, strict=True)),
-            recorded_priced_usd=math.fsum(priced))
+            recorded_priced_usd=math.fsum(priced), prompt_counts=self.prompt_counts)
 
 
 def _priced(prices: Prices, call: RecordedCall) -> float:

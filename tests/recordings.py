@@ -1,0 +1,128 @@
+"""Small recorded runs for the replay tests, and trace folders holding them.
+
+:func:`conversation` builds a run whose prompts grow exactly as the trace
+model says they do (call k+1's prompt = call k's prompt + its output and
+reasoning + its tool results + the observation after it), so a faithful replay
+must count every prompt exactly. :func:`write_traces` writes runs as a trace
+folder in the column contract of ``runs.parquet`` and ``calls.parquet``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sim.drivers.recorded import RecordedCall, RecordedRun, RecordedTool
+from sim.harness.params import DetectorParams, HarnessParams, Prices
+
+PRICES = Prices(input=2.0, output=8.0, cache_read=0.5, cache_write=2.5)
+
+
+def tool(name: str = "search", result: int = 30, error: bool = False, duration: float = 0.5,
+         **arguments: object) -> RecordedTool:
+    """A recorded tool call with canonical-JSON ``arguments``; its result's hash
+    is derived from the name, arguments and size (equal calls, equal results)."""
+    args = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+    return RecordedTool(name, args, result, f"sha-{name}-{args}-{result}", error, duration)
+
+
+def conversation(steps: Sequence[Sequence[RecordedTool]], *, first: int = 1_000,
+                 output: int = 40, reasoning: int = 0, observation: int = 25,
+                 cost: float | None = 0.01, latency: float = 2.0, extra: Sequence[int] = (),
+                 finish: str | None = None) -> tuple[RecordedCall, ...]:
+    """Calls whose prompts grow exactly: ``steps[k]`` are call k's tool calls
+    (an empty one is a text turn answered by a user message of
+    ``observation`` tokens); ``extra[k]`` tokens more enter after call k (a
+    recorded result size that undercounts the provider's). Call 0's prompt is
+    ``first``; half of each prompt is read from the cache."""
+    calls = []
+    prompt = first
+    for k, tools in enumerate(steps):
+        obs = observation if not tools else 0
+        calls.append(RecordedCall(
+            input_tokens=prompt - prompt // 2, cache_read_tokens=prompt // 2,
+            output_tokens=output, reasoning_tokens=reasoning,
+            cost_usd=None if cost is None else cost * (1 + k), finish_reason=finish,
+            latency_s=latency, text_tokens=0 if tools else output, observation_tokens=obs,
+            tools=tuple(tools)))
+        prompt += output + reasoning + sum(t.result_tokens or 0 for t in tools) + obs + (
+            extra[k] if k < len(extra) else 0)
+    return tuple(calls)
+
+
+def recorded(run_id: str, calls: Sequence[RecordedCall], *, resolved: bool | None = True,
+             exit: str = "user_stop", model: str = "test-model") -> RecordedRun:
+    """A run with its recorded cost the sum of its calls' costs."""
+    costs = [c.cost_usd for c in calls]
+    cost = sum(costs) if all(c is not None for c in costs) else None
+    return RecordedRun(run_id, tuple(calls), "test", f"task-{run_id}", model, exit, resolved,
+                       cost)
+
+
+def loose(**changes: object) -> HarnessParams:
+    """Candidate parameters under which nothing binds: no budgets, detector
+    off, no 'do without it' message, a huge window; ``changes`` replace fields."""
+    base = dict(detector=DetectorParams(enabled=False), tool_failure_limit=10 ** 9,
+                context_window=10 ** 9, max_output_tokens=1_000, prices=PRICES)
+    base.update(changes)
+    return HarnessParams(**base)
+
+
+_TOOL = pa.struct([("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()),
+                   ("result_tokens", pa.int64()), ("result_sha256", pa.string()),
+                   ("error", pa.bool_()), ("duration_s", pa.float64())])
+
+
+def write_traces(folder: Path, runs: Sequence[RecordedRun], *, with_tools: bool = True) -> Path:
+    """Write ``runs`` as a trace folder (``runs.parquet``, ``calls.parquet``)
+    in the trace model's columns; ``with_tools`` False records no tool calls."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run_rows, call_rows = [], []
+    for run in runs:
+        calls = run.calls
+        run_rows.append({
+            "run_id": run.run_id, "source": run.source, "file": "test.json",
+            "task_id": run.task_id, "model": run.model, "steps": len(calls),
+            **{name: sum(getattr(c, name) for c in calls) for name in (
+                "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
+                "reasoning_tokens")},
+            "cost_usd": run.cost_usd, "exit": run.exit, "resolved": run.resolved,
+            "started_at": None, "duration_s": None, "step_limit": None, "cost_limit_usd": None,
+            "error_limit": None})
+        for k, c in enumerate(calls):
+            tools = [{"id": f"t{k}.{i}", "name": t.name, "arguments": t.arguments,
+                      "result_tokens": t.result_tokens, "result_sha256": t.result_sha256,
+                      "error": t.error, "duration_s": t.duration_s}
+                     for i, t in enumerate(c.tools)] if with_tools else []
+            call_rows.append({
+                "run_id": run.run_id, "call": k, "model": c.model, "input_tokens": c.input_tokens,
+                "cache_read_tokens": c.cache_read_tokens,
+                "cache_write_tokens": c.cache_write_tokens, "output_tokens": c.output_tokens,
+                "reasoning_tokens": c.reasoning_tokens, "cost_usd": c.cost_usd,
+                "finish_reason": c.finish_reason, "started_s": None, "latency_s": c.latency_s,
+                "text_tokens": c.text_tokens, "observation_tokens": c.observation_tokens,
+                "tool_calls": tools})
+    runs_schema = pa.schema([
+        ("run_id", pa.string()), ("source", pa.string()), ("file", pa.string()),
+        ("task_id", pa.string()), ("model", pa.string()), ("steps", pa.int64()),
+        ("input_tokens", pa.int64()), ("cache_read_tokens", pa.int64()),
+        ("cache_write_tokens", pa.int64()), ("output_tokens", pa.int64()),
+        ("reasoning_tokens", pa.int64()), ("cost_usd", pa.float64()), ("exit", pa.string()),
+        ("resolved", pa.bool_()), ("started_at", pa.timestamp("us", tz="UTC")),
+        ("duration_s", pa.float64()), ("step_limit", pa.int64()),
+        ("cost_limit_usd", pa.float64()), ("error_limit", pa.int64())])
+    calls_schema = pa.schema([
+        ("run_id", pa.string()), ("call", pa.int64()), ("model", pa.string()),
+        ("input_tokens", pa.int64()), ("cache_read_tokens", pa.int64()),
+        ("cache_write_tokens", pa.int64()), ("output_tokens", pa.int64()),
+        ("reasoning_tokens", pa.int64()), ("cost_usd", pa.float64()),
+        ("finish_reason", pa.string()), ("started_s", pa.float64()), ("latency_s", pa.float64()),
+        ("text_tokens", pa.int64()), ("observation_tokens", pa.int64()),
+        ("tool_calls", pa.list_(_TOOL))])
+    pq.write_table(pa.Table.from_pylist(run_rows, runs_schema), folder / "runs.parquet")
+    pq.write_table(pa.Table.from_pylist(call_rows, calls_schema), folder / "calls.parquet")
+    return folder
