@@ -9,6 +9,7 @@ prompt sums crossing the budget, and repeated canonical calls
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -16,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from traces_helpers import data_folder
-
 from sim.cli import main
 from sim.drivers.recorded import read_trace_folder
 from sim.harness.detector import canonical_call
+
+data_folder = pytest.importorskip("traces_helpers").data_folder  # until sim.traces lands
 
 SCENARIO = str(Path(__file__).resolve().parents[1] / "scenarios" / "replay.yaml")
 DETECTOR = ["--set", "harness.detector.enabled=true", "--set",
@@ -58,7 +59,7 @@ def _expressible(run) -> bool:
     """Whether every recorded prompt grew at least by the previous call's output."""
     calls = run.calls
     return all(b.prompt_tokens >= a.prompt_tokens + a.output_tokens + a.reasoning_tokens
-               for a, b in zip(calls, calls[1:], strict=False))
+               for a, b in itertools.pairwise(calls))
 
 
 @pytest.mark.parametrize("source", ["tau2", "mini_swe"])
@@ -154,7 +155,7 @@ def test_the_default_detector_with_repeat_threshold_2_matches_a_direct_count(tau
         for k, keys in enumerate(_keys(run)):
             step = None
             for key in keys:
-                window = (window + [key])[-8:]
+                window = [*window, key][-8:]
                 signal = _fires(window)
                 if signal is not None:
                     step = step or signal

@@ -97,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     notes = []
     if "world" in raw:
         notes.append(f"note: the world section of {args.scenario} is not used by replay")
+    if "des" in raw or scenario.engine != "direct":
+        notes.append("note: replay answers from the recording; the DES engine's capacity "
+                     "settings are not used")
     for key in scenario.sweep:
         if not key.startswith("harness."):
             raise InputError("replay sweeps harness settings only (the world is not used)",
