@@ -10,10 +10,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from recordings import conversation, recorded, tool, write_traces
 
 from sim.cli import main
-from sim.drivers.recorded import read_trace_folder
+from sim.drivers.recorded import read_trace_folder, recorded_runs
 from sim.errors import InputError
 from sim.records import RECORD_FIELDS
 
@@ -264,3 +266,36 @@ def test_calls_of_an_unlisted_run_or_out_of_order_are_input_errors(tmp_path):
                    folder / "calls.parquet")
     with pytest.raises(InputError, match="not numbered"):
         read_trace_folder(folder)
+
+
+BAD_VALUES = st.sampled_from([-1, -0.5, 1.5, float("nan"), float("inf"), "x", None, [1], {}])
+
+
+@settings(max_examples=80, deadline=None)
+@given(column=st.sampled_from(["call", "input_tokens", "cache_read_tokens", "output_tokens",
+                               "reasoning_tokens", "cost_usd", "latency_s", "text_tokens",
+                               "observation_tokens", "tool_calls"]),
+       row=st.integers(0, 5), value=BAD_VALUES)
+def test_a_bad_value_in_the_calls_table_is_an_input_error_or_replays(column, row, value):
+    """Whatever one value of calls.parquet is replaced by, reading the runs
+    either succeeds (a missing optional value) or raises an InputError naming
+    the column or the run: never another exception."""
+    runs = runs_set()[:2]
+    records = [{
+        "run_id": r.run_id, "call": k, "model": None, "input_tokens": c.input_tokens,
+        "cache_read_tokens": c.cache_read_tokens, "cache_write_tokens": 0,
+        "output_tokens": c.output_tokens, "reasoning_tokens": 0, "cost_usd": c.cost_usd,
+        "finish_reason": None, "latency_s": c.latency_s, "text_tokens": c.text_tokens,
+        "observation_tokens": c.observation_tokens,
+        "tool_calls": [{"name": t.name, "arguments": t.arguments} for t in c.tools]}
+        for r in runs for k, c in enumerate(r.calls)]
+    records[row % len(records)][column] = value
+    calls = pd.DataFrame(records, dtype=object)
+    frame = pd.DataFrame([{"run_id": r.run_id, "source": "t", "task_id": None, "model": None,
+                           "exit": None, "resolved": None, "cost_usd": None} for r in runs])
+    try:
+        read = recorded_runs(frame, calls, source="folder")
+    except InputError as error:
+        assert "folder" in str(error)
+    else:
+        assert [r.run_id for r in read] == ["run00", "run01"]
