@@ -326,3 +326,14 @@ def test_a_call_prompt_larger_than_the_candidates_window_fails_as_context_overfl
     run = recorded("r", (RecordedCall(input_tokens=50_000, output_tokens=10, cost_usd=0.1),))
     r = replay(run, loose(context_window=20_000))
     assert r.outcome == "failed:context_overflow" and r.stopped_at == 0
+
+
+def test_a_nudge_after_the_last_recorded_call_is_not_a_divergence():
+    """The detector fires on the last recorded step: the nudge is never read
+    (the recording ended), so the run ends as recorded, with the firing counted."""
+    same = tool("search", q=1)
+    run = recorded("r", conversation([[tool("read")], [same], [same]]), exit="max_steps",
+                   resolved=False)
+    r = replay(run, loose(detector=DetectorParams(repeat_threshold=2)), after_intervention="stop")
+    assert r.firings == [(2, "repetition")] and not r.diverged
+    assert r.outcome == "ended:max_steps" and r.state.turns == 3

@@ -61,7 +61,10 @@ the candidate does what the old harness did:
   prices) and the following steps are sized toward the recorded prompts again
   (the harness's count after a compaction is not checked);
 - the recording ends while the harness would go on (the user or the old
-  harness ended the conversation): the run ends as recorded.
+  harness ended the conversation): the run ends as recorded. A nudge (or
+  another injected message) after the last recorded call is never read, so it
+  is not a divergence (a detector firing there still counts as a firing); a
+  rejected final answer is, since the model might have repaired it.
 
 **Outcomes.** A run the candidate stops: its harness outcome
 (``budget_exhausted:tokens``, ``needs_human:no_progress``...). A run it lets
@@ -331,11 +334,11 @@ class _Driver:
                             return self._finish(loop, state, "intervention")
                         result = self._worst_case(effect)
                         continue
+                    if self.next_call >= len(self.run.calls):  # what the harness added
+                        return self._finish(loop, state, "recording")  # last is not read
                     self._look_back(state, effect)
                     if stop and self.interventions:
                         return self._finish(loop, state, "intervention")
-                    if self.next_call >= len(self.run.calls):
-                        return self._finish(loop, state, "recording")
                     result = self._respond(effect)
                 elif kind is ToolRequest:
                     if effect.attempt > 0:
