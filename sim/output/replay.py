@@ -257,8 +257,8 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
         exact += (f"; in {fi['prompt_mismatch_runs']:,} runs {fi['prompt_mismatch_calls']:,} "
                   f"calls differ (by up to {fi['prompt_max_deviation']:,} tokens), where the "
                   "recorded prompt grew less than the previous call's output (reasoning or "
-                  "thinking not kept in the history, or the source compacted); the next step "
-                  "returns to the recorded count.")
+                  "thinking not kept in the history, or the source compacted); later steps "
+                  "return to the recorded count as soon as their growth allows.")
     else:
         exact += "."
     lines.append(exact)
