@@ -4,7 +4,7 @@
 model says they do (call k+1's prompt = call k's prompt + its output and
 reasoning + its tool results + the observation after it), so a faithful replay
 must count every prompt exactly. :func:`write_traces` writes runs as a trace
-folder in the column contract of ``runs.parquet`` and ``calls.parquet``.
+folder with the trace model's writer.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from sim.drivers.recorded import RecordedCall, RecordedRun, RecordedTool
 from sim.harness.params import DetectorParams, HarnessParams, Prices
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
+from sim.traces.writer import write_runs
 
 PRICES = Prices(input=2.0, output=8.0, cache_read=0.5, cache_write=2.5)
 
@@ -59,7 +58,7 @@ def recorded(run_id: str, calls: Sequence[RecordedCall], *, resolved: bool | Non
     """A run with its recorded cost the sum of its calls' costs."""
     costs = [c.cost_usd for c in calls]
     cost = sum(costs) if all(c is not None for c in costs) else None
-    return RecordedRun(run_id, tuple(calls), "test", f"task-{run_id}", model, exit, resolved,
+    return RecordedRun(run_id, tuple(calls), "sim", f"task-{run_id}", model, exit, resolved,
                        cost)
 
 
@@ -72,57 +71,23 @@ def loose(**changes: object) -> HarnessParams:
     return HarnessParams(**base)
 
 
-_TOOL = pa.struct([("id", pa.string()), ("name", pa.string()), ("arguments", pa.string()),
-                   ("result_tokens", pa.int64()), ("result_sha256", pa.string()),
-                   ("error", pa.bool_()), ("duration_s", pa.float64())])
-
-
 def write_traces(folder: Path, runs: Sequence[RecordedRun], *, with_tools: bool = True) -> Path:
-    """Write ``runs`` as a trace folder (``runs.parquet``, ``calls.parquet``)
-    in the trace model's columns; ``with_tools`` False records no tool calls."""
+    """Write ``runs`` as a trace folder with the trace model's own writer
+    (:func:`sim.traces.writer.write_runs`); ``with_tools`` False records no
+    tool calls."""
     folder.mkdir(parents=True, exist_ok=True)
-    run_rows, call_rows = [], []
-    for run in runs:
-        calls = run.calls
-        run_rows.append({
-            "run_id": run.run_id, "source": run.source, "file": "test.json",
-            "task_id": run.task_id, "model": run.model, "steps": len(calls),
-            **{name: sum(getattr(c, name) for c in calls) for name in (
-                "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
-                "reasoning_tokens")},
-            "cost_usd": run.cost_usd, "exit": run.exit, "resolved": run.resolved,
-            "started_at": None, "duration_s": None, "step_limit": None, "cost_limit_usd": None,
-            "error_limit": None})
-        for k, c in enumerate(calls):
-            tools = [{"id": f"t{k}.{i}", "name": t.name, "arguments": t.arguments,
-                      "result_tokens": t.result_tokens, "result_sha256": t.result_sha256,
-                      "error": t.error, "duration_s": t.duration_s}
-                     for i, t in enumerate(c.tools)] if with_tools else []
-            call_rows.append({
-                "run_id": run.run_id, "call": k, "model": c.model, "input_tokens": c.input_tokens,
-                "cache_read_tokens": c.cache_read_tokens,
-                "cache_write_tokens": c.cache_write_tokens, "output_tokens": c.output_tokens,
-                "reasoning_tokens": c.reasoning_tokens, "cost_usd": c.cost_usd,
-                "finish_reason": c.finish_reason, "started_s": None, "latency_s": c.latency_s,
-                "text_tokens": c.text_tokens, "observation_tokens": c.observation_tokens,
-                "tool_calls": tools})
-    runs_schema = pa.schema([
-        ("run_id", pa.string()), ("source", pa.string()), ("file", pa.string()),
-        ("task_id", pa.string()), ("model", pa.string()), ("steps", pa.int64()),
-        ("input_tokens", pa.int64()), ("cache_read_tokens", pa.int64()),
-        ("cache_write_tokens", pa.int64()), ("output_tokens", pa.int64()),
-        ("reasoning_tokens", pa.int64()), ("cost_usd", pa.float64()), ("exit", pa.string()),
-        ("resolved", pa.bool_()), ("started_at", pa.timestamp("us", tz="UTC")),
-        ("duration_s", pa.float64()), ("step_limit", pa.int64()),
-        ("cost_limit_usd", pa.float64()), ("error_limit", pa.int64())])
-    calls_schema = pa.schema([
-        ("run_id", pa.string()), ("call", pa.int64()), ("model", pa.string()),
-        ("input_tokens", pa.int64()), ("cache_read_tokens", pa.int64()),
-        ("cache_write_tokens", pa.int64()), ("output_tokens", pa.int64()),
-        ("reasoning_tokens", pa.int64()), ("cost_usd", pa.float64()),
-        ("finish_reason", pa.string()), ("started_s", pa.float64()), ("latency_s", pa.float64()),
-        ("text_tokens", pa.int64()), ("observation_tokens", pa.int64()),
-        ("tool_calls", pa.list_(_TOOL))])
-    pq.write_table(pa.Table.from_pylist(run_rows, runs_schema), folder / "runs.parquet")
-    pq.write_table(pa.Table.from_pylist(call_rows, calls_schema), folder / "calls.parquet")
+    write_runs(folder, [RunRecord(
+        run_id=run.run_id, source="sim", file="test.json", task_id=run.task_id,
+        model=run.model, cost_usd=run.cost_usd, exit=run.exit, resolved=run.resolved,
+        calls=[CallRecord(
+            input_tokens=c.input_tokens, cache_read_tokens=c.cache_read_tokens,
+            cache_write_tokens=c.cache_write_tokens, output_tokens=c.output_tokens,
+            reasoning_tokens=c.reasoning_tokens, model=c.model, cost_usd=c.cost_usd,
+            finish_reason=c.finish_reason, latency_s=c.latency_s, text_tokens=c.text_tokens,
+            observation_tokens=c.observation_tokens, purpose=c.purpose,
+            tool_calls=[ToolCallRecord(
+                name=t.name, id=f"t{k}.{i}", arguments=t.arguments,
+                result_tokens=t.result_tokens, result_sha256=t.result_sha256, error=t.error,
+                duration_s=t.duration_s) for i, t in enumerate(c.tools)] if with_tools else [])
+            for k, c in enumerate(run.calls)]) for run in runs])
     return folder

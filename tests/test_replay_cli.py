@@ -232,13 +232,12 @@ def test_a_sweep_over_the_world_is_refused(tmp_path, traces, capsys):
 
 
 def test_bad_trace_folders_are_named(tmp_path, capsys):
-    """A missing folder, a missing table, a file that is not Parquet, a negative
-    count and a run listed twice: exit 2, the folder and what is wrong."""
+    """A missing folder, a missing table, a file that is not Parquet and a
+    negative count: exit 2, the folder or file and what is wrong."""
     path = scenario(tmp_path, "s")
     _fails(capsys, ["replay", str(tmp_path / "nope"), str(path)], "no such directory")
-    half = tmp_path / "half"
-    half.mkdir()
-    (half / "runs.parquet").write_bytes(b"")
+    half = write_traces(tmp_path / "half", runs_set()[:2])
+    (half / "calls.parquet").unlink()
     _fails(capsys, ["replay", str(half), str(path)], "missing calls.parquet")
     (half / "calls.parquet").write_text("not parquet")
     _fails(capsys, ["replay", str(half), str(path)], "not a readable Parquet file")
@@ -247,17 +246,15 @@ def test_bad_trace_folders_are_named(tmp_path, capsys):
     calls[1]["output_tokens"] = -5
     pq.write_table(pa.Table.from_pylist(calls, pq.read_schema(folder / "calls.parquet")),
                    folder / "calls.parquet")
-    _fails(capsys, ["replay", str(folder), str(path)], "output_tokens", "run00", ">= 0")
-    twice = write_traces(tmp_path / "twice", [runs_set()[0], runs_set()[0]])
-    _fails(capsys, ["replay", str(twice), str(path)], "appears more than once")
+    _fails(capsys, ["replay", str(folder), str(path)], "output_tokens", "run00", "negative")
 
 
-def test_calls_of_an_unlisted_run_or_out_of_order_are_input_errors(tmp_path):
+def test_calls_of_an_unlisted_run_or_out_of_order_and_repeated_runs_are_input_errors(tmp_path):
     folder = write_traces(tmp_path / "t", runs_set()[:2])
     runs = pq.read_table(folder / "runs.parquet").to_pylist()
     pq.write_table(pa.Table.from_pylist(runs[:1], pq.read_schema(folder / "runs.parquet")),
                    folder / "runs.parquet")
-    with pytest.raises(InputError, match="does not list"):
+    with pytest.raises(InputError, match="unknown run"):
         read_trace_folder(folder)
     folder = write_traces(tmp_path / "u", runs_set()[:1])
     calls = pq.read_table(folder / "calls.parquet").to_pylist()
@@ -266,6 +263,15 @@ def test_calls_of_an_unlisted_run_or_out_of_order_are_input_errors(tmp_path):
                    folder / "calls.parquet")
     with pytest.raises(InputError, match="not numbered"):
         read_trace_folder(folder)
+    runs = pd.DataFrame([{"run_id": "a", "source": "sim", "task_id": None, "model": None,
+                          "exit": None, "resolved": None, "cost_usd": None}] * 2)
+    with pytest.raises(InputError, match="appears more than once"):
+        recorded_runs(runs, pd.DataFrame(columns=["run_id", "call", "model", "input_tokens",
+                                                  "cache_read_tokens", "cache_write_tokens",
+                                                  "output_tokens", "reasoning_tokens",
+                                                  "cost_usd", "finish_reason", "latency_s",
+                                                  "text_tokens", "observation_tokens",
+                                                  "tool_calls"]))
 
 
 BAD_VALUES = st.sampled_from([-1, -0.5, 1.5, float("nan"), float("inf"), "x", None, [1], {}])

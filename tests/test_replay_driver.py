@@ -337,3 +337,25 @@ def test_a_nudge_after_the_last_recorded_call_is_not_a_divergence():
     r = replay(run, loose(detector=DetectorParams(repeat_threshold=2)), after_intervention="stop")
     assert r.firings == [(2, "repetition")] and not r.diverged
     assert r.outcome == "ended:max_steps" and r.state.turns == 3
+
+
+def test_recorded_compaction_and_grader_calls_answer_the_candidates_own():
+    """sim's own traces hold compaction and grader calls: a candidate that asks
+    for a compaction where the recording made one gets it (no divergence); one
+    that does not passes it over (counted; its cost is saved). A verification
+    gets the recorded grader call's usage and cost."""
+    steps = conversation([[tool(result=600)], [tool(result=600)], [tool(result=600)], []])
+    summary = RecordedCall(input_tokens=1_500, output_tokens=200, cost_usd=0.5,
+                           purpose="compaction")
+    grader = RecordedCall(input_tokens=300, output_tokens=20, cost_usd=0.25, purpose="verifier")
+    run = recorded("r", (*steps[:3], summary, steps[3], grader))
+    loose_run = replay(run, loose(verifier=VerifierParams(enabled=True)))
+    assert loose_run.passed_over == 1 and not loose_run.diverged
+    assert loose_run.outcome == "succeeded"
+    assert math.isclose(loose_run.saved_usd, 0.5)
+    assert loose_run.state.input_tokens == sum(c.input_tokens for c in steps) + 300
+    compacting = loose(verifier=VerifierParams(enabled=True),
+                       context=ContextParams(compact_at_tokens=steps[3].prompt_tokens - 1))
+    r = replay(run, compacting)
+    assert r.state.compactions == 1 and r.passed_over == 0 and r.saved_usd == 0.0
+    assert "compaction" not in [kind for _, kind in r.interventions]

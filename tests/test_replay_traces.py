@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from traces_helpers import data_folder
 
 from sim.cli import main
 from sim.drivers.recorded import read_trace_folder
 from sim.harness.detector import canonical_call
-
-data_folder = pytest.importorskip("traces_helpers").data_folder  # until sim.traces lands
 
 SCENARIO = str(Path(__file__).resolve().parents[1] / "scenarios" / "replay.yaml")
 DETECTOR = ["--set", "harness.detector.enabled=true", "--set",

@@ -1,9 +1,10 @@
 """Recorded runs as the replay driver reads them: plain, immutable records.
 
 Built from the two tables of a trace folder (``runs.parquet`` and
-``calls.parquet``, the trace model of :mod:`sim.traces`) by
-:func:`recorded_runs`, which takes them as pandas DataFrames (with nullable
-dtypes or not; a missing value may be None, NaN or ``pd.NA``). Units: tokens are
+``calls.parquet``, the trace model of :mod:`sim.traces`, read with its checked
+reader by :func:`read_trace_folder`) by :func:`recorded_runs`, which takes them
+as pandas DataFrames (with nullable dtypes or not; a missing value may be None,
+NaN or ``pd.NA``). Units: tokens are
 counts, money is USD, times are seconds.
 
 Two optional columns of ``calls.parquet`` are used when a source has them:
@@ -21,7 +22,6 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sim.errors import InputError
@@ -65,8 +65,10 @@ class RecordedTool:
 class RecordedCall:
     """One recorded model call: its usage (the trace model's five counts),
     ``cost_usd`` (None: unrecorded), ``finish_reason`` verbatim, ``latency_s``,
-    the size of its text (``text_tokens``), its tool calls, and the tokens of
-    non-tool messages that entered after it (``observation_tokens``)."""
+    the size of its text (``text_tokens``), its tool calls, the tokens of
+    non-tool messages that entered after it (``observation_tokens``), and its
+    ``purpose``: ``step`` (a loop step; what imported runs' calls are),
+    ``compaction`` or ``verifier`` (sim's own recorded runs)."""
 
     input_tokens: int
     cache_read_tokens: int = 0
@@ -82,6 +84,7 @@ class RecordedCall:
     model: str | None = None
     text_sha256: str | None = None
     observation_sha256: str | None = None
+    purpose: str = "step"
 
     @property
     def prompt_tokens(self) -> int:
@@ -140,7 +143,7 @@ def recorded_runs(runs: Any, calls: Any, *, source: str = "") -> list[RecordedRu
     if ids.duplicated().any():
         raise InputError(f"run_id {ids[ids.duplicated()].iloc[0]!r} appears more than once",
                          source=source, path="runs.parquet.run_id")
-    extra = [n for n in ("text_sha256", "observation_sha256") if n in calls.columns]
+    extra = [n for n in ("text_sha256", "observation_sha256", "purpose") if n in calls.columns]
     by_run: dict[str, list[tuple[int, RecordedCall]]] = {}
     for row in calls[list(CALL_FIELDS) + extra].to_dict("records"):
         run_id = str(row["run_id"])
@@ -182,7 +185,20 @@ def _call(row: Mapping[str, Any], where: str, source: str) -> RecordedCall:
         tools=tuple(_tool(t, f"{where}, tool call {i}", source)
                     for i, t in enumerate(_items(row["tool_calls"], where, source))),
         model=_text(row["model"]), text_sha256=_text(row.get("text_sha256")),
-        observation_sha256=_text(row.get("observation_sha256")))
+        observation_sha256=_text(row.get("observation_sha256")),
+        purpose=_purpose(row.get("purpose"), where, source))
+
+
+PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier")
+
+
+def _purpose(value: Any, where: str, source: str) -> str:
+    if _missing(value):
+        return "step"
+    if str(value) not in PURPOSES:
+        raise InputError(f"purpose is {value!r}: expected one of {', '.join(PURPOSES)}",
+                         source=source, path=where)
+    return str(value)
 
 
 def _tool(item: Any, where: str, source: str) -> RecordedTool:
@@ -259,25 +275,11 @@ def _seconds(value: Any, name: str, where: str, source: str) -> float | None:
 
 
 def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
-    """The runs of a trace folder (``runs.parquet`` and ``calls.parquet``), in
-    the order of ``runs.parquet``. A missing folder or file, a file that is not
-    Parquet, or a bad value is an :class:`InputError` naming the folder."""
-    import pandas as pd
-    import pyarrow as pa
+    """The runs of a trace folder, in the order of ``runs.parquet``, read and
+    checked by :func:`sim.traces.read_traces` (a missing folder or file, a file
+    that is not Parquet, a missing column or a bad value is an
+    :class:`InputError` naming the file)."""
+    from sim.traces import read_traces
 
-    path = Path(folder)
-    if not path.is_dir():
-        raise InputError("not a trace folder (no such directory)", source=str(path))
-    names = ("runs.parquet", "calls.parquet")
-    for name in names:
-        if not (path / name).is_file():
-            raise InputError(f"missing {name}: not a trace folder", source=str(path))
-    tables = []
-    for name in names:
-        file = path / name
-        try:
-            tables.append(pd.read_parquet(file))
-        except (OSError, ValueError, pa.ArrowException) as error:
-            raise InputError(f"not a readable Parquet file ({error.__class__.__name__})",
-                             source=str(file)) from None
-    return recorded_runs(*tables, source=str(path))
+    runs, calls = read_traces(folder)
+    return recorded_runs(runs, calls, source=str(folder))

@@ -74,6 +74,12 @@ when the harness accepted a final answer of an unresolved run;
 ``ended:<exit>`` (the source's exit label) when the recording ended without an
 accepted answer of a resolved run. ``diverged:<kind>`` in stop mode.
 
+**Calls that are not steps.** sim's own recorded runs hold compaction and
+model-grader calls too (``purpose``): a compaction the candidate asks for where
+the recording made one is answered with it, a verification with the recorded
+grader call's usage; recorded ones the candidate does not ask for are passed
+over (and counted).
+
 **Cost** is the recorded per-call cost where recorded, so savings are in
 recorded dollars; a call without a recorded cost (and a worst-case compaction)
 is priced at the run's prices (:func:`run_params`).
@@ -198,7 +204,8 @@ class Replay:
     replayed as ``reply_to_user``; ``unrecorded_arguments`` the tool calls
     without recorded arguments (each made distinct, so never a repetition);
     ``verdict_unknown`` whether a verifier checked an answer the source does
-    not judge."""
+    not judge; ``passed_over`` the recorded compaction or verifier calls (sim's
+    own runs) the candidate did not ask for (their cost is saved)."""
 
     run: RecordedRun
     state: HarnessState
@@ -222,6 +229,7 @@ class Replay:
     recorded_calls_usd: float = 0.0
     recorded_priced_usd: float = 0.0
     prompt_counts: list[int] = field(default_factory=list)
+    passed_over: int = 0
 
     @property
     def stopped(self) -> bool:
@@ -297,7 +305,12 @@ class _Driver:
         self.params = params
         self.options = options
         self.reply = reply_tool_name(run)
-        self.next_call = 0  # index of the next recorded call to answer
+        calls = run.calls
+        self.steps = [i for i, c in enumerate(calls) if c.purpose == "step"]
+        self.next_step = {a: b for a, b in zip(self.steps, self.steps[1:], strict=False)}
+        self.last_step = self.steps[-1] if self.steps else -1
+        self.next_call = 0  # index of the next recorded call not yet answered or passed over
+        self.passed_over = 0  # recorded compaction or verifier calls the candidate did not make
         self.answered: dict[str, ToolResult | ToolError] = {}
         self.prompt_counts: list[int] = []
         self.costs: list[float] = []  # recorded (priced where unrecorded), per call answered
@@ -317,7 +330,7 @@ class _Driver:
 
     # -------------------------------------------------------------- loop
     def drive(self, detector: Detector | None) -> Replay:
-        first = self.run.calls[0].prompt_tokens if self.run.calls else 0
+        first = self.run.calls[self.steps[0]].prompt_tokens if self.steps else 0
         state = new_state(self.params.prefix_tokens, self.params.model, "recorded run",
                           task_tokens=first)
         loop = agent_loop(self.params, state, detector=detector, observers=(self._observe,))
@@ -329,11 +342,17 @@ class _Driver:
                 kind = type(effect)
                 if kind is ModelRequest:
                     if effect.purpose != "step":
+                        recorded = self._extra("compaction")
+                        if recorded is not None:  # the old harness compacted here too
+                            result = self._recorded_response(recorded, [TextBlock(
+                                "", recorded.output_tokens)], "end_turn")
+                            continue
                         self._intervene(COMPACTION)
                         if stop:
                             return self._finish(loop, state, "intervention")
                         result = self._worst_case(effect)
                         continue
+                    self._pass_over_extras()
                     if self.next_call >= len(self.run.calls):  # what the harness added
                         return self._finish(loop, state, "recording")  # last is not read
                     self._look_back(state, effect)
@@ -368,6 +387,31 @@ class _Driver:
 
     def _intervene(self, kind: str) -> None:
         self.interventions.append((max(self.next_call - 1, 0), kind))
+
+    def _extra(self, purpose: str) -> RecordedCall | None:
+        """The next recorded call if it is a ``purpose`` call (taken), else None."""
+        calls = self.run.calls
+        if self.next_call < len(calls) and calls[self.next_call].purpose == purpose:
+            self.next_call += 1
+            return calls[self.next_call - 1]
+        return None
+
+    def _pass_over_extras(self) -> None:
+        """Skip recorded compaction and verifier calls the candidate did not ask for."""
+        calls = self.run.calls
+        while self.next_call < len(calls) and calls[self.next_call].purpose != "step":
+            self.next_call += 1
+            self.passed_over += 1
+
+    def _recorded_response(self, call: RecordedCall, content: list[Block], reason: str
+                           ) -> ModelResponse:
+        """The response of a recorded call, its cost counted."""
+        priced = _priced(self.params.prices, call)
+        self.costs.append(priced if call.cost_usd is None else call.cost_usd)
+        self.priced.append(priced)
+        usage = Usage(call.input_tokens, call.output_tokens, call.cache_read_tokens,
+                      call.cache_write_tokens, call.reasoning_tokens)
+        return ModelResponse(content, usage, reason, call.latency_s or 0.0, call.model or "")
 
     # ------------------------------------------------------ model calls
     def _look_back(self, state: HarnessState, request: ModelRequest) -> None:
@@ -416,7 +460,7 @@ class _Driver:
                 self.unrecorded += 1
                 arguments = {"unrecorded_arguments": f"{k}.{i}"}
             results.append((ToolUseBlock(f"c{k}.{i}", tool.name, arguments), tool))
-        if not call.tools and k < len(calls) - 1:  # a text turn: the conversation goes on
+        if not call.tools and k != self.last_step:  # a text turn: the conversation goes on
             self.text_turns += 1
             message = call.text_sha256 or f"call {k}"
             results.append((ToolUseBlock(f"c{k}.reply", self.reply, {"message": message}), None))
@@ -427,12 +471,7 @@ class _Driver:
         for (block, tool), tokens in zip(results, sizes, strict=True):
             self.answered[block.id] = self._result(k, block, tool, tokens)
         content.extend(block for block, _ in results)
-        priced = _priced(self.params.prices, call)
-        self.costs.append(priced if call.cost_usd is None else call.cost_usd)
-        self.priced.append(priced)
-        usage = Usage(call.input_tokens, call.output_tokens, call.cache_read_tokens,
-                      call.cache_write_tokens, call.reasoning_tokens)
-        return ModelResponse(content, usage, reason, call.latency_s or 0.0, call.model or "")
+        return self._recorded_response(call, content, reason)
 
     def _sizes(self, k: int, request: ModelRequest,
                results: list[tuple[ToolUseBlock, RecordedTool | None]]) -> list[int]:
@@ -440,10 +479,11 @@ class _Driver:
         counts is the next recorded one (see the module docstring)."""
         base = [(tool.result_tokens or 0) if tool is not None else 0 for _, tool in results]
         calls = self.run.calls
-        if not results or k + 1 >= len(calls):
+        following = self.next_step.get(k)
+        if not results or following is None:
             return base
         call = calls[k]
-        growth = (calls[k + 1].prompt_tokens - request.input_tokens - call.output_tokens
+        growth = (calls[following].prompt_tokens - request.input_tokens - call.output_tokens
                   - call.reasoning_tokens)
         total = sum(base)
         if growth >= total:
@@ -480,26 +520,35 @@ class _Driver:
         return ModelResponse([TextBlock("", request.max_output_tokens)], usage, "end_turn")
 
     def _verdict(self) -> Verdict:
+        """The recorded resolved as the verdict, with the usage of a recorded
+        verifier call (a model grader) when the next recorded call is one."""
+        graded = self._extra("verifier")
+        usage = None
+        if graded is not None:
+            self._recorded_response(graded, [], "end_turn")  # counts its cost
+            usage = Usage(graded.input_tokens, graded.output_tokens, graded.cache_read_tokens,
+                          graded.cache_write_tokens, graded.reasoning_tokens)
         resolved = self.run.resolved
         if resolved is None:
             self.verdict_unknown = True
-            return Verdict(True)
+            return Verdict(True, usage=usage)
         if not resolved:
             self._intervene(VERIFIER_REJECTION)
-        return Verdict(bool(resolved))
+        return Verdict(bool(resolved), usage=usage,
+                       duration_s=graded.latency_s or 0.0 if graded is not None else 0.0)
 
     # ------------------------------------------------------------ ending
     def _finish(self, loop: Any, state: HarnessState, ended_by: str) -> Replay:
         if loop is not None:
             loop.close()
         run = self.run
-        n = len(run.calls)
         priced = [_priced(self.params.prices, c) for c in run.calls]
-        calls_made = state.turns
+        steps_made = state.turns
         mid_step = self.tools_run < self.tools_due
         stopped_at = None
-        if ended_by == "harness" and state.status != SUCCEEDED and (calls_made < n or mid_step):
-            stopped_at = calls_made - 1 if mid_step else calls_made
+        if (ended_by == "harness" and state.status != SUCCEEDED
+                and (steps_made < len(self.steps) or mid_step)):
+            stopped_at = self.steps[steps_made - 1 if mid_step else steps_made]
         if stopped_at is not None:
             status, reason = state.status, state.reason
             outcome = f"{status}:{reason}"
@@ -524,7 +573,8 @@ class _Driver:
             priced_usd=math.fsum(self.priced), recorded_calls_usd=math.fsum(
                 p if c.cost_usd is None else c.cost_usd
                 for c, p in zip(run.calls, priced, strict=True)),
-            recorded_priced_usd=math.fsum(priced), prompt_counts=self.prompt_counts)
+            recorded_priced_usd=math.fsum(priced), prompt_counts=self.prompt_counts,
+            passed_over=self.passed_over)
 
 
 def _priced(prices: Prices, call: RecordedCall) -> float:
@@ -605,6 +655,7 @@ def replay_row(item: RunReplay) -> dict[str, Any]:
         "prompt_exact": r.prompt_mismatches == 0, "prompt_mismatches": r.prompt_mismatches,
         "prompt_max_deviation": r.prompt_max_deviation, "resized_steps": r.resized,
         "text_turns": r.text_turns, "unrecorded_arguments": r.unrecorded_arguments,
+        "passed_over_calls": r.passed_over,
         "verdict_unknown": r.verdict_unknown,
     }
 
@@ -623,7 +674,8 @@ REPLAY_DTYPES: dict[str, str] = {
     "prompt_tokens_lower": "int64", "prompt_tokens_upper": "int64",
     "outcome_if_stop": "string", "outcome_if_continue": "string", "prompt_exact": "bool",
     "prompt_mismatches": "int64", "prompt_max_deviation": "int64", "resized_steps": "int64",
-    "text_turns": "int64", "unrecorded_arguments": "int64", "verdict_unknown": "bool",
+    "text_turns": "int64", "unrecorded_arguments": "int64", "passed_over_calls": "int64",
+    "verdict_unknown": "bool",
 }
 """pandas dtype of every column of :func:`replay_row` (nullable where a value may be
 missing: a run the source does not judge, an unrecorded cost, a run not stopped)."""

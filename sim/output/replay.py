@@ -142,6 +142,7 @@ def replay_block(rows: pd.DataFrame, *, traces: str, after_intervention: str,
             "resized_steps": int(rows["resized_steps"].sum()),
             "text_turns": int(rows["text_turns"].sum()), "text_hashes": text_hashes,
             "unrecorded_arguments": int(rows["unrecorded_arguments"].sum()),
+            "passed_over_calls": int(rows["passed_over_calls"].sum()),
             "verdicts_unknown": int(rows["verdict_unknown"].sum()),
         },
     }
@@ -271,6 +272,9 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
     if fi["unrecorded_arguments"]:
         lines.append(f"{fi['unrecorded_arguments']:,} tool calls record no arguments; each "
                      "is taken as distinct, so the detector cannot see them repeat.")
+    if fi["passed_over_calls"]:
+        lines.append(f"{fi['passed_over_calls']:,} recorded compaction or grader calls were "
+                     "not made by the candidate (their cost counts as saved).")
     if fi["verdicts_unknown"]:
         lines.append(f"{fi['verdicts_unknown']:,} final answers were checked by a verifier "
                      "the source gives no verdict for: accepted, as when recorded.")
