@@ -196,8 +196,16 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                           else _anthropic_events(step, body))
                 self._stream(events, step, openai)
             else:
-                self._json(200, _openai_completion(step, body) if openai
-                           else _anthropic_message(step, body))
+                if step.chunk_delay_s:  # a slow answer: it takes as long as its stream would
+                    provider.stream_started.set()
+                    until = time.monotonic() + step.chunk_delay_s * max(1, step.max_events)
+                    while time.monotonic() < until and not provider.stopping:
+                        time.sleep(0.02)
+                try:
+                    self._json(200, _openai_completion(step, body) if openai
+                               else _anthropic_message(step, body))
+                except (BrokenPipeError, ConnectionResetError):
+                    provider.closed_early.append(time.monotonic())
 
         # -------------------------------------------------------------- replies
         def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
@@ -235,9 +243,8 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
         def _stream(self, events: list[tuple[str | None, Any]], step: Reply, openai: bool
                     ) -> None:
             self._start_stream()
-            provider.stream_started.set()
             try:
-                for name, data in events:
+                for number, (name, data) in enumerate(events):
                     if provider.stopping:
                         return
                     if step.chunk_delay_s:
@@ -246,6 +253,8 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                     frame = (f"event: {name}\n" if name else "") + f"data: {text}\n\n"
                     self.wfile.write(frame.encode())
                     self.wfile.flush()
+                    if number == 0:
+                        provider.stream_started.set()
             except (BrokenPipeError, ConnectionResetError):
                 provider.closed_early.append(time.monotonic())
 
