@@ -119,5 +119,6 @@ def conversation(request: ModelRequest) -> list[Message | dict[str, Any]]:
         return turns
     if turns and turns[0].role == "assistant":  # type: ignore[union-attr]
         turns.insert(0, {"role": "user", "content": SPAN_OPENING})
-    turns.append({"role": "user", "content": SUMMARY_INSTRUCTION})
+    # normalize joins an OpenAI user turn's texts with no separator: start a paragraph
+    turns.append({"role": "user", "content": "\n\n" + SUMMARY_INSTRUCTION})
     return turns
