@@ -26,7 +26,6 @@ from sim.drivers.live import (
     make_model,
     settings_for,
 )
-from sim.drivers.live.record import CallRecorder
 from sim.harness import (
     ApprovalDecision,
     Budgets,
@@ -38,6 +37,7 @@ from sim.harness import (
     new_state,
 )
 from sim.harness.messages import estimate_tokens
+from sim.traces.recorder import RunRecorder
 
 TASK = "Look up the answer, write it to out.txt, then say DONE."
 SYSTEM = "You are a careful agent. Use the tools."
@@ -73,16 +73,17 @@ def url(server: FakeProvider, provider: str) -> str:
 
 def drive(server: FakeProvider, provider: str, stream: bool, params: HarnessParams,
           box: Toolbox, workdir: Path, **options):
-    """Run one task through a LiveDriver; return (final state, driver, recorder)."""
+    """Run one task through a LiveDriver, recording its calls in the trace
+    model; return (final state, driver, recorder)."""
     model = make_model(provider, api_key="test-key", base_url=url(server, provider))
-    recorder = CallRecorder(params)
     driver = LiveDriver(model, box, settings_for(params, box.definitions(), stream=stream),
-                        workdir=workdir, listeners=[recorder], **options)
+                        workdir=workdir, **options)
     state = new_state(params.prefix_tokens, params.model, TASK)
+    recorder = RunRecorder(state, time.monotonic)
 
     async def go():
         try:
-            return await driver.run(params, state, "run-1")
+            return await driver.run(params, state, "run-1", wrap=recorder.wrap)
         finally:
             await model.aclose()
 

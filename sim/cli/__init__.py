@@ -14,7 +14,7 @@ import sys
 
 from sim.errors import InputError
 
-COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces")
+COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "live")
 
 
 def build_parser() -> argparse.ArgumentParser:

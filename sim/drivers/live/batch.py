@@ -6,8 +6,10 @@ settings and prices), with the model and provider given, each task's own tools
 and instruction, and its ``check`` as the verifier. Every run is driven by a
 :class:`~sim.drivers.live.driver.LiveDriver` on one asyncio loop sharing one
 SDK client, checkpointed after each step when a store is given, recorded call
-by call (:class:`~sim.drivers.live.record.CallRecorder`) and, when a span
-recorder is given, as OpenTelemetry spans.
+by call in the trace model (:class:`sim.traces.recorder.RunRecorder`, the
+recorder of simulated runs: a live run's trace has the same shape, source
+``sim``, its ``file`` the tasks file) and, when a span recorder is given, as
+OpenTelemetry spans.
 
 A cancellation (:meth:`LiveBatch.cancel`, or Ctrl-C when the batch installs
 its signal handler) ends the run in progress as ``cancelled`` and starts no
@@ -21,6 +23,7 @@ import contextlib
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,7 +34,6 @@ from sim.drivers.live.builtin import builtin
 from sim.drivers.live.calls import ModelClient
 from sim.drivers.live.driver import CommandCheck, LiveDriver
 from sim.drivers.live.otel import SpanRecorder
-from sim.drivers.live.record import CallRecorder, LiveRun
 from sim.drivers.live.settings import PROVIDERS, check_provider, settings_for
 from sim.drivers.live.tasks import LiveTask, TasksFile
 from sim.drivers.live.tools import Toolbox
@@ -42,6 +44,9 @@ from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams, ParameterError, VerifierParams
 from sim.harness.state import SUCCEEDED, HarnessState, new_state
 from sim.records import TaskRecord
+from sim.traces.model import RunRecord
+from sim.traces.recorder import SOURCE, RunRecorder
+from sim.traces.writer import TraceWriter, atomic_folder
 
 
 def make_model(provider: str, *, api_key: str | None = None, base_url: str | None = None,
@@ -113,7 +118,7 @@ class BatchResult:
     record and its flat record; ``cancelled`` if the batch was cancelled."""
 
     states: list[HarnessState] = field(default_factory=list)
-    runs: list[LiveRun] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
     records: list[TaskRecord] = field(default_factory=list)
     cancelled: bool = False
 
@@ -128,7 +133,8 @@ class LiveBatch:
                  model_id: str, name: str = "live", approver: Approver = terminal_prompt,
                  store: CheckpointStore | None = None, spans: SpanRecorder | None = None,
                  stream: bool = True, progress: Callable[[str], None] | None = None,
-                 handle_sigint: bool = False, batch_id: str | None = None) -> None:
+                 handle_sigint: bool = False, batch_id: str | None = None,
+                 file: str = "") -> None:
         self.tasks = tasks
         self.model = model
         self.model_id = model_id
@@ -139,6 +145,7 @@ class LiveBatch:
         self.stream = stream
         self.progress = progress
         self.handle_sigint = handle_sigint
+        self.file = file
         self.batch_id = batch_id or (datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-"
                                      + os.urandom(2).hex())
         self._cancelled = False
@@ -188,8 +195,7 @@ class LiveBatch:
         with contextlib.ExitStack() as stack:
             workdir = task.workdir or stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f"sim-live-{task.id}-"))
-            recorder = CallRecorder(params)
-            listeners: list = [recorder]
+            listeners: list = []
             if self.spans is not None:
                 listeners.append(self.spans.run(run_id, task.id, params.provider, params.model))
             verifier = (CommandCheck(task.check, task.check_timeout_s) if task.check else None)
@@ -203,14 +209,20 @@ class LiveBatch:
                 driver.cancel()
             started = datetime.now(UTC)
             state = new_state(params.prefix_tokens, params.model, task.instruction)
+            recorder = RunRecorder(state, time.monotonic)
             try:
-                final = await driver.run(params, state, run_id)
+                final = await driver.run(params, state, run_id, wrap=recorder.wrap)
             finally:
                 self._driver = None
-        run = recorder.run(run_id, task.id, started, final, checked=task.check is not None)
+        resolved = (final.status == SUCCEEDED and final.reason == "verified"
+                    if task.check else None)
         result.states.append(final)
-        result.runs.append(run)
-        result.records.append(task_record(self.name, index, final, run.resolved))
+        result.runs.append(RunRecord(
+            run_id=run_id, source=SOURCE, file=self.file, calls=recorder.calls, task_id=task.id,
+            model=params.model, cost_usd=final.money_usd, exit=f"{final.status}:{final.reason}",
+            resolved=resolved, started_at=started, duration_s=final.wall_s,
+            step_limit=params.budgets.steps, cost_limit_usd=params.budgets.money_usd))
+        result.records.append(task_record(self.name, index, final, resolved))
         self._say(f"{task.id}: {outcome(final)} after {final.turns} steps, "
                   f"${final.money_usd:.4f}, {final.wall_s:.1f} s")
 
@@ -228,3 +240,18 @@ class LiveBatch:
     def _say(self, line: str) -> None:
         if self.progress is not None:
             self.progress(line)
+
+
+def write_traces(folder: str | os.PathLike, runs: list[RunRecord], *, force: bool = False
+                 ) -> None:
+    """Write ``runs`` as a trace folder (``runs.parquet``, ``calls.parquet``),
+    atomically; an existing non-empty folder is an InputError unless ``force``."""
+    with atomic_folder(folder, force=force) as tmp:
+        writer = TraceWriter(tmp)
+        try:
+            for run in runs:
+                writer.add(run)
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise

@@ -22,9 +22,11 @@ effect in flight: the model stream is closed, a shell command is killed, a
 sleep or an approval wait ends. The harness then sees the abort flag and ends
 the run as ``cancelled:external_signal``.
 
-Listeners (:class:`RunListener`) see every call with its timing: the trace
-recorder (:mod:`~sim.drivers.live.record`) and the OpenTelemetry spans
-(:mod:`~sim.drivers.live.otel`) are two.
+Listeners (:class:`RunListener`) see every call with its timing, failed
+ones too (the OpenTelemetry spans of :mod:`~sim.drivers.live.otel` are one);
+a loop wrapper sees every effect and result (the trace recorder of
+:mod:`sim.traces.recorder` records live runs exactly as it records simulated
+ones).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from sim.harness.effects import (
     Wait,
 )
 from sim.harness.events import Observer
-from sim.harness.loop import agent_loop
+from sim.harness.loop import Loop, agent_loop
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams
 from sim.harness.state import HarnessState
@@ -151,9 +153,11 @@ class LiveDriver:
         return self._requested.is_set()
 
     # ---------------------------------------------------------------- run
-    async def run(self, params: HarnessParams, state: HarnessState, run_id: str
-                  ) -> HarnessState:
-        """Drive the loop for ``state`` until it returns its final state."""
+    async def run(self, params: HarnessParams, state: HarnessState, run_id: str, *,
+                  wrap: Callable[[Loop], Loop] | None = None) -> HarnessState:
+        """Drive the loop for ``state`` until it returns its final state.
+        ``wrap`` wraps the loop generator (a trace recorder,
+        :class:`sim.traces.recorder.RunRecorder`, sees every effect and result)."""
         if params.verifier.enabled and self.verifier is None:
             raise ValueError("the harness verifies claimed successes but the driver has no "
                              "verifier")
@@ -163,6 +167,8 @@ class LiveDriver:
             self._event.set()
         self._start = time.monotonic()
         loop = agent_loop(params, state, observers=self.observers)
+        if wrap is not None:
+            loop = wrap(loop)
         result: Any = None
         try:
             while True:

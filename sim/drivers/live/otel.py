@@ -8,15 +8,19 @@ trace, named by the GenAI semantic conventions:
 
 * ``invoke_agent <task>``: the run, from start to terminal state
   (``gen_ai.operation.name`` ``invoke_agent``, ``gen_ai.conversation.id`` the
-  run id, ``sim.exit`` the harness's ``state:reason``);
-* ``chat <model>``: each model call, answered or failed
+  run id, ``sim.exit`` the harness's ``state:reason``, which is also its
+  ``error.type``, with status ERROR, when the run did not succeed);
+* ``chat <model>``: each model call that was answered
   (``gen_ai.request.model``, ``gen_ai.request.max_tokens``,
-  ``gen_ai.response.model``, ``gen_ai.response.finish_reasons``,
-  ``gen_ai.usage.input_tokens`` *including* the cache counts, as the
-  convention says, ``gen_ai.usage.cache_read.input_tokens``,
+  ``gen_ai.response.model``, ``gen_ai.response.finish_reasons`` (the
+  provider's own), ``gen_ai.usage.input_tokens`` *including* the cache counts,
+  as the convention says, ``gen_ai.usage.cache_read.input_tokens``,
   ``gen_ai.usage.cache_creation.input_tokens``, ``gen_ai.usage.output_tokens``
-  including ``gen_ai.usage.reasoning.output_tokens``; ``error.type`` the
-  harness's error kind on a failed call, with status ERROR);
+  including ``gen_ai.usage.reasoning.output_tokens``, ``sim.purpose``). A
+  failed attempt (a 429, a 5xx, a timeout; the harness retries it) has no
+  usage, so it is not a ``chat`` span, which readers count as a call with
+  usage, but a ``gen_ai.call.error`` event on the run's span, with its
+  ``error.type`` (the harness's error kind), HTTP status and duration;
 * ``execute_tool <name>``: each tool attempt (``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``; ``error.type`` the tool error's kind).
 
@@ -116,30 +120,33 @@ class RunSpans:
 
     def model_call(self, request: ModelRequest, answer: Answer, start_s: float,
                    end_s: float) -> None:
-        """One ``chat`` span."""
+        """One ``chat`` span, or an error event on the run's span."""
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat",
                                       "gen_ai.request.model": request.model,
                                       "gen_ai.request.max_tokens": request.max_output_tokens,
                                       "sim.purpose": request.purpose,
                                       "sim.attempt": request.attempt}
         result = answer.result
-        error = None
         if isinstance(result, ModelError):
-            error = (result.kind, result.message[:500])
+            event: dict[str, Any] = {
+                "error.type": result.kind, "gen_ai.request.model": request.model,
+                "sim.attempt": request.attempt, "sim.purpose": request.purpose,
+                "sim.duration_s": end_s - start_s, "sim.message": result.message[:500]}
             if result.status is not None:
-                attributes["http.response.status_code"] = result.status
-        else:
-            u = result.usage
-            attributes.update({
-                "gen_ai.response.model": result.model or request.model,
-                "gen_ai.response.finish_reasons": [answer.finish_reason or result.stop_reason],
-                "gen_ai.usage.input_tokens": u.prompt_tokens,
-                "gen_ai.usage.cache_read.input_tokens": u.cache_read_tokens,
-                "gen_ai.usage.cache_creation.input_tokens": u.cache_write_tokens,
-                "gen_ai.usage.output_tokens": u.output_tokens + u.thinking_tokens,
-                "gen_ai.usage.reasoning.output_tokens": u.thinking_tokens})
+                event["http.response.status_code"] = result.status
+            self._root.add_event("gen_ai.call.error", event, timestamp=self._ns(end_s))
+            return
+        u = result.usage
+        attributes.update({
+            "gen_ai.response.model": result.model or request.model,
+            "gen_ai.response.finish_reasons": [answer.finish_reason or result.stop_reason],
+            "gen_ai.usage.input_tokens": u.prompt_tokens,
+            "gen_ai.usage.cache_read.input_tokens": u.cache_read_tokens,
+            "gen_ai.usage.cache_creation.input_tokens": u.cache_write_tokens,
+            "gen_ai.usage.output_tokens": u.output_tokens + u.thinking_tokens,
+            "gen_ai.usage.reasoning.output_tokens": u.thinking_tokens})
         self._span(f"chat {request.model}", start_s, end_s, self._trace.SpanKind.CLIENT,
-                   attributes, error)
+                   attributes, None)
 
     def tool_call(self, request: ToolRequest, result: ToolResult | ToolError, start_s: float,
                   end_s: float) -> None:
@@ -152,7 +159,9 @@ class RunSpans:
 
     def run_end(self, state: HarnessState, end_s: float) -> None:
         """End the run's span."""
-        self._root.set_attribute("sim.exit", f"{state.status}:{state.reason}")
+        label = f"{state.status}:{state.reason}"
+        self._root.set_attribute("sim.exit", label)
         if state.status != "succeeded":
-            self._root.set_attribute("error.type", state.status)
+            self._root.set_attribute("error.type", label)
+            self._root.set_status(self._trace.Status(self._trace.StatusCode.ERROR, label))
         self._root.end(end_time=self._ns(end_s))
