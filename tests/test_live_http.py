@@ -419,3 +419,23 @@ def test_anthropic_requests_carry_cache_breakpoints_and_thinking(tmp_path):
     assert second["thinking"] == {"type": "enabled", "budget_tokens": 2_000}
     assert second["messages"][1]["content"][0] == {
         "type": "thinking", "thinking": "I should look it up", "signature": "sig-1"}
+
+
+@pytest.mark.parametrize("kind", ["command", "function"])
+def test_a_rejected_claim_goes_back_to_the_model_until_the_check_passes(kind, tmp_path):
+    """The model says DONE before the work is done: the check (a command, or
+    a plain Python function) fails, its feedback is the next observation, and
+    the run succeeds only once the check passes."""
+    box = toolbox()
+    params = params_for("anthropic", box, verifier=VerifierParams(enabled=True, name=kind))
+    verifier = (CommandCheck("test -f out.txt") if kind == "command" else
+                (lambda request, context: (context.workdir / "out.txt").exists()))
+    script = [Reply([("text", "DONE")]),
+              Reply([("tool_use", "c1", "shell", {"command": "echo 42 > out.txt"})],
+                    "tool_use"),
+              Reply([("text", "DONE, really.")])]
+    with FakeProvider(script) as server:
+        state, _, _ = drive(server, "anthropic", True, params, box, tmp_path, verifier=verifier)
+    assert (state.status, state.reason, state.verifier_rejections) == ("succeeded", "verified", 1)
+    feedback = server.requests[1].body["messages"][-1]["content"][-1]["text"]
+    assert "Verification failed" in feedback or "not done" in feedback

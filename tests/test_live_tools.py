@@ -171,9 +171,11 @@ def test_a_toolbox_refuses_a_second_tool_of_the_same_name_and_bad_settings():
     with pytest.raises(ValueError, match="twice"):
         box.add(ShellTool())
     with pytest.raises(ValueError, match="effect"):
-        FunctionTool("x", "", {}, effect="dangerous")
+        FunctionTool("x", "", {}, effect="dangerous", function=str)
     with pytest.raises(ValueError, match="timeout"):
-        FunctionTool("x", "", {}, timeout_s=0)
+        FunctionTool("x", "", {}, timeout_s=0, function=str)
+    with pytest.raises(ValueError, match="callable"):
+        FunctionTool("x", "", {})
 
 
 def test_an_unregistered_tool_is_not_found(tmp_path):

@@ -117,12 +117,19 @@ class FunctionTool(Tool):
     parameter named ``context`` it also gets the :class:`ToolContext`. It
     returns a string (the output) or a :class:`ToolResult`."""
 
-    function: Callable[..., Any] = field(default=lambda: "", repr=False)
+    function: Callable[..., Any] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        Tool.__post_init__(self)
+        if not callable(self.function):
+            raise ValueError(f"tool {self.name}: function must be callable, got "
+                             f"{self.function!r}")
 
     async def run(self, arguments: dict[str, Any], context: ToolContext, timeout_s: float
                   ) -> str | ToolResult:
         """Call the function in a daemon thread; at ``timeout_s`` stop waiting."""
         kwargs = dict(arguments)
+        assert self.function is not None  # checked at construction
         signature = inspect.signature(self.function)
         if "context" in signature.parameters:
             kwargs["context"] = context
