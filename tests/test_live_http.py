@@ -24,7 +24,6 @@ from sim.drivers.live import (
     ShellTool,
     Toolbox,
     make_model,
-    settings_for,
 )
 from sim.harness import (
     ApprovalDecision,
@@ -75,9 +74,9 @@ def drive(server: FakeProvider, provider: str, stream: bool, params: HarnessPara
           box: Toolbox, workdir: Path, **options):
     """Run one task through a LiveDriver, recording its calls in the trace
     model; return (final state, driver, recorder)."""
-    model = make_model(provider, api_key="test-key", base_url=url(server, provider))
-    driver = LiveDriver(model, box, settings_for(params, box.definitions(), stream=stream),
-                        workdir=workdir, **options)
+    model = make_model(provider, api_key="test-key", base_url=url(server, provider),
+                       stream=stream)
+    driver = LiveDriver(model, box, workdir=workdir, **options)
     state = new_state(params.prefix_tokens, params.model, TASK)
     recorder = RunRecorder(state, time.monotonic)
 
@@ -287,9 +286,9 @@ def test_cancelling_during_a_slow_stream_ends_the_run_within_a_second_and_closes
             holder["driver"].cancel()
 
         box_params = params_for(provider, box)
-        model = make_model(provider, api_key="k", base_url=url(server, provider))
-        driver = LiveDriver(model, box, settings_for(box_params, box.definitions(),
-                                                     stream=stream), workdir=tmp_path)
+        model = make_model(provider, api_key="k", base_url=url(server, provider),
+                           stream=stream)
+        driver = LiveDriver(model, box, workdir=tmp_path)
         holder["driver"] = driver
         canceller = threading.Thread(target=cancel_when_streaming, daemon=True)
         canceller.start()
@@ -323,8 +322,7 @@ def test_cancelling_during_a_shell_command_kills_it(tmp_path):
                       {"command": "sleep 5 && touch late.txt"})], "tool_use")]
     with FakeProvider(script) as server:
         model = make_model("anthropic", api_key="k", base_url=server.base_url)
-        driver = LiveDriver(model, box, settings_for(params, box.definitions()),
-                            workdir=tmp_path)
+        driver = LiveDriver(model, box, workdir=tmp_path)
         timer = threading.Timer(0.8, driver.cancel)
         timer.start()
         state = new_state(params.prefix_tokens, params.model, TASK)

@@ -1,5 +1,5 @@
-"""Provider requests are built from the effect and the run's settings alone, and
-a provider's own parameter rules are checked before a run starts."""
+"""Provider requests are built from the effect alone, and a provider's own
+parameter rules are checked before a run starts."""
 
 from __future__ import annotations
 
@@ -11,13 +11,7 @@ from hypothesis import strategies as st
 
 from sim.drivers.live.anthropic_api import messages_payload
 from sim.drivers.live.openai_api import chat_payload
-from sim.drivers.live.settings import (
-    SPAN_OPENING,
-    SUMMARY_INSTRUCTION,
-    CallSettings,
-    ToolDefinition,
-    check_provider,
-)
+from sim.drivers.live.wire import SPAN_OPENING, SUMMARY_INSTRUCTION, check_provider
 from sim.harness import (
     HarnessParams,
     Message,
@@ -29,6 +23,7 @@ from sim.harness import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from sim.harness.params import ToolDefinition
 
 TOOL = ToolDefinition("lookup", "Look a key up.", {"type": "object", "properties": {
     "key": {"type": "string"}}, "required": ["key"]})
@@ -42,20 +37,17 @@ def history() -> list[Message]:
                              TextBlock("[harness] note", 3, "nudge")], 4)]
 
 
-def request(**changes) -> ModelRequest:
-    base = dict(model="m", messages=history(), input_tokens=100, max_output_tokens=500)
+def request(provider: str = "anthropic", **changes) -> ModelRequest:
+    base = dict(model="m", messages=history(), input_tokens=100, max_output_tokens=500,
+                system_prompt="Be careful.", tools=(TOOL,), provider=provider)
     base.update(changes)
     return ModelRequest(**base)
 
 
-def settings(provider: str, **changes) -> CallSettings:
-    return CallSettings(provider, "Be careful.", (TOOL,), **changes)
-
-
 def test_anthropic_payload_is_the_normalized_history_with_system_and_tools():
     """Messages alternate, tool results lead their user turn, thinking blocks
-    keep their signature; the system prompt and tools are the settings'."""
-    payload = messages_payload(request(), settings("anthropic"))
+    keep their signature; the system prompt and tools are the request's."""
+    payload = messages_payload(request())
     assert payload["model"] == "m" and payload["max_tokens"] == 500
     assert [m["role"] for m in payload["messages"]] == ["user", "assistant", "user"]
     assert payload["messages"][2]["content"][0] == {
@@ -72,7 +64,7 @@ def test_anthropic_payload_is_the_normalized_history_with_system_and_tools():
 def test_anthropic_cache_breakpoints_mark_the_prefix_and_the_end_of_the_prompt(ttl, label):
     """Three breakpoints: the last tool definition, the system prompt and
     the last block of the prompt, with the lifetime the harness asked for."""
-    payload = messages_payload(request(cache_ttl_s=ttl), settings("anthropic"))
+    payload = messages_payload(request(cache_ttl_s=ttl))
     mark = {"type": "ephemeral", "ttl": label}
     assert payload["tools"][-1]["cache_control"] == mark
     assert payload["system"][0]["cache_control"] == mark
@@ -83,18 +75,20 @@ def test_anthropic_cache_breakpoints_mark_the_prefix_and_the_end_of_the_prompt(t
 def test_anthropic_thinking_budget_and_forced_tool_choice():
     """A thinking budget enables thinking with that budget; ``tool:<name>``
     is a forced tool choice."""
-    payload = messages_payload(request(thinking_budget=2048),
-                               settings("anthropic", tool_choice="tool:lookup"))
+    payload = messages_payload(request(thinking_budget=2048, tool_choice="tool:lookup"))
     assert payload["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert payload["tool_choice"] == {"type": "tool", "name": "lookup"}
 
 
 def test_a_compaction_request_asks_for_a_summary_and_no_tool_call():
     """The span starts with the assistant: a user note opens it, the
-    summary instruction closes it, and no tool may be called."""
+    summary instruction closes it, and the harness's "none" tool choice (a
+    summary is text) goes out with the tools the span's blocks need."""
     span = history()[1:]
     for provider, build in (("anthropic", messages_payload), ("openai", chat_payload)):
-        payload = build(request(messages=span, purpose="compaction"), settings(provider))
+        payload = build(request(provider, messages=span, purpose="compaction",
+                                tool_choice="none"))
+        assert payload["tools"]
         messages = payload["messages"]
         if provider == "anthropic":
             assert messages[0] == {"role": "user", "content": [
@@ -114,7 +108,7 @@ def test_an_empty_assistant_turn_is_left_out_of_the_wire_history():
     user turns around it merge."""
     messages = [*history(), Message("assistant", [], 0),
                 Message("user", [TextBlock("Continue.", 2)], 2)]
-    payload = messages_payload(request(messages=messages), settings("anthropic"))
+    payload = messages_payload(request(messages=messages))
     assert [m["role"] for m in payload["messages"]] == ["user", "assistant", "user"]
     assert payload["messages"][-1]["content"][-1]["text"] == "Continue."
 
@@ -123,7 +117,7 @@ def test_openai_payload_has_a_system_message_tool_messages_and_stream_options():
     """Tool calls ride on the assistant message, each result is a tool-role
     message; the output cap is max_completion_tokens; a streamed request asks
     for usage in its last chunk."""
-    payload = chat_payload(request(), settings("openai", temperature=0.2, top_p=0.9))
+    payload = chat_payload(request("openai", temperature=0.2, top_p=0.9))
     messages = payload["messages"]
     assert messages[0] == {"role": "system", "content": "Be careful."}
     assert messages[2]["tool_calls"][0]["function"] == {"name": "lookup",
@@ -135,7 +129,7 @@ def test_openai_payload_has_a_system_message_tool_messages_and_stream_options():
     assert payload["tools"][0] == {"type": "function", "function": {
         "name": "lookup", "description": "Look a key up.", "parameters": TOOL.input_schema}}
     assert payload["stream"] is True and payload["stream_options"] == {"include_usage": True}
-    unstreamed = chat_payload(request(), settings("openai", stream=False))
+    unstreamed = chat_payload(request("openai"), stream=False)
     assert "stream" not in unstreamed and "stream_options" not in unstreamed
 
 
@@ -145,7 +139,7 @@ def test_openai_payload_has_a_system_message_tool_messages_and_stream_options():
                                                                "function": {"name": "lookup"}})])
 def test_openai_tool_choice(choice, wire):
     """The harness's tool choices in Chat Completions' form."""
-    assert chat_payload(request(), settings("openai", tool_choice=choice))["tool_choice"] == wire
+    assert chat_payload(request("openai", tool_choice=choice))["tool_choice"] == wire
 
 
 @given(st.sampled_from(["anthropic", "openai"]), st.integers(0, 3), st.booleans())
@@ -155,8 +149,8 @@ def test_payloads_are_pure_and_json_serialisable(provider, cut, cached):
     messages = history()[:cut + 1] if cut < 3 else history()
     before = json.dumps([[b.type for b in m.content] for m in messages])
     build = messages_payload if provider == "anthropic" else chat_payload
-    req = request(messages=messages, cache_ttl_s=300.0 if cached else None)
-    first, second = build(req, settings(provider)), build(req, settings(provider))
+    req = request(provider, messages=messages, cache_ttl_s=300.0 if cached else None)
+    first, second = build(req), build(req)
     assert first == second
     assert json.loads(json.dumps(first)) == first
     assert json.dumps([[b.type for b in m.content] for m in messages]) == before
@@ -178,7 +172,7 @@ def test_provider_rules_refuse_incompatible_settings_before_the_run(changes, pat
     budget < max_tokens; OpenAI has no thinking budget; forced tool use with
     thinking is the harness's own refusal. Each names its field."""
     with pytest.raises(ParameterError) as caught:
-        check_provider(HarnessParams(**changes))
+        check_provider(HarnessParams(**changes))  # the harness's own check, or the provider's
     assert path in [p for p, _ in caught.value.problems]
 
 

@@ -154,14 +154,17 @@ def test_file_tools_stay_inside_the_working_directory(tmp_path):
 
 
 def test_tools_describe_themselves_to_the_model_and_to_the_harness():
-    """The definition carries the schema; the spec carries effect, timeout,
-    required arguments and the definition's size."""
+    """The harness's spec carries effect, timeout, required arguments, the
+    definition's size, and the definition each model request declares
+    (description and schema)."""
     shell = builtin("shell", timeout_s=12.0)
     spec = shell.spec()
     assert (spec.name, spec.effect, spec.timeout_s, spec.required_args) == (
         "shell", "reversible_write", 12.0, ("command",))
     assert spec.definition_tokens > 10
-    assert shell.definition().input_schema["required"] == ["command"]
+    definition = spec.definition()
+    assert definition.input_schema == shell.input_schema
+    assert definition.description == shell.description
     assert builtin("read_file").spec().timeout_s == 5.0  # seed 000: file operations 5 s
 
 

@@ -83,11 +83,12 @@ def run(args: argparse.Namespace) -> int:
         from sim.drivers.live.otel import SpanRecorder
 
         spans = SpanRecorder()
-    model = make_model(args.provider, base_url=args.base_url, timeout_s=params.model_timeout_s)
+    model = make_model(args.provider, base_url=args.base_url, timeout_s=params.model_timeout_s,
+                       stream=not args.no_stream)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     label = f"live {name}" if args.scenario else "live"
     batch = LiveBatch(tasks, params, model, model_id=args.model, name=label,
-                      approver=approver, spans=spans, stream=not args.no_stream,
+                      approver=approver, spans=spans,
                       progress=progress, handle_sigint=True, file=str(args.tasks))
     out = Path(args.out) if args.out else Path("reports") / f"live-{batch.batch_id}"
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.force:

@@ -1,12 +1,12 @@
 """Anthropic Messages API through the official ``anthropic`` SDK, streamed.
 
-:func:`messages_payload` builds the request from the effect and the run's
-settings alone: ``normalize(messages, "anthropic")`` (alternating roles,
-tool_result blocks first in their user turn, thinking blocks kept with their
-signatures), the system prompt as a text block, tool definitions with their
-input schemas, the and the tool choice; no sampling parameters (API version 2026-10-21, which SDK
+:func:`messages_payload` builds the request from the effect alone:
+``normalize(messages, "anthropic")`` (alternating roles, tool_result blocks
+first in their user turn, thinking blocks kept with their signatures), the
+system prompt as a text block, the tool definitions with their input schemas
+and the tool choice; no sampling parameters (API version 2026-10-21, which SDK
 2.x sends, rejects ``temperature``, ``top_p`` and ``top_k``, and the SDK has no
-such arguments: :func:`~sim.drivers.live.settings.check_provider` refuses a run
+such arguments: :func:`~sim.drivers.live.wire.check_provider` refuses a run
 that sets them for Anthropic). With a cache lifetime
 on the request, ``cache_control`` breakpoints (``ephemeral``, ``ttl`` ``5m`` or
 ``1h``) go on the last tool definition, the system prompt and the last block of
@@ -32,7 +32,7 @@ from typing import Any
 
 from sim.drivers.live.calls import Answer, estimated_usage, non_negative, text, thinking, tool_use
 from sim.drivers.live.errors import Failure, model_error, transport_failure
-from sim.drivers.live.settings import CallSettings, conversation
+from sim.drivers.live.wire import conversation
 from sim.harness.context import normalize
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
 from sim.harness.messages import Block, Usage
@@ -53,27 +53,25 @@ def tool_choice(choice: str) -> dict[str, Any]:
     return {"type": choice}
 
 
-def messages_payload(request: ModelRequest, settings: CallSettings) -> dict[str, Any]:
+def messages_payload(request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of ``client.messages.create`` for ``request``
     (without ``stream``). Pure: the same request gives the same payload."""
     messages = normalize(conversation(request), "anthropic")
     payload: dict[str, Any] = {"model": request.model, "max_tokens": request.max_output_tokens,
                                "messages": messages}
     cache = cache_control(request.cache_ttl_s) if request.cache_ttl_s else None
-    if settings.system_prompt:
-        system: dict[str, Any] = {"type": "text", "text": settings.system_prompt}
+    if request.system_prompt:
+        system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
         if cache:
             system["cache_control"] = cache
         payload["system"] = [system]
-    if settings.tools:
-        tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                 for t in settings.tools]
+    if request.tools:  # sent on compactions too: the span holds tool blocks
+        tools = [{"name": t.name, "description": t.description,
+                  "input_schema": dict(t.input_schema)} for t in request.tools]
         if cache:
             tools[-1]["cache_control"] = cache
         payload["tools"] = tools
-        # a summary is text: no tool call, though the span holds tool blocks
-        choice = "none" if request.purpose == "compaction" else settings.tool_choice
-        payload["tool_choice"] = tool_choice(choice)
+        payload["tool_choice"] = tool_choice(request.tool_choice)
     if cache and messages and messages[-1]["content"]:
         last = messages[-1]["content"][-1]
         if last.get("type") != "thinking":
@@ -198,9 +196,9 @@ class AnthropicModel:
         self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url,
                                                 max_retries=0, timeout=timeout_s)
 
-    async def call(self, request: ModelRequest, settings: CallSettings) -> Answer:
+    async def call(self, request: ModelRequest) -> Answer:
         """Stream one response (see the module docstring)."""
-        payload = messages_payload(request, settings)
+        payload = messages_payload(request)
         start = time.monotonic()
         first: float | None = None
         assembler = MessageAssembler()

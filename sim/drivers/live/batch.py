@@ -34,9 +34,9 @@ from sim.drivers.live.builtin import builtin
 from sim.drivers.live.calls import ModelClient
 from sim.drivers.live.driver import CommandCheck, LiveDriver
 from sim.drivers.live.otel import SpanRecorder
-from sim.drivers.live.settings import PROVIDERS, check_provider, settings_for
 from sim.drivers.live.tasks import LiveTask, TasksFile
 from sim.drivers.live.tools import Toolbox
+from sim.drivers.live.wire import PROVIDERS, check_provider
 from sim.errors import InputError
 from sim.harness.checkpoint import CheckpointStore
 from sim.harness.events import Event
@@ -50,8 +50,10 @@ from sim.traces.writer import TraceWriter, atomic_folder
 
 
 def make_model(provider: str, *, api_key: str | None = None, base_url: str | None = None,
-               timeout_s: float = 120.0) -> ModelClient:
-    """The SDK client of ``provider`` (``anthropic`` or ``openai``), retries off."""
+               timeout_s: float = 120.0, stream: bool = True) -> ModelClient:
+    """The SDK client of ``provider`` (``anthropic`` or ``openai``), retries
+    off; ``stream`` False makes OpenAI calls return whole completions
+    (Anthropic calls are always streamed)."""
     try:
         if provider == "anthropic":
             from sim.drivers.live.anthropic_api import AnthropicModel
@@ -60,7 +62,8 @@ def make_model(provider: str, *, api_key: str | None = None, base_url: str | Non
         if provider == "openai":
             from sim.drivers.live.openai_api import OpenAIModel
 
-            return OpenAIModel(api_key=api_key, base_url=base_url, timeout_s=timeout_s)
+            return OpenAIModel(api_key=api_key, base_url=base_url, timeout_s=timeout_s,
+                               stream=stream)
     except ImportError as error:
         raise InputError(f"the {provider} SDK is not installed ({error.name}): "
                          f"pip install 'sim[live]'") from None
@@ -75,14 +78,13 @@ def task_params(base: HarnessParams, task: LiveTask, toolbox: Toolbox, *, provid
     provider, the system prompt (sized with the harness's estimate), the
     task's tools and its check as the verifier; validated with the provider's
     rules (an :class:`InputError` naming the ``harness.`` field otherwise)."""
-    params = replace(
-        base, model=model, provider=provider, system_prompt=system_prompt,
-        system_prompt_tokens=estimate_tokens(system_prompt) if system_prompt else 0,
-        tools=toolbox.specs(),
-        verifier=VerifierParams(enabled=task.check is not None,
-                                name="command" if task.check else "none"))
     try:
-        return check_provider(params)
+        return check_provider(replace(
+            base, model=model, provider=provider, system_prompt=system_prompt,
+            system_prompt_tokens=estimate_tokens(system_prompt) if system_prompt else 0,
+            tools=toolbox.specs(),
+            verifier=VerifierParams(enabled=task.check is not None,
+                                    name="command" if task.check else "none")))
     except ParameterError as error:
         path, message = error.problems[0]
         raise InputError(message, path=f"harness.{path}") from None
@@ -132,7 +134,7 @@ class LiveBatch:
     def __init__(self, tasks: TasksFile, base: HarnessParams, model: ModelClient, *,
                  model_id: str, name: str = "live", approver: Approver = terminal_prompt,
                  store: CheckpointStore | None = None, spans: SpanRecorder | None = None,
-                 stream: bool = True, progress: Callable[[str], None] | None = None,
+                 progress: Callable[[str], None] | None = None,
                  handle_sigint: bool = False, batch_id: str | None = None,
                  file: str = "") -> None:
         self.tasks = tasks
@@ -142,7 +144,6 @@ class LiveBatch:
         self.approver = approver
         self.store = store
         self.spans = spans
-        self.stream = stream
         self.progress = progress
         self.handle_sigint = handle_sigint
         self.file = file
@@ -200,10 +201,9 @@ class LiveBatch:
                 listeners.append(self.spans.run(run_id, task.id, params.provider, params.model))
             verifier = (CommandCheck(task.check, task.check_timeout_s) if task.check else None)
             driver = LiveDriver(
-                self.model, toolbox, settings_for(params, toolbox.definitions(),
-                                                  stream=self.stream),
-                workdir=Path(workdir), approver=self.approver, verifier=verifier,
-                store=self.store, listeners=listeners, observers=[self._observer(task.id)])
+                self.model, toolbox, workdir=Path(workdir), approver=self.approver,
+                verifier=verifier, store=self.store, listeners=listeners,
+                observers=[self._observer(task.id)])
             self._driver = driver
             if self._cancelled:
                 driver.cancel()

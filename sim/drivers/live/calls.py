@@ -1,10 +1,10 @@
 """One provider call as the driver sees it: the client interface and its answer.
 
 A :class:`ModelClient` performs a :class:`~sim.harness.effects.ModelRequest`
-with the run's :class:`~sim.drivers.live.settings.CallSettings` and returns an
-:class:`Answer`: the harness's result (a response or an error) plus what the
-trace keeps and the harness has no field for (the provider's finish reason
-verbatim, the answering model, time to first event).
+(which carries everything the call needs) and returns an :class:`Answer`: the
+harness's result (a response or an error) plus what the trace keeps and the
+harness has no field for (the provider's finish reason verbatim, time to
+first event).
 
 Usage follows :class:`~sim.harness.messages.Usage`: uncached input, cache
 reads and writes apart, output without thinking. A provider that reports no
@@ -20,7 +20,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sim.drivers.live.settings import CallSettings
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
 from sim.harness.messages import (
     Block,
@@ -49,7 +48,7 @@ class ModelClient(Protocol):
 
     provider: str
 
-    async def call(self, request: ModelRequest, settings: CallSettings) -> Answer:
+    async def call(self, request: ModelRequest) -> Answer:
         """Perform one model call; never raises for a provider failure (it is
         an :class:`~sim.harness.effects.ModelError` in the answer)."""
         ...

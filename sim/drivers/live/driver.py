@@ -43,7 +43,6 @@ from typing import Any, Protocol
 
 from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.calls import Answer, ModelClient
-from sim.drivers.live.settings import CallSettings
 from sim.drivers.live.tools import Toolbox, ToolContext, in_daemon_thread, run_tool
 from sim.harness.checkpoint import CheckpointStore
 from sim.harness.effects import (
@@ -63,7 +62,7 @@ from sim.harness.events import Observer
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams
-from sim.harness.state import HarnessState
+from sim.harness.state import HarnessState, request_abort
 
 CANCELLED = "cancelled by the operator"
 CHECK_OUTPUT_CHARS = 4_000
@@ -116,17 +115,15 @@ class CommandCheck:
 
 class LiveDriver:
     """Performs the effects of live runs, one run at a time (see the module
-    docstring). ``settings`` are the run's call settings; ``workdir`` is where
-    tools and checks run."""
+    docstring). ``workdir`` is where tools and checks run."""
 
-    def __init__(self, model: ModelClient, toolbox: Toolbox, settings: CallSettings, *,
+    def __init__(self, model: ModelClient, toolbox: Toolbox, *,
                  workdir: str | Path, approver: Approver = terminal_prompt,
                  verifier: Verifier | None = None, store: CheckpointStore | None = None,
                  listeners: Sequence[RunListener] = (),
                  observers: Sequence[Observer] = ()) -> None:
         self.model = model
         self.toolbox = toolbox
-        self.settings = settings
         self.context = ToolContext(Path(workdir))
         self.approver = approver
         self.verifier = verifier
@@ -173,7 +170,7 @@ class LiveDriver:
         try:
             while True:
                 if self._event.is_set():
-                    state.abort_requested = True
+                    request_abort(state)
                 try:
                     effect = loop.send(result)
                 except StopIteration as stop:
@@ -209,7 +206,7 @@ class LiveDriver:
             work.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await work
-            state.abort_requested = True
+            request_abort(state)
             result = self._aborted(effect, self._now() - start)
         end = self._now()
         if isinstance(effect, ModelRequest):
@@ -241,7 +238,7 @@ class LiveDriver:
     async def _model(self, request: ModelRequest, deadline_s: float) -> Answer:
         start = time.monotonic()
         try:
-            return await asyncio.wait_for(self.model.call(request, self.settings), deadline_s)
+            return await asyncio.wait_for(self.model.call(request), deadline_s)
         except TimeoutError:
             return Answer(ModelError("timeout", None, None, f"no complete response within "
                                                             f"{deadline_s:g} s",

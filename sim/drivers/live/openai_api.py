@@ -1,7 +1,7 @@
 """OpenAI Chat Completions through the official ``openai`` SDK, streamed or not.
 
-:func:`chat_payload` builds the request from the effect and the run's settings
-alone: a ``system`` message, then ``normalize(messages, "openai")`` (tool calls
+:func:`chat_payload` builds the request from the effect alone: a ``system``
+message, then ``normalize(messages, "openai")`` (tool calls
 on the assistant message, each result a ``tool``-role message keyed by
 ``tool_call_id``), ``tools`` as functions with their JSON schemas, the tool
 choice (``any`` is ``required``), ``max_completion_tokens`` and the sampling
@@ -27,7 +27,7 @@ from typing import Any
 
 from sim.drivers.live.calls import Answer, estimated_usage, non_negative, text, tool_use
 from sim.drivers.live.errors import Failure, model_error, transport_failure
-from sim.drivers.live.settings import CallSettings, conversation
+from sim.drivers.live.wire import conversation
 from sim.harness.context import normalize
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
 from sim.harness.messages import Block, Usage
@@ -43,24 +43,23 @@ def tool_choice(choice: str) -> str | dict[str, Any]:
     return "required" if choice == "any" else choice
 
 
-def chat_payload(request: ModelRequest, settings: CallSettings) -> dict[str, Any]:
+def chat_payload(request: ModelRequest, *, stream: bool = True) -> dict[str, Any]:
     """The keyword arguments of ``client.chat.completions.create`` for
-    ``request`` (streaming options included when ``settings.stream``). Pure."""
+    ``request`` (with the streaming options when ``stream``). Pure."""
     messages = normalize(conversation(request), "openai")
-    if settings.system_prompt:
-        messages.insert(0, {"role": "system", "content": settings.system_prompt})
+    if request.system_prompt:
+        messages.insert(0, {"role": "system", "content": request.system_prompt})
     payload: dict[str, Any] = {"model": request.model, "messages": messages,
                                "max_completion_tokens": request.max_output_tokens,
-                               "temperature": settings.temperature}
-    if settings.top_p is not None:
-        payload["top_p"] = settings.top_p
-    if settings.tools:
+                               "temperature": request.temperature}
+    if request.top_p is not None:
+        payload["top_p"] = request.top_p
+    if request.tools:
         payload["tools"] = [{"type": "function", "function": {
-            "name": t.name, "description": t.description, "parameters": t.input_schema}}
-            for t in settings.tools]
-        choice = "none" if request.purpose == "compaction" else settings.tool_choice
-        payload["tool_choice"] = tool_choice(choice)
-    if settings.stream:
+            "name": t.name, "description": t.description, "parameters": dict(t.input_schema)}}
+            for t in request.tools]
+        payload["tool_choice"] = tool_choice(request.tool_choice)
+    if stream:
         payload["stream"] = True
         payload["stream_options"] = {"include_usage": True}
     return payload
@@ -159,26 +158,27 @@ class ChatAssembler:
 
 class OpenAIModel:
     """Calls Chat Completions with ``openai.AsyncOpenAI`` (no SDK retries;
-    ``timeout_s`` per request); ``stream`` False asks for one completion."""
+    ``timeout_s`` per request); ``stream`` False asks for whole completions."""
 
     provider = "openai"
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
-                 timeout_s: float = 120.0) -> None:
+                 timeout_s: float = 120.0, stream: bool = True) -> None:
         import openai
 
+        self.stream = stream
         self._sdk = openai
         self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                           timeout=timeout_s)
 
-    async def call(self, request: ModelRequest, settings: CallSettings) -> Answer:
-        """One completion, streamed when ``settings.stream``."""
-        payload = chat_payload(request, settings)
+    async def call(self, request: ModelRequest) -> Answer:
+        """One completion, streamed unless the client was made with ``stream`` False."""
+        payload = chat_payload(request, stream=self.stream)
         start = time.monotonic()
         first: float | None = None
         assembler = ChatAssembler()
         try:
-            if settings.stream:
+            if self.stream:
                 stream = await self._client.chat.completions.create(**payload)
                 async with stream:
                     async for chunk in stream:

@@ -2,7 +2,9 @@
 
 A :class:`Tool` has what the model sees (name, description, JSON schema of its
 arguments), what the harness's policy needs (effect class, timeout in seconds)
-and a way to run. :class:`FunctionTool` calls a Python function with the
+and a way to run; :meth:`Tool.spec` is the harness's
+:class:`~sim.harness.params.ToolSpec` of it, from which every model request
+declares the tool. :class:`FunctionTool` calls a Python function with the
 call's arguments as keyword arguments, in a daemon thread so that a timeout
 never waits for it (the abandoned thread runs on until the function returns).
 :class:`ShellTool` runs ``/bin/sh -c COMMAND`` as a real subprocess in the
@@ -47,7 +49,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.drivers.live.settings import ToolDefinition
 from sim.harness.effects import ToolError, ToolResult
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import EFFECT_CLASSES, ToolSpec
@@ -92,18 +93,16 @@ class Tool:
             raise ValueError(f"tool {self.name}: timeout_s must be positive, got "
                              f"{self.timeout_s}")
 
-    def definition(self) -> ToolDefinition:
-        """What the model sees."""
-        return ToolDefinition(self.name, self.description, self.input_schema)
-
     def spec(self) -> ToolSpec:
-        """What the harness's policy and budgets see (the definition's size in
-        tokens, the schema's required arguments)."""
+        """The tool for the harness: policy (effect class, timeout, required
+        arguments) and the definition every model call declares (description,
+        schema as canonical JSON text), sized in tokens for the prompt prefix."""
+        schema = json.dumps(self.input_schema, sort_keys=True, separators=(",", ":"))
         size = estimate_tokens(json.dumps({"name": self.name, "description": self.description,
                                            "input_schema": self.input_schema}))
         required = tuple(self.input_schema.get("required", ()))
         return ToolSpec(self.name, self.effect, self.timeout_s, self.polling,  # type: ignore[arg-type]
-                        size, required)
+                        size, required, self.description, schema)
 
     async def run(self, arguments: dict[str, Any], context: ToolContext, timeout_s: float
                   ) -> str | ToolResult:
@@ -264,9 +263,6 @@ class Toolbox:
         """The harness's view of every tool, in registration order."""
         return tuple(t.spec() for t in self._tools.values())
 
-    def definitions(self) -> tuple[ToolDefinition, ...]:
-        """The model's view of every tool, in registration order."""
-        return tuple(t.definition() for t in self._tools.values())
 
 
 def _schema_of(function: Callable[..., Any]) -> dict[str, Any]:

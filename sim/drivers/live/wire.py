@@ -1,20 +1,17 @@
-"""What a provider call needs besides the history, and the checks a provider adds.
+"""What the wire needs beyond ``normalize``: a provider's own rules, and the
+history as it is sent.
 
-A :class:`~sim.harness.effects.ModelRequest` carries the model, the live
-history, the output cap, the cache lifetime and the thinking budget. The rest
-of a real call (system prompt, tool definitions with their JSON schemas,
-sampling parameters, tool choice, provider) is fixed for the whole run:
-:class:`CallSettings` holds it, built once from the run's
-:class:`~sim.harness.params.HarnessParams` and its toolbox.
+Every provider call is built from its :class:`~sim.harness.effects.ModelRequest`
+alone (model, provider, system prompt, tool definitions, tool choice, output
+cap, sampling parameters, thinking budget, cache lifetime, history).
 
-:func:`check_provider` adds the provider's own rules to
-:meth:`HarnessParams.validate` before a run starts (seed 000: fail fast on
-incompatible settings): the Anthropic Messages API (version 2026-10-21, sent
-by SDK 2.x) takes no sampling parameters, so a temperature above 0 or a
-``top_p`` is refused rather than silently dropped (0, the harness default, is
-simply not sent); its extended thinking needs a budget of at least 1,024
-tokens strictly below ``max_tokens``; a thinking budget has no OpenAI Chat
-Completions form.
+:func:`check_provider` adds the provider's own rules to the harness's
+validation before a run starts (seed 000: fail fast on incompatible
+settings): the Anthropic Messages API (version 2026-10-21, sent by SDK 2.x)
+takes no sampling parameters, so a temperature above 0 or a ``top_p`` is
+refused rather than silently dropped (0, the harness default, is simply not
+sent); its extended thinking needs a budget of at least 1,024 tokens strictly
+below ``max_tokens``; a thinking budget has no OpenAI Chat Completions form.
 
 :func:`conversation` is the history as it goes on the wire, before
 :func:`~sim.harness.context.normalize`: empty assistant turns (a truncated
@@ -25,7 +22,6 @@ compaction request gets the instruction to summarise.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from sim.harness.effects import ModelRequest
@@ -40,45 +36,9 @@ SUMMARY_INSTRUCTION = (
 SPAN_OPENING = "(The earlier part of an agent's work on a task follows.)"
 
 
-@dataclass(frozen=True, slots=True)
-class ToolDefinition:
-    """A tool as the model sees it: ``name``, ``description`` and the JSON
-    schema of its arguments (``input_schema``, an object schema)."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class CallSettings:
-    """The parts of every model call of one run that the history does not hold.
-
-    ``temperature`` and ``top_p`` are sampling parameters (``top_p`` None: not
-    sent); ``tool_choice`` is the harness's (``auto``, ``any``, ``none`` or
-    ``tool:<name>``); ``stream`` asks for a streamed response (Anthropic is
-    always streamed)."""
-
-    provider: str
-    system_prompt: str = ""
-    tools: tuple[ToolDefinition, ...] = ()
-    temperature: float = 0.0
-    top_p: float | None = None
-    tool_choice: str = "auto"
-    stream: bool = True
-
-
-def settings_for(params: HarnessParams, tools: tuple[ToolDefinition, ...], *,
-                 stream: bool = True) -> CallSettings:
-    """The call settings of a run with ``params`` and these tool definitions."""
-    return CallSettings(params.provider, params.system_prompt, tools, params.temperature,
-                        params.top_p, params.tool_choice, stream)
-
-
 def check_provider(params: HarnessParams) -> HarnessParams:
-    """``params`` validated by the harness and against its provider's rules;
-    raises :class:`ParameterError` listing every problem (dotted paths)."""
-    params.validate()
+    """``params`` (valid for the harness) checked against its provider's
+    rules; raises :class:`ParameterError` listing every problem (dotted paths)."""
     problems = list(_provider_problems(params))
     if problems:
         raise ParameterError(problems)
@@ -117,7 +77,8 @@ def conversation(request: ModelRequest) -> list[Message | dict[str, Any]]:
         m for m in request.messages if m.content or m.role != "assistant"]
     if request.purpose != "compaction":
         return turns
-    if turns and turns[0].role == "assistant":  # type: ignore[union-attr]
+    first = turns[0] if turns else None
+    if isinstance(first, Message) and first.role == "assistant":
         turns.insert(0, {"role": "user", "content": SPAN_OPENING})
     # normalize joins an OpenAI user turn's texts with no separator: start a paragraph
     turns.append({"role": "user", "content": "\n\n" + SUMMARY_INSTRUCTION})
