@@ -14,7 +14,7 @@ import sys
 
 from sim.errors import InputError
 
-COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay")
+COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live")
 
 
 def build_parser() -> argparse.ArgumentParser:

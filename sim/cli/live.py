@@ -1,0 +1,141 @@
+"""``python -m sim live TASKS.yaml --provider P --model M``: real runs, written as traces."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sim.errors import InputError
+
+APPROVERS = ("ask", "all", "none")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``live`` command."""
+    parser = subparsers.add_parser(
+        "live", help="run a few tasks live against a provider's API; write traces",
+        description="Run the tasks of TASKS.yaml (instructions and the tools each may use) "
+                    "through the harness of a scenario against the provider's official SDK, "
+                    "with real tools in each task's working directory. Prints the outcomes "
+                    "table of 'run' and writes the runs as a trace folder (and, with --otel, "
+                    "as OpenTelemetry GenAI spans). Needs the 'live' extra and the provider's "
+                    "API key in its usual environment variable (ANTHROPIC_API_KEY, "
+                    "OPENAI_API_KEY). Ctrl-C cancels the run in progress.")
+    parser.add_argument("tasks", metavar="TASKS.yaml", help="tasks file")
+    parser.add_argument("--provider", required=True, choices=("anthropic", "openai"))
+    parser.add_argument("--model", required=True, help="model id, e.g. claude-sonnet-4-20250514")
+    parser.add_argument("--base-url", help="API base URL (default: the SDK's)")
+    parser.add_argument("--scenario", help="scenario YAML whose harness settings (budgets, "
+                                           "retries, detector, context, prices) run the tasks "
+                                           "(default: the harness defaults)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="PATH=VALUE", help="override a scenario field, e.g. "
+                                                   "harness.budgets.money_usd=0.5 (repeatable)")
+    parser.add_argument("--out", help="trace folder to write (default: reports/live-<batch>)")
+    parser.add_argument("--force", action="store_true", help="replace --out if it is not empty")
+    parser.add_argument("--otel", metavar="FILE", help="also write the runs as OpenTelemetry "
+                                                      "GenAI spans (OTLP JSON) to FILE")
+    parser.add_argument("--checkpoints", metavar="FILE",
+                        help="SQLite checkpoint store (default: <out>.checkpoints.sqlite)")
+    parser.add_argument("--approve", choices=APPROVERS, default="ask",
+                        help="tool calls that need approval: ask at the terminal (default), "
+                             "approve all, or refuse all")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="OpenAI: ask for whole completions instead of streams")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="stdout: the outcomes table (default) or JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(handler=run)
+
+
+def base_params(args: argparse.Namespace):
+    """The scenario's harness (or the defaults) with ``--set`` applied, for ``--model``."""
+    from sim.scenario import model as scenario_model
+
+    overrides = [*args.overrides, f"harness.model={json.dumps(args.model)}"]
+    if args.scenario:
+        scenario = scenario_model.load_scenario(args.scenario, overrides)
+    else:
+        raw: dict[str, Any] = {"name": "live"}
+        for item in overrides:
+            key, value = scenario_model.parse_override(item, "--set")
+            scenario_model.set_dotted(raw, key, value, "--set")
+        scenario = scenario_model.validate(raw, "--set")
+    return scenario.name, scenario_model.harness_params(scenario.harness, scenario.world)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate everything, run the batch, write traces, print the outcomes."""
+    from sim.drivers.live import approval
+    from sim.drivers.live.batch import LiveBatch, make_model, write_traces
+    from sim.drivers.live.tasks import load_tasks
+    from sim.harness.checkpoint import SQLiteStore
+
+    tasks, _ = load_tasks(args.tasks)
+    name, params = base_params(args)
+    approver = {"ask": approval.terminal_prompt, "all": approval.approve_all,
+                "none": approval.refuse_all}[args.approve]
+    spans = None
+    if args.otel:
+        from sim.drivers.live.otel import SpanRecorder
+
+        spans = SpanRecorder()
+    model = make_model(args.provider, base_url=args.base_url, timeout_s=params.model_timeout_s,
+                       stream=not args.no_stream)
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    label = f"live {name}" if args.scenario else "live"
+    batch = LiveBatch(tasks, params, model, model_id=args.model, name=label,
+                      approver=approver, spans=spans,
+                      progress=progress, handle_sigint=True, file=str(args.tasks))
+    out = Path(args.out) if args.out else Path("reports") / f"live-{batch.batch_id}"
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.force:
+        raise InputError("folder exists and is not empty (use --force to replace it)",
+                         source=str(out))
+    checkpoints = Path(args.checkpoints) if args.checkpoints else out.with_name(
+        f"{out.name}.checkpoints.sqlite")
+    checkpoints.parent.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(str(checkpoints))
+    batch.store = store
+    try:
+        result = batch.run()
+    finally:
+        store.close()
+    if result.runs:
+        write_traces(out, result.runs, force=args.force)
+    if spans is not None:
+        spans.write(args.otel)
+    _report(args, result, batch, out, checkpoints)
+    return 130 if result.cancelled else 0
+
+
+def _report(args: argparse.Namespace, result, batch, out: Path, checkpoints: Path) -> None:
+    from sim.output.results import cell_summary, format_table, records_frame
+
+    summary = None
+    if result.records:
+        summary = cell_summary(batch.name, {"provider": args.provider, "model": args.model},
+                               records_frame(result.records))
+    runs = [{"task_id": r.task_id, "run_id": r.run_id, "exit": r.exit, "resolved": r.resolved,
+             "steps": len(r.calls), "cost_usd": r.cost_usd} for r in result.runs]
+    if args.format == "json":
+        json.dump({"summary": summary, "runs": runs, "cancelled": result.cancelled,
+                   "traces": str(out) if result.runs else None, "otel": args.otel,
+                   "checkpoints": str(checkpoints)}, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+        return
+    if summary is None:
+        print("cancelled before any task ran: nothing written")
+        return
+    print(format_table(summary))
+    print()
+    for r in runs:
+        print(f"  {r['task_id']:<24} {r['exit']:<32} {r['steps']:>3} calls  "
+              f"${r['cost_usd']:.4f}")
+    extra = f", spans in {args.otel}" if args.otel else ""
+    print(f"traces in {out}/ (runs.parquet, calls.parquet){extra}; checkpoints in "
+          f"{checkpoints}")
+    if result.cancelled:
+        print("cancelled: the run in progress ended as cancelled; later tasks did not run")

@@ -1,0 +1,257 @@
+"""A small batch of live runs: tasks in, harness runs against a provider, records out.
+
+:class:`LiveBatch` runs the tasks of a tasks file one after another through
+the harness of a scenario (its budgets, retry policy, detector, context
+settings and prices), with the model and provider given, each task's own tools
+and instruction, and its ``check`` as the verifier. Every run is driven by a
+:class:`~sim.drivers.live.driver.LiveDriver` on one asyncio loop sharing one
+SDK client, checkpointed after each step when a store is given, recorded call
+by call in the trace model (:class:`sim.traces.recorder.RunRecorder`, the
+recorder of simulated runs: a live run's trace has the same shape, source
+``sim``, its ``file`` the tasks file) and, when a span recorder is given, as
+OpenTelemetry spans.
+
+A cancellation (:meth:`LiveBatch.cancel`, or Ctrl-C when the batch installs
+its signal handler) ends the run in progress as ``cancelled`` and starts no
+further task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sim.drivers.live.approval import Approver, terminal_prompt
+from sim.drivers.live.builtin import builtin
+from sim.drivers.live.calls import ModelClient
+from sim.drivers.live.driver import CommandCheck, LiveDriver
+from sim.drivers.live.otel import SpanRecorder
+from sim.drivers.live.tasks import LiveTask, TasksFile
+from sim.drivers.live.tools import Toolbox
+from sim.drivers.live.wire import PROVIDERS, check_provider
+from sim.errors import InputError
+from sim.harness.checkpoint import CheckpointStore
+from sim.harness.events import Event
+from sim.harness.messages import estimate_tokens
+from sim.harness.params import HarnessParams, ParameterError, VerifierParams
+from sim.harness.state import SUCCEEDED, HarnessState, new_state
+from sim.records import TaskRecord
+from sim.traces.model import RunRecord
+from sim.traces.recorder import SOURCE, RunRecorder
+from sim.traces.writer import TraceWriter, atomic_folder
+
+
+def make_model(provider: str, *, api_key: str | None = None, base_url: str | None = None,
+               timeout_s: float = 120.0, stream: bool = True) -> ModelClient:
+    """The SDK client of ``provider`` (``anthropic`` or ``openai``), retries
+    off; ``stream`` False makes OpenAI calls return whole completions
+    (Anthropic calls are always streamed)."""
+    try:
+        if provider == "anthropic":
+            from sim.drivers.live.anthropic_api import AnthropicModel
+
+            return AnthropicModel(api_key=api_key, base_url=base_url, timeout_s=timeout_s)
+        if provider == "openai":
+            from sim.drivers.live.openai_api import OpenAIModel
+
+            return OpenAIModel(api_key=api_key, base_url=base_url, timeout_s=timeout_s,
+                               stream=stream)
+    except ImportError as error:
+        raise InputError(f"the {provider} SDK is not installed ({error.name}): "
+                         f"pip install 'sim[live]'") from None
+    except Exception as error:  # the SDK refuses its configuration (no API key, bad URL)
+        raise InputError(f"cannot set up the {provider} client: {error}") from None
+    raise InputError(f"unknown provider {provider!r}: expected one of {', '.join(PROVIDERS)}")
+
+
+def task_params(base: HarnessParams, task: LiveTask, toolbox: Toolbox, *, provider: str,
+                model: str, system_prompt: str) -> HarnessParams:
+    """``base`` (a scenario's harness) for one live task: its model and
+    provider, the system prompt (sized with the harness's estimate), the
+    task's tools and its check as the verifier; validated with the provider's
+    rules (an :class:`InputError` naming the ``harness.`` field otherwise)."""
+    try:
+        return check_provider(replace(
+            base, model=model, provider=provider, system_prompt=system_prompt,
+            system_prompt_tokens=estimate_tokens(system_prompt) if system_prompt else 0,
+            tools=toolbox.specs(),
+            verifier=VerifierParams(enabled=task.check is not None,
+                                    name="command" if task.check else "none")))
+    except ParameterError as error:
+        path, message = error.problems[0]
+        raise InputError(message, path=f"harness.{path}") from None
+
+
+def outcome(state: HarnessState) -> str:
+    """The outcome label of a live run: ``succeeded`` for a verified success,
+    else ``state:reason`` (an unverified success stays ``succeeded:model_complete``:
+    nothing checked it)."""
+    if state.status == SUCCEEDED and state.reason == "verified":
+        return SUCCEEDED
+    return f"{state.status}:{state.reason}"
+
+
+def task_record(batch: str, index: int, state: HarnessState, resolved: bool | None
+                ) -> TaskRecord:
+    """The flat record of one live run (no hidden ground truth: 0; truly done
+    is what the check said)."""
+    s = state
+    return TaskRecord(
+        cell=batch, task=index, state=s.status, reason=s.reason, outcome=outcome(s),
+        steps=s.turns, tool_calls=s.tool_calls, input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens, cache_read_tokens=s.cache_read_tokens,
+        cache_write_tokens=s.cache_write_tokens, thinking_tokens=s.thinking_tokens,
+        cost_usd=s.money_usd, active_s=s.active_s, wall_s=s.wall_s, retries=s.retries,
+        nudges=s.nudges, verifier_rejections=s.verifier_rejections, compactions=s.compactions,
+        ground_truth=0, truly_done=bool(resolved), end_s=s.wall_s)
+
+
+@dataclass
+class BatchResult:
+    """What a batch did: per task run (in order) its final state, its trace
+    record and its flat record; ``cancelled`` if the batch was cancelled."""
+
+    states: list[HarnessState] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
+    records: list[TaskRecord] = field(default_factory=list)
+    cancelled: bool = False
+
+
+class LiveBatch:
+    """Runs ``tasks`` live (see the module docstring). ``model`` is a client
+    from :func:`make_model` (closed when the batch ends); ``store`` keeps
+    checkpoints (run id ``<batch>-<task id>``); ``progress`` gets one line per
+    event worth telling (task start and end, each model step)."""
+
+    def __init__(self, tasks: TasksFile, base: HarnessParams, model: ModelClient, *,
+                 model_id: str, name: str = "live", approver: Approver = terminal_prompt,
+                 store: CheckpointStore | None = None, spans: SpanRecorder | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 handle_sigint: bool = False, batch_id: str | None = None,
+                 file: str = "") -> None:
+        self.tasks = tasks
+        self.model = model
+        self.model_id = model_id
+        self.name = name
+        self.approver = approver
+        self.store = store
+        self.spans = spans
+        self.progress = progress
+        self.handle_sigint = handle_sigint
+        self.file = file
+        self.batch_id = batch_id or (datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-"
+                                     + os.urandom(2).hex())
+        self._cancelled = False
+        self._driver: LiveDriver | None = None
+        # every task's parameters are checked before the first call is made
+        self.plans = []
+        for task in tasks.tasks:
+            toolbox = Toolbox(builtin(t.name, t.timeout_s) for t in task.tools)
+            params = task_params(base, task, toolbox, provider=model.provider, model=model_id,
+                                 system_prompt=tasks.system_prompt)
+            self.plans.append((task, toolbox, params))
+
+    def cancel(self) -> None:
+        """Cancel the run in progress and start no other (any thread)."""
+        self._cancelled = True
+        driver = self._driver
+        if driver is not None:
+            driver.cancel()
+
+    def run(self) -> BatchResult:
+        """Run every task; return what happened."""
+        return asyncio.run(self.arun())
+
+    async def arun(self) -> BatchResult:
+        """:meth:`run`, on the running event loop."""
+        loop = asyncio.get_running_loop()
+        if self.handle_sigint:
+            loop.add_signal_handler(signal.SIGINT, self.cancel)
+        result = BatchResult()
+        try:
+            for index, (task, toolbox, params) in enumerate(self.plans):
+                if self._cancelled:
+                    result.cancelled = True
+                    break
+                await self._one(index, task, toolbox, params, result)
+            result.cancelled = result.cancelled or self._cancelled
+        finally:
+            if self.handle_sigint:
+                loop.remove_signal_handler(signal.SIGINT)
+            await self.model.aclose()
+        return result
+
+    async def _one(self, index: int, task: LiveTask, toolbox: Toolbox, params: HarnessParams,
+                   result: BatchResult) -> None:
+        run_id = f"{self.batch_id}-{task.id}"
+        self._say(f"{task.id}: started ({len(toolbox)} tools, run {run_id})")
+        with contextlib.ExitStack() as stack:
+            workdir = task.workdir or stack.enter_context(
+                tempfile.TemporaryDirectory(prefix=f"sim-live-{task.id}-"))
+            listeners: list = []
+            if self.spans is not None:
+                listeners.append(self.spans.run(run_id, task.id, params.provider, params.model))
+            verifier = (CommandCheck(task.check, task.check_timeout_s) if task.check else None)
+            driver = LiveDriver(
+                self.model, toolbox, workdir=Path(workdir), approver=self.approver,
+                verifier=verifier, store=self.store, listeners=listeners,
+                observers=[self._observer(task.id)])
+            self._driver = driver
+            if self._cancelled:
+                driver.cancel()
+            started = datetime.now(UTC)
+            state = new_state(params.prefix_tokens, params.model, task.instruction)
+            recorder = RunRecorder(state, time.monotonic)
+            try:
+                final = await driver.run(params, state, run_id, wrap=recorder.wrap)
+            finally:
+                self._driver = None
+        resolved = (final.status == SUCCEEDED and final.reason == "verified"
+                    if task.check else None)
+        result.states.append(final)
+        result.runs.append(RunRecord(
+            run_id=run_id, source=SOURCE, file=self.file, calls=recorder.calls, task_id=task.id,
+            model=params.model, cost_usd=final.money_usd, exit=f"{final.status}:{final.reason}",
+            resolved=resolved, started_at=started, duration_s=final.wall_s,
+            step_limit=params.budgets.steps, cost_limit_usd=params.budgets.money_usd))
+        result.records.append(task_record(self.name, index, final, resolved))
+        self._say(f"{task.id}: {outcome(final)} after {final.turns} steps, "
+                  f"${final.money_usd:.4f}, {final.wall_s:.1f} s")
+
+    def _observer(self, task_id: str):
+        def observe(event: Event) -> None:
+            if event.kind == "model_response":
+                d = event.data
+                self._say(f"{task_id}: step {event.turn}: {d['stop_reason']}, "
+                          f"{d['input_tokens']} prompt tokens, {d['tool_calls']} tool calls")
+            elif event.kind == "retry" and event.data.get("target") == "model":
+                self._say(f"{task_id}: retrying the model ({event.data['kind']}, wait "
+                          f"{event.data['delay_s']:.1f} s)")
+        return observe
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+
+
+def write_traces(folder: str | os.PathLike, runs: list[RunRecord], *, force: bool = False
+                 ) -> None:
+    """Write ``runs`` as a trace folder (``runs.parquet``, ``calls.parquet``),
+    atomically; an existing non-empty folder is an InputError unless ``force``."""
+    with atomic_folder(folder, force=force) as tmp:
+        writer = TraceWriter(tmp)
+        try:
+            for run in runs:
+                writer.add(run)
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise

@@ -1,0 +1,100 @@
+"""One provider call as the driver sees it: the client interface and its answer.
+
+A :class:`ModelClient` performs a :class:`~sim.harness.effects.ModelRequest`
+(which carries everything the call needs) and returns an :class:`Answer`: the
+harness's result (a response or an error) plus what the trace keeps and the
+harness has no field for (the provider's finish reason verbatim, time to
+first event).
+
+Usage follows :class:`~sim.harness.messages.Usage`: uncached input, cache
+reads and writes apart, output without thinking. A provider that reports no
+usage (an OpenAI-compatible server ignoring ``include_usage``) gets the
+harness's own counts instead, so budgets never see a free call:
+``input_tokens`` is the prompt the harness counted and the output is estimated
+from the content (``usage_estimated`` is then True).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sim.harness.effects import ModelError, ModelRequest, ModelResponse
+from sim.harness.messages import (
+    Block,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+    estimate_tokens,
+)
+
+
+@dataclass(slots=True)
+class Answer:
+    """The outcome of one call. ``finish_reason`` is the provider's own stop or
+    finish reason (None for an error); ``first_event_s`` the seconds from the
+    request to the first streamed event (None when not streamed or failed)."""
+
+    result: ModelResponse | ModelError
+    finish_reason: str | None = None
+    first_event_s: float | None = None
+    usage_estimated: bool = False
+
+
+class ModelClient(Protocol):
+    """A provider's SDK client, wrapped: ``provider`` is ``anthropic`` or ``openai``."""
+
+    provider: str
+
+    async def call(self, request: ModelRequest) -> Answer:
+        """Perform one model call; never raises for a provider failure (it is
+        an :class:`~sim.harness.effects.ModelError` in the answer)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the underlying HTTP client."""
+        ...
+
+
+def text(value: str) -> TextBlock:
+    """A text block of the response, sized with the harness's estimate."""
+    return TextBlock(value, estimate_tokens(value))
+
+
+def thinking(value: str, signature: str) -> ThinkingBlock:
+    """A thinking block (kept with its signature, so it can be sent back)."""
+    return ThinkingBlock(value, estimate_tokens(value), signature)
+
+
+def tool_use(call_id: str, name: str, arguments: str | dict[str, Any]) -> ToolUseBlock | None:
+    """A tool_use block from its id, name and arguments (JSON text as streamed,
+    or already parsed); None when the arguments are not a JSON object."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return ToolUseBlock(call_id, name, arguments, estimate_tokens(json.dumps(arguments)))
+
+
+def estimated_usage(request: ModelRequest, content: list[Block]) -> Usage:
+    """The harness's own counts for a call whose provider reported no usage."""
+    out = 0
+    thought = 0
+    for block in content:
+        if block.type == "thinking":
+            thought += block.tokens
+        else:
+            out += block.tokens
+    return Usage(input_tokens=request.input_tokens, output_tokens=out, thinking_tokens=thought)
+
+
+def non_negative(value: Any) -> int:
+    """A reported token count as a non-negative int (missing or bad: 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(0, int(value))

@@ -1,0 +1,296 @@
+"""The live driver: the real harness loop, its effects performed for real.
+
+:class:`LiveDriver` runs :func:`sim.harness.loop.agent_loop` (the same
+generator the simulation engines drive) and performs each effect it yields:
+
+* :class:`ModelRequest`: one call through the provider's SDK
+  (:mod:`~sim.drivers.live.anthropic_api`, :mod:`~sim.drivers.live.openai_api`),
+  bounded by ``params.model_timeout_s`` (the worst case the time budgets
+  assume); failures come back as :class:`ModelError`, which the harness
+  classifies and retries;
+* :class:`ToolRequest`: the registered tool, with the request's timeout;
+* :class:`ApprovalRequest`: the approver callback (a terminal prompt by
+  default), for at most the request's timeout;
+* :class:`VerifyRequest`: the verifier (for example :class:`CommandCheck`, a
+  command the model cannot write, run in the working directory);
+* :class:`Wait`: a real sleep;
+* :class:`Checkpoint`: the state saved in the checkpoint store (SQLite for
+  real use).
+
+:meth:`LiveDriver.cancel` (from any thread, or a signal handler) aborts the
+effect in flight: the model stream is closed, a shell command is killed, a
+sleep or an approval wait ends. The harness then sees the abort flag and ends
+the run as ``cancelled:external_signal``.
+
+Listeners (:class:`RunListener`) see every call with its timing, failed
+ones too (the OpenTelemetry spans of :mod:`~sim.drivers.live.otel` are one);
+a loop wrapper sees every effect and result (the trace recorder of
+:mod:`sim.traces.recorder` records live runs exactly as it records simulated
+ones).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from sim.drivers.live.approval import Approver, terminal_prompt
+from sim.drivers.live.calls import Answer, ModelClient
+from sim.drivers.live.tools import Toolbox, ToolContext, in_daemon_thread, run_tool
+from sim.harness.checkpoint import CheckpointStore
+from sim.harness.effects import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Checkpoint,
+    ModelError,
+    ModelRequest,
+    ToolError,
+    ToolRequest,
+    ToolResult,
+    Verdict,
+    VerifyRequest,
+    Wait,
+)
+from sim.harness.events import Observer
+from sim.harness.loop import Loop, agent_loop
+from sim.harness.messages import estimate_tokens
+from sim.harness.params import HarnessParams
+from sim.harness.state import HarnessState, request_abort
+
+CANCELLED = "cancelled by the operator"
+CHECK_OUTPUT_CHARS = 4_000
+
+
+class RunListener(Protocol):
+    """Sees what a live run does; times are seconds since the run started."""
+
+    def model_call(self, request: ModelRequest, answer: Answer, start_s: float,
+                   end_s: float) -> None:
+        """A model call ended (answered, failed or cancelled)."""
+
+    def tool_call(self, request: ToolRequest, result: ToolResult | ToolError, start_s: float,
+                  end_s: float) -> None:
+        """A tool call ended."""
+
+    def run_end(self, state: HarnessState, end_s: float) -> None:
+        """The run reached its terminal state."""
+
+
+Verifier = Callable[[VerifyRequest, ToolContext], "Verdict | bool | Awaitable[Verdict | bool]"]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandCheck:
+    """A verifier: ``command`` run by ``/bin/sh`` in the working directory;
+    exit status 0 passes. A failure's feedback is the status and the end of
+    its output, which goes back to the model."""
+
+    command: str
+    timeout_s: float = 120.0
+
+    async def __call__(self, request: VerifyRequest, context: ToolContext) -> Verdict:
+        """Run the check and judge by its exit status."""
+        from sim.drivers.live.tools import ShellTool
+
+        start = time.monotonic()
+        result = await run_tool(ShellTool("check", timeout_s=self.timeout_s), "check",
+                                {"command": self.command}, context, self.timeout_s)
+        duration = time.monotonic() - start
+        if isinstance(result, ToolError):
+            text = f"Verification could not run ({self.command!r}): {result.message}"
+            return Verdict(False, text, estimate_tokens(text), duration)
+        if result.output.startswith("exit status 0\n"):
+            return Verdict(True, "", 0, duration)
+        tail = result.output[-CHECK_OUTPUT_CHARS:]
+        text = f"Verification failed: {self.command!r} says the task is not done.\n{tail}"
+        return Verdict(False, text, estimate_tokens(text), duration)
+
+
+class LiveDriver:
+    """Performs the effects of live runs, one run at a time (see the module
+    docstring). ``workdir`` is where tools and checks run."""
+
+    def __init__(self, model: ModelClient, toolbox: Toolbox, *,
+                 workdir: str | Path, approver: Approver = terminal_prompt,
+                 verifier: Verifier | None = None, store: CheckpointStore | None = None,
+                 listeners: Sequence[RunListener] = (),
+                 observers: Sequence[Observer] = ()) -> None:
+        self.model = model
+        self.toolbox = toolbox
+        self.context = ToolContext(Path(workdir))
+        self.approver = approver
+        self.verifier = verifier
+        self.store = store
+        self.listeners = list(listeners)
+        self.observers = list(observers)
+        self._requested = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+        self._start = 0.0
+
+    # ------------------------------------------------------------ control
+    def cancel(self) -> None:
+        """Cancel the run in progress (or the next one), from any thread."""
+        self._requested.set()
+        loop, event = self._loop, self._event
+        if loop is not None and event is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has just closed
+                loop.call_soon_threadsafe(event.set)
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called."""
+        return self._requested.is_set()
+
+    # ---------------------------------------------------------------- run
+    async def run(self, params: HarnessParams, state: HarnessState, run_id: str, *,
+                  wrap: Callable[[Loop], Loop] | None = None) -> HarnessState:
+        """Drive the loop for ``state`` until it returns its final state.
+        ``wrap`` wraps the loop generator (a trace recorder,
+        :class:`sim.traces.recorder.RunRecorder`, sees every effect and result)."""
+        if params.verifier.enabled and self.verifier is None:
+            raise ValueError("the harness verifies claimed successes but the driver has no "
+                             "verifier")
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+        if self._requested.is_set():
+            self._event.set()
+        self._start = time.monotonic()
+        loop = agent_loop(params, state, observers=self.observers)
+        if wrap is not None:
+            loop = wrap(loop)
+        result: Any = None
+        try:
+            while True:
+                if self._event.is_set():
+                    request_abort(state)
+                try:
+                    effect = loop.send(result)
+                except StopIteration as stop:
+                    final: HarnessState = stop.value
+                    break
+                result = await self._perform(effect, params, state, run_id)
+        finally:
+            self._loop = self._event = None
+        end = self._now()
+        for listener in self.listeners:
+            listener.run_end(final, end)
+        return final
+
+    def _now(self) -> float:
+        return time.monotonic() - self._start
+
+    async def _perform(self, effect: Any, params: HarnessParams, state: HarnessState,
+                       run_id: str) -> Any:
+        if isinstance(effect, Checkpoint):
+            if self.store is not None:
+                self.store.save(run_id, effect.turn, state)
+            return None
+        start = self._now()
+        work = asyncio.ensure_future(self._dispatch(effect, params))
+        stop = asyncio.ensure_future(self._event.wait())  # type: ignore[union-attr]
+        try:
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if work.done():
+            result = work.result()
+        else:  # cancelled meanwhile: abort the effect (closes a stream, kills a command)
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+            request_abort(state)
+            result = self._aborted(effect, self._now() - start)
+        end = self._now()
+        if isinstance(effect, ModelRequest):
+            answer = result if isinstance(result, Answer) else Answer(result)
+            for listener in self.listeners:
+                listener.model_call(effect, answer, start, end)
+            return answer.result
+        if isinstance(effect, ToolRequest):
+            for listener in self.listeners:
+                listener.tool_call(effect, result, start, end)
+        return result
+
+    async def _dispatch(self, effect: Any, params: HarnessParams) -> Any:
+        if isinstance(effect, ModelRequest):
+            return await self._model(effect, params.model_timeout_s)
+        if isinstance(effect, ToolRequest):
+            call = effect.call
+            return await run_tool(self.toolbox.get(call.name), call.name, call.input,
+                                  self.context, effect.timeout_s)
+        if isinstance(effect, Wait):
+            await asyncio.sleep(effect.seconds)
+            return None
+        if isinstance(effect, ApprovalRequest):
+            return await self._approve(effect)
+        if isinstance(effect, VerifyRequest):
+            return await self._verify(effect)
+        raise TypeError(f"the live driver cannot perform {effect!r}")
+
+    async def _model(self, request: ModelRequest, deadline_s: float) -> Answer:
+        start = time.monotonic()
+        try:
+            return await asyncio.wait_for(self.model.call(request), deadline_s)
+        except TimeoutError:
+            return Answer(ModelError("timeout", None, None, f"no complete response within "
+                                                            f"{deadline_s:g} s",
+                                     time.monotonic() - start))
+
+    async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        start = time.monotonic()
+        try:
+            answer = await asyncio.wait_for(
+                in_daemon_thread(self.approver, request), request.timeout_s)
+        except TimeoutError:
+            return ApprovalDecision(False, time.monotonic() - start, True, "no answer in time")
+        except Exception as error:  # a broken approver refuses, it does not crash the run
+            return ApprovalDecision(False, time.monotonic() - start,
+                                    reason=f"approver failed: {error}")
+        waited = time.monotonic() - start
+        if isinstance(answer, ApprovalDecision):
+            return ApprovalDecision(answer.approved, waited, answer.timed_out, answer.reason)
+        return ApprovalDecision(bool(answer), waited)
+
+    async def _verify(self, request: VerifyRequest) -> Verdict:
+        start = time.monotonic()
+        verifier = self.verifier
+        assert verifier is not None
+        try:
+            if _is_async(verifier):
+                verdict = await verifier(request, self.context)  # type: ignore[misc]
+            else:
+                verdict = await in_daemon_thread(verifier, request, self.context)
+        except Exception as error:
+            text = f"Verification could not run: {error}"
+            return Verdict(False, text, estimate_tokens(text), time.monotonic() - start)
+        if isinstance(verdict, Verdict):
+            return verdict
+        return Verdict(bool(verdict), duration_s=time.monotonic() - start)
+
+    @staticmethod
+    def _aborted(effect: Any, elapsed: float) -> Any:
+        """The result sent for an effect cut short by a cancellation."""
+        if isinstance(effect, ModelRequest):
+            return Answer(ModelError("connection", None, None, CANCELLED, elapsed))
+        if isinstance(effect, ToolRequest):
+            return ToolError("transient", CANCELLED, estimate_tokens(CANCELLED), elapsed)
+        if isinstance(effect, Wait):
+            return elapsed
+        if isinstance(effect, ApprovalRequest):
+            return ApprovalDecision(False, elapsed, reason=CANCELLED)
+        return Verdict(False, CANCELLED, estimate_tokens(CANCELLED), elapsed)
+
+
+def _is_async(function: object) -> bool:
+    """Whether calling ``function`` gives a coroutine (a coroutine function,
+    or an object whose ``__call__`` is one)."""
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        type(function).__call__ if not inspect.isfunction(function) else None)
