@@ -16,7 +16,9 @@ None}`` removes the token budget) or, as on the command line, a list of
 ``"dotted.path=value"`` strings with YAML values. Every function takes
 ``workers`` (processes; default all cores; results do not depend on it) and
 ``progress`` (a progress bar on stderr; default off). Bad input raises
-:class:`sim.errors.InputError` with a message naming the file and field.
+:class:`sim.errors.InputError` with a message naming the file and field. A
+scenario that names a detector or verifier by import path (code to import and
+run) is refused unless the call passes ``allow_plugins=True``.
 
 Units, as everywhere: shares in [0, 1], tokens as counts, cost in USD, times
 in seconds; percentiles are observed values at rank floor(q n) (:mod:`sim.analysis.stats`).
@@ -27,24 +29,27 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
-from sim.analysis.compare import Comparison, Side, Thresholds, compare_sides
+from sim.analysis.compare import PAIRINGS, Comparison, Side, Thresholds, compare_sides
 from sim.errors import InputError
 from sim.output.html import summary_frame
 from sim.output.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, records_frame
 from sim.runner import CellRun, cells_of, run_sweep
+from sim.scenario.limits import check_workers
 from sim.scenario.model import Scenario, set_dotted, validate
 from sim.scenario.model import load_scenario as _load_yaml
 
 Overrides = Mapping[str, Any] | Sequence[str] | None
 """``{"dotted.path": value}`` or ``["dotted.path=value", ...]`` (YAML values)."""
 
-__all__ = ["Comparison", "SweepFrames", "compare", "load_scenario", "read_results",
-           "simulate", "summarize", "sweep", "with_overrides"]
+__all__ = ["Comparison", "ComparisonPlan", "SweepFrames", "compare", "load_scenario",
+           "plan_comparison", "read_results", "run_comparison", "simulate", "summarize",
+           "sweep", "with_overrides"]
 
 
 class SweepFrames(NamedTuple):
@@ -58,8 +63,10 @@ class SweepFrames(NamedTuple):
 
 # --------------------------------------------------------------- scenarios
 
-def with_overrides(scenario: Scenario, overrides: Overrides = None) -> Scenario:
-    """A copy of ``scenario`` with ``overrides`` applied and validated.
+def with_overrides(scenario: Scenario, overrides: Overrides = None, *,
+                   allow_plugins: bool = False) -> Scenario:
+    """A copy of ``scenario`` with ``overrides`` applied and validated (a
+    detector or verifier named by import path needs ``allow_plugins``).
 
     >>> s = load_scenario("scenarios/bounded.yaml")
     >>> with_overrides(s, {"harness.detector.nudges": 0}).harness.detector.nudges
@@ -81,19 +88,21 @@ def with_overrides(scenario: Scenario, overrides: Overrides = None) -> Scenario:
         for item in overrides:
             key, value = parse_override(item, source)
             set_dotted(raw, key, value, source)
-    return validate(raw, source)
+    return validate(raw, source, allow_plugins=allow_plugins)
 
 
-def load_scenario(source: str | os.PathLike | Scenario, overrides: Overrides = None
-                  ) -> Scenario:
+def load_scenario(source: str | os.PathLike | Scenario, overrides: Overrides = None, *,
+                  allow_plugins: bool = False) -> Scenario:
     """A validated :class:`~sim.scenario.Scenario` from a YAML file (or a
-    Scenario), with ``overrides`` applied.
+    Scenario), with ``overrides`` applied. A scenario file names code to run
+    (a detector or verifier by import path) only with ``allow_plugins=True``.
 
     >>> load_scenario("scenarios/bounded.yaml", {"tasks": 100}).tasks
     100
     """
-    scenario = source if isinstance(source, Scenario) else _load_yaml(source)
-    return with_overrides(scenario, overrides)
+    scenario = (source if isinstance(source, Scenario)
+                else _load_yaml(source, allow_plugins=allow_plugins))
+    return with_overrides(scenario, overrides, allow_plugins=allow_plugins)
 
 
 def _settings(tasks: int | None, seed: int | None) -> dict[str, int]:
@@ -110,14 +119,14 @@ def _settings(tasks: int | None, seed: int | None) -> dict[str, int]:
 
 
 def _prepare(scenario: str | os.PathLike | Scenario, overrides: Overrides, tasks: int | None,
-             seed: int | None) -> Scenario:
-    return with_overrides(load_scenario(scenario, overrides), _settings(tasks, seed))
+             seed: int | None, allow_plugins: bool = False) -> Scenario:
+    return with_overrides(load_scenario(scenario, overrides, allow_plugins=allow_plugins),
+                          _settings(tasks, seed), allow_plugins=allow_plugins)
 
 
 def _run(scenario: Scenario, runs: list[CellRun], workers: int | None, progress: bool
          ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    if workers is not None and workers < 1:
-        raise InputError(f"workers must be >= 1, got {workers}")
+    check_workers(workers, "workers")
     result = run_sweep(runs, scenario.tasks, workers=workers, progress=progress)
     frames, cells = [], []
     for run in runs:
@@ -134,26 +143,28 @@ def _run(scenario: Scenario, runs: list[CellRun], workers: int | None, progress:
 
 def simulate(scenario: str | os.PathLike | Scenario, overrides: Overrides = None, *,
              tasks: int | None = None, seed: int | None = None, workers: int | None = None,
-             progress: bool = False) -> pd.DataFrame:
+             progress: bool = False, allow_plugins: bool = False) -> pd.DataFrame:
     """Simulate the scenario's base cell (its ``sweep``, if any, is ignored):
     one row per task, the columns of :class:`sim.records.TaskRecord` (``cell``,
     ``task``, ``outcome``, ``steps``, ``input_tokens``, ``cost_usd``, ...).
 
     ``tasks`` and ``seed`` override the scenario's; the same scenario and seed
-    give the same rows.
+    give the same rows. ``allow_plugins`` lets the scenario name a detector or
+    verifier by import path (code that is imported and run).
 
     >>> rows = simulate("scenarios/bounded.yaml", tasks=50, workers=1)
     >>> len(rows), rows["task"].tolist()[:3]
     (50, [0, 1, 2])
     """
-    s = _prepare(scenario, overrides, tasks, seed).model_copy(update={"sweep": {}})
+    s = _prepare(scenario, overrides, tasks, seed, allow_plugins).model_copy(
+        update={"sweep": {}})
     rows, _ = _run(s, [CellRun(s.name, s, ())], workers, progress)
     return rows
 
 
 def sweep(scenario: str | os.PathLike | Scenario, overrides: Overrides = None, *,
           tasks: int | None = None, seed: int | None = None, workers: int | None = None,
-          progress: bool = False) -> SweepFrames:
+          progress: bool = False, allow_plugins: bool = False) -> SweepFrames:
     """Simulate every cell of the scenario's sweep grid (one cell without a
     sweep): ``(rows, summary)``, see :class:`SweepFrames`. Add or replace the
     grid with an override: ``{"sweep": {"harness.budgets.tokens": [5e5, 1e6, 2e6]}}``.
@@ -163,7 +174,7 @@ def sweep(scenario: str | os.PathLike | Scenario, overrides: Overrides = None, *
     >>> summary["cell"].tolist()
     ['nudges=0', 'nudges=1']
     """
-    s = _prepare(scenario, overrides, tasks, seed)
+    s = _prepare(scenario, overrides, tasks, seed, allow_plugins)
     rows, cells = _run(s, cells_of(s), workers, progress)
     return SweepFrames(rows, summary_frame(cells))
 
@@ -251,12 +262,95 @@ def _spec(source: Any) -> _Spec:
                      "results folder, a Scenario or a DataFrame of task rows")
 
 
+@dataclass(frozen=True)
+class ComparisonPlan:
+    """Both sides of a comparison resolved and validated, nothing simulated
+    yet: per side its kind (``scenario``, ``folder`` or ``rows``), label and
+    source, and the resolved Scenario or the rows (and cells) read. See
+    :func:`plan_comparison`; :func:`run_comparison` carries it out."""
+
+    specs: tuple[_Spec, _Spec]
+    scenarios: tuple[Scenario | None, Scenario | None]
+    folders: tuple[tuple[pd.DataFrame | None, list[dict[str, Any]] | None], ...]
+    thresholds: Thresholds
+    pairing: str
+
+    def provenance(self) -> dict[str, Any]:
+        """What the comparison compares: per side the resolved scenario of a
+        simulated side, or the folder of a results side
+        (:mod:`sim.output.provenance`)."""
+        from sim.output.provenance import sim_version
+
+        out: dict[str, Any] = {"command": "compare", "sim_version": sim_version()}
+        for role, spec, scenario in zip(("base", "candidate"), self.specs, self.scenarios,
+                                        strict=True):
+            if scenario is not None:
+                out[role] = {"scenario": scenario.model_dump(mode="json")}
+            elif spec.kind == "folder":
+                out[role] = {"folder": str(spec.value)}
+            else:
+                out[role] = {"rows": len(spec.value)}
+        return out
+
+
+def plan_comparison(base: Any, candidate: Any, *, tasks: int | None = None,
+                    seed: int | None = None, overrides: Overrides = None,
+                    base_overrides: Overrides = None, candidate_overrides: Overrides = None,
+                    pairing: str = "auto", max_share_drop_pp: float = 1.0,
+                    max_cost_rise_pct: float = 5.0, alpha: float = 0.05,
+                    resamples: int = 2000, allow_plugins: bool = False) -> ComparisonPlan:
+    """Resolve and validate both sides of :func:`compare` (same arguments)
+    without simulating: bad input fails here, before any work."""
+    thresholds = Thresholds(max_share_drop_pp, max_cost_rise_pct, alpha, resamples).validate()
+    specs = (_spec(base), _spec(candidate))
+    folder_tasks = None
+    folders = tuple(_read_folder(s.value) if s.kind == "folder" else (None, None)
+                    for s in specs)
+    for rows, _cells in folders:
+        if rows is not None and len(rows):
+            folder_tasks = int(rows.groupby("cell").size().max())
+    if specs[0].kind != "scenario" and specs[1].kind != "scenario" and (
+            tasks is not None or seed is not None or overrides or base_overrides
+            or candidate_overrides):
+        raise InputError("tasks, seed and overrides apply to scenarios; neither side is one")
+    scenarios = []
+    for spec, own in zip(specs, (base_overrides, candidate_overrides), strict=True):
+        if spec.kind != "scenario":
+            scenarios.append(None)
+            continue
+        s = _prepare(spec.value, overrides, tasks if tasks is not None else folder_tasks, seed,
+                     allow_plugins)
+        scenarios.append(with_overrides(s, own, allow_plugins=allow_plugins))
+    if pairing not in PAIRINGS:
+        raise InputError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
+    return ComparisonPlan(specs, tuple(scenarios), folders, thresholds, pairing)
+
+
+def run_comparison(plan: ComparisonPlan, *, workers: int | None = None,
+                   progress: bool = False) -> Comparison:
+    """Simulate the scenario sides of ``plan`` and compare (see :func:`compare`)."""
+    sides = []
+    for spec, scenario, (rows, cells) in zip(plan.specs, plan.scenarios, plan.folders,
+                                             strict=True):
+        if scenario is not None:
+            source = str(spec.value) if not isinstance(spec.value, Scenario) else scenario.name
+            sides.append(_scenario_side(scenario, source, workers, progress))
+        elif spec.kind == "folder":
+            sides.append(_rows_side(rows, spec.label, f"results folder {spec.value}", cells))
+        else:
+            sides.append(_rows_side(spec.value, spec.label, "task rows"))
+    if plan.specs[0].kind == "folder" and plan.specs[1].kind == "folder":
+        _same_counts(sides[0], sides[1])
+    b, c = _distinct_labels(*sides)
+    return compare_sides(b, c, plan.thresholds, pairing=plan.pairing)
+
+
 def compare(base: Any, candidate: Any, *, tasks: int | None = None, seed: int | None = None,
             overrides: Overrides = None, base_overrides: Overrides = None,
             candidate_overrides: Overrides = None, pairing: str = "auto",
             max_share_drop_pp: float = 1.0, max_cost_rise_pct: float = 5.0,
             alpha: float = 0.05, resamples: int = 2000, workers: int | None = None,
-            progress: bool = False) -> Comparison:
+            progress: bool = False, allow_plugins: bool = False) -> Comparison:
     """Compare a candidate harness setting with a base: outcome shares, steps,
     tokens and cost, cell by cell, with intervals, tests and a verdict (see
     :mod:`sim.analysis.compare` for the statistics).
@@ -273,43 +367,26 @@ def compare(base: Any, candidate: Any, *, tasks: int | None = None, seed: int | 
     ``pairing``: ``auto`` (pair tasks by index when both sides ran the same
     task streams), ``paired`` or ``unpaired``. Thresholds: ``max_share_drop_pp``
     (percentage points), ``max_cost_rise_pct`` (percent), ``alpha``
-    (family-wise level); ``resamples`` of the bootstrap.
+    (family-wise level); ``resamples`` of the bootstrap. ``allow_plugins``
+    lets a scenario name a detector or verifier by import path.
+
+    The result's ``outcome`` is ``regression``, ``no regression`` (every
+    check shown within its limit) or ``inconclusive`` (``tasks_to_decide``
+    says how many tasks would decide it); ``exit_status`` 1, 0 or 3.
 
     >>> result = compare("scenarios/bounded.yaml", "scenarios/bounded.yaml",
     ...                  tasks=100, candidate_overrides={"harness.detector.nudges": 0},
     ...                  workers=1)
-    >>> result.paired, result.exit_status in (0, 1)
+    >>> result.paired, result.exit_status in (0, 1, 3)
     (True, True)
     """
-    thresholds = Thresholds(max_share_drop_pp, max_cost_rise_pct, alpha, resamples).validate()
-    specs = [_spec(base), _spec(candidate)]
-    folder_tasks = None
-    folders: list[tuple[pd.DataFrame, list[dict[str, Any]]]] = [
-        _read_folder(s.value) if s.kind == "folder" else (None, None) for s in specs]
-    for rows, _cells in folders:
-        if rows is not None and len(rows):
-            folder_tasks = int(rows.groupby("cell").size().max())
-    if specs[0].kind != "scenario" and specs[1].kind != "scenario" and (
-            tasks is not None or seed is not None or overrides or base_overrides
-            or candidate_overrides):
-        raise InputError("tasks, seed and overrides apply to scenarios; neither side is one")
-    sides = []
-    for spec, (rows, cells), own in zip(specs, folders, (base_overrides, candidate_overrides),
-                                        strict=True):
-        if spec.kind == "scenario":
-            s = _prepare(spec.value, overrides, tasks if tasks is not None else folder_tasks,
-                         seed)
-            s = with_overrides(s, own)
-            source = str(spec.value) if not isinstance(spec.value, Scenario) else s.name
-            sides.append(_scenario_side(s, source, workers, progress))
-        elif spec.kind == "folder":
-            sides.append(_rows_side(rows, spec.label, f"results folder {spec.value}", cells))
-        else:
-            sides.append(_rows_side(spec.value, spec.label, "task rows"))
-    if specs[0].kind == "folder" and specs[1].kind == "folder":
-        _same_counts(sides[0], sides[1])
-    b, c = _distinct_labels(*sides)
-    return compare_sides(b, c, thresholds, pairing=pairing)
+    plan = plan_comparison(base, candidate, tasks=tasks, seed=seed, overrides=overrides,
+                           base_overrides=base_overrides,
+                           candidate_overrides=candidate_overrides, pairing=pairing,
+                           max_share_drop_pp=max_share_drop_pp,
+                           max_cost_rise_pct=max_cost_rise_pct, alpha=alpha,
+                           resamples=resamples, allow_plugins=allow_plugins)
+    return run_comparison(plan, workers=workers, progress=progress)
 
 
 def _same_counts(base: Side, candidate: Side) -> None:

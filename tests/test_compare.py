@@ -1,7 +1,10 @@
 """Comparisons (sim.analysis.compare, ``python -m sim compare``): statistics against
-theory, the verdict's rules, pairing, and the two end-to-end claims of the
-issue: bounded.yaml against itself under another seed is no regression, and
-stopping on the first detection is a regression of the expected size."""
+theory, the verdict's rules (regression, no regression shown by every
+interval inside its limit, inconclusive with the tasks that would decide it),
+pairing, and the end-to-end claims: stopping on the first detection is
+inconclusive on 10 and 100 tasks and a regression of the expected size on
+10,000 (exit 3, 3, 1); bounded.yaml against itself under another seed is no
+regression on 50,000 unpaired tasks (exit 0); the JUnit files say the same."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import io
 import itertools
 import json
 import math
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +42,8 @@ from sim.scenario.model import load_scenario
 from sim.world.difficulty import need_cdf
 
 Z = 4.0  # two-sided tolerance in standard errors: a false alarm about once in 16,000 runs
-STOP_FIRST_TASKS = 3000
+STOP_FIRST_TASKS = 10_000
+SELF_TASKS = 50_000
 
 
 def run_cli(*argv: str) -> tuple[int, str]:
@@ -350,33 +355,83 @@ def _step(mass: np.ndarray, prog: np.ndarray, loop: float) -> np.ndarray:
     return out
 
 
+def junit_cases(path: Path) -> dict[str, str]:
+    """``{test case name: "failure" | "skipped" | "passed"}`` of a JUnit file."""
+    root = ET.parse(path).getroot()
+    cases = {}
+    for case in root.iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "skipped", "error")]
+        cases[case.get("name")] = kinds[0] if kinds else "passed"
+    return cases
+
+
 @pytest.fixture(scope="module")
 def stop_first(tmp_path_factory):
     """``python -m sim compare bounded.yaml bounded_stop_first.yaml`` on
-    3,000 tasks, JSON on stdout, results saved: (status, JSON, out folder)."""
-    out = tmp_path_factory.mktemp("stop_first")
+    10,000 tasks, JSON on stdout, results saved, JUnit written:
+    (status, JSON, out folder)."""
+    out = tmp_path_factory.mktemp("stop_first") / "report"
     status, stdout = run_cli("compare", "scenarios/bounded.yaml",
                              "scenarios/bounded_stop_first.yaml", "--tasks",
                              str(STOP_FIRST_TASKS), "--format", "json", "--quiet",
-                             "--out", str(out), "--save-results")
+                             "--out", str(out), "--save-results",
+                             "--junit", str(out.parent / "junit.xml"))
     return status, json.loads(stdout), out
 
 
+@pytest.mark.slow
 def test_stopping_on_the_first_detection_is_a_regression_of_the_succeeded_share(stop_first):
-    """Exit status 1; the comparison is paired (same seed); the succeeded
-    share falls and needs_human:no_progress rises beyond the 1 pp limit with
-    tiny Holm-adjusted p-values; the cost checks are improvements, not
-    regressions (stopped runs end early)."""
-    status, data, _ = stop_first
+    """On 10,000 tasks: exit status 1; the comparison is paired (same seed);
+    the succeeded share falls and needs_human:no_progress rises beyond the 1
+    pp limit with tiny Holm-adjusted p-values; the cost checks fall, within
+    their limits (stopped runs end early). The JUnit file has a failure for
+    exactly the regressions and no skipped case."""
+    status, data, out = stop_first
     assert status == 1 and data["regression"] and data["paired"]
+    assert data["outcome"] == "regression" and data["exit_status"] == 1
     checks = {c["check"]: c for c in data["checks"]}
     assert checks["succeeded share"]["regression"] and checks["succeeded share"]["change"] < -1
     assert checks["needs_human:no_progress share"]["regression"]
     assert checks["succeeded share"]["p_adjusted"] < 1e-10
     assert not checks["mean cost"]["regression"] and checks["mean cost"]["change"] < 0
+    assert checks["mean cost"]["status"] == "within"
     assert data["verdict"].startswith("regression: bounded: succeeded share fell")
+    cases = junit_cases(out.parent / "junit.xml")
+    failing = {f"bounded: {c['check']}" for c in data["checks"] if c["regression"]}
+    assert {name for name, kind in cases.items() if kind == "failure"} == failing
+    assert "skipped" not in cases.values() and len(cases) == len(data["checks"])
 
 
+@pytest.mark.parametrize("tasks", [10, 100])
+def test_few_tasks_of_a_real_regression_are_inconclusive_not_a_pass(tasks, tmp_path):
+    """bounded vs stop_first on 10 or 100 tasks cannot show every check
+    within its limit (the succeeded share's interval reaches past -1 pp) nor
+    a significant regression: exit status 3, with the tasks that would
+    decide it (more than were run); the JUnit file skips the undecided
+    checks and fails none; the Markdown summary starts with the verdict."""
+    junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
+    status, stdout = run_cli("compare", "scenarios/bounded.yaml",
+                             "scenarios/bounded_stop_first.yaml", "--tasks", str(tasks),
+                             "--format", "json", "--quiet", "--out", str(tmp_path / "out"),
+                             "--resamples", "500", "--junit", str(junit),
+                             "--summary-md", str(summary))
+    data = json.loads(stdout)
+    assert status == 3 and data["outcome"] == "inconclusive" and data["exit_status"] == 3
+    assert data["tasks_to_decide"] > tasks
+    checks = {c["check"]: c for c in data["checks"]}
+    succeeded = checks["succeeded share"]
+    assert succeeded["status"] == "inconclusive" and succeeded["ci_low"] < -1
+    assert succeeded["tasks_to_decide"] > tasks
+    cases = junit_cases(junit)
+    assert "failure" not in cases.values()
+    assert cases["bounded: succeeded share"] == "skipped"
+    assert {n for n, k in cases.items() if k == "skipped"} == {
+        f"bounded: {c['check']}" for c in data["checks"] if c["status"] == "inconclusive"}
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## ⚠️ inconclusive") and "tasks" in text
+
+
+@pytest.mark.slow
 def test_the_succeeded_share_falls_by_the_derived_amount(stop_first):
     """The drop matches the derivation (:func:`expected_stop_first_drop`,
     about 7 pp: half of the ~17% of runs whose first loop is detected, times
@@ -395,6 +450,7 @@ def test_the_succeeded_share_falls_by_the_derived_amount(stop_first):
     assert (row["ci_high_pp"] - row["ci_low_pp"]) / 100 == pytest.approx(2 * 1.96 * se, rel=0.2)
 
 
+@pytest.mark.slow
 def test_the_lost_successes_are_exactly_the_runs_the_nudge_rescued(stop_first):
     """Common random numbers make the comparison exact: the fall of the
     succeeded share equals the share of base runs that were nudged and then
@@ -409,6 +465,7 @@ def test_the_lost_successes_are_exactly_the_runs_the_nudge_rescued(stop_first):
     assert row["change_pp"] == pytest.approx(-100 * rescued.mean())
 
 
+@pytest.mark.slow
 def test_the_comparison_report_holds_tables_and_every_figure(stop_first):
     """report.md links every figure file; report.html embeds each one as a
     base64 PNG and fetches nothing; comparison.json equals the JSON printed."""
@@ -425,26 +482,33 @@ def test_the_comparison_report_holds_tables_and_every_figure(stop_first):
     assert json.loads((out / "comparison.json").read_text()) == data
 
 
+@pytest.mark.slow
 def test_results_folders_compare_like_their_scenarios(stop_first):
-    """The saved results folders, compared as folders, pair by ground truth and
-    give the same outcome table and verdict (exit 1) as the scenarios did."""
+    """The saved results folders record their seed and resolved scenario;
+    compared as folders they pair (same seed) and give the same outcome
+    table and verdict (exit 1) as the scenarios did."""
     _, data, out = stop_first
+    summary = json.loads((out / "base" / "summary.json").read_text())
+    assert summary["provenance"]["scenario"]["name"] == "bounded"
+    assert summary["provenance"]["tasks"] == STOP_FIRST_TASKS
     status, stdout = run_cli("compare", str(out / "base"), str(out / "candidate"),
-                             "--format", "json", "--out", str(out / "again"),
+                             "--format", "json", "--out", str(out.parent / "again"),
                              "--resamples", "200")
     again = json.loads(stdout)
-    assert status == 1 and again["paired"] and "ground truth" in again["pairing"]
+    assert status == 1 and again["paired"] and "(seed 7)" in again["pairing"]
     assert again["outcomes"] == data["outcomes"]
 
 
+@pytest.mark.slow
 def test_a_folder_compared_with_itself_is_no_regression(stop_first):
-    """Same rows on both sides: exit status 0."""
+    """Same 10,000 rows on both sides: every interval is inside its limit, exit status 0."""
     _, _, out = stop_first
     status, stdout = run_cli("compare", str(out / "base"), str(out / "base"), "--out",
-                             str(out / "same"), "--resamples", "200")
+                             str(out.parent / "same"), "--resamples", "200")
     assert status == 0 and "no regression" in stdout
 
 
+@pytest.mark.slow
 def test_folders_of_different_sizes_and_missing_folders_are_bad_input(stop_first, tmp_path):
     """Results folders with different task counts, a missing path, or a folder
     without results exit with status 2."""
@@ -462,18 +526,42 @@ def test_folders_of_different_sizes_and_missing_folders_are_bad_input(stop_first
 
 # ------------------------------------------------- bounded against itself
 
+@pytest.mark.slow
 def test_bounded_against_itself_under_another_seed_is_no_regression(tmp_path):
-    """Two seeds are two independent samples of the same harness: the
-    comparison is unpaired (and says so), and finds no regression (exit 0)."""
-    out = tmp_path / "self"
+    """Two seeds are two independent samples of the same harness: on 50,000
+    tasks a side the comparison is unpaired (and says so) and shows every
+    check within its limit (its 95% interval inside it): exit 0, and a
+    JUnit file where every check passes."""
+    out, junit = tmp_path / "self", tmp_path / "junit.xml"
     status, stdout = run_cli("compare", "scenarios/bounded.yaml", "scenarios/bounded.yaml",
-                             "--candidate-set", "seed=8", "--tasks", "2000", "--quiet",
-                             "--out", str(out), "--resamples", "1000")
+                             "--candidate-set", "seed=8", "--tasks", str(SELF_TASKS),
+                             "--quiet", "--out", str(out), "--resamples", "1000",
+                             "--junit", str(junit), "--summary-md", str(tmp_path / "s.md"))
     assert status == 0 and "verdict: no regression" in stdout
     assert "unpaired: the sides ran different seeds (7 and 8)" in stdout
+    data = json.loads((out / "comparison.json").read_text())
+    assert data["outcome"] == "no regression" and all(c["within"] for c in data["checks"])
+    succeeded = next(c for c in data["checks"] if c["check"] == "succeeded share")
+    assert -1 < succeeded["ci_low"] < succeeded["ci_high"]
+    assert set(junit_cases(junit).values()) == {"passed"}
+    assert (tmp_path / "s.md").read_text(encoding="utf-8").startswith("## ✅ no regression")
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "**unpaired**" in report and "Fisher" in report and "chi-square" in report
     assert "bounded (seed 7) vs bounded (seed 8)" in report
+
+
+def test_identical_sides_of_few_tasks_are_inconclusive_and_of_many_no_regression():
+    """The same rows on both sides: with 100 tasks an unchanged share's
+    paired interval still reaches beyond 1 pp (100 pairs cannot rule out a
+    1 pp drop), so the verdict is inconclusive; with 20,000 it is inside the
+    limit: no regression."""
+    few = synthetic_rows(100, 12)
+    result = compare_sides(side(few, "a"), side(few, "b"), FAST)
+    assert result.outcome == "inconclusive" and result.exit_status == 3
+    assert result.tasks_to_decide > 100
+    many = synthetic_rows(20_000, 12)
+    result = compare_sides(side(many, "a"), side(many, "b"), FAST)
+    assert result.outcome == "no regression" and result.exit_status == 0
 
 
 # ------------------------------------------------------- multi-cell, CLI
@@ -493,7 +581,8 @@ sweep:
 
 def test_multi_cell_scenarios_compare_cell_by_cell_and_mismatches_exit_2(tmp_path):
     """Two grids with the same cells compare cell by cell (one outcome table
-    per cell); grids whose cells differ are bad input (status 2)."""
+    per cell; 60 tasks a cell decide nothing: exit 3); grids whose cells
+    differ are bad input (status 2)."""
     a, b, c = tmp_path / "a.yaml", tmp_path / "b.yaml", tmp_path / "c.yaml"
     a.write_text(GRID % "[0, 1]")
     b.write_text(GRID % "[0, 1]" + "  harness.budgets.steps: [20]\n")
@@ -502,7 +591,7 @@ def test_multi_cell_scenarios_compare_cell_by_cell_and_mismatches_exit_2(tmp_pat
                              "--out", str(tmp_path / "ab"), "--resamples", "200",
                              "--set", "harness.budgets.steps=30")
     data = json.loads(stdout)
-    assert status == 0 and [c["base"] for c in data["cells"]] == ["nudges=0", "nudges=1"]
+    assert status == 3 and [c["base"] for c in data["cells"]] == ["nudges=0", "nudges=1"]
     assert {o["cell"] for o in data["outcomes"]} == {"nudges=0", "nudges=1"}
     assert run_cli("compare", str(a), str(b), "--quiet", "--out", str(tmp_path / "x"))[0] == 2
     assert run_cli("compare", str(a), str(c), "--quiet", "--out", str(tmp_path / "y"))[0] == 2

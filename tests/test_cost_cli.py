@@ -112,7 +112,11 @@ def test_tiered_model_shows_its_tiers(capsys):
     (SEED_ARGS, "no prices"),
     ([*SEED_ARGS, "--price-in", "3"], "no prices"),
     (["--steps", "-1", *SEED_ARGS[2:], "--price-in", "3", "--price-out", "15"],
-     "--steps must be a non-negative integer"),
+     "--steps must be an integer from 1"),
+    (["--steps", "0", *SEED_ARGS[2:], "--price-in", "3", "--price-out", "15"],
+     "--steps must be an integer from 1"),
+    ([*SEED_ARGS[:2], "--prefix", "10000000000000", *SEED_ARGS[4:], "--price-in", "3",
+      "--price-out", "15"], "--prefix must be an integer from 0 to"),
     ([*SEED_ARGS[:6], "--output", "-600", "--price-in", "3", "--price-out", "15"],
      "--output must be"),
     ([*SEED_ARGS, "--price-in", "-3", "--price-out", "15"], "--price-in must be"),
@@ -122,8 +126,9 @@ def test_tiered_model_shows_its_tiers(capsys):
     ([*SEED_ARGS, "--prices", "seed999"], "unknown price set"),
 ])
 def test_bad_input_is_an_input_error(argv, pattern):
-    """Missing prices, negative counts or prices, NaN, unknown models and
-    partial prices for an unknown model are InputErrors with a clear message."""
+    """Missing prices, a run of no steps, negative or huge counts, negative
+    prices, NaN, unknown models and partial prices for an unknown model are
+    InputErrors with a clear message."""
     args = parse(argv)
     with pytest.raises(InputError, match=pattern):
         args.handler(args)

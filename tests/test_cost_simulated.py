@@ -99,9 +99,10 @@ def scenario(steps: int, prefix: int, output: int, tool_result: int, *, tool_s: 
     return {"name": "test", "tasks": 1, "seed": 11, "harness": raw_harness, "world": raw_world}
 
 
-def make_cell(raw: dict) -> Cell:
-    """The engine's cell for a scenario mapping (validated as a file would be)."""
-    return build_cell(CellRun("test", validate(raw, "test"), ()))
+def make_cell(raw: dict, *, allow_plugins: bool = False) -> Cell:
+    """The engine's cell for a scenario mapping (validated as a file would be;
+    ``allow_plugins`` for components given by import path)."""
+    return build_cell(CellRun("test", validate(raw, "test", allow_plugins=allow_plugins), ()))
 
 
 class Recording(SimulatedTask):
@@ -540,7 +541,8 @@ class FlatFee:
 def test_custom_verifiers_by_import_path_work_with_or_without_usage(name):
     """A custom verifier named by import path works with only ``check`` (free)
     or with ``assess`` (its usage priced, its duration in the active time)."""
-    cell = make_cell(scenario(4, 2_000, 300, 300, verifier={"name": name, "options": {}}))
+    cell = make_cell(scenario(4, 2_000, 300, 300, verifier={"name": name, "options": {}}),
+                     allow_plugins=True)
     record, task = run(cell)
     assert record.outcome == "succeeded"
     closed = cost.run_cost(4, 2_000, 600, 300, cell.params.prices)

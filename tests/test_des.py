@@ -380,12 +380,29 @@ def test_a_bad_csv_is_input_error_naming_file_and_line(tmp_path, text, message):
     assert str(path) in str(caught.value) and message in str(caught.value)
 
 
-def test_a_missing_csv_is_input_error(tmp_path):
-    """A trace that does not exist is an InputError naming it."""
-    path = tmp_path / "nope.csv"
-    scenario = load_scenario(BOUNDED, ["engine=des", f"des.arrivals={{kind: csv, path: {path}}}"])
-    with pytest.raises(InputError, match="not found"):
-        arrival_schedule(scenario.des, 10, 0)
+def test_an_unreadable_csv_is_input_error_at_load_and_in_the_engine(tmp_path):
+    """An arrivals file that does not exist, is a folder or is a symlink loop
+    is an InputError at des.arrivals.path when the scenario loads (before
+    anything runs), and an InputError too if it goes missing before the
+    engine reads it."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for name, message in (("nope.csv", "not found"), ("folder", "not a file"),
+                          ("loop1", "cannot read")):
+        path = tmp_path / name
+        with pytest.raises(InputError, match=message) as caught:
+            load_scenario(BOUNDED, ["engine=des", f"des.arrivals={{kind: csv, path: {path}}}"])
+        assert caught.value.path == "des.arrivals.path"
+    good = tmp_path / "arrivals.csv"
+    good.write_text("arrival_s\n0\n", encoding="utf-8")
+    scenario = load_scenario(BOUNDED, ["engine=des", f"des.arrivals={{kind: csv, path: {good}}}"])
+    for name in ("nope.csv", "folder", "loop1"):
+        arrivals = scenario.des.arrivals.model_copy(update={"path": str(tmp_path / name)})
+        des = scenario.des.model_copy(update={"arrivals": arrivals})
+        with pytest.raises(InputError) as caught:
+            arrival_schedule(des, 10, 0)
+        assert caught.value.path == "des.arrivals.path"
 
 
 def test_poisson_arrivals_have_exponential_gaps_and_poisson_counts():

@@ -147,6 +147,21 @@ def test_frontier_rings_the_most_successful_cell_under_the_ceiling():
     assert figures.best_under_ceiling(s, 0.1).empty
 
 
+def test_frontier_keeps_a_tiny_spread_of_shares_level():
+    """Cells 0.05 pp apart (89.95% and 90.00%) do not fill the share axis: it
+    spans at least 5 percentage points in both panels, so the points look
+    level, not like a cliff; wide spreads keep their own range inside
+    [0, 100]."""
+    s = summary([("a", 0.8995, 1.0, 2.0), ("b", 0.9000, 1.1, 2.1)])
+    for ax in figures.frontier(s).axes[:2]:
+        low, high = ax.get_ylim()
+        assert high - low >= figures.MIN_SHARE_SPAN_PP - 1e-9
+        assert low < 89.95 and high > 90.0
+    assert figures.share_limits([10.0, 90.0]) == pytest.approx((2.0, 98.0))
+    assert figures.share_limits([0.0, 0.01])[0] == 0.0
+    assert figures.share_limits([99.99, 100.0])[1] == 100.0
+
+
 def test_share_changes_draws_one_interval_per_outcome():
     """One error bar per (cell, outcome) row."""
     table = pd.DataFrame({"cell": ["a", "a", "b"], "outcome": ["succeeded", "x", "succeeded"],

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel
 
 import sim.scenario.docs as docs
+from sim.errors import InputError
 from sim.scenario.model import Scenario, load_scenario, validate
 from sim.world.params import PolicyParams, WorldParams
 from sim.world.verifiers import VERIFIERS
@@ -122,7 +123,7 @@ def test_constraints_and_allowed_values_are_shown():
     shown = {r.path: r for r in docs.field_docs()}
     assert shown["world.policy.loop"].allowed == "[0, 1]"
     assert shown["harness.budgets.steps"].allowed == "> 0"
-    assert shown["tasks"].allowed == ">= 1"
+    assert shown["tasks"].allowed == "[1, 1000000]"
     assert shown["world.tools[].effect"].allowed == (
         "`read`, `reversible_write`, `external`, `irreversible`")
     assert shown["world.tools"].allowed == "at least 1 item"
@@ -180,11 +181,16 @@ def test_markers_are_required(tmp_path, capsys):
 
 # ----------------------------------------------------------- the prose part
 def test_yaml_examples_in_the_readme_are_valid_scenarios(prose):
-    """Every ```yaml block of the hand-written part validates as a scenario."""
+    """Every ```yaml block of the hand-written part validates as a scenario;
+    the one naming components by import path only with plugins allowed."""
     blocks = re.findall(r"```yaml\n(.*?)```", prose, flags=re.S)
     assert len(blocks) >= 3
     for block in blocks:
-        validate(yaml.safe_load(block), "scenarios/README.md")
+        raw = yaml.safe_load(block)
+        if ":" in str(raw.get("harness", {}).get("detector", {}).get("name", "")):
+            with pytest.raises(InputError, match="--allow-plugins"):
+                validate(raw, "scenarios/README.md")
+        validate(raw, "scenarios/README.md", allow_plugins=True)
 
 
 def test_readme_names_components_outcomes_and_markers(prose):
@@ -197,7 +203,7 @@ def test_readme_names_components_outcomes_and_markers(prose):
                   "budget_exhausted:<budget>", "`tokens`", "failed:<reason>",
                   "`context_overflow`", "cancelled:<reason>", "`approval_timeout`"):
         assert label in prose, label
-    assert "--set" in prose and "sweep" in prose
+    assert "--set" in prose and "sweep" in prose and "--allow-plugins" in prose
 
 
 def test_seed_001_scenarios_hold_what_the_readme_says():

@@ -6,7 +6,24 @@ Definitions (seconds; percentiles as in :mod:`sim.analysis.stats`):
 * horizon ``T``: from time 0 to the end of the last task (the run drains);
 * ``L``: time-average number of tasks in the system over [0, T];
 * ``arrival_rate``: tasks / T; ``W``: mean time in system (end - arrival);
-* Little's law error: ``|L - arrival_rate * W| / L``;
+  over the whole drained run ``L = (n / T) W`` holds by construction (both
+  sides are the total time in system over T), so it checks nothing;
+* Little's law, checked so that it can fail (:func:`littles_law`): over a
+  steady-state window, the arrivals from the 10th to the 90th percentile
+  (the empty start and the drain left out), the time-average number in the
+  system ``L`` (from the time series of concurrency) against the
+  *scenario's* arrival rate ``lambda`` (the tenants' Poisson rates; the rate
+  measured in the window for batch or CSV arrivals) times the measured mean
+  time in system ``W`` of the tasks arriving in the window, and likewise the
+  sandbox queue ``L_q`` against ``lambda W_q``. The relative error ``(L -
+  lambda W) / (lambda W)`` is reported with its tolerance ``4 / sqrt(N) +
+  E[W^2] / (E[W] window)`` (N arrivals in the window: four standard errors
+  of the Poisson noise of their count, against the scenario's rate, plus
+  what the tasks straddling the window's two edges can shift, twice their
+  mean residual time over the window); the law holds when the error is
+  within it. A window whose edge effect passes ``MAX_EDGE`` (25%) is not a
+  steady state (too short a run, or a queue without bound) and is reported
+  without a verdict. ``littles_law_error`` is the error's absolute value;
 * utilisation of a pool with ``c`` units: busy unit-seconds / (c T); for an
   unlimited pool, the mean number busy is reported instead;
 * queueing: wait for a sandbox (and the tenant's cap) before a task starts
@@ -59,7 +76,7 @@ def measurements(result: DesResult, capacity: dict[str, int | None]) -> dict[str
     L = in_system.time_average(horizon)
     rate = n / horizon if horizon > 0 else 0.0
     W = float(np.mean([r.end_s - r.arrival_s for r in records])) if n else 0.0
-    little = abs(L - rate * W) / L if L > 0 else 0.0
+    law = littles_law(result)
     series = result.series
     return {
         "horizon_s": horizon,
@@ -67,7 +84,8 @@ def measurements(result: DesResult, capacity: dict[str, int | None]) -> dict[str
         "arrival_rate_per_s": rate,
         "L": L,
         "W_s": W,
-        "littles_law_error": little,
+        "littles_law": law,
+        "littles_law_error": None if law is None else abs(law["error"]),
         "peak_in_system": in_system.peak,
         "utilisation": {
             "model_slots": _utilisation(result.series["busy_model_slots"], horizon,
@@ -90,6 +108,75 @@ def measurements(result: DesResult, capacity: dict[str, int | None]) -> dict[str
         "tenants": _tenants(records),
         "while_arriving": _while_arriving(result, capacity),
     }
+
+
+WINDOW = (0.10, 0.90)
+"""The steady-state window of :func:`littles_law`: arrivals between these quantiles."""
+MAX_EDGE = 0.25
+"""The largest edge effect (share of the window's area) at which the window
+counts as a steady state; beyond it the law is reported, not checked."""
+
+
+def littles_law(result: DesResult, window: tuple[float, float] = WINDOW
+                ) -> dict[str, Any] | None:
+    """Little's law over a steady-state window (see the module docstring):
+    ``{"window_quantiles", "window_s": [start, end], "tasks", "arrival_rate_per_s", "rate_source"
+    ("scenario" or "measured"), "L", "W_s", "lambda_W", "error", "tolerance",
+    "holds", "L_q", "W_q_s", "lambda_W_q", "queue_error", "queue_holds",
+    "steady"}``, or None when the window is empty (every task arrives at once:
+    a batch). When the tasks' times in system are long against the window
+    (an edge effect above ``MAX_EDGE``: a run too short, or a queue that
+    grows without bound) there is no steady state to check: ``steady`` is
+    False and ``holds`` None."""
+    records = result.records
+    n = len(records)
+    if n < 2:
+        return None
+    arrivals = np.array([r.arrival_s for r in records])
+    ordered = np.sort(arrivals)
+    start = float(ordered[min(n - 1, math.floor(window[0] * n))])
+    end = float(ordered[max(0, math.ceil(window[1] * n) - 1)])
+    if end <= start:
+        return None
+    inside = (arrivals >= start) & (arrivals <= end)
+    count = int(inside.sum())
+    span = end - start
+    rate, source = result.offered_rate_per_s, "scenario"
+    if rate is None:
+        rate, source = count / span, "measured"
+    times = np.array([r.end_s - r.arrival_s for r in records])[inside]
+    waits = np.asarray(result.sandbox_wait_s, dtype=float)[inside]
+    W, Wq = float(times.mean()), float(waits.mean())
+    L = window_average(result.series["tasks_in_system"], end, start)
+    Lq = window_average(result.series["sandbox_queue"], end, start)
+    noise = 4 / math.sqrt(count) if source == "scenario" else 0.0
+    edge = _edge(times, span)
+    steady = edge <= MAX_EDGE
+    tolerance = noise + edge
+    queue_tolerance = noise + _edge(waits, span)
+    error, queue_error = _relative(L, rate * W), _relative(Lq, rate * Wq)
+    return {"window_quantiles": list(window), "window_s": [start, end], "tasks": count,
+            "arrival_rate_per_s": rate, "rate_source": source, "steady": steady,
+            "L": L, "W_s": W, "lambda_W": rate * W, "error": error, "tolerance": tolerance,
+            "holds": abs(error) <= tolerance if steady else None,
+            "L_q": Lq, "W_q_s": Wq, "lambda_W_q": rate * Wq, "queue_error": queue_error,
+            "queue_tolerance": queue_tolerance,
+            "queue_holds": abs(queue_error) <= queue_tolerance if steady else None}
+
+
+def _edge(durations: np.ndarray, span: float) -> float:
+    """The share of the window's area that tasks straddling its two edges can
+    shift: twice the mean residual duration ``E[D^2] / (2 E[D])`` over the
+    window's length (``2 W / span`` for exponential durations)."""
+    mean = float(durations.mean())
+    return float((durations ** 2).mean()) / (mean * span) if mean > 0 else 0.0
+
+
+def _relative(measured: float, expected: float) -> float:
+    """(measured - expected) / expected; 0 when both are 0."""
+    if expected == 0:
+        return 0.0 if measured == 0 else math.inf
+    return (measured - expected) / expected
 
 
 def areas_until(series: Series, points: np.ndarray) -> np.ndarray:

@@ -41,16 +41,40 @@ tasks in pairs when paired, each side alone otherwise, from a fixed seed so a
 report is reproducible). The max gets no interval: the bootstrap cannot
 estimate the sampling distribution of an extreme.
 
-**Verdict.** Each check has a threshold and a test: the succeeded share falls,
-or any failure outcome's share rises, by more than ``max_share_drop_pp``
-percentage points; the mean or p95 cost rises by more than
-``max_cost_rise_pct`` percent (p-values of cost changes come from the same
-bootstrap distribution as their intervals). The p-values of all checks of a
-comparison (every cell) are adjusted together by Holm's method, so a release
-with no effect is flagged with probability at most ``alpha`` however many
-outcomes and cells there are. A check is a regression when its change passes
-the threshold in the bad direction and its adjusted p-value is below
-``alpha``; the comparison is a regression when any check is.
+**Verdict.** Each check has a limit: the succeeded share may fall, and each
+failure outcome's share may rise, by at most ``max_share_drop_pp``
+percentage points; the mean and the p95 cost may rise by at most
+``max_cost_rise_pct`` percent. Each check ends in one of three states:
+
+* **regression**: its change passes the limit in the bad direction and its
+  p-value, adjusted by Holm's method over every check of the comparison
+  (every cell), is below ``alpha``, so a release with no effect is flagged
+  with probability at most ``alpha`` however many outcomes and cells there
+  are (p-values of cost changes come from the bootstrap distribution of
+  their intervals);
+* **within its limit**: its (1 - alpha) interval lies inside the limit on
+  the bad side (the interval's upper end for a rise, its lower end for the
+  succeeded share's fall): a one-sided non-inferiority test at level
+  ``alpha / 2``, the equivalence test of "no regression";
+* **inconclusive**: neither, because the tasks are too few to tell.
+
+The comparison is a **regression** (exit status 1) when any check is one;
+**no regression** (exit 0) only when every check is within its limit (an
+intersection-union test: each at ``alpha / 2``, no adjustment needed, since
+all must pass); otherwise **inconclusive** (exit 3): a green light needs
+evidence, and few tasks give none.
+
+**Tasks that would decide.** For each inconclusive check, assuming the true
+change is the one measured and that interval half-widths shrink as
+``1 / sqrt(n)`` (both sides growing together, paired or not), the tasks per
+cell on each side that give the check power ``POWER`` (80%) to decide it:
+``n * ((z_{1 - alpha/2} + z_POWER) / z_{1 - alpha/2} * h / d)^2`` for ``n``
+tasks now, ``h`` the interval's half-width on the side facing the limit and
+``d`` the distance from the measured change to the limit (the interval then
+excludes the limit: within it when the change is inside, beyond it when
+outside). The comparison needs the largest of these; a change at its limit
+(or needing more than ``MAX_TASKS_TO_DECIDE`` tasks) cannot be decided by
+more tasks in practice (reported as None).
 """
 
 from __future__ import annotations
@@ -84,6 +108,14 @@ input + cache read + cache write tokens, as in summary.json's ``input_tokens``."
 
 STATS: tuple[str, ...] = ("mean", "p50", "p95", "max")
 PAIRINGS: tuple[str, ...] = ("auto", "paired", "unpaired")
+POWER = 0.80
+"""Power of the sample-size calculation for inconclusive checks."""
+
+REGRESSION, WITHIN, INCONCLUSIVE = "regression", "within", "inconclusive"
+MAX_TASKS_TO_DECIDE = 10**9
+"""Beyond this many tasks a check counts as undecidable in practice (None)."""
+EXIT_STATUS = {"no regression": 0, "regression": 1, "inconclusive": 3}
+"""Exit status of each verdict (2 is bad input, raised as an InputError)."""
 
 
 @dataclass(frozen=True)
@@ -255,47 +287,138 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 # ---------------------------------------------------------- the bootstrap
 
-def _stat_columns(x: np.ndarray, axis: int) -> np.ndarray:
+def _stat_columns(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Mean, p50 and p95 of ``x`` along ``axis`` (sim.analysis.stats' percentiles)."""
-    x = np.moveaxis(x, axis, -1)
+    x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
     n = x.shape[-1]
     ranks = [stats.rank(0.5, n), stats.rank(0.95, n)]
     part = np.partition(x, ranks, axis=-1)
     return np.stack([x.mean(axis=-1), part[..., ranks[0]], part[..., ranks[1]]])
 
 
-def _change(base: np.ndarray, candidate: np.ndarray, axis: int = -1) -> np.ndarray:
-    return _stat_columns(candidate, axis) - _stat_columns(base, axis)
+def _weighted_stats(values: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+    """Mean, p50 and p95 of resamples given as counts: ``weights[r, j]`` copies
+    of ``values[j]`` (sorted ascending) in resample ``r`` of size ``n``;
+    shape ``(3, resamples)``. The percentile is the value at rank floor(q n),
+    as in :mod:`sim.analysis.stats`."""
+    cumulative = np.cumsum(weights, axis=1)
+    out = [weights @ values / n]
+    for q in (0.5, 0.95):
+        position = (cumulative > stats.rank(q, n)).argmax(axis=1)
+        out.append(values[position])
+    return np.stack(out)
+
+
+def _relative(base: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """``100 (candidate - base) / base``; 0 when both are 0, +-inf when only the base is."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(base != 0, 100 * (candidate - base) / np.where(base != 0, base, 1),
+                        np.where(candidate == base, 0.0, np.copysign(np.inf, candidate - base)))
+
+
+def _resample_counts(inverse: np.ndarray, k: int, resamples: int,
+                     rng: np.random.Generator) -> list[np.ndarray]:
+    """Counts per distinct value (``inverse`` maps each task to its value) in
+    ``resamples`` resamples of the tasks with replacement, as a list of
+    ``(batch, k)`` arrays: multinomial draws when values are few (a draw
+    costs about as much as counting 40 tasks), else resampled task indices
+    counted (the same distribution either way); batches keep memory bounded."""
+    n = inverse.size
+    batch = max(1, 4_000_000 // k)
+    shares = np.bincount(inverse, minlength=k) / n
+    out = []
+    for start in range(0, resamples, batch):
+        size = min(batch, resamples - start)
+        if 40 * k <= n:
+            out.append(rng.multinomial(n, shares, size=size))
+        else:
+            out.append(np.stack([np.bincount(inverse[rng.integers(0, n, n)], minlength=k)
+                                 for _ in range(size)]))
+    return out
+
+
+def _side_stats(values: np.ndarray, batches: list[np.ndarray], n: int) -> np.ndarray:
+    """Mean, p50 and p95 per resample of one side, from count batches over
+    ``values`` (any order, repeats allowed)."""
+    order = np.argsort(values, kind="stable")
+    return np.concatenate([_weighted_stats(values[order], counts[:, order], n)
+                           for counts in batches], axis=1)
+
+
+def _index_stats(samples: tuple[np.ndarray, ...], paired: bool, resamples: int,
+                 rng: np.random.Generator) -> list[np.ndarray]:
+    """Mean, p50 and p95 per resample of each sample, resampling task
+    indices (the same indices for every sample when ``paired``)."""
+    n = max(x.size for x in samples)
+    batch = max(1, 2_500_000 // n)
+    out: list[list[np.ndarray]] = [[] for _ in samples]
+    for start in range(0, resamples, batch):
+        size = min(batch, resamples - start)
+        shared = rng.integers(0, n, (size, n)) if paired else None
+        for i, x in enumerate(samples):
+            idx = shared if paired else rng.integers(0, x.size, (size, x.size))
+            out[i].append(_stat_columns(x[idx]))
+    return [np.concatenate(parts, axis=1) for parts in out]
+
+
+def _resampled_side(x: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Mean, p50 and p95 per resample of one independent sample."""
+    values, inverse = np.unique(x, return_inverse=True)
+    if 4 * len(values) > x.size:  # mostly distinct: resample task indices
+        return _index_stats((x,), False, resamples, rng)[0]
+    return _side_stats(values, _resample_counts(inverse.reshape(-1), len(values), resamples,
+                                                rng), x.size)
 
 
 def bootstrap_changes(base: np.ndarray, candidate: np.ndarray, *, paired: bool,
-                      resamples: int, level: float = 0.95
+                      resamples: int, level: float = 0.95, relative: bool = False
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Percentile-bootstrap intervals and p-values of the change (candidate -
-    base) in mean, p50 and p95: ``(low, high, p_value)``, arrays of three.
+    base) in mean, p50 and p95: ``(low, high, p_value)``, arrays of three;
+    with ``relative``, arrays of six, the last three the change in percent
+    of the base's value (from the same resamples).
 
-    Paired: tasks are resampled in pairs; unpaired: each side alone. The
-    resampling seed is :data:`BOOTSTRAP_SEED`. The p-value is twice the
-    smaller bootstrap tail beyond zero (with the +1 correction), the level at
-    which the percentile interval would just touch zero."""
+    Paired: tasks are resampled in pairs; unpaired: each side alone. When the
+    values (pairs, when paired) are few compared with the tasks, as steps,
+    tokens and costs are, a resample is drawn as counts per distinct value:
+    a multinomial draw over the values with their observed shares, which is
+    the ordinary bootstrap's distribution exactly, in time proportional to
+    the number of values rather than of tasks; otherwise task indices are
+    resampled. The resampling seed is
+    :data:`BOOTSTRAP_SEED`. Intervals are the ``(1 - level) / 2`` and ``(1 +
+    level) / 2`` quantiles of the resampled changes (linear interpolation);
+    the p-value is twice the smaller bootstrap tail beyond zero (with the +1
+    correction), the level at which the interval would just touch zero."""
     base = np.asarray(base, dtype=np.float64)
     candidate = np.asarray(candidate, dtype=np.float64)
     if paired and base.shape != candidate.shape:
         raise ValueError("paired samples must have the same length")
-    batch = max(1, 2_500_000 // max(base.size, candidate.size))
-    result = scipy_stats.bootstrap(
-        (base, candidate), _change, paired=paired, vectorized=True, n_resamples=resamples,
-        confidence_level=level, method="percentile", batch=batch,
-        random_state=np.random.default_rng(BOOTSTRAP_SEED))
-    dist = result.bootstrap_distribution
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    if paired:
+        pairs, inverse = np.unique(np.column_stack([base, candidate]), axis=0,
+                                   return_inverse=True)
+        if 4 * len(pairs) > base.size:  # mostly distinct: resample task indices
+            b_stats, c_stats = _index_stats((base, candidate), True, resamples, rng)
+        else:
+            batches = _resample_counts(inverse.reshape(-1), len(pairs), resamples, rng)
+            b_stats = _side_stats(pairs[:, 0], batches, base.size)
+            c_stats = _side_stats(pairs[:, 1], batches, base.size)
+    else:
+        b_stats, c_stats = (_resampled_side(x, resamples, rng) for x in (base, candidate))
+    dist = c_stats - b_stats
+    point = _stat_columns(candidate) - _stat_columns(base)
+    if relative:
+        dist = np.concatenate([dist, _relative(b_stats, c_stats)])
+        point = np.concatenate([point, _relative(_stat_columns(base), _stat_columns(candidate))])
     below = (dist <= 0).sum(axis=-1)
     above = (dist >= 0).sum(axis=-1)
     p = np.minimum(1.0, 2 * (np.minimum(below, above) + 1) / (resamples + 1))
-    low, high = result.confidence_interval
-    # a statistic that never varies (equal p95 in every resample) has a point interval
-    point = _change(base, candidate)
-    low = np.where(np.isnan(low), point, low)
-    high = np.where(np.isnan(high), point, high)
+    tails = ((1 - level) / 2, (1 + level) / 2)
+    with np.errstate(invalid="ignore"):
+        low, high = np.quantile(dist, tails, axis=-1)
+    nearest_low, nearest_high = np.quantile(dist, tails, axis=-1, method="nearest")
+    low = np.where(np.isnan(low), nearest_low, low)  # interpolating between infinities
+    high = np.where(np.isnan(high), nearest_high, high)
     return np.asarray(low), np.asarray(high), p
 
 
@@ -313,15 +436,22 @@ class Comparison:
       ci_high_pp, p_value, test`` (shares in [0, 1], changes and interval in
       percentage points, a (1 - alpha) interval);
     * ``metrics``: ``cell, metric, stat, base, candidate, change, change_pct,
-      ci_low, ci_high, p_value`` for steps, prompt tokens, output tokens and
-      cost (USD) and stats mean, p50, p95, max (no interval for max);
+      ci_low, ci_high, ci_low_pct, ci_high_pct, p_value`` for steps, prompt
+      tokens, output tokens and cost (USD) and stats mean, p50, p95, max (no
+      interval for max; ``*_pct`` is the interval of the change in percent);
     * ``tests``: ``cell, test, statistic, df, p_value`` for the whole outcome
       distribution;
-    * ``checks``: ``cell, check, change, unit, threshold, p_value,
-      p_adjusted, beyond_threshold, regression, improvement``: the verdict's
-      items, p-values Holm-adjusted over every check of the comparison.
+    * ``checks``: ``cell, check, change, unit, threshold, ci_low, ci_high,
+      p_value, p_adjusted, test, beyond_threshold, regression, improvement,
+      within, status, tasks_to_decide``: the verdict's items (change and
+      interval in the check's unit, pp or %), p-values Holm-adjusted over
+      every check of the comparison, ``status`` one of ``regression``,
+      ``within`` or ``inconclusive``, and for an inconclusive check the tasks
+      per cell on each side that would decide it (see the module docstring).
 
-    ``regression`` is True when any check is one; ``verdict`` says so in words.
+    ``outcome`` is ``regression``, ``no regression`` or ``inconclusive``,
+    ``exit_status`` 1, 0 or 3, ``verdict`` says it in words and
+    ``tasks_to_decide`` is what an inconclusive comparison needs.
 
     >>> result = compare_sides(base_side, candidate_side)  # doctest: +SKIP
     >>> result.regression, result.checks.query("regression")  # doctest: +SKIP
@@ -344,18 +474,52 @@ class Comparison:
         return bool(self.checks["regression"].any())
 
     @property
+    def outcome(self) -> str:
+        """``regression`` (any check is one), ``no regression`` (every check is
+        within its limit) or ``inconclusive``."""
+        if self.regression:
+            return "regression"
+        return "no regression" if bool(self.checks["within"].all()) else "inconclusive"
+
+    @property
     def exit_status(self) -> int:
-        """1 on a regression, else 0 (the CLI's exit status)."""
-        return 1 if self.regression else 0
+        """The CLI's exit status: 0 no regression, 1 regression, 3 inconclusive."""
+        return EXIT_STATUS[self.outcome]
+
+    @property
+    def tasks_to_decide(self) -> int | None:
+        """Tasks per cell on each side that would decide every inconclusive
+        check (the largest need; None when decided, or when a change sits
+        exactly on its limit)."""
+        if self.outcome != "inconclusive":
+            return None
+        needs = self.checks.loc[self.checks["status"] == INCONCLUSIVE, "tasks_to_decide"]
+        if needs.isna().any():
+            return None
+        return int(needs.max())
 
     @property
     def verdict(self) -> str:
-        """``regression: ...`` listing each failing check, or ``no regression``."""
-        failing = self.checks[self.checks["regression"]]
-        if failing.empty:
-            return "no regression"
-        return "regression: " + "; ".join(check_sentence(row) for row in
-                                          failing.to_dict("records"))
+        """The verdict in words: ``regression: ...`` listing each failing
+        check, ``no regression (...)``, or ``inconclusive: ...`` with the tasks
+        that would decide it."""
+        outcome = self.outcome
+        if outcome == "regression":
+            failing = self.checks[self.checks["regression"]]
+            return "regression: " + "; ".join(check_sentence(row) for row in
+                                              failing.to_dict("records"))
+        if outcome == "no regression":
+            return (f"no regression: every one of the {len(self.checks)} checks is within its "
+                    f"limit ({round(100 * (1 - self.thresholds.alpha))}% intervals inside)")
+        open_ = self.checks[self.checks["status"] == INCONCLUSIVE]
+        need = self.tasks_to_decide
+        more = (f"about {need:,} tasks per cell on each side would decide "
+                f"{'it' if len(open_) == 1 else 'them'} ({round(100 * POWER)}% power if the "
+                f"changes are as measured)" if need is not None else
+                "a change sits (all but) on its limit, so no practical number of tasks "
+                "decides it")
+        return (f"inconclusive: {len(open_)} of {len(self.checks)} checks neither within their "
+                f"limits nor a significant regression; {more}")
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as plain JSON values (NaN as None)."""
@@ -373,6 +537,10 @@ class Comparison:
                            "bootstrap_resamples": self.thresholds.resamples,
                            "bootstrap_seed": BOOTSTRAP_SEED},
             "regression": self.regression,
+            "outcome": self.outcome,
+            "exit_status": self.exit_status,
+            "tasks_to_decide": self.tasks_to_decide,
+            "power": POWER,
             "verdict": self.verdict,
             "outcomes": _records(self.outcomes),
             "metrics": _records(self.metrics),
@@ -389,6 +557,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _plain(value: Any) -> Any:
+    if value is pd.NA:
+        return None
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -397,19 +567,23 @@ def _plain(value: Any) -> Any:
 
 
 def check_sentence(row: Mapping[str, Any]) -> str:
-    """One check in words, e.g. ``bounded: succeeded share fell 6.6 pp (limit
-    1.0 pp; adjusted p = 3e-120)``."""
+    """One check in words, e.g. ``bounded: succeeded share fell 6.6 pp (95%
+    interval -7.1 to -6.1 pp; limit 1 pp; adjusted p = 3e-120)``; an
+    inconclusive check adds the tasks that would decide it."""
     change = row["change"]
-    if row["unit"] == "pp":
-        verb = "rose" if change > 0 else "fell"
-        amount = f"{abs(change):.1f} pp"
-        limit = f"{row['threshold']:g} pp"
-    else:
-        verb = "rose" if change > 0 else "fell"
-        amount = f"{abs(change):.1f}%"
-        limit = f"{row['threshold']:g}%"
-    return (f"{row['cell']}: {row['check']} {verb} {amount} (limit {limit}; "
-            f"adjusted p = {format_p(row['p_adjusted'])})")
+    unit = " pp" if row["unit"] == "pp" else "%"
+    verb = "rose" if change > 0 else "fell" if change < 0 else "changed"
+    interval = ""
+    if row.get("ci_low") is not None and math.isfinite(row["ci_low"]) and math.isfinite(
+            row["ci_high"]):
+        interval = f"interval {row['ci_low']:+.1f} to {row['ci_high']:+.1f}{unit}; "
+    text = (f"{row['cell']}: {row['check']} {verb} {abs(change):.1f}{unit} ({interval}limit "
+            f"{row['threshold']:g}{unit}; adjusted p = {format_p(row['p_adjusted'])})")
+    if row.get("status") == INCONCLUSIVE:
+        need = row.get("tasks_to_decide")
+        text += (f": undecided, about {int(need):,} tasks would decide it"
+                 if need is not None and not pd.isna(need) else ": undecided")
+    return text
 
 
 def format_p(p: float) -> str:
@@ -526,8 +700,10 @@ def compare_sides(base: Side, candidate: Side, thresholds: Thresholds | None = N
         check_frame["p_adjusted"] < thresholds.alpha)
     check_frame["improvement"] = (check_frame["beyond_threshold"] == "better") & (
         check_frame["p_adjusted"] < thresholds.alpha)
-    columns = ["cell", "check", "change", "unit", "threshold", "p_value", "p_adjusted",
-               "test", "beyond_threshold", "regression", "improvement"]
+    check_frame = _decide(check_frame, thresholds.alpha)
+    columns = ["cell", "check", "change", "unit", "threshold", "ci_low", "ci_high", "p_value",
+               "p_adjusted", "test", "beyond_threshold", "regression", "improvement", "within",
+               "status", "tasks_to_decide"]
     return Comparison(base, candidate, tuple(pairs), paired, note, thresholds,
                       pd.concat(outcomes, ignore_index=True),
                       pd.concat(metrics, ignore_index=True),
@@ -590,7 +766,8 @@ def _metric_table(cell: str, b_rows: pd.DataFrame, c_rows: pd.DataFrame, paired:
         b = b_rows[column].to_numpy()
         c = c_rows[column].to_numpy()
         db, dc = stats.describe(b), stats.describe(c)
-        low, high, p = bootstrap_changes(b, c, paired=paired, resamples=resamples, level=level)
+        low, high, p = bootstrap_changes(b, c, paired=paired, resamples=resamples, level=level,
+                                         relative=True)
         for i, stat in enumerate(STATS):
             change = dc[stat] - db[stat]
             rows.append({
@@ -600,33 +777,80 @@ def _metric_table(cell: str, b_rows: pd.DataFrame, c_rows: pd.DataFrame, paired:
                     0.0 if change == 0 else math.inf),
                 "ci_low": float(low[i]) if i < 3 else math.nan,
                 "ci_high": float(high[i]) if i < 3 else math.nan,
+                "ci_low_pct": float(low[i + 3]) if i < 3 else math.nan,
+                "ci_high_pct": float(high[i + 3]) if i < 3 else math.nan,
                 "p_value": float(p[i]) if i < 3 else math.nan})
     return pd.DataFrame(rows)
 
 
 def _checks(cell: str, outcomes: pd.DataFrame, metrics: pd.DataFrame, t: Thresholds
             ) -> list[dict[str, Any]]:
+    """The checks of one cell: each outcome's share, then mean and p95 cost.
+    ``bad`` is +1 when a rise is bad, -1 when a fall is (the succeeded
+    share); ``tasks`` the larger side's tasks."""
     out = []
     for row in outcomes.to_dict("records"):
         change = row["change_pp"]
-        if row["outcome"] == SUCCEEDED:
-            worse, better = -change > t.max_share_drop_pp, change > t.max_share_drop_pp
-            name = "succeeded share"
-        else:
-            worse, better = change > t.max_share_drop_pp, -change > t.max_share_drop_pp
-            name = f"{row['outcome']} share"
-        out.append({"cell": cell, "check": name, "change": change, "unit": "pp",
-                    "threshold": t.max_share_drop_pp, "p_value": row["p_value"],
-                    "test": row["test"], "beyond_threshold": _beyond(worse, better)})
+        bad = -1 if row["outcome"] == SUCCEEDED else 1
+        worse, better = bad * change > t.max_share_drop_pp, -bad * change > t.max_share_drop_pp
+        out.append({"cell": cell, "check": f"{row['outcome']} share", "change": change,
+                    "unit": "pp", "threshold": t.max_share_drop_pp,
+                    "ci_low": row["ci_low_pp"], "ci_high": row["ci_high_pp"],
+                    "p_value": row["p_value"], "test": row["test"],
+                    "beyond_threshold": _beyond(worse, better), "bad": bad,
+                    "tasks": max(row["base_tasks"], row["candidate_tasks"])})
     cost = metrics[metrics["metric"] == "cost_usd"].set_index("stat")
+    tasks = int(outcomes["base_tasks"].iloc[0]), int(outcomes["candidate_tasks"].iloc[0])
     for stat in ("mean", "p95"):
         row = cost.loc[stat]
         change = float(row["change_pct"])
         worse, better = change > t.max_cost_rise_pct, -change > t.max_cost_rise_pct
         out.append({"cell": cell, "check": f"{stat} cost", "change": change, "unit": "%",
-                    "threshold": t.max_cost_rise_pct, "p_value": float(row["p_value"]),
-                    "test": "bootstrap", "beyond_threshold": _beyond(worse, better)})
+                    "threshold": t.max_cost_rise_pct, "ci_low": float(row["ci_low_pct"]),
+                    "ci_high": float(row["ci_high_pct"]), "p_value": float(row["p_value"]),
+                    "test": "bootstrap", "beyond_threshold": _beyond(worse, better), "bad": 1,
+                    "tasks": max(tasks)})
     return out
+
+
+def _decide(checks: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """The checks with ``within``, ``status`` and ``tasks_to_decide`` added
+    (see the module docstring) and the helper columns ``bad`` and ``tasks``
+    dropped."""
+    z = scipy_stats.norm.ppf(1 - alpha / 2)
+    factor = (z + scipy_stats.norm.ppf(POWER)) / z
+    within, status, needs = [], [], []
+    for row in checks.to_dict("records"):
+        bad, limit = row["bad"], row["threshold"]
+        # the change and its interval in the bad direction: larger is worse
+        d = bad * row["change"]
+        low, high = sorted((bad * row["ci_low"], bad * row["ci_high"]))
+        inside = bool(math.isfinite(high) and high <= limit)
+        within.append(inside)
+        if row["regression"]:
+            status.append(REGRESSION)
+        elif inside:
+            status.append(WITHIN)
+        else:
+            status.append(INCONCLUSIVE)
+        need = None
+        if status[-1] == INCONCLUSIVE and math.isfinite(d):
+            half, distance = (high - d, limit - d) if d <= limit else (d - low, d - limit)
+            if distance > 0 and math.isfinite(half) and half > 0:
+                planned = row["tasks"] * (factor * half / distance) ** 2
+                need = _round_up(planned) if planned <= MAX_TASKS_TO_DECIDE else None
+        needs.append(need)
+    checks["within"] = within
+    checks["status"] = status
+    checks["tasks_to_decide"] = pd.array(needs, dtype="Int64")
+    return checks.drop(columns=["bad", "tasks"])
+
+
+def _round_up(n: float) -> int:
+    """``n`` rounded up to two significant figures (a planning number)."""
+    n = max(1, math.ceil(n))
+    scale = 10 ** max(0, len(str(n)) - 2)
+    return -(-n // scale) * scale
 
 
 def _beyond(worse: bool, better: bool) -> str:

@@ -9,19 +9,18 @@ resource, queueing p50/p95, rate-limit load and the tail's share of sandbox
 time; the results folder is the usual one (results.parquet, summary.json with
 a ``capacity`` section and, when sizing, a ``sizing`` section, report.md,
 report.html, timeseries.parquet). With sizing, the run reported is the one at the sized
-capacity.
+capacity; sizing meets the target over all tasks and for every tenant. The
+DES run shows its progress (tasks ended) on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
-from sim.cli.common import add_simulation_options, load
+from sim.cli.common import add_simulation_options, default_out, load, overrides_of, print_json
 from sim.errors import InputError
 
 
@@ -42,10 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, (size,) simulate, write the results, print."""
+    """Load, check --out, (size,) simulate with progress, write the results, print."""
+    from tqdm import tqdm
+
     from sim.analysis.capacity import check_drained, measurements, resampled
     from sim.analysis.sizing import size_capacity, with_capacity
     from sim.engines.des import DesEngine, arrival_schedule
+    from sim.output import folder
+    from sim.output.provenance import run_provenance
     from sim.output.results import format_table, timeseries_frame, write_results
     from sim.runner import CellRun, build_cell, default_workers
 
@@ -57,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: ignoring the sweep of {scenario.name} (capacity runs the base cell)",
               file=sys.stderr)
     base = scenario.model_copy(update={"sweep": {}, "engine": "des"})
+    out = default_out(args, scenario.name)
+    provenance = run_provenance(base, command="capacity", overrides=overrides_of(args))
+    if target is not None:
+        provenance["target_p95_wait_s"] = target
+    folder.prepare(out, provenance, force=args.force)
     cell_run = CellRun(scenario.name, base, ())
     cell = build_cell(cell_run)
     des = base.des
@@ -64,12 +72,17 @@ def run(args: argparse.Namespace) -> int:
     sizing = None
     if target is not None:
         if not args.quiet:
-            print(f"sizing for a p95 wait of {target:g} s ...", file=sys.stderr)
+            print(f"sizing for a p95 wait of {target:g} s (every tenant) ...", file=sys.stderr)
         sizing = size_capacity(cell, des, arrivals, target,
                                workers=args.workers or default_workers(),
                                progress=not args.quiet)
         des = with_capacity(des, sizing.sandboxes, sizing.model_slots)
-    result = DesEngine(cell, des, arrivals).run()
+    bar = tqdm(total=len(arrivals), unit="task", file=sys.stderr, disable=args.quiet,
+               desc="simulating (des)", mininterval=0.5)
+    try:
+        result = DesEngine(cell, des, arrivals, on_task_end=lambda: bar.update(1)).run()
+    finally:
+        bar.close()
     capacity = measurements(result, des.capacity.model_dump())
     problems = check_drained(result, des, arrivals)
     if problems:  # pragma: no cover - an engine bug, reported rather than hidden
@@ -81,20 +94,20 @@ def run(args: argparse.Namespace) -> int:
         extras["sizing"] = sizing.as_dict()
         params = {"des.capacity.sandboxes": sizing.sandboxes,
                   "des.capacity.model_slots": sizing.model_slots}
-    out = Path(args.out) if args.out else Path("reports") / scenario.name
     series = {name: resampled(s, result.horizon_s) for name, s in result.series.items()}
-    summary = write_results(out, {cell.name: result.records}, {cell.name: params},
-                            title=f"Capacity: {scenario.name}",
-                            extras_by_cell={cell.name: extras},
-                            timeseries=timeseries_frame({cell.name: series}),
-                            seed=scenario.seed)
     from sim.output.html import write_sweep_html  # matplotlib: only when a report is written
 
-    write_sweep_html(out, summary, {cell.name: result.records},
-                     title=f"Capacity: {scenario.name}", ceiling=args.cost_ceiling)
+    with folder.replace(out) as staging:
+        summary = write_results(staging, {cell.name: result.records}, {cell.name: params},
+                                title=f"Capacity: {scenario.name}",
+                                extras_by_cell={cell.name: extras},
+                                timeseries=timeseries_frame({cell.name: series}),
+                                seed=scenario.seed, description=scenario.description,
+                                provenance=provenance)
+        write_sweep_html(staging, summary, {cell.name: result.records},
+                         title=f"Capacity: {scenario.name}", ceiling=args.cost_ceiling)
     if args.format == "json":
-        json.dump(summary, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        print_json(summary)
         return 0
     cell_summary = summary["cells"][0]
     print(format_table(cell_summary))
@@ -102,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_capacity(capacity, des.capacity.model_dump()))
     if sizing is not None:
         print()
-        print(format_sizing(sizing.as_dict()))
+        print(format_sizing(sizing.as_dict(), capacity, des))
     print()
     print(f"results in {out}/ (results.parquet, summary.json, report.md, report.html, "
           f"timeseries.parquet)")
@@ -116,8 +129,8 @@ def format_capacity(c: dict[str, Any], limits: dict[str, Any]) -> str:
              f"  arrival rate                 {c['arrival_rate_per_s']:>10.4f} /s"
              f"  ({3600 * c['arrival_rate_per_s']:,.0f} /h)",
              f"  W (mean time in system)      {c['W_s']:>10,.1f} s",
-             f"  Little's law |L - rate W|/L  {100 * c['littles_law_error']:>10.3f} %",
              f"  horizon                      {c['horizon_s']:>10,.0f} s",
+             *_littles_law_lines(c.get("littles_law")),
              "  resource        limit   utilisation   mean busy   peak"]
     for pool in ("sandboxes", "model_slots"):
         limit = limits.get(pool)
@@ -159,15 +172,56 @@ def format_capacity(c: dict[str, Any], limits: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_sizing(s: dict[str, Any]) -> str:
-    """The sizing answer and the probes that found it."""
-    lines = [f"== sizing for a p95 wait of at most {s['target_p95_wait_s']:g} s: "
-             f"{s['sandboxes']} sandboxes, {s['model_slots']} model slots "
+def _littles_law_lines(law: dict[str, Any] | None) -> list[str]:
+    """Little's law over the steady window (sim.analysis.capacity.littles_law)."""
+    if not law:
+        return ["  Little's law                 no steady-state window (a batch)"]
+    low, high = law["window_quantiles"]
+    words = {True: "holds", False: "FAILS", None: "not checked: no steady state"}
+    verdict, queue = words[law["holds"]], words[law["queue_holds"]]
+    return [f"  Little's law over the arrivals {100 * low:g}th-{100 * high:g}th percentile "
+            f"({law['tasks']:,} tasks, {law['window_s'][0]:,.0f} to "
+            f"{law['window_s'][1]:,.0f} s), {law['rate_source']} rate "
+            f"{3600 * law['arrival_rate_per_s']:,.1f} /h:",
+            f"    L   {law['L']:>9.3f}  vs lambda W   {law['lambda_W']:>9.3f}  error "
+            f"{100 * law['error']:+7.2f} %  (tolerance {100 * law['tolerance']:.2f} %: {verdict})",
+            f"    L_q {law['L_q']:>9.3f}  vs lambda W_q {law['lambda_W_q']:>9.3f}  error "
+            f"{100 * law['queue_error']:+7.2f} %  (tolerance {100 * law['queue_tolerance']:.2f} "
+            f"%: {queue}); W_q {law['W_q_s']:,.1f} s"]
+
+
+def format_sizing(s: dict[str, Any], capacity: dict[str, Any] | None = None,
+                  des: Any = None) -> str:
+    """The sizing answer, the probes that found it (worst tenant's p95 waits),
+    and per tenant the p95 waits at the sized capacity, with a note for a
+    tenant whose own concurrency cap keeps it waiting beyond the target."""
+    target = s["target_p95_wait_s"]
+    lines = [f"== sizing for a p95 wait of at most {target:g} s (over all tasks and for "
+             f"every tenant): {s['sandboxes']} sandboxes, {s['model_slots']} model slots "
              f"({s['runs']} runs)",
              "  sandboxes   model slots   p95 sandbox wait (s)   p95 model wait (s)"]
     for p in s["probes"]:
+        worst = {key: max([p[key], *(t[key] for t in p.get("tenants", {}).values())])
+                 for key in ("sandbox_wait_p95_s", "model_wait_p95_s")}
         lines.append(f"  {_show(p['sandboxes']):>9}   {_show(p['model_slots']):>11}   "
-                     f"{p['sandbox_wait_p95_s']:>20,.1f}   {p['model_wait_p95_s']:>18,.1f}")
+                     f"{worst['sandbox_wait_p95_s']:>20,.1f}   "
+                     f"{worst['model_wait_p95_s']:>18,.1f}")
+    sized = next((p for p in reversed(s["probes"]) if (p["sandboxes"], p["model_slots"])
+                  == (s["sandboxes"], s["model_slots"])), None)
+    if sized and sized.get("tenants"):
+        before = (capacity or {}).get("tenants", {})
+        lines.append("  at the sized capacity, per tenant:  p95 sandbox wait (s)   p95 model "
+                     "wait (s)   p95 wait before start (s)")
+        for name, t in sized["tenants"].items():
+            start = before.get(name, {}).get("queue_wait_p95_s", float("nan"))
+            lines.append(f"  {name:<34}{t['sandbox_wait_p95_s']:>20,.1f}   "
+                         f"{t['model_wait_p95_s']:>18,.1f}   {start:>25,.1f}")
+        caps = {t.name: t.max_concurrency for t in getattr(des, "tenants", ())}
+        for name, values in before.items():
+            if values.get("queue_wait_p95_s", 0) > target and caps.get(name):
+                lines.append(f"  note: {name} waits {values['queue_wait_p95_s']:,.0f} s (p95) "
+                             f"before starting, for its own concurrency cap of {caps[name]} "
+                             f"(des.tenants max_concurrency), which sizing does not change")
     return "\n".join(lines)
 
 

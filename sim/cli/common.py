@@ -1,4 +1,4 @@
-"""Options and output shared by the simulating commands (run, sweep)."""
+"""Options and output shared by the simulating commands (run, sweep, capacity)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import InputError
 
@@ -14,20 +14,32 @@ if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it
     from sim.runner import CellRun
     from sim.scenario.model import Scenario
 
+OUT_HELP = ("results folder (default: reports/<scenario name>); checked before anything runs, "
+            "written whole (a temporary folder swapped in), and never holding another run's "
+            "results unless --force")
+
 
 def add_simulation_options(parser: argparse.ArgumentParser) -> None:
-    """SCENARIO, --tasks, --seed, --out, --format, --workers, --set, --quiet, --traces."""
+    """SCENARIO, --tasks, --seed, --out, --force, --format, --workers, --set,
+    --allow-plugins, --quiet, --traces, --cost-ceiling."""
+    from sim.scenario.limits import MAX_TASKS, MAX_WORKERS
+
     parser.add_argument("scenario", help="scenario YAML file")
-    parser.add_argument("--tasks", type=int, help="tasks per cell (default: the scenario's)")
+    parser.add_argument("--tasks", type=int, help=f"tasks per cell, 1 to {MAX_TASKS:,} "
+                                                  "(default: the scenario's)")
     parser.add_argument("--seed", type=int, help="root seed (default: the scenario's)")
-    parser.add_argument("--out", help="results folder (default: reports/<scenario name>)")
+    parser.add_argument("--out", help=OUT_HELP)
+    parser.add_argument("--force", action="store_true",
+                        help="replace a results folder that holds another run's results")
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: tables (default) or the summary as JSON")
-    parser.add_argument("--workers", type=int, help="processes (default: all cores); "
-                                                    "results are identical for any number")
+    parser.add_argument("--workers", type=int,
+                        help=f"processes, 1 to {MAX_WORKERS} (default: all cores); results "
+                             "are identical for any number")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="PATH=VALUE", help="override a field, e.g. "
                                                    "harness.budgets.steps=30 (repeatable)")
+    add_plugin_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--traces", action="store_true",
                         help="also write runs.parquet and calls.parquet: every simulated run "
@@ -37,46 +49,78 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
                              "the one whose p95) cost per task is under USD")
 
 
+def add_plugin_option(parser: argparse.ArgumentParser) -> None:
+    """--allow-plugins."""
+    parser.add_argument("--allow-plugins", action="store_true",
+                        help="let the scenario name a detector or verifier by import path "
+                             "(package.module:Class): code that is imported and run; without "
+                             "it such a name is refused (exit 2)")
+
+
+def overrides_of(args: argparse.Namespace) -> list[str]:
+    """The overrides as given: every --set, then --tasks and --seed."""
+    overrides = list(args.overrides)
+    for flag in ("tasks", "seed"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            overrides.append(f"{flag}={value}")
+    return overrides
+
+
 def load(args: argparse.Namespace) -> Scenario:
     """The scenario with --set, --tasks and --seed applied, validated."""
-    overrides = list(args.overrides)
+    from sim.scenario.limits import check_workers
+
     for flag, value in (("tasks", args.tasks), ("seed", args.seed)):
-        if value is not None:
-            if value < (1 if flag == "tasks" else 0):
-                raise InputError(f"--{flag} must be {'>= 1' if flag == 'tasks' else '>= 0'}, "
-                                 f"got {value}")
-            overrides.append(f"{flag}={value}")
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be >= 1, got {args.workers}")
+        if value is not None and value < (1 if flag == "tasks" else 0):
+            raise InputError(f"--{flag} must be {'>= 1' if flag == 'tasks' else '>= 0'}, "
+                             f"got {value}")
+    check_workers(args.workers)
     from sim.scenario.model import load_scenario
 
-    return load_scenario(args.scenario, overrides)
+    return load_scenario(args.scenario, overrides_of(args), allow_plugins=args.allow_plugins)
 
 
-def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun]
-                        ) -> int:
-    """Run the cells, write the results folder, print tables or JSON."""
+def default_out(args: argparse.Namespace, name: str) -> Path:
+    """--out, or reports/<name>."""
+    return Path(args.out) if args.out else Path("reports") / name
+
+
+def print_json(data: Any) -> None:
+    """``data`` as the only thing on stdout (sorted keys, no NaN)."""
+    json.dump(data, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
+                        command: str) -> int:
+    """Check --out, run the cells, write the results folder whole, print
+    tables or JSON."""
+    from sim.output import folder
+    from sim.output.provenance import run_provenance
     from sim.output.results import format_table, timeseries_frame, write_results
     from sim.runner import run_sweep
 
-    out = Path(args.out) if args.out else Path("reports") / scenario.name
+    out = default_out(args, scenario.name)
+    provenance = run_provenance(scenario, command=command, overrides=overrides_of(args))
+    folder.prepare(out, provenance, force=args.force)
     traces = str(args.scenario) if args.traces else None
     result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet,
                        traces=traces)
-    summary = write_results(
-        out, result.records, {r.name: r.params() for r in runs},
-        title=f"Results: {scenario.name}",
-        extras_by_cell={name: {"capacity": c} for name, c in result.capacity.items()},
-        timeseries=timeseries_frame(result.series) if result.series else None,
-        seed=scenario.seed, description=scenario.description)
     from sim.output.html import write_sweep_html  # matplotlib: only when a report is written
 
-    write_sweep_html(out, summary, result.records, title=f"Results: {scenario.name}",
-                     ceiling=args.cost_ceiling)
-    _write_traces(out, result.traces if traces is not None else None)
+    with folder.replace(out) as staging:
+        summary = write_results(
+            staging, result.records, {r.name: r.params() for r in runs},
+            title=f"Results: {scenario.name}",
+            extras_by_cell={name: {"capacity": c} for name, c in result.capacity.items()},
+            timeseries=timeseries_frame(result.series) if result.series else None,
+            seed=scenario.seed, description=scenario.description, provenance=provenance)
+        write_sweep_html(staging, summary, result.records, title=f"Results: {scenario.name}",
+                         ceiling=args.cost_ceiling)
+        _write_traces(staging, result.traces if traces is not None else None)
     if args.format == "json":
-        json.dump(summary, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        print_json(summary)
     else:
         for cell in summary["cells"]:
             print(format_table(cell))
@@ -90,13 +134,9 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
 
 def _write_traces(out: Path, traces: dict[str, list] | None) -> None:
     """Write the runs in the trace model beside the results (cells in order,
-    tasks by index); without traces, remove any left by an earlier run so the
-    folder never pairs these results with another run's traces."""
-    from sim.traces.model import CALLS_FILE, RUNS_FILE
-
+    tasks by index). The folder is written whole, so without traces none of
+    an earlier run's are left to pair with these results."""
     if traces is None:
-        for name in (RUNS_FILE, CALLS_FILE):
-            (out / name).unlink(missing_ok=True)
         return
     from sim.traces.writer import write_runs
 

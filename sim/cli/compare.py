@@ -1,5 +1,7 @@
 """``python -m sim compare BASE CANDIDATE``: did a harness change move outcomes
-or cost? Exit status 1 on a regression, 0 otherwise, 2 on bad input (CI-ready).
+or cost? Exit status (CI-ready): 0 no regression (every check shown within
+its limit), 1 a regression, 2 bad input, 3 inconclusive (too few tasks to tell;
+the message says how many would decide it).
 
 Each side is a scenario file (simulated here, both on the same task streams
 unless their seeds differ) or a results folder of ``sweep``/``run``. The
@@ -9,17 +11,20 @@ folder (``report.md``, ``report.html``, ``comparison.json``, ``figures/``) in
 detection instead of nudging)::
 
     python -m sim compare scenarios/bounded.yaml scenarios/bounded_stop_first.yaml
+
+``--junit FILE`` writes one JUnit test case per check and ``--summary-md
+FILE`` a Markdown summary for a CI step summary (:mod:`sim.output.ci`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sim.cli.common import add_plugin_option, print_json
 from sim.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,15 +33,17 @@ if TYPE_CHECKING:
 _DESCRIPTION = (
     "Compare a candidate harness setting with a base, cell by cell: outcome shares with "
     "intervals and tests (paired when both sides ran the same task streams), steps, tokens "
-    "and cost with bootstrap intervals, and a verdict. Exit status: 1 on a regression, 0 "
-    "otherwise, 2 on bad input. Writes report.md, report.html, comparison.json and figures/ "
-    "to --out.")
+    "and cost with bootstrap intervals, and a verdict. 'No regression' needs evidence: every "
+    "check's 95% interval inside its limit. Exit status: 0 no regression, 1 a regression, "
+    "2 bad input, 3 inconclusive (the verdict says how many tasks would decide it). Writes "
+    "report.md, report.html (figures embedded), comparison.json and figures/ to --out.")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``compare`` command."""
     parser = subparsers.add_parser(
-        "compare", help="compare two harness settings; exit 1 on a regression",
+        "compare", help="compare two harness settings; exit 0 no regression, 1 regression, "
+                        "3 inconclusive",
         description=_DESCRIPTION)
     parser.add_argument("base", help="base: scenario YAML file or results folder")
     parser.add_argument("candidate", help="candidate: scenario YAML file or results folder")
@@ -46,7 +53,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, help="root seed of both scenario sides "
                                                  "(default: each scenario's)")
     parser.add_argument("--out", help="report folder (default: reports/compare_<base>_vs_"
-                                      "<candidate>)")
+                                      "<candidate>); checked before anything runs, written "
+                                      "whole, never holding another comparison unless --force")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a report folder that holds another comparison")
+    parser.add_argument("--junit", metavar="FILE",
+                        help="write JUnit XML: one test case per check (a failure for a "
+                             "regression, skipped when inconclusive)")
+    parser.add_argument("--summary-md", metavar="FILE",
+                        help="write a Markdown summary, verdict first (for a CI step summary)")
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: tables (default) or the comparison as JSON")
     parser.add_argument("--workers", type=int, help="processes (default: all cores); "
@@ -60,6 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--candidate-set", action="append", default=[], metavar="PATH=VALUE",
                         help="override a field of the candidate only, e.g. seed=8 or "
                              "harness.detector.nudges=0 (repeatable)")
+    add_plugin_option(parser)
     parser.add_argument("--save-results", action="store_true",
                         help="also write each scenario side's results folder (results.parquet, "
                              "summary.json, report.md) to OUT/base and OUT/candidate, to "
@@ -82,34 +98,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Compare, write the report folder, print; return 1 on a regression."""
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be >= 1, got {args.workers}")
+    """Check the inputs and --out, compare, write the report folder (and the
+    CI files), print; return 0, 1 or 3 (see the module docstring)."""
+    from sim.scenario.limits import check_workers
+
+    check_workers(args.workers)
     if args.tasks is not None and args.tasks < 1:
         raise InputError(f"--tasks must be >= 1, got {args.tasks}")
     if args.seed is not None and args.seed < 0:
         raise InputError(f"--seed must be >= 0, got {args.seed}")
     from sim import api
-    from sim.output.html import write_comparison
+    from sim.output import folder
+    from sim.output.html import comparison_dict, write_comparison
+    from sim.output.results import write_atomic
 
-    result = api.compare(
+    plan = api.plan_comparison(
         args.base, args.candidate, tasks=args.tasks, seed=args.seed,
         overrides=args.overrides, base_overrides=args.base_set,
         candidate_overrides=args.candidate_set, pairing=args.pairing,
         max_share_drop_pp=args.max_share_drop, max_cost_rise_pct=args.max_cost_rise,
-        alpha=args.alpha, resamples=args.resamples, workers=args.workers,
-        progress=not args.quiet)
-    out = Path(args.out) if args.out else Path("reports") / _default_name(result)
-    write_comparison(out, result)
+        alpha=args.alpha, resamples=args.resamples, allow_plugins=args.allow_plugins)
+    provenance = plan.provenance()
+    labels = [s.name if s is not None else spec.label
+              for spec, s in zip(plan.specs, plan.scenarios, strict=True)]
+    out = Path(args.out) if args.out else Path("reports") / _default_name(*labels)
+    folder.prepare(out, provenance, force=args.force)
+    junit, summary_md = _writable(args.junit, "--junit"), _writable(args.summary_md,
+                                                                     "--summary-md")
+    result = api.run_comparison(plan, workers=args.workers, progress=not args.quiet)
     saved = []
-    if args.save_results:
-        for role, side in (("base", result.base), ("candidate", result.candidate)):
-            if side.seed is not None:  # a simulated scenario side
-                save_side(out / role, side)
-                saved.append(role)
+    with folder.replace(out) as staging:
+        write_comparison(staging, result, provenance=provenance)
+        if args.save_results:
+            for role, side, scenario in zip(("base", "candidate"),
+                                            (result.base, result.candidate), plan.scenarios,
+                                            strict=True):
+                if scenario is not None:  # a simulated scenario side
+                    save_side(staging / role, side, scenario)
+                    saved.append(role)
+    from sim.output.ci import junit_xml, summary_markdown
+
+    if junit is not None:
+        write_atomic(junit, junit_xml(result))
+    if summary_md is not None:
+        write_atomic(summary_md, summary_markdown(result).encode("utf-8"))
     if args.format == "json":
-        json.dump(result.to_dict(), sys.stdout, indent=2, sort_keys=True, allow_nan=False)
-        sys.stdout.write("\n")
+        print_json(comparison_dict(result, provenance))
     else:
         print(format_comparison(result))
         folders = "".join(f", {role}/" for role in saved)
@@ -117,8 +151,27 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_status
 
 
-def save_side(folder: Path, side: Side) -> None:
-    """Write a side's rows as a results folder (the files ``sweep`` writes)."""
+def _writable(value: str | None, flag: str) -> Path | None:
+    """``value`` as a file path that can be written (its folder created), or None."""
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(f"{flag} {path} is a folder, not a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(path.parent, os.W_OK):
+            raise PermissionError(f"cannot write into {path.parent}")
+    except OSError as error:
+        raise InputError(f"{flag} {path}: cannot write there ({error.__class__.__name__}: "
+                         f"{error.strerror or error})") from None
+    return path
+
+
+def save_side(folder: Path, side: Side, scenario=None) -> None:
+    """Write a side's rows as a results folder (the files ``sweep`` writes),
+    with the provenance of its resolved ``scenario``."""
+    from sim.output.provenance import run_provenance
     from sim.output.results import (
         PARQUET_NAME,
         REPORT_NAME,
@@ -131,16 +184,22 @@ def save_side(folder: Path, side: Side) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     rows = side.rows
-    summary = {"cells": [cell_summary(name, dict(side.params.get(name, {})),
-                                      rows[rows["cell"] == name].reset_index(drop=True))
-                         for name in side.cells]}
-    write_parquet(folder / PARQUET_NAME, rows)
+    summary: dict = {"cells": [cell_summary(name, dict(side.params.get(name, {})),
+                                            rows[rows["cell"] == name].reset_index(drop=True))
+                               for name in side.cells]}
+    provenance = None
+    if scenario is not None:
+        provenance = run_provenance(scenario, command="sweep")
+        summary["provenance"] = provenance
+        for cell in summary["cells"]:
+            cell["seed"] = scenario.seed
+    write_parquet(folder / PARQUET_NAME, rows, provenance)
     write_json(folder / SUMMARY_NAME, summary)
     write_report(folder / REPORT_NAME, summary, title=f"Results: {side.label}")
 
 
-def _default_name(result: Comparison) -> str:
-    name = f"compare_{result.base.label}_vs_{result.candidate.label}"
+def _default_name(base: str, candidate: str) -> str:
+    name = f"compare_{base}_vs_{candidate}"
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
 
 
@@ -188,8 +247,10 @@ def format_comparison(result: Comparison) -> str:
         cost = metrics.loc[("cost_usd", "mean")]
         lines.append(f"  mean cost change {cost['change']:+,.4f} USD, {level}% interval "
                      f"{cost['ci_low']:+,.4f} to {cost['ci_high']:+,.4f}")
-    failing = result.checks[result.checks["regression"]].to_dict("records")
-    lines += ["", f"verdict: {'REGRESSION' if failing else 'no regression'} "
-                  f"(exit status {result.exit_status})"]
-    lines += [f"  - {check_sentence(r)}" for r in failing]
+    headline = {"regression": "REGRESSION", "no regression": "no regression",
+                "inconclusive": "INCONCLUSIVE"}[result.outcome]
+    lines += ["", f"verdict: {headline} (exit status {result.exit_status})",
+              f"  {result.verdict}"]
+    flagged = result.checks[result.checks["status"] != "within"].to_dict("records")
+    lines += [f"  - {check_sentence(r)}" for r in flagged]
     return "\n".join(lines)

@@ -43,6 +43,9 @@ _DESCRIPTION = (
     "--price-in/--price-out; --price-* flags override the chosen base. Without a base, cache "
     "reads default to 0.1x and cache writes to 1.25x the input price.")
 
+MAX_COUNT = 10**12
+"""The largest count accepted (steps, tokens)."""
+
 _COUNTS = (("steps", "--steps"), ("prefix", "--prefix"), ("per_step", "--per-step"),
            ("output", "--output"), ("thinking", "--thinking"))
 _PRICE_FLAGS = (("input", "price_in", "--price-in"), ("output", "price_out", "--price-out"),
@@ -61,7 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "cost", help="cost of a deterministic N-step run from closed forms (no simulation)",
         description=_DESCRIPTION)
     shape = parser.add_argument_group("run shape (tokens)")
-    shape.add_argument("--steps", type=int, required=True, help="model calls in the run (N)")
+    shape.add_argument("--steps", type=int, required=True,
+                       help="model calls in the run (N), at least 1")
     shape.add_argument("--prefix", type=int, required=True,
                        help="stable prefix re-sent every step: system prompt + tools (P)")
     shape.add_argument("--per-step", type=int, required=True,
@@ -90,8 +94,10 @@ def run(args: argparse.Namespace) -> int:
     """Print the run's tokens and cost; return 0. Bad input raises InputError."""
     for dest, flag in _COUNTS:
         value = getattr(args, dest)
-        if value < 0:
-            raise InputError(f"{flag} must be a non-negative integer, got {value}")
+        least = 1 if dest == "steps" else 0
+        if not least <= value <= MAX_COUNT:
+            raise InputError(f"{flag} must be an integer from {least} to {MAX_COUNT:,}, "
+                             f"got {value}")
     tiers = _price_tiers(args)
     result = run_breakdown(args.steps, args.prefix, args.per_step, args.output, tiers,
                            thinking=args.thinking, cache=args.cache)

@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run", help="run one cell: the scenario without its sweep",
         description="Run the scenario's base cell (its sweep section, if any, is ignored) "
-                    "and write results.parquet, summary.json and report.md.")
+                    "and write results.parquet, summary.json, report.md and report.html to --out.")
     add_simulation_options(parser)
     parser.set_defaults(handler=run)
 
@@ -27,4 +27,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: ignoring the sweep of {scenario.name} (use 'sweep' to run it)",
               file=sys.stderr)
     base = scenario.model_copy(update={"sweep": {}})
-    return simulate_and_report(args, base, [CellRun(scenario.name, base, ())])
+    return simulate_and_report(args, base, [CellRun(scenario.name, base, ())], "run")

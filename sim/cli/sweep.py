@@ -12,8 +12,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "sweep", help="run every cell of a scenario's sweep grid",
         description="Run every cell of the scenario's sweep grid (a scenario without a "
-                    "sweep is one cell) and write results.parquet, summary.json and "
-                    "report.md.")
+                    "sweep is one cell) and write results.parquet, summary.json, report.md "
+                    "and report.html (figures embedded) to --out.")
     add_simulation_options(parser)
     parser.set_defaults(handler=run)
 
@@ -23,4 +23,4 @@ def run(args: argparse.Namespace) -> int:
     from sim.runner import cells_of
 
     scenario = load(args)
-    return simulate_and_report(args, scenario, cells_of(scenario))
+    return simulate_and_report(args, scenario, cells_of(scenario), "sweep")

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,7 +95,10 @@ class DesResult:
     series, the horizon (end of the last task), the calls answered 429, and per
     task the seconds it held a sandbox and waited for one (not counting the
     wait for its tenant's cap). ``limiter`` is the provider's rate limiter (its
-    admitted and rejected counts), or None without rate limits. See
+    admitted and rejected counts), or None without rate limits.
+    ``offered_rate_per_s`` is the arrival rate the scenario sets (the sum of
+    the tenants' Poisson rates, tasks per second; None for batch and CSV
+    arrivals), against which Little's law is checked. See
     :func:`sim.analysis.capacity.measurements`."""
 
     records: list[TaskRecord]
@@ -104,6 +108,7 @@ class DesResult:
     sandbox_hold_s: list[float] = field(default_factory=list)
     sandbox_wait_s: list[float] = field(default_factory=list)
     limiter: RateLimiter | None = None
+    offered_rate_per_s: float | None = None
 
 
 # ------------------------------------------------------------------ arrivals
@@ -167,6 +172,10 @@ def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arr
     except FileNotFoundError:
         raise InputError("arrivals file not found", source=str(path),
                          path="des.arrivals.path") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise InputError(f"cannot read the arrivals file ({error.__class__.__name__}: "
+                         f"{getattr(error, 'strerror', None) or error})", source=str(path),
+                         path="des.arrivals.path") from None
     rows.sort()
     return [Arrival(i, t, name, agent) for i, (t, _, name, agent) in enumerate(rows[:tasks])]
 
@@ -193,9 +202,11 @@ class DesEngine:
     """One DES cell: build it, then :meth:`run` it once."""
 
     def __init__(self, cell: Cell, des: DesParams, arrivals: list[Arrival],
-                 tracer: Tracer | None = None) -> None:
+                 tracer: Tracer | None = None, *,
+                 on_task_end: Callable[[], None] | None = None) -> None:
         self.cell = cell
         self.tracer = tracer
+        self.on_task_end = on_task_end  # called as each task ends (progress)
         self.des = des
         self.arrivals = arrivals
         self.env = simpy.Environment()
@@ -234,9 +245,11 @@ class DesEngine:
         if missing:  # pragma: no cover - a bug, never silently dropped
             raise RuntimeError(f"{len(missing)} tasks never ended (first: {missing[0]})")
         horizon = max((r.end_s for r in self.records), default=0.0)
+        offered = (sum(t.rate_per_hour for t in self.des.tenants) / 3600.0
+                   if self.des.arrivals.kind == "poisson" else None)
         return DesResult(self.records, self.series, horizon,
                          self.limiter.rejected if self.limiter else 0, self.sandbox_hold,
-                         self.sandbox_wait, self.limiter)
+                         self.sandbox_wait, self.limiter, offered)
 
     def _arrive(self):
         env = self.env
@@ -314,6 +327,8 @@ class DesEngine:
             agent_type=arrival.agent_type, arrival_s=arrival.time_s,
             start_s=env.now if start is None else start, end_s=env.now, queue_s=waits[0],
             model_wait_s=waits[1], resumptions=resumptions)
+        if self.on_task_end is not None:
+            self.on_task_end()
 
     def _acquire(self, arrival: Arrival, waits: list[float]):
         """Wait for the tenant's cap and a sandbox (both held until

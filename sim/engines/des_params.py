@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sim.world.params import DurationParams, Prob
+from sim.world.params import MIN_RATE, DurationParams, Prob
 
 
 class _Strict(BaseModel):
@@ -23,7 +23,8 @@ class TenantParams(_Strict):
     arrivals), its agent type and its concurrency cap."""
 
     name: str = Field("default", description="tenant name")
-    rate_per_hour: float = Field(60.0, gt=0, description="Poisson arrival rate (tasks/hour)")
+    rate_per_hour: float = Field(60.0, ge=MIN_RATE,
+                                 description="Poisson arrival rate (tasks/hour)")
     weight: float = Field(1.0, gt=0, description="share of a batch or of CSV rows without a "
                                                  "tenant (relative)")
     agent_type: str = Field("agent", description="agent type, for operator controls")
@@ -51,11 +52,10 @@ class CapacityParams(_Strict):
 
     model_slots: int | None = Field(None, ge=1, description="concurrent model calls")
     sandboxes: int | None = Field(None, ge=1, description="sandboxes (held for a task's life)")
-    requests_per_minute: float | None = Field(None, gt=0, description="model requests/minute "
-                                                                      "(token bucket; 429 "
-                                                                      "above it)")
-    tokens_per_minute: float | None = Field(None, gt=0, description="prompt tokens/minute "
-                                                                    "(token bucket)")
+    requests_per_minute: float | None = Field(
+        None, ge=MIN_RATE, description="model requests/minute (token bucket; 429 above it)")
+    tokens_per_minute: float | None = Field(
+        None, ge=MIN_RATE, description="prompt tokens/minute (token bucket)")
 
 
 class OperatorAction(_Strict):

@@ -117,8 +117,10 @@ def cost_ccdf(costs: Mapping[str, ArrayLike], *,
     """The complementary CDF of per-task cost on log-log axes, one line per
     entry of ``costs`` ({label: costs in USD}): at x, the share of tasks that
     cost more than x. Zero costs are left out (log axis); the lowest plotted
-    share is 1/n, the most expensive task."""
+    share is 1/n, the most expensive task. With nothing to draw (every task
+    cost $0, or a single task) the panel says so instead."""
     fig, (ax,) = new_figure(4.0)
+    plotted = 0
     for i, (label, values) in enumerate(costs.items()):
         x = np.sort(np.asarray(values, dtype=np.float64))
         n = x.size
@@ -126,19 +128,26 @@ def cost_ccdf(costs: Mapping[str, ArrayLike], *,
             continue
         survival = 1.0 - np.arange(1, n + 1) / n  # share of tasks costing more than x[i]
         keep = (x > 0) & (survival > 0)
+        plotted += int(keep.sum())
         ax.step(x[keep], survival[keep], where="post", color=_LINES[i % len(_LINES)],
                 linestyle=_DASHES[i % len(_DASHES)],
                 label=f"{label} (n={n:,})", linewidth=1.4)
+    ax.set_xlabel("cost per task x (USD)")
+    ax.set_ylabel("share of tasks costing more than x")
+    ax.set_title(title)
+    if not plotted:  # every task cost $0, or one task per label: nothing to draw on log axes
+        ax.text(0.5, 0.5, "no tail to draw: every task cost $0, or too few tasks",
+                ha="center", va="center", transform=ax.transAxes, fontsize=9, color="#555555")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return fig
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"${x:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{100 * y:g}%"))
-    ax.set_xlabel("cost per task x (USD)")
-    ax.set_ylabel("share of tasks costing more than x")
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(title)
     ax.legend(fontsize=8)
     return fig
 
@@ -209,6 +218,30 @@ def _pareto(cost: np.ndarray, success: np.ndarray) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
+MIN_SHARE_SPAN_PP = 5.0
+"""The least span of a share axis (percentage points): cells a hair apart
+stay level instead of being stretched into a cliff."""
+
+
+def share_limits(shares_pct: ArrayLike, min_span: float = MIN_SHARE_SPAN_PP
+                 ) -> tuple[float, float]:
+    """Limits (percent) of an axis of shares: the data with a 10% margin,
+    widened about its middle to at least ``min_span`` percentage points, kept
+    inside [0, 100] where it fits."""
+    values = np.asarray(shares_pct, dtype=np.float64)
+    low, high = float(values.min()), float(values.max())
+    margin = 0.1 * (high - low)
+    low, high = low - margin, high + margin
+    if high - low < min_span:
+        middle = (low + high) / 2
+        low, high = middle - min_span / 2, middle + min_span / 2
+    if low < 0:
+        low, high = 0.0, max(high - low, min(100.0, min_span))
+    if high > 100:
+        low, high = max(0.0, low - (high - 100)), 100.0
+    return low, high
+
+
 def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
              title: str = "Success against cost across cells") -> Figure:
     """Succeeded share against mean cost (left) and p95 cost (right), one point
@@ -217,8 +250,13 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
     numbered, with a key of cell names below (up to 40 cells). The line joins
     the cells no other cell beats on both axes. With a ``ceiling`` (USD), a
     dotted line marks it and the most successful cell whose cost is under it is
-    ringed in each panel."""
+    ringed in each panel. The share axis spans at least
+    ``MIN_SHARE_SPAN_PP`` percentage points (:func:`share_limits`), so a
+    spread of a few hundredths of a point looks flat, as it is; with the
+    columns ``succeeded_low`` and ``succeeded_high`` (shares) each point
+    carries its 95% interval."""
     success = 100 * summary["succeeded"].to_numpy(dtype=np.float64)
+    has_ci = {"succeeded_low", "succeeded_high"} <= set(summary.columns)
     names = summary["cell"].astype(str).tolist()
     labelled = len(names) <= 40
     key = _key_lines(names) if labelled else []
@@ -232,6 +270,13 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
                               (axes[1], "cost_p95", "p95 cost per task (USD)")):
         cost = summary[column].to_numpy(dtype=np.float64)
         ax.scatter(cost, success, color="#1f5f99", zorder=3, s=24)
+        if has_ci:
+            low = 100 * summary["succeeded_low"].to_numpy(dtype=np.float64)
+            high = 100 * summary["succeeded_high"].to_numpy(dtype=np.float64)
+            ax.errorbar(cost, success, yerr=[success - low, high - success], fmt="none",
+                        ecolor="#1f5f99", alpha=0.4, capsize=2, zorder=2)
+        ax.set_ylim(*share_limits(np.concatenate([success, low, high]) if has_ci
+                                  else success))
         front = _pareto(cost, success)
         ax.plot(cost[front], success[front], color="#1f5f99", alpha=0.5, zorder=2)
         if labelled:

@@ -20,11 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from sim.analysis import stats
-from sim.analysis.compare import METRICS, Comparison, check_sentence, format_p
+from sim.analysis.compare import METRICS, POWER, Comparison, check_sentence, format_p
 from sim.output import figures
 from sim.output.results import records_frame, report_markdown, write_atomic, write_json
 
@@ -322,17 +323,21 @@ def _metric_rows(result: Comparison, cell: str) -> list[str]:
 
 
 def _check_rows(result: Comparison, cell: str) -> list[str]:
-    rows = ["| check | change | limit | p | Holm-adjusted p | result |",
-            "|---|---:|---:|---:|---:|---|"]
+    level = round(100 * (1 - result.thresholds.alpha))
+    rows = [f"| check | change | {level}% interval | limit | p | Holm-adjusted p | result |",
+            "|---|---:|---:|---:|---:|---:|---|"]
     floor = 2 / (result.thresholds.resamples + 1)  # the smallest bootstrap p-value
     for r in result.checks[result.checks["cell"] == cell].itertuples():
         p = (f"≤{floor:.2g}" if r.test == "bootstrap" and r.p_value <= floor * (1 + 1e-9)
              else format_p(r.p_value))
         unit = " pp" if r.unit == "pp" else "%"
-        outcome = ("**regression**" if r.regression else "improvement" if r.improvement
-                   else "beyond the limit, not significant" if r.beyond_threshold
-                   else "within the limit")
-        rows.append(f"| {r.check} | {r.change:+.2f}{unit} | {r.threshold:g}{unit} "
+        need = "" if pd.isna(r.tasks_to_decide) else f"; about {int(r.tasks_to_decide):,} tasks"
+        outcome = ("**regression**" if r.regression
+                   else ("within the limit" + (", an improvement" if r.improvement else ""))
+                   if r.within else f"inconclusive{need}")
+        interval = (f"{r.ci_low:+.2f} to {r.ci_high:+.2f}{unit}"
+                    if np.isfinite(r.ci_low) and np.isfinite(r.ci_high) else "n/a")
+        rows.append(f"| {r.check} | {r.change:+.2f}{unit} | {interval} | {r.threshold:g}{unit} "
                     f"| {p} | {format_p(r.p_adjusted)} | {outcome} |")
     return rows
 
@@ -365,19 +370,26 @@ def _method(result: Comparison) -> str:
             f"{'' if t.max_share_drop_pp == 1 else 's'}, or a "
             f"rise of mean or p95 cost by more than {t.max_cost_rise_pct:g}%, with a p-value "
             f"below {t.alpha:g} after Holm's adjustment over all "
-            f"{len(result.checks)} checks of this comparison.")
+            f"{len(result.checks)} checks of this comparison. No regression needs evidence: "
+            f"every check's {level}% interval inside its limit on the bad side (a one-sided "
+            f"equivalence test at {t.alpha / 2:g} each; all must pass). Otherwise the "
+            f"comparison is inconclusive (exit status 3), and each undecided check gets the "
+            f"tasks per cell that would decide it with {round(100 * POWER)}% power if its "
+            f"change is as measured (interval half-widths shrinking as 1/sqrt(n)).")
 
 
 def comparison_markdown(result: Comparison, figure_names: list[str] | None = None) -> str:
     """The Markdown report of a comparison; ``figure_names`` (see
     :func:`comparison_figures`) are linked as ``figures/<name>.png``."""
     names = figure_names or []
-    status = "REGRESSION" if result.regression else "no regression"
-    failing = result.checks[result.checks["regression"]].to_dict("records")
+    status = {"regression": "REGRESSION", "no regression": "no regression",
+              "inconclusive": "inconclusive"}[result.outcome]
+    flagged = result.checks[result.checks["status"] != "within"].to_dict("records")
     better = result.checks[result.checks["improvement"]].to_dict("records")
     lines = [f"# Comparison: {result.base.label} vs {result.candidate.label}", "",
-             f"**Verdict: {status}** (exit status {result.exit_status}).", ""]
-    lines += [f"- {check_sentence(r)}" for r in failing]
+             f"**Verdict: {status}** (exit status {result.exit_status})"
+             + ("." if result.regression else f": {result.verdict.split(': ', 1)[1]}."), ""]
+    lines += [f"- {check_sentence(r)}" for r in flagged]
     if better:
         lines += ["", "Significant improvements:", ""]
         lines += [f"- {check_sentence(r)}" for r in better]
@@ -407,9 +419,20 @@ def comparison_markdown(result: Comparison, figure_names: list[str] | None = Non
     return "\n".join(lines) + "\n"
 
 
-def write_comparison(out_dir: str | os.PathLike, result: Comparison) -> list[Path]:
+def comparison_dict(result: Comparison, provenance: Mapping[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """What comparison.json holds: :meth:`Comparison.to_dict` and the provenance."""
+    data = result.to_dict()
+    if provenance is not None:
+        data["provenance"] = dict(provenance)
+    return data
+
+
+def write_comparison(out_dir: str | os.PathLike, result: Comparison,
+                     provenance: Mapping[str, Any] | None = None) -> list[Path]:
     """Write ``figures/*.png``, ``report.md``, ``report.html`` and
-    ``comparison.json`` into ``out_dir`` (created if needed); return the paths."""
+    ``comparison.json`` (with ``provenance``, :mod:`sim.output.provenance`)
+    into ``out_dir`` (created if needed); return the paths."""
     out = Path(out_dir)
     (out / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
     figs = comparison_figures(result)
@@ -425,6 +448,6 @@ def write_comparison(out_dir: str | os.PathLike, result: Comparison) -> list[Pat
                         .encode("utf-8"))):
         write_atomic(out / name, data)
         paths.append(out / name)
-    write_json(out / COMPARISON_NAME, result.to_dict())
+    write_json(out / COMPARISON_NAME, comparison_dict(result, provenance))
     paths.append(out / COMPARISON_NAME)
     return paths

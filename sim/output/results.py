@@ -158,9 +158,14 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _arrow_table(frame: pd.DataFrame) -> pa.Table:
-    """``frame`` as an Arrow table with a fixed schema and no metadata (no
-    pandas index, no pandas or library versions)."""
+PROVENANCE_KEY = b"sim.provenance"
+"""Parquet schema metadata key holding the provenance (JSON, :mod:`sim.output.provenance`)."""
+
+
+def _arrow_table(frame: pd.DataFrame, metadata: Mapping[str, Any] | None = None) -> pa.Table:
+    """``frame`` as an Arrow table with a fixed schema and no metadata but
+    ``metadata`` (JSON under :data:`PROVENANCE_KEY`): no pandas index, no
+    pandas or library versions."""
     fields = []
     for name, dtype in frame.dtypes.items():
         key = str(dtype)
@@ -169,20 +174,30 @@ def _arrow_table(frame: pd.DataFrame) -> pa.Table:
         fields.append(pa.field(str(name), _ARROW[key]))
     schema = pa.schema(fields)
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    return table.cast(schema).replace_schema_metadata(None)
+    extra = None if metadata is None else {PROVENANCE_KEY: json_bytes(dict(metadata))}
+    return table.cast(schema).replace_schema_metadata(extra)
 
 
-def parquet_bytes(frame: pd.DataFrame) -> bytes:
-    """The Parquet file of ``frame``: identical bytes for identical frames."""
+def parquet_bytes(frame: pd.DataFrame, metadata: Mapping[str, Any] | None = None) -> bytes:
+    """The Parquet file of ``frame`` (with ``metadata`` as its provenance):
+    identical bytes for identical input."""
     buffer = io.BytesIO()
-    pq.write_table(_arrow_table(frame), buffer, compression=PARQUET_COMPRESSION,
+    pq.write_table(_arrow_table(frame, metadata), buffer, compression=PARQUET_COMPRESSION,
                    compression_level=PARQUET_COMPRESSION_LEVEL, version="2.6")
     return buffer.getvalue()
 
 
-def write_parquet(path: str | os.PathLike, frame: pd.DataFrame) -> None:
+def write_parquet(path: str | os.PathLike, frame: pd.DataFrame,
+                  metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``frame`` to ``path`` as Parquet, atomically, deterministic bytes."""
-    write_atomic(path, parquet_bytes(frame))
+    write_atomic(path, parquet_bytes(frame, metadata))
+
+
+def read_provenance(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The provenance in a Parquet file's metadata (None when it has none)."""
+    metadata = pq.read_schema(path).metadata or {}
+    raw = metadata.get(PROVENANCE_KEY)
+    return None if raw is None else json.loads(raw)
 
 
 def _json_default(value: Any) -> Any:
@@ -242,11 +257,25 @@ def format_table(cell: Mapping[str, Any]) -> str:
     if cell.get("cache_hit_share"):
         lines.append(f"  cache hits     {100 * cell['cache_hit_share']:.1f}% of prompt tokens")
     if "capacity" in cell:
-        c = cell["capacity"]
-        lines.append(f"  capacity       L {c['L']:.2f}  = rate {c['arrival_rate_per_s']:.4f}/s"
-                     f" x W {c['W_s']:,.1f} s  (Little's law error "
-                     f"{100 * c['littles_law_error']:.2f}%)")
+        lines.append(f"  capacity       {littles_law_text(cell['capacity'].get('littles_law'))}")
     return "\n".join(lines)
+
+
+def littles_law_text(law: Mapping[str, Any] | None) -> str:
+    """Little's law over the steady window in one line (see
+    :func:`sim.analysis.capacity.littles_law`)."""
+    if not law:
+        return "Little's law: no steady-state window (every task arrives at once)"
+    verdict = {True: "holds", False: "FAILS", None: "not checked (no steady state)"}[
+        law["holds"]]
+    return (f"Little's law {verdict}: L {law['L']:.3f} vs lambda W {law['lambda_W']:.3f} "
+            f"({law['rate_source']} rate {law['arrival_rate_per_s']:.4g}/s x W "
+            f"{law['W_s']:,.1f} s), error {100 * law['error']:+.2f}% (tolerance "
+            f"{100 * law['tolerance']:.2f}%) over {law['tasks']:,} arrivals")
+
+
+def _holds(value: bool | None) -> str:
+    return {True: "holds", False: "**fails**", None: "not checked: no steady state"}[value]
 
 
 def comparison_rows(cells: list[Mapping[str, Any]]) -> list[str]:
@@ -278,9 +307,22 @@ def capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
             f"| horizon (s) | {capacity['horizon_s']:,.1f} |",
             f"| arrival rate (tasks/s) | {capacity['arrival_rate_per_s']:.5f} |",
             f"| L, time-average tasks in system | {capacity['L']:.3f} |",
-            f"| W, mean time in system (s) | {capacity['W_s']:,.1f} |",
-            f"| Little's law error, abs(L - rate W) / L | "
-            f"{100 * capacity['littles_law_error']:.3f}% |"]
+            f"| W, mean time in system (s) | {capacity['W_s']:,.1f} |"]
+    law = capacity.get("littles_law")
+    if law:
+        low, high = law["window_quantiles"]
+        rows += [f"| steady window (s): arrivals {100 * low:g}th to {100 * high:g}th "
+                 f"percentile | {law['window_s'][0]:,.0f} to "
+                 f"{law['window_s'][1]:,.0f} ({law['tasks']:,} arrivals) |",
+                 f"| Little's law: L vs lambda W ({law['rate_source']} rate) | "
+                 f"{law['L']:.3f} vs {law['lambda_W']:.3f}: error {100 * law['error']:+.2f}% "
+                 f"(tolerance {100 * law['tolerance']:.2f}%, {_holds(law['holds'])}) |",
+                 f"| sandbox queue: L_q vs lambda W_q (W_q {law['W_q_s']:,.1f} s) | "
+                 f"{law['L_q']:.3f} vs {law['lambda_W_q']:.3f}: error "
+                 f"{100 * law['queue_error']:+.2f}% (tolerance "
+                 f"{100 * law['queue_tolerance']:.2f}%, {_holds(law['queue_holds'])}) |"]
+    else:
+        rows.append("| Little's law | no steady-state window (every task arrives at once) |")
     for pool in ("model_slots", "sandboxes"):
         label = pool.replace("_", " ")
         value = f"{100 * util[pool]:.1f}%" if util[pool] is not None else "unlimited"
@@ -356,13 +398,18 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
 
 
 def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> str:
-    """The Markdown report of every cell in ``summary`` (the summary.json dict);
-    ``lead`` (Markdown) comes right after the title and description."""
+    """The Markdown report of every cell in ``summary`` (the summary.json dict):
+    the description, ``lead`` (Markdown), the resolved settings and overrides
+    (from the provenance, so they follow ``--set``), then one section per cell."""
+    from sim.output.describe import provenance_lines
+
     cells = summary["cells"]
     about = f"{summary['description'].strip()}\n\n" if summary.get("description") else ""
     if lead:
         about += f"{lead.strip()}\n\n"
-    head = f"# {title}\n\n{about}{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
+    settings = "\n".join(provenance_lines(summary.get("provenance")))
+    settings = f"{settings}\n\n" if settings else ""
+    head = f"# {title}\n\n{about}{settings}{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
     parts = [head.rstrip("\n")]
     if len(cells) > 1:
         parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
@@ -410,7 +457,8 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
                   params_by_cell: dict[str, dict], *, title: str = DEFAULT_TITLE,
                   extras_by_cell: Mapping[str, Mapping[str, Any]] | None = None,
                   timeseries: pd.DataFrame | None = None, seed: int | None = None,
-                  description: str = "") -> dict[str, Any]:
+                  description: str = "", provenance: Mapping[str, Any] | None = None
+                  ) -> dict[str, Any]:
     """Write ``results.parquet`` (every task of every cell: cells in given
     order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
     :func:`cell_summary`) and ``report.md`` (headed ``title``) into
@@ -422,7 +470,9 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     ``seed``, the root seed of the task streams, is recorded in every cell so a
     later comparison knows whether two folders ran the same tasks;
     ``description`` (what the scenario models and shows) heads the report and
-    is kept in the summary."""
+    is kept in the summary; ``provenance`` (:mod:`sim.output.provenance`: the
+    resolved scenario, overrides, seed, version, prices date) goes into the
+    summary, the Parquet files' metadata and the report."""
     if set(records_by_cell) != set(params_by_cell):
         raise ValueError("records_by_cell and params_by_cell name different cells: "
                          f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")
@@ -439,11 +489,13 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     summary: dict[str, Any] = {"cells": cells}
     if description:
         summary["description"] = description
+    if provenance is not None:
+        summary["provenance"] = json.loads(json_bytes(dict(provenance)))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_parquet(out / PARQUET_NAME, everything)
+    write_parquet(out / PARQUET_NAME, everything, provenance)
     if timeseries is not None:
-        write_atomic(out / TIMESERIES_NAME, parquet_bytes(timeseries))
+        write_atomic(out / TIMESERIES_NAME, parquet_bytes(timeseries, provenance))
     write_json(out / SUMMARY_NAME, summary)
     write_report(out / REPORT_NAME, summary, title=title)
     return summary

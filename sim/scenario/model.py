@@ -6,10 +6,19 @@ A scenario has a ``harness`` section (the real harness's settings), a
 ``sweep`` of axes over dotted paths, expanded as a grid. Every field has a unit
 and a default; ``scenarios/README.md`` documents them all.
 
-Every kind of bad input (missing file, malformed YAML, unknown key, wrong
-type, out-of-range value, incompatible harness settings, an unknown component
-name or import path) raises :class:`~sim.errors.InputError` naming the file and
-the dotted field path; the CLI prints it and exits with status 2.
+Every kind of bad input (missing file, malformed YAML, a duplicate key, unknown
+key, wrong type, out-of-range value, incompatible harness settings, an unknown
+component name or import path) raises :class:`~sim.errors.InputError` naming
+the file and the dotted field path; the CLI prints it and exits with status 2.
+
+Validation is strict: YAML is read by :mod:`sim.scenario.safeyaml` (duplicate
+keys, alias bombs and deep nesting refused), the document is held to the
+bounds of :mod:`sim.scenario.limits` (finite numbers of bounded magnitude,
+bounded strings and sizes), and the fields are validated in pydantic's strict
+mode: a boolean is not an integer, a string is not a number, a number is not
+a string. A scenario names code to import (a detector or verifier given as
+``package.module:Class``) only with ``allow_plugins``; otherwise that field is
+an error and nothing is imported.
 """
 
 from __future__ import annotations
@@ -18,6 +27,9 @@ import copy
 import datetime
 import importlib
 import itertools
+import json
+import math
+import stat
 from collections.abc import Callable
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -30,6 +42,8 @@ from sim.engines.des_params import DesParams
 from sim.errors import InputError
 from sim.harness import params as hp
 from sim.harness.detector import Detector, NoProgressDetector
+from sim.scenario import limits
+from sim.scenario.safeyaml import parse
 from sim.world.params import Prob, WorldParams
 from sim.world.verifiers import VERIFIERS
 from sim.world.world import World
@@ -182,9 +196,11 @@ class Scenario(_Strict):
     """A scenario file. ``sweep`` maps dotted paths (e.g.
     ``harness.budgets.tokens``) to lists of values, expanded as a grid."""
 
-    name: str = Field("", description="scenario name (default: the file name)")
+    name: str = Field("", pattern=r"^[^/\\]*$", max_length=200,
+                      description="scenario name (default: the file name); no path "
+                                  "separators")
     description: str = Field("", description="what the scenario models")
-    tasks: int = Field(1000, ge=1, description="tasks per cell")
+    tasks: int = Field(1000, ge=1, le=limits.MAX_TASKS, description="tasks per cell")
     seed: int = Field(0, ge=0, description="root seed of the random streams")
     engine: Literal["direct", "des"] = Field(
         "direct", description="direct (tasks alone, fast) or des (arrivals, shared capacity)")
@@ -198,8 +214,15 @@ class Scenario(_Strict):
 
 
 # ------------------------------------------------------------------ loading
-def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
-    """Read, override (``dotted.path=value``, value parsed as YAML) and validate a scenario."""
+MAX_FILE_BYTES = 5_000_000
+"""The largest scenario file read (bytes)."""
+
+
+def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *,
+                  allow_plugins: bool = False) -> Scenario:
+    """Read, override (``dotted.path=value``, value parsed as YAML) and validate
+    a scenario. ``allow_plugins`` lets it name a detector or verifier by import
+    path (code that is imported and run); without it such a name is an error."""
     source = str(path)
     raw = read_yaml(source)
     for item in overrides:
@@ -208,7 +231,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     if not raw.get("name"):
         raw["name"] = Path(source).stem
     _anchor_paths(raw, Path(source).parent)
-    return validate(raw, source)
+    return validate(raw, source, allow_plugins=allow_plugins)
 
 
 def _anchor_paths(raw: dict[str, Any], base: Path) -> None:
@@ -221,21 +244,19 @@ def _anchor_paths(raw: dict[str, Any], base: Path) -> None:
 
 
 def read_yaml(source: str) -> dict[str, Any]:
-    """The top-level mapping of a YAML file, or an InputError."""
+    """The top-level mapping of a YAML file (read strictly, see
+    :mod:`sim.scenario.safeyaml`), or an InputError."""
+    path = Path(source)
     try:
-        text = Path(source).read_text(encoding="utf-8")
+        if path.is_file() and path.stat().st_size > MAX_FILE_BYTES:
+            raise InputError(f"the file is larger than {MAX_FILE_BYTES:,} bytes", source=source)
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("file not found", source=source) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read the file ({error.__class__.__name__})",
-                         source=source) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise InputError(f"malformed YAML: {where}{problem}", source=source) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read the file ({error.__class__.__name__}: "
+                         f"{getattr(error, 'strerror', None) or error})", source=source) from None
+    data = parse(text, source)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -245,20 +266,20 @@ def read_yaml(source: str) -> dict[str, Any]:
 
 
 def parse_override(item: str, source: str) -> tuple[str, Any]:
-    """``dotted.path=value`` as (path, YAML-parsed value)."""
+    """``dotted.path=value`` as (path, YAML-parsed value); text that is not
+    YAML is the string it is."""
     key, sep, text = item.partition("=")
     if not sep or not key.strip():
         raise InputError(f"--set expects dotted.path=value, got {item!r}", source=source)
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        value = text
-    return key.strip(), value
+    return key.strip(), parse(text, source, malformed_as_text=True)
 
 
 def set_dotted(raw: dict[str, Any], path: str, value: Any, source: str) -> None:
     """Set ``raw[a][b]... = value`` for ``path`` ``a.b...``, creating mappings."""
     parts = path.split(".")
+    if len(parts) > limits.MAX_DEPTH:
+        raise InputError(f"nests deeper than {limits.MAX_DEPTH} levels", source=source,
+                         path=path[:200])
     node = raw
     for i, part in enumerate(parts[:-1]):
         child = node.get(part)
@@ -271,9 +292,10 @@ def set_dotted(raw: dict[str, Any], path: str, value: Any, source: str) -> None:
     node[parts[-1]] = value
 
 
-def validate(raw: dict[str, Any], source: str) -> Scenario:
-    """Validate a raw mapping as a scenario, including every sweep cell."""
-    scenario = _validate_one(raw, source, prefix="")
+def validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False) -> Scenario:
+    """Validate a raw mapping as a scenario, including every sweep cell (at
+    most :data:`~sim.scenario.limits.MAX_CELLS`, uniquely named)."""
+    scenario = _validate_one(raw, source, prefix="", allow_plugins=allow_plugins)
     for key, values in scenario.sweep.items():
         if key.split(".")[0] in _NOT_SWEEPABLE:
             raise InputError(f"{key.split('.')[0]!r} cannot be swept (it is one setting of the "
@@ -284,33 +306,124 @@ def validate(raw: dict[str, Any], source: str) -> Scenario:
         if repeated:
             raise InputError(f"repeated value(s) {', '.join(repeated)}: each cell must be "
                              f"distinct", source=source, path=f"sweep.{key}")
-    for values in _grid(scenario.sweep):
+    cells = math.prod(len(v) for v in scenario.sweep.values()) if scenario.sweep else 1
+    if cells > limits.MAX_CELLS:
+        raise InputError(f"the grid has {cells:,} cells; at most {limits.MAX_CELLS:,} are "
+                         f"allowed", source=source, path="sweep")
+    if cells * scenario.tasks > limits.MAX_TOTAL_TASKS:
+        raise InputError(f"{cells:,} cells of {scenario.tasks:,} tasks is "
+                         f"{cells * scenario.tasks:,} tasks; a run holds at most "
+                         f"{limits.MAX_TOTAL_TASKS:,}", source=source, path="tasks")
+    grid = _grid(scenario.sweep)
+    cell_names(scenario.sweep, grid, source)
+    for values in grid:
         cell_raw = copy.deepcopy(raw)
         cell_raw.pop("sweep", None)
         for key, value in values:
             set_dotted(cell_raw, key, value, source)
         label = ", ".join(f"{k}={v!r}" for k, v in values)
-        _validate_one(cell_raw, source, prefix=f"in the sweep cell {label}: ")
+        _validate_one(cell_raw, source, prefix=f"in the sweep cell {label}: ",
+                      allow_plugins=allow_plugins)
     return scenario
 
 
 _NOT_SWEEPABLE = frozenset({"tasks", "name", "description", "sweep"})
 
 
-def _validate_one(raw: dict[str, Any], source: str, prefix: str) -> Scenario:
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    raise TypeError(f"not a scenario value: {type(value).__name__}")  # pragma: no cover
+
+
+def _strict(raw: dict[str, Any]) -> Scenario:
+    """``raw`` (held to the limits already) validated in strict mode. Its JSON
+    form is validated, so lists stand for tuples and ISO strings for dates
+    while a boolean is never an integer and a string never a number."""
+    text = json.dumps(_default_shapes(raw), default=_json_value, allow_nan=False)
+    return Scenario.model_validate_json(text, strict=True)
+
+
+def _default_shapes(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with the documented default shape filled in where a mapping
+    omits its selector: ``world.difficulty`` without ``distribution`` is
+    lognormal."""
+    world = raw.get("world")
+    difficulty = world.get("difficulty") if isinstance(world, dict) else None
+    if isinstance(difficulty, dict) and "distribution" not in difficulty:
+        world = {**world, "difficulty": {"distribution": "lognormal", **difficulty}}
+        return {**raw, "world": world}
+    return raw
+
+
+def _validate_one(raw: dict[str, Any], source: str, prefix: str, *,
+                  allow_plugins: bool = False) -> Scenario:
     try:
-        scenario = Scenario.model_validate(raw)
+        limits.check_document(raw, source)
+        scenario = _strict(raw)
+    except InputError as error:
+        raise InputError(f"{prefix}{error.message}", source=source, path=error.path) from None
     except ValidationError as error:
         raise InputError("\n  ".join([f"{prefix}invalid scenario:"] + [
-            f"{_dotted(e['loc'])}: {e['msg']} (got {_show(e.get('input'))})"
+            f"{_dotted(e['loc'])}: {_yaml_words(e['msg'])} (got {_show(e.get('input'))})"
             for e in error.errors()]), source=source) from None
     try:
+        check_plugins(scenario.harness, allow_plugins)
         harness_params(scenario.harness, scenario.world)
         resolve_detector(scenario.harness.detector.name)
         build_verifier(scenario.harness.verifier)
+        _check_arrivals(scenario.des)
     except InputError as error:
         raise InputError(f"{prefix}{error.message}", source=source, path=error.path) from None
     return scenario
+
+
+_JSON_WORDS = (("Input should be an object", "Input should be a mapping"),
+               ("Input should be a valid array", "Input should be a list"),
+               ("JSON input", "input"))
+
+
+def _yaml_words(message: str) -> str:
+    """A pydantic message in YAML's words (validation runs on the JSON form)."""
+    for json_word, yaml_word in _JSON_WORDS:
+        message = message.replace(json_word, yaml_word)
+    return message
+
+
+def check_plugins(h: HarnessConfig, allow_plugins: bool) -> None:
+    """An InputError naming the field when the harness names a component by
+    import path (code to import and run) and plugins are not allowed."""
+    if allow_plugins:
+        return
+    for path, name in (("harness.detector.name", h.detector.name),
+                       ("harness.verifier.name", h.verifier.name)):
+        if ":" in name:
+            raise InputError(f"{name!r} is an import path: a scenario runs code it names "
+                             f"only when you allow it (--allow-plugins on the command line, "
+                             f"allow_plugins=True in Python)", path=path)
+
+
+def _check_arrivals(des: DesParams) -> None:
+    """An arrivals CSV must be a readable regular file (checked before anything runs)."""
+    if des.arrivals.kind != "csv":
+        return
+    path = Path(des.arrivals.path)
+    where = "des.arrivals.path"
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"arrivals file {str(path)!r} not found", path=where) from None
+    except OSError as error:
+        raise InputError(f"cannot read {str(path)!r} ({error.__class__.__name__}: "
+                         f"{error.strerror or error})", path=where) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{str(path)!r} is not a file", path=where)
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as error:
+        raise InputError(f"cannot read {str(path)!r} ({error.__class__.__name__}: "
+                         f"{error.strerror or error})", path=where) from None
 
 
 def _discriminator_tags() -> frozenset[str]:
@@ -326,7 +439,28 @@ def _discriminator_tags() -> frozenset[str]:
     return frozenset(tags)
 
 
+def _union_members() -> frozenset[str]:
+    """Names pydantic puts in error paths for the members of a union (a
+    model's class name, ``str``, ``int``, ...): not fields."""
+    from typing import get_args
+
+    names = {"str", "int", "float", "bool", "none", "date", "list", "dict", "tuple"}
+    stack, seen = [Scenario], set()
+    while stack:
+        annotation = stack.pop()
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation in seen:
+                continue
+            seen.add(annotation)
+            names.add(annotation.__name__)
+            stack.extend(f.annotation for f in annotation.model_fields.values())
+        else:
+            stack.extend(get_args(annotation))
+    return frozenset(names)
+
+
 _DISCRIMINATOR_TAGS = _discriminator_tags()
+_UNION_MEMBERS = _union_members()
 
 
 def _dotted(loc: tuple) -> str:
@@ -334,8 +468,8 @@ def _dotted(loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in _DISCRIMINATOR_TAGS:
-            continue  # pydantic's discriminator tag, not a field
+        elif part in _DISCRIMINATOR_TAGS or part in _UNION_MEMBERS or "[" in str(part):
+            continue  # pydantic's tag of a union member, not a field
         else:
             out += f".{part}" if out else str(part)
     return out or "(top level)"
@@ -361,15 +495,32 @@ def expand(scenario: Scenario) -> list[tuple[str, Scenario, tuple[tuple[str, Any
     grid = _grid(scenario.sweep)
     if not grid:
         return [(scenario.name, scenario, ())]
-    base = scenario.model_dump(mode="python", exclude={"sweep"})
+    base = scenario.model_dump(mode="json", exclude={"sweep"})
+    names = cell_names(scenario.sweep, grid, scenario.name)
     cells = []
-    for values in grid:
+    for name, values in zip(names, grid, strict=True):
         raw = copy.deepcopy(base)
         for key, value in values:
             set_dotted(raw, key, value, scenario.name)
-        name = ",".join(f"{key.rsplit('.', 1)[-1]}={_label(value)}" for key, value in values)
-        cells.append((name, Scenario.model_validate(raw), values))
+        cells.append((name, _strict(raw), values))
     return cells
+
+
+def cell_names(sweep: dict[str, list[Any]], grid: list[tuple[tuple[str, Any], ...]],
+               source: str) -> list[str]:
+    """The grid's cell names, ``last.part=value`` joined by commas (the whole
+    dotted path for axes whose last parts coincide); an InputError at
+    ``sweep`` when two cells would still share a name."""
+    leaves = [key.rsplit(".", 1)[-1] for key in sweep]
+    shown = {key: key if leaves.count(leaf) > 1 else leaf
+             for key, leaf in zip(sweep, leaves, strict=True)}
+    names = [",".join(f"{shown[key]}={_label(value)}" for key, value in values)
+             for values in grid]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"two cells would share the name {twice[0]!r}: give the values "
+                         f"distinct labels", source=source, path="sweep")
+    return names
 
 
 def _label(value: Any) -> str:
@@ -475,7 +626,25 @@ def harness_params(h: HarnessConfig, world: WorldParams | World,
         ).validate()
     except hp.ParameterError as error:
         path, message = error.problems[0]
-        raise InputError(message, path=f"harness.{path}") from None
+        raise InputError(message, path=_scenario_path(path)) from None
+
+
+_HARNESS_TO_SCENARIO = {"system_prompt_tokens": "harness.context_window",
+                        "verifier": "harness.verifier.name", "provider": "harness.model"}
+
+
+def _scenario_path(path: str) -> str:
+    """The scenario field behind a harness parameter's dotted path (the
+    harness's own names where the scenario's differ: the prefix that must
+    fit the context window, the world's tools, the verifier's worst case)."""
+    head = path.split(".", 1)[0].split("[", 1)[0]
+    if head == "tools":  # tools[i].effect: the world's tool i
+        return f"world.{path}"
+    if head in _HARNESS_TO_SCENARIO:
+        return _HARNESS_TO_SCENARIO[head]
+    if head not in HarnessConfig.model_fields:
+        return "harness"
+    return f"harness.{path}"
 
 
 def _prices(h: HarnessConfig) -> hp.Prices:

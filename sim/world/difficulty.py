@@ -10,14 +10,15 @@ import math
 from bisect import bisect_right
 from itertools import accumulate
 
-from sim.world.params import ChoiceDifficulty, FixedDifficulty, LognormalDifficulty
+from sim.world.params import MAX_NEED, ChoiceDifficulty, FixedDifficulty, LognormalDifficulty
 from sim.world.streams import Draws
 
 Spec = LognormalDifficulty | FixedDifficulty | ChoiceDifficulty
 
 
 def sample_need(spec: Spec, draws: Draws) -> int:
-    """Productive steps one task needs (seed 001: ``max(3, round(lognormal(2.3, 0.6)))``).
+    """Productive steps one task needs (seed 001: ``max(3, round(lognormal(2.3, 0.6)))``;
+    a lognormal draw above ``MAX_NEED`` is cut to it, so no ``mu`` overflows).
     Draws one standard normal from ``draws`` for the lognormal, one uniform for
     choice, none for fixed."""
     if spec.distribution == "fixed":
@@ -26,7 +27,13 @@ def sample_need(spec: Spec, draws: Draws) -> int:
         cumulative = _cumulative(spec)
         k = bisect_right(cumulative, draws.uniform() * cumulative[-1])
         return spec.values[min(k, len(spec.values) - 1)]
-    return max(spec.min, round(math.exp(spec.mu + spec.sigma * draws.normal())))
+    log_need = spec.mu + spec.sigma * draws.normal()
+    if log_need >= _LOG_MAX:
+        return max(spec.min, MAX_NEED)
+    return max(spec.min, round(math.exp(log_need)))
+
+
+_LOG_MAX = math.log(MAX_NEED)
 
 
 def continuous_mean(spec: Spec) -> float:
@@ -48,6 +55,8 @@ def need_cdf(spec: Spec, k: int) -> float:
             spec.weights)
     if k < spec.min:
         return 0.0
+    if k >= max(spec.min, MAX_NEED):
+        return 1.0
     # round() sends exp(X) in [k + 0.5, k + 1.5) to k + 1, ties aside (measure zero)
     return 0.5 * (1 + math.erf((math.log(k + 0.5) - spec.mu) / (spec.sigma * math.sqrt(2))))
 

@@ -15,6 +15,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
+MAX_NEED = 10**9
+"""The most productive steps a lognormal draw gives (larger draws are cut to it)."""
+MIN_RATE = 1e-6
+"""The smallest speed or rate a field takes (per second, minute or hour), so
+that one over it is a finite time."""
 Effect = Literal["read", "reversible_write", "external", "irreversible"]
 
 
@@ -23,7 +28,9 @@ class _Strict(BaseModel):
 
 
 class LognormalDifficulty(_Strict):
-    """Productive steps a task needs: ``max(min, round(exp(N(mu, sigma))))``."""
+    """Productive steps a task needs: ``max(min, round(exp(N(mu, sigma))))``,
+    a draw above 10^9 cut to 10^9. The default shape: a ``difficulty``
+    mapping without ``distribution`` is this one."""
 
     distribution: Literal["lognormal"] = "lognormal"
     mu: float = Field(2.3, description="mean of log(steps)")
@@ -198,8 +205,9 @@ class LatencyParams(_Strict):
     """Model-call time: ``ttft_s + output / decode_tps + prompt / prefill_tps``."""
 
     ttft_s: float = Field(0.5, ge=0, description="time to first token (seconds)")
-    decode_tps: float = Field(75.0, gt=0, description="decode speed (output tokens/second)")
-    prefill_tps: float | None = Field(None, gt=0, description=(
+    decode_tps: float = Field(75.0, ge=MIN_RATE, description="decode speed (output "
+                                                             "tokens/second)")
+    prefill_tps: float | None = Field(None, ge=MIN_RATE, description=(
         "prefill speed (prompt tokens/second); None: prefill time is in ttft"))
 
 

@@ -1,0 +1,89 @@
+"""A comparison's verdict for CI systems: JUnit XML and a Markdown summary.
+
+``compare --junit FILE`` writes one JUnit test case per check of the
+comparison (:mod:`sim.analysis.compare`), named ``<cell>: <check>``:
+
+* a regression is a ``<failure>`` (type ``regression``) whose message is the
+  check in words;
+* an inconclusive check is ``<skipped>``, its message saying how many tasks
+  would decide it;
+* a check within its limit passes.
+
+The suite's properties carry the verdict, the exit status and the tasks
+that would decide an inconclusive comparison. ``compare --summary-md FILE``
+writes Markdown for a CI step summary (GitHub's ``$GITHUB_STEP_SUMMARY``):
+the verdict first, then the checks that failed or are undecided, then every
+check in a table. Both are deterministic for a given comparison.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pandas as pd
+
+from sim.analysis.compare import INCONCLUSIVE, REGRESSION, Comparison, check_sentence, format_p
+
+_HEADLINE = {"no regression": "✅ no regression", "regression": "❌ REGRESSION",
+             "inconclusive": "⚠️ inconclusive"}
+
+
+def _need(value) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)
+
+
+def junit_xml(result: Comparison) -> bytes:
+    """The JUnit XML document of ``result`` (UTF-8, with a declaration)."""
+    checks = result.checks.to_dict("records")
+    failures = sum(c["status"] == REGRESSION for c in checks)
+    skipped = sum(c["status"] == INCONCLUSIVE for c in checks)
+    counts = {"tests": str(len(checks)), "failures": str(failures), "errors": "0",
+              "skipped": str(skipped)}
+    name = f"sim compare: {result.base.label} vs {result.candidate.label}"
+    root = ET.Element("testsuites", {"name": name, **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": name, **counts, "time": "0"})
+    properties = ET.SubElement(suite, "properties")
+    need = result.tasks_to_decide
+    for key, value in (("verdict", result.outcome), ("exit_status", str(result.exit_status)),
+                       ("paired", str(result.paired).lower()),
+                       ("tasks_to_decide", "" if need is None else str(need)),
+                       ("base", result.base.source), ("candidate", result.candidate.source)):
+        ET.SubElement(properties, "property", {"name": key, "value": value})
+    for check in checks:
+        case = ET.SubElement(suite, "testcase", {
+            "classname": f"sim.compare.{check['cell']}", "name": f"{check['cell']}: "
+            f"{check['check']}", "time": "0"})
+        sentence = check_sentence(check)
+        if check["status"] == REGRESSION:
+            failure = ET.SubElement(case, "failure", {"type": "regression", "message": sentence})
+            failure.text = sentence
+        elif check["status"] == INCONCLUSIVE:
+            ET.SubElement(case, "skipped", {"message": f"inconclusive: {sentence}"})
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def summary_markdown(result: Comparison) -> str:
+    """Markdown for a CI step summary: the verdict first (see the module docstring)."""
+    checks = result.checks.to_dict("records")
+    level = round(100 * (1 - result.thresholds.alpha))
+    lines = [f"## {_HEADLINE[result.outcome]}: {result.base.label} vs {result.candidate.label}",
+             "", f"{result.verdict[0].upper()}{result.verdict[1:]}. Exit status "
+             f"{result.exit_status}.", ""]
+    flagged = [c for c in checks if c["status"] != "within"]
+    lines += [f"- {'**regression**' if c['status'] == REGRESSION else 'undecided'}: "
+              f"{check_sentence(c)}" for c in flagged]
+    if flagged:
+        lines.append("")
+    lines += [f"| check | change | {level}% interval | limit | adjusted p | result | tasks to "
+              "decide |", "|---|---:|---:|---:|---:|---|---:|"]
+    for c in checks:
+        unit = " pp" if c["unit"] == "pp" else "%"
+        need = _need(c["tasks_to_decide"])
+        lines.append(f"| {c['cell']}: {c['check']} | {c['change']:+.2f}{unit} "
+                     f"| {c['ci_low']:+.2f} to {c['ci_high']:+.2f}{unit} "
+                     f"| {c['threshold']:g}{unit} | {format_p(c['p_adjusted'])} "
+                     f"| {c['status']} | {'' if need is None else f'{need:,}'} |")
+    lines += ["", f"- Base: {result.base.source}", f"- Candidate: {result.candidate.source}",
+              f"- Pairing: {result.pairing_note}"]
+    return "\n".join(lines) + "\n"

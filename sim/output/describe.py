@@ -1,0 +1,119 @@
+"""The resolved scenario in words, for the head of a report.
+
+A report's settings come from its provenance (:mod:`sim.output.provenance`),
+that is from the scenario as it ran, after ``--set``: ``--set
+harness.budgets.tokens=500000`` makes the report say "500 k prompt-token
+budget", whatever the scenario file's description says. The overrides are
+listed as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def amount(n: float) -> str:
+    """A count as people write it: ``2 M``, ``500 k``, ``1,234,567``, ``50``."""
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1_000_000:g} M"
+    if n >= 10_000 and n % 1_000 == 0:
+        return f"{n / 1_000:g} k"
+    return f"{n:,}" if float(n).is_integer() else f"{n:,g}"
+
+
+def _budgets(b: Mapping[str, Any]) -> str:
+    parts = []
+    for key, text in (("tokens", "{} prompt-token budget"), ("steps", "{}-step budget"),
+                      ("output_tokens", "{} output-token budget"),
+                      ("money_usd", "${} money budget"), ("wall_s", "{} s wall-time budget"),
+                      ("active_s", "{} s active-time budget"),
+                      ("retries", "{} harness retries per run")):
+        value = b.get(key)
+        if value is not None:
+            parts.append(text.format(amount(value)))
+    return ", ".join(parts) if parts else "no budgets"
+
+
+def _detector(d: Mapping[str, Any]) -> str:
+    if not d.get("enabled", True):
+        return "no-progress detector off"
+    nudges = d.get("nudges", 0)
+    then = (f"{nudges} nudge{'s' if nudges != 1 else ''} then stop" if nudges
+            else "stop on the first detection")
+    return f"detector {d.get('name')} ({d.get('repeat_threshold')} identical calls; {then})"
+
+
+def _retries(r: Mapping[str, Any]) -> str:
+    tool = r.get("tool_max_attempts")
+    text = f"up to {r.get('max_attempts')} retries of a model call"
+    if tool is not None:
+        text += f" and {tool} of a tool call"
+    if not r.get("retry_tool_errors", True):
+        text += " (transient tool errors go to the model)"
+    return text
+
+
+def _prices(h: Mapping[str, Any]) -> str:
+    prices = h.get("prices")
+    if prices is None:
+        return "catalogue prices"
+    if isinstance(prices, str):
+        return f"prices {prices}"
+    return "overridden prices"
+
+
+def _des(des: Mapping[str, Any]) -> str:
+    tenants = des.get("tenants") or []
+    arrivals = (des.get("arrivals") or {}).get("kind", "poisson")
+    text = f"{arrivals} arrivals from {len(tenants)} tenant{'s' if len(tenants) != 1 else ''}"
+    if arrivals == "poisson":
+        text += f" ({amount(sum(t.get('rate_per_hour', 0) for t in tenants))} tasks/h)"
+    capacity = des.get("capacity") or {}
+    pools = [f"{capacity[k]} {label}" for k, label in (("sandboxes", "sandboxes"),
+                                                       ("model_slots", "model slots"))
+             if capacity.get(k) is not None]
+    return text + (f", {', '.join(pools)}" if pools else ", unlimited capacity")
+
+
+def settings_sentence(scenario: Mapping[str, Any]) -> str:
+    """The resolved scenario (a plain ``Scenario.model_dump(mode="json")``) in
+    one sentence: engine, tasks and seed, model and prices, budgets,
+    detector, verifier, retries, context, caching, capacity and sweep axes."""
+    h = scenario.get("harness") or {}
+    context = h.get("context") or {}
+    verifier = (h.get("verifier") or {}).get("name", "none")
+    parts = [f"engine {scenario.get('engine')}, {amount(scenario.get('tasks', 0))} tasks per "
+             f"cell, seed {scenario.get('seed')}",
+             f"model {h.get('model')} with {_prices(h)}",
+             _budgets(h.get("budgets") or {}),
+             _detector(h.get("detector") or {}),
+             "no verifier" if verifier == "none" else f"verifier {verifier}",
+             _retries(h.get("retry") or {}),
+             f"context window {amount(h.get('context_window', 0))} tokens"
+             + (f", compaction above {amount(context['compact_at_tokens'])} tokens"
+                if context.get("compact_at_tokens") else "")]
+    if h.get("prompt_cache"):
+        parts.append(f"prompt caching ({h['prompt_cache']})")
+    if h.get("approval_required"):
+        parts.append(f"approval of {', '.join(h['approval_required'])} calls")
+    if scenario.get("engine") == "des":
+        parts.append(_des(scenario.get("des") or {}))
+    sweep = scenario.get("sweep") or {}
+    if sweep:
+        parts.append("swept: " + ", ".join(f"`{k}` ({len(v)} values)" for k, v in sweep.items()))
+    return "; ".join(parts) + "."
+
+
+def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
+    """Markdown lines for a report's head: the settings, the overrides and the
+    recorded version and prices date; none without a provenance."""
+    if not provenance or "scenario" not in provenance:
+        return []
+    overrides = provenance.get("overrides") or []
+    shown = ", ".join(f"`{o}`" for o in overrides) if overrides else "none"
+    return [f"**Settings** (as run, after overrides): {settings_sentence(provenance['scenario'])}",
+            "",
+            f"**Overrides**: {shown}. Recorded by sim {provenance.get('sim_version')}, "
+            f"catalogue prices as of {provenance.get('prices_date')}; the resolved scenario "
+            "is in summary.json (`provenance`)."]

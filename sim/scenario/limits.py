@@ -1,0 +1,128 @@
+"""The documented bounds of scenario documents, and the walk that holds a
+document to them before any field is validated.
+
+A scenario file is data someone may send you: whatever it holds, loading it
+must end quickly in a clean run or one clear error. These bounds keep every
+accepted document small enough to validate at once and every number small
+enough that derived times, token counts and costs stay finite:
+
+* every number is finite and at most ``MAX_NUMBER`` (10^12) in magnitude
+  (rates and speeds that divide into times have their own lower bounds,
+  :data:`MIN_RATE`, in the field reference);
+* every string is at most ``MAX_STRING`` characters; mapping keys are strings;
+* a document nests at most ``MAX_DEPTH`` levels and holds at most
+  ``MAX_NODES`` values once YAML aliases are expanded (a 343-byte alias bomb
+  expands to hundreds of millions);
+* a cell runs at most ``MAX_TASKS`` tasks, a sweep grid has at most
+  ``MAX_CELLS`` cells, and a run at most ``MAX_TOTAL_TASKS`` tasks over all
+  its cells (every task's record is held in memory);
+* a command uses at most ``MAX_WORKERS`` worker processes.
+
+:func:`check_document` raises :class:`~sim.errors.InputError` naming the
+dotted path of the first value out of bounds.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from typing import Any
+
+from sim.errors import InputError
+from sim.world.params import MIN_RATE
+
+__all__ = ["MAX_CELLS", "MAX_DEPTH", "MAX_NODES", "MAX_NUMBER", "MAX_STRING", "MAX_TASKS",
+           "MAX_TOTAL_TASKS", "MAX_WORKERS", "MIN_RATE", "check_document", "check_number",
+           "check_workers", "join"]
+
+MAX_NUMBER = 1e12
+MAX_STRING = 10_000
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+MAX_TASKS = 1_000_000
+MAX_CELLS = 1_000
+MAX_TOTAL_TASKS = 2_000_000
+MAX_WORKERS = 256
+
+SCALARS = (str, int, float, bool, type(None), datetime.date)
+
+
+def join(path: str, part: str | int) -> str:
+    """``path`` extended by a key (``a.b``) or a list position (``a[2]``)."""
+    if isinstance(part, int):
+        return f"{path}[{part}]"
+    return f"{path}.{part}" if path else str(part)
+
+
+def check_number(value: int | float, path: str, source: str = "") -> None:
+    """An InputError at ``path`` unless ``value`` is a finite number within the bounds."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"must be a finite number, got {value!r}", source=source, path=path)
+    if abs(value) > MAX_NUMBER:
+        raise InputError(f"must be at most {MAX_NUMBER:.0e} in magnitude, got {_short(value)}",
+                         source=source, path=path)
+
+
+def check_document(doc: Any, source: str = "", path: str = "") -> None:
+    """Raise an InputError naming the first value of ``doc`` (a parsed
+    YAML document or part of one, at dotted ``path``) that breaks the
+    bounds of the module docstring: a number out of range, a long string, a
+    key that is not a string, a value of a type YAML documents do not hold,
+    too deep a nesting or too many values. The walk visits shared values once
+    per reference (as validation would) and stops at ``MAX_NODES``."""
+    stack: list[tuple[Any, str, int]] = [(doc, path, 1)]
+    visited = 0
+    while stack:
+        value, where, depth = stack.pop()
+        visited += 1
+        if visited > MAX_NODES:
+            raise InputError(f"the document holds more than {MAX_NODES:,} values (YAML "
+                             f"aliases expanded)", source=source, path=where)
+        if depth > MAX_DEPTH:
+            raise InputError(f"nests deeper than {MAX_DEPTH} levels", source=source,
+                             path=where)
+        if isinstance(value, bool) or value is None or isinstance(value, datetime.date):
+            continue
+        if isinstance(value, int | float):
+            check_number(value, where or "(top level)", source)
+        elif isinstance(value, str):
+            if len(value) > MAX_STRING:
+                raise InputError(f"a string of {len(value):,} characters; at most "
+                                 f"{MAX_STRING:,} are allowed", source=source,
+                                 path=where or "(top level)")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise InputError(f"keys must be strings, got {key!r} "
+                                     f"({type(key).__name__})", source=source,
+                                     path=where or "(top level)")
+                if len(key) > MAX_STRING:
+                    raise InputError(f"a key of {len(key):,} characters", source=source,
+                                     path=where or "(top level)")
+                stack.append((item, join(where, key), depth + 1))
+        elif isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                stack.append((item, join(where, i), depth + 1))
+        else:
+            kind = getattr(type(value), "__name__", "value")
+            if hasattr(value, "item") and callable(value.item):  # a numpy scalar
+                raise InputError(f"a {kind}: give a plain Python number or string",
+                                 source=source, path=where or "(top level)")
+            raise InputError(f"a {kind} is not a scenario value (numbers, strings, "
+                             f"booleans, null, dates, lists and mappings are)",
+                             source=source, path=where or "(top level)")
+
+
+def check_workers(workers: int | None, flag: str = "--workers") -> None:
+    """An InputError unless ``workers`` is None or an int in [1, MAX_WORKERS]."""
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise InputError(f"{flag} must be an integer, got {workers!r}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise InputError(f"{flag} must be between 1 and {MAX_WORKERS}, got {workers}")
+
+
+def _short(value: int | float) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else f"{text[:12]}... ({len(text)} digits)"

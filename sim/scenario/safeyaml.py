@@ -1,0 +1,153 @@
+"""Reading YAML that someone else wrote: PyYAML's safe loader, made strict.
+
+:func:`parse` differs from ``yaml.safe_load`` in four ways, each a way a
+document could otherwise mislead or hang the loader:
+
+* a key repeated in one mapping is an error naming its dotted path and both
+  lines (PyYAML silently keeps the last);
+* nesting deeper than :data:`~sim.scenario.limits.MAX_DEPTH` levels is an
+  error while the document is read (no RecursionError);
+* a document whose values, with every alias expanded, number more than
+  :data:`~sim.scenario.limits.MAX_NODES` is an error as soon as the count
+  passes it (an alias bomb is refused in milliseconds, not expanded), and so
+  is an alias inside its own anchor (a recursive document);
+* numbers in exponent form without a dot or a signed exponent (``1e6``,
+  ``1.0e12``) are floats, as in YAML 1.2, not strings.
+
+Errors are :class:`~sim.errors.InputError` naming the source, and the dotted
+path where one is known.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from sim.errors import InputError
+from sim.scenario.limits import MAX_DEPTH, MAX_NODES, join
+
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Refused(yaml.YAMLError):
+    """A document the strict loader refuses: ``message`` at dotted ``path``."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
+
+class StrictLoader(yaml.SafeLoader):
+    """The safe loader with duplicate keys, deep nesting, expansion and
+    recursive aliases refused (see the module docstring)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._path: list[str | int] = []
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded values, depth)
+        self._paths: dict[int, str] = {}  # id(mapping node) -> its dotted path
+
+    def _where(self) -> str:
+        path = ""
+        for part in self._path:
+            path = join(path, part)
+        return path
+
+    def compose_node(self, parent, index):
+        part = None
+        if isinstance(parent, MappingNode) and isinstance(index, ScalarNode):
+            part = index.value
+        elif isinstance(parent, SequenceNode) and isinstance(index, int):
+            part = index
+        if part is not None:
+            self._path.append(part)
+        try:
+            if len(self._path) > MAX_DEPTH:
+                raise _Refused(f"nests deeper than {MAX_DEPTH} levels", self._where())
+            alias = self.check_event(AliasEvent)
+            node = super().compose_node(parent, index)
+            self._measure(node, alias)
+            if not alias and isinstance(node, MappingNode):
+                self._paths[id(node)] = self._where()
+            return node
+        finally:
+            if part is not None:
+                self._path.pop()
+
+    def _measure(self, node, alias: bool) -> None:
+        """Record the expanded size and depth of ``node`` (its children are
+        measured already); refuse it when either passes its bound. An alias
+        to a node not measured yet is an alias inside its own anchor."""
+        known = self._sizes.get(id(node))
+        if known is not None:
+            size, depth = known
+        elif alias:
+            raise _Refused("an alias refers to the mapping or list that contains it "
+                           "(a recursive document)", self._where() or "(top level)")
+        elif isinstance(node, ScalarNode):
+            size, depth = 1, 1
+        else:
+            children = (node.value if isinstance(node, SequenceNode)
+                        else [n for pair in node.value for n in pair])
+            measured = [self._sizes[id(child)] for child in children]
+            size = 1 + sum(m[0] for m in measured)
+            depth = 1 + max((m[1] for m in measured), default=0)
+        where = self._where() or "(top level)"
+        if size > MAX_NODES:
+            raise _Refused(f"the document holds more than {MAX_NODES:,} values once its "
+                           f"aliases are expanded", where)
+        if depth + len(self._path) > MAX_DEPTH + 1:
+            raise _Refused(f"nests deeper than {MAX_DEPTH} levels once its aliases are "
+                           f"expanded", where)
+        self._sizes[id(node)] = (size, depth)
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: PyYAML reports it below
+                    continue
+                if first is not None:
+                    where = "line" if first == line else "lines"
+                    lines = str(line) if first == line else f"{first} and {line}"
+                    raise _Refused(f"duplicate key {key!r} ({where} {lines})",
+                                   join(self._paths.get(id(node), ""), str(key)))
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT,
+                                   list("-+0123456789."))
+
+
+def parse(text: str, source: str = "", *, malformed_as_text: bool = False) -> Any:
+    """The value of the YAML document ``text`` (None when empty), read by
+    :class:`StrictLoader`; an InputError naming ``source`` otherwise. With
+    ``malformed_as_text`` (a ``--set`` value), text that is not YAML is
+    returned as the string it is; a refused document is still an error."""
+    loader = StrictLoader(text)
+    try:
+        return loader.get_single_data()
+    except _Refused as refused:
+        raise InputError(refused.message, source=source, path=refused.path) from None
+    except yaml.YAMLError as error:
+        if malformed_as_text:
+            return text
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(f"malformed YAML: {where}{problem}", source=source) from None
+    finally:
+        loader.dispose()
