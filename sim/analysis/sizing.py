@@ -54,7 +54,6 @@ from sim.engines.cell import Cell
 from sim.engines.des import Arrival, DesEngine, DesResult
 from sim.engines.des_params import DesParams
 from sim.errors import InputError
-from sim.scenario.limits import check_workers
 
 P95 = 0.95
 
@@ -156,7 +155,6 @@ def size_capacity(cell: Cell, des: DesParams, arrivals: list[Arrival], target_p9
     if not (math.isfinite(target_p95_wait_s) and target_p95_wait_s >= 0):
         raise InputError(f"--target-p95-wait must be a number of seconds >= 0, got "
                          f"{target_p95_wait_s}")
-    check_workers(workers)
     if not arrivals:
         raise InputError("no arrivals to size capacity for")
     global _CONTEXT
