@@ -565,3 +565,58 @@ def test_verifier_options_the_class_rejects_name_the_options_path(plugins, tmp_p
     with pytest.raises(InputError, match="colour") as caught:
         load_scenario(path, allow_plugins=True)
     assert caught.value.path == "harness.verifier.options"
+
+
+# --------------------------------------------------- accepted values run cleanly
+CLEAN = {
+    "difficulty_without_its_distribution": ("world:\n  difficulty: {mu: 2.5}\n", ()),
+    "a_huge_lognormal_mean": ("harness:\n  budgets: {steps: 30}\nworld:\n  difficulty: "
+                              "{mu: 1000}\n", ()),
+    "numbers_at_the_bounds": ("harness:\n  budgets: {steps: 1000000000000}\n", ()),
+    "exponent_floats_are_numbers": ("engine: des\ndes:\n  capacity: {tokens_per_minute: 1e6,"
+                                    " requests_per_minute: 1.0e-6}\n", ()),
+    "one_task": (VALID, ("--tasks", "1")),
+    "every_task_free": ("harness:\n  prices: {input: 0, output: 0, cache_read: 0, "
+                        "cache_write: 0}\nsweep:\n  harness.budgets.steps: [5, 10]\n", ()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_accepted_edge_values_run_cleanly_and_write_every_file(name, tmp_path, capsys):
+    """Values the limits accept simulate without a traceback and the whole
+    results folder is written: a difficulty without ``distribution`` (the
+    documented lognormal), ``mu: 1000`` (needs are cut to 10^9 steps, no
+    overflow), a step budget of 10^12, YAML 1.2 exponent floats, one task
+    and cells where every task costs $0 (report.html has no log scale of
+    zeros)."""
+    text, args = CLEAN[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["sweep", str(path), "--quiet", "--workers", "1", "--format", "json",
+            "--out", str(out), *(args or ("--tasks", "3"))]
+    status = sim.cli.main(argv)
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert {"results.parquet", "summary.json", "report.md", "report.html"} <= {
+        p.name for p in out.iterdir()}
+    if name == "difficulty_without_its_distribution":
+        difficulty = load_scenario(path).world.difficulty
+        assert (difficulty.distribution, difficulty.mu, difficulty.sigma) == ("lognormal", 2.5,
+                                                                              0.6)
+    if name == "exponent_floats_are_numbers":
+        capacity = load_scenario(path).des.capacity
+        assert (capacity.tokens_per_minute, capacity.requests_per_minute) == (1e6, 1e-6)
+
+
+def test_an_arrivals_symlink_loop_exits_2_with_the_field(tmp_path, capsys):
+    """An arrivals path that is a loop of symlinks: exit 2 naming des.arrivals.path."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    path = tmp_path / "loop.yaml"
+    path.write_text(f"engine: des\ndes:\n  arrivals: {{kind: csv, path: {tmp_path / 'a'}}}\n",
+                    encoding="utf-8")
+    assert sim.cli.main(["run", str(path), "--tasks", "2", "--quiet",
+                         "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: des.arrivals.path: cannot read")

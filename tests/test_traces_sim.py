@@ -115,5 +115,6 @@ def test_a_des_sweep_with_traces_records_its_cells(tmp_path):
 def test_without_traces_no_trace_files_stay_beside_the_results(bounded, tmp_path):
     out = tmp_path / "plain"
     assert simulate(out, "bounded.yaml", "--traces") == 0
-    assert simulate(out, "bounded.yaml", "--seed", "3") == 0
+    # another run's results are replaced only with --force (the folder is written whole)
+    assert simulate(out, "bounded.yaml", "--seed", "3", "--force") == 0
     assert not (out / RUNS_FILE).exists() and not (out / CALLS_FILE).exists()

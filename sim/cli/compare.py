@@ -249,8 +249,9 @@ def format_comparison(result: Comparison) -> str:
                      f"{cost['ci_low']:+,.4f} to {cost['ci_high']:+,.4f}")
     headline = {"regression": "REGRESSION", "no regression": "no regression",
                 "inconclusive": "INCONCLUSIVE"}[result.outcome]
-    lines += ["", f"verdict: {headline} (exit status {result.exit_status})",
-              f"  {result.verdict}"]
+    lines += ["", f"verdict: {headline} (exit status {result.exit_status})"]
+    if not result.regression:  # a regression's verdict is the list of failing checks below
+        lines.append(f"  {result.verdict}")
     flagged = result.checks[result.checks["status"] != "within"].to_dict("records")
     lines += [f"  - {check_sentence(r)}" for r in flagged]
     return "\n".join(lines)
