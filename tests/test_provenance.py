@@ -86,13 +86,15 @@ def test_a_folder_that_is_not_results_is_never_used(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
-@pytest.mark.parametrize("where", ["file", "proc", "read_only"])
+@pytest.mark.parametrize("where", ["file", "under_a_file", "proc", "read_only"])
 def test_out_is_checked_before_anything_runs(where, tmp_path, monkeypatch):
-    """--out naming a file, /proc/x or a folder that cannot be written is exit
-    2 at once: the simulation never starts."""
-    if where == "file":
+    """--out naming a file, a folder inside a file, /proc/x or a folder that
+    cannot be written is exit 2 at once: the simulation never starts."""
+    if where in ("file", "under_a_file"):
         out = tmp_path / "results.txt"
         out.write_text("x", encoding="utf-8")
+        if where == "under_a_file":
+            out = out / "sub"
     elif where == "proc":
         out = Path("/proc/x")
     else:
