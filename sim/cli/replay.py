@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.cli.common import add_plugin_option
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
 from sim.errors import InputError
 
@@ -43,7 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=_DESCRIPTION)
     parser.add_argument("traces", help="trace folder (runs.parquet and calls.parquet)")
     parser.add_argument("scenario", help="scenario YAML: its harness section is the candidate")
-    parser.add_argument("--out", help="results folder (default: reports/replay_<scenario>)")
+    parser.add_argument("--out", help="results folder (default: reports/replay_<scenario>); "
+                                      "checked before anything runs, written whole, never "
+                                      "holding another run's results unless --force")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a results folder that holds another run's results")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="PATH=VALUE", help="override a field, e.g. "
                                                    "harness.budgets.tokens=100000 (repeatable)")
@@ -59,6 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a recorded tool the detector treats as polling (repeatable)")
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: tables (default) or the summary as JSON")
+    add_plugin_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
     parser.set_defaults(handler=run)
 
@@ -93,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                          "candidate harness (a harness section); a world is not used by "
                          "replay, which answers from the recorded runs",
                          source=args.scenario, path="harness")
-    scenario = load_scenario(args.scenario, args.overrides)
+    scenario = load_scenario(args.scenario, args.overrides, allow_plugins=args.allow_plugins)
     notes = []
     if "world" in raw:
         notes.append(f"note: the world section of {args.scenario} is not used by replay")
@@ -107,6 +113,13 @@ def run(args: argparse.Namespace) -> int:
     runs = read_trace_folder(args.traces)
     if not runs:
         raise InputError("the trace folder holds no runs to replay", source=args.traces)
+    from sim.output import folder
+    from sim.output.provenance import run_provenance
+
+    out = Path(args.out) if args.out else Path("reports") / f"replay_{scenario.name}"
+    provenance = {**run_provenance(scenario, command="replay", overrides=args.overrides),
+                  "traces": str(args.traces)}
+    folder.prepare(out, provenance, force=args.force)
     options = ReplayOptions(args.after_intervention, args.tool_error_kind,
                             frozenset(args.polling))
     tool_calls = sum(r.tool_calls for r in runs)
@@ -142,10 +155,11 @@ def run(args: argparse.Namespace) -> int:
         rows_by_cell[name] = pd.concat([records, extras], axis=1)
         params_by_cell[name] = dict(values)
         blocks[name] = _block(rows_by_cell[name], args, h, text_hashes, prices_for.unpriced)
-    out = Path(args.out) if args.out else Path("reports") / f"replay_{scenario.name}"
-    summary = write_replay_results(out, rows_by_cell, params_by_cell, blocks,
-                                   title=f"Replay: {scenario.name} over {len(runs):,} recorded "
-                                         f"runs", description=scenario.description)
+    with folder.replace(out) as staging:
+        summary = write_replay_results(
+            staging, rows_by_cell, params_by_cell, blocks,
+            title=f"Replay: {scenario.name} over {len(runs):,} recorded runs",
+            description=scenario.description, provenance=provenance)
     if args.format == "json":
         json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
         sys.stdout.write("\n")

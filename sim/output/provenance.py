@@ -14,7 +14,8 @@
   ``harness.prices_date``, or the UTC date of the run when it is null).
 
 A comparison records ``base`` and ``candidate`` instead of ``scenario``, each
-the resolved scenario of a simulated side or the folder of a results side.
+the resolved scenario of a simulated side or the folder of a results side; a
+replay adds the ``traces`` folder it replayed.
 :func:`identity` is the part that says *which run* a folder holds; two runs
 with the same identity may share a folder (:mod:`sim.output.folder`).
 """
@@ -26,7 +27,7 @@ import importlib.metadata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-IDENTITY_KEYS = ("command", "scenario", "base", "candidate")
+IDENTITY_KEYS = ("command", "scenario", "base", "candidate", "traces")
 
 
 def sim_version() -> str:

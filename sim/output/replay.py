@@ -26,6 +26,7 @@ per-call costs), shares are in [0, 1].
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -39,6 +40,7 @@ from sim.output.results import (
     REPORT_NAME,
     SUMMARY_NAME,
     cell_summary,
+    json_bytes,
     report_markdown,
     write_atomic,
     write_json,
@@ -283,12 +285,14 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
 
 def write_replay_results(out_dir: str | os.PathLike, rows_by_cell: Mapping[str, pd.DataFrame],
                          params_by_cell: Mapping[str, dict], blocks: Mapping[str, dict], *,
-                         title: str, description: str = "") -> dict[str, Any]:
+                         title: str, description: str = "",
+                         provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write a replay's ``results.parquet`` (every cell's rows, in order),
     ``summary.json`` (:func:`sim.output.results.cell_summary` of each cell plus
     its ``replay`` block), ``report.md`` (led by :func:`replay_markdown` of
     each cell) and ``report.html`` into ``out_dir``, each atomically; return
-    the summary."""
+    the summary. ``provenance`` (:mod:`sim.output.provenance`) goes into the
+    summary, the Parquet metadata and the report."""
     from sim.output.html import markdown_to_html
 
     cells = []
@@ -299,12 +303,15 @@ def write_replay_results(out_dir: str | os.PathLike, rows_by_cell: Mapping[str, 
     summary: dict[str, Any] = {"cells": cells}
     if description:
         summary["description"] = description
+    if provenance is not None:
+        summary["provenance"] = json.loads(json_bytes(dict(provenance)))
     lead = "\n\n".join(replay_markdown(c["replay"], c["name"] if len(cells) > 1 else "")
                        for c in cells) + "\n\n## Replayed runs as results"
     markdown = report_markdown(summary, title, lead)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_parquet(out / PARQUET_NAME, pd.concat(list(rows_by_cell.values()), ignore_index=True))
+    write_parquet(out / PARQUET_NAME, pd.concat(list(rows_by_cell.values()), ignore_index=True),
+                  provenance)
     write_json(out / SUMMARY_NAME, summary)
     write_atomic(out / REPORT_NAME, markdown.encode("utf-8"))
     write_atomic(out / HTML_NAME, markdown_to_html(markdown, {}, title=title).encode("utf-8"))
