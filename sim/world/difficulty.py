@@ -1,14 +1,11 @@
 """Task difficulty: the hidden number of productive steps a task needs.
 
-Distribution objects know their analytic mean (Ciw's style), so tests can
-check samplers against theory.
+Each difficulty spec of :mod:`sim.world.params` carries its distribution
+object (``spec.dist``, :mod:`sim.world.distributions`); this module applies
+the spec's rounding and floor to it and gives the exact CDF of the result.
 """
 
 from __future__ import annotations
-
-import math
-from bisect import bisect_right
-from itertools import accumulate
 
 from sim.world.params import MAX_NEED, ChoiceDifficulty, FixedDifficulty, LognormalDifficulty
 from sim.world.streams import Draws
@@ -21,45 +18,24 @@ def sample_need(spec: Spec, draws: Draws) -> int:
     a lognormal draw above ``MAX_NEED`` is cut to it, so no ``mu`` overflows).
     Draws one standard normal from ``draws`` for the lognormal, one uniform for
     choice, none for fixed."""
-    if spec.distribution == "fixed":
-        return spec.steps
-    if spec.distribution == "choice":
-        cumulative = _cumulative(spec)
-        k = bisect_right(cumulative, draws.uniform() * cumulative[-1])
-        return spec.values[min(k, len(spec.values) - 1)]
-    log_need = spec.mu + spec.sigma * draws.normal()
-    if log_need >= _LOG_MAX:
-        return max(spec.min, MAX_NEED)
-    return max(spec.min, round(math.exp(log_need)))
-
-
-_LOG_MAX = math.log(MAX_NEED)
+    if spec.distribution == "lognormal":
+        need = spec.dist.sample(draws)  # inf when exp overflows (a huge mu)
+        return max(spec.min, MAX_NEED) if need >= MAX_NEED else max(spec.min, round(need))
+    return int(spec.dist.sample(draws))
 
 
 def continuous_mean(spec: Spec) -> float:
     """Mean of the distribution before rounding and the floor: ``exp(mu + sigma^2/2)``."""
-    if spec.distribution == "fixed":
-        return float(spec.steps)
-    if spec.distribution == "choice":
-        return sum(v * w for v, w in zip(spec.values, spec.weights, strict=True)) / sum(
-            spec.weights)
-    return math.exp(spec.mu + spec.sigma ** 2 / 2)
+    return spec.dist.mean
 
 
 def need_cdf(spec: Spec, k: int) -> float:
     """P(need <= k) for the rounded, floored distribution (exact)."""
-    if spec.distribution == "fixed":
-        return 1.0 if k >= spec.steps else 0.0
-    if spec.distribution == "choice":
-        return sum(w for v, w in zip(spec.values, spec.weights, strict=True) if v <= k) / sum(
-            spec.weights)
+    if spec.distribution != "lognormal":
+        return spec.dist.cdf(k)
     if k < spec.min:
         return 0.0
     if k >= max(spec.min, MAX_NEED):
         return 1.0
     # round() sends exp(X) in [k + 0.5, k + 1.5) to k + 1, ties aside (measure zero)
-    return 0.5 * (1 + math.erf((math.log(k + 0.5) - spec.mu) / (spec.sigma * math.sqrt(2))))
-
-
-def _cumulative(spec: ChoiceDifficulty) -> list[float]:
-    return list(accumulate(spec.weights))
+    return spec.dist.cdf(k + 0.5)

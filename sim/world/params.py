@@ -10,9 +10,12 @@ error, 4% bad arguments, 3% premature "done" once half the work is done.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sim.world.distributions import BaseDistribution, Exponential, Fixed, Lognormal, Mixture
 
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 MAX_NEED = 10**9
@@ -37,12 +40,24 @@ class LognormalDifficulty(_Strict):
     sigma: float = Field(0.6, gt=0, description="standard deviation of log(steps)")
     min: int = Field(3, ge=1, description="smallest number of productive steps")
 
+    @cached_property
+    def dist(self) -> BaseDistribution:
+        """The distribution before rounding and the floor: lognormal with median
+        ``exp(mu)`` and log-sd ``sigma`` (``mu`` held below the float range's
+        end: every draw of a larger one exceeds ``MAX_NEED`` anyway)."""
+        return Lognormal(median=math.exp(min(self.mu, 700.0)), sigma=self.sigma)
+
 
 class FixedDifficulty(_Strict):
     """Every task needs exactly ``steps`` productive steps."""
 
     distribution: Literal["fixed"] = "fixed"
     steps: int = Field(10, ge=1, description="productive steps every task needs")
+
+    @cached_property
+    def dist(self) -> BaseDistribution:
+        """A point mass at ``steps``."""
+        return Fixed(value=self.steps)
 
 
 class ChoiceDifficulty(_Strict):
@@ -64,6 +79,12 @@ class ChoiceDifficulty(_Strict):
         if min(self.weights) < 0 or sum(self.weights) <= 0:
             raise ValueError("weights must be >= 0 with a positive sum")
         return self
+
+    @cached_property
+    def dist(self) -> BaseDistribution:
+        """A mixture of point masses at ``values`` with ``weights``."""
+        return Mixture(components=tuple(Fixed(value=v) for v in self.values),
+                       weights=self.weights)
 
 
 Difficulty = Annotated[LognormalDifficulty | FixedDifficulty | ChoiceDifficulty,
@@ -121,23 +142,25 @@ class DurationParams(_Strict):
                              f"{self.distribution}")
         return self
 
+    @cached_property
+    def dist(self) -> BaseDistribution:
+        """The duration as a distribution object (seconds)."""
+        if self.distribution == "exponential":
+            return Exponential(mean=self.mean_s)
+        if self.distribution == "fixed":
+            return Fixed(value=self.median_s)
+        return Lognormal(median=self.median_s, sigma=self.sigma)
+
     @property
     def mean(self) -> float:
         """The analytic mean (seconds)."""
-        if self.distribution == "exponential":
-            return float(self.mean_s)
-        if self.distribution == "fixed":
-            return self.median_s
-        return self.median_s * math.exp(self.sigma ** 2 / 2)
+        return self.dist.mean
 
     def sample(self, draws) -> float:
         """One duration from ``draws`` (a :class:`~sim.world.streams.Draws`):
-        lognormal and fixed use one standard normal draw, exponential one
-        uniform draw."""
-        if self.distribution == "exponential":
-            return -self.mean_s * math.log1p(-draws.uniform())
-        sigma = 0.0 if self.distribution == "fixed" else self.sigma
-        return math.exp(math.log(self.median_s) + sigma * draws.normal())
+        lognormal uses one standard normal draw, exponential one uniform draw,
+        fixed none."""
+        return self.dist.sample(draws)
 
 
 class ToolParams(_Strict):

@@ -12,8 +12,6 @@ The ground truth (``need``, the productive steps the task requires, and
 
 from __future__ import annotations
 
-import math
-
 from sim.harness.effects import (
     ApprovalDecision,
     ApprovalRequest,
@@ -177,11 +175,7 @@ class SimulatedTask:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
-        if w.tool_exponential and call.name in w.tool_exponential:
-            duration = -w.tool_exponential[call.name] * math.log1p(-self.latency.uniform())
-        else:
-            log_median, sigma = w.tool_duration.get(call.name, (0.0, 0.0))
-            duration = math.exp(log_median + sigma * self.latency.normal())
+        duration = w.tool_duration[call.name].sample(self.latency)
         if duration > request.timeout_s:
             return ToolError("timeout", f"{call.name} timed out after {request.timeout_s:g} s",
                              w.result_tokens, request.timeout_s)

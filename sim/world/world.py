@@ -9,7 +9,6 @@ agree on names, effect classes and timeouts.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 
 from sim.harness.params import ToolSpec
@@ -42,12 +41,7 @@ class World:
         cumulative[-1] = 1.0
         self.tool_cumulative = tuple(cumulative)
         self._last_tool = len(tools) - 1
-        # lognormal (and fixed: sigma 0) as (log median, sigma); exponential by mean
-        self.tool_duration = {t.name: (math.log(t.duration.median_s), t.duration.sigma
-                                       if t.duration.distribution == "lognormal" else 0.0)
-                              for t in tools if t.duration.distribution != "exponential"}
-        self.tool_exponential = {t.name: t.duration.mean_s for t in tools
-                                 if t.duration.distribution == "exponential"}
+        self.tool_duration = {t.name: t.duration.dist for t in tools}  # seconds
 
         tokens = params.tokens
         self.output_tokens = tokens.output
