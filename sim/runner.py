@@ -22,11 +22,11 @@ from sim.records import TaskRecord
 from sim.scenario.model import (
     Scenario,
     build_verifier,
+    build_world,
     expand,
     harness_params,
     resolve_detector,
 )
-from sim.world.world import World
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def build_cell(run: CellRun) -> Cell:
     world; the world and the verifier are built once."""
     s = run.scenario
     verifier = build_verifier(s.harness.verifier)
-    world = World(s.world, verifier)
+    world = build_world(s.harness, s.world, verifier)
     return Cell(run.name, harness_params(s.harness, world, verifier=verifier), world,
                 resolve_detector(s.harness.detector.name), s.seed, run.values)
 

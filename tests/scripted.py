@@ -18,7 +18,7 @@ Conventions of the scripted model (a well-behaved provider):
   summary, so step scripts only list step replies;
 * a spent model script raises :class:`ScriptExhausted` unless ``default_reply``
   is given; spent tool outcomes use ``default_tool`` (an echo of the call);
-  spent verdicts pass; spent approvals raise.
+  spent verdicts pass; spent approvals and task-giver replies (``users``) raise.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ from sim.harness import (
     ToolSpec,
     ToolUseBlock,
     Usage,
+    UserReply,
+    UserTurn,
     Verdict,
     VerifyRequest,
     Wait,
@@ -148,6 +150,7 @@ class ScriptedDriver:
     tools: Iterable[Any] = ()
     verdicts: Iterable[Verdict] = ()
     approvals: Iterable[ApprovalDecision] = ()
+    users: Iterable[UserReply] = ()
     summaries: Iterable[Any] = ()
     default_reply: Reply | None = None
     default_tool: Callable[[ToolUseBlock], ToolResult | ToolError] = echo_tool
@@ -166,6 +169,7 @@ class ScriptedDriver:
         self.tools = deque(self.tools)
         self.verdicts = deque(self.verdicts)
         self.approvals = deque(self.approvals)
+        self.users = deque(self.users)
         self.summaries = deque(self.summaries)
 
     # --------------------------------------------------------------- run
@@ -230,6 +234,10 @@ class ScriptedDriver:
             return self.approvals.popleft()
         if isinstance(effect, VerifyRequest):
             return self.verdicts.popleft() if self.verdicts else Verdict(True)
+        if isinstance(effect, UserTurn):
+            if not self.users:
+                raise ScriptExhausted("no scripted task-giver reply")
+            return self.users.popleft()
         if isinstance(effect, Wait | Checkpoint):
             return None
         raise AssertionError(f"unknown effect {effect!r}")

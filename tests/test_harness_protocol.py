@@ -31,6 +31,8 @@ from sim.harness import (
     ToolRequest,
     ToolResult,
     Usage,
+    UserReply,
+    UserTurn,
     Verdict,
     VerifierParams,
     VerifyRequest,
@@ -96,9 +98,11 @@ def test_the_protocol_error_of_the_issue_names_the_effect() -> None:
 
 def test_every_effect_type_has_its_answers() -> None:
     """ANSWERS covers every effect; a Wait may be answered with the seconds
-    really waited, a checkpoint only with None."""
+    really waited, a checkpoint only with None, a task-giver's turn only with
+    its reply."""
     assert set(ANSWERS) == {ModelRequest, ToolRequest, Wait, ApprovalRequest, VerifyRequest,
-                            Checkpoint}
+                            UserTurn, Checkpoint}
+    assert ANSWERS[UserTurn] == (UserReply,)
     assert ANSWERS[Checkpoint] == (type(None),)
     assert float in ANSWERS[Wait] and type(None) in ANSWERS[Wait]
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 import sim.scenario.docs as docs
 from sim.errors import InputError
 from sim.scenario.model import Scenario, load_scenario, validate
+from sim.world.distributions import KINDS, BaseDistribution
 from sim.world.params import PolicyParams, WorldParams
 from sim.world.verifiers import VERIFIERS
 
@@ -48,20 +49,30 @@ def test_readme_field_reference_is_what_the_models_generate(readme):
 
 def _leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
     """Every dotted path of ``model`` (an independent walk: nested models
-    through unions, ``[]`` for list entries)."""
+    through unions, ``[]`` for list entries), except inside distributions and
+    inside fields that point to where their model is documented (``see``); at
+    the top level, the fields of every kind of distribution under
+    ``<distribution>``."""
     paths = set()
     for name, info in model.model_fields.items():
         path = f"{prefix}{name}"
         paths.add(path)
+        if isinstance(info.json_schema_extra, dict) and "see" in info.json_schema_extra:
+            continue
         annotation = info.annotation
         many = typing.get_origin(annotation) in (tuple, list)
         stack = [annotation]
         while stack:
             a = stack.pop()
+            if isinstance(a, type) and issubclass(a, BaseDistribution):
+                continue
             if isinstance(a, type) and issubclass(a, BaseModel):
                 paths |= _leaf_paths(a, f"{path}[]." if many else f"{path}.")
             elif typing.get_origin(a) is not dict:
                 stack.extend(typing.get_args(a))
+    if not prefix and model is Scenario:
+        for kind in KINDS.values():
+            paths |= _leaf_paths(kind, f"{docs.DISTRIBUTION_PATH}.")
     return paths
 
 
@@ -79,8 +90,8 @@ def _yaml_scalar(value) -> str:
         return "null"
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, str):
-        return value if value else '""'
+    if isinstance(value, str):  # quoted when YAML would not read it back (``#`` comments)
+        return value if value and yaml.safe_load(value) == value else f'"{value}"'
     return repr(value)
 
 
@@ -94,12 +105,15 @@ def test_defaults_are_the_defaults_a_scenario_gets():
     """Each scalar default shown is the value of that path in a scenario of
     defaults, including defaults set by an enclosing default (the approval
     delay's median is 120 s, not the class's 1 s). Shapes a default does not
-    take (``distribution: fixed``) and list entries show class defaults."""
+    take (``distribution: fixed``), mappings that are null by default, list
+    entries and the distributions show class defaults."""
     defaults = Scenario()
     checked = 0
     for section in docs.sections():
-        if "[]" in section.path:
+        if "[]" in section.path or section.path == docs.DISTRIBUTION_PATH:
             continue
+        if section.path and _at(defaults, section.path) is None:
+            continue  # a mapping absent by default (null): its rows show class defaults
         if section.variant.startswith("`"):
             key, _, value = section.variant.strip("`").partition(": ")
             if str(getattr(_at(defaults, section.path), key)) != value:

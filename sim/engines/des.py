@@ -61,6 +61,8 @@ from sim.harness.effects import (
     ModelRequest,
     ToolError,
     ToolRequest,
+    UserReply,
+    UserTurn,
     Verdict,
     VerifyRequest,
     Wait,
@@ -193,6 +195,8 @@ def _cancelled(effect, elapsed: float):
         return Verdict(False, duration_s=elapsed)
     if kind is ApprovalRequest:
         return ApprovalDecision(False, elapsed, False, "cancelled")
+    if kind is UserTurn:
+        return UserReply(duration_s=elapsed)
     if kind is Wait:
         return elapsed
     return None
@@ -282,8 +286,8 @@ class DesEngine:
         streams = self.pool.acquire(cell.seed, arrival.index)
         task = SimulatedTask(cell.world, streams)
         params = cell.params
-        state = new_state(params.prefix_tokens, params.model, "Complete the task.",
-                          cell.world.task_tokens)
+        state = new_state(params.prefix_tokens, task.model_id or params.model,
+                          "Complete the task.", task.task_tokens)
         waits = [0.0, 0.0]  # queue before the start, waits for model slots
         start = None
         wrap = None
@@ -414,7 +418,7 @@ class DesEngine:
                     yield env.timeout(result.duration_s)
                 elif kind is Wait:
                     yield env.timeout(effect.seconds)
-                elif kind is VerifyRequest:
+                elif kind is VerifyRequest or kind is UserTurn:
                     if result.duration_s:
                         yield env.timeout(result.duration_s)
                 elif kind is ApprovalRequest:  # parked until a human decides
@@ -485,7 +489,7 @@ class DesEngine:
                 name: None if getattr(b, name) is None else type(getattr(b, name))(
                     getattr(b, name) * factor)
                 for name in ("steps", "tokens", "output_tokens", "money_usd", "wall_s",
-                             "active_s", "retries")}))
+                             "active_s", "retries", "tool_errors")}))
         return self.params_by_round[round_]
 
     def _human_delay(self, draws) -> float:

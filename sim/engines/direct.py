@@ -27,21 +27,33 @@ result (:class:`sim.traces.recorder.RunRecorder` is one)."""
 
 
 def run_task(cell: Cell, index: int, pool: StreamPool | None = None,
-             tracer: Tracer | None = None) -> TaskRecord:
+             tracer: Tracer | None = None, task_type: type[SimulatedTask] | None = None
+             ) -> TaskRecord:
     """Run task ``index`` of ``cell`` to its terminal state; return its record.
     ``tracer``, when given, wraps the task's loop (none: the loop runs bare)."""
+    return run_task_with_world(cell, index, pool, tracer, task_type)[0]
+
+
+def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
+                        tracer: Tracer | None = None,
+                        task_type: type[SimulatedTask] | None = None
+                        ) -> tuple[TaskRecord, SimulatedTask]:
+    """Run task ``index`` of ``cell``; return its record and the world's side
+    of the task (a ``task_type``, e.g. one that records every call; default
+    :class:`SimulatedTask`). The run's model is its task class's, if it names
+    one; its task statement the task's own size."""
     pool = pool if pool is not None else StreamPool()
     streams = pool.acquire(cell.seed, index)
-    task = SimulatedTask(cell.world, streams)
+    task = (task_type or SimulatedTask)(cell.world, streams)
     params = cell.params
-    state = new_state(params.prefix_tokens, params.model, "Complete the task.",
-                      cell.world.task_tokens)
+    state = new_state(params.prefix_tokens, task.model_id or params.model, "Complete the task.",
+                      task.task_tokens)
     wrap = None if tracer is None else tracer(index, state,
                                               lambda: state.active_s + state.parked_s)
     final = drive(cell, task, state, wrap)
     pool.release(streams)
     return make_record(cell.name, index, final, ground_truth=task.need,
-                       truly_done=task.answer_correct)
+                       truly_done=task.answer_correct), task
 
 
 def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None

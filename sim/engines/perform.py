@@ -17,6 +17,7 @@ from sim.harness.effects import (
     ModelRequest,
     Result,
     ToolRequest,
+    UserTurn,
     VerifyRequest,
     Wait,
 )
@@ -26,7 +27,8 @@ from sim.world.task import SimulatedTask
 def perform(task: SimulatedTask, effect: Effect, now: float) -> Result:
     """The world's answer to ``effect`` sent at ``now`` (seconds on the task's
     clock; it matters only for prompt-cache lifetimes): the model's reply, a
-    tool's outcome, the verifier's verdict, a human's approval decision, or
+    tool's outcome, the verifier's verdict, a human's approval decision, the
+    task-giver's reply, or
     None for a checkpoint (nothing to store in a simulation) and a backoff
     wait (the engine lets ``effect.seconds`` pass)."""
     kind = type(effect)  # exact types, checked by frequency (this runs once per effect)
@@ -36,6 +38,8 @@ def perform(task: SimulatedTask, effect: Effect, now: float) -> Result:
         return task.execute(effect)  # type: ignore[arg-type]
     if kind is Checkpoint or kind is Wait:
         return None
+    if kind is UserTurn:
+        return task.reply(effect)  # type: ignore[arg-type]
     if kind is VerifyRequest:
         return task.verify(effect)  # type: ignore[arg-type]
     if kind is ApprovalRequest:

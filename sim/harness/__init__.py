@@ -19,6 +19,8 @@ from sim.harness.effects import (
     ToolError,
     ToolRequest,
     ToolResult,
+    UserReply,
+    UserTurn,
     Verdict,
     VerifyRequest,
     Wait,
@@ -65,7 +67,8 @@ __all__ = [
     "Message", "ModelError", "ModelRequest", "ModelResponse", "NoProgressDetector",
     "ParameterError", "Prices", "ProtocolError", "RetryPolicy", "SQLiteStore", "TextBlock",
     "ThinkingBlock", "ThinkingConfig", "ToolDefinition", "ToolError", "ToolRequest",
-    "ToolResult", "ToolResultBlock", "ToolSpec", "ToolUseBlock", "Usage", "Verdict",
+    "ToolResult", "ToolResultBlock", "ToolSpec", "ToolUseBlock", "Usage", "UserReply",
+    "UserTurn", "Verdict",
     "VerifierParams", "VerifyRequest", "Wait", "agent_loop", "cancel", "canonical_call",
     "new_state", "normalize", "park", "request_abort", "resume",
 ]

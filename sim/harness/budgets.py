@@ -32,8 +32,12 @@ def worst_case_cost(prices: Prices, prompt_tokens: int, max_output_tokens: int) 
 
 def refuse_model_call(params: HarnessParams, state: HarnessState, prompt_tokens: int,
                       max_output_tokens: int, prices: Prices) -> str | None:
-    """The budget the next model call could overshoot, or None if all allow it."""
+    """The budget the next model call could overshoot, or None if all allow
+    it; ``"errors"`` when the run has already shown the model its limit of tool
+    errors."""
     b = params.budgets
+    if b.tool_errors is not None and state.tool_errors >= b.tool_errors:
+        return "errors"
     if b.tokens is not None and state.prompt_tokens + prompt_tokens > b.tokens:
         return "tokens"
     if (b.output_tokens is not None

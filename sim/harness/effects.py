@@ -106,6 +106,15 @@ class VerifyRequest:
 
 
 @dataclass(slots=True)
+class UserTurn:
+    """Hand the model's message to the task-giver (a user in a conversation,
+    see ``HarnessParams.end_marker``). Answer with :class:`UserReply`."""
+
+    message: str
+    turn: int
+
+
+@dataclass(slots=True)
 class Checkpoint:
     """Persist the run's state durably before the loop continues. ``turn`` is
     the number of completed steps. Answer with None."""
@@ -113,7 +122,8 @@ class Checkpoint:
     turn: int
 
 
-Effect = ModelRequest | ToolRequest | Wait | ApprovalRequest | VerifyRequest | Checkpoint
+Effect = (ModelRequest | ToolRequest | Wait | ApprovalRequest | VerifyRequest | UserTurn
+          | Checkpoint)
 
 
 # ----------------------------------------------------------------- results
@@ -194,7 +204,19 @@ class Verdict:
     usage: Usage | None = None
 
 
+@dataclass(slots=True)
+class UserReply:
+    """The task-giver's answer to a :class:`UserTurn`: its ``text`` (``tokens``
+    long), which goes back to the model, or ``ended``: the task-giver ends the
+    run (tau2-bench's ``user_stop``). ``duration_s`` is the time it took."""
+
+    text: str = ""
+    tokens: int = 0
+    ended: bool = False
+    duration_s: float = 0.0
+
+
 Result = (ModelResponse | ModelError | ToolResult | ToolError | ApprovalDecision | Verdict
-          | float | None)
+          | UserReply | float | None)
 """What a driver may send back; which result answers which effect is
 :data:`sim.harness.protocol.ANSWERS`."""

@@ -22,7 +22,9 @@ One iteration (seed 000's order, with seed 001's controls):
 7. stop_reason max_tokens: compact the oldest 60% and ask to continue
 8. no tool call: a final answer; the verifier checks it (succeeded:verified)
    or it is accepted unverified (succeeded:model_complete); a rejection goes
-   back to the model as an observation
+   back to the model as an observation. In a conversation (``end_marker``
+   set) a reply without the marker goes to the task-giver instead, whose
+   answer goes back to the model, or who ends the run (succeeded:user_stop)
 9. each tool call: policy (exists? arguments an object? required ones
    there? approval?), time budgets, run, harness retries of transient
    errors; errors that need a new plan go to the model; after
@@ -73,6 +75,8 @@ from sim.harness.effects import (
     ToolError,
     ToolRequest,
     ToolResult,
+    UserReply,
+    UserTurn,
     Verdict,
     VerifyRequest,
     Wait,
@@ -203,7 +207,11 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
             if response.stop_reason == "max_tokens":                             # 7
                 yield from _continue_truncated(run)
             elif not calls:                                                      # 8
-                yield from _verify(run, response.content)
+                if params.end_marker is not None and not _has_marker(response.content,
+                                                                     params.end_marker):
+                    yield from _user_turn(run, response.content)
+                else:
+                    yield from _verify(run, response.content)
             else:                                                                # 9-10
                 yield from _run_tools(run, calls)
             checkpoint = Checkpoint(state.turns)                                 # 11
@@ -258,6 +266,8 @@ def _receive(effect: ToolRequest, result: Result) -> ToolResult | ToolError: ...
 def _receive(effect: ApprovalRequest, result: Result) -> ApprovalDecision: ...
 @overload
 def _receive(effect: VerifyRequest, result: Result) -> Verdict: ...
+@overload
+def _receive(effect: UserTurn, result: Result) -> UserReply: ...
 @overload
 def _receive(effect: Wait, result: Result) -> float | None: ...
 @overload
@@ -350,6 +360,26 @@ def _verify(run: _Run, content: list[Block]) -> Generator[Effect, Result, None]:
     feedback = verdict.feedback or "Verification failed: the task is not done yet."
     state.append(make_message("user", [TextBlock(
         feedback, verdict.feedback_tokens or text_block(feedback).tokens, "verifier")]))
+
+
+# ------------------------------------------------------------- conversation
+def _has_marker(content: list[Block], marker: str) -> bool:
+    return any(isinstance(b, TextBlock) and marker in b.text for b in content)
+
+
+def _user_turn(run: _Run, content: list[Block]) -> Generator[Effect, Result, None]:
+    """Hand the model's message to the task-giver; append the answer, or end
+    the run when the task-giver ends it (or the run is cancelled meanwhile)."""
+    state = run.state
+    message = "".join(b.text for b in content if isinstance(b, TextBlock))
+    turn = UserTurn(message, state.turns)
+    reply = _receive(turn, (yield turn))
+    state.active_s += reply.duration_s
+    _check_abort(state)
+    if reply.ended:
+        _stop(SUCCEEDED, "user_stop")
+    state.append(make_message("user", [TextBlock(reply.text, reply.tokens
+                                                 or text_block(reply.text).tokens)]))
 
 
 # --------------------------------------------------------------- model calls
@@ -466,10 +496,15 @@ def _account(run: _Run, model: str, usage: Usage) -> None:
 
 
 def _prices(params: HarnessParams, model: str) -> Prices:
-    """The prices of ``model``: the fallback's after a switch, else the run's."""
+    """The prices of ``model``: the fallback's after a switch, those listed in
+    ``model_prices``, else the run's."""
     retry = params.retry
     if retry.fallback_prices is not None and model == retry.fallback_model:
         return retry.fallback_prices
+    if params.model_prices and model != params.model:
+        for name, prices in params.model_prices:
+            if name == model:
+                return prices
     return params.prices
 
 
@@ -594,6 +629,7 @@ def _failure(params: HarnessParams, state: HarnessState, call: ToolUseBlock, tex
     block = ToolResultBlock(call.id, text, True, text_block(text).tokens if tokens is None
                             else tokens)
     blocks.append(block)
+    state.tool_errors += 1
     count = state.tool_failures.get(call.name, 0) + 1
     state.tool_failures[call.name] = count
     if count == params.tool_failure_limit:

@@ -146,7 +146,9 @@ class Budgets:
     total output plus thinking tokens; ``money_usd``: spend in USD;
     ``wall_s``: active plus parked seconds; ``active_s``: seconds not parked
     waiting for a human approval; ``retries``: harness retries of transient
-    errors over the whole run.
+    errors over the whole run; ``tool_errors``: tool errors the model has been
+    shown (tau2-bench's ``max_errors``): once that many, the next model call is
+    refused (``budget_exhausted:errors``).
     """
 
     steps: int | None = None
@@ -156,6 +158,7 @@ class Budgets:
     wall_s: float | None = None
     active_s: float | None = None
     retries: int | None = None
+    tool_errors: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +274,16 @@ class HarnessParams:
     cancelled; ``model_timeout_s``: worst-case duration of one model call,
     used only by the time budgets; ``tool_failure_limit``: consecutive
     failures of one tool after which the model is told to do without it.
+
+    ``end_marker``: when set, the run is a conversation with a task-giver (a
+    user): a reply without tool calls whose text does not contain the marker is
+    a message to the task-giver, who answers it or ends the run
+    (``succeeded:user_stop``); a reply containing it is the model's own final
+    answer (tau2-bench's ``###STOP###``). None: every reply without tool calls
+    is the final answer.
+    ``model_prices``: prices of models other than ``model`` that runs may use
+    (``((model id, Prices), ...)``, e.g. the models of a pooled population); a
+    model without an entry is priced at ``prices``.
     """
 
     model: str = "claude-sonnet-4-20250514"
@@ -295,6 +308,8 @@ class HarnessParams:
     tool_failure_limit: int = 3
     provider: str = "anthropic"
     prompt_cache: str | None = None
+    end_marker: str | None = None
+    model_prices: tuple[tuple[str, Prices], ...] = ()
     tool_definitions: tuple[ToolDefinition, ...] = field(
         init=False, repr=False, compare=False, hash=False)
     """The tools as every model call declares them, derived from ``tools`` at
@@ -386,6 +401,10 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
             yield f"budgets.{name}", f"must be positive and finite, got {value}"
     if p.budgets.retries is not None and p.budgets.retries < 0:
         yield "budgets.retries", f"must be >= 0, got {p.budgets.retries}"
+    if p.budgets.tool_errors is not None and p.budgets.tool_errors < 1:
+        yield "budgets.tool_errors", f"must be >= 1, got {p.budgets.tool_errors}"
+    if p.end_marker is not None and not p.end_marker.strip():
+        yield "end_marker", "must be a non-empty string or null"
     names = [t.name for t in p.tools]
     if len(set(names)) != len(names):
         yield "tools", f"tool names must be unique, got {names}"

@@ -37,6 +37,8 @@ from sim.harness.effects import (
     ToolError,
     ToolRequest,
     ToolResult,
+    UserReply,
+    UserTurn,
     Verdict,
     VerifyRequest,
     Wait,
@@ -49,6 +51,7 @@ ANSWERS: dict[type, tuple[type, ...]] = {
     Wait: (type(None), float, int),
     ApprovalRequest: (ApprovalDecision,),
     VerifyRequest: (Verdict,),
+    UserTurn: (UserReply,),
     Checkpoint: (type(None),),
 }
 """The result types a driver may answer each effect with (a Wait: None, or the
@@ -136,6 +139,8 @@ _FIELDS: dict[type, tuple[Check, ...]] = {
     Verdict: (("passed", _is_bool, "a bool"), ("feedback", _is_str, "a string"),
               ("feedback_tokens", _is_count, _COUNT), ("duration_s", _is_seconds, _SECONDS),
               ("usage", lambda u: u is None or isinstance(u, Usage), "None or a Usage")),
+    UserReply: (("text", _is_str, "a string"), ("tokens", _is_count, _COUNT),
+                ("ended", _is_bool, "a bool"), ("duration_s", _is_seconds, _SECONDS)),
 }
 """Per result type, each field with the test it must pass and what it must be."""
 

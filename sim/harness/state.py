@@ -35,14 +35,16 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 
 OUTCOMES: dict[str, frozenset[str]] = {
-    # a claimed success checked by the verifier, or accepted unverified
-    SUCCEEDED: frozenset({"verified", "model_complete"}),
+    # a claimed success checked by the verifier, or accepted unverified; in a
+    # conversation, the task-giver ended it (tau2-bench's user_stop)
+    SUCCEEDED: frozenset({"verified", "model_complete", "user_stop"}),
     # the no-progress detector fired again after its nudges
     NEEDS_HUMAN: frozenset({"no_progress"}),
     # the budget a call would overshoot (checked before it) or that a reported
-    # usage overshot (checked after it); "retries" is the run's retry budget
+    # usage overshot (checked after it); "retries" is the run's retry budget,
+    # "errors" its limit on tool errors shown to the model
     BUDGET_EXHAUSTED: frozenset({"steps", "tokens", "output_tokens", "money", "active_time",
-                                 "wall_time", "retries"}),
+                                 "wall_time", "retries", "errors"}),
     # a server error after its retry, a fatal model or tool error, transient
     # errors past max_attempts, a context that cannot be made to fit, a result
     # with impossible values (negative or non-finite usage or durations)
@@ -89,7 +91,8 @@ class HarnessState:
     states; ``reason`` says why a terminal state was reached (see
     :data:`OUTCOMES`) and ``detail`` holds its particulars (a diagnostic, the
     tool that failed, ...). ``tool_failures`` counts consecutive failures per
-    tool; ``nudges`` all nudges the run was given.
+    tool; ``nudges`` all nudges the run was given; ``tool_errors`` the error
+    observations the model was shown.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -108,6 +111,7 @@ class HarnessState:
     tool_calls: int = 0
     retries: int = 0
     rate_limit_retries: int = 0
+    tool_errors: int = 0
     nudges: int = 0
     verifier_rejections: int = 0
     compactions: int = 0

@@ -19,7 +19,11 @@ Conventions of the reference: defaults are written as YAML; a list's entries
 are documented under ``path[]`` (the defaults of a new entry); a field whose
 value may take several shapes (``world.difficulty``) gets one section per
 variant; a default made by the enclosing section's default (for example
-``world.approval.delay``) is shown as that default, not the class's.
+``world.approval.delay``) is shown as that default, not the class's. A field
+that takes a distribution (:mod:`sim.world.distributions`) says so, and the
+distributions are documented once, at the end, under ``<distribution>``; a
+field whose model is documented elsewhere (``Field(json_schema_extra={"see":
+path})``, a task class's sections) points there instead of repeating it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from sim.scenario.model import MAX_FILE_BYTES, Scenario
+from sim.world.distributions import KINDS, BaseDistribution
 
 START = "<!-- fields:start -->"
 END = "<!-- fields:end -->"
@@ -81,10 +86,17 @@ class Section:
 
 
 # ------------------------------------------------------------------ walking
+DISTRIBUTION_PATH = "<distribution>"
+
+
 def sections(model: type[BaseModel] = Scenario) -> list[Section]:
-    """Every section of ``model``'s reference, depth first in field order."""
+    """Every section of ``model``'s reference, depth first in field order, then
+    one section per kind of distribution when any field takes one."""
     out: list[Section] = []
     _walk(model, "", "", _instance_or_none(model), out)
+    if any(f.type.endswith("distribution") for s in out for f in s.fields):
+        for kind, cls in KINDS.items():
+            _walk(cls, DISTRIBUTION_PATH, f"`distribution: {kind}`", None, out)
     return out
 
 
@@ -102,9 +114,19 @@ def _walk(model: type[BaseModel], path: str, variant: str, default: BaseModel | 
         value = getattr(default, name) if default is not None else _field_default(info)
         models = _models_in(info.annotation)
         many = _is_sequence(info.annotation)
+        see = (info.json_schema_extra or {}).get("see") if isinstance(
+            info.json_schema_extra, dict) else None
+        description = _description(info, models)
+        if see:
+            description = f"{description} (fields as in `{see}`)"
+        if models and all(issubclass(m, BaseDistribution) for m in models):
+            description = f"{description} (see `{DISTRIBUTION_PATH}`)"
+            models = []  # documented once, at the end
+        elif see:
+            models = []
         rows.append(FieldDoc(dotted, _type_text(info.annotation),
                              _default_text(value, info, models),
-                             _allowed_text(info), _description(info, models)))
+                             _allowed_text(info), description))
         for sub in models:
             if many:
                 listed = tuple(_yaml(v) for v in value or ()) if len(models) == 1 else ()
@@ -175,6 +197,8 @@ def _type_text(annotation: Any) -> str:
               datetime.date: "date (YYYY-MM-DD)"}
     if annotation in simple:
         return simple[annotation]
+    if isinstance(annotation, type) and issubclass(annotation, BaseDistribution):
+        return "distribution"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)

@@ -31,7 +31,7 @@ import json
 import math
 import stat
 from collections.abc import Callable
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,7 +46,7 @@ from sim.scenario import limits
 from sim.scenario.safeyaml import parse
 from sim.world.params import Prob, WorldParams
 from sim.world.verifiers import VERIFIERS
-from sim.world.world import World
+from sim.world.world import END_MARKER, World
 
 Positive = Annotated[float, Field(gt=0)]
 
@@ -73,6 +73,9 @@ class BudgetsConfig(_Strict):
     wall_s: float | None = Field(None, gt=0, description="active + parked time (seconds)")
     active_s: float | None = Field(None, gt=0, description="time not parked (seconds)")
     retries: int | None = Field(None, ge=0, description="harness retries per run")
+    tool_errors: int | None = Field(None, ge=1, description="tool errors shown to the model "
+                                                            "before the run stops "
+                                                            "(budget_exhausted:errors)")
 
 
 class RetryConfig(_Strict):
@@ -160,6 +163,17 @@ class PricesConfig(_Strict):
     thinking: float | None = Field(None, ge=0, description="thinking (USD/Mtok; null: output)")
 
 
+class ConversationConfig(_Strict):
+    """A task-giver (a user) in the loop: a reply without tool calls and
+    without ``end_marker`` goes to the task-giver (the world's ``user``), who
+    answers or ends the run (``succeeded:user_stop``); a reply with the marker
+    is the model's own final answer."""
+
+    enabled: bool = Field(False, description="run as a conversation with a task-giver")
+    end_marker: str = Field(END_MARKER, min_length=1,
+                            description="text by which the model ends the run itself")
+
+
 class HarnessConfig(_Strict):
     """The harness under test (see :class:`sim.harness.params.HarnessParams`)."""
 
@@ -190,6 +204,11 @@ class HarnessConfig(_Strict):
         None, description="prompt caching with a 5-minute or 1-hour lifetime (null: off)")
     prices_date: datetime.date | None = Field(
         None, description="catalogue prices as of this date (null: today, UTC)")
+    conversation: ConversationConfig = Field(default_factory=ConversationConfig)
+    model_prices: dict[str, PricesConfig] = Field(
+        default_factory=dict, description="model id -> price overrides, for the models of "
+                                          "world.classes (a model not listed: its catalogue "
+                                          "prices)")
 
 
 class Scenario(_Strict):
@@ -369,6 +388,7 @@ def _validate_one(raw: dict[str, Any], source: str, prefix: str, *,
             for e in error.errors()]), source=source) from None
     try:
         check_plugins(scenario.harness, allow_plugins)
+        _check_conversation(scenario)
         harness_params(scenario.harness, scenario.world)
         resolve_detector(scenario.harness.detector.name)
         build_verifier(scenario.harness.verifier)
@@ -426,14 +446,27 @@ def _check_arrivals(des: DesParams) -> None:
                          f"{error.strerror or error})", path=where) from None
 
 
+def _check_conversation(scenario: Scenario) -> None:
+    """Messages to a task-giver need the harness's conversation mode."""
+    if scenario.harness.conversation.enabled:
+        return
+    world = scenario.world
+    for path, policy in [("world.policy", world.policy)] + [
+            (f"world.classes[{i}].policy", c.policy) for i, c in enumerate(world.classes)]:
+        if policy is not None and policy.talk > 0:
+            raise InputError("messages to the task-giver (talk > 0) need "
+                             "harness.conversation.enabled", path=f"{path}.talk")
+
+
 def _discriminator_tags() -> frozenset[str]:
     """The tags pydantic puts in error paths of tagged unions (not fields)."""
     from typing import get_args
 
+    from sim.world import distributions as wd
     from sim.world import params as wp
 
     tags = set()
-    for union in (wp.Difficulty,):
+    for union in (wp.Difficulty, wd.Distribution, wd.Component):
         for member in get_args(get_args(union)[0]):
             tags.add(member.model_fields["distribution"].default)
     return frozenset(tags)
@@ -586,6 +619,13 @@ def build_verifier(config: VerifierConfig):
     return verifier
 
 
+def build_world(h: HarnessConfig, world: WorldParams, verifier: object | None = None) -> World:
+    """The compiled world of a cell, speaking the harness's protocol: its
+    conversation marker and its output cap."""
+    marker = h.conversation.end_marker if h.conversation.enabled else None
+    return World(world, verifier, end_marker=marker, max_output_tokens=h.max_output_tokens)
+
+
 def harness_params(h: HarnessConfig, world: WorldParams | World,
                    prices: hp.Prices | None = None, verifier: object | None = None
                    ) -> hp.HarnessParams:
@@ -593,7 +633,7 @@ def harness_params(h: HarnessConfig, world: WorldParams | World,
     ``world`` may be the compiled :class:`World` and ``verifier`` the built
     verifier of the cell, so that each is built once per cell."""
 
-    w = world if isinstance(world, World) else World(world)
+    w = world if isinstance(world, World) else build_world(h, world)
     if prices is None:
         prices = _prices(h)
     if verifier is None:
@@ -623,6 +663,8 @@ def harness_params(h: HarnessConfig, world: WorldParams | World,
             approval_required=frozenset(h.approval_required),
             approval_timeout_s=h.approval_timeout_s, model_timeout_s=h.model_timeout_s,
             tool_failure_limit=h.tool_failure_limit, prompt_cache=h.prompt_cache,
+            end_marker=h.conversation.end_marker if h.conversation.enabled else None,
+            model_prices=_model_prices(h, w),
         ).validate()
     except hp.ParameterError as error:
         path, message = error.problems[0]
@@ -645,6 +687,31 @@ def _scenario_path(path: str) -> str:
     if head not in HarnessConfig.model_fields:
         return "harness"
     return f"harness.{path}"
+
+
+def _model_prices(h: HarnessConfig, w: World) -> tuple[tuple[str, hp.Prices], ...]:
+    """Prices of the other models runs may use: the classes' models and those
+    of ``harness.model_prices``, each from its overrides over the catalogue."""
+    models = [m for m in dict.fromkeys((*w.class_models(), *h.model_prices)) if m != h.model]
+    out = []
+    for model in models:
+        spec = h.model_prices.get(model)
+        overrides = None if spec is None else {k: v for k, v in spec.model_dump().items()
+                                               if v is not None}
+        try:
+            out.append((model, _resolve(h, model, overrides)))
+        except InputError as error:
+            raise InputError(error.message, path=f"harness.model_prices.{model}") from None
+    return tuple(out)
+
+
+def _resolve(h: HarnessConfig, model: str, spec: str | dict | None) -> hp.Prices:
+    from sim.cost import resolve_price_tiers
+
+    day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
+    when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+    tiers = resolve_price_tiers(model, spec, cache_ttl=h.prompt_cache or "5m", when=when)
+    return replace(tiers.base, tiers=tiers.tiers)
 
 
 def _prices(h: HarnessConfig) -> hp.Prices:

@@ -100,9 +100,14 @@ class Lognormal(BaseDistribution):
     median: float = Field(gt=0, description="median (exp of the mean of log X)")
     sigma: float = Field(ge=0, description="standard deviation of log X")
 
+    @cached_property
+    def log_median(self) -> float:
+        """``log(median)``, the mean of log X."""
+        return math.log(self.median)
+
     def sample(self, draws: Draws) -> float:
         """One value from one standard normal draw."""
-        return math.exp(math.log(self.median) + self.sigma * draws.normal())
+        return math.exp(self.log_median + self.sigma * draws.normal())
 
     @property
     def mean(self) -> float:

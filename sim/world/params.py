@@ -15,7 +15,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sim.world.distributions import BaseDistribution, Exponential, Fixed, Lognormal, Mixture
+from sim.world.distributions import (
+    BaseDistribution,
+    Distribution,
+    Exponential,
+    Fixed,
+    Lognormal,
+    Mixture,
+)
 
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 MAX_NEED = 10**9
@@ -23,6 +30,9 @@ MAX_NEED = 10**9
 MIN_RATE = 1e-6
 """The smallest speed or rate a field takes (per second, minute or hour), so
 that one over it is a finite time."""
+Size = Annotated[int, Field(ge=0)] | Distribution
+"""A size in tokens: a number (every draw the same) or a distribution
+(:mod:`sim.world.distributions`), drawn per use and rounded to whole tokens."""
 Effect = Literal["read", "reversible_write", "external", "irreversible"]
 
 
@@ -97,9 +107,16 @@ class PolicyParams(_Strict):
     One uniform draw per call picks, in this order: enter a doom loop
     (``loop``), a call that meets a transient tool error (``transient``), a
     call with bad arguments (``validation``), a premature claim of success
-    (``premature``, only once ``premature_after`` of the work is done), else a
-    productive call, or the final answer when it completes the work. The
-    probabilities must sum to at most 1.
+    (``premature``, only once ``premature_after`` of the work is done), a
+    message to the task-giver (``talk``, in a conversation: a question that
+    does not advance the work), else a productive call, or the final answer
+    when it completes the work. The probabilities must sum to at most 1.
+
+    A model in a loop repeats its call until a nudge gets it out
+    (``escape_after_nudge``) or, on each repeat, it moves on by itself
+    (``self_escape``). In a conversation (the harness's ``end_marker`` set) the
+    model reports a finished task to the task-giver, or ends the run itself
+    with the marker with probability ``self_end``.
     """
 
     loop: Prob = Field(0.015, description="probability a call enters a doom loop")
@@ -110,12 +127,21 @@ class PolicyParams(_Strict):
         0.5, description="share of the required progress done before premature claims occur")
     escape_after_nudge: Prob = Field(
         0.5, description="probability a nudge gets the model out of a loop")
+    self_escape: Prob = Field(
+        0.0, description="probability, on each repeat of a loop, that the model moves on by "
+                         "itself")
+    talk: Prob = Field(0.0, description="probability a call is a message to the task-giver "
+                                        "(conversations only)")
+    self_end: Prob = Field(0.0, description="probability the model ends a finished "
+                                            "conversation itself (its end marker) rather "
+                                            "than report to the task-giver")
 
     @model_validator(mode="after")
     def _sums_to_at_most_one(self) -> PolicyParams:
-        total = self.loop + self.transient + self.validation + self.premature
+        total = self.loop + self.transient + self.validation + self.premature + self.talk
         if total > 1.0 + 1e-12:
-            raise ValueError(f"loop + transient + validation + premature = {total:g} exceeds 1")
+            raise ValueError(f"loop + transient + validation + premature + talk = {total:g} "
+                             f"exceeds 1")
         return self
 
 
@@ -173,6 +199,9 @@ class ToolParams(_Strict):
     polling: bool = Field(False, description="expected to repeat (detector keys on results)")
     definition_tokens: int = Field(200, ge=0, description="schema size in the prefix (tokens)")
     duration: DurationParams = Field(default_factory=DurationParams)
+    result_tokens: Size | None = Field(None, description="size of one result or error of "
+                                                         "this tool (tokens; null: "
+                                                         "tokens.tool_result)")
 
 
 def _default_tools() -> tuple[ToolParams, ...]:
@@ -193,16 +222,33 @@ def _default_tools() -> tuple[ToolParams, ...]:
 class TokenParams(_Strict):
     """Token sizes. The prompt of step n (0-based) is ``prefix + n * (output +
     tool_result)`` when nothing else enters the history (seed 001: 12,000 +
-    1,500 n)."""
+    1,500 n).
+
+    Each size is a number or a distribution drawn per call (rounded to whole
+    tokens; outputs at least 1). ``first_prompt``, when set, draws each run's
+    first prompt (the stable prefix plus that run's task statement);
+    ``run_scale``, when set, draws once per run a multiplier of every output,
+    thinking, tool-result and task-giver reply size of the run, so runs of one
+    kind of task differ in how fast their history grows."""
 
     prefix: int = Field(12_000, ge=1, description=(
         "stable prefix: system prompt + tool definitions + task statement (tokens)"))
     task: int = Field(300, ge=1, description="task statement, part of the prefix (tokens)")
-    output: int = Field(600, ge=1, description="output of one model call (tokens)")
-    tool_result: int = Field(900, ge=0, description="one tool result or error (tokens)")
+    output: Size = Field(600, description="output of one model call (tokens)")
+    answer_output: Size | None = Field(None, description=(
+        "output of a reply without tool calls: a final answer or a message to the task-giver "
+        "(tokens; null: output)"))
+    tool_result: Size = Field(900, description="one tool result or error (tokens)")
     verifier_feedback: int = Field(900, ge=0, description="a verifier's rejection (tokens)")
     summary_ratio: Prob = Field(0.1, description="compaction summary size / compacted size")
-    thinking: int = Field(0, ge=0, description="thinking tokens per call when enabled (tokens)")
+    thinking: Size = Field(0, description="thinking tokens per call when enabled (tokens)")
+    first_prompt: Distribution | None = Field(None, description=(
+        "each run's first prompt: stable prefix + its task statement (tokens; null: prefix)"))
+    run_scale: Distribution | None = Field(None, description=(
+        "per-run multiplier of output, thinking, tool-result and reply sizes (null: 1)"))
+    first_prompt_cached: Prob = Field(0.0, description=(
+        "share of the stable prefix already in the provider's cache at a run's first call, "
+        "written by earlier runs (with prompt caching)"))
 
 
 class GraderParams(_Strict):
@@ -216,12 +262,43 @@ class GraderParams(_Strict):
 
 
 class FaultParams(_Strict):
-    """Model-API faults per call; all default to zero."""
+    """Model-API faults per call; all default to zero. A ``persistent`` fault
+    is a 5xx server error that every retry of the call meets again, so the run
+    ends (``failed:model_error``) at whatever step it strikes (mini-swe-agent's
+    ``InternalServerError``)."""
 
     max_tokens: Prob = Field(0.0, description="probability a response is cut at max tokens")
     rate_limit: Prob = Field(0.0, description="probability of a 429 with Retry-After")
     server_error: Prob = Field(0.0, description="probability of a 5xx server error")
+    persistent: Prob = Field(0.0, description="probability a call meets a server error that "
+                                              "persists through every retry")
     retry_after_s: float = Field(2.0, ge=0, description="Retry-After sent with a 429 (seconds)")
+
+
+class UserParams(_Strict):
+    """The task-giver in a conversation (the harness's ``end_marker`` set): it
+    answers each message of the model, or ends the run. A report of finished
+    work ends it with ``stop_when_done``, a claim of success that is wrong
+    (premature, or on a task that cannot be solved) with ``accept_claim``, any
+    other message (a question) with ``give_up``."""
+
+    reply: Size = Field(100, description="one reply of the task-giver (tokens)")
+    stop_when_done: Prob = Field(1.0, description="probability a report of finished work "
+                                                  "ends the run")
+    accept_claim: Prob = Field(1.0, description="probability a wrong claim of success ends "
+                                                "the run")
+    give_up: Prob = Field(0.0, description="probability any other message ends the run")
+    latency: DurationParams | None = Field(None, description="time to reply (null: none)")
+
+
+class UnsolvableParams(_Strict):
+    """Tasks that cannot be solved: the model works ``need_scale`` times the
+    drawn need before it claims success, and the claim is wrong."""
+
+    share: Prob = Field(0.0, description="share of tasks that cannot be solved")
+    need_scale: float = Field(1.0, gt=0, description="work an unsolvable task takes before "
+                                                     "the model gives its (wrong) answer, as a "
+                                                     "multiple of the drawn need")
 
 
 class LatencyParams(_Strict):
@@ -242,6 +319,48 @@ class ApprovalParams(_Strict):
     approve: Prob = Field(0.95, description="probability a human approves a call")
 
 
+_CLASS_SECTIONS = ("policy", "tokens", "user", "faults", "unsolvable", "latency")
+_CHANGES = "the fields of the world's {} that the class changes (null: none)"
+
+
+class TaskClass(_Strict):
+    """One kind of task in a mixture (``world.classes``): a run is of class
+    ``k`` with probability ``weight_k / sum(weights)``, drawn once per task.
+
+    A class is the world with some sections changed: ``difficulty`` replaces
+    the world's; each of ``policy``, ``tokens``, ``user``, ``faults``,
+    ``unsolvable`` and ``latency`` changes only the fields it gives (the others
+    keep the world's values); ``tool_weights`` gives the class its own shares of
+    the world's tools; ``model`` is the model that answers the class's runs
+    (priced at ``harness.model_prices`` or the catalogue), null for the
+    harness's model. A class's ``tokens.prefix`` is its first prompt: the
+    world's stable prefix (system prompt and tool definitions) plus the class's
+    task statement.
+    """
+
+    name: str = Field(min_length=1, description="the class's name")
+    weight: float = Field(1.0, ge=0, description="relative share of tasks")
+    model: str | None = Field(None, description="model id of the class's runs (null: the "
+                                                "harness's model)")
+    difficulty: Difficulty | None = Field(None, description="the class's difficulty (null: "
+                                                            "the world's)")
+    policy: PolicyParams | None = Field(None, description=_CHANGES.format("policy"),
+                                        json_schema_extra={"see": "world.policy"})
+    tokens: TokenParams | None = Field(None, description=_CHANGES.format("token sizes"),
+                                       json_schema_extra={"see": "world.tokens"})
+    user: UserParams | None = Field(None, description=_CHANGES.format("task-giver"),
+                                    json_schema_extra={"see": "world.user"})
+    faults: FaultParams | None = Field(None, description=_CHANGES.format("faults"),
+                                       json_schema_extra={"see": "world.faults"})
+    unsolvable: UnsolvableParams | None = Field(
+        None, description=_CHANGES.format("unsolvable tasks"),
+        json_schema_extra={"see": "world.unsolvable"})
+    latency: LatencyParams | None = Field(None, description=_CHANGES.format("model latency"),
+                                          json_schema_extra={"see": "world.latency"})
+    tool_weights: dict[str, float] | None = Field(None, description=(
+        "tool name -> relative share of the class's calls (null: the world's weights)"))
+
+
 class WorldParams(_Strict):
     """The stochastic world one scenario cell runs against."""
 
@@ -255,6 +374,40 @@ class WorldParams(_Strict):
     faults: FaultParams = Field(default_factory=FaultParams)
     latency: LatencyParams = Field(default_factory=LatencyParams)
     approval: ApprovalParams = Field(default_factory=ApprovalParams)
+    user: UserParams = Field(default_factory=UserParams)
+    unsolvable: UnsolvableParams = Field(default_factory=UnsolvableParams)
+    classes: tuple[TaskClass, ...] = Field((), description=(
+        "task classes: a weighted mixture of kinds of task (empty: one kind, the world)"))
+
+    @cached_property
+    def class_worlds(self) -> tuple[WorldParams, ...]:
+        """The world of each class (the class's changes applied, no classes of
+        its own); ValueError naming the class when a combination is invalid."""
+        return tuple(self._class_world(c) for c in self.classes)
+
+    def _class_world(self, c: TaskClass) -> WorldParams:
+        raw = self.model_dump(exclude={"classes"})
+        for section in _CLASS_SECTIONS:
+            given = getattr(c, section)
+            if given is not None:
+                raw[section] = {**raw[section], **given.model_dump(include=given.model_fields_set)}
+        if c.difficulty is not None:
+            raw["difficulty"] = c.difficulty.model_dump()
+        if c.tool_weights is not None:
+            unknown = sorted(set(c.tool_weights) - {t["name"] for t in raw["tools"]})
+            if unknown:
+                raise ValueError(f"class {c.name!r}: tool_weights names unknown tools {unknown}")
+            for tool in raw["tools"]:
+                tool["weight"] = c.tool_weights.get(tool["name"], 0.0)
+        stable = self.tokens.prefix - self.tokens.task
+        if raw["tokens"]["prefix"] <= stable:
+            raise ValueError(f"class {c.name!r}: tokens.prefix ({raw['tokens']['prefix']}) must "
+                             f"exceed the world's stable prefix ({stable}: prefix less task)")
+        raw["tokens"]["task"] = raw["tokens"]["prefix"] - stable
+        try:
+            return WorldParams.model_validate(raw)
+        except ValueError as error:
+            raise ValueError(f"class {c.name!r}: {error}") from None
 
     @model_validator(mode="after")
     def _prefix_holds_its_parts(self) -> WorldParams:
@@ -267,4 +420,11 @@ class WorldParams(_Strict):
         if fixed > self.tokens.prefix:
             raise ValueError(f"tokens.prefix ({self.tokens.prefix}) is smaller than the task "
                              f"statement plus tool definitions ({fixed})")
+        if self.classes:
+            names = [c.name for c in self.classes]
+            if len(set(names)) != len(names):
+                raise ValueError(f"class names must be unique, got {names}")
+            if sum(c.weight for c in self.classes) <= 0:
+                raise ValueError("at least one class needs a positive weight")
+            self.class_worlds  # noqa: B018 - validates every class's world
         return self

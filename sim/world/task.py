@@ -21,12 +21,14 @@ from sim.harness.effects import (
     ToolError,
     ToolRequest,
     ToolResult,
+    UserReply,
+    UserTurn,
     Verdict,
     VerifyRequest,
 )
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
-from sim.world.streams import Draws
+from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
 from sim.world.world import World
 
@@ -34,17 +36,37 @@ PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
 
 
 class SimulatedTask:
-    """The world as one task sees it. ``respond``, ``execute``, ``verify`` and
-    ``approve`` answer the four kinds of effect that reach the world."""
+    """The world as one task sees it. ``respond``, ``execute``, ``verify``,
+    ``approve`` and ``reply`` answer the kinds of effect that reach the world.
 
-    __slots__ = ("world", "model", "tools", "latency", "need", "progress", "premature_at",
-                 "stuck", "loop_call", "kinds", "calls", "answer_correct",
+    A task of a world with classes first picks its class (one uniform draw of
+    the difficulty stream) and then behaves as that class's world. Per-run
+    draws (class, need, unsolvable, first prompt, size multiplier) come from
+    the difficulty stream, each only when the world uses it; per-call sizes
+    from the sizes stream; the task-giver's decisions from the user stream.
+    """
+
+    __slots__ = ("world", "model", "tools", "latency", "sizes", "user", "need", "progress",
+                 "premature_at", "stuck", "loop_call", "kinds", "calls", "answer_correct",
+                 "solvable", "scale", "task_tokens", "answer_tokens", "claim", "failing_turn",
                  "cached_history", "cached_tokens", "cache_expires_s")
 
     def __init__(self, world: World, streams: tuple[Draws, ...]) -> None:
         difficulty, self.model, self.tools, self.latency = streams[:4]
+        self.sizes, self.user = streams[SIZES], streams[USER]
+        if world.classes:
+            world = world.pick_class(difficulty.uniform())
         self.world = world
         self.need = sample_need(world.params.difficulty, difficulty)
+        self.solvable = True
+        if world.unsolvable_share and difficulty.uniform() < world.unsolvable_share:
+            self.solvable = False
+            self.need = max(1, round(self.need * world.unsolvable_scale))
+        self.task_tokens = world.task_tokens
+        if world.first_prompt is not None:
+            first = round(world.first_prompt.sample(difficulty))
+            self.task_tokens = max(1, first - world.stable_prefix_tokens)
+        self.scale = 1.0 if world.run_scale is None else world.run_scale.sample(difficulty)
         self.progress = 0
         self.premature_at = int(self.need * world.premature_after)
         self.stuck = False
@@ -52,9 +74,41 @@ class SimulatedTask:
         self.kinds: dict[str, int] = {}
         self.calls = 0
         self.answer_correct = False
+        self.answer_tokens = 0
+        self.claim: bool | None = None
+        self.failing_turn = -1
         self.cached_history: list | None = None
         self.cached_tokens = 0
         self.cache_expires_s = -1.0
+
+    # ------------------------------------------------------------- sizes
+    def _size(self, fixed: int | None, dist, floor: int) -> int:
+        """One size in tokens: ``fixed`` or a draw of ``dist`` (sizes stream),
+        times the run's multiplier, rounded, at least ``floor``."""
+        x = fixed if fixed is not None else dist.sample(self.sizes)
+        if self.scale != 1.0:
+            x *= self.scale
+        return max(floor, int(x + 0.5))
+
+    def _output(self) -> int:
+        w = self.world
+        return w.output_tokens if w.fixed_sizes else self._size(w.output_tokens, w.output_dist, 1)
+
+    def _answer_size(self) -> int:
+        w = self.world
+        return w.answer_tokens if w.fixed_sizes else self._size(w.answer_tokens, w.answer_dist, 1)
+
+    def _result_size(self, name: str) -> int:
+        w = self.world
+        if w.fixed_sizes:
+            return w.result_fixed[name]
+        fixed, dist = w.tool_result[name]
+        return self._size(fixed, dist, 0)
+
+    @property
+    def model_id(self) -> str | None:
+        """The model of the task's class (None: the harness's model)."""
+        return self.world.model
 
     # ------------------------------------------------------------- the model
     def respond(self, request: ModelRequest, now: float = 0.0) -> ModelResponse | ModelError:
@@ -65,6 +119,9 @@ class SimulatedTask:
             return self._summary(request)
         truncated = False
         if w.any_faults:
+            if request.turn == self.failing_turn:  # a persistent fault: every retry fails
+                return ModelError("server", 500, None, "internal server error (persistent)",
+                                  w.ttft_s)
             u = self.model.uniform()
             if u < w.f_rate_limit:
                 return ModelError("rate_limit", 429, w.retry_after_s, "rate limit exceeded",
@@ -72,6 +129,10 @@ class SimulatedTask:
             if u < w.f_server:
                 return ModelError("server", 500, None, "internal server error", w.ttft_s)
             truncated = u < w.f_max_tokens
+            if not truncated and u < w.f_persistent:
+                self.failing_turn = request.turn
+                return ModelError("server", 500, None, "internal server error (persistent)",
+                                  w.ttft_s)
         content = self._decide(request)
         return self._response(request, content, truncated, now)
 
@@ -79,8 +140,10 @@ class SimulatedTask:
         w = self.world
         if self.stuck:
             last = request.messages[-1].content[-1]
-            nudged = last.type == "text" and last.origin == "nudge"
-            if not nudged or self.model.uniform() >= w.escape:
+            if last.type == "text" and last.origin == "nudge":
+                if self.model.uniform() >= w.escape:
+                    return [self._repeat_loop_call()]
+            elif not w.self_escape or self.model.uniform() >= w.self_escape:
                 return [self._repeat_loop_call()]
             self.stuck = False
         r = self.model.uniform()
@@ -95,11 +158,18 @@ class SimulatedTask:
                                    (r - w.c_transient) / (w.c_validation - w.c_transient))]
         premature_allowed = self.progress >= self.premature_at
         if r < w.c_premature and premature_allowed:
-            return [self._answer(self.progress >= self.need)]
+            return [self._answer(self.solvable and self.progress >= self.need)]
+        if w.talk and w.c_premature <= r < w.c_talk:
+            return [self._message()]
         if self.progress + 1 >= self.need:
-            return [self._answer(True)]
-        low = w.c_premature if premature_allowed else w.c_validation  # the productive band
-        return [self._new_call(PRODUCTIVE, (r - low) / (1.0 - low))]
+            return [self._answer(self.solvable)]
+        if not w.talk:
+            low = w.c_premature if premature_allowed else w.c_validation  # the productive band
+            return [self._new_call(PRODUCTIVE, (r - low) / (1.0 - low))]
+        if r >= w.c_talk:
+            return [self._new_call(PRODUCTIVE, (r - w.c_talk) / (1.0 - w.c_talk))]
+        return [self._new_call(PRODUCTIVE,  # the premature band, before premature claims
+                               (r - w.c_validation) / (w.c_premature - w.c_validation))]
 
     def _new_call(self, kind: int, u: float) -> ToolUseBlock:
         self.calls += 1
@@ -108,7 +178,9 @@ class SimulatedTask:
         call_id = f"toolu_{n}"
         self.kinds[call_id] = kind
         arg = f"/work/{'notes' if kind == LOOP else 'src'}/item_{n}"
-        return ToolUseBlock(call_id, name, {"target": arg}, self.world.output_tokens)
+        w = self.world
+        return ToolUseBlock(call_id, name, {"target": arg},
+                            w.output_tokens if w.fixed_sizes else self._output())
 
     def _repeat_loop_call(self) -> ToolUseBlock:
         self.calls += 1
@@ -118,15 +190,34 @@ class SimulatedTask:
         return ToolUseBlock(call_id, loop.name, loop.input, loop.tokens)
 
     def _answer(self, correct: bool) -> TextBlock:
+        """A claim that the task is done (``correct``: it truly is). In a
+        conversation it is a report to the task-giver, or with ``self_end`` the
+        model's own end (its end marker)."""
+        w = self.world
         self.answer_correct = correct
-        return TextBlock("The task is complete.", self.world.output_tokens)
+        tokens = self.answer_tokens = self._answer_size()
+        if w.end_marker is None or (w.self_end and self.model.uniform() < w.self_end):
+            text = "The task is complete." if w.end_marker is None else (
+                f"The task is complete. {w.end_marker}")
+            return TextBlock(text, tokens)
+        self.claim = correct
+        return TextBlock("I have done what you asked.", tokens)
+
+    def _message(self) -> TextBlock:
+        """A message to the task-giver that does not claim success (a question)."""
+        self.claim = None
+        return TextBlock("Could you give me more details?", self._answer_size())
 
     def _response(self, request: ModelRequest, content: list, truncated: bool, now: float
                   ) -> ModelResponse:
         w = self.world
         cap = request.max_output_tokens  # output plus thinking, as providers count it
-        thinking = min(w.thinking_tokens, request.thinking_budget, cap)
-        output = cap - thinking if truncated else w.output_tokens
+        thinking = 0
+        if request.thinking_budget:
+            drawn = w.thinking_tokens if w.fixed_sizes else self._size(
+                w.thinking_tokens, w.thinking_dist, 0)
+            thinking = min(drawn, request.thinking_budget, cap)
+        output = cap - thinking if truncated else content[-1].tokens
         if output + thinking > cap:  # the answer does not fit: cut at max_tokens
             output, truncated = cap - thinking, True
         if thinking:
@@ -148,7 +239,9 @@ class SimulatedTask:
         previous prompt already cached is read from the cache, if that cache
         entry is still alive (used within its TTL); the rest is written. A
         rewritten history (compaction: a new message list) keeps only the stable
-        prefix (system prompt and tools) cached."""
+        prefix (system prompt and tools) cached. At a run's first call, a share
+        ``first_prompt_cached`` of the stable prefix is read (cached by earlier
+        runs)."""
         prompt = request.input_tokens
         read = 0
         if now <= self.cache_expires_s:
@@ -156,6 +249,9 @@ class SimulatedTask:
                 read = min(self.cached_tokens, prompt)
             else:
                 read = min(self.world.stable_prefix_tokens, self.cached_tokens, prompt)
+        elif self.cached_history is None and self.world.first_prompt_cached:
+            read = min(round(self.world.first_prompt_cached * self.world.stable_prefix_tokens),
+                       prompt)
         self.cached_history = request.messages
         self.cached_tokens = prompt
         self.cache_expires_s = now + request.cache_ttl_s
@@ -176,25 +272,40 @@ class SimulatedTask:
         w = self.world
         call = request.call
         duration = w.tool_duration[call.name].sample(self.latency)
+        size = w.result_fixed[call.name] if w.fixed_sizes else self._result_size(call.name)
         if duration > request.timeout_s:
             return ToolError("timeout", f"{call.name} timed out after {request.timeout_s:g} s",
-                             w.result_tokens, request.timeout_s)
+                             size, request.timeout_s)
         kind = self.kinds.get(call.id, LOOP)
         if kind == PRODUCTIVE:
             self.progress += 1
-            return ToolResult(f"{call.name} {call.input['target']}: ok", w.result_tokens, duration)
+            return ToolResult(f"{call.name} {call.input['target']}: ok", size, duration)
         if kind == LOOP:
             return ToolResult(f"{call.name} {call.input['target']}: same as before",
-                              w.result_tokens, duration)
+                              size, duration)
         if kind == TRANSIENT:
             if request.attempt > 0 and self.tools.uniform() < w.retry_success:
                 self.progress += 1
-                return ToolResult(f"{call.name} {call.input['target']}: ok", w.result_tokens,
-                                  duration)
+                return ToolResult(f"{call.name} {call.input['target']}: ok", size, duration)
             return ToolError("transient", f"503 Service Unavailable ({call.id})",
-                             w.result_tokens, duration, 503)
+                             size, duration, 503)
         return ToolError("validation", f"{call.input['target']} is not a valid target "
-                         f"for {call.name}", w.result_tokens, duration, 400)
+                         f"for {call.name}", size, duration, 400)
+
+    # ------------------------------------------------------------ the task-giver
+    def reply(self, request: UserTurn) -> UserReply:
+        """The task-giver's answer to the model's message: it ends the run (a
+        report of finished work with ``stop_when_done``, a wrong claim with
+        ``accept_claim``, a question with ``give_up``) or replies (a reply of
+        ``user.reply`` tokens)."""
+        w = self.world
+        claim = self.claim
+        p = w.give_up if claim is None else w.stop_when_done if claim else w.accept_claim
+        duration = 0.0 if w.reply_latency is None else w.reply_latency.sample(self.latency)
+        if p and self.user.uniform() < p:
+            return UserReply(ended=True, duration_s=duration)
+        tokens = self._size(w.reply_tokens, w.reply_dist, 0)
+        return UserReply("(the task-giver's reply)", tokens, False, duration)
 
     # ------------------------------------------------------- verifier, humans
     def verify(self, request: VerifyRequest) -> Verdict:
@@ -203,7 +314,7 @@ class SimulatedTask:
         grader; see :func:`~sim.world.verifiers.run_check`). The answer's size
         is the model's output per call."""
         w = self.world
-        claim = Claim(self.answer_correct, request.answer, w.output_tokens, request.turn)
+        claim = Claim(self.answer_correct, request.answer, self.answer_tokens, request.turn)
         check = run_check(w.verifier, claim, self.tools, w)
         if check.passed:
             return Verdict(True, duration_s=check.duration_s, usage=check.usage)

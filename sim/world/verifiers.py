@@ -130,7 +130,7 @@ class ModelGraderVerifier(NoisyVerifier):
         seconds), the answer being at most one model output long. The harness
         refuses the check when this could overshoot a budget."""
         grader = world.params.grader
-        prompt = grader.prompt + world.output_tokens
+        prompt = grader.prompt + (world.answer_bound or 0)
         duration = (world.ttft_s + grader.output * world.decode_s_per_token
                     + prompt * world.prefill_s_per_token)
         return prompt, grader.output, duration

@@ -4,7 +4,8 @@
 probabilities into cumulative thresholds and tool lists into lookup tables so
 that :class:`~sim.world.task.SimulatedTask` does no work twice per step. It
 also builds the harness's tool specifications, so the harness and the world
-agree on names, effect classes and timeouts.
+agree on names, effect classes and timeouts. A world with task classes holds
+one compiled world per class (``classes``); a task picks one when it starts.
 """
 
 from __future__ import annotations
@@ -12,22 +13,49 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from sim.harness.params import ToolSpec
-from sim.world.params import WorldParams
+from sim.world.distributions import BaseDistribution, Fixed
+from sim.world.params import Size, WorldParams
 from sim.world.verifiers import OracleVerifier, Verifier
+
+END_MARKER = "###STOP###"
+"""The end marker the harness's conversation mode looks for by default (tau2-bench's)."""
+
+
+def size_parts(size: Size) -> tuple[int | None, BaseDistribution | None]:
+    """``(tokens, None)`` for a fixed size, ``(None, distribution)`` otherwise."""
+    if isinstance(size, int):
+        return size, None
+    if isinstance(size, Fixed):
+        return round(size.value), None
+    return None, size
 
 
 class World:
-    """Per-cell constants of the stochastic world (see :class:`WorldParams`)."""
+    """Per-cell constants of the stochastic world (see :class:`WorldParams`).
 
-    def __init__(self, params: WorldParams, verifier: Verifier | None = None) -> None:
+    ``end_marker`` is the harness's conversation marker (None: no
+    conversation), which the simulated model writes when it ends a
+    conversation itself; ``max_output_tokens`` the harness's output cap, the
+    bound on an answer's size when outputs are drawn from a distribution.
+    """
+
+    def __init__(self, params: WorldParams, verifier: Verifier | None = None, *,
+                 end_marker: str | None = None, max_output_tokens: int | None = None,
+                 model: str | None = None) -> None:
         self.params = params
+        self.model = model
+        self.end_marker = end_marker
         policy = params.policy
         self.c_loop = policy.loop
         self.c_transient = self.c_loop + policy.transient
         self.c_validation = self.c_transient + policy.validation
         self.c_premature = self.c_validation + policy.premature
+        self.c_talk = self.c_premature + (policy.talk if end_marker is not None else 0.0)
+        self.talk = self.c_talk > self.c_premature
         self.premature_after = policy.premature_after
         self.escape = policy.escape_after_nudge
+        self.self_escape = policy.self_escape
+        self.self_end = policy.self_end
         self.retry_success = params.retry_success
 
         tools = params.tools
@@ -44,19 +72,47 @@ class World:
         self.tool_duration = {t.name: t.duration.dist for t in tools}  # seconds
 
         tokens = params.tokens
-        self.output_tokens = tokens.output
-        self.thinking_tokens = tokens.thinking
-        self.result_tokens = tokens.tool_result
+        self.output_tokens, self.output_dist = size_parts(tokens.output)
+        answer = tokens.output if tokens.answer_output is None else tokens.answer_output
+        self.answer_tokens, self.answer_dist = size_parts(answer)
+        self.thinking_tokens, self.thinking_dist = size_parts(tokens.thinking)
+        self.result_tokens, self.result_dist = size_parts(tokens.tool_result)
+        self.tool_result = {t.name: size_parts(tokens.tool_result if t.result_tokens is None
+                                               else t.result_tokens) for t in tools}
+        self.result_fixed = {name: fixed for name, (fixed, _) in self.tool_result.items()}
         self.feedback_tokens = tokens.verifier_feedback
         self.summary_ratio = tokens.summary_ratio
         self.task_tokens = tokens.task
         self.stable_prefix_tokens = tokens.prefix - tokens.task
+        self.first_prompt = tokens.first_prompt
+        self.run_scale = tokens.run_scale
+        self.first_prompt_cached = tokens.first_prompt_cached
+        # every size fixed and no per-run scale: the per-step code reads constants
+        self.fixed_sizes = (self.output_dist is None and self.answer_dist is None
+                            and self.thinking_dist is None and self.run_scale is None
+                            and all(d is None for _, d in self.tool_result.values()))
+        cap = max_output_tokens
+        self.answer_bound = (cap if self.answer_tokens is None
+                             else self.answer_tokens if cap is None
+                             else min(cap, self.answer_tokens))
+
+        unsolvable = params.unsolvable
+        self.unsolvable_share = unsolvable.share
+        self.unsolvable_scale = unsolvable.need_scale
+
+        user = params.user
+        self.reply_tokens, self.reply_dist = size_parts(user.reply)
+        self.stop_when_done = user.stop_when_done
+        self.accept_claim = user.accept_claim
+        self.give_up = user.give_up
+        self.reply_latency = user.latency
 
         faults = params.faults
         self.f_rate_limit = faults.rate_limit
         self.f_server = faults.rate_limit + faults.server_error
         self.f_max_tokens = self.f_server + faults.max_tokens
-        self.any_faults = self.f_max_tokens > 0
+        self.f_persistent = self.f_max_tokens + faults.persistent
+        self.any_faults = self.f_persistent > 0
         self.retry_after_s = faults.retry_after_s
 
         latency = params.latency
@@ -69,6 +125,30 @@ class World:
         self.approve = approval.approve
 
         self.verifier: Verifier = verifier if verifier is not None else OracleVerifier()
+
+        self.classes = tuple(
+            World(world, self.verifier, end_marker=end_marker, max_output_tokens=cap,
+                  model=c.model)
+            for c, world in zip(params.classes, params.class_worlds, strict=True))
+        if self.classes:
+            weights = [c.weight for c in params.classes]
+            total = sum(weights)
+            acc = 0.0
+            cumulative = []
+            for w in weights:
+                acc += w / total
+                cumulative.append(acc)
+            cumulative[-1] = 1.0
+            self.class_cumulative = tuple(cumulative)
+
+    def pick_class(self, u: float) -> World:
+        """The class world a uniform draw ``u`` in [0, 1) selects, by weight."""
+        k = min(bisect_right(self.class_cumulative, u), len(self.classes) - 1)
+        return self.classes[k]
+
+    def class_models(self) -> tuple[str, ...]:
+        """The models the classes name (each once, in class order)."""
+        return tuple(dict.fromkeys(c.model for c in self.classes if c.model))
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """The harness's view of the tools: names, effects, timeouts, schema sizes."""

@@ -1,0 +1,38 @@
+"""Simulating a small scenario given as a mapping, with every call logged
+(:class:`sim.world.recording.RecordingTask`), for the world's tests."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scipy import stats
+
+from sim.engines.direct import run_task_with_world
+from sim.records import TaskRecord
+from sim.runner import build_cell, cells_of
+from sim.scenario.model import validate
+from sim.world.recording import RecordingTask
+from sim.world.streams import StreamPool
+
+ALPHA = 1e-3
+Z = float(stats.norm.ppf(1 - ALPHA / 2))
+
+
+def simulate(raw: dict[str, Any], tasks: int, seed: int = 0
+             ) -> tuple[list[TaskRecord], list[RecordingTask]]:
+    """Run ``tasks`` tasks of the scenario ``raw``; records and logged tasks."""
+    scenario = validate({"seed": seed, **raw}, "test")
+    cell = build_cell(cells_of(scenario)[0])
+    pool = StreamPool()
+    out = [run_task_with_world(cell, i, pool, task_type=RecordingTask) for i in range(tasks)]
+    return [r for r, _ in out], [t for _, t in out]
+
+
+def within(share: float, p: float, n: int) -> bool:
+    """Whether an observed ``share`` of ``n`` is within Z binomial standard errors of ``p``."""
+    return abs(share - p) <= Z * math.sqrt(max(p * (1 - p), 1e-12) / n) + 1e-12
+
+
+QUIET = {"loop": 0.0, "transient": 0.0, "validation": 0.0, "premature": 0.0}
+"""A policy that never errs, loops or claims early."""
