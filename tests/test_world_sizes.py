@@ -98,13 +98,25 @@ def test_first_prompt_is_drawn_per_run():
 
 
 def test_a_share_of_the_first_prompt_is_already_cached():
-    """With prompt caching and ``first_prompt_cached`` 0.5, the first call reads
-    half the stable prefix from cache and writes the rest."""
-    raw = world(tokens={"first_prompt_cached": 0.5})
+    """With prompt caching and ``cache.first_prompt_cached`` 0.5, the first
+    call reads half its prompt from cache and writes the rest; later calls read
+    what the previous prompt cached."""
+    raw = world(cache={"first_prompt_cached": 0.5})
     raw["harness"] = {**raw["harness"], "prompt_cache": "5m"}
     _, tasks = simulate(raw, 5)
-    stable = 12000 - 300
     for t in tasks:
         first = t.log[0]
-        assert first.cache_read_tokens == round(0.5 * stable)
-        assert first.cache_write_tokens == first.prompt_tokens - round(0.5 * stable)
+        assert first.cache_read_tokens == round(0.5 * first.prompt_tokens)
+        assert first.cache_write_tokens == first.prompt_tokens - first.cache_read_tokens
+        assert t.log[1].cache_read_tokens == first.prompt_tokens
+
+
+def test_automatic_caching_reads_without_breakpoints_and_writes_nothing():
+    """With ``cache.automatic`` and no harness caching, each prompt reads the
+    previous prompt of the run from the cache, the rest is plain input."""
+    _, tasks = simulate(world(cache={"automatic": True, "first_prompt_cached": 0.9}), 5)
+    for t in tasks:
+        assert t.log[0].cache_read_tokens == round(0.9 * t.log[0].prompt_tokens)
+        for a, b in zip(t.log, t.log[1:], strict=False):
+            assert (b.cache_read_tokens, b.cache_write_tokens) == (a.prompt_tokens, 0)
+            assert b.input_tokens == b.prompt_tokens - a.prompt_tokens

@@ -246,9 +246,6 @@ class TokenParams(_Strict):
         "each run's first prompt: stable prefix + its task statement (tokens; null: prefix)"))
     run_scale: Distribution | None = Field(None, description=(
         "per-run multiplier of output, thinking, tool-result and reply sizes (null: 1)"))
-    first_prompt_cached: Prob = Field(0.0, description=(
-        "share of the stable prefix already in the provider's cache at a run's first call, "
-        "written by earlier runs (with prompt caching)"))
 
 
 class GraderParams(_Strict):
@@ -273,6 +270,23 @@ class FaultParams(_Strict):
     persistent: Prob = Field(0.0, description="probability a call meets a server error that "
                                               "persists through every retry")
     retry_after_s: float = Field(2.0, ge=0, description="Retry-After sent with a 429 (seconds)")
+
+
+class CacheParams(_Strict):
+    """The provider's prompt cache. A harness that sets cache breakpoints
+    (``harness.prompt_cache``) reads from it what the previous prompt of the
+    run cached and writes the rest. With ``automatic`` the provider caches
+    every prompt unasked (OpenAI's and DeepSeek's automatic prefix caching):
+    the part of a prompt the previous prompt of the run had is read from the
+    cache while it lives (``ttl_s``), the rest is plain input, nothing is
+    written. ``first_prompt_cached`` is the share of a run's first prompt
+    already cached by earlier runs (the shared system prompt)."""
+
+    automatic: bool = Field(False, description="the provider caches without breakpoints")
+    ttl_s: float = Field(300.0, gt=0, description="lifetime of an automatic cache entry "
+                                                  "(seconds)")
+    first_prompt_cached: Prob = Field(0.0, description=(
+        "share of a run's first prompt read from the cache (written by earlier runs)"))
 
 
 class UserParams(_Strict):
@@ -319,7 +333,7 @@ class ApprovalParams(_Strict):
     approve: Prob = Field(0.95, description="probability a human approves a call")
 
 
-_CLASS_SECTIONS = ("policy", "tokens", "user", "faults", "unsolvable", "latency")
+_CLASS_SECTIONS = ("policy", "tokens", "user", "faults", "unsolvable", "latency", "cache")
 _CHANGES = "the fields of the world's {} that the class changes (null: none)"
 
 
@@ -329,7 +343,7 @@ class TaskClass(_Strict):
 
     A class is the world with some sections changed: ``difficulty`` replaces
     the world's; each of ``policy``, ``tokens``, ``user``, ``faults``,
-    ``unsolvable`` and ``latency`` changes only the fields it gives (the others
+    ``unsolvable``, ``latency`` and ``cache`` changes only the fields it gives (the others
     keep the world's values); ``tool_weights`` gives the class its own shares of
     the world's tools; ``model`` is the model that answers the class's runs
     (priced at ``harness.model_prices`` or the catalogue), null for the
@@ -357,6 +371,8 @@ class TaskClass(_Strict):
         json_schema_extra={"see": "world.unsolvable"})
     latency: LatencyParams | None = Field(None, description=_CHANGES.format("model latency"),
                                           json_schema_extra={"see": "world.latency"})
+    cache: CacheParams | None = Field(None, description=_CHANGES.format("prompt cache"),
+                                      json_schema_extra={"see": "world.cache"})
     tool_weights: dict[str, float] | None = Field(None, description=(
         "tool name -> relative share of the class's calls (null: the world's weights)"))
 
@@ -376,6 +392,7 @@ class WorldParams(_Strict):
     approval: ApprovalParams = Field(default_factory=ApprovalParams)
     user: UserParams = Field(default_factory=UserParams)
     unsolvable: UnsolvableParams = Field(default_factory=UnsolvableParams)
+    cache: CacheParams = Field(default_factory=CacheParams)
     classes: tuple[TaskClass, ...] = Field((), description=(
         "task classes: a weighted mixture of kinds of task (empty: one kind, the world)"))
 

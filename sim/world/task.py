@@ -226,21 +226,24 @@ class SimulatedTask:
                    + request.input_tokens * w.prefill_s_per_token)
         stop = "max_tokens" if truncated else (
             "tool_use" if content[-1].type == "tool_use" else "end_turn")
-        if request.cache_ttl_s is None:
-            usage = Usage(request.input_tokens, output, 0, 0, thinking)
+        if request.cache_ttl_s is not None:
+            usage = self._cached_usage(request, now, output, thinking, request.cache_ttl_s)
+        elif w.cache_automatic:
+            usage = self._cached_usage(request, now, output, thinking, w.cache_ttl_s, False)
         else:
-            usage = self._cached_usage(request, now, output, thinking)
+            usage = Usage(request.input_tokens, output, 0, 0, thinking)
         return ModelResponse(content, usage, stop, latency, request.model)
 
-    def _cached_usage(self, request: ModelRequest, now: float, output: int, thinking: int
-                      ) -> Usage:
+    def _cached_usage(self, request: ModelRequest, now: float, output: int, thinking: int,
+                      ttl_s: float, writes: bool = True) -> Usage:
         """Usage under prompt caching, as a provider with a cache breakpoint at
         the end of each prompt reports it: the part of this prompt that the
         previous prompt already cached is read from the cache, if that cache
-        entry is still alive (used within its TTL); the rest is written. A
-        rewritten history (compaction: a new message list) keeps only the stable
-        prefix (system prompt and tools) cached. At a run's first call, a share
-        ``first_prompt_cached`` of the stable prefix is read (cached by earlier
+        entry is still alive (used within ``ttl_s``); the rest is written (or,
+        with automatic caching, ``writes`` False, plain input). A rewritten
+        history (compaction: a new message list) keeps only the stable prefix
+        (system prompt and tools) cached. At a run's first call, a share
+        ``cache.first_prompt_cached`` of the prompt is read (cached by earlier
         runs)."""
         prompt = request.input_tokens
         read = 0
@@ -250,12 +253,13 @@ class SimulatedTask:
             else:
                 read = min(self.world.stable_prefix_tokens, self.cached_tokens, prompt)
         elif self.cached_history is None and self.world.first_prompt_cached:
-            read = min(round(self.world.first_prompt_cached * self.world.stable_prefix_tokens),
-                       prompt)
+            read = min(round(self.world.first_prompt_cached * prompt), prompt)
         self.cached_history = request.messages
         self.cached_tokens = prompt
-        self.cache_expires_s = now + request.cache_ttl_s
-        return Usage(0, output, read, prompt - read, thinking)
+        self.cache_expires_s = now + ttl_s
+        if writes:
+            return Usage(0, output, read, prompt - read, thinking)
+        return Usage(prompt - read, output, read, 0, thinking)
 
     def _summary(self, request: ModelRequest) -> ModelResponse:
         w = self.world

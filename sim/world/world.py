@@ -86,7 +86,10 @@ class World:
         self.stable_prefix_tokens = tokens.prefix - tokens.task
         self.first_prompt = tokens.first_prompt
         self.run_scale = tokens.run_scale
-        self.first_prompt_cached = tokens.first_prompt_cached
+        cache = params.cache
+        self.cache_automatic = cache.automatic
+        self.cache_ttl_s = cache.ttl_s
+        self.first_prompt_cached = cache.first_prompt_cached
         # every size fixed and no per-run scale: the per-step code reads constants
         self.fixed_sizes = (self.output_dist is None and self.answer_dist is None
                             and self.thinking_dist is None and self.run_scale is None
