@@ -19,7 +19,8 @@ import sys
 
 from sim.errors import InputError
 
-COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live")
+COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
+            "calibrate")
 
 EXIT_STATUS = ("Exit status: 0 done (compare: no regression), 1 a regression, 2 bad input, "
                "3 inconclusive (compare: not enough tasks to decide either way). Results "

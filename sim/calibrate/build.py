@@ -1,0 +1,228 @@
+"""The scenario that direct estimates (and the search's adjustments) make.
+
+:func:`scenario_document` turns :class:`~sim.calibrate.estimate.Estimates`
+and an :class:`Adjustment` into a scenario mapping plus a comment for each
+fitted field (what it was fitted from), ready for :func:`render_yaml`. The
+harness is the recorded one as far as the traces say: its limits, no
+no-progress detector, no harness retries of tool errors, no verifier, a
+conversation with the task-giver when the runs have one, prompt caching when
+they use the cache. The world has one task class per estimate (a single class
+is the world itself).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from sim.calibrate.estimate import ClassEstimate, Estimates
+from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """What the simulate-and-compare search changes, for every class alike:
+    ``need_shift`` is added to the log of the need (so the need scales by
+    ``exp(need_shift)``), the need's log-sd is multiplied by ``sigma_scale``,
+    and an unsolvable task's ``need_scale`` by ``unsolvable_scale``."""
+
+    need_shift: float = 0.0
+    sigma_scale: float = 1.0
+    unsolvable_scale: float = 1.0
+
+
+def _dist(d: BaseDistribution) -> dict[str, Any] | int:
+    """A size distribution as scenario data (a fixed size as a plain number)."""
+    if isinstance(d, Fixed):
+        return max(0, round(d.value))
+    data = d.model_dump()
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in data.items()}
+
+
+def _first_prompt(values: list[int]) -> dict[str, Any] | None:
+    if len(set(values)) == 1:
+        return None
+    return Empirical(values=tuple(float(v) for v in values)).model_dump()
+
+
+def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, Any]:
+    sections: dict[str, Any] = {
+        "difficulty": {"distribution": "lognormal", "mu": round(c.need_mu + a.need_shift, 6),
+                       "sigma": round(max(0.05, c.need_sigma * a.sigma_scale), 6), "min": 1},
+        "policy": {"loop": round(c.loop, 6), "transient": 0.0,
+                   "validation": round(c.validation, 6), "premature": 0.0,
+                   "talk": round(c.talk, 6), "self_escape": round(c.self_escape, 6),
+                   "self_end": round(c.self_end, 6), "escape_after_nudge": 0.5},
+        "tokens": {"prefix": max(min(c.first_prompts), stable + 1),
+                   "output": _dist(c.output_tool), "answer_output": _dist(c.output_text)},
+        "user": {"reply": _dist(c.reply), "stop_when_done": 1.0, "accept_claim": 1.0,
+                 "give_up": 0.0},
+        "faults": {"persistent": round(c.persistent, 8)},
+        "unsolvable": {"share": round(c.unsolvable, 6),
+                       "need_scale": round(max(0.05, c.need_scale * a.unsolvable_scale), 6)},
+        "latency": {"ttft_s": round(c.ttft_s, 6), "decode_tps": round(min(c.decode_tps, 1e9), 4),
+                    "prefill_tps": None if c.prefill_tps is None else round(c.prefill_tps, 2)},
+    }
+    first = _first_prompt(c.first_prompts)
+    if first is not None:
+        sections["tokens"]["first_prompt"] = first
+    if c.run_sigma > 0:
+        sections["tokens"]["run_scale"] = Lognormal(median=1.0,
+                                                    sigma=round(c.run_sigma, 6)).model_dump()
+    if c.thinking is not None:
+        sections["tokens"]["thinking"] = _dist(c.thinking)
+    sections["cache"] = {"automatic": c.automatic_cache,
+                         "first_prompt_cached": round(c.first_prompt_cached, 6)}
+    if c.reply_latency is not None:
+        median, sigma = c.reply_latency
+        sections["user"]["latency"] = {"median_s": max(round(median, 6), 1e-6),
+                                       "sigma": round(sigma, 6)}
+    return sections
+
+
+def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name: str,
+                      description: str, tasks: int, seed: int, prices_date: str | None = None
+                      ) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(scenario mapping, comments by dotted path)``."""
+    comments: dict[str, str] = {}
+    main = est.classes[0]
+    stable = max(1, min(min(c.first_prompts) for c in est.classes) - 1)
+    prices = {m: {"input": p.input, "output": p.output, "cache_read": p.cache_read,
+                  "cache_write": p.cache_write} for m, p in est.prices.items()}
+    harness: dict[str, Any] = {
+        "model": main.model or "unknown",
+        "prices": prices.get(main.model, {"input": 0.0, "output": 0.0, "cache_read": 0.0,
+                                          "cache_write": 0.0}),
+        "max_output_tokens": int(math.ceil(max(est.max_output, 1) * 1.25 / 256) * 256),
+        "context_window": max(200_000, 2 * est.max_prompt),
+        "budgets": {"steps": est.step_limit, "tool_errors": est.error_limit,
+                    "money_usd": est.cost_limit},
+        "detector": {"enabled": False},
+        "retry": {"retry_tool_errors": False},
+        "verifier": {"name": "none"},
+        "conversation": {"enabled": est.conversation},
+        "prompt_cache": "5m" if est.cached else None,
+    }
+    if prices_date:
+        harness["prices_date"] = prices_date
+    others = {m: p for m, p in prices.items() if m != harness["model"]}
+    if others:
+        harness["model_prices"] = others
+    comments["harness.prices"] = est.prices[main.model].source if main.model in est.prices \
+        else "no prices"
+    for m in others:
+        comments[f"harness.model_prices.{m}"] = est.prices[m].source
+    comments["harness.budgets"] = ("the limits the traces state (steps: "
+                                   + est.notes.get("steps", "the step limit") + ")")
+    comments["harness.detector"] = "the recorded harness's detector is unknown: off"
+    comments["harness.max_output_tokens"] = f"1.25 x the largest output seen ({est.max_output})"
+    total_calls = sum(t.calls for t in est.tools)
+    tools = [{"name": t.name, "weight": round(t.calls / max(total_calls, 1), 6),
+              "effect": "read", "timeout_s": 1.0e6, "definition_tokens": 0,
+              "duration": {"median_s": max(round(t.duration[0], 6), 1e-6),
+                           "sigma": round(t.duration[1], 6)},
+              "result_tokens": _dist(t.result)} for t in est.tools]
+    if not tools:
+        tools = [{"name": "tool", "weight": 1.0, "definition_tokens": 0,
+                  "result_tokens": 0}]
+    comments["world.tools"] = ("the most called tools: weight = share of calls; result_tokens "
+                               "= lognormal MLE of the results of the calls each started; "
+                               "duration from the gaps between calls")
+    world: dict[str, Any] = {"tools": tools}
+    sections = [_class_sections(c, adjust, stable) for c in est.classes]
+    if len(est.classes) == 1:
+        world.update(sections[0])
+        world["tokens"] = {**sections[0]["tokens"], "task": sections[0]["tokens"]["prefix"]
+                           - stable}
+        _comment_class(comments, "world", main)
+    else:
+        world["tokens"] = {"prefix": stable + 1, "task": 1}
+        world["classes"] = []
+        total = sum(c.runs for c in est.classes)
+        for c, s in zip(est.classes, sections, strict=True):
+            entry: dict[str, Any] = {"name": c.name, "weight": round(c.runs / total, 6),
+                                     "model": c.model or None}
+            weights = {t: round(n / max(sum(c.tool_calls.values()), 1), 6)
+                       for t, n in c.tool_calls.items()}
+            entry.update(s)
+            if weights:
+                entry["tool_weights"] = {t["name"]: weights.get(t["name"], 0.0) for t in tools}
+            world["classes"].append(entry)
+            _comment_class(comments, f"world.classes[{c.name}]", c)
+        comments["world.tokens"] = ("the stable prefix every class shares: one less than the "
+                                    "smallest first prompt")
+    doc = {"name": name, "description": description, "tasks": tasks, "seed": seed,
+           "harness": harness, "world": world}
+    return doc, comments
+
+
+def _comment_class(comments: dict[str, str], path: str, c: ClassEstimate) -> None:
+    comments[path] = f"{c.runs} fitted runs, mostly {c.model or 'an unknown model'}"
+    comments[f"{path}.difficulty"] = c.notes.get("need", "")
+    comments[f"{path}.policy"] = c.notes.get("rates", "")
+    comments[f"{path}.tokens"] = (c.notes.get("output", "") + "; first prompts: the runs' own; "
+                                  + c.notes.get("run_scale", ""))
+    comments[f"{path}.unsolvable"] = c.notes.get("exits", "")
+    comments[f"{path}.latency"] = "non-negative least squares of call latencies"
+    if c.notes.get("cache"):
+        comments[f"{path}.cache"] = c.notes["cache"]
+
+
+# -------------------------------------------------------------------- YAML
+def render_yaml(doc: dict[str, Any], comments: dict[str, str], header: list[str]) -> str:
+    """The scenario as YAML text: block mappings, leaves in flow style, each
+    commented path preceded by its comment, the ``header`` lines first
+    (wrapped at 96 characters unless indented)."""
+    import textwrap
+
+    lines = []
+    for h in header:
+        if not h:
+            lines.append("#")
+        elif h.startswith(" "):
+            lines.append(f"# {h}")
+        else:
+            lines += [f"# {part}" for part in textwrap.wrap(h, 96)]
+    _emit(doc, "", 0, comments, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _flow(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False,
+                          width=10 ** 9).strip().removesuffix("...").strip()
+
+
+def _is_block(value: Any) -> bool:
+    if isinstance(value, dict):
+        return bool(value) and "distribution" not in value
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(v, dict) and "distribution" not in v for v in value))
+
+
+def _emit(node: dict[str, Any], path: str, indent: int, comments: dict[str, str],
+          lines: list[str]) -> None:
+    pad = " " * indent
+    for key, value in node.items():
+        dotted = f"{path}.{key}" if path else str(key)
+        if comments.get(dotted):
+            lines.append(f"{pad}# {comments[dotted]}")
+        if isinstance(value, dict) and _is_block(value):
+            lines.append(f"{pad}{_flow(key)}:")
+            _emit(value, dotted, indent + 2, comments, lines)
+        elif isinstance(value, list) and _is_block(value):
+            lines.append(f"{pad}{_flow(key)}:")
+            for item in value:
+                label = item.get("name", "")
+                item_path = f"{dotted}[{label}]"
+                if comments.get(item_path):
+                    lines.append(f"{pad}  # {comments[item_path]}")
+                sub: list[str] = []
+                _emit(item, item_path, indent + 4, comments, sub)
+                first = next(i for i, s in enumerate(sub) if not s.lstrip().startswith("#"))
+                sub[first] = f"{pad}  - {sub[first].lstrip()}"
+                lines.extend(sub)
+        else:
+            lines.append(f"{pad}{_flow(key)}: {_flow(value)}")

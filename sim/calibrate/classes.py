@@ -1,0 +1,132 @@
+"""Task classes for calibration: which runs are of the same kind.
+
+Two ways, chosen by the command line:
+
+- ``by="model"``: one class per model; models with fewer than
+  :data:`MIN_MODEL_RUNS` fitted runs share a class ``other`` (a lone one keeps
+  its own);
+- clusters (``classes=K`` or ``"auto"``): a Gaussian mixture with diagonal
+  covariances, fitted by expectation maximisation to standardised per-run
+  features (log first prompt, log history growth per step, log median output
+  per call, share of calls without tool calls, log steps, recorded cost per
+  million prompt tokens), started from k-means++ seeds drawn with the given
+  seed; ``auto`` picks the K in 1..:data:`MAX_AUTO` with the lowest BIC. A run
+  belongs to its most probable component.
+
+Classes are named ``c1``, ``c2``, ... by decreasing size (``by="model"``: by
+the model's name), so the same traces and seed always give the same classes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from sim.calibrate.data import Traces
+from sim.errors import InputError
+
+MIN_CLASS_RUNS = 8
+"""Fewest runs per cluster ``auto`` allows on average (it tries K up to n / this)."""
+MIN_MODEL_RUNS = 3
+MAX_AUTO = 8
+
+
+def features(traces: Traces) -> np.ndarray:
+    """The per-run feature matrix clusters are fitted to (rows: runs)."""
+    runs, calls = traces.runs, traces.calls
+    median_out = calls.groupby("run_id", sort=False)["output"].median()
+    text_share = calls.groupby("run_id", sort=False)["text"].mean()
+    ids = runs["run_id"]
+    cost = runs["cost"].to_numpy(float)
+    rate = np.where(np.isfinite(cost), cost / np.maximum(runs["prompt"].to_numpy(float), 1.0)
+                    * 1e6, 0.0)
+    cols = [np.log(np.maximum(runs["first_prompt"].to_numpy(float), 1.0)),
+            np.log(np.maximum(runs["h"].to_numpy(float), 1.0)),
+            np.log(np.maximum(median_out.reindex(ids).to_numpy(float), 1.0)),
+            text_share.reindex(ids).to_numpy(float),
+            np.log(runs["steps"].to_numpy(float)),
+            rate]
+    return np.column_stack(cols)
+
+
+def assign(traces: Traces, *, classes: int | str = "auto", by: str | None = None,
+           seed: int = 0) -> np.ndarray:
+    """The class name of each run of ``traces`` (array of strings, run order)."""
+    if by == "model":
+        return _by_model(traces)
+    if by is not None:
+        raise InputError(f"--by must be 'model', got {by!r}")
+    x = features(traces)
+    scale = x.std(axis=0)
+    z = (x - x.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+    if classes == "auto":
+        best = None
+        for k in range(1, min(MAX_AUTO, max(1, len(z) // MIN_CLASS_RUNS)) + 1):
+            labels, bic = _gmm(z, k, seed)
+            if best is None or bic < best[1]:
+                best = (labels, bic)
+        labels = best[0]
+    else:
+        k = int(classes)
+        if k < 1:
+            raise InputError(f"--classes must be a positive integer or 'auto', got {classes}")
+        if k > len(z):
+            raise InputError(f"--classes {k} exceeds the {len(z)} runs fitted")
+        labels, _ = _gmm(z, k, seed)
+    return _names(labels)
+
+
+def _by_model(traces: Traces) -> np.ndarray:
+    models = traces.runs["model"].replace("", "unknown").to_numpy(object)
+    counts = pd.Series(models).value_counts()
+    rare = set(counts.index[counts < MIN_MODEL_RUNS])
+    if len(rare) == 1:  # a lone rare model is its own class rather than "other"
+        rare = set()
+    return np.array(["other" if m in rare else str(m) for m in models], dtype=object)
+
+
+def _names(labels: np.ndarray) -> np.ndarray:
+    counts = pd.Series(labels).value_counts(sort=False)
+    order = sorted(counts.index, key=lambda k: (-counts[k], k))
+    names = {k: f"c{i + 1}" for i, k in enumerate(order)}
+    return np.array([names[k] for k in labels], dtype=object)
+
+
+def _gmm(z: np.ndarray, k: int, seed: int, iterations: int = 300) -> tuple[np.ndarray, float]:
+    """Labels and BIC of a k-component diagonal Gaussian mixture fitted to ``z``."""
+    n, d = z.shape
+    rng = np.random.default_rng(seed)
+    centres = [z[rng.integers(n)]]
+    for _ in range(1, k):  # k-means++ seeding
+        d2 = np.min([((z - c) ** 2).sum(axis=1) for c in centres], axis=0)
+        total = d2.sum()
+        centres.append(z[rng.choice(n, p=d2 / total)] if total > 0 else z[rng.integers(n)])
+    mu = np.array(centres)
+    var = np.full((k, d), 1.0)
+    w = np.full(k, 1.0 / k)
+    floor = 1e-3
+    previous = -np.inf
+    log_total = np.zeros((n, 1))
+    for _ in range(iterations):
+        log_p = (np.log(w)[None, :]
+                 - 0.5 * (np.log(2 * np.pi * var)[None, :, :]
+                          + (z[:, None, :] - mu[None, :, :]) ** 2 / var[None, :, :]).sum(axis=2))
+        top = log_p.max(axis=1, keepdims=True)
+        log_total = top + np.log(np.exp(log_p - top).sum(axis=1, keepdims=True))
+        r = np.exp(log_p - log_total)
+        nk = r.sum(axis=0) + 1e-12
+        w = nk / n
+        mu = (r.T @ z) / nk[:, None]
+        var = np.maximum((r.T @ (z ** 2)) / nk[:, None] - mu ** 2, floor)
+        loglik = float(log_total.sum())
+        if loglik - previous < 1e-8 * max(1.0, abs(loglik)):
+            break
+        previous = loglik
+    params = k * 2 * d + (k - 1)
+    bic = -2 * float(log_total.sum()) + params * math.log(n)
+    log_p = (np.log(w)[None, :]
+             - 0.5 * (np.log(2 * np.pi * var)[None, :, :]
+                      + (z[:, None, :] - mu[None, :, :]) ** 2 / var[None, :, :]).sum(axis=2))
+    return log_p.argmax(axis=1), bic

@@ -1,0 +1,475 @@
+"""Direct estimates: what the traces tell without simulating.
+
+For each task class (:mod:`sim.calibrate.classes`), from its runs:
+
+- **first prompt**: the runs' first prompts (an empirical distribution; the
+  class's prefix is the smallest);
+- **sizes**: ``log size = run effect + call effect``. The run effect is a
+  random effect estimated from the outputs (the variance between runs of the
+  mean log output less its within-run part, method of moments; each run's
+  effect shrunk toward 0 by ``tau^2 / (tau^2 + s^2 / n)``); it becomes the
+  per-run size multiplier (lognormal, median 1, log-sd tau). Every size is
+  divided by its run's multiplier and fitted by maximum likelihood (lognormal):
+  outputs of calls with tool calls, outputs of calls without (answers and
+  messages), the tool results of a call by its first tool, the task-giver's
+  replies (observation tokens after a message);
+- **rates per fresh decision** (a call that is not a repeat of the previous
+  call): ``talk`` (messages to the task-giver other than the run's last
+  call), ``validation`` (calls whose tool results were errors), a loop's
+  entry and its ``self_escape`` (from the runs of identical consecutive calls:
+  a run of L identical calls has L-1 repeats; repeats given at least one are
+  1 + geometric, so ``self_escape = episodes / repeats``), and the per-call
+  rate of faults that ended runs (``persistent``: such runs / calls);
+- **exits**: ``self_end`` is the share of the runs ended by the agent among
+  those ended by the agent or the task-giver; the unsolvable share is the
+  unresolved share among them; an unsolvable task's ``need_scale`` is the
+  ratio of median productive steps, unresolved to resolved;
+- **need**: productive steps (tool calls that are neither errors nor repeats)
+  plus the final call, divided by ``need_scale`` for unresolved runs: a
+  lognormal by maximum likelihood on their logarithms;
+- **cache**: a class whose traces read the cache on most later calls and never
+  write it has the provider's automatic caching; the share of the first
+  prompt read from the cache is the mean over its runs;
+- **latency**: ``latency_s = ttft + output / decode + prompt / prefill`` by
+  non-negative least squares over calls with timestamps; the task-giver's time
+  to reply and each tool's duration from the gaps between calls.
+
+Across classes: **prices** per model by non-negative least squares of the
+recorded call costs on the token counts (the cache prices, when the traces
+never use the cache, at 0.1 and 1.25 times the input price), else the
+catalogue's; the harness's **limits** as the traces state them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from sim.calibrate.data import Traces
+from sim.errors import InputError
+from sim.world.distributions import BaseDistribution, Fixed, Lognormal, Mixture
+
+MAX_TOOLS = 20
+"""Tools kept by name (the most called); the rest share one tool, ``other_tools``."""
+OTHER_TOOLS = "other_tools"
+
+
+@dataclass
+class ToolEstimate:
+    """One tool: its share of calls, result size and duration."""
+
+    name: str
+    calls: int
+    result: BaseDistribution
+    duration: tuple[float, float]  # (median seconds, log-sd)
+
+
+@dataclass
+class ClassEstimate:
+    """The direct estimates of one task class (see the module docstring)."""
+
+    name: str
+    runs: int
+    model: str
+    first_prompts: list[int]
+    output_tool: BaseDistribution
+    output_text: BaseDistribution
+    run_sigma: float
+    tool_calls: dict[str, int]
+    reply: BaseDistribution
+    talk: float
+    validation: float
+    loop: float
+    self_escape: float
+    persistent: float
+    self_end: float
+    unsolvable: float
+    need_scale: float
+    need_mu: float
+    need_sigma: float
+    ttft_s: float
+    decode_tps: float
+    prefill_tps: float | None
+    reply_latency: tuple[float, float] | None
+    thinking: BaseDistribution | None
+    automatic_cache: bool = False
+    first_prompt_cached: float = 0.0
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PriceEstimate:
+    """USD per million tokens of one model, and where they came from."""
+
+    model: str
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    source: str
+
+
+@dataclass
+class Estimates:
+    """Everything estimated directly, for :mod:`sim.calibrate.build`."""
+
+    classes: list[ClassEstimate]
+    tools: list[ToolEstimate]
+    prices: dict[str, PriceEstimate]
+    step_limit: int | None
+    error_limit: int | None
+    cost_limit: float | None
+    conversation: bool
+    cached: bool
+    max_output: int
+    max_prompt: int
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ helpers
+def _lognormal(values, floor: float = 1.0) -> BaseDistribution:
+    """Lognormal MLE of ``values`` (each at least ``floor``); fixed when they
+    are all equal; fixed at ``floor`` when there are none."""
+    x = np.maximum(np.asarray(values, dtype=float), floor)
+    if x.size == 0:
+        return Fixed(value=floor)
+    if np.ptp(x) == 0:
+        return Fixed(value=float(x[0]))
+    return Lognormal.fit(x)
+
+
+MIXTURE_MIN = 40
+"""Fewest values for which a size may be a two-lognormal mixture."""
+
+
+def _size(values, floor: float = 1.0) -> BaseDistribution:
+    """A size distribution of ``values``: a lognormal, or a mixture of two
+    lognormals when it has the lower BIC (at least :data:`MIXTURE_MIN` values;
+    both by maximum likelihood on the logarithms)."""
+    single = _lognormal(values, floor)
+    x = np.log(np.maximum(np.asarray(values, dtype=float), floor))
+    if x.size < MIXTURE_MIN or not isinstance(single, Lognormal) or single.sigma == 0:
+        return single
+    mixed = Mixture.fit(np.exp(x), k=2)
+    if len(mixed.components) < 2:
+        return single
+
+    def loglik(d) -> float:
+        parts = d.components if isinstance(d, Mixture) else (d,)
+        weights = d.probabilities if isinstance(d, Mixture) else (1.0,)
+        dens = sum(w * np.exp(-0.5 * ((x - math.log(c.median)) / max(c.sigma, 1e-9)) ** 2)
+                   / (max(c.sigma, 1e-9) * math.sqrt(2 * math.pi))
+                   for w, c in zip(weights, parts, strict=True))
+        return float(np.log(np.maximum(dens, 1e-300)).sum())
+
+    bic1 = -2 * loglik(single) + 2 * math.log(x.size)
+    bic2 = -2 * loglik(mixed) + 5 * math.log(x.size)
+    return mixed if bic2 < bic1 else single
+
+
+def _duration(values) -> tuple[float, float]:
+    """``(median seconds, log-sd)`` of positive durations, robustly: the median
+    and the interquartile range of the logs / 1.349 (gaps between calls mix
+    tool time with the harness's own, so their tails are not the tool's)."""
+    x = np.asarray([v for v in values if np.isfinite(v) and v > 0], dtype=float)
+    if x.size < 2:
+        return (float(x[0]) if x.size else 0.001, 0.0)
+    logs = np.log(x)
+    q25, q50, q75 = np.percentile(logs, [25, 50, 75])
+    return float(np.exp(q50)), float(min((q75 - q25) / 1.349, 3.0))
+
+
+def _run_effects(calls: pd.DataFrame) -> tuple[pd.Series, float]:
+    """Each run's shrunken log size effect (indexed by run_id) and tau, from
+    the logs of its outputs less the class's mean for the call's kind."""
+    y = np.log(np.maximum(calls["output"].to_numpy(float), 1.0))
+    kind = calls["text"].to_numpy(bool)
+    for k in (True, False):
+        if (kind == k).any():
+            y[kind == k] -= y[kind == k].mean()
+    frame = pd.DataFrame({"run": calls["run_id"].to_numpy(), "y": y})
+    g = frame.groupby("run", sort=False)["y"]
+    n, mean = g.size(), g.mean()
+    dev = frame["y"] - g.transform("mean")
+    dof = max(1, len(frame) - len(n))
+    within = float((dev ** 2).sum() / dof)
+    tau2 = max(0.0, float(mean.var(ddof=1)) - float((within / n).mean())) if len(n) > 1 else 0.0
+    shrink = tau2 / (tau2 + within / n) if tau2 > 0 else n * 0.0
+    return shrink * mean, math.sqrt(tau2)
+
+
+def call_level(values: np.ndarray, scale: np.ndarray, tau: float, floor: float = 1.0
+               ) -> np.ndarray:
+    """Sizes as one call of a run with multiplier 1 would have them: each value
+    divided by its run's (shrunken) multiplier ``scale``, its log deviation
+    from the mean then rescaled so that the log variance is the observed one
+    less ``tau^2`` (method of moments for ``log size = run effect + call
+    effect``; dividing by a shrunken estimate alone would also remove part of
+    the call's own variation)."""
+    x = np.maximum(np.asarray(values, dtype=float), floor)
+    if x.size < 2:
+        return x
+    logs = np.log(x)
+    target = max(float(logs.var()) - tau ** 2, 0.01 * float(logs.var()))
+    z = logs - np.log(scale)
+    dev = z - z.mean()
+    current = float(dev.var())
+    if current <= 0:
+        return np.exp(z)
+    return np.exp(z.mean() + dev * math.sqrt(target / current))
+
+
+def _nnls_latency(calls: pd.DataFrame) -> tuple[float, float, float | None]:
+    from scipy.optimize import nnls
+
+    c = calls[np.isfinite(calls["latency_s"])]
+    if len(c) < 3:
+        return 0.5, 75.0, None
+    a = np.column_stack([np.ones(len(c)), (c["output"] + c["reasoning"]).to_numpy(float),
+                         c["prompt"].to_numpy(float)])
+    coef, _ = nnls(a, c["latency_s"].to_numpy(float))
+    ttft, per_out, per_in = (float(v) for v in coef)
+    decode = 1.0 / per_out if per_out > 1e-9 else 1e9
+    prefill = 1.0 / per_in if per_in > 1e-12 else None
+    return ttft, decode, prefill
+
+
+def _gaps(calls: pd.DataFrame) -> pd.Series:
+    """Seconds between the end of each call and the start of the next call of
+    its run (NaN for a run's last call or without timestamps)."""
+    nxt = calls.groupby("run_id", sort=False)["started_s"].shift(-1)
+    return nxt - calls["started_s"] - calls["latency_s"]
+
+
+# ------------------------------------------------------------------ classes
+def estimate_class(name: str, traces: Traces, tools: list[str]) -> ClassEstimate:
+    """The direct estimates of the class made of all of ``traces``' runs."""
+    runs, calls = traces.runs, traces.calls
+    notes: dict[str, str] = {}
+    effects, tau = _run_effects(calls)
+    scale = np.exp(calls["run_id"].map(effects).to_numpy(float))
+    text = calls["text"].to_numpy(bool)
+    out = calls["output"].to_numpy(float)
+    output_tool = _size(call_level(out[~text], scale[~text], tau))
+    output_text = _size(call_level(out[text], scale[text], tau))
+    notes["output"] = (f"lognormal (or two-lognormal mixture, by BIC) MLE of "
+                       f"{int((~text).sum())} tool-call and {int(text.sum())} answer/message "
+                       f"outputs, each divided by its run's multiplier")
+    notes["run_scale"] = (f"random effect of log output between {traces.n} runs (method of "
+                          f"moments): tau = {tau:.3f}")
+
+    last = calls["last"].to_numpy(bool)
+    repeat = calls["repeat"].to_numpy(bool)
+    errors = calls["errors"].to_numpy() > 0
+    fresh = int((~repeat).sum())
+    talk_calls = int((text & ~last).sum())
+    error_calls = int((~text & ~repeat & errors).sum())
+    repeats = int(repeat.sum())
+    starts = repeat & ~np.concatenate(([False], repeat[:-1]))
+    episodes = int(starts.sum())
+    self_escape = episodes / repeats if repeats else 0.5
+    loop = (episodes / (fresh * (1 - self_escape)) if repeats and self_escape < 1
+            else episodes / max(fresh, 1))
+    talk = talk_calls / max(fresh, 1)
+    validation = error_calls / max(fresh, 1)
+    if loop + talk + validation > 0.95:
+        total = loop + talk + validation
+        loop, talk, validation = (0.95 * v / total for v in (loop, talk, validation))
+    cats = runs["category"].to_numpy(object)
+    faults = int((cats == "model_error").sum())
+    persistent = faults / max(len(calls), 1)
+    notes["rates"] = (f"per fresh decision over {fresh} calls: {talk_calls} messages, "
+                      f"{error_calls} tool errors, {episodes} loops with {repeats} repeats; "
+                      f"{faults} runs ended by faults over {len(calls)} calls")
+
+    natural = np.isin(cats, ("agent", "task_giver"))
+    agent = int((cats == "agent").sum())
+    self_end = agent / int(natural.sum()) if natural.any() else 1.0
+    if not (cats == "task_giver").any():
+        self_end = 1.0
+    productive = (calls.assign(p=(~text & ~repeat & ~errors))
+                  .groupby("run_id", sort=False)["p"].sum()
+                  .reindex(runs["run_id"]).to_numpy(float) + 1.0)
+    resolved = runs["resolved"].to_numpy(object)
+    known = np.array([r is not None for r in resolved]) & natural
+    good = known & np.array([r is True for r in resolved])
+    bad = known & np.array([r is False for r in resolved])
+    unsolvable = bad.sum() / known.sum() if known.any() else 0.0
+    need_scale = 1.0
+    if good.any() and bad.any():
+        need_scale = float(np.clip(np.median(productive[bad]) / np.median(productive[good]),
+                                   1.0, 5.0))
+    need = np.where(bad, productive / need_scale, productive)
+    logs = np.log(np.maximum(need, 1.0))
+    need_mu, need_sigma = float(logs.mean()), max(float(logs.std()), 0.05)
+    notes["exits"] = (f"{agent} of {int(natural.sum())} natural ends by the agent; "
+                      f"{int(bad.sum())} of {int(known.sum())} unresolved")
+    notes["need"] = (f"lognormal MLE of productive steps + 1 of {traces.n} runs (unresolved "
+                     f"ones / {need_scale:.2f})")
+
+    tool_of = np.where(calls["tool"].isin(tools), calls["tool"], OTHER_TOOLS)
+    counts = pd.Series(tool_of[~text & ~repeat]).value_counts()
+    tool_calls = {str(k): int(v) for k, v in counts.items()}
+
+    obs = calls["observation"].to_numpy(float)
+    said = text & ~last & (obs > 0)
+    reply = _size(call_level(obs[said], scale[said], tau))
+    ttft, decode, prefill = _nnls_latency(calls)
+    gaps = _gaps(calls).to_numpy(float)
+    reply_gaps = gaps[text & ~last]
+    reply_latency = _duration(reply_gaps) if np.isfinite(reply_gaps).any() else None
+    reasoning = calls["reasoning"].to_numpy(float)
+    thought = reasoning > 0
+    thinking = (_lognormal(call_level(reasoning[thought], scale[thought], tau))
+                if thought.any() else None)
+    model = runs["model"].value_counts().index[0] if len(runs) else ""
+    later = ~calls["call"].eq(calls.groupby("run_id", sort=False)["call"].transform("min"))
+    reads = calls["cache_read_tokens"].to_numpy() > 0
+    writes = int(calls["cache_write_tokens"].sum())
+    automatic = bool(writes == 0 and later.any() and reads[later.to_numpy()].mean() >= 0.5)
+    first = calls[~later]
+    warm = float(np.clip((first["cache_read_tokens"] / np.maximum(first["prompt"], 1)).mean(),
+                         0.0, 1.0))
+    if automatic or writes:
+        notes["cache"] = (f"{'automatic' if automatic else 'harness'} caching: "
+                          f"{reads[later.to_numpy()].mean():.0%} of later calls read the cache; "
+                          f"first prompts {warm:.0%} cached")
+    return ClassEstimate(
+        name=name, runs=traces.n, model=str(model),
+        first_prompts=sorted(int(v) for v in runs["first_prompt"]),
+        output_tool=output_tool, output_text=output_text, run_sigma=tau,
+        tool_calls=tool_calls, reply=reply, talk=talk, validation=validation, loop=loop,
+        self_escape=self_escape, persistent=persistent, self_end=self_end,
+        unsolvable=float(unsolvable), need_scale=need_scale, need_mu=need_mu,
+        need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
+        reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
+        first_prompt_cached=warm if (automatic or writes) else 0.0, notes=notes)
+
+
+# ------------------------------------------------------------------- across
+def estimate_tools(traces: Traces, scale_by_run: dict[str, float] | None = None,
+                   tau_by_run: dict[str, float] | None = None) -> list[ToolEstimate]:
+    """The tools by name (the :data:`MAX_TOOLS` most called, then
+    ``other_tools``): result sizes of the calls they started (all tool results
+    of that call, at call level: :func:`call_level` with the runs' multipliers
+    and the mean tau^2 of their classes), durations as recorded, else from the
+    gaps after those calls."""
+    calls = traces.calls
+    tooled = calls[~calls["text"]].copy()
+    counts = tooled["tool"].value_counts()
+    keep = list(counts.index[:MAX_TOOLS])
+    tooled["name"] = np.where(tooled["tool"].isin(keep), tooled["tool"], OTHER_TOOLS)
+    scale = (tooled["run_id"].map(scale_by_run).fillna(1.0).to_numpy(float)
+             if scale_by_run else np.ones(len(tooled)))
+    tooled["scale"] = scale
+    tooled["tau2"] = (tooled["run_id"].map(tau_by_run).fillna(0.0).to_numpy(float) ** 2
+                      if tau_by_run else 0.0)
+    gaps = _gaps(calls).loc[tooled.index]
+    tooled["gap"] = np.where(np.isfinite(tooled["tool_s"]), tooled["tool_s"], gaps)
+    out = []
+    for name, group in tooled.groupby("name", sort=False):
+        sizes = call_level(group["results"].to_numpy(float), group["scale"].to_numpy(float),
+                           math.sqrt(float(group["tau2"].mean())), floor=0.5)
+        out.append(ToolEstimate(str(name), len(group), _lognormal(sizes, floor=0.5),
+                                _duration(group["gap"].to_numpy(float))))
+    out.sort(key=lambda t: (-t.calls, t.name))
+    return out
+
+
+def estimate_prices(traces: Traces, models: list[str], when=None) -> dict[str, PriceEstimate]:
+    """Prices per model: non-negative least squares of the recorded run costs
+    on the runs' token counts (input, output + reasoning, cache read, cache
+    write), so that they reproduce cost per run, discounts the traces do not
+    break out (unreported cache hits) included; else the catalogue's."""
+    from scipy.optimize import nnls
+
+    out = {}
+    for model in models:
+        r = traces.runs[(traces.runs["model"] == model) & np.isfinite(traces.runs["cost"])]
+        if len(r) < 2:
+            out[model] = _catalogue(model, when)
+            continue
+        c = traces.calls[traces.calls["run_id"].isin(set(r["run_id"]))]
+        sums = c.groupby("run_id", sort=False)[["input_tokens", "output", "reasoning",
+                                                "cache_read_tokens",
+                                                "cache_write_tokens"]].sum()
+        sums = sums.reindex(r["run_id"])
+        cols = {"input": sums["input_tokens"], "output": sums["output"] + sums["reasoning"],
+                "cache_read": sums["cache_read_tokens"], "cache_write": sums["cache_write_tokens"]}
+        used = [k for k, v in cols.items() if (v > 0).any()]
+        a = np.column_stack([cols[k].to_numpy(float) / 1e6 for k in used])
+        cost = r["cost"].to_numpy(float)
+        coef, _ = nnls(a, cost)
+        prices = dict(zip(used, (float(v) for v in coef), strict=True))
+        prices.setdefault("input", 0.0)
+        prices.setdefault("output", 0.0)
+        prices.setdefault("cache_read", 0.1 * prices["input"])
+        prices.setdefault("cache_write", 1.25 * prices["input"])
+        resid = cost - a @ coef
+        total = float(((cost - cost.mean()) ** 2).sum())
+        r2 = 1 - float((resid ** 2).sum()) / total if total > 0 else 1.0
+        out[model] = PriceEstimate(model, round(prices["input"], 6), round(prices["output"], 6),
+                                   round(prices["cache_read"], 6),
+                                   round(prices["cache_write"], 6),
+                                   f"least squares on the recorded costs of {len(r)} runs "
+                                   f"(R^2 {r2:.4f})")
+    return out
+
+
+def _catalogue(model: str, when) -> PriceEstimate:
+    from sim.cost import lookup_prices
+
+    try:
+        p = lookup_prices(model, when=when)
+    except InputError:
+        return PriceEstimate(model, 0.0, 0.0, 0.0, 0.0,
+                             "no recorded costs and not in the catalogue: priced at 0")
+    return PriceEstimate(model, p.input, p.output, p.cache_read, p.cache_write,
+                         "the catalogue's (no recorded costs)")
+
+
+def estimate(traces: Traces, labels: np.ndarray, when=None) -> Estimates:
+    """All direct estimates of ``traces`` with runs in the classes ``labels``."""
+    runs, calls = traces.runs, traces.calls
+    effects_all: dict[str, float] = {}
+    taus: dict[str, float] = {}
+    by_class: list[ClassEstimate] = []
+    tool_names = list(calls.loc[~calls["text"], "tool"].value_counts().index[:MAX_TOOLS])
+    for name in sorted(set(labels), key=lambda k: (-int((labels == k).sum()), k)):
+        ids = runs["run_id"].to_numpy()[labels == name]
+        sub = traces.subset(ids)
+        est = estimate_class(str(name), sub, tool_names)
+        by_class.append(est)
+        effects, tau = _run_effects(sub.calls)
+        effects_all.update({k: math.exp(v) for k, v in effects.items()})
+        taus.update(dict.fromkeys(effects.index, tau))
+    tools = estimate_tools(traces, effects_all, taus)
+    models = list(dict.fromkeys(c.model for c in by_class))
+    prices = estimate_prices(traces, models, when)
+
+    def limit(column: str) -> float | None:
+        values = runs[column].dropna()
+        return float(values.median()) if len(values) else None
+
+    notes = {}
+    step_limit = limit("step_limit")
+    steps = None if step_limit is None else int(step_limit)
+    if steps is None and limit("message_limit") is not None:
+        per_step = float((1 + calls["tools"] + (calls["text"] & ~calls["last"])).mean())
+        steps = max(1, int(limit("message_limit") / per_step))
+        notes["steps"] = (f"message limit {limit('message_limit'):g} / {per_step:.2f} messages "
+                          f"per call")
+    errors = limit("error_limit")
+    cost = limit("cost_limit_usd")
+    conversation = bool((runs["category"] == "task_giver").any()
+                        or (calls["text"] & ~calls["last"]).any())
+    cached = bool((calls["cache_write_tokens"] > 0).any())  # breakpoints: writes are reported
+    return Estimates(
+        classes=by_class, tools=tools, prices=prices, step_limit=steps,
+        error_limit=None if errors is None else int(errors), cost_limit=cost,
+        conversation=conversation, cached=cached,
+        max_output=int((calls["output"] + calls["reasoning"]).max()),
+        max_prompt=int(calls["prompt"].max()), notes=notes)

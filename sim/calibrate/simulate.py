@@ -1,0 +1,98 @@
+"""Recorded and simulated runs as the same quantities, for comparing them.
+
+A :class:`Sample` holds, per run: steps (model calls), prompt tokens (input +
+cache read + cache write, summed), output tokens (summed), cost (USD; NaN when
+not recorded), the exit category (:mod:`sim.calibrate.exits`) and whether it
+was resolved (1, 0, or NaN when unknown); and per call, the output tokens and
+the index of the run it belongs to. :func:`from_traces` makes one from a trace
+folder's runs, :func:`simulate` from a scenario's simulated runs (the direct
+engine, every call logged by :class:`~sim.world.recording.RecordingTask`; a
+simulated run is resolved when its task was truly done).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.calibrate.data import Traces
+from sim.calibrate.exits import category
+
+
+@dataclass
+class Sample:
+    """Per-run and per-call quantities of a set of runs (see the module docstring)."""
+
+    steps: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    cost: np.ndarray
+    category: np.ndarray
+    resolved: np.ndarray
+    call_output: np.ndarray
+    call_run: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of runs."""
+        return len(self.steps)
+
+    def take(self, runs: np.ndarray) -> Sample:
+        """The sample of the runs at positions ``runs`` (with repeats, in
+        order: a bootstrap resample), calls renumbered to match."""
+        order = np.argsort(self.call_run, kind="stable")
+        starts = np.searchsorted(self.call_run[order], np.arange(self.n))
+        ends = np.searchsorted(self.call_run[order], np.arange(self.n), side="right")
+        pieces = [order[starts[r]:ends[r]] for r in runs]
+        idx = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        new_run = np.repeat(np.arange(len(runs)), [len(p) for p in pieces])
+        return Sample(self.steps[runs], self.prompt[runs], self.output[runs], self.cost[runs],
+                      self.category[runs], self.resolved[runs], self.call_output[idx], new_run)
+
+
+def from_traces(traces: Traces) -> Sample:
+    """The sample of a trace folder's runs."""
+    runs, calls = traces.runs, traces.calls
+    index = {r: i for i, r in enumerate(runs["run_id"])}
+    resolved = np.array([np.nan if v is None else float(v) for v in runs["resolved"]])
+    return Sample(runs["steps"].to_numpy(np.int64), runs["prompt"].to_numpy(np.int64),
+                  runs["output"].to_numpy(np.int64), runs["cost"].to_numpy(float),
+                  runs["category"].to_numpy(object), resolved,
+                  calls["output"].to_numpy(np.int64),
+                  calls["run_id"].map(index).to_numpy(np.int64))
+
+
+def simulate(doc: dict[str, Any], runs: int, seed: int) -> Sample:
+    """``runs`` simulated runs of the scenario mapping ``doc`` at root seed ``seed``."""
+    from sim.engines.direct import run_task_with_world
+    from sim.runner import build_cell, cells_of
+    from sim.scenario.model import validate
+    from sim.world.recording import RecordingTask
+    from sim.world.streams import StreamPool
+
+    scenario = validate({**doc, "seed": seed, "tasks": runs}, doc.get("name") or "calibration")
+    cell = build_cell(cells_of(scenario)[0])
+    pool = StreamPool()
+    steps = np.zeros(runs, dtype=np.int64)
+    prompt = np.zeros(runs, dtype=np.int64)
+    output = np.zeros(runs, dtype=np.int64)
+    cost = np.zeros(runs)
+    cats = np.empty(runs, dtype=object)
+    resolved = np.zeros(runs)
+    call_output: list[int] = []
+    call_run: list[int] = []
+    for i in range(runs):
+        record, task = run_task_with_world(cell, i, pool, task_type=RecordingTask)
+        steps[i] = record.steps
+        prompt[i] = record.prompt_tokens
+        output[i] = record.output_tokens
+        cost[i] = record.cost_usd
+        cats[i] = category(f"{record.state}:{record.reason}")
+        resolved[i] = float(record.truly_done)
+        for call in task.log:
+            call_output.append(call.output_tokens)
+        call_run.extend([i] * len(task.log))
+    return Sample(steps, prompt, output, cost, cats, resolved,
+                  np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64))
