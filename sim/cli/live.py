@@ -64,6 +64,10 @@ def base_params(args: argparse.Namespace):
             key, value = scenario_model.parse_override(item, "--set")
             scenario_model.set_dotted(raw, key, value, "--set")
         scenario = scenario_model.validate(raw, "--set")
+    if scenario.harness.conversation.enabled:
+        raise InputError("a live run has no task-giver to converse with: set "
+                         "harness.conversation.enabled to false", source=args.scenario or "--set",
+                         path="harness.conversation.enabled")
     return scenario.name, scenario_model.harness_params(scenario.harness, scenario.world)
 
 

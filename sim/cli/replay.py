@@ -103,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
     notes = []
     if "world" in raw:
         notes.append(f"note: the world section of {args.scenario} is not used by replay")
+    if scenario.harness.conversation.enabled:
+        notes.append("note: harness.conversation is not used by replay: recorded text turns "
+                     "are replayed as reply_to_user calls")
     if "des" in raw or scenario.engine != "direct":
         notes.append("note: replay answers from the recording; the DES engine's capacity "
                      "settings are not used")
@@ -137,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
     blocks: dict[str, dict] = {}
     for name, cell, values in cells:
         h = cell.harness
+        if h.conversation.enabled:  # replay answers text turns itself (reply_to_user)
+            h = h.model_copy(update={"conversation": h.conversation.model_copy(
+                update={"enabled": False})})
         template = harness_params(h, WorldParams())
         bar = tqdm(total=len(runs), desc=f"replay {name}", unit="run", file=sys.stderr,
                    disable=args.quiet, leave=False)
