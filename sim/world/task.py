@@ -275,7 +275,7 @@ class SimulatedTask:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
-        duration = w.tool_duration[call.name].sample(self.latency)
+        duration = w.tool_draw[call.name](self.latency)
         size = w.result_fixed[call.name] if w.fixed_sizes else self._result_size(call.name)
         if duration > request.timeout_s:
             return ToolError("timeout", f"{call.name} timed out after {request.timeout_s:g} s",

@@ -70,6 +70,7 @@ class World:
         self.tool_cumulative = tuple(cumulative)
         self._last_tool = len(tools) - 1
         self.tool_duration = {t.name: t.duration.dist for t in tools}  # seconds
+        self.tool_draw = {name: d.sample for name, d in self.tool_duration.items()}
 
         tokens = params.tokens
         self.output_tokens, self.output_dist = size_parts(tokens.output)
