@@ -494,6 +494,9 @@ def _union_members() -> frozenset[str]:
 
 _DISCRIMINATOR_TAGS = _discriminator_tags()
 _UNION_MEMBERS = _union_members()
+_SCHEMA_TAG_PREFIXES = ("constrained-", "function-", "lax-or-strict", "json-or-python")
+"""pydantic-core schema names that tag a union member in error paths
+(``constrained-int`` for an ``int`` with bounds in ``int | Distribution``)."""
 
 
 def _dotted(loc: tuple) -> str:
@@ -501,7 +504,8 @@ def _dotted(loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in _DISCRIMINATOR_TAGS or part in _UNION_MEMBERS or "[" in str(part):
+        elif (part in _DISCRIMINATOR_TAGS or part in _UNION_MEMBERS or "[" in str(part)
+              or str(part).startswith(_SCHEMA_TAG_PREFIXES)):
             continue  # pydantic's tag of a union member, not a field
         else:
             out += f".{part}" if out else str(part)
