@@ -9,10 +9,12 @@ is hosted, stamped with a hash of what made those outputs.
 
 The stamp (``metadata.sim`` of the notebook) holds a SHA-256 of the code
 cells' sources and one of every input the kernel used: each module of
-``sim`` it imported and each file it read under the repository (or the
-shared data folder beside it), as measured while it ran (an audit hook on
-``open``; files the notebook wrote are not inputs). A stored notebook is
-stale when any of them changed; :func:`staleness` says which.
+``sim`` it imported and each file it read under the repository (scenarios,
+data), as measured while it ran (an audit hook on ``open``; files the
+notebook wrote are not inputs). Files outside the repository, such as the
+project's shared trace data, are not stamped: the repository does not
+version them. A stored notebook is stale when a stamped input or a code cell
+changed; :func:`staleness` says which.
 
 A notebook's *parameters* cell (tagged ``parameters``) holds the values a
 test or ``--set`` may replace: the replacements run in a cell inserted after
@@ -44,7 +46,6 @@ FOLDER = "notebooks"
 STAMP = "sim"
 COMMAND = "python -m sim.notebooks"
 KERNEL = "python3"
-SHARED = "shared"  # the shared data folder beside the repository root
 
 _PROBE_SETUP = """
 import os as _os, sys as _sys, types as _types
@@ -242,11 +243,9 @@ def _inputs(report: Mapping[str, list[str]], root: Path) -> dict[str, str]:
     if outside:
         raise InputError(f"the kernel imported sim from {outside[0].parent}, not from the "
                          f"checkout at {root}", source="kernel")
-    shared = root.parent / SHARED
     read = [Path(f) for f in report["read"]]
-    data = [f for f in read if f.is_file() and "__pycache__" not in f.parts
-            and ((f.is_relative_to(root) and not f.is_relative_to(root / ".git"))
-                 or f.is_relative_to(shared))
+    data = [f for f in read if f.is_file() and f.is_relative_to(root)
+            and "__pycache__" not in f.parts and not f.is_relative_to(root / ".git")
             and not f.is_relative_to(sys.prefix) and not f.is_relative_to(sys.base_prefix)]
     return {_relative(f, root): file_hash(f) for f in sorted(set(modules) | set(data))}
 

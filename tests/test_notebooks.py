@@ -169,10 +169,12 @@ def _tiny_repo(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copytree(ROOT / "sim", root / "sim", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "notebooks").mkdir()
     (root / "data.txt").write_text("3\n")
+    (tmp_path / "outside.txt").write_text("1\n")
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("N = 2"),
         nbformat.v4.new_code_cell("import sim.errors\n"
-                                  "print(N * int(open('data.txt').read()))\n"
+                                  "print(N * int(open('data.txt').read())\n"
+                                  "      * int(open('../outside.txt').read()))\n"
                                   "open('written.txt', 'w').write('x')"),
     ])
     nb.cells[0].metadata["tags"] = ["parameters"]
@@ -183,13 +185,15 @@ def _tiny_repo(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_a_stamp_names_the_inputs_and_goes_stale_when_one_changes(tmp_path):
     """Executing stamps the hashes of the sim modules imported and the files
-    read (not the files written); changing a read file, an imported module
-    or a code cell makes the stored notebook stale, naming what changed."""
+    read under the repository (not the files written, nor files outside it);
+    changing a read file or an imported module makes the stored notebook
+    stale, naming what changed."""
     root, path = _tiny_repo(tmp_path)
     run = notebooks.execute(path, root=root)
     assert run.nb.cells[1].outputs[0]["text"] == "6\n"
     assert "data.txt" in run.inputs and "sim/errors.py" in run.inputs
     assert "written.txt" not in run.inputs and "sim/api.py" not in run.inputs
+    assert not [name for name in run.inputs if "outside" in name]
     assert run.inputs["data.txt"] == hashlib.sha256(b"3\n").hexdigest()
     notebooks.write(path, run.nb)
     assert notebooks.staleness(path, root) == []
