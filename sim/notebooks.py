@@ -11,10 +11,10 @@ The stamp (``metadata.sim`` of the notebook) holds a SHA-256 of the code
 cells' sources and one of every input the kernel used: each module of
 ``sim`` it imported and each file it read under the repository (scenarios,
 data), as measured while it ran (an audit hook on ``open``; files the
-notebook wrote are not inputs). Files outside the repository, such as the
-project's shared trace data, are not stamped: the repository does not
-version them. A stored notebook is stale when a stamped input or a code cell
-changed; :func:`staleness` says which.
+notebook wrote, or that changed while it ran, are not inputs). Files outside
+the repository, such as the project's shared trace data, are not stamped:
+the repository does not version them. A stored notebook is stale when a
+stamped input or a code cell changed; :func:`staleness` says which.
 
 A notebook's *parameters* cell (tagged ``parameters``) holds the values a
 test or ``--set`` may replace: the replacements run in a cell inserted after
@@ -223,13 +223,13 @@ def execute(path: Path, *, root: Path = ROOT, parameters: Mapping[str, Any] | No
     """Run the notebook at ``path`` (with ``parameters`` replaced, if given)
     and measure its inputs; the notebook returned carries the stamp only
     when it ran with its own parameters."""
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     nb = read(path)
     if parameters:
         nb = with_parameters(nb, parameters, str(path))
     with running(nb, root=root, name=path.name, timeout=timeout) as kernel:
         report = json.loads(kernel.run(_PROBE_REPORT))
-    inputs = _inputs(report, root)
+    inputs = _inputs(report, root, started)
     nb.metadata.pop(STAMP, None)
     if not parameters:
         nb.metadata[STAMP] = {"command": COMMAND, "code_sha256": code_hash(nb),
@@ -237,7 +237,7 @@ def execute(path: Path, *, root: Path = ROOT, parameters: Mapping[str, Any] | No
     return Executed(nb, inputs, time.perf_counter() - start)
 
 
-def _inputs(report: Mapping[str, list[str]], root: Path) -> dict[str, str]:
+def _inputs(report: Mapping[str, list[str]], root: Path, started: float) -> dict[str, str]:
     modules = [Path(f) for f in report["modules"]]
     outside = [f for f in modules if not f.is_relative_to(root / "sim")]
     if outside:
@@ -246,7 +246,8 @@ def _inputs(report: Mapping[str, list[str]], root: Path) -> dict[str, str]:
     read = [Path(f) for f in report["read"]]
     data = [f for f in read if f.is_file() and f.is_relative_to(root)
             and "__pycache__" not in f.parts and not f.is_relative_to(root / ".git")
-            and not f.is_relative_to(sys.prefix) and not f.is_relative_to(sys.base_prefix)]
+            and not f.is_relative_to(sys.prefix) and not f.is_relative_to(sys.base_prefix)
+            and f.stat().st_mtime < started]
     return {_relative(f, root): file_hash(f) for f in sorted(set(modules) | set(data))}
 
 

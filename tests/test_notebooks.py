@@ -175,7 +175,10 @@ def _tiny_repo(tmp_path: Path) -> tuple[Path, Path]:
         nbformat.v4.new_code_cell("import sim.errors\n"
                                   "print(N * int(open('data.txt').read())\n"
                                   "      * int(open('../outside.txt').read()))\n"
-                                  "open('written.txt', 'w').write('x')"),
+                                  "open('written.txt', 'w').write('x')\n"
+                                  "import subprocess  # a file made by another process\n"
+                                  "subprocess.run(['sh', '-c', 'echo y > made.txt'])\n"
+                                  "print(open('made.txt').read(), end='')"),
     ])
     nb.cells[0].metadata["tags"] = ["parameters"]
     path = root / "notebooks" / "tiny.ipynb"
@@ -185,14 +188,16 @@ def _tiny_repo(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_a_stamp_names_the_inputs_and_goes_stale_when_one_changes(tmp_path):
     """Executing stamps the hashes of the sim modules imported and the files
-    read under the repository (not the files written, nor files outside it);
+    read under the repository (not the files it wrote or that changed while
+    it ran, nor files outside the repository);
     changing a read file or an imported module makes the stored notebook
     stale, naming what changed."""
     root, path = _tiny_repo(tmp_path)
     run = notebooks.execute(path, root=root)
-    assert run.nb.cells[1].outputs[0]["text"] == "6\n"
+    assert run.nb.cells[1].outputs[0]["text"] == "6\ny\n"
     assert "data.txt" in run.inputs and "sim/errors.py" in run.inputs
-    assert "written.txt" not in run.inputs and "sim/api.py" not in run.inputs
+    assert "sim/api.py" not in run.inputs
+    assert "written.txt" not in run.inputs and "made.txt" not in run.inputs
     assert not [name for name in run.inputs if "outside" in name]
     assert run.inputs["data.txt"] == hashlib.sha256(b"3\n").hexdigest()
     notebooks.write(path, run.nb)
@@ -231,7 +236,7 @@ def test_parameters_replace_the_parameters_cell_and_are_never_stamped(tmp_path):
     names only what that cell assigns, and leaves the notebook unstamped."""
     root, path = _tiny_repo(tmp_path)
     run = notebooks.execute(path, root=root, parameters={"N": 5})
-    assert run.nb.cells[2].outputs[0]["text"] == "15\n"
+    assert run.nb.cells[2].outputs[0]["text"] == "15\ny\n"
     assert notebooks.STAMP not in run.nb.metadata
     with pytest.raises(InputError, match="does not set M"):
         notebooks.with_parameters(notebooks.read(path), {"M": 1}, "tiny")
