@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -22,14 +23,20 @@ from sim.errors import InputError
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = notebooks.notebook_paths(ROOT)
 BUDGETS = ROOT / "notebooks" / "explore_budgets.ipynb"
+YOUR_AGENT = ROOT / "notebooks" / "your_agent.ipynb"
 QUICK = {  # parameters for a quick headless run, per notebook
     "explore_budgets.ipynb": {"TASKS": 200, "FULL_TASKS": 400, "COMPARE_TASKS": 300},
+    "your_agent.ipynb": {},
 }
+# The project's shared data folder: beside the repository (as in CI), or $SIM_SHARED.
+SHARED = Path(os.environ.get("SIM_SHARED") or ROOT.parent / "shared")
+TAU2 = SHARED / "data" / "traces" / "tau2" / "raw"
 
 
 def test_there_are_notebooks_to_run():
-    """The checks below look at the real folder (and find the budgets notebook)."""
-    assert BUDGETS in NOTEBOOKS
+    """The checks below look at the real folder (and find both notebooks)."""
+    assert BUDGETS in NOTEBOOKS and YOUR_AGENT in NOTEBOOKS
+    assert set(QUICK) == {p.name for p in NOTEBOOKS}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -71,6 +78,23 @@ def test_budgets_notebook_runs_headless_and_draws_figures(budgets_kernel):
     texts = [o["data"]["text/plain"] for o in outputs
              if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert texts and texts[0].startswith("bounded dials (live in Jupyter): tokens=2M")
+
+
+def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
+    """The agent notebook runs top to bottom on the shared tau2-bench runs,
+    writing only to its WORK folder (here a temporary one), and draws figures."""
+    if not TAU2.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"the shared tau2 runs are missing at {TAU2}")
+        pytest.skip(f"no shared data folder at {SHARED} (set SIM_SHARED)")
+    parameters = {**QUICK[YOUR_AGENT.name], "TRACES": str(TAU2), "WORK": str(tmp_path)}
+    run = notebooks.execute(YOUR_AGENT, root=ROOT, parameters=parameters)
+    assert not _errors(run.nb)
+    outputs = [o for c in run.nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "$ python -m sim traces import" in text and "steps per run" in text
+    assert (tmp_path / "traces" / "runs.parquet").is_file()
 
 
 # What the figures of the last redraw show, read from their matplotlib artists
