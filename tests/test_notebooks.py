@@ -26,7 +26,7 @@ BUDGETS = ROOT / "notebooks" / "explore_budgets.ipynb"
 YOUR_AGENT = ROOT / "notebooks" / "your_agent.ipynb"
 QUICK = {  # parameters for a quick headless run, per notebook
     "explore_budgets.ipynb": {"TASKS": 200, "FULL_TASKS": 400, "COMPARE_TASKS": 300},
-    "your_agent.ipynb": {},
+    "your_agent.ipynb": {"LADDER": [100_000, None], "TOKENS": 100_000},
 }
 # The project's shared data folder: beside the repository (as in CI), or $SIM_SHARED.
 SHARED = Path(os.environ.get("SIM_SHARED") or ROOT.parent / "shared")
@@ -81,8 +81,9 @@ def test_budgets_notebook_runs_headless_and_draws_figures(budgets_kernel):
 
 
 def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
-    """The agent notebook runs top to bottom on the shared tau2-bench runs,
-    writing only to its WORK folder (here a temporary one), and draws figures."""
+    """The agent notebook runs top to bottom on the shared tau2-bench runs
+    (imports, summarizes, replays), writing only to its WORK folder (here a
+    temporary one), and draws its figures."""
     if not TAU2.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"the shared tau2 runs are missing at {TAU2}")
@@ -91,10 +92,12 @@ def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
     run = notebooks.execute(YOUR_AGENT, root=ROOT, parameters=parameters)
     assert not _errors(run.nb)
     outputs = [o for c in run.nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5
     text = "".join(o.get("text", "") for o in outputs)
     assert "$ python -m sim traces import" in text and "steps per run" in text
+    assert "$ python -m sim replay" in text and "stopped" in text
     assert (tmp_path / "traces" / "runs.parquet").is_file()
+    assert (tmp_path / "replay_budget" / "results.parquet").is_file()
 
 
 # What the figures of the last redraw show, read from their matplotlib artists
