@@ -131,6 +131,8 @@ def test_the_panel_redraws_when_a_dial_moves(explorer):
     dials = panel(explorer)
     assert dials.view.setting == explorer.reference
     assert len(dials.output.outputs) == 4  # the table and three figures
+    pngs = [o["data"]["image/png"] for o in dials.output.outputs if "image/png" in o["data"]]
+    assert len(pngs) == 3 and all(isinstance(png, str) for png in pngs)  # base64 text
     dials.controls["verifier"].value = False
     assert dials.view.setting.verifier is False
     assert "false_success" in dials.view.rows["outcome"].tolist()

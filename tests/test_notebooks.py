@@ -103,14 +103,15 @@ def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
 # What the figures of the last redraw show, read from their matplotlib artists
 # and from the output widget the front end displays.
 _FIGURE_DATA = """
-import hashlib, json
+import base64, hashlib, json
 _figs = dials.figures
 _bars = {c.get_label(): [p.get_width() for p in c.patches]
          for c in _figs["outcomes"].axes[0].containers}
 _ccdf = [line.get_xdata().tolist() for line in _figs["cost_ccdf"].axes[0].lines]
 _chosen = _figs["frontier"].axes[0].collections[-1].get_offsets().tolist()
-_pngs = [hashlib.sha256(o["data"]["image/png"]).hexdigest()
-         for o in dials.output.outputs if "image/png" in o["data"]]
+_pngs = [o["data"]["image/png"] for o in dials.output.outputs if "image/png" in o["data"]]
+assert all(base64.b64decode(p).startswith(b"\\x89PNG") for p in _pngs)  # text, as a front end wants
+_pngs = [hashlib.sha256(p.encode()).hexdigest() for p in _pngs]
 print(json.dumps({"bars": _bars, "ccdf": _ccdf, "chosen": _chosen, "pngs": _pngs,
                   "status": dials.status.value, "seconds": dials.seconds,
                   "tokens": dials.controls["tokens"].value}))

@@ -14,6 +14,7 @@ cell outputs.
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
@@ -42,6 +43,14 @@ def _values(control: widgets.ValueWidget) -> str:
     if hasattr(control, "options"):
         return ", ".join(repr(v) for _, v in control.options)
     return f"{control.min} to {control.max}"
+
+
+def _text(data: dict[str, Any]) -> dict[str, Any]:
+    """Binary display data (a PNG) as base64 text, as the notebook format and
+    display messages carry it: bytes in a widget's state would travel as a
+    binary buffer, which a front end's output area cannot render."""
+    return {k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes | bytearray) else v
+            for k, v in data.items()}
 
 
 def _steps_label(steps: int | None) -> str:
@@ -157,7 +166,8 @@ class Panel(widgets.VBox):
         outputs = []
         for item in (view.table(), *figs.values()):
             data, metadata = fmt(item)
-            outputs.append({"output_type": "display_data", "data": data, "metadata": metadata})
+            outputs.append({"output_type": "display_data", "data": _text(data),
+                            "metadata": metadata})
         self.output.outputs = tuple(outputs)
         self.view, self.figures = view, figs
         self.seconds = time.perf_counter() - start
