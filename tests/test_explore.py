@@ -61,6 +61,25 @@ def test_verifier_on_is_the_scenarios_own_or_the_oracle(bounded):
     assert unverified.overrides(on)["harness.verifier.name"] == "oracle"
 
 
+def test_the_detector_dial_turns_the_detector_on_and_off(bounded):
+    """A scenario without a detector starts with it off (its repeat and nudge
+    sliders disabled); turned on, the detector stops loops as needs_human,
+    turned off no run ends so."""
+    off = load_scenario(bounded, {"harness.detector.enabled": False})
+    explorer = Explorer(off, tasks=TASKS)
+    assert explorer.reference.detector is False
+    assert explorer.overrides(explorer.reference)["harness.detector.enabled"] is False
+    assert "detector=off" in explorer.reference.label()
+    on = explorer.view(explorer.reference.replace(detector=True)).rows
+    assert "needs_human:no_progress" in on["outcome"].tolist()
+    assert "needs_human:no_progress" not in explorer.rows(explorer.reference)["outcome"].tolist()
+    dials = panel(explorer)
+    assert dials.controls["nudges"].disabled and dials.controls["repeat_threshold"].disabled
+    dials.controls["detector"].value = True
+    assert not dials.controls["nudges"].disabled
+    assert dials.view.setting.detector is True
+
+
 def test_moving_the_token_budget_along_the_ladder_costs_no_simulation(explorer):
     """The first view simulates the ladder (the reference's 2M is one of its
     budgets); a budget on the ladder is then free, a new budget costs one

@@ -1,6 +1,6 @@
 """The explorer's dials as Jupyter widgets (ipywidgets, the ``notebooks``
 extra): sliders for the token budget, step cap, detector threshold and nudges,
-a verifier toggle, a full-size button, and one output area that every change
+toggles for the verifier and the detector, a full-size button, and one output area that every change
 redraws (the outcome shares, the cost tail and the frontier, with a table).
 
 Sliders report on release (``continuous_update=False``), so a drag costs one
@@ -85,6 +85,9 @@ class Panel(widgets.VBox):
             "verifier": widgets.ToggleButtons(
                 options=[("on", True), ("off", False)], value=s.verifier,
                 description="verifier", style={**STYLE, "button_width": "80px"}),
+            "detector": widgets.ToggleButtons(
+                options=[("on", True), ("off", False)], value=s.detector,
+                description="detector", style={**STYLE, "button_width": "80px"}),
         }
         self.full = widgets.Button(
             description=f"Full size: {explorer.full_tasks:,} tasks per cell",
@@ -100,6 +103,8 @@ class Panel(widgets.VBox):
         self._paused = False
         for control in self.controls.values():
             control.observe(self._changed, names="value")
+        for name in ("repeat_threshold", "nudges"):  # no detector, nothing to set
+            self.controls[name].disabled = not s.detector
         self.full.on_click(lambda _: self._safely(lambda: self.redraw(full=True)))
         self.reset.on_click(lambda _: self._safely(lambda: self.set(**vars(explorer.reference))))
         dials = widgets.VBox(list(self.controls.values()))
@@ -134,6 +139,9 @@ class Panel(widgets.VBox):
         self.redraw()
 
     def _changed(self, _change: dict) -> None:
+        detector = self.controls["detector"].value
+        self.controls["repeat_threshold"].disabled = not detector
+        self.controls["nudges"].disabled = not detector
         if not self._paused:
             self._safely(self.redraw)
 

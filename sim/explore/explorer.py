@@ -71,13 +71,16 @@ class Setting:
     budget), ``steps`` (model calls, None: no cap), ``repeat_threshold``
     (identical calls in a row that count as a loop), ``nudges`` (detections
     answered with a nudge before the run stops as needs_human) and
-    ``verifier`` (claimed successes checked or not)."""
+    ``verifier`` (claimed successes checked or not); ``detector`` turns the
+    no-progress detector on or off (a calibrated world starts with it off:
+    the recorded harness's detector is unknown)."""
 
     tokens: int | None
     steps: int | None
     repeat_threshold: int
     nudges: int
     verifier: bool
+    detector: bool = True
 
     @classmethod
     def of(cls, scenario: Scenario) -> Setting:
@@ -85,7 +88,7 @@ class Setting:
         h = scenario.harness
         return cls(tokens=h.budgets.tokens, steps=h.budgets.steps,
                    repeat_threshold=h.detector.repeat_threshold, nudges=h.detector.nudges,
-                   verifier=h.verifier.name != "none")
+                   verifier=h.verifier.name != "none", detector=h.detector.enabled)
 
     def replace(self, **dials: object) -> Setting:
         """This setting with some dials moved (``tokens=500_000``)."""
@@ -96,11 +99,17 @@ class Setting:
         return replace(self, **dials)
 
     def label(self) -> str:
-        """A short name: ``tokens=2M steps=50 repeat=3 nudges=1 verifier=on``."""
+        """A short name: ``tokens=2M steps=50 repeat=3 nudges=1 verifier=on``
+        (``detector=off`` in place of the repeats and nudges when it is off)."""
+        return f"tokens={tokens_label(self.tokens)} {self.others(' ')}"
+
+    def others(self, sep: str = ", ") -> str:
+        """The dials other than the token budget: ``steps=50, repeat=3, ...``."""
         steps = "none" if self.steps is None else str(self.steps)
-        return (f"tokens={tokens_label(self.tokens)} steps={steps} "
-                f"repeat={self.repeat_threshold} nudges={self.nudges} "
-                f"verifier={'on' if self.verifier else 'off'}")
+        detector = ([f"repeat={self.repeat_threshold}", f"nudges={self.nudges}"]
+                    if self.detector else ["detector=off"])
+        return sep.join([f"steps={steps}", *detector,
+                         f"verifier={'on' if self.verifier else 'off'}"])
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,7 @@ class Explorer:
         verifier, when on, is the scenario's own (``oracle`` if it has none)."""
         name, options = self._verifier if setting.verifier else ("none", {})
         return {"harness.budgets.tokens": setting.tokens, "harness.budgets.steps": setting.steps,
+                "harness.detector.enabled": setting.detector,
                 "harness.detector.repeat_threshold": setting.repeat_threshold,
                 "harness.detector.nudges": setting.nudges,
                 "harness.verifier.name": name, "harness.verifier.options": options}
@@ -266,9 +276,7 @@ class Explorer:
 
     def _frontier(self, view: View) -> Figure:
         s = view.setting
-        others = (f"steps={'none' if s.steps is None else s.steps}, repeat={s.repeat_threshold}, "
-                  f"nudges={s.nudges}, verifier={'on' if s.verifier else 'off'}")
-        fig = figures.frontier(view.ladder, title=f"What the token budget buys at {others}")
+        fig = figures.frontier(view.ladder, title=f"What the token budget buys at {s.others()}")
         chosen = view.ladder.index[view.ladder["cell"] == view.chosen][0]
         row = view.ladder.loc[chosen]
         for ax, column in zip(fig.axes[:2], ("cost_mean", "cost_p95"), strict=True):
