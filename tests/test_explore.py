@@ -160,6 +160,14 @@ def test_the_panel_redraws_when_a_dial_moves(explorer):
     assert "redrawn in" in dials.status.value
 
 
+def test_a_panel_opened_at_any_budget_offers_it(explorer):
+    """panel(explorer, tokens=150_000) opens at a budget the dial does not
+    list: it is added to the dial's values."""
+    dials = panel(explorer, tokens=150_000)
+    assert dials.controls["tokens"].value == 150_000
+    assert dials.view.setting.tokens == 150_000
+
+
 def test_choices_add_the_scenarios_own_value_in_order():
     """A dial offers its values ascending, unlimited (None) last, with the
     scenario's own value added."""

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from traitlets import TraitError
 
 from sim.errors import InputError
-from sim.explore.explorer import Explorer, Setting, View, tokens_label
+from sim.explore.explorer import Explorer, Setting, View, choices, tokens_label
 
 STYLE = {"description_width": "130px"}
 
@@ -69,11 +69,13 @@ class Panel(widgets.VBox):
         s = explorer.setting
         self.controls: dict[str, widgets.ValueWidget] = {
             "tokens": widgets.SelectionSlider(
-                options=_options(explorer.token_choices, tokens_label), value=s.tokens,
+                options=_options(choices(explorer.token_choices, s.tokens), tokens_label),
+                value=s.tokens,
                 description="token budget", continuous_update=False, layout=_wide(),
                 style=STYLE, tooltip="prompt tokens over the whole run"),
             "steps": widgets.SelectionSlider(
-                options=_options(explorer.step_choices, _steps_label), value=s.steps,
+                options=_options(choices(explorer.step_choices, s.steps), _steps_label),
+                value=s.steps,
                 description="step cap", continuous_update=False, layout=_wide(), style=STYLE),
             "repeat_threshold": widgets.IntSlider(
                 value=s.repeat_threshold, min=2, max=max(8, s.repeat_threshold),
