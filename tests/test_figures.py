@@ -277,3 +277,18 @@ def test_frontier_labels_of_crowded_cells_do_not_overlap(points):
     for ax in fig.axes[:2]:
         boxes = [t.get_window_extent(renderer) for t in _number_labels(ax)]
         assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+
+
+def test_frontier_cost_tick_labels_do_not_overlap_on_a_close_range():
+    """Costs within 3% of each other (p95 $0.509 to $0.526) still give cost
+    tick labels that do not overlap."""
+    s = summary([("a", 0.59, 0.1137, 0.5095), ("b", 0.665, 0.1172, 0.5258),
+                 ("c", 0.703, 0.1203, 0.5258), ("d", 0.707, 0.1204, 0.5261)])
+    fig = figures.frontier(s)
+    figures.png_bytes(fig)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes[:2]:
+        boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()
+                 if t.get_text() and t.get_visible()]
+        assert len(boxes) >= 2
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from matplotlib.transforms import Bbox
 from numpy.typing import ArrayLike
 
@@ -293,6 +293,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
                            label=f"best under ceiling: {best + 1 if labelled else names[best]}")
             ax.legend(fontsize=7, loc="best")
         ax.set_xlabel(label)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # tick labels of a close range fit
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("succeeded (%)")
     if key:
