@@ -11,7 +11,7 @@ import pytest
 
 from sim.api import load_scenario, simulate
 from sim.errors import InputError
-from sim.explore import Explorer, Setting, panel
+from sim.explore import Explorer, Setting, panel, readable, side_by_side
 from sim.explore.explorer import TOKEN_LADDER, choices
 
 TASKS = 60
@@ -166,6 +166,19 @@ def test_a_panel_opened_at_any_budget_offers_it(explorer):
     dials = panel(explorer, tokens=150_000)
     assert dials.controls["tokens"].value == 150_000
     assert dials.view.setting.tokens == 150_000
+
+
+def test_side_by_side_reads_any_sides_in_percent_and_dollars(explorer):
+    """side_by_side summarizes task rows per side, in the given order;
+    readable turns shares into percent and costs into dollars."""
+    a = explorer.rows(explorer.reference)
+    b = explorer.rows(explorer.reference.replace(verifier=False))
+    summary = side_by_side({"checked": a, "unchecked": b})
+    assert summary.index.tolist() == ["checked", "unchecked"]
+    assert summary.loc["unchecked", "false_success"] == (b["outcome"] == "false_success").mean()
+    table = readable(summary)
+    assert table.loc["mean cost per task", "checked"] == f"${a['cost_usd'].mean():,.2f}"
+    assert table.loc["tasks", "unchecked"] == f"{TASKS:,}"
 
 
 def test_choices_add_the_scenarios_own_value_in_order():

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.explore.explorer import Explorer, Setting, View
+from sim.explore.explorer import Explorer, Setting, View, readable, side_by_side
 
-__all__ = ["Explorer", "Setting", "View", "panel"]
+__all__ = ["Explorer", "Setting", "View", "panel", "readable", "side_by_side"]
 
 
 def panel(explorer: Explorer, **dials: Any):

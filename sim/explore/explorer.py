@@ -133,32 +133,41 @@ class View:
     seconds: float
 
     def summary(self) -> pd.DataFrame:
-        """The setting (row ``your setting``) and the reference (its label),
-        columns :data:`TABLE_COLUMNS` and any other outcome either side
-        reached (after the other outcomes): tasks, outcome shares in [0, 1],
-        steps p95 and costs in USD per task; an outcome no task reached shows 0."""
-        both = pd.concat([self.rows.assign(cell="your setting"),
-                          self.reference.assign(cell=self.reference_label)],
-                         ignore_index=True)
-        frame = summarize(both).set_index("cell")
-        more = [c for c in frame.columns if ":" in c and c not in TABLE_COLUMNS]
-        at = TABLE_COLUMNS.index("steps_p95")
-        columns = [*TABLE_COLUMNS[:at], *more, *TABLE_COLUMNS[at:]]
-        return frame.reindex(columns=columns, fill_value=0.0)
+        """The setting (row ``your setting``) and the reference (its label):
+        see :func:`side_by_side`."""
+        return side_by_side({"your setting": self.rows, self.reference_label: self.reference})
 
     def table(self) -> pd.DataFrame:
-        """:meth:`summary` for reading: one column per side, one row per
-        measure, shares in percent and costs in dollars (text)."""
-        summary = self.summary()
-        rows = {}
-        for column, values in summary.items():
-            if column == "tasks" or column.startswith("steps"):
-                rows[column.replace("_", " ")] = [f"{int(v):,}" for v in values]
-            elif column.startswith("cost_"):
-                rows[f"{column[5:]} cost per task"] = [f"${v:,.2f}" for v in values]
-            else:
-                rows[column] = [f"{100 * v:.1f}%" for v in values]
-        return pd.DataFrame(rows, index=summary.index).T.rename_axis(columns=None)
+        """:meth:`summary` for reading (see :func:`readable`)."""
+        return readable(self.summary())
+
+
+def side_by_side(sides: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per side ({label: task rows}, in order), columns
+    :data:`TABLE_COLUMNS` and any other outcome a side reached (after the
+    other outcomes): tasks, outcome shares in [0, 1], steps p95 and costs in
+    USD per task; an outcome no task reached shows 0."""
+    both = pd.concat([rows.assign(cell=label) for label, rows in sides.items()],
+                     ignore_index=True)
+    frame = summarize(both).set_index("cell")
+    more = [c for c in frame.columns if ":" in c and c not in TABLE_COLUMNS]
+    at = TABLE_COLUMNS.index("steps_p95")
+    columns = [*TABLE_COLUMNS[:at], *more, *TABLE_COLUMNS[at:]]
+    return frame.reindex(columns=columns, fill_value=0.0)
+
+
+def readable(summary: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`side_by_side` summary for reading: one column per side, one
+    row per measure, shares in percent and costs in dollars (text)."""
+    rows = {}
+    for column, values in summary.items():
+        if column == "tasks" or column.startswith("steps"):
+            rows[column.replace("_", " ")] = [f"{int(v):,}" for v in values]
+        elif column.startswith("cost_"):
+            rows[f"{column[5:]} cost per task"] = [f"${v:,.2f}" for v in values]
+        else:
+            rows[column] = [f"{100 * v:.1f}%" for v in values]
+    return pd.DataFrame(rows, index=summary.index).T.rename_axis(columns=None)
 
 
 class Explorer:
