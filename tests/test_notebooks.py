@@ -26,7 +26,8 @@ BUDGETS = ROOT / "notebooks" / "explore_budgets.ipynb"
 YOUR_AGENT = ROOT / "notebooks" / "your_agent.ipynb"
 QUICK = {  # parameters for a quick headless run, per notebook
     "explore_budgets.ipynb": {"TASKS": 200, "FULL_TASKS": 400, "COMPARE_TASKS": 300},
-    "your_agent.ipynb": {"LADDER": [100_000, None], "TOKENS": 100_000},
+    "your_agent.ipynb": {"LADDER": [100_000, None], "TOKENS": 100_000, "TASKS": 200,
+                         "FULL_TASKS": 300, "EVALUATIONS": 0},
 }
 # The project's shared data folder: beside the repository (as in CI), or $SIM_SHARED.
 SHARED = Path(os.environ.get("SIM_SHARED") or ROOT.parent / "shared")
@@ -82,8 +83,9 @@ def test_budgets_notebook_runs_headless_and_draws_figures(budgets_kernel):
 
 def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
     """The agent notebook runs top to bottom on the shared tau2-bench runs
-    (imports, summarizes, replays), writing only to its WORK folder (here a
-    temporary one), and draws its figures."""
+    (imports, summarizes, replays, calibrates, explores, sets the forecast
+    beside the replay), writing only to its WORK folder (here a temporary
+    one), and draws its figures: the fit report's ECDF overlays among them."""
     if not TAU2.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"the shared tau2 runs are missing at {TAU2}")
@@ -92,12 +94,14 @@ def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
     run = notebooks.execute(YOUR_AGENT, root=ROOT, parameters=parameters)
     assert not _errors(run.nb)
     outputs = [o for c in run.nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 14
     text = "".join(o.get("text", "") for o in outputs)
     assert "$ python -m sim traces import" in text and "steps per run" in text
     assert "$ python -m sim replay" in text and "stopped" in text
-    assert (tmp_path / "traces" / "runs.parquet").is_file()
-    assert (tmp_path / "replay_budget" / "results.parquet").is_file()
+    assert "$ python -m sim calibrate" in text and "forecast:" in text
+    for name in ("traces/runs.parquet", "replay_budget/results.parquet", "your_agent.yaml",
+                 "your_agent_calibration/calibration.html", "replay_chosen/results.parquet"):
+        assert (tmp_path / name).is_file(), name
 
 
 # What the figures of the last redraw show, read from their matplotlib artists
