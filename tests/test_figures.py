@@ -236,3 +236,59 @@ def test_summary_frame_has_one_row_per_cell_with_shares_and_costs():
     assert row["succeeded"] == 0.9 and row["failed:x"] == 0.1
     assert row["succeeded_low"] < 0.9 < row["succeeded_high"]
     assert row["cost_p95"] == 2.0 and row["nudges_mean"] == 0.5
+
+
+def _number_labels(ax) -> list:
+    return [t for t in ax.texts if t.get_text()[:1].isdigit()]
+
+
+def test_frontier_labels_never_overlap_and_coincident_points_share_one():
+    """Cells at the same spot (here 4, 5 and 6, as high token budgets give)
+    get one label, ``4-6``; no two number labels of a panel overlap, and
+    every cell's number appears once."""
+    s = summary([("a", 0.45, 0.55, 0.7), ("b", 0.77, 0.85, 1.6), ("c", 0.866, 0.99, 3.1),
+                 ("d", 0.899, 1.06, 3.3), ("e", 0.899, 1.06, 3.3), ("f", 0.899, 1.06, 3.3),
+                 ("g", 0.898, 1.065, 3.31)])
+    fig = figures.frontier(s)
+    figures.png_bytes(fig)  # a full draw, as in a report
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes[:2]:
+        labels = _number_labels(ax)
+        texts = [t.get_text() for t in labels]
+        assert "4-6" in texts or "4-7" in texts
+        numbers = [n for t in texts for part in t.split(",")
+                   for n in (range(int(part.split("-")[0]), int(part.split("-")[1]) + 1)
+                             if "-" in part else [int(part)])]
+        assert sorted(numbers) == list(range(1, 8))
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert not a.overlaps(b), (texts, a, b)
+
+
+@given(st.lists(st.tuples(st.floats(0.5, 0.52), st.floats(0.89, 0.9)), min_size=2, max_size=10))
+@settings(max_examples=10, deadline=None)
+def test_frontier_labels_of_crowded_cells_do_not_overlap(points):
+    """However crowded the cells, no two number labels of a panel overlap."""
+    s = summary([(f"c{i}", y, x, x) for i, (x, y) in enumerate(points)])
+    fig = figures.frontier(s)
+    renderer = fig.canvas.get_renderer()
+    fig.draw_without_rendering()
+    for ax in fig.axes[:2]:
+        boxes = [t.get_window_extent(renderer) for t in _number_labels(ax)]
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+
+
+def test_frontier_cost_tick_labels_do_not_overlap_on_a_close_range():
+    """Costs within 3% of each other (p95 $0.509 to $0.526) still give cost
+    tick labels that do not overlap."""
+    s = summary([("a", 0.59, 0.1137, 0.5095), ("b", 0.665, 0.1172, 0.5258),
+                 ("c", 0.703, 0.1203, 0.5258), ("d", 0.707, 0.1204, 0.5261)])
+    fig = figures.frontier(s)
+    figures.png_bytes(fig)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes[:2]:
+        boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()
+                 if t.get_text() and t.get_visible()]
+        assert len(boxes) >= 2
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.transforms import Bbox
 from numpy.typing import ArrayLike
 
 from sim.records import FALSE_SUCCESS
@@ -266,6 +267,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
     grid = fig.add_gridspec(2 if key else 1, 2, height_ratios=[4.2, 0.17 * len(key)]
                             if key else [1])
     axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])]
+    numbered = []
     for ax, column, label in ((axes[0], "cost_mean", "mean cost per task (USD)"),
                               (axes[1], "cost_p95", "p95 cost per task (USD)")):
         cost = summary[column].to_numpy(dtype=np.float64)
@@ -279,10 +281,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
                                   else success))
         front = _pareto(cost, success)
         ax.plot(cost[front], success[front], color="#1f5f99", alpha=0.5, zorder=2)
-        if labelled:
-            for i, (x, y) in enumerate(zip(cost, success, strict=True), 1):
-                ax.annotate(str(i), (x, y), fontsize=7, xytext=(3, 3),
-                            textcoords="offset points")
+        numbered.append((ax, cost))
         if ceiling is not None:
             ax.axvline(ceiling, color="#c8433a", linestyle=":", linewidth=1.2,
                        label=f"ceiling ${ceiling:,.2f}")
@@ -294,6 +293,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
                            label=f"best under ceiling: {best + 1 if labelled else names[best]}")
             ax.legend(fontsize=7, loc="best")
         ax.set_xlabel(label)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # tick labels of a close range fit
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("succeeded (%)")
     if key:
@@ -302,7 +302,76 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
         text.text(0, 1, "\n".join(key), va="top", ha="left", fontsize=7, family="monospace",
                   transform=text.transAxes)
     fig.suptitle(title)
+    if labelled:
+        fig.draw_without_rendering()  # settle the layout and the axis limits first
+        for ax, cost in numbered:
+            _number_points(ax, cost, success)
     return fig
+
+
+_LABEL_OFFSETS = ((4, 3, "left", "bottom"), (4, -3, "left", "top"),
+                  (-4, 3, "right", "bottom"), (-4, -3, "right", "top"),
+                  (0, 6, "center", "bottom"), (0, -6, "center", "top"),
+                  (7, 0, "left", "center"), (-7, 0, "right", "center"))
+"""Places tried for a point's number: offset (points), alignment."""
+
+
+def _number_runs(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``1-3,5``."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs)
+
+
+def _number_points(ax, x: np.ndarray, y: np.ndarray, near_px: float = 6.0) -> None:
+    """Number the points (1, 2, ... in order) so that no two labels overlap:
+    points within ``near_px`` pixels of each other share one label
+    (``4-6``); each label takes the first place around its point that
+    overlaps no placed label, no other point and stays inside the axes (the
+    least crowded place if none is free). Call once the limits are final."""
+    renderer = ax.figure.canvas.get_renderer()
+    xy = ax.transData.transform(np.column_stack([x, y]))
+    groups: list[list[int]] = []
+    for i, p in enumerate(xy):
+        for group in groups:
+            if np.hypot(*(xy[group[0]] - p)) <= near_px:
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    frame = ax.get_window_extent(renderer)
+    taken = [Bbox.from_bounds(px - 4, py - 4, 8, 8) for px, py in xy]  # the markers
+    for group in groups:
+        text = _number_runs([i + 1 for i in group])
+        best = None
+        for dx, dy, ha, va in _LABEL_OFFSETS:
+            label = ax.annotate(text, (x[group[0]], y[group[0]]), xytext=(dx, dy),
+                                textcoords="offset points", fontsize=7, ha=ha, va=va)
+            label.set_in_layout(False)
+            box = label.get_window_extent(renderer)
+            crowd = sum(_overlap(box, other) for k, other in enumerate(taken)
+                        if not (k < len(xy) and k in group))
+            crowd += box.width * box.height - _overlap(box, frame)
+            if best is None or crowd < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (crowd, label, box)
+            else:
+                label.remove()
+            if crowd == 0:
+                break
+        taken.append(best[2])
+
+
+def _overlap(a: Bbox, b: Bbox) -> float:
+    """Area (square pixels) two boxes share."""
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return w * h if w > 0 and h > 0 else 0.0
 
 
 def _key_lines(names: list[str], width: int = 110) -> list[str]:
