@@ -12,9 +12,11 @@ cells' sources and one of every input the kernel used: each module of
 ``sim`` it imported and each file it read under the repository (scenarios,
 data), as measured while it ran (an audit hook on ``open``; files the
 notebook wrote, or that changed while it ran, are not inputs). Files outside
-the repository, such as the project's shared trace data, are not stamped:
-the repository does not version them. A stored notebook is stale when a
-stamped input or a code cell changed; :func:`staleness` says which.
+the repository, such as the project's shared trace data, and files git does
+not track (an install's ``sim.egg-info``) are not stamped: the repository
+does not version them, and a fresh clone does not have them. A stored
+notebook is stale when a stamped input or a code cell changed;
+:func:`staleness` says which.
 
 A notebook's *parameters* cell (tagged ``parameters``) holds the values a
 test or ``--set`` may replace: the replacements run in a cell inserted after
@@ -244,11 +246,27 @@ def _inputs(report: Mapping[str, list[str]], root: Path, started: float) -> dict
         raise InputError(f"the kernel imported sim from {outside[0].parent}, not from the "
                          f"checkout at {root}", source="kernel")
     read = [Path(f) for f in report["read"]]
+    tracked = _tracked(root)
     data = [f for f in read if f.is_file() and f.is_relative_to(root)
             and "__pycache__" not in f.parts and not f.is_relative_to(root / ".git")
             and not f.is_relative_to(sys.prefix) and not f.is_relative_to(sys.base_prefix)
-            and f.stat().st_mtime < started]
+            and f.stat().st_mtime < started
+            and (tracked is None or _relative(f, root) in tracked)]
     return {_relative(f, root): file_hash(f) for f in sorted(set(modules) | set(data))}
+
+
+def _tracked(root: Path) -> set[str] | None:
+    """The files git tracks under ``root`` (None outside a git checkout): a
+    file it ignores (an install's ``sim.egg-info``, results under
+    ``reports/``) is not in a fresh clone, so it is no input to stamp."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True,
+                             check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {name for name in out.decode("utf-8", "surrogateescape").split("\0") if name}
 
 
 def _relative(path: Path, root: Path) -> str:

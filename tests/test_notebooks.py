@@ -243,6 +243,19 @@ def test_a_stamp_names_the_inputs_and_goes_stale_when_one_changes(tmp_path):
     assert notebooks.staleness(path, root) == ["sim/errors.py changed"]
 
 
+def test_files_git_does_not_track_are_not_inputs(tmp_path):
+    """In a git checkout, a file the notebook read that git does not track
+    (an ignored install artefact, say) is not stamped: a fresh clone lacks it."""
+    import subprocess
+
+    root, path = _tiny_repo(tmp_path)
+    (root / ".gitignore").write_text("data.txt\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "."], check=True)
+    run = notebooks.execute(path, root=root)
+    assert "data.txt" not in run.inputs and "sim/errors.py" in run.inputs
+
+
 def test_editing_a_code_cell_or_storing_unrun_cells_is_stale(tmp_path):
     """A notebook never executed by the command, one whose code was edited
     after, and one with a cell never run are stale; a markdown edit is not."""
