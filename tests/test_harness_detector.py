@@ -3,6 +3,8 @@ objective; graduated response (nudge, then needs_human)."""
 
 from __future__ import annotations
 
+import hashlib
+
 from hypothesis import given
 from hypothesis import strategies as st
 from scripted import (
@@ -281,3 +283,21 @@ def test_canonical_call_separates_different_calls(a: dict, b: dict) -> None:
     if a != b:
         assert canonical_call("t", a) != canonical_call("t", b)
     assert canonical_call("t", a) != canonical_call("u", a)
+
+
+@FAST
+@given(key=st.text(max_size=8), value=st.one_of(st.integers(), st.text(max_size=20),
+                                                 st.booleans(), st.none(), st.floats()))
+def test_a_one_argument_call_has_the_key_of_the_flat_argument_form(key: str, value) -> None:
+    """A call with one scalar argument gets the key every flat call gets (tool
+    name, then ``repr(key)=repr(value)`` per sorted argument, NUL-separated;
+    hashed past 64 characters), so keys saved in a checkpoint before the
+    one-argument fast path still match."""
+    text = f"t\0{key!r}={value!r}"
+    expected = text if len(text) <= 64 else hashlib.blake2b(
+        text.encode(), digest_size=8).hexdigest()
+    assert canonical_call("t", {key: value}) == expected
+    two = f"t\0{'a'!r}={1!r}\0{key!r}={value!r}"
+    if key > "a":
+        assert canonical_call("t", {key: value, "a": 1}) == (
+            two if len(two) <= 64 else hashlib.blake2b(two.encode(), digest_size=8).hexdigest())

@@ -17,6 +17,7 @@ from scripted import (
     make_state,
     tool_call,
 )
+from test_harness_distrust import BLOCK, COUNT, FUZZ, SECONDS, TOOL_OUTCOME
 
 from sim.harness import (
     ANSWERS,
@@ -27,9 +28,11 @@ from sim.harness import (
     ModelRequest,
     ModelResponse,
     ProtocolError,
+    TextBlock,
     ToolError,
     ToolRequest,
     ToolResult,
+    ToolUseBlock,
     Usage,
     UserReply,
     UserTurn,
@@ -38,6 +41,12 @@ from sim.harness import (
     VerifyRequest,
     Wait,
     agent_loop,
+)
+from sim.harness.protocol import (
+    clean_response,
+    clean_tool_result,
+    content_problem,
+    result_problem,
 )
 
 WRONG = [ToolError("transient", "503", 1), ToolResult("ok", 1), ModelError("server", 500),
@@ -126,3 +135,77 @@ def test_only_protocol_errors_escape_a_driver_sending_anything(answers) -> None:
         pass
     except ProtocolError as error:
         assert type(effect).__name__ in str(error)
+
+
+# ------------------------------------------------------- the one-pass checks
+def _with_ids(content, ids):
+    """``content`` with its tool_use blocks given ids from ``ids`` (in turn), so
+    generated replies can repeat an id."""
+    if not isinstance(content, list):
+        return content
+    out = []
+    for block in content:
+        if isinstance(block, ToolUseBlock):
+            block = ToolUseBlock(ids[len(out) % len(ids)], block.name, block.input, block.tokens)
+        out.append(block)
+    return out
+
+
+USAGE = st.one_of(st.builds(Usage, COUNT, COUNT, COUNT, COUNT, COUNT),
+                  st.sampled_from([None, (1, 2), "usage"]))
+RESPONSE = st.builds(
+    lambda content, ids, usage, latency: ModelResponse(_with_ids(content, ids), usage,
+                                                       "tool_use", latency),
+    st.one_of(st.lists(BLOCK, max_size=3), st.sampled_from([None, "x", ()])),
+    st.lists(st.sampled_from(["a", "b", "c", ""]), min_size=1, max_size=3), USAGE, SECONDS)
+
+
+@FUZZ
+@given(response=RESPONSE)
+def test_the_one_pass_reply_check_accepts_exactly_what_the_thorough_checks_accept(
+        response) -> None:
+    """clean_response (the loop's path for the common reply) is True exactly
+    when result_problem finds nothing impossible and content_problem nothing
+    malformed: the fast path checks every field the thorough checks do."""
+    thorough = result_problem(response) is None and content_problem(response.content) is None
+    assert clean_response(response) == thorough
+
+
+@FUZZ
+@given(outcome=TOOL_OUTCOME)
+def test_the_one_pass_tool_result_check_accepts_exactly_what_the_thorough_check_accepts(
+        outcome) -> None:
+    """clean_tool_result is True exactly for a ToolResult in which
+    result_problem finds nothing impossible (never for a ToolError, which the
+    thorough path handles)."""
+    expected = isinstance(outcome, ToolResult) and result_problem(outcome) is None
+    assert clean_tool_result(outcome) == expected
+
+
+def test_the_one_pass_checks_leave_subclasses_and_numpy_like_numbers_to_the_thorough_path(
+        ) -> None:
+    """A subclass of a result type or a number type that is not a plain int
+    or float is never accepted by a fast check (the thorough checks decide)."""
+    class Sub(ModelResponse):
+        __slots__ = ()
+
+    class Count(int):
+        pass
+
+    assert not clean_response(Sub([TextBlock("x", 1)], Usage(1, 1), "end_turn"))
+    assert not clean_response(ModelResponse([TextBlock("x", 1)], Usage(Count(1), 1), "end_turn"))
+    assert not clean_tool_result(ToolResult("ok", Count(3)))
+
+
+def test_a_checkpoint_is_immutable_and_equal_to_a_fresh_one() -> None:
+    """The shared checkpoints the loop yields cannot be altered by a driver
+    and equal Checkpoint(turn) for every turn, shared or not."""
+    from dataclasses import FrozenInstanceError
+
+    from sim.harness.effects import checkpoint
+
+    for turn in (0, 1, 1023, 1024, 5000):
+        assert checkpoint(turn) == Checkpoint(turn)
+    assert checkpoint(3) is checkpoint(3)
+    with pytest.raises(FrozenInstanceError):
+        checkpoint(3).turn = 4  # type: ignore[misc]

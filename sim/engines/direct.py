@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from sim.engines.cell import Cell
 from sim.engines.perform import perform
-from sim.harness.effects import Result
+from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.state import HarnessState, new_state
 from sim.records import TaskRecord, make_record
@@ -72,10 +72,22 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
     if wrap is not None:
         loop = wrap(loop)
     send = loop.send
+    respond, execute = task.respond, task.execute
     result: Result = None
     try:
         while True:
-            result = perform(task, send(result), state.active_s + state.parked_s)
+            effect = send(result)
+            kind = type(effect)
+            # the three effects of every step answered here as perform answers
+            # them (one call fewer per effect); every other effect through perform
+            if kind is ModelRequest:
+                result = respond(effect, state.active_s + state.parked_s)
+            elif kind is ToolRequest:
+                result = execute(effect)
+            elif kind is Checkpoint:
+                result = None
+            else:
+                result = perform(task, effect, state.active_s + state.parked_s)
     except StopIteration as stop:
         final: HarnessState = stop.value
         return final

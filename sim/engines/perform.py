@@ -2,7 +2,10 @@
 
 Both engines perform every effect through :func:`perform`: which part of the
 :class:`~sim.world.task.SimulatedTask` answers which effect is decided here
-and nowhere else. The direct engine adds the seconds each answer reports to
+(the direct engine answers the three effects of every step, a model request,
+a tool request and a checkpoint, inline exactly as :func:`perform` does, to
+save a call per effect; ``tests/test_engine_equivalence.py`` holds the
+engines to the same results). The direct engine adds the seconds each answer reports to
 the task's own clock (through the harness's accounting); the DES engine lets
 that time pass on its shared clock, with queues and rate limits around the
 model calls.

@@ -46,6 +46,8 @@ def refuse_model_call(params: HarnessParams, state: HarnessState, prompt_tokens:
     if (b.money_usd is not None and state.money_usd
             + worst_case_cost(prices, prompt_tokens, max_output_tokens) > b.money_usd):
         return "money"
+    if b.active_s is None and b.wall_s is None:  # no time budget
+        return None
     return refuse_duration(params, state, params.model_timeout_s)
 
 

@@ -49,6 +49,11 @@ def canonical_call(name: str, arguments: Any) -> str:
     that are not an object (a malformed call) get a key too."""
     if type(arguments) is not dict:
         return _short(f"{name}\0{_dump(arguments)}")
+    if len(arguments) == 1:  # the common case: what the general path below gives, cheaper
+        for key, value in arguments.items():
+            if type(value) in _SCALARS:
+                text = f"{name}\0{key!r}={value!r}"
+                return text if len(text) <= 64 else _hashed(text)
     try:
         keys = sorted(arguments)
     except TypeError:  # keys of several types
@@ -74,12 +79,14 @@ def _dump(arguments: Any) -> str:
 def observation_hash(text: str) -> str:
     """A stable key for an observation's text (the text itself when at most 64
     characters, else a 16-hex-digit BLAKE2b hash)."""
-    return _short(text)
+    return text if len(text) <= 64 else _hashed(text)
 
 
 def _short(text: str) -> str:
-    if len(text) <= 64:
-        return text
+    return text if len(text) <= 64 else _hashed(text)
+
+
+def _hashed(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 

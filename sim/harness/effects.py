@@ -114,12 +114,24 @@ class UserTurn:
     turn: int
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     """Persist the run's state durably before the loop continues. ``turn`` is
-    the number of completed steps. Answer with None."""
+    the number of completed steps. Answer with None. Immutable, so the loop
+    shares one instance per turn (:func:`checkpoint`)."""
 
     turn: int
+
+
+CHECKPOINTS: tuple[Checkpoint, ...] = tuple(Checkpoint(turn) for turn in range(1024))
+"""``CHECKPOINTS[turn]`` is the shared :class:`Checkpoint` of ``turn``
+completed steps, for the first 1024 turns (see :func:`checkpoint`)."""
+
+
+def checkpoint(turn: int) -> Checkpoint:
+    """The :class:`Checkpoint` of ``turn`` completed steps: a shared instance
+    for the first 1024 turns, so a step's checkpoint costs no allocation."""
+    return CHECKPOINTS[turn] if 0 <= turn < len(CHECKPOINTS) else Checkpoint(turn)
 
 
 Effect = (ModelRequest | ToolRequest | Wait | ApprovalRequest | VerifyRequest | UserTurn

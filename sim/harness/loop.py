@@ -64,6 +64,7 @@ from sim.harness.detector import (
     observation_hash,
 )
 from sim.harness.effects import (
+    CHECKPOINTS,
     ApprovalDecision,
     ApprovalRequest,
     Checkpoint,
@@ -108,6 +109,8 @@ from sim.harness.protocol import (
     ANSWERS,
     ProtocolError,
     check_answer,
+    clean_response,
+    clean_tool_result,
     content_problem,
     result_problem,
 )
@@ -152,13 +155,18 @@ def _stop(status: str, reason: str, **detail: Any) -> NoReturn:
 class _Run:
     """What every part of one run reads: parameters, state, detector, the
     event emitter (None without observers), the tools by name, and, while a
-    step's tool calls run, those calls and their observations so far."""
+    step's tool calls run, those calls and their observations so far.
+    ``timed`` says whether a time budget (active or wall) is set, so a check
+    of durations that no budget limits is not called for; ``cache_ttl_s`` is
+    the parameters' prompt-cache lifetime, looked up once."""
 
     params: HarnessParams
     state: HarnessState
     detector: Detector
     emit: Emit
     tools: dict[str, ToolSpec]
+    timed: bool
+    cache_ttl_s: float | None
     open_calls: list[ToolUseBlock] | None = None
     blocks: list[Block] | None = None
 
@@ -177,10 +185,14 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     """
     if state.terminal:
         return state
+    budgets = params.budgets
     run = _Run(params, state,
                detector if detector is not None else NoProgressDetector(params.detector),
-               _emitter(state, observers), {spec.name: spec for spec in params.tools})
+               _emitter(state, observers), {spec.name: spec for spec in params.tools},
+               budgets.active_s is not None or budgets.wall_s is not None, params.cache_ttl_s)
     compact_at = params.context.compact_at_tokens
+    max_steps = budgets.steps
+    checkpoints = CHECKPOINTS
     state.status = RUNNING
     if not state.model:
         state.model = params.model
@@ -188,7 +200,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         while True:
             if state.abort_requested:                                            # 1
                 _stop(CANCELLED, "external_signal")
-            if params.budgets.steps is not None and state.turns >= params.budgets.steps:
+            if max_steps is not None and state.turns >= max_steps:
                 _stop(BUDGET_EXHAUSTED, "steps")                                 # 2
             if compact_at is not None and state.context_tokens > compact_at:     # 3
                 history = state.context_tokens - state.prefix_tokens
@@ -214,7 +226,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
                     yield from _verify(run, response.content)
             else:                                                                # 9-10
                 yield from _run_tools(run, calls)
-            checkpoint = Checkpoint(state.turns)                                 # 11
+            turn = state.turns                                                   # 11
+            checkpoint = checkpoints[turn] if turn < len(checkpoints) else Checkpoint(turn)
             if (answer := (yield checkpoint)) is not None:
                 raise ProtocolError(checkpoint, answer)
     except _Stop as stop:
@@ -293,8 +306,10 @@ def _check_abort(state: HarnessState) -> None:
 
 def _check_budgets(run: _Run, prompt_tokens: int, max_output_tokens: int) -> None:
     """End the run if a model call of this size could overshoot a budget."""
-    reason = refuse_model_call(run.params, run.state, prompt_tokens, max_output_tokens,
-                               _prices(run.params, run.state.model))
+    params = run.params
+    prices = (params.prices if params.budgets.money_usd is None  # prices only bound money
+              else _prices(params, run.state.model))
+    reason = refuse_model_call(params, run.state, prompt_tokens, max_output_tokens, prices)
     if reason is not None:
         _stop(BUDGET_EXHAUSTED, reason)
 
@@ -315,7 +330,12 @@ def _take_reply(run: _Run, response: ModelResponse) -> list[ToolUseBlock]:
     else:
         message = billed_message(content, usage.output_tokens, usage.thinking_tokens)
     state.append(message)
-    calls = [b for b in message.content if b.type == "tool_use"]
+    blocks = message.content
+    if len(blocks) == 1:  # the common reply: one block
+        only = blocks[0]
+        calls = [only] if only.type == "tool_use" else []
+    else:
+        calls = [b for b in blocks if b.type == "tool_use"]
     if run.emit:
         run.emit(ev.MODEL_RESPONSE, {"stop_reason": response.stop_reason,
                                      "input_tokens": usage.prompt_tokens,
@@ -395,7 +415,7 @@ def _call_model(run: _Run, messages: list[Message], prompt_tokens: int, max_outp
     params, state = run.params, run.state
     policy = params.retry
     step = purpose == "step"
-    cache_ttl = params.cache_ttl_s if step else None  # one-off summaries are not cached
+    cache_ttl = run.cache_ttl_s if step else None  # one-off summaries are not cached
     thinking = params.thinking.budget_tokens if step and params.thinking.enabled else 0
     tool_choice = params.tool_choice if step else "none"  # a summary is text
     attempt = 0
@@ -412,7 +432,14 @@ def _call_model(run: _Run, messages: list[Message], prompt_tokens: int, max_outp
                                state.turns, attempt, cache_ttl, thinking, params.system_prompt,
                                params.tool_definitions, tool_choice, params.temperature,
                                params.top_p, params.provider)
-        result = _receive(request, (yield request))
+        answer = yield request
+        if clean_response(answer):  # the common reply: every check passed in one pass
+            state.active_s += answer.latency_s
+            if state.abort_requested:  # cancelled in flight: the driver aborted the call
+                _stop(CANCELLED, "external_signal")
+            _account(run, answer.model or state.model, answer.usage)
+            return answer
+        result = _receive(request, answer)  # the thorough checks
         state.active_s += result.latency_s
         if state.abort_requested:  # cancelled in flight: the driver aborted the call
             _stop(CANCELLED, "external_signal")
@@ -469,6 +496,8 @@ def _wait(run: _Run, delay: float, target: str, kind: str) -> Generator[Effect, 
 
 
 def _check_duration(run: _Run, seconds: float) -> None:
+    if not run.timed:  # no time budget to overshoot
+        return
     reason = refuse_duration(run.params, run.state, seconds)
     if reason is not None:
         _stop(BUDGET_EXHAUSTED, reason)
@@ -479,18 +508,21 @@ def _account(run: _Run, model: str, usage: Usage) -> None:
     run past a budget (the provider reported more than the harness allowed
     for) ends it at once."""
     state = run.state
-    state.input_tokens += usage.input_tokens
-    state.output_tokens += usage.output_tokens
-    state.cache_read_tokens += usage.cache_read_tokens
-    state.cache_write_tokens += usage.cache_write_tokens
-    state.thinking_tokens += usage.thinking_tokens
-    prices = _prices(run.params, model)
+    uncached, output, read, write, thinking = (usage.input_tokens, usage.output_tokens,
+                                               usage.cache_read_tokens, usage.cache_write_tokens,
+                                               usage.thinking_tokens)
+    state.input_tokens += uncached
+    state.output_tokens += output
+    state.cache_read_tokens += read
+    state.cache_write_tokens += write
+    state.thinking_tokens += thinking
+    params = run.params
+    prices = (params.prices if params.retry.fallback_prices is None and not params.model_prices
+              else _prices(params, model))  # one price list: nothing to look up
     if prices.tiers:
-        prices = prices.at(usage.prompt_tokens)
-    state.money_usd += prices.cost(usage.input_tokens, usage.output_tokens,
-                                   usage.cache_read_tokens, usage.cache_write_tokens,
-                                   usage.thinking_tokens)
-    reason = overshot(run.params, state)
+        prices = prices.at(uncached + read + write)
+    state.money_usd += prices.cost(uncached, output, read, write, thinking)
+    reason = overshot(params, state)
     if reason is not None:
         _stop(BUDGET_EXHAUSTED, reason)
 
@@ -573,11 +605,14 @@ def _run_tool(run: _Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list
     while True:
         if state.abort_requested:
             _stop(CANCELLED, "external_signal")
-        reason = refuse_duration(params, state, spec.timeout_s)
-        if reason is not None:
-            _stop(BUDGET_EXHAUSTED, reason)
+        if run.timed:
+            reason = refuse_duration(params, state, spec.timeout_s)
+            if reason is not None:
+                _stop(BUDGET_EXHAUSTED, reason)
         tool_request = ToolRequest(call, spec.timeout_s, attempt, state.turns)
-        result = _receive(tool_request, (yield tool_request))
+        got = yield tool_request
+        # the common result checked in one pass, anything else thoroughly
+        result = got if clean_tool_result(got) else _receive(tool_request, got)
         state.active_s += result.duration_s
         if state.abort_requested:  # cancelled in flight: the driver aborted the call
             _stop(CANCELLED, "external_signal")

@@ -32,7 +32,7 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
     for key in arguments:
         if type(key) is not str:
             return REJECT, _not_an_object(call.name, "an object with non-string keys")
-    missing = [a for a in spec.required_args if a not in call.input]
+    missing = [a for a in spec.required_args if a not in arguments] if spec.required_args else ()
     if missing:
         return REJECT, (f"{call.name} needs the argument(s) {', '.join(missing)}; "
                         f"call it again with them.")

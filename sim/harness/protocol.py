@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from sim.harness.effects import (
     ApprovalDecision,
@@ -212,6 +212,60 @@ def result_problem(result: Result) -> dict[str, str] | None:
                 and r.retry_after_s is None):
             return None
     return _diagnose(result)
+
+
+# ----------------------------------------------------- one-pass fast checks
+def clean_response(result: object) -> TypeGuard[ModelResponse]:
+    """True when ``result`` is exactly a :class:`ModelResponse` that passes
+    every check of :func:`result_problem` and :func:`content_problem` (plain
+    int token counts, a finite latency, content of well-formed text, thinking
+    and tool_use blocks with distinct ids), checked in one pass: the loop's
+    path for the common reply. False says only that the thorough checks must
+    decide (a subclass, numpy numbers, a bad field)."""
+    if type(result) is not ModelResponse:
+        return False
+    u, t, content = result.usage, result.latency_s, result.content
+    if type(u) is not Usage or type(content) is not list:
+        return False
+    a, b, c, d, e = (u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                     u.cache_write_tokens, u.thinking_tokens)
+    # for ints, a | b | ... is negative exactly when one of them is
+    if not (type(a) is type(b) is type(c) is type(d) is type(e) is int and (a | b | c | d | e) >= 0
+            and (type(t) is float or type(t) is int) and 0.0 <= t < _INF):
+        return False
+    ids = 0
+    block: Any
+    for block in content:
+        kind = type(block)
+        if kind is ToolUseBlock:
+            if type(block.id) is not str or not block.id or type(block.name) is not str:
+                return False
+            ids += 1
+        elif kind is TextBlock:
+            if type(block.text) is not str:
+                return False
+        elif kind is ThinkingBlock:
+            if type(block.thinking) is not str or type(block.signature) is not str:
+                return False
+        else:
+            return False
+        size = block.tokens
+        if type(size) is not int or size < 0:
+            return False
+    return ids < 2 or len({b.id for b in content if type(b) is ToolUseBlock}) == ids
+
+
+def clean_tool_result(result: object) -> TypeGuard[ToolResult]:
+    """True when ``result`` is exactly a :class:`ToolResult` that passes every
+    check of :func:`result_problem` (a string output, a token count, a finite
+    duration, a finite float metric or none); False says only that the
+    thorough checks must decide."""
+    if type(result) is not ToolResult:
+        return False
+    t, n, m = result.duration_s, result.tokens, result.metric
+    return ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
+            and type(result.output) is str and type(n) is int and n >= 0
+            and (m is None or (type(m) is float and math.isfinite(m))))
 
 
 def content_problem(content: object) -> tuple[str, str] | None:
