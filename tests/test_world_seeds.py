@@ -1,0 +1,42 @@
+"""The vectorised seed hash gives every task exactly the words numpy's
+SeedSequence gives it (so streams positioned from a block of tasks at once
+are the tasks' own streams, byte for byte)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.world.seeds import spawn_words
+
+
+def _numpy(seed: int, tasks, n_words: int) -> np.ndarray:
+    return np.array([np.random.SeedSequence(seed, spawn_key=(int(i),))
+                     .generate_state(n_words, np.uint64) for i in tasks],
+                    dtype=np.uint64).reshape(len(tasks), n_words)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.one_of(st.integers(0, 2**32), st.integers(0, 2**300)),
+       tasks=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=20),
+       n_words=st.integers(1, 16))
+def test_spawn_words_equal_numpys_seed_sequence(seed: int, tasks: list[int],
+                                                n_words: int) -> None:
+    """For any root seed (one word or many) and task indices below 2**32, the
+    words of each task are numpy's generate_state(n_words, uint64) of
+    SeedSequence(seed, spawn_key=(task,))."""
+    assert (spawn_words(seed, np.array(tasks), n_words) == _numpy(seed, tasks, n_words)).all()
+
+
+def test_indices_past_one_word_fall_back_to_numpy_itself() -> None:
+    """A task index of 2**32 or more (a two-word spawn key) still gets numpy's words."""
+    tasks = [2**32, 2**40 + 3, 5]
+    assert (spawn_words(7, np.array(tasks), 5) == _numpy(7, tasks, 5)).all()
+
+
+def test_a_block_of_tasks_is_the_tasks_one_by_one() -> None:
+    """The words of a block do not depend on which other tasks are in it."""
+    block = spawn_words(11, np.arange(100, 200), 5)
+    for i in (100, 150, 199):
+        assert (spawn_words(11, np.array([i]), 5)[0] == block[i - 100]).all()
