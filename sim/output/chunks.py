@@ -1,0 +1,114 @@
+"""Finished chunks of a sweep, kept on disk as they complete (resumable sweeps).
+
+A sweep is cut into chunks (a range of tasks of one cell, or a whole DES
+cell). As each chunk finishes, :class:`ChunkStore` writes its records (an
+Arrow table) and any extras (a DES cell's capacity measurements and time
+series, as JSON) atomically into a hidden folder beside the results folder.
+A sweep interrupted by Ctrl-C, SIGKILL or a lost worker leaves the finished
+chunks there; run again with ``--resume`` and only the missing chunks run,
+and the results are the same bytes as an uninterrupted run's (each chunk's
+records depend only on its tasks, and the results file only on the records).
+
+The folder records a fingerprint of the run (the resolved scenario, task
+count, seed, chunk plan and sim version): kept chunks of a different run are
+never mixed in. A finished sweep removes the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from sim.errors import InputError
+from sim.output.results import json_bytes, write_atomic
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+_TABLE = ".arrow"
+_EXTRAS = ".json"
+
+
+def partial_folder(out_dir: str | os.PathLike) -> Path:
+    """Where the kept chunks of a sweep writing ``out_dir`` live: a hidden
+    folder beside it (``reports/.bounded.partial`` for ``reports/bounded``)."""
+    out = Path(out_dir)
+    return out.parent / f".{out.name}.partial"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+class ChunkStore:
+    """The kept chunks of one run (see the module). ``resume`` False starts
+    afresh (chunks of an earlier attempt are removed); True keeps the chunks
+    of the same run and refuses those of another (an InputError)."""
+
+    def __init__(self, folder: str | os.PathLike, fingerprint: str, *, resume: bool) -> None:
+        self.folder = Path(folder)
+        self.fingerprint = fingerprint
+        self.resumed = 0
+        if self.folder.exists():
+            kept = self._recorded()
+            if resume and kept is not None and kept != fingerprint:
+                raise InputError(f"{self.folder} holds the kept chunks of a different run "
+                                 f"(another scenario, task count or seed); run without "
+                                 f"--resume to start again")
+            if not resume or kept is None:
+                shutil.rmtree(self.folder)
+        if not self.folder.exists():
+            self.folder.mkdir(parents=True)
+            write_atomic(self.folder / MANIFEST, json_bytes(
+                {"format": FORMAT, "fingerprint": fingerprint}))
+        self.resumed = len(self.keys())
+
+    def _recorded(self) -> str | None:
+        try:
+            data = json.loads((self.folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            return None
+        fingerprint = data.get("fingerprint")
+        return fingerprint if isinstance(fingerprint, str) else None
+
+    def keys(self) -> set[str]:
+        """The chunks kept so far."""
+        return {p.name.removesuffix(_TABLE) for p in self.folder.glob(f"*{_TABLE}")}
+
+    def has(self, key: str) -> bool:
+        """Whether chunk ``key`` is kept."""
+        return (self.folder / f"{key}{_TABLE}").is_file()
+
+    def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None) -> None:
+        """Keep chunk ``key``: its extras first, then its records, each written
+        atomically (a chunk counts as kept once its records are there)."""
+        if extras is not None:  # NaN allowed: a measurement may be undefined
+            write_atomic(self.folder / f"{key}{_EXTRAS}", json.dumps(
+                extras, sort_keys=True, allow_nan=True, default=_plain).encode("utf-8"))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        write_atomic(self.folder / f"{key}{_TABLE}", sink.getvalue().to_pybytes())
+
+    def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
+        """Chunk ``key``'s records (memory-mapped) and extras (None without)."""
+        table = pa.ipc.open_file(pa.memory_map(str(self.folder / f"{key}{_TABLE}"))).read_all()
+        extras_path = self.folder / f"{key}{_EXTRAS}"
+        extras = (json.loads(extras_path.read_text(encoding="utf-8"))
+                  if extras_path.is_file() else None)
+        return table, extras
+
+    def remove(self) -> None:
+        """Delete the folder (the sweep finished and its results are written)."""
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,138 @@
+"""A Parquet file written as its rows arrive, in fixed row groups, atomically.
+
+:class:`ParquetStream` takes Arrow tables in row order (a sweep's chunks, as
+they finish and their turn comes) and writes them into a temporary file
+beside the target, in row groups of exactly ``row_group_rows`` rows (the last
+one shorter). The bytes depend only on the rows, their order and the schema,
+never on how the rows were cut into tables: a run on one worker, on many,
+on a Dask cluster or resumed from kept chunks writes the same file. Only
+:meth:`ParquetStream.close` puts the file in place (fsync, then rename);
+:meth:`ParquetStream.abort`, or leaving the ``with`` block on an exception,
+removes the temporary file, so a reader never sees half a file.
+
+Compression and format are those of :mod:`sim.output.results` (zstd level 3,
+Parquet 2.6). Memory: at most one row group of rows is buffered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+COMPRESSION = "zstd"
+COMPRESSION_LEVEL = 3
+ROW_GROUP_ROWS = 131_072
+FILE_MODE = 0o644
+TEMP_SUFFIX = ".tmp"
+
+
+class ParquetStream:
+    """Write ``path`` from tables of ``schema`` appended in order (see the module)."""
+
+    def __init__(self, path: str | os.PathLike, schema: pa.Schema, *,
+                 metadata: Mapping[str, Any] | None = None,
+                 row_group_rows: int = ROW_GROUP_ROWS) -> None:
+        if row_group_rows < 1:
+            raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
+        self.path = Path(path)
+        self.rows = 0
+        self._group = row_group_rows
+        self._schema = schema.with_metadata(dict(metadata)) if metadata else schema
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
+                                   suffix=TEMP_SUFFIX)
+        self._tmp = Path(tmp)
+        self._handle = os.fdopen(fd, "wb")
+        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+            self._handle, self._schema, compression=COMPRESSION,
+            compression_level=COMPRESSION_LEVEL, version="2.6")
+        self._buffer: list[pa.Table] = []
+        self._buffered = 0
+
+    def write(self, table: pa.Table) -> None:
+        """Append ``table``'s rows (its schema must be the stream's, metadata aside)."""
+        if self._writer is None:
+            raise ValueError("the stream is closed")
+        if not table.schema.equals(self._schema, check_metadata=False):
+            raise ValueError(f"table schema {table.schema} is not the stream's {self._schema}")
+        if table.num_rows == 0:
+            return
+        self._buffer.append(table)
+        self._buffered += table.num_rows
+        self.rows += table.num_rows
+        while self._buffered >= self._group:
+            self._flush(self._group)
+
+    def _flush(self, rows: int) -> None:
+        whole = pa.concat_tables(self._buffer)
+        group, rest = whole.slice(0, rows), whole.slice(rows)
+        assert self._writer is not None
+        self._writer.write_table(group, row_group_size=rows)
+        self._buffer = [rest] if rest.num_rows else []
+        self._buffered = rest.num_rows
+
+    def close(self) -> Path:
+        """Write what is buffered, make the file durable and rename it into place."""
+        if self._writer is None:
+            raise ValueError("the stream is closed")
+        try:
+            if self._buffered:
+                self._flush(self._buffered)
+            self._writer.close()
+            self._writer = None
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            os.chmod(self._tmp, FILE_MODE)
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        _fsync_dir(self.path.parent)
+        return self.path
+
+    def abort(self) -> None:
+        """Drop everything written: the temporary file is removed, the target untouched."""
+        if self._writer is not None:
+            with contextlib.suppress(Exception):  # the file is being thrown away
+                self._writer.close()
+            self._writer = None
+        if not self._handle.closed:
+            self._handle.close()
+        self._tmp.unlink(missing_ok=True)
+        self._buffer, self._buffered = [], 0
+
+    def __enter__(self) -> ParquetStream:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if kind is not None:
+            self.abort()
+        elif self._writer is not None:
+            self.close()
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def stale_temporaries(folder: str | os.PathLike, name: str) -> list[Path]:
+    """Temporary files a killed stream of ``folder/name`` left behind."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob(f".{name}.*{TEMP_SUFFIX}"))

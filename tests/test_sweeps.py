@@ -1,0 +1,213 @@
+"""Sweeps in chunks (issue 14): the same bytes on one worker, on two, on Dask
+and after a resume; Ctrl-C, SIGKILL and a lost worker keep what finished."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from sweep_child import sweep
+
+import sim.sweeps
+from sim.engines.direct import run_tasks
+from sim.errors import InputError
+from sim.output.chunks import ChunkStore
+from sim.output.stream import ParquetStream
+from sim.output.table import RECORD_SCHEMA, records_table
+from sim.runner import build_cell, cells_of
+from sim.scenario.model import load_scenario
+from sim.schedulers import LocalPool, LostWorker, make_scheduler
+from sim.sweeps import CHUNK_TASKS, Interrupted, chunk_size, fingerprint, plan, run_chunks
+
+ROOT = Path(__file__).parents[1]
+BOUNDED = str(ROOT / "scenarios" / "bounded.yaml")
+CHILD = str(Path(__file__).parent / "sweep_child.py")
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent)])}
+
+
+def _kept(out: Path) -> int:
+    return len(list((out / ".partial").glob("*.arrow")))
+
+
+# ------------------------------------------------------------------ the plan
+def test_the_chunk_plan_depends_on_the_task_count_alone() -> None:
+    """Chunks cover every task once, in order, are at most CHUNK_TASKS long,
+    and do not depend on the worker count (there is no such argument)."""
+    runs = cells_of(load_scenario(BOUNDED))
+    for tasks in (1, 49, 50, 1000, 123_457, 1_000_000):
+        jobs = plan(runs, tasks)
+        assert [j.start for j in jobs] == list(range(0, tasks, chunk_size(tasks)))
+        assert jobs[-1].stop == tasks
+        assert all(0 < j.tasks <= CHUNK_TASKS for j in jobs)
+        assert len({j.key for j in jobs}) == len(jobs)
+
+
+def test_a_des_cell_is_one_chunk() -> None:
+    """A shared-capacity system is one simulation: a DES cell runs whole."""
+    runs = cells_of(load_scenario(ROOT / "scenarios" / "capacity.yaml"))
+    jobs = plan(runs, 5000)
+    assert all(j.des for j in jobs)
+    assert [(j.start, j.stop) for j in jobs] == [(0, 5000)] * len(runs)
+
+
+# ------------------------------------------------------------ identical bytes
+def test_results_are_the_same_bytes_on_one_worker_two_workers_and_dask(tmp_path: Path) -> None:
+    """The results file of a sweep is identical whether its chunks run in this
+    process, on two local worker processes or as Dask tasks on a cluster."""
+    distributed = pytest.importorskip("distributed")
+    one = sweep(BOUNDED, 600, 1, tmp_path / "one").read_bytes()
+    two = sweep(BOUNDED, 600, 2, tmp_path / "two").read_bytes()
+    with distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster:
+        dask = sweep(BOUNDED, 600, 2, tmp_path / "dask",
+                     scheduler=cluster.scheduler_address).read_bytes()
+    assert one == two == dask
+    assert pq.read_table(tmp_path / "one" / "results.parquet").num_rows == 600
+    assert not (tmp_path / "one" / ".partial").exists()  # a finished sweep keeps no chunks
+
+
+def test_a_sweep_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path: Path) -> None:
+    """SIGKILL of a running sweep leaves its finished chunks; resuming runs
+    only the missing ones and writes the bytes of an uninterrupted run; the
+    killed sweep's workers do not outlive it."""
+    out = tmp_path / "killed"
+    child = subprocess.Popen([sys.executable, CHILD, BOUNDED, "1200", "2", str(out), "0.1"],
+                             env=_child_env(), start_new_session=True)
+    deadline = time.monotonic() + 60
+    while (not (out / ".partial").is_dir() or _kept(out) < 4) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    kept = _kept(out)
+    assert 4 <= kept < len(plan(cells_of(load_scenario(BOUNDED)), 1200))
+    assert not (out / "results.parquet").exists()
+    resumed = sweep(BOUNDED, 1200, 2, out).read_bytes()
+    assert resumed == sweep(BOUNDED, 1200, 1, tmp_path / "whole").read_bytes()
+
+
+def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_file(
+        tmp_path: Path) -> None:
+    """SIGINT to the sweep's process group (Ctrl-C) ends it within a second
+    with a message saying how many chunks were kept and how to resume; no
+    results file or temporary file is left, and no worker keeps running."""
+    out = tmp_path / "stopped"
+    child = subprocess.Popen([sys.executable, CHILD, BOUNDED, "1200", "2", str(out), "0.1"],
+                             env=_child_env(), start_new_session=True,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while (not (out / ".partial").is_dir() or _kept(out) < 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = time.monotonic()
+    os.killpg(child.pid, signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert time.monotonic() - start < 1.5  # a second, plus slack for a loaded machine
+    assert "chunks finished and kept" in err and "--resume" in err
+    assert sorted(p.name for p in out.iterdir()) == [".partial"]
+    assert _kept(out) >= 2
+    with pytest.raises(ProcessLookupError):
+        os.killpg(child.pid, 0)  # nothing of the group is left
+
+
+def _die_on_third(run, cell, job):
+    if job.start == 2 * chunk_size(600):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _run_chunk(run, cell, job)
+
+
+_run_chunk = sim.sweeps.run_chunk
+
+
+def test_a_lost_worker_stops_the_sweep_and_a_resume_runs_the_rest(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """A worker process that dies mid-chunk stops the sweep (chunks finished
+    before are kept), and a resume gives the bytes of an uninterrupted run."""
+    runs = cells_of(load_scenario(BOUNDED, ["tasks=600"]))
+    jobs = plan(runs, 600)
+    out = tmp_path / "resumed"
+    store = ChunkStore(out / ".partial", fingerprint(runs, 600, jobs), resume=False)
+    monkeypatch.setattr(sim.sweeps, "run_chunk", _die_on_third)
+    with pytest.raises(Interrupted) as stopped, LocalPool(2) as pool:
+        run_chunks(runs, 600, pool, store, lambda *_: None, progress=False)
+    assert "worker process died" in str(stopped.value)
+    assert stopped.value.kept < len(jobs)
+    monkeypatch.setattr(sim.sweeps, "run_chunk", _run_chunk)
+    assert sweep(BOUNDED, 600, 2, out).read_bytes() == sweep(
+        BOUNDED, 600, 1, tmp_path / "whole").read_bytes()
+
+
+def _die_if(die: bool) -> int:
+    if die:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return os.getpid()
+
+
+def test_the_local_pool_reports_a_dead_worker() -> None:
+    """LocalPool raises LostWorker (not a hang) when a worker is killed."""
+    with pytest.raises(LostWorker), LocalPool(2) as pool:
+        list(pool.run(_die_if, [(False,), (True,), (False,)]))
+
+
+# ------------------------------------------------------------ the chunk store
+def test_kept_chunks_of_another_run_are_refused_on_resume(tmp_path: Path) -> None:
+    """A resume never mixes in chunks of a different run: another fingerprint
+    is an InputError naming the folder; without resume they are discarded."""
+    table = records_table([])
+    ChunkStore(tmp_path / "p", "run-a", resume=False).put("c00000-t0000000000", table)
+    with pytest.raises(InputError, match="different run"):
+        ChunkStore(tmp_path / "p", "run-b", resume=True)
+    assert ChunkStore(tmp_path / "p", "run-a", resume=True).resumed == 1
+    assert ChunkStore(tmp_path / "p", "run-b", resume=False).keys() == set()
+
+
+def test_a_kept_chunk_reads_back_as_written(tmp_path: Path) -> None:
+    """Records and extras (NaN included) come back from the store unchanged."""
+    runs = cells_of(load_scenario(BOUNDED))
+    table = sim.sweeps.run_chunk(runs[0], build_cell(runs[0]), plan(runs, 100)[0])[0]
+    store = ChunkStore(tmp_path / "p", "x", resume=False)
+    store.put("k", table, {"capacity": {"L": float("nan"), "W": 1.5}})
+    back, extras = store.get("k")
+    assert back.equals(table)
+    assert extras["capacity"]["W"] == 1.5 and extras["capacity"]["L"] != extras["capacity"]["L"]
+
+
+# ------------------------------------------------------------ the stream
+def test_the_stream_writes_the_same_bytes_however_the_rows_are_cut(tmp_path: Path) -> None:
+    """Row groups are fixed by row count, so the same rows give the same file
+    whatever tables they arrive in; the schema's metadata is kept."""
+    runs = cells_of(load_scenario(BOUNDED))
+    records = run_tasks(build_cell(runs[0]), range(400))
+
+    def write(path: Path, cuts: list[int]) -> bytes:
+        with ParquetStream(path, RECORD_SCHEMA, metadata={"k": "v"}, row_group_rows=150) as s:
+            for a, b in zip([0, *cuts], [*cuts, 400], strict=True):
+                s.write(records_table(records[a:b]))
+        return path.read_bytes()
+
+    assert write(tmp_path / "a.parquet", []) == write(tmp_path / "b.parquet", [1, 149, 150, 151,
+                                                                                 300])
+    meta = pq.ParquetFile(tmp_path / "a.parquet")
+    assert [meta.metadata.row_group(i).num_rows for i in range(3)] == [150, 150, 100]
+    assert meta.schema_arrow.metadata == {b"k": b"v"}
+
+
+def test_a_stream_left_on_an_error_leaves_no_file(tmp_path: Path) -> None:
+    """An exception inside the stream's block removes its temporary file and
+    never creates the target."""
+    with pytest.raises(RuntimeError), ParquetStream(tmp_path / "r.parquet", RECORD_SCHEMA) as s:
+        s.write(records_table([]))
+        raise RuntimeError("stop")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_scheduler_is_bad_input() -> None:
+    """--scheduler takes local, dask or a scheduler address."""
+    with pytest.raises(InputError, match="scheduler"):
+        make_scheduler("slurm", 2)
