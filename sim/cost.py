@@ -44,13 +44,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from numbers import Integral, Real
-from typing import Literal
-
-from genai_prices import data_snapshot
-from genai_prices import types as gp
+from typing import TYPE_CHECKING, Literal
 
 from sim.errors import InputError
 from sim.harness.params import Prices
+
+if TYPE_CHECKING:  # the catalogue is imported where it is read, not when sim starts
+    from genai_prices import data_snapshot
+    from genai_prices import types as gp
 
 CacheMode = Literal["none", "append-only", "expired"]
 CACHE_MODES: tuple[str, ...] = ("none", "append-only", "expired")
@@ -116,6 +117,9 @@ def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str 
 @lru_cache(maxsize=256)
 def _catalogue_tiers(model_id: str, provider: str | None, cache_ttl: str,
                      when: datetime) -> Prices:
+    from genai_prices import data_snapshot
+    from genai_prices import types as gp
+
     snapshot = data_snapshot.get_snapshot()
     try:
         _, model = snapshot.find_provider_model(model_id, None, provider, None)
@@ -131,6 +135,8 @@ def _catalogue_tiers(model_id: str, provider: str | None, cache_ttl: str,
 
 def _prices_at(model_price: gp.ModelPrice, prompt_tokens: int, cache_ttl: str,
                model_id: str) -> Prices:
+    from genai_prices import types as gp
+
     def price(*keys: str) -> float | None:
         for key in keys:
             value = getattr(model_price, key)
@@ -158,6 +164,8 @@ def _prices_at(model_price: gp.ModelPrice, prompt_tokens: int, cache_ttl: str,
 
 def _unknown_model_message(snapshot: data_snapshot.DataSnapshot, model_id: str,
                            provider: str | None) -> str:
+    from genai_prices import data_snapshot
+
     providers = snapshot.providers
     if provider is not None:
         found = data_snapshot.find_provider_by_id(providers, provider)

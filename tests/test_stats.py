@@ -210,6 +210,17 @@ def test_wilson_interval_for_zero_successes_has_closed_form_upper_bound():
     assert high == pytest.approx(0.2775, abs=1e-4)
 
 
+@settings(deadline=None)
+@given(st.integers(1, 10**6), st.data(), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_the_closed_form_wilson_interval_is_scipys(n, data, level):
+    """share_ci's Wilson interval (computed without scipy, so simulating needs
+    no scipy) equals scipy's binomtest(k, n).proportion_ci(method="wilson")
+    to within 1e-12."""
+    k = data.draw(st.integers(0, n))
+    ci = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+    assert share_ci(k, n, level) == pytest.approx((ci.low, ci.high), abs=1e-12)
+
+
 @pytest.mark.parametrize("n", [1, 5, 30, 1000])
 def test_exact_interval_at_the_edges_has_closed_form(n):
     """Clopper-Pearson: 0/n gives (0, 1-(a/2)^(1/n)); n/n gives ((a/2)^(1/n), 1)."""

@@ -27,6 +27,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from fractions import Fraction
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -145,8 +146,9 @@ def share_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -> tup
     ``method`` is ``"wilson"`` (Wilson score interval: good coverage near the
     nominal ``level`` on average, the default for comparison reports) or
     ``"exact"`` (Clopper-Pearson: coverage at least ``level`` for every true
-    share, wider). Bounds are shares in [0, 1]; computed by
-    :func:`scipy.stats.binomtest`.
+    share, wider). Bounds are shares in [0, 1], as
+    :func:`scipy.stats.binomtest` gives them (Wilson in closed form here,
+    Clopper-Pearson by scipy).
     """
     if method not in CI_METHODS:
         raise ValueError(f"method must be one of {CI_METHODS}, got {method!r}")
@@ -154,8 +156,22 @@ def share_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -> tup
         raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if method == "wilson":  # closed form, Newcombe (1998), as scipy computes it
+        return _wilson(int(k), int(n), level)
     from scipy import stats as scipy_stats  # imported here: scipy is slow to import
 
     ci = scipy_stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level,
                                                               method=method)
     return float(ci.low), float(ci.high)
+
+
+def _wilson(k: int, n: int, level: float) -> tuple[float, float]:
+    """The two-sided Wilson score interval without continuity correction, in
+    the arithmetic of scipy's ``binomtest(k, n).proportion_ci(method="wilson")``
+    (so a simulating command needs no scipy to report its shares)."""
+    p = k / n
+    z = NormalDist().inv_cdf(0.5 + 0.5 * level)
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z**2)
+    return (0.0 if k == 0 else center - delta), (1.0 if k == n else center + delta)
