@@ -1,4 +1,8 @@
-"""Sweeps: expand a scenario's grid into cells and run every task of every cell.
+"""Sweeps in memory: expand a scenario's grid into cells and run every task of every cell.
+
+This is the Python API's path (and ``--traces``'s), which returns every
+record; the CLI's ``run`` and ``sweep`` run in chunks, streamed to disk and
+resumable (:mod:`sim.sweeps`).
 
 Tasks are split into chunks by index and run on ``workers`` processes; the
 records are put back in (cell, task) order, so the results are identical for

@@ -110,7 +110,7 @@ def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job]) -> str
 def run_chunk(run: CellRun, cell: Cell, job: Job) -> tuple[pa.Table, dict[str, Any] | None]:
     """Run one chunk (in a worker): its records as Arrow columns, and for a DES
     cell its extras (``capacity``: the measurements; ``series``: the resampled
-    time series as ``{name: [bin start times, values]}``)."""
+    time series as ``[[name, bin start times, values], ...]`` in the engine's order)."""
     if not job.des:
         return records_table(run_tasks(cell, range(job.start, job.stop))), None
     from sim.analysis.capacity import measurements, resampled
@@ -120,8 +120,8 @@ def run_chunk(run: CellRun, cell: Cell, job: Job) -> tuple[pa.Table, dict[str, A
     result = DesEngine(cell, des, arrival_schedule(des, job.tasks, cell.seed)).run()
     extras = {
         "capacity": measurements(result, des.capacity.model_dump()),
-        "series": {name: [t.tolist(), v.tolist()] for name, (t, v) in
-                   ((name, resampled(s, result.horizon_s)) for name, s in result.series.items())},
+        "series": [[name, *(a.tolist() for a in resampled(s, result.horizon_s))]
+                   for name, s in result.series.items()],  # a list: the series keep their order
     }
     return records_table(result.records), extras
 
@@ -129,7 +129,7 @@ def run_chunk(run: CellRun, cell: Cell, job: Job) -> tuple[pa.Table, dict[str, A
 def series_of(extras: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The time series kept in a DES chunk's extras, as arrays again."""
     return {name: (np.asarray(t, dtype=np.float64), np.asarray(v, dtype=np.float64))
-            for name, (t, v) in extras["series"].items()}
+            for name, t, v in extras["series"]}
 
 
 # ---------------------------------------------------------------- the parent
@@ -189,3 +189,49 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Chunk
         raise Interrupted(str(error), len(done), len(jobs), str(store.folder)) from None
     finally:
         bar.close()
+
+
+# ---------------------------------------------------------- to a results file
+@dataclass
+class Streamed:
+    """A sweep's records streamed to ``path`` (cells in order, tasks by index):
+    the tasks of each cell in order (``cells``: ``[(name, tasks)]``), DES cells'
+    capacity measurements and time series, and the store of kept chunks (to
+    remove once the results folder is written)."""
+
+    path: Any
+    cells: list[tuple[str, int]]
+    capacity: dict[str, dict[str, Any]]
+    series: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
+    store: ChunkStore
+
+
+def run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: Any, *,
+                resume: bool = False, progress: bool = True,
+                metadata: dict[bytes, bytes] | None = None) -> Streamed:
+    """Run the sweep (or, with ``resume``, what an interrupted run of it left)
+    and stream its records into ``results.parquet`` inside the folder of kept
+    chunks beside ``out_dir`` (:func:`~sim.output.chunks.partial_folder`),
+    with ``metadata`` in its schema. Raises :class:`Interrupted` when stopped
+    early; the results file then does not exist."""
+    from sim.output.chunks import partial_folder
+    from sim.output.stream import ParquetStream, stale_temporaries
+    from sim.output.table import RECORD_SCHEMA
+
+    jobs = plan(runs, tasks)
+    store = ChunkStore(partial_folder(out_dir), fingerprint(runs, tasks, jobs), resume=resume)
+    for leftover in stale_temporaries(store.folder, "results.parquet"):
+        leftover.unlink(missing_ok=True)  # a stream a SIGKILL cut short
+    result = Streamed(store.folder / "results.parquet", [(r.name, tasks) for r in runs], {}, {},
+                      store)
+
+    with ParquetStream(result.path, RECORD_SCHEMA, metadata=metadata) as stream:
+        def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None) -> None:
+            stream.write(table)
+            if extras is not None:
+                name = runs[job.cell].name
+                result.capacity[name] = extras["capacity"]
+                result.series[name] = series_of(extras)
+
+        run_chunks(runs, tasks, scheduler, store, sink, progress=progress)
+    return result

@@ -7,7 +7,9 @@ Each command lives in its own module under :mod:`sim.cli` with a
 Exit status of every command: 0 done (for ``compare``: no regression), 1 a
 regression, 2 bad input (one ``error: ...`` message on stderr naming the file
 and field, never a traceback; argparse's usage errors too), 3 inconclusive
-(``compare`` without the tasks to decide). No command gives help and exit 2.
+(``compare`` without the tasks to decide); ``run`` and ``sweep`` stopped early
+keep their finished chunks for ``--resume``: 75 a lost worker, 130 Ctrl-C.
+No command gives help and exit 2.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ import importlib
 import os
 import sys
 
+from sim.cli.common import SweepStopped
 from sim.errors import InputError
 
 COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
             "calibrate")
 
 EXIT_STATUS = ("Exit status: 0 done (compare: no regression), 1 a regression, 2 bad input, "
-               "3 inconclusive (compare: not enough tasks to decide either way). Results "
+               "3 inconclusive (compare: not enough tasks to decide either way), 75 a lost "
+               "worker and 130 Ctrl-C (run, sweep: --resume continues). Results "
                "folders hold results.parquet, summary.json, report.md and report.html (a "
                "self-contained page with the figures); see README.md.")
 
@@ -66,6 +70,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except SweepStopped as stopped:
+        print(f"stopped: {stopped}", file=sys.stderr)
+        return stopped.status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

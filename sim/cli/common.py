@@ -49,6 +49,18 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
                              "the one whose p95) cost per task is under USD")
 
 
+def add_sweep_options(parser: argparse.ArgumentParser) -> None:
+    """--resume and --scheduler (the commands that run a sweep in chunks)."""
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run of the same command (Ctrl-C, a kill, "
+                             "a lost worker): only the chunks it did not finish run, and the "
+                             "results are the bytes of an uninterrupted run")
+    parser.add_argument("--scheduler", metavar="WHERE",
+                        help="where chunks run: local (default: --workers processes here), "
+                             "dask (a Dask LocalCluster of --workers processes) or the address "
+                             "of a running Dask scheduler, tcp://HOST:PORT (see README)")
+
+
 def add_plugin_option(parser: argparse.ArgumentParser) -> None:
     """--allow-plugins."""
     parser.add_argument("--allow-plugins", action="store_true",
@@ -95,16 +107,100 @@ def print_json(data: Any) -> None:
 def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
                         command: str) -> int:
     """Check --out, run the cells, write the results folder whole, print
-    tables or JSON."""
+    tables or JSON. Without --traces the sweep runs in chunks (see
+    :mod:`sim.sweeps`): records stream to Parquet as chunks finish, finished
+    chunks are kept for --resume, and --scheduler picks where they run."""
     from sim.output import folder
     from sim.output.provenance import run_provenance
-    from sim.output.results import format_table, timeseries_frame, write_results
-    from sim.runner import run_sweep
 
     out = default_out(args, scenario.name)
     provenance = run_provenance(scenario, command=command, overrides=overrides_of(args))
     folder.prepare(out, provenance, force=args.force)
-    traces = str(args.scenario) if args.traces else None
+    if args.traces:
+        if args.resume or args.scheduler:
+            raise InputError("--traces records every run in this process's pool: it cannot "
+                             "be combined with --resume or --scheduler")
+        summary, series = _simulate_in_memory(args, scenario, runs, out, provenance)
+    else:
+        summary, series = _simulate_in_chunks(args, scenario, runs, out, provenance)
+    if args.format == "json":
+        print_json(summary)
+    else:
+        from sim.output.results import format_table
+
+        for cell in summary["cells"]:
+            print(format_table(cell))
+            print()
+        files = "results.parquet, summary.json, report.md, report.html" + (
+            ", timeseries.parquet" if series else "") + (
+            ", runs.parquet, calls.parquet" if args.traces else "")
+        print(f"results in {out}/ ({files})")
+    return 0
+
+
+EXIT_INTERRUPTED = 130
+"""Exit status of a sweep stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+EXIT_LOST_WORKER = 75
+"""Exit status of a sweep stopped by a lost worker (EX_TEMPFAIL: run it again with --resume)."""
+
+
+class SweepStopped(Exception):
+    """The sweep stopped early; ``status`` is the exit status to return."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _simulate_in_chunks(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
+                        out: Path, provenance: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    from sim.output import folder
+    from sim.output.results import parquet_metadata, timeseries_frame, write_streamed_results
+    from sim.runner import default_workers
+    from sim.schedulers import make_scheduler
+    from sim.sweeps import Interrupted, run_to_file
+
+    workers = args.workers or default_workers()
+    try:
+        with make_scheduler(args.scheduler, workers) as scheduler:
+            streamed = run_to_file(runs, scenario.tasks, out, scheduler, resume=args.resume,
+                                   progress=not args.quiet,
+                                   metadata=parquet_metadata(provenance))
+    except Interrupted as stopped:
+        status = EXIT_INTERRUPTED if stopped.why == "interrupted" else EXIT_LOST_WORKER
+        raise SweepStopped(f"{stopped}; no results were written to {out}", status) from None
+    from sim.output.html import write_sweep_html  # matplotlib: only when a report is written
+
+    try:
+        with folder.replace(out) as staging:
+            summary, rows = write_streamed_results(
+                staging, streamed.path, streamed.cells, {r.name: r.params() for r in runs},
+                title=f"Results: {scenario.name}",
+                extras_by_cell={name: {"capacity": c} for name, c in streamed.capacity.items()},
+                timeseries=timeseries_frame(streamed.series) if streamed.series else None,
+                seed=scenario.seed, description=scenario.description, provenance=provenance)
+            write_sweep_html(staging, summary, rows, title=f"Results: {scenario.name}",
+                             ceiling=args.cost_ceiling)
+    except KeyboardInterrupt:  # every chunk is kept: --resume only writes the folder
+        raise SweepStopped(f"interrupted while writing {out}; the previous results are "
+                           f"intact and the finished chunks kept in {streamed.store.folder}: "
+                           f"run the same command with --resume", EXIT_INTERRUPTED) from None
+    except BaseException:  # the folder is as it was; nothing is left beside it
+        streamed.store.remove()
+        raise
+    streamed.store.remove()
+    return summary, bool(streamed.series)
+
+
+def _simulate_in_memory(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
+                        out: Path, provenance: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The sweep with every run recorded in the trace model (--traces): the
+    records and traces are kept in memory and written at the end."""
+    from sim.output import folder
+    from sim.output.results import timeseries_frame, write_results
+    from sim.runner import run_sweep
+
+    traces = str(args.scenario)
     result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet,
                        traces=traces)
     from sim.output.html import write_sweep_html  # matplotlib: only when a report is written
@@ -118,18 +214,8 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
             seed=scenario.seed, description=scenario.description, provenance=provenance)
         write_sweep_html(staging, summary, result.records, title=f"Results: {scenario.name}",
                          ceiling=args.cost_ceiling)
-        _write_traces(staging, result.traces if traces is not None else None)
-    if args.format == "json":
-        print_json(summary)
-    else:
-        for cell in summary["cells"]:
-            print(format_table(cell))
-            print()
-        files = "results.parquet, summary.json, report.md, report.html" + (
-            ", timeseries.parquet" if result.series else "") + (
-            ", runs.parquet, calls.parquet" if traces is not None else "")
-        print(f"results in {out}/ ({files})")
-    return 0
+        _write_traces(staging, result.traces)
+    return summary, bool(result.series)
 
 
 def _write_traces(out: Path, traces: dict[str, list] | None) -> None:

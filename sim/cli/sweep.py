@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from sim.cli.common import add_simulation_options, load, simulate_and_report
+from sim.cli.common import (
+    add_simulation_options,
+    add_sweep_options,
+    load,
+    simulate_and_report,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,6 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "sweep is one cell) and write results.parquet, summary.json, report.md "
                     "and report.html (figures embedded) to --out.")
     add_simulation_options(parser)
+    add_sweep_options(parser)
     parser.set_defaults(handler=run)
 
 

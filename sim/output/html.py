@@ -235,11 +235,16 @@ def sweep_html(summary: Mapping[str, Any], rows: pd.DataFrame, *, title: str,
 
 
 def write_sweep_html(out_dir: str | os.PathLike, summary: Mapping[str, Any],
-                     records_by_cell: Mapping[str, list], *, title: str,
+                     records_by_cell: Mapping[str, list] | pd.DataFrame, *, title: str,
                      ceiling: float | None = None) -> Path:
-    """Write ``report.html`` of a sweep into ``out_dir``; return its path."""
-    frames = [records_frame(list(records)) for records in records_by_cell.values()]
-    rows = pd.concat(frames, ignore_index=True)
+    """Write ``report.html`` of a sweep into ``out_dir``; return its path.
+    ``records_by_cell`` is the records by cell, or a frame of their rows
+    (with at least the columns cell, cost_usd and steps)."""
+    if isinstance(records_by_cell, pd.DataFrame):
+        rows = records_by_cell
+    else:
+        rows = pd.concat([records_frame(list(records)) for records in records_by_cell.values()],
+                         ignore_index=True)
     path = Path(out_dir) / HTML_NAME
     write_atomic(path, sweep_html(summary, rows, title=title, ceiling=ceiling).encode("utf-8"))
     return path

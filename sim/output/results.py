@@ -499,3 +499,66 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     write_json(out / SUMMARY_NAME, summary)
     write_report(out / REPORT_NAME, summary, title=title)
     return summary
+
+
+SUMMARY_COLUMNS = ("cell", "outcome", "steps", "input_tokens", "cache_read_tokens",
+                   "cache_write_tokens", "output_tokens", "thinking_tokens", "cost_usd", "wall_s",
+                   *_MEANS)
+"""The columns :func:`cell_summary` and the HTML report's figures read."""
+
+
+def parquet_metadata(provenance: Mapping[str, Any] | None) -> dict[bytes, bytes] | None:
+    """The schema metadata results.parquet carries (the provenance as JSON)."""
+    return None if provenance is None else {PROVENANCE_KEY: json_bytes(dict(provenance))}
+
+
+def summary_rows(path: str | os.PathLike) -> pd.DataFrame:
+    """The :data:`SUMMARY_COLUMNS` of a results.parquet, rows in file order
+    (what summaries and figures need, without the rest of every record)."""
+    return pq.read_table(path, columns=list(SUMMARY_COLUMNS)).to_pandas()
+
+
+def write_streamed_results(out_dir: str | os.PathLike, streamed: str | os.PathLike,
+                           cells: list[tuple[str, int]], params_by_cell: dict[str, dict], *,
+                           title: str = DEFAULT_TITLE,
+                           extras_by_cell: Mapping[str, Mapping[str, Any]] | None = None,
+                           timeseries: pd.DataFrame | None = None, seed: int | None = None,
+                           description: str = "", provenance: Mapping[str, Any] | None = None
+                           ) -> tuple[dict[str, Any], pd.DataFrame]:
+    """:func:`write_results` for records already streamed to a Parquet file
+    (:mod:`sim.output.stream`; cells in order of ``cells``, ``[(name,
+    tasks)]``, tasks by index): the file is moved into ``out_dir`` as
+    results.parquet, and the summary is computed from its
+    :data:`SUMMARY_COLUMNS` read back, so no record object is ever built.
+    Returns the summary and those rows (for the HTML report)."""
+    if [name for name, _ in cells] != list(params_by_cell):
+        raise ValueError("cells and params_by_cell name different cells")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / PARQUET_NAME
+    os.replace(streamed, target)
+    rows = summary_rows(target)
+    if len(rows) != sum(n for _, n in cells):
+        raise ValueError(f"{target} holds {len(rows)} rows, not the "
+                         f"{sum(n for _, n in cells)} tasks of the sweep")
+    summaries, start = [], 0
+    for name, tasks in cells:
+        frame = rows.iloc[start:start + tasks]
+        start += tasks
+        if (frame["cell"] != name).any():
+            raise ValueError(f"{target}: the rows of cell {name!r} are not where expected")
+        summary_of_cell = cell_summary(name, params_by_cell[name], frame)
+        if seed is not None:
+            summary_of_cell["seed"] = seed
+        summary_of_cell.update((extras_by_cell or {}).get(name, {}))
+        summaries.append(summary_of_cell)
+    summary: dict[str, Any] = {"cells": summaries}
+    if description:
+        summary["description"] = description
+    if provenance is not None:
+        summary["provenance"] = json.loads(json_bytes(dict(provenance)))
+    if timeseries is not None:
+        write_atomic(out / TIMESERIES_NAME, parquet_bytes(timeseries, provenance))
+    write_json(out / SUMMARY_NAME, summary)
+    write_report(out / REPORT_NAME, summary, title=title)
+    return summary, rows

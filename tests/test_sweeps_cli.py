@@ -1,0 +1,124 @@
+"""Chunked sweeps through the CLI (issue 14, done-when): ``run`` and ``sweep``
+write the same bytes with ``--workers 1``, ``--workers 2``, ``--scheduler
+dask`` or a Dask cluster's address, and after a SIGKILL and ``--resume``;
+Ctrl-C stops with exit status 130, keeps the finished chunks and writes nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+from sim.output.chunks import partial_folder
+
+ROOT = Path(__file__).parents[1]
+BOUNDED = str(ROOT / "scenarios" / "bounded.yaml")
+FILES = ("results.parquet", "summary.json", "report.md")
+
+
+def _cli(*argv: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sim", *argv], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {name: (out / name).read_bytes() for name in FILES}
+
+
+def _wait_for_chunks(out: Path, count: int, child: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        if len(list(partial_folder(out).glob("*.arrow"))) >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no {count} chunks kept in time (exit {child.poll()})")
+
+
+def test_run_writes_the_same_bytes_on_one_or_two_workers_and_on_a_dask_cluster(
+        tmp_path: Path) -> None:
+    """results.parquet, summary.json and report.md are identical for
+    --workers 1, --workers 2 and --scheduler tcp://... (a running cluster)."""
+    distributed = pytest.importorskip("distributed")
+    common = ("run", BOUNDED, "--tasks", "400", "--quiet")
+    assert main([*common, "--workers", "1", "--out", str(tmp_path / "one")]) == 0
+    assert main([*common, "--workers", "2", "--out", str(tmp_path / "two")]) == 0
+    with distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster:
+        assert main([*common, "--scheduler", cluster.scheduler_address,
+                     "--out", str(tmp_path / "cluster")]) == 0
+    assert _files(tmp_path / "one") == _files(tmp_path / "two") == _files(tmp_path / "cluster")
+    assert not partial_folder(tmp_path / "one").exists()
+
+
+def test_scheduler_dask_starts_a_local_cluster_with_the_same_results(tmp_path: Path) -> None:
+    """--scheduler dask (a LocalCluster of --workers processes) gives the
+    bytes of --workers 1."""
+    pytest.importorskip("distributed")
+    common = ("sweep", BOUNDED, "--tasks", "200", "--quiet", "--set", "harness.budgets.steps=30")
+    dask = _cli(*common, "--scheduler", "dask", "--workers", "2", "--out",
+                str(tmp_path / "dask"))
+    _, err = dask.communicate(timeout=300)
+    assert dask.returncode == 0, err
+    assert main([*common, "--workers", "1", "--out", str(tmp_path / "one")]) == 0
+    assert _files(tmp_path / "dask") == _files(tmp_path / "one")
+
+
+def test_a_run_killed_with_sigkill_and_resumed_writes_the_bytes_of_an_uninterrupted_run(
+        tmp_path: Path) -> None:
+    """SIGKILL mid-sweep keeps the finished chunks and writes no results;
+    the same command with --resume runs only the rest and ends with the
+    bytes of a run never interrupted."""
+    out = tmp_path / "killed"
+    argv = ("run", BOUNDED, "--tasks", "6000", "--workers", "2", "--quiet", "--out", str(out))
+    child = _cli(*argv)
+    _wait_for_chunks(out, 3, child)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.communicate()
+    kept = len(list(partial_folder(out).glob("*.arrow")))
+    assert not out.exists()
+    assert main([*argv, "--resume"]) == 0
+    assert main(["run", BOUNDED, "--tasks", "6000", "--workers", "1", "--quiet",
+                 "--out", str(tmp_path / "whole")]) == 0
+    assert _files(out) == _files(tmp_path / "whole")
+    assert kept >= 3 and not partial_folder(out).exists()
+
+
+def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C) to a running sweep: exit status 130 within a second or
+    so, a message naming the kept chunks and --resume, no results folder."""
+    out = tmp_path / "stopped"
+    child = _cli("run", BOUNDED, "--tasks", "20000", "--workers", "2", "--quiet",
+                 "--out", str(out))
+    _wait_for_chunks(out, 2, child)
+    start = time.monotonic()
+    os.killpg(child.pid, signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert time.monotonic() - start < 2.0
+    assert child.returncode == 130
+    assert "chunks finished and kept" in err and "--resume" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_resume_refuses_the_kept_chunks_of_another_run(tmp_path: Path) -> None:
+    """--resume over chunks kept by a run of other settings is bad input
+    (exit 2), never a mix of two runs."""
+    out = tmp_path / "mixed"
+    child = _cli("run", BOUNDED, "--tasks", "20000", "--workers", "2", "--quiet",
+                 "--out", str(out))
+    _wait_for_chunks(out, 1, child)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.communicate()
+    assert main(["run", BOUNDED, "--tasks", "20000", "--set", "harness.budgets.steps=20",
+                 "--quiet", "--resume", "--out", str(out)]) == 2
+
+
+def test_traces_cannot_be_resumed(tmp_path: Path) -> None:
+    """--traces keeps every run in memory: with --resume it is bad input."""
+    assert main(["run", BOUNDED, "--tasks", "5", "--traces", "--resume", "--quiet",
+                 "--out", str(tmp_path / "t")]) == 2
