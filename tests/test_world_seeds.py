@@ -40,3 +40,21 @@ def test_a_block_of_tasks_is_the_tasks_one_by_one() -> None:
     block = spawn_words(11, np.arange(100, 200), 5)
     for i in (100, 150, 199):
         assert (spawn_words(11, np.array([i]), 5)[0] == block[i - 100]).all()
+
+
+def test_pooled_streams_are_the_tasks_own_in_any_order() -> None:
+    """StreamPool positions each task's streams at task_states(seed, task),
+    whether tasks come in index order (one block of seed words serves many),
+    out of order, under another seed or past 2**32."""
+    from sim.world.streams import _INCREMENTS, CONCERNS, StreamPool, task_states
+
+    pool = StreamPool()
+    for seed, task in [(7, 0), (7, 1), (7, 255), (7, 256), (7, 3), (8, 3), (7, 2**32 + 1)]:
+        streams = pool.acquire(seed, task)
+        for k, draws in enumerate(streams):
+            reference = np.random.Generator(np.random.PCG64(0))
+            reference.bit_generator.state = {
+                "bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0,
+                "state": {"state": task_states(seed, task)[k], "inc": _INCREMENTS[k]}}
+            assert draws.uniform() == reference.random(), (seed, task, CONCERNS[k])
+        pool.release(streams)

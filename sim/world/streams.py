@@ -15,12 +15,18 @@ other: changing how often tools are retried does not shift the model's draws.
 Draws are taken in blocks (``Generator.random(n)``) and handed out one by one,
 which keeps the per-step cost low; a stream repositioned for a new task sets
 its generator's state only when it first draws, so concerns a task never uses
-cost nothing. No global random state is used anywhere.
+cost nothing. The children's words are computed for blocks of consecutive
+tasks at once (:mod:`sim.world.seeds`: numpy's hash, vectorised, the same
+words), so starting a task builds no SeedSequence. The layout is unchanged:
+every task draws exactly the numbers it drew before. No global random state
+is used anywhere.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from sim.world.seeds import spawn_words
 
 DIFFICULTY, MODEL, TOOLS, LATENCY, OPERATIONS, SIZES, USER = 0, 1, 2, 3, 4, 5, 6
 CONCERNS: tuple[str, ...] = ("difficulty", "model", "tools", "latency", "operations", "sizes",
@@ -32,6 +38,7 @@ class Draws:
     """Uniform [0, 1) and standard normal draws from one stream, in blocks."""
 
     __slots__ = ("_rng", "_u", "_ui", "_z", "_zi", "_pending")
+    _pending: dict | tuple[int, int] | None
 
     def __init__(self, rng: np.random.Generator) -> None:
         self._rng = rng
@@ -39,7 +46,7 @@ class Draws:
         self._ui = 0
         self._z: list[float] = []
         self._zi = 0
-        self._pending: dict | None = None
+        self._pending = None
 
     def uniform(self) -> float:
         """The next uniform draw in [0, 1)."""
@@ -63,9 +70,10 @@ class Draws:
         self._zi = i + 1
         return self._z[i]
 
-    def reset(self, state: dict) -> None:
-        """Position the stream at ``state`` (a PCG64 state dict) and drop
-        buffered draws; the generator takes the state at the first draw."""
+    def reset(self, state: dict | tuple[int, int]) -> None:
+        """Position the stream at ``state`` (a PCG64 state dict, or its 128-bit
+        state and increment as a pair) and drop buffered draws; the generator
+        takes the state at the first draw."""
         self._pending = state
         self._u = []
         self._ui = 0
@@ -73,7 +81,11 @@ class Draws:
         self._zi = 0
 
     def _position(self) -> None:
-        self._rng.bit_generator.state = self._pending
+        state = self._pending
+        if type(state) is tuple:
+            state = {"bit_generator": "PCG64", "state": {"state": state[0], "inc": state[1]},
+                     "has_uint32": 0, "uinteger": 0}
+        self._rng.bit_generator.state = state
         self._pending = None
 
 
@@ -90,6 +102,9 @@ def task_states(seed: int, task: int) -> list[int]:
     return [(words[2 * k] << 64) | words[2 * k + 1] for k in range(n)]
 
 
+_BLOCK_TASKS = 256
+
+
 class StreamPool:
     """Reusable generators, so starting a task costs no generator construction.
 
@@ -98,20 +113,33 @@ class StreamPool:
     concern with a fixed odd increment per concern; ``release`` returns them
     for reuse once the task has ended. Tasks running side by side (the DES
     engine) simply hold different sets.
+
+    The states are those of :func:`task_states`, computed for a block of
+    ``256`` consecutive tasks at once (:func:`sim.world.seeds.spawn_words`),
+    so a task's set-up builds no SeedSequence: engines start tasks in index
+    order.
     """
 
     def __init__(self) -> None:
         self._free: list[tuple[Draws, ...]] = []
+        self._block: tuple[int, int, list[list[int]]] | None = None  # seed, first task, words
+
+    def _states(self, seed: int, task: int) -> list[int]:
+        block = self._block
+        if block is None or block[0] != seed or not 0 <= task - block[1] < len(block[2]):
+            n = len(CONCERNS)
+            words = spawn_words(seed, np.arange(task, task + _BLOCK_TASKS), 2 * n).tolist()
+            block = self._block = (seed, task, words)
+        words = block[2][task - block[1]]
+        return [(words[2 * k] << 64) | words[2 * k + 1] for k in range(len(CONCERNS))]
 
     def acquire(self, seed: int, task: int) -> tuple[Draws, ...]:
         """The streams of ``task`` under ``seed`` (one per concern), freshly positioned."""
-        states = task_states(seed, task)
+        states = self._states(seed, task)
         streams = self._free.pop() if self._free else tuple(
             Draws(np.random.Generator(np.random.PCG64(0))) for _ in CONCERNS)
         for k, draws in enumerate(streams):
-            draws.reset({"bit_generator": "PCG64",
-                         "state": {"state": states[k], "inc": _INCREMENTS[k]},
-                         "has_uint32": 0, "uinteger": 0})
+            draws.reset((states[k], _INCREMENTS[k]))
         return streams
 
     def release(self, streams: tuple[Draws, ...]) -> None:

@@ -34,6 +34,11 @@ from sim.world.world import World
 
 PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
 
+_MADE = 2048  # the call ids and targets of a run's first calls, made once per process
+_CALL_IDS = tuple(f"toolu_{n}" for n in range(_MADE))
+_TARGETS = (tuple(f"/work/src/item_{n}" for n in range(_MADE)),
+            tuple(f"/work/notes/item_{n}" for n in range(_MADE)))
+
 
 class SimulatedTask:
     """The world as one task sees it. ``respond``, ``execute``, ``verify``,
@@ -175,16 +180,19 @@ class SimulatedTask:
         self.calls += 1
         n = self.calls
         name = self.world.pick_tool(u)
-        call_id = f"toolu_{n}"
+        if n < _MADE:
+            call_id, arg = _CALL_IDS[n], _TARGETS[kind == LOOP][n]
+        else:
+            call_id, arg = f"toolu_{n}", f"/work/{'notes' if kind == LOOP else 'src'}/item_{n}"
         self.kinds[call_id] = kind
-        arg = f"/work/{'notes' if kind == LOOP else 'src'}/item_{n}"
         w = self.world
         return ToolUseBlock(call_id, name, {"target": arg},
                             w.output_tokens if w.fixed_sizes else self._output())
 
     def _repeat_loop_call(self) -> ToolUseBlock:
         self.calls += 1
-        call_id = f"toolu_{self.calls}"
+        n = self.calls
+        call_id = _CALL_IDS[n] if n < _MADE else f"toolu_{n}"
         self.kinds[call_id] = LOOP
         loop = self.loop_call
         return ToolUseBlock(call_id, loop.name, loop.input, loop.tokens)
