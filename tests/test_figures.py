@@ -86,6 +86,21 @@ def test_ccdf_plots_the_share_of_tasks_costing_more_than_x():
     assert fig.axes[0].get_xscale() == fig.axes[0].get_yscale() == "log"
 
 
+def test_a_long_ccdf_keeps_its_tail_whole_and_thins_its_body():
+    """Past CCDF_POINTS tasks the line draws at most that many points: the
+    most expensive CCDF_POINTS // 2 tasks all, at their exact shares, and the
+    body at evenly spaced ranks, still starting from the cheapest task."""
+    n = figures.CCDF_POINTS * 5
+    costs = np.arange(1, n + 1, dtype=np.float64)
+    line = figures.cost_ccdf({"a": costs}).axes[0].lines[0]
+    x, y = line.get_xdata(), line.get_ydata()
+    assert len(x) <= figures.CCDF_POINTS and x[0] == 1.0
+    tail = figures.CCDF_POINTS // 2 - 1  # the top cost has no task above it: not drawn
+    assert x[-tail:].tolist() == costs[-tail - 1:-1].tolist()
+    assert np.allclose(y[-tail:], 1 - np.arange(n - tail, n) / n)
+    assert np.all(np.diff(x) > 0) and np.all(np.diff(y) < 0)
+
+
 def test_steps_histogram_is_in_shares_of_each_sides_tasks():
     """Each side's outline is in percent of its own tasks: its bins add up to
     100 whatever the side's size (3 tasks or 100)."""

@@ -113,12 +113,20 @@ def outcome_bars(shares: Mapping[str, Mapping[str, float]], *,
     return fig
 
 
+CCDF_POINTS = 20_000
+"""The most points a cost CCDF line draws: past it, the ``CCDF_POINTS // 2``
+most expensive tasks are all drawn (the tail the plot is for) and as many of
+the rest evenly sampled, which at this figure size looks the same and keeps a
+million-task report small."""
+
+
 def cost_ccdf(costs: Mapping[str, ArrayLike], *,
               title: str = "Cost tail: share of tasks costing more than x") -> Figure:
     """The complementary CDF of per-task cost on log-log axes, one line per
     entry of ``costs`` ({label: costs in USD}): at x, the share of tasks that
     cost more than x. Zero costs are left out (log axis); the lowest plotted
-    share is 1/n, the most expensive task. With nothing to draw (every task
+    share is 1/n, the most expensive task (lines of more than
+    :data:`CCDF_POINTS` tasks are thinned in their body). With nothing to draw (every task
     cost $0, or a single task) the panel says so instead."""
     fig, (ax,) = new_figure(4.0)
     plotted = 0
@@ -128,6 +136,11 @@ def cost_ccdf(costs: Mapping[str, ArrayLike], *,
         if n == 0:
             continue
         survival = 1.0 - np.arange(1, n + 1) / n  # share of tasks costing more than x[i]
+        if n > CCDF_POINTS:  # more steps than pixels: the tail whole, the body evenly thinned
+            half = CCDF_POINTS // 2
+            at = np.concatenate([np.linspace(0, n - half - 1, half).astype(np.int64),
+                                 np.arange(n - half, n)])
+            x, survival = x[at], survival[at]
         keep = (x > 0) & (survival > 0)
         plotted += int(keep.sum())
         ax.step(x[keep], survival[keep], where="post", color=_LINES[i % len(_LINES)],

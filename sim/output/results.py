@@ -515,7 +515,9 @@ def parquet_metadata(provenance: Mapping[str, Any] | None) -> dict[bytes, bytes]
 def summary_rows(path: str | os.PathLike) -> pd.DataFrame:
     """The :data:`SUMMARY_COLUMNS` of a results.parquet, rows in file order
     (what summaries and figures need, without the rest of every record)."""
-    return pq.read_table(path, columns=list(SUMMARY_COLUMNS)).to_pandas()
+    table = pq.read_table(path, columns=list(SUMMARY_COLUMNS))
+    # the Arrow columns are freed as they convert; strings as categories (a few codes)
+    return table.to_pandas(strings_to_categorical=True, split_blocks=True, self_destruct=True)
 
 
 def write_streamed_results(out_dir: str | os.PathLike, streamed: str | os.PathLike,
