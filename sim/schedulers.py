@@ -87,7 +87,11 @@ class LocalPool:
 
     def run(self, work: Work, jobs: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
         """``(index, work(*job))`` as jobs finish; at most two jobs per worker
-        are queued at a time, so a stop leaves little work thrown away."""
+        are queued at a time, so a stop leaves little work thrown away. A
+        single job runs in this process (no pool to start for it)."""
+        if len(jobs) <= 1:
+            yield from InProcess().run(work, jobs)
+            return
         context = multiprocessing.get_context("fork")
         self._pool = pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
                                                 initializer=_start_worker,

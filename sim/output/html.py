@@ -18,16 +18,18 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from sim.analysis import stats
-from sim.analysis.compare import METRICS, POWER, Comparison, check_sentence, format_p
 from sim.output import figures
 from sim.output.results import records_frame, report_markdown, write_atomic, write_json
+
+if TYPE_CHECKING:  # comparisons (and scipy) are imported by the functions that render them
+    from sim.analysis.compare import Comparison
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"
@@ -300,6 +302,8 @@ def _signed(value: float, metric: str) -> str:
 
 
 def _outcome_rows(result: Comparison, cell: str) -> list[str]:
+    from sim.analysis.compare import format_p
+
     level = round(100 * (1 - result.thresholds.alpha))
     rows = [f"| outcome | base | candidate | change | {level}% interval | p | test |",
             "|---|---:|---:|---:|---:|---:|---|"]
@@ -312,6 +316,8 @@ def _outcome_rows(result: Comparison, cell: str) -> list[str]:
 
 
 def _metric_rows(result: Comparison, cell: str) -> list[str]:
+    from sim.analysis.compare import METRICS, format_p
+
     level = round(100 * (1 - result.thresholds.alpha))
     labels = dict(METRICS)
     rows = [f"| per task | stat | base | candidate | change | change % | {level}% interval of "
@@ -328,6 +334,8 @@ def _metric_rows(result: Comparison, cell: str) -> list[str]:
 
 
 def _check_rows(result: Comparison, cell: str) -> list[str]:
+    from sim.analysis.compare import format_p
+
     level = round(100 * (1 - result.thresholds.alpha))
     rows = [f"| check | change | {level}% interval | limit | p | Holm-adjusted p | result |",
             "|---|---:|---:|---:|---:|---:|---|"]
@@ -348,6 +356,8 @@ def _check_rows(result: Comparison, cell: str) -> list[str]:
 
 
 def _method(result: Comparison) -> str:
+    from sim.analysis.compare import POWER
+
     t = result.thresholds
     level = round(100 * (1 - t.alpha))
     if result.paired:
@@ -384,6 +394,8 @@ def _method(result: Comparison) -> str:
 
 
 def comparison_markdown(result: Comparison, figure_names: list[str] | None = None) -> str:
+    from sim.analysis.compare import check_sentence, format_p
+
     """The Markdown report of a comparison; ``figure_names`` (see
     :func:`comparison_figures`) are linked as ``figures/<name>.png``."""
     names = figure_names or []
