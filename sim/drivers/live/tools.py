@@ -44,6 +44,7 @@ import os
 import signal
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,9 +75,10 @@ class ToolContext:
 
 
 @dataclass
-class Tool:
+class Tool(ABC):
     """A tool: its definition for the model and its policy for the harness.
-    Subclasses implement :meth:`run`."""
+    Subclasses implement :meth:`run` (the class is abstract: a bare Tool
+    cannot be built)."""
 
     name: str
     description: str
@@ -104,10 +106,10 @@ class Tool:
         return ToolSpec(self.name, self.effect, self.timeout_s, self.polling,  # type: ignore[arg-type]
                         size, required, self.description, schema)
 
+    @abstractmethod
     async def run(self, arguments: dict[str, Any], context: ToolContext, timeout_s: float
                   ) -> str | ToolResult:
         """Run once; return the output text (or a full result). Raise to fail."""
-        raise NotImplementedError
 
 
 @dataclass
