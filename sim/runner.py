@@ -1,6 +1,6 @@
 """Sweeps in memory: expand a scenario's grid into cells and run every task of every cell.
 
-This is the Python API's path (and ``--traces``'s), which returns every
+This is the Python API's path (traces included, when asked for), which returns every
 record; the CLI's ``run`` and ``sweep`` run in chunks, streamed to disk and
 resumable (:mod:`sim.sweeps`).
 
@@ -166,26 +166,26 @@ def _run_des_cell(run: CellRun, cell: Cell, tasks: int, traces: str | None
     from sim.analysis.capacity import measurements, resampled
     from sim.engines.des import DesEngine, arrival_schedule
 
-    tracer = None if traces is None else _Tracer()
+    tracer = None if traces is None else RunTracer()
     if run.scenario.engine == "direct":  # a direct cell in a sweep that has DES cells
         records = run_tasks(cell, range(tasks), tracer)
-        return records, None, {}, _traced(tracer, cell, records, traces)
+        return records, None, {}, traced_runs(tracer, cell, records, traces)
     des = run.scenario.des
     arrivals = arrival_schedule(des, tasks, cell.seed)
     result = DesEngine(cell, des, arrivals, tracer).run()
     capacity = measurements(result, des.capacity.model_dump())
     series = {name: resampled(s, result.horizon_s) for name, s in result.series.items()}
-    return result.records, capacity, series, _traced(tracer, cell, result.records, traces)
+    return result.records, capacity, series, traced_runs(tracer, cell, result.records, traces)
 
 
 def _run_chunk(cell: Cell, start: int, stop: int, traces: str | None
                ) -> tuple[list[TaskRecord], list]:
-    tracer = None if traces is None else _Tracer()
+    tracer = None if traces is None else RunTracer()
     records = run_tasks(cell, range(start, stop), tracer)
-    return records, _traced(tracer, cell, records, traces)
+    return records, traced_runs(tracer, cell, records, traces)
 
 
-class _Tracer:
+class RunTracer:
     """A :data:`sim.engines.direct.Tracer` keeping one recorder per task index."""
 
     def __init__(self) -> None:
@@ -198,7 +198,7 @@ class _Tracer:
         return recorder.wrap
 
 
-def _traced(tracer: _Tracer | None, cell: Cell, records: list[TaskRecord], file: str | None
+def traced_runs(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord], file: str | None
             ) -> list:
     """The runs of ``records`` in the trace model (empty without a tracer)."""
     if tracer is None or file is None:

@@ -24,11 +24,12 @@ of work.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
@@ -90,10 +91,12 @@ def plan(runs: Sequence[CellRun], tasks: int) -> list[Job]:
     return jobs
 
 
-def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job]) -> str:
-    """A digest of everything the records depend on: every cell's resolved
-    scenario and axis values, the task count, the chunk plan and sim's
-    version. Kept chunks are reused only under the same fingerprint."""
+def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job],
+                traces: str | None = None) -> str:
+    """A digest of everything the kept chunks depend on: every cell's resolved
+    scenario and axis values, the task count, the chunk plan, whether (and
+    under which file name) runs are traced, and sim's version. Kept chunks are
+    reused only under the same fingerprint."""
     try:
         version = metadata.version("sim")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a checkout
@@ -101,29 +104,50 @@ def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job]) -> str
     cells = [{"name": r.name, "values": [[k, repr(v)] for k, v in r.values],
               "scenario": r.scenario.model_dump(mode="json")} for r in runs]
     text = json.dumps({"cells": cells, "tasks": tasks, "version": version,
-                       "chunks": [[j.cell, j.start, j.stop, j.des] for j in jobs]},
+                       "chunks": [[j.cell, j.start, j.stop, j.des] for j in jobs],
+                       "traces": traces},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ---------------------------------------------------------------- workers
-def run_chunk(run: CellRun, cell: Cell, job: Job) -> tuple[pa.Table, dict[str, Any] | None]:
-    """Run one chunk (in a worker): its records as Arrow columns, and for a DES
-    cell its extras (``capacity``: the measurements; ``series``: the resampled
-    time series as ``[[name, bin start times, values], ...]`` in the engine's order)."""
-    if not job.des:
-        return records_table(run_tasks(cell, range(job.start, job.stop))), None
-    from sim.analysis.capacity import measurements, resampled
-    from sim.engines.des import DesEngine, arrival_schedule
+TRACE_TABLES = ("runs", "calls")
+"""The side tables of a traced chunk, in the order of their files
+(:data:`sim.traces.model.RUNS_FILE`, :data:`~sim.traces.model.CALLS_FILE`)."""
 
-    des = run.scenario.des
-    result = DesEngine(cell, des, arrival_schedule(des, job.tasks, cell.seed)).run()
-    extras = {
-        "capacity": measurements(result, des.capacity.model_dump()),
-        "series": [[name, *(a.tolist() for a in resampled(s, result.horizon_s))]
-                   for name, s in result.series.items()],  # a list: the series keep their order
-    }
-    return records_table(result.records), extras
+
+def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None
+              ) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]:
+    """Run one chunk (in a worker): its records as Arrow columns; for a DES
+    cell its extras (``capacity``: the measurements; ``series``: the resampled
+    time series as ``[[name, bin start times, values], ...]`` in the engine's
+    order); with ``traces`` (the name recorded as each run's ``file``) its runs
+    in the trace model as the ``runs`` and ``calls`` tables."""
+    from sim.runner import RunTracer, traced_runs
+
+    tracer = None if traces is None else RunTracer()
+    extras = None
+    if not job.des:
+        records = run_tasks(cell, range(job.start, job.stop), tracer)
+    else:
+        from sim.analysis.capacity import measurements, resampled
+        from sim.engines.des import DesEngine, arrival_schedule
+
+        des = run.scenario.des
+        result = DesEngine(cell, des, arrival_schedule(des, job.tasks, cell.seed), tracer).run()
+        records = result.records
+        extras = {
+            "capacity": measurements(result, des.capacity.model_dump()),
+            "series": [[name, *(a.tolist() for a in resampled(s, result.horizon_s))]
+                       for name, s in result.series.items()],  # a list: the series keep order
+        }
+    side = None
+    if traces is not None:
+        from sim.traces.writer import trace_tables
+
+        side = dict(zip(TRACE_TABLES, trace_tables(traced_runs(tracer, cell, records, traces)),
+                        strict=True))
+    return records_table(records), extras, side
 
 
 def series_of(extras: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -143,15 +167,16 @@ class Interrupted(Exception):
                          f"run the same command with --resume to run only the rest")
 
 
-Sink = Callable[[Job, pa.Table, "dict[str, Any] | None"], None]
+Sink = Callable[[Job, pa.Table, "dict[str, Any] | None", "dict[str, pa.Table] | None"], None]
 
 
 def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: ChunkStore,
-               sink: Sink, *, progress: bool = True) -> None:
+               sink: Sink, *, progress: bool = True, traces: str | None = None) -> None:
     """Run the chunks of :func:`plan` that ``store`` does not hold yet on
     ``scheduler``, keep each in ``store`` as it finishes, and give every chunk
-    (kept earlier or now) to ``sink`` in plan order. Raises
-    :class:`Interrupted` on Ctrl-C or a lost worker (finished chunks stay kept)."""
+    (kept earlier or now) to ``sink`` in plan order, with its side tables when
+    ``traces`` (see :func:`run_chunk`). Raises :class:`Interrupted` on Ctrl-C
+    or a lost worker (finished chunks stay kept)."""
     jobs = plan(runs, tasks)
     cells = [build_cell(r) for r in runs]
     missing = [j for j in jobs if not store.has(j.key)]
@@ -167,17 +192,19 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Chunk
         while written < len(jobs) and jobs[written].key in done:
             job = jobs[written]
             table, extras = store.get(job.key)
-            sink(job, table, extras)
+            side = None if traces is None else {name: store.side(job.key, name)
+                                                for name in TRACE_TABLES}
+            sink(job, table, extras, side)
             written += 1
 
     try:
         drain()
-        work = [(runs[j.cell], cells[j.cell], j) for j in missing]
+        work = [(runs[j.cell], cells[j.cell], j, traces) for j in missing]
         finished = scheduler.run(run_chunk, work)
         try:
-            for i, (table, extras) in finished:
+            for i, (table, extras, side) in finished:
                 job = missing[i]
-                store.put(job.key, table, extras)
+                store.put(job.key, table, extras, side)
                 done.add(job.key)
                 bar.update(job.tasks)
                 drain()
@@ -196,42 +223,68 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Chunk
 class Streamed:
     """A sweep's records streamed to ``path`` (cells in order, tasks by index):
     the tasks of each cell in order (``cells``: ``[(name, tasks)]``), DES cells'
-    capacity measurements and time series, and the store of kept chunks (to
-    remove once the results folder is written)."""
+    capacity measurements and time series, the streamed trace files beside
+    ``path`` (``traces``: runs.parquet and calls.parquet by file name; empty
+    without traces) and the store of kept chunks (to remove once the results
+    folder is written)."""
 
     path: Any
     cells: list[tuple[str, int]]
     capacity: dict[str, dict[str, Any]]
     series: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
     store: ChunkStore
+    traces: dict[str, Any] = field(default_factory=dict)
 
 
 def run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: Any, *,
                 resume: bool = False, progress: bool = True,
-                metadata: dict[bytes, bytes] | None = None) -> Streamed:
+                metadata: dict[bytes, bytes] | None = None, traces: str | None = None
+                ) -> Streamed:
     """Run the sweep (or, with ``resume``, what an interrupted run of it left)
     and stream its records into ``results.parquet`` inside the folder of kept
     chunks beside ``out_dir`` (:func:`~sim.output.chunks.partial_folder`),
-    with ``metadata`` in its schema. Raises :class:`Interrupted` when stopped
-    early; the results file then does not exist."""
+    with ``metadata`` in its schema; with ``traces`` (the name recorded as
+    each run's ``file``), every run in the trace model too, streamed into
+    runs.parquet and calls.parquet there. Raises :class:`Interrupted` when
+    stopped early; the results and trace files then do not exist."""
     from sim.output.chunks import partial_folder
     from sim.output.stream import ParquetStream, stale_temporaries
     from sim.output.table import RECORD_SCHEMA
 
     jobs = plan(runs, tasks)
-    store = ChunkStore(partial_folder(out_dir), fingerprint(runs, tasks, jobs), resume=resume)
-    for leftover in stale_temporaries(store.folder, "results.parquet"):
-        leftover.unlink(missing_ok=True)  # a stream a SIGKILL cut short
+    store = ChunkStore(partial_folder(out_dir), fingerprint(runs, tasks, jobs, traces),
+                       resume=resume)
+    names = ["results.parquet"]
+    if traces is not None:
+        from sim.traces.model import CALLS_FILE, CALLS_SCHEMA, RUNS_FILE, RUNS_SCHEMA
+
+        names += [RUNS_FILE, CALLS_FILE]
+    for name in names:
+        for leftover in stale_temporaries(store.folder, name):
+            leftover.unlink(missing_ok=True)  # a stream a SIGKILL cut short
     result = Streamed(store.folder / "results.parquet", [(r.name, tasks) for r in runs], {}, {},
                       store)
 
-    with ParquetStream(result.path, RECORD_SCHEMA, metadata=metadata) as stream:
-        def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None) -> None:
+    with contextlib.ExitStack() as files:
+        stream = files.enter_context(ParquetStream(result.path, RECORD_SCHEMA,
+                                                   metadata=metadata))
+        side_streams: dict[str, ParquetStream] = {}
+        if traces is not None:
+            for table_name, file_name, schema in (("runs", RUNS_FILE, RUNS_SCHEMA),
+                                                  ("calls", CALLS_FILE, CALLS_SCHEMA)):
+                path = store.folder / file_name
+                side_streams[table_name] = files.enter_context(ParquetStream(path, schema))
+                result.traces[file_name] = path
+
+        def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None,
+                 side: dict[str, pa.Table] | None) -> None:
             stream.write(table)
+            for table_name, side_table in (side or {}).items():
+                side_streams[table_name].write(side_table)
             if extras is not None:
                 name = runs[job.cell].name
                 result.capacity[name] = extras["capacity"]
                 result.series[name] = series_of(extras)
 
-        run_chunks(runs, tasks, scheduler, store, sink, progress=progress)
+        run_chunks(runs, tasks, scheduler, store, sink, progress=progress, traces=traces)
     return result

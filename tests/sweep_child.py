@@ -27,7 +27,7 @@ def sweep(scenario: str, tasks: int, workers: int, out: Path, pause_s: float = 0
     store = ChunkStore(out / ".partial", fingerprint(runs, tasks, plan(runs, tasks)),
                        resume=True)
 
-    def sink(job, table, extras) -> None:
+    def sink(job, table, extras, side) -> None:
         stream.write(table)
         time.sleep(pause_s)
 

@@ -116,10 +116,10 @@ def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_fil
         os.killpg(child.pid, 0)  # nothing of the group is left
 
 
-def _die_on_third(run, cell, job):
+def _die_on_third(run, cell, job, traces=None):
     if job.start == 2 * chunk_size(600):
         os.kill(os.getpid(), signal.SIGKILL)
-    return _run_chunk(run, cell, job)
+    return _run_chunk(run, cell, job, traces)
 
 
 _run_chunk = sim.sweeps.run_chunk

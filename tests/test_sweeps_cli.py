@@ -118,7 +118,39 @@ def test_resume_refuses_the_kept_chunks_of_another_run(tmp_path: Path) -> None:
                  "--quiet", "--resume", "--out", str(out)]) == 2
 
 
-def test_traces_cannot_be_resumed(tmp_path: Path) -> None:
-    """--traces keeps every run in memory: with --resume it is bad input."""
-    assert main(["run", BOUNDED, "--tasks", "5", "--traces", "--resume", "--quiet",
-                 "--out", str(tmp_path / "t")]) == 2
+def test_a_traced_run_killed_and_resumed_writes_the_trace_bytes_of_an_uninterrupted_run(
+        tmp_path: Path) -> None:
+    """--traces streams runs and calls chunk by chunk: after a SIGKILL, --resume
+    ends with the runs.parquet, calls.parquet and results of a run on one
+    worker never interrupted; an untraced run's kept chunks are not resumed
+    as a traced run's."""
+    out = tmp_path / "killed"
+    argv = ("run", BOUNDED, "--tasks", "6000", "--workers", "2", "--quiet", "--traces",
+            "--out", str(out))
+    child = _cli(*argv)
+    _wait_for_chunks(out, 3, child)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.communicate()
+    assert not out.exists()
+    assert main(["run", BOUNDED, "--tasks", "6000", "--quiet", "--resume",
+                 "--out", str(out)]) == 2  # the kept chunks are a traced run's
+    assert main([*argv, "--resume"]) == 0
+    assert main(["run", BOUNDED, "--tasks", "6000", "--workers", "1", "--quiet", "--traces",
+                 "--out", str(tmp_path / "whole")]) == 0
+    traced = (*FILES, "runs.parquet", "calls.parquet")
+    assert ({name: (out / name).read_bytes() for name in traced}
+            == {name: (tmp_path / "whole" / name).read_bytes() for name in traced})
+    assert not partial_folder(out).exists()
+
+
+def test_traces_on_a_dask_cluster_are_the_bytes_of_one_worker(tmp_path: Path) -> None:
+    """--traces with --scheduler tcp://... writes the trace files of --workers 1."""
+    distributed = pytest.importorskip("distributed")
+    common = ("run", BOUNDED, "--tasks", "300", "--quiet", "--traces")
+    assert main([*common, "--workers", "1", "--out", str(tmp_path / "one")]) == 0
+    with distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster:
+        assert main([*common, "--scheduler", cluster.scheduler_address,
+                     "--out", str(tmp_path / "cluster")]) == 0
+    for name in (*FILES, "runs.parquet", "calls.parquet"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "cluster" / name
+                                                          ).read_bytes(), name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,22 +108,16 @@ def print_json(data: Any) -> None:
 def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
                         command: str) -> int:
     """Check --out, run the cells, write the results folder whole, print
-    tables or JSON. Without --traces the sweep runs in chunks (see
-    :mod:`sim.sweeps`): records stream to Parquet as chunks finish, finished
-    chunks are kept for --resume, and --scheduler picks where they run."""
+    tables or JSON. The sweep runs in chunks (see :mod:`sim.sweeps`): records
+    (and with --traces every run's calls) stream to Parquet as chunks finish,
+    finished chunks are kept for --resume, and --scheduler picks where they run."""
     from sim.output import folder
     from sim.output.provenance import run_provenance
 
     out = default_out(args, scenario.name)
     provenance = run_provenance(scenario, command=command, overrides=overrides_of(args))
     folder.prepare(out, provenance, force=args.force)
-    if args.traces:
-        if args.resume or args.scheduler:
-            raise InputError("--traces records every run in this process's pool: it cannot "
-                             "be combined with --resume or --scheduler")
-        summary, series = _simulate_in_memory(args, scenario, runs, out, provenance)
-    else:
-        summary, series = _simulate_in_chunks(args, scenario, runs, out, provenance)
+    summary, series = _simulate_in_chunks(args, scenario, runs, out, provenance)
     if args.format == "json":
         print_json(summary)
     else:
@@ -165,7 +160,8 @@ def _simulate_in_chunks(args: argparse.Namespace, scenario: Scenario, runs: list
         with make_scheduler(args.scheduler, workers) as scheduler:
             streamed = run_to_file(runs, scenario.tasks, out, scheduler, resume=args.resume,
                                    progress=not args.quiet,
-                                   metadata=parquet_metadata(provenance))
+                                   metadata=parquet_metadata(provenance),
+                                   traces=str(args.scenario) if args.traces else None)
     except Interrupted as stopped:
         status = EXIT_INTERRUPTED if stopped.why == "interrupted" else EXIT_LOST_WORKER
         raise SweepStopped(f"{stopped}; no results were written to {out}", status) from None
@@ -181,6 +177,8 @@ def _simulate_in_chunks(args: argparse.Namespace, scenario: Scenario, runs: list
                 seed=scenario.seed, description=scenario.description, provenance=provenance)
             write_sweep_html(staging, summary, rows, title=f"Results: {scenario.name}",
                              ceiling=args.cost_ceiling)
+            for name, path in streamed.traces.items():  # runs.parquet, calls.parquet
+                os.replace(path, staging / name)
     except KeyboardInterrupt:  # every chunk is kept: --resume only writes the folder
         raise SweepStopped(f"interrupted while writing {out}; the previous results are "
                            f"intact and the finished chunks kept in {streamed.store.folder}: "
@@ -190,40 +188,3 @@ def _simulate_in_chunks(args: argparse.Namespace, scenario: Scenario, runs: list
         raise
     streamed.store.remove()
     return summary, bool(streamed.series)
-
-
-def _simulate_in_memory(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
-                        out: Path, provenance: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """The sweep with every run recorded in the trace model (--traces): the
-    records and traces are kept in memory and written at the end."""
-    from sim.output import folder
-    from sim.output.results import timeseries_frame, write_results
-    from sim.runner import run_sweep
-
-    traces = str(args.scenario)
-    result = run_sweep(runs, scenario.tasks, workers=args.workers, progress=not args.quiet,
-                       traces=traces)
-    from sim.output.html import write_sweep_html  # matplotlib: only when a report is written
-
-    with folder.replace(out) as staging:
-        summary = write_results(
-            staging, result.records, {r.name: r.params() for r in runs},
-            title=f"Results: {scenario.name}",
-            extras_by_cell={name: {"capacity": c} for name, c in result.capacity.items()},
-            timeseries=timeseries_frame(result.series) if result.series else None,
-            seed=scenario.seed, description=scenario.description, provenance=provenance)
-        write_sweep_html(staging, summary, result.records, title=f"Results: {scenario.name}",
-                         ceiling=args.cost_ceiling)
-        _write_traces(staging, result.traces)
-    return summary, bool(result.series)
-
-
-def _write_traces(out: Path, traces: dict[str, list] | None) -> None:
-    """Write the runs in the trace model beside the results (cells in order,
-    tasks by index). The folder is written whole, so without traces none of
-    an earlier run's are left to pair with these results."""
-    if traces is None:
-        return
-    from sim.traces.writer import write_runs
-
-    write_runs(out, [run for runs in traces.values() for run in runs])

@@ -2,8 +2,9 @@
 
 A sweep is cut into chunks (a range of tasks of one cell, or a whole DES
 cell). As each chunk finishes, :class:`ChunkStore` writes its records (an
-Arrow table) and any extras (a DES cell's capacity measurements and time
-series, as JSON) atomically into a hidden folder beside the results folder.
+Arrow table), any extras (a DES cell's capacity measurements and time
+series, as JSON) and any side tables (the runs and calls of a sweep run with
+``--traces``) atomically into a hidden folder beside the results folder.
 A sweep interrupted by Ctrl-C, SIGKILL or a lost worker leaves the finished
 chunks there; run again with ``--resume`` and only the missing chunks run,
 and the results are the same bytes as an uninterrupted run's (each chunk's
@@ -32,6 +33,7 @@ MANIFEST = "manifest.json"
 FORMAT = 1
 _TABLE = ".arrow"
 _EXTRAS = ".json"
+_SIDE = ".side"
 
 
 def partial_folder(out_dir: str | os.PathLike) -> Path:
@@ -90,25 +92,41 @@ class ChunkStore:
         """Whether chunk ``key`` is kept."""
         return (self.folder / f"{key}{_TABLE}").is_file()
 
-    def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None) -> None:
-        """Keep chunk ``key``: its extras first, then its records, each written
-        atomically (a chunk counts as kept once its records are there)."""
+    def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
+            side: dict[str, pa.Table] | None = None) -> None:
+        """Keep chunk ``key``: its extras and ``side`` tables (by name: the
+        runs and calls of a traced sweep) first, then its records, each
+        written atomically (a chunk counts as kept once its records are there)."""
         if extras is not None:  # NaN allowed: a measurement may be undefined
             write_atomic(self.folder / f"{key}{_EXTRAS}", json.dumps(
                 extras, sort_keys=True, allow_nan=True, default=_plain).encode("utf-8"))
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        write_atomic(self.folder / f"{key}{_TABLE}", sink.getvalue().to_pybytes())
+        for name, side_table in sorted((side or {}).items()):
+            write_atomic(self.folder / f"{key}.{name}{_SIDE}", _ipc_bytes(side_table))
+        write_atomic(self.folder / f"{key}{_TABLE}", _ipc_bytes(table))
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
         """Chunk ``key``'s records (memory-mapped) and extras (None without)."""
-        table = pa.ipc.open_file(pa.memory_map(str(self.folder / f"{key}{_TABLE}"))).read_all()
+        table = _read_ipc(self.folder / f"{key}{_TABLE}")
         extras_path = self.folder / f"{key}{_EXTRAS}"
         extras = (json.loads(extras_path.read_text(encoding="utf-8"))
                   if extras_path.is_file() else None)
         return table, extras
 
+    def side(self, key: str, name: str) -> pa.Table:
+        """Chunk ``key``'s side table ``name`` (memory-mapped)."""
+        return _read_ipc(self.folder / f"{key}.{name}{_SIDE}")
+
     def remove(self) -> None:
         """Delete the folder (the sweep finished and its results are written)."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _read_ipc(path: Path) -> pa.Table:
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,27 +69,11 @@ class TraceWriter:
         which may be updated until :meth:`close`."""
         if run.run_id in self._ids:
             raise ValueError(f"duplicate run_id {run.run_id!r}")
-        if run.source not in SOURCES:
-            raise ValueError(f"unknown source {run.source!r}")
+        row = _add_run(run, self._buffer)
         self._ids.add(run.run_id)
-        sums = dict.fromkeys(TOKEN_COLUMNS, 0)
-        buffer = self._buffer
-        for index, call in enumerate(run.calls):
-            buffer["run_id"].append(run.run_id)
-            buffer["call"].append(index)
-            for name in _CALL_FIELDS:
-                if name == "tool_calls":
-                    buffer[name].append([{f: getattr(t, f) for f in _TOOL_FIELDS}
-                                         for t in call.tool_calls])
-                else:
-                    buffer[name].append(getattr(call, name))
-            for name in TOKEN_COLUMNS:
-                sums[name] += getattr(call, name)
-        self.calls += len(run.calls)
-        if len(buffer["run_id"]) >= ROW_GROUP_CALLS:
+        self.calls += row["steps"]
+        if len(self._buffer["run_id"]) >= ROW_GROUP_CALLS:
             self._flush()
-        row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
-        row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
         self.runs.append(row)
         return row
 
@@ -122,6 +106,39 @@ class TraceWriter:
         self._writer.write_table(table)
         for values in buffer.values():
             values.clear()
+
+
+def _add_run(run: RunRecord, buffer: dict[str, list]) -> dict[str, Any]:
+    """Append ``run``'s calls to ``buffer`` (a list per calls.parquet column)
+    and return its runs.parquet row, with ``steps`` and the token sums
+    computed from those calls."""
+    if run.source not in SOURCES:
+        raise ValueError(f"unknown source {run.source!r}")
+    sums = dict.fromkeys(TOKEN_COLUMNS, 0)
+    for index, call in enumerate(run.calls):
+        buffer["run_id"].append(run.run_id)
+        buffer["call"].append(index)
+        for name in _CALL_FIELDS:
+            if name == "tool_calls":
+                buffer[name].append([{f: getattr(t, f) for f in _TOOL_FIELDS}
+                                     for t in call.tool_calls])
+            else:
+                buffer[name].append(getattr(call, name))
+        for name in TOKEN_COLUMNS:
+            sums[name] += getattr(call, name)
+    row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
+    row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
+    return row
+
+
+def trace_tables(runs: Iterable[RunRecord]) -> tuple[pa.Table, pa.Table]:
+    """``runs`` as the rows of runs.parquet and calls.parquet: two tables of
+    :data:`RUNS_SCHEMA` and :data:`CALLS_SCHEMA`, runs in the given order
+    (what a sweep's worker sends back for a chunk of tasks)."""
+    buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
+    rows = [_add_run(run, buffer) for run in runs]
+    return (_table(lambda r: pa.Table.from_pylist(r, schema=RUNS_SCHEMA), rows),
+            _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA), buffer))
 
 
 def _table(build: Any, data: Any) -> pa.Table:
