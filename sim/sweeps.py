@@ -19,7 +19,11 @@ its finished chunks, and run again with ``resume`` runs only the missing ones.
 
 Progress (tasks done, tasks/s and the time left) goes to stderr as chunks
 finish: a chunk is at most :data:`CHUNK_TASKS` tasks, a fraction of a second
-of work.
+of work. A DES cell, one chunk however long, counts its finished tasks into a
+small file beside the kept chunks as it runs (:class:`TaskCounter`), and the
+parent reads those counts four times a second, so its progress moves too
+(on this machine's workers and a local Dask cluster; workers of a remote
+cluster report at the end of the cell).
 """
 
 from __future__ import annotations
@@ -27,10 +31,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -116,13 +124,56 @@ TRACE_TABLES = ("runs", "calls")
 (:data:`sim.traces.model.RUNS_FILE`, :data:`~sim.traces.model.CALLS_FILE`)."""
 
 
-def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None
+PROGRESS_INTERVAL_S = 0.25
+"""How often a DES chunk writes its count of finished tasks, and the parent reads it (seconds)."""
+
+
+class TaskCounter:
+    """Counts a running DES chunk's finished tasks into a small file
+    (``path``: the count as text, replaced atomically at most every
+    :data:`PROGRESS_INTERVAL_S` seconds), for the parent's progress bar. A
+    worker that cannot write there (a remote Dask worker) counts silently."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+        self.done = 0
+        self._next = time.monotonic() + PROGRESS_INTERVAL_S
+
+    def __call__(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + PROGRESS_INTERVAL_S
+            self.write()
+
+    def write(self) -> None:
+        """Write the count now."""
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(str(self.done), encoding="ascii")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+def read_count(path: Path) -> int:
+    """The count a :class:`TaskCounter` wrote (0 before its first write)."""
+    try:
+        return int(path.read_text(encoding="ascii") or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
+              progress_file: str | None = None
               ) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]:
     """Run one chunk (in a worker): its records as Arrow columns; for a DES
     cell its extras (``capacity``: the measurements; ``series``: the resampled
     time series as ``[[name, bin start times, values], ...]`` in the engine's
     order); with ``traces`` (the name recorded as each run's ``file``) its runs
-    in the trace model as the ``runs`` and ``calls`` tables."""
+    in the trace model as the ``runs`` and ``calls`` tables. A DES cell with
+    ``progress_file`` counts its finished tasks there as it runs
+    (:class:`TaskCounter`)."""
     from sim.runner import RunTracer, traced_runs
 
     tracer = None if traces is None else RunTracer()
@@ -134,7 +185,9 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None
         from sim.engines.des import DesEngine, arrival_schedule
 
         des = run.scenario.des
-        result = DesEngine(cell, des, arrival_schedule(des, job.tasks, cell.seed), tracer).run()
+        counter = None if progress_file is None else TaskCounter(progress_file)
+        result = DesEngine(cell, des, arrival_schedule(des, job.tasks, cell.seed), tracer,
+                           on_task_end=counter).run()
         records = result.records
         extras = {
             "capacity": measurements(result, des.capacity.model_dump()),
@@ -185,6 +238,8 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Chunk
                                                              if j.key in done),
                unit="task", file=sys.stderr, disable=not progress, desc="simulating",
                mininterval=0.25, smoothing=0.1)
+    counting = {j.key: store.folder / f"{j.key}.count" for j in missing if j.des and progress}
+    watch = _Progress(bar, counting)
     written = 0
 
     def drain() -> None:
@@ -199,14 +254,16 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Chunk
 
     try:
         drain()
-        work = [(runs[j.cell], cells[j.cell], j, traces) for j in missing]
+        work = [(runs[j.cell], cells[j.cell], j, traces,
+                 str(counting[j.key]) if j.key in counting else None) for j in missing]
+        watch.start()
         finished = scheduler.run(run_chunk, work)
         try:
             for i, (table, extras, side) in finished:
                 job = missing[i]
                 store.put(job.key, table, extras, side)
                 done.add(job.key)
-                bar.update(job.tasks)
+                watch.finished(job)
                 drain()
         finally:
             finished.close()  # stops the workers when the sweep stops early
@@ -215,7 +272,60 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Chunk
     except LostWorker as error:
         raise Interrupted(str(error), len(done), len(jobs), str(store.folder)) from None
     finally:
+        watch.stop()
         bar.close()
+
+
+class _Progress:
+    """Moves ``bar`` as chunks finish and, between, as running DES chunks
+    count their finished tasks (``counting``: their count files by chunk
+    key, read by a thread every :data:`PROGRESS_INTERVAL_S` seconds)."""
+
+    def __init__(self, bar: tqdm, counting: dict[str, Path]) -> None:
+        self.bar = bar
+        self.counting = dict(counting)
+        self.base = bar.n
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start reading the count files (only if any DES chunk runs; the
+        counts a killed run left behind are removed first)."""
+        for path in self.counting.values():
+            path.unlink(missing_ok=True)
+        if self.counting:
+            self._thread = threading.Thread(target=self._poll, name="sim-des-progress",
+                                            daemon=True)
+            self._thread.start()
+
+    def finished(self, job: Job) -> None:
+        """Count ``job`` whole (its count file is no longer read)."""
+        with self._lock:
+            path = self.counting.pop(job.key, None)
+            self.base += job.tasks
+            self._show()
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+    def _show(self) -> None:
+        partial = sum(read_count(path) for path in self.counting.values())
+        shown = self.base + partial
+        if shown > self.bar.n:
+            self.bar.update(shown - self.bar.n)
+
+    def _poll(self) -> None:
+        while not self._stopped.wait(PROGRESS_INTERVAL_S):
+            with self._lock:
+                self._show()
+
+    def stop(self) -> None:
+        """Stop reading and remove the count files left."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+        for path in self.counting.values():
+            path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------- to a results file

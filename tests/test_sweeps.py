@@ -59,6 +59,44 @@ def test_a_des_cell_is_one_chunk() -> None:
     assert [(j.start, j.stop) for j in jobs] == [(0, 5000)] * len(runs)
 
 
+class _Bar:
+    """Records every value a progress bar shows (a tqdm stand-in)."""
+
+    def __init__(self, *_, initial: int = 0, total: int = 0, **__) -> None:
+        self.n, self.total, self.shown = initial, total, []
+
+    def update(self, k: int) -> None:
+        self.n += k
+        self.shown.append(self.n)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_des_cell_moves_the_progress_bar_while_it_runs(tmp_path: Path, monkeypatch,
+                                                         workers: int) -> None:
+    """A DES cell is one chunk, yet the bar shows its tasks as they end: on one
+    worker (in this process) and on two (a sweep of two DES cells), values
+    between 0 and the total appear before the end, and the bar ends at the
+    total with no count file left."""
+    bars: list[_Bar] = []
+    monkeypatch.setattr(sim.sweeps, "tqdm", lambda *a, **k: bars.append(_Bar(*a, **k)) or bars[-1])
+    monkeypatch.setattr(sim.sweeps, "PROGRESS_INTERVAL_S", 0.05)
+    cells = ["sweep={seed: [1, 2]}"] if workers == 2 else []
+    runs = cells_of(load_scenario(ROOT / "scenarios" / "mmc.yaml", cells))
+    tasks = 8000
+    store = ChunkStore(tmp_path / ".partial", "des", resume=False)
+    with make_scheduler(None, workers) as where:
+        run_chunks(runs, tasks, where, store, lambda *_: None, progress=True)
+    bar = bars[0]
+    total = tasks * len(runs)
+    assert bar.n == total == bar.total
+    inside_a_cell = [n for n in bar.shown if n % tasks]
+    assert inside_a_cell, bar.shown
+    assert not list(store.folder.glob("*.count*"))
+
+
 # ------------------------------------------------------------ identical bytes
 def test_results_are_the_same_bytes_on_one_worker_two_workers_and_dask(tmp_path: Path) -> None:
     """The results file of a sweep is identical whether its chunks run in this
@@ -116,10 +154,10 @@ def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_fil
         os.killpg(child.pid, 0)  # nothing of the group is left
 
 
-def _die_on_third(run, cell, job, traces=None):
+def _die_on_third(run, cell, job, *options):
     if job.start == 2 * chunk_size(600):
         os.kill(os.getpid(), signal.SIGKILL)
-    return _run_chunk(run, cell, job, traces)
+    return _run_chunk(run, cell, job, *options)
 
 
 _run_chunk = sim.sweeps.run_chunk
