@@ -38,8 +38,8 @@ import pandas as pd
 from sim.analysis.compare import PAIRINGS, Comparison, Side, Thresholds, compare_sides
 from sim.errors import InputError
 from sim.output.html import summary_frame
-from sim.output.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, records_frame
-from sim.runner import CellRun, cells_of, run_sweep
+from sim.output.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, table_frame
+from sim.runner import CellRun, cells_of, default_workers
 from sim.scenario.limits import check_workers
 from sim.scenario.model import Scenario, set_dotted, validate
 from sim.scenario.model import load_scenario as _load_yaml
@@ -126,11 +126,17 @@ def _prepare(scenario: str | os.PathLike | Scenario, overrides: Overrides, tasks
 
 def _run(scenario: Scenario, runs: list[CellRun], workers: int | None, progress: bool
          ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Run the cells in chunks (:func:`sim.sweeps.run_collected`: workers send
+    Arrow columns, no record objects) and return the rows of every cell and
+    the cells' summaries."""
     check_workers(workers, "workers")
-    result = run_sweep(runs, scenario.tasks, workers=workers, progress=progress)
+    from sim.sweeps import run_collected
+
+    result = run_collected(runs, scenario.tasks, workers=workers or default_workers(),
+                           progress=progress)
     frames, cells = [], []
     for run in runs:
-        frame = records_frame(result.records[run.name])
+        frame = table_frame(result.tables.pop(run.name))  # each table freed once converted
         frames.append(frame)
         cell = cell_summary(run.name, run.params(), frame)
         if run.name in result.capacity:

@@ -398,3 +398,51 @@ def run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: An
 
         run_chunks(runs, tasks, scheduler, store, sink, progress=progress, traces=traces)
     return result
+
+
+# ------------------------------------------------------------- to memory
+@dataclass
+class Collected:
+    """A sweep's records gathered in memory as Arrow columns (the Python
+    API's results): one table per cell (tasks by index), and DES cells'
+    capacity measurements and time series."""
+
+    tables: dict[str, pa.Table]
+    capacity: dict[str, dict[str, Any]]
+    series: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
+
+
+def run_collected(runs: Sequence[CellRun], tasks: int, *, workers: int,
+                  progress: bool = False) -> Collected:
+    """Run the sweep in chunks on ``workers`` local processes (one: in this
+    process) and gather every cell's records as one Arrow table. Workers send
+    columns, never record objects; the chunks are kept in a temporary folder
+    until gathered, so results are those of :func:`run_to_file` (the same
+    records, whatever the worker count)."""
+    import tempfile
+
+    from sim.schedulers import make_scheduler
+
+    parts: dict[str, list[pa.Table]] = {r.name: [] for r in runs}
+    result = Collected({}, {}, {})
+
+    def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None,
+             side: dict[str, pa.Table] | None) -> None:
+        name = runs[job.cell].name
+        parts[name].append(table.combine_chunks())  # read off the kept file now
+        if extras is not None:
+            result.capacity[name] = extras["capacity"]
+            result.series[name] = series_of(extras)
+
+    with tempfile.TemporaryDirectory(prefix="sim-sweep-") as folder:
+        jobs = plan(runs, tasks)
+        store = ChunkStore(Path(folder) / "chunks", fingerprint(runs, tasks, jobs),
+                           resume=False)
+        with make_scheduler(None, workers) as scheduler:
+            run_chunks(runs, tasks, scheduler, store, sink, progress=progress)
+        from sim.output.table import RECORD_SCHEMA
+
+        for name, tables in parts.items():
+            result.tables[name] = (pa.concat_tables(tables).combine_chunks() if tables
+                                   else RECORD_SCHEMA.empty_table())
+    return result

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.runner import cells_of, run_cells
+from sim.api import sweep
+from sim.runner import cells_of
 from sim.scenario.model import load_scenario
 
 TASKS = 1500
@@ -18,10 +19,10 @@ def costs() -> dict[tuple[object, object], np.ndarray]:
     """Cost per task of each cell, keyed by (prompt_cache, compact_at_tokens)."""
     scenario = load_scenario("scenarios/cached.yaml", [f"tasks={TASKS}"])
     runs = cells_of(scenario)
-    records = run_cells(runs, TASKS, progress=False)
+    rows, _ = sweep(scenario)
     return {(dict(r.values)["harness.prompt_cache"],
              dict(r.values)["harness.context.compact_at_tokens"]):
-            np.array([t.cost_usd for t in records[r.name]]) for r in runs}
+            rows.loc[rows["cell"] == r.name, "cost_usd"].to_numpy() for r in runs}
 
 
 def _p95(x: np.ndarray) -> float:

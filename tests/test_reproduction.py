@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 from sim.analysis.stats import percentile
-from sim.runner import cells_of, run_cells
+from sim.api import simulate
 from sim.scenario.model import load_scenario
 
 N_SEED = 10_000
@@ -37,16 +36,15 @@ def run(request):
     """10,000 tasks of scenarios/<name>.yaml at its own seed."""
     scenario = load_scenario(f"scenarios/{request.param}.yaml")
     assert scenario.tasks == N_SEED
-    records = run_cells(cells_of(scenario), scenario.tasks, progress=False)[scenario.name]
-    return request.param, records
+    return request.param, simulate(scenario)
 
 
 def test_outcome_shares_match_seed_001(run):
     """The same outcome categories appear, each share within 1.5 pp and Z standard errors."""
-    name, records = run
+    name, rows = run
     expected = SEED_TABLE[name]["outcomes"]
-    n = len(records)
-    outcomes = [r.outcome for r in records]
+    n = len(rows)
+    outcomes = rows["outcome"].tolist()
     assert set(outcomes) == set(expected)
     for outcome, p0 in expected.items():
         share = outcomes.count(outcome) / n
@@ -57,16 +55,16 @@ def test_outcome_shares_match_seed_001(run):
 
 def test_steps_percentiles_match_seed_001(run):
     """Steps p50 within 1 and p95 within 2 of seed 001's."""
-    name, records = run
-    steps = [r.steps for r in records]
+    name, rows = run
+    steps = rows["steps"].tolist()
     assert abs(percentile(steps, 0.5) - SEED_TABLE[name]["steps_p50"]) <= 1
     assert abs(percentile(steps, 0.95) - SEED_TABLE[name]["steps_p95"]) <= 2
 
 
 def test_mean_cost_matches_seed_001(run):
     """Mean cost per task within 5% and within Z standard errors of seed 001's."""
-    name, records = run
-    cost = np.array([r.cost_usd for r in records])
+    name, rows = run
+    cost = rows["cost_usd"].to_numpy()
     expected = SEED_TABLE[name]["cost_mean"]
     se = cost.std(ddof=1) * math.sqrt(1 / len(cost) + 1 / N_SEED)
     assert abs(cost.mean() - expected) <= 0.05 * expected, (cost.mean(), expected)

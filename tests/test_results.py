@@ -74,6 +74,17 @@ def test_records_frame_has_record_fields_in_order_with_explicit_dtypes():
     assert frame["steps"].tolist() == [5, 6, 7]
 
 
+def test_a_records_table_converts_to_the_frame_of_its_records():
+    """Rows gathered as Arrow columns (the Python API's path) are the frame
+    records_frame builds from the same records: values, dtypes and index."""
+    from sim.output.table import records_table
+
+    records = [*make_cell("a", n=5), make_record("b", 7, reason="", cost_usd=float("nan"))]
+    pd.testing.assert_frame_equal(results.table_frame(records_table(records)),
+                                  records_frame(records))
+    pd.testing.assert_frame_equal(results.table_frame(records_table([])), records_frame([]))
+
+
 def test_records_frame_of_no_records_has_the_same_columns_and_dtypes():
     """An empty frame is typed like a full one (so concatenation keeps dtypes)."""
     assert records_frame([]).dtypes.equals(records_frame([make_record()]).dtypes)

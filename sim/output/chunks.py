@@ -64,7 +64,7 @@ class ChunkStore:
             kept = self._recorded()
             if resume and kept is not None and kept != fingerprint:
                 raise InputError(f"{self.folder} holds the kept chunks of a different run "
-                                 f"(another scenario, task count or seed); run without "
+                                 f"(another scenario, task count, seed or --traces); run without "
                                  f"--resume to start again")
             if not resume or kept is None:
                 shutil.rmtree(self.folder)

@@ -70,6 +70,13 @@ def records_frame(records: list[TaskRecord]) -> pd.DataFrame:
     })
 
 
+def table_frame(table: pa.Table) -> pd.DataFrame:
+    """The rows of a records table (:data:`sim.output.table.RECORD_SCHEMA`) as
+    :func:`records_frame` gives them for the same records: the same columns,
+    dtypes and RangeIndex."""
+    return table.to_pandas().astype(record_dtypes())
+
+
 # ---------------------------------------------------------------- summaries
 
 def _prompt_tokens(frame: pd.DataFrame) -> np.ndarray:
