@@ -416,11 +416,13 @@ def run_collected(runs: Sequence[CellRun], tasks: int, *, workers: int,
                   progress: bool = False) -> Collected:
     """Run the sweep in chunks on ``workers`` local processes (one: in this
     process) and gather every cell's records as one Arrow table. Workers send
-    columns, never record objects; the chunks are kept in a temporary folder
-    until gathered, so results are those of :func:`run_to_file` (the same
-    records, whatever the worker count)."""
+    columns, never record objects; chunks are held in memory
+    (:class:`~sim.output.chunks.MemoryStore`) only until their turn comes, so
+    the records are those :func:`run_to_file` writes, whatever the worker count."""
     import tempfile
 
+    from sim.output.chunks import MemoryStore
+    from sim.output.table import RECORD_SCHEMA
     from sim.schedulers import make_scheduler
 
     parts: dict[str, list[pa.Table]] = {r.name: [] for r in runs}
@@ -429,20 +431,15 @@ def run_collected(runs: Sequence[CellRun], tasks: int, *, workers: int,
     def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None,
              side: dict[str, pa.Table] | None) -> None:
         name = runs[job.cell].name
-        parts[name].append(table.combine_chunks())  # read off the kept file now
+        parts[name].append(table)
         if extras is not None:
             result.capacity[name] = extras["capacity"]
             result.series[name] = series_of(extras)
 
-    with tempfile.TemporaryDirectory(prefix="sim-sweep-") as folder:
-        jobs = plan(runs, tasks)
-        store = ChunkStore(Path(folder) / "chunks", fingerprint(runs, tasks, jobs),
-                           resume=False)
-        with make_scheduler(None, workers) as scheduler:
-            run_chunks(runs, tasks, scheduler, store, sink, progress=progress)
-        from sim.output.table import RECORD_SCHEMA
-
-        for name, tables in parts.items():
-            result.tables[name] = (pa.concat_tables(tables).combine_chunks() if tables
-                                   else RECORD_SCHEMA.empty_table())
+    with (tempfile.TemporaryDirectory(prefix="sim-sweep-") as folder,  # DES progress counts
+          make_scheduler(None, workers) as scheduler):
+        run_chunks(runs, tasks, scheduler, MemoryStore(folder), sink, progress=progress)
+    for name, tables in parts.items():
+        result.tables[name] = (pa.concat_tables(tables).combine_chunks() if tables
+                               else RECORD_SCHEMA.empty_table())
     return result

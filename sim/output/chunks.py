@@ -121,6 +121,46 @@ class ChunkStore:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class MemoryStore:
+    """A :class:`ChunkStore` that keeps chunks in memory, for a sweep whose
+    results are gathered in memory (the Python API): nothing is written, so
+    nothing can be resumed. ``folder`` is where a running DES chunk may count
+    its finished tasks (an existing folder the caller removes)."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self.resumed = 0
+        self._chunks: dict[str, tuple[pa.Table, dict[str, Any] | None,
+                                      dict[str, pa.Table]]] = {}
+
+    def keys(self) -> set[str]:
+        """The chunks kept so far."""
+        return set(self._chunks)
+
+    def has(self, key: str) -> bool:
+        """Whether chunk ``key`` is kept."""
+        return key in self._chunks
+
+    def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
+            side: dict[str, pa.Table] | None = None) -> None:
+        """Keep chunk ``key``."""
+        self._chunks[key] = (table, extras, dict(side or {}))
+
+    def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
+        """Chunk ``key``'s records and extras, handed over: the store lets go of them."""
+        table, extras, side = self._chunks[key]
+        self._chunks[key] = (table.schema.empty_table(), None, side)
+        return table, extras
+
+    def side(self, key: str, name: str) -> pa.Table:
+        """Chunk ``key``'s side table ``name``."""
+        return self._chunks[key][2][name]
+
+    def remove(self) -> None:
+        """Drop every chunk."""
+        self._chunks.clear()
+
+
 def _ipc_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
