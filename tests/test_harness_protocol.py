@@ -43,6 +43,7 @@ from sim.harness import (
     agent_loop,
 )
 from sim.harness.protocol import (
+    _diagnose,
     clean_response,
     clean_tool_result,
     content_problem,
@@ -180,6 +181,20 @@ def test_the_one_pass_tool_result_check_accepts_exactly_what_the_thorough_check_
     thorough path handles)."""
     expected = isinstance(outcome, ToolResult) and result_problem(outcome) is None
     assert clean_tool_result(outcome) == expected
+
+
+VERDICT = st.builds(
+    Verdict, st.sampled_from([True, False, 1, None]), st.sampled_from(["", "no", None, 3]),
+    COUNT, SECONDS, st.one_of(st.none(), USAGE))
+
+
+@FUZZ
+@given(verdict=VERDICT)
+def test_the_fast_verdict_check_finds_exactly_what_the_thorough_check_finds(verdict) -> None:
+    """result_problem's one-pass check of a Verdict lets through exactly the
+    verdicts in which the field-by-field check finds nothing impossible, and
+    reports the same problem otherwise."""
+    assert result_problem(verdict) == _diagnose(verdict)
 
 
 def test_the_one_pass_checks_leave_subclasses_and_numpy_like_numbers_to_the_thorough_path(

@@ -211,7 +211,23 @@ def result_problem(result: Result) -> dict[str, str] | None:
                 and (r.status is None or type(r.status) is int)
                 and r.retry_after_s is None):
             return None
+    elif kind is Verdict:  # once per claimed success
+        r = result
+        t, n, u = r.duration_s, r.feedback_tokens, r.usage
+        if ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
+                and type(r.passed) is bool and type(r.feedback) is str
+                and type(n) is int and n >= 0 and (u is None or _clean_usage(u))):
+            return None
     return _diagnose(result)
+
+
+def _clean_usage(u: object) -> bool:
+    """True when ``u`` is exactly a :class:`Usage` of plain int counts >= 0."""
+    if type(u) is not Usage:
+        return False
+    a, b, c, d, e = (u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                     u.cache_write_tokens, u.thinking_tokens)
+    return type(a) is type(b) is type(c) is type(d) is type(e) is int and (a | b | c | d | e) >= 0
 
 
 # ----------------------------------------------------- one-pass fast checks
