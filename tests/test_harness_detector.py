@@ -81,6 +81,39 @@ def test_loop_nudges_after_k_identical_calls(k: int) -> None:
     assert len(run.events_of("nudge")) == 1 and run.events_of("nudge")[0].turn == k
 
 
+def _reference_signal(window: list[str], k: int, max_period: int, repeats: int) -> str | None:
+    """Repetition, then cycle, straight from their definitions (module docstring)."""
+    if len(window) >= k and len(set(window[-k:])) == 1:
+        return "repetition"
+    for period in range(2, max_period + 1):
+        span = window[-period * repeats:]
+        if (len(span) == period * repeats and len(set(span)) > 1
+                and all(span[i] == span[i - period] for i in range(period, len(span)))):
+            return "cycle"
+    return None
+
+
+@FAST
+@given(keys=st.lists(st.sampled_from("abc"), max_size=40), k=st.integers(2, 5),
+       max_period=st.integers(2, 4), repeats=st.integers(2, 3))
+def test_repetitions_and_cycles_fire_exactly_as_defined(keys: list[str], k: int, max_period: int,
+                                                         repeats: int) -> None:
+    """Over any sequence of calls, the detector reports a repetition or a cycle
+    exactly when the calls since its last detection end in one (its window
+    restarts after each detection)."""
+    params = DetectorParams(repeat_threshold=k, cycle_max_period=max_period,
+                            cycle_repeats=repeats)
+    since: list[str] = []
+    expected = []
+    for key in keys:
+        since.append(key)
+        signal = _reference_signal(since, k, max_period, repeats)
+        expected.append(signal)
+        if signal is not None:
+            since = []
+    assert _feed(params, keys) == expected
+
+
 def test_cycle_a_b_a_b_fires_on_the_fourth_call() -> None:
     """Alternating calls A-B-A-B are a cycle of period 2 repeated twice."""
     assert _feed(DetectorParams(), ["A", "B", "A", "B"]) == [None, None, None, "cycle"]

@@ -38,7 +38,8 @@ def refuse_model_call(params: HarnessParams, state: HarnessState, prompt_tokens:
     b = params.budgets
     if b.tool_errors is not None and state.tool_errors >= b.tool_errors:
         return "errors"
-    if b.tokens is not None and state.prompt_tokens + prompt_tokens > b.tokens:
+    if (b.tokens is not None and state.input_tokens + state.cache_read_tokens
+            + state.cache_write_tokens + prompt_tokens > b.tokens):  # prompt tokens so far
         return "tokens"
     if (b.output_tokens is not None
             and state.output_tokens + state.thinking_tokens + max_output_tokens > b.output_tokens):

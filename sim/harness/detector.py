@@ -106,6 +106,9 @@ class NoProgressDetector:
     def __init__(self, params: DetectorParams) -> None:
         self.params = params
         self._window = max(params.repeat_threshold, params.cycle_max_period * params.cycle_repeats)
+        # a repetition of a threshold >= 2 and a cycle both need the newest call
+        # to have been seen before in the window (a threshold of 1 fires always)
+        self._single_call_fires = params.repeat_threshold < 2
 
     def observe(self, memory: DetectorMemory, call_key: str, observation_key: str,
                 polling: bool, metric: float | None) -> str | None:
@@ -115,10 +118,13 @@ class NoProgressDetector:
         if not p.enabled:
             return None
         calls = memory.calls
-        calls.append(call_key + observation_key if polling else call_key)
+        key = call_key + observation_key if polling else call_key
+        calls.append(key)
         if len(calls) > self._window:
             del calls[0]
-        signal = _repetition(calls, p.repeat_threshold) or _cycle(calls, p)
+        signal = None
+        if self._single_call_fires or calls.count(key) > 1:  # else neither can fire
+            signal = _repetition(calls, p.repeat_threshold) or _cycle(calls, p)
         if signal is None and p.stale_window:
             signal = _stale(memory, observation_key, p.stale_window)
         if signal is None and p.objective_window and metric is not None:
@@ -135,7 +141,9 @@ def _repetition(calls: list[str], k: int) -> str | None:
     if len(calls) < k:
         return None
     last = calls[-1]
-    for i in range(2, k + 1):
+    if k > 1 and calls[-2] != last:  # the common case: the newest call is not a repeat
+        return None
+    for i in range(3, k + 1):
         if calls[-i] != last:
             return None
     return REPETITION

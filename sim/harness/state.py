@@ -141,12 +141,13 @@ class HarnessState:
     def append(self, message: Message) -> None:
         """Append a message keeping user/assistant alternation: a user message
         after a user message is merged into it (seed 000's normalisation)."""
-        if self.messages and message.role == "user" and self.messages[-1].role == "user":
-            last = self.messages[-1]
+        messages = self.messages
+        if messages and message.role == "user" and messages[-1].role == "user":
+            last = messages[-1]
             last.content.extend(message.content)
             last.tokens += message.tokens
         else:
-            self.messages.append(message)
+            messages.append(message)
         self.context_tokens += message.tokens
 
     def recount(self) -> None:
