@@ -508,9 +508,11 @@ def _account(run: _Run, model: str, usage: Usage) -> None:
     run past a budget (the provider reported more than the harness allowed
     for) ends it at once."""
     state = run.state
-    uncached, output, read, write, thinking = (usage.input_tokens, usage.output_tokens,
-                                               usage.cache_read_tokens, usage.cache_write_tokens,
-                                               usage.thinking_tokens)
+    uncached = usage.input_tokens  # one name at a time: a 5-tuple unpacking builds a tuple
+    output = usage.output_tokens
+    read = usage.cache_read_tokens
+    write = usage.cache_write_tokens
+    thinking = usage.thinking_tokens
     state.input_tokens += uncached
     state.output_tokens += output
     state.cache_read_tokens += read

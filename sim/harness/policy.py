@@ -15,6 +15,8 @@ from sim.harness.params import HarnessParams, ToolSpec
 ALLOW = "allow"
 APPROVE = "approve"
 REJECT = "reject"
+_ALLOWED = (ALLOW, "")  # the decisions without a message, made once
+_APPROVED = (APPROVE, "")
 
 
 def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None = None
@@ -37,8 +39,8 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
         return REJECT, (f"{call.name} needs the argument(s) {', '.join(missing)}; "
                         f"call it again with them.")
     if spec.effect in params.approval_required:
-        return APPROVE, ""
-    return ALLOW, ""
+        return _APPROVED
+    return _ALLOWED
 
 
 

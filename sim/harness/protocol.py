@@ -225,8 +225,8 @@ def _clean_usage(u: object) -> bool:
     """True when ``u`` is exactly a :class:`Usage` of plain int counts >= 0."""
     if type(u) is not Usage:
         return False
-    a, b, c, d, e = (u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                     u.cache_write_tokens, u.thinking_tokens)
+    a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens  # no tuple for up to 3
+    d, e = u.cache_write_tokens, u.thinking_tokens
     return type(a) is type(b) is type(c) is type(d) is type(e) is int and (a | b | c | d | e) >= 0
 
 
@@ -243,8 +243,8 @@ def clean_response(result: object) -> TypeGuard[ModelResponse]:
     u, t, content = result.usage, result.latency_s, result.content
     if type(u) is not Usage or type(content) is not list:
         return False
-    a, b, c, d, e = (u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                     u.cache_write_tokens, u.thinking_tokens)
+    a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens  # no tuple for up to 3
+    d, e = u.cache_write_tokens, u.thinking_tokens
     # for ints, a | b | ... is negative exactly when one of them is
     if not (type(a) is type(b) is type(c) is type(d) is type(e) is int and (a | b | c | d | e) >= 0
             and (type(t) is float or type(t) is int) and 0.0 <= t < _INF):

@@ -177,15 +177,15 @@ class SimulatedTask:
                                (r - w.c_validation) / (w.c_premature - w.c_validation))]
 
     def _new_call(self, kind: int, u: float) -> ToolUseBlock:
+        w = self.world
         self.calls += 1
         n = self.calls
-        name = self.world.pick_tool(u)
+        name = w.pick_tool(u)
         if n < _MADE:
             call_id, arg = _CALL_IDS[n], _TARGETS[kind == LOOP][n]
         else:
             call_id, arg = f"toolu_{n}", f"/work/{'notes' if kind == LOOP else 'src'}/item_{n}"
         self.kinds[call_id] = kind
-        w = self.world
         return ToolUseBlock(call_id, name, {"target": arg},
                             w.output_tokens if w.fixed_sizes else self._output())
 
