@@ -50,6 +50,9 @@ def _sections() -> dict[str, list[docs.Section]]:
 
 SECTIONS = _sections()
 KNOWN = {re.sub(r"\[\]", "", f.path) for f in docs.field_docs()}
+KEYED = {re.sub(r"\[\]", "", f.path) for f in docs.field_docs()
+         if f.type.startswith("mapping of strings")}
+"""Fields whose keys are the user's own names (``harness.model_prices.<model>``)."""
 
 
 def _bounds(allowed: str) -> tuple[float | None, float | None]:
@@ -212,9 +215,12 @@ def reported_paths(stderr: str) -> list[str]:
 
 
 def is_known(path: str) -> bool:
-    """A field of the reference, a prefix of one, or an index into one."""
+    """A field of the reference, a prefix of one, an index into one, or an
+    entry (by the user's own key) of a mapping the reference keys by name."""
     path = re.sub(r"\[\d+\]", "", path).removeprefix("sweep.")
     if path in ("sweep", "tasks", "(top level)"):
+        return True
+    if any(path.startswith(f"{k}.") and path != f"{k}." for k in KEYED):
         return True
     return any(k == path or k.startswith(f"{path}.") for k in KNOWN)
 
