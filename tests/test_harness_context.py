@@ -140,6 +140,22 @@ def test_normalize_is_pure(history, provider: str) -> None:
     assert history == before
 
 
+def test_a_user_turns_notes_reach_openai_as_paragraphs() -> None:
+    """An observation, a nudge and a verifier's feedback in one user turn are
+    separate text blocks for Anthropic and paragraphs of one string for
+    OpenAI, never run together; an assistant's text fragments are joined as is."""
+    from sim.harness.messages import Message, TextBlock
+
+    turn = Message("user", [TextBlock("You have repeated this call.", 7),
+                            TextBlock("Verification failed.", 5)], 12)
+    reply = Message("assistant", [TextBlock("Part one, ", 3), TextBlock("part two.", 3)], 6)
+    assert normalize([turn, reply], "openai") == [
+        {"role": "user", "content": "You have repeated this call.\n\nVerification failed."},
+        {"role": "assistant", "content": "Part one, part two."}]
+    assert [b["text"] for b in normalize([turn], "anthropic")[0]["content"]] == [
+        "You have repeated this call.", "Verification failed."]
+
+
 @FAST
 @given(history=ANY_HISTORY)
 def test_anthropic_output_alternates_and_puts_tool_results_first(history) -> None:

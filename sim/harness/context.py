@@ -55,6 +55,10 @@ def apply_compaction(messages: list[Message], plan: CompactionPlan, summary: Tex
 
 
 # ------------------------------------------------------------ normalisation
+USER_TEXT_SEPARATOR = "\n\n"
+"""Between the text blocks of one user turn when OpenAI's shape makes them one string."""
+
+
 def normalize(messages: list[Any], provider: str) -> list[dict[str, Any]]:
     """Messages in the wire shape of ``provider`` (``"anthropic"`` or ``"openai"``).
 
@@ -67,7 +71,8 @@ def normalize(messages: list[Any], provider: str) -> list[dict[str, Any]]:
     ``tool_result`` blocks placed first in their message. OpenAI: tool calls
     are ``tool_calls`` on the assistant message, each result is a ``tool``-role
     message right after it (its content a string, also when the Anthropic
-    result was a list of text blocks), user text is a plain string. Thinking blocks and
+    result was a list of text blocks), user text is a plain string (a user
+    turn's text blocks as paragraphs, joined by :data:`USER_TEXT_SEPARATOR`). Thinking blocks and
     the ``is_error`` flag have no OpenAI form and are dropped there.
     """
     turns = _merge(_canonical(messages))
@@ -149,8 +154,9 @@ def _to_anthropic(role: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _to_openai(role: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    text = "".join(b["text"] for b in blocks if b["type"] == "text")
+    texts = [b["text"] for b in blocks if b["type"] == "text"]
     if role == "assistant":
+        text = "".join(texts)  # fragments of one reply
         msg: dict[str, Any] = {"role": "assistant", "content": text or None}
         calls = [{"id": b["id"], "type": "function",
                   "function": {"name": b["name"],
@@ -159,6 +165,8 @@ def _to_openai(role: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if calls:
             msg["tool_calls"] = calls
         return [msg]
+    # a user turn's texts are separate notes (a nudge, a verifier's feedback): paragraphs
+    text = USER_TEXT_SEPARATOR.join(t for t in texts if t)
     out: list[dict[str, Any]] = [
         {"role": "tool", "tool_call_id": b["tool_use_id"], "content": _text_of(b["content"])}
         for b in blocks if b["type"] == "tool_result"]

@@ -80,6 +80,5 @@ def conversation(request: ModelRequest) -> list[Message | dict[str, Any]]:
     first = turns[0] if turns else None
     if isinstance(first, Message) and first.role == "assistant":
         turns.insert(0, {"role": "user", "content": SPAN_OPENING})
-    # normalize joins an OpenAI user turn's texts with no separator: start a paragraph
-    turns.append({"role": "user", "content": "\n\n" + SUMMARY_INSTRUCTION})
+    turns.append({"role": "user", "content": SUMMARY_INSTRUCTION})
     return turns
