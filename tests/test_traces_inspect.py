@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 pytest.importorskip("inspect_ai", reason="needs the 'inspect' extra (pip install 'sim[inspect]')")
@@ -15,7 +16,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import match
-from inspect_ai.solver import generate, use_tools
+from inspect_ai.solver import generate, use_tools, user_message
 from inspect_ai.tool import tool
 
 from sim.traces import import_traces, read_traces
@@ -154,3 +155,32 @@ def test_a_damaged_inspect_archive_is_skipped_as_unreadable(tmp_path, logs):
     assert report.runs == 2
     reasons = report.skipped_files()
     assert list(reasons) == [str(broken)]
+
+
+def test_text_and_observation_hashes_come_from_the_messages(tmp_path):
+    """Two answers with the same text share a text hash; a user message the
+    solver adds between two calls is the first call's observation hash (with
+    its tokens); the last call, and a call answered by tool results only, have
+    none; a tool call's text is the log's own text of that message."""
+    outputs = [with_usage(tool_call(1), 50, 0, 0, 5),
+               with_usage(ModelOutput.from_content(model=MODEL, content="3"), 60, 0, 0, 1),
+               with_usage(ModelOutput.from_content(model=MODEL, content="3"), 70, 0, 0, 1)]
+    task = Task(dataset=[Sample(input="What is 1+2?", target="3", id="twice")],
+                solver=[use_tools(add()), generate(), user_message("Are you sure?"),
+                        generate()], scorer=match())
+    inspect_eval(task, model=get_model(MODEL, custom_outputs=outputs),
+                 log_dir=str(tmp_path / "logs"), display="none")
+    import_traces([tmp_path / "logs"], tmp_path / "out")
+    _, calls = read_traces(tmp_path / "out")
+    calls = calls.sort_values("call")
+    assert len(calls) == 3
+    first, answer, again = (calls.iloc[i] for i in range(3))
+    assert answer["text_sha256"] == again["text_sha256"] == sha256_text("3")
+    [log] = list((tmp_path / "logs").iterdir())
+    [sample] = read_eval_log(str(log)).samples
+    tool_turn = next(m for m in sample.messages if m.role == "assistant")
+    assert first["text_sha256"] == sha256_text(tool_turn.text)
+    assert pd.isna(first["observation_sha256"]) and first["observation_tokens"] == 0
+    assert answer["observation_sha256"] == sha256_text("Are you sure?")
+    assert answer["observation_tokens"] == approx_tokens("Are you sure?")
+    assert pd.isna(again["observation_sha256"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -151,3 +152,43 @@ def test_a_trajectory_outside_the_run_layout_is_named_by_its_instance(tmp_path):
     import_traces([tmp_path / "loose.json"], tmp_path / "out")
     runs, _ = read_traces(tmp_path / "out")
     assert runs["run_id"].tolist() == [SAMPLES[1]]
+
+
+def test_text_hashes_follow_the_assistant_content_and_repeat_with_it(samples):
+    """Every call of the samples has content, so every call has a text hash:
+    calls with the same content (the samples repeat some, e.g. an empty one)
+    share a hash, different contents differ; no user message comes after a
+    call in the samples, so no call has an observation hash. A note the format
+    allows (a user message after a call) is hashed with its text."""
+    docs, _, _, calls = samples
+    by_call = {}
+    for instance, doc in docs.items():
+        assistants = [m for m in doc["messages"] if m["role"] == "assistant"]
+        for k, m in enumerate(assistants):
+            by_call[(f"run1/{instance}", k)] = m["content"]
+    assert len(by_call) == len(calls) and all(isinstance(t, str) for t in by_call.values())
+    hashes = dict(zip(zip(calls["run_id"], calls["call"], strict=True), calls["text_sha256"],
+                      strict=True))
+    assert calls["text_sha256"].notna().sum() == len(by_call)
+    texts: dict[str, set] = {}
+    for key, text in by_call.items():
+        texts.setdefault(text, set()).add(hashes[key])
+    assert all(len(h) == 1 for h in texts.values())
+    assert len({h for hs in texts.values() for h in hs}) == len(texts) < len(by_call)
+    again = "Now let me run the reproduction script again:"
+    assert texts[again] == {hashlib.sha256(again.encode()).hexdigest()}
+    assert calls["observation_sha256"].isna().all() and (calls["observation_tokens"] == 0).all()
+
+
+def test_a_user_note_after_a_call_is_its_observation_hash(tmp_path):
+    doc = load(SAMPLES[0])
+    position = next(i for i, m in enumerate(doc["messages"]) if m["role"] == "tool")
+    doc["messages"].insert(position + 1, {"role": "user", "content": "Format error: one "
+                                          "command per response."})
+    lay_out(tmp_path, {SAMPLES[0]: doc})
+    import_traces([tmp_path / "run1"], tmp_path / "out")
+    _, calls = read_traces(tmp_path / "out")
+    first = calls[calls["call"] == 0].iloc[0]
+    assert first["observation_sha256"] == hashlib.sha256(
+        b"Format error: one command per response.").hexdigest()
+    assert calls["observation_sha256"].notna().sum() == 1

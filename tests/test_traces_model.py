@@ -21,6 +21,7 @@ from sim.traces import writer as writer_module
 from sim.traces.model import (
     CALL_COLUMNS,
     CALLS_FILE,
+    LATER_CALL_COLUMNS,
     RUN_COLUMNS,
     RUNS_FILE,
     TOOL_CALL_FIELDS,
@@ -28,6 +29,7 @@ from sim.traces.model import (
     ToolCallRecord,
     approx_tokens,
     canonical_arguments,
+    joined_sha256,
     read_traces,
     sha256_text,
 )
@@ -58,6 +60,9 @@ def test_the_model_has_the_agreed_columns_in_order_with_their_types():
     assert tuple(CALL_COLUMNS)[:len(REQUIRED_CALL_COLUMNS)] == REQUIRED_CALL_COLUMNS
     assert RUN_COLUMNS["started_at"][0] == pa.timestamp("us", tz="UTC")
     assert CALL_COLUMNS["tool_calls"][0] == pa.list_(TOOL_CALL_TYPE)
+    for name in ("text_sha256", "observation_sha256"):  # added later: after the others
+        assert CALL_COLUMNS[name][:2] == (pa.string(), True)
+        assert list(CALL_COLUMNS).index(name) >= len(REQUIRED_CALL_COLUMNS)
     assert [f.name for f in TOOL_CALL_TYPE] == list(TOOL_CALL_FIELDS) == [
         "id", "name", "arguments", "result_tokens", "result_sha256", "error", "duration_s"]
     for name in ("input_tokens", "steps", "call"):
@@ -87,6 +92,14 @@ def test_sha256_text_is_the_hex_digest_of_utf8():
     assert sha256_text("abc") == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     assert sha256_text(None) is None
+
+
+def test_joined_sha256_hashes_the_recorded_texts_joined_by_newlines_in_order():
+    """None entries are left out; no recorded text at all is None (not the hash of "")."""
+    assert joined_sha256(["a", None, "b"]) == sha256_text("a\nb") != joined_sha256(["b", "a"])
+    assert joined_sha256(["only"]) == sha256_text("only")
+    assert joined_sha256([""]) == sha256_text("")
+    assert joined_sha256([]) is None and joined_sha256([None]) is None
 
 
 def test_written_runs_read_back_with_sums_and_steps_from_their_calls(tmp_path):
@@ -239,6 +252,53 @@ def test_extra_columns_are_kept_after_the_model_columns(folder):
     runs, _ = read_traces(folder)
     assert runs.columns[-1] == "domain" and list(runs.columns[:len(RUN_COLUMNS)]) == list(
         RUN_COLUMNS)
+
+
+@pytest.fixture
+def hashed_folder(tmp_path) -> Path:
+    """A folder whose calls carry text and observation hashes."""
+    first = run("a", [10, 20])
+    first.calls[0].text_sha256, first.calls[0].observation_sha256 = "t0", "o0"
+    first.calls[1].text_sha256 = "t1"
+    return write_folder(tmp_path / "new", [first, run("b", [30])])
+
+
+def test_a_folder_written_before_the_hash_columns_reads_with_them_null(hashed_folder, tmp_path):
+    """calls.parquet of the old schema (no text_sha256, observation_sha256):
+    the checked reader adds both, all null, in the model's place; every other
+    column reads as before; import and replay take the folder too."""
+    from sim.drivers.recorded import read_trace_folder
+    from sim.traces import import_traces
+
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in (RUNS_FILE, CALLS_FILE):
+        (old / name).write_bytes((hashed_folder / name).read_bytes())
+    rewrite(old, CALLS_FILE, lambda t: t.drop_columns(sorted(LATER_CALL_COLUMNS)))
+    assert {"text_sha256", "observation_sha256"} == LATER_CALL_COLUMNS
+    assert not LATER_CALL_COLUMNS & set(pq.read_schema(old / CALLS_FILE).names)
+    runs, calls = read_traces(old)
+    new_runs, new_calls = read_traces(hashed_folder)
+    assert list(calls.columns) == list(CALL_COLUMNS)
+    for name in LATER_CALL_COLUMNS:
+        assert calls[name].isna().all() and str(calls[name].dtype) == "string"
+        assert new_calls[name].notna().any()
+    others = [c for c in CALL_COLUMNS if c not in LATER_CALL_COLUMNS]
+    assert calls[others].equals(new_calls[others]) and runs.equals(new_runs)
+    import_traces([old], tmp_path / "again")
+    _, again = read_traces(tmp_path / "again")
+    assert again[sorted(LATER_CALL_COLUMNS)].isna().all().all()
+    replayed = read_trace_folder(old)
+    assert [c.text_sha256 for r in replayed for c in r.calls] == [None] * 3
+    assert [c.observation_sha256 for r in replayed for c in r.calls] == [None] * 3
+
+
+def test_only_the_later_columns_may_be_missing(hashed_folder):
+    """A folder lacking another call column is still refused."""
+    rewrite(hashed_folder, CALLS_FILE, lambda t: t.drop_columns(["text_sha256", "purpose"]))
+    with pytest.raises(InputError, match="missing column") as raised:
+        read_traces(hashed_folder)
+    assert raised.value.path == "purpose"
 
 
 def test_call_helper_builds_prompt_from_parts():

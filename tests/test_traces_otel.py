@@ -98,6 +98,9 @@ def test_sdk_spans_import_as_one_run_per_conversation_with_their_usage(tmp_path)
         assert mine["model"].tolist() == ["gpt-4o-2024-08-06"] * len(expected)
         assert mine["finish_reason"].tolist()[-1] == "stop"
         assert mine["text_tokens"].tolist() == [2 * (i + 1) for i in range(len(expected))]
+        assert mine["text_sha256"].tolist() == [sha256_text("x" * (8 * (i + 1)))
+                                                for i in range(len(expected))]
+        assert mine["observation_sha256"].isna().all()  # spans do not say what is new
         assert (mine["started_s"].diff().dropna() > 0).all()
         assert (mine["latency_s"] >= 0).all()
     assert report.skips == []
@@ -190,3 +193,34 @@ def test_a_chat_span_without_usage_is_no_token_usage(tmp_path):
     assert runs["run_id"].tolist() == ["d"]
     assert sorted((s.run, s.reason) for s in report.skips) == [
         ("c", "no token usage"), ("e", "no model calls")]
+
+
+def test_text_hashes_come_from_captured_output_text_only(tmp_path):
+    """The text parts of gen_ai.output.messages, concatenated in order, are
+    hashed (other parts left out); two calls with the same text share the
+    hash; a chat span without captured content has neither size nor hash."""
+    exporter = FileSpanExporter(tmp_path / "spans.jsonl")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agent")
+    parts = [{"type": "text", "content": "Let me look. "},
+             {"type": "tool_call", "id": "t1", "name": "search", "arguments": {"q": 1}},
+             {"type": "text", "content": "Searching now."}]
+    outputs = [parts, None, parts[:1] + parts[2:]]
+    for output in outputs:
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c",
+                      "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 100,
+                      "gen_ai.usage.output_tokens": 10}
+        if output is not None:
+            attributes["gen_ai.output.messages"] = json.dumps(
+                [{"role": "assistant", "parts": output}])
+        with tracer.start_as_current_span("chat gpt-4o", attributes=attributes):
+            pass
+    provider.shutdown()
+    _, _, calls = imported(tmp_path, tmp_path / "spans.jsonl")
+    text = "Let me look. Searching now."
+    assert calls["text_sha256"].isna().tolist() == [False, True, False]
+    assert calls["text_sha256"].tolist()[::2] == [sha256_text(text)] * 2
+    assert calls["text_tokens"].tolist()[::2] == [approx_tokens("Let me look. ")
+                                                  + approx_tokens("Searching now.")] * 2
+    assert calls["text_tokens"].isna().tolist() == [False, True, False]

@@ -118,3 +118,54 @@ def test_without_traces_no_trace_files_stay_beside_the_results(bounded, tmp_path
     # another run's results are replaced only with --force (the folder is written whole)
     assert simulate(out, "bounded.yaml", "--seed", "3", "--force") == 0
     assert not (out / RUNS_FILE).exists() and not (out / CALLS_FILE).exists()
+
+
+def test_the_recorder_hashes_response_texts_and_what_the_harness_put_in_after_them():
+    """A scripted run through the recorder: each step call's text_sha256 is the
+    hash of its text blocks (empty for a tool-only response); a call's
+    observation_sha256 hashes the nudge and verifier feedback the harness put
+    in the history after it (null where only tool results came back)."""
+    from scripted import ScriptedDriver, final, make_params, make_state, tool_call
+
+    from sim.harness import Verdict, agent_loop
+    from sim.harness.params import DetectorParams, VerifierParams
+    from sim.traces.model import joined_sha256, sha256_text
+    from sim.traces.recorder import RunRecorder
+
+    params = make_params(detector=DetectorParams(repeat_threshold=2, max_nudges=5),
+                         verifier=VerifierParams(enabled=True))
+    state = make_state(params)
+    driver = ScriptedDriver(model=[tool_call("search", q="a"), tool_call("search", q="a"),
+                                   final("first try"), final("Done: it passes.")],
+                            verdicts=[Verdict(False, "tests still fail", 4), Verdict(True)])
+    recorder = RunRecorder(state, lambda: 0.0)
+    loop = recorder.wrap(agent_loop(params, state))
+    answer = None
+    try:
+        while True:
+            answer = driver._answer(loop.send(answer))
+    except StopIteration:
+        pass
+    assert state.status == "succeeded"
+    injected = {origin: [b.text for m in state.messages for b in m.content
+                         if getattr(b, "origin", "") == origin] for origin in ("nudge",
+                                                                               "verifier")}
+    assert len(injected["nudge"]) == 1 and injected["verifier"] == ["tests still fail"]
+    first, second, tried, done = recorder.calls
+    assert [c.text_sha256 for c in recorder.calls] == [
+        sha256_text(""), sha256_text(""), sha256_text("first try"),
+        sha256_text("Done: it passes.")]
+    assert first.observation_sha256 is None and first.observation_tokens == 0
+    assert second.observation_sha256 == joined_sha256(injected["nudge"])
+    assert tried.observation_sha256 == sha256_text("tests still fail")
+    assert done.observation_sha256 is None
+
+
+def test_simulated_traces_carry_text_hashes_on_every_step(bounded):
+    """sim run --traces: every step call has a text hash, and a call has an
+    observation hash exactly when text (a nudge, feedback) entered after it."""
+    _, calls = read_traces(bounded)
+    steps = calls[calls["purpose"] == "step"]
+    assert steps["text_sha256"].str.len().eq(64).all()
+    assert (calls["observation_sha256"].notna() == (calls["observation_tokens"] > 0)).all()
+    assert calls["observation_sha256"].notna().any()

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +166,75 @@ def test_the_prompt_fit_agrees_with_numpy_polyfit_on_steps_csv(tau2):
     assert fit["r2"] == pytest.approx(upper_median(r2s), rel=1e-9)
 
 
+def _raw_calls(runs) -> dict[tuple[str, int], tuple[str | None, list[str | None]]]:
+    """Read from the raw files directly, for every imported run: per agent call
+    (an assistant message with usage), its content text and the texts of the
+    simulated user's messages without tool calls that follow it before the
+    next call."""
+    wanted = set(zip(runs["file"], runs["run_id"], strict=True))
+    out: dict[tuple[str, int], tuple[str | None, list[str | None]]] = {}
+    for file in sorted({f for f, _ in wanted}):
+        with gzip.open(file, "rt", encoding="utf-8") as handle:
+            doc = json.load(handle)
+        simulations = doc["simulations"] if isinstance(doc, dict) else doc
+        for sim in simulations:
+            if (file, str(sim.get("id"))) not in wanted:
+                continue
+            calls: list[tuple[str | None, list[str | None]]] = []
+            for m in sim["messages"]:
+                if m.get("role") == "assistant" and m.get("usage"):
+                    calls.append((_text(m.get("content")), []))
+                elif m.get("role") == "user" and calls and not m.get("tool_calls"):
+                    calls[-1][1].append(_text(m.get("content")))
+            for k, call in enumerate(calls):
+                out[(str(sim["id"]), k)] = call
+    return out
+
+
+def _text(content):
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+    return content
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_text_and_reply_hashes_match_the_raw_messages(tau2):
+    """text_sha256 is set on exactly the calls whose message has content,
+    observation_sha256 on exactly those followed by a user's text reply; two
+    calls with the same text (or the same reply) have the same hash, and calls
+    with different texts different ones."""
+    _, runs, calls, _, _ = tau2
+    raw = _raw_calls(runs)
+    assert len(raw) == len(calls)
+    text_hash = dict(zip(zip(calls["run_id"], calls["call"], strict=True),
+                         calls["text_sha256"], strict=True))
+    reply_hash = dict(zip(zip(calls["run_id"], calls["call"], strict=True),
+                          calls["observation_sha256"], strict=True))
+    with_content = [key for key, (text, _) in raw.items() if text is not None]
+    with_reply = [key for key, (_, replies) in raw.items() if replies]
+    assert calls["text_sha256"].notna().sum() == len(with_content) > 3000
+    assert calls["observation_sha256"].notna().sum() == len(with_reply) > 3000
+    by_text: dict[str, set] = {}
+    for key in with_content:
+        by_text.setdefault(raw[key][0], set()).add(text_hash[key])
+    assert all(len(hashes) == 1 for hashes in by_text.values())  # same text, same hash
+    assert len({h for hashes in by_text.values() for h in hashes}) == len(by_text)
+    texts = Counter(raw[key][0] for key in with_content)
+    repeated = next(t for t, n in texts.most_common() if t)
+    assert texts[repeated] > 1, "the raw files hold two agent messages with the same text"
+    assert by_text[repeated] == {_sha(repeated)}
+    by_reply: dict[str, set] = {}
+    for key in with_reply:
+        by_reply.setdefault("\n".join(raw[key][1]), set()).add(reply_hash[key])
+    assert all(len(hashes) == 1 for hashes in by_reply.values())
+    assert len({h for hashes in by_reply.values() for h in hashes}) == len(by_reply)
+    reply, times = Counter("\n".join(raw[k][1]) for k in with_reply).most_common(1)[0]
+    assert times > 1 and by_reply[reply] == {_sha(reply)}
+
+
 # ------------------------------------------------------ hand-built documents
 
 def message(role, content=None, *, usage=None, tools=None, raw=None, ts=0.0, **extra):
@@ -240,6 +311,19 @@ def test_a_results_object_gives_calls_times_tools_and_observations(tmp_path):
     assert tool["arguments"] == '{"a":1,"b":2}'
     assert (tool["result_tokens"], tool["error"]) == (3, True)
     assert tool["duration_s"] == pytest.approx(0.5)
+
+
+def test_text_hashes_are_null_without_content_and_replies_are_joined_in_order(tmp_path):
+    """A tool-only message (content null) has no text hash; the user's texts
+    after a call are hashed joined by a newline, the user's own tool use left
+    out; a call nobody answered has no reply hash."""
+    messages = conversation()
+    messages.insert(-1, message("user", "and another thing", ts=5.5))
+    _, _, calls = imported(tmp_path, {"simulations": [simulation(messages=messages)]})
+    first, second = calls.iloc[0], calls.iloc[1]
+    assert pd.isna(first["text_sha256"]) and second["text_sha256"] == _sha("done now")
+    assert first["observation_sha256"] == _sha("y" * 21 + "\n" + "and another thing")
+    assert pd.isna(second["observation_sha256"]) and second["observation_tokens"] == 0
 
 
 def test_a_bare_list_of_simulation_records_is_read_too(tmp_path):

@@ -7,12 +7,12 @@ as pandas DataFrames (with nullable dtypes or not; a missing value may be None,
 NaN or ``pd.NA``). Units: tokens are
 counts, money is USD, times are seconds.
 
-Two optional columns of ``calls.parquet`` are used when a source has them:
-``text_sha256`` (a hash of the response's text) and ``observation_sha256`` (a
-hash of the non-tool messages that entered after the call, such as a simulated
-user's reply). They let the replay tell identical text turns from different
-ones (:mod:`sim.drivers.replay`); without them every text turn counts as
-distinct.
+Two nullable columns of ``calls.parquet`` are used where a source records the
+text: ``text_sha256`` (a hash of the response's text) and
+``observation_sha256`` (a hash of the non-tool messages that entered after the
+call, such as a simulated user's reply). They let the replay tell identical
+text turns from different ones (:mod:`sim.drivers.replay`); where they are null
+(or absent from the frames given) each text turn counts as distinct.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ agent's), except failed ones (``error`` set, no output): Inspect's
 ``latency_s``. The tool calls are those of the call's output message, answered
 by the ``tool`` events with the same id (result text, ``error``, duration).
 ``observation_tokens`` are the user and system messages that the next call's
-input adds after the previous output and its tool results.
+input adds after the previous output and its tool results, and
+``observation_sha256`` the hash of their texts joined in order (null when it
+adds none); ``text_tokens`` and ``text_sha256`` are the output message's text.
 
 Run fields: the eval's model; the sum of the calls' costs (null when none is
 recorded); ``exit`` is the type of the limit that stopped the sample (Inspect's
@@ -42,7 +44,9 @@ from sim.traces.model import (
     approx_tokens,
     canonical_arguments,
     finite_or_none,
+    joined_sha256,
     parse_utc,
+    sha256_text,
     tool_result,
 )
 from sim.traces.skips import MISSING_EXTRA, NO_CALLS, NO_USAGE, UNREADABLE, Skip, Unusable
@@ -110,7 +114,8 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str) -> RunRecord:
     calls = [_call(event, i, start, tools) for i, event in enumerate(events)]
     for i, call in enumerate(calls):
         following = events[i + 1].input if i + 1 < len(events) else sample.messages
-        call.observation_tokens = _observations(events[i].input, following)
+        call.observation_tokens, call.observation_sha256 = _observations(events[i].input,
+                                                                         following)
     costs = [c.cost_usd for c in calls if c.cost_usd is not None]
     config = eval_.config
     return RunRecord(
@@ -161,7 +166,7 @@ def _call(event: Any, index: int, start: Any, tools: dict[str, Any]) -> CallReco
         finish_reason=event.output.stop_reason,
         started_s=(event.timestamp - start).total_seconds(),
         latency_s=_elapsed(event.timestamp, event.completed, event.working_time),
-        text_tokens=approx_tokens(text), tool_calls=records)
+        text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=records)
 
 
 def _elapsed(begun: Any, completed: Any, working: float | None) -> float | None:
@@ -170,16 +175,14 @@ def _elapsed(begun: Any, completed: Any, working: float | None) -> float | None:
     return finite_or_none(working)
 
 
-def _observations(before: list, after: list) -> int | None:
-    """Tokens of the user/system messages ``after`` adds to ``before`` (beyond
-    the output and tool results), or None when it does not extend it."""
+def _observations(before: list, after: list) -> tuple[int | None, str | None]:
+    """Tokens and text hash (:func:`joined_sha256`) of the user/system messages
+    ``after`` adds to ``before`` (beyond the output and tool results); both None
+    when it does not extend it, the hash None when it adds none."""
     if len(after) < len(before):
-        return None
-    total = 0
-    for message in after[len(before):]:
-        if message.role in ("user", "system"):
-            total += approx_tokens(message.text)
-    return total
+        return None, None
+    texts = [m.text for m in after[len(before):] if m.role in ("user", "system")]
+    return sum(approx_tokens(t) for t in texts), joined_sha256(texts)
 
 
 def _text(content: Any) -> str | None:

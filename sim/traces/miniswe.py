@@ -28,7 +28,9 @@ Tool calls: the OpenAI ``tool_calls`` of the message, answered by the ``tool``
 messages with the same ``tool_call_id``: the result is the message content (the
 observation the model reads), an error when the command's ``returncode`` is
 not 0 or an ``exception_info`` is set. ``user`` messages between calls (format
-errors, notes) are ``observation_tokens``. Run fields: ``info.exit_status``
+errors, notes) are ``observation_tokens``, their texts joined in order
+``observation_sha256`` (null when there are none); the assistant message's
+content gives ``text_tokens`` and ``text_sha256``. Run fields: ``info.exit_status``
 verbatim as ``exit``; ``info.model_stats.instance_cost`` as ``cost_usd``;
 ``info.config.agent.step_limit`` and ``cost_limit`` (0, mini-swe-agent's "no
 limit", becomes null); ``resolved`` from a SWE-bench report (see
@@ -51,6 +53,8 @@ from sim.traces.model import (
     canonical_arguments,
     content_text,
     finite_or_none,
+    joined_sha256,
+    sha256_text,
     tool_result,
     utc_from_unix,
 )
@@ -138,6 +142,7 @@ def _calls(messages: Iterable[Any], model: str | None
            ) -> tuple[list[CallRecord], float | None, float | None]:
     calls: list[CallRecord] = []
     pending: dict[str, ToolCallRecord] = {}
+    notes: list[list[str | None]] = []  # per call, the user messages' texts after it
     previous: float | None = None  # the last recorded timestamp
     start: float | None = None
     for position, message in enumerate(messages):
@@ -152,6 +157,7 @@ def _calls(messages: Iterable[Any], model: str | None
                 start = finite_or_none(response.get("created"))
             call = _call(message, response, position, model, previous, moment, start)
             calls.append(call)
+            notes.append([])
             pending = {t.id: t for t in call.tool_calls if t.id is not None}
         elif role == "tool":
             record = pending.pop(str(message.get("tool_call_id")), None)
@@ -163,15 +169,17 @@ def _calls(messages: Iterable[Any], model: str | None
                 if moment is not None and previous is not None:
                     record.duration_s = moment - previous
         elif role == "user" and calls:
-            calls[-1].observation_tokens = ((calls[-1].observation_tokens or 0)
-                                            + approx_tokens(content_text(message.get("content"))))
+            text = content_text(message.get("content"))
+            calls[-1].observation_tokens = (calls[-1].observation_tokens or 0) + approx_tokens(text)
+            notes[-1].append(text)
         if moment is not None:
             previous = moment
     if not calls:
         raise Unusable(NO_CALLS, "no assistant message in the trajectory")
-    for call in calls:
+    for call, texts in zip(calls, notes, strict=True):
         if call.observation_tokens is None:
             call.observation_tokens = 0
+        call.observation_sha256 = joined_sha256(texts)
     return calls, start, previous
 
 
@@ -204,13 +212,14 @@ def _call(message: dict, response: dict, position: int, model: str | None,
             name=str(function.get("name")), id=None if call.get("id") is None else str(call["id"]),
             arguments=canonical_arguments(function.get("arguments"))))
     known = before is not None and moment is not None
+    text = content_text(message.get("content"))
     return CallRecord(
         *counts, model=response.get("model") if isinstance(response.get("model"), str) else model,
         cost_usd=finite_or_none(as_dict(message.get("extra")).get("cost")),
         finish_reason=None if finish is None else str(finish),
         started_s=before - start if known and start is not None else None,
         latency_s=moment - before if known else None,
-        text_tokens=approx_tokens(content_text(message.get("content"))), tool_calls=tools)
+        text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=tools)
 
 
 def _limit(value: Any, kind: type) -> Any:

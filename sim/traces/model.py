@@ -37,6 +37,16 @@ the columns calibration and replay build on, runs have ``message_limit``
 own step, compaction and verifier calls). Fields a source cannot know are null
 (a tool call's result fields when no result is recorded, ``text_tokens`` when
 no content is), never a made-up 0.
+
+**Text hashes.** Besides sizes, a call records what its text was, so a replay
+can tell an agent repeating itself from one saying something new: like a tool
+call's ``result_sha256``, ``text_sha256`` is :func:`sha256_text` of the
+response's text content (the text ``text_tokens`` measures) and
+``observation_sha256`` that of the non-tool messages counted in
+``observation_tokens``, their texts joined in order with
+:data:`OBSERVATION_JOIN` (:func:`joined_sha256`); both are null when the
+source records no such text. Folders written before these two columns existed
+read with them null (:data:`LATER_CALL_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -123,7 +133,22 @@ CALL_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
                                              "after this call and before the next"),
     "purpose": (pa.string(), True, "why the call was made: step, compaction or verifier "
                                    "(sim's own runs; null for imported runs: a step)"),
+    "text_sha256": (pa.string(), True, "SHA-256 (hex, sha256_text) of the response's text "
+                                       "content, the text text_tokens measures (null when "
+                                       "the source records no content)"),
+    "observation_sha256": (pa.string(), True, "SHA-256 (hex, joined_sha256) of the texts "
+                                              "of the messages observation_tokens counts, in "
+                                              "order (null when there are none or their text "
+                                              "is not recorded)"),
 }
+
+LATER_CALL_COLUMNS: frozenset[str] = frozenset({"text_sha256", "observation_sha256"})
+"""Columns of :data:`CALL_COLUMNS` added after trace folders were first
+written: a ``calls.parquet`` without them is read with them all null."""
+
+OBSERVATION_JOIN = "\n"
+"""What ``observation_sha256`` puts between the texts of two messages that
+entered after the same call (a source's messages are hashed in order)."""
 
 TOOL_CALL_FIELDS: dict[str, str] = {
     "id": "the call's id in the source (null when none)",
@@ -180,6 +205,8 @@ class CallRecord:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     observation_tokens: int | None = None
     purpose: str | None = None
+    text_sha256: str | None = None
+    observation_sha256: str | None = None
 
     @property
     def prompt_tokens(self) -> int:
@@ -249,6 +276,14 @@ def sha256_text(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def joined_sha256(texts: list[str | None]) -> str | None:
+    """SHA-256 (hex) of the recorded ``texts`` (None entries left out) joined
+    with :data:`OBSERVATION_JOIN`, in order; None when none is recorded. What
+    ``observation_sha256`` holds for the messages after a call."""
+    recorded = [t for t in texts if t is not None]
+    return sha256_text(OBSERVATION_JOIN.join(recorded)) if recorded else None
+
+
 def tool_result(text: str | None, *, tokens: int | None = None, error: bool | None = None
                 ) -> tuple[int | None, str | None, bool | None]:
     """``(result_tokens, result_sha256, error)`` of a tool result: its recorded
@@ -287,7 +322,9 @@ def _object_series(values: list, index: Any) -> Any:
 def load_tables(directory: str | Path) -> tuple[pa.Table, pa.Table]:
     """``(runs, calls)`` Arrow tables of a trace folder, checked: both files
     exist and are Parquet; every column of :data:`RUN_COLUMNS` /
-    :data:`CALL_COLUMNS` is present with its type; required columns have no
+    :data:`CALL_COLUMNS` is present with its type (those of
+    :data:`LATER_CALL_COLUMNS` may be absent, as in a folder written before
+    them: they are added, all null); required columns have no
     nulls; ``run_id`` is unique in runs; counts are non-negative; every call
     belongs to a run; each run's calls are numbered ``0..steps-1``; and each
     run's token columns are the sums of its calls'."""
@@ -297,7 +334,8 @@ def load_tables(directory: str | Path) -> tuple[pa.Table, pa.Table]:
     if not folder.is_dir():
         raise InputError("not a trace folder (no such directory)", source=str(folder))
     tables = []
-    for name, schema in ((RUNS_FILE, RUNS_SCHEMA), (CALLS_FILE, CALLS_SCHEMA)):
+    for name, schema, later in ((RUNS_FILE, RUNS_SCHEMA, frozenset()),
+                                (CALLS_FILE, CALLS_SCHEMA, LATER_CALL_COLUMNS)):
         path = folder / name
         if not path.is_file():
             raise InputError(f"missing {name}: not a trace folder", source=str(folder))
@@ -305,7 +343,7 @@ def load_tables(directory: str | Path) -> tuple[pa.Table, pa.Table]:
             table = pq.read_table(path)
         except (OSError, pa.ArrowException) as error:
             raise InputError(f"not a readable Parquet file ({error})", source=str(path)) from None
-        tables.append(_check_table(table, schema, path))
+        tables.append(_check_table(table, schema, path, later))
     runs, calls = tables
     _check_consistency(runs, calls, folder)
     return runs, calls
@@ -319,11 +357,16 @@ def _pandas_type(kind: pa.DataType) -> Any:
     return mapping.get(kind)
 
 
-def _check_table(table: pa.Table, schema: pa.Schema, path: Path) -> pa.Table:
-    """The table with the model's columns first (extras after), or an InputError."""
+def _check_table(table: pa.Table, schema: pa.Schema, path: Path,
+                 later: frozenset[str] = frozenset()) -> pa.Table:
+    """The table with the model's columns first (extras after), or an InputError;
+    a missing column named in ``later`` is added, all null."""
     names = set(table.schema.names)
     for spec in schema:
         if spec.name not in names:
+            if spec.name in later:  # a folder written before the column existed
+                table = table.append_column(spec, pa.nulls(table.num_rows, spec.type))
+                continue
             raise InputError("missing column", source=str(path), path=spec.name)
         actual = table.schema.field(spec.name).type
         if actual != spec.type:

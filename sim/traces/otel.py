@@ -18,8 +18,11 @@ conventions:
   ``gen_ai.usage.reasoning.output_tokens``); the model from
   ``gen_ai.response.model`` else ``gen_ai.request.model``;
   ``gen_ai.response.finish_reasons`` joined with commas; the span's start and
-  length as ``started_s`` and ``latency_s``; ``text_tokens`` from the text parts
-  of ``gen_ai.output.messages`` when content capture recorded it;
+  length as ``started_s`` and ``latency_s``; ``text_tokens`` (the parts' sizes
+  summed) and ``text_sha256`` (of the parts' texts concatenated in order) from
+  the text parts of ``gen_ai.output.messages`` when content capture recorded
+  it; the spans do not say which input messages are new to a call, so
+  ``observation_tokens`` and ``observation_sha256`` stay null;
 - a **tool call** is an ``execute_tool`` span: ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``gen_ai.tool.call.arguments`` and
   ``gen_ai.tool.call.result`` (both opt-in content), an error when the span has
@@ -47,6 +50,7 @@ from sim.traces.model import (
     as_dict,
     as_list,
     canonical_arguments,
+    sha256_text,
     tool_result,
     utc_from_unix,
 )
@@ -228,11 +232,13 @@ def _call(span: Span, start: int) -> CallRecord:
     if isinstance(reasons, list):
         reasons = ",".join(str(r) for r in reasons)
     model = a.get("gen_ai.response.model", a.get("gen_ai.request.model"))
+    parts = _output_text_parts(a.get("gen_ai.output.messages"))
     return CallRecord(
         *counts, model=None if model is None else str(model),
         finish_reason=None if reasons is None else str(reasons),
         started_s=(span.start - start) / 1e9, latency_s=(span.end - span.start) / 1e9,
-        text_tokens=_output_text_tokens(a.get("gen_ai.output.messages")))
+        text_tokens=None if parts is None else sum(approx_tokens(p) for p in parts),
+        text_sha256=None if parts is None else sha256_text("".join(parts)))
 
 
 def _tool(span: Span) -> ToolCallRecord:
@@ -250,9 +256,10 @@ def _tool(span: Span) -> ToolCallRecord:
         duration_s=(span.end - span.start) / 1e9)
 
 
-def _output_text_tokens(messages: Any) -> int | None:
-    """Tokens of the text parts of ``gen_ai.output.messages`` (a JSON string of
-    ``[{"role", "parts": [{"type": "text", "content"}...]}]``), or None."""
+def _output_text_parts(messages: Any) -> list[str] | None:
+    """The texts of the text parts of ``gen_ai.output.messages`` (a JSON string
+    of ``[{"role", "parts": [{"type": "text", "content"}...]}]``), in order, or
+    None when no such content was captured."""
     if messages is None:
         return None
     if isinstance(messages, str):
@@ -262,9 +269,6 @@ def _output_text_tokens(messages: Any) -> int | None:
             return None
     if not isinstance(messages, list):
         return None
-    total = 0
-    for message in messages:
-        for part in as_list(as_dict(message).get("parts")):
-            if isinstance(part, dict) and part.get("type") == "text":
-                total += approx_tokens(str(part.get("content", "")))
-    return total
+    return [str(part.get("content", ""))
+            for message in messages for part in as_list(as_dict(message).get("parts"))
+            if isinstance(part, dict) and part.get("type") == "text"]

@@ -17,13 +17,16 @@ What a simulated call records:
   ``stop_reason`` as ``finish_reason``, the cost the harness charged (the
   change of the run's spend), ``started_s`` on the engine's clock from the
   run's start and the response's ``latency_s``; a model error is no call;
-- ``text_tokens``: the response's text blocks' sizes;
+- ``text_tokens``: the response's text blocks' sizes; ``text_sha256``: the
+  hash of their texts concatenated in order;
 - its tool calls (canonical JSON arguments), and for each what the model was
   shown back: the ``tool_result`` block's size, text hash and error flag (a
   call refused by policy is an error result too) and the time the tool ran
   (summed over harness retries);
 - ``observation_tokens``: the other text the harness put in the history before
-  the next model call (a nudge, a verifier's feedback, a continuation note).
+  the next model call (a nudge, a verifier's feedback, a continuation note, a
+  simulated user's reply); ``observation_sha256``: the hash of those texts
+  joined in order (:func:`~sim.traces.model.joined_sha256`; null when none).
 """
 
 from __future__ import annotations
@@ -39,7 +42,14 @@ from sim.harness.effects import (
 )
 from sim.harness.messages import Message
 from sim.harness.state import HarnessState
-from sim.traces.model import CallRecord, RunRecord, ToolCallRecord, canonical_json, sha256_text
+from sim.traces.model import (
+    CallRecord,
+    RunRecord,
+    ToolCallRecord,
+    canonical_json,
+    joined_sha256,
+    sha256_text,
+)
 
 SOURCE = "sim"
 
@@ -107,10 +117,12 @@ class RunRecorder:
                     spent: float, tokens: int) -> None:
         usage = response.usage
         text = 0
+        texts = []
         tools = []
         for block in response.content:
             if block.type == "text":
                 text += block.tokens
+                texts.append(block.text)
             elif block.type == "tool_use":
                 tools.append(ToolCallRecord(name=block.name, id=block.id,
                                             arguments=canonical_json(block.input)))
@@ -118,7 +130,8 @@ class RunRecorder:
                           usage.output_tokens, usage.thinking_tokens,
                           model=response.model or request.model,
                           finish_reason=response.stop_reason, started_s=began - self.t0,
-                          latency_s=response.latency_s, text_tokens=text, tool_calls=tools,
+                          latency_s=response.latency_s, text_tokens=text,
+                          text_sha256=sha256_text("".join(texts)), tool_calls=tools,
                           observation_tokens=0, purpose=request.purpose)
         self.calls.append(call)
         self._open = (call, spent, tokens)
@@ -158,6 +171,7 @@ class RunRecorder:
             return  # compacted away: keep what was seen before
         tools = {t.id: t for t in call.tool_calls}
         observed = 0
+        texts = []
         for later in messages[position + 1:]:
             for block in later.content:
                 if block.type == "tool_result":
@@ -169,7 +183,9 @@ class RunRecorder:
                         record.duration_s = self._durations.get(block.tool_use_id)
                 elif block.type == "text":
                     observed += block.tokens
+                    texts.append(block.text)
         call.observation_tokens = observed
+        call.observation_sha256 = joined_sha256(texts)
 
 
 def simulated_run(recorder: RunRecorder | None, *, run_id: str, file: str, task_id: str,

@@ -26,9 +26,13 @@ makes the run unusable (``no token usage``). Per call:
 - its tool calls (name, arguments) with the ``tool`` messages answering them
   (matched by id): the result text, its ``error`` flag, and the time between
   the result and the message before it as the tool's duration;
+- ``text_tokens`` and ``text_sha256``: the size and hash of the message's
+  ``content`` (the hash null when it has none);
 - ``observation_tokens``: the simulated user's text messages that reach the
   agent after the call and before the next (the user's own tool calls and
-  their results are not shown to the agent and are not counted).
+  their results are not shown to the agent and are not counted);
+  ``observation_sha256`` the hash of their texts, joined in order (null when
+  none came).
 
 Run fields: ``task_id``, the agent's model (``info.agent_info.llm``, else
 the model of its calls when they agree, else the file's ``model``),
@@ -54,7 +58,9 @@ from sim.traces.model import (
     canonical_arguments,
     content_text,
     finite_or_none,
+    joined_sha256,
     parse_utc,
+    sha256_text,
     tool_result,
 )
 from sim.traces.skips import CACHE_MISMATCH, NO_CALLS, NO_TRAJECTORY, NO_USAGE, Skip, Unusable
@@ -117,6 +123,7 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
     last_call: CallRecord | None = None
     previous_time: datetime | None = start
     pending: dict[str, tuple[ToolCallRecord, datetime | None]] = {}
+    replies: list[list[str | None]] = []  # per call, the user's texts after it
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
@@ -131,6 +138,7 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
             last_call = _call(message, position, start, previous_time, moment,
                               model or file_model)
             calls.append(last_call)
+            replies.append([])
             pending = {t.id: (t, moment) for t in last_call.tool_calls if t.id is not None}
         elif role == "tool":
             if message.get("requestor", "assistant") == "assistant" and last_call is not None:
@@ -140,15 +148,17 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
         elif role == "user" and last_call is not None and not message.get("tool_calls"):
             text = content_text(message.get("content"))
             last_call.observation_tokens = (last_call.observation_tokens or 0) + approx_tokens(text)
+            replies[-1].append(text)
         previous_time = moment or previous_time
     if missing:
         raise Unusable(NO_USAGE, f"{missing} of {missing + len(calls)} agent messages "
                                  "record no usage")
     if not calls:
         raise Unusable(NO_CALLS, "no agent model call in the conversation")
-    for call in calls:
+    for call, texts in zip(calls, replies, strict=True):
         if call.observation_tokens is None:
             call.observation_tokens = 0
+        call.observation_sha256 = joined_sha256(texts)
     reward = sim.get("reward_info", {}).get("reward") if isinstance(
         sim.get("reward_info"), dict) else None
     reward = finite_or_none(reward)
@@ -182,11 +192,12 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
                 arguments=canonical_arguments(call.get("arguments"))))
     started = _seconds(before, start)
     latency = _seconds(moment, before)
+    text = content_text(message.get("content"))
     return CallRecord(
         *counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
         cost_usd=finite_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
         started_s=started, latency_s=latency,
-        text_tokens=approx_tokens(content_text(message.get("content"))), tool_calls=tool_calls)
+        text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=tool_calls)
 
 
 def _counts(usage: dict, raw: dict, where: str) -> tuple[int, int, int, int, int]:
