@@ -4,7 +4,8 @@ Identity (limits that do not bind reproduce every run), and the figures of a
 100,000 prompt-token budget and of the default detector with
 ``repeat_threshold: 2`` held against direct counts over the traces: per-run
 prompt sums crossing the budget, and repeated canonical calls
-(:func:`sim.harness.detector.canonical_call`) in the recorded tool calls.
+(:func:`sim.harness.detector.canonical_call`) in the recorded tool calls and
+repeated text turns (their text and reply hashes) in the recorded conversations.
 """
 
 from __future__ import annotations
@@ -116,14 +117,18 @@ def test_a_100k_prompt_token_budget_matches_a_direct_count(tau2, tmp_path):
 
 
 def _keys(run):
-    """Per call, the canonical keys the detector sees: each tool call's, a fresh
-    key for a text turn (no text hashes in these traces), none for the final answer."""
+    """Per call, the canonical keys the detector sees: each tool call's; for a
+    text turn, its recorded text hash and the hash of the reply that followed
+    (a text turn repeats only when both are recorded and both repeat; a
+    missing hash is a fresh value), none for the final answer."""
     out = []
     for k, call in enumerate(run.calls):
         if call.tools:
             out.append([canonical_call(t.name, json.loads(t.arguments)) for t in call.tools])
         elif k < len(run.calls) - 1:
-            out.append([f"text turn {k}"])
+            text = call.text_sha256 or f"text of call {k}"
+            reply = call.observation_sha256 or f"reply after call {k}"
+            out.append([f"text turn\0{text}\0{reply}"])
         else:
             out.append([])
     return out
@@ -143,8 +148,10 @@ def _fires(window: list[str]) -> str | None:
 def test_the_default_detector_with_repeat_threshold_2_matches_a_direct_count(tau2, tmp_path):
     """Firings per signal, runs stopped (the second detection after a nudge),
     resolved runs lost and dollars saved equal a count of repeated canonical
-    calls in the recorded tool calls."""
+    calls in the recorded tool calls and of repeated text turns (same text
+    hash, same reply hash)."""
     rows, block = replay(tau2, tmp_path / "out", *DETECTOR)
+    assert block["fidelity"]["text_hashes"]
     firings: dict[str, list[int]] = {}
     stopped, lost, saved = set(), 0, []
     fired_runs: dict[str, set[str]] = {}
