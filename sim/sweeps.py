@@ -48,7 +48,7 @@ from tqdm import tqdm
 from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
 from sim.output.chunks import ChunkStore
-from sim.output.table import records_table
+from sim.output.table import RECORD_SCHEMA, records_table
 from sim.runner import CellRun, build_cell
 from sim.schedulers import LostWorker
 
@@ -103,17 +103,24 @@ def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job],
                 traces: str | None = None) -> str:
     """A digest of everything the kept chunks depend on: every cell's resolved
     scenario and axis values, the task count, the chunk plan, whether (and
-    under which file name) runs are traced, and sim's version. Kept chunks are
-    reused only under the same fingerprint."""
+    under which file name) runs are traced, the schemas of the kept tables
+    (records, and the trace tables when traced: chunks kept by a sim whose
+    columns differ are not mixed in, whatever its version says) and sim's
+    version. Kept chunks are reused only under the same fingerprint."""
     try:
         version = metadata.version("sim")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a checkout
         version = "unknown"
     cells = [{"name": r.name, "values": [[k, repr(v)] for k, v in r.values],
               "scenario": r.scenario.model_dump(mode="json")} for r in runs]
+    schemas = [RECORD_SCHEMA]
+    if traces is not None:
+        from sim.traces.model import CALLS_SCHEMA, RUNS_SCHEMA
+
+        schemas += [RUNS_SCHEMA, CALLS_SCHEMA]
     text = json.dumps({"cells": cells, "tasks": tasks, "version": version,
                        "chunks": [[j.cell, j.start, j.stop, j.des] for j in jobs],
-                       "traces": traces},
+                       "traces": traces, "schemas": [str(schema) for schema in schemas]},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -359,7 +366,6 @@ def run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: An
     stopped early; the results and trace files then do not exist."""
     from sim.output.chunks import partial_folder
     from sim.output.stream import ParquetStream, stale_temporaries
-    from sim.output.table import RECORD_SCHEMA
 
     jobs = plan(runs, tasks)
     store = ChunkStore(partial_folder(out_dir), fingerprint(runs, tasks, jobs, traces),
@@ -422,7 +428,6 @@ def run_collected(runs: Sequence[CellRun], tasks: int, *, workers: int,
     import tempfile
 
     from sim.output.chunks import MemoryStore
-    from sim.output.table import RECORD_SCHEMA
     from sim.schedulers import make_scheduler
 
     parts: dict[str, list[pa.Table]] = {r.name: [] for r in runs}

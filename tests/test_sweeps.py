@@ -194,6 +194,27 @@ def test_the_local_pool_reports_a_dead_worker() -> None:
 
 
 # ------------------------------------------------------------ the chunk store
+def test_the_fingerprint_covers_tracing_and_the_kept_tables_columns(monkeypatch) -> None:
+    """Chunks kept by a traced run are not a plain run's, nor are chunks whose
+    records or trace tables had other columns (an older sim of the same
+    version number)."""
+    import pyarrow as pa
+
+    import sim.traces.model
+
+    runs = cells_of(load_scenario(BOUNDED))
+    jobs = plan(runs, 100)
+    plain, traced = fingerprint(runs, 100, jobs), fingerprint(runs, 100, jobs, "b.yaml")
+    assert plain != traced
+    monkeypatch.setattr(sim.traces.model, "CALLS_SCHEMA",
+                        sim.traces.model.CALLS_SCHEMA.append(pa.field("x", pa.int64())))
+    assert fingerprint(runs, 100, jobs, "b.yaml") != traced
+    assert fingerprint(runs, 100, jobs) == plain
+    monkeypatch.setattr(sim.sweeps, "RECORD_SCHEMA",
+                        RECORD_SCHEMA.append(pa.field("x", pa.int64())))
+    assert fingerprint(runs, 100, jobs) != plain
+
+
 def test_kept_chunks_of_another_run_are_refused_on_resume(tmp_path: Path) -> None:
     """A resume never mixes in chunks of a different run: another fingerprint
     is an InputError naming the folder; without resume they are discarded."""
