@@ -319,7 +319,7 @@ def plan_comparison(base: Any, candidate: Any, *, tasks: int | None = None,
             tasks is not None or seed is not None or overrides or base_overrides
             or candidate_overrides):
         raise InputError("tasks, seed and overrides apply to scenarios; neither side is one")
-    scenarios = []
+    scenarios: list[Scenario | None] = []
     for spec, own in zip(specs, (base_overrides, candidate_overrides), strict=True):
         if spec.kind != "scenario":
             scenarios.append(None)
@@ -329,7 +329,7 @@ def plan_comparison(base: Any, candidate: Any, *, tasks: int | None = None,
         scenarios.append(with_overrides(s, own, allow_plugins=allow_plugins))
     if pairing not in PAIRINGS:
         raise InputError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
-    return ComparisonPlan(specs, tuple(scenarios), folders, thresholds, pairing)
+    return ComparisonPlan(specs, (scenarios[0], scenarios[1]), folders, thresholds, pairing)
 
 
 def run_comparison(plan: ComparisonPlan, *, workers: int | None = None,
@@ -342,6 +342,7 @@ def run_comparison(plan: ComparisonPlan, *, workers: int | None = None,
             source = str(spec.value) if not isinstance(spec.value, Scenario) else scenario.name
             sides.append(_scenario_side(scenario, source, workers, progress))
         elif spec.kind == "folder":
+            assert rows is not None  # plan_comparison read the folder
             sides.append(_rows_side(rows, spec.label, f"results folder {spec.value}", cells))
         else:
             sides.append(_rows_side(spec.value, spec.label, "task rows"))

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sim.errors import InputError
 from sim.harness.params import Prices
@@ -218,7 +218,7 @@ def resolve_price_tiers(model: str, prices_spec: str | Mapping[str, object] | No
             raise InputError(f"{error}; overriding only some prices needs catalogue prices "
                              f"to start from (missing {', '.join(missing)})",
                              path="prices") from None
-        return Prices(**overrides)
+        return Prices(**cast("dict[str, Any]", overrides))  # price fields, never tiers
     return catalogue.with_overrides(**overrides)
 
 

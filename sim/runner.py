@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sim.engines.cell import Cell
 from sim.records import TaskRecord
@@ -23,6 +24,9 @@ from sim.scenario.model import (
     harness_params,
     resolve_detector,
 )
+
+if TYPE_CHECKING:  # the trace model is imported when a run is traced
+    from sim.traces.recorder import RunRecorder
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class RunTracer:
     """A :data:`sim.engines.direct.Tracer` keeping one recorder per task index."""
 
     def __init__(self) -> None:
-        self.recorders: dict[int, object] = {}
+        self.recorders: dict[int, RunRecorder] = {}
 
     def __call__(self, index: int, state, clock):
         from sim.traces.recorder import RunRecorder

@@ -9,9 +9,10 @@ replications of a sweep over ``seed``, run side by side). A scheduler
 processes or on Dask; each worker sends back its chunk as Arrow columns
 (:mod:`sim.output.table`), never record objects.
 
-:func:`run_chunks` keeps every finished chunk in a :class:`~sim.output.chunks.ChunkStore`
-as it arrives, then hands the chunks to a sink in plan order (cells in
-order, tasks by index), reading each back from the store, so the parent
+:func:`run_chunks` keeps every finished chunk in a store
+(:class:`~sim.output.chunks.Store`: on disk, or in memory for the Python API)
+as it arrives, then hands the chunks to a sink in plan order (cells in order,
+tasks by index), reading each back from the store, so the parent
 holds no more than one chunk whatever the order chunks finish in. The
 records therefore reach the sink identically for any scheduler, worker count
 or resumption; a sweep stopped by Ctrl-C, a SIGKILL or a lost worker keeps
@@ -47,7 +48,7 @@ from tqdm import tqdm
 
 from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
-from sim.output.chunks import ChunkStore
+from sim.output.chunks import ChunkStore, Store
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.runner import CellRun, build_cell
 from sim.schedulers import LostWorker
@@ -230,7 +231,7 @@ class Interrupted(Exception):
 Sink = Callable[[Job, pa.Table, "dict[str, Any] | None", "dict[str, pa.Table] | None"], None]
 
 
-def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: ChunkStore,
+def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store,
                sink: Sink, *, progress: bool = True, traces: str | None = None) -> None:
     """Run the chunks of :func:`plan` that ``store`` does not hold yet on
     ``scheduler``, keep each in ``store`` as it finishes, and give every chunk

@@ -220,7 +220,7 @@ def _while_arriving(result: DesResult, capacity: dict[str, int | None]) -> dict[
             "sandboxes": window_average(result.series["busy_sandboxes"], until)}
     return {"window_s": until, "arrival_rate_per_s": len(result.records) / until,
             "mean_busy": busy,
-            "utilisation": {k: busy[k] / capacity[k] if capacity.get(k) else None
+            "utilisation": {k: busy[k] / cap if (cap := capacity.get(k)) else None
                             for k in busy}}
 
 

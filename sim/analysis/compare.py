@@ -88,7 +88,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from sim.analysis import stats
+from sim.analysis import frames, stats
 from sim.errors import InputError
 from sim.harness.state import SUCCEEDED
 
@@ -225,7 +225,7 @@ def mcnemar_exact(only_base: int, only_candidate: int) -> float:
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
     """Two-sided p-value of Fisher's exact test of two independent shares."""
-    return float(scipy_stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    return float(scipy_stats.fisher_exact(np.array([[k1, n1 - k1], [k2, n2 - k2]])).pvalue)
 
 
 def stuart_maxwell(table: np.ndarray) -> tuple[float, int, float]:
@@ -507,7 +507,7 @@ class Comparison:
         if outcome == "regression":
             failing = self.checks[self.checks["regression"]]
             return "regression: " + "; ".join(check_sentence(row) for row in
-                                              failing.to_dict("records"))
+                                              frames.records(failing))
         if outcome == "no regression":
             return (f"no regression: every one of the {len(self.checks)} checks is within its "
                     f"limit ({round(100 * (1 - self.thresholds.alpha))}% intervals inside)")
@@ -551,7 +551,7 @@ class Comparison:
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
-    for row in frame.to_dict("records"):
+    for row in frames.records(frame):
         out.append({k: _plain(v) for k, v in row.items()})
     return out
 
@@ -802,12 +802,13 @@ def _checks(cell: str, outcomes: pd.DataFrame, metrics: pd.DataFrame, t: Thresho
     cost = metrics[metrics["metric"] == "cost_usd"].set_index("stat")
     tasks = int(outcomes["base_tasks"].iloc[0]), int(outcomes["candidate_tasks"].iloc[0])
     for stat in ("mean", "p95"):
-        row = cost.loc[stat]
-        change = float(row["change_pct"])
+        stat_row = frames.row(cost, stat)
+        change = float(stat_row["change_pct"])
         worse, better = change > t.max_cost_rise_pct, -change > t.max_cost_rise_pct
         out.append({"cell": cell, "check": f"{stat} cost", "change": change, "unit": "%",
-                    "threshold": t.max_cost_rise_pct, "ci_low": float(row["ci_low_pct"]),
-                    "ci_high": float(row["ci_high_pct"]), "p_value": float(row["p_value"]),
+                    "threshold": t.max_cost_rise_pct, "ci_low": float(stat_row["ci_low_pct"]),
+                    "ci_high": float(stat_row["ci_high_pct"]),
+                    "p_value": float(stat_row["p_value"]),
                     "test": "bootstrap", "beyond_threshold": _beyond(worse, better), "bad": 1,
                     "tasks": max(tasks)})
     return out

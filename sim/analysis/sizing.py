@@ -140,6 +140,7 @@ _CONTEXT: tuple[Cell, DesParams, list[Arrival]] | None = None
 
 
 def _run_probe(capacity: tuple[int | None, int | None]) -> Probe:
+    assert _CONTEXT is not None, "size_capacity sets the context first"
     cell, des, arrivals = _CONTEXT
     sandboxes, model_slots = capacity
     result = DesEngine(cell, with_capacity(des, sandboxes, model_slots), arrivals).run()
@@ -205,7 +206,7 @@ def _smallest(capacity_of: Callable[[int], tuple[int | None, int | None]], upper
     first = [upper] if guess is None or guess == upper else [guess, upper]
     results = run([capacity_of(k) for k in first])
     best = results[-1]
-    if len(first) == 2:
+    if guess is not None and len(first) == 2:
         if ok(results[0]):
             hi, best = guess, results[0]
         else:

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable
 from fractions import Fraction
 from statistics import NormalDist
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -160,8 +161,8 @@ def share_ci(k: int, n: int, level: float = 0.95, method: str = "wilson") -> tup
         return _wilson(int(k), int(n), level)
     from scipy import stats as scipy_stats  # imported here: scipy is slow to import
 
-    ci = scipy_stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level,
-                                                              method=method)
+    ci = scipy_stats.binomtest(int(k), int(n)).proportion_ci(
+        confidence_level=level, method=cast(Literal["exact"], method))  # wilson: above
     return float(ci.low), float(ci.high)
 
 

@@ -120,11 +120,12 @@ def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name
     comments["harness.detector"] = "the recorded harness's detector is unknown: off"
     comments["harness.max_output_tokens"] = f"1.25 x the largest output seen ({est.max_output})"
     total_calls = sum(t.calls for t in est.tools)
-    tools = [{"name": t.name, "weight": round(t.calls / max(total_calls, 1), 6),
-              "effect": "read", "timeout_s": 1.0e6, "definition_tokens": 0,
-              "duration": {"median_s": max(round(t.duration[0], 6), 1e-6),
-                           "sigma": round(t.duration[1], 6)},
-              "result_tokens": _dist(t.result)} for t in est.tools]
+    tools: list[dict[str, Any]] = [
+        {"name": t.name, "weight": round(t.calls / max(total_calls, 1), 6),
+         "effect": "read", "timeout_s": 1.0e6, "definition_tokens": 0,
+         "duration": {"median_s": max(round(t.duration[0], 6), 1e-6),
+                      "sigma": round(t.duration[1], 6)},
+         "result_tokens": _dist(t.result)} for t in est.tools]
     if not tools:
         tools = [{"name": "tool", "weight": 1.0, "definition_tokens": 0,
                   "result_tokens": 0}]

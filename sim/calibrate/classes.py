@@ -67,6 +67,7 @@ def assign(traces: Traces, *, classes: int | str = "auto", by: str | None = None
             labels, bic = _gmm(z, k, seed)
             if best is None or bic < best[1]:
                 best = (labels, bic)
+        assert best is not None  # k = 1 at least
         labels = best[0]
     else:
         k = int(classes)

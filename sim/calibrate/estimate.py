@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -444,7 +445,7 @@ def estimate(traces: Traces, labels: np.ndarray, when=None) -> Estimates:
         est = estimate_class(str(name), sub, tool_names)
         by_class.append(est)
         effects, tau = _run_effects(sub.calls)
-        effects_all.update({k: math.exp(v) for k, v in effects.items()})
+        effects_all.update({cast(str, run): math.exp(v) for run, v in effects.items()})
         taus.update(dict.fromkeys(effects.index, tau))
     tools = estimate_tools(traces, effects_all, taus)
     models = list(dict.fromkeys(c.model for c in by_class))
@@ -457,11 +458,11 @@ def estimate(traces: Traces, labels: np.ndarray, when=None) -> Estimates:
     notes = {}
     step_limit = limit("step_limit")
     steps = None if step_limit is None else int(step_limit)
-    if steps is None and limit("message_limit") is not None:
+    message_limit = limit("message_limit") if steps is None else None
+    if message_limit is not None:
         per_step = float((1 + calls["tools"] + (calls["text"] & ~calls["last"])).mean())
-        steps = max(1, int(limit("message_limit") / per_step))
-        notes["steps"] = (f"message limit {limit('message_limit'):g} / {per_step:.2f} messages "
-                          f"per call")
+        steps = max(1, int(message_limit / per_step))
+        notes["steps"] = f"message limit {message_limit:g} / {per_step:.2f} messages per call"
     errors = limit("error_limit")
     cost = limit("cost_limit_usd")
     conversation = bool((runs["category"] == "task_giver").any()

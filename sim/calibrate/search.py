@@ -99,5 +99,5 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
                       "xatol": 0.01, "fatol": 1e-4})
     if progress:
         print(file=sys.stderr)
-    best = min(seen, key=seen.get)
+    best = min(seen, key=seen.__getitem__)
     return SearchResult(adjustment(np.array(best)), seen[best], start, len(seen))

@@ -13,7 +13,7 @@ simulated run is resolved when its task was truly done).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -84,7 +84,8 @@ def simulate(doc: dict[str, Any], runs: int, seed: int) -> Sample:
     call_output: list[int] = []
     call_run: list[int] = []
     for i in range(runs):
-        record, task = run_task_with_world(cell, i, pool, task_type=RecordingTask)
+        record, simulated = run_task_with_world(cell, i, pool, task_type=RecordingTask)
+        task = cast(RecordingTask, simulated)  # the task is a task_type
         steps[i] = record.steps
         prompt[i] = record.prompt_tokens
         output[i] = record.output_tokens

@@ -79,8 +79,12 @@ def run(args: argparse.Namespace) -> int:
         des = with_capacity(des, sizing.sandboxes, sizing.model_slots)
     bar = tqdm(total=len(arrivals), unit="task", file=sys.stderr, disable=args.quiet,
                desc="simulating (des)", mininterval=0.5)
+
+    def task_done() -> None:
+        bar.update(1)
+
     try:
-        result = DesEngine(cell, des, arrivals, on_task_end=lambda: bar.update(1)).run()
+        result = DesEngine(cell, des, arrivals, on_task_end=task_done).run()
     finally:
         bar.close()
     capacity = measurements(result, des.capacity.model_dump())

@@ -206,6 +206,7 @@ def _default_name(base: str, candidate: str) -> str:
 def format_comparison(result: Comparison) -> str:
     """The terminal table: per cell, outcome shares side by side with changes,
     intervals and p-values, then steps, tokens and cost; then the verdict."""
+    from sim.analysis import frames
     from sim.analysis.compare import METRICS, check_sentence, format_p
 
     level = round(100 * (1 - result.thresholds.alpha))
@@ -219,7 +220,7 @@ def format_comparison(result: Comparison) -> str:
         width = max(26, *(len(o) + 2 for o in outcomes["outcome"]))
         lines.append(f"  {'outcome':<{width}}{'base':>7}{'cand.':>8}{'change':>10}"
                      f"   {level}% interval (pp)    p")
-        for r in outcomes.itertuples():
+        for r in frames.rows(outcomes):
             lines.append(f"  {r.outcome:<{width}}{100 * r.base_share:6.1f}%"
                          f"{100 * r.candidate_share:7.1f}%{r.change_pp:+8.2f} pp"
                          f"   {r.ci_low_pp:+6.2f} to {r.ci_high_pp:+6.2f}"
@@ -238,13 +239,13 @@ def format_comparison(result: Comparison) -> str:
 
             parts = []
             for stat in ("mean", "p50", "p95", "max"):
-                m = metrics.loc[(metric, stat)]
+                m = frames.row(metrics, (metric, stat))
                 part = f"{stat} {show(m['base'])} -> {show(m['candidate'])}"
                 if stat != "max":
                     part += f" ({m['change_pct']:+.1f}%)"
                 parts.append(part)
             lines.append(f"  {label:<14} " + "  ".join(parts))
-        cost = metrics.loc[("cost_usd", "mean")]
+        cost = frames.row(metrics, ("cost_usd", "mean"))
         lines.append(f"  mean cost change {cost['change']:+,.4f} USD, {level}% interval "
                      f"{cost['ci_low']:+,.4f} to {cost['ci_high']:+,.4f}")
     headline = {"regression": "REGRESSION", "no regression": "no regression",
@@ -252,6 +253,6 @@ def format_comparison(result: Comparison) -> str:
     lines += ["", f"verdict: {headline} (exit status {result.exit_status})"]
     if not result.regression:  # a regression's verdict is the list of failing checks below
         lines.append(f"  {result.verdict}")
-    flagged = result.checks[result.checks["status"] != "within"].to_dict("records")
+    flagged = frames.records(result.checks[result.checks["status"] != "within"])
     lines += [f"  - {check_sentence(r)}" for r in flagged]
     return "\n".join(lines)

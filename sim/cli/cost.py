@@ -23,6 +23,7 @@ import json
 import math
 from dataclasses import asdict
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, cast
 
 from sim.cost import (
     CACHE_MODES,
@@ -128,7 +129,7 @@ def _price_tiers(args: argparse.Namespace) -> Prices:
                          "--price-out (USD per million tokens)")
     overrides.setdefault("cache_read", overrides["input"] / 10)
     overrides.setdefault("cache_write", overrides["input"] * 1.25)
-    return Prices(**overrides)
+    return Prices(**cast("dict[str, Any]", overrides))  # price fields, never tiers
 
 
 def _as_json(args: argparse.Namespace, tiers: Prices, result: RunCost) -> dict:

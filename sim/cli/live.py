@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
 
     tasks, _ = load_tasks(args.tasks)
     name, params = base_params(args)
-    approver = {"ask": approval.terminal_prompt, "all": approval.approve_all,
-                "none": approval.refuse_all}[args.approve]
+    approvers: dict[str, approval.Approver] = {
+        "ask": approval.terminal_prompt, "all": approval.approve_all, "none": approval.refuse_all}
+    approver = approvers[args.approve]
     spans = None
     if args.otel:
         from sim.drivers.live.otel import SpanRecorder

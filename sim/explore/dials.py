@@ -172,7 +172,9 @@ class Panel(widgets.VBox):
             self.status.value = f"<span style='color:#c8433a'>cannot simulate: {error}</span>"
             return None
         shell = InteractiveShell.initialized() and InteractiveShell.instance()
-        fmt = shell.display_formatter.format if shell else DisplayFormatter().format
+        formatter = shell.display_formatter if shell else DisplayFormatter()
+        assert formatter is not None  # an initialised shell has its formatter
+        fmt = formatter.format
         outputs = []
         for item in (view.table(), *figs.values()):
             data, metadata = fmt(item)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -90,7 +91,7 @@ class Setting:
                    repeat_threshold=h.detector.repeat_threshold, nudges=h.detector.nudges,
                    verifier=h.verifier.name != "none", detector=h.detector.enabled)
 
-    def replace(self, **dials: object) -> Setting:
+    def replace(self, **dials: Any) -> Setting:
         """This setting with some dials moved (``tokens=500_000``)."""
         unknown = sorted(set(dials) - set(vars(self)))
         if unknown:
@@ -160,7 +161,8 @@ def readable(summary: pd.DataFrame) -> pd.DataFrame:
     """A :func:`side_by_side` summary for reading: one column per side, one
     row per measure, shares in percent and costs in dollars (text)."""
     rows = {}
-    for column, values in summary.items():
+    for name, values in summary.items():
+        column = str(name)  # the summary's columns are named by strings
         if column == "tasks" or column.startswith("steps"):
             rows[column.replace("_", " ")] = [f"{int(v):,}" for v in values]
         elif column.startswith("cost_"):
@@ -270,8 +272,8 @@ class Explorer:
         reference), ``cost_ccdf`` (both cost tails) and ``frontier`` (the token
         ladder at the setting's other dials, the setting in orange)."""
         labels = {"your setting": view.rows, view.reference_label: view.reference}
-        shares = {k: v["outcome"].value_counts(normalize=True).to_dict()
-                  for k, v in labels.items()}
+        shares = {k: cast("dict[str, float]", v["outcome"].value_counts(normalize=True).to_dict())
+                  for k, v in labels.items()}  # {outcome: share}
         n = f"{view.tasks:,} tasks each"
         out = {
             "outcomes": figures.outcome_bars(

@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +41,23 @@ def partial_folder(out_dir: str | os.PathLike) -> Path:
     folder beside it (``reports/.bounded.partial`` for ``reports/bounded``)."""
     out = Path(out_dir)
     return out.parent / f".{out.name}.partial"
+
+
+class Store(Protocol):
+    """What :func:`sim.sweeps.run_chunks` keeps finished chunks in: a
+    :class:`ChunkStore` (on disk, resumable) or a :class:`MemoryStore`.
+    ``folder`` is where running DES chunks count their finished tasks."""
+
+    folder: Path
+
+    def has(self, key: str) -> bool: ...
+
+    def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
+            side: dict[str, pa.Table] | None = None) -> None: ...
+
+    def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]: ...
+
+    def side(self, key: str, name: str) -> pa.Table: ...
 
 
 def _plain(value: Any) -> Any:

@@ -22,6 +22,7 @@ import xml.etree.ElementTree as ET
 
 import pandas as pd
 
+from sim.analysis import frames
 from sim.analysis.compare import INCONCLUSIVE, REGRESSION, Comparison, check_sentence, format_p
 
 _HEADLINE = {"no regression": "✅ no regression", "regression": "❌ REGRESSION",
@@ -34,7 +35,7 @@ def _need(value) -> int | None:
 
 def junit_xml(result: Comparison) -> bytes:
     """The JUnit XML document of ``result`` (UTF-8, with a declaration)."""
-    checks = result.checks.to_dict("records")
+    checks = frames.records(result.checks)
     failures = sum(c["status"] == REGRESSION for c in checks)
     skipped = sum(c["status"] == INCONCLUSIVE for c in checks)
     counts = {"tests": str(len(checks)), "failures": str(failures), "errors": "0",
@@ -65,7 +66,7 @@ def junit_xml(result: Comparison) -> bytes:
 
 def summary_markdown(result: Comparison) -> str:
     """Markdown for a CI step summary: the verdict first (see the module docstring)."""
-    checks = result.checks.to_dict("records")
+    checks = frames.records(result.checks)
     level = round(100 * (1 - result.thresholds.alpha))
     lines = [f"## {_HEADLINE[result.outcome]}: {result.base.label} vs {result.candidate.label}",
              "", f"{result.verdict[0].upper()}{result.verdict[1:]}. Exit status "

@@ -46,11 +46,18 @@ _LINES = ["#1f5f99", "#d4622a", "#3a8a3a", "#8e5ba6", "#b8860b", "#17becf", "#55
           "#e377c2"]
 
 
+def _agg_figure(figsize: tuple[float, float]) -> Figure:
+    """A Figure (``figsize`` in inches) on its own Agg canvas, which Jupyter displays
+    as a PNG without pyplot."""
+    fig = Figure(figsize=figsize, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    fig._repr_png_ = lambda: png_bytes(fig)  # type: ignore[attr-defined]  # IPython's hook
+    return fig
+
+
 def new_figure(height_in: float, ncols: int = 1) -> tuple[Figure, list]:
     """A Figure on its own Agg canvas with ``ncols`` axes side by side."""
-    fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    fig._repr_png_ = lambda: png_bytes(fig)  # Jupyter displays it, no pyplot needed
+    fig = _agg_figure(figsize=(WIDTH_IN, height_in))
     axes = fig.subplots(1, ncols, squeeze=False)[0]
     return fig, list(axes)
 
@@ -274,9 +281,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
     names = summary["cell"].astype(str).tolist()
     labelled = len(names) <= 40
     key = _key_lines(names) if labelled else []
-    fig = Figure(figsize=(WIDTH_IN, 4.2 + 0.17 * len(key)), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    fig._repr_png_ = lambda: png_bytes(fig)
+    fig = _agg_figure(figsize=(WIDTH_IN, 4.2 + 0.17 * len(key)))
     grid = fig.add_gridspec(2 if key else 1, 2, height_ratios=[4.2, 0.17 * len(key)]
                             if key else [1])
     axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])]
@@ -377,6 +382,7 @@ def _number_points(ax, x: np.ndarray, y: np.ndarray, near_px: float = 6.0) -> No
                 label.remove()
             if crowd == 0:
                 break
+        assert best is not None  # _LABEL_OFFSETS is not empty
         taken.append(best[2])
 
 

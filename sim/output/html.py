@@ -16,7 +16,7 @@ import base64
 import html
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from sim.analysis import stats
+from sim.analysis import frames, stats
 from sim.output import figures
 from sim.output.results import records_frame, report_markdown, write_atomic, write_json
 
@@ -160,7 +160,7 @@ def markdown_to_html(markdown: str, images: Mapping[str, bytes], *, title: str) 
 
 # -------------------------------------------------------------- summaries
 
-def summary_frame(cells: list[Mapping[str, Any]]) -> pd.DataFrame:
+def summary_frame(cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per cell of a summary (summary.json's ``cells``): ``cell``, one
     column per sweep parameter (its dotted path), ``tasks``, ``succeeded`` and
     its 95% Wilson interval ``succeeded_low``/``succeeded_high``, one column
@@ -228,7 +228,7 @@ def sweep_html(summary: Mapping[str, Any], rows: pd.DataFrame, *, title: str,
         best = figures.best_under_ceiling(summary_frame(summary["cells"]), ceiling)
         section += (f"\n\nBest cells with mean cost under ${ceiling:,.2f}: " + (", ".join(
             f"`{r.cell}` ({100 * r.succeeded:.1f}% succeeded, ${r.cost_mean:,.2f})"
-            for r in best.head(3).itertuples()) or "none") + ".")
+            for r in frames.rows(best.head(3))) or "none") + ".")
     markdown = report_markdown(summary, title)
     head, sep, rest = markdown.partition("\n## ")
     markdown = f"{head.rstrip()}\n\n{section}\n\n{sep.lstrip()}{rest}" if sep else (
@@ -307,7 +307,7 @@ def _outcome_rows(result: Comparison, cell: str) -> list[str]:
     level = round(100 * (1 - result.thresholds.alpha))
     rows = [f"| outcome | base | candidate | change | {level}% interval | p | test |",
             "|---|---:|---:|---:|---:|---:|---|"]
-    for r in result.outcomes[result.outcomes["cell"] == cell].itertuples():
+    for r in frames.rows(result.outcomes[result.outcomes["cell"] == cell]):
         rows.append(f"| `{r.outcome}` | {_pct(r.base_share)} ({r.base_count:,}) "
                     f"| {_pct(r.candidate_share)} ({r.candidate_count:,}) "
                     f"| {r.change_pp:+.2f} pp | {r.ci_low_pp:+.2f} to {r.ci_high_pp:+.2f} pp "
@@ -323,7 +323,7 @@ def _metric_rows(result: Comparison, cell: str) -> list[str]:
     rows = [f"| per task | stat | base | candidate | change | change % | {level}% interval of "
             "change | p |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     floor = 2 / (result.thresholds.resamples + 1)  # the smallest bootstrap p-value
-    for r in result.metrics[result.metrics["cell"] == cell].itertuples():
+    for r in frames.rows(result.metrics[result.metrics["cell"] == cell]):
         interval = ("n/a (max)" if r.stat == "max" else
                     f"{_signed(r.ci_low, r.metric)} to {_signed(r.ci_high, r.metric)}")
         p = f"≤{floor:.2g}" if r.p_value <= floor * (1 + 1e-9) else format_p(r.p_value)
@@ -340,7 +340,7 @@ def _check_rows(result: Comparison, cell: str) -> list[str]:
     rows = [f"| check | change | {level}% interval | limit | p | Holm-adjusted p | result |",
             "|---|---:|---:|---:|---:|---:|---|"]
     floor = 2 / (result.thresholds.resamples + 1)  # the smallest bootstrap p-value
-    for r in result.checks[result.checks["cell"] == cell].itertuples():
+    for r in frames.rows(result.checks[result.checks["cell"] == cell]):
         p = (f"≤{floor:.2g}" if r.test == "bootstrap" and r.p_value <= floor * (1 + 1e-9)
              else format_p(r.p_value))
         unit = " pp" if r.unit == "pp" else "%"
@@ -394,15 +394,15 @@ def _method(result: Comparison) -> str:
 
 
 def comparison_markdown(result: Comparison, figure_names: list[str] | None = None) -> str:
-    from sim.analysis.compare import check_sentence, format_p
-
     """The Markdown report of a comparison; ``figure_names`` (see
     :func:`comparison_figures`) are linked as ``figures/<name>.png``."""
+    from sim.analysis.compare import check_sentence, format_p
+
     names = figure_names or []
     status = {"regression": "REGRESSION", "no regression": "no regression",
               "inconclusive": "inconclusive"}[result.outcome]
-    flagged = result.checks[result.checks["status"] != "within"].to_dict("records")
-    better = result.checks[result.checks["improvement"]].to_dict("records")
+    flagged = frames.records(result.checks[result.checks["status"] != "within"])
+    better = frames.records(result.checks[result.checks["improvement"]])
     lines = [f"# Comparison: {result.base.label} vs {result.candidate.label}", "",
              f"**Verdict: {status}** (exit status {result.exit_status})"
              + ("." if result.regression else f": {result.verdict.split(': ', 1)[1]}."), ""]

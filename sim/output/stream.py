@@ -38,7 +38,7 @@ class ParquetStream:
     """Write ``path`` from tables of ``schema`` appended in order (see the module)."""
 
     def __init__(self, path: str | os.PathLike, schema: pa.Schema, *,
-                 metadata: Mapping[str, Any] | None = None,
+                 metadata: Mapping[str, Any] | Mapping[bytes, Any] | None = None,
                  row_group_rows: int = ROW_GROUP_ROWS) -> None:
         if row_group_rows < 1:
             raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")

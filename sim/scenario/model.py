@@ -29,6 +29,7 @@ import importlib
 import itertools
 import json
 import math
+import os
 import stat
 from collections.abc import Callable
 from dataclasses import MISSING, fields, replace
@@ -45,7 +46,7 @@ from sim.harness.detector import Detector, NoProgressDetector
 from sim.scenario import limits
 from sim.scenario.safeyaml import parse
 from sim.world.params import Prob, WorldParams
-from sim.world.verifiers import VERIFIERS
+from sim.world.verifiers import VERIFIERS, Verifier
 from sim.world.world import END_MARKER, World
 
 Positive = Annotated[float, Field(gt=0)]
@@ -55,7 +56,11 @@ def _default(cls: type, name: str) -> Any:
     """The default of dataclass field ``name`` of ``cls`` (defaults are defined once)."""
     for f in fields(cls):
         if f.name == name:
-            return f.default if f.default is not MISSING else f.default_factory()
+            if f.default is not MISSING:
+                return f.default
+            if f.default_factory is not MISSING:
+                return f.default_factory()
+            raise KeyError(f"{cls.__name__}.{name} has no default")
     raise KeyError(name)
 
 
@@ -237,7 +242,7 @@ MAX_FILE_BYTES = 5_000_000
 """The largest scenario file read (bytes)."""
 
 
-def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *,
+def load_scenario(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (), *,
                   allow_plugins: bool = False) -> Scenario:
     """Read, override (``dotted.path=value``, value parsed as YAML) and validate
     a scenario. ``allow_plugins`` lets it name a detector or verifier by import
@@ -335,12 +340,12 @@ def validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False) -
                          f"{limits.MAX_TOTAL_TASKS:,}", source=source, path="tasks")
     grid = _grid(scenario.sweep)
     cell_names(scenario.sweep, grid, source)
-    for values in grid:
+    for cell_values in grid:
         cell_raw = copy.deepcopy(raw)
         cell_raw.pop("sweep", None)
-        for key, value in values:
+        for key, value in cell_values:
             set_dotted(cell_raw, key, value, source)
-        label = ", ".join(f"{k}={v!r}" for k, v in values)
+        label = ", ".join(f"{k}={v!r}" for k, v in cell_values)
         _validate_one(cell_raw, source, prefix=f"in the sweep cell {label}: ",
                       allow_plugins=allow_plugins)
     return scenario
@@ -368,7 +373,9 @@ def _default_shapes(raw: dict[str, Any]) -> dict[str, Any]:
     omits its selector: ``world.difficulty`` without ``distribution`` is
     lognormal."""
     world = raw.get("world")
-    difficulty = world.get("difficulty") if isinstance(world, dict) else None
+    if not isinstance(world, dict):
+        return raw
+    difficulty = world.get("difficulty")
     if isinstance(difficulty, dict) and "distribution" not in difficulty:
         world = {**world, "difficulty": {"distribution": "lognormal", **difficulty}}
         return {**raw, "world": world}
@@ -427,6 +434,7 @@ def _check_arrivals(des: DesParams) -> None:
     """An arrivals CSV must be a readable regular file (checked before anything runs)."""
     if des.arrivals.kind != "csv":
         return
+    assert des.arrivals.path is not None  # ArrivalParams: kind csv needs a path
     path = Path(des.arrivals.path)
     where = "des.arrivals.path"
     try:
@@ -478,7 +486,8 @@ def _union_members() -> frozenset[str]:
     from typing import get_args
 
     names = {"str", "int", "float", "bool", "none", "date", "list", "dict", "tuple"}
-    stack, seen = [Scenario], set()
+    stack: list[Any] = [Scenario]  # annotations: classes, unions, aliases
+    seen: set[type] = set()
     while stack:
         annotation = stack.pop()
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -608,7 +617,7 @@ class _ImportedDetector:
         return self.cls(params.detector)
 
 
-def build_verifier(config: VerifierConfig):
+def build_verifier(config: VerifierConfig) -> Verifier | None:
     """The world-side verifier named in ``config``, or None for ``none``."""
     if config.name == "none":
         return None
@@ -623,7 +632,8 @@ def build_verifier(config: VerifierConfig):
     return verifier
 
 
-def build_world(h: HarnessConfig, world: WorldParams, verifier: object | None = None) -> World:
+def build_world(h: HarnessConfig, world: WorldParams, verifier: Verifier | None = None
+                ) -> World:
     """The compiled world of a cell, speaking the harness's protocol: its
     conversation marker and its output cap."""
     marker = h.conversation.end_marker if h.conversation.enabled else None
@@ -722,9 +732,9 @@ def _prices(h: HarnessConfig) -> hp.Prices:
     """The run's prices with their tiers, from the catalogue, a named set or overrides."""
     from sim.cost import resolve_price_tiers
 
-    spec = h.prices
-    if isinstance(spec, PricesConfig):
-        spec = {k: v for k, v in spec.model_dump().items() if v is not None}
+    spec: str | dict[str, Any] | None = (
+        {k: v for k, v in h.prices.model_dump().items() if v is not None}
+        if isinstance(h.prices, PricesConfig) else h.prices)
     day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
     when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
     try:
