@@ -84,12 +84,49 @@ class Metric:
 
 @dataclass
 class ExitMix:
-    """Exit-category shares, held out and simulated, and their distance."""
+    """Exit-category shares, held out (``n_real`` runs) and simulated
+    (``n_sim``), their total-variation distance with its bootstrap interval,
+    and the distance's 5% critical value (:func:`tv_critical`)."""
 
     real: dict[str, float]
     sim: dict[str, float]
     tv: float
     interval: tuple[float, float]
+    critical: float
+    n_real: int
+    n_sim: int
+
+    @property
+    def rejected(self) -> bool:
+        """Whether the distance reaches its critical value (the exit mixes
+        differ beyond sampling noise); identical mixes never are."""
+        return self.tv > 0 and self.tv >= self.critical
+
+    def why(self) -> str:
+        """A sentence on a rejection: distance, critical value, the largest gap."""
+        cats = sorted(self.real.keys() | self.sim.keys())  # ties: the first in name order
+        gap = max(cats, key=lambda c: abs(self.real.get(c, 0.0) - self.sim.get(c, 0.0)))
+        return (f"exit mix: total variation {self.tv:.3f} >= critical {self.critical:.3f}; "
+                f"{gap} {self.real.get(gap, 0.0):.1%} held out vs "
+                f"{self.sim.get(gap, 0.0):.1%} simulated")
+
+
+TV_DRAWS = 4000
+"""Draws of the null distribution behind :func:`tv_critical`."""
+
+
+def tv_critical(real: dict[str, float], sim: dict[str, float], n: int, m: int,
+                rng: np.random.Generator) -> float:
+    """The 5% critical value of the total-variation distance between the exit
+    mixes of ``n`` held-out and ``m`` simulated runs when both are samples of
+    one mix (the pooled one): the 95th percentile of the distance between two
+    multinomial samples of those sizes, over :data:`TV_DRAWS` draws."""
+    cats = sorted(real.keys() | sim.keys())
+    pooled = np.array([(n * real.get(c, 0.0) + m * sim.get(c, 0.0)) / (n + m) for c in cats])
+    pooled = pooled / pooled.sum()
+    a = rng.multinomial(n, pooled, size=TV_DRAWS) / n
+    b = rng.multinomial(m, pooled, size=TV_DRAWS) / m
+    return float(np.quantile(0.5 * np.abs(a - b).sum(axis=1), 0.95))
 
 
 def _num(x: float) -> str:
@@ -156,7 +193,8 @@ def compare(real: Sample, sim: Sample, seed: int = 0) -> tuple[list[Metric], Exi
             critical_method=method))
     real_mix = mix(list(real.category))
     return metrics, ExitMix(real_mix, sim_mix, total_variation(real_mix, sim_mix),
-                            _interval(tv_boot))
+                            _interval(tv_boot),
+                            tv_critical(real_mix, sim_mix, real.n, sim.n, rng), real.n, sim.n)
 
 
 def _interval(values: list[float]) -> tuple[float, float]:

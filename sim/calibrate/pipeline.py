@@ -4,7 +4,8 @@
 classes, estimates directly, searches, simulates the fitted scenario afresh
 (a root seed the search never used) and measures it against the held-out
 runs; :class:`Calibration` holds all of it, and says whether the fit is
-rejected (some KS distance at or above its critical value).
+rejected (some KS distance, or the exit mix's total-variation distance, at or
+above its critical value).
 
 Seeds, all derived from ``seed``: the held-out split and the clusters use
 ``seed``, the search's common random numbers ``seed + 1``, the final
@@ -57,9 +58,17 @@ class Calibration:
         return [m for m in self.metrics if m.rejected]
 
     @property
+    def reasons(self) -> list[str]:
+        """Why the fit is rejected: a sentence per rejected metric, and one for
+        the exit mix when its distance reaches its critical value."""
+        return [m.why() for m in self.rejected] + (
+            [self.exits.why()] if self.exits.rejected else [])
+
+    @property
     def status(self) -> int:
-        """0 when every KS distance is under its critical value, else 1."""
-        return 1 if self.rejected else 0
+        """0 when every KS distance and the exit mix's distance are under
+        their critical values, else 1."""
+        return 1 if self.reasons else 0
 
     def yaml_text(self) -> str:
         """The scenario file, commented."""
@@ -95,9 +104,9 @@ class Calibration:
                 for m in self.metrics},
             "exit_mix": {"held_out": _nonzero(self.exits.real),
                          "simulated": _nonzero(self.exits.sim), "tv": self.exits.tv,
-                         "tv_interval": list(self.exits.interval)},
-            "verdict": {"status": self.status,
-                        "rejected": [m.why() for m in self.rejected]},
+                         "tv_interval": list(self.exits.interval),
+                         "critical": self.exits.critical, "rejected": self.exits.rejected},
+            "verdict": {"status": self.status, "rejected": self.reasons},
         })
 
 
@@ -206,7 +215,8 @@ def _header(c: Calibration) -> list[str]:
     for m in c.metrics:
         lines.append(f"  {m.label:<24} KS {m.ks:.3f} (critical {m.critical:.3f})"
                      + ("  REJECTED" if m.rejected else ""))
-    lines.append(f"  exit mix (total variation) {c.exits.tv:.3f}")
+    lines.append(f"  exit mix (total variation) {c.exits.tv:.3f} (critical "
+                 f"{c.exits.critical:.3f})" + ("  REJECTED" if c.exits.rejected else ""))
     lines += ["", "Direct estimates per class, then a simulate-and-compare search (need "
               f"shift {c.search.adjustment.need_shift:+.3f}, need sigma x "
               f"{c.search.adjustment.sigma_scale:.3f}, unsolvable work x "

@@ -113,21 +113,25 @@ def report_markdown(c: Calibration) -> str:
               f"dropped: {dropped}. The fitted scenario was simulated afresh for {c.sim.n} "
               f"runs (root seed {c.options['seed'] + 2}, not the search's).", ""]
     lines += ["## Verdict", ""]
-    if c.rejected:
+    if c.reasons:
         lines.append("**Fit rejected** (exit status 1): some distances reach their 5% "
                      "critical value:")
         lines.append("")
-        lines += [f"- {m.why()}" for m in c.rejected]
+        lines += [f"- {why}" for why in c.reasons]
     else:
         lines.append("**Fit accepted** (exit status 0): every KS distance between held-out and "
-                     "simulated runs is under its 5% critical value.")
+                     "simulated runs, and the exit mix's total-variation distance, is under "
+                     "its 5% critical value.")
     lines += ["", "## Held-out runs against simulated runs", "",
               "| metric | KS | 95% interval | 5% critical | | median held out [95%] | median "
               "simulated | p95 held out [95%] | p95 simulated |",
               "|---|---|---|---|---|---|---|---|---|"]
     lines += [_metric_row(m) for m in c.metrics]
     lines += ["", f"Exit mix: total-variation distance **{c.exits.tv:.3f}** (95% interval "
-              f"[{c.exits.interval[0]:.3f}, {c.exits.interval[1]:.3f}]).", "",
+              f"[{c.exits.interval[0]:.3f}, {c.exits.interval[1]:.3f}]; 5% critical value "
+              f"{c.exits.critical:.3f}: the distance between two samples of {c.exits.n_real} "
+              f"and {c.exits.n_sim} runs of the pooled mix)"
+              + (", **rejected**." if c.exits.rejected else "."), "",
               "| exit | held out | simulated |", "|---|---|---|"]
     for cat in CATEGORIES:
         a, b = c.exits.real.get(cat, 0.0), c.exits.sim.get(cat, 0.0)

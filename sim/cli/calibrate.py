@@ -98,9 +98,11 @@ def run(args: argparse.Namespace) -> int:
     for m in result.metrics:
         print(f"{m.label:<32} {m.ks:>6.3f} {m.critical:>9.3f}"
               + ("  rejected" if m.rejected else ""))
-    print(f"{'exit mix (total variation)':<32} {result.exits.tv:>6.3f}")
-    verdict = "accepted" if not result.rejected else "rejected: " + "; ".join(
-        m.label for m in result.rejected)
+    print(f"{'exit mix (total variation)':<32} {result.exits.tv:>6.3f} "
+          f"{result.exits.critical:>9.3f}" + ("  rejected" if result.exits.rejected else ""))
+    rejected = [m.label for m in result.rejected] + (
+        ["exit mix"] if result.exits.rejected else [])
+    verdict = "rejected: " + "; ".join(rejected) if rejected else "accepted"
     print(f"fit {verdict}")
     print(f"scenario {out}; report in {report}/ (calibration.json, calibration.md, "
           f"calibration.html)")
