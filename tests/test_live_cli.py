@@ -195,3 +195,68 @@ def test_any_tasks_document_loads_or_is_an_input_error(tmp_path, doc):
         return
     assert tasks.tasks and all(t.instruction and t.id for t in tasks.tasks)
     assert len({t.id for t in tasks.tasks}) == len(tasks.tasks)
+
+
+PLUGIN = '''
+class Impatient:
+    """Signals no progress at every call."""
+
+    def __init__(self, params):
+        self.params = params
+
+    def observe(self, memory, call_key, observation_key, polling, metric):
+        return "impatient"
+
+
+class Lenient:
+    """Passes every claim."""
+
+    def check(self, claim, rng, world):
+        return True
+'''
+
+
+def test_a_detector_plugin_runs_live_only_with_allow_plugins(tmp_path, monkeypatch, capsys):
+    """A scenario naming a detector by import path is refused (exit 2, the
+    field named, no request made); with --allow-plugins that detector judges
+    the live run (here: it fires at the first tool call and, with no nudges
+    left, the run ends needs_human:no_progress)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    (tmp_path / "impatient_detector.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write_tasks(tmp_path, good_doc())
+    scenario = tmp_path / "harness.yaml"
+    scenario.write_text("name: plug\nharness:\n  detector:\n"
+                        "    name: impatient_detector:Impatient\n    nudges: 0\n")
+    argv = ["live", str(path), "--provider", "anthropic", "--model", MODEL, "--scenario",
+            str(scenario), "--format", "json", "--quiet"]
+    with FakeProvider([]) as server:
+        status = main([*argv, "--base-url", server.base_url, "--out", str(tmp_path / "no")])
+    assert status == 2 and server.requests == []
+    assert "harness.detector.name" in capsys.readouterr().err
+    with FakeProvider(replies()) as server:
+        status = main([*argv, "--base-url", server.base_url, "--out", str(tmp_path / "yes"),
+                       "--allow-plugins"])
+    doc = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert doc["runs"][0]["exit"] == "needs_human:no_progress"
+    assert doc["runs"][0]["steps"] == 1
+
+
+def test_a_verifier_plugin_is_refused_live(tmp_path, monkeypatch, capsys):
+    """A live run verifies with its task's check: a verifier named by import
+    path is bad input even with --allow-plugins, before any request."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    (tmp_path / "impatient_detector.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write_tasks(tmp_path, good_doc())
+    scenario = tmp_path / "harness.yaml"
+    scenario.write_text("name: plug\nharness:\n  verifier:\n"
+                        "    name: impatient_detector:Lenient\n")
+    with FakeProvider([]) as server:
+        status = main(["live", str(path), "--provider", "anthropic", "--model", MODEL,
+                       "--scenario", str(scenario), "--allow-plugins", "--quiet",
+                       "--base-url", server.base_url, "--out", str(tmp_path / "t")])
+    err = capsys.readouterr().err
+    assert status == 2 and server.requests == []
+    assert "harness.verifier.name" in err and "task's check" in err

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sim.cli.common import add_plugin_option
 from sim.errors import InputError
 
 APPROVERS = ("ask", "all", "none")
@@ -48,27 +49,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: the outcomes table (default) or JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_plugin_option(parser)
     parser.set_defaults(handler=run)
 
 
 def base_params(args: argparse.Namespace):
-    """The scenario's harness (or the defaults) with ``--set`` applied, for ``--model``."""
+    """The scenario's harness (or the defaults) with ``--set`` applied, for
+    ``--model``: its name, its harness parameters and the factory of its
+    no-progress detector (a plugin named by import path only with
+    ``--allow-plugins``)."""
     from sim.scenario import model as scenario_model
 
     overrides = [*args.overrides, f"harness.model={json.dumps(args.model)}"]
+    allow = args.allow_plugins
+    source = args.scenario or "--set"
     if args.scenario:
-        scenario = scenario_model.load_scenario(args.scenario, overrides)
+        scenario = scenario_model.load_scenario(args.scenario, overrides, allow_plugins=allow)
     else:
         raw: dict[str, Any] = {"name": "live"}
         for item in overrides:
             key, value = scenario_model.parse_override(item, "--set")
             scenario_model.set_dotted(raw, key, value, "--set")
-        scenario = scenario_model.validate(raw, "--set")
+        scenario = scenario_model.validate(raw, "--set", allow_plugins=allow)
     if scenario.harness.conversation.enabled:
         raise InputError("a live run has no task-giver to converse with: set "
-                         "harness.conversation.enabled to false", source=args.scenario or "--set",
+                         "harness.conversation.enabled to false", source=source,
                          path="harness.conversation.enabled")
-    return scenario.name, scenario_model.harness_params(scenario.harness, scenario.world)
+    if ":" in scenario.harness.verifier.name:
+        raise InputError("a live run verifies a claimed success with its task's check "
+                         "(the tasks file): a verifier plugin has nothing to run on",
+                         source=source, path="harness.verifier.name")
+    return (scenario.name, scenario_model.harness_params(scenario.harness, scenario.world),
+            scenario_model.resolve_detector(scenario.harness.detector.name))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.harness.checkpoint import SQLiteStore
 
     tasks, _ = load_tasks(args.tasks)
-    name, params = base_params(args)
+    name, params, make_detector = base_params(args)
     approvers: dict[str, approval.Approver] = {
         "ask": approval.terminal_prompt, "all": approval.approve_all, "none": approval.refuse_all}
     approver = approvers[args.approve]
@@ -94,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     label = f"live {name}" if args.scenario else "live"
     batch = LiveBatch(tasks, params, model, model_id=args.model, name=label,
                       approver=approver, spans=spans,
-                      progress=progress, handle_sigint=True, file=str(args.tasks))
+                      progress=progress, handle_sigint=True, file=str(args.tasks),
+                      make_detector=make_detector)
     out = Path(args.out) if args.out else Path("reports") / f"live-{batch.batch_id}"
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.force:
         raise InputError("folder exists and is not empty (use --force to replace it)",

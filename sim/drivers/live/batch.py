@@ -39,6 +39,7 @@ from sim.drivers.live.tools import Toolbox
 from sim.drivers.live.wire import PROVIDERS, check_provider
 from sim.errors import InputError
 from sim.harness.checkpoint import CheckpointStore
+from sim.harness.detector import Detector
 from sim.harness.events import Event
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams, ParameterError, VerifierParams
@@ -129,15 +130,19 @@ class LiveBatch:
     """Runs ``tasks`` live (see the module docstring). ``model`` is a client
     from :func:`make_model` (closed when the batch ends); ``store`` keeps
     checkpoints (run id ``<batch>-<task id>``); ``progress`` gets one line per
-    event worth telling (task start and end, each model step)."""
+    event worth telling (task start and end, each model step); ``make_detector``
+    builds each run's no-progress detector from its parameters (None: the
+    harness's own)."""
 
     def __init__(self, tasks: TasksFile, base: HarnessParams, model: ModelClient, *,
                  model_id: str, name: str = "live", approver: Approver = terminal_prompt,
                  store: CheckpointStore | None = None, spans: SpanRecorder | None = None,
                  progress: Callable[[str], None] | None = None,
                  handle_sigint: bool = False, batch_id: str | None = None,
-                 file: str = "") -> None:
+                 file: str = "",
+                 make_detector: Callable[[HarnessParams], Detector] | None = None) -> None:
         self.tasks = tasks
+        self.make_detector = make_detector
         self.model = model
         self.model_id = model_id
         self.name = name
@@ -211,7 +216,9 @@ class LiveBatch:
             state = new_state(params.prefix_tokens, params.model, task.instruction)
             recorder = RunRecorder(state, time.monotonic)
             try:
-                final = await driver.run(params, state, run_id, wrap=recorder.wrap)
+                detector = None if self.make_detector is None else self.make_detector(params)
+                final = await driver.run(params, state, run_id, wrap=recorder.wrap,
+                                         detector=detector)
             finally:
                 self._driver = None
         resolved = (final.status == SUCCEEDED and final.reason == "verified"

@@ -45,6 +45,7 @@ from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.calls import Answer, ModelClient
 from sim.drivers.live.tools import Toolbox, ToolContext, in_daemon_thread, run_tool
 from sim.harness.checkpoint import CheckpointStore
+from sim.harness.detector import Detector
 from sim.harness.effects import (
     ApprovalDecision,
     ApprovalRequest,
@@ -151,10 +152,12 @@ class LiveDriver:
 
     # ---------------------------------------------------------------- run
     async def run(self, params: HarnessParams, state: HarnessState, run_id: str, *,
-                  wrap: Callable[[Loop], Loop] | None = None) -> HarnessState:
+                  wrap: Callable[[Loop], Loop] | None = None,
+                  detector: Detector | None = None) -> HarnessState:
         """Drive the loop for ``state`` until it returns its final state.
         ``wrap`` wraps the loop generator (a trace recorder,
-        :class:`sim.traces.recorder.RunRecorder`, sees every effect and result)."""
+        :class:`sim.traces.recorder.RunRecorder`, sees every effect and result);
+        ``detector`` replaces the harness's no-progress detector (None: its own)."""
         if params.verifier.enabled and self.verifier is None:
             raise ValueError("the harness verifies claimed successes but the driver has no "
                              "verifier")
@@ -163,7 +166,7 @@ class LiveDriver:
         if self._requested.is_set():
             self._event.set()
         self._start = time.monotonic()
-        loop = agent_loop(params, state, observers=self.observers)
+        loop = agent_loop(params, state, detector=detector, observers=self.observers)
         if wrap is not None:
             loop = wrap(loop)
         result: Any = None
