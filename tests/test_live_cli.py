@@ -216,18 +216,24 @@ class Lenient:
 '''
 
 
+def plugin_scenario(tmp_path, monkeypatch, harness: str) -> tuple[Path, Path]:
+    """The tasks file and a scenario whose ``harness`` section (YAML text) may
+    name the PLUGIN module's classes, importable for the test."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    (tmp_path / "impatient_detector.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scenario = tmp_path / "harness.yaml"
+    scenario.write_text(f"name: plug\nharness:\n{harness}")
+    return write_tasks(tmp_path, good_doc()), scenario
+
+
 def test_a_detector_plugin_runs_live_only_with_allow_plugins(tmp_path, monkeypatch, capsys):
     """A scenario naming a detector by import path is refused (exit 2, the
     field named, no request made); with --allow-plugins that detector judges
     the live run (here: it fires at the first tool call and, with no nudges
     left, the run ends needs_human:no_progress)."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    (tmp_path / "impatient_detector.py").write_text(PLUGIN)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    path = write_tasks(tmp_path, good_doc())
-    scenario = tmp_path / "harness.yaml"
-    scenario.write_text("name: plug\nharness:\n  detector:\n"
-                        "    name: impatient_detector:Impatient\n    nudges: 0\n")
+    path, scenario = plugin_scenario(tmp_path, monkeypatch, "  detector:\n"
+                                     "    name: impatient_detector:Impatient\n    nudges: 0\n")
     argv = ["live", str(path), "--provider", "anthropic", "--model", MODEL, "--scenario",
             str(scenario), "--format", "json", "--quiet"]
     with FakeProvider([]) as server:
@@ -246,13 +252,8 @@ def test_a_detector_plugin_runs_live_only_with_allow_plugins(tmp_path, monkeypat
 def test_a_verifier_plugin_is_refused_live(tmp_path, monkeypatch, capsys):
     """A live run verifies with its task's check: a verifier named by import
     path is bad input even with --allow-plugins, before any request."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    (tmp_path / "impatient_detector.py").write_text(PLUGIN)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    path = write_tasks(tmp_path, good_doc())
-    scenario = tmp_path / "harness.yaml"
-    scenario.write_text("name: plug\nharness:\n  verifier:\n"
-                        "    name: impatient_detector:Lenient\n")
+    path, scenario = plugin_scenario(tmp_path, monkeypatch,
+                                     "  verifier:\n    name: impatient_detector:Lenient\n")
     with FakeProvider([]) as server:
         status = main(["live", str(path), "--provider", "anthropic", "--model", MODEL,
                        "--scenario", str(scenario), "--allow-plugins", "--quiet",
