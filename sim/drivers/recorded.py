@@ -123,8 +123,8 @@ class RecordedRun:
         when every call has one, else None."""
         if self.cost_usd is not None:
             return self.cost_usd
-        costs = [c.cost_usd for c in self.calls]
-        return math.fsum(costs) if costs and all(x is not None for x in costs) else None
+        costs = [c.cost_usd for c in self.calls if c.cost_usd is not None]
+        return math.fsum(costs) if costs and len(costs) == len(self.calls) else None
 
 
 # ----------------------------------------------------------- from tables

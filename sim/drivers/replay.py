@@ -339,8 +339,7 @@ class _Driver:
         try:
             while True:
                 effect = loop.send(result)
-                kind = type(effect)
-                if kind is ModelRequest:
+                if type(effect) is ModelRequest:
                     if effect.purpose != "step":
                         recorded = self._extra("compaction")
                         if recorded is not None:  # the old harness compacted here too
@@ -359,7 +358,7 @@ class _Driver:
                     if stop and self.interventions:
                         return self._finish(loop, state, "intervention")
                     result = self._respond(effect)
-                elif kind is ToolRequest:
+                elif type(effect) is ToolRequest:
                     if effect.attempt > 0:
                         self._intervene(TOOL_RETRY)
                         if stop:
@@ -367,13 +366,13 @@ class _Driver:
                     else:
                         self.tools_run += 1
                     result = self.answered[effect.call.id]
-                elif kind is VerifyRequest:
+                elif type(effect) is VerifyRequest:
                     result = self._verdict()
                     if stop and self.interventions:
                         return self._finish(loop, state, "intervention")
-                elif kind is ApprovalRequest:
+                elif type(effect) is ApprovalRequest:
                     result = ApprovalDecision(True)  # the recorded call ran
-                elif kind is Checkpoint or kind is Wait:
+                elif type(effect) is Checkpoint or type(effect) is Wait:
                     result = None
                 else:
                     raise TypeError(f"unknown effect {effect!r}")
@@ -468,8 +467,8 @@ class _Driver:
         if reason != "max_tokens":  # a truncated response's tool calls are not run
             self.tools_due += len(results)
         sizes = self._sizes(k, request, results)
-        for (block, tool), tokens in zip(results, sizes, strict=True):
-            self.answered[block.id] = self._result(k, block, tool, tokens)
+        for (block, answered), tokens in zip(results, sizes, strict=True):
+            self.answered[block.id] = self._result(k, block, answered, tokens)
         content.extend(block for block, _ in results)
         return self._recorded_response(call, content, reason)
 

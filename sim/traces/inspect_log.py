@@ -35,7 +35,7 @@ import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sim.traces.model import (
     CallRecord,
@@ -61,7 +61,7 @@ def available() -> bool:
     return importlib.util.find_spec("inspect_ai") is not None
 
 
-def runs(path: Path, file: str, fmt: str) -> Iterator[RunRecord | Skip]:
+def runs(path: Path, file: str, fmt: Literal["eval", "json"]) -> Iterator[RunRecord | Skip]:
     """The runs of the Inspect log at ``path`` (``fmt``: ``"eval"`` or ``"json"``)."""
     if not available():
         raise Unusable(MISSING_EXTRA, "an Inspect AI log: install the 'inspect' extra "

@@ -115,18 +115,18 @@ class Reports:
 
 def run(doc: dict, path: Path, file: str) -> RunRecord:
     """The run of one trajectory document."""
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    info = as_dict(doc.get("info"))
     instance = doc.get("instance_id")
     if not isinstance(instance, str):
         instance = path.name.split(".traj")[0]
     run_id = f"{path.parent.parent.name}/{instance}" if path.parent.name == instance else instance
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    agent = config.get("agent") if isinstance(config.get("agent"), dict) else {}
-    model_config = config.get("model") if isinstance(config.get("model"), dict) else {}
+    config = as_dict(info.get("config"))
+    agent = as_dict(config.get("agent"))
+    model_config = as_dict(config.get("model"))
     model = model_config.get("model_name") if isinstance(model_config.get("model_name"),
                                                          str) else None
     calls, start, end = _calls(as_list(doc.get("messages")), model)
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    stats = as_dict(info.get("model_stats"))
     exit_label = info.get("exit_status")
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=instance, model=model,
@@ -149,10 +149,10 @@ def _calls(messages: Iterable[Any], model: str | None
         if not isinstance(message, dict):
             continue
         role = message.get("role")
-        extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+        extra = as_dict(message.get("extra"))
         moment = finite_or_none(extra.get("timestamp"))
         if role == "assistant":
-            response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+            response = as_dict(extra.get("response"))
             if start is None:
                 start = finite_or_none(response.get("created"))
             call = _call(message, response, position, model, previous, moment, start)
@@ -207,18 +207,18 @@ def _call(message: dict, response: dict, position: int, model: str | None,
     for call in as_list(message.get("tool_calls")):
         if not isinstance(call, dict):
             continue
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = as_dict(call.get("function"))
         tools.append(ToolCallRecord(
             name=str(function.get("name")), id=None if call.get("id") is None else str(call["id"]),
             arguments=canonical_arguments(function.get("arguments"))))
-    known = before is not None and moment is not None
     text = content_text(message.get("content"))
     return CallRecord(
         *counts, model=response.get("model") if isinstance(response.get("model"), str) else model,
         cost_usd=finite_or_none(as_dict(message.get("extra")).get("cost")),
         finish_reason=None if finish is None else str(finish),
-        started_s=before - start if known and start is not None else None,
-        latency_s=moment - before if known else None,
+        started_s=(before - start if before is not None and moment is not None
+                   and start is not None else None),  # both times known, as for latency
+        latency_s=moment - before if moment is not None and before is not None else None,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=tools)
 
 

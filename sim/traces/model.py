@@ -54,6 +54,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -276,7 +278,7 @@ def sha256_text(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def joined_sha256(texts: list[str | None]) -> str | None:
+def joined_sha256(texts: Sequence[str | None]) -> str | None:
     """SHA-256 (hex) of the recorded ``texts`` (None entries left out) joined
     with :data:`OBSERVATION_JOIN`, in order; None when none is recorded. What
     ``observation_sha256`` holds for the messages after a call."""
@@ -295,7 +297,7 @@ def tool_result(text: str | None, *, tokens: int | None = None, error: bool | No
 
 # --------------------------------------------------------------- reading
 
-def read_traces(directory: str | Path) -> tuple[Any, Any]:
+def read_traces(directory: str | os.PathLike[str]) -> tuple[Any, Any]:
     """``(runs, calls)`` pandas DataFrames of a trace folder, checked.
 
     Checks (:func:`load_tables`), each failure an :class:`~sim.errors.InputError`
@@ -319,7 +321,7 @@ def _object_series(values: list, index: Any) -> Any:
     return pd.Series(values, index=index, dtype=object)
 
 
-def load_tables(directory: str | Path) -> tuple[pa.Table, pa.Table]:
+def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
     """``(runs, calls)`` Arrow tables of a trace folder, checked: both files
     exist and are Parquet; every column of :data:`RUN_COLUMNS` /
     :data:`CALL_COLUMNS` is present with its type (those of

@@ -178,7 +178,8 @@ def _group(spans: list[Span]) -> dict[str, list[Span]]:
             trace_conversations[s.trace].add(str(conversation))
     groups: dict[str, list[Span]] = defaultdict(list)
     for s in spans:
-        key, node, seen = None, s, 0
+        key, seen = None, 0
+        node: Span | None = s
         while node is not None and seen < 1000:
             conversation = node.attributes.get("gen_ai.conversation.id")
             if conversation is not None:

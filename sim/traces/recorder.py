@@ -31,7 +31,7 @@ What a simulated call records:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 
 from sim.harness.effects import (
     ModelRequest,
@@ -40,6 +40,7 @@ from sim.harness.effects import (
     Verdict,
     VerifyRequest,
 )
+from sim.harness.loop import Loop
 from sim.harness.messages import Message
 from sim.harness.state import HarnessState
 from sim.traces.model import (
@@ -70,7 +71,7 @@ class RunRecorder:
         self._assistant: Message | None = None  # its message in the history
         self._durations: dict[str, float] = {}
 
-    def wrap(self, loop: Generator) -> Generator:
+    def wrap(self, loop: Loop) -> Loop:
         """``loop`` with every effect and result seen by the recorder."""
         result = None
         while True:
@@ -81,19 +82,18 @@ class RunRecorder:
                 self._observe()
                 return stop.value
             self._settle()
-            kind = type(effect)
-            if kind is ModelRequest:
+            if type(effect) is ModelRequest:
                 self._observe()
                 began, spent, tokens = self.clock(), self.state.money_usd, self._tokens()
                 result = yield effect
                 if type(result) is ModelResponse:
                     self._model_call(effect, result, began, spent, tokens)
-            elif kind is ToolRequest:
+            elif type(effect) is ToolRequest:
                 result = yield effect
                 duration = getattr(result, "duration_s", 0.0) or 0.0
                 call_id = effect.call.id
                 self._durations[call_id] = self._durations.get(call_id, 0.0) + duration
-            elif kind is VerifyRequest:
+            elif type(effect) is VerifyRequest:
                 began, spent, tokens = self.clock(), self.state.money_usd, self._tokens()
                 result = yield effect
                 if type(result) is Verdict and result.usage is not None:

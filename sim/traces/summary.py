@@ -188,13 +188,13 @@ def _tiers(model: str, day: datetime) -> Any:
     (``provider/model`` names are tried as a provider and a model too)."""
     from sim.cost import lookup_price_tiers
 
-    attempts = [(model, None)]
+    attempts: list[tuple[str, str | None]] = [(model, None)]
     if "/" in model:
-        provider, _, name = model.partition("/")
-        attempts.append((name, provider))
-    for name, provider in attempts:
+        prefix, _, rest = model.partition("/")
+        attempts.append((rest, prefix))
+    for model_name, provider in attempts:
         try:
-            return lookup_price_tiers(name, provider, when=day)
+            return lookup_price_tiers(model_name, provider, when=day)
         except InputError:
             continue
     return None

@@ -90,12 +90,12 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
         raise Unusable(NO_TRAJECTORY, f"aggregated results ({len(doc)} per-model summaries "
                                       "with task_results, no messages)")
     if shape == "results":
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = as_dict(doc.get("info"))
         simulations = doc["simulations"]
         file_model = doc.get("model") if isinstance(doc.get("model"), str) else None
     else:
         info, simulations, file_model = {}, doc, None
-    agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
+    agent = as_dict(info.get("agent_info"))
     model = agent.get("llm") if isinstance(agent.get("llm"), str) else None
     limits = (_int_or_none(info.get("max_steps")), _int_or_none(info.get("max_errors")))
     for index, simulation in enumerate(simulations):

@@ -23,6 +23,7 @@ A YAML list of tasks, or a mapping with ``tasks`` and an optional
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -146,7 +147,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _message(problem: dict[str, Any]) -> str:
+def _message(problem: Mapping[str, Any]) -> str:
     text = str(problem.get("msg", "invalid"))
     text = text.removeprefix("Value error, ")
     if problem.get("type") == "extra_forbidden":
