@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,17 +28,11 @@ REPORT_FILES = ("calibration.json", "calibration.md", "calibration.html")
 
 def write_scenario(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (a temporary file, then a rename)."""
+    from sim.output.results import write_atomic
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, text.encode("utf-8"))
     return target
 
 
@@ -55,9 +47,9 @@ def write_report(folder: str | os.PathLike, c: Calibration) -> list[Path]:
         if extra and not (target / "calibration.json").exists():
             raise InputError(f"the report folder holds other files ({', '.join(extra[:3])}); "
                              f"choose another --report folder", source=str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    from sim.traces.writer import atomic_folder
+
+    with atomic_folder(target, force=True) as tmp:  # checked above: ours to replace
         summary = c.summary()
         (tmp / "calibration.json").write_text(json.dumps(summary, indent=2) + "\n",
                                               encoding="utf-8")
@@ -67,18 +59,6 @@ def write_report(folder: str | os.PathLike, c: Calibration) -> list[Path]:
 
         html = markdown_to_html(markdown, figures(c), title=f"Calibration: {c.doc['name']}")
         (tmp / "calibration.html").write_text(html, encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        if target.exists():
-            old = target.with_name(f".{target.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return [target / name for name in REPORT_FILES]
 
 

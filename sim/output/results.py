@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sim.analysis import stats
+from sim.output.stream import fsync_dir
 from sim.records import FALSE_SUCCESS, RECORD_FIELDS, TaskRecord
 
 PARQUET_NAME = "results.parquet"
@@ -151,18 +152,7 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename durable by fsyncing its directory (where the OS allows)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(target.parent)
 
 
 PROVENANCE_KEY = b"sim.provenance"

@@ -95,7 +95,7 @@ class ParquetStream:
         except BaseException:
             self.abort()
             raise
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         return self.path
 
     def abort(self) -> None:
@@ -120,7 +120,8 @@ class ParquetStream:
             self.close()
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename durable by fsyncing its directory (where the OS allows)."""
     if os.name != "posix":
         return
     fd = os.open(directory, os.O_RDONLY)
