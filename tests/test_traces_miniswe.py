@@ -136,14 +136,23 @@ def test_an_assistant_message_without_usage_skips_that_run_only(tmp_path):
     assert skip.file.endswith(f"{SAMPLES[0]}.traj.json")
 
 
-def test_cache_counts_above_the_prompt_skip_the_run(tmp_path):
+def test_cache_counts_above_the_prompt_read_the_run_with_the_cache_apart(tmp_path):
+    """One call with more cache than prompt: the run is kept, every call of it
+    read with the prompt as the uncached part, each call with a cache counted."""
     bad = load(SAMPLES[2])
     first = next(m for m in bad["messages"] if m["role"] == "assistant")
     usage = first["extra"]["response"]["usage"]
     usage["prompt_tokens_details"]["cached_tokens"] = usage["prompt_tokens"] + 1
     lay_out(tmp_path, {SAMPLES[2]: bad, SAMPLES[1]: load(SAMPLES[1])})
     report = import_traces([tmp_path], tmp_path / "out")
-    assert [s.reason for s in report.skips] == ["cache fields exceed prompt tokens"]
+    assert report.skips == [] and report.runs == 2
+    _, calls = read_traces(tmp_path / "out")
+    mine = calls[calls["run_id"] == f"run1/{SAMPLES[2]}"]
+    raw = [m["extra"]["response"]["usage"] for m in bad["messages"] if m["role"] == "assistant"]
+    assert mine["input_tokens"].tolist() == [u["prompt_tokens"] for u in raw]
+    cached = sum(u["prompt_tokens_details"]["cached_tokens"] > 0 for u in raw)
+    assert report.repairs_by_field() == {"calls.input_tokens": {
+        "cache above the prompt: the prompt taken as without the cache": cached}}
 
 
 def test_a_trajectory_outside_the_run_layout_is_named_by_its_instance(tmp_path):

@@ -159,18 +159,27 @@ def test_the_imported_folder_round_trips_through_another_import(tmp_path):
     assert calls["tool_calls"].tolist() == calls2["tool_calls"].tolist()
 
 
-@pytest.mark.parametrize(("calls", "reason"), [
-    ([(100, 200, 0, 5, 0)], "cache fields exceed prompt tokens"),
-    ([(100, 0, 0, 5, 9)], "reasoning tokens exceed output tokens"),
+@pytest.mark.parametrize(("calls", "field", "reason", "counts"), [
+    ([(100, 200, 0, 5, 0)], "calls.input_tokens",
+     "cache above the prompt: the prompt taken as without the cache", (100, 200, 0, 5, 0)),
+    ([(100, 0, 0, 5, 9)], "calls.reasoning_tokens",
+     "reasoning above output: counted apart from the output", (100, 0, 0, 5, 9)),
 ])
-def test_inconsistent_usage_skips_that_conversation(tmp_path, calls, reason):
+def test_inconsistent_usage_is_read_as_counted_apart_and_counted(tmp_path, calls, field,
+                                                                 reason, counts):
+    """Cache above gen_ai.usage.input_tokens (an Anthropic instrumentation
+    reporting the uncached input) and reasoning above the output (Gemini's
+    thoughts apart): the conversation is kept, read with them apart, and the
+    repair counted by field."""
     spans = jsonl(tmp_path / "s.jsonl", conversations={"bad": calls,
                                                        "good": CONVERSATIONS["conv-b"]})
-    report, runs, _ = imported(tmp_path, spans)
-    assert runs["run_id"].tolist() == ["good"]
-    [skip] = report.skips
-    assert (skip.run, skip.reason, skip.file) == ("bad", reason, str(spans))
-    assert "gen_ai.usage.input_tokens" in skip.detail or "reasoning" in skip.detail
+    report, runs, all_calls = imported(tmp_path, spans)
+    assert sorted(runs["run_id"].tolist()) == ["bad", "good"] and report.skips == []
+    row = all_calls[all_calls["run_id"] == "bad"].iloc[0]
+    assert tuple(int(row[c]) for c in ("input_tokens", "cache_read_tokens",
+                                       "cache_write_tokens", "output_tokens",
+                                       "reasoning_tokens")) == counts
+    assert report.repairs_by_field() == {field: {reason: 1}}
 
 
 def test_a_chat_span_without_usage_is_no_token_usage(tmp_path):

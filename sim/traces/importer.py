@@ -60,6 +60,16 @@ class ImportReport:
     skips: list[Skip] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     companions: list[str] = field(default_factory=list)
+    repairs: Counter = field(default_factory=Counter)
+    """``{(dotted field, reason): count}``: impossible values repaired or set
+    to null in the runs imported (:mod:`sim.traces.repairs`)."""
+
+    def repairs_by_field(self) -> dict[str, dict[str, int]]:
+        """``{field: {reason: count}}``, fields sorted, reasons most frequent first."""
+        out: dict[str, list[str]] = {}
+        for (name, reason), n in self.repairs.items():
+            out.setdefault(name, []).extend([reason] * n)
+        return {name: counts(reasons) for name, reasons in sorted(out.items())}
 
     def skipped_files(self) -> dict[str, str]:
         """``{file: reason}`` of the files no run was imported from (the reason
@@ -89,6 +99,13 @@ class ImportReport:
             out.append(phrase(len(runs), "run", counts(s.reason for s in runs))
                        + f" (in {files_with} file{'' if files_with == 1 else 's'} that had "
                        "usable runs)")
+        if self.repairs:
+            total = sum(self.repairs.values())
+            parts = "; ".join(f"{name}: " + ", ".join(f"{n} {reason}" for reason, n in
+                                                       by_reason.items())
+                              for name, by_reason in self.repairs_by_field().items())
+            out.append(f"repaired {total} impossible value{'' if total == 1 else 's'} "
+                       f"(runs kept): {parts}")
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
                        "mini-swe-agent predictions)")
@@ -109,6 +126,8 @@ class ImportReport:
             "skipped_runs": {"count": len(runs), "by_reason": counts(s.reason for s in runs)},
             "skips": [s.to_dict() for s in self.skips],
             "companions": self.companions, "ignored": self.ignored,
+            "repairs": {"count": sum(self.repairs.values()),
+                        "by_field": self.repairs_by_field()},
         }
 
 
@@ -153,7 +172,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
 
     collector = otel.Collector()
     reports = miniswe.Reports()
-    trajectories: list[tuple[dict, Path, str]] = []
+    trajectories: list[tuple[dict, Path, str, str | None]] = []
     first_file: dict[str, str] = {}
 
     def accept(record: RunRecord | Skip) -> None:
@@ -163,7 +182,12 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
             report.skips.append(Skip(record.file, DUPLICATE, "already imported from "
                                      f"{first_file[record.run_id]}", record.run_id))
         else:
-            row = writer.add(record)
+            try:
+                row = writer.add(record)
+            except Unusable as problem:
+                report.skips.append(Skip(record.file, problem.reason, problem.detail,
+                                         record.run_id))
+                return
             first_file[record.run_id] = record.file
             report.runs += 1
             report.calls += len(record.calls)
@@ -184,12 +208,14 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     bar.close()
     for record in collector.runs():
         accept(record)
-    for row, path, instance in trajectories:
-        row["resolved"] = reports.verdict(path, instance)
+    for row, path, instance, model in trajectories:
+        row["resolved"] = reports.verdict(path, instance, miniswe.run_folder(path, instance),
+                                          model)
+    report.repairs.update(writer.repairs)
 
 
-def _instance(record: RunRecord) -> tuple[Path, str]:
-    return Path(record.file), record.task_id or record.run_id
+def _instance(record: RunRecord) -> tuple[Path, str, str | None]:
+    return Path(record.file), record.task_id or record.run_id, record.model
 
 
 def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Reports,

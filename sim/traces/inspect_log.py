@@ -11,7 +11,10 @@ its ``model`` events outside the scorers (a grader's calls are not the
 agent's), except failed ones (``error`` set, no output): Inspect's
 ``input_tokens`` exclude the cache counts (``input_tokens_cache_read``,
 ``input_tokens_cache_write``) and its ``output_tokens`` include
-``reasoning_tokens``; ``total_cost`` is the call's cost; the event's
+``reasoning_tokens`` (a sample any of whose calls has more reasoning than
+output, as Gemini's thoughts are counted apart, is read with the reasoning
+apart: :mod:`sim.traces.usage`); an output without choices has no finish
+reason, text or tool calls; ``total_cost`` is the call's cost; the event's
 ``timestamp`` and ``completed`` give ``started_s`` (from the sample's start) and
 ``latency_s``. The tool calls are those of the call's output message, answered
 by the ``tool`` events with the same id (result text, ``error``, duration).
@@ -49,8 +52,9 @@ from sim.traces.model import (
     sha256_text,
     tool_result,
 )
+from sim.traces.repairs import Repair
 from sim.traces.skips import MISSING_EXTRA, NO_CALLS, NO_USAGE, UNREADABLE, Skip, Unusable
-from sim.traces.usage import from_disjoint
+from sim.traces.usage import from_disjoint, needs_apart
 
 SOURCE = "inspect"
 SCORER_SPANS = frozenset({"scorers", "scorer"})
@@ -79,7 +83,11 @@ def runs(path: Path, file: str, fmt: Literal["eval", "json"]) -> Iterator[RunRec
             return
         run_id = sample.uuid or f"{eval_.eval_id}/{sample.id}/{sample.epoch}"
         try:
-            yield _run(sample, eval_, run_id, file)
+            record = _run(sample, eval_, run_id, file)
+            apart = needs_apart(record.repairs)
+            if apart[1]:  # the reasoning is counted apart: every call is read so
+                record = _run(sample, eval_, run_id, file, apart[1])
+            yield record
         except Unusable as problem:
             yield Skip(file, problem.reason, problem.detail, run_id)
 
@@ -94,7 +102,7 @@ def _reading() -> Iterator[None]:
                                    f"({type(error).__name__}: {error})") from None
 
 
-def _run(sample: Any, eval_: Any, run_id: str, file: str) -> RunRecord:
+def _run(sample: Any, eval_: Any, run_id: str, file: str, apart: bool = False) -> RunRecord:
     spans: dict[str, tuple[str | None, str | None]] = {}
     events = []
     tools: dict[str, Any] = {}
@@ -111,7 +119,8 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str) -> RunRecord:
         raise Unusable(NO_CALLS, "no model event outside the scorers")
     started_at = parse_utc(sample.started_at)
     start = started_at or events[0].timestamp
-    calls = [_call(event, i, start, tools) for i, event in enumerate(events)]
+    notes: list[Repair] = []
+    calls = [_call(event, i, start, tools, notes, apart) for i, event in enumerate(events)]
     for i, call in enumerate(calls):
         following = events[i + 1].input if i + 1 < len(events) else sample.messages
         call.observation_tokens, call.observation_sha256 = _observations(events[i].input,
@@ -125,7 +134,7 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str) -> RunRecord:
         duration_s=finite_or_none(sample.total_time),
         message_limit=_first_int(getattr(sample, "message_limit", None),
                                  getattr(config, "message_limit", None)),
-        cost_limit_usd=finite_or_none(getattr(config, "cost_limit", None)))
+        cost_limit_usd=finite_or_none(getattr(config, "cost_limit", None)), repairs=notes)
 
 
 def _in_scorer(span_id: str | None, spans: dict[str, tuple[str | None, str | None]]) -> bool:
@@ -138,7 +147,8 @@ def _in_scorer(span_id: str | None, spans: dict[str, tuple[str | None, str | Non
     return False
 
 
-def _call(event: Any, index: int, start: Any, tools: dict[str, Any]) -> CallRecord:
+def _call(event: Any, index: int, start: Any, tools: dict[str, Any], notes: list[Repair],
+          apart: bool) -> CallRecord:
     where = f"model event {index} ({event.model})"
     usage = event.output.usage
     if usage is None:
@@ -146,7 +156,8 @@ def _call(event: Any, index: int, start: Any, tools: dict[str, Any]) -> CallReco
     counts = from_disjoint(usage.input_tokens, usage.output_tokens,
                            cache_read=usage.input_tokens_cache_read,
                            cache_write=usage.input_tokens_cache_write,
-                           reasoning=usage.reasoning_tokens, where=where)
+                           reasoning=usage.reasoning_tokens, where=where, notes=notes,
+                           reasoning_apart=apart)
     message = event.output.message if event.output.choices else None
     records = []
     for call in (getattr(message, "tool_calls", None) or ()):
@@ -163,7 +174,7 @@ def _call(event: Any, index: int, start: Any, tools: dict[str, Any]) -> CallReco
     text = message.text if message is not None else None
     return CallRecord(
         *counts, model=event.model, cost_usd=finite_or_none(usage.total_cost),
-        finish_reason=event.output.stop_reason,
+        finish_reason=event.output.choices[0].stop_reason if event.output.choices else None,
         started_s=(event.timestamp - start).total_seconds(),
         latency_s=_elapsed(event.timestamp, event.completed, event.working_time),
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=records)

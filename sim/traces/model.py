@@ -77,6 +77,45 @@ TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "cache_read_tokens", "cache_wr
                                   "output_tokens", "reasoning_tokens")
 
 
+# ---------------------------------------------------------------- bounds
+# What a value may be, for the writer's repairs (:mod:`sim.traces.repairs`) and
+# the reader's checks (:func:`load_tables`) alike: one definition.
+
+MAX_COUNT = 2**53
+"""The largest token count (or size in tokens) of one call or run: a larger
+one is a corrupt record."""
+
+MAX_TOTAL = 2**60
+"""The largest total of one token column over a whole trace folder, so that
+sums of the five columns can never wrap around an int64 (5 * 2**60 < 2**63)."""
+
+MAX_SECONDS = 366 * 86_400.0
+"""The longest time in seconds a run, call or tool may take (a year)."""
+
+MAX_USD = 1e6
+"""The largest cost in USD of one run or call (or cost limit)."""
+
+MAX_LIMIT = 10**9
+"""The largest harness limit (steps, errors, messages) a run may record."""
+
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+"""``started_at`` lies in ``[EARLIEST, LATEST)``; a start outside (year 1,
+year 9999) is a broken clock."""
+
+SECONDS_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("duration_s",), "calls": ("started_s", "latency_s"),
+    "tool_calls": ("duration_s",)}
+MONEY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("cost_usd", "cost_limit_usd"), "calls": ("cost_usd",), "tool_calls": ()}
+SIZE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": (), "calls": ("text_tokens", "observation_tokens"), "tool_calls": ("result_tokens",)}
+LIMIT_COLUMNS: tuple[str, ...] = ("step_limit", "error_limit", "message_limit")
+"""Columns bounded as above: seconds in ``[0, MAX_SECONDS]``, money in ``[0,
+MAX_USD]`` (a cost limit above 0), sizes in ``[0, MAX_COUNT]``, limits in
+``[1, MAX_LIMIT]``; null is always allowed."""
+
+
 # --------------------------------------------------------------- schema
 
 TOOL_CALL_TYPE = pa.struct([
@@ -236,6 +275,9 @@ class RunRecord:
     cost_limit_usd: float | None = None
     error_limit: int | None = None
     message_limit: int | None = None
+    repairs: list[tuple[str, str]] = field(default_factory=list)
+    """Values the importer repaired or nulled while reading the run, as
+    ``(dotted field, reason)`` (:mod:`sim.traces.repairs`); not written."""
 
 
 # -------------------------------------------------- sizes and canonical forms
@@ -328,8 +370,12 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
     :data:`LATER_CALL_COLUMNS` may be absent, as in a folder written before
     them: they are added, all null); required columns have no
     nulls; ``run_id`` is unique in runs; counts are non-negative; every call
-    belongs to a run; each run's calls are numbered ``0..steps-1``; and each
-    run's token columns are the sums of its calls'."""
+    belongs to a run; each run's calls are numbered ``0..steps-1``; each
+    run's token columns are the sums of its calls'; and every value is
+    possible (the bounds above: token counts at most :data:`MAX_COUNT`, a
+    column's total over the folder at most :data:`MAX_TOTAL`, so no sum wraps
+    around; finite times and costs in range, limits at least 1, a start in
+    ``[EARLIEST, LATEST)``)."""
     import pyarrow.parquet as pq
 
     folder = Path(directory)
@@ -347,8 +393,72 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
             raise InputError(f"not a readable Parquet file ({error})", source=str(path)) from None
         tables.append(_check_table(table, schema, path, later))
     runs, calls = tables
+    _check_values(runs, calls, folder)
     _check_consistency(runs, calls, folder)
     return runs, calls
+
+
+def _check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
+    """Every value of the model's columns within its bounds, or an InputError
+    naming the file, the column (dotted for a tool call's field) and the run."""
+    import pyarrow.compute as pc
+
+    def refuse(table: pa.Table, path: str, column: str, mask: Any, what: str,
+               run_ids: Any = None) -> None:
+        mask = pc.fill_null(mask, False)
+        if not pc.any(mask).as_py():
+            return
+        index = pc.index(mask, True).as_py()
+        ids = table.column("run_id") if run_ids is None else run_ids
+        raise InputError(f"{what} in run {ids[index].as_py()!r}: "
+                         f"{_shown(table, column, index, run_ids)}", source=path, path=column)
+
+    runs_path, calls_path = str(folder / RUNS_FILE), str(folder / CALLS_FILE)
+    for table, path in ((runs, runs_path), (calls, calls_path)):
+        for name in TOKEN_COLUMNS:
+            values = table.column(name)
+            refuse(table, path, name, pc.less(values, 0), "negative token count")
+            refuse(table, path, name, pc.greater(values, MAX_COUNT),
+                   f"token count above {MAX_COUNT:,}")
+    for name in TOKEN_COLUMNS:  # exact: float64 sums of values below 2**53 cannot wrap
+        total = pc.sum(pc.cast(calls.column(name), pa.float64())).as_py() or 0.0
+        if total > MAX_TOTAL:
+            raise InputError(f"the calls' total of {total:.3g} tokens is above {MAX_TOTAL:,} "
+                             "(sums would wrap around)", source=calls_path, path=name)
+    tools = pc.list_flatten(calls.column("tool_calls"))
+    tool_runs = pc.take(calls.column("run_id"), pc.list_parent_indices(
+        calls.column("tool_calls")))
+    tables = {"runs": (runs, runs_path, None, ""), "calls": (calls, calls_path, None, ""),
+              "tool_calls": (pa.Table.from_arrays(
+                  [pc.struct_field(tools, [i]) for i in range(tools.type.num_fields)],
+                  names=[f.name for f in tools.type]), calls_path, tool_runs, "tool_calls.")}
+    for kind, (table, path, ids, prefix) in tables.items():
+        for columns, high, what in ((SECONDS_COLUMNS, MAX_SECONDS, "seconds"),
+                                    (MONEY_COLUMNS, MAX_USD, "USD"),
+                                    (SIZE_COLUMNS, MAX_COUNT, "tokens")):
+            for name in columns[kind]:
+                values = table.column(name)
+                if pa.types.is_floating(values.type):
+                    refuse(table, path, prefix + name, pc.invert(pc.is_finite(values)),
+                           "not a finite number", ids)
+                low = 1e-300 if name == "cost_limit_usd" else 0
+                refuse(table, path, prefix + name, pc.or_(pc.less(values, low),
+                                                          pc.greater(values, high)),
+                       f"{what} outside [{low:g}, {high:g}]", ids)
+    for name in LIMIT_COLUMNS:
+        values = runs.column(name)
+        refuse(runs, runs_path, name, pc.or_(pc.less(values, 1), pc.greater(values, MAX_LIMIT)),
+               f"limit outside [1, {MAX_LIMIT:,}]")
+    started = runs.column("started_at")
+    refuse(runs, runs_path, "started_at", pc.or_(
+        pc.less(started, pa.scalar(EARLIEST, started.type)),
+        pc.greater_equal(started, pa.scalar(LATEST, started.type))),
+        f"start outside [{EARLIEST:%Y-%m-%d}, {LATEST:%Y-%m-%d})")
+
+
+def _shown(table: pa.Table, column: str, index: int, ids: Any) -> str:
+    name = column.split(".")[-1]
+    return f"{name} is {table.column(name)[index].as_py()!r}"
 
 
 def _pandas_type(kind: pa.DataType) -> Any:

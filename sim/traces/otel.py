@@ -15,7 +15,10 @@ conventions:
   (which *includes* ``gen_ai.usage.cache_read.input_tokens`` and
   ``gen_ai.usage.cache_creation.input_tokens``: they are subtracted) and
   ``gen_ai.usage.output_tokens`` (which includes
-  ``gen_ai.usage.reasoning.output_tokens``); the model from
+  ``gen_ai.usage.reasoning.output_tokens``; a conversation any of whose
+  calls has more cache than input, or more reasoning than output, as some
+  instrumentations of Anthropic and Gemini report them, is read with those
+  counted apart: :mod:`sim.traces.usage`); the model from
   ``gen_ai.response.model`` else ``gen_ai.request.model``;
   ``gen_ai.response.finish_reasons`` joined with commas; the span's start and
   length as ``started_s`` and ``latency_s``; ``text_tokens`` (the parts' sizes
@@ -54,8 +57,9 @@ from sim.traces.model import (
     tool_result,
     utc_from_unix,
 )
+from sim.traces.repairs import Repair
 from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
-from sim.traces.usage import from_total_prompt
+from sim.traces.usage import from_total_prompt, needs_apart
 
 SOURCE = "otel-genai"
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -112,7 +116,11 @@ class Collector:
         for key in order:
             spans = sorted(groups[key], key=lambda s: (s.start, s.end, s.span))
             try:
-                yield _run(key, spans)
+                record = _run(key, spans)
+                apart = needs_apart(record.repairs)
+                if any(apart):  # the source counts apart: every call is read so
+                    record = _run(key, spans, apart)
+                yield record
             except Unusable as problem:
                 yield Skip(spans[0].file, problem.reason, problem.detail, key)
 
@@ -194,13 +202,14 @@ def _group(spans: list[Span]) -> dict[str, list[Span]]:
     return groups
 
 
-def _run(key: str, spans: list[Span]) -> RunRecord:
+def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False)) -> RunRecord:
     start = spans[0].start
     end = max(s.end for s in spans)
     chats = [s for s in spans if s.operation in MODEL_OPERATIONS]
     if not chats:
         raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat span")
-    calls = [_call(s, start) for s in chats]
+    notes: list[Repair] = []
+    calls = [_call(s, start, notes, apart) for s in chats]
     starts = [s.start for s in chats]  # sorted, as the spans are
     for tool in (s for s in spans if s.operation == TOOL_OPERATION):
         owner = bisect_right(starts, tool.start) - 1  # the last call started before it
@@ -215,10 +224,10 @@ def _run(key: str, spans: list[Span]) -> RunRecord:
         run_id=key, source=SOURCE, file=spans[0].file, calls=calls, model=model,
         exit=None if exit_label is None else str(exit_label),
         started_at=utc_from_unix(start / 1e9) if start else None,
-        duration_s=(end - start) / 1e9 if start and end >= start else None)
+        duration_s=(end - start) / 1e9 if start else None, repairs=notes)
 
 
-def _call(span: Span, start: int) -> CallRecord:
+def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
     a = span.attributes
     where = f"span {span.span} ({span.name})"
     if "gen_ai.usage.input_tokens" not in a or "gen_ai.usage.output_tokens" not in a:
@@ -228,7 +237,8 @@ def _call(span: Span, start: int) -> CallRecord:
         cache_read=a.get("gen_ai.usage.cache_read.input_tokens"),
         cache_write=a.get("gen_ai.usage.cache_creation.input_tokens"),
         reasoning=a.get("gen_ai.usage.reasoning.output_tokens"), where=where,
-        names=("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"))
+        names=("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"), notes=notes,
+        cache_apart=apart[0], reasoning_apart=apart[1])
     reasons = a.get("gen_ai.response.finish_reasons")
     if isinstance(reasons, list):
         reasons = ",".join(str(r) for r in reasons)

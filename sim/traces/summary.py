@@ -19,8 +19,10 @@ and returns plain numbers (JSON-ready):
   prices, tiered by its prompt, at the prices of the run's start date, or of
   today for runs without a start), over the runs that record a cost and whose
   calls' models are all in the catalogue; models not found are listed;
-- ``skipped``: the import's skipped files and runs by reason, from
-  ``import.json`` when the folder has one.
+- ``skipped``: the import's skipped files and runs by reason, and
+  ``repaired``: the impossible values it repaired or set to null, by dotted
+  field and reason (runs kept), both from ``import.json`` when the folder has
+  one (an ``import.json`` written before repairs were counted has none).
 
 Percentiles and medians follow :mod:`sim.analysis.stats` (an observed value at
 rank ``floor(q*n)``; the median of an even-sized sample is the upper one).
@@ -72,7 +74,9 @@ def summarize(directory: str | Path) -> dict[str, Any]:
     }
     skipped = _skipped(folder)
     if skipped is not None:
-        out["skipped"] = skipped
+        out["skipped"], repaired = skipped
+        if repaired is not None:
+            out["repaired"] = repaired
     return out
 
 
@@ -200,21 +204,33 @@ def _tiers(model: str, day: datetime) -> Any:
     return None
 
 
-def _skipped(folder: Path) -> dict[str, Any] | None:
+def _skipped(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """``(skipped, repaired)`` from the folder's import report (None: no report)."""
     path = folder / REPORT_FILE
     if not path.is_file():
         return None
     try:
+        if path.stat().st_size > 64 * 2**20:
+            raise ValueError("too large")
         report = json.loads(path.read_text(encoding="utf-8"))
         files, runs = report["skipped_files"], report["skipped_runs"]
-        return {"files": {"count": files["count"], "by_reason": _by_count(files["by_reason"])},
-                "runs": {"count": runs["count"], "by_reason": _by_count(runs["by_reason"])}}
-    except (ValueError, KeyError, TypeError):
+        skipped = {"files": {"count": int(files["count"]),
+                             "by_reason": _by_count(files["by_reason"])},
+                   "runs": {"count": int(runs["count"]),
+                            "by_reason": _by_count(runs["by_reason"])}}
+        repairs = report.get("repairs")
+        repaired = None if repairs is None else {
+            "count": int(repairs["count"]),
+            "by_field": {str(name): _by_count(by_reason) for name, by_reason in
+                         sorted(repairs["by_field"].items())}}
+        return skipped, repaired
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError):
         raise InputError("not a valid import report", source=str(path)) from None
 
 
 def _by_count(by_reason: dict[str, int]) -> dict[str, int]:
-    return dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0])))
+    counted = {str(k): int(v) for k, v in by_reason.items()}
+    return dict(sorted(counted.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -255,6 +271,12 @@ def format_summary(summary: dict[str, Any]) -> str:
             if part["count"]:
                 reasons = ", ".join(f"{n} {r}" for r, n in part["by_reason"].items())
                 lines.append(f"skipped {part['count']} {noun}: {reasons}")
+    repaired = summary.get("repaired")
+    if repaired and repaired["count"]:
+        lines.append(f"repaired {repaired['count']:,} impossible values (runs kept):")
+        for name, by_reason in repaired["by_field"].items():
+            reasons = ", ".join(f"{n:,} {r}" for r, n in by_reason.items())
+            lines.append(f"  {name}: {reasons}")
     return "\n".join(lines)
 
 

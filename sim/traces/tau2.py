@@ -9,7 +9,9 @@ aggregated evaluation results (a list of per-model summaries with
 One simulation is one run. Its **model calls** are the assistant messages that
 carry ``usage``; tau2's scripted greeting (an assistant message at position 0
 without usage) is not a call, and any other assistant message without usage
-makes the run unusable (``no token usage``). Per call:
+makes the run unusable (``no token usage``). A simulation without any model
+call (an ``infrastructure_error`` before the first reply, a user who stops at
+the greeting) is a run of zero calls, with its exit, cost and reward. Per call:
 
 - tokens: ``usage.prompt_tokens`` is the whole prompt (cached or not) and
   ``usage.completion_tokens`` the output; the cache split comes from the raw
@@ -18,8 +20,13 @@ makes the run unusable (``no token usage``). Per call:
   (which must add up to the prompt), or OpenAI-style
   ``prompt_tokens_details.cached_tokens`` / DeepSeek's
   ``prompt_cache_hit_tokens`` (cache read) and ``cache_creation_input_tokens``
-  (cache write), which must not exceed the prompt; reasoning from
-  ``completion_tokens_details.reasoning_tokens``;
+  (cache write); reasoning from ``completion_tokens_details.reasoning_tokens``.
+  A run any of whose calls has more cache than prompt (LiteLLM's older
+  Anthropic usage, whose ``prompt_tokens`` leave the cache out) or more
+  reasoning than output is read with those counted apart, every call of it
+  (:mod:`sim.traces.usage`); Anthropic parts that do not add up to
+  ``prompt_tokens`` are kept as the provider gave them; either way counted as
+  repairs;
 - ``cost`` as recorded; ``finish_reason`` from the raw response;
 - times from the message timestamps: a call starts when the message before it
   was recorded and ends when its own was (``started_s``, ``latency_s``);
@@ -63,8 +70,9 @@ from sim.traces.model import (
     sha256_text,
     tool_result,
 )
-from sim.traces.skips import CACHE_MISMATCH, NO_CALLS, NO_TRAJECTORY, NO_USAGE, Skip, Unusable
-from sim.traces.usage import from_disjoint, from_total_prompt
+from sim.traces.repairs import PARTS_KEPT, Repair
+from sim.traces.skips import NO_TRAJECTORY, NO_USAGE, Skip, Unusable
+from sim.traces.usage import from_disjoint, from_total_prompt, needs_apart
 
 SOURCE = "tau2"
 
@@ -97,11 +105,15 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
         info, simulations, file_model = {}, doc, None
     agent = as_dict(info.get("agent_info"))
     model = agent.get("llm") if isinstance(agent.get("llm"), str) else None
-    limits = (_int_or_none(info.get("max_steps")), _int_or_none(info.get("max_errors")))
+    limits = (_number_or_none(info.get("max_steps")), _number_or_none(info.get("max_errors")))
     for index, simulation in enumerate(simulations):
         run_id = _run_id(simulation, index)
         try:
-            yield _run(simulation, run_id, file, model, file_model, limits)
+            record = _run(simulation, run_id, file, model, file_model, limits)
+            apart = needs_apart(record.repairs)
+            if any(apart):  # the source counts apart: every call of the run is read so
+                record = _run(simulation, run_id, file, model, file_model, limits, apart)
+            yield record
         except Unusable as problem:
             yield Skip(file, problem.reason, problem.detail, run_id)
 
@@ -113,7 +125,7 @@ def _run_id(simulation: Any, index: int) -> str:
 
 
 def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | None,
-         limits: tuple[int | None, int | None]) -> RunRecord:
+         limits: tuple[Any, Any], apart: tuple[bool, bool] = (False, False)) -> RunRecord:
     if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
         raise Unusable(NO_TRAJECTORY, "simulation record without a messages list")
     messages = sim["messages"]
@@ -124,6 +136,7 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
     previous_time: datetime | None = start
     pending: dict[str, tuple[ToolCallRecord, datetime | None]] = {}
     replies: list[list[str | None]] = []  # per call, the user's texts after it
+    notes: list[Repair] = []
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
@@ -136,7 +149,7 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
                 previous_time = moment or previous_time
                 continue
             last_call = _call(message, position, start, previous_time, moment,
-                              model or file_model)
+                              model or file_model, notes, apart)
             calls.append(last_call)
             replies.append([])
             pending = {t.id: (t, moment) for t in last_call.tool_calls if t.id is not None}
@@ -153,13 +166,11 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
     if missing:
         raise Unusable(NO_USAGE, f"{missing} of {missing + len(calls)} agent messages "
                                  "record no usage")
-    if not calls:
-        raise Unusable(NO_CALLS, "no agent model call in the conversation")
     for call, texts in zip(calls, replies, strict=True):
         if call.observation_tokens is None:
             call.observation_tokens = 0
         call.observation_sha256 = joined_sha256(texts)
-    reward = sim.get("reward_info", {}).get("reward") if isinstance(
+    reward = sim["reward_info"].get("reward") if isinstance(
         sim.get("reward_info"), dict) else None
     reward = finite_or_none(reward)
     exit_label = sim.get("termination_reason")
@@ -169,21 +180,22 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls,
         task_id=None if sim.get("task_id") is None else str(sim["task_id"]),
-        model=model, cost_usd=finite_or_none(sim.get("agent_cost")),
+        model=model, cost_usd=_number_or_none(sim.get("agent_cost")),
         exit=None if exit_label is None else str(exit_label),
         resolved=None if reward is None else reward == 1.0,
-        started_at=start, duration_s=finite_or_none(sim.get("duration")),
-        message_limit=limits[0], error_limit=limits[1])
+        started_at=start, duration_s=_number_or_none(sim.get("duration")),
+        message_limit=limits[0], error_limit=limits[1], repairs=notes)
 
 
 def _call(message: dict, position: int, start: datetime | None, before: datetime | None,
-          moment: datetime | None, model: str | None) -> CallRecord:
+          moment: datetime | None, model: str | None, notes: list[Repair],
+          apart: tuple[bool, bool]) -> CallRecord:
     where = f"message {position} (turn_idx {message.get('turn_idx', '?')})"
     usage = message["usage"]
     if not isinstance(usage, dict):
         raise Unusable(NO_USAGE, f"{where}: usage is not an object")
     raw = as_dict(message.get("raw_data"))
-    counts = _counts(usage, as_dict(raw.get("usage")), where)
+    counts = _counts(usage, as_dict(raw.get("usage")), where, notes, apart)
     tool_calls = []
     for call in as_list(message.get("tool_calls")):
         if isinstance(call, dict):
@@ -195,12 +207,13 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
     text = content_text(message.get("content"))
     return CallRecord(
         *counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
-        cost_usd=finite_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
+        cost_usd=_number_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
         started_s=started, latency_s=latency,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=tool_calls)
 
 
-def _counts(usage: dict, raw: dict, where: str) -> tuple[int, int, int, int, int]:
+def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
+            apart: tuple[bool, bool]) -> tuple[int, int, int, int, int]:
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     details = raw.get("completion_tokens_details")
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
@@ -208,12 +221,10 @@ def _counts(usage: dict, raw: dict, where: str) -> tuple[int, int, int, int, int
         counts = from_disjoint(raw.get("input_tokens"), completion,
                                cache_read=raw.get("cache_read_input_tokens"),
                                cache_write=raw.get("cache_creation_input_tokens"),
-                               reasoning=reasoning, where=where)
-        total = sum(counts[:3])
-        if prompt is not None and total != prompt:
-            raise Unusable(CACHE_MISMATCH, f"{where}: input {counts[0]} + cache read "
-                                           f"{counts[1]} + cache write {counts[2]} != "
-                                           f"prompt_tokens {prompt}")
+                               reasoning=reasoning, where=where, notes=notes,
+                               reasoning_apart=apart[1])
+        if prompt is not None and sum(counts[:3]) != prompt:
+            notes.append(("calls.input_tokens", PARTS_KEPT))
         return counts
     prompt_details = raw.get("prompt_tokens_details")
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
@@ -222,7 +233,8 @@ def _counts(usage: dict, raw: dict, where: str) -> tuple[int, int, int, int, int
         read = raw.get("prompt_cache_hit_tokens", raw.get("cache_read_input_tokens"))
     write = raw.get("cache_creation_input_tokens", prompt_details.get("cache_creation_tokens"))
     return from_total_prompt(prompt, completion, cache_read=read, cache_write=write,
-                             reasoning=reasoning, where=where)
+                             reasoning=reasoning, where=where, notes=notes,
+                             cache_apart=apart[0], reasoning_apart=apart[1])
 
 
 def _answer(record: ToolCallRecord, message: dict, before: datetime | None,
@@ -248,5 +260,6 @@ def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
     return (later - earlier).total_seconds()
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _number_or_none(value: Any) -> int | float | None:
+    """A number as recorded (the writer nulls and counts an impossible one), else None."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -13,19 +13,34 @@ two ways, and each function here takes one:
 - :func:`from_disjoint`: the parts are reported apart (Anthropic's
   ``input_tokens``, ``cache_read_input_tokens``, ``cache_creation_input_tokens``).
 
-A count that is not a non-negative integer, cache counts larger than the prompt
-they are part of, or reasoning larger than the output it is part of, make the
-call unusable (:class:`~sim.traces.skips.Unusable`, naming ``where``).
+A count that is not a non-negative integer makes the call unusable
+(:class:`~sim.traces.skips.Unusable`, naming ``where``). Two impossible
+relations are explained by a provider counting the parts apart, and repaired
+so (noted in ``notes`` as ``(field, reason)``, :mod:`sim.traces.repairs`):
+
+- **cache above the prompt** (``cache_read + cache_write > prompt``): the
+  prompt total was reported *without* the cache, Anthropic's own convention
+  passed through an OpenAI-style ``prompt_tokens`` (LiteLLM's older Anthropic
+  usage; some OpenTelemetry instrumentations): the prompt is taken as the
+  uncached input and the cache counts kept as they are;
+- **reasoning above the output**: the output was reported without the
+  reasoning (Gemini's ``candidatesTokenCount`` beside ``thoughtsTokenCount``,
+  passed through OpenAI-style or Inspect usage): the output is kept whole and
+  the reasoning counted apart.
+
+A source that counts apart does so for every call, not only for those where
+it shows, so the importers read a whole run one way: when any of its calls
+needs a repair, the run is read again with ``cache_apart`` / ``reasoning_apart``
+set (every call with a cache, or with reasoning, is then noted).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sim.traces.skips import BAD_COUNT, CACHE_EXCEEDS, REASONING_EXCEEDS, Unusable
-
-MAX_COUNT = 2**53
-"""The largest token count accepted (a larger one is a corrupt record)."""
+from sim.traces.model import MAX_COUNT
+from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair, _short
+from sim.traces.skips import BAD_COUNT, Unusable
 
 Counts = tuple[int, int, int, int, int]
 """``(input, cache_read, cache_write, output, reasoning)`` tokens."""
@@ -46,37 +61,58 @@ def count(value: Any, name: str, where: str, *, default: int | None = None) -> i
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
     if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= MAX_COUNT:
-        raise Unusable(BAD_COUNT, f"{where}: {name} is {value!r}, not a non-negative integer"
+        raise Unusable(BAD_COUNT, f"{where}: {name} is {_short(value)}, not a non-negative integer"
                                   f"{'' if not isinstance(number, int) else ' in range'}")
     return number
 
 
 def from_total_prompt(prompt: Any, output: Any, *, cache_read: Any = None,
                       cache_write: Any = None, reasoning: Any = None, where: str,
-                      names: tuple[str, str] = ("prompt_tokens", "completion_tokens")
-                      ) -> Counts:
+                      names: tuple[str, str] = ("prompt_tokens", "completion_tokens"),
+                      notes: list[Repair] | None = None, cache_apart: bool = False,
+                      reasoning_apart: bool = False) -> Counts:
     """Counts from a prompt total that includes the cache counts and an output
-    total that includes reasoning (missing cache or reasoning counts are 0)."""
+    total that includes reasoning (missing cache or reasoning counts are 0);
+    a total that cannot include them (or ``cache_apart`` / ``reasoning_apart``)
+    is read as without them, noted in ``notes`` (see the module)."""
     total = count(prompt, names[0], where)
     out = count(output, names[1], where)
     read = count(cache_read, "cache read tokens", where, default=0)
     write = count(cache_write, "cache write tokens", where, default=0)
     think = count(reasoning, "reasoning tokens", where, default=0)
-    if read + write > total:
-        raise Unusable(CACHE_EXCEEDS, f"{where}: cache read {read} + cache write {write} "
-                                      f"> {names[0]} {total}")
-    if think > out:
-        raise Unusable(REASONING_EXCEEDS, f"{where}: reasoning {think} > {names[1]} {out}")
-    return total - read - write, read, write, out - think, think
+    uncached = total - read - write
+    if cache_apart or uncached < 0:
+        uncached = total
+        if read + write and notes is not None:
+            notes.append(("calls.input_tokens", PROMPT_WITHOUT_CACHE))
+    return uncached, read, write, _output(out, think, notes, reasoning_apart), think
 
 
 def from_disjoint(uncached: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
-                  reasoning: Any = None, where: str) -> Counts:
-    """Counts from disjoint prompt parts; ``output`` includes ``reasoning``."""
+                  reasoning: Any = None, where: str, notes: list[Repair] | None = None,
+                  reasoning_apart: bool = False) -> Counts:
+    """Counts from disjoint prompt parts; ``output`` includes ``reasoning``
+    unless it cannot (or ``reasoning_apart``: see the module)."""
     out = count(output, "output tokens", where)
     think = count(reasoning, "reasoning tokens", where, default=0)
-    if think > out:
-        raise Unusable(REASONING_EXCEEDS, f"{where}: reasoning {think} > output {out}")
     return (count(uncached, "input tokens", where),
             count(cache_read, "cache read tokens", where, default=0),
-            count(cache_write, "cache write tokens", where, default=0), out - think, think)
+            count(cache_write, "cache write tokens", where, default=0),
+            _output(out, think, notes, reasoning_apart), think)
+
+
+def _output(out: int, think: int, notes: list[Repair] | None, apart: bool) -> int:
+    """Output tokens without reasoning: ``out - think``, or ``out`` when the
+    reasoning was counted apart (noted)."""
+    if apart or think > out:
+        if think and notes is not None:
+            notes.append(("calls.reasoning_tokens", REASONING_APART))
+        return out
+    return out - think
+
+
+def needs_apart(notes: list[Repair]) -> tuple[bool, bool]:
+    """``(cache_apart, reasoning_apart)``: whether ``notes`` hold a repair that
+    says the run's source counts the cache, or the reasoning, apart."""
+    reasons = {reason for _, reason in notes}
+    return PROMPT_WITHOUT_CACHE in reasons, REASONING_APART in reasons

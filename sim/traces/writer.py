@@ -6,7 +6,12 @@ long import never holds every call in memory), while the run rows, one small
 tuple per run, are kept until :meth:`TraceWriter.close` writes
 ``runs.parquet`` (an importer may still fill in a run's ``resolved`` from a
 report it meets later). A run's ``steps`` and token sums are computed here from
-its calls, so the two tables always agree.
+its calls, so the two tables always agree. Before a run is written, its
+impossible values are set to null (:func:`~sim.traces.repairs.repair_run`;
+the writer counts them, with the importer's own repairs, in
+:attr:`TraceWriter.repairs`), and a run whose token counts are impossible is
+refused (:class:`~sim.traces.skips.Unusable`), so the reader accepts whatever
+is written.
 
 Files are written into a folder given by the caller; :func:`atomic_folder`
 builds a whole trace folder in a temporary folder beside the target and renames
@@ -19,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -38,6 +44,7 @@ from sim.traces.model import (
     TOKEN_COLUMNS,
     RunRecord,
 )
+from sim.traces.repairs import repair_run
 
 COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 3
@@ -59,6 +66,9 @@ class TraceWriter:
         self._buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
         self._writer: pq.ParquetWriter | None = None
         self._calls_path = self.folder / CALLS_FILE
+        self.repairs: Counter[tuple[str, str]] = Counter()
+        """``{(dotted field, reason): count}`` of the values repaired or
+        nulled in the runs added (the importer's notes and the writer's own)."""
 
     def has(self, run_id: str) -> bool:
         """Whether a run with this id was added."""
@@ -66,10 +76,14 @@ class TraceWriter:
 
     def add(self, run: RunRecord) -> dict[str, Any]:
         """Add one run; returns its row (a dict of runs.parquet's columns),
-        which may be updated until :meth:`close`."""
+        which may be updated until :meth:`close`. Unusable (nothing added)
+        when its token counts are impossible."""
         if run.run_id in self._ids:
             raise ValueError(f"duplicate run_id {run.run_id!r}")
-        row = _add_run(run, self._buffer)
+        repairs = repair_run(run)
+        row = _add_run(run, self._buffer, checked=True)
+        self.repairs.update(run.repairs)
+        self.repairs.update(repairs)
         self._ids.add(run.run_id)
         self.calls += row["steps"]
         if len(self._buffer["run_id"]) >= ROW_GROUP_CALLS:
@@ -108,12 +122,16 @@ class TraceWriter:
             values.clear()
 
 
-def _add_run(run: RunRecord, buffer: dict[str, list]) -> dict[str, Any]:
+def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
+             ) -> dict[str, Any]:
     """Append ``run``'s calls to ``buffer`` (a list per calls.parquet column)
     and return its runs.parquet row, with ``steps`` and the token sums
-    computed from those calls."""
+    computed from those calls (its impossible values nulled first, unless
+    ``checked``)."""
     if run.source not in SOURCES:
         raise ValueError(f"unknown source {run.source!r}")
+    if not checked:
+        repair_run(run)
     sums = dict.fromkeys(TOKEN_COLUMNS, 0)
     for index, call in enumerate(run.calls):
         buffer["run_id"].append(run.run_id)
