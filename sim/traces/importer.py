@@ -208,9 +208,11 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     bar.close()
     for record in collector.runs():
         accept(record)
+    folders = frozenset(f for _, path, instance, _ in trajectories
+                        if (f := miniswe.run_folder(path, instance)) is not None)
     for row, path, instance, model in trajectories:
         row["resolved"] = reports.verdict(path, instance, miniswe.run_folder(path, instance),
-                                          model)
+                                          model, folders)
     report.repairs.update(writer.repairs)
 
 

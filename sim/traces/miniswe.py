@@ -152,7 +152,9 @@ class Reports:
 
     An instance is resolved (True) if the report lists it in ``resolved_ids``,
     not (False) if in another of its lists. A report belongs to the run whose
-    run folder or model it names in its file name: sb-cli's
+    run folder or model it names in its file name (a report that names
+    another run folder of the import is that run's, even if it names the
+    model too): sb-cli's
     ``{subset}__{split}__{run_id}.json`` (``run_id`` the run folder by
     default; a ``-N`` suffix for a re-fetched report), SWE-bench's own
     ``{model}.{run_id}.json`` (the model with ``/`` as ``__``). It is looked
@@ -183,14 +185,16 @@ class Reports:
         return len(verdicts)
 
     def verdict(self, trajectory: Path, instance: str, run_folder: str | None = None,
-                model: str | None = None) -> bool | None:
+                model: str | None = None, run_folders: frozenset[str] = frozenset()
+                ) -> bool | None:
         """The verdict on ``instance`` of the report that belongs to the run of
-        ``trajectory`` (in ``run_folder``, by ``model``), or None."""
-        report = self.report_for(trajectory, run_folder, model)
+        ``trajectory`` (in ``run_folder``, by ``model``; ``run_folders``: every
+        run folder of the import), or None."""
+        report = self.report_for(trajectory, run_folder, model, run_folders)
         return None if report is None else report.verdicts.get(instance)
 
-    def report_for(self, trajectory: Path, run_folder: str | None,
-                   model: str | None) -> _Report | None:
+    def report_for(self, trajectory: Path, run_folder: str | None, model: str | None,
+                   run_folders: frozenset[str] = frozenset()) -> _Report | None:
         folders = [_resolved_folder(trajectory.parent)]
         folders += list(folders[0].parents)
         distance: dict[Path, int] = {}
@@ -204,8 +208,11 @@ class Reports:
         for report in self._reports:
             if report.folder not in distance:
                 continue
-            score = 2 * _names(report.stem, run_folder) + any(_names(report.stem, m)
-                                                               for m in models)
+            names_run = _names(report.stem, run_folder)
+            if not names_run and any(_names(report.stem, other) for other in run_folders
+                                     if other != run_folder):
+                continue  # another run's report
+            score = 2 * names_run + any(_names(report.stem, m) for m in models)
             if score == 0:
                 alone = sum(r.folder == report.folder for r in self._reports) == 1
                 if not (alone and report.folder == home):

@@ -1,0 +1,290 @@
+"""mini-swe-agent formats beyond the tool-calling samples (sim/traces/miniswe.py):
+1.x text actions (``mini-swe-agent-1``: the command in a fenced ```bash block of
+the assistant's text, parsed as mini-swe-agent's ``DefaultAgent.parse_action``
+does), 2.x text-based models (``-1.1`` without ``tool_calls``, with
+``extra.actions`` and format-error calls), trajectories that failed before their
+first reply, and SWE-bench reports applied per run (sb-cli's
+``sb-cli-reports/`` layout, never merged across runs). Small files written here,
+shaped like the real ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sim.traces import import_traces, read_traces
+from sim.traces.miniswe import V1_ACTION_REGEX, Reports, _action_pattern, text_actions
+
+USAGE = {"prompt_tokens": 100, "completion_tokens": 20,
+         "prompt_tokens_details": {"cached_tokens": 0}}
+
+
+def response(created: int = 1_700_000_000, **usage) -> dict:
+    return {"id": "r", "created": created, "model": "deepseek-chat",
+            "usage": {**USAGE, **usage},
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "..."}}]}
+
+
+def v1_assistant(content: str, t: float, **usage) -> dict:
+    """A 1.x assistant message: content, top-level timestamp, extra.response."""
+    return {"role": "assistant", "content": content, "timestamp": t,
+            "extra": {"response": response(**usage)}}
+
+
+def v1_user(content: str, t: float) -> dict:
+    return {"role": "user", "content": content, "timestamp": t}
+
+
+def v1_trajectory(messages: list[dict], *, exit_status: str = "Submitted",
+                  agent: dict | None = None) -> dict:
+    return {"trajectory_format": "mini-swe-agent-1",
+            "info": {"exit_status": exit_status, "submission": "",
+                     "model_stats": {"instance_cost": 0.01, "api_calls": 3},
+                     "config": {"agent": agent or {"step_limit": 250, "cost_limit": 3.0},
+                                "model": {"model_name": "deepseek/deepseek-chat"}}},
+            "messages": [{"role": "system", "content": "sys", "timestamp": 0.0},
+                         {"role": "user", "content": "task", "timestamp": 0.0}, *messages]}
+
+
+ONE = "THOUGHT: look around.\n\n```bash\nls -la\n```"
+TWO = "First:\n```bash\nls\n```\nthen\n```bash\npwd\n```"
+NONE = "I think the fix is done."
+SUBMIT = "Done.\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"
+
+
+def write(root: Path, run: str, instance: str, doc: dict) -> Path:
+    folder = root / run / instance
+    folder.mkdir(parents=True)
+    path = folder / f"{instance}.traj.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def imported(tmp_path: Path, *sources: Path):
+    report = import_traces(list(sources), tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    return report, runs, calls
+
+
+def test_the_v1_default_regex_is_mini_swe_agents_and_parses_as_it_does():
+    """``re.findall(r"```bash\\s*\\n(.*?)\\n```", content, re.DOTALL)``, stripped."""
+    assert V1_ACTION_REGEX == r"```bash\s*\n(.*?)\n```"
+    pattern = _action_pattern(None, V1_ACTION_REGEX)
+    assert text_actions(ONE, pattern) == ["ls -la"]
+    assert text_actions(TWO, pattern) == ["ls", "pwd"]
+    assert text_actions(NONE, pattern) == []
+    assert text_actions("```bash\n  cd /x && make  \n```", pattern) == ["cd /x && make"]
+
+
+def test_v1_text_actions_are_one_bash_tool_call_each_answered_by_the_observation(tmp_path):
+    """One fenced block: one ``bash`` call with {"command": ...}, answered by
+    the next user message (its returncode from the observation's text); zero
+    or two blocks: no tool call, and the format error fed back is the call's
+    observation; the submitting command is answered by the final output."""
+    messages = [
+        v1_assistant(ONE, 2.0),
+        v1_user("<returncode>0</returncode>\n<output>\nfile.py\n</output>", 3.5),
+        v1_assistant(TWO, 5.0),
+        v1_user("Please always provide EXACTLY ONE action in triple backticks.", 5.0),
+        v1_assistant("```bash\nfalse\n```", 7.0),
+        v1_user("<returncode>1</returncode>\n<output>\n</output>", 7.25),
+        v1_assistant(NONE, 9.0),
+        v1_user("Please always provide EXACTLY ONE action in triple backticks.", 9.0),
+        v1_assistant(SUBMIT, 11.0),
+        v1_user("diff --git a/x b/x", 12.0),
+    ]
+    path = write(tmp_path, "run1", "inst-1", v1_trajectory(messages))
+    report, runs, calls = imported(tmp_path, path)
+    assert report.skips == [] and runs["steps"].tolist() == [5]
+    tools = calls["tool_calls"].tolist()
+    assert [len(t) for t in tools] == [1, 0, 1, 0, 1]
+    first, third, last = tools[0][0], tools[2][0], tools[4][0]
+    assert first["name"] == "bash" and json.loads(first["arguments"]) == {"command": "ls -la"}
+    assert (first["error"], third["error"], last["error"]) == (False, True, None)
+    assert first["duration_s"] == pytest.approx(1.5)
+    assert first["result_tokens"] > 0 and len(first["result_sha256"]) == 64
+    format_error = "Please always provide EXACTLY ONE action in triple backticks."
+    obs = calls["observation_tokens"].tolist()
+    assert obs[0] == 0 and obs[1] == obs[3] == -(-len(format_error) // 4) and obs[2] == 0
+    assert calls["latency_s"].tolist()[1:] == pytest.approx([1.5, 2.0, 1.75, 2.0])
+    row = runs.iloc[0]
+    assert (row["run_id"], row["exit"], row["step_limit"]) == ("run1/inst-1", "Submitted", 250)
+
+
+def test_a_configured_action_regex_is_the_one_used(tmp_path):
+    """swebench_xml-style configs name their own action_regex: it is used."""
+    xml = r"<bash_code>(.*?)</bash_code>"
+    messages = [v1_assistant("Run <bash_code>make test</bash_code> now", 2.0),
+                v1_user("<returncode>0</returncode>", 3.0),
+                v1_assistant(ONE, 4.0)]  # a ```bash block is no action under this config
+    doc = v1_trajectory(messages, agent={"action_regex": xml, "step_limit": 0})
+    _, runs, calls = imported(tmp_path, write(tmp_path, "r", "i", doc))
+    assert [len(t) for t in calls["tool_calls"]] == [1, 0]
+    assert json.loads(calls["tool_calls"].iloc[0][0]["arguments"]) == {"command": "make test"}
+    assert pd.isna(runs.iloc[0]["step_limit"])  # 0: mini-swe-agent's "no limit"
+
+
+def test_a_pathological_configured_regex_does_not_hang_the_import(tmp_path):
+    """The pattern comes from the file: a catastrophic one is cut off by the
+    search timeout (the call then has no action), never a hang."""
+    import time
+
+    import sim.traces.miniswe as miniswe
+
+    doc = v1_trajectory([v1_assistant("a" * 40 + "!", 2.0)],
+                        agent={"action_regex": r"(a+)+$"})
+    old, miniswe.REGEX_TIMEOUT_S = miniswe.REGEX_TIMEOUT_S, 0.2
+    try:
+        began = time.perf_counter()
+        _, runs, calls = imported(tmp_path, write(tmp_path, "r", "i", doc))
+    finally:
+        miniswe.REGEX_TIMEOUT_S = old
+    assert time.perf_counter() - began < 20
+    assert runs["steps"].tolist() == [1] and calls["tool_calls"].iloc[0] == []
+
+
+def v2_textbased(messages: list[dict]) -> dict:
+    return {"trajectory_format": "mini-swe-agent-1.1",
+            "info": {"exit_status": "LimitsExceeded", "submission": "",
+                     "model_stats": {"instance_cost": 0.02, "api_calls": 3},
+                     "config": {"agent": {"step_limit": 3, "cost_limit": 0},
+                                "model": {"model_name": "openai/gpt-5-mini",
+                                          "action_regex":
+                                              r"```mswea_bash_command\s*\n(.*?)\n```"}}},
+            "messages": [{"role": "system", "content": "sys"},
+                         {"role": "user", "content": "task"}, *messages]}
+
+
+def test_v2_text_based_calls_use_their_recorded_actions_and_format_errors_are_calls(tmp_path):
+    """A 2.x text-based model: the assistant message records ``extra.actions``,
+    its observation is a user message with ``extra.returncode``; a response
+    that failed to parse is the FormatError user message carrying the billed
+    response: a call without tool calls, whose error text is its observation."""
+    block = "```mswea_bash_command\nls\n```"
+    messages = [
+        {"role": "assistant", "content": block,
+         "extra": {"actions": [{"command": "ls"}], "response": response(), "cost": 0.01,
+                   "timestamp": 10.0}},
+        {"role": "user", "content": "<returncode>2</returncode>",
+         "extra": {"raw_output": "", "returncode": 2, "timestamp": 11.0,
+                   "exception_info": None}},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action, found 2.",
+         "extra": {"interrupt_type": "FormatError", "n_actions": 2,
+                   "model_response": "two blocks here", "response": response(),
+                   "cost": 0.005}},
+        {"role": "exit", "content": "LimitsExceeded",
+         "extra": {"exit_status": "LimitsExceeded"}},
+    ]
+    report, runs, calls = imported(tmp_path, write(tmp_path, "r", "i", v2_textbased(messages)))
+    assert report.skips == [] and runs["steps"].tolist() == [2]
+    [tool] = calls["tool_calls"].iloc[0]
+    assert (tool["name"], json.loads(tool["arguments"]), tool["error"]) == (
+        "bash", {"command": "ls"}, True)
+    assert calls["tool_calls"].iloc[1] == []
+    assert calls["cost_usd"].tolist() == pytest.approx([0.01, 0.005])
+    assert calls["text_tokens"].iloc[1] == 4  # "two blocks here": the model's own text
+    assert calls["observation_tokens"].tolist() == [0, 13]
+
+
+def test_a_trajectory_that_failed_before_its_first_reply_is_a_run_of_zero_calls(tmp_path):
+    doc = v1_trajectory([], exit_status="AuthenticationError")
+    doc["info"]["model_stats"] = {"instance_cost": 0.0, "api_calls": 0}
+    report, runs, calls = imported(tmp_path, write(tmp_path, "r", "i", doc))
+    assert report.skips == [] and len(calls) == 0
+    row = runs.iloc[0]
+    assert (row["steps"], row["exit"], row["cost_usd"]) == (0, "AuthenticationError", 0.0)
+
+
+def test_impossible_limits_and_times_are_nulled_and_counted(tmp_path):
+    """``step_limit: NaN``, ``cost_limit: -1``, a timestamp of -1e30: nulled,
+    counted by field, the run kept and readable."""
+    messages = [v1_assistant(ONE, -1e30), v1_user("<returncode>0</returncode>", 3.0),
+                v1_assistant(NONE, 4.0)]
+    doc = v1_trajectory(messages, agent={"step_limit": float("nan"), "cost_limit": -1})
+    path = tmp_path / "r" / "i"
+    path.mkdir(parents=True)
+    (path / "i.traj.json").write_text(json.dumps(doc))  # NaN as JSON's NaN
+    report, runs, _ = imported(tmp_path, path / "i.traj.json")
+    repairs = report.repairs_by_field()
+    assert repairs["runs.step_limit"] == {"not a finite number: set to null": 1}
+    assert repairs["runs.cost_limit_usd"] == {"negative: set to null": 1}
+    assert "calls.tool_calls.duration_s" in repairs  # 3.0 - (-1e30): beyond a year
+    row = runs.iloc[0]
+    assert pd.isna(row["step_limit"]) and pd.isna(row["cost_limit_usd"])
+
+
+# ---------------------------------------------------------------- reports
+
+def tool_trajectory(instance: str, model: str = "deepseek/deepseek-chat") -> dict:
+    doc = v1_trajectory([v1_assistant(NONE, 2.0)])
+    doc["instance_id"] = instance
+    doc["info"]["config"]["model"]["model_name"] = model
+    return doc
+
+
+def report(resolved: list[str], unresolved: list[str]) -> dict:
+    return {"total_instances": 2, "resolved_instances": len(resolved),
+            "resolved_ids": resolved, "unresolved_ids": unresolved,
+            "submitted_ids": resolved + unresolved}
+
+
+def test_sb_cli_reports_next_to_the_runs_apply_to_the_run_they_name(tmp_path):
+    """Two runs of the same instances; sb-cli saved one report per run in
+    sb-cli-reports/ ({subset}__{split}__{run_id}.json, run_id the run folder):
+    each run takes its own report's verdict, never the other's."""
+    root = tmp_path / "results"
+    for run in ("run1", "run2"):
+        for instance in ("a__x-1", "b__y-2"):
+            write(root, run, instance, tool_trajectory(instance))
+    reports = root / "sb-cli-reports"
+    reports.mkdir()
+    (reports / "swe-bench_verified__test__run1.json").write_text(
+        json.dumps(report(["a__x-1"], ["b__y-2"])))
+    (reports / "swe-bench_verified__test__run2.json").write_text(
+        json.dumps(report(["b__y-2"], ["a__x-1"])))
+    (reports / "swe-bench_verified__test__run2.response.json").write_text('{"ok": true}')
+    _, runs, _ = imported(tmp_path, root)
+    got = dict(zip(runs["run_id"], runs["resolved"].tolist(), strict=True))
+    assert got == {"run1/a__x-1": True, "run1/b__y-2": False,
+                   "run2/a__x-1": False, "run2/b__y-2": True}
+
+
+def test_several_reports_in_one_folder_are_never_merged(tmp_path):
+    """Reports of run1 and run2 side by side in one folder, and run3 with no
+    report of its own: run3 gets null, not another run's verdict; an instance
+    resolved in run1's report is not resolved in run2."""
+    root = tmp_path / "results"
+    for run in ("run1", "run2", "run3"):
+        write(root, run, "a__x-1", tool_trajectory("a__x-1"))
+    (root / "deepseek__deepseek-chat.run1.json").write_text(
+        json.dumps(report(["a__x-1"], [])))
+    (root / "deepseek__deepseek-chat.run2.json").write_text(
+        json.dumps(report([], ["a__x-1"])))
+    _, runs, _ = imported(tmp_path, root)
+    got = dict(zip(runs["run_id"], runs["resolved"].tolist(), strict=True))
+    assert got["run1/a__x-1"] is True and got["run2/a__x-1"] is False
+    assert pd.isna(got["run3/a__x-1"])
+
+
+def test_a_report_naming_only_the_model_applies_to_that_models_runs(tmp_path):
+    root = tmp_path / "results"
+    write(root, "ds", "a__x-1", tool_trajectory("a__x-1"))
+    write(root, "gpt", "a__x-1", tool_trajectory("a__x-1", model="openai/gpt-4o"))
+    (root / "openai__gpt-4o.json").write_text(json.dumps(report(["a__x-1"], [])))
+    _, runs, _ = imported(tmp_path, root)
+    got = dict(zip(runs["run_id"], runs["resolved"].tolist(), strict=True))
+    assert got["gpt/a__x-1"] is True and pd.isna(got["ds/a__x-1"])
+
+
+def test_a_report_that_names_the_run_wins_over_one_that_names_the_model(tmp_path):
+    reports = Reports()
+    folder = tmp_path / "results"
+    trajectory = folder / "run1" / "a" / "a.traj.json"
+    reports.add(report([], ["a"]), folder / "deepseek__deepseek-chat.json")
+    reports.add(report(["a"], []), folder / "sb-cli-reports" / "lite__test__run1-1.json")
+    assert reports.verdict(trajectory, "a", "run1", "deepseek/deepseek-chat") is True
+    assert reports.verdict(trajectory, "a", "run2", "other/model") is None
