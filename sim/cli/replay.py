@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.drivers.replay import (
         REPLAY_DTYPES,
         ReplayOptions,
+        price_models,
         replay_row,
         replay_runs,
         task_record,
@@ -135,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
 
     cells = expand(scenario)
+    said: set[str] = set()
     rows_by_cell: dict[str, pd.DataFrame] = {}
     params_by_cell: dict[str, dict] = {}
     blocks: dict[str, dict] = {}
@@ -152,15 +154,20 @@ def run(args: argparse.Namespace) -> int:
             bar.update(n - done[0])
             done[0] = n
 
-        prices_for = _prices_for(h)
-        replays = replay_runs(runs, template, prices_for=prices_for, options=options,
+        pricing = price_models(runs, template, _prices_for(h))
+        for note in pricing.notes():  # an unknown model is never priced silently
+            if note not in said:
+                said.add(note)
+                print(note, file=sys.stderr)
+        replays = replay_runs(runs, template, options=options, pricing=pricing,
                               make_detector=resolve_detector(h.detector.name), progress=tick)
         bar.close()
         records = records_frame([task_record(r.chosen, name, i) for i, r in enumerate(replays)])
         extras = pd.DataFrame([replay_row(r) for r in replays]).astype(REPLAY_DTYPES)
         rows_by_cell[name] = pd.concat([records, extras], axis=1)
         params_by_cell[name] = dict(values)
-        blocks[name] = _block(rows_by_cell[name], args, h, text_hashes, prices_for.unpriced)
+        blocks[name] = _block(rows_by_cell[name], args, h, text_hashes, set(pricing.default))
+        blocks[name]["pricing"] = pricing.to_dict()
     with folder.replace(out) as staging:
         summary = write_replay_results(
             staging, rows_by_cell, params_by_cell, blocks,
@@ -188,10 +195,12 @@ def _block(rows: Any, args: argparse.Namespace, h: HarnessConfig, text_hashes: b
 
 
 class _PricesFor:
-    """A run's prices: the scenario's price spec applied to the run's recorded
-    model (its catalogue prices, a named set, or overrides on them); None (the
-    scenario's own prices) when the model is not in the catalogue, which is
-    then listed in ``unpriced``."""
+    """A model's prices: the scenario's price spec applied to a recorded
+    call-level model (its catalogue prices, a named set, or overrides on them;
+    a ``provider/model`` name is tried as the model under that provider too);
+    None when the model is not in the catalogue (the replay then prices it
+    from recorded costs: :func:`sim.drivers.replay.price_models`), and listed
+    in ``unpriced``."""
 
     def __init__(self, h: HarnessConfig) -> None:
         from sim.scenario.model import PricesConfig
@@ -213,12 +222,20 @@ class _PricesFor:
 
         if model not in self.cache:
             h = self.harness
-            try:
-                tiers = resolve_price_tiers(model or h.model, self.spec,
-                                            cache_ttl=h.prompt_cache or "5m", when=self.when)
+            name = model or h.model
+            attempts = [name]
+            if "/" in name:
+                attempts.append(name.partition("/")[2])
+            self.cache[model] = None
+            for attempt in attempts:
+                try:
+                    tiers = resolve_price_tiers(attempt, self.spec,
+                                                cache_ttl=h.prompt_cache or "5m", when=self.when)
+                except InputError:
+                    continue
                 self.cache[model] = replace(tiers.base, tiers=tiers.tiers)
-            except InputError:
-                self.cache[model] = None
+                break
+            if self.cache[model] is None:
                 self.unpriced.add(model or "(none)")
         return self.cache[model]
 

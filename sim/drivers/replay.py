@@ -83,6 +83,15 @@ over (and counted).
 **Cost** is the recorded per-call cost where recorded, so savings are in
 recorded dollars; a call without a recorded cost (and a worst-case compaction)
 is priced at the run's prices (:func:`run_params`).
+
+**Prices are the call-level model's** (:func:`price_models`): each call is
+charged by the harness (the money budget) and priced at the prices of the
+model that answered it (``calls.model``; the run's model only when the call
+names none), looked up in the catalogue. A model the catalogue does not know is
+never priced silently at the scenario's prices: it is priced from the recorded
+costs of its calls (the scenario's price ratios, scaled so that its recorded
+calls cost in total what was recorded), and listed; only a model without any
+recorded cost falls back to the scenario's prices, listed as such.
 """
 
 from __future__ import annotations
@@ -253,15 +262,104 @@ class Replay:
         return self.recorded_priced_usd - self.priced_usd
 
 
+@dataclass(frozen=True)
+class ModelPricing:
+    """How a replay prices each model its recorded calls name (:func:`price_models`).
+
+    ``prices`` by model name; ``catalogue``: the models priced from the price
+    catalogue; ``recorded``: the models the catalogue does not know, priced
+    from their recorded costs, each ``{"calls", "recorded_usd", "scale"}``
+    (the scenario's prices times ``scale``); ``default``: the models neither
+    the catalogue nor a recorded cost prices, priced at the scenario's prices."""
+
+    prices: dict[str, Prices]
+    catalogue: tuple[str, ...] = ()
+    recorded: dict[str, dict[str, float]] = field(default_factory=dict)
+    default: tuple[str, ...] = ()
+
+    @property
+    def unpriced(self) -> tuple[str, ...]:
+        """The models not in the catalogue (priced from recorded costs or by default)."""
+        return tuple(sorted({*self.recorded, *self.default}))
+
+    def notes(self) -> list[str]:
+        """What a user must be told: one line per way a model was not catalogue-priced."""
+        out = []
+        for model, entry in sorted(self.recorded.items()):
+            out.append(f"warning: model {model!r} is not in the price catalogue: priced from "
+                       f"the recorded cost of its {int(entry['calls']):,} calls "
+                       f"(${entry['recorded_usd']:,.4f}; the scenario's prices times "
+                       f"{entry['scale']:.4g})")
+        for model in self.default:
+            out.append(f"warning: model {model!r} is not in the price catalogue and no call "
+                       "of it records a cost: priced at the scenario's prices")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"catalogue": sorted(self.catalogue),
+                "from_recorded_cost": {m: dict(e) for m, e in sorted(self.recorded.items())},
+                "scenario_prices": sorted(self.default)}
+
+
+def call_model(call: RecordedCall, run: RecordedRun, template: HarnessParams) -> str:
+    """The model that answered ``call``: its own, else the run's, else the template's."""
+    return call.model or run.model or template.model
+
+
+def price_models(runs: list[RecordedRun], template: HarnessParams,
+                 prices_for: Callable[[str | None], Prices | None] | None = None
+                 ) -> ModelPricing:
+    """Prices for every model the recorded calls name (see the module):
+    ``prices_for(model)`` (the catalogue; None: unknown), else from the
+    recorded costs of that model's calls, else the template's prices."""
+    recorded_usd: dict[str, list[float]] = {}
+    at_template: dict[str, list[float]] = {}
+    names: dict[str, None] = {}
+    for run in runs:
+        for call in run.calls:
+            name = call_model(call, run, template)
+            names.setdefault(name, None)
+            if call.cost_usd is not None:
+                recorded_usd.setdefault(name, []).append(call.cost_usd)
+                at_template.setdefault(name, []).append(_priced(template.prices, call))
+    prices: dict[str, Prices] = {}
+    catalogue, default = [], []
+    recorded: dict[str, dict[str, float]] = {}
+    for name in names:
+        found = prices_for(name) if prices_for is not None else template.prices
+        if found is not None:
+            prices[name] = found
+            catalogue.append(name)
+            continue
+        paid, priced = math.fsum(recorded_usd.get(name, ())), math.fsum(at_template.get(name, ()))
+        scale = paid / priced if priced > 0 else math.nan
+        if math.isfinite(scale) and scale > 0:
+            base = template.prices.base
+            prices[name] = replace(base, input=base.input * scale, output=base.output * scale,
+                                   cache_read=base.cache_read * scale,
+                                   cache_write=base.cache_write * scale,
+                                   thinking=None if base.thinking is None
+                                   else base.thinking * scale)
+            recorded[name] = {"calls": float(len(recorded_usd[name])), "recorded_usd": paid,
+                              "scale": scale}
+        else:
+            prices[name] = template.prices
+            default.append(name)
+    return ModelPricing(prices, tuple(catalogue), recorded, tuple(default))
+
+
 def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None = None,
-               options: ReplayOptions | None = None) -> HarnessParams:
+               options: ReplayOptions | None = None,
+               pricing: ModelPricing | None = None) -> HarnessParams:
     """The candidate's parameters for one recorded run: ``template`` (the
     scenario's harness settings) with the run's own tools (every recorded tool
     name, plus ``reply_to_user``; effect ``read``; no definition tokens, since
     call 0's prompt already holds them; timeout = the tool's longest recorded
     duration, the worst case the time budgets check before a call), no prompt
-    prefix of its own (call 0's prompt is the first message), the run's model,
-    ``prices`` (None: the template's), and a free verifier (its verdict is the
+    prefix of its own (call 0's prompt is the first message), the model of its
+    first call (else the run's), ``prices`` (None: the template's) or, with
+    ``pricing``, that model's prices and those of the run's other call-level
+    models (``model_prices``), and a free verifier (its verdict is the
     recorded one)."""
     options = options or ReplayOptions()
     longest: dict[str, float] = {}
@@ -275,9 +373,18 @@ def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None 
     specs.append(ToolSpec(reply, "read", 1e-3, True, 0))
     verifier = replace(template.verifier, max_prompt_tokens=0, max_output_tokens=0,
                        max_duration_s=0.0)
+    model = call_model(run.calls[0], run, template) if run.calls else (run.model
+                                                                       or template.model)
+    others: tuple[tuple[str, Prices], ...] = ()
+    if pricing is not None:
+        prices = pricing.prices.get(model, prices)
+        names = dict.fromkeys(call_model(c, run, template) for c in run.calls)
+        others = tuple((name, pricing.prices[name]) for name in names
+                       if name != model and name in pricing.prices)
     return replace(template, system_prompt_tokens=0, tools=tuple(specs),
-                   model=run.model or template.model, verifier=verifier,
-                   prices=template.prices if prices is None else prices)
+                   model=model, verifier=verifier,
+                   prices=template.prices if prices is None else prices,
+                   model_prices=others or template.model_prices)
 
 
 def reply_tool_name(run: RecordedRun) -> str:
@@ -405,12 +512,13 @@ class _Driver:
     def _recorded_response(self, call: RecordedCall, content: list[Block], reason: str
                            ) -> ModelResponse:
         """The response of a recorded call, its cost counted."""
-        priced = _priced(self.params.prices, call)
+        priced = _priced(_prices_of(self.params, call.model), call)
         self.costs.append(priced if call.cost_usd is None else call.cost_usd)
         self.priced.append(priced)
         usage = Usage(call.input_tokens, call.output_tokens, call.cache_read_tokens,
                       call.cache_write_tokens, call.reasoning_tokens)
-        return ModelResponse(content, usage, reason, call.latency_s or 0.0, call.model or "")
+        return ModelResponse(content, usage, reason, call.latency_s or 0.0,
+                             call.model or self.run.model or self.params.model)
 
     # ------------------------------------------------------ model calls
     def _look_back(self, state: HarnessState, request: ModelRequest) -> None:
@@ -541,7 +649,7 @@ class _Driver:
         if loop is not None:
             loop.close()
         run = self.run
-        priced = [_priced(self.params.prices, c) for c in run.calls]
+        priced = [_priced(_prices_of(self.params, c.model), c) for c in run.calls]
         steps_made = state.turns
         mid_step = self.tools_run < self.tools_due
         stopped_at = None
@@ -574,6 +682,16 @@ class _Driver:
                 for c, p in zip(run.calls, priced, strict=True)),
             recorded_priced_usd=math.fsum(priced), prompt_counts=self.prompt_counts,
             passed_over=self.passed_over)
+
+
+def _prices_of(params: HarnessParams, model: str | None) -> Prices:
+    """The prices the harness charges ``model`` at: its ``model_prices``
+    entry, else the run's prices."""
+    if model and model != params.model:
+        for name, prices in params.model_prices:
+            if name == model:
+                return prices
+    return params.prices
 
 
 def _priced(prices: Prices, call: RecordedCall) -> float:
@@ -684,21 +802,26 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
                 prices_for: Callable[[str | None], Prices | None] | None = None,
                 options: ReplayOptions | None = None,
                 make_detector: Callable[[HarnessParams], Detector] | None = None,
-                progress: Callable[[int], None] | None = None) -> list[RunReplay]:
+                progress: Callable[[int], None] | None = None,
+                pricing: ModelPricing | None = None) -> list[RunReplay]:
     """Replay every run (in order) under ``template``: each in the requested
     mode and, when it diverged, in the other mode too (for the bounds).
-    ``prices_for(model)`` gives a run's prices (None: the template's),
-    ``make_detector`` builds the candidate's detector from a run's parameters,
-    ``progress(done)`` is called after each run. Parameters the candidate
-    cannot run a recording with are an InputError naming the run."""
+    Calls are priced by their own model (``pricing``, else
+    :func:`price_models` with ``prices_for(model)``: a model's catalogue
+    prices, None when unknown; without ``prices_for`` every model takes the
+    template's prices), ``make_detector`` builds the candidate's detector from
+    a run's parameters, ``progress(done)`` is called after each run.
+    Parameters the candidate cannot run a recording with are an InputError
+    naming the run."""
     options = options or ReplayOptions()
+    if pricing is None:
+        pricing = price_models(runs, template, prices_for)
     other = replace(options, after_intervention="stop" if options.after_intervention ==
                     "continue" else "continue")
     out = []
     for i, run in enumerate(runs):
-        prices = prices_for(run.model) if prices_for is not None else None
         try:
-            params = run_params(template, run, prices, options).validate()
+            params = run_params(template, run, None, options, pricing).validate()
         except ParameterError as error:
             path, message = error.problems[0]
             raise InputError(f"the candidate cannot replay run {run.run_id!r}: {message}",
