@@ -64,8 +64,9 @@ def test_bad_trace_folders_are_exit_2_with_a_clear_message(tmp_path, capsys, mak
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--classes", "0"], "--classes"), (["--classes", "many"], "--classes"),
-    (["--holdout-fraction", "1.0"], "--holdout-fraction"), (["--seed", "-1"], "--seed"),
-    (["--evaluations", "-2"], "--evaluations"),
+    (["--folds", "1"], "--folds"), (["--folds", "15"], "--folds"),
+    (["--seed", "-1"], "--seed"), (["--evaluations", "-2"], "--evaluations"),
+    (["--by", "model", "--classes", "2"], "--by model and --classes"),
 ])
 def test_bad_options_are_exit_2(tmp_path, capsys, flags, message):
     """Options out of range: exit 2 naming the option."""
@@ -112,4 +113,64 @@ def test_json_format_prints_the_summary_and_an_accepted_fit_is_exit_0(tmp_path, 
     summary = json.loads(capsys.readouterr().out)
     assert status == summary["verdict"]["status"] == 0
     assert summary == json.loads((tmp_path / "rep" / "calibration.json").read_text())
-    assert summary["runs"] == {"fitted": 56, "held_out": 24, "dropped": {}}
+    assert summary["runs"] == {"fitted": 80, "held_out": 80, "folds": [16] * 5, "dropped": {}}
+    assert summary["structure"]["forced"] and summary["structure"]["options"] == "--classes 1"
+
+
+def two_models(tmp_path):
+    """Runs of two models: m1 short and cheap, m2 long, priced ten times higher."""
+    runs = []
+    for i in range(60):
+        run = a_run(i, 4 + (i * 7) % 5 if i % 2 else 12 + (i * 5) % 7)
+        if i % 2 == 0:
+            for c in run.calls:
+                c.model = "m2"
+            run.model = "m2"
+        runs.append(run)
+    return write_folder(tmp_path / "t", runs)
+
+
+def test_the_default_structure_is_chosen_by_cross_validated_loss_and_said(tmp_path, capsys):
+    """Without --classes or --by, each candidate structure is cross-validated;
+    the report names the one chosen, why, and every candidate's losses per
+    fold; the ladder of budgets has forecast and replay for each rung."""
+    folder = two_models(tmp_path)
+    status = main(["calibrate", folder, "--out", str(tmp_path / "fit.yaml"), "--quiet",
+                   "--folds", "3", "--evaluations", "0", "--search-runs", "50",
+                   "--format", "json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == summary["verdict"]["status"]
+    structure = summary["structure"]
+    assert not structure["forced"]
+    assert set(structure["losses"]) == {"one class", "one class per model", "clusters (by BIC)"}
+    assert all(len(v["folds"]) == 3 for v in structure["losses"].values())
+    means = {k: v["mean"] for k, v in structure["losses"].items()}
+    assert means[structure["chosen"]] <= min(means.values()) + max(
+        v["se"] for v in structure["losses"].values())
+    assert structure["chosen"] in structure["why"]
+    labels = [r["budget"] for r in summary["ladder"]]
+    assert {"p50 steps", "p95 prompt tokens", "100k prompt tokens"} <= set(labels)
+    for rung in summary["ladder"]:
+        for side in ("forecast", "replay"):
+            assert 0 <= rung[side]["stopped"] <= 1
+            assert len(rung["folds"]) == 3
+    md = (tmp_path / "fit_calibration" / "calibration.md").read_text()
+    assert "## Structure" in md and "## Budgets: forecast against replay" in md
+    assert "## Folds" in md
+
+
+def test_same_traces_options_and_seed_give_identical_outputs(tmp_path, capsys):
+    """Two calibrations with the same seed write the same scenario and report
+    data; another seed deals other folds."""
+    folder = two_models(tmp_path)
+    texts = []
+    for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
+        assert main(["calibrate", folder, "--out", str(tmp_path / f"{name}.yaml"), "--quiet",
+                     "--by", "model", "--folds", "3", "--evaluations", "0", "--search-runs",
+                     "50", "--seed", seed, "--no-ladder", "--name", "fit"]) in (0, 1)
+        texts.append(((tmp_path / f"{name}.yaml").read_text(),
+                      (tmp_path / f"{name}_calibration" / "calibration.json").read_text()))
+    capsys.readouterr()
+    assert texts[0][0] == texts[1][0]
+    assert texts[0][1] == texts[1][1]
+    assert texts[0][1] != texts[2][1]

@@ -68,12 +68,22 @@ class Metric:
     sim_p95: float
     real_p95_interval: tuple[float, float]
     critical_method: str
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    tested: bool = True
 
     @property
     def rejected(self) -> bool:
-        """Whether the distance reaches its critical value (the fit is rejected);
-        identical samples (distance 0) never are."""
-        return self.ks > 0 and self.ks >= self.critical
+        """Whether the fit is rejected on this metric: its multiplicity-adjusted
+        p-value is at most :data:`ALPHA` when it has one (the cross-validated
+        verdict, :mod:`sim.calibrate.verdict`), else the distance reaches its
+        critical value; identical samples (distance 0) and metrics that are
+        shown but not tested (``tested`` False) never are."""
+        if not self.tested or self.ks <= 0:
+            return False
+        if self.p_adjusted is not None:
+            return self.p_adjusted <= ALPHA
+        return self.ks >= self.critical
 
     def why(self) -> str:
         """A sentence on a rejection: distance, critical value, where it differs."""
@@ -95,12 +105,19 @@ class ExitMix:
     critical: float
     n_real: int
     n_sim: int
+    p_value: float | None = None
+    p_adjusted: float | None = None
 
     @property
     def rejected(self) -> bool:
-        """Whether the distance reaches its critical value (the exit mixes
-        differ beyond sampling noise); identical mixes never are."""
-        return self.tv > 0 and self.tv >= self.critical
+        """Whether the exit mixes differ beyond sampling noise: the adjusted
+        p-value is at most :data:`ALPHA` when there is one, else the distance
+        reaches its critical value; identical mixes never are."""
+        if self.tv <= 0:
+            return False
+        if self.p_adjusted is not None:
+            return self.p_adjusted <= ALPHA
+        return self.tv >= self.critical
 
     def why(self) -> str:
         """A sentence on a rejection: distance, critical value, the largest gap."""

@@ -4,9 +4,12 @@ folder of traces and say how well it fits, measured on held-out runs.
 Writes the scenario (commented: what was fitted from what) to ``--out`` and
 ``calibration.json``, ``calibration.md`` and ``calibration.html`` to
 ``--report`` (default: a folder ``<scenario name>_calibration`` beside the
-scenario). Exit status 0 when every KS distance is under its 5% critical value,
-1 when some fit is rejected (the report says which and why), 2 on bad input.
-The method is described in :mod:`sim.calibrate`.
+scenario). The fit is judged by k-fold cross-validation (``--folds``, default
+5): one verdict over the per-run metrics and the exit mix (Holm's correction),
+a forecast-vs-replay ladder of budgets, and the task-class structure chosen by
+cross-validated loss unless ``--classes`` or ``--by`` forces one. Exit status
+0 when the verdict accepts the fit, 1 when it rejects it (the report says which
+and why), 2 on bad input. The method is described in :mod:`sim.calibrate`.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from sim.errors import InputError
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "
-    "direct estimates per task class, a simulate-and-compare search, then a fresh simulation "
-    "measured against held-out runs (KS distances with 5% critical values, medians and p95s, "
-    "exit-mix distance, bootstrap intervals). Exit status: 0 every KS under its critical "
-    "value, 1 some fit rejected, 2 bad input.")
+    "direct estimates per task class and a simulate-and-compare search, judged by k-fold "
+    "cross-validation: every run held out once against the world fitted on the other folds "
+    "(KS distances and the exit mix under one Holm-corrected verdict whose critical values "
+    "count the fit's own error; a ladder of budgets, forecast against replay). The task-class "
+    "structure is chosen by cross-validated loss unless --classes or --by forces one. Exit "
+    "status: 0 fit accepted, 1 fit rejected, 2 bad input.")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,15 +39,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="the scenario YAML to write")
     parser.add_argument("--report", help="report folder (default: <out stem>_calibration "
                                          "beside --out)")
-    parser.add_argument("--holdout-fraction", type=float, default=0.3, metavar="F",
-                        help="share of runs held out to measure the fit (default 0.3)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the split, the search "
+    parser.add_argument("--folds", type=int, default=5, metavar="K",
+                        help="cross-validation folds: each run is held out once while a world "
+                             "is fitted on the others (default 5)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the folds, the search "
                                                            "and the simulations (default 0)")
-    parser.add_argument("--classes", default="auto", metavar="K|auto",
-                        help="task classes: K clusters of run features, or auto (by BIC; "
-                             "the default)")
+    parser.add_argument("--classes", default=None, metavar="K|auto",
+                        help="force the task classes: K clusters of run features, or auto "
+                             "(clusters by BIC); default: one class, one per model or "
+                             "clusters, whichever has the lowest cross-validated loss")
     parser.add_argument("--by", choices=("model",),
-                        help="one task class per model instead of clusters")
+                        help="force one task class per model")
     parser.add_argument("--name", help="scenario name (default: the --out file's stem)")
     parser.add_argument("--evaluations", type=int, default=45, metavar="N",
                         help="simulations the search may make (default 45; 0: direct "
@@ -50,14 +57,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--search-runs", type=int, metavar="N",
                         help="simulated runs per search simulation (default: 4 x the fitted "
                              "runs, at least 1,000)")
+    parser.add_argument("--no-ladder", action="store_true",
+                        help="skip the forecast-vs-replay ladder of budgets")
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: a table (default) or calibration.json")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(handler=run)
 
 
-def _classes(text: str) -> int | str:
-    if text == "auto":
+def _classes(text: str | None) -> int | str | None:
+    if text is None or text == "auto":
         return text
     try:
         k = int(text)
@@ -74,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     from sim.calibrate.report import write_report, write_scenario
 
     classes = _classes(args.classes)
+    if args.folds < 2:
+        raise InputError(f"--folds must be at least 2, got {args.folds}")
+    if args.by and classes is not None:
+        raise InputError("--by model and --classes each force a structure: give one")
     if args.seed < 0:
         raise InputError(f"--seed must be >= 0, got {args.seed}")
     if args.evaluations < 0:
@@ -84,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out must name a .yaml file", source=str(out))
     report = Path(args.report) if args.report else out.with_name(f"{out.stem}_calibration")
-    result = calibrate(args.traces, holdout=args.holdout_fraction, seed=args.seed,
-                       classes=classes, by=args.by, name=args.name or out.stem,
-                       evaluations=args.evaluations, search_runs=args.search_runs,
+    result = calibrate(args.traces, folds=args.folds, seed=args.seed, classes=classes,
+                       by=args.by, name=args.name or out.stem, evaluations=args.evaluations,
+                       search_runs=args.search_runs, with_ladder=not args.no_ladder,
                        progress=not args.quiet)
     write_scenario(out, result.yaml_text())
     write_report(report, result)
@@ -94,12 +107,22 @@ def run(args: argparse.Namespace) -> int:
         json.dump(result.summary(), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return result.status
-    print(f"{'metric (held out vs simulated)':<32} {'KS':>6} {'critical':>9}")
+    print(f"structure: {result.structure.reason}")
+    print(f"{'metric (all folds held out)':<32} {'KS':>6} {'critical':>9} {'p (Holm)':>9}")
     for m in result.metrics:
-        print(f"{m.label:<32} {m.ks:>6.3f} {m.critical:>9.3f}"
+        p = f"{m.p_adjusted:>9.3g}" if m.p_adjusted is not None else f"{'untested':>9}"
+        print(f"{m.label:<32} {m.ks:>6.3f} {m.critical:>9.3f} {p}"
               + ("  rejected" if m.rejected else ""))
-    print(f"{'exit mix (total variation)':<32} {result.exits.tv:>6.3f} "
-          f"{result.exits.critical:>9.3f}" + ("  rejected" if result.exits.rejected else ""))
+    e = result.exits
+    print(f"{'exit mix (total variation)':<32} {e.tv:>6.3f} {e.critical:>9.3f} "
+          f"{e.p_adjusted if e.p_adjusted is not None else float('nan'):>9.3g}"
+          + ("  rejected" if e.rejected else ""))
+    for r in result.ladder:
+        if r.budget.kind == "tokens" and r.budget.label.endswith("k prompt tokens"):
+            print(f"budget {r.budget.label:<20} successes lost: forecast "
+                  f"{100 * r.forecast['lost']:.1f}%, replay {100 * r.replay['lost']:.1f}%; "
+                  f"stopped {100 * r.forecast['stopped']:.1f}% vs "
+                  f"{100 * r.replay['stopped']:.1f}%")
     rejected = [m.label for m in result.rejected] + (
         ["exit mix"] if result.exits.rejected else [])
     verdict = "rejected: " + "; ".join(rejected) if rejected else "accepted"

@@ -1,0 +1,105 @@
+"""The verdict's size and power, bigger than the suite's check.
+
+    python -m benchmarks.calibrate_verdict_size [--trials 200] [--runs 150] [--folds 5]
+        [--evaluations 6] [--search-runs 300]
+
+Simulates ``trials x runs`` runs of a known world (one class, a structure the
+calibration can express) with ``sim run --traces``, slices them into
+``trials`` independent trace sets, and for each: deals ``--folds`` folds, fits
+one class on the other folds (direct estimates and a reduced search of
+``--evaluations`` simulations), and takes the cross-validated verdict
+(:func:`sim.calibrate.verdict.judge`). Prints the rejection rate with its
+standard error against the 5% + 3 SE bound, and which tests rejected. With
+``--wrong``, the world has two kinds of task (very short and very long) that
+one class cannot express: the rate is then the verdict's power.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+KNOWN = {
+    "name": "known", "seed": 17,
+    "harness": {"model": "m", "prices": {"input": 3.0, "output": 15.0, "cache_read": 0.3,
+                                         "cache_write": 3.75},
+                "max_output_tokens": 2048, "budgets": {"steps": 200},
+                "detector": {"enabled": False}, "retry": {"retry_tool_errors": False}},
+    "world": {
+        "difficulty": {"distribution": "lognormal", "mu": 1.6, "sigma": 0.5, "min": 1},
+        "policy": {"loop": 0.0, "transient": 0.0, "validation": 0.05, "premature": 0.0},
+        "tools": [{"name": "lookup", "weight": 1, "definition_tokens": 0,
+                   "result_tokens": {"distribution": "lognormal", "median": 150,
+                                     "sigma": 0.5}}],
+        "tokens": {"prefix": 1500, "task": 100,
+                   "output": {"distribution": "lognormal", "median": 40, "sigma": 0.4},
+                   "answer_output": {"distribution": "lognormal", "median": 80,
+                                     "sigma": 0.4}}},
+}
+WRONG_CLASSES = [
+    {"name": "short", "weight": 1,
+     "difficulty": {"distribution": "lognormal", "mu": 1.0, "sigma": 0.2, "min": 1}},
+    {"name": "long", "weight": 1,
+     "difficulty": {"distribution": "lognormal", "mu": 4.1, "sigma": 0.2, "min": 1}}]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=150)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--evaluations", type=int, default=6)
+    parser.add_argument("--search-runs", type=int, default=300)
+    parser.add_argument("--wrong", action="store_true", help="a world one class cannot fit")
+    args = parser.parse_args(argv)
+
+    from sim.calibrate import folds as fl
+    from sim.calibrate import structure as st
+    from sim.calibrate.data import load
+    from sim.calibrate.pipeline import Settings, cross_validate
+    from sim.calibrate.verdict import judge
+    from sim.cli import main as sim_main
+
+    world = dict(KNOWN)
+    if args.wrong:
+        world = {**KNOWN, "world": {**KNOWN["world"], "classes": WRONG_CLASSES}}
+    folder = Path(tempfile.mkdtemp(prefix="verdict_size_"))
+    (folder / "world.yaml").write_text(yaml.safe_dump({**world,
+                                                       "tasks": args.trials * args.runs}))
+    if sim_main(["run", str(folder / "world.yaml"), "--traces", "--out", str(folder / "runs"),
+                 "--quiet"]) != 0:
+        return 1
+    traces = load(folder / "runs")
+    ids = traces.runs["run_id"].to_numpy()
+    settings = Settings(evaluations=args.evaluations, search_runs=args.search_runs)
+    began = time.monotonic()
+    rejected, which = 0, Counter[str]()
+    for t in range(args.trials):
+        sub = traces.subset(ids[t * args.runs:(t + 1) * args.runs])
+        fits = cross_validate(sub, fl.assign(sub, args.folds, t), st.ONE, t, settings)
+        j = judge([f.real for f in fits], [f.sim for f in fits], t,
+                  jackknife=[f.jackknife for f in fits],
+                  search_runs=args.search_runs if args.evaluations > 0 else None,
+                  intervals=False)
+        rejected += j.status
+        which.update(m.key for m in j.rejected)
+        which.update(["exits"] if j.exits.rejected else [])
+        print(f"\rtrial {t + 1}/{args.trials}: {rejected} rejected", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    rate = rejected / args.trials
+    se = math.sqrt(0.05 * 0.95 / args.trials)
+    print(f"{'power' if args.wrong else 'size'}: {rejected}/{args.trials} = {rate:.3f} "
+          f"(bound for size 0.05 + 3 SE = {0.05 + 3 * se:.3f}); rejected tests: "
+          f"{dict(which)}; {time.monotonic() - began:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

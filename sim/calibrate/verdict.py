@@ -1,0 +1,364 @@
+"""One verdict on a cross-validated calibration.
+
+Every run is held out once (:mod:`sim.calibrate.folds`): fold ``k``'s runs are
+compared with a simulation of the world fitted on the other folds. The held-out
+runs of all folds are pooled, and so are the simulations (each fold simulated in
+proportion to its held-out runs), and the pooled held-out runs are tested
+against the pooled simulated ones on each per-run metric (steps, prompt tokens,
+output tokens, cost where recorded: two-sample KS distance) and on the exit mix
+(total-variation distance).
+
+**A fitted world is not the truth.** Even a perfect model class, fitted on
+finite data, differs from the world that made the runs, so the KS formula for
+two independent samples (held-out runs and simulated runs) is too tight. The
+fitting error is measured by cross-fitting: the K fold worlds are a
+delete-a-group jackknife of the fit, so at each point ``x`` of a metric's range
+
+    V_fit(x) = (K - 1) / K * sum_k (G_k(x) - mean G(x))^2
+
+(``G_k`` the CDF of fold ``k``'s world, read from its simulation on random
+numbers all folds share, so that differences are the worlds') estimates the
+variance of the fitted CDF. Expressed per unit of a sample's CDF variance
+``G (1 - G)``, its largest value over the central range (``0.1 <= G <= 0.9``)
+is ``v_fit``: the world behaves like an extra sample of ``1 / v_fit`` runs.
+Under the null (the model class is right) a fit is no less efficient than the
+empirical distribution of the runs it was fitted to, plus the noise of the
+search's own simulations, so ``v_fit`` is capped at ``1 / n + 1 / s`` (``n``
+runs, ``s`` simulated runs per search evaluation): a jackknife that a misfit
+makes unstable (K worlds that disagree because none fits) cannot buy the fit
+wider critical values than a perfect model would need. The distance is then
+referred to the Kolmogorov distribution at the effective size
+``1 / (1 / n + 1 / m + v_fit)`` (``n`` held out, ``m`` simulated), which gives
+its p-value; a world fitted on the K - 1 folds of one fold has ``K / (K - 1)``
+times the pooled fit's variance (the per-fold figures). The exit mix's null
+distribution is simulated (:data:`TV_DRAWS` draws): the held-out mix is a
+multinomial sample of the pooled mix, the simulated one a multinomial sample of
+a world that is itself a multinomial sample of ``1 / v_fit`` runs (its
+``v_fit`` from the fold mixes by the same jackknife), so its critical value
+never collapses to nothing when a held-out set lacks a rare exit.
+
+**One verdict.** The per-run metrics and the exit mix are one family: Holm's
+step-down correction of their p-values at :data:`ALPHA`; the fit is rejected
+when any adjusted p-value is at most 5% (the family-wise error rate of a
+perfect model is then at most 5%). Each test's critical value is the distance
+at which it would be rejected at its step of Holm's procedure. Output tokens
+per call are shown with their own 5% permutation critical value (runs kept
+whole, :func:`sim.calibrate.measure._permutation_critical`) but are not part of
+the verdict (a run's calls are not independent and the run metrics hold them).
+
+Intervals (95%, percentile bootstrap over the pooled held-out runs, the
+simulated runs fixed) are those of :mod:`sim.calibrate.measure`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import kolmogi, kolmogorov
+
+from sim.analysis.stats import percentile
+from sim.calibrate.exits import CATEGORIES, mix, total_variation
+from sim.calibrate.measure import (
+    BOOTSTRAP,
+    METRICS,
+    PERMUTATIONS,
+    ExitMix,
+    Metric,
+    _interval,
+    _ks_sorted,
+    _permutation_critical,
+    _values,
+)
+from sim.calibrate.simulate import Sample
+
+ALPHA = 0.05
+TESTED: tuple[str, ...] = ("steps", "prompt", "output", "cost")
+"""The per-run metrics of the verdict (with the exit mix)."""
+TV_DRAWS = 4000
+"""Draws of the exit mix's null distribution."""
+GRID = 99
+"""Points (quantiles of the simulated runs) at which the fit's variance is read."""
+CENTRAL = (0.1, 0.9)
+
+
+@dataclass
+class FoldCheck:
+    """One fold: its held-out runs against its own world's simulation. ``ks``
+    per tested metric, and ``critical``: the 95th percentile of the distance a
+    perfect model class fitted on the other folds would show (held-out
+    sampling, simulation sampling and the fit's own error); ``tv`` and
+    ``tv_critical`` likewise for the exit mix."""
+
+    fold: int
+    n_real: int
+    n_sim: int
+    ks: dict[str, float]
+    critical: dict[str, float]
+    tv: float
+    tv_critical: float
+
+    def within(self, key: str) -> bool:
+        """Whether the metric's distance is under its 95th percentile."""
+        return self.ks[key] < self.critical[key]
+
+
+@dataclass
+class Judgement:
+    """The cross-validated comparison (see the module docstring): pooled
+    ``metrics`` and ``exits`` with Holm-adjusted p-values, the per-fold checks
+    and ``fit_variance`` (``v_fit`` per tested metric and ``exits``)."""
+
+    metrics: list[Metric]
+    exits: ExitMix
+    folds: list[FoldCheck]
+    fit_variance: dict[str, float]
+    alpha: float = ALPHA
+
+    @property
+    def rejected(self) -> list[Metric]:
+        """The tested metrics Holm's procedure rejects."""
+        return [m for m in self.metrics if m.rejected]
+
+    @property
+    def reasons(self) -> list[str]:
+        """A sentence per rejected test."""
+        return [_why(m) for m in self.rejected] + (
+            [_why_exits(self.exits)] if self.exits.rejected else [])
+
+    @property
+    def status(self) -> int:
+        """1 when the fit is rejected, else 0."""
+        return 1 if self.reasons else 0
+
+
+def _why(m: Metric) -> str:
+    return m.why() + f" (p = {m.p_value:.2g}, Holm-adjusted {m.p_adjusted:.2g})"
+
+
+def _why_exits(e: ExitMix) -> str:
+    return e.why() + f" (p = {e.p_value:.2g}, Holm-adjusted {e.p_adjusted:.2g})"
+
+
+def pooled(samples: list[Sample]) -> Sample:
+    """The samples' runs one after another (calls renumbered)."""
+    offsets = np.cumsum([0] + [s.n for s in samples[:-1]])
+    fields = ("steps", "prompt", "output", "cost", "category", "resolved", "call_output")
+    steps, prompt, output, cost, category, resolved, call_output = (
+        np.concatenate([getattr(s, f) for s in samples]) for f in fields)
+    runs = np.concatenate([s.call_run + o for s, o in zip(samples, offsets, strict=True)])
+    return Sample(steps, prompt, output, cost, category, resolved, call_output, runs)
+
+
+def fit_variance(samples: list[np.ndarray], independent: bool = True) -> float:
+    """``v_fit`` of a metric from the simulations of the K fold worlds (the
+    jackknife of the module docstring). ``independent``: the simulations drew
+    independent random numbers, and the part of the spread their sampling
+    noise explains is taken off (0 when the worlds agree within it); False:
+    they share their random numbers (common random numbers: their differences
+    are the worlds'), and nothing is taken off."""
+    sorted_ = [np.sort(s) for s in samples if s.size]
+    k = len(sorted_)
+    if k < 2:
+        return 0.0
+    grid = np.unique(np.quantile(np.concatenate(sorted_), np.linspace(0.02, 0.98, GRID)))
+    cdfs = np.array([np.searchsorted(s, grid, side="right") / s.size for s in sorted_])
+    g = cdfs.mean(axis=0)
+    spread = (k - 1) / k * ((cdfs - g) ** 2).sum(axis=0)
+    noise = (k - 1) / k * (1 - 1 / k) * g * (1 - g) * sum(1.0 / s.size for s in sorted_)
+    excess = np.maximum(spread - noise, 0.0) if independent else spread
+    central = (g >= CENTRAL[0]) & (g <= CENTRAL[1])
+    if not central.any():
+        return 0.0
+    return float(np.max(excess[central] / (g[central] * (1 - g[central]))))
+
+
+def mix_fit_variance(mixes: list[np.ndarray], sizes: list[int], independent: bool = True
+                     ) -> float:
+    """``v_fit`` of the exit mix from the K fold worlds' simulated mixes
+    (vectors over :data:`~sim.calibrate.exits.CATEGORIES`) of ``sizes`` runs
+    (``independent`` as for :func:`fit_variance`)."""
+    k = len(mixes)
+    if k < 2:
+        return 0.0
+    p = np.array(mixes)
+    g = p.mean(axis=0)
+    spread = (k - 1) / k * ((p - g) ** 2).sum(axis=0)
+    noise = (k - 1) / k * (1 - 1 / k) * g * (1 - g) * sum(1.0 / max(m, 1) for m in sizes)
+    base = float((g * (1 - g)).sum())
+    excess = np.maximum(spread - noise, 0.0) if independent else spread
+    return float(excess.sum() / base) if base > 0 else 0.0
+
+
+def ks_p_value(ks: float, n: int, m: int, v_fit: float) -> float:
+    """The p-value of a KS distance between ``n`` held-out and ``m``
+    simulated runs when the world carries a fitting variance ``v_fit``."""
+    return float(kolmogorov(ks * math.sqrt(_effective(n, m, v_fit))))
+
+
+def ks_critical(level: float, n: int, m: int, v_fit: float) -> float:
+    """The distance with p-value ``level`` (see :func:`ks_p_value`)."""
+    return float(kolmogi(level) / math.sqrt(_effective(n, m, v_fit)))
+
+
+def _effective(n: int, m: int, v_fit: float) -> float:
+    return 1.0 / (1.0 / n + 1.0 / m + v_fit)
+
+
+def tv_null(pooled_mix: np.ndarray, n: int, m: int, v_fit: float,
+            rng: np.random.Generator, draws: int = TV_DRAWS) -> np.ndarray:
+    """Draws of the total-variation distance between a held-out mix of ``n``
+    runs and a simulated one of ``m`` runs of a world fitted with variance
+    ``v_fit`` (see the module docstring), both of ``pooled_mix``."""
+    p = pooled_mix / pooled_mix.sum()
+    a = rng.multinomial(n, p, size=draws) / n
+    if v_fit > 1e-9:
+        size = max(1, round(1.0 / v_fit))
+        world = rng.multinomial(size, p, size=draws) / size
+    else:
+        world = np.broadcast_to(p, (draws, p.size))
+    b = rng.multinomial(m, world) / m
+    return 0.5 * np.abs(a - b).sum(axis=1)
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given.
+
+    >>> holm([0.01, 0.04, 0.03])
+    [0.03, 0.06, 0.06]
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for step, i in enumerate(order):
+        running = max(running, min(1.0, (m - step) * p_values[i]))
+        adjusted[i] = round(running, 12)
+    return adjusted
+
+
+def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
+          jackknife: list[Sample] | None = None, search_runs: int | None = None,
+          intervals: bool = True) -> Judgement:
+    """The verdict on held-out runs ``real_folds[k]`` against their fold's
+    simulation ``sim_folds[k]`` (see the module docstring). ``jackknife``:
+    simulations of the fold worlds on common random numbers, for the fit's
+    variance (None: the fold simulations, their sampling noise taken off);
+    ``search_runs``: simulated runs per search evaluation (None: no search),
+    for the cap on the fit's variance.
+    ``intervals``: bootstrap intervals and the per-call metric (off: the
+    verdict alone, faster)."""
+    rng = np.random.default_rng(seed)
+    k = len(real_folds)
+    real, sim = pooled(real_folds), pooled(sim_folds)
+    keys = [key for key in METRICS if (key != "call_output" or intervals)
+            and _values(real, key).size and _values(sim, key).size]
+    worlds = jackknife if jackknife is not None else sim_folds
+    independent = jackknife is None
+    v_fit = {key: fit_variance([_values(s, key) for s in worlds], independent) for key in keys
+             if key in TESTED}
+    sim_mixes = [np.array(list(mix(list(s.category)).values())) for s in worlds]
+    v_fit["exits"] = mix_fit_variance(sim_mixes, [s.n for s in worlds], independent)
+    cap = 1.0 / real.n + (1.0 / search_runs if search_runs else 0.0)
+    v_fit = {key: min(v, cap) for key, v in v_fit.items()}
+
+    stats: dict[str, tuple[float, int, int]] = {}
+    for key in keys:
+        a, b = _values(real, key), np.sort(_values(sim, key))
+        stats[key] = (_ks_sorted(a, b), int(a.size), int(b.size))
+    real_mix, sim_mix = mix(list(real.category)), mix(list(sim.category))
+    tv = total_variation(real_mix, sim_mix)
+    both = np.array([(real.n * real_mix[c] + sim.n * sim_mix[c]) / (real.n + sim.n)
+                     for c in CATEGORIES])
+    null = tv_null(both, real.n, sim.n, v_fit["exits"], rng)
+    tv_p = (1 + int((null >= tv - 1e-12).sum())) / (null.size + 1)
+
+    tested = [key for key in keys if key in TESTED]
+    p = [ks_p_value(stats[key][0], stats[key][1], stats[key][2], v_fit[key])
+         for key in tested] + [tv_p]
+    adjusted = holm(p)
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    level = {i: ALPHA / (len(p) - step) for step, i in enumerate(order)}
+
+    boot = _bootstrap(real, sim, keys, rng) if intervals else {}
+    metrics = []
+    for key in keys:
+        label, unit = METRICS[key]
+        ks, n, m = stats[key]
+        a, b = _values(real, key), _values(sim, key)
+        p_value: float | None = None
+        p_adj: float | None = None
+        if key in TESTED:
+            i = tested.index(key)
+            critical = ks_critical(level[i], n, m, v_fit[key])
+            method = (f"Holm step at {level[i]:.4f}; Kolmogorov at effective size "
+                      f"1/(1/n + 1/m + v_fit), v_fit {v_fit[key]:.3g} (cross-fitted)")
+            p_value, p_adj, is_tested = p[i], adjusted[i], True
+        else:
+            critical = _permutation_critical(real, sim, rng)
+            method = (f"not in the verdict: run-level permutation ({PERMUTATIONS} draws), "
+                      f"5% unadjusted")
+            is_tested = False
+        ks_b, med_b, p95_b = boot.get(key, ([], [], []))
+        metrics.append(Metric(
+            key=key, label=label, unit=unit, n_real=n, n_sim=m, ks=ks, critical=critical,
+            ks_interval=_interval(ks_b), real_median=float(percentile(a, 0.5)),
+            sim_median=float(percentile(b, 0.5)), real_median_interval=_interval(med_b),
+            real_p95=float(percentile(a, 0.95)), sim_p95=float(percentile(b, 0.95)),
+            real_p95_interval=_interval(p95_b), critical_method=method, p_value=p_value,
+            p_adjusted=p_adj, tested=is_tested))
+    tv_i = len(p) - 1
+    exits = ExitMix(real_mix, sim_mix, tv, _interval(boot.get("exits", ([], [], []))[0]),
+                    float(np.quantile(null, 1 - level[tv_i])), real.n, sim.n,
+                    p_value=tv_p, p_adjusted=adjusted[tv_i])
+    folds = [_fold_check(i, r, s, v_fit, k, rng, tested)
+             for i, (r, s) in enumerate(zip(real_folds, sim_folds, strict=True))]
+    return Judgement(metrics, exits, folds, v_fit)
+
+
+def _fold_check(index: int, real: Sample, sim: Sample, v_fit: dict[str, float], k: int,
+                rng: np.random.Generator, keys: list[str]) -> FoldCheck:
+    """One fold at 5% (a world fitted on K - 1 folds: K / (K - 1) times the
+    pooled fit's variance)."""
+    scale = k / (k - 1)
+    ks, critical = {}, {}
+    for key in keys:
+        a, b = _values(real, key), _values(sim, key)
+        if not a.size or not b.size:
+            continue
+        ks[key] = _ks_sorted(a, np.sort(b))
+        critical[key] = ks_critical(ALPHA, a.size, b.size, scale * v_fit[key])
+    real_mix, sim_mix = mix(list(real.category)), mix(list(sim.category))
+    both = np.array([(real.n * real_mix[c] + sim.n * sim_mix[c]) / (real.n + sim.n)
+                     for c in CATEGORIES])
+    null = tv_null(both, real.n, sim.n, scale * v_fit["exits"], rng, draws=1000)
+    return FoldCheck(index, real.n, sim.n, ks, critical, total_variation(real_mix, sim_mix),
+                     float(np.quantile(null, 1 - ALPHA)))
+
+
+def _bootstrap(real: Sample, sim: Sample, keys: list[str], rng: np.random.Generator
+               ) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """Bootstrap draws (KS, median, p95 per metric; TV under ``exits``) over
+    the held-out runs, the simulated ones fixed."""
+    sims = {key: np.sort(_values(sim, key)) for key in keys}
+    out: dict[str, tuple[list[float], list[float], list[float]]] = {
+        key: ([], [], []) for key in [*keys, "exits"]}
+    sim_mix = mix(list(sim.category))
+    for _ in range(BOOTSTRAP):
+        draw = rng.integers(0, real.n, real.n)
+        sample = real.take(draw) if "call_output" in keys else None
+        out["exits"][0].append(total_variation(mix(list(real.category[draw])), sim_mix))
+        for key in keys:
+            if key == "call_output":
+                assert sample is not None
+                x = _values(sample, key)
+            else:
+                x = np.asarray(getattr(real, key), dtype=float)[draw]
+                x = x[np.isfinite(x)]
+            if x.size:
+                ks_b, med_b, p95_b = out[key]
+                ks_b.append(_ks_sorted(x, sims[key]))
+                med_b.append(float(percentile(x, 0.5)))
+                p95_b.append(float(percentile(x, 0.95)))
+    return out
