@@ -29,6 +29,7 @@ class LineProgress(tqdm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._shown_tenth = 0  # the first line is written at 10%
+        self._shown_n = 0
         kwargs["mininterval"] = 0  # display() decides what is written
         kwargs["miniters"] = 1
         kwargs["dynamic_ncols"] = False
@@ -45,16 +46,16 @@ class LineProgress(tqdm):
                 self._line()
 
     def _line(self) -> None:
+        self._shown_n = self.n
         self.fp.write(self.__str__() + "\n")
         self.fp.flush()
 
     def close(self) -> None:
-        """Write the last line (unless the tenth it is in was just written)
-        and stop, without tqdm's closing carriage return."""
+        """Write the last line (unless it was just written) and stop, without
+        tqdm's closing carriage return."""
         if self.disable:
             return
-        done = min(10, int(10 * self.n / self.total)) if self.total else -1
-        if done != self._shown_tenth or not self.total:
+        if self.n != self._shown_n or not self.total:
             self._line()
         self._decr_instances(self)  # type: ignore[attr-defined]  # tqdm's registry
         self.disable = True

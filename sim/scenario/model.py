@@ -308,7 +308,7 @@ def read_text(source: str) -> str:
 def _folder_kind(path: Path) -> str:
     """What a folder given as a scenario is, and what to give instead."""
     if (path / "runs.parquet").is_file() or (path / "calls.parquet").is_file():
-        kind = "a trace folder (runs.parquet), not a scenario file: were two arguments swapped?"
+        kind = "a trace folder (runs.parquet), not a scenario file (were two arguments swapped?)"
     elif (path / "summary.json").is_file() or (path / "results.parquet").is_file():
         kind = "a results folder, not a scenario file"
     else:
