@@ -29,7 +29,7 @@ class LineProgress(tqdm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._shown_tenth = 0  # the first line is written at 10%
-        self._shown_n = 0
+        self._shown_n: float = 0
         kwargs["mininterval"] = 0  # display() decides what is written
         kwargs["miniters"] = 1
         kwargs["dynamic_ncols"] = False
