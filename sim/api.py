@@ -263,7 +263,10 @@ def _spec(source: Any) -> _Spec:
             return _Spec("folder", path, path.name or str(path))
         if path.is_file():
             return _Spec("scenario", path, path.stem)
-        raise InputError("no such scenario file or results folder", source=str(source))
+        from sim.scenario.catalog import resolve  # a scenario's name, or an InputError
+
+        path = Path(resolve(path))
+        return _Spec("scenario", path, path.stem)
     raise InputError(f"cannot compare a {type(source).__name__}: give a scenario file, a "
                      "results folder, a Scenario or a DataFrame of task rows")
 

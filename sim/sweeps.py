@@ -49,6 +49,7 @@ from tqdm import tqdm
 from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
 from sim.output.chunks import ChunkStore, Store
+from sim.output.progress import progress_bar
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.runner import CellRun, build_cell
 from sim.schedulers import LostWorker
@@ -242,7 +243,7 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
     cells = [build_cell(r) for r in runs]
     missing = [j for j in jobs if not store.has(j.key)]
     done = {j.key for j in jobs} - {j.key for j in missing}
-    bar = tqdm(total=sum(j.tasks for j in jobs), initial=sum(j.tasks for j in jobs
+    bar = progress_bar(total=sum(j.tasks for j in jobs), initial=sum(j.tasks for j in jobs
                                                              if j.key in done),
                unit="task", file=sys.stderr, disable=not progress, desc="simulating",
                mininterval=0.25, smoothing=0.1)

@@ -89,7 +89,8 @@ def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
     if not TAU2.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"the shared tau2 runs are missing at {TAU2}")
-        pytest.skip(f"no shared data folder at {SHARED} (set SIM_SHARED)")
+        pytest.skip(f"no shared data folder at {SHARED}: set SIM_SHARED to the project's "
+                    f"shared folder (the one holding data/traces/tau2/raw)")
     parameters = {**QUICK[YOUR_AGENT.name], "TRACES": str(TAU2), "WORK": str(tmp_path)}
     run = notebooks.execute(YOUR_AGENT, root=ROOT, parameters=parameters)
     assert not _errors(run.nb)

@@ -204,13 +204,10 @@ def _alarm(signum, frame):
 
 def reported_paths(stderr: str) -> list[str]:
     """The dotted paths an ``error: <file>: ...`` message names."""
-    first, *rest = stderr.rstrip("\n").split("\n")
+    first = stderr.rstrip("\n").split("\n")[0]
     body = first.split(": ", 2)[2] if first.count(": ") >= 2 else ""
-    paths = []
-    if body.startswith("invalid scenario:") or "invalid scenario:" in body:
-        paths = [line.strip().split(": ", 1)[0] for line in rest if line.startswith("  ")]
-    else:
-        paths = [body.split(": ", 1)[0]]
+    paths = [body.split(": ", 1)[0]]
+    paths += [part.split(": ", 1)[0] for part in body.split("; also ")[1:]]
     return [p for p in paths if p]
 
 

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import logging
 import os
 import sys
+import traceback
+from typing import NoReturn
 
 from sim.cli.common import SweepStopped
 from sim.errors import InputError
 
 COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
-            "calibrate")
+            "calibrate", "scenarios", "view")
 
 EXIT_STATUS = ("Exit status: 0 done (compare: no regression), 1 a regression, 2 bad input, "
                "3 inconclusive (compare: not enough tasks to decide either way), 75 a lost "
@@ -38,37 +42,92 @@ def program_name(argv0: str | None = None) -> str:
     return "sim" if name == "sim" else "python -m sim"
 
 
+class UsageError(Exception):
+    """A command line argparse refuses (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but a usage error is raised (and reported by
+    :func:`main` in one line, or as JSON) instead of printed with the usage."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser with every command registered."""
     from sim.output.provenance import sim_version
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog or program_name(),
         description="Simulate LLM agent harnesses: outcomes, cost and capacity.",
         epilog=EXIT_STATUS)
     parser.add_argument("--version", action="version", version=f"%(prog)s {sim_version()}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"sim.cli.{name}").register(sub)
     for command in sub.choices.values():
         command.epilog = command.epilog or EXIT_STATUS
+        if not any("-v" in a.option_strings for a in command._actions):
+            command.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                                 help=VERBOSE_HELP)
     return parser
+
+
+VERBOSE_HELP = ("more detail on stderr: -v logs what runs (files read, folders written), "
+                "-vv also a traceback with any error")
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """Whether the command line asks for --format json (read before parsing,
+    for usage errors)."""
+    for i, item in enumerate(argv):
+        if item == "--format=json" or (item == "--format" and argv[i + 1:i + 2] == ["json"]):
+            return True
+    return False
+
+
+def report_error(kind: str, message: str, as_json: bool, error: InputError | None = None) -> None:
+    """One line on stderr (``error: ...``); with ``as_json`` also, as the only
+    thing on stdout, one JSON object: ``{"error": {"kind", "message",
+    "status", and for bad input "file", "field", "line", "problem"}}``."""
+    print(f"error: {message}", file=sys.stderr)
+    if not as_json:
+        return
+    detail: dict[str, object] = {"kind": kind, "message": message, "status": 2}
+    if error is not None:
+        detail.update({"file": error.source or None, "field": error.path or None,
+                       "line": error.line, "problem": error.message})
+    json.dump({"error": detail}, sys.stdout, sort_keys=True)
+    sys.stdout.write("\n")
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(argv)
     parser = build_parser(prog)
     try:
         args = parser.parse_args(argv)
-    except SystemExit as done:  # --help, --version (0) and usage errors (2)
+    except UsageError as error:
+        report_error("usage", str(error), as_json)
+        return 2
+    except SystemExit as done:  # --help, --version (0)
         return int(done.code or 0)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    verbose = getattr(args, "verbose", 0) or 0
+    if verbose:
+        logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO,
+                            format="sim: %(message)s", stream=sys.stderr)
     try:
         return int(args.handler(args) or 0)
     except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
+        if verbose > 1:
+            traceback.print_exc()
+        report_error("input", str(error), as_json, error)
         return 2
     except SweepStopped as stopped:
         print(f"stopped: {stopped}", file=sys.stderr)

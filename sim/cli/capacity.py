@@ -42,12 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, check --out, (size,) simulate with progress, write the results, print."""
-    from tqdm import tqdm
-
     from sim.analysis.capacity import check_drained, measurements, resampled
     from sim.analysis.sizing import size_capacity, with_capacity
     from sim.engines.des import DesEngine, arrival_schedule
     from sim.output import folder
+    from sim.output.progress import progress_bar
     from sim.output.provenance import run_provenance
     from sim.output.results import format_table, timeseries_frame, write_results
     from sim.runner import CellRun, build_cell, default_workers
@@ -77,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                                workers=args.workers or default_workers(),
                                progress=not args.quiet)
         des = with_capacity(des, sizing.sandboxes, sizing.model_slots)
-    bar = tqdm(total=len(arrivals), unit="task", file=sys.stderr, disable=args.quiet,
+    bar = progress_bar(total=len(arrivals), unit="task", file=sys.stderr, disable=args.quiet,
                desc="simulating (des)", mininterval=0.5)
 
     def task_done() -> None:

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it
     from sim.runner import CellRun
     from sim.scenario.model import Scenario
 
-OUT_HELP = ("results folder (default: reports/<scenario name>); checked before anything runs, "
+OUT_HELP = ("results folder (default: reports/<scenario name>, or under $SIM_OUT or "
+            "[tool.sim] out in pyproject.toml); checked before anything runs, "
             "written whole (a temporary folder swapped in), and never holding another run's "
             "results unless --force")
 
@@ -25,7 +26,8 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
     --allow-plugins, --quiet, --traces, --cost-ceiling."""
     from sim.scenario.limits import MAX_TASKS, MAX_WORKERS
 
-    parser.add_argument("scenario", help="scenario YAML file")
+    parser.add_argument("scenario", help="scenario YAML file, or a scenario's name "
+                                         "('sim scenarios' lists them)")
     parser.add_argument("--tasks", type=int, help=f"tasks per cell, 1 to {MAX_TASKS:,} "
                                                   "(default: the scenario's)")
     parser.add_argument("--seed", type=int, help="root seed (default: the scenario's)")
@@ -95,8 +97,11 @@ def load(args: argparse.Namespace) -> Scenario:
 
 
 def default_out(args: argparse.Namespace, name: str) -> Path:
-    """--out, or reports/<name>."""
-    return Path(args.out) if args.out else Path("reports") / name
+    """--out, or <root>/<name> where the root is $SIM_OUT, else ``out`` of
+    ``[tool.sim]`` in the nearest pyproject.toml, else ``reports``."""
+    from sim.scenario.project import out_root
+
+    return Path(args.out) if args.out else out_root() / name
 
 
 def print_json(data: Any) -> None:

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim.cli.common import add_plugin_option, print_json
+from sim.cli.common import add_plugin_option, default_out, print_json
 from sim.errors import InputError
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     provenance = plan.provenance()
     labels = [s.name if s is not None else spec.label
               for spec, s in zip(plan.specs, plan.scenarios, strict=True)]
-    out = Path(args.out) if args.out else Path("reports") / _default_name(*labels)
+    out = default_out(args, _default_name(*labels))
     folder.prepare(out, provenance, force=args.force)
     junit, summary_md = _writable(args.junit, "--junit"), _writable(args.summary_md,
                                                                      "--summary-md")

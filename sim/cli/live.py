@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from sim.cli.common import add_plugin_option
+from sim.cli.common import add_plugin_option, default_out
 from sim.errors import InputError
 
 APPROVERS = ("ask", "all", "none")
@@ -83,6 +84,19 @@ def base_params(args: argparse.Namespace):
             scenario_model.resolve_detector(scenario.harness.detector.name))
 
 
+API_KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+            "openai": ("OPENAI_API_KEY",)}
+"""The environment variables each provider's SDK reads its credentials from."""
+
+
+def check_api_key(provider: str) -> None:
+    """An InputError (exit 2, one line) when the provider's key is not set."""
+    names = API_KEYS.get(provider, ())
+    if names and not any(os.environ.get(n, "").strip() for n in names):
+        raise InputError(f"cannot set up the {provider} client: {names[0]} is not set "
+                         f"(export {names[0]}=<your API key>, then run again)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate everything, run the batch, write traces, print the outcomes."""
     from sim.drivers.live import approval
@@ -90,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.drivers.live.tasks import load_tasks
     from sim.harness.checkpoint import SQLiteStore
 
+    check_api_key(args.provider)  # before anything is read, run or written
     tasks, _ = load_tasks(args.tasks)
     name, params, make_detector = base_params(args)
     approvers: dict[str, approval.Approver] = {
@@ -108,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
                       approver=approver, spans=spans,
                       progress=progress, handle_sigint=True, file=str(args.tasks),
                       make_detector=make_detector)
-    out = Path(args.out) if args.out else Path("reports") / f"live-{batch.batch_id}"
+    out = default_out(args, f"live-{batch.batch_id}")
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.force:
         raise InputError("folder exists and is not empty (use --force to replace it)",
                          source=str(out))

@@ -19,10 +19,9 @@ import argparse
 import datetime
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.cli.common import add_plugin_option
+from sim.cli.common import add_plugin_option, default_out
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
 from sim.errors import InputError
 
@@ -120,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.output import folder
     from sim.output.provenance import run_provenance
 
-    out = Path(args.out) if args.out else Path("reports") / f"replay_{scenario.name}"
+    out = default_out(args, f"replay_{scenario.name}")
     provenance = {**run_provenance(scenario, command="replay", overrides=args.overrides),
                   "traces": str(args.traces)}
     folder.prepare(out, provenance, force=args.force)

@@ -44,7 +44,8 @@ from sim.errors import InputError
 from sim.harness import params as hp
 from sim.harness.detector import Detector, NoProgressDetector
 from sim.scenario import limits
-from sim.scenario.safeyaml import parse
+from sim.scenario.catalog import resolve
+from sim.scenario.safeyaml import key_lines, line_of, parse
 from sim.world.params import Prob, WorldParams
 from sim.world.verifiers import VERIFIERS, Verifier
 from sim.world.world import END_MARKER, World
@@ -245,17 +246,20 @@ MAX_FILE_BYTES = 5_000_000
 def load_scenario(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (), *,
                   allow_plugins: bool = False) -> Scenario:
     """Read, override (``dotted.path=value``, value parsed as YAML) and validate
-    a scenario. ``allow_plugins`` lets it name a detector or verifier by import
+    a scenario: a file, or a scenario name (see :mod:`sim.scenario.catalog`;
+    a path that exists wins). Errors name the YAML line of the field where
+    the file has it. ``allow_plugins`` lets it name a detector or verifier by import
     path (code that is imported and run); without it such a name is an error."""
-    source = str(path)
-    raw = read_yaml(source)
+    source = resolve(path)
+    text = read_text(source)
+    raw = _top_mapping(parse(text, source), source)
     for item in overrides:
         key, value = parse_override(item, source)
         set_dotted(raw, key, value, source)
     if not raw.get("name"):
         raw["name"] = Path(source).stem
     _anchor_paths(raw, Path(source).parent)
-    return validate(raw, source, allow_plugins=allow_plugins)
+    return validate(raw, source, allow_plugins=allow_plugins, lines=key_lines(text))
 
 
 def _anchor_paths(raw: dict[str, Any], base: Path) -> None:
@@ -270,17 +274,52 @@ def _anchor_paths(raw: dict[str, Any], base: Path) -> None:
 def read_yaml(source: str) -> dict[str, Any]:
     """The top-level mapping of a YAML file (read strictly, see
     :mod:`sim.scenario.safeyaml`), or an InputError."""
+    source = resolve(source)
+    return _top_mapping(parse(read_text(source), source), source)
+
+
+def read_text(source: str) -> str:
+    """The text of the scenario file ``source``; an InputError saying what the
+    path is instead (a folder, a Parquet or other binary file, too large)."""
     path = Path(source)
     try:
+        if path.is_dir():
+            raise InputError(_folder_kind(path), source=source)
         if path.is_file() and path.stat().st_size > MAX_FILE_BYTES:
             raise InputError(f"the file is larger than {MAX_FILE_BYTES:,} bytes", source=source)
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise InputError("file not found", source=source) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read the file ({error.__class__.__name__}: "
-                         f"{getattr(error, 'strerror', None) or error})", source=source) from None
-    data = parse(text, source)
+    except OSError as error:
+        raise InputError(f"cannot read the file ({error.strerror or error})",
+                         source=source) from None
+    if data[:4] == b"PAR1":
+        raise InputError("is a Parquet file, not a scenario: give a scenario YAML file or "
+                         "name ('sim scenarios' lists them)", source=source)
+    try:
+        if b"\0" in data[:8192]:
+            raise UnicodeDecodeError("utf-8", data[:1], 0, 1, "NUL byte")
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("is a binary file, not YAML text: give a scenario YAML file or "
+                         "name ('sim scenarios' lists them)", source=source) from None
+
+
+def _folder_kind(path: Path) -> str:
+    """What a folder given as a scenario is, and what to give instead."""
+    if (path / "runs.parquet").is_file() or (path / "calls.parquet").is_file():
+        kind = "a trace folder (runs.parquet), not a scenario file (were two arguments swapped?)"
+    elif (path / "summary.json").is_file() or (path / "results.parquet").is_file():
+        kind = "a results folder, not a scenario file"
+    else:
+        inside = sorted(p.name for p in path.glob("*.y*ml"))[:3]
+        kind = "a folder, not a scenario file" + (
+            f" (it holds {', '.join(inside)})" if inside else "")
+    return f"is {kind}: give a scenario YAML file or name ('sim scenarios' lists them)"
+
+
+def _top_mapping(data: Any, source: str) -> dict[str, Any]:
+    """A parsed document as the scenario's top-level mapping ({} when empty)."""
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -316,9 +355,24 @@ def set_dotted(raw: dict[str, Any], path: str, value: Any, source: str) -> None:
     node[parts[-1]] = value
 
 
-def validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False) -> Scenario:
+def validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False,
+             lines: dict[str, int] | None = None) -> Scenario:
     """Validate a raw mapping as a scenario, including every sweep cell (at
-    most :data:`~sim.scenario.limits.MAX_CELLS`, uniquely named)."""
+    most :data:`~sim.scenario.limits.MAX_CELLS`, uniquely named). ``lines``
+    (dotted path -> line, :func:`~sim.scenario.safeyaml.key_lines`) puts the
+    YAML line of the field in the error."""
+    try:
+        return _validate(raw, source, allow_plugins=allow_plugins)
+    except InputError as error:
+        if error.line is None and error.path and lines:
+            line = line_of(lines, error.path)
+            if line is not None:
+                raise InputError(error.message, source=error.source, path=error.path,
+                                 line=line) from None
+        raise
+
+
+def _validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False) -> Scenario:
     scenario = _validate_one(raw, source, prefix="", allow_plugins=allow_plugins)
     for key, values in scenario.sweep.items():
         if key.split(".")[0] in _NOT_SWEEPABLE:
@@ -390,9 +444,11 @@ def _validate_one(raw: dict[str, Any], source: str, prefix: str, *,
     except InputError as error:
         raise InputError(f"{prefix}{error.message}", source=source, path=error.path) from None
     except ValidationError as error:
-        raise InputError("\n  ".join([f"{prefix}invalid scenario:"] + [
-            f"{_dotted(e['loc'])}: {_yaml_words(e['msg'])} (got {_show(e.get('input'))})"
-            for e in error.errors()]), source=source) from None
+        errors = error.errors()
+        first = _dotted(errors[0]["loc"])
+        more = "".join(f"; also {_dotted(e['loc'])}: {_problem(e)}" for e in errors[1:])
+        raise InputError(f"{prefix}{_problem(errors[0])}{more}", source=source,
+                         path=first if first != "(top level)" else "") from None
     try:
         check_plugins(scenario.harness, allow_plugins)
         _check_conversation(scenario)
@@ -403,6 +459,38 @@ def _validate_one(raw: dict[str, Any], source: str, prefix: str, *,
     except InputError as error:
         raise InputError(f"{prefix}{error.message}", source=source, path=error.path) from None
     return scenario
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error in words, with "did you mean" for an unknown field."""
+    if error.get("type") == "extra_forbidden":
+        return f"unknown field{did_you_mean(_dotted(error['loc']))}"
+    return f"{_yaml_words(error['msg'])} (got {_show(error.get('input'))})"
+
+
+def did_you_mean(path: str) -> str:
+    """``; did you mean 'x'?`` naming the documented field closest to the
+    unknown field ``path`` (a sibling first, else the same name elsewhere), and
+    the fields allowed there otherwise."""
+    import difflib
+    import re
+
+    from sim.scenario.docs import field_docs  # it imports this module
+
+    known = sorted({f.path for f in field_docs()})
+    generic = re.sub(r"\[\d+\]", "[]", path)
+    parent, _, leaf = generic.rpartition(".")
+    siblings = sorted({k.rpartition(".")[2] for k in known
+                       if k.rpartition(".")[0] == parent})
+    elsewhere = [k for k in known if k.rpartition(".")[2] == leaf and k != generic]
+    if elsewhere:
+        return f"; did you mean {elsewhere[0]!r}?"
+    close = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    if siblings:
+        return f"; the fields here are {', '.join(siblings)}"
+    return ""
 
 
 _JSON_WORDS = (("Input should be an object", "Input should be a mapping"),

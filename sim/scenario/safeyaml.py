@@ -151,3 +151,46 @@ def parse(text: str, source: str = "", *, malformed_as_text: bool = False) -> An
         raise InputError(f"malformed YAML: {where}{problem}", source=source) from None
     finally:
         loader.dispose()
+
+
+def key_lines(text: str) -> dict[str, int]:
+    """The 1-based line of every key and list item of the YAML document
+    ``text``, by dotted path (``a.b``, ``a[2].c``), for error messages; {} when
+    the text is not a YAML document (:func:`parse` reports that). Call it on a
+    document :func:`parse` accepted (it composes the node tree once more)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    lines: dict[str, int] = {}
+    stack: list[tuple[Any, str]] = [(root, "")]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if node is None or id(node) in seen:  # an alias: its lines are its anchor's
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            for key_node, value in node.value:
+                if isinstance(key_node, ScalarNode):
+                    child = join(path, key_node.value)
+                    lines.setdefault(child, key_node.start_mark.line + 1)
+                    stack.append((value, child))
+        elif isinstance(node, SequenceNode):
+            for index, value in enumerate(node.value):
+                child = join(path, index)
+                lines.setdefault(child, value.start_mark.line + 1)
+                stack.append((value, child))
+    return lines
+
+
+def line_of(lines: dict[str, int], path: str) -> int | None:
+    """The line of ``path``, or of its nearest ancestor in ``lines``."""
+    while path:
+        if path in lines:
+            return lines[path]
+        cut = max(path.rfind("."), path.rfind("["))
+        if cut <= 0:
+            return None
+        path = path[:cut]
+    return None

@@ -1,0 +1,75 @@
+"""``sim view DIR``: open a results, comparison or calibration report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sim.errors import InputError
+
+REPORTS = ("report.html", "calibration.html", "report.md", "calibration.md")
+"""The files opened, first found first: every results folder (run, sweep,
+capacity, replay, compare) has ``report.html``; a calibration has its own."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``view`` command."""
+    parser = subparsers.add_parser(
+        "view", help="open a results, comparison or calibration report in the browser",
+        description="Open the report of a results folder (run, sweep, capacity, replay, "
+                    "compare) or of a calibration in the web browser. Where no browser is "
+                    "available (a server, CI), print the report's path instead.")
+    parser.add_argument("folder", metavar="DIR",
+                        help="a results folder, or the report file itself")
+    parser.add_argument("--print", dest="print_only", action="store_true",
+                        help="only print the report's path")
+    parser.set_defaults(handler=run)
+
+
+def report_of(target: Path) -> Path:
+    """The report file of a folder (or the file given); an InputError otherwise."""
+    if target.is_file():
+        if target.suffix not in (".html", ".md"):
+            raise InputError("is not a report (an .html or .md file) nor a results folder",
+                             source=str(target))
+        return target
+    if not target.is_dir():
+        raise InputError("not found: give a results folder (--out of a command)",
+                         source=str(target))
+    for name in REPORTS:
+        if (target / name).is_file():
+            return target / name
+    found = sorted(p.name for p in target.glob("*.html"))
+    if found:
+        return target / found[0]
+    raise InputError(f"holds no report ({', '.join(REPORTS)}): give a results folder",
+                     source=str(target))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open the report, or print its path when no browser is available."""
+    import webbrowser
+
+    path = report_of(Path(args.folder)).resolve()
+    if not args.print_only and _has_browser():
+        try:
+            if webbrowser.open(path.as_uri()):
+                print(f"opened {path}", file=sys.stderr)
+                return 0
+        except webbrowser.Error:
+            pass
+    print(path)
+    return 0
+
+
+def _has_browser() -> bool:
+    """Whether :mod:`webbrowser` knows a browser to start (not a text-mode one)."""
+    import webbrowser
+
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        return False
+    return not isinstance(browser, webbrowser.GenericBrowser) or browser.name not in (
+        "www-browser", "links", "elinks", "lynx", "w3m")
