@@ -197,3 +197,22 @@ def test_a_run_whose_token_sums_pass_the_bound_is_skipped_by_the_writer(tmp_path
     report = import_traces([path], tmp_path / "out")
     assert report.runs == 1 and only_skip(report)[0] == "invalid token count"
     read_traces(tmp_path / "out")
+
+
+def test_the_writer_refuses_a_run_that_would_take_a_folder_total_past_the_bound(tmp_path):
+    """200 runs of 2**53 input tokens each (each run possible): the runs that
+    would take the folder's total past 2**60 are skipped, counted, and the
+    folder written is accepted by the reader."""
+    sims = []
+    for i in range(200):
+        one = json.loads(json.dumps(GOOD))
+        one["id"] = f"r{i}"
+        one["messages"][2]["usage"]["prompt_tokens"] = MAX_COUNT
+        sims.append(one)
+    path = tmp_path / "doc.json"
+    path.write_text(tau2(*sims))
+    report = import_traces([path], tmp_path / "out")
+    assert report.runs == 2**60 // MAX_COUNT == 128
+    assert {s.reason for s in report.skips} == {"invalid token count"}
+    runs, _ = read_traces(tmp_path / "out")
+    assert int(runs["input_tokens"].sum()) == 2**60
