@@ -414,6 +414,8 @@ def _mutate_parquet(folder: Path, picks: list[tuple[str, int, int, int]]) -> Non
             if isinstance(value, float):
                 value = -1 if not math.isfinite(value) or value < 0 else 2**62
             value = max(-(2**63), min(2**63 - 1, value))
+        else:
+            value = float(value)
         cells[size % len(cells)] = value
         table = table.set_column(table.schema.get_field_index(column), column,
                                  pa.array(cells, kind))
