@@ -222,3 +222,19 @@ def test_reasoning_above_the_output_is_counted_apart(tmp_path, logs):
     _, calls = read_traces(tmp_path / "out")
     assert report.skips == [] and (calls["reasoning_tokens"] == 500).sum() == 2
     assert "calls.reasoning_tokens" in report.repairs_by_field()
+
+
+def test_a_sample_without_any_model_call_is_a_run_of_zero_calls(tmp_path, logs):
+    """A sample whose model events are gone (it failed before its first
+    reply): a run with zero calls, its exit and its score."""
+    import json
+
+    doc = json.loads(Path(logs["json"]).read_text())
+    sample = doc["samples"][0]
+    sample["events"] = [e for e in sample["events"] if e.get("event") != "model"]
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps(doc))
+    report = import_traces([path], tmp_path / "out")
+    runs, _ = read_traces(tmp_path / "out")
+    assert report.runs == 2 and report.skips == []
+    assert sorted(runs["steps"].tolist())[0] == 0

@@ -33,7 +33,9 @@ conventions:
   belongs to the last model call that started before it;
 - ``exit`` is the ``error.type`` of the conversation's ``invoke_agent`` span
   (null when it ended without error); no cost, resolution or limits are in the
-  conventions, so those stay null.
+  conventions, so those stay null. A conversation with an ``invoke_agent``
+  span and no chat span (the agent failed before its first model reply) is
+  a run of zero calls with that exit; one with neither is no agent run.
 """
 
 from __future__ import annotations
@@ -215,8 +217,8 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
     start = spans[0].start
     end = max(s.end for s in spans)
     chats = [s for s in spans if s.operation in MODEL_OPERATIONS]
-    if not chats:
-        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat span")
+    if not chats and not any(s.operation == AGENT_OPERATION for s in spans):
+        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat or invoke_agent span")
     notes: list[Repair] = []
     calls = [_call(s, start, notes, apart) for s in chats]
     starts = [s.start for s in chats]  # sorted, as the spans are
