@@ -36,9 +36,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 PARQUET_MAGIC = b"PAR1"
 _HEAD = 4096
-MAX_FILE_BYTES = 512 * 2**20
-"""The largest file (after gunzip) an import reads: 512 MiB of JSON already
-takes several GB as Python objects."""
+MAX_FILE_BYTES = 256 * 2**20
+"""The largest file (after gunzip) an import reads, in bytes: 256 MiB of JSON
+already takes a few GB as Python objects (the real tau2-bench and
+mini-swe-agent files are a few MB)."""
 _CHUNK = 1 << 20
 _INSPECT_JSON_HEAD = re.compile(rb'\A\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"[a-z_]+"'
                                 rb'\s*,\s*"eval"\s*:')
