@@ -184,3 +184,57 @@ def test_text_and_observation_hashes_come_from_the_messages(tmp_path):
     assert answer["observation_sha256"] == sha256_text("Are you sure?")
     assert answer["observation_tokens"] == approx_tokens("Are you sure?")
     assert pd.isna(again["observation_sha256"])
+
+
+def test_a_model_output_without_choices_is_a_call_without_text_or_tools(tmp_path, logs):
+    """Inspect ``choices: []`` (issue 25: an IndexError): the call is kept
+    with its usage, no finish reason, no text, no tool calls."""
+    import json
+
+    doc = json.loads(Path(logs["json"]).read_text())
+    sample = doc["samples"][0]
+    event = next(e for e in sample["events"] if e.get("event") == "model")
+    event["output"]["choices"] = []
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(doc))
+    report = import_traces([path], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    assert report.runs == 2 and report.skips == []
+    first = calls[calls["run_id"] == runs.iloc[0]["run_id"]].sort_values("call").iloc[0]
+    assert pd.isna(first["finish_reason"]) and first["tool_calls"] == []
+    assert first["text_tokens"] == 0
+
+
+def test_reasoning_above_the_output_is_counted_apart(tmp_path, logs):
+    """Inspect's output_tokens include reasoning; a call with more reasoning
+    than output (Gemini's thoughts counted apart) keeps both, counted."""
+    import json
+
+    doc = json.loads(Path(logs["json"]).read_text())
+    for sample in doc["samples"]:
+        for event in sample["events"]:
+            if event.get("event") == "model":
+                event["output"]["usage"]["reasoning_tokens"] = 500
+                break
+    path = tmp_path / "apart.json"
+    path.write_text(json.dumps(doc))
+    report = import_traces([path], tmp_path / "out")
+    _, calls = read_traces(tmp_path / "out")
+    assert report.skips == [] and (calls["reasoning_tokens"] == 500).sum() == 2
+    assert "calls.reasoning_tokens" in report.repairs_by_field()
+
+
+def test_a_sample_without_any_model_call_is_a_run_of_zero_calls(tmp_path, logs):
+    """A sample whose model events are gone (it failed before its first
+    reply): a run with zero calls, its exit and its score."""
+    import json
+
+    doc = json.loads(Path(logs["json"]).read_text())
+    sample = doc["samples"][0]
+    sample["events"] = [e for e in sample["events"] if e.get("event") != "model"]
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps(doc))
+    report = import_traces([path], tmp_path / "out")
+    runs, _ = read_traces(tmp_path / "out")
+    assert report.runs == 2 and report.skips == []
+    assert sorted(runs["steps"].tolist())[0] == 0

@@ -288,3 +288,19 @@ def test_a_report_that_names_the_run_wins_over_one_that_names_the_model(tmp_path
     reports.add(report(["a"], []), folder / "sb-cli-reports" / "lite__test__run1-1.json")
     assert reports.verdict(trajectory, "a", "run1", "deepseek/deepseek-chat") is True
     assert reports.verdict(trajectory, "a", "run2", "other/model") is None
+
+
+def test_a_report_in_the_run_folders_own_sb_cli_reports_applies_to_that_run(tmp_path):
+    """sb-cli run inside the run folder writes RUN_DIR/sb-cli-reports/; a run
+    id given by hand (not the folder's name) still belongs to the only run
+    there; a report under another run's folder does not."""
+    root = tmp_path / "results"
+    for run in ("run1", "run2"):
+        write(root, run, "a__x-1", tool_trajectory("a__x-1"))
+    reports = root / "run1" / "sb-cli-reports"
+    reports.mkdir()
+    (reports / "swe-bench_lite__dev__my-custom-id.json").write_text(
+        json.dumps(report(["a__x-1"], [])))
+    _, runs, _ = imported(tmp_path, root)
+    got = dict(zip(runs["run_id"], runs["resolved"].tolist(), strict=True))
+    assert got["run1/a__x-1"] is True and pd.isna(got["run2/a__x-1"])

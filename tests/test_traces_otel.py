@@ -201,7 +201,7 @@ def test_a_chat_span_without_usage_is_no_token_usage(tmp_path):
     report, runs, _ = imported(tmp_path, path)
     assert runs["run_id"].tolist() == ["d"]
     assert sorted((s.run, s.reason) for s in report.skips) == [
-        ("c", "no token usage"), ("e", "no model calls")]
+        ("c", "no token usage"), ("e", "no model calls")]  # e: embeddings only
 
 
 def test_text_hashes_come_from_captured_output_text_only(tmp_path):
@@ -233,3 +233,27 @@ def test_text_hashes_come_from_captured_output_text_only(tmp_path):
     assert calls["text_tokens"].tolist()[::2] == [approx_tokens("Let me look. ")
                                                   + approx_tokens("Searching now.")] * 2
     assert calls["text_tokens"].isna().tolist() == [False, True, False]
+
+
+def test_an_agent_that_failed_before_its_first_reply_is_a_run_of_zero_calls(tmp_path):
+    """An invoke_agent span with error.type and no chat span: a run of zero
+    calls whose exit is the error (a conversation of embeddings only is still
+    no agent run)."""
+    provider = TracerProvider()
+    path = tmp_path / "s.jsonl"
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
+    tracer = provider.get_tracer("agent")
+    with tracer.start_as_current_span("invoke_agent", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "f",
+            "error.type": "RateLimitError"}):
+        pass
+    with tracer.start_as_current_span("chat", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "d",
+            "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1}):
+        pass
+    provider.shutdown()
+    report, runs, calls = imported(tmp_path, path)
+    assert sorted(runs["run_id"]) == ["d", "f"] and report.skips == []
+    failed = runs.set_index("run_id").loc["f"]
+    assert (failed["steps"], failed["exit"]) == (0, "RateLimitError")
+    assert set(calls["run_id"]) == {"d"}

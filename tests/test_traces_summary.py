@@ -130,3 +130,27 @@ def test_the_import_command_reports_on_stderr_and_json_on_stdout(tmp_path, capsy
     summary = summarize(out)
     assert summary["skipped"] == {"files": {"count": 0, "by_reason": {}},
                                   "runs": {"count": 0, "by_reason": {}}}
+
+
+def test_the_summary_shows_the_imports_repairs_by_field(tmp_path):
+    """Impossible values the import nulled are shown by dotted field and
+    reason, in the JSON summary and in the text."""
+    import json as _json
+
+    from sim.traces import import_traces
+    from sim.traces.summary import format_summary, summarize
+
+    sim = {"id": "s", "termination_reason": "user_stop", "agent_cost": -2.0,
+           "start_time": "0001-01-01T00:00:00",
+           "messages": [{"role": "assistant", "content": "ok",
+                         "usage": {"prompt_tokens": 50, "completion_tokens": 5}}]}
+    path = tmp_path / "doc.json"
+    path.write_text(_json.dumps({"simulations": [sim]}))
+    import_traces([path], tmp_path / "out")
+    summary = summarize(tmp_path / "out")
+    assert summary["repaired"] == {"count": 2, "by_field": {
+        "runs.cost_usd": {"negative: set to null": 1},
+        "runs.started_at": {"start outside 2000-2099: set to null": 1}}}
+    text = format_summary(summary)
+    assert "repaired 2 impossible values (runs kept):" in text
+    assert "  runs.cost_usd: 1 negative: set to null" in text

@@ -43,7 +43,15 @@ from sim.errors import InputError
 from sim.traces import folder as trace_folder
 from sim.traces import inspect_log, miniswe, otel, tau2
 from sim.traces.model import REPORT_FILE, RunRecord
-from sim.traces.skips import DUPLICATE, UNKNOWN_FORMAT, Skip, Unusable, counts, phrase
+from sim.traces.skips import (
+    DUPLICATE,
+    TOO_DEEP,
+    UNKNOWN_FORMAT,
+    Skip,
+    Unusable,
+    counts,
+    phrase,
+)
 from sim.traces.sources import Input, inputs, read_json, sniff
 from sim.traces.writer import TraceWriter, atomic_folder
 
@@ -205,6 +213,9 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
                 accept(record)
         except Unusable as problem:
             report.skips.append(Skip(file, problem.reason, problem.detail))
+        except RecursionError:  # a structure nested deeper than Python walks
+            report.skips.append(Skip(file, TOO_DEEP, "values nested deeper than the importer "
+                                                     "reads"))
     bar.close()
     for record in collector.runs():
         accept(record)

@@ -23,13 +23,14 @@ input adds after the previous output and its tool results, and
 ``observation_sha256`` the hash of their texts joined in order (null when it
 adds none); ``text_tokens`` and ``text_sha256`` are the output message's text.
 
-Run fields: the eval's model; the sum of the calls' costs (null when none is
-recorded); ``exit`` is the type of the limit that stopped the sample (Inspect's
-own label: ``message``, ``token``, ``time``, ``working``, ``cost``...), else
-``error`` for a sample that failed, else null (it ran to its end);
-``resolved`` when the first score converts (``value_to_float``) to 1 or 0;
-``started_at``, ``total_time``; the message and cost limits of the sample or
-the eval.
+A sample without any model call (it failed before its first reply) is a run of
+zero calls, with its exit. Run fields: the eval's model; the sum of the calls'
+costs (null when none is recorded); ``exit`` is the type of the limit that
+stopped the sample (Inspect's own label: ``message``, ``token``, ``time``,
+``working``, ``cost``...), else ``error`` for a sample that failed, else null
+(it ran to its end); ``resolved`` when the first score converts
+(``value_to_float``) to 1 or 0; ``started_at``, ``total_time``; the message and
+cost limits of the sample or the eval.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import MISSING_EXTRA, NO_CALLS, NO_USAGE, UNREADABLE, Skip, Unusable
+from sim.traces.skips import MISSING_EXTRA, NO_USAGE, UNREADABLE, Skip, Unusable
 from sim.traces.usage import from_disjoint, needs_apart
 
 SOURCE = "inspect"
@@ -115,10 +116,8 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str, apart: bool = False) -
                 events.append(event)
         elif kind == "tool" and getattr(event, "id", None) is not None:
             tools[event.id] = event
-    if not events:
-        raise Unusable(NO_CALLS, "no model event outside the scorers")
     started_at = parse_utc(sample.started_at)
-    start = started_at or events[0].timestamp
+    start = started_at or (events[0].timestamp if events else None)
     notes: list[Repair] = []
     calls = [_call(event, i, start, tools, notes, apart) for i, event in enumerate(events)]
     for i, call in enumerate(calls):

@@ -162,9 +162,9 @@ class Reports:
     ``sb-cli-reports/`` folder beside any of them. The report that names the
     run folder wins over one that names only the model; nearer folders win
     over farther ones; a report that names nothing counts only when it is the
-    only report in the run folder itself. Reports are never merged: a run
-    takes one report's verdict, and a run with no report of its own gets
-    None (unknown)."""
+    only report in the run folder itself (or in its ``sb-cli-reports/``).
+    Reports are never merged: a run takes one report's verdict, and a run
+    with no report of its own gets None (unknown)."""
 
     def __init__(self) -> None:
         self._reports: list[_Report] = []
@@ -215,7 +215,7 @@ class Reports:
             score = 2 * names_run + any(_names(report.stem, m) for m in models)
             if score == 0:
                 alone = sum(r.folder == report.folder for r in self._reports) == 1
-                if not (alone and report.folder == home):
+                if not (alone and report.folder in (home, home / REPORTS_FOLDER)):
                     continue
             key = (score, -distance[report.folder], report.stem)
             if best is None or key > best:

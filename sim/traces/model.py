@@ -560,7 +560,7 @@ def finite_or_none(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return number if math.isfinite(number) else None
 
@@ -581,7 +581,7 @@ def utc_from_unix(seconds: float | None) -> datetime | None:
         return None
     try:
         return datetime.fromtimestamp(seconds, UTC)
-    except (OverflowError, OSError, ValueError):
+    except (OverflowError, OSError, ValueError, TypeError):
         return None
 
 

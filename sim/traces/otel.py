@@ -33,12 +33,15 @@ conventions:
   belongs to the last model call that started before it;
 - ``exit`` is the ``error.type`` of the conversation's ``invoke_agent`` span
   (null when it ended without error); no cost, resolution or limits are in the
-  conventions, so those stay null.
+  conventions, so those stay null. A conversation with an ``invoke_agent``
+  span and no chat span (the agent failed before its first model reply) is
+  a run of zero calls with that exit; one with neither is no agent run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
@@ -58,7 +61,7 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
+from sim.traces.skips import NO_CALLS, NO_USAGE, TOO_DEEP, Skip, Unusable
 from sim.traces.usage import from_total_prompt, needs_apart
 
 SOURCE = "otel-genai"
@@ -123,6 +126,9 @@ class Collector:
                 yield record
             except Unusable as problem:
                 yield Skip(spans[0].file, problem.reason, problem.detail, key)
+            except RecursionError:
+                yield Skip(spans[0].file, TOO_DEEP, "values nested deeper than the importer "
+                                                    "reads", key)
 
 
 def _span(raw: Any, file: str) -> Span | None:
@@ -170,10 +176,15 @@ def _value(value: Any) -> Any:
 
 
 def _nanos(value: Any) -> int:
+    """A Unix time in nanoseconds (OTLP's fixed64), 0 when missing, not an
+    integer or outside ``[0, 2**64)``."""
+    if isinstance(value, bool) or (isinstance(value, float) and not math.isfinite(value)):
+        return 0
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError, OverflowError):
         return 0
+    return number if 0 <= number < 2**64 else 0
 
 
 def _group(spans: list[Span]) -> dict[str, list[Span]]:
@@ -206,8 +217,8 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
     start = spans[0].start
     end = max(s.end for s in spans)
     chats = [s for s in spans if s.operation in MODEL_OPERATIONS]
-    if not chats:
-        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat span")
+    if not chats and not any(s.operation == AGENT_OPERATION for s in spans):
+        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat or invoke_agent span")
     notes: list[Repair] = []
     calls = [_call(s, start, notes, apart) for s in chats]
     starts = [s.start for s in chats]  # sorted, as the spans are
@@ -224,7 +235,7 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
         run_id=key, source=SOURCE, file=spans[0].file, calls=calls, model=model,
         exit=None if exit_label is None else str(exit_label),
         started_at=utc_from_unix(start / 1e9) if start else None,
-        duration_s=(end - start) / 1e9 if start else None, repairs=notes)
+        duration_s=(end - start) / 1e9 if start and end else None, repairs=notes)
 
 
 def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:

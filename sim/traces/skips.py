@@ -26,10 +26,13 @@ BAD_COUNT = "invalid token count"
 DUPLICATE = "duplicate run_id"
 MISSING_EXTRA = "optional dependency missing"
 UNREADABLE = "unreadable file"
+TOO_LARGE = "file too large"
+TOO_DEEP = "nested too deep"
 
 REASONS: tuple[str, ...] = (UNKNOWN_FORMAT, INVALID_JSON, NO_USAGE, NO_CALLS, NO_TRAJECTORY,
                             CACHE_EXCEEDS, CACHE_MISMATCH, REASONING_EXCEEDS, BAD_COUNT, DUPLICATE,
-                            MISSING_EXTRA, UNREADABLE)
+                            MISSING_EXTRA, UNREADABLE,
+                            TOO_LARGE, TOO_DEEP)
 
 
 class Unusable(Exception):

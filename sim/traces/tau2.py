@@ -71,7 +71,7 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import PARTS_KEPT, Repair
-from sim.traces.skips import NO_TRAJECTORY, NO_USAGE, Skip, Unusable
+from sim.traces.skips import NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
 from sim.traces.usage import from_disjoint, from_total_prompt, needs_apart
 
 SOURCE = "tau2"
@@ -116,6 +116,8 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
             yield record
         except Unusable as problem:
             yield Skip(file, problem.reason, problem.detail, run_id)
+        except RecursionError:
+            yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads", run_id)
 
 
 def _run_id(simulation: Any, index: int) -> str:

@@ -38,6 +38,7 @@ from sim.errors import InputError
 from sim.traces.model import (
     CALLS_FILE,
     CALLS_SCHEMA,
+    MAX_TOTAL,
     RUNS_FILE,
     RUNS_SCHEMA,
     SOURCES,
@@ -45,6 +46,7 @@ from sim.traces.model import (
     RunRecord,
 )
 from sim.traces.repairs import repair_run
+from sim.traces.skips import BAD_COUNT, Unusable
 
 COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 3
@@ -66,6 +68,7 @@ class TraceWriter:
         self._buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
         self._writer: pq.ParquetWriter | None = None
         self._calls_path = self.folder / CALLS_FILE
+        self._totals = dict.fromkeys(TOKEN_COLUMNS, 0)
         self.repairs: Counter[tuple[str, str]] = Counter()
         """``{(dotted field, reason): count}`` of the values repaired or
         nulled in the runs added (the importer's notes and the writer's own)."""
@@ -81,6 +84,13 @@ class TraceWriter:
         if run.run_id in self._ids:
             raise ValueError(f"duplicate run_id {run.run_id!r}")
         repairs = repair_run(run)
+        for name in TOKEN_COLUMNS:  # the reader refuses a folder total past MAX_TOTAL
+            total = self._totals[name] + sum(getattr(call, name) for call in run.calls)
+            if total > MAX_TOTAL:
+                raise Unusable(BAD_COUNT, f"the folder's {name} would total {total:.3g}, "
+                                          f"above {MAX_TOTAL:,}")
+        for name in TOKEN_COLUMNS:
+            self._totals[name] += sum(getattr(call, name) for call in run.calls)
         row = _add_run(run, self._buffer, checked=True)
         self.repairs.update(run.repairs)
         self.repairs.update(repairs)
