@@ -12,6 +12,8 @@ format              recognised by
                     (``resolved_ids``) and ``preds.json`` are read as companions
 ``otel-genai``      OTLP JSON (``resourceSpans``), one document or JSON Lines
 ``inspect``         an Inspect AI ``.eval`` archive or JSON log (optional extra)
+``claude-code``     Claude Code / Agent SDK session transcripts (JSON Lines of
+                    ``sessionId`` lines; subagents' ``.meta.json`` as companions)
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
                     what ``python -m sim run --traces`` writes
 ==================  =============================================================
@@ -40,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import InputError
+from sim.traces import claude_code, inspect_log, miniswe, otel, tau2
 from sim.traces import folder as trace_folder
-from sim.traces import inspect_log, miniswe, otel, tau2
 from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import DUPLICATE, UNKNOWN_FORMAT, Skip, Unusable, counts, phrase
 from sim.traces.sources import Input, inputs, read_json, sniff
@@ -152,6 +154,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     from tqdm import tqdm
 
     collector = otel.Collector()
+    gathered = Gathered()
     reports = miniswe.Reports()
     trajectories: list[tuple[dict, Path, str]] = []
     first_file: dict[str, str] = {}
@@ -177,12 +180,14 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     for item in bar:
         file = os.fspath(item.path)
         try:
-            for record in _read(item, file, collector, reports, report):
+            for record in _read(item, file, collector, reports, report, gathered):
                 accept(record)
         except Unusable as problem:
             report.skips.append(Skip(file, problem.reason, problem.detail))
     bar.close()
     for record in collector.runs():
+        accept(record)
+    for record in gathered.runs():
         accept(record)
     for row, path, instance in trajectories:
         row["resolved"] = reports.verdict(path, instance)
@@ -192,8 +197,20 @@ def _instance(record: RunRecord) -> tuple[Path, str]:
     return Path(record.file), record.task_id or record.run_id
 
 
+@dataclass
+class Gathered:
+    """The formats whose runs are gathered across files and assembled at the
+    end (a session's subagents write files of their own)."""
+
+    claude: claude_code.Collector = field(default_factory=claude_code.Collector)
+
+    def runs(self) -> Iterator[RunRecord | Skip]:
+        yield from self.claude.runs()
+
+
 def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Reports,
-          report: ImportReport) -> Iterator[RunRecord | Skip]:
+          report: ImportReport, gathered: Gathered | None = None
+          ) -> Iterator[RunRecord | Skip]:
     """The runs and skips of one input; a whole-file problem raises Unusable."""
     if item.folder:
         yield from trace_folder.runs(item.path)
@@ -215,6 +232,10 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from inspect_log.runs(item.path, file, "json")
         return
     values = read_json(item.path)
+    gathered = gathered if gathered is not None else Gathered()
+    if claude_code.detect(values):
+        gathered.claude.add(values, file)
+        return
     if len(values) > 1:
         if not all(otel.detect(v) for v in values):
             raise Unusable(UNKNOWN_FORMAT, f"{len(values)} JSON values that are not all "
@@ -229,6 +250,9 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
     shape = miniswe.detect(doc)
     if shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
+        return
+    if claude_code.detect_meta(doc):
+        report.companions.append(file)
         return
     if shape in ("report", "predictions"):
         if shape == "report":
