@@ -79,15 +79,11 @@ def session(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     work = Path(tempfile.mkdtemp(prefix="ccwork", dir=tmp_path_factory.mktemp("work")))
     with FakeProvider(list(SCRIPT), lifetime_s=120) as server:
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
-               "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "sk-ant-test",
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-               "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-               "CLAUDE_CONFIG_DIR": str(home / ".claude")}
         done = subprocess.run(
             [str(binary), "-p", "Say hello with Bash, then have a subagent say sub.",
              "--output-format", "json", "--model", MODEL, "--allowedTools", "Bash"],
-            cwd=work, env=env, capture_output=True, text=True, timeout=180)
+            cwd=work, env=_env(home, server), capture_output=True, text=True,
+            timeout=180)
         requests, answers = list(server.requests), list(server.answers)
     assert done.returncode == 0, done.stderr[-2000:]
     return home / ".claude" / "projects", requests, answers, json.loads(done.stdout)
@@ -192,3 +188,55 @@ def test_synthetic_messages_are_not_calls_and_a_message_without_usage_skips_the_
     with pytest.raises(InputError, match="no token usage"):
         import_traces([folder], tmp_path / "b")
     assert not (tmp_path / "b").exists()
+
+
+def _env(home: Path, server: FakeProvider) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
+            "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "sk-ant-test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
+
+
+def test_a_compacted_session_keeps_its_calls_and_the_summary_is_an_observation(tmp_path):
+    """Three turns, ``/compact`` and one more turn, resumed in one session: the
+    transcript does not record the compaction request (Claude Code writes only
+    the summary it produced), so the import has every other call the server
+    answered, with its tokens, and the summary's text counts as an
+    observation of the call before it."""
+    binary = claude_binary()
+    summary = "The user greeted the assistant three times."
+    script = [Reply([("text", f"answer {i}")], input_tokens=100 + i, output_tokens=20 + i)
+              for i in range(3)]
+    script += [Reply([("text", f"<analysis>greetings</analysis>\n<summary>{summary}</summary>")],
+                     input_tokens=300, output_tokens=40),
+               Reply([("text", "after compaction")], input_tokens=30, output_tokens=4,
+                     cache_read=7)]
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with FakeProvider(list(script), lifetime_s=120) as server:
+        session_id = None
+        for prompt in ["hi 0", "hi 1", "hi 2", "/compact", "continue"]:
+            resume = ["--resume", session_id] if session_id else []
+            done = subprocess.run([str(binary), "-p", prompt, *resume, "--output-format", "json",
+                                   "--model", MODEL], cwd=work, env=_env(home, server),
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+            session_id = json.loads(done.stdout)["session_id"]
+        answers = list(server.answers)
+        asked = [json.dumps(r.body.get("messages", [])[-1:]) for r in server.requests]
+    assert len(answers) == len(script)
+    compaction = [i for i, text in enumerate(asked) if "<summary>" in text]
+    assert compaction == [3]
+    imported([home / ".claude" / "projects"], tmp_path / "traces", source="claude-code", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    kept = [a for i, a in enumerate(answers) if i not in compaction]
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
+            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
+                                             for a in kept]
+    (run,) = read_trace_folder(tmp_path / "traces")
+    before = run.calls[2]  # the last call before the compaction
+    assert before.observation_tokens is not None and before.observation_tokens > 0
+    lines = [json.loads(x) for f in (home / ".claude" / "projects").rglob("*.jsonl")
+             for x in f.read_text().splitlines()]
+    assert any(summary in str(x.get("message")) for x in lines)
