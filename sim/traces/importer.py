@@ -14,6 +14,10 @@ format              recognised by
 ``inspect``         an Inspect AI ``.eval`` archive or JSON log (optional extra)
 ``claude-code``     Claude Code / Agent SDK session transcripts (JSON Lines of
                     ``sessionId`` lines; subagents' ``.meta.json`` as companions)
+``langfuse``        Langfuse observations (public API JSON, exports) and the
+                    Langfuse SDK's spans (``langfuse.observation.*``)
+``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
+``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
                     what ``python -m sim run --traces`` writes
 ==================  =============================================================
@@ -42,7 +46,17 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import InputError
-from sim.traces import claude_code, inspect_log, miniswe, otel, tau2
+from sim.traces import (
+    claude_code,
+    inspect_log,
+    langfuse,
+    miniswe,
+    openinference,
+    otel,
+    otel_legacy,
+    spantree,
+    tau2,
+)
 from sim.traces import folder as trace_folder
 from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import DUPLICATE, UNKNOWN_FORMAT, Skip, Unusable, counts, phrase
@@ -203,9 +217,27 @@ class Gathered:
     end (a session's subagents write files of their own)."""
 
     claude: claude_code.Collector = field(default_factory=claude_code.Collector)
+    langfuse: langfuse.Collector = field(default_factory=langfuse.Collector)
+    spans: list[spantree.Gatherer] = field(default_factory=lambda: [
+        spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
+                                       otel_legacy.DIALECT)])
+
+    def claim_spans(self, values: list, file: str) -> bool:
+        """Hand OTLP JSON ``values`` to the first span dialect one of their spans
+        belongs to (Langfuse SDK, OpenInference, older OpenLLMetry names);
+        False when none does (they are GenAI spans of today's names)."""
+        for gatherer in self.spans:
+            if any(spantree.claims_any(v, gatherer.dialect.claims) for v in values):
+                for value in values:
+                    gatherer.add(value, file)
+                return True
+        return False
 
     def runs(self) -> Iterator[RunRecord | Skip]:
         yield from self.claude.runs()
+        yield from self.langfuse.runs()
+        for gatherer in self.spans:
+            yield from gatherer.runs()
 
 
 def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Reports,
@@ -235,6 +267,11 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
     gathered = gathered if gathered is not None else Gathered()
     if claude_code.detect(values):
         gathered.claude.add(values, file)
+        return
+    if langfuse.detect(values):
+        gathered.langfuse.add(values, file)
+        return
+    if all(otel.detect(v) for v in values) and gathered.claim_spans(values, file):
         return
     if len(values) > 1:
         if not all(otel.detect(v) for v in values):
