@@ -12,10 +12,11 @@ nested ``AGENT`` span are a subagent's). Per span kind:
   the response's text and requested tool calls from
   ``llm.output_messages.{i}.message.content`` and
   ``...message.tool_calls.{j}.tool_call.{id,function.name,function.arguments}``;
-  the finish reason from ``output.value`` (the provider's response as JSON)
-  when it holds ``choices[0].finish_reason`` or ``stop_reason``;
-- ``TOOL``: a tool the application ran (``tool.name``, its ``input.value`` the
-  arguments, ``output.value`` the result, ``tool_call.id`` when recorded): it
+  the finish reason from ``llm.finish_reason``, else from ``output.value``
+  (the provider's response as JSON: ``choices[0].finish_reason`` or
+  ``stop_reason``);
+- ``TOOL``: a tool the application ran (``tool.name``, its ``input.value``
+  (else ``tool.parameters``) the arguments, ``output.value`` the result, ``tool_call.id`` when recorded): it
   answers the requested tool call of the same id (else the first unanswered
   one of the same name) of the call before it, or is added to that call;
 - ``AGENT``: an agent.
@@ -59,7 +60,8 @@ def _call(span: Span) -> spantree.CallFacts | None:
     model = a.get("llm.model_name")
     return spantree.CallFacts(counts, model=None if model is None else str(model),
                               cost_usd=_number(a.get("llm.cost.total")),
-                              finish_reason=_finish(a.get("output.value")),
+                              finish_reason=_finish(a.get("llm.finish_reason"),
+                                                    a.get("output.value")),
                               text="".join(texts) if texts else None, tools=tools)
 
 
@@ -85,7 +87,9 @@ def _output_messages(a: dict[str, Any]) -> tuple[list[str], list[spantree.ToolFa
     return texts, tools
 
 
-def _finish(output: Any) -> str | None:
+def _finish(recorded: Any, output: Any) -> str | None:
+    if recorded is not None:
+        return str(recorded)
     value = spantree.json_value(output)
     if not isinstance(value, dict):
         return None
@@ -110,7 +114,8 @@ def _tool(span: Span) -> spantree.ToolFacts | None:
     ident = a.get("tool_call.id")
     return spantree.ToolFacts(str(a.get("tool.name", span.name)),
                               None if ident is None else str(ident),
-                              a.get("input.value"), a.get("output.value"))
+                              a.get("input.value", a.get("tool.parameters")),
+                              a.get("output.value"))
 
 
 DIALECT = spantree.Dialect(source=SOURCE, claims=_claims, call=_call, tool=_tool,
