@@ -16,9 +16,10 @@ nested ``AGENT`` span are a subagent's). Per span kind:
   (the provider's response as JSON: ``choices[0].finish_reason`` or
   ``stop_reason``);
 - ``TOOL``: a tool the application ran (``tool.name``, its ``input.value``
-  (else ``tool.parameters``) the arguments, ``output.value`` the result, ``tool_call.id`` when recorded): it
-  answers the requested tool call of the same id (else the first unanswered
-  one of the same name) of the call before it, or is added to that call;
+  (else ``tool.parameters``) the arguments, ``output.value`` the result,
+  ``tool_call.id`` when recorded): it answers the requested tool call of
+  the same id (else the first unanswered one of the same name) of the call
+  before it, or is added to that call;
 - ``AGENT``: an agent.
 """
 
