@@ -16,6 +16,7 @@ format              recognised by
                     ``sessionId`` lines; subagents' ``.meta.json`` as companions)
 ``langfuse``        Langfuse observations (public API JSON, exports) and the
                     Langfuse SDK's spans (``langfuse.observation.*``)
+``langsmith``       LangSmith batch posts (``post``/``patch``) and exported runs
 ``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
@@ -50,6 +51,7 @@ from sim.traces import (
     claude_code,
     inspect_log,
     langfuse,
+    langsmith,
     miniswe,
     openinference,
     otel,
@@ -218,6 +220,7 @@ class Gathered:
 
     claude: claude_code.Collector = field(default_factory=claude_code.Collector)
     langfuse: langfuse.Collector = field(default_factory=langfuse.Collector)
+    langsmith: langsmith.Collector = field(default_factory=langsmith.Collector)
     spans: list[spantree.Gatherer] = field(default_factory=lambda: [
         spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
                                        otel_legacy.DIALECT)])
@@ -236,6 +239,7 @@ class Gathered:
     def runs(self) -> Iterator[RunRecord | Skip]:
         yield from self.claude.runs()
         yield from self.langfuse.runs()
+        yield from self.langsmith.runs()
         for gatherer in self.spans:
             yield from gatherer.runs()
 
@@ -270,6 +274,9 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         return
     if langfuse.detect(values):
         gathered.langfuse.add(values, file)
+        return
+    if langsmith.detect(values):
+        gathered.langsmith.add(values, file)
         return
     if all(otel.detect(v) for v in values) and gathered.claim_spans(values, file):
         return
