@@ -1,8 +1,9 @@
 """OpenInference spans (Arize Phoenix and the ``openinference-instrumentation-*`` packages).
 
 OTLP JSON spans carrying ``openinference.span.kind`` (recognised by content),
-assembled by :mod:`sim.traces.spantree` (one run per trace; calls under a
-nested ``AGENT`` span are a subagent's). Per span kind:
+assembled by :mod:`sim.traces.spantree`: one run per trace, or per
+``session.id`` when spans carry one (a session's traces are one run); calls
+under a nested ``AGENT`` span are a subagent's. Per span kind:
 
 - ``LLM``: a model call. ``llm.token_count.prompt`` is the whole prompt
   (cached or not: ``llm.token_count.prompt_details.cache_read`` and
@@ -119,5 +120,10 @@ def _tool(span: Span) -> spantree.ToolFacts | None:
                               a.get("output.value"))
 
 
+def _session(span: Span) -> str | None:
+    session = span.attributes.get("session.id")
+    return None if session is None else str(session)
+
+
 DIALECT = spantree.Dialect(source=SOURCE, claims=_claims, call=_call, tool=_tool,
-                           is_agent=lambda span: _kind(span) == "AGENT")
+                           is_agent=lambda span: _kind(span) == "AGENT", session=_session)

@@ -9,7 +9,9 @@ it says which spans are model calls (with their token counts, model, cost and
 finish reason), which are tool calls and which are agents. This module does
 the rest, the same way for all of them:
 
-- **one run per trace** (``run_id`` the trace id), spans gathered across files
+- **one run per trace** (``run_id`` the trace id), or per session where the
+  dialect reads one (the traces of a session are one run, ``run_id`` the
+  session id), spans gathered across files
   (parsed by :class:`sim.traces.otel.Collector`) and assembled once all are read;
 - the calls in start order, with the tool calls their responses requested
   (when the dialect reads them); a **tool span** belongs to the last call that
@@ -80,13 +82,16 @@ class Dialect:
     ``call(span)`` returns :class:`CallFacts` for a model-call span, None for
     other spans, and raises :class:`~sim.traces.skips.Unusable` for a call span
     whose usage cannot be read; ``tool(span)`` returns :class:`ToolFacts` for a
-    tool span; ``is_agent(span)`` says whether the span is an agent."""
+    tool span; ``is_agent(span)`` says whether the span is an agent;
+    ``session(span)`` the session a span declares (traces of one session are
+    one run, named after it), None for none."""
 
     source: str
     claims: Callable[[dict[str, Any]], bool]
     call: Callable[[Span], CallFacts | None]
     tool: Callable[[Span], ToolFacts | None]
     is_agent: Callable[[Span], bool]
+    session: Callable[[Span], str | None] = lambda span: None
 
 
 @dataclass
@@ -100,10 +105,15 @@ class Gatherer:
         return self.spans.add(doc, file)
 
     def runs(self) -> Iterator[RunRecord | Skip]:
-        """One run per trace, ordered by start time then trace id."""
+        """One run per session (else per trace), ordered by start time then id."""
+        sessions: dict[str, str] = {}
+        for span in self.spans.spans:
+            session = self.dialect.session(span)
+            if session is not None:
+                sessions.setdefault(span.trace, session)
         traces: dict[str, list[Span]] = defaultdict(list)
         for span in self.spans.spans:
-            traces[span.trace].append(span)
+            traces[sessions.get(span.trace, span.trace)].append(span)
         order = sorted(traces, key=lambda t: (min(s.start for s in traces[t]), t))
         for trace in order:
             spans = sorted(traces[trace], key=lambda s: (s.start, s.end, s.span))

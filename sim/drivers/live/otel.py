@@ -15,7 +15,8 @@ trace, named by the GenAI semantic conventions:
   span, summed over its calls);
 * ``chat <model>``: each model call that was answered
   (``gen_ai.request.model``, ``gen_ai.request.max_tokens``,
-  ``gen_ai.request.temperature`` (and ``top_p``) when set,
+  ``gen_ai.request.temperature`` (and ``top_p``) when sent (the Anthropic
+  API takes no temperature),
   ``gen_ai.request.stream``, ``gen_ai.response.id``, ``gen_ai.response.model``,
   ``gen_ai.response.finish_reasons`` (the provider's own),
   ``gen_ai.response.time_to_first_chunk`` (seconds, streamed calls),
@@ -37,6 +38,9 @@ trace, named by the GenAI semantic conventions:
   tool error's kind).
 
 Every span carries ``gen_ai.conversation.id`` and ``gen_ai.provider.name``.
+With ``SpanRecorder(openinference=True)`` the spans also carry OpenInference's
+attributes (``openinference.span.kind`` AGENT/LLM/TOOL, ``session.id`` the run
+id, ``llm.token_count.*``, ``tool.name``...), for Arize Phoenix.
 :func:`write_trace_spans` writes runs of a trace folder (what ``sim run
 --otel`` simulated) as the same spans.
 """
@@ -94,16 +98,19 @@ def usage_attributes(counts: Sequence[int], provider: str) -> dict[str, int]:
 class SpanRecorder:
     """The tracer provider of a batch of live runs and its finished spans."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, openinference: bool = False, seed: str | None = None,
+                 service: str = SERVICE) -> None:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
         self._exporter = InMemorySpanExporter()
-        self._provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
+        self._provider = TracerProvider(resource=Resource.create({"service.name": service}),
+                                        id_generator=None if seed is None else _seeded(seed))
         self._provider.add_span_processor(SimpleSpanProcessor(self._exporter))
         self.tracer = self._provider.get_tracer("sim.drivers.live")
+        self.openinference = openinference
 
     def run(self, run_id: str, task_id: str, provider: str, model: str, *,
             stream: bool = True, server: tuple[str, int] | None = None,
@@ -163,6 +170,9 @@ class RunSpans:
         self._failed: list[tuple[float, float, dict[str, Any]]] = []  # attempts awaiting answer
         self._totals = [0, 0, 0, 0, 0]  # input, cache read, cache write, output, reasoning
         self._descriptions: dict[str, str] = {}
+        self._oi = recorder.openinference
+        if self._oi:
+            self._root.set_attributes({"openinference.span.kind": "AGENT", "session.id": run_id})
 
     def _ns(self, seconds: float) -> int:
         return self._base_ns + int(seconds * 1e9)
@@ -199,6 +209,9 @@ class RunSpans:
             attributes["server.address"], attributes["server.port"] = self._server
         for i, value in enumerate(counts):
             self._totals[i] += value
+        if self._oi:
+            attributes.update(_openinference_llm(counts, response_model, self._provider,
+                                                 finish_reason))
         self._span(f"chat {model}", first, end_s, self._trace.SpanKind.CLIENT, attributes,
                    None, failed)
 
@@ -221,8 +234,8 @@ class RunSpans:
         extra: dict[str, Any] = {"gen_ai.request.max_tokens": request.max_output_tokens,
                                  "sim.purpose": request.purpose,
                                  "sim.attempt": request.attempt}
-        if request.temperature is not None:
-            extra["gen_ai.request.temperature"] = request.temperature
+        if request.temperature is not None and self._provider != "anthropic":
+            extra["gen_ai.request.temperature"] = request.temperature  # Anthropic takes none
         if request.top_p is not None:
             extra["gen_ai.request.top_p"] = request.top_p
         if answer.response_id:
@@ -254,6 +267,12 @@ class RunSpans:
         description = self._descriptions.get(name)
         if description:
             attributes["gen_ai.tool.description"] = description
+        if self._oi:
+            attributes.update({"openinference.span.kind": "TOOL", "tool.name": name})
+            if description:
+                attributes["tool.description"] = description
+            if call_id is not None:
+                attributes["tool_call.id"] = call_id
         self._span(f"execute_tool {name}", start_s, end_s, self._trace.SpanKind.INTERNAL,
                    attributes, error)
 
@@ -274,3 +293,96 @@ class RunSpans:
             self._root.set_attribute("error.type", label)
             self._root.set_status(self._trace.Status(self._trace.StatusCode.ERROR, label))
         self._root.end(end_time=self._ns(end_s))
+
+
+def _openinference_llm(counts: Sequence[int], model: str, provider: str,
+                       finish_reason: str | None) -> dict[str, Any]:
+    """OpenInference's attributes of a chat span (``SpanRecorder(openinference=True)``):
+    the prompt count includes the cache counts, the completion the reasoning."""
+    input_tokens, cache_read, cache_write, output, reasoning = counts
+    out: dict[str, Any] = {
+        "openinference.span.kind": "LLM", "llm.model_name": model, "llm.provider": provider,
+        "llm.token_count.prompt": input_tokens + cache_read + cache_write,
+        "llm.token_count.prompt_details.cache_read": cache_read,
+        "llm.token_count.prompt_details.cache_write": cache_write,
+        "llm.token_count.completion": output + reasoning,
+        "llm.token_count.completion_details.reasoning": reasoning,
+        "llm.token_count.total": input_tokens + cache_read + cache_write + output + reasoning}
+    if finish_reason is not None:
+        out["llm.finish_reason"] = finish_reason
+    return out
+
+
+def _seeded(seed: str) -> Any:
+    """An OpenTelemetry id generator whose ids follow from ``seed`` (SHA-256 of
+    the seed and a counter), so the same runs give the same file."""
+    import hashlib
+
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class Seeded(IdGenerator):
+        def __init__(self) -> None:
+            self.count = 0
+
+        def _next(self, bits: int) -> int:
+            while True:
+                self.count += 1
+                digest = hashlib.sha256(f"{seed}\0{self.count}".encode()).digest()
+                value = int.from_bytes(digest[:bits // 8], "big")
+                if value:
+                    return value
+
+        def generate_span_id(self) -> int:
+            return self._next(64)
+
+        def generate_trace_id(self) -> int:
+            return self._next(128)
+
+    return Seeded()
+
+
+SIMULATED_EPOCH_NS = 946_684_800 * 10**9
+"""Where a simulated run without a start time is placed (2000-01-01T00:00Z)."""
+
+
+def write_trace_spans(folder: str | os.PathLike, path: str | os.PathLike, *,
+                      provider: str = "sim", openinference: bool = False) -> int:
+    """Write the runs of the trace folder ``folder`` (e.g. what ``sim run
+    --traces`` simulated) to ``path`` as the spans a live run gives (one
+    OTLP JSON document, atomically); returns the number of runs. Calls start
+    at their recorded ``started_s`` (else when the previous call and its
+    tools ended) and last ``latency_s``; a call's tools run one after another
+    after it, each for its ``duration_s``; a run starts at its ``started_at``
+    (else :data:`SIMULATED_EPOCH_NS`). Ids are drawn from a fixed seed, so
+    the same runs give the same file. Simulated calls are not streamed."""
+    from sim.traces import folder as trace_folder
+
+    recorder = SpanRecorder(openinference=openinference, seed="sim run", service="sim")
+    count = 0
+    for run in trace_folder.runs(Path(folder)):
+        count += 1
+        base = SIMULATED_EPOCH_NS if run.started_at is None \
+            else int(run.started_at.timestamp() * 1e9)
+        spans = RunSpans(recorder, run.run_id, run.task_id or run.run_id, provider,
+                         run.model or "", stream=False, base_ns=base)
+        clock = 0.0
+        for call in run.calls:
+            start = call.started_s if call.started_s is not None else clock
+            end = start + (call.latency_s or 0.0)
+            extra: dict[str, Any] = {} if call.purpose is None else {"sim.purpose": call.purpose}
+            spans.chat(model=call.model or run.model or "", start_s=start, end_s=end,
+                       counts=(call.input_tokens, call.cache_read_tokens,
+                               call.cache_write_tokens, call.output_tokens,
+                               call.reasoning_tokens),
+                       response_model=call.model or run.model or "",
+                       finish_reason=call.finish_reason, extra=extra)
+            clock = end
+            for tool in call.tool_calls:
+                done = clock + (tool.duration_s or 0.0)
+                spans.tool(tool.name, tool.id, clock, done,
+                           ("tool_error", "") if tool.error else None, {})
+                clock = done
+        finish = max(clock, run.duration_s or 0.0)
+        spans.end(run.exit, (run.exit or "").startswith("succeeded"), finish)
+    recorder.write(path)
+    return count
