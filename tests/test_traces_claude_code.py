@@ -137,6 +137,45 @@ def test_subagent_calls_belong_to_the_parent_run_and_are_marked(session, tmp_pat
     assert first["error"] is False and first["result_sha256"] == sha256_text("hello")
     sub = calls["tool_calls"].iloc[2][0]
     assert sub["result_sha256"] == sha256_text("sub")
+    # every result is the tool's output the CLI sent the server in its next request
+    # (the CLI appends its reminders to a result as it sends it; the trace keeps the output)
+    sent = _sent_results(session[1])
+    recorded = _transcript_results(projects)
+    tools = [t for row in calls["tool_calls"] for t in row]
+    assert {t["id"] for t in tools} == set(sent) == set(recorded)
+    for tool in tools:
+        assert sent[tool["id"]].startswith(recorded[tool["id"]]), tool["name"]
+        assert tool["result_sha256"] == sha256_text(recorded[tool["id"]]), tool["name"]
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+def _sent_results(requests) -> dict[str, str]:
+    """``{tool_use_id: text}`` of the tool_result blocks the server received."""
+    out = {}
+    for request in requests:
+        for message in request.body.get("messages", []):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "tool_result":
+                    out[block["tool_use_id"]] = _text(block.get("content"))
+    return out
+
+
+def _transcript_results(projects: Path) -> dict[str, str]:
+    """``{tool_use_id: text}`` of the tool_result blocks in the transcripts."""
+    out = {}
+    for path in projects.rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            content = (json.loads(line).get("message") or {}).get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "tool_result":
+                    out[block["tool_use_id"]] = _text(block.get("content"))
+    return out
 
 
 def test_a_session_round_trips_through_summary_and_replay(session, tmp_path, capsys):

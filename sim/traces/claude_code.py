@@ -30,7 +30,9 @@ transcript ``type``; a ``.meta.json`` is read as a companion.
 - **tool calls** are the ``tool_use`` blocks (name, id, input as canonical
   JSON), answered by the ``tool_result`` blocks of later ``user`` lines
   (matched by id): the result's text, its ``is_error``, and the time from the
-  call's end to the result as the tool's duration;
+  call's end to the result as the tool's duration (the result as the tool
+  returned it: Claude Code appends its reminders, recorded as ``attachment``
+  lines, to a result when it sends it, and those are not counted);
 - **subagents**: their calls are calls of the parent's run, in time order,
   with ``agent`` set to the ``agentId`` (``sidechain`` when an older
   transcript gives none);
