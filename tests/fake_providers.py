@@ -19,7 +19,11 @@ It answers requests in order from a script of :class:`Reply` (a model turn in
 a provider-neutral form), :class:`Fail` (an HTTP error with the provider's
 error body and headers) and :class:`StreamFail` (an ``error`` event in the
 middle of a stream). Every request is recorded (path, headers, JSON body), and
-a stream the client closed before its end is noted in ``closed_early``.
+a stream the client closed before its end is noted in ``closed_early``;
+``answers`` holds what each request was answered with, in the same order.
+Message ids are unique per request. A query string on the path is ignored
+(Claude Code posts to ``/v1/messages?beta=true``) and ``HEAD`` requests get an
+empty 200.
 
 Bounded by construction: a stream sends at most ``Reply.max_events`` events,
 the server stops itself after ``lifetime_s`` seconds, and :meth:`close` (or
@@ -105,6 +109,7 @@ class FakeProvider:
         self.script = list(script)
         self.default = default
         self.requests: list[Seen] = []
+        self.answers: list[Reply | Fail | StreamFail] = []
         self.closed_early: list[float] = []
         self.stream_started = threading.Event()
         self._lock = threading.Lock()
@@ -155,11 +160,17 @@ class FakeProvider:
         """Record ``seen`` and pop the next scripted answer."""
         with self._lock:
             self.requests.append(seen)
-            if self.script:
-                return self.script.pop(0)
-        if self.default is None:
-            return Fail(500, "script exhausted")
-        return self.default
+            step: Reply | Fail | StreamFail = (
+                self.script.pop(0) if self.script
+                else Fail(500, "script exhausted") if self.default is None else self.default)
+            self.answers.append(step)
+        return step
+
+    def message_id(self, openai: bool) -> str:
+        """The id of the message answering the latest request: unique per
+        request (``msg_fake_N`` / ``chatcmpl-fake-N``, N counting from 1), as
+        a provider's are."""
+        return f"{'chatcmpl-fake-' if openai else 'msg_fake_'}{len(self.requests)}"
 
     def bodies(self, purpose: str | None = None) -> list[dict[str, Any]]:
         """The JSON bodies received, in order."""
@@ -173,6 +184,11 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
 
+        def do_HEAD(self) -> None:  # a client's reachability check (Claude Code sends one)
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b"{}"
@@ -182,8 +198,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 body = {"_raw": raw.decode("utf-8", "replace")}
             seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body,
                         time.monotonic())
-            openai = self.path.rstrip("/").endswith("/chat/completions")
-            if not (openai or self.path.rstrip("/").endswith("/v1/messages")):
+            route = self.path.split("?", 1)[0].rstrip("/")  # Claude Code adds ?beta=true
+            openai = route.endswith("/chat/completions")
+            if not (openai or route.endswith("/v1/messages")):
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             step = provider.next_step(seen)
@@ -192,8 +209,8 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             elif isinstance(step, StreamFail):
                 self._stream_fail(step, body)
             elif body.get("stream"):
-                events = (_openai_chunks(step, body) if openai
-                          else _anthropic_events(step, body))
+                events = (_openai_chunks(step, body, provider.message_id(openai)) if openai
+                          else _anthropic_events(step, body, provider.message_id(openai)))
                 self._stream(events, step, openai)
             else:
                 if step.chunk_delay_s:  # a slow answer: it takes as long as its stream would
@@ -202,8 +219,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                     while time.monotonic() < until and not provider.stopping:
                         time.sleep(0.02)
                 try:
-                    self._json(200, _openai_completion(step, body) if openai
-                               else _anthropic_message(step, body))
+                    ident = provider.message_id(openai)
+                    self._json(200, _openai_completion(step, body, ident) if openai
+                               else _anthropic_message(step, body, ident))
                 except (BrokenPipeError, ConnectionResetError):
                     provider.closed_early.append(time.monotonic())
 
@@ -236,6 +254,7 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
+            self.send_header("request-id", f"req_{len(provider.requests)}")
             self.send_header("connection", "close")
             self.end_headers()
             self.close_connection = True
@@ -284,8 +303,9 @@ def _anthropic_block(item: tuple[Any, ...]) -> dict[str, Any]:
     return {"type": "tool_use", "id": item[1], "name": item[2], "input": item[3]}
 
 
-def _anthropic_message(step: Reply, body: dict[str, Any]) -> dict[str, Any]:
-    return {"id": "msg_fake", "type": "message", "role": "assistant",
+def _anthropic_message(step: Reply, body: dict[str, Any], ident: str = "msg_fake"
+                       ) -> dict[str, Any]:
+    return {"id": ident, "type": "message", "role": "assistant",
             "model": body.get("model", ""), "content": [_anthropic_block(c) for c in step.content],
             "stop_reason": step.stop_reason, "stop_sequence": None,
             "usage": _anthropic_usage(step)}
@@ -296,12 +316,13 @@ def _halves(text: str) -> list[str]:
     return [part for part in (text[:cut], text[cut:]) if part] or [""]
 
 
-def _anthropic_events(step: Reply, body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+def _anthropic_events(step: Reply, body: dict[str, Any], ident: str = "msg_fake"
+                      ) -> list[tuple[str | None, Any]]:
     """The SSE events of ``step`` (each as ``(event name, data)``)."""
     start_usage = dict(_anthropic_usage(step), output_tokens=1)
     events: list[tuple[str | None, Any]] = [
         ("message_start", {"type": "message_start", "message": {
-            "id": "msg_fake", "type": "message", "role": "assistant",
+            "id": ident, "type": "message", "role": "assistant",
             "model": body.get("model", ""), "content": [], "stop_reason": None,
             "stop_sequence": None, "usage": start_usage}}),
         ("ping", {"type": "ping"})]
@@ -352,23 +373,25 @@ def _openai_calls(step: Reply) -> list[dict[str, Any]]:
             for c in step.content if c[0] == "tool_use"]
 
 
-def _openai_completion(step: Reply, body: dict[str, Any]) -> dict[str, Any]:
+def _openai_completion(step: Reply, body: dict[str, Any], ident: str = "chatcmpl-fake"
+                       ) -> dict[str, Any]:
     text = "".join(c[1] for c in step.content if c[0] == "text")
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
     calls = _openai_calls(step)
     if calls:
         message["tool_calls"] = calls
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000,
+    return {"id": ident, "object": "chat.completion", "created": 1_700_000_000,
             "model": body.get("model", ""),
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": OPENAI_FINISH[step.stop_reason]}],
             "usage": _openai_usage(step)}
 
 
-def _openai_chunks(step: Reply, body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+def _openai_chunks(step: Reply, body: dict[str, Any], ident: str = "chatcmpl-fake"
+                   ) -> list[tuple[str | None, Any]]:
     """The ``chat.completion.chunk`` events of ``step``, then ``[DONE]``."""
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+    base = {"id": ident, "object": "chat.completion.chunk",
             "created": 1_700_000_000, "model": body.get("model", "")}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -131,7 +131,7 @@ def test_otel_spans_follow_the_genai_conventions_and_import_back(provider, tmp_p
     assert first_chat["gen_ai.request.model"] == MODELS[provider]
     root_attrs = [attrs(s) for s in by_operation["invoke_agent"]]
     assert sorted(a.get("error.type", "") for a in root_attrs) == ["", "budget_exhausted:steps"]
-    events = [e for s in by_operation["invoke_agent"] for e in s.get("events", [])]
+    events = [e for s in raw for e in s.get("events", [])]  # on the retried call's chat span
     assert [attrs(e)["error.type"] for e in events] == ["rate_limit"]
     report = import_traces([path], tmp_path / "from-otel")
     assert report.runs == 2

@@ -21,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "and write results.parquet, summary.json, report.md and report.html to --out.")
     add_simulation_options(parser)
     add_sweep_options(parser)
+    parser.add_argument("--otel", metavar="FILE",
+                        help="also write the simulated runs as OpenTelemetry GenAI spans "
+                             "(OTLP JSON, as 'sim live --otel' does) to FILE; implies --traces")
     parser.set_defaults(handler=run)
 
 
@@ -33,4 +36,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: ignoring the sweep of {scenario.name} (use 'sweep' to run it)",
               file=sys.stderr)
     base = scenario.model_copy(update={"sweep": {}})
-    return simulate_and_report(args, base, [CellRun(scenario.name, base, ())], "run")
+    if getattr(args, "otel", None):
+        args.traces = True
+    status = simulate_and_report(args, base, [CellRun(scenario.name, base, ())], "run")
+    if status == 0 and getattr(args, "otel", None):
+        from sim.cli.common import default_out
+        from sim.drivers.live.otel import write_trace_spans
+
+        runs = write_trace_spans(default_out(args, scenario.name), args.otel)
+        if not args.quiet:
+            print(f"spans of {runs} runs in {args.otel}", file=sys.stderr)
+    return status

@@ -12,6 +12,13 @@ format              recognised by
                     (``resolved_ids``) and ``preds.json`` are read as companions
 ``otel-genai``      OTLP JSON (``resourceSpans``), one document or JSON Lines
 ``inspect``         an Inspect AI ``.eval`` archive or JSON log (optional extra)
+``claude-code``     Claude Code / Agent SDK session transcripts (JSON Lines of
+                    ``sessionId`` lines; subagents' ``.meta.json`` as companions)
+``langfuse``        Langfuse observations (public API JSON, exports) and the
+                    Langfuse SDK's spans (``langfuse.observation.*``)
+``langsmith``       LangSmith batch posts (``post``/``patch``) and exported runs
+``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
+``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
                     what ``python -m sim run --traces`` writes
 ==================  =============================================================
@@ -40,8 +47,19 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import InputError
+from sim.traces import (
+    claude_code,
+    inspect_log,
+    langfuse,
+    langsmith,
+    miniswe,
+    openinference,
+    otel,
+    otel_legacy,
+    spantree,
+    tau2,
+)
 from sim.traces import folder as trace_folder
-from sim.traces import inspect_log, miniswe, otel, tau2
 from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import (
     DUPLICATE,
@@ -179,6 +197,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     from tqdm import tqdm
 
     collector = otel.Collector()
+    gathered = Gathered()
     reports = miniswe.Reports()
     trajectories: list[tuple[dict, Path, str, str | None]] = []
     first_file: dict[str, str] = {}
@@ -209,7 +228,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     for item in bar:
         file = os.fspath(item.path)
         try:
-            for record in _read(item, file, collector, reports, report):
+            for record in _read(item, file, collector, reports, report, gathered):
                 accept(record)
         except Unusable as problem:
             report.skips.append(Skip(file, problem.reason, problem.detail))
@@ -218,6 +237,8 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
                                                      "reads"))
     bar.close()
     for record in collector.runs():
+        accept(record)
+    for record in gathered.runs():
         accept(record)
     folders = frozenset(f for _, path, instance, _ in trajectories
                         if (f := miniswe.run_folder(path, instance)) is not None)
@@ -231,8 +252,40 @@ def _instance(record: RunRecord) -> tuple[Path, str, str | None]:
     return Path(record.file), record.task_id or record.run_id, record.model
 
 
+@dataclass
+class Gathered:
+    """The formats whose runs are gathered across files and assembled at the
+    end (a session's subagents write files of their own)."""
+
+    claude: claude_code.Collector = field(default_factory=claude_code.Collector)
+    langfuse: langfuse.Collector = field(default_factory=langfuse.Collector)
+    langsmith: langsmith.Collector = field(default_factory=langsmith.Collector)
+    spans: list[spantree.Gatherer] = field(default_factory=lambda: [
+        spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
+                                       otel_legacy.DIALECT)])
+
+    def claim_spans(self, values: list, file: str) -> bool:
+        """Hand OTLP JSON ``values`` to the first span dialect one of their spans
+        belongs to (Langfuse SDK, OpenInference, older OpenLLMetry names);
+        False when none does (they are GenAI spans of today's names)."""
+        for gatherer in self.spans:
+            if any(spantree.claims_any(v, gatherer.dialect.claims) for v in values):
+                for value in values:
+                    gatherer.add(value, file)
+                return True
+        return False
+
+    def runs(self) -> Iterator[RunRecord | Skip]:
+        yield from self.claude.runs()
+        yield from self.langfuse.runs()
+        yield from self.langsmith.runs()
+        for gatherer in self.spans:
+            yield from gatherer.runs()
+
+
 def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Reports,
-          report: ImportReport) -> Iterator[RunRecord | Skip]:
+          report: ImportReport, gathered: Gathered | None = None
+          ) -> Iterator[RunRecord | Skip]:
     """The runs and skips of one input; a whole-file problem raises Unusable."""
     if item.folder:
         yield from trace_folder.runs(item.path)
@@ -254,6 +307,18 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from inspect_log.runs(item.path, file, "json")
         return
     values = read_json(item.path)
+    gathered = gathered if gathered is not None else Gathered()
+    if claude_code.detect(values):
+        gathered.claude.add(values, file)
+        return
+    if langfuse.detect(values):
+        gathered.langfuse.add(values, file)
+        return
+    if langsmith.detect(values):
+        gathered.langsmith.add(values, file)
+        return
+    if all(otel.detect(v) for v in values) and gathered.claim_spans(values, file):
+        return
     if len(values) > 1:
         if not all(otel.detect(v) for v in values):
             raise Unusable(UNKNOWN_FORMAT, f"{len(values)} JSON values that are not all "
@@ -268,6 +333,9 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
     shape = miniswe.detect(doc)
     if shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
+        return
+    if claude_code.detect_meta(doc):
+        report.companions.append(file)
         return
     if shape in ("report", "predictions"):
         if shape == "report":

@@ -47,6 +47,12 @@ response's text content (the text ``text_tokens`` measures) and
 :data:`OBSERVATION_JOIN` (:func:`joined_sha256`); both are null when the
 source records no such text. Folders written before these two columns existed
 read with them null (:data:`LATER_CALL_COLUMNS`).
+
+**Subagents.** One run is one agent session (or trace). The calls a subagent
+made for it (Claude Code's ``Agent``/``Task`` tool, a child run or
+observation) are rows of the parent's run, in time order, with ``agent`` naming
+the subagent; the run's own calls have ``agent`` null. Folders written before
+the column existed read with it null.
 """
 
 from __future__ import annotations
@@ -70,7 +76,8 @@ RUNS_FILE = "runs.parquet"
 CALLS_FILE = "calls.parquet"
 REPORT_FILE = "import.json"
 
-SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "sim")
+SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "sim",
+                            "claude-code", "langfuse", "langsmith", "openinference")
 """Values of ``runs.source``: the format a run was imported from."""
 
 TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -181,11 +188,19 @@ CALL_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
                                               "of the messages observation_tokens counts, in "
                                               "order (null when there are none or their text "
                                               "is not recorded)"),
+    "agent": (pa.string(), True, "the subagent that made the call, by its id in the source "
+                                 "(a subagent's calls belong to their parent's run); null: "
+                                 "the run's own agent"),
 }
 
 LATER_CALL_COLUMNS: frozenset[str] = frozenset({"text_sha256", "observation_sha256"})
 """Columns of :data:`CALL_COLUMNS` added after trace folders were first
 written: a ``calls.parquet`` without them is read with them all null."""
+
+SUBAGENT_CALL_COLUMNS: frozenset[str] = frozenset({"agent"})
+"""Added later still, with the importers of sources that have subagents: a
+``calls.parquet`` without it is read with it all null, like
+:data:`LATER_CALL_COLUMNS`."""
 
 OBSERVATION_JOIN = "\n"
 """What ``observation_sha256`` puts between the texts of two messages that
@@ -248,6 +263,7 @@ class CallRecord:
     purpose: str | None = None
     text_sha256: str | None = None
     observation_sha256: str | None = None
+    agent: str | None = None
 
     @property
     def prompt_tokens(self) -> int:
@@ -383,7 +399,8 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
         raise InputError("not a trace folder (no such directory)", source=str(folder))
     tables = []
     for name, schema, later in ((RUNS_FILE, RUNS_SCHEMA, frozenset()),
-                                (CALLS_FILE, CALLS_SCHEMA, LATER_CALL_COLUMNS)):
+                                (CALLS_FILE, CALLS_SCHEMA,
+                                 LATER_CALL_COLUMNS | SUBAGENT_CALL_COLUMNS)):
         path = folder / name
         if not path.is_file():
             raise InputError(f"missing {name}: not a trace folder", source=str(folder))

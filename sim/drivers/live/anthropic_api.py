@@ -90,6 +90,7 @@ class MessageAssembler:
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.malformed: str | None = None
+        self.response_id: str | None = None
 
     def add(self, event: Any) -> None:
         """Take one SDK stream event."""
@@ -97,6 +98,7 @@ class MessageAssembler:
         if kind == "message_start":
             message = event.message
             self.model = getattr(message, "model", "") or ""
+            self.response_id = getattr(message, "id", None) or None
             self._take_usage(getattr(message, "usage", None))
         elif kind == "content_block_start":
             block = event.content_block
@@ -178,7 +180,7 @@ class MessageAssembler:
             estimated = False
         stop = STOP_REASONS.get(self.stop_reason, self.stop_reason)
         return Answer(ModelResponse(content, usage, stop, latency_s, self.model),
-                      self.stop_reason, first_event_s, estimated)
+                      self.stop_reason, first_event_s, estimated, self.response_id)
 
 
 class AnthropicModel:

@@ -33,7 +33,7 @@ from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.builtin import builtin
 from sim.drivers.live.calls import ModelClient
 from sim.drivers.live.driver import CommandCheck, LiveDriver
-from sim.drivers.live.otel import SpanRecorder
+from sim.drivers.live.otel import SpanRecorder, server_of
 from sim.drivers.live.tasks import LiveTask, TasksFile
 from sim.drivers.live.tools import Toolbox
 from sim.drivers.live.wire import PROVIDERS, check_provider
@@ -203,7 +203,9 @@ class LiveBatch:
                 tempfile.TemporaryDirectory(prefix=f"sim-live-{task.id}-"))
             listeners: list = []
             if self.spans is not None:
-                listeners.append(self.spans.run(run_id, task.id, params.provider, params.model))
+                listeners.append(self.spans.run(
+                    run_id, task.id, params.provider, params.model,
+                    stream=getattr(self.model, "stream", True), server=server_of(self.model)))
             verifier = (CommandCheck(task.check, task.check_timeout_s) if task.check else None)
             driver = LiveDriver(
                 self.model, toolbox, workdir=Path(workdir), approver=self.approver,

@@ -35,12 +35,14 @@ from sim.harness.messages import (
 class Answer:
     """The outcome of one call. ``finish_reason`` is the provider's own stop or
     finish reason (None for an error); ``first_event_s`` the seconds from the
-    request to the first streamed event (None when not streamed or failed)."""
+    request to the first streamed event (None when not streamed or failed);
+    ``response_id`` the provider's id of the response (None when unknown)."""
 
     result: ModelResponse | ModelError
     finish_reason: str | None = None
     first_event_s: float | None = None
     usage_estimated: bool = False
+    response_id: str | None = None
 
 
 class ModelClient(Protocol):

@@ -74,10 +74,12 @@ class ChatAssembler:
         self.calls: dict[int, dict[str, str]] = {}
         self.finish: str | None = None
         self.usage: Any = None
+        self.response_id: str | None = None
 
     def add_chunk(self, chunk: Any) -> None:
         """Take one ``chat.completion.chunk``."""
         self.model = getattr(chunk, "model", "") or self.model
+        self.response_id = getattr(chunk, "id", None) or self.response_id
         if getattr(chunk, "usage", None) is not None:
             self.usage = chunk.usage
         for choice in getattr(chunk, "choices", None) or ():
@@ -102,6 +104,7 @@ class ChatAssembler:
     def add_completion(self, completion: Any) -> None:
         """Take a whole ``chat.completion``."""
         self.model = completion.model or ""
+        self.response_id = getattr(completion, "id", None) or None
         self.usage = completion.usage
         if not completion.choices:
             return
@@ -141,7 +144,7 @@ class ChatAssembler:
             stop = "tool_use"
         usage, estimated = self._usage(request, content)
         return Answer(ModelResponse(content, usage, stop, latency_s, self.model), self.finish,
-                      first_event_s, estimated)
+                      first_event_s, estimated, self.response_id)
 
     def _usage(self, request: ModelRequest, content: list[Block]) -> tuple[Usage, bool]:
         u = self.usage

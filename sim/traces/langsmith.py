@@ -1,0 +1,264 @@
+"""LangSmith runs, as the ``langsmith`` SDK posts them and as they are exported.
+
+Recognised by content:
+
+- **batch posts** (the body the SDK sends to ``POST /runs/batch``):
+  ``{"post": [run...], "patch": [run...]}``, one per file or one per line
+  (a capture of several posts); a patch updates the run of its ``id``;
+- **exported runs**: a list of run objects (``id``, ``run_type``,
+  ``trace_id``...), ``{"runs": [...]}`` as ``POST /runs/query`` returns, or
+  one run per line.
+
+A LangSmith "run" is one step of a trace (``run_type`` ``llm``, ``tool``,
+``chain``, ``retriever``...). Here **one run is one trace** (``trace_id``), its
+steps gathered across files, a step seen twice (posted, then exported) taken
+once with later fields overriding earlier ones:
+
+- **a model call** is an ``llm`` step. Its usage is LangChain's
+  ``usage_metadata`` (in ``outputs``, else ``extra.metadata``):
+  ``input_tokens`` is the whole prompt (``input_token_details.cache_read`` and
+  ``cache_creation`` are subtracted) and ``output_tokens`` the whole output
+  (``output_token_details.reasoning`` is subtracted); else an export's
+  ``prompt_tokens``/``completion_tokens`` with ``prompt_token_details`` and
+  ``completion_token_details`` alike; else an OpenAI ``usage`` in
+  ``outputs``. Cost as recorded: the step's ``total_cost``, else
+  ``usage_metadata.total_cost``. The model from ``extra.metadata.ls_model_name``,
+  else ``outputs.model``; the text and finish reason from the outputs'
+  first choice (OpenAI shape) or ``content``/``stop_reason`` (Anthropic shape);
+- **a tool call** is a ``tool`` step (its name, ``inputs`` the arguments,
+  ``outputs.output`` the result, an ``error`` flagged), on the last call that
+  started before it in the same agent;
+- **subagents**: LangSmith has no agent step type; a model call nested under a
+  ``tool`` step was made by an agent the tool ran (a subagent): ``agent`` is
+  that tool step's id, and the tool call keeps its place in the parent;
+- run fields: the trace's root ``error`` as ``exit``; times from the steps.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sim.traces.model import (
+    CallRecord,
+    RunRecord,
+    ToolCallRecord,
+    approx_tokens,
+    as_dict,
+    as_list,
+    canonical_arguments,
+    content_text,
+    finite_or_none,
+    parse_utc,
+    sha256_text,
+    tool_result,
+)
+from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
+from sim.traces.usage import Counts, from_total_prompt
+
+SOURCE = "langsmith"
+
+
+def _is_step(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("run_type"), str) \
+        and "id" in value
+
+
+def _is_batch(value: Any) -> bool:
+    return isinstance(value, dict) and bool({"post", "patch"} & value.keys()) \
+        and all(isinstance(value.get(k, []), list) for k in ("post", "patch")) \
+        and all(isinstance(s, dict) for k in ("post", "patch") for s in value.get(k, []))
+
+
+def detect(values: list[Any]) -> bool:
+    """Whether a file's JSON ``values`` are LangSmith batch posts or runs."""
+    if not values:
+        return False
+    if all(_is_batch(v) for v in values):
+        return True
+    if len(values) > 1:
+        return all(_is_step(v) for v in values)
+    doc = values[0]
+    if isinstance(doc, dict) and isinstance(doc.get("runs"), list):
+        doc = doc["runs"]
+    return isinstance(doc, list) and bool(doc) and all(_is_step(v) for v in doc)
+
+
+def steps(values: list[Any]) -> Iterator[dict]:
+    """The step objects of a file's values (batch posts' ``post`` then ``patch``)."""
+    for value in values:
+        if _is_batch(value):
+            yield from (s for s in value.get("post", []) if isinstance(s, dict))
+            yield from (s for s in value.get("patch", []) if isinstance(s, dict))
+        elif isinstance(value, dict) and isinstance(value.get("runs"), list):
+            yield from (s for s in value["runs"] if isinstance(s, dict))
+        elif isinstance(value, list):
+            yield from (s for s in value if isinstance(s, dict))
+        elif isinstance(value, dict):
+            yield value
+
+
+@dataclass
+class Collector:
+    """LangSmith steps gathered across files: merged by id, grouped by trace."""
+
+    steps: dict[str, dict] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def add(self, values: list[Any], file: str) -> None:
+        for step in steps(values):
+            ident = str(step.get("id"))
+            merged = self.steps.setdefault(ident, {})
+            merged.update({k: v for k, v in step.items() if v is not None})
+            self.files.setdefault(ident, file)
+
+    def runs(self) -> Iterator[RunRecord | Skip]:
+        traces: dict[str, list[dict]] = defaultdict(list)
+        for ident, step in self.steps.items():
+            traces[str(step.get("trace_id") or ident)].append(step)
+        order = sorted(traces, key=lambda t: (min(_start(s) for s in traces[t]), t))
+        for trace in order:
+            items = sorted(traces[trace], key=lambda s: (_start(s), str(s.get("id"))))
+            file = self.files[str(items[0].get("id"))]
+            try:
+                yield _run(trace, items, file)
+            except Unusable as problem:
+                yield Skip(file, problem.reason, problem.detail, trace)
+
+
+def _start(step: dict) -> float:
+    moment = parse_utc(step.get("start_time"))
+    return moment.timestamp() if moment is not None else float("inf")
+
+
+def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
+    if later is None or earlier is None:
+        return None
+    return (later - earlier).total_seconds()
+
+
+def _run(trace: str, items: list[dict], file: str) -> RunRecord:
+    by_id = {str(s.get("id")): s for s in items}
+
+    def tool_above(step: dict) -> str | None:
+        parent, hops = step.get("parent_run_id"), 0
+        while parent is not None and str(parent) in by_id and hops < 1000:
+            if by_id[str(parent)].get("run_type") == "tool":
+                return str(parent)
+            parent, hops = by_id[str(parent)].get("parent_run_id"), hops + 1
+        return None
+
+    starts = [t for t in (parse_utc(s.get("start_time")) for s in items) if t is not None]
+    ends = [t for t in (parse_utc(s.get("end_time")) for s in items) if t is not None]
+    first = min(starts, default=None)
+    last = max(starts + ends, default=None)
+    calls: list[CallRecord] = []
+    owners: dict[str | None, list[int]] = defaultdict(list)
+    for step in items:
+        if step.get("run_type") != "llm":
+            continue
+        agent = tool_above(step)
+        calls.append(_call(step, first, agent))
+        owners[agent].append(len(calls) - 1)
+    if not calls:
+        raise Unusable(NO_CALLS, f"{len(items)} steps, none of run_type llm")
+    for step in items:
+        if step.get("run_type") != "tool":
+            continue
+        offset = _seconds(parse_utc(step.get("start_time")), first)
+        candidates = [i for i in owners.get(tool_above(step), [])
+                      if offset is None or (calls[i].started_s or 0.0) <= offset]
+        if candidates:
+            calls[candidates[-1]].tool_calls.append(_tool(step))
+    costs = [c.cost_usd for c in calls]
+    models = [c.model for c in calls if c.model and c.agent is None]
+    root = next((s for s in items if not s.get("parent_run_id")), None)
+    error = None if root is None else root.get("error")
+    return RunRecord(
+        run_id=trace, source=SOURCE, file=file, calls=calls,
+        model=models[0] if models else None,
+        cost_usd=sum(c for c in costs if c is not None) if None not in costs else None,
+        exit=None if not error else str(error).splitlines()[0][:200], started_at=first,
+        duration_s=_seconds(last, first))
+
+
+def counts(step: dict, where: str) -> Counts:
+    """A step's usage in the trace model's convention (see the module docstring)."""
+    outputs = as_dict(step.get("outputs"))
+    usage = outputs.get("usage_metadata")
+    if not isinstance(usage, dict):
+        usage = as_dict(as_dict(step.get("extra")).get("metadata")).get("usage_metadata")
+    if isinstance(usage, dict) and "input_tokens" in usage:
+        prompt_details = as_dict(usage.get("input_token_details"))
+        output_details = as_dict(usage.get("output_token_details"))
+        return from_total_prompt(usage.get("input_tokens"), usage.get("output_tokens"),
+                                 cache_read=prompt_details.get("cache_read"),
+                                 cache_write=prompt_details.get("cache_creation"),
+                                 reasoning=output_details.get("reasoning"), where=where,
+                                 names=("usage_metadata.input_tokens",
+                                        "usage_metadata.output_tokens"))
+    if step.get("prompt_tokens") is not None:
+        prompt_details = as_dict(step.get("prompt_token_details"))
+        output_details = as_dict(step.get("completion_token_details"))
+        return from_total_prompt(step.get("prompt_tokens"), step.get("completion_tokens", 0),
+                                 cache_read=prompt_details.get("cache_read"),
+                                 cache_write=prompt_details.get("cache_creation"),
+                                 reasoning=output_details.get("reasoning"), where=where)
+    openai = outputs.get("usage")
+    if isinstance(openai, dict) and "prompt_tokens" in openai:
+        details = as_dict(openai.get("prompt_tokens_details"))
+        out_details = as_dict(openai.get("completion_tokens_details"))
+        return from_total_prompt(openai.get("prompt_tokens"), openai.get("completion_tokens"),
+                                 cache_read=details.get("cached_tokens"),
+                                 reasoning=out_details.get("reasoning_tokens"), where=where)
+    raise Unusable(NO_USAGE, f"{where}: no usage_metadata, prompt_tokens or usage")
+
+
+def _call(step: dict, first: datetime | None, agent: str | None) -> CallRecord:
+    where = f"step {step.get('id')} ({step.get('name')})"
+    outputs = as_dict(step.get("outputs"))
+    metadata = as_dict(as_dict(step.get("extra")).get("metadata"))
+    model = metadata.get("ls_model_name") or outputs.get("model")
+    cost = finite_or_none(step.get("total_cost"))
+    if cost is None:
+        cost = finite_or_none(as_dict(outputs.get("usage_metadata")).get("total_cost"))
+    text, finish = _response(outputs)
+    start = parse_utc(step.get("start_time"))
+    return CallRecord(
+        *counts(step, where), model=None if model is None else str(model), cost_usd=cost,
+        finish_reason=finish, started_s=_seconds(start, first),
+        latency_s=_seconds(parse_utc(step.get("end_time")), start),
+        text_tokens=None if text is None else approx_tokens(text),
+        text_sha256=sha256_text(text), agent=agent)
+
+
+def _response(outputs: dict) -> tuple[str | None, str | None]:
+    """The response's text and finish reason: OpenAI's first choice, else an
+    Anthropic-shaped ``content``/``stop_reason``."""
+    choices = as_list(outputs.get("choices"))
+    if choices:
+        choice = as_dict(choices[0])
+        reason = choice.get("finish_reason")
+        return (content_text(as_dict(choice.get("message")).get("content")),
+                None if reason is None else str(reason))
+    if "content" in outputs:
+        reason = outputs.get("stop_reason")
+        return content_text(outputs.get("content")), None if reason is None else str(reason)
+    return None, None
+
+
+def _tool(step: dict) -> ToolCallRecord:
+    outputs = step.get("outputs")
+    result = as_dict(outputs).get("output", outputs) if isinstance(outputs, dict) else outputs
+    if result is not None and not isinstance(result, str):
+        result = canonical_arguments(result)
+    tokens, sha, _ = tool_result(result)
+    start = parse_utc(step.get("start_time"))
+    return ToolCallRecord(name=str(step.get("name")), id=str(step.get("id")),
+                          arguments=canonical_arguments(step.get("inputs")),
+                          result_tokens=tokens, result_sha256=sha,
+                          error=bool(step.get("error")),
+                          duration_s=_seconds(parse_utc(step.get("end_time")), start))

@@ -1,0 +1,230 @@
+"""Runs from span trees whose attributes follow a vendor's conventions, not the GenAI ones.
+
+Langfuse's SDK (``langfuse.observation.*``), OpenInference (Arize Phoenix:
+``openinference.span.kind``, ``llm.token_count.*``) and older
+OpenLLMetry/Traceloop (``gen_ai.usage.prompt_tokens``...) write OpenTelemetry
+spans in OTLP JSON like the GenAI conventions do (:mod:`sim.traces.otel`), but
+name the same facts differently. Each of those formats is a :class:`Dialect`:
+it says which spans are model calls (with their token counts, model, cost and
+finish reason), which are tool calls and which are agents. This module does
+the rest, the same way for all of them:
+
+- **one run per trace** (``run_id`` the trace id), or per session where the
+  dialect reads one (the traces of a session are one run, ``run_id`` the
+  session id), spans gathered across files
+  (parsed by :class:`sim.traces.otel.Collector`) and assembled once all are read;
+- the calls in start order, with the tool calls their responses requested
+  (when the dialect reads them); a **tool span** belongs to the last call that
+  started before it in the same agent, where it answers the requested call of
+  the same id (else the first unanswered one of the same name) or is added;
+- **subagents**: the outermost agent span of a trace is the run's own agent;
+  a call under a nested agent span is marked with that span's id in ``agent``
+  (a subagent's calls stay in the parent's run);
+- the run's ``cost_usd`` is the sum of its calls' recorded costs when every
+  call has one (else null); ``exit`` the ``error.type`` (else the status
+  message) of the root span when it failed; times from the spans.
+
+A trace whose call spans lack usage is skipped as ``no token usage``; one
+without call spans as ``no model calls``.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.traces.model import (
+    CallRecord,
+    RunRecord,
+    ToolCallRecord,
+    approx_tokens,
+    canonical_arguments,
+    sha256_text,
+    tool_result,
+    utc_from_unix,
+)
+from sim.traces.otel import Collector, Span
+from sim.traces.skips import NO_CALLS, Skip, Unusable
+from sim.traces.usage import Counts
+
+
+@dataclass(frozen=True)
+class ToolFacts:
+    """What a dialect reads from a tool span."""
+
+    name: str
+    id: str | None = None
+    arguments: Any = None
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """What a dialect reads from a model-call span (tokens in the trace
+    model's convention, cost in USD as recorded)."""
+
+    counts: Counts
+    model: str | None = None
+    cost_usd: float | None = None
+    finish_reason: str | None = None
+    text: str | None = None
+    tools: list[ToolFacts] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One vendor's span conventions.
+
+    ``call(span)`` returns :class:`CallFacts` for a model-call span, None for
+    other spans, and raises :class:`~sim.traces.skips.Unusable` for a call span
+    whose usage cannot be read; ``tool(span)`` returns :class:`ToolFacts` for a
+    tool span; ``is_agent(span)`` says whether the span is an agent;
+    ``session(span)`` the session a span declares (traces of one session are
+    one run, named after it), None for none."""
+
+    source: str
+    claims: Callable[[dict[str, Any]], bool]
+    call: Callable[[Span], CallFacts | None]
+    tool: Callable[[Span], ToolFacts | None]
+    is_agent: Callable[[Span], bool]
+    session: Callable[[Span], str | None] = lambda span: None
+
+
+@dataclass
+class Gatherer:
+    """Spans of one dialect, gathered across an import's files."""
+
+    dialect: Dialect
+    spans: Collector = field(default_factory=Collector)
+
+    def add(self, doc: dict, file: str) -> int:
+        return self.spans.add(doc, file)
+
+    def runs(self) -> Iterator[RunRecord | Skip]:
+        """One run per session (else per trace), ordered by start time then id."""
+        sessions: dict[str, str] = {}
+        for span in self.spans.spans:
+            session = self.dialect.session(span)
+            if session is not None:
+                sessions.setdefault(span.trace, session)
+        traces: dict[str, list[Span]] = defaultdict(list)
+        for span in self.spans.spans:
+            traces[sessions.get(span.trace, span.trace)].append(span)
+        order = sorted(traces, key=lambda t: (min(s.start for s in traces[t]), t))
+        for trace in order:
+            spans = sorted(traces[trace], key=lambda s: (s.start, s.end, s.span))
+            try:
+                yield _run(self.dialect, trace, spans)
+            except Unusable as problem:
+                yield Skip(spans[0].file, problem.reason, problem.detail, trace)
+
+
+def claims_any(doc: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether some span of the OTLP JSON ``doc`` has attributes ``test`` accepts."""
+    probe = Collector()
+    probe.add(doc, "")
+    return any(test(s.attributes) for s in probe.spans)
+
+
+def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
+    by_id = {s.span: s for s in spans}
+    agents = {s.span for s in spans if dialect.is_agent(s)}
+
+    def agent_of(span: Span) -> str | None:
+        """The nearest agent span above ``span`` (itself excluded)."""
+        node, seen = by_id.get(span.parent), 0
+        while node is not None and seen < 1000:
+            if node.span in agents:
+                return node.span
+            node, seen = by_id.get(node.parent), seen + 1
+        return None
+
+    outermost = {a for a in agents if agent_of(by_id[a]) is None}
+    start = spans[0].start
+    end = max(s.end for s in spans)
+    calls: list[CallRecord] = []
+    owners: dict[str | None, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+    for span in spans:
+        facts = dialect.call(span)
+        if facts is None:
+            continue
+        agent = agent_of(span)
+        marked = None if agent is None or agent in outermost else agent
+        text = facts.text
+        calls.append(CallRecord(
+            *facts.counts, model=facts.model, cost_usd=facts.cost_usd,
+            finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
+            latency_s=(span.end - span.start) / 1e9,
+            text_tokens=None if text is None else approx_tokens(text),
+            text_sha256=sha256_text(text), agent=marked,
+            tool_calls=[ToolCallRecord(name=t.name, id=t.id,
+                                       arguments=canonical_arguments(t.arguments))
+                        for t in facts.tools]))
+        starts, index = owners[agent]
+        starts.append(span.start)
+        index.append(len(calls) - 1)
+    if not calls:
+        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a model call")
+    for span in spans:
+        facts_tool = dialect.tool(span)
+        if facts_tool is None:
+            continue
+        starts, index = owners.get(agent_of(span), ([], []))
+        position = bisect_right(starts, span.start) - 1
+        if position < 0:
+            continue
+        _answer(calls[index[position]].tool_calls, _tool(facts_tool, span))
+    costs = [c.cost_usd for c in calls]
+    models = [c.model for c in calls if c.model and c.agent is None]
+    roots = [s for s in spans if not s.parent or s.parent not in by_id]
+    exit_label = None
+    if roots and roots[0].error:
+        exit_label = roots[0].attributes.get("error.type") or "error"
+    return RunRecord(
+        run_id=trace, source=dialect.source, file=spans[0].file, calls=calls,
+        model=models[0] if models else None,
+        cost_usd=sum(c for c in costs if c is not None) if None not in costs else None,
+        exit=None if exit_label is None else str(exit_label),
+        started_at=utc_from_unix(start / 1e9) if start else None,
+        duration_s=(end - start) / 1e9 if start and end >= start else None)
+
+
+def _answer(requested: list[ToolCallRecord], ran: ToolCallRecord) -> None:
+    """Fill the requested tool call ``ran`` answers (same id, else the first
+    unanswered one of the same name) with its result; else add ``ran``."""
+    open_calls = [t for t in requested if t.result_sha256 is None and t.duration_s is None]
+    match = next((t for t in open_calls if ran.id is not None and t.id == ran.id), None) \
+        or next((t for t in open_calls if t.name == ran.name), None)
+    if match is None:
+        requested.append(ran)
+        return
+    match.result_tokens, match.result_sha256 = ran.result_tokens, ran.result_sha256
+    match.error, match.duration_s = ran.error, ran.duration_s
+    if match.arguments is None:
+        match.arguments = ran.arguments
+
+
+def _tool(facts: ToolFacts, span: Span) -> ToolCallRecord:
+    result = facts.result
+    if result is not None and not isinstance(result, str):
+        result = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    tokens, sha, _ = tool_result(result)
+    return ToolCallRecord(name=facts.name, id=facts.id,
+                          arguments=canonical_arguments(facts.arguments),
+                          result_tokens=tokens, result_sha256=sha, error=span.error,
+                          duration_s=(span.end - span.start) / 1e9)
+
+
+def json_value(value: Any) -> Any:
+    """``value`` parsed when it is a JSON string (attributes hold JSON as text);
+    else as is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

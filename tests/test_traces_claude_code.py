@@ -1,0 +1,281 @@
+"""The Claude Code transcript importer (sim/traces/claude_code.py) on sessions
+the real ``@anthropic-ai/claude-code`` CLI writes in the test: run headless
+(``claude -p``) from a temporary HOME against the local fake Anthropic server
+(tests/fake_providers.py), which scripts a tool call, a subagent (the
+``Agent`` tool) that runs a tool of its own, and a final answer.
+
+The CLI is looked up in ``$SIM_NODE_PREFIX`` (default ``~/.cache/sim/node``,
+where ``.ci/run`` installs it) and installed there with npm when absent; the
+tests skip, naming what is missing, only where node or npm is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fake_providers import FakeProvider, Reply
+from roundtrip import imported, round_trip
+
+from sim.drivers.recorded import read_trace_folder
+from sim.errors import InputError
+from sim.traces import read_traces
+from sim.traces.model import canonical_json, sha256_text
+
+PACKAGE = "@anthropic-ai/claude-code"
+MODEL = "claude-sonnet-4-5"
+
+
+def claude_binary() -> Path:
+    """The ``claude`` CLI, installed with npm into the cache folder if needed."""
+    prefix = Path(os.environ.get("SIM_NODE_PREFIX") or Path.home() / ".cache" / "sim" / "node")
+    binary = prefix / "node_modules" / ".bin" / "claude"
+    if binary.exists():
+        return binary
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip(f"node and npm are needed to run {PACKAGE} (not found on PATH)")
+    prefix.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
+                    PACKAGE], check=True, capture_output=True, timeout=600)
+    assert binary.exists(), f"npm installed {PACKAGE} but {binary} is missing"
+    return binary
+
+
+SCRIPT = [
+    # the main agent: a text block and a tool call (two transcript lines, one message)
+    Reply([("text", "Let me run it."),
+           ("tool_use", "toolu_main_1", "Bash", {"command": "echo hello",
+                                                 "description": "say hello"})],
+          stop_reason="tool_use", input_tokens=120, output_tokens=31, cache_read=1000,
+          cache_write=200),
+    # the main agent delegates to a subagent
+    Reply([("tool_use", "toolu_main_2", "Agent", {"description": "echo sub",
+                                                  "prompt": "Run `echo sub` with Bash.",
+                                                  "subagent_type": "general-purpose"})],
+          stop_reason="tool_use", input_tokens=90, output_tokens=22, cache_read=1300,
+          cache_write=40),
+    # the subagent's two calls
+    Reply([("tool_use", "toolu_sub_1", "Bash", {"command": "echo sub",
+                                                "description": "say sub"})],
+          stop_reason="tool_use", input_tokens=70, output_tokens=11, cache_write=400),
+    Reply([("text", "The command printed: sub")], input_tokens=25, output_tokens=9,
+          cache_read=400),
+    # the main agent's answer
+    Reply([("text", "All done: hello and sub.")], input_tokens=33, output_tokens=8,
+          cache_read=1400, cache_write=12),
+]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    """``(transcripts folder, server requests, server answers, CLI result)``."""
+    binary = claude_binary()
+    home = tmp_path_factory.mktemp("home")
+    work = Path(tempfile.mkdtemp(prefix="ccwork", dir=tmp_path_factory.mktemp("work")))
+    with FakeProvider(list(SCRIPT), lifetime_s=120) as server:
+        done = subprocess.run(
+            [str(binary), "-p", "Say hello with Bash, then have a subagent say sub.",
+             "--output-format", "json", "--model", MODEL, "--allowedTools", "Bash"],
+            cwd=work, env=_env(home, server), capture_output=True, text=True,
+            timeout=180)
+        requests, answers = list(server.requests), list(server.answers)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return home / ".claude" / "projects", requests, answers, json.loads(done.stdout)
+
+
+def test_a_session_imports_with_the_calls_tokens_and_tools_the_server_saw(session, tmp_path):
+    """One run (the session, its subagent's calls included and marked): as many
+    calls as the server answered, each with the server's four token counts
+    and tool calls (name, id, canonical arguments), in the server's order;
+    the streamed message split over two lines counts once."""
+    projects, requests, answers, result = session
+    assert len(requests) == len(SCRIPT) and all(isinstance(a, Reply) for a in answers)
+    files = sorted(projects.rglob("*.jsonl"))
+    assert len(files) == 2  # the session and its subagent
+    imported([projects], tmp_path / "traces", source="claude-code", runs=1)
+    runs, calls = read_traces(tmp_path / "traces")
+    assert runs["run_id"].tolist() == [result["session_id"]]
+    assert len(calls) == len(answers)
+    for row, answer in zip(calls.itertuples(), answers, strict=True):
+        assert (row.input_tokens, row.cache_read_tokens, row.cache_write_tokens,
+                row.output_tokens, row.reasoning_tokens) == (
+            answer.input_tokens, answer.cache_read, answer.cache_write,
+            answer.output_tokens, 0)
+        assert [(t["name"], t["id"], t["arguments"]) for t in row.tool_calls] == [
+            (c[2], c[1], canonical_json(c[3])) for c in answer.content if c[0] == "tool_use"]
+        text = "".join(c[1] for c in answer.content if c[0] == "text")
+        assert row.text_sha256 == sha256_text(text)
+        assert row.model == MODEL
+    assert runs["steps"].iloc[0] == len(SCRIPT)
+    # the CLI's own result counts the main agent's calls: they agree
+    main_agent = calls[calls["agent"].isna()]
+    usage = result["usage"]
+    assert (int(main_agent["input_tokens"].sum()), int(main_agent["cache_read_tokens"].sum()),
+            int(main_agent["cache_write_tokens"].sum()),
+            int(main_agent["output_tokens"].sum())) == (
+        usage["input_tokens"], usage["cache_read_input_tokens"],
+        usage["cache_creation_input_tokens"], usage["output_tokens"])
+
+
+def test_subagent_calls_belong_to_the_parent_run_and_are_marked(session, tmp_path):
+    """The subagent's two calls carry its agentId (the name of its transcript
+    file); the main agent's have none; tool results come back with their text."""
+    projects = session[0]
+    imported([projects], tmp_path / "traces", source="claude-code", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    agent_file = next(projects.rglob("agent-*.jsonl"))
+    agent_id = agent_file.stem.removeprefix("agent-")
+    agents = [None if pd.isna(a) else a for a in calls["agent"]]
+    assert agents == [None, None, agent_id, agent_id, None]
+    first = calls["tool_calls"].iloc[0][0]
+    assert first["error"] is False and first["result_sha256"] == sha256_text("hello")
+    sub = calls["tool_calls"].iloc[2][0]
+    assert sub["result_sha256"] == sha256_text("sub")
+    # every result is the tool's output the CLI sent the server in its next request
+    # (the CLI appends its reminders to a result as it sends it; the trace keeps the output)
+    sent = _sent_results(session[1])
+    recorded = _transcript_results(projects)
+    tools = [t for row in calls["tool_calls"] for t in row]
+    assert {t["id"] for t in tools} == set(sent) == set(recorded)
+    for tool in tools:
+        assert sent[tool["id"]].startswith(recorded[tool["id"]]), tool["name"]
+        assert tool["result_sha256"] == sha256_text(recorded[tool["id"]]), tool["name"]
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+def _sent_results(requests) -> dict[str, str]:
+    """``{tool_use_id: text}`` of the tool_result blocks the server received."""
+    out = {}
+    for request in requests:
+        for message in request.body.get("messages", []):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "tool_result":
+                    out[block["tool_use_id"]] = _text(block.get("content"))
+    return out
+
+
+def _transcript_results(projects: Path) -> dict[str, str]:
+    """``{tool_use_id: text}`` of the tool_result blocks in the transcripts."""
+    out = {}
+    for path in projects.rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            content = (json.loads(line).get("message") or {}).get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "tool_result":
+                    out[block["tool_use_id"]] = _text(block.get("content"))
+    return out
+
+
+def test_a_session_round_trips_through_summary_and_replay(session, tmp_path, capsys):
+    """Import, ``traces summary`` and a replay under non-binding limits that
+    reproduces the session's calls and token counts."""
+    projects = session[0]
+    imported([projects], tmp_path / "traces", source="claude-code", runs=1)
+    summary = round_trip(tmp_path / "traces", tmp_path, capsys)
+    assert summary["calls"] == len(SCRIPT)
+    (run,) = read_trace_folder(tmp_path / "traces")
+    assert run.calls[0].prompt_tokens == 120 + 1000 + 200
+
+
+def _edited(projects: Path, out: Path, edit) -> Path:
+    """A copy of the session's transcripts, its main file's lines passed through
+    ``edit`` (a function of the list of line objects)."""
+    shutil.copytree(projects, out)
+    main_file = next(p for p in out.rglob("*.jsonl") if "subagents" not in p.parts)
+    lines = [json.loads(x) for x in main_file.read_text().splitlines() if x.strip()]
+    main_file.write_text("".join(json.dumps(x) + "\n" for x in edit(lines)))
+    return out
+
+
+def test_synthetic_messages_are_not_calls_and_a_message_without_usage_skips_the_session(
+        session, tmp_path):
+    """A ``<synthetic>`` assistant message (no request made) adds no call; an
+    assistant message of a model without usage makes the session unusable,
+    counted as 'no token usage' with the line named."""
+    from sim.traces import import_traces
+
+    def synthetic(lines):
+        extra = {"type": "assistant", "sessionId": lines[-1]["sessionId"], "uuid": "x",
+                 "timestamp": "2030-01-01T00:00:00Z", "isSidechain": False,
+                 "message": {"id": "synthetic-1", "model": "<synthetic>", "role": "assistant",
+                             "content": [{"type": "text", "text": "No response requested."}],
+                             "usage": {"input_tokens": 0, "output_tokens": 0}}}
+        return [*lines, extra]
+
+    folder = _edited(session[0], tmp_path / "synthetic", synthetic)
+    imported([folder], tmp_path / "a", source="claude-code", runs=1)
+    assert len(read_traces(tmp_path / "a")[1]) == len(SCRIPT)
+
+    def no_usage(lines):
+        first = next(x for x in lines if x.get("type") == "assistant")
+        del first["message"]["usage"]
+        return lines
+
+    folder = _edited(session[0], tmp_path / "no_usage", no_usage)
+    with pytest.raises(InputError, match="no token usage"):
+        import_traces([folder], tmp_path / "b")
+    assert not (tmp_path / "b").exists()
+
+
+def _env(home: Path, server: FakeProvider) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
+            "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "sk-ant-test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+            "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
+
+
+def test_a_compacted_session_keeps_its_calls_and_the_summary_is_an_observation(tmp_path):
+    """Three turns, ``/compact`` and one more turn, resumed in one session: the
+    transcript does not record the compaction request (Claude Code writes only
+    the summary it produced), so the import has every other call the server
+    answered, with its tokens, and the summary's text counts as an
+    observation of the call before it."""
+    binary = claude_binary()
+    summary = "The user greeted the assistant three times."
+    script = [Reply([("text", f"answer {i}")], input_tokens=100 + i, output_tokens=20 + i)
+              for i in range(3)]
+    script += [Reply([("text", f"<analysis>greetings</analysis>\n<summary>{summary}</summary>")],
+                     input_tokens=300, output_tokens=40),
+               Reply([("text", "after compaction")], input_tokens=30, output_tokens=4,
+                     cache_read=7)]
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with FakeProvider(list(script), lifetime_s=120) as server:
+        session_id = None
+        for prompt in ["hi 0", "hi 1", "hi 2", "/compact", "continue"]:
+            resume = ["--resume", session_id] if session_id else []
+            done = subprocess.run([str(binary), "-p", prompt, *resume, "--output-format", "json",
+                                   "--model", MODEL], cwd=work, env=_env(home, server),
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+            session_id = json.loads(done.stdout)["session_id"]
+        answers = list(server.answers)
+        asked = [json.dumps(r.body.get("messages", [])[-1:]) for r in server.requests]
+    assert len(answers) == len(script)
+    compaction = [i for i, text in enumerate(asked) if "<summary>" in text]
+    assert compaction == [3]
+    imported([home / ".claude" / "projects"], tmp_path / "traces", source="claude-code", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    kept = [a for i, a in enumerate(answers) if i not in compaction]
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
+            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
+                                             for a in kept]
+    (run,) = read_trace_folder(tmp_path / "traces")
+    before = run.calls[2]  # the last call before the compaction
+    assert before.observation_tokens is not None and before.observation_tokens > 0
+    lines = [json.loads(x) for f in (home / ".claude" / "projects").rglob("*.jsonl")
+             for x in f.read_text().splitlines()]
+    assert any(summary in str(x.get("message")) for x in lines)

@@ -1,0 +1,182 @@
+"""The Langfuse importer (sim/traces/langfuse.py) on files the real ``langfuse``
+package writes in the test: the SDK's OpenTelemetry spans (its own
+observations, and its OpenAI integration calling the local fake OpenAI server),
+exported with the OpenTelemetry SDK's JSON file exporter, and the public API's
+JSON built with the package's own API models (``ObservationsV2Response``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import uuid
+
+import pytest
+from fake_providers import FakeProvider, Reply
+from roundtrip import imported, round_trip
+
+pytest.importorskip("langfuse", reason="needs the 'test' extra (langfuse)")
+from langfuse import Langfuse
+from langfuse.api import ObservationsV2Meta, ObservationsV2Response, ObservationV2
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+
+from sim.traces import read_traces
+
+# per generation: usage_details (Langfuse's disjoint keys), cost_details, agent level
+GENERATIONS = [
+    ({"input": 100, "input_cached_tokens": 900, "output": 40}, {"input": 0.001, "output": 0.002,
+                                                                "total": 0.003}, 0),
+    ({"input": 50, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 200,
+      "output": 30, "output_reasoning_tokens": 12}, {"total": 0.004}, 1),
+    ({"input": 20, "output": 10}, {"total": 0.0005}, 1),
+    ({"input": 60, "input_cached_tokens": 1100, "output": 8}, {"total": 0.002}, 0),
+]
+EXPECTED = [(100, 900, 0, 40, 0), (50, 1000, 200, 30, 12), (20, 0, 0, 10, 0),
+            (60, 1100, 0, 8, 0)]
+
+
+def client(path) -> Langfuse:
+    """A Langfuse client whose spans go to ``path`` (OTLP JSON Lines), not to a
+    server (a key of its own: the SDK keeps one client per public key)."""
+    return Langfuse(public_key=f"pk-lf-{uuid.uuid4().hex}", secret_key="sk-lf-test",
+                    base_url="http://127.0.0.1:9", span_exporter=FileSpanExporter(path),
+                    tracer_provider=TracerProvider())
+
+
+def sdk_spans(path):
+    """One trace: an agent with two generations, a tool between them, and a
+    nested agent (a subagent) with two generations of its own."""
+    lf = client(path)
+    gen = iter(GENERATIONS)
+
+    def generation(n: int) -> None:
+        usage, cost, _ = next(gen)
+        with lf.start_as_current_observation(
+                as_type="generation", name=f"llm {n}", model="gpt-4o", usage_details=usage,
+                cost_details=cost, output={"role": "assistant", "content": f"step {n}"}):
+            pass
+
+    with lf.start_as_current_observation(as_type="agent", name="planner", input="plan"):
+        generation(0)
+        with lf.start_as_current_observation(as_type="tool", name="search", input={"q": "x"},
+                                             output="found x"):
+            pass
+        with lf.start_as_current_observation(as_type="agent", name="researcher"):
+            generation(1)
+            generation(2)
+        generation(3)
+    lf.flush()
+    lf.shutdown()
+    return path
+
+
+def test_sdk_spans_import_with_langfuse_usage_cost_and_subagents(tmp_path):
+    """One trace, one run: four calls with Langfuse's disjoint usage keys read
+    into the model's convention, the recorded costs kept, the tool call on
+    the call before it, the nested agent's two calls marked."""
+    path = sdk_spans(tmp_path / "spans.jsonl")
+    imported([path], tmp_path / "traces", source="langfuse", runs=1)
+    runs, calls = read_traces(tmp_path / "traces")
+    got = [(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, r.output_tokens,
+            r.reasoning_tokens) for r in calls.itertuples()]
+    assert got == EXPECTED
+    assert [c for c in calls["cost_usd"]] == [g[1]["total"] for g in GENERATIONS]
+    assert math.isclose(runs["cost_usd"].iloc[0], sum(g[1]["total"] for g in GENERATIONS))
+    marked = calls["agent"].notna().tolist()
+    assert marked == [bool(g[2]) for g in GENERATIONS]
+    assert calls["agent"].iloc[1] == calls["agent"].iloc[2]
+    (tool,) = calls["tool_calls"].iloc[0]
+    assert tool["name"] == "search" and tool["arguments"] == '{"q":"x"}'
+    assert calls["model"].tolist() == ["gpt-4o"] * 4
+
+
+def test_sdk_spans_round_trip(tmp_path, capsys):
+    """Import, summary, replay identity on the SDK's spans."""
+    path = sdk_spans(tmp_path / "spans.jsonl")
+    imported([path], tmp_path / "traces", source="langfuse", runs=1)
+    round_trip(tmp_path / "traces", tmp_path, capsys)
+
+
+def test_the_openai_integration_against_the_fake_server(tmp_path):
+    """langfuse.openai records each completion's usage as OpenAI reports it
+    (prompt tokens including cached ones): read with the cache subtracted."""
+    path = tmp_path / "spans.jsonl"
+    key = f"pk-lf-{uuid.uuid4().hex}"
+    lf = Langfuse(public_key=key, secret_key="sk-lf-openai", base_url="http://127.0.0.1:9",
+                  span_exporter=FileSpanExporter(path), tracer_provider=TracerProvider())
+    from langfuse.openai import OpenAI
+
+    script = [Reply([("text", "hello")], input_tokens=30, cache_read=400, output_tokens=12,
+                    reasoning_tokens=4),
+              Reply([("text", "again")], input_tokens=10, cache_read=500, output_tokens=5)]
+    with FakeProvider(list(script)) as server:
+        openai = OpenAI(base_url=server.openai_url, api_key="sk-test", max_retries=0)
+        with lf.start_as_current_observation(as_type="agent", name="chat-agent"):
+            for prompt in ("hi", "again"):
+                openai.chat.completions.create(
+                    model="gpt-4o", messages=[{"role": "user", "content": prompt}],
+                    langfuse_public_key=key)
+    lf.flush()
+    lf.shutdown()
+    imported([path], tmp_path / "traces", source="langfuse", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    got = [(r.input_tokens, r.cache_read_tokens, r.output_tokens, r.reasoning_tokens)
+           for r in calls.itertuples()]
+    assert got == [(s.input_tokens, s.cache_read, s.output_tokens - s.reasoning_tokens,
+                    s.reasoning_tokens) for s in script]
+
+
+def api_json(path):
+    """``GET /api/public/observations`` (v2) as the API models serialise it:
+    two traces, the second's generation without usage."""
+    t0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+
+    def obs(i, trace, kind, parent=None, **fields):
+        return ObservationV2(id=f"o{i}", trace_id=trace, project_id="p", type=kind,
+                             start_time=t0 + dt.timedelta(seconds=i),
+                             end_time=t0 + dt.timedelta(seconds=i, milliseconds=500),
+                             parent_observation_id=parent, **fields)
+
+    data = [obs(0, "t1", "AGENT", name="agent"),
+            obs(1, "t1", "GENERATION", "o0", model="claude-sonnet-4-5",
+                usage_details={"input": 10, "cache_read_input_tokens": 300,
+                               "cache_creation_input_tokens": 50, "output": 20},
+                cost_details={"input": 0.0001, "output": 0.0003}),
+            obs(2, "t1", "TOOL", "o0", name="read_file", input={"path": "a.py"},
+                output="print(1)"),
+            obs(3, "t1", "GENERATION", "o0", model="claude-sonnet-4-5",
+                usage_details={"input": 12, "cache_read_input_tokens": 350, "output": 7},
+                total_cost=0.0002),
+            obs(4, "t2", "GENERATION", None, model="gpt-4o")]
+    response = ObservationsV2Response(data=data, meta=ObservationsV2Meta(cursor=None))
+    path.write_text(response.json())
+    return path
+
+
+def test_api_json_imports_with_usage_cost_and_tools_and_skips_a_trace_without_usage(tmp_path):
+    """Trace t1: two calls (cost from costDetails' parts, then totalCost), the
+    tool on the first; trace t2's generation has no usage: skipped, counted."""
+    from sim.traces import import_traces
+
+    path = api_json(tmp_path / "observations.json")
+    report = import_traces([path], tmp_path / "traces")
+    assert report.runs_by_source == {"langfuse": 1}
+    assert [s.reason for s in report.skips] == ["no token usage"]
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, r.output_tokens)
+            for r in calls.itertuples()] == [(10, 300, 50, 20), (12, 350, 0, 7)]
+    assert math.isclose(calls["cost_usd"].iloc[0], 0.0004)
+    assert calls["cost_usd"].iloc[1] == 0.0002
+    (tool,) = calls["tool_calls"].iloc[0]
+    assert tool["name"] == "read_file" and json.loads(tool["arguments"]) == {"path": "a.py"}
+    assert calls["started_s"].tolist() == [1.0, 3.0]
+    assert calls["latency_s"].tolist() == [0.5, 0.5]
+
+
+def test_api_json_round_trips(tmp_path, capsys):
+    """Import, summary, replay identity on the API's JSON (the usable trace)."""
+    from sim.traces import import_traces
+
+    import_traces([api_json(tmp_path / "observations.json")], tmp_path / "traces")
+    round_trip(tmp_path / "traces", tmp_path, capsys)

@@ -1,0 +1,107 @@
+"""The OpenInference importer (sim/traces/openinference.py) on spans the real
+``openinference-instrumentation-openai`` writes for OpenAI SDK calls to the
+local fake OpenAI server, with agent and tool spans from OpenInference's own
+tracer (``OITracer``), captured with the OpenTelemetry SDK's JSON file exporter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_providers import FakeProvider, Reply
+from roundtrip import imported, round_trip
+
+pytest.importorskip("openinference.instrumentation.openai",
+                    reason="needs the 'test' extra (openinference-instrumentation-openai)")
+import openai
+from openinference.instrumentation import OITracer, TraceConfig
+from openinference.instrumentation.openai import OpenAIInstrumentor
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from sim.traces import read_traces
+from sim.traces.model import canonical_json, sha256_text
+
+TOOLS = [{"type": "function", "function": {"name": "search", "parameters": {
+    "type": "object", "properties": {"q": {"type": "string"}}}}}]
+SCRIPT = [
+    Reply([("text", "Let me look."), ("tool_use", "call_1", "search", {"q": "x"})],
+          stop_reason="tool_use", input_tokens=30, cache_read=400, output_tokens=12,
+          reasoning_tokens=4),
+    Reply([("text", "sub answer")], input_tokens=70, output_tokens=9),  # the subagent's
+    Reply([("text", "done")], input_tokens=10, cache_read=500, output_tokens=5),
+]
+STREAMED = {2}
+
+
+def spans(path):
+    """An agent: a call that requests a tool, the tool, a nested agent with one
+    call, and a streamed final call; returns the fake server's answers."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    tracer = OITracer(provider.get_tracer("agent"), config=TraceConfig())
+    try:
+        with FakeProvider(list(SCRIPT)) as server:
+            client = openai.OpenAI(base_url=server.openai_url, api_key="sk-test",
+                                   max_retries=0)
+
+            def ask(n: int) -> None:
+                messages = [{"role": "user", "content": f"turn {n}"}]
+                if n in STREAMED:
+                    for _ in client.chat.completions.create(
+                            model="gpt-4o", messages=messages, stream=True,
+                            stream_options={"include_usage": True}):
+                        pass
+                else:
+                    client.chat.completions.create(model="gpt-4o", messages=messages,
+                                                   tools=TOOLS)
+
+            with tracer.start_as_current_span("planner", openinference_span_kind="agent"):
+                ask(0)
+                with tracer.start_as_current_span("search",
+                                                  openinference_span_kind="tool") as tool:
+                    tool.set_tool(name="search", description="web search",
+                                  parameters={"q": "x"})
+                    tool.set_input(json.dumps({"q": "x"}))
+                    tool.set_output("found x")
+                with tracer.start_as_current_span("researcher",
+                                                  openinference_span_kind="agent"):
+                    ask(1)
+                ask(2)
+            answers = list(server.answers)
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    return answers
+
+
+def test_openai_calls_import_with_the_servers_tokens_tools_and_a_marked_subagent(tmp_path):
+    """One trace, one run: per call the server's counts (the prompt includes
+    the cached tokens and the completion the reasoning ones: both split out),
+    the requested tool call answered by the tool span, the nested agent's call
+    marked."""
+    answers = spans(tmp_path / "spans.jsonl")
+    assert len(answers) == len(SCRIPT)
+    imported([tmp_path / "spans.jsonl"], tmp_path / "traces", source="openinference", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, r.output_tokens,
+             r.reasoning_tokens) for r in calls.itertuples()] == [
+        (a.input_tokens, a.cache_read, 0, a.output_tokens - a.reasoning_tokens,
+         a.reasoning_tokens) for a in answers]
+    assert calls["agent"].notna().tolist() == [False, True, False]
+    assert calls["finish_reason"].tolist() == ["tool_calls", "stop", "stop"]
+    (tool,) = calls["tool_calls"].iloc[0]
+    assert (tool["name"], tool["id"], tool["arguments"]) == ("search", "call_1",
+                                                             canonical_json({"q": "x"}))
+    assert tool["result_sha256"] == sha256_text("found x") and tool["error"] is False
+    assert calls["text_sha256"].iloc[2] == sha256_text("done")
+
+
+def test_openinference_spans_round_trip(tmp_path, capsys):
+    """Import, summary, replay identity."""
+    spans(tmp_path / "spans.jsonl")
+    imported([tmp_path / "spans.jsonl"], tmp_path / "traces", source="openinference", runs=1)
+    round_trip(tmp_path / "traces", tmp_path, capsys)
