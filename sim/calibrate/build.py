@@ -28,10 +28,10 @@ class Adjustment:
     ``need_shift`` is added to the log of the need (so the need scales by
     ``exp(need_shift)``), the need's log-sd is multiplied by ``sigma_scale``,
     and an unsolvable task's ``need_scale`` by ``unsolvable_scale``. In a
-    class with fitted endings (competing risks), the same three numbers act on
-    them instead: every hazard is multiplied by ``exp(-need_shift)`` (longer
-    runs for a positive shift, as a larger need gives), the frailty variance by
-    ``sigma_scale`` and the give-up hazard by ``unsolvable_scale``."""
+    class with fitted endings (competing risks) the need no longer ends a run:
+    the hazards stand as fitted (with the harness's stops censored) and only
+    ``sigma_scale`` acts on them, multiplying the frailty variance (none when
+    the fit found none)."""
 
     need_shift: float = 0.0
     sigma_scale: float = 1.0
@@ -84,8 +84,7 @@ def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, A
         sections["cache"]["miss"] = round(c.cache_miss, 6)
         sections["cache"]["read_share"] = c.cache_share.model_dump()
     if c.endings is not None:
-        sections["endings"] = c.endings.section(math.exp(-a.need_shift), a.sigma_scale,
-                                                a.unsolvable_scale)
+        sections["endings"] = c.endings.section(frailty_scale=a.sigma_scale)
     if c.reply_latency is not None:
         median, sigma = c.reply_latency
         sections["user"]["latency"] = {"median_s": max(round(median, 6), 1e-6),
