@@ -161,3 +161,42 @@ def test_cost_follows_partial_reads(fitted):
     assert result.pvalue > ALPHA, result
     se = real.cost.std() / math.sqrt(real.n)
     assert abs(sim.cost.mean() - real.cost.mean()) <= Z * se
+
+
+def test_runs_with_no_calls_are_faults_at_the_first_call(fitted, tmp_path):
+    """A run that failed before its first reply (zero calls, a fault's exit),
+    kept by ``load(keep_empty=True)``: zero steps, and one more fault for the
+    endings at step 1; by default it is dropped and counted."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    traces, est, _ = fitted
+    folder = tmp_path / "runs"
+    shutil.copytree(traces.folder, folder)
+    table = pq.read_table(folder / "runs.parquet")
+    row = {}
+    for f in table.schema:
+        value = table.column(f.name)[0].as_py()
+        if f.name == "run_id":
+            value = "empty/1"
+        elif f.name == "steps" or f.name.endswith("_tokens"):
+            value = 0
+        elif f.name == "exit":
+            value = "failed:model_error"
+        elif f.name == "cost_usd":
+            value = 0.0
+        row[f.name] = [value]
+    pq.write_table(pa.concat_tables([table, pa.Table.from_pydict(row, schema=table.schema)]),
+                   folder / "runs.parquet")
+    assert load(folder).dropped == {"no model calls": 1}
+    kept = load(folder, keep_empty=True)
+    assert kept.n == traces.n + 1 and kept.dropped == {}
+    empty = kept.runs[kept.runs["run_id"] == "empty/1"].iloc[0]
+    assert (empty["steps"], empty["category"]) == (0, "model_error")
+    again = estimate(kept, np.array(["all"] * kept.n, dtype=object))
+    c = again.classes[0]
+    assert c.endings.events["error"] == est.classes[0].endings.events["error"] + 1
+    assert min(c.first_prompts) == min(est.classes[0].first_prompts)
+    assert np.isfinite(c.need_mu)

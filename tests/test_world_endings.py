@@ -14,7 +14,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from tests.worldkit import QUIET, Z, simulate, within
+from tests.worldkit import QUIET, simulate, within
 
 HARNESS = {"model": "claude-sonnet-4-20250514", "budgets": {"steps": 60},
            "detector": {"enabled": False}, "retry": {"retry_tool_errors": False},
@@ -129,4 +129,3 @@ def test_default_world_has_no_endings_and_draws_as_before():
            "world": {"policy": QUIET, "difficulty": {"distribution": "fixed", "steps": 7}}}
     records, _ = simulate(raw, 20)
     assert all(r.steps == 7 and r.truly_done for r in records)
-    assert Z > 3

@@ -204,7 +204,8 @@ def render_yaml(doc: dict[str, Any], comments: dict[str, str], header: list[str]
     root = yaml.compose(body)
     for path, line, column in ([] if root is None else _key_lines(root)):
         text = comments.get(path)
-        if text:
+        # only keys that begin their line (block context): never inside a scalar
+        if text and lines[line][:column].strip() in ("", "-", "?"):
             before.setdefault(line, []).append(" " * column + "# " + comment_text(text))
     out: list[str] = []
     for raw in header:

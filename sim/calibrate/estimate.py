@@ -308,7 +308,7 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         self_end = 1.0
     productive = (calls.assign(p=(~text & ~repeat & ~errors))
                   .groupby("run_id", sort=False)["p"].sum()
-                  .reindex(runs["run_id"]).to_numpy(float) + 1.0)
+                  .reindex(runs["run_id"]).fillna(0.0).to_numpy(float) + 1.0)
     resolved = runs["resolved"].to_numpy(object)
     known = np.array([r is not None for r in resolved]) & natural
     good = known & np.array([r is True for r in resolved])
@@ -319,7 +319,9 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         need_scale = float(np.clip(np.median(productive[bad]) / np.median(productive[good]),
                                    1.0, 5.0))
     need = np.where(bad, productive / need_scale, productive)
-    logs = np.log(np.maximum(need, 1.0))
+    logs = np.log(np.maximum(need[runs["steps"].to_numpy() > 0], 1.0))
+    if logs.size == 0:
+        logs = np.zeros(1)
     need_mu, need_sigma = float(logs.mean()), max(float(logs.std()), 0.05)
     notes["exits"] = (f"{agent} of {int(natural.sum())} natural ends by the agent; "
                       f"{int(bad.sum())} of {int(known.sum())} unresolved")
@@ -365,7 +367,8 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         notes["endings"] = endings.note
     return ClassEstimate(
         name=name, runs=traces.n, model=str(model),
-        first_prompts=sorted(int(v) for v in runs["first_prompt"]),
+        first_prompts=sorted(int(v) for v, n in zip(runs["first_prompt"], runs["steps"],
+                                                    strict=True) if n > 0) or [1],
         output_tool=output_tool, output_text=output_text, run_sigma=tau,
         tool_calls=tool_calls, reply=reply, talk=talk, validation=validation, loop=loop,
         self_escape=self_escape, persistent=persistent, self_end=self_end,
@@ -442,7 +445,7 @@ def estimate_prices(traces: Traces, models: list[str], when=None) -> dict[str, P
         sums = c.groupby("run_id", sort=False)[["input_tokens", "output", "reasoning",
                                                 "cache_read_tokens",
                                                 "cache_write_tokens"]].sum()
-        sums = sums.reindex(r["run_id"])
+        sums = sums.reindex(r["run_id"]).fillna(0)
         cols = {"input": sums["input_tokens"], "output": sums["output"] + sums["reasoning"],
                 "cache_read": sums["cache_read_tokens"], "cache_write": sums["cache_write_tokens"]}
         used = [k for k, v in cols.items() if (v > 0).any()]

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-EVENTS_PER_BIN = 25
+EVENTS_PER_BIN = 12
 """Events per step bin the bins aim at."""
 MAX_BINS = 10
 """Most step bins (the first, before the earliest event, aside)."""
