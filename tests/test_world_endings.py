@@ -129,3 +129,40 @@ def test_default_world_has_no_endings_and_draws_as_before():
            "world": {"policy": QUIET, "difficulty": {"distribution": "fixed", "steps": 7}}}
     records, _ = simulate(raw, 20)
     assert all(r.steps == 7 and r.truly_done for r in records)
+
+
+def test_the_des_engine_with_unlimited_capacity_gives_the_same_endings():
+    """Endings, a frailty, partial cache reads and transient faults: every
+    task ends the same way after the same work in both engines (the
+    endings are drawn per turn, not per attempt, so retries change nothing)."""
+    import pytest
+
+    from sim.analysis.capacity import check_drained
+    from sim.engines.des import DesEngine, arrival_schedule
+    from sim.engines.direct import run_tasks
+    from sim.runner import build_cell, cells_of
+    from sim.scenario.model import load_scenario
+
+    overrides = [
+        "engine=des", "des.capacity={}", "des.operations=[]", "des.resume={share: 0}",
+        "des.tenants=[{name: a, rate_per_hour: 900}]",
+        "world.endings={edges: [1, 4, 10], resolve: [0.0, 0.12, 0.05], "
+        "give_up: [0.0, 0.03, 0.1], error: [0.0, 0.01, 0.02], frailty: 0.5}",
+        "world.cache={automatic: true, miss: 0.2, read_share: {distribution: empirical, "
+        "values: [0.5, 0.9]}}",
+        "world.faults={rate_limit: 0.03, server_error: 0.02}", "tasks=80"]
+    outcomes = set()
+    for seed in range(3):
+        scenario = load_scenario("scenarios/bounded.yaml", [*overrides, f"seed={seed}"])
+        cell = build_cell(cells_of(scenario)[0])
+        direct = run_tasks(cell, range(80))
+        arrivals = arrival_schedule(scenario.des, 80, cell.seed)
+        result = DesEngine(cell, scenario.des, arrivals).run()
+        assert not check_drained(result, scenario.des, arrivals)
+        for d, s in zip(direct, result.records, strict=True):
+            for name in ("outcome", "steps", "input_tokens", "cache_read_tokens", "cost_usd",
+                         "retries", "truly_done"):
+                assert getattr(s, name) == getattr(d, name), (seed, d.task, name)
+            assert s.wall_s == pytest.approx(d.wall_s, rel=1e-9, abs=1e-9)
+            outcomes.add(d.outcome)
+    assert {"succeeded", "failed:model_error"} <= outcomes
