@@ -27,7 +27,11 @@ class Adjustment:
     """What the simulate-and-compare search changes, for every class alike:
     ``need_shift`` is added to the log of the need (so the need scales by
     ``exp(need_shift)``), the need's log-sd is multiplied by ``sigma_scale``,
-    and an unsolvable task's ``need_scale`` by ``unsolvable_scale``."""
+    and an unsolvable task's ``need_scale`` by ``unsolvable_scale``. In a
+    class with fitted endings (competing risks) the need no longer ends a run:
+    the hazards stand as fitted (with the harness's stops censored) and only
+    ``sigma_scale`` acts on them, multiplying the frailty variance (none when
+    the fit found none)."""
 
     need_shift: float = 0.0
     sigma_scale: float = 1.0
@@ -76,6 +80,11 @@ def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, A
         sections["tokens"]["thinking"] = _dist(c.thinking)
     sections["cache"] = {"automatic": c.automatic_cache,
                          "first_prompt_cached": round(c.first_prompt_cached, 6)}
+    if c.cache_share is not None:
+        sections["cache"]["miss"] = round(c.cache_miss, 6)
+        sections["cache"]["read_share"] = c.cache_share.model_dump()
+    if c.endings is not None:
+        sections["endings"] = c.endings.section(frailty_scale=a.sigma_scale)
     if c.reply_latency is not None:
         median, sigma = c.reply_latency
         sections["user"]["latency"] = {"median_s": max(round(median, 6), 1e-6),
@@ -170,60 +179,77 @@ def _comment_class(comments: dict[str, str], path: str, c: ClassEstimate) -> Non
     comments[f"{path}.latency"] = "non-negative least squares of call latencies"
     if c.notes.get("cache"):
         comments[f"{path}.cache"] = c.notes["cache"]
+    if c.notes.get("endings"):
+        comments[f"{path}.endings"] = c.notes["endings"]
 
 
 # -------------------------------------------------------------------- YAML
 def render_yaml(doc: dict[str, Any], comments: dict[str, str], header: list[str]) -> str:
-    """The scenario as YAML text: block mappings, leaves in flow style, each
-    commented path preceded by its comment, the ``header`` lines first
-    (wrapped at 96 characters unless indented)."""
+    """The scenario as YAML text, written by ``yaml.safe_dump`` alone (block
+    mappings, collections of scalars in flow style), then whole comment lines
+    put in: the ``header`` lines first (wrapped at 96 characters unless
+    indented), and each commented path's comment on the line before its key
+    (found by composing the dumped text with the YAML library; a list item's
+    path is ``path[name]``). Comment text is escaped (:func:`comment_text`), so
+    no character of it can end its line: the document is exactly what
+    ``safe_dump`` wrote, whatever the traces named their models (characters
+    outside ASCII are escaped in quoted strings, so lines are only ever broken
+    by ``\\n``)."""
     import textwrap
 
-    lines = []
-    for h in header:
+    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=10 ** 9,
+                          allow_unicode=False)  # ASCII: "\n" is the only line break
+    lines = body.split("\n")[:-1]
+    before: dict[int, list[str]] = {}
+    root = yaml.compose(body)
+    for path, line, column in ([] if root is None else _key_lines(root)):
+        text = comments.get(path)
+        # only keys that begin their line (block context): never inside a scalar
+        if text and lines[line][:column].strip() in ("", "-", "?"):
+            before.setdefault(line, []).append(" " * column + "# " + comment_text(text))
+    out: list[str] = []
+    for raw in header:
+        h = comment_text(raw)
         if not h:
-            lines.append("#")
+            out.append("#")
         elif h.startswith(" "):
-            lines.append(f"# {h}")
+            out.append(f"# {h}")
         else:
-            lines += [f"# {part}" for part in textwrap.wrap(h, 96)]
-    _emit(doc, "", 0, comments, lines)
-    return "\n".join(lines) + "\n"
+            out += [f"# {part}" for part in textwrap.wrap(h, 96)]
+    for i, dumped in enumerate(lines):
+        out.extend(before.get(i, ()))
+        out.append(dumped)
+    text = "\n".join(out) + "\n"
+    if yaml.safe_load(text) != yaml.safe_load(body):  # a comment changed the document
+        raise AssertionError("a comment changed the scenario document")
+    return text
 
 
-def _flow(value: Any) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False,
-                          width=10 ** 9).strip().removesuffix("...").strip()
+def comment_text(text: str) -> str:
+    """``text`` fit for one comment line: every character that is not
+    printable (line breaks of any kind, YAML's NEL, LS and PS included, tabs,
+    control characters) written as its Python escape (``\\n``, ``\\x85``)."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in str(text))
 
 
-def _is_block(value: Any) -> bool:
-    if isinstance(value, dict):
-        return bool(value) and "distribution" not in value
-    return (isinstance(value, list) and bool(value)
-            and all(isinstance(v, dict) and "distribution" not in v for v in value))
-
-
-def _emit(node: dict[str, Any], path: str, indent: int, comments: dict[str, str],
-          lines: list[str]) -> None:
-    pad = " " * indent
-    for key, value in node.items():
-        dotted = f"{path}.{key}" if path else str(key)
-        if comments.get(dotted):
-            lines.append(f"{pad}# {comments[dotted]}")
-        if isinstance(value, dict) and _is_block(value):
-            lines.append(f"{pad}{_flow(key)}:")
-            _emit(value, dotted, indent + 2, comments, lines)
-        elif isinstance(value, list) and _is_block(value):
-            lines.append(f"{pad}{_flow(key)}:")
-            for item in value:
-                label = item.get("name", "")
-                item_path = f"{dotted}[{label}]"
-                if comments.get(item_path):
-                    lines.append(f"{pad}  # {comments[item_path]}")
-                sub: list[str] = []
-                _emit(item, item_path, indent + 4, comments, sub)
-                first = next(i for i, s in enumerate(sub) if not s.lstrip().startswith("#"))
-                sub[first] = f"{pad}  - {sub[first].lstrip()}"
-                lines.extend(sub)
-        else:
-            lines.append(f"{pad}{_flow(key)}: {_flow(value)}")
+def _key_lines(node: yaml.Node, path: str = "") -> list[tuple[str, int, int]]:
+    """``(dotted path, line, column)`` of every mapping key and named list
+    item under ``node`` (lines 0-based in the composed text)."""
+    out: list[tuple[str, int, int]] = []
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            dotted = f"{path}.{key.value}" if path else str(key.value)
+            out.append((dotted, key.start_mark.line, key.start_mark.column))
+            out += _key_lines(value, dotted)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            if not isinstance(item, yaml.MappingNode):
+                continue
+            name = next((v.value for k, v in item.value
+                         if k.value == "name" and isinstance(v, yaml.ScalarNode)), "")
+            item_path = f"{path}[{name}]"
+            column = max(0, item.start_mark.column - 2)
+            out.append((item_path, item.start_mark.line, column))
+            out += _key_lines(item, item_path)
+    return out

@@ -24,7 +24,8 @@ every later stage reads (units: tokens, USD, seconds):
 Only a run's loop steps are calls here (a simulated run's compaction and
 grader calls, ``purpose`` other than ``step``, count in its sums but are no
 steps). Runs with no model calls or no token usage are dropped and counted
-(``Traces.dropped``). :func:`split` draws the held-out runs.
+(``Traces.dropped``), unless ``load(..., keep_empty=True)`` keeps the runs
+with no calls (zero steps). :func:`split` draws the held-out runs.
 """
 
 from __future__ import annotations
@@ -66,8 +67,15 @@ class Traces:
         return len(self.runs)
 
 
-def load(folder: str | Path) -> Traces:
-    """The usable runs of the trace folder ``folder``, or an InputError."""
+def load(folder: str | Path, *, keep_empty: bool = False) -> Traces:
+    """The usable runs of the trace folder ``folder``, or an InputError.
+
+    ``keep_empty`` keeps the runs with no model call (a provider error or a
+    timeout before the first reply): zero steps and tokens, their exit and
+    cost as recorded, so that the exit mix and the endings (a fault at the
+    first call) count them; they still do not count towards
+    :data:`MIN_RUNS`. By default they are dropped and counted in
+    ``Traces.dropped``, as before."""
     path = Path(folder)
     runs, calls = _read(path)
     if runs.empty:
@@ -87,6 +95,7 @@ def load(folder: str | Path) -> Traces:
     no_usage = has_calls & ~runs["run_id"].isin(used)
     if no_usage.any():
         dropped["no token usage"] = int(no_usage.sum())
+    empty = runs[~has_calls]
     runs = runs[runs["run_id"].isin(used)].reset_index(drop=True)
     if runs.empty:
         raise InputError("no run records any token usage (every call has zero prompt and "
@@ -95,6 +104,9 @@ def load(folder: str | Path) -> Traces:
         raise InputError(f"calibration needs at least {MIN_RUNS} runs with token usage (it fits "
                          f"on some and measures the fit on the others); this folder has "
                          f"{len(runs)}", source=str(path))
+    if keep_empty and (~has_calls).any():
+        runs = pd.concat([runs, empty], ignore_index=True)
+        dropped.pop("no model calls", None)
     calls = calls[calls["run_id"].isin(set(runs["run_id"]))].reset_index(drop=True)
     return Traces(str(path), _derive_runs(runs, calls, totals), calls, dropped)
 
@@ -167,9 +179,9 @@ def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) 
     runs = runs.set_index("run_id", drop=False)
     out = pd.DataFrame({"run_id": runs["run_id"]})
     out["model"] = runs["model"].fillna("").astype(str)
-    out["steps"] = g.size().reindex(out.index).astype(np.int64)
+    out["steps"] = g.size().reindex(out.index).fillna(0).astype(np.int64)
     for c in ("prompt", "output", "reasoning", "tools", "errors"):
-        out[c] = sums[c].reindex(out.index).astype(np.int64)
+        out[c] = sums[c].reindex(out.index).fillna(0).astype(np.int64)
     recorded = pd.to_numeric(runs["cost_usd"], errors="coerce").astype(float)
     out["cost"] = recorded
     out["exit"] = runs["exit"].fillna("").astype(str)
@@ -181,10 +193,10 @@ def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) 
         values = runs[c] if c in runs else pd.Series(np.nan, index=runs.index)
         out[c] = pd.to_numeric(values, errors="coerce").astype(float)
     first = g["prompt"].first()
-    out["first_prompt"] = first.reindex(out.index).astype(np.int64)
+    out["first_prompt"] = first.reindex(out.index).fillna(0).astype(np.int64)
     fits = {run: _line(group["prompt"].to_numpy(float)) for run, group in g}
-    out["P"] = [fits[r][0] for r in out.index]
-    out["h"] = [fits[r][1] for r in out.index]
+    out["P"] = [fits.get(r, (0.0, 0.0))[0] for r in out.index]
+    out["h"] = [fits.get(r, (0.0, 0.0))[1] for r in out.index]
     return out.reset_index(drop=True)
 
 

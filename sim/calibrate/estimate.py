@@ -27,9 +27,15 @@ For each task class (:mod:`sim.calibrate.classes`), from its runs:
 - **need**: productive steps (tool calls that are neither errors nor repeats)
   plus the final call, divided by ``need_scale`` for unresolved runs: a
   lognormal by maximum likelihood on their logarithms;
+- **endings**: competing risks per step (resolution, giving up or a false
+  claim, a fatal fault) with a per-run frailty, the recorded harness's own
+  stops censored (:mod:`sim.calibrate.survival`, with lifelines);
 - **cache**: a class whose traces read the cache on most later calls and never
   write it has the provider's automatic caching; the share of the first
-  prompt read from the cache is the mean over its runs;
+  prompt read from the cache is the mean over its runs; of a cached class's
+  later calls, the share that read nothing is the miss probability, and the
+  share of the prompt the others read is an empirical distribution (101
+  quantiles of ``cache_read_tokens / prompt``);
 - **latency**: ``latency_s = ttft + output / decode + prompt / prefill`` by
   non-negative least squares over calls with timestamps; the task-giver's time
   to reply and each tool's duration from the gaps between calls.
@@ -37,7 +43,10 @@ For each task class (:mod:`sim.calibrate.classes`), from its runs:
 Across classes: **prices** per model by non-negative least squares of the
 recorded call costs on the token counts (the cache prices, when the traces
 never use the cache, at 0.1 and 1.25 times the input price), else the
-catalogue's; the harness's **limits** as the traces state them.
+catalogue's; the harness's **limits** as the traces state them: a step limit,
+else the most steps a run stopped by the step limit reached, else a message
+limit over the mean messages per call. Runs with no calls count where they
+can (endings, limits, exits) and add nothing to per-call estimates.
 """
 
 from __future__ import annotations
@@ -50,8 +59,9 @@ import numpy as np
 import pandas as pd
 
 from sim.calibrate.data import Traces
+from sim.calibrate.survival import EndingsFit, fit_endings
 from sim.errors import InputError
-from sim.world.distributions import BaseDistribution, Fixed, Lognormal, Mixture
+from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal, Mixture
 
 MAX_TOOLS = 20
 """Tools kept by name (the most called); the rest share one tool, ``other_tools``."""
@@ -98,6 +108,9 @@ class ClassEstimate:
     thinking: BaseDistribution | None
     automatic_cache: bool = False
     first_prompt_cached: float = 0.0
+    cache_miss: float = 0.0
+    cache_share: BaseDistribution | None = None
+    endings: EndingsFit | None = None
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -246,8 +259,10 @@ def _gaps(calls: pd.DataFrame) -> pd.Series:
 
 
 # ------------------------------------------------------------------ classes
-def estimate_class(name: str, traces: Traces, tools: list[str]) -> ClassEstimate:
-    """The direct estimates of the class made of all of ``traces``' runs."""
+def estimate_class(name: str, traces: Traces, tools: list[str], *,
+                   with_endings: bool = True) -> ClassEstimate:
+    """The direct estimates of the class made of all of ``traces``' runs
+    (``with_endings`` False: no competing-risks endings, the need decides)."""
     runs, calls = traces.runs, traces.calls
     notes: dict[str, str] = {}
     effects, tau = _run_effects(calls)
@@ -293,7 +308,7 @@ def estimate_class(name: str, traces: Traces, tools: list[str]) -> ClassEstimate
         self_end = 1.0
     productive = (calls.assign(p=(~text & ~repeat & ~errors))
                   .groupby("run_id", sort=False)["p"].sum()
-                  .reindex(runs["run_id"]).to_numpy(float) + 1.0)
+                  .reindex(runs["run_id"]).fillna(0.0).to_numpy(float) + 1.0)
     resolved = runs["resolved"].to_numpy(object)
     known = np.array([r is not None for r in resolved]) & natural
     good = known & np.array([r is True for r in resolved])
@@ -304,7 +319,9 @@ def estimate_class(name: str, traces: Traces, tools: list[str]) -> ClassEstimate
         need_scale = float(np.clip(np.median(productive[bad]) / np.median(productive[good]),
                                    1.0, 5.0))
     need = np.where(bad, productive / need_scale, productive)
-    logs = np.log(np.maximum(need, 1.0))
+    logs = np.log(np.maximum(need[runs["steps"].to_numpy() > 0], 1.0))
+    if logs.size == 0:
+        logs = np.zeros(1)
     need_mu, need_sigma = float(logs.mean()), max(float(logs.std()), 0.05)
     notes["exits"] = (f"{agent} of {int(natural.sum())} natural ends by the agent; "
                       f"{int(bad.sum())} of {int(known.sum())} unresolved")
@@ -334,20 +351,51 @@ def estimate_class(name: str, traces: Traces, tools: list[str]) -> ClassEstimate
     first = calls[~later]
     warm = float(np.clip((first["cache_read_tokens"] / np.maximum(first["prompt"], 1)).mean(),
                          0.0, 1.0))
+    miss, share = 0.0, None
     if automatic or writes:
+        miss, share = _cache_reads(calls[later])
         notes["cache"] = (f"{'automatic' if automatic else 'harness'} caching: "
-                          f"{reads[later.to_numpy()].mean():.0%} of later calls read the cache; "
-                          f"first prompts {warm:.0%} cached")
+                          f"{reads[later.to_numpy()].mean():.0%} of later calls read the cache "
+                          f"(miss {miss:.3f}); "
+                          + ("" if share is None else
+                             f"median {float(np.median(share.values)):.0%} of the prompt read "
+                             f"when it hits (10th percentile "
+                             f"{float(np.quantile(share.values, 0.1)):.0%}); ")
+                          + f"first prompts {warm:.0%} cached")
+    endings = fit_endings(runs) if with_endings else None
+    if endings is not None:
+        notes["endings"] = endings.note
     return ClassEstimate(
         name=name, runs=traces.n, model=str(model),
-        first_prompts=sorted(int(v) for v in runs["first_prompt"]),
+        first_prompts=sorted(int(v) for v, n in zip(runs["first_prompt"], runs["steps"],
+                                                    strict=True) if n > 0) or [1],
         output_tool=output_tool, output_text=output_text, run_sigma=tau,
         tool_calls=tool_calls, reply=reply, talk=talk, validation=validation, loop=loop,
         self_escape=self_escape, persistent=persistent, self_end=self_end,
         unsolvable=float(unsolvable), need_scale=need_scale, need_mu=need_mu,
         need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
         reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
-        first_prompt_cached=warm if (automatic or writes) else 0.0, notes=notes)
+        first_prompt_cached=warm if (automatic or writes) else 0.0, cache_miss=miss,
+        cache_share=share, endings=endings, notes=notes)
+
+
+def _cache_reads(later: pd.DataFrame) -> tuple[float, BaseDistribution | None]:
+    """``(miss probability, share read when it hits)`` of a class's later
+    calls: the share of them with no cache read, and the empirical
+    distribution (101 quantiles) of ``cache_read_tokens / prompt`` over the
+    others (None when none reads)."""
+    prompt = later["prompt"].to_numpy(float)
+    read = later["cache_read_tokens"].to_numpy(float)
+    ok = prompt > 0
+    if not ok.any():
+        return 0.0, None
+    hit = ok & (read > 0)
+    miss = float(1.0 - hit.sum() / ok.sum())
+    if not hit.any():
+        return miss, None
+    shares = np.clip(read[hit] / prompt[hit], 0.0, 1.0)
+    points = np.quantile(shares, np.linspace(0.0, 1.0, 101)) if shares.size > 101 else shares
+    return round(miss, 6), Empirical(values=tuple(round(float(v), 6) for v in points))
 
 
 # ------------------------------------------------------------------- across
@@ -397,7 +445,7 @@ def estimate_prices(traces: Traces, models: list[str], when=None) -> dict[str, P
         sums = c.groupby("run_id", sort=False)[["input_tokens", "output", "reasoning",
                                                 "cache_read_tokens",
                                                 "cache_write_tokens"]].sum()
-        sums = sums.reindex(r["run_id"])
+        sums = sums.reindex(r["run_id"]).fillna(0)
         cols = {"input": sums["input_tokens"], "output": sums["output"] + sums["reasoning"],
                 "cache_read": sums["cache_read_tokens"], "cache_write": sums["cache_write_tokens"]}
         used = [k for k, v in cols.items() if (v > 0).any()]
@@ -432,8 +480,11 @@ def _catalogue(model: str, when) -> PriceEstimate:
                          "the catalogue's (no recorded costs)")
 
 
-def estimate(traces: Traces, labels: np.ndarray, when=None) -> Estimates:
-    """All direct estimates of ``traces`` with runs in the classes ``labels``."""
+def estimate(traces: Traces, labels: np.ndarray, when=None, *,
+             endings: bool = True) -> Estimates:
+    """All direct estimates of ``traces`` with runs in the classes ``labels``
+    (``endings`` False: the world of old, whose runs end when their need is
+    done, without the competing-risks endings)."""
     runs, calls = traces.runs, traces.calls
     effects_all: dict[str, float] = {}
     taus: dict[str, float] = {}
@@ -442,7 +493,7 @@ def estimate(traces: Traces, labels: np.ndarray, when=None) -> Estimates:
     for name in sorted(set(labels), key=lambda k: (-int((labels == k).sum()), k)):
         ids = runs["run_id"].to_numpy()[labels == name]
         sub = traces.subset(ids)
-        est = estimate_class(str(name), sub, tool_names)
+        est = estimate_class(str(name), sub, tool_names, with_endings=endings)
         by_class.append(est)
         effects, tau = _run_effects(sub.calls)
         effects_all.update({cast(str, run): math.exp(v) for run, v in effects.items()})
@@ -458,8 +509,13 @@ def estimate(traces: Traces, labels: np.ndarray, when=None) -> Estimates:
     notes = {}
     step_limit = limit("step_limit")
     steps = None if step_limit is None else int(step_limit)
+    stopped = runs.loc[runs["category"] == "steps", "steps"]
+    if steps is None and len(stopped):
+        steps = int(stopped.max())
+        notes["steps"] = (f"the most steps of the {len(stopped)} runs the recorded step or "
+                          f"message limit stopped")
     message_limit = limit("message_limit") if steps is None else None
-    if message_limit is not None:
+    if message_limit is not None and len(calls):
         per_step = float((1 + calls["tools"] + (calls["text"] & ~calls["last"])).mean())
         steps = max(1, int(message_limit / per_step))
         notes["steps"] = f"message limit {message_limit:g} / {per_step:.2f} messages per call"

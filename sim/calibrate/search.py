@@ -71,7 +71,10 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
            max_evaluations: int = 45, progress: bool = True) -> SearchResult:
     """Minimise :func:`loss` over (need shift, log sigma scale, log unsolvable
     scale) from the direct estimates (all zero), with ``simulate`` giving the
-    simulated runs of an adjustment (always on the same random streams)."""
+    simulated runs of an adjustment (always on the same random streams).
+    When no step of the first simplex changes the loss (a world whose endings
+    are fitted directly and have no frailty: the adjustment acts on nothing),
+    the direct estimates stand after those four simulations."""
     from scipy.optimize import minimize
 
     seen: dict[tuple[float, ...], float] = {}
@@ -94,6 +97,12 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     if max_evaluations <= 1:
         return SearchResult(adjustment(x0), start, start, len(seen))
     simplex = np.array([x0, [0.15, 0, 0], [0, -0.25, 0], [0, 0, 0.2]])
+    if all(objective(x) == start for x in simplex[1:]):
+        # nothing the search changes moves the loss (endings fitted directly,
+        # no frailty): the direct estimates stand
+        if progress:
+            print(file=sys.stderr)
+        return SearchResult(adjustment(x0), start, start, len(seen))
     minimize(objective, x0, method="Nelder-Mead",
              options={"initial_simplex": simplex, "maxfev": max_evaluations,
                       "xatol": 0.01, "fatol": 1e-4})

@@ -272,6 +272,58 @@ class FaultParams(_Strict):
     retry_after_s: float = Field(2.0, ge=0, description="Retry-After sent with a 429 (seconds)")
 
 
+class EndingsParams(_Strict):
+    """How a run ends, as competing risks per step with per-run heterogeneity
+    (null in a world: runs end when their drawn need is done, as before).
+
+    At its ``n``-th model call (1-based, loop steps only) a run in step bin
+    ``b`` (the last ``edges[b] <= n``) ends with probability
+    ``1 - exp(-Z (resolve[b] + give_up[b] + error[b]))``, by a cause drawn in
+    proportion to the three hazards (per step, dimensionless):
+
+    - ``resolve``: the model gives a correct final answer (in a conversation, a
+      report of finished work); the run is resolved, ending after ``n`` steps;
+    - ``give_up``: it gives a wrong final answer (a false claim, or giving up);
+      the run ends unresolved after ``n`` steps;
+    - ``error``: the call meets a model-API fault that persists through every
+      retry; the run fails (``failed:model_error``) after ``n - 1`` steps.
+
+    ``Z`` is the run's frailty, drawn once per run from the difficulty stream:
+    gamma with mean 1 and variance ``frailty`` (0: every run has ``Z = 1``).
+    The harness's limits are not causes: they are the harness's budgets and
+    cut runs short wherever they apply. Otherwise the model behaves as
+    ``policy`` says (messages, tool errors, loops, productive calls), but a
+    run's need no longer ends it."""
+
+    edges: tuple[int, ...] = Field(
+        (1,), min_length=1, description="first step of each step bin (1-based model calls, "
+                                        "increasing, starting at 1)")
+    resolve: tuple[Annotated[float, Field(ge=0.0, le=100.0)], ...] = Field(
+        (0.1,), min_length=1, description="per-step hazard of a correct final answer in each "
+                                          "bin")
+    give_up: tuple[Annotated[float, Field(ge=0.0, le=100.0)], ...] = Field(
+        (0.0,), min_length=1, description="per-step hazard of a wrong final answer (giving up, "
+                                          "a false claim) in each bin")
+    error: tuple[Annotated[float, Field(ge=0.0, le=100.0)], ...] = Field(
+        (0.0,), min_length=1, description="per-step hazard of a persistent model-API fault in "
+                                          "each bin")
+    frailty: float = Field(0.0, ge=0.0, le=100.0, description=(
+        "variance of the per-run gamma hazard multiplier (mean 1; 0: none)"))
+
+    @model_validator(mode="after")
+    def _bins(self) -> EndingsParams:
+        n = len(self.edges)
+        if self.edges[0] != 1:
+            raise ValueError(f"edges must start at 1, got {self.edges[0]}")
+        if any(b <= a for a, b in zip(self.edges, self.edges[1:], strict=False)):
+            raise ValueError(f"edges must increase, got {list(self.edges)}")
+        for name in ("resolve", "give_up", "error"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} has {len(getattr(self, name))} values for {n} bins "
+                                 f"(edges)")
+        return self
+
+
 class CacheParams(_Strict):
     """The provider's prompt cache. A harness that sets cache breakpoints
     (``harness.prompt_cache``) reads from it what the previous prompt of the
@@ -280,13 +332,22 @@ class CacheParams(_Strict):
     the part of a prompt the previous prompt of the run had is read from the
     cache while it lives (``ttl_s``), the rest is plain input, nothing is
     written. ``first_prompt_cached`` is the share of a run's first prompt
-    already cached by earlier runs (the shared system prompt)."""
+    already cached by earlier runs (the shared system prompt). A provider may
+    read only part of what is cached: with ``read_share`` set, a later call
+    that hits reads ``round(share * prompt)`` tokens (the share drawn per call
+    from the sizes stream), and with probability ``miss`` it reads nothing
+    (one uniform of the sizes stream per later call when ``miss`` > 0)."""
 
     automatic: bool = Field(False, description="the provider caches without breakpoints")
     ttl_s: float = Field(300.0, gt=0, description="lifetime of an automatic cache entry "
                                                   "(seconds)")
     first_prompt_cached: Prob = Field(0.0, description=(
         "share of a run's first prompt read from the cache (written by earlier runs)"))
+    miss: Prob = Field(0.0, description=(
+        "probability a later call of a run reads nothing from a live cache entry"))
+    read_share: Distribution | None = Field(None, description=(
+        "share of a later call's prompt read from a live cache entry when it hits, drawn per "
+        "call and cut to [0, 1] (null: all the previous prompt cached)"))
 
 
 class UserParams(_Strict):
@@ -341,7 +402,7 @@ class TaskClass(_Strict):
     """One kind of task in a mixture (``world.classes``): a run is of class
     ``k`` with probability ``weight_k / sum(weights)``, drawn once per task.
 
-    A class is the world with some sections changed: ``difficulty`` replaces
+    A class is the world with some sections changed: ``difficulty`` and ``endings`` replace
     the world's; each of ``policy``, ``tokens``, ``user``, ``faults``,
     ``unsolvable``, ``latency`` and ``cache`` changes only the fields it gives (the others
     keep the world's values); ``tool_weights`` gives the class its own shares of
@@ -373,6 +434,9 @@ class TaskClass(_Strict):
                                           json_schema_extra={"see": "world.latency"})
     cache: CacheParams | None = Field(None, description=_CHANGES.format("prompt cache"),
                                       json_schema_extra={"see": "world.cache"})
+    endings: EndingsParams | None = Field(None, description=(
+        "how the class's runs end (null: the world's endings)"),
+        json_schema_extra={"see": "world.endings"})
     tool_weights: dict[str, float] | None = Field(None, description=(
         "tool name -> relative share of the class's calls (null: the world's weights)"))
 
@@ -393,6 +457,9 @@ class WorldParams(_Strict):
     user: UserParams = Field(default_factory=UserParams)
     unsolvable: UnsolvableParams = Field(default_factory=UnsolvableParams)
     cache: CacheParams = Field(default_factory=CacheParams)
+    endings: EndingsParams | None = Field(None, description=(
+        "how runs end: competing per-step hazards with a per-run frailty (null: when the "
+        "drawn need is done)"))
     classes: tuple[TaskClass, ...] = Field((), description=(
         "task classes: a weighted mixture of kinds of task (empty: one kind, the world)"))
 
@@ -410,6 +477,8 @@ class WorldParams(_Strict):
                 raw[section] = {**raw[section], **given.model_dump(include=given.model_fields_set)}
         if c.difficulty is not None:
             raw["difficulty"] = c.difficulty.model_dump()
+        if c.endings is not None:
+            raw["endings"] = c.endings.model_dump()
         if c.tool_weights is not None:
             unknown = sorted(set(c.tool_weights) - {t["name"] for t in raw["tools"]})
             if unknown:

@@ -12,6 +12,8 @@ The ground truth (``need``, the productive steps the task requires, and
 
 from __future__ import annotations
 
+import math
+
 from sim.harness.effects import (
     ApprovalDecision,
     ApprovalRequest,
@@ -33,6 +35,8 @@ from sim.world.verifiers import Claim, run_check
 from sim.world.world import World
 
 PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
+NONE, RESOLVE, GIVE_UP, ERROR = 0, 1, 2, 3
+"""The endings of a world with ``endings``: none at this step, or its cause."""
 
 _MADE = 2048  # the call ids and targets of a run's first calls, made once per process
 _CALL_IDS = tuple(f"toolu_{n}" for n in range(_MADE))
@@ -54,7 +58,8 @@ class SimulatedTask:
     __slots__ = ("world", "model", "tools", "latency", "sizes", "user", "need", "progress",
                  "premature_at", "stuck", "loop_call", "kinds", "calls", "answer_correct",
                  "solvable", "scale", "task_tokens", "answer_tokens", "claim", "failing_turn",
-                 "cached_history", "cached_tokens", "cache_expires_s")
+                 "cached_history", "cached_tokens", "cache_expires_s", "frailty",
+                 "ending_turn", "ending")
 
     def __init__(self, world: World, streams: tuple[Draws, ...]) -> None:
         difficulty, self.model, self.tools, self.latency = streams[:4]
@@ -72,6 +77,9 @@ class SimulatedTask:
             first = round(world.first_prompt.sample(difficulty))
             self.task_tokens = max(1, first - world.stable_prefix_tokens)
         self.scale = 1.0 if world.run_scale is None else world.run_scale.sample(difficulty)
+        self.frailty = 1.0 if world.frailty is None else world.frailty.sample(difficulty)
+        self.ending_turn = -1
+        self.ending = NONE
         self.progress = 0
         self.premature_at = int(self.need * world.premature_after)
         self.stuck = False
@@ -123,6 +131,14 @@ class SimulatedTask:
         if request.purpose == "compaction":
             return self._summary(request)
         truncated = False
+        if w.endings and request.turn != self.ending_turn:
+            self.ending_turn = request.turn
+            self.ending = self._draw_ending(request.turn + 1)
+            if self.ending == ERROR:
+                self.failing_turn = request.turn
+        if self.ending == ERROR and request.turn == self.failing_turn:
+            return ModelError("server", 500, None, "internal server error (persistent)",
+                              w.ttft_s)
         if w.any_faults:
             if request.turn == self.failing_turn:  # a persistent fault: every retry fails
                 return ModelError("server", 500, None, "internal server error (persistent)",
@@ -141,8 +157,28 @@ class SimulatedTask:
         content = self._decide(request)
         return self._response(request, content, truncated, now)
 
+    def _draw_ending(self, step: int) -> int:
+        """Whether the run ends at its ``step``-th model call and by which cause
+        (one uniform of the model stream): the bin's total hazard times the
+        run's frailty gives the chance, the hazards' shares the cause."""
+        w = self.world
+        b = w.end_bin(step)
+        total = w.end_total[b] * self.frailty
+        if total <= 0.0:
+            return NONE
+        p = -math.expm1(-total)
+        u = self.model.uniform()
+        if u >= p:
+            return NONE
+        share = u / p
+        return RESOLVE if share < w.end_resolve[b] else GIVE_UP if share < w.end_give_up[b] \
+            else ERROR
+
     def _decide(self, request: ModelRequest) -> list:
         w = self.world
+        if w.endings and self.ending != NONE:  # RESOLVE or GIVE_UP: a final answer
+            self.stuck = False
+            return [self._answer(self.ending == RESOLVE)]
         if self.stuck:
             last = request.messages[-1].content[-1]
             if last.type == "text" and last.origin == "nudge":
@@ -163,10 +199,11 @@ class SimulatedTask:
                                    (r - w.c_transient) / (w.c_validation - w.c_transient))]
         premature_allowed = self.progress >= self.premature_at
         if r < w.c_premature and premature_allowed:
-            return [self._answer(self.solvable and self.progress >= self.need)]
+            return [self._answer(self.solvable and self.progress >= self.need
+                                 and not w.endings)]
         if w.talk and w.c_premature <= r < w.c_talk:
             return [self._message()]
-        if self.progress + 1 >= self.need:
+        if self.progress + 1 >= self.need and not w.endings:
             return [self._answer(self.solvable)]
         if not w.talk:
             low = w.c_premature if premature_allowed else w.c_validation  # the productive band
@@ -252,16 +289,28 @@ class SimulatedTask:
         history (compaction: a new message list) keeps only the stable prefix
         (system prompt and tools) cached. At a run's first call, a share
         ``cache.first_prompt_cached`` of the prompt is read (cached by earlier
-        runs)."""
+        runs). A world with partial reads (``cache.miss``, ``cache.read_share``)
+        then, on a call that finds a live entry, reads nothing with
+        probability ``miss`` and otherwise ``round(share * prompt)`` tokens
+        (no more than the stable prefix after a compaction)."""
         prompt = request.input_tokens
         read = 0
+        w = self.world
         if now <= self.cache_expires_s:
-            if request.messages is self.cached_history:
+            same = request.messages is self.cached_history
+            if same:
                 read = min(self.cached_tokens, prompt)
             else:
-                read = min(self.world.stable_prefix_tokens, self.cached_tokens, prompt)
-        elif self.cached_history is None and self.world.first_prompt_cached:
-            read = min(round(self.world.first_prompt_cached * prompt), prompt)
+                read = min(w.stable_prefix_tokens, self.cached_tokens, prompt)
+            if w.partial_cache:
+                if w.cache_miss and self.sizes.uniform() < w.cache_miss:
+                    read = 0
+                elif w.cache_share is not None:
+                    share = min(1.0, max(0.0, w.cache_share.sample(self.sizes)))
+                    partial = int(share * prompt + 0.5)
+                    read = min(partial, prompt if same else read)
+        elif self.cached_history is None and w.first_prompt_cached:
+            read = min(round(w.first_prompt_cached * prompt), prompt)
         self.cached_history = request.messages
         self.cached_tokens = prompt
         self.cache_expires_s = now + ttl_s

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from sim.harness.params import ToolSpec
-from sim.world.distributions import BaseDistribution, Fixed
+from sim.world.distributions import BaseDistribution, Fixed, Gamma
 from sim.world.params import Size, WorldParams
 from sim.world.verifiers import OracleVerifier, Verifier
 
@@ -91,6 +91,10 @@ class World:
         self.cache_automatic = cache.automatic
         self.cache_ttl_s = cache.ttl_s
         self.first_prompt_cached = cache.first_prompt_cached
+        self.cache_miss = cache.miss
+        self.cache_share = cache.read_share
+        self.partial_cache = self.cache_miss > 0 or self.cache_share is not None
+        self._compile_endings(params)
         # every size fixed and no per-run scale: the per-step code reads constants
         self.fixed_sizes = (self.output_dist is None and self.answer_dist is None
                             and self.thinking_dist is None and self.run_scale is None
@@ -144,6 +148,32 @@ class World:
                 cumulative.append(acc)
             cumulative[-1] = 1.0
             self.class_cumulative = tuple(cumulative)
+
+    def _compile_endings(self, params: WorldParams) -> None:
+        """Per-bin thresholds of the competing-risks endings (``endings``
+        False when the world has none): the total hazard per step of each
+        bin and the cumulative shares of resolve and give-up in it."""
+        endings = params.endings
+        self.endings = endings is not None
+        self.frailty: BaseDistribution | None = None
+        if endings is None:
+            return
+        self.end_edges = endings.edges
+        totals, resolve, give_up = [], [], []
+        for r, g, e in zip(endings.resolve, endings.give_up, endings.error, strict=True):
+            total = r + g + e
+            totals.append(total)
+            resolve.append(r / total if total > 0 else 1.0)
+            give_up.append((r + g) / total if total > 0 else 1.0)
+        self.end_total = tuple(totals)
+        self.end_resolve = tuple(resolve)
+        self.end_give_up = tuple(give_up)
+        if endings.frailty > 0:
+            self.frailty = Gamma(shape=1.0 / endings.frailty, scale=endings.frailty)
+
+    def end_bin(self, step: int) -> int:
+        """The step bin of the ``step``-th model call (1-based)."""
+        return max(0, bisect_right(self.end_edges, step) - 1)
 
     def pick_class(self, u: float) -> World:
         """The class world a uniform draw ``u`` in [0, 1) selects, by weight."""
