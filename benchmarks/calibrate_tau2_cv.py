@@ -14,7 +14,9 @@ prints:
   (held-out and simulated sampling only); and how many folds are within;
 - successes lost, forecast against replay, at 50k, 100k and 200k prompt tokens
   (mean over folds, and pooled), with the gap in points;
-- the verdict and the structure chosen (with the losses).
+- the verdict and the structure chosen (with the losses);
+
+and with ``--report DIR`` writes the calibration report there.
 
 Long (several minutes): a benchmark, not a test.
 """
@@ -37,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--evaluations", type=int, default=45)
+    parser.add_argument("--report", help="also write the calibration report to this folder")
     args = parser.parse_args(argv)
 
     from sim.calibrate.pipeline import calibrate
@@ -52,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     c = calibrate(traces, folds=args.folds, seed=args.seed, evaluations=args.evaluations,
                   progress=True)
     took = time.monotonic() - began
+    if args.report:
+        from sim.calibrate.report import write_report
+
+        write_report(args.report, c)
 
     print(f"\ntau2: {c.fit.n} runs, {args.folds} folds, seed {args.seed}, "
           f"{took / 60:.1f} minutes")

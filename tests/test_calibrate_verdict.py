@@ -166,3 +166,19 @@ def test_the_exit_mix_critical_value_does_not_collapse():
     assert j.exits.tv == pytest.approx(0.01)
     assert j.exits.critical > 0.02 and j.exits.p_value > 0.2
     assert not j.exits.rejected
+
+
+def test_a_simpler_structure_wins_within_a_standard_error_and_loses_beyond():
+    """The lowest cross-validated loss wins, unless a simpler structure is
+    within one standard error of the paired per-fold differences; the reason
+    names the losses."""
+    structures = [st.ONE, st.PER_MODEL, st.CLUSTERS]
+    close = {st.ONE.name: [0.50, 0.61, 0.55], st.PER_MODEL.name: [0.40, 0.42, 0.41],
+             st.CLUSTERS.name: [0.41, 0.38, 0.40]}
+    choice = st.choose(structures, close)
+    assert choice.chosen is st.PER_MODEL and "within one standard error" in choice.reason
+    far = {**close, st.PER_MODEL.name: [0.60, 0.62, 0.61]}
+    choice = st.choose(structures, far)
+    assert choice.chosen is st.CLUSTERS and "lowest cross-validated loss" in choice.reason
+    assert st.forced(None, None) is None and st.forced(None, "model") is st.PER_MODEL
+    assert st.forced(1, None) is st.ONE and st.forced(3, None).classes == 3

@@ -2,11 +2,14 @@
 
 A trace folder (``runs.parquet`` + ``calls.parquet``, the trace model of
 :mod:`sim.traces`) goes in; a scenario whose world behaves like the recorded
-agent comes out, with a report of how well it fits, measured on runs the fit
-did not see. The stages, one module each:
+agent comes out, with a report of how well it fits, judged by k-fold
+cross-validation (every run held out once). The Python entry point is
+:func:`sim.calibrate.pipeline.calibrate`. The stages, one module each:
 
 - :mod:`~sim.calibrate.data`: read and check the folder, derive per-run and
-  per-call quantities, split off the held-out runs;
+  per-call quantities;
+- :mod:`~sim.calibrate.folds`: the cross-validation folds (stratified,
+  seeded) and the seeds derived from the root seed;
 - :mod:`~sim.calibrate.classes`: group runs into task classes (by model, or
   clusters of run features);
 - :mod:`~sim.calibrate.estimate`: what can be estimated directly (prefix and
@@ -19,6 +22,13 @@ did not see. The stages, one module each:
   parameters direct estimates cannot give, on common random numbers;
 - :mod:`~sim.calibrate.measure`: KS distances with critical values, quantiles,
   exit-mix distance, bootstrap intervals;
+- :mod:`~sim.calibrate.verdict`: the one cross-validated verdict (Holm over
+  the per-run metrics and the exit mix, critical values that count the fit's
+  own error) and the per-fold checks;
+- :mod:`~sim.calibrate.ladder`: budgets at percentiles of the recorded runs,
+  forecast (the fold worlds) against replay (the held-out runs);
+- :mod:`~sim.calibrate.structure`: one class, per model or clusters, chosen
+  by cross-validated loss;
 - :mod:`~sim.calibrate.report`: the scenario YAML, ``calibration.json``,
   ``calibration.md`` and ``calibration.html``;
 - :mod:`~sim.calibrate.pipeline`: all of it, as the command runs it.

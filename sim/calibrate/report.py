@@ -80,7 +80,7 @@ def _metric_row(m: Metric) -> str:
         verdict = "rejected" if m.rejected else "ok"
         p = f"{m.p_value:.3g} / {m.p_adjusted:.3g}" if m.p_value is not None else "n/a"
     else:
-        verdict = "ok" if m.ks < m.critical else "beyond (not tested)"
+        verdict = "ok" if m.ks < m.critical or m.ks == 0 else "beyond (not tested)"
         p = "not in the verdict"
     return (f"| {m.label} | {m.ks:.3f} | [{m.ks_interval[0]:.3f}, {m.ks_interval[1]:.3f}] | "
             f"{m.critical:.3f} | {p} | {verdict} | {_fmt(m.real_median, m.unit)} "

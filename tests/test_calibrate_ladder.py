@@ -1,0 +1,94 @@
+"""The forecast-vs-replay ladder: budgets at percentiles of the recorded runs,
+and on a known world the fold worlds' forecasts agree with the replay of the
+held-out runs within sampling error (held-out runs, simulated runs and the
+fit's own error, which under a right model is no larger than the runs'
+empirical distribution's)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+from test_calibrate_verdict import KNOWN
+
+from sim.analysis.stats import percentile
+from sim.calibrate import folds as fl
+from sim.calibrate import structure as st
+from sim.calibrate.data import load
+from sim.calibrate.ladder import Budget, FoldWorld, budgets, ladder
+from sim.calibrate.pipeline import Settings, cross_validate
+from sim.cli import main
+
+RUNS = 300
+Z = float(stats.norm.ppf(1 - 1e-3 / 2))  # per assertion; about twenty of them
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """RUNS runs of the known world, 3-fold cross-validated (direct estimates)."""
+    folder = tmp_path_factory.mktemp("ladder")
+    (folder / "world.yaml").write_text(yaml.safe_dump({**KNOWN, "tasks": RUNS}),
+                                       encoding="utf-8")
+    assert main(["run", str(folder / "world.yaml"), "--traces", "--out", str(folder / "runs"),
+                 "--quiet", "--workers", "1"]) == 0
+    traces = load(folder / "runs")
+    settings = Settings(evaluations=0, search_runs=20, sim_ratio=5.0, jackknife_runs=200)
+    fits = cross_validate(traces, fl.assign(traces, 3, 4), st.ONE, 4, settings)
+    return traces, fits
+
+
+def _worlds(fits):
+    return [FoldWorld(f.doc, list(f.held_out.runs["run_id"]), f.sim, f.sim_runs, f.sim_seed)
+            for f in fits]
+
+
+def _recorded(traces):
+    from sim.drivers.recorded import read_trace_folder
+
+    return {r.run_id: r for r in read_trace_folder(traces.folder)}
+
+
+def test_budgets_sit_at_the_recorded_percentiles(fitted):
+    """Prompt tokens, steps and cost at p50, p75, p90 and p95 (the project's
+    percentile), then 50k, 100k and 200k prompt tokens; no budget twice."""
+    traces, _ = fitted
+    rungs = budgets(traces)
+    by_label = {b.label: b for b in rungs}
+    assert by_label["p75 steps"].value == math.floor(percentile(traces.runs["steps"], 0.75))
+    assert by_label["p90 prompt tokens"].value == math.floor(
+        percentile(traces.runs["prompt"], 0.9))
+    assert by_label["p50 cost"].value == pytest.approx(percentile(traces.runs["cost"], 0.5))
+    assert [b.label for b in rungs][-3:] == ["50k prompt tokens", "100k prompt tokens",
+                                            "200k prompt tokens"]
+    assert len({(b.kind, b.value) for b in rungs}) == len(rungs)
+
+
+def test_a_budget_nothing_reaches_stops_nothing_on_either_side(fitted):
+    """A billion prompt tokens: no run stopped, no success lost, nothing saved."""
+    traces, fits = fitted
+    (rung,) = ladder(_worlds(fits), _recorded(traces), [Budget("tokens", 1e9, "huge")], 0)
+    for side in (rung.forecast, rung.replay):
+        assert side["stopped"] == 0 and side["lost"] == 0 and side["saved"] == 0
+
+
+def test_forecasts_agree_with_replay_within_sampling_error_on_a_known_world(fitted):
+    """Share stopped and successes lost, forecast against replay, for step and
+    token budgets at the recorded percentiles: within Z standard errors of
+    their difference (held-out runs, simulated runs, and a fit no noisier
+    than the held-out runs)."""
+    traces, fits = fitted
+    rungs = [b for b in budgets(traces) if b.label.startswith("p") and b.kind != "money_usd"]
+    result = ladder(_worlds(fits), _recorded(traces), rungs, 0)
+    m = sum(f.sim_runs for f in fits)
+    for r in result:
+        for figure in ("stopped", "lost"):
+            p = (r.forecast[figure] + r.replay[figure]) / 2
+            se = math.sqrt(max(p * (1 - p), 1 / RUNS) * (2 / RUNS + 1 / m))
+            assert abs(r.gap(figure)) <= Z * se, (r.budget.label, figure, r.forecast, r.replay)
+        lo, hi = r.replay_interval["stopped"]
+        assert lo <= r.replay["stopped"] <= hi
+    stopped = [r.replay["stopped"] for r in result if r.budget.kind == "steps"]
+    assert np.all(np.diff(stopped) <= 0)  # looser budgets stop fewer runs
