@@ -288,7 +288,7 @@ class ComparisonPlan:
         """What the comparison compares: per side the resolved scenario of a
         simulated side, or the folder of a results side
         (:mod:`sim.output.provenance`)."""
-        from sim.output.provenance import sim_version
+        from sim.output.provenance import RESULT_FILES, folder_record, sim_version
 
         out: dict[str, Any] = {"command": "compare", "sim_version": sim_version()}
         for role, spec, scenario in zip(("base", "candidate"), self.specs, self.scenarios,
@@ -296,7 +296,7 @@ class ComparisonPlan:
             if scenario is not None:
                 out[role] = {"scenario": scenario.model_dump(mode="json")}
             elif spec.kind == "folder":
-                out[role] = {"folder": str(spec.value)}
+                out[role] = {"folder": folder_record(spec.value, RESULT_FILES)}
             else:
                 out[role] = {"rows": len(spec.value)}
         return out

@@ -106,3 +106,21 @@ def test_verbose_is_accepted_before_and_after_the_command(results, capsys):
     """``sim -v view DIR`` and ``sim view DIR -v`` both run."""
     assert sim.cli.main(["-v", "view", str(results), "--print"]) == 0
     assert sim.cli.main(["view", str(results), "--print", "-vv"]) == 0
+
+
+def test_summary_md_appends_as_ci_step_summaries_are_written(tmp_path, capsys):
+    """``compare --summary-md FILE`` appends its summary (verdict first) after
+    what earlier steps wrote, separated by a blank line; two runs keep both."""
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("## earlier step\n", encoding="utf-8")
+    argv = ["compare", "bounded", "bounded_stop_first", "--tasks", "20", "--quiet",
+            "--resamples", "200", "--workers", "1", "--summary-md", str(summary)]
+    for n in (1, 2):
+        status = sim.cli.main([*argv, "--out", str(tmp_path / f"out{n}")])
+        assert status in (0, 1, 3)
+    capsys.readouterr()
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("## earlier step\n\n")
+    parts = text.split("\n\n", 1)[1]
+    first_line = parts.splitlines()[0]
+    assert text.count(first_line) == 2  # the same verdict line, once per run

@@ -149,3 +149,28 @@ def test_replace_swaps_a_whole_folder_and_prepare_compares_identities(tmp_path):
     assert identity(provenance) == {"command": "run", "scenario": {"tasks": 3}}
     with pytest.raises(Exception, match="different run"):
         folder.prepare(out, {**provenance, "scenario": {"tasks": 4}})
+
+
+def test_a_replay_is_the_same_run_whatever_the_trace_folder_is_spelled(tmp_path, monkeypatch):
+    """A replay's provenance records the trace folder by resolved path and
+    content hash: the same replay given ``traces``, ``./sub/../traces``, an
+    absolute path or a link from another working folder may rewrite its
+    --out; a trace folder with other content is a different run."""
+    traces = tmp_path / "traces"
+    assert run("run", BOUNDED, "--tasks", "4", "--workers", "1", "--quiet", "--traces",
+               "--out", str(traces))[0] == 0
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to(traces)
+    out = tmp_path / "replayed"
+    replay = str(Path(BOUNDED).resolve().parent / "replay.yaml")
+    monkeypatch.chdir(tmp_path)
+    for spelling in ("traces", "./sub/../traces", str(traces), "link"):
+        status, _, err = run("replay", spelling, replay, "--out", str(out), "--quiet")
+        assert status == 0, err
+    recorded = json.loads((out / "summary.json").read_text(encoding="utf-8"))["provenance"]
+    assert recorded["traces"]["path"] == str(traces.resolve())
+    other = tmp_path / "other"
+    assert run("run", BOUNDED, "--tasks", "5", "--workers", "1", "--quiet", "--traces",
+               "--out", str(other))[0] == 0
+    status, _, err = run("replay", "other", replay, "--out", str(out), "--quiet")
+    assert status == 2 and "different run" in err

@@ -61,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write JUnit XML: one test case per check (a failure for a "
                              "regression, skipped when inconclusive)")
     parser.add_argument("--summary-md", metavar="FILE",
-                        help="write a Markdown summary, verdict first (for a CI step summary)")
+                        help="append a Markdown summary, verdict first, to FILE (as CI step "
+                             "summaries are written: $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: tables (default) or the comparison as JSON")
     parser.add_argument("--workers", type=int, help="processes (default: all cores); "
@@ -136,12 +137,12 @@ def run(args: argparse.Namespace) -> int:
                 if scenario is not None:  # a simulated scenario side
                     save_side(staging / role, side, scenario)
                     saved.append(role)
-    from sim.output.ci import junit_xml, summary_markdown
+    from sim.output.ci import append_summary, junit_xml, summary_markdown
 
     if junit is not None:
         write_atomic(junit, junit_xml(result))
     if summary_md is not None:
-        write_atomic(summary_md, summary_markdown(result).encode("utf-8"))
+        append_summary(summary_md, summary_markdown(result))
     if args.format == "json":
         print_json(comparison_dict(result, provenance))
     else:

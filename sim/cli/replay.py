@@ -117,11 +117,11 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         raise InputError("the trace folder holds no runs to replay", source=args.traces)
     from sim.output import folder
-    from sim.output.provenance import run_provenance
+    from sim.output.provenance import folder_record, run_provenance
 
     out = default_out(args, f"replay_{scenario.name}")
     provenance = {**run_provenance(scenario, command="replay", overrides=args.overrides),
-                  "traces": str(args.traces)}
+                  "traces": folder_record(args.traces)}
     folder.prepare(out, provenance, force=args.force)
     options = ReplayOptions(args.after_intervention, args.tool_error_kind,
                             frozenset(args.polling))

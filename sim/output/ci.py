@@ -18,6 +18,7 @@ check in a table. Both are deterministic for a given comparison.
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 
 import pandas as pd
@@ -88,3 +89,14 @@ def summary_markdown(result: Comparison) -> str:
     lines += ["", f"- Base: {result.base.source}", f"- Candidate: {result.candidate.source}",
               f"- Pairing: {result.pairing_note}"]
     return "\n".join(lines) + "\n"
+
+
+def append_summary(path: str | os.PathLike[str], markdown: str) -> None:
+    """Append ``markdown`` to the file at ``path`` (created if missing), as
+    CI step summaries are written (GitHub's ``$GITHUB_STEP_SUMMARY`` collects
+    every step's appends): one write, separated from earlier text by a blank
+    line, so a step that runs several comparisons keeps them all."""
+    existing = os.path.getsize(path) if os.path.exists(path) else 0
+    text = ("\n" if existing else "") + markdown.rstrip("\n") + "\n"
+    with open(path, "a", encoding="utf-8") as summary:
+        summary.write(text)
