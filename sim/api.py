@@ -421,7 +421,7 @@ def _distinct_labels(base: Side, candidate: Side) -> tuple[Side, Side]:
             replace(candidate, label=f"{candidate.label} (candidate)"))
 
 
-def tune(traces: str | os.PathLike, *, scenario: str | os.PathLike | None = None,
+def tune(traces: str | os.PathLike[str], *, scenario: str | os.PathLike[str] | None = None,
          keep_successes: float = 0.99, objective: str = "cost",
          knobs: str | Sequence[str] | None = None, **options: Any) -> Any:
     """Recommend limits from the recorded runs of a trace folder (``python -m

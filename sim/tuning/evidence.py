@@ -58,7 +58,7 @@ def _interval(values: np.ndarray, statistic: Any) -> tuple[float, float]:
         point = float(statistic(values[None, :], axis=-1)[0]) if values.size else math.nan
         return point, point
     options: dict[str, Any] = {_RNG: np.random.default_rng(BOOTSTRAP_SEED)}
-    result = scipy_stats.bootstrap(  # type: ignore[call-overload]
+    result = scipy_stats.bootstrap(
         (values,), statistic, vectorized=True, n_resamples=RESAMPLES, confidence_level=LEVEL,
         method="percentile", **options)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)

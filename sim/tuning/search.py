@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -196,7 +197,8 @@ class _Evaluations:
         return full
 
 
-def tune(traces: str | Path, *, scenario: str | Path | HarnessConfig | None = None,
+def tune(traces: str | os.PathLike[str], *,
+         scenario: str | os.PathLike[str] | HarnessConfig | None = None,
          keep_successes: float = 0.99, objective: str = "cost",
          knobs: str | Sequence[str] | None = None,
          grid: Mapping[str, Sequence[kn.Value]] | None = None,
@@ -342,7 +344,8 @@ def _judge_thin(result: TuneResult, base: dict[str, Any], candidates: list[dict[
                        "at its limit, which more runs cannot decide")
 
 
-def _harness(scenario: str | Path | HarnessConfig | None, folder: Path) -> HarnessConfig:
+def _harness(scenario: str | os.PathLike[str] | HarnessConfig | None, folder: Path
+             ) -> HarnessConfig:
     if scenario is None:
         return default_harness(folder)
     if isinstance(scenario, HarnessConfig):
