@@ -3,6 +3,7 @@
 The Python API (see :mod:`sim.api`)::
 
     from sim import load_scenario, simulate, sweep, compare
+    frontier, recommendation = sim.tune("traces/tau2")   # limits from recorded runs
 
 The API is imported on first use (PEP 562), so ``import sim.harness`` stays
 standard library only and ``import sim`` loads neither pandas nor numpy.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import importlib
 
 API = ("load_scenario", "simulate", "sweep", "compare", "summarize", "read_results",
-       "with_overrides", "Comparison", "SweepFrames")
+       "with_overrides", "Comparison", "SweepFrames", "tune")
 __all__ = list(API)
 
 

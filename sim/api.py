@@ -422,3 +422,21 @@ def _distinct_labels(base: Side, candidate: Side) -> tuple[Side, Side]:
                 replace(candidate, label=f"{candidate.label} (seed {candidate.seed})"))
     return (replace(base, label=f"{base.label} (base)"),
             replace(candidate, label=f"{candidate.label} (candidate)"))
+
+
+def tune(traces: str | os.PathLike[str], *, scenario: str | os.PathLike[str] | None = None,
+         keep_successes: float = 0.99, objective: str = "cost",
+         knobs: str | Sequence[str] | None = None, **options: Any) -> Any:
+    """Recommend limits from the recorded runs of a trace folder (``python -m
+    sim tune``; see :mod:`sim.tuning.search`). Returns a
+    :class:`~sim.tuning.search.TuneResult` that unpacks as ``frontier,
+    recommendation``: the frontier as a DataFrame (one row per candidate:
+    successes lost with their 95% interval, mean and p95 cost, runs stopped by
+    reason, each row labelled replayed or forecast) and the
+    :class:`~sim.tuning.search.Recommendation` (its ``label``, ``harness``
+    block and ``row``). ``options`` go to :func:`sim.tuning.search.tune`
+    (``grid``, ``world``, ``forecast_runs``, ``seed``, ``progress``)."""
+    from sim.tuning.search import tune as _tune
+
+    return _tune(traces, scenario=scenario, keep_successes=keep_successes, objective=objective,
+                 knobs=knobs, **options)

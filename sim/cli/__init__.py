@@ -27,7 +27,7 @@ from sim.cli.common import SweepStopped
 from sim.errors import InputError
 
 COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
-            "calibrate", "scenarios", "view")
+            "calibrate", "tune", "scenarios", "view")
 
 EXIT_STATUS = ("Exit status: 0 done (compare: no regression), 1 a regression, 2 bad input, "
                "3 inconclusive (compare: not enough tasks to decide either way), 75 a lost "

@@ -1,0 +1,79 @@
+"""``python -m sim tune TRACES``: which limits to set, chosen from recorded runs.
+
+Each knob alone, then jointly around the best; candidates that only tighten
+the harness in force are replayed on the recorded runs (exact), others are
+forecast by the world calibrated to the same traces (see
+:mod:`sim.tuning`). Writes ``recommended.yaml`` (the harness block),
+``frontier.csv``, ``tune.json``, ``report.md`` and ``report.html`` to
+``--out``; exit 3 when the traces are too few to tell. Example::
+
+    python -m sim tune traces/tau2 --keep-successes 0.99 --out reports/tune_tau2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+_DESCRIPTION = (
+    "Recommend limits (token, money and step budgets, the no-progress detector) from recorded "
+    "runs: the cheapest setting whose 95%% upper bound of recorded successes lost stays within "
+    "1 - --keep-successes. Tightening settings are replayed exactly on the runs; looser ones and "
+    "detector changes are forecast by the world calibrated to the same traces. Exit 3 when the "
+    "traces are too few to tell (the runs that would decide are printed).")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``tune`` command."""
+    parser = subparsers.add_parser("tune", help="recommend limits from recorded runs",
+                                   description=_DESCRIPTION)
+    parser.add_argument("traces", help="trace folder (runs.parquet and calls.parquet)")
+    parser.add_argument("--scenario", help="scenario YAML: its harness is the one in force "
+                                           "(default: the limits the traces state)")
+    parser.add_argument("--keep-successes", type=float, default=0.99, metavar="SHARE",
+                        help="share of recorded successes a setting must keep, judged by the "
+                             "upper end of the 95%% interval of the share lost (default 0.99)")
+    parser.add_argument("--objective", choices=("cost", "p95-cost", "time"), default="cost",
+                        help="what to minimise per run: mean cost (default), p95 cost, or "
+                             "mean active time")
+    parser.add_argument("--knobs", default="budgets",
+                        help="comma-separated among tokens, money, steps, detector "
+                             "(default budgets: tokens,money,steps)")
+    parser.add_argument("--forecast-runs", type=int, default=2000, metavar="N",
+                        help="simulated tasks per forecast candidate (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of calibration and forecasts")
+    parser.add_argument("--out", help="output folder (default reports/tune_<traces name>)")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="stdout: the recommendation and frontier (default) or tune.json")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Tune, write the outputs, print; 0, or 3 for thin evidence."""
+    from sim.errors import InputError
+    from sim.tuning.report import frontier_table, lead, summary, write_outputs
+    from sim.tuning.search import tune
+
+    if args.forecast_runs < 1:
+        raise InputError(f"must be at least 1, got {args.forecast_runs}", path="--forecast-runs")
+    if not (Path(args.traces) / "runs.parquet").is_file():
+        raise InputError("not a trace folder (no runs.parquet); import one with "
+                         "'python -m sim traces import'", source=args.traces)
+    result = tune(args.traces, scenario=args.scenario, keep_successes=args.keep_successes,
+                  objective=args.objective, knobs=args.knobs, forecast_runs=args.forecast_runs,
+                  seed=args.seed, progress=not args.quiet)
+    out = Path(args.out) if args.out else Path("reports") / f"tune_{Path(args.traces).name}"
+    write_outputs(out, result)
+    if args.format == "json":
+        json.dump(summary(result), sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        print("\n".join(lead(result)))
+        print()
+        print(frontier_table(result, limit=12))
+        print(f"\n{len(result.frontier)} candidates; outputs in {out}/ (recommended.yaml, "
+              "frontier.csv, tune.json, report.md, report.html)")
+    return result.status

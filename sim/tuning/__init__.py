@@ -1,0 +1,23 @@
+"""Choosing a harness's limits from a team's own recorded runs (``python -m sim tune``).
+
+The question users bring is "which limits should I set?". :func:`~sim.tuning.search.tune`
+answers it from a trace folder, with the evidence for each number:
+
+- :mod:`~sim.tuning.knobs`: the limits searched (token, money and step budgets,
+  the no-progress detector), a setting as data, and the candidate grid derived
+  from what each recorded run needed;
+- :mod:`~sim.tuning.evidence`: one candidate's row of the frontier (successes
+  kept and lost, mean and p95 cost, time, runs stopped by reason), each with
+  its 95% interval;
+- :mod:`~sim.tuning.replayed`: candidates that only tighten the harness in
+  force, evaluated exactly by replaying the recorded runs;
+- :mod:`~sim.tuning.world`: candidates that loosen it or change the detector,
+  forecast by the world calibrated to the same traces (its fidelity attached);
+- :mod:`~sim.tuning.search`: each knob alone, then jointly around the best;
+  the recommendation, why the next-cheaper setting was refused, thin evidence;
+- :mod:`~sim.tuning.report`: the recommended harness block as scenario YAML,
+  the frontier table and the HTML report.
+
+The package is ``sim.tuning`` (not ``sim.tune``) so that ``sim.tune`` stays
+the API function of :mod:`sim.api`.
+"""

@@ -1,0 +1,111 @@
+"""One candidate's row of the frontier, every number with its 95% interval.
+
+Given, per run (a recorded run replayed, or a simulated task on common random
+numbers), whether it succeeded under the harness in force and under the
+candidate, and the candidate's cost (USD), active time (seconds) and outcome:
+
+- **successes lost**: the runs that succeeded in force and not under the
+  candidate, as a share of those that succeeded in force (``lost`` /
+  ``base_successes``), with its 95% Wilson interval
+  (:func:`sim.analysis.stats.share_ci`); ``kept_share`` is one minus it.
+  The interval reaches past the runs at hand: it says how many successes the
+  setting would lose on future runs like these. A setting passes
+  ``--keep-successes K`` when the interval's upper end is at most ``1 - K``;
+- **gained**: runs that succeed only under the candidate (a looser
+  forecast);
+- **cost** (USD per run: mean and p95, :mod:`sim.analysis.stats`' percentile)
+  and **time** (mean active seconds per run), with percentile-bootstrap
+  intervals (:func:`scipy.stats.bootstrap`, fixed seed), and the mean
+  **saving** per run against the harness in force (paired bootstrap);
+- **stopped by reason**: the share of runs ending in each
+  ``budget_exhausted:*`` or ``needs_human:*`` outcome, with Wilson intervals.
+
+``method`` labels every number of the row: ``replayed`` (exact on the
+recorded runs) or ``forecast`` (the calibrated world's, with its ``fidelity``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from sim.analysis import stats
+
+BOOTSTRAP_SEED = 20_261_201
+RESAMPLES = 999
+LEVEL = 0.95
+STOPPING = ("budget_exhausted:", "needs_human:")
+_RNG = "rng" if "rng" in inspect.signature(scipy_stats.bootstrap).parameters else "random_state"
+"""scipy's name of the bootstrap's generator argument (``rng`` since 1.15)."""
+"""Outcome prefixes counted as runs stopped by the harness."""
+
+
+def _p95(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The p95 along ``axis`` in :mod:`sim.analysis.stats`' definition."""
+    n = x.shape[axis]
+    out: np.ndarray = np.take(np.sort(x, axis=axis), stats.rank(0.95, n), axis=axis)
+    return out
+
+
+def _interval(values: np.ndarray, statistic: Any) -> tuple[float, float]:
+    """Percentile-bootstrap 95% interval of ``statistic`` of ``values``."""
+    if values.size < 2 or float(values.min()) == float(values.max()):
+        point = float(statistic(values[None, :], axis=-1)[0]) if values.size else math.nan
+        return point, point
+    options: dict[str, Any] = {_RNG: np.random.default_rng(BOOTSTRAP_SEED)}
+    result = scipy_stats.bootstrap(
+        (values,), statistic, vectorized=True, n_resamples=RESAMPLES, confidence_level=LEVEL,
+        method="percentile", **options)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def row(*, base_success: np.ndarray, success: np.ndarray, cost: np.ndarray,
+        base_cost: np.ndarray, time_s: np.ndarray, outcomes: list[str], method: str,
+        fidelity: str = "") -> dict[str, Any]:
+    """The frontier row of one candidate (see the module docstring)."""
+    base_success = np.asarray(base_success, dtype=bool)
+    success = np.asarray(success, dtype=bool)
+    cost = np.asarray(cost, dtype=float)
+    base_cost = np.asarray(base_cost, dtype=float)
+    time_s = np.asarray(time_s, dtype=float)
+    n = int(base_success.size)
+    base_k = int(base_success.sum())
+    lost = int((base_success & ~success).sum())
+    gained = int((~base_success & success).sum())
+    if base_k:
+        lost_low, lost_high = stats.share_ci(lost, base_k, LEVEL)
+        lost_share = lost / base_k
+    else:
+        lost_low, lost_high, lost_share = 0.0, 1.0, math.nan
+    mean_low, mean_high = _interval(cost, np.mean)
+    p95_low, p95_high = _interval(cost, _p95)
+    time_low, time_high = _interval(time_s, np.mean)
+    saved = base_cost - cost
+    saved_low, saved_high = _interval(saved, np.mean)
+    counts = Counter(o for o in outcomes if o.startswith(STOPPING))
+    stopped = {}
+    for outcome, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        low, high = stats.share_ci(k, n, LEVEL)
+        stopped[outcome] = {"runs": k, "share": k / n, "low": low, "high": high}
+    return {
+        "method": method, "runs": n, "base_successes": base_k,
+        "successes": int(success.sum()), "lost": lost, "gained": gained,
+        "lost_share": lost_share, "lost_low": lost_low, "lost_high": lost_high,
+        "kept_share": 1.0 - lost_share if base_k else math.nan,
+        "cost_mean": stats.cost_summary(cost)["mean"], "cost_mean_low": mean_low,
+        "cost_mean_high": mean_high, "cost_p95": float(_p95(cost[None, :])[0]),
+        "cost_p95_low": p95_low, "cost_p95_high": p95_high,
+        "saved_mean": float(np.mean(saved)), "saved_low": saved_low, "saved_high": saved_high,
+        "time_mean": float(np.mean(time_s)), "time_low": time_low, "time_high": time_high,
+        "stopped_runs": int(sum(counts.values())), "stopped": stopped, "fidelity": fidelity,
+    }
+
+
+def pct_interval(share: float, low: float, high: float, digits: int = 1) -> str:
+    """``2.1% [1.2, 3.4]``."""
+    return f"{100 * share:.{digits}f}% [{100 * low:.{digits}f}, {100 * high:.{digits}f}]"

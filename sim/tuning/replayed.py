@@ -1,0 +1,139 @@
+"""Candidates that only tighten the harness in force, evaluated by replay.
+
+Every recorded run is replayed (:func:`sim.drivers.replay.replay_runs`, the
+real harness loop fed the recorded responses) under the harness in force (the
+baseline: a run that succeeded there is a recorded success) and under each
+candidate. A candidate that only tightens budgets stops some runs earlier and
+changes nothing else, so its row is exact on these runs: the successes it
+loses, the recorded dollars it saves (``cost_usd``: each call's recorded cost,
+or its price at the run's prices when unrecorded), the active seconds.
+
+Each run is priced at its own model's catalogue prices on the scenario's
+``prices_date`` (what a money budget checks), falling back to the scenario's
+prices for a model the catalogue lacks (:class:`RunPrices`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from sim.drivers.recorded import RecordedRun
+from sim.drivers.replay import RunReplay, replay_runs, run_params
+from sim.errors import InputError
+from sim.harness.budgets import worst_case_cost
+from sim.harness.params import Prices
+from sim.harness.state import SUCCEEDED
+from sim.scenario.model import HarnessConfig, PricesConfig, harness_params, resolve_detector
+from sim.tuning import evidence
+from sim.tuning.knobs import FIELDS, Setting
+from sim.world.params import WorldParams
+
+REPLAYED = "replayed"
+
+
+class RunPrices:
+    """A run's prices: the scenario's price spec applied to the run's model
+    (catalogue prices on ``prices_date``, or overrides on them); None (the
+    scenario's own prices) for a model the catalogue lacks, then listed in
+    ``unpriced``."""
+
+    def __init__(self, h: HarnessConfig) -> None:
+        spec: Any = h.prices
+        if isinstance(spec, PricesConfig):
+            spec = {k: v for k, v in spec.model_dump().items() if v is not None}
+        day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
+        self.spec = spec
+        self.when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+        self.harness = h
+        self.cache: dict[str | None, Prices | None] = {}
+        self.unpriced: set[str] = set()
+
+    def __call__(self, model: str | None) -> Prices | None:
+        from sim.cost import resolve_price_tiers
+
+        if model not in self.cache:
+            h = self.harness
+            try:
+                tiers = resolve_price_tiers(model or h.model, self.spec,
+                                            cache_ttl=h.prompt_cache or "5m", when=self.when)
+                self.cache[model] = replace(tiers.base, tiers=tiers.tiers)
+            except InputError:
+                self.cache[model] = None
+                self.unpriced.add(model or "(none)")
+        return self.cache[model]
+
+
+def apply(h: HarnessConfig, s: Setting) -> HarnessConfig:
+    """``h`` with the setting's budgets and detector (validated)."""
+    doc = h.model_dump(mode="json")
+    for knob, value in s:
+        if knob == "detector":
+            doc["detector"]["enabled"] = bool(value)
+            if value:
+                doc["detector"]["repeat_threshold"] = int(value)
+        else:
+            doc["budgets"][FIELDS[knob]] = value
+    return HarnessConfig.model_validate(doc)
+
+
+class ReplayEvaluator:
+    """Replays the recorded ``runs`` under the harness in force ``h`` (once)
+    and under candidates (:meth:`evaluate`)."""
+
+    def __init__(self, runs: list[RecordedRun], h: HarnessConfig) -> None:
+        self.harness_in_force = h
+        if not runs:
+            raise InputError("the trace folder holds no runs")
+        if h.conversation.enabled:  # replay answers text turns itself (reply_to_user)
+            h = h.model_copy(update={"conversation": h.conversation.model_copy(
+                update={"enabled": False})})
+        self.runs = runs
+        self.harness = h
+        self.prices_for = RunPrices(h)
+        self.baseline = self._replay(h)
+        self.base_success = np.array([r.chosen.outcome == SUCCEEDED for r in self.baseline])
+        self.base_cost = np.array([r.chosen.cost_usd for r in self.baseline])
+
+    def _replay(self, h: HarnessConfig) -> list[RunReplay]:
+        template = harness_params(h, WorldParams())
+        return replay_runs(self.runs, template, prices_for=self.prices_for,
+                           make_detector=resolve_detector(h.detector.name))
+
+    def needs(self) -> dict[str, np.ndarray]:
+        """What each run needed for the harness in force to admit every call
+        it made (see :mod:`sim.tuning.knobs`): steps (model calls), prompt
+        tokens, and USD (the largest spend before a call plus that call's
+        worst case, at the run's prices)."""
+        template = harness_params(self.harness, WorldParams())
+        steps, tokens, money = [], [], []
+        for item in self.baseline:
+            r = item.chosen
+            steps.append(r.state.turns)
+            tokens.append(r.state.prompt_tokens)
+            params = run_params(template, r.run, self.prices_for(r.run.model))
+            spent, need = 0.0, 0.0
+            for call in r.run.calls:
+                at = params.prices.at(call.prompt_tokens)
+                need = max(need, spent + worst_case_cost(params.prices, call.prompt_tokens,
+                                                         params.max_output_tokens))
+                spent += at.cost(call.input_tokens, call.output_tokens, call.cache_read_tokens,
+                                 call.cache_write_tokens, call.reasoning_tokens)
+            money.append(need)
+        return {"steps": np.array(steps, dtype=float), "tokens": np.array(tokens, dtype=float),
+                "money": np.array(money, dtype=float)}
+
+    def evaluate(self, s: Setting) -> dict[str, Any]:
+        """The frontier row of the candidate ``s`` (exact on these runs)."""
+        replays = self._replay(apply(self.harness, s))
+        chosen = [r.chosen for r in replays]
+        return evidence.row(
+            base_success=self.base_success,
+            success=np.array([r.outcome == SUCCEEDED for r in chosen]),
+            cost=np.array([r.cost_usd for r in chosen]), base_cost=self.base_cost,
+            time_s=np.array([r.state.active_s for r in chosen]),
+            outcomes=[r.outcome for r in chosen], method=REPLAYED,
+            fidelity=f"exact on {len(chosen):,} recorded runs")

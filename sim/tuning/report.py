@@ -1,0 +1,227 @@
+"""What ``tune`` writes: the recommended harness block, the frontier table and the report.
+
+- :func:`recommendation_yaml`: a scenario file whose ``harness`` section is
+  the harness in force with the recommended limits (written with the YAML
+  library; a comment header says where each number came from), so
+  ``python -m sim replay TRACES recommended.yaml`` checks it;
+- :func:`frontier_table`: the frontier as text, each row labelled
+  ``replayed`` or ``forecast``, every number with its 95% interval;
+- :func:`report_markdown` / :func:`report_html`: the recommendation first,
+  why the next-cheaper setting was refused, the frontier figure and table;
+- :func:`write_outputs`: all of them into a folder, each file written
+  atomically (a temporary file, then a rename).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from sim.output.figures import new_figure, png_bytes
+from sim.output.html import markdown_to_html
+from sim.output.results import json_bytes, write_atomic
+from sim.tuning.evidence import pct_interval
+from sim.tuning.search import OBJECTIVES, TuneResult
+
+FILES = ("recommended.yaml", "frontier.csv", "tune.json", "report.md", "report.html")
+_UNITS = {"cost": "USD per run (mean)", "p95-cost": "USD per run (p95)",
+          "time": "active seconds per run (mean)"}
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.4f}" if abs(x) < 1 else f"${x:,.2f}"
+
+
+def _value(objective: str, x: float) -> str:
+    return f"{x:,.1f} s" if objective == "time" else _usd(x)
+
+
+def recommendation_yaml(result: TuneResult) -> str:
+    """The recommended setting as a scenario file (see the module docstring)."""
+    rec = result.recommendation
+    harness = rec.harness.model_dump(mode="json", exclude_defaults=True)
+    doc = {"name": "tuned", "description": f"Limits recommended by sim tune from "
+           f"{result.runs:,} runs of {result.traces}: {rec.label}.", "harness": harness}
+    row = rec.row
+    header = [
+        f"Recommended by: python -m sim tune {result.traces} --keep-successes "
+        f"{result.keep_successes:g} --objective {result.objective} --knobs "
+        f"{','.join(result.knobs)}",
+        f"Setting: {rec.label} ({row['method']}: {row['fidelity']})",
+        f"Successes lost: {row['lost']} of {row['base_successes']} "
+        f"({pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])}; allowed "
+        f"{100 * (1 - result.keep_successes):g}%)",
+        f"Mean cost per run: {_usd(row['cost_mean'])} [{_usd(row['cost_mean_low'])}, "
+        f"{_usd(row['cost_mean_high'])}]; saved per run {_usd(row['saved_mean'])} "
+        f"[{_usd(row['saved_low'])}, {_usd(row['saved_high'])}]",
+    ]
+    if result.status:
+        header.append(f"INCONCLUSIVE: {result.thin}")
+    text = "".join(f"# {line}\n" for line in header)
+    return text + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def _stopped(row: Mapping[Any, Any]) -> str:
+    parts = [f"{o} {e['runs']} ({pct_interval(e['share'], e['low'], e['high'])})"
+             for o, e in row["stopped"].items()]
+    return "; ".join(parts) or "none"
+
+
+def table_rows(result: TuneResult) -> list[dict[str, str]]:
+    """The frontier as printable strings (one dict per candidate, best first)."""
+    frame = result.frontier.sort_values(["objective_ratio", "lost_high"], kind="stable")
+    out = []
+    for row in frame.to_dict("records"):
+        mark = "*" if row["recommended"] else ("ok" if row["keeps_successes"] else "")
+        out.append({
+            "": mark, "setting": row["setting"], "by": row["method"],
+            "successes kept": f"{row['base_successes'] - row['lost']}/{row['base_successes']}",
+            "lost": pct_interval(row["lost_share"], row["lost_low"], row["lost_high"])
+            if row["base_successes"] else "n/a",
+            "mean cost": f"{_usd(row['cost_mean'])} [{_usd(row['cost_mean_low'])}, "
+                         f"{_usd(row['cost_mean_high'])}]",
+            "p95 cost": f"{_usd(row['cost_p95'])} [{_usd(row['cost_p95_low'])}, "
+                        f"{_usd(row['cost_p95_high'])}]",
+            "vs in force": f"{100 * (row['objective_ratio'] - 1):+.1f}%"
+            if math.isfinite(row["objective_ratio"]) else "n/a",
+            "stopped": _stopped(row)})
+    return out
+
+
+def frontier_table(result: TuneResult, limit: int | None = None) -> str:
+    """The frontier as an aligned text table (``limit``: first rows only)."""
+    rows = table_rows(result)[:limit]
+    if not rows:
+        return ""
+    columns = [c for c in rows[0] if c != "stopped"]
+    width = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    lines = ["  ".join(c.ljust(width[c]) for c in columns)]
+    lines += ["  ".join(r[c].ljust(width[c]) for c in columns) for r in rows]
+    return "\n".join(lines)
+
+
+def lead(result: TuneResult) -> list[str]:
+    """The recommendation in sentences (what the terminal and the report say first)."""
+    rec = result.recommendation
+    row = rec.row
+    lines = [f"Recommended: {rec.label}",
+             f"  evaluated by {row['method']} ({row['fidelity']})",
+             f"  successes lost: {row['lost']} of {row['base_successes']} recorded, "
+             f"{pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])} "
+             f"(upper 95% bound {100 * row['lost_high']:.2f}%, allowed "
+             f"{100 * (1 - result.keep_successes):g}%)",
+             f"  {_UNITS[result.objective]}: "
+             f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
+             f"({100 * (row['objective_ratio'] - 1):+.1f}% against the harness in force)",
+             f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
+             f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
+    if result.refusal:
+        lines.append(f"  next-cheaper setting refused: {result.refusal}")
+    if result.status:
+        lines.append(f"INCONCLUSIVE (exit 3): {result.thin}")
+    lines += [f"note: {n}" for n in result.notes]
+    return lines
+
+
+def frontier_figure(result: TuneResult) -> Any:
+    """Successes lost (share, 95% interval) against the objective relative to
+    the harness in force; replayed and forecast candidates marked apart, the
+    allowed loss as a line, the recommendation ringed."""
+    fig, (ax,) = new_figure(4.2)
+    frame = result.frontier
+    limit = 100 * (1 - result.keep_successes)
+    for method, marker, color in (("replayed", "o", "#1f5f99"), ("forecast", "s", "#d4622a")):
+        part = frame[frame["method"] == method]
+        if part.empty:
+            continue
+        x = 100 * (part["objective_ratio"].to_numpy(float) - 1)
+        y = 100 * part["lost_share"].to_numpy(float)
+        err = np.vstack([y - 100 * part["lost_low"].to_numpy(float),
+                         100 * part["lost_high"].to_numpy(float) - y])
+        ax.errorbar(x, y, yerr=np.clip(err, 0, None), fmt=marker, color=color, ms=4,
+                    alpha=0.8, capsize=2, lw=0.8, label=method)
+    rec = result.recommendation.row
+    ax.plot([100 * (rec["objective_ratio"] - 1)], [100 * rec["lost_share"]], "o", ms=14,
+            mfc="none", mec="#3a8a3a", mew=2, label="recommended")
+    ax.axhline(limit, color="#b22222", ls="--", lw=1, label=f"allowed loss {limit:g}%")
+    ax.set_xlabel(f"{_UNITS[result.objective]}, % change against the harness in force")
+    ax.set_ylabel("recorded successes lost (%), 95% interval")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def report_markdown(result: TuneResult) -> str:
+    """The report: recommendation first, the refusal, the figure, the table."""
+    rows = table_rows(result)
+    lines = [f"# Tuning limits: {result.traces}", "",
+             f"{result.runs:,} recorded runs; knobs {', '.join(result.knobs)}; objective "
+             f"{result.objective}; keep {100 * result.keep_successes:g}% of successes, judged "
+             f"by the upper end of the 95% interval of the share lost.", "",
+             "## Recommendation", "", "```", *lead(result), "```", "",
+             "The harness block is in `recommended.yaml`; replay it with "
+             f"`python -m sim replay {result.traces} recommended.yaml`.", "",
+             "## Frontier", "", "![frontier](frontier.png)", "",
+             "Replayed rows are exact on the recorded runs (a setting that only tightens the "
+             "harness in force); forecast rows come from the world calibrated to the same "
+             "traces" + (f" ({result.world_fidelity})" if result.world_fidelity else "") + ".",
+             "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(r.values()) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _csv(result: TuneResult) -> bytes:
+    frame = result.frontier.copy()
+    frame["stopped"] = [json.dumps(s, sort_keys=True) for s in frame["stopped"]]
+    return frame.to_csv(index=False).encode()
+
+
+def summary(result: TuneResult) -> dict[str, Any]:
+    """``tune.json``: the recommendation, status and frontier rows."""
+    frame = result.frontier.replace({np.nan: None})
+    return {"traces": result.traces, "runs": result.runs, "knobs": list(result.knobs),
+            "keep_successes": result.keep_successes, "objective": result.objective,
+            "status": result.status, "thin": result.thin,
+            "runs_to_decide": result.runs_to_decide,
+            "recommendation": {"setting": result.recommendation.label,
+                               "values": dict(result.recommendation.setting)},
+            "refusal": result.refusal, "notes": result.notes,
+            "frontier": [{k: _plain(v) for k, v in r.items()}
+                         for r in frame.to_dict("records")]}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def report_html(result: TuneResult) -> str:
+    """The report as one self-contained HTML page."""
+    figure = png_bytes(frontier_figure(result))
+    return markdown_to_html(report_markdown(result), {"frontier.png": figure},
+                            title=f"Tuning limits: {result.traces}")
+
+
+def write_outputs(out: str | Path, result: TuneResult) -> Path:
+    """Write :data:`FILES` into ``out`` (created if needed), each atomically."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / "recommended.yaml", recommendation_yaml(result).encode())
+    write_atomic(folder / "frontier.csv", _csv(result))
+    write_atomic(folder / "tune.json", json_bytes(summary(result)))
+    write_atomic(folder / "report.md", report_markdown(result).encode())
+    write_atomic(folder / "report.html", report_html(result).encode())
+    return folder
+
+
+__all__ = ["FILES", "frontier_table", "lead", "recommendation_yaml", "report_html",
+           "write_outputs"]
