@@ -20,6 +20,13 @@ the time limit), ``nonsense`` (exit 0 but a reader refuses what was written,
 or an exit status other than 0 and 2). The campaign's goal is zero of the last
 three. The test suite runs the same cases, fewer of them
 (``tests/test_traces_fuzz.py``).
+
+Measured 2026-12-01 (seed 7, 20 s per case): this branch, 3,000 cases in
+499 s: 1,669 ok, 1,331 refused, 0 tracebacks, 0 hangs, 0 nonsense; main
+before it, the first 700 of the same cases: 305 ok, 256 refused, 77
+tracebacks (ELOOP, OverflowError, RecursionError, IndexError...), 62
+nonsense (mostly negative latencies the importer wrote and the replay's
+reader refused).
 """
 
 from __future__ import annotations

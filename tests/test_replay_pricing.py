@@ -140,3 +140,16 @@ def test_runs_mixing_models_price_each_call_at_its_own_model():
     params = run_params(template, mixed, None, None, pricing)
     assert params.model == "a" and params.prices == known["a"]
     assert dict(params.model_prices) == {"b": pricing.prices["b"]}
+
+
+def test_a_run_of_zero_calls_replays_as_recorded(tmp_path, capsys):
+    """A run that failed before its first model reply (zero calls): replayed
+    as it ended, its exit kept, nothing spent, nothing stopped."""
+    failed = RecordedRun("f", (), "sim", "t", "deepseek-chat", "infrastructure_error", None,
+                         None)
+    rows, _, _ = replay(tmp_path, [failed, run("r", "deepseek-chat",
+                                              calls("deepseek-chat", 2))], 1.0, capsys)
+    row = rows.set_index("run_id").loc["f"]
+    assert (row["steps"], row["outcome"], row["stopped"]) == (0, "ended:infrastructure_error",
+                                                              False)
+    assert row["cost_usd"] == 0.0

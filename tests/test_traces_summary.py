@@ -154,3 +154,21 @@ def test_the_summary_shows_the_imports_repairs_by_field(tmp_path):
     text = format_summary(summary)
     assert "repaired 2 impossible values (runs kept):" in text
     assert "  runs.cost_usd: 1 negative: set to null" in text
+
+
+def test_a_folder_of_zero_call_runs_reads_and_summarises(tmp_path):
+    """Runs that failed before their first reply are runs: read back and
+    summarised (no call figures) without an error."""
+    from sim.traces import read_traces
+    from sim.traces.model import RunRecord
+    from sim.traces.summary import format_summary, summarize
+    from sim.traces.writer import write_runs
+
+    write_runs(tmp_path, [RunRecord(run_id=f"r{i}", source="sim", file="x", calls=[],
+                                    exit="infrastructure_error") for i in range(3)])
+    runs, calls = read_traces(tmp_path)
+    assert runs["steps"].tolist() == [0, 0, 0] and len(calls) == 0
+    summary = summarize(tmp_path)
+    assert summary["runs"] == 3 and summary["calls"] == 0
+    assert summary["exit"] == {"infrastructure_error": 1.0}
+    assert "runs 3" in format_summary(summary)
