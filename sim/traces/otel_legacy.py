@@ -14,8 +14,9 @@ with ``gen_ai.usage.prompt_tokens``, ``gen_ai.usage.completion_tokens``,
   older names;
 - in both, the cache counts are ``gen_ai.usage.cache_read_input_tokens`` and
   ``gen_ai.usage.cache_creation_input_tokens`` (today's dotted names are read
-  too where a span mixes them in), and the prompt count *includes* them (OpenLLMetry's Anthropic instrumentation adds Anthropic's
-  cache counts into the prompt; OpenAI's ``prompt_tokens`` includes its
+  too where a span mixes them in), and the prompt count *includes* them
+  (OpenLLMetry's Anthropic instrumentation adds Anthropic's cache counts into
+  the prompt; OpenAI's ``prompt_tokens`` includes its
   cached tokens): they are subtracted; reasoning
   (``gen_ai.usage.reasoning_tokens``, ``llm.usage.reasoning_tokens``) is
   subtracted from the output;
