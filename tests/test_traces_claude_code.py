@@ -313,3 +313,31 @@ def test_a_forked_session_does_not_count_its_parents_calls_twice(tmp_path):
     assert sorted((r.input_tokens, r.cache_read_tokens, r.output_tokens)
                   for r in calls.itertuples()) == sorted(
         (a.input_tokens, a.cache_read, a.output_tokens) for a in answers)
+
+
+def test_the_older_layout_sidechains_in_the_session_file_with_recorded_cost(session, tmp_path):
+    """Older Claude Code versions wrote a subagent's lines into the session's
+    own file (``isSidechain``, no ``agentId``) and each assistant line's
+    ``costUSD``: the real session rewritten that way imports with the same
+    calls, the subagent's marked ``sidechain``, and the costs kept as recorded."""
+    projects = session[0]
+    lines = []
+    for path in sorted(projects.rglob("*.jsonl"), key=lambda p: "subagents" in p.parts):
+        for text in path.read_text().splitlines():
+            line = json.loads(text)
+            line.pop("agentId", None)
+            if line.get("type") == "assistant":
+                line["costUSD"] = 0.001
+            lines.append(line)
+    old = tmp_path / "old" / "project"
+    old.mkdir(parents=True)
+    (old / "session.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (old / "sessions-index.json").write_text(json.dumps({"version": 1, "entries": [
+        {"sessionId": lines[-1]["sessionId"], "messageCount": len(lines)}]}))  # a companion
+    imported([old], tmp_path / "traces", source="claude-code", runs=1)
+    runs, calls = read_traces(tmp_path / "traces")
+    assert len(calls) == len(SCRIPT)
+    agents = [None if pd.isna(a) else a for a in calls["agent"]]
+    assert agents == [None, None, "sidechain", "sidechain", None]
+    assert calls["cost_usd"].tolist() == [0.001] * len(SCRIPT)
+    assert runs["cost_usd"].iloc[0] == pytest.approx(0.001 * len(SCRIPT))

@@ -10,7 +10,8 @@ own lines, marked ``isSidechain`` with an ``agentId``: in
 ``agent-<agentId>.meta.json`` (``agentType``, ``toolUseId``) in current
 versions, in the session's own file in older ones. Recognised by content: JSON
 Lines whose objects have a ``type`` and at least one a ``sessionId`` with a
-transcript ``type``; a ``.meta.json`` is read as a companion.
+transcript ``type``; a ``.meta.json`` and a project's ``sessions-index.json``
+are read as companions.
 
 - **One run per session** (``run_id`` the ``sessionId``): its lines are
   gathered across files (a resumed session appends to its file; a subagent's
@@ -101,9 +102,15 @@ def detect(values: list[Any]) -> bool:
 
 
 def detect_meta(doc: Any) -> bool:
-    """Whether ``doc`` is a subagent's ``agent-<id>.meta.json`` (a companion)."""
-    return isinstance(doc, dict) and "agentType" in doc and "toolUseId" in doc \
-        and "sessionId" not in doc
+    """Whether ``doc`` is a subagent's ``agent-<id>.meta.json`` or a project's
+    ``sessions-index.json`` (companions: nothing in them is a call)."""
+    if not isinstance(doc, dict):
+        return False
+    if "agentType" in doc and "toolUseId" in doc and "sessionId" not in doc:
+        return True
+    entries = doc.get("entries")
+    return isinstance(entries, list) and "version" in doc and bool(entries) and all(
+        isinstance(e, dict) and "sessionId" in e for e in entries)
 
 
 @dataclass
