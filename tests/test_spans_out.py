@@ -156,3 +156,36 @@ def test_sim_run_otel_writes_the_simulated_runs_as_spans_that_read_back(tmp_path
     again = tmp_path / "again.json"
     assert main([*args, str(tmp_path / "out2"), "--otel", str(again)]) == 0
     assert again.read_bytes() == path.read_bytes()
+
+
+def test_failed_attempts_of_another_operation_go_on_the_run_span():
+    """A context overflow on a step, then a compaction call answered: the
+    compaction's span is one attempt; the step's failure is an event on the
+    run's span. A 429 then an answer on the same turn and purpose: one span
+    over both, the 429 its event."""
+    from sim.drivers.live.calls import Answer
+    from sim.harness.effects import ModelError, ModelRequest, ModelResponse
+    from sim.harness.messages import TextBlock, Usage
+
+    recorder = SpanRecorder()
+    spans = recorder.run("r1", "t1", "anthropic", "m")
+
+    def ask(turn, purpose, attempt=0):
+        return ModelRequest("m", [], 100, 50, purpose, turn, attempt)
+
+    ok = Answer(ModelResponse([TextBlock("x", 1)], Usage(10, 5), "end_turn", 0.1, "m"),
+                "end_turn")
+    spans.model_call(ask(3, "step"), Answer(ModelError("context_overflow", 400)), 0.0, 0.1)
+    spans.model_call(ask(3, "compaction"), ok, 0.2, 0.5)
+    spans.model_call(ask(4, "step"), Answer(ModelError("rate_limit", 429)), 0.6, 0.7)
+    spans.model_call(ask(4, "step", 1), ok, 1.0, 1.4)
+    spans.end("succeeded:done", True, 2.0)
+    document = recorder.document()
+    raw = [s for r in document["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
+    chats = sorted((s for s in raw if attrs(s)["gen_ai.operation.name"] == "chat"),
+                   key=lambda s: int(s["startTimeUnixNano"]))
+    (agent,) = [s for s in raw if attrs(s)["gen_ai.operation.name"] == "invoke_agent"]
+    assert [attrs(e)["error.type"] for e in agent.get("events", [])] == ["context_overflow"]
+    assert [int(attrs(c)["sim.attempts"]) for c in chats] == [1, 2]
+    assert [attrs(e)["error.type"] for e in chats[1]["events"]] == ["rate_limit"]
+    assert int(chats[1]["endTimeUnixNano"]) - int(chats[1]["startTimeUnixNano"]) == 800_000_000

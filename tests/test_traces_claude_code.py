@@ -279,3 +279,65 @@ def test_a_compacted_session_keeps_its_calls_and_the_summary_is_an_observation(t
     lines = [json.loads(x) for f in (home / ".claude" / "projects").rglob("*.jsonl")
              for x in f.read_text().splitlines()]
     assert any(summary in str(x.get("message")) for x in lines)
+
+
+def test_a_forked_session_does_not_count_its_parents_calls_twice(tmp_path):
+    """``--resume ID --fork-session`` copies the parent's messages into the new
+    session's file: each message the server answered is one call, once."""
+    binary = claude_binary()
+    script = [Reply([("text", "first")], input_tokens=100, output_tokens=20),
+              Reply([("text", "second")], input_tokens=50, output_tokens=5, cache_read=90)]
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with FakeProvider(list(script), lifetime_s=120) as server:
+        first = subprocess.run([str(binary), "-p", "hi", "--output-format", "json", "--model",
+                                MODEL], cwd=work, env=_env(home, server), capture_output=True,
+                               text=True, timeout=120)
+        assert first.returncode == 0, first.stderr[-2000:]
+        parent = json.loads(first.stdout)["session_id"]
+        fork = subprocess.run([str(binary), "-p", "more", "--resume", parent, "--fork-session",
+                               "--output-format", "json", "--model", MODEL], cwd=work,
+                              env=_env(home, server), capture_output=True, text=True,
+                              timeout=120)
+        assert fork.returncode == 0, fork.stderr[-2000:]
+        answers = list(server.answers)
+    projects = home / ".claude" / "projects"
+    ids = [json.loads(x)["message"]["id"] for f in projects.rglob("*.jsonl")
+           for x in f.read_text().splitlines() if json.loads(x).get("type") == "assistant"]
+    assert len(ids) > len(set(ids)) == len(answers)  # a message copied into the fork
+    from sim.traces import import_traces
+
+    import_traces([projects], tmp_path / "traces")
+    _, calls = read_traces(tmp_path / "traces")
+    assert sorted((r.input_tokens, r.cache_read_tokens, r.output_tokens)
+                  for r in calls.itertuples()) == sorted(
+        (a.input_tokens, a.cache_read, a.output_tokens) for a in answers)
+
+
+def test_the_older_layout_sidechains_in_the_session_file_with_recorded_cost(session, tmp_path):
+    """Older Claude Code versions wrote a subagent's lines into the session's
+    own file (``isSidechain``, no ``agentId``) and each assistant line's
+    ``costUSD``: the real session rewritten that way imports with the same
+    calls, the subagent's marked ``sidechain``, and the costs kept as recorded."""
+    projects = session[0]
+    lines = []
+    for path in sorted(projects.rglob("*.jsonl"), key=lambda p: "subagents" in p.parts):
+        for text in path.read_text().splitlines():
+            line = json.loads(text)
+            line.pop("agentId", None)
+            if line.get("type") == "assistant":
+                line["costUSD"] = 0.001
+            lines.append(line)
+    old = tmp_path / "old" / "project"
+    old.mkdir(parents=True)
+    (old / "session.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (old / "sessions-index.json").write_text(json.dumps({"version": 1, "entries": [
+        {"sessionId": lines[-1]["sessionId"], "messageCount": len(lines)}]}))  # a companion
+    imported([old], tmp_path / "traces", source="claude-code", runs=1)
+    runs, calls = read_traces(tmp_path / "traces")
+    assert len(calls) == len(SCRIPT)
+    agents = [None if pd.isna(a) else a for a in calls["agent"]]
+    assert agents == [None, None, "sidechain", "sidechain", None]
+    assert calls["cost_usd"].tolist() == [0.001] * len(SCRIPT)
+    assert runs["cost_usd"].iloc[0] == pytest.approx(0.001 * len(SCRIPT))

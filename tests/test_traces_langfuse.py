@@ -98,27 +98,44 @@ def test_sdk_spans_round_trip(tmp_path, capsys):
     round_trip(tmp_path / "traces", tmp_path, capsys)
 
 
-def test_the_openai_integration_against_the_fake_server(tmp_path):
-    """langfuse.openai records each completion's usage as OpenAI reports it
-    (prompt tokens including cached ones): read with the cache subtracted."""
-    path = tmp_path / "spans.jsonl"
-    key = f"pk-lf-{uuid.uuid4().hex}"
-    lf = Langfuse(public_key=key, secret_key="sk-lf-openai", base_url="http://127.0.0.1:9",
-                  span_exporter=FileSpanExporter(path), tracer_provider=TracerProvider())
-    from langfuse.openai import OpenAI
+OPENAI_CHILD = """
+import sys
+from langfuse import Langfuse
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
 
+url, path, key = sys.argv[1:4]
+lf = Langfuse(public_key=key, secret_key="sk-lf-openai", base_url="http://127.0.0.1:9",
+              span_exporter=FileSpanExporter(path), tracer_provider=TracerProvider())
+from langfuse.openai import OpenAI  # patches the openai package: kept to this process
+
+client = OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+with lf.start_as_current_observation(as_type="agent", name="chat-agent"):
+    for prompt in ("hi", "again"):
+        client.chat.completions.create(model="gpt-4o", langfuse_public_key=key,
+                                       messages=[{"role": "user", "content": prompt}])
+lf.flush()
+lf.shutdown()
+"""
+
+
+def test_the_openai_integration_against_the_fake_server(tmp_path):
+    """langfuse.openai (in a process of its own, since it patches the openai
+    package) records each completion's usage as OpenAI reports it (prompt
+    tokens including cached ones): read with the cache subtracted."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "spans.jsonl"
     script = [Reply([("text", "hello")], input_tokens=30, cache_read=400, output_tokens=12,
                     reasoning_tokens=4),
               Reply([("text", "again")], input_tokens=10, cache_read=500, output_tokens=5)]
     with FakeProvider(list(script)) as server:
-        openai = OpenAI(base_url=server.openai_url, api_key="sk-test", max_retries=0)
-        with lf.start_as_current_observation(as_type="agent", name="chat-agent"):
-            for prompt in ("hi", "again"):
-                openai.chat.completions.create(
-                    model="gpt-4o", messages=[{"role": "user", "content": prompt}],
-                    langfuse_public_key=key)
-    lf.flush()
-    lf.shutdown()
+        done = subprocess.run([sys.executable, "-c", OPENAI_CHILD, server.openai_url, str(path),
+                               f"pk-lf-{uuid.uuid4().hex}"], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert len(server.requests) == len(script)
     imported([path], tmp_path / "traces", source="langfuse", runs=1)
     _, calls = read_traces(tmp_path / "traces")
     got = [(r.input_tokens, r.cache_read_tokens, r.output_tokens, r.reasoning_tokens)

@@ -16,6 +16,7 @@ from fake_providers import FakeProvider, Reply
 from roundtrip import imported, round_trip
 
 pytest.importorskip("langsmith", reason="needs the 'test' extra (langsmith)")
+import langsmith
 import openai
 from langsmith import Client, traceable
 from langsmith.wrappers import wrap_openai
@@ -91,7 +92,9 @@ def capture(path, monkeypatch) -> list:
     """Run the agent with tracing to the capture endpoint; write its batches as
     JSON Lines to ``path``; return the fake server's answers."""
     monkeypatch.setenv("LANGSMITH_TRACING", "true")
-    with Capture() as endpoint, FakeProvider(list(SCRIPT)) as server:
+    # tracing on here whatever the SDK cached of the environment before
+    with Capture() as endpoint, FakeProvider(list(SCRIPT)) as server, \
+            langsmith.tracing_context(enabled=True):
         client = Client(api_url=endpoint.url, api_key="lsv2-test")
         chat = wrap_openai(openai.OpenAI(base_url=server.openai_url, api_key="sk-test",
                                          max_retries=0), tracing_extra={"client": client})

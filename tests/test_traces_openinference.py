@@ -105,3 +105,66 @@ def test_openinference_spans_round_trip(tmp_path, capsys):
     spans(tmp_path / "spans.jsonl")
     imported([tmp_path / "spans.jsonl"], tmp_path / "traces", source="openinference", runs=1)
     round_trip(tmp_path / "traces", tmp_path, capsys)
+
+
+AGENT_SCRIPT = [
+    Reply([("tool_use", "call_1", "search", {"q": "x"})], stop_reason="tool_use",
+          input_tokens=30, cache_read=400, output_tokens=12, reasoning_tokens=4),
+    Reply([("tool_use", "call_2", "researcher", {"input": "dig"})], stop_reason="tool_use",
+          input_tokens=50, output_tokens=7),
+    Reply([("text", "sub answer")], input_tokens=70, output_tokens=9),  # the researcher's
+    Reply([("text", "done")], input_tokens=10, cache_read=500, output_tokens=5),
+]
+
+
+def test_the_openai_agents_sdk_with_an_agent_as_tool(tmp_path):
+    """openinference-instrumentation-openai-agents on an OpenAI Agents SDK run
+    (chat completions against the fake server): a planner that calls a
+    function tool and a researcher agent as a tool. One run; per call the
+    prompt and completion totals the server sent (this instrumentation does
+    not carry the cache or reasoning split: they stay in input and output);
+    the researcher's call marked as a subagent's, the framework's workflow
+    span above the planner not taken for one; the tool calls answered."""
+    pytest.importorskip("agents", reason="needs openai-agents")
+    oi_agents = pytest.importorskip("openinference.instrumentation.openai_agents",
+                                    reason="needs openinference-instrumentation-openai-agents")
+    import agents
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(tmp_path / "s.jsonl")))
+    agents.set_trace_processors([])  # no export to OpenAI's tracing backend
+    instrumentor = oi_agents.OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+
+    @function_tool
+    def search(q: str) -> str:
+        """Search the web."""
+        return f"found {q}"
+
+    try:
+        with FakeProvider(list(AGENT_SCRIPT)) as server:
+            client = openai.AsyncOpenAI(base_url=server.openai_url, api_key="sk-test",
+                                        max_retries=0)
+            model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+            researcher = Agent(name="researcher", instructions="Research.", model=model)
+            planner = Agent(name="planner", instructions="Plan.", model=model, tools=[
+                search, researcher.as_tool(tool_name="researcher",
+                                           tool_description="a researcher")])
+            result = Runner.run_sync(planner, "What is x?")
+            answers = list(server.answers)
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    assert result.final_output == "done" and len(answers) == len(AGENT_SCRIPT)
+    imported([tmp_path / "s.jsonl"], tmp_path / "traces", source="openinference", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens + r.cache_read_tokens + r.cache_write_tokens,
+             r.output_tokens + r.reasoning_tokens) for r in calls.itertuples()] == [
+        (a.input_tokens + a.cache_read + a.cache_write, a.output_tokens) for a in answers]
+    assert calls["agent"].notna().tolist() == [False, False, True, False]
+    first, second = calls["tool_calls"].iloc[0], calls["tool_calls"].iloc[1]
+    assert [(t["name"], t["id"]) for t in first] == [("search", "call_1")]
+    assert first[0]["result_sha256"] == sha256_text("found x")
+    assert [(t["name"], t["id"]) for t in second] == [("researcher", "call_2")]
+    assert second[0]["result_sha256"] == sha256_text("sub answer")

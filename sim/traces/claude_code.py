@@ -10,11 +10,14 @@ own lines, marked ``isSidechain`` with an ``agentId``: in
 ``agent-<agentId>.meta.json`` (``agentType``, ``toolUseId``) in current
 versions, in the session's own file in older ones. Recognised by content: JSON
 Lines whose objects have a ``type`` and at least one a ``sessionId`` with a
-transcript ``type``; a ``.meta.json`` is read as a companion.
+transcript ``type``; a ``.meta.json`` and a project's ``sessions-index.json``
+are read as companions.
 
 - **One run per session** (``run_id`` the ``sessionId``): its lines are
   gathered across files (a resumed session appends to its file; a subagent's
-  file holds the parent's ``sessionId``) and assembled once all are read;
+  file holds the parent's ``sessionId``) and assembled once all are read. A
+  forked session (``--fork-session``) starts with a copy of its parent's
+  messages: a message (by id) is a call of the session that has it first;
 - **a model call** is an ``assistant`` line's ``message`` with ``usage``.
   Claude Code writes a streamed message as several lines, one per content
   block, sharing ``message.id``: they are **one call** (their blocks joined in
@@ -99,9 +102,15 @@ def detect(values: list[Any]) -> bool:
 
 
 def detect_meta(doc: Any) -> bool:
-    """Whether ``doc`` is a subagent's ``agent-<id>.meta.json`` (a companion)."""
-    return isinstance(doc, dict) and "agentType" in doc and "toolUseId" in doc \
-        and "sessionId" not in doc
+    """Whether ``doc`` is a subagent's ``agent-<id>.meta.json`` or a project's
+    ``sessions-index.json`` (companions: nothing in them is a call)."""
+    if not isinstance(doc, dict):
+        return False
+    if "agentType" in doc and "toolUseId" in doc and "sessionId" not in doc:
+        return True
+    entries = doc.get("entries")
+    return isinstance(entries, list) and "version" in doc and bool(entries) and all(
+        isinstance(e, dict) and "sessionId" in e for e in entries)
 
 
 @dataclass
@@ -229,9 +238,23 @@ class Collector:
             last_call.observations.append("".join(texts))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
-        """One run per session, in the order sessions were first met."""
+        """One run per session, in the order sessions were first met; a
+        message copied into several sessions (a forked session starts with a
+        copy of its parent's history) is a call of the first only."""
+        owner: dict[str, tuple[float, int, str]] = {}
         for session_id, session in self.sessions.items():
+            for key, call in session.calls.items():
+                mine = (_sort_time(call), call.order, session_id)
+                if key not in owner or mine < owner[key]:
+                    owner[key] = mine
+        for session_id, session in self.sessions.items():
+            copies = [k for k in session.calls if owner[k][2] != session_id]
+            for key in copies:
+                del session.calls[key]
             try:
+                if copies and not session.calls and session.problem is None:
+                    raise Unusable(NO_CALLS, f"its {len(copies)} calls are copies of another "
+                                             "session's (a fork that made no call)")
                 yield _run(session_id, session)
             except Unusable as problem:
                 yield Skip(session.file, problem.reason, problem.detail, session_id)

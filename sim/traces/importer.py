@@ -134,7 +134,7 @@ class ImportReport:
                        f"(runs kept): {parts}")
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
-                       "mini-swe-agent predictions)")
+                       "mini-swe-agent predictions, Claude Code subagent metadata)")
         if self.ignored:
             out.append(f"ignored {len(self.ignored)} files found in folders that are not "
                        "JSON, an Inspect log or a trace folder")

@@ -13,9 +13,10 @@ with ``gen_ai.usage.prompt_tokens``, ``gen_ai.usage.completion_tokens``,
   ``gen_ai.usage.output_tokens`` with the cache counts still under their
   older names;
 - in both, the cache counts are ``gen_ai.usage.cache_read_input_tokens`` and
-  ``gen_ai.usage.cache_creation_input_tokens``, and the prompt count
-  *includes* them (OpenLLMetry's Anthropic instrumentation adds Anthropic's
-  cache counts into the prompt; OpenAI's ``prompt_tokens`` includes its
+  ``gen_ai.usage.cache_creation_input_tokens`` (today's dotted names are read
+  too where a span mixes them in), and the prompt count *includes* them
+  (OpenLLMetry's Anthropic instrumentation adds Anthropic's cache counts into
+  the prompt; OpenAI's ``prompt_tokens`` includes its
   cached tokens): they are subtracted; reasoning
   (``gen_ai.usage.reasoning_tokens``, ``llm.usage.reasoning_tokens``) is
   subtracted from the output;
@@ -63,9 +64,13 @@ def _call(span: Span) -> spantree.CallFacts | None:
              if "gen_ai.usage.prompt_tokens" in a
              else ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"))
     counts = from_total_prompt(
-        prompt, output, cache_read=a.get("gen_ai.usage.cache_read_input_tokens"),
-        cache_write=a.get("gen_ai.usage.cache_creation_input_tokens"),
-        reasoning=a.get("gen_ai.usage.reasoning_tokens", a.get("llm.usage.reasoning_tokens")),
+        prompt, output,
+        cache_read=_first(a, "gen_ai.usage.cache_read_input_tokens",
+                          "gen_ai.usage.cache_read.input_tokens"),
+        cache_write=_first(a, "gen_ai.usage.cache_creation_input_tokens",
+                           "gen_ai.usage.cache_creation.input_tokens"),
+        reasoning=_first(a, "gen_ai.usage.reasoning_tokens", "llm.usage.reasoning_tokens",
+                         "gen_ai.usage.reasoning.output_tokens"),
         where=where, names=names)
     texts: list[str] = []
     tools: list[spantree.ToolFacts] = []
@@ -89,6 +94,11 @@ def _call(span: Span) -> spantree.CallFacts | None:
     return spantree.CallFacts(counts, model=None if model is None else str(model),
                               finish_reason=finish, text="".join(texts) if texts else None,
                               tools=tools)
+
+
+def _first(attributes: dict[str, Any], *names: str) -> Any:
+    """The value of the first of ``names`` present (None if none is)."""
+    return next((attributes[n] for n in names if n in attributes), None)
 
 
 def _tool(span: Span) -> spantree.ToolFacts | None:

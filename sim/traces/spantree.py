@@ -17,9 +17,11 @@ the rest, the same way for all of them:
   (when the dialect reads them); a **tool span** belongs to the last call that
   started before it in the same agent, where it answers the requested call of
   the same id (else the first unanswered one of the same name) or is added;
-- **subagents**: the outermost agent span of a trace is the run's own agent;
-  a call under a nested agent span is marked with that span's id in ``agent``
-  (a subagent's calls stay in the parent's run);
+- **subagents**: the run's own agent is the outermost agent span that made
+  calls itself (a wrapper agent above it, such as a framework's workflow
+  span, is not a subagent boundary); a call under another, nested agent span
+  is marked with that span's id in ``agent`` (a subagent's calls stay in the
+  parent's run);
 - the run's ``cost_usd`` is the sum of its calls' recorded costs when every
   call has one (else null); ``exit`` the ``error.type`` (else the status
   message) of the root span when it failed; times from the spans.
@@ -143,7 +145,20 @@ def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
             node, seen = by_id.get(node.parent), seen + 1
         return None
 
-    outermost = {a for a in agents if agent_of(by_id[a]) is None}
+    def depth(agent: str) -> int:
+        node, hops = by_id[agent], 0
+        while (up := agent_of(node)) is not None and hops < 1000:
+            node, hops = by_id[up], hops + 1
+        return hops
+
+    # the run's own agent: the outermost agent that made calls itself (a
+    # framework's wrapper agent above it, such as a workflow span, is not it)
+    callers = [agent_of(s) for s in spans if dialect.call(s) is not None]
+    owners_found = [a for a in callers if a is not None]
+    main = min(owners_found, key=lambda a: (depth(a), by_id[a].start)) \
+        if owners_found else None
+    outermost = {a for a in agents if agent_of(by_id[a]) is None} | (
+        {main} if main is not None else set())
     start = spans[0].start
     end = max(s.end for s in spans)
     calls: list[CallRecord] = []

@@ -26,8 +26,9 @@ trace, named by the GenAI semantic conventions:
   ``gen_ai.usage.cache_creation.input_tokens`` (not for OpenAI, which reports
   no cache writes), ``gen_ai.usage.output_tokens`` including
   ``gen_ai.usage.reasoning.output_tokens``, ``sim.purpose``). A call the
-  harness retried is **one** span covering every attempt, as the conventions
-  ask: each failed attempt (a 429, a 5xx, a timeout) is a ``gen_ai.call.error``
+  harness retried is **one** span covering every attempt (those of the same
+  turn and purpose, a switch to the fallback model included), as the
+  conventions ask: each failed attempt (a 429, a 5xx, a timeout) is a ``gen_ai.call.error``
   event on it, with its ``error.type`` (the harness's error kind), HTTP status
   and duration, and ``sim.attempts`` counts the attempts. Failed attempts that
   no answer followed have no usage, so they are not a ``chat`` span (readers
@@ -168,6 +169,7 @@ class RunSpans:
                         "sim.task_id": task_id})
         self._context = trace.set_span_in_context(self._root)
         self._failed: list[tuple[float, float, dict[str, Any]]] = []  # attempts awaiting answer
+        self._failed_for: list[tuple[int, str]] = []  # their (turn, purpose)
         self._totals = [0, 0, 0, 0, 0]  # input, cache read, cache write, output, reasoning
         self._descriptions: dict[str, str] = {}
         self._oi = recorder.openinference
@@ -230,7 +232,17 @@ class RunSpans:
             if result.status is not None:
                 event["http.response.status_code"] = result.status
             self._failed.append((start_s, end_s, event))
+            self._failed_for.append((request.turn, request.purpose))
             return
+        # failed attempts of another operation (a context overflow before a
+        # compaction call) are not this call's: they go on the run's span
+        mine = [(request.turn, request.purpose) == key for key in self._failed_for]
+        for failed, same in zip(self._failed, mine, strict=True):
+            if not same:
+                self._root.add_event("gen_ai.call.error", failed[2],
+                                     timestamp=self._ns(failed[1]))
+        self._failed = [f for f, same in zip(self._failed, mine, strict=True) if same]
+        self._failed_for = []
         extra: dict[str, Any] = {"gen_ai.request.max_tokens": request.max_output_tokens,
                                  "sim.purpose": request.purpose,
                                  "sim.attempt": request.attempt}
@@ -285,7 +297,7 @@ class RunSpans:
         attempts no answer followed (as events)."""
         for _, at_s, event in self._failed:
             self._root.add_event("gen_ai.call.error", event, timestamp=self._ns(at_s))
-        self._failed = []
+        self._failed, self._failed_for = [], []
         self._root.set_attributes(usage_attributes(self._totals, self._provider))
         if label is not None:
             self._root.set_attribute("sim.exit", label)
