@@ -88,3 +88,15 @@ def test_runs_stopped_by_the_harness_are_censored():
             continue
         total = sum(fit.hazards[c][b] for c in ("resolve", "give_up", "error"))
         assert abs(-np.expm1(-total) - q) <= z * np.sqrt(q * (1 - q) / exposure), (b, total)
+
+
+def test_the_last_bin_always_holds_events():
+    """Ties at the latest event time never leave an open last bin without
+    events (a zero hazard there would let simulated runs go on to the cap)."""
+    runs = pd.DataFrame({"steps": [5] * 30 + [3] * 10 + [40] * 3,
+                         "category": ["agent"] * 40 + ["steps"] * 3,
+                         "resolved": [True] * 20 + [False] * 20 + [None] * 3})
+    fit = fit_endings(runs)
+    assert fit is not None and fit.bin_events[-1] > 0
+    assert fit.censored == 3
+    assert all(fit.bin_events[b] > 0 for b in range(1, len(fit.edges)))

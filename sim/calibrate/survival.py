@@ -147,7 +147,7 @@ def _bins(times: np.ndarray, causes: np.ndarray, weights: np.ndarray) -> list[in
         cum = np.cumsum(w[order]) / w.sum()
         for q in np.arange(1, k) / k:
             edge = int(t[order][np.searchsorted(cum, q)]) + 1
-            if edge > edges[-1]:
+            if edges[-1] < edge <= int(t.max()):  # the last bin keeps some events
                 edges.append(edge)
     return edges
 
