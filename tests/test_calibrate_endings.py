@@ -200,3 +200,36 @@ def test_runs_with_no_calls_are_faults_at_the_first_call(fitted, tmp_path):
     assert c.endings.events["error"] == est.classes[0].endings.events["error"] + 1
     assert min(c.first_prompts) == min(est.classes[0].first_prompts)
     assert np.isfinite(c.need_mu)
+
+
+def test_cumulative_incidence_matches_aalen_johansen(fitted):
+    """The fitted world's cumulative incidence of resolution and of giving up
+    at steps 6, 12 and 20 (a fresh simulation) within Z standard errors of
+    lifelines' Aalen-Johansen estimate on the traces (its 95% interval's
+    half-width / 1.96) and of the simulation's binomial error."""
+    import warnings
+
+    from lifelines import AalenJohansenFitter
+
+    from sim.calibrate.survival import observations
+
+    traces, _, doc = fitted
+    times, causes, weights = observations(traces.runs)
+    assert np.all(weights == 1.0)
+    sim = simulate(doc, 3000, seed=31)
+    for k, cause in enumerate(("resolve", "give_up")):
+        fitter = AalenJohansenFitter(calculate_variance=True, seed=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitter.fit(times, causes + 1, event_of_interest=k + 1)
+        cif = fitter.cumulative_density_.iloc[:, 0]
+        band = fitter.confidence_interval_
+        for t in (6, 12, 20):
+            got = float(cif.loc[:t + 0.999].iloc[-1])
+            row = band.loc[:t + 0.999].iloc[-1]
+            se = abs(float(row.iloc[0]) - float(row.iloc[1])) / (2 * 1.96)
+            mine = (sim.steps <= t) & (sim.category == "agent") & (  # the model ended it
+                sim.resolved == (1.0 if cause == "resolve" else 0.0))
+            p = float(mine.mean())
+            se_sim = math.sqrt(max(p * (1 - p), 1e-6) / sim.n)
+            assert abs(p - got) <= Z * (se + se_sim), (cause, t, p, got, se)

@@ -185,20 +185,21 @@ def _comment_class(comments: dict[str, str], path: str, c: ClassEstimate) -> Non
 
 # -------------------------------------------------------------------- YAML
 def render_yaml(doc: dict[str, Any], comments: dict[str, str], header: list[str]) -> str:
-    """The scenario as YAML text, written by ``yaml.safe_dump`` alone (block
-    mappings, collections of scalars in flow style), then whole comment lines
+    """The scenario as YAML text, written by the YAML library's safe dumper
+    alone (:class:`_Dumper`: block sections, distributions and lists of
+    scalars in flow style, no Python-specific tags), then whole comment lines
     put in: the ``header`` lines first (wrapped at 96 characters unless
     indented), and each commented path's comment on the line before its key
     (found by composing the dumped text with the YAML library; a list item's
     path is ``path[name]``). Comment text is escaped (:func:`comment_text`), so
-    no character of it can end its line: the document is exactly what
-    ``safe_dump`` wrote, whatever the traces named their models (characters
+    no character of it can end its line: the document is exactly what the
+    dumper wrote, whatever the traces named their models (characters
     outside ASCII are escaped in quoted strings, so lines are only ever broken
     by ``\\n``)."""
     import textwrap
 
-    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=10 ** 9,
-                          allow_unicode=False)  # ASCII: "\n" is the only line break
+    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=10 ** 9,
+                     allow_unicode=False)  # ASCII: "\n" is the only line break
     lines = body.split("\n")[:-1]
     before: dict[int, list[str]] = {}
     root = yaml.compose(body)
@@ -223,6 +224,30 @@ def render_yaml(doc: dict[str, Any], comments: dict[str, str], header: list[str]
     if yaml.safe_load(text) != yaml.safe_load(body):  # a comment changed the document
         raise AssertionError("a comment changed the scenario document")
     return text
+
+
+class _Dumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` (safe types only) with the scenario files' layout:
+    sections as block mappings, distributions and lists of numbers or
+    strings in flow style, list items indented under their key."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _represent_dict(dumper: yaml.SafeDumper, data: Any) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(),
+                                    flow_style="distribution" in data or not data)
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: Any) -> yaml.Node:
+    flat = all(not isinstance(v, dict | list | tuple) for v in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flat)
+
+
+_Dumper.add_representer(dict, _represent_dict)
+_Dumper.add_representer(list, _represent_list)
+_Dumper.add_representer(tuple, _represent_list)
 
 
 def comment_text(text: str) -> str:

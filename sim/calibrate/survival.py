@@ -67,14 +67,17 @@ _NATURAL = ("agent", "task_giver")
 class EndingsFit:
     """The fitted endings of one class (see the module docstring): bin edges
     (first step of each bin, 1-based), per-step hazards by cause in each bin,
-    the frailty variance, the counts they came from, and each cause's
-    Nelson-Aalen cumulative hazard at steps ``1..max``."""
+    the frailty variance, the counts they came from (events by cause; per
+    bin, events and run-steps at risk), and each cause's Nelson-Aalen
+    cumulative hazard at steps ``1..max``."""
 
     edges: list[int]
     hazards: dict[str, list[float]]
     frailty: float
     events: dict[str, float]
     censored: int
+    bin_events: list[float] = field(default_factory=list)
+    bin_exposure: list[float] = field(default_factory=list)
     cumulative: dict[str, np.ndarray] = field(default_factory=dict)
     note: str = ""
 
@@ -144,7 +147,7 @@ def _bins(times: np.ndarray, causes: np.ndarray, weights: np.ndarray) -> list[in
         cum = np.cumsum(w[order]) / w.sum()
         for q in np.arange(1, k) / k:
             edge = int(t[order][np.searchsorted(cum, q)]) + 1
-            if edge > edges[-1]:
+            if edges[-1] < edge <= int(t.max()):  # the last bin keeps some events
                 edges.append(edge)
     return edges
 
@@ -271,5 +274,6 @@ def fit_endings(runs: pd.DataFrame) -> EndingsFit | None:
             f"{counts['error']:.0f} faults, {censored} stopped by the recorded harness's "
             f"limits (censored); {note}")
     return EndingsFit(edges=list(edges), hazards=hazards, frailty=theta, events=counts,
-                      censored=censored,
+                      censored=censored, bin_events=[float(v) for v in total],
+                      bin_exposure=[float(v) for v in exposure],
                       cumulative=_nelson_aalen(times, causes, weights, horizon), note=note)

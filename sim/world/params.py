@@ -307,7 +307,7 @@ class EndingsParams(_Strict):
     error: tuple[Annotated[float, Field(ge=0.0, le=100.0)], ...] = Field(
         (0.0,), min_length=1, description="per-step hazard of a persistent model-API fault in "
                                           "each bin")
-    frailty: float = Field(0.0, ge=0.0, le=100.0, description=(
+    frailty: float = Field(0.0, ge=0.0, le=10.0, description=(
         "variance of the per-run gamma hazard multiplier (mean 1; 0: none)"))
 
     @model_validator(mode="after")
