@@ -126,10 +126,13 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
     if args.format == "json":
         print_json(summary)
     else:
-        from sim.output.results import format_table
+        from sim.output.results import format_comparison, format_table
 
         for cell in summary["cells"]:
             print(format_table(cell))
+            print()
+        if len(summary["cells"]) > 1:  # the answer of a sweep: its cells side by side
+            print(format_comparison(summary["cells"]))
             print()
         files = "results.parquet, summary.json, report.md, report.html" + (
             ", timeseries.parquet" if series else "") + (
