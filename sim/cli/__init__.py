@@ -103,6 +103,23 @@ def report_error(kind: str, message: str, as_json: bool, error: InputError | Non
     sys.stdout.write("\n")
 
 
+def _log_to_stderr(verbose: int) -> None:
+    """``-v``: sim's log (logger ``sim``) on stderr, INFO (``-vv``: DEBUG);
+    without it, nothing (the handler of an earlier call in this process goes)."""
+    logger = logging.getLogger("sim")
+    for handler in list(logger.handlers):
+        if getattr(handler, "sim_cli", False):
+            logger.removeHandler(handler)
+    if not verbose:
+        logger.setLevel(logging.NOTSET)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.sim_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("sim: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -119,9 +136,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     verbose = getattr(args, "verbose", 0) or 0
-    if verbose:
-        logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO,
-                            format="sim: %(message)s", stream=sys.stderr)
+    _log_to_stderr(verbose)
     try:
         return int(args.handler(args) or 0)
     except InputError as error:
