@@ -81,6 +81,7 @@ def test_view_prints_the_path_where_no_browser_is_available(results, monkeypatch
 
 def test_view_opens_the_report_in_the_browser(results, monkeypatch, capsys):
     """With a browser, the report's file URL is opened (html before md)."""
+    monkeypatch.delenv("CI", raising=False)
     opened = []
 
     class Browser(webbrowser.BaseBrowser):

@@ -103,7 +103,11 @@ def entries(cwd: Path | None = None) -> list[Entry]:
     for origin, folder in search_folders(cwd):
         if folder.resolve() == here:  # any YAML file here resolves, but is not listed
             continue
-        for path in sorted(folder.iterdir()):
+        try:
+            paths = sorted(folder.iterdir())
+        except OSError:  # an unreadable folder holds nothing we can list
+            continue
+        for path in paths:
             if path.suffix in SUFFIXES and path.is_file() and path.stem not in found:
                 found[path.stem] = Entry(path.stem, path, origin, _summary(path))
     return list(found.values())
