@@ -93,7 +93,7 @@ MMC = "scenarios/mmc.yaml"
 MMC_LAMBDA, MMC_MU, MMC_C = 192 / 3600, 1 / 60, 4
 MMC_TASKS = 20_000          # DES customers at utilisation 0.8 (the exact check needs no more)
 MMC_ARRIVALS = 1_000_000    # gaps of the arrival schedule (cheap: no simulation)
-MMC_SERVICES = 400_000      # service times from the direct engine (same tasks as the DES's)
+MMC_SERVICES = 1_000_000    # service times drawn from the tasks' own streams (cheap)
 MMC_WARMUP = 2_000          # customers dropped for the batch means (the run starts empty)
 MMC_BATCHES = 40            # batch means
 
@@ -206,40 +206,49 @@ def test_the_recursion_matches_erlang_c_on_small_known_cases():
     assert fcfs_waits(arrivals, services, 2).tolist() == [0.0, 0.0, 0.0]
 
 
-def test_mmc_inputs_are_the_scenarios_exponentials():
-    """The inputs of the queue, at full size where it is cheap: the arrival
-    schedule's 1,000,000 gaps (no simulation needed) have mean 1/lambda =
-    18.75 s within four standard errors (0.4% of the rate), an exponential
-    shape (KS) and no lag-1 correlation (|r| < 4/sqrt(n)); the service times
-    of 400,000 tasks (the direct engine; the same tasks' times as in the DES,
-    shown above) have mean 60 s within four standard errors (0.63%), an
-    exponential shape and no lag-1 correlation.
+def service_times(cell, tasks: int) -> np.ndarray:
+    """The tool-call duration of each of the first ``tasks`` tasks of an
+    mmc.yaml cell, drawn as the world draws it (the task's first draw from its
+    latency stream), without running the harness: the service times the
+    engines give these tasks (checked against the direct engine below)."""
+    from sim.world.streams import CONCERNS, StreamPool
+
+    latency, pool, draw = CONCERNS.index("latency"), StreamPool(), cell.world.tool_draw["work"]
+    out = np.empty(tasks)
+    for task in range(tasks):
+        streams = pool.acquire(cell.seed, task)
+        out[task] = draw(streams[latency])
+        pool.release(streams)
+    return out
+
+
+def test_mmc_inputs_are_the_scenarios_exponentials(mmc_run):
+    """The inputs of the queue at full size, where they are cheap: the arrival
+    schedule's 1,000,000 gaps (no simulation needed) and the service times of
+    1,000,000 tasks (drawn from each task's own stream as the world draws
+    them; for the 20,000 tasks simulated, equal to the direct engine's to
+    1e-6 s, so these are the engine's service times) have means 1/lambda =
+    18.75 s and 1/mu = 60 s within four standard errors (0.4% each), an
+    exponential shape (KS) and no lag-1 correlation (|r| < 4/sqrt(n)).
 
     Detectable effect on the mean wait (its elasticity at utilisation 0.8 is
     6.4 to the arrival rate and 7.4 to the mean service time): before, the
     1,000,000-task mean wait caught a rate or service-mean error of about
-    0.8% (a 6% bias of the mean wait). Now a rate error of 0.5% (4.84
-    standard errors, 80% power: 3.2% of the mean wait) and a service-mean
-    error of 0.77% (5.7% of the mean wait); shape errors far smaller than
-    before (KS on 1,000,000 and 400,000 values: CDF gaps of 0.2% and 0.3%,
-    where the mean wait moved 5% only for a 10% change of the service
-    time's squared coefficient of variation)."""
-    from sim.engines.direct import run_tasks
-
+    0.8% (a 6% bias of the mean wait). Now, with 80% power, a rate error of
+    0.48% (3.1% of the mean wait) and a service-mean error of 0.48% (3.6%);
+    shape errors far smaller than before (KS on 1,000,000 values: CDF gaps
+    of 0.2%, where the mean wait moved 5% only for a 10% change of the
+    service time's squared coefficient of variation)."""
     scenario = load_scenario(MMC, ["tasks=1000"])
     cell = build_cell(cells_of(scenario)[0])
     times = np.array([a.time_s for a in arrival_schedule(scenario.des, MMC_ARRIVALS, cell.seed)])
     gaps = np.diff(times)
-    mean_gap = 1 / MMC_LAMBDA
-    assert abs(gaps.mean() - mean_gap) <= 4 * mean_gap / math.sqrt(len(gaps))
-    assert stats.kstest(gaps, "expon", args=(0, mean_gap)).pvalue > 0.001
-    assert abs(np.corrcoef(gaps[:-1], gaps[1:])[0, 1]) < 4 / math.sqrt(len(gaps))
-    service = np.concatenate([
-        np.array([r.active_s for r in run_tasks(cell, range(start, start + 50_000))])
-        for start in range(0, MMC_SERVICES, 50_000)])
-    assert abs(service.mean() - 60) <= 4 * 60 / math.sqrt(len(service))
-    assert stats.kstest(service, "expon", args=(0, 60)).pvalue > 0.001
-    assert abs(np.corrcoef(service[:-1], service[1:])[0, 1]) < 4 / math.sqrt(len(service))
+    service = service_times(cell, MMC_SERVICES)
+    assert np.max(np.abs(service[:MMC_TASKS] - mmc_run["service"])) < 1e-6
+    for values, mean in ((gaps, 1 / MMC_LAMBDA), (service, 1 / MMC_MU)):
+        assert abs(values.mean() - mean) <= 4 * mean / math.sqrt(len(values))
+        assert stats.kstest(values, "expon", args=(0, mean)).pvalue > 0.001
+        assert abs(np.corrcoef(values[:-1], values[1:])[0, 1]) < 4 / math.sqrt(len(values))
 
 
 def test_mmc_capacity_table_reports_the_waits_and_utilisation(mmc_run):
