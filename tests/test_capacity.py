@@ -277,36 +277,83 @@ def test_mmc_capacity_table_reports_the_waits_and_utilisation(mmc_run):
 
 
 # --------------------------------------------------------------- tail share
+TAIL = "scenarios/tail.yaml"
+TAIL_TASKS = 2_000       # DES tasks: each one's holding time checked exactly
+TAIL_DRAWS = 200_000     # tasks' needs drawn from their own streams (no simulation)
+
+
+def task_needs(cell, tasks: int) -> np.ndarray:
+    """The productive steps each of the first ``tasks`` tasks needs, drawn
+    as the world draws it (from the task's own difficulty stream), without
+    running the harness."""
+    from sim.world.difficulty import sample_need
+    from sim.world.streams import CONCERNS, StreamPool
+
+    difficulty, pool = CONCERNS.index("difficulty"), StreamPool()
+    spec = cell.world.params.difficulty
+    out = np.empty(tasks, dtype=np.int64)
+    for task in range(tasks):
+        streams = pool.acquire(cell.seed, task)
+        out[task] = sample_need(spec, streams[difficulty])
+        pool.release(streams)
+    return out
+
+
 @pytest.mark.slow
 def test_tail_share_reproduces_seed_001():
     """scenarios/tail.yaml: 95% of tasks take 2 minutes and 5% take 25
     (exactly, by construction). Seed 001: the long 5% hold 1.25 / 3.15 =
-    39.7% of the sandbox-minutes; the measured share of the longest 5% is
-    within 2 percentage points.
+    39.7% of the sandbox-minutes.
 
-    Sample size: the share moves with the realised fraction p of long tasks
-    (binomial: standard error sqrt(0.05 x 0.95 / n)); the share's
-    sensitivity to p is at most 4.4 per unit, so with n = 20,000 its
-    standard error is at most 0.68 points and 2 points are about three
-    standard errors. The mean number of busy sandboxes (utilisation of an
-    unlimited pool) matches the offered load lambda E[S] = 600/h x 189 s =
-    31.5 within four standard errors (the relative standard error of
-    lambda-hat x mean S is sqrt(1 + CV(S)^2) / sqrt(n), CV(S) = 1.59).
+    Design (common random numbers, then full size where it is cheap): through
+    the DES engine, each of 2,000 tasks holds its sandbox exactly 120 s or
+    1,500 s as its need, drawn from its own stream, is 6 or 66 steps, and the
+    capacity table's tail share is the top 5% share of those holdings. The
+    needs of 200,000 tasks, drawn the same way without simulating, then give:
+    the share of the longest 5% within 3 standard errors (0.65 points) of
+    39.7%, and the long fraction within four of 5% (binomial). The share
+    moves with the realised fraction p of long tasks (binomial: standard
+    error sqrt(0.05 x 0.95 / n)), with a sensitivity of at most 4.4 per unit,
+    so its standard error is at most 0.22 points at n = 200,000.
+
+    Detectable effect (80% power): before (20,000 simulated tasks, 2-point
+    tolerance, 0.68-point standard error), a tail-share error of about 2.6
+    points; now 0.83 points, and any task whose holding time differs from
+    its need's by more than 1e-6 s. The mean number of busy sandboxes:
+    before, within 4 x 1.33% of the offered load lambda E[S] = 31.5 on
+    20,000 tasks; now its two factors at full size, the mean holding time
+    within 4 x 0.36% (CV(S) = 1.59 over 200,000 tasks) and the arrival rate
+    within 4 x 0.22% (200,000 gaps), the area under busy sandboxes equal to
+    the holdings (exact), and the 2,000-task run's mean busy within four of
+    its standard errors (4 x 4.2%) of the offered load.
     """
     expected = 0.05 * 25 / (0.95 * 2 + 0.05 * 25)
     assert expected == pytest.approx(1.25 / 3.15)
-    _, result, _, capacity = simulate("scenarios/tail.yaml")
-    n = len(result.records)
-    assert n == 20_000
-    holds = np.array(result.sandbox_hold_s)
-    assert set(np.round(holds, 6)) == {120.0, 1500.0}  # durations exact
-    assert abs(capacity["tail_share_5pct"] - expected) <= 0.02
-    long = holds == 1500.0
-    assert abs(long.mean() - 0.05) <= 4 * math.sqrt(0.05 * 0.95 / n)
-    offered = 600 / 3600 * 189.0
+    scenario, result, _, capacity = simulate(TAIL, tasks=TAIL_TASKS)
+    cell = build_cell(cells_of(scenario)[0])
+    records = sorted(result.records, key=lambda r: r.task)
+    holds = np.array([r.end_s - r.start_s for r in records])
+    needs = task_needs(cell, TAIL_DRAWS)
+    assert set(needs.tolist()) == {6, 66}
+    by_need = np.where(needs == 6, 120.0, 1500.0)
+    assert np.max(np.abs(holds - by_need[:TAIL_TASKS])) < 1e-6  # durations exact, per task
+    assert np.allclose(np.sort(result.sandbox_hold_s), np.sort(holds), atol=1e-6)
+    assert capacity["tail_share_5pct"] == pytest.approx(tail_share(list(result.sandbox_hold_s)))
+    busy = result.series["busy_sandboxes"].integral(result.horizon_s)
+    assert busy == pytest.approx(float(holds.sum()), rel=1e-9)
+    n = TAIL_DRAWS
+    se_p = math.sqrt(0.05 * 0.95 / n)
+    assert abs(tail_share(by_need.tolist()) - expected) <= 3 * 4.4 * se_p
+    long = needs == 66
+    assert abs(long.mean() - 0.05) <= 4 * se_p
+    mean_s = 0.95 * 120 + 0.05 * 1500  # 189 s
+    cv = math.sqrt(0.95 * 120 ** 2 + 0.05 * 1500 ** 2 - mean_s ** 2) / mean_s
+    assert abs(by_need.mean() - mean_s) / mean_s <= 4 * cv / math.sqrt(n)
+    gaps = np.diff([a.time_s for a in arrival_schedule(scenario.des, n, cell.seed)])
+    assert abs(gaps.mean() - 6.0) / 6.0 <= 4 / math.sqrt(len(gaps))  # 600 tasks/h
+    offered = 600 / 3600 * mean_s
     load = capacity["while_arriving"]["mean_busy"]["sandboxes"]
-    cv = holds.std() / holds.mean()
-    assert abs(load - offered) / offered <= 4 * math.sqrt(1 + cv ** 2) / math.sqrt(n)
+    assert abs(load - offered) / offered <= 4 * math.sqrt(1 + cv ** 2) / math.sqrt(TAIL_TASKS)
 
 
 def test_tail_share_is_the_top_share():
