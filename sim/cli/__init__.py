@@ -27,7 +27,8 @@ from sim.cli.common import SweepStopped
 from sim.errors import InputError
 
 COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
-            "calibrate", "scenarios", "view")
+            "calibrate")
+NEWCOMER_COMMANDS = ("scenarios", "view")  # finding scenarios by name; opening a report
 
 EXIT_STATUS = ("Exit status: 0 done (compare: no regression), 1 a regression, 2 bad input, "
                "3 inconclusive (compare: not enough tasks to decide either way), 75 a lost "
@@ -65,7 +66,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {sim_version()}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (*COMMANDS, *NEWCOMER_COMMANDS):
         importlib.import_module(f"sim.cli.{name}").register(sub)
     for command in sub.choices.values():
         command.epilog = command.epilog or EXIT_STATUS
