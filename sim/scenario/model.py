@@ -530,7 +530,7 @@ def _check_arrivals(des: DesParams) -> None:
     except FileNotFoundError:
         raise InputError(f"arrivals file {str(path)!r} not found", path=where) from None
     except OSError as error:
-        raise InputError(f"cannot read {str(path)!r} ({error.__class__.__name__}: "
+        raise InputError(f"cannot read {str(path)!r} ("
                          f"{error.strerror or error})", path=where) from None
     if not stat.S_ISREG(info.st_mode):
         raise InputError(f"{str(path)!r} is not a file", path=where)
@@ -538,7 +538,7 @@ def _check_arrivals(des: DesParams) -> None:
         with path.open("rb"):
             pass
     except OSError as error:
-        raise InputError(f"cannot read {str(path)!r} ({error.__class__.__name__}: "
+        raise InputError(f"cannot read {str(path)!r} ("
                          f"{error.strerror or error})", path=where) from None
 
 
