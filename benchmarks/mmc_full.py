@@ -11,7 +11,7 @@ about 125 / N to 240 / N), and Little's law must hold over the steady window
 with a tolerance under 2%. About 90 s of CPU and 2 GB. The test suite checks
 the same engine exactly on 20,000 tasks (tests/test_capacity.py: every wait
 equals the first-come-first-served recursion on the same inputs) and the
-queue's inputs at 400,000 to 1,000,000 values; this is the end-to-end figure
+queue's inputs at 1,000,000 values; this is the end-to-end figure
 for the scenario's header. Exit status 0 when both hold, 1 otherwise.
 """
 

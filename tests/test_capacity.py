@@ -93,7 +93,7 @@ MMC = "scenarios/mmc.yaml"
 MMC_LAMBDA, MMC_MU, MMC_C = 192 / 3600, 1 / 60, 4
 MMC_TASKS = 20_000          # DES customers at utilisation 0.8 (the exact check needs no more)
 MMC_ARRIVALS = 1_000_000    # gaps of the arrival schedule (cheap: no simulation)
-MMC_SERVICES = 400_000      # service times from the direct engine (same tasks as the DES's)
+MMC_SERVICES = 1_000_000    # service times drawn from the tasks' own streams (cheap)
 MMC_WARMUP = 2_000          # customers dropped for the batch means (the run starts empty)
 MMC_BATCHES = 40            # batch means
 
@@ -206,40 +206,49 @@ def test_the_recursion_matches_erlang_c_on_small_known_cases():
     assert fcfs_waits(arrivals, services, 2).tolist() == [0.0, 0.0, 0.0]
 
 
-def test_mmc_inputs_are_the_scenarios_exponentials():
-    """The inputs of the queue, at full size where it is cheap: the arrival
-    schedule's 1,000,000 gaps (no simulation needed) have mean 1/lambda =
-    18.75 s within four standard errors (0.4% of the rate), an exponential
-    shape (KS) and no lag-1 correlation (|r| < 4/sqrt(n)); the service times
-    of 400,000 tasks (the direct engine; the same tasks' times as in the DES,
-    shown above) have mean 60 s within four standard errors (0.63%), an
-    exponential shape and no lag-1 correlation.
+def service_times(cell, tasks: int) -> np.ndarray:
+    """The tool-call duration of each of the first ``tasks`` tasks of an
+    mmc.yaml cell, drawn as the world draws it (the task's first draw from its
+    latency stream), without running the harness: the service times the
+    engines give these tasks (checked against the direct engine below)."""
+    from sim.world.streams import CONCERNS, StreamPool
+
+    latency, pool, draw = CONCERNS.index("latency"), StreamPool(), cell.world.tool_draw["work"]
+    out = np.empty(tasks)
+    for task in range(tasks):
+        streams = pool.acquire(cell.seed, task)
+        out[task] = draw(streams[latency])
+        pool.release(streams)
+    return out
+
+
+def test_mmc_inputs_are_the_scenarios_exponentials(mmc_run):
+    """The inputs of the queue at full size, where they are cheap: the arrival
+    schedule's 1,000,000 gaps (no simulation needed) and the service times of
+    1,000,000 tasks (drawn from each task's own stream as the world draws
+    them; for the 20,000 tasks simulated, equal to the direct engine's to
+    1e-6 s, so these are the engine's service times) have means 1/lambda =
+    18.75 s and 1/mu = 60 s within four standard errors (0.4% each), an
+    exponential shape (KS) and no lag-1 correlation (|r| < 4/sqrt(n)).
 
     Detectable effect on the mean wait (its elasticity at utilisation 0.8 is
     6.4 to the arrival rate and 7.4 to the mean service time): before, the
     1,000,000-task mean wait caught a rate or service-mean error of about
-    0.8% (a 6% bias of the mean wait). Now a rate error of 0.5% (4.84
-    standard errors, 80% power: 3.2% of the mean wait) and a service-mean
-    error of 0.77% (5.7% of the mean wait); shape errors far smaller than
-    before (KS on 1,000,000 and 400,000 values: CDF gaps of 0.2% and 0.3%,
-    where the mean wait moved 5% only for a 10% change of the service
-    time's squared coefficient of variation)."""
-    from sim.engines.direct import run_tasks
-
+    0.8% (a 6% bias of the mean wait). Now, with 80% power, a rate error of
+    0.48% (3.1% of the mean wait) and a service-mean error of 0.48% (3.6%);
+    shape errors far smaller than before (KS on 1,000,000 values: CDF gaps
+    of 0.2%, where the mean wait moved 5% only for a 10% change of the
+    service time's squared coefficient of variation)."""
     scenario = load_scenario(MMC, ["tasks=1000"])
     cell = build_cell(cells_of(scenario)[0])
     times = np.array([a.time_s for a in arrival_schedule(scenario.des, MMC_ARRIVALS, cell.seed)])
     gaps = np.diff(times)
-    mean_gap = 1 / MMC_LAMBDA
-    assert abs(gaps.mean() - mean_gap) <= 4 * mean_gap / math.sqrt(len(gaps))
-    assert stats.kstest(gaps, "expon", args=(0, mean_gap)).pvalue > 0.001
-    assert abs(np.corrcoef(gaps[:-1], gaps[1:])[0, 1]) < 4 / math.sqrt(len(gaps))
-    service = np.concatenate([
-        np.array([r.active_s for r in run_tasks(cell, range(start, start + 50_000))])
-        for start in range(0, MMC_SERVICES, 50_000)])
-    assert abs(service.mean() - 60) <= 4 * 60 / math.sqrt(len(service))
-    assert stats.kstest(service, "expon", args=(0, 60)).pvalue > 0.001
-    assert abs(np.corrcoef(service[:-1], service[1:])[0, 1]) < 4 / math.sqrt(len(service))
+    service = service_times(cell, MMC_SERVICES)
+    assert np.max(np.abs(service[:MMC_TASKS] - mmc_run["service"])) < 1e-6
+    for values, mean in ((gaps, 1 / MMC_LAMBDA), (service, 1 / MMC_MU)):
+        assert abs(values.mean() - mean) <= 4 * mean / math.sqrt(len(values))
+        assert stats.kstest(values, "expon", args=(0, mean)).pvalue > 0.001
+        assert abs(np.corrcoef(values[:-1], values[1:])[0, 1]) < 4 / math.sqrt(len(values))
 
 
 def test_mmc_capacity_table_reports_the_waits_and_utilisation(mmc_run):
@@ -268,36 +277,83 @@ def test_mmc_capacity_table_reports_the_waits_and_utilisation(mmc_run):
 
 
 # --------------------------------------------------------------- tail share
+TAIL = "scenarios/tail.yaml"
+TAIL_TASKS = 2_000       # DES tasks: each one's holding time checked exactly
+TAIL_DRAWS = 200_000     # tasks' needs drawn from their own streams (no simulation)
+
+
+def task_needs(cell, tasks: int) -> np.ndarray:
+    """The productive steps each of the first ``tasks`` tasks needs, drawn
+    as the world draws it (from the task's own difficulty stream), without
+    running the harness."""
+    from sim.world.difficulty import sample_need
+    from sim.world.streams import CONCERNS, StreamPool
+
+    difficulty, pool = CONCERNS.index("difficulty"), StreamPool()
+    spec = cell.world.params.difficulty
+    out = np.empty(tasks, dtype=np.int64)
+    for task in range(tasks):
+        streams = pool.acquire(cell.seed, task)
+        out[task] = sample_need(spec, streams[difficulty])
+        pool.release(streams)
+    return out
+
+
 @pytest.mark.slow
 def test_tail_share_reproduces_seed_001():
     """scenarios/tail.yaml: 95% of tasks take 2 minutes and 5% take 25
     (exactly, by construction). Seed 001: the long 5% hold 1.25 / 3.15 =
-    39.7% of the sandbox-minutes; the measured share of the longest 5% is
-    within 2 percentage points.
+    39.7% of the sandbox-minutes.
 
-    Sample size: the share moves with the realised fraction p of long tasks
-    (binomial: standard error sqrt(0.05 x 0.95 / n)); the share's
-    sensitivity to p is at most 4.4 per unit, so with n = 20,000 its
-    standard error is at most 0.68 points and 2 points are about three
-    standard errors. The mean number of busy sandboxes (utilisation of an
-    unlimited pool) matches the offered load lambda E[S] = 600/h x 189 s =
-    31.5 within four standard errors (the relative standard error of
-    lambda-hat x mean S is sqrt(1 + CV(S)^2) / sqrt(n), CV(S) = 1.59).
+    Design (common random numbers, then full size where it is cheap): through
+    the DES engine, each of 2,000 tasks holds its sandbox exactly 120 s or
+    1,500 s as its need, drawn from its own stream, is 6 or 66 steps, and the
+    capacity table's tail share is the top 5% share of those holdings. The
+    needs of 200,000 tasks, drawn the same way without simulating, then give:
+    the share of the longest 5% within 3 standard errors (0.65 points) of
+    39.7%, and the long fraction within four of 5% (binomial). The share
+    moves with the realised fraction p of long tasks (binomial: standard
+    error sqrt(0.05 x 0.95 / n)), with a sensitivity of at most 4.4 per unit,
+    so its standard error is at most 0.22 points at n = 200,000.
+
+    Detectable effect (80% power): before (20,000 simulated tasks, 2-point
+    tolerance, 0.68-point standard error), a tail-share error of about 2.6
+    points; now 0.83 points, and any task whose holding time differs from
+    its need's by more than 1e-6 s. The mean number of busy sandboxes:
+    before, within 4 x 1.33% of the offered load lambda E[S] = 31.5 on
+    20,000 tasks; now its two factors at full size, the mean holding time
+    within 4 x 0.36% (CV(S) = 1.59 over 200,000 tasks) and the arrival rate
+    within 4 x 0.22% (200,000 gaps), the area under busy sandboxes equal to
+    the holdings (exact), and the 2,000-task run's mean busy within four of
+    its standard errors (4 x 4.2%) of the offered load.
     """
     expected = 0.05 * 25 / (0.95 * 2 + 0.05 * 25)
     assert expected == pytest.approx(1.25 / 3.15)
-    _, result, _, capacity = simulate("scenarios/tail.yaml")
-    n = len(result.records)
-    assert n == 20_000
-    holds = np.array(result.sandbox_hold_s)
-    assert set(np.round(holds, 6)) == {120.0, 1500.0}  # durations exact
-    assert abs(capacity["tail_share_5pct"] - expected) <= 0.02
-    long = holds == 1500.0
-    assert abs(long.mean() - 0.05) <= 4 * math.sqrt(0.05 * 0.95 / n)
-    offered = 600 / 3600 * 189.0
+    scenario, result, _, capacity = simulate(TAIL, tasks=TAIL_TASKS)
+    cell = build_cell(cells_of(scenario)[0])
+    records = sorted(result.records, key=lambda r: r.task)
+    holds = np.array([r.end_s - r.start_s for r in records])
+    needs = task_needs(cell, TAIL_DRAWS)
+    assert set(needs.tolist()) == {6, 66}
+    by_need = np.where(needs == 6, 120.0, 1500.0)
+    assert np.max(np.abs(holds - by_need[:TAIL_TASKS])) < 1e-6  # durations exact, per task
+    assert np.allclose(np.sort(result.sandbox_hold_s), np.sort(holds), atol=1e-6)
+    assert capacity["tail_share_5pct"] == pytest.approx(tail_share(list(result.sandbox_hold_s)))
+    busy = result.series["busy_sandboxes"].integral(result.horizon_s)
+    assert busy == pytest.approx(float(holds.sum()), rel=1e-9)
+    n = TAIL_DRAWS
+    se_p = math.sqrt(0.05 * 0.95 / n)
+    assert abs(tail_share(by_need.tolist()) - expected) <= 3 * 4.4 * se_p
+    long = needs == 66
+    assert abs(long.mean() - 0.05) <= 4 * se_p
+    mean_s = 0.95 * 120 + 0.05 * 1500  # 189 s
+    cv = math.sqrt(0.95 * 120 ** 2 + 0.05 * 1500 ** 2 - mean_s ** 2) / mean_s
+    assert abs(by_need.mean() - mean_s) / mean_s <= 4 * cv / math.sqrt(n)
+    gaps = np.diff([a.time_s for a in arrival_schedule(scenario.des, n, cell.seed)])
+    assert abs(gaps.mean() - 6.0) / 6.0 <= 4 / math.sqrt(len(gaps))  # 600 tasks/h
+    offered = 600 / 3600 * mean_s
     load = capacity["while_arriving"]["mean_busy"]["sandboxes"]
-    cv = holds.std() / holds.mean()
-    assert abs(load - offered) / offered <= 4 * math.sqrt(1 + cv ** 2) / math.sqrt(n)
+    assert abs(load - offered) / offered <= 4 * math.sqrt(1 + cv ** 2) / math.sqrt(TAIL_TASKS)
 
 
 def test_tail_share_is_the_top_share():

@@ -81,6 +81,7 @@ def test_view_prints_the_path_where_no_browser_is_available(results, monkeypatch
 
 def test_view_opens_the_report_in_the_browser(results, monkeypatch, capsys):
     """With a browser, the report's file URL is opened (html before md)."""
+    monkeypatch.delenv("CI", raising=False)
     opened = []
 
     class Browser(webbrowser.BaseBrowser):
@@ -106,6 +107,16 @@ def test_verbose_is_accepted_before_and_after_the_command(results, capsys):
     """``sim -v view DIR`` and ``sim view DIR -v`` both run."""
     assert sim.cli.main(["-v", "view", str(results), "--print"]) == 0
     assert sim.cli.main(["view", str(results), "--print", "-vv"]) == 0
+
+
+def test_verbose_logs_the_scenario_found_by_name_and_quiet_without(tmp_path, capsys):
+    """``-v`` says which file a scenario name resolved to; without it, no log."""
+    argv = ["run", "bounded", "--tasks", "3", "--quiet", "--workers", "1"]
+    assert sim.cli.main(["-v", *argv, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "sim: scenario bounded: " in err and "bounded.yaml" in err
+    assert sim.cli.main([*argv, "--out", str(tmp_path / "b")]) == 0
+    assert "sim:" not in capsys.readouterr().err
 
 
 def test_summary_md_appends_as_ci_step_summaries_are_written(tmp_path, capsys):

@@ -114,9 +114,10 @@ def test_each_mistake_is_exit_2_with_one_line(name, files, capsys, monkeypatch):
         assert leak not in lines[0], (leak, lines[0])
 
 
-@pytest.mark.parametrize("provider,variable", [("anthropic", "ANTHROPIC_API_KEY"),
-                                               ("openai", "OPENAI_API_KEY")])
-def test_live_without_an_api_key_is_one_line_and_writes_nothing(provider, variable, files,
+@pytest.mark.parametrize("provider,variable,model", [
+    ("anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-4-20250514"),
+    ("openai", "OPENAI_API_KEY", "gpt-4o")])
+def test_live_without_an_api_key_is_one_line_and_writes_nothing(provider, variable, model, files,
                                                                  tmp_path, monkeypatch, capsys):
     """``live`` without the provider's key: exit 2, one line naming the
     variable, and no checkpoint database or trace folder left behind."""
@@ -124,7 +125,7 @@ def test_live_without_an_api_key_is_one_line_and_writes_nothing(provider, variab
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "live"
-    status = sim.cli.main(["live", str(files["tasks"]), "--provider", provider, "--model", "m",
+    status = sim.cli.main(["live", str(files["tasks"]), "--provider", provider, "--model", model,
                            "--out", str(out)])
     lines = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(lines) == 1 and variable in lines[0]

@@ -81,7 +81,8 @@ def test_a_des_cell_moves_the_progress_bar_while_it_runs(tmp_path: Path, monkeyp
     between 0 and the total appear before the end, and the bar ends at the
     total with no count file left."""
     bars: list[_Bar] = []
-    monkeypatch.setattr(sim.sweeps, "tqdm", lambda *a, **k: bars.append(_Bar(*a, **k)) or bars[-1])
+    monkeypatch.setattr(sim.sweeps, "progress_bar",
+                        lambda *a, **k: bars.append(_Bar(*a, **k)) or bars[-1])
     monkeypatch.setattr(sim.sweeps, "PROGRESS_INTERVAL_S", 0.05)
     cells = ["sweep={seed: [1, 2]}"] if workers == 2 else []
     runs = cells_of(load_scenario(ROOT / "scenarios" / "mmc.yaml", cells))

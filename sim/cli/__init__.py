@@ -27,7 +27,8 @@ from sim.cli.common import SweepStopped
 from sim.errors import InputError
 
 COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
-            "calibrate", "tune", "scenarios", "view")
+            "calibrate", "tune")
+NEWCOMER_COMMANDS = ("scenarios", "view")  # finding scenarios by name; opening a report
 
 EXIT_STATUS = ("Exit status: 0 done (compare: no regression), 1 a regression, 2 bad input, "
                "3 inconclusive (compare: not enough tasks to decide either way), 75 a lost "
@@ -65,7 +66,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {sim_version()}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (*COMMANDS, *NEWCOMER_COMMANDS):
         importlib.import_module(f"sim.cli.{name}").register(sub)
     for command in sub.choices.values():
         command.epilog = command.epilog or EXIT_STATUS
@@ -103,6 +104,23 @@ def report_error(kind: str, message: str, as_json: bool, error: InputError | Non
     sys.stdout.write("\n")
 
 
+def _log_to_stderr(verbose: int) -> None:
+    """``-v``: sim's log (logger ``sim``) on stderr, INFO (``-vv``: DEBUG);
+    without it, nothing (the handler of an earlier call in this process goes)."""
+    logger = logging.getLogger("sim")
+    for handler in list(logger.handlers):
+        if getattr(handler, "sim_cli", False):
+            logger.removeHandler(handler)
+    if not verbose:
+        logger.setLevel(logging.NOTSET)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.sim_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("sim: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -119,9 +137,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     verbose = getattr(args, "verbose", 0) or 0
-    if verbose:
-        logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO,
-                            format="sim: %(message)s", stream=sys.stderr)
+    _log_to_stderr(verbose)
     try:
         return int(args.handler(args) or 0)
     except InputError as error:
@@ -135,3 +151,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed early (| head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -128,11 +128,13 @@ def run(args: argparse.Namespace) -> int:
 def format_capacity(c: dict[str, Any], limits: dict[str, Any]) -> str:
     """The terminal capacity table of one DES run (see :mod:`sim.analysis.capacity`)."""
     lines = ["== capacity",
-             f"  L (mean tasks in system)     {c['L']:>10.2f}",
-             f"  arrival rate                 {c['arrival_rate_per_s']:>10.4f} /s"
-             f"  ({3600 * c['arrival_rate_per_s']:,.0f} /h)",
+             f"  L (mean tasks in system)     {c['L']:>10.2f}   over the whole horizon",
+             f"  tasks / horizon              {c['arrival_rate_per_s']:>10.4f} /s"
+             f"  ({3600 * c['arrival_rate_per_s']:,.0f} /h; below the arrival rate: the "
+             f"horizon includes the drain)",
              f"  W (mean time in system)      {c['W_s']:>10,.1f} s",
-             f"  horizon                      {c['horizon_s']:>10,.0f} s",
+             f"  horizon                      {c['horizon_s']:>10,.0f} s   first arrival to "
+             f"the last task's end",
              *_littles_law_lines(c.get("littles_law")),
              "  resource        limit   utilisation   mean busy   peak"]
     for pool in ("sandboxes", "model_slots"):
@@ -180,9 +182,12 @@ def _littles_law_lines(law: dict[str, Any] | None) -> list[str]:
     if not law:
         return ["  Little's law                 no steady-state window (a batch)"]
     low, high = law["window_quantiles"]
-    words = {True: "holds", False: "FAILS", None: "not checked: no steady state"}
+    words = {True: "holds", False: "FAILS",
+             None: "not checked: no steady state (the window is short against W, or the "
+                   "queue grows through it)"}
     verdict, queue = words[law["holds"]], words[law["queue_holds"]]
-    return [f"  Little's law over the arrivals {100 * low:g}th-{100 * high:g}th percentile "
+    return [f"  Little's law over the steady window, arrivals {100 * low:g}th-{100 * high:g}th "
+            f"percentile "
             f"({law['tasks']:,} tasks, {law['window_s'][0]:,.0f} to "
             f"{law['window_s'][1]:,.0f} s), {law['rate_source']} rate "
             f"{3600 * law['arrival_rate_per_s']:,.1f} /h:",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -14,6 +15,8 @@ from sim.errors import InputError
 if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it registers
     from sim.runner import CellRun
     from sim.scenario.model import Scenario
+
+log = logging.getLogger(__name__)
 
 OUT_HELP = ("results folder (default: reports/<scenario name>, or under $SIM_OUT or "
             "[tool.sim] out in pyproject.toml); checked before anything runs, "
@@ -93,7 +96,12 @@ def load(args: argparse.Namespace) -> Scenario:
     check_workers(args.workers)
     from sim.scenario.model import load_scenario
 
-    return load_scenario(args.scenario, overrides_of(args), allow_plugins=args.allow_plugins)
+    scenario = load_scenario(args.scenario, overrides_of(args),
+                             allow_plugins=args.allow_plugins)
+    log.info("scenario %s: %s tasks per cell, seed %s, engine %s, %s sweep axes",
+             scenario.name, f"{scenario.tasks:,}", scenario.seed, scenario.engine,
+             len(scenario.sweep))
+    return scenario
 
 
 def default_out(args: argparse.Namespace, name: str) -> Path:
@@ -122,14 +130,18 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
     out = default_out(args, scenario.name)
     provenance = run_provenance(scenario, command=command, overrides=overrides_of(args))
     folder.prepare(out, provenance, force=args.force)
+    log.info("%d cell(s) into %s", len(runs), out)
     summary, series = _simulate_in_chunks(args, scenario, runs, out, provenance)
     if args.format == "json":
         print_json(summary)
     else:
-        from sim.output.results import format_table
+        from sim.output.results import format_comparison, format_table
 
         for cell in summary["cells"]:
             print(format_table(cell))
+            print()
+        if len(summary["cells"]) > 1:  # the answer of a sweep: its cells side by side
+            print(format_comparison(summary["cells"]))
             print()
         files = "results.parquet, summary.json, report.md, report.html" + (
             ", timeseries.parquet" if series else "") + (

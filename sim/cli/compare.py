@@ -164,7 +164,7 @@ def _writable(value: str | None, flag: str) -> Path | None:
         if not os.access(path.parent, os.W_OK):
             raise PermissionError(f"cannot write into {path.parent}")
     except OSError as error:
-        raise InputError(f"{flag} {path}: cannot write there ({error.__class__.__name__}: "
+        raise InputError(f"{flag} {path}: cannot write there ("
                          f"{error.strerror or error})") from None
     return path
 

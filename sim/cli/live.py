@@ -104,9 +104,9 @@ def run(args: argparse.Namespace) -> int:
     from sim.drivers.live.tasks import load_tasks
     from sim.harness.checkpoint import SQLiteStore
 
-    check_api_key(args.provider)  # before anything is read, run or written
     tasks, _ = load_tasks(args.tasks)
     name, params, make_detector = base_params(args)
+    check_api_key(args.provider)  # inputs checked; nothing written or contacted yet
     approvers: dict[str, approval.Approver] = {
         "ask": approval.terminal_prompt, "all": approval.approve_all, "none": approval.refuse_all}
     approver = approvers[args.approve]

@@ -64,8 +64,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _has_browser() -> bool:
-    """Whether :mod:`webbrowser` knows a browser to start (not a text-mode one)."""
+    """Whether :mod:`webbrowser` knows a browser to start (not a text-mode one,
+    and not under CI, where no one would see it)."""
+    import os
     import webbrowser
+
+    if os.environ.get("CI"):
+        return False
 
     try:
         browser = webbrowser.get()

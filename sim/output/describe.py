@@ -9,6 +9,7 @@ listed as given.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -105,14 +106,50 @@ def settings_sentence(scenario: Mapping[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def provenance_lines(provenance: Mapping[str, Any] | None) -> list[str]:
-    """Markdown lines for a report's head: the settings, the overrides and the
-    recorded version and prices date; none without a provenance."""
+def with_params(scenario: Mapping[str, Any], params: Mapping[str, Any] | None
+                ) -> dict[str, Any]:
+    """A copy of the plain scenario with a cell's parameters (``dotted.path``:
+    value, as summary.json records them) set: what that cell ran with."""
+    out = copy.deepcopy(dict(scenario))
+    for key, value in (params or {}).items():
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                break
+            node = child
+        else:
+            node[leaf] = value
+    return out
+
+
+def replay_sentence(replay: Mapping[str, Any]) -> str:
+    """What a replay ran on: its recorded runs and their models."""
+    models = list(replay.get("models") or [])
+    shown = ", ".join(f"`{m}`" for m in models[:6]) + (
+        f" and {len(models) - 6} more" if len(models) > 6 else "")
+    return (f"{replay['runs']:,} recorded runs of {len(models)} model"
+            f"{'s' if len(models) != 1 else ''}{f' ({shown})' if models else ''}, replayed "
+            f"under the candidate harness (the scenario's tasks, seed and world are not used)")
+
+
+def provenance_lines(provenance: Mapping[str, Any] | None,
+                     params: Mapping[str, Any] | None = None) -> list[str]:
+    """Markdown lines for a report's settings: the settings (with ``params``,
+    a single cell's own parameters, applied; a replay's recorded runs and
+    models in place of tasks and model), the overrides and the recorded
+    version and prices date; none without a provenance."""
     if not provenance or "scenario" not in provenance:
         return []
     overrides = provenance.get("overrides") or []
     shown = ", ".join(f"`{o}`" for o in overrides) if overrides else "none"
-    return [f"**Settings** (as run, after overrides): {settings_sentence(provenance['scenario'])}",
+    sentence = settings_sentence(with_params(provenance["scenario"], params))
+    replay = provenance.get("replayed")
+    if replay:
+        harness = sentence.split("; ", 2)[2] if sentence.count("; ") >= 2 else sentence
+        sentence = f"{replay_sentence(replay)}; {harness}"
+    return [f"**Settings** (as run, after overrides): {sentence}",
             "",
             f"**Overrides**: {shown}. Recorded by sim {provenance.get('sim_version')}, "
             f"catalogue prices as of {provenance.get('prices_date')}; the resolved scenario "

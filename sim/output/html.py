@@ -219,7 +219,7 @@ _SWEEP_CAPTIONS = {
 def sweep_html(summary: Mapping[str, Any], rows: pd.DataFrame, *, title: str,
                ceiling: float | None = None) -> str:
     """The HTML report of a sweep: the Markdown report of :mod:`sim.output.results`
-    with a Figures section after its notes."""
+    with a Figures section after the results, before the settings."""
     figs = sweep_figures(summary, rows, ceiling=ceiling)
     images = {f"{FIGURES_DIR}/{name}.png": figures.png_bytes(fig) for name, fig in figs.items()}
     section = "## Figures\n\n" + "\n\n".join(
@@ -230,7 +230,7 @@ def sweep_html(summary: Mapping[str, Any], rows: pd.DataFrame, *, title: str,
             f"`{r.cell}` ({100 * r.succeeded:.1f}% succeeded, ${r.cost_mean:,.2f})"
             for r in frames.rows(best.head(3))) or "none") + ".")
     markdown = report_markdown(summary, title)
-    head, sep, rest = markdown.partition("\n## ")
+    head, sep, rest = markdown.partition("\n## Settings\n")  # the figures before the settings
     markdown = f"{head.rstrip()}\n\n{section}\n\n{sep.lstrip()}{rest}" if sep else (
         f"{markdown.rstrip()}\n\n{section}\n")
     return markdown_to_html(markdown, images, title=title)

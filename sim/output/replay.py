@@ -304,14 +304,18 @@ def write_replay_results(out_dir: str | os.PathLike, rows_by_cell: Mapping[str, 
     if description:
         summary["description"] = description
     if provenance is not None:
-        summary["provenance"] = json.loads(json_bytes(dict(provenance)))
+        first = next(iter(rows_by_cell.values()), None)
+        models = [] if first is None or "model" not in first else sorted(
+            {str(m) for m in first["model"] if isinstance(m, str) and m})
+        replayed = {"runs": 0 if first is None else len(first), "models": models}
+        summary["provenance"] = json.loads(json_bytes({**provenance, "replayed": replayed}))
     lead = "\n\n".join(replay_markdown(c["replay"], c["name"] if len(cells) > 1 else "")
-                       for c in cells) + "\n\n## Replayed runs as results"
+                       for c in cells)
     markdown = report_markdown(summary, title, lead)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(out / PARQUET_NAME, pd.concat(list(rows_by_cell.values()), ignore_index=True),
-                  provenance)
+                  summary.get("provenance"))
     write_json(out / SUMMARY_NAME, summary)
     write_atomic(out / REPORT_NAME, markdown.encode("utf-8"))
     write_atomic(out / HTML_NAME, markdown_to_html(markdown, {}, title=title).encode("utf-8"))

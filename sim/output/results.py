@@ -272,7 +272,9 @@ def littles_law_text(law: Mapping[str, Any] | None) -> str:
 
 
 def _holds(value: bool | None) -> str:
-    return {True: "holds", False: "**fails**", None: "not checked: no steady state"}[value]
+    return {True: "holds", False: "**fails**",
+            None: "not checked: no steady state, the queue grows through the window, so "
+                  "L and lambda W need not agree"}[value]
 
 
 def comparison_rows(cells: list[Mapping[str, Any]]) -> list[str]:
@@ -291,6 +293,23 @@ def comparison_rows(cells: list[Mapping[str, Any]]) -> list[str]:
     return rows
 
 
+def format_comparison(cells: list[Mapping[str, Any]]) -> str:
+    """The terminal table comparing a sweep's cells (no trailing newline):
+    succeeded share, mean and p95 cost per task (USD) and their change
+    against the first cell."""
+    width = max(len("cell"), *(len(str(c["name"])) for c in cells))
+    base = cells[0]["cost"]
+    lines = [f"== {len(cells)} cells compared (changes against the first)",
+             f"  {'cell':<{width}}  succeeded  mean cost   change   p95 cost   change"]
+    for cell in cells:
+        mean, p95 = cell["cost"]["mean"], cell["cost"]["p95"]
+        succeeded = 100 * cell["outcomes"].get("succeeded", 0.0)
+        lines.append(f"  {cell['name']:<{width}}  {succeeded:8.1f}%"
+                     f"  {'$' + format(mean, ',.2f'):>9}  {_change(mean, base['mean']):>7}"
+                     f"  {'$' + format(p95, ',.2f'):>9}  {_change(p95, base['p95']):>7}")
+    return "\n".join(lines)
+
+
 def _change(value: float, base: float) -> str:
     return "n/a" if base == 0 else f"{100 * (value - base) / base:+.1f}%"
 
@@ -301,9 +320,12 @@ def capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
     busy = capacity["mean_busy"]
     queue, model = capacity["queue_wait_s"], capacity["model_wait_s"]
     rows = ["| measure | value |", "|---|---:|",
-            f"| horizon (s) | {capacity['horizon_s']:,.1f} |",
-            f"| arrival rate (tasks/s) | {capacity['arrival_rate_per_s']:.5f} |",
-            f"| L, time-average tasks in system | {capacity['L']:.3f} |",
+            f"| horizon (s): first arrival to the last task's end | "
+            f"{capacity['horizon_s']:,.1f} |",
+            f"| tasks / horizon (tasks/s): below the arrival rate, since the horizon "
+            f"includes the drain after the last arrival | {capacity['arrival_rate_per_s']:.5f} |",
+            f"| L, time-average tasks in system over the horizon (drain included) | "
+            f"{capacity['L']:.3f} |",
             f"| W, mean time in system (s) | {capacity['W_s']:,.1f} |"]
     law = capacity.get("littles_law")
     if law:
@@ -395,22 +417,55 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
 
 
 def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> str:
-    """The Markdown report of every cell in ``summary`` (the summary.json dict):
-    the description, ``lead`` (Markdown), the resolved settings and overrides
-    (from the provenance, so they follow ``--set``), then one section per cell."""
+    """The Markdown report of every cell in ``summary`` (the summary.json
+    dict), the answer first: ``lead`` (Markdown: a verdict or headline), the
+    sizing answer of a sized cell, the table comparing the cells (more than
+    one), then one section per cell; after them the settings (the
+    description, and the resolved settings and overrides from the provenance,
+    so they follow ``--set``, with a single cell's own parameters applied:
+    the capacity it really ran with) and the definitions."""
     from sim.output.describe import provenance_lines
 
     cells = summary["cells"]
-    about = f"{summary['description'].strip()}\n\n" if summary.get("description") else ""
-    if lead:
-        about += f"{lead.strip()}\n\n"
-    settings = "\n".join(provenance_lines(summary.get("provenance")))
-    settings = f"{settings}\n\n" if settings else ""
-    head = f"# {title}\n\n{about}{settings}{len(cells)} cell(s).\n\n{_REPORT_NOTES}"
-    parts = [head.rstrip("\n")]
+    parts = [f"# {title}"]
+    if lead.strip():
+        parts.append(lead.strip())
+    parts += [sizing_markdown(c["sizing"], c["name"] if len(cells) > 1 else "")
+              for c in cells if c.get("sizing")]
     if len(cells) > 1:
         parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
-    return "\n\n".join([*parts, *(_cell_section(c) for c in cells)]) + "\n"
+    parts += [_cell_section(c) for c in cells]
+    about = [summary["description"].strip()] if summary.get("description") else []
+    params = cells[0].get("params") if len(cells) == 1 else None
+    settings = "\n".join(provenance_lines(summary.get("provenance"), params))
+    parts += ["## Settings", *about, *([settings] if settings else []),
+              f"{len(cells)} cell(s).", "## Definitions", _REPORT_NOTES.strip()]
+    return "\n\n".join(parts) + "\n"
+
+
+def sizing_markdown(sizing: Mapping[str, Any], cell: str = "") -> str:
+    """The capacity sizing answer (``capacity --target-p95-wait``) as a
+    report section: the sized pools first, then the probes that found them
+    (worst tenant's p95 waits, seconds)."""
+    name = f" ({cell})" if cell else ""
+    target = sizing["target_p95_wait_s"]
+    lines = [f"## Sizing{name}",
+             f"**{sizing['sandboxes']} sandboxes and {sizing['model_slots']} model slots** "
+             f"are the fewest that keep the p95 wait at or under {target:g} s, over all tasks "
+             f"and for every tenant ({sizing['runs']} simulations). The cell below ran with "
+             "them.", "",
+             "| sandboxes | model slots | p95 sandbox wait (s) | p95 model wait (s) |",
+             "|---:|---:|---:|---:|"]
+    for probe in sizing.get("probes", []):
+        worst = {key: max([probe[key], *(t[key] for t in probe.get("tenants", {}).values())])
+                 for key in ("sandbox_wait_p95_s", "model_wait_p95_s")}
+        lines.append(f"| {_pool(probe['sandboxes'])} | {_pool(probe['model_slots'])} "
+                     f"| {worst['sandbox_wait_p95_s']:,.1f} | {worst['model_wait_p95_s']:,.1f} |")
+    return "\n".join(lines)
+
+
+def _pool(value: Any) -> str:
+    return "unlimited" if value is None else f"{value:,}"
 
 
 def write_report(path: str | os.PathLike, summary: Mapping[str, Any], title: str,

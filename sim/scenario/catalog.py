@@ -22,6 +22,7 @@ closest names (did you mean) and ``sim scenarios``, which lists them all.
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -29,6 +30,8 @@ from pathlib import Path
 
 from sim.errors import InputError
 from sim.scenario.project import config_paths
+
+log = logging.getLogger(__name__)
 
 SUFFIXES = (".yaml", ".yml")
 ENV = "SIM_SCENARIOS"
@@ -100,7 +103,11 @@ def entries(cwd: Path | None = None) -> list[Entry]:
     for origin, folder in search_folders(cwd):
         if folder.resolve() == here:  # any YAML file here resolves, but is not listed
             continue
-        for path in sorted(folder.iterdir()):
+        try:
+            paths = sorted(folder.iterdir())
+        except OSError:  # an unreadable folder holds nothing we can list
+            continue
+        for path in paths:
             if path.suffix in SUFFIXES and path.is_file() and path.stem not in found:
                 found[path.stem] = Entry(path.stem, path, origin, _summary(path))
     return list(found.values())
@@ -129,9 +136,11 @@ def resolve(source: str | os.PathLike[str], cwd: Path | None = None) -> str:
             for suffix in SUFFIXES:
                 candidate = folder / f"{name}{suffix}"
                 if candidate.is_file():
+                    log.info("scenario %s: %s", text, candidate)
                     return str(candidate)
     builtin = _builtin_of(text)
     if builtin is not None:
+        log.info("scenario %s: not here, the built-in %s", text, builtin)
         return str(builtin)
     names = [e.name for e in entries(cwd)]
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)

@@ -530,7 +530,7 @@ def _check_arrivals(des: DesParams) -> None:
     except FileNotFoundError:
         raise InputError(f"arrivals file {str(path)!r} not found", path=where) from None
     except OSError as error:
-        raise InputError(f"cannot read {str(path)!r} ({error.__class__.__name__}: "
+        raise InputError(f"cannot read {str(path)!r} ("
                          f"{error.strerror or error})", path=where) from None
     if not stat.S_ISREG(info.st_mode):
         raise InputError(f"{str(path)!r} is not a file", path=where)
@@ -538,7 +538,7 @@ def _check_arrivals(des: DesParams) -> None:
         with path.open("rb"):
             pass
     except OSError as error:
-        raise InputError(f"cannot read {str(path)!r} ({error.__class__.__name__}: "
+        raise InputError(f"cannot read {str(path)!r} ("
                          f"{error.strerror or error})", path=where) from None
 
 
@@ -642,10 +642,11 @@ def expand(scenario: Scenario) -> list[tuple[str, Scenario, tuple[tuple[str, Any
 
 def cell_names(sweep: dict[str, list[Any]], grid: list[tuple[tuple[str, Any], ...]],
                source: str) -> list[str]:
-    """The grid's cell names, ``last.part=value`` joined by commas (the whole
-    dotted path for axes whose last parts coincide); an InputError at
+    """The grid's cell names, ``last_part=value`` joined by commas (with the
+    parent for a generic last part: ``detector.enabled=false``; the whole
+    dotted path for axes whose shown parts coincide); an InputError at
     ``sweep`` when two cells would still share a name."""
-    leaves = [key.rsplit(".", 1)[-1] for key in sweep]
+    leaves = [_shown_leaf(key) for key in sweep]
     shown = {key: key if leaves.count(leaf) > 1 else leaf
              for key, leaf in zip(sweep, leaves, strict=True)}
     names = [",".join(f"{shown[key]}={_label(value)}" for key, value in values)
@@ -655,6 +656,22 @@ def cell_names(sweep: dict[str, list[Any]], grid: list[tuple[tuple[str, Any], ..
         raise InputError(f"two cells would share the name {twice[0]!r}: give the values "
                          f"distinct labels", source=source, path="sweep")
     return names
+
+
+_GENERIC_LEAVES = frozenset({"enabled", "name", "kind", "distribution", "mode", "value",
+                             "values", "weight", "weights", "share", "mean_s", "median_s",
+                             "sigma", "mu", "min", "max", "options", "automatic"})
+"""Field names that do not say which setting they are alone (``enabled``):
+a cell name shows them with their parent (``detector.enabled=false``)."""
+
+
+def _shown_leaf(key: str) -> str:
+    """The part of a sweep axis's dotted path a cell name shows: the last
+    part, with its parent when the last part alone is a generic word."""
+    parts = key.split(".")
+    if len(parts) > 1 and parts[-1] in _GENERIC_LEAVES:
+        return ".".join(parts[-2:])
+    return parts[-1]
 
 
 def _label(value: Any) -> str:
