@@ -382,7 +382,11 @@ def run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: An
     result = Streamed(store.folder / "results.parquet", [(r.name, tasks) for r in runs], {}, {},
                       store)
 
-    with contextlib.ExitStack() as files:
+    from sim.output.folder import disk_errors
+
+    kept = (f"the finished chunks are kept in {store.folder}: make room and run the same "
+            f"command with --resume; {out_dir} is as it was")
+    with disk_errors(store.folder, kept), contextlib.ExitStack() as files:
         stream = files.enter_context(ParquetStream(result.path, RECORD_SCHEMA,
                                                    metadata=metadata))
         side_streams: dict[str, ParquetStream] = {}
