@@ -36,6 +36,7 @@ left behind.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import fcntl
@@ -115,6 +116,16 @@ def disk_errors(target: str | os.PathLike, after: str = "") -> Iterator[None]:
 
 _LOCKS: dict[str, int] = {}
 """Locks this process holds: lock file path -> its open descriptor."""
+
+
+@atexit.register
+def _release_all() -> None:
+    """At exit, remove the lock files this process still holds (a command
+    that failed before :func:`replace`); the kernel releases the locks."""
+    for key in list(_LOCKS):
+        with contextlib.suppress(OSError):
+            Path(key).unlink()
+        os.close(_LOCKS.pop(key))
 
 
 def lock_path(target: Path) -> Path:
