@@ -155,7 +155,7 @@ def test_traces_import_on_a_full_or_read_only_disk_is_exit_2(tmp_path, monkeypat
     source = tmp_path / "source"
     assert run(source, "--traces")[0] == 0
     monkeypatch.setattr("sim.traces.writer.tempfile.mkdtemp", fault)
-    status, stdout, stderr = cli("traces", "import", str(source), "--out",
+    status, _stdout, stderr = cli("traces", "import", str(source), "--out",
                                  str(tmp_path / "imported"))
     assert status == 2, stderr
     assert words in stderr and "Traceback" not in stderr
