@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, overload
@@ -369,7 +370,7 @@ def _verify(run: _Run, content: list[Block]) -> Generator[Effect, Result, None]:
     answer = "".join(b.text for b in content if isinstance(b, TextBlock))
     request = VerifyRequest(answer, state.turns)
     verdict = _receive(request, (yield request))
-    state.active_s += verdict.duration_s
+    _spend(run, verdict.duration_s)
     _check_abort(state)  # cancelled while the check ran
     if verdict.usage is not None:
         _account(run, state.model, verdict.usage)
@@ -395,7 +396,7 @@ def _user_turn(run: _Run, content: list[Block]) -> Generator[Effect, Result, Non
     message = "".join(b.text for b in content if isinstance(b, TextBlock))
     turn = UserTurn(message, state.turns)
     reply = _receive(turn, (yield turn))
-    state.active_s += reply.duration_s
+    _spend(run, reply.duration_s)
     _check_abort(state)
     if reply.ended:
         _stop(SUCCEEDED, "user_stop")
@@ -527,8 +528,24 @@ def _wait(run: _Run, delay: float, target: str, kind: str) -> Generator[Effect, 
         run.emit(ev.RETRY, {"target": target, "kind": kind, "delay_s": delay})
     wait = Wait(delay)
     waited = _receive(wait, (yield wait))
-    state.active_s += delay if waited is None else waited  # cut short by a cancellation
+    state.active_s += delay if waited is None else min(waited, delay)  # cut short
     _check_abort(state)
+
+
+def _spend(run: _Run, seconds: float) -> None:
+    """Count ``seconds`` of active time that an effect took (a check, a
+    task-giver's reply); past a time budget, the harness stopped waiting when
+    the budget ran out: only the time left is counted and the run ends."""
+    state = run.state
+    if run.timed:
+        reason = refuse_duration(run.params, state, seconds)
+        if reason is not None:
+            b = run.params.budgets
+            left = min(math.inf if b.active_s is None else b.active_s - state.active_s,
+                       math.inf if b.wall_s is None else b.wall_s - state.wall_s)
+            state.active_s += max(0.0, left)
+            _stop(BUDGET_EXHAUSTED, reason)
+    state.active_s += seconds
 
 
 def _check_duration(run: _Run, seconds: float) -> None:
