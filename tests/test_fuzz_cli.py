@@ -155,7 +155,7 @@ def _with_out(argv: list[str], out: Path) -> list[str]:
 @given(argv=run_lines())
 def test_generated_run_and_sweep_command_lines_exit_cleanly(tmp_path, argv) -> None:
     out = tmp_path / f"out{random.random()}"
-    argv = _with_out(argv, out) + ["--force"]
+    argv = [*_with_out(argv, out), "--force"]
     check(*cli(argv), out, argv)
 
 
@@ -165,7 +165,7 @@ def test_generated_run_and_sweep_command_lines_exit_cleanly(tmp_path, argv) -> N
 @given(argv=compare_lines())
 def test_generated_compare_command_lines_exit_cleanly(tmp_path, argv) -> None:
     out = tmp_path / f"cmp{random.random()}"
-    argv = _with_out(argv, out) + ["--force"]
+    argv = [*_with_out(argv, out), "--force"]
     check(*cli(argv), out, argv)
 
 

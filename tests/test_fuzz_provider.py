@@ -67,7 +67,7 @@ def test_whatever_the_provider_sends_the_run_ends_cleanly(tmp_path, script, wire
     signal.alarm(TIME_LIMIT_S)
     start = time.monotonic()
     try:
-        with FakeProvider(script + [Reply([("text", "DONE")])], lifetime_s=TIME_LIMIT_S) \
+        with FakeProvider([*script, Reply([("text", "DONE")])], lifetime_s=TIME_LIMIT_S) \
                 as server:
             state, _, _ = drive(server, provider, stream, params, box, tmp_path)
     finally:
