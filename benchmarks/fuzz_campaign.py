@@ -104,7 +104,7 @@ class Tally:
             found = body()
         except Hang:
             found = ["hangs"]
-        except Exception:  # noqa: BLE001 - counted, with its traceback kept
+        except Exception:
             found = ["tracebacks"]
             self.note(surface, traceback.format_exc(limit=4))
         finally:
@@ -149,10 +149,10 @@ def cli_failures(status: int, stderr: str, out: Path | None, tally: Tally,
     if status not in EXITS or "Traceback" in stderr:
         found.append("tracebacks")
         tally.note(surface, f"{argv}: exit {status}\n{stderr[-1200:]}")
-    if status == 0 and out is not None and argv[0] in ("run", "sweep"):
-        if not out.is_dir() or not RESULT_FILES <= {p.name for p in out.iterdir()}:
-            found.append("data_lost")
-            tally.note(surface, f"{argv}: exit 0 without the whole folder")
+    whole = out is not None and out.is_dir() and {p.name for p in out.iterdir()} >= RESULT_FILES
+    if status == 0 and out is not None and argv[0] in ("run", "sweep") and not whole:
+        found.append("data_lost")
+        tally.note(surface, f"{argv}: exit 0 without the whole folder")
     return found
 
 
@@ -268,8 +268,15 @@ def cli_surface(tally: Tally, n: int, work: Path) -> None:
 # ------------------------------------------------------------------- harness
 def harness_surface(tally: Tally, n: int) -> None:
     from scripted import make_params, make_state
-    from test_fuzz_harness import APPROVAL, MODEL_ERROR, REPLY, TOOL_OUTCOME, VERDICT, WAITED
-    from test_fuzz_harness import HugeDriver
+    from test_fuzz_harness import (
+        APPROVAL,
+        MODEL_ERROR,
+        REPLY,
+        TOOL_OUTCOME,
+        VERDICT,
+        WAITED,
+        HugeDriver,
+    )
 
     from sim.harness import Budgets, VerifierParams
     from sim.harness.errors import MAX_WAIT_S
