@@ -203,3 +203,28 @@ def test_finished_runs_are_on_disk_before_the_batch_ends(tmp_path, monkeypatch) 
     assert status == 0
     assert seen == [0, 1, 2]
     assert len(read_traces(out)[0]) == 3
+
+
+@pytest.mark.parametrize("code", ["ENOSPC", "EROFS"])
+def test_live_on_a_full_or_read_only_disk_is_exit_2(code, tmp_path, monkeypatch,
+                                                     capsys) -> None:
+    """The trace folder cannot be written: exit 2 with one clear line, no
+    traceback, nothing half-written."""
+    import errno
+    import os
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    number = getattr(errno, code)
+
+    def failing(*args, **kwargs):
+        raise OSError(number, os.strerror(number))
+
+    monkeypatch.setattr("sim.traces.writer.TraceWriter.close", failing)
+    out = tmp_path / "out"
+    with FakeProvider([Reply([("text", "DONE")])]) as server:
+        status = main(["live", str(_tasks(tmp_path, 1)), "--provider", "anthropic", "--model",
+                       MODEL, "--base-url", server.base_url, "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert f"cannot write {out}" in err and "Traceback" not in err
+    assert not out.exists()
