@@ -220,3 +220,26 @@ def test_an_absent_or_empty_name_is_the_file_stem(tmp_path, text) -> None:
     status, stdout, stderr = run(path, tmp_path / "out")
     assert status == 0, stderr
     assert json.loads(stdout)["cells"][0]["name"] == "stem"
+
+
+# ------------------------------------------------------ smaller: the flags
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["run", "{bounded}", "--cost-ceiling", "nan"], "--cost-ceiling"),
+    (["run", "{bounded}", "--cost-ceiling", "-1"], "--cost-ceiling"),
+    (["run", "{bounded}", "--cost-ceiling", "inf"], "--cost-ceiling"),
+    (["sweep", "{bounded}", "--cost-ceiling", "0"], "--cost-ceiling"),
+    (["run", "{bounded}", "--out", ""], "--out"),
+    (["sweep", "{bounded}", "--out", " "], "--out"),
+    (["compare", "{bounded}", "{bounded}", "--resamples", str(10**12)], "--resamples"),
+    (["compare", "{bounded}", "{bounded}", "--alpha", "nan"], "--alpha"),
+    (["compare", "{bounded}", "{bounded}", "--max-cost-rise", "inf"], "--max-cost-rise"),
+    (["compare", "{bounded}", "{bounded}", "--out", ""], "--out"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_flags_out_of_bounds_are_refused_before_anything_runs(tmp_path, argv, flag) -> None:
+    """NaN, infinite, negative or zero ceilings, an empty --out and 10**12
+    resamples: exit 2 naming the flag, at once (they were accepted, silently
+    defaulted or hung)."""
+    bounded = str(REPO / "scenarios" / "bounded.yaml")
+    status, stdout, stderr = cli(*[a.format(bounded=bounded) for a in argv], limit_s=20)
+    assert status == 2 and stdout == ""
+    assert f"argument {flag}" in stderr and "Traceback" not in stderr
