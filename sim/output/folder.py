@@ -149,9 +149,11 @@ def lock(target: str | os.PathLike, flag: str = "--out") -> None:
         raise InputError(f"{flag} {target} is being written by another sim command "
                          f"(pid {holder}); wait for it to finish, or choose another "
                          f"folder") from None
-    except OSError:
+    except OSError:  # a filesystem without locks (ENOLCK): write unlocked, as before
         os.close(fd)
-        raise
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode())
     _LOCKS[key] = fd
