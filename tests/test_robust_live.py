@@ -228,3 +228,17 @@ def test_live_on_a_full_or_read_only_disk_is_exit_2(code, tmp_path, monkeypatch,
     assert status == 2, err
     assert f"cannot write {out}" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_an_unwritable_checkpoint_store_is_refused_before_any_run(tmp_path, monkeypatch,
+                                                                   capsys) -> None:
+    """``--checkpoints`` under a file (or on a read-only disk): exit 2, no request."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    (tmp_path / "afile").write_text("x")
+    with FakeProvider([Reply([("text", "DONE")])]) as server:
+        status = main(["live", str(_tasks(tmp_path, 1)), "--provider", "anthropic", "--model",
+                       MODEL, "--base-url", server.base_url, "--out", str(tmp_path / "out"),
+                       "--checkpoints", str(tmp_path / "afile" / "c.sqlite"), "--quiet"])
+        assert server.requests == []
+    err = capsys.readouterr().err
+    assert status == 2 and "--checkpoints" in err and "Traceback" not in err

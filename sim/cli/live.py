@@ -129,8 +129,13 @@ def run(args: argparse.Namespace) -> int:
     batch.on_run = write_so_far
     checkpoints = Path(args.checkpoints) if args.checkpoints else out.with_name(
         f"{out.name}.checkpoints.sqlite")
-    checkpoints.parent.mkdir(parents=True, exist_ok=True)
-    store = SQLiteStore(str(checkpoints))
+    check_file_target(str(checkpoints), "--checkpoints")  # before any run
+    import sqlite3
+
+    try:
+        store = SQLiteStore(str(checkpoints))
+    except sqlite3.Error as error:
+        raise InputError(f"--checkpoints {checkpoints}: cannot open it ({error})") from None
     batch.store = store
     try:
         result = batch.run()
