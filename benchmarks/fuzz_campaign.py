@@ -33,6 +33,11 @@ earlier results or left temporary files; a resume whose results differ).
 Run: ``python -m benchmarks.fuzz_campaign`` (about 15 minutes on 2 shared
 cores); ``--scale 0.1`` for a quick look. Prints one table and exits 1 if any
 count is not zero.
+
+Measured on 2026-12-01 (commit f90d1ee, 2 shared cores): 10,340 cases in
+302 s (1,033 s under heavier load at cda7f34), every count 0 on every surface
+(522 of the 5,500 scenario documents accepted and simulated, the rest
+refused with exit 2); peak RSS 417 MB.
 """
 
 from __future__ import annotations
