@@ -11,11 +11,13 @@ Python API alike.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sim.engines.cell import Cell
+from sim.harness.params import HarnessParams
 from sim.records import TaskRecord
+from sim.scenario.limits import MAX_RUN_RETRIES, MAX_RUN_STEPS
 from sim.scenario.model import (
     Scenario,
     build_verifier,
@@ -49,12 +51,29 @@ def cells_of(scenario: Scenario) -> list[CellRun]:
 
 def build_cell(run: CellRun) -> Cell:
     """The engine's view of a cell: validated harness parameters, compiled
-    world; the world and the verifier are built once."""
+    world; the world and the verifier are built once. A simulated run always
+    ends: without a step or retry budget it gets the ceilings
+    :data:`~sim.scenario.limits.MAX_RUN_STEPS` and
+    :data:`~sim.scenario.limits.MAX_RUN_RETRIES` as those budgets."""
     s = run.scenario
     verifier = build_verifier(s.harness.verifier)
     world = build_world(s.harness, s.world, verifier)
-    return Cell(run.name, harness_params(s.harness, world, verifier=verifier), world,
-                resolve_detector(s.harness.detector.name), s.seed, run.values)
+    params = with_run_ceilings(harness_params(s.harness, world, verifier=verifier))
+    return Cell(run.name, params, world, resolve_detector(s.harness.detector.name), s.seed,
+                run.values)
+
+
+def with_run_ceilings(params: HarnessParams) -> HarnessParams:
+    """``params`` with the simulation's ceilings as the step and retry budgets
+    where those are unset or looser (a doom loop that no detector, budget or
+    context overflow stops would otherwise run for ever)."""
+    budgets = params.budgets
+    steps = MAX_RUN_STEPS if budgets.steps is None else min(budgets.steps, MAX_RUN_STEPS)
+    retries = (MAX_RUN_RETRIES if budgets.retries is None
+               else min(budgets.retries, MAX_RUN_RETRIES))
+    if steps == budgets.steps and retries == budgets.retries:
+        return params
+    return replace(params, budgets=replace(budgets, steps=steps, retries=retries))
 
 
 def default_workers() -> int:

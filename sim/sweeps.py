@@ -359,6 +359,23 @@ def run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: An
                 resume: bool = False, progress: bool = True,
                 metadata: dict[bytes, bytes] | None = None, traces: str | None = None
                 ) -> Streamed:
+    """:func:`_run_to_file`; when it fails, the lock of ``out_dir`` taken by
+    :func:`sim.output.folder.prepare` is released (the folder will not be
+    written: the next command may have it)."""
+    from sim.output.folder import unlock
+
+    try:
+        return _run_to_file(runs, tasks, out_dir, scheduler, resume=resume,
+                            progress=progress, metadata=metadata, traces=traces)
+    except BaseException:
+        unlock(out_dir)
+        raise
+
+
+def _run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: Any, *,
+                 resume: bool = False, progress: bool = True,
+                 metadata: dict[bytes, bytes] | None = None, traces: str | None = None
+                 ) -> Streamed:
     """Run the sweep (or, with ``resume``, what an interrupted run of it left)
     and stream its records into ``results.parquet`` inside the folder of kept
     chunks beside ``out_dir`` (:func:`~sim.output.chunks.partial_folder`),
@@ -383,7 +400,11 @@ def run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: An
     result = Streamed(store.folder / "results.parquet", [(r.name, tasks) for r in runs], {}, {},
                       store)
 
-    with contextlib.ExitStack() as files:
+    from sim.output.folder import disk_errors
+
+    kept = (f"the finished chunks are kept in {store.folder}: make room and run the same "
+            f"command with --resume; {out_dir} is as it was")
+    with disk_errors(store.folder, kept), contextlib.ExitStack() as files:
         stream = files.enter_context(ParquetStream(result.path, RECORD_SCHEMA,
                                                    metadata=metadata))
         side_streams: dict[str, ParquetStream] = {}

@@ -55,7 +55,16 @@ class Reply:
     ``cache_write`` apart, ``output_tokens`` including ``reasoning_tokens``
     (as both providers count it). ``chunk_delay_s`` is slept before each
     event (a slow stream); ``max_events`` bounds a stream padded with text
-    deltas of ``pad_text`` up to that many events (0: no padding)."""
+    deltas of ``pad_text`` up to that many events (0: no padding).
+
+    Misbehaviour (a provider that sends what it should not): ``usage`` puts
+    its values into the wire usage as they are (``1e300``, ``10**30``,
+    ``float("nan")``, ``-5``: the JSON carries them verbatim, NaN as
+    ``NaN``), overriding the counts above; a tool input given as
+    :class:`RawJSON` is sent as that text (JSON nested 100,000 deep, which
+    ``json.dumps`` could not write); ``cut_after`` ends a stream after that
+    many events, without its end, and closes the connection (a truncated
+    stream)."""
 
     content: list[tuple[Any, ...]]
     stop_reason: str = "end_turn"
@@ -67,6 +76,25 @@ class Reply:
     chunk_delay_s: float = 0.0
     max_events: int = 0
     pad_text: str = "."
+    usage: dict[str, Any] | None = None
+    cut_after: int | None = None
+
+
+@dataclass(frozen=True)
+class RawJSON:
+    """A tool input sent as this JSON text, verbatim."""
+
+    text: str
+
+    @classmethod
+    def nested(cls, depth: int) -> RawJSON:
+        """An object nested ``depth`` deep: ``{"a": {"a": ... {} ...}}``."""
+        return cls('{"a": ' * depth + "{}" + "}" * depth)
+
+
+def _dumps(value: Any) -> str:
+    """JSON text of ``value``; a :class:`RawJSON` as its own text."""
+    return value.text if isinstance(value, RawJSON) else json.dumps(value)
 
 
 @dataclass
@@ -266,6 +294,8 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 for number, (name, data) in enumerate(events):
                     if provider.stopping:
                         return
+                    if step.cut_after is not None and number >= step.cut_after:
+                        return  # a truncated stream: the connection closes mid-message
                     if step.chunk_delay_s:
                         time.sleep(step.chunk_delay_s)
                     text = data if isinstance(data, str) else json.dumps(data)
@@ -289,10 +319,11 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
 
 
 # ------------------------------------------------------------ Anthropic shapes
-def _anthropic_usage(step: Reply) -> dict[str, int]:
-    return {"input_tokens": step.input_tokens, "output_tokens": step.output_tokens,
-            "cache_read_input_tokens": step.cache_read,
-            "cache_creation_input_tokens": step.cache_write}
+def _anthropic_usage(step: Reply) -> dict[str, Any]:
+    usage = {"input_tokens": step.input_tokens, "output_tokens": step.output_tokens,
+             "cache_read_input_tokens": step.cache_read,
+             "cache_creation_input_tokens": step.cache_write}
+    return {**usage, **(step.usage or {})}
 
 
 def _anthropic_block(item: tuple[Any, ...]) -> dict[str, Any]:
@@ -300,7 +331,8 @@ def _anthropic_block(item: tuple[Any, ...]) -> dict[str, Any]:
         return {"type": "text", "text": item[1]}
     if item[0] == "thinking":
         return {"type": "thinking", "thinking": item[1], "signature": item[2]}
-    return {"type": "tool_use", "id": item[1], "name": item[2], "input": item[3]}
+    value = json.loads(item[3].text) if isinstance(item[3], RawJSON) else item[3]
+    return {"type": "tool_use", "id": item[1], "name": item[2], "input": value}
 
 
 def _anthropic_message(step: Reply, body: dict[str, Any], ident: str = "msg_fake"
@@ -338,7 +370,7 @@ def _anthropic_events(step: Reply, body: dict[str, Any], ident: str = "msg_fake"
         else:
             start = {"type": "tool_use", "id": item[1], "name": item[2], "input": {}}
             deltas = [{"type": "input_json_delta", "partial_json": t}
-                      for t in _halves(json.dumps(item[3]))]
+                      for t in _halves(_dumps(item[3]))]
         events.append(("content_block_start", {"type": "content_block_start", "index": index,
                                                "content_block": start}))
         events += [("content_block_delta", {"type": "content_block_delta", "index": index,
@@ -358,18 +390,22 @@ def _anthropic_events(step: Reply, body: dict[str, Any], ident: str = "msg_fake"
 # --------------------------------------------------------------- OpenAI shapes
 def _openai_usage(step: Reply) -> dict[str, Any]:
     prompt = step.input_tokens + step.cache_read + step.cache_write
-    return {"prompt_tokens": prompt, "completion_tokens": step.output_tokens,
-            "total_tokens": prompt + step.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": step.cache_read, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": step.reasoning_tokens,
-                                          "audio_tokens": 0,
-                                          "accepted_prediction_tokens": 0,
-                                          "rejected_prediction_tokens": 0}}
+    usage = {"prompt_tokens": prompt, "completion_tokens": step.output_tokens,
+             "total_tokens": prompt + step.output_tokens,
+             "prompt_tokens_details": {"cached_tokens": step.cache_read, "audio_tokens": 0},
+             "completion_tokens_details": {"reasoning_tokens": step.reasoning_tokens,
+                                           "audio_tokens": 0,
+                                           "accepted_prediction_tokens": 0,
+                                           "rejected_prediction_tokens": 0}}
+    for key, value in (step.usage or {}).items():  # misbehaviour: by Anthropic's names too
+        usage[{"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"}.get(
+            key, key)] = value
+    return usage
 
 
 def _openai_calls(step: Reply) -> list[dict[str, Any]]:
     return [{"id": c[1], "type": "function",
-             "function": {"name": c[2], "arguments": json.dumps(c[3])}}
+             "function": {"name": c[2], "arguments": _dumps(c[3])}}
             for c in step.content if c[0] == "tool_use"]
 
 
@@ -408,7 +444,7 @@ def _openai_chunks(step: Reply, body: dict[str, Any], ident: str = "chatcmpl-fak
         if item[0] == "text":
             chunks += [(None, chunk({"content": t})) for t in _halves(item[1])]
         elif item[0] == "tool_use":
-            args = json.dumps(item[3])
+            args = _dumps(item[3])
             chunks.append((None, chunk({"tool_calls": [{
                 "index": calls, "id": item[1], "type": "function",
                 "function": {"name": item[2], "arguments": ""}}]})))

@@ -372,11 +372,11 @@ def test_csv_arrivals_are_read_sorted_and_run(tmp_path):
     ("time\n1\n", "needs a column named arrival_s"),
 ])
 def test_a_bad_csv_is_input_error_naming_file_and_line(tmp_path, text, message):
-    """Each kind of bad row is an InputError naming the file and the line."""
+    """Each kind of bad row is an InputError naming the file and the line,
+    when the scenario loads (the arrivals are read before anything runs)."""
     path = write_csv(tmp_path / "bad.csv", text)
-    scenario = load_scenario(BOUNDED, ["engine=des", f"des.arrivals={{kind: csv, path: {path}}}"])
     with pytest.raises(InputError) as caught:
-        arrival_schedule(scenario.des, 10, 0)
+        load_scenario(BOUNDED, ["engine=des", f"des.arrivals={{kind: csv, path: {path}}}"])
     assert str(path) in str(caught.value) and message in str(caught.value)
 
 
@@ -396,7 +396,8 @@ def test_an_unreadable_csv_is_input_error_at_load_and_in_the_engine(tmp_path):
         assert caught.value.path == "des.arrivals.path"
     good = tmp_path / "arrivals.csv"
     good.write_text("arrival_s\n0\n", encoding="utf-8")
-    scenario = load_scenario(BOUNDED, ["engine=des", f"des.arrivals={{kind: csv, path: {good}}}"])
+    scenario = load_scenario(BOUNDED, ["engine=des", "tasks=1",
+                                       f"des.arrivals={{kind: csv, path: {good}}}"])
     for name in ("nope.csv", "folder", "loop1"):
         arrivals = scenario.des.arrivals.model_copy(update={"path": str(tmp_path / name)})
         des = scenario.des.model_copy(update={"arrivals": arrivals})

@@ -38,6 +38,7 @@ from sim.harness import (
 )
 from sim.harness.errors import (
     FATAL,
+    MAX_WAIT_S,
     NEEDS_PLAN,
     SERVER,
     TRANSIENT,
@@ -120,8 +121,9 @@ def test_backoff_without_jitter_is_monotone(base: float, factor: float, n: int) 
 @given(policy=POLICIES, attempt=st.integers(1, 50), retry_after=st.floats(0.0, 1e4))
 def test_retry_after_overrides_exactly(policy: RetryPolicy, attempt: int,
                                        retry_after: float) -> None:
-    """A server's Retry-After is waited exactly, whatever the computed delay."""
-    assert backoff_s(policy, attempt, retry_after, 0.3) == retry_after
+    """A server's Retry-After is waited exactly, whatever the computed delay,
+    up to the longest wait (MAX_WAIT_S)."""
+    assert backoff_s(policy, attempt, retry_after, 0.3) == min(retry_after, MAX_WAIT_S)
 
 
 @FAST

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.cli.flags import finite_float, folder_path
 from sim.errors import InputError
 
 if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it registers
@@ -34,7 +35,7 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", type=int, help=f"tasks per cell, 1 to {MAX_TASKS:,} "
                                                   "(default: the scenario's)")
     parser.add_argument("--seed", type=int, help="root seed (default: the scenario's)")
-    parser.add_argument("--out", help=OUT_HELP)
+    parser.add_argument("--out", type=folder_path, help=OUT_HELP)
     parser.add_argument("--force", action="store_true",
                         help="replace a results folder that holds another run's results")
     parser.add_argument("--format", choices=("table", "json"), default="table",
@@ -50,7 +51,8 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--traces", action="store_true",
                         help="also write runs.parquet and calls.parquet: every simulated run "
                              "and model call in the trace model (see 'traces summary')")
-    parser.add_argument("--cost-ceiling", type=float, metavar="USD",
+    parser.add_argument("--cost-ceiling", type=finite_float(low=0.0, low_open=True, unit=" USD"),
+                        metavar="USD",
                         help="report.html: ring the most successful cell whose mean (and "
                              "the one whose p95) cost per task is under USD")
 

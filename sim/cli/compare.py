@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.cli.common import add_plugin_option, default_out, print_json
+from sim.cli.flags import bounded_int, finite_float, folder_path
 from sim.errors import InputError
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ _DESCRIPTION = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``compare`` command."""
+    from sim.scenario.limits import MAX_RESAMPLES
+
     parser = subparsers.add_parser(
         "compare", help="compare two harness settings; exit 0 no regression, 1 regression, "
                         "3 inconclusive",
@@ -52,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                   "folder's when comparing with one)")
     parser.add_argument("--seed", type=int, help="root seed of both scenario sides "
                                                  "(default: each scenario's)")
-    parser.add_argument("--out", help="report folder (default: reports/compare_<base>_vs_"
+    parser.add_argument("--out", type=folder_path,
+                        help="report folder (default: reports/compare_<base>_vs_"
                                       "<candidate>); checked before anything runs, written "
                                       "whole, never holding another comparison unless --force")
     parser.add_argument("--force", action="store_true",
@@ -82,16 +86,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "summary.json, report.md) to OUT/base and OUT/candidate, to "
                              "compare against later")
     limits = parser.add_argument_group("verdict")
-    limits.add_argument("--max-share-drop", type=float, default=1.0, metavar="PP",
+    limits.add_argument("--max-share-drop", type=finite_float(low=0.0, high=100.0, unit=" pp"),
+                        default=1.0, metavar="PP",
                         help="largest allowed fall of the succeeded share, or rise of a "
                              "failure outcome's share, in percentage points (default 1)")
-    limits.add_argument("--max-cost-rise", type=float, default=5.0, metavar="PCT",
+    limits.add_argument("--max-cost-rise", type=finite_float(low=0.0, high=1e6, unit="%"),
+                        default=5.0, metavar="PCT",
                         help="largest allowed rise of mean or p95 cost, in percent "
                              "(default 5)")
-    limits.add_argument("--alpha", type=float, default=0.05,
+    limits.add_argument("--alpha", type=finite_float(low=0.0, high=0.5, low_open=True),
+                        default=0.05,
                         help="family-wise significance level of the checks (default 0.05)")
-    limits.add_argument("--resamples", type=int, default=2000,
-                        help="bootstrap resamples (default 2000)")
+    limits.add_argument("--resamples", type=bounded_int(100, MAX_RESAMPLES), default=2000,
+                        help=f"bootstrap resamples, 100 to {MAX_RESAMPLES:,} (default 2000)")
     limits.add_argument("--pairing", choices=("auto", "paired", "unpaired"), default="auto",
                         help="pair tasks by index: auto (when both sides ran the same task "
                              "streams), paired or unpaired")

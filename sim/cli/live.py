@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.cli.common import add_plugin_option, default_out
+from sim.cli.flags import folder_path
 from sim.errors import InputError
 
 APPROVERS = ("ask", "all", "none")
@@ -36,10 +37,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="PATH=VALUE", help="override a scenario field, e.g. "
                                                    "harness.budgets.money_usd=0.5 (repeatable)")
-    parser.add_argument("--out", help="trace folder to write (default: reports/live-<batch>)")
+    parser.add_argument("--out", type=folder_path,
+                        help="trace folder to write (default: reports/live-<batch>); rewritten "
+                             "after every run, so a crash loses no finished run")
     parser.add_argument("--force", action="store_true", help="replace --out if it is not empty")
-    parser.add_argument("--otel", metavar="FILE", help="also write the runs as OpenTelemetry "
-                                                      "GenAI spans (OTLP JSON) to FILE")
+    parser.add_argument("--otel", metavar="FILE", type=folder_path,
+                        help="also write the runs as OpenTelemetry GenAI spans (OTLP JSON) to "
+                             "FILE (checked before any run)")
     parser.add_argument("--checkpoints", metavar="FILE",
                         help="SQLite checkpoint store (default: <out>.checkpoints.sqlite)")
     parser.add_argument("--approve", choices=APPROVERS, default="ask",
@@ -127,21 +131,63 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.force:
         raise InputError("folder exists and is not empty (use --force to replace it)",
                          source=str(out))
+    if args.otel:
+        check_file_target(args.otel, "--otel")  # before any run, not after them all
+    written: list[int] = []
+
+    def write_so_far(so_far) -> None:
+        """The trace folder rewritten after every run: a crash loses nothing."""
+        write_traces(out, so_far.runs, force=args.force or bool(written))
+        written.append(len(so_far.runs))
+
+    batch.on_run = write_so_far
     checkpoints = Path(args.checkpoints) if args.checkpoints else out.with_name(
         f"{out.name}.checkpoints.sqlite")
-    checkpoints.parent.mkdir(parents=True, exist_ok=True)
-    store = SQLiteStore(str(checkpoints))
+    check_file_target(str(checkpoints), "--checkpoints")  # before any run
+    import sqlite3
+
+    try:
+        store = SQLiteStore(str(checkpoints))
+    except sqlite3.Error as error:
+        raise InputError(f"--checkpoints {checkpoints}: cannot open it ({error})") from None
     batch.store = store
     try:
         result = batch.run()
     finally:
         store.close()
-    if result.runs:
-        write_traces(out, result.runs, force=args.force)
+    if result.runs and written[-1:] != [len(result.runs)]:
+        write_traces(out, result.runs, force=args.force or bool(written))
     if spans is not None:
-        spans.write(args.otel)
+        from sim.output.folder import disk_errors
+
+        with disk_errors(args.otel, f"the runs' traces are in {out}/"):
+            spans.write(args.otel)
     _report(args, result, batch, out, checkpoints)
     return 130 if result.cancelled else 0
+
+
+def check_file_target(value: str, flag: str) -> None:
+    """An InputError unless ``value`` names a file that can be written: not a
+    folder, in a folder that exists or can be made, where a file can be created."""
+    import tempfile
+
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(f"{flag} {path} is a folder, not a file")
+    parent = path.parent
+    for ancestor in (parent, *parent.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise InputError(f"{flag} {path}: {ancestor} is a file, not a folder")
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.check.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise InputError(f"{flag} {path}: cannot write there ({error.strerror or error})"
+                         ) from None
 
 
 def _report(args: argparse.Namespace, result, batch, out: Path, checkpoints: Path) -> None:

@@ -72,8 +72,13 @@ def canonical_call(name: str, arguments: Any) -> str:
 def _dump(arguments: Any) -> str:
     try:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    except RecursionError:  # nested too deep to print: one key for all such calls
+        return "<nested too deep>"
     except (TypeError, ValueError):
-        return repr(arguments)
+        try:
+            return repr(arguments)
+        except RecursionError:
+            return "<nested too deep>"
 
 
 def observation_hash(text: str) -> str:

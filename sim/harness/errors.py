@@ -17,6 +17,10 @@ import math
 from sim.harness.effects import ModelError, ToolError
 from sim.harness.params import RetryPolicy
 
+MAX_WAIT_S = 300.0
+"""The longest backoff the harness waits before a retry (seconds): a
+server's Retry-After or ``retry.cap_s`` beyond it is cut to it."""
+
 TRANSIENT = "transient"
 NEEDS_PLAN = "needs_plan"
 FATAL = "fatal"
@@ -73,12 +77,15 @@ def backoff_s(policy: RetryPolicy, attempt: int, retry_after_s: float | None = N
     ``min(base * 2**(attempt-1), cap)``, scaled by ``1 - jitter * (1 - jitter_draw)``
     where ``jitter_draw`` in [0, 1] comes from the caller (the harness owns no
     random source); a server's Retry-After (finite, >= 0) overrides the
-    computed delay.
+    computed delay. No wait is longer than :data:`MAX_WAIT_S` (a Retry-After
+    of 10^9 seconds, or a far-future HTTP date, is waited for 5 minutes,
+    then the call is retried as usual; time budgets still refuse a wait
+    that would overshoot them).
     """
     if retry_after_s is not None and 0 <= retry_after_s < math.inf:
-        return float(retry_after_s)
+        return float(min(retry_after_s, MAX_WAIT_S))  # min first: an int may not fit a float
     exponent = min(attempt - 1, 1023)  # 2.0 ** 1024 overflows; the cap binds long before
-    delay = min(policy.base_s * 2.0 ** exponent, policy.cap_s)
+    delay = min(policy.base_s * 2.0 ** exponent, policy.cap_s, MAX_WAIT_S)
     if policy.jitter:
         delay *= 1.0 - policy.jitter * (1.0 - jitter_draw)
     return delay

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, overload
@@ -107,6 +108,7 @@ from sim.harness.params import HarnessParams, Prices, ToolSpec
 from sim.harness.policy import APPROVE, REJECT, check_call
 from sim.harness.protocol import (
     ANSWERS,
+    MAX_SECONDS,
     ProtocolError,
     check_answer,
     clean_response,
@@ -368,7 +370,7 @@ def _verify(run: _Run, content: list[Block]) -> Generator[Effect, Result, None]:
     answer = "".join(b.text for b in content if isinstance(b, TextBlock))
     request = VerifyRequest(answer, state.turns)
     verdict = _receive(request, (yield request))
-    state.active_s += verdict.duration_s
+    _spend(run, verdict.duration_s)
     _check_abort(state)  # cancelled while the check ran
     if verdict.usage is not None:
         _account(run, state.model, verdict.usage)
@@ -394,7 +396,7 @@ def _user_turn(run: _Run, content: list[Block]) -> Generator[Effect, Result, Non
     message = "".join(b.text for b in content if isinstance(b, TextBlock))
     turn = UserTurn(message, state.turns)
     reply = _receive(turn, (yield turn))
-    state.active_s += reply.duration_s
+    _spend(run, reply.duration_s)
     _check_abort(state)
     if reply.ended:
         _stop(SUCCEEDED, "user_stop")
@@ -433,6 +435,8 @@ def _call_model(run: _Run, messages: list[Message], prompt_tokens: int, max_outp
                                params.tool_definitions, tool_choice, params.temperature,
                                params.top_p, params.provider)
         answer = yield request
+        if run.timed:  # a reply after the model timeout is a timeout: no budget overshot
+            answer = _timed_out_reply(params, answer)
         if clean_response(answer):  # the common reply: every check passed in one pass
             state.active_s += answer.latency_s
             if state.abort_requested:  # cancelled in flight: the driver aborted the call
@@ -449,7 +453,8 @@ def _call_model(run: _Run, messages: list[Message], prompt_tokens: int, max_outp
             if problem is None:
                 return result
             result = ModelError(problem[0], message=problem[1], latency_s=result.latency_s)
-        errors.append(f"{result.kind} {result.status}: {result.message}")
+        if len(errors) < MAX_DIAGNOSTIC_ERRORS:
+            errors.append(f"{result.kind} {result.status}: {result.message}"[:500])
         cls = classify_model_error(result)
         if cls == SERVER:  # seed 000: retry once immediately, then fail with a diagnostic
             server_errors += 1
@@ -482,6 +487,38 @@ def _call_model(run: _Run, messages: list[Message], prompt_tokens: int, max_outp
         yield from _wait(run, delay, "model", result.kind)
 
 
+MAX_DIAGNOSTIC_ERRORS = 20
+"""The most errors a failed run's diagnostic lists (the first ones, each cut
+to 500 characters): a run retried a thousand times keeps a small record."""
+
+
+def _timed_out_reply(params: HarnessParams, answer: Result) -> Result:
+    """``answer``, or a timeout error in its place when it reports a latency
+    past ``params.model_timeout_s``: the harness gave up on the call then, so
+    it counts that many seconds (the worst case its time budgets allowed for).
+    An impossible latency (beyond :data:`~sim.harness.protocol.MAX_SECONDS`,
+    NaN) is left for the checks, which end the run as failed:invalid_response."""
+    latency = getattr(answer, "latency_s", None)
+    if (isinstance(answer, ModelResponse | ModelError) and isinstance(latency, int | float)
+            and not isinstance(latency, bool)
+            and params.model_timeout_s < latency <= MAX_SECONDS):
+        return ModelError("timeout", None, None,
+                          f"no reply within model_timeout_s ({params.model_timeout_s:g} s)",
+                          params.model_timeout_s)
+    return answer
+
+
+def _timed_out_tool(spec: ToolSpec, call: ToolUseBlock, result: Result) -> Result:
+    """``result``, or a timeout error in its place when it reports a duration
+    past the tool's ``timeout_s`` (the harness gave up on the call then)."""
+    duration = getattr(result, "duration_s", None)
+    if (isinstance(result, ToolResult | ToolError) and isinstance(duration, int | float)
+            and not isinstance(duration, bool) and spec.timeout_s < duration <= MAX_SECONDS):
+        text = f"{call.name} timed out after {spec.timeout_s:g} s"
+        return ToolError("timeout", text, text_block(text).tokens, spec.timeout_s)
+    return result
+
+
 def _wait(run: _Run, delay: float, target: str, kind: str) -> Generator[Effect, Result, None]:
     """Back off for ``delay`` seconds before a retry, if the time budgets allow it."""
     state = run.state
@@ -491,8 +528,24 @@ def _wait(run: _Run, delay: float, target: str, kind: str) -> Generator[Effect, 
         run.emit(ev.RETRY, {"target": target, "kind": kind, "delay_s": delay})
     wait = Wait(delay)
     waited = _receive(wait, (yield wait))
-    state.active_s += delay if waited is None else waited  # cut short by a cancellation
+    state.active_s += delay if waited is None else min(waited, delay)  # cut short
     _check_abort(state)
+
+
+def _spend(run: _Run, seconds: float) -> None:
+    """Count ``seconds`` of active time that an effect took (a check, a
+    task-giver's reply); past a time budget, the harness stopped waiting when
+    the budget ran out: only the time left is counted and the run ends."""
+    state = run.state
+    if run.timed:
+        reason = refuse_duration(run.params, state, seconds)
+        if reason is not None:
+            b = run.params.budgets
+            left = min(math.inf if b.active_s is None else b.active_s - state.active_s,
+                       math.inf if b.wall_s is None else b.wall_s - state.wall_s)
+            state.active_s += max(0.0, left)
+            _stop(BUDGET_EXHAUSTED, reason)
+    state.active_s += seconds
 
 
 def _check_duration(run: _Run, seconds: float) -> None:
@@ -589,6 +642,8 @@ def _run_tool(run: _Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list
             timeout = min(timeout, max(0.0, wall - state.wall_s))
         request = ApprovalRequest(call, spec.effect, timeout)
         answer = _receive(request, (yield request))
+        if wall is not None and answer.waited_s > timeout:  # past the wall budget: it stopped
+            answer = ApprovalDecision(False, timeout, True, "no decision in time")
         state.status = RUNNING
         state.parked_s += answer.waited_s
         if run.emit:
@@ -613,6 +668,8 @@ def _run_tool(run: _Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list
                 _stop(BUDGET_EXHAUSTED, reason)
         tool_request = ToolRequest(call, spec.timeout_s, attempt, state.turns)
         got = yield tool_request
+        if run.timed:  # a result after the tool's timeout is a timeout: no budget overshot
+            got = _timed_out_tool(spec, call, got)
         # the common result checked in one pass, anything else thoroughly
         result = got if clean_tool_result(got) else _receive(tool_request, got)
         state.active_s += result.duration_s

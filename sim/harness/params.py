@@ -161,6 +161,11 @@ class Budgets:
     tool_errors: int | None = None
 
 
+MAX_ATTEMPTS = 1_000
+"""The most retries of one call a retry policy may allow (each is a request,
+and its error is kept for the diagnostic)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How the harness retries transient errors itself, without a model step.
@@ -423,8 +428,8 @@ def _problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     if not 0.0 <= r.jitter <= 1.0:
         yield "retry.jitter", f"must be in [0, 1], got {r.jitter}"
     for name in ("max_attempts", "model_error_retries", "tool_max_attempts"):
-        if (getattr(r, name) or 0) < 0:
-            yield f"retry.{name}", f"must be >= 0, got {getattr(r, name)}"
+        if not 0 <= (getattr(r, name) or 0) <= MAX_ATTEMPTS:
+            yield f"retry.{name}", f"must be in [0, {MAX_ATTEMPTS}], got {getattr(r, name)}"
     if r.fallback_after < 1:
         yield "retry.fallback_after", f"must be >= 1, got {r.fallback_after}"
     d = p.detector

@@ -34,6 +34,9 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
     for key in arguments:
         if type(key) is not str:
             return REJECT, _not_an_object(call.name, "an object with non-string keys")
+    if not _shallow(arguments):
+        return REJECT, (f"{call.name} rejected its arguments: they nest deeper than "
+                        f"{MAX_ARGUMENT_DEPTH} levels. Call it again with flatter arguments.")
     missing = [a for a in spec.required_args if a not in arguments] if spec.required_args else ()
     if missing:
         return REJECT, (f"{call.name} needs the argument(s) {', '.join(missing)}; "
@@ -42,6 +45,40 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
         return _APPROVED
     return _ALLOWED
 
+
+
+MAX_ARGUMENT_DEPTH = 64
+"""The deepest nesting of a tool call's arguments (objects and lists) the
+harness accepts: deeper ones are sent back to the model as a validation
+error, and no part of the harness ever recurses through them."""
+
+
+def argument_depth_ok(value: object, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """True when ``value`` (parsed JSON) nests at most ``limit`` levels of
+    objects and lists; walked without recursion, stopping at the first level
+    past the limit."""
+    level: list[object] = [value]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return False
+        nested: list[object] = []
+        for item in level:
+            if isinstance(item, dict):
+                nested.extend(v for v in item.values() if isinstance(v, dict | list))
+            elif isinstance(item, list):
+                nested.extend(v for v in item if isinstance(v, dict | list))
+        level = nested
+    return True
+
+
+def _shallow(arguments: dict[str, object]) -> bool:
+    """The common case (scalar values) at once, anything else walked."""
+    for value in arguments.values():
+        if isinstance(value, dict | list):
+            return argument_depth_ok(arguments)
+    return True
 
 
 def _not_an_object(name: str, what: str) -> str:

@@ -6,10 +6,11 @@ effect and what it got. A result of the right type is still checked before
 the loop uses it, because a real provider or tool can send odd things:
 
 - :func:`result_problem`: numbers the harness accounts (token counts,
-  seconds) must be finite and non-negative, and every field must have its
-  type; otherwise the run fails as ``failed:invalid_response`` with a
-  diagnostic naming the field (a budget cannot be enforced on a NaN, and
-  money must never decrease);
+  seconds) must be finite, non-negative and at most :data:`MAX_TOKENS`
+  tokens or :data:`MAX_SECONDS` seconds (an int of 10**400 is not a float a
+  counter can add), and every field must have its type; otherwise the run
+  fails as ``failed:invalid_response`` with a diagnostic naming the field
+  (a budget cannot be enforced on a NaN, and money must never decrease);
 - :func:`content_problem`: a model reply whose content is missing or holds
   something other than text, thinking and tool_use blocks is a malformed
   response, handled like a provider's server error (seed 000: retry once,
@@ -82,22 +83,31 @@ def check_answer(effect: Effect, result: Result) -> None:
 
 
 # ----------------------------------------------------------- field checks
-_COUNT = "an integer >= 0 (tokens)"
-_SECONDS = "a finite number >= 0 (seconds)"
-_INF = math.inf
+MAX_TOKENS = 2**40
+"""The most tokens one field of one result may hold (about 1.1e12: no call
+comes near; sums over a run stay far inside int64 and exact in a float)."""
+MAX_SECONDS = 1e9
+"""The most seconds one result may report (about 31.7 years)."""
+_COUNT = f"an integer in [0, {MAX_TOKENS}] (tokens)"
+_SECONDS = f"a number in [0, {MAX_SECONDS:g}] (seconds)"
+_MAX_S = MAX_SECONDS
+_LIMIT = MAX_TOKENS  # a | b | ... < _LIMIT holds exactly when each count of them does
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _LIMIT
 
 
 def _is_seconds(value: object) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool)
-            and 0.0 <= value < _INF)  # NaN fails both comparisons
+            and 0.0 <= value <= _MAX_S)  # NaN fails both comparisons
 
 
-def _is_optional_seconds(value: object) -> bool:
-    return value is None or _is_seconds(value)
+def _is_retry_after(value: object) -> bool:
+    """None, or a number of seconds >= 0 below infinity, of any size: a
+    server's hint, capped at :data:`~sim.harness.errors.MAX_WAIT_S` when used."""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                             and 0.0 <= value < math.inf)
 
 
 def _is_status(value: object) -> bool:
@@ -106,7 +116,10 @@ def _is_status(value: object) -> bool:
 
 def _is_metric(value: object) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
-                             and math.isfinite(value))
+                             and -_MAX_METRIC <= value <= _MAX_METRIC)
+
+
+_MAX_METRIC = 1e300
 
 
 def _is_str(value: object) -> bool:
@@ -126,14 +139,14 @@ _FIELDS: dict[type, tuple[Check, ...]] = {
     ModelError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
                  ("latency_s", _is_seconds, _SECONDS),
                  ("status", _is_status, "None or an integer (HTTP status)"),
-                 ("retry_after_s", _is_optional_seconds, f"None or {_SECONDS}")),
+                 ("retry_after_s", _is_retry_after, "None or a finite number >= 0 (seconds)")),
     ToolResult: (("output", _is_str, "a string"), ("tokens", _is_count, _COUNT),
                  ("duration_s", _is_seconds, _SECONDS),
                  ("metric", _is_metric, "None or a finite number")),
     ToolError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
                 ("tokens", _is_count, _COUNT), ("duration_s", _is_seconds, _SECONDS),
                 ("status", _is_status, "None or an integer (HTTP status)"),
-                ("retry_after_s", _is_optional_seconds, f"None or {_SECONDS}")),
+                ("retry_after_s", _is_retry_after, "None or a finite number >= 0 (seconds)")),
     ApprovalDecision: (("approved", _is_bool, "a bool"), ("waited_s", _is_seconds, _SECONDS),
                        ("timed_out", _is_bool, "a bool"), ("reason", _is_str, "a string")),
     Verdict: (("passed", _is_bool, "a bool"), ("feedback", _is_str, "a string"),
@@ -192,31 +205,31 @@ def result_problem(result: Result) -> dict[str, str] | None:
             a, b, c, d, e = (u.input_tokens, u.output_tokens, u.cache_read_tokens,
                              u.cache_write_tokens, u.thinking_tokens)
             if (type(a) is int and type(b) is int and type(c) is int and type(d) is int
-                    and type(e) is int and a >= 0 and b >= 0 and c >= 0 and d >= 0 and e >= 0
-                    and (type(t) is float or type(t) is int) and 0.0 <= t < _INF):
+                    and type(e) is int and 0 <= (a | b | c | d | e) < _LIMIT
+                    and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S):
                 return None
     elif kind is ToolResult:
         r = result
         t = r.duration_s
-        if ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
-                and type(r.output) is str and type(r.tokens) is int and r.tokens >= 0
+        if ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
+                and type(r.output) is str and type(r.tokens) is int and 0 <= r.tokens < _LIMIT
                 and (r.metric is None or (type(r.metric) is float and math.isfinite(r.metric)))):
             return None
     elif kind is ToolError:
         r = result
         t = r.duration_s
-        if ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
+        if ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
                 and type(r.kind) is str and type(r.message) is str
-                and type(r.tokens) is int and r.tokens >= 0
+                and type(r.tokens) is int and 0 <= r.tokens < _LIMIT
                 and (r.status is None or type(r.status) is int)
                 and r.retry_after_s is None):
             return None
     elif kind is Verdict:  # once per claimed success
         r = result
         t, n, u = r.duration_s, r.feedback_tokens, r.usage
-        if ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
+        if ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
                 and type(r.passed) is bool and type(r.feedback) is str
-                and type(n) is int and n >= 0 and (u is None or _clean_usage(u))):
+                and type(n) is int and 0 <= n < _LIMIT and (u is None or _clean_usage(u))):
             return None
     return _diagnose(result)
 
@@ -227,7 +240,8 @@ def _clean_usage(u: object) -> bool:
         return False
     a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens  # no tuple for up to 3
     d, e = u.cache_write_tokens, u.thinking_tokens
-    return type(a) is type(b) is type(c) is type(d) is type(e) is int and (a | b | c | d | e) >= 0
+    return (type(a) is type(b) is type(c) is type(d) is type(e) is int
+            and 0 <= (a | b | c | d | e) < _LIMIT)
 
 
 # ----------------------------------------------------- one-pass fast checks
@@ -246,8 +260,9 @@ def clean_response(result: object) -> TypeGuard[ModelResponse]:
     a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens  # no tuple for up to 3
     d, e = u.cache_write_tokens, u.thinking_tokens
     # for ints, a | b | ... is negative exactly when one of them is
-    if not (type(a) is type(b) is type(c) is type(d) is type(e) is int and (a | b | c | d | e) >= 0
-            and (type(t) is float or type(t) is int) and 0.0 <= t < _INF):
+    if not (type(a) is type(b) is type(c) is type(d) is type(e) is int
+            and 0 <= (a | b | c | d | e) < _LIMIT
+            and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S):
         return False
     ids = 0
     block: Any
@@ -266,7 +281,7 @@ def clean_response(result: object) -> TypeGuard[ModelResponse]:
         else:
             return False
         size = block.tokens
-        if type(size) is not int or size < 0:
+        if type(size) is not int or not 0 <= size < _LIMIT:
             return False
     return ids < 2 or len({b.id for b in content if type(b) is ToolUseBlock}) == ids
 
@@ -279,8 +294,8 @@ def clean_tool_result(result: object) -> TypeGuard[ToolResult]:
     if type(result) is not ToolResult:
         return False
     t, n, m = result.duration_s, result.tokens, result.metric
-    return ((type(t) is float or type(t) is int) and 0.0 <= t < _INF
-            and type(result.output) is str and type(n) is int and n >= 0
+    return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
+            and type(result.output) is str and type(n) is int and 0 <= n < _LIMIT
             and (m is None or (type(m) is float and math.isfinite(m))))
 
 
@@ -296,7 +311,7 @@ def content_problem(content: object) -> tuple[str, str] | None:
         for block in content:  # the common case, checked fast
             kind = type(block)
             size = block.tokens if kind in _BLOCKS else None
-            if type(size) is not int or size < 0:
+            if type(size) is not int or not 0 <= size < _LIMIT:
                 break
             if kind is ToolUseBlock:
                 if type(block.id) is not str or not block.id or type(block.name) is not str:

@@ -47,9 +47,10 @@ OUTCOMES: dict[str, frozenset[str]] = {
                                  "wall_time", "retries", "errors"}),
     # a server error after its retry, a fatal model or tool error, transient
     # errors past max_attempts, a context that cannot be made to fit, a result
-    # with impossible values (negative or non-finite usage or durations)
+    # with impossible values (negative or non-finite usage or durations), or
+    # a driver that crashed while performing an effect (the run is recorded)
     FAILED: frozenset({"model_error", "tool_fatal", "retries_exhausted", "context_overflow",
-                       "invalid_response"}),
+                       "invalid_response", "driver_error"}),
     # the abort flag (an operator or user), or an approval nobody gave in time
     CANCELLED: frozenset({"external_signal", "approval_timeout"}),
 }

@@ -10,6 +10,10 @@ chunks there; run again with ``--resume`` and only the missing chunks run,
 and the results are the same bytes as an uninterrupted run's (each chunk's
 records depend only on its tasks, and the results file only on the records).
 
+On ``--resume`` every kept chunk is read back first: one that cannot be read
+whole (truncated by a full disk or a copy cut short) is removed and computed
+again, never fatal.
+
 The folder records a fingerprint of the run (the resolved scenario, task
 count, seed, chunk plan and sim version): kept chunks of a different run are
 never mixed in. A finished sweep removes the folder.
@@ -89,7 +93,27 @@ class ChunkStore:
             self.folder.mkdir(parents=True)
             write_atomic(self.folder / MANIFEST, json_bytes(
                 {"format": FORMAT, "fingerprint": fingerprint}))
+        self.dropped = self._drop_unreadable() if resume else []
         self.resumed = len(self.keys())
+
+    def _drop_unreadable(self) -> list[str]:
+        """Remove every kept chunk that cannot be read back whole (a truncated
+        or corrupt file: a full disk, a copy cut short, a bad sector), so it
+        is computed again; return their keys."""
+        dropped = []
+        for key in sorted(self.keys()):
+            files = [p for p in self.folder.iterdir() if p.name.startswith(f"{key}.")]
+            try:
+                for path in files:
+                    if path.suffix in (_TABLE, _SIDE):
+                        _read_ipc(path)
+                    elif path.suffix == _EXTRAS:
+                        json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, pa.ArrowException):
+                for path in files:
+                    path.unlink(missing_ok=True)
+                dropped.append(key)
+        return dropped
 
     def _recorded(self) -> str | None:
         try:

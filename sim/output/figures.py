@@ -3,7 +3,9 @@
 
 Figures are built on the Agg canvas directly, never through ``pyplot``: no
 global figure registry, no backend switch, no rcParams changed, so they are
-safe in notebooks, tests and worker processes alike. In Jupyter a returned
+safe in notebooks, tests and worker processes alike. Every text is plain
+text (a ``$`` is a dollar sign, never mathtext), and a figure that cannot be
+drawn is a figure saying why: drawing never raises. In Jupyter a returned
 Figure displays itself; :func:`png_bytes` gives the PNG for reports (the same
 figure gives the same bytes). Shares are in [0, 1] (plotted as percent),
 costs in USD.
@@ -15,18 +17,25 @@ b'\\x89PNG\\r\\n\\x1a\\n'
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ParamSpec
 
 import numpy as np
 import pandas as pd
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from matplotlib.transforms import Bbox
 from numpy.typing import ArrayLike
 
 from sim.records import FALSE_SUCCESS
+
+P = ParamSpec("P")
 
 WIDTH_IN = 8.0
 DPI = 100
@@ -64,10 +73,58 @@ def new_figure(height_in: float, ncols: int = 1) -> tuple[Figure, list]:
 
 def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
     """The figure as PNG bytes, without the software-version metadata (so the
-    same figure gives the same bytes across matplotlib versions' metadata)."""
+    same figure gives the same bytes across matplotlib versions' metadata).
+
+    Every text is drawn as plain text: a ``$`` in a scenario name, cell name
+    or sweep value is a dollar sign, never the start of mathtext (which fails
+    on ``a $x^$``). A figure that cannot be drawn all the same gives a figure
+    saying so, with the error: a report never costs the results."""
+    try:
+        return _png(fig, dpi)
+    except Exception as error:
+        return _png(_failed_figure(error), dpi)
+
+
+def _png(fig: Figure, dpi: int) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    with _plain_text(fig):
+        fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()
+
+
+_PLAIN: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
+
+
+@contextlib.contextmanager
+def _plain_text(fig: Figure) -> Iterator[None]:
+    """Every text of ``fig``, and those made while it draws (tick labels),
+    as plain text while the block runs (rcParams restored after it)."""
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        text.set_usetex(False)
+    with rc_context(_PLAIN):
+        yield
+
+
+def _never_fails(build: Callable[P, Figure]) -> Callable[P, Figure]:
+    """``build``, returning a figure that says why when it cannot draw one."""
+    @functools.wraps(build)
+    def safe(*args: P.args, **kwargs: P.kwargs) -> Figure:
+        try:
+            with rc_context(_PLAIN):
+                return build(*args, **kwargs)
+        except Exception as error:
+            return _failed_figure(error)
+    return safe
+
+
+def _failed_figure(error: Exception) -> Figure:
+    """A small figure saying that a figure could not be drawn, and why."""
+    fig = _agg_figure(figsize=(WIDTH_IN, 1.2))
+    reason = f"{type(error).__name__}: {error}".splitlines()[0][:150]
+    fig.text(0.5, 0.5, f"this figure could not be drawn ({reason})", ha="center",
+             va="center", wrap=True, parse_math=False)
+    return fig
 
 
 def outcome_colors(outcomes: list[str]) -> dict[str, str]:
@@ -92,6 +149,7 @@ def _outcome_order(shares: Mapping[str, Mapping[str, float]]) -> list[str]:
     return sorted(totals, key=lambda o: (o != "succeeded", o == FALSE_SUCCESS, -totals[o], o))
 
 
+@_never_fails
 def outcome_bars(shares: Mapping[str, Mapping[str, float]], *,
                  title: str = "Outcome shares") -> Figure:
     """Stacked horizontal bars, one per entry of ``shares`` ({bar label:
@@ -127,6 +185,7 @@ the rest evenly sampled, which at this figure size looks the same and keeps a
 million-task report small."""
 
 
+@_never_fails
 def cost_ccdf(costs: Mapping[str, ArrayLike], *,
               title: str = "Cost tail: share of tasks costing more than x") -> Figure:
     """The complementary CDF of per-task cost on log-log axes, one line per
@@ -173,6 +232,7 @@ def cost_ccdf(costs: Mapping[str, ArrayLike], *,
     return fig
 
 
+@_never_fails
 def steps_histogram(steps: Mapping[str, ArrayLike], *,
                     title: str = "Model steps per task") -> Figure:
     """Histograms of steps per task as outlines, one per entry of ``steps``
@@ -197,6 +257,7 @@ def steps_histogram(steps: Mapping[str, ArrayLike], *,
     return fig
 
 
+@_never_fails
 def share_changes(outcomes: pd.DataFrame, *, threshold_pp: float | None = None,
                   title: str = "Change in outcome shares (candidate - base)") -> Figure:
     """Changes of outcome shares with their intervals, one row per (cell,
@@ -263,6 +324,7 @@ def share_limits(shares_pct: ArrayLike, min_span: float = MIN_SHARE_SPAN_PP
     return low, high
 
 
+@_never_fails
 def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
              title: str = "Success against cost across cells") -> Figure:
     """Succeeded share against mean cost (left) and p95 cost (right), one point
@@ -321,7 +383,8 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
                   transform=text.transAxes)
     fig.suptitle(title)
     if labelled:
-        fig.draw_without_rendering()  # settle the layout and the axis limits first
+        with _plain_text(fig):
+            fig.draw_without_rendering()  # settle the layout and the axis limits first
         for ax, cost in numbered:
             _number_points(ax, cost, success)
     return fig

@@ -18,11 +18,28 @@ target and only then swaps it in (the old folder is renamed aside, the new
 one renamed into place, the old one deleted). A failure while writing leaves
 the previous results as they were and no temporary folder behind; a reader
 sees the old folder or the new one, never a mix.
+
+Two commands writing one ``--out`` at once would trample each other's kept
+chunks and folders: :func:`prepare` takes an exclusive lock
+(``.<name>.lock`` beside the folder, ``flock``: released when the command
+ends, even by SIGKILL) and a second command is refused at once with a
+clear message; :func:`replace` releases it.
+
+A disk that fills up or turns read-only while results are written is bad
+luck, not a bug: :func:`disk_errors` turns such an :class:`OSError` (ENOSPC,
+EDQUOT, EROFS, EACCES, EPERM, EIO, EFBIG) into an
+:class:`~sim.errors.InputError` (exit status 2) naming the path and what to
+do, after the writer has dropped its temporary files; :func:`replace`
+applies it, so earlier results stay as they were and nothing half-written is
+left behind.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import errno
+import fcntl
 import json
 import os
 import shutil
@@ -42,6 +59,116 @@ RESULT_ENTRIES = frozenset({
 
 IDENTITY_FILES = ("summary.json", "comparison.json")
 """Files whose ``provenance`` says which run a folder holds (:func:`identity`)."""
+
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                          errno.EIO, errno.EFBIG})
+"""Errors of a disk being written, rather than of the program writing it."""
+_WRITE_WORDS = ("no space left", "read-only file system", "disk quota", "permission denied",
+                "file too large", "input/output error")
+
+
+def write_error(error: BaseException) -> bool:
+    """True when ``error`` is a failure of the disk being written (full,
+    read-only, over quota, not permitted, failing): by errno, or by its words
+    for errors (pyarrow's) that carry none."""
+    if not isinstance(error, OSError):
+        return False
+    if error.errno is not None:
+        return error.errno in WRITE_ERRNOS
+    text = str(error).lower()
+    return any(words in text for words in _WRITE_WORDS)
+
+
+def describe_write_error(error: OSError) -> str:
+    """What went wrong, in a few words (``no space left on device (ENOSPC)``)."""
+    name = errno.errorcode.get(error.errno or 0, "")
+    text = (error.strerror or str(error)).splitlines()[0]
+    return f"{text[:1].lower()}{text[1:]}" + (f" ({name})" if name else "")
+
+
+class WriteFailed(InputError):
+    """A disk's write failure: ``target`` could not be written because of
+    ``reason``; the message adds what was kept and what to do."""
+
+    def __init__(self, target: str | os.PathLike, reason: str, after: str = "") -> None:
+        super().__init__(f"cannot write {target}: {reason}{'; ' + after if after else ''}")
+        self.target = target
+        self.reason = reason
+
+
+@contextlib.contextmanager
+def disk_errors(target: str | os.PathLike, after: str = "") -> Iterator[None]:
+    """Turn a disk's write failure inside the block into a :class:`WriteFailed`
+    (an InputError): ``cannot write <target>: <what>; <after>`` (what was kept,
+    what to do). An inner block's WriteFailed is told again with this block's
+    ``after`` (the outer block knows what the failure means); any other error
+    passes unchanged."""
+    try:
+        yield
+    except WriteFailed as failed:
+        raise WriteFailed(failed.target, failed.reason, after or "") from None
+    except OSError as error:
+        if not write_error(error):
+            raise
+        raise WriteFailed(target, describe_write_error(error), after) from None
+
+
+_LOCKS: dict[str, int] = {}
+"""Locks this process holds: lock file path -> its open descriptor."""
+
+
+@atexit.register
+def _release_all() -> None:
+    """At exit, remove the lock files this process still holds (a command
+    that failed before :func:`replace`); the kernel releases the locks."""
+    for key in list(_LOCKS):
+        with contextlib.suppress(OSError):
+            Path(key).unlink()
+        os.close(_LOCKS.pop(key))
+
+
+def lock_path(target: Path) -> Path:
+    """The lock file of the results folder ``target``."""
+    return target.parent / f".{target.name}.lock"
+
+
+def lock(target: str | os.PathLike, flag: str = "--out") -> None:
+    """Hold the exclusive lock of ``target`` for this process (again: a no-op),
+    or raise an InputError when another process holds it."""
+    path = lock_path(Path(target))
+    key = str(path.resolve())
+    if key in _LOCKS:
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
+        os.close(fd)
+        raise InputError(f"{flag} {target} is being written by another sim command "
+                         f"(pid {holder}); wait for it to finish, or choose another "
+                         f"folder") from None
+    except OSError:  # a filesystem without locks (ENOLCK): write unlocked, as before
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _LOCKS[key] = fd
+
+
+def unlock(target: str | os.PathLike) -> None:
+    """Release the lock of ``target`` if this process holds it (the lock file
+    is removed first, so a waiting command finds it free or gone)."""
+    path = lock_path(Path(target))
+    fd = _LOCKS.pop(str(path.resolve()), None)
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        path.unlink()
+    os.close(fd)
 
 
 def _entries(folder: Path) -> list[str]:
@@ -94,6 +221,7 @@ def prepare(out: str | os.PathLike, provenance: Mapping[str, Any], *, force: boo
         parent.mkdir(parents=True, exist_ok=True)
         probe = tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.check.")
         os.rmdir(probe)
+        lock(target, flag)
     except OSError as error:
         raise InputError(f"{flag} {target}: cannot write there ({error.__class__.__name__}: "
                          f"{error.strerror or error})") from None
@@ -106,15 +234,21 @@ def replace(out: str | os.PathLike) -> Iterator[Path]:
     without an error it becomes ``out`` (see the module docstring). On an
     error it is removed and ``out`` is left as it was."""
     target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.new."))
+    kept = (f"the previous results in {target} are as they were" if target.exists()
+            else "nothing was written")
     try:
-        yield staging
-        os.chmod(staging, 0o755)
-        _swap(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        with disk_errors(target, kept):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.new."))
+            try:
+                yield staging
+                os.chmod(staging, 0o755)
+                _swap(staging, target)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+    finally:
+        unlock(target)
 
 
 def _swap(staging: Path, target: Path) -> None:

@@ -139,20 +139,24 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: a temporary file in the same
     directory, flushed and fsynced, then ``os.replace``-d over ``path`` (mode
     0644). On any failure the temporary file is removed and ``path`` keeps its
-    previous content."""
+    previous content; a full or read-only disk is an InputError saying so
+    (:func:`sim.output.folder.disk_errors`)."""
+    from sim.output.folder import disk_errors
+
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(target.parent)
+    with disk_errors(target, f"{target.name} is as it was"):
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        fsync_dir(target.parent)
 
 
 PROVENANCE_KEY = b"sim.provenance"

@@ -105,7 +105,8 @@ class ParquetStream:
                 self._writer.close()
             self._writer = None
         if not self._handle.closed:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # a full disk fails the flush: drop it
+                self._handle.close()
         self._tmp.unlink(missing_ok=True)
         self._buffer, self._buffered = [], 0
 

@@ -385,7 +385,15 @@ def limits_section() -> str:
             ("`sweep`", f"at most {limits.MAX_CELLS:,} cells, uniquely named"),
             ("tasks in a run", f"at most {limits.MAX_TOTAL_TASKS:,} (cells times tasks)"),
             ("`--workers`", f"1 to {limits.MAX_WORKERS}"),
-            ("the file", f"at most {MAX_FILE_BYTES:,} bytes of UTF-8")]
+            ("retries of one call (`harness.retry.max_attempts`, `tool_max_attempts`, "
+             "`model_error_retries`)", f"at most {limits.MAX_ATTEMPTS:,}"),
+            ("a lognormal of the world (`sigma`; `median`, `median_s`, "
+             "`world.difficulty.mu` as a log)", f"log-sd at most {limits.MAX_LOG_SD:g}; "
+                                                 f"log-median within +-{limits.MAX_LOG_MEDIAN:g}"),
+            ("a simulated run", f"at most {limits.MAX_RUN_STEPS:,} model calls and "
+                                f"{limits.MAX_RUN_RETRIES:,} harness retries (the step and "
+                                "retry budgets of a scenario that sets none)"),
+            ("the file", f"at most {MAX_FILE_BYTES:,} bytes of UTF-8, a regular file")]
     lines = ["### Limits", "", "Every scenario, whatever its fields, keeps within these "
              "bounds (a value beyond one is an error naming its path):", "",
              "| what | bound |", "|---|---|"]

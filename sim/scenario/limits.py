@@ -16,7 +16,16 @@ enough that derived times, token counts and costs stay finite:
 * a cell runs at most ``MAX_TASKS`` tasks, a sweep grid has at most
   ``MAX_CELLS`` cells, and a run at most ``MAX_TOTAL_TASKS`` tasks over all
   its cells (every task's record is held in memory);
-* a command uses at most ``MAX_WORKERS`` worker processes.
+* a command uses at most ``MAX_WORKERS`` worker processes;
+* the sizes that drive a run's time and memory are bounded too: at most
+  ``MAX_ATTEMPTS`` retries of one call, ``MAX_RESAMPLES`` bootstrap
+  resamples, and a simulated run ends after at most ``MAX_RUN_STEPS`` model
+  calls and ``MAX_RUN_RETRIES`` harness retries (a scenario without a step or
+  retry budget is simulated with these as its budgets, so a doom loop that
+  nothing else stops ends as ``budget_exhausted:steps``);
+* a lognormal in the world has a log-sd of at most ``MAX_LOG_SD`` and its
+  median within ``[e^-MAX_LOG_MEDIAN, e^MAX_LOG_MEDIAN]``, so every draw is
+  a finite float (see :mod:`sim.scenario.ranges`).
 
 :func:`check_document` raises :class:`~sim.errors.InputError` naming the
 dotted path of the first value out of bounds.
@@ -29,11 +38,13 @@ import math
 from typing import Any
 
 from sim.errors import InputError
+from sim.harness import params as _harness_params
 from sim.world.params import MIN_RATE
 
-__all__ = ["MAX_CELLS", "MAX_DEPTH", "MAX_NODES", "MAX_NUMBER", "MAX_STRING", "MAX_TASKS",
-           "MAX_TOTAL_TASKS", "MAX_WORKERS", "MIN_RATE", "check_document", "check_number",
-           "check_workers", "join"]
+__all__ = ["MAX_ATTEMPTS", "MAX_CELLS", "MAX_DEPTH", "MAX_LOG_MEDIAN", "MAX_LOG_SD",
+           "MAX_NODES", "MAX_NUMBER", "MAX_RESAMPLES", "MAX_RUN_RETRIES", "MAX_RUN_STEPS",
+           "MAX_STRING", "MAX_TASKS", "MAX_TOTAL_TASKS", "MAX_WORKERS", "MIN_RATE",
+           "check_document", "check_number", "check_workers", "join"]
 
 MAX_NUMBER = 1e12
 MAX_STRING = 10_000
@@ -43,6 +54,18 @@ MAX_TASKS = 1_000_000
 MAX_CELLS = 1_000
 MAX_TOTAL_TASKS = 2_000_000
 MAX_WORKERS = 256
+MAX_ATTEMPTS = _harness_params.MAX_ATTEMPTS
+"""Most retries of one model or tool call (``harness.retry.*``)."""
+MAX_RESAMPLES = 100_000
+"""Most bootstrap resamples of a comparison (``compare --resamples``)."""
+MAX_RUN_STEPS = 100_000
+"""Most model calls of one simulated run: the step budget of a scenario without one."""
+MAX_RUN_RETRIES = 100_000
+"""Most harness retries of one simulated run: the retry budget of a scenario without one."""
+MAX_LOG_SD = 10.0
+"""Largest log-sd (``sigma``) of a lognormal in the world (a factor e^10 per sd)."""
+MAX_LOG_MEDIAN = 50.0
+"""Largest ``|log(median)|`` (``|mu|`` of ``world.difficulty``) of a lognormal in the world."""
 
 SCALARS = (str, int, float, bool, type(None), datetime.date)
 

@@ -45,6 +45,7 @@ from sim.harness import params as hp
 from sim.harness.detector import Detector, NoProgressDetector
 from sim.scenario import limits
 from sim.scenario.catalog import resolve
+from sim.scenario.ranges import check_world
 from sim.scenario.safeyaml import key_lines, line_of, parse
 from sim.world.params import Prob, WorldParams
 from sim.world.verifiers import VERIFIERS, Verifier
@@ -94,14 +95,17 @@ class RetryConfig(_Strict):
     jitter: Prob = Field(_default(hp.RetryPolicy, "jitter"),
                          description="share of a backoff that jitter may remove")
     max_attempts: int = Field(_default(hp.RetryPolicy, "max_attempts"), ge=0,
+                              le=limits.MAX_ATTEMPTS,
                               description="retries of one model call (and of a tool call "
                                           "unless tool_max_attempts is set)")
-    tool_max_attempts: int | None = Field(None, ge=0, description="retries of one tool call "
-                                                                  "(null: max_attempts)")
+    tool_max_attempts: int | None = Field(None, ge=0, le=limits.MAX_ATTEMPTS,
+                                          description="retries of one tool call "
+                                                      "(null: max_attempts)")
     fallback_after: int = Field(_default(hp.RetryPolicy, "fallback_after"), ge=1,
                                 description="rate-limit retries before the fallback model")
     fallback_model: str | None = Field(None, description="model id to switch to, or null")
     model_error_retries: int = Field(_default(hp.RetryPolicy, "model_error_retries"), ge=0,
+                                     le=limits.MAX_ATTEMPTS,
                                      description="immediate retries of a model server error")
     retry_tool_errors: bool = Field(True, description="retry transient tool errors in the "
                                                       "harness (false: the model sees them)")
@@ -116,6 +120,7 @@ class DetectorConfig(_Strict):
     repeat_threshold: int = Field(_default(hp.DetectorParams, "repeat_threshold"), ge=2,
                                   description="identical calls in a row that count as a loop")
     cycle_max_period: int = Field(_default(hp.DetectorParams, "cycle_max_period"), ge=2,
+                                  le=limits.MAX_ATTEMPTS,
                                   description="longest cycle period looked for (calls)")
     cycle_repeats: int = Field(_default(hp.DetectorParams, "cycle_repeats"), ge=2,
                                description="repeats of a cycle that count")
@@ -256,7 +261,7 @@ def load_scenario(path: str | os.PathLike, overrides: list[str] | tuple[str, ...
     for item in overrides:
         key, value = parse_override(item, source)
         set_dotted(raw, key, value, source)
-    if not raw.get("name"):
+    if raw.get("name", "") == "":  # absent or empty: the file's name (null, 0, [] are errors)
         raw["name"] = Path(source).stem
     _anchor_paths(raw, Path(source).parent)
     return validate(raw, source, allow_plugins=allow_plugins, lines=key_lines(text))
@@ -283,11 +288,18 @@ def read_text(source: str) -> str:
     path is instead (a folder, a Parquet or other binary file, too large)."""
     path = Path(source)
     try:
-        if path.is_dir():
+        info = path.stat()  # never blocks, unlike opening a FIFO
+        if stat.S_ISDIR(info.st_mode):
             raise InputError(_folder_kind(path), source=source)
-        if path.is_file() and path.stat().st_size > MAX_FILE_BYTES:
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"not a regular file ({_file_kind(info.st_mode)}): give a "
+                             f"scenario file", source=source)
+        if info.st_size > MAX_FILE_BYTES:
             raise InputError(f"the file is larger than {MAX_FILE_BYTES:,} bytes", source=source)
-        data = path.read_bytes()
+        with path.open("rb") as handle:  # bounded: the file may grow after the stat
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(f"the file is larger than {MAX_FILE_BYTES:,} bytes", source=source)
     except FileNotFoundError:
         raise InputError("file not found", source=source) from None
     except OSError as error:
@@ -326,6 +338,16 @@ def _top_mapping(data: Any, source: str) -> dict[str, Any]:
         raise InputError(f"the top level must be a mapping, got {type(data).__name__}",
                          source=source)
     return data
+
+
+def _file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, in words."""
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a file"
 
 
 def parse_override(item: str, source: str) -> tuple[str, Any]:
@@ -394,6 +416,10 @@ def _validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False) 
                          f"{limits.MAX_TOTAL_TASKS:,}", source=source, path="tasks")
     grid = _grid(scenario.sweep)
     cell_names(scenario.sweep, grid, source)
+    try:
+        _check_arrival_count(scenario)
+    except InputError as error:
+        raise InputError(error.message, source=source, path=error.path) from None
     for cell_values in grid:
         cell_raw = copy.deepcopy(raw)
         cell_raw.pop("sweep", None)
@@ -451,6 +477,7 @@ def _validate_one(raw: dict[str, Any], source: str, prefix: str, *,
                          path=first if first != "(top level)" else "") from None
     try:
         check_plugins(scenario.harness, allow_plugins)
+        check_world(scenario.world)
         _check_conversation(scenario)
         harness_params(scenario.harness, scenario.world)
         resolve_detector(scenario.harness.detector.name)
@@ -540,6 +567,36 @@ def _check_arrivals(des: DesParams) -> None:
     except OSError as error:
         raise InputError(f"cannot read {str(path)!r} ("
                          f"{error.strerror or error})", path=where) from None
+
+
+MAX_ARRIVALS_BYTES = 100_000_000
+"""The largest arrivals CSV read (bytes)."""
+
+
+def _check_arrival_count(scenario: Scenario) -> None:
+    """An arrivals CSV (engine des) must hold at least ``tasks`` valid rows:
+    read, bounded, before anything runs (not found short after simulating)."""
+    des = scenario.des
+    if des.arrivals.kind != "csv" or (scenario.engine != "des" and "engine" not in scenario.sweep):
+        return
+    assert des.arrivals.path is not None
+    where = "des.arrivals.path"
+    path = Path(des.arrivals.path)
+    size = path.stat().st_size  # a regular file: _check_arrivals ran
+    if size > MAX_ARRIVALS_BYTES:
+        raise InputError(f"{str(path)!r} is larger than {MAX_ARRIVALS_BYTES:,} bytes",
+                         path=where)
+    from sim.engines.des import arrival_schedule
+
+    try:
+        arrivals = arrival_schedule(des, scenario.tasks, scenario.seed)
+    except InputError as error:  # a bad row: the CSV's name and line, at this field
+        raise InputError(f"{error.source}: {error.message}" if error.source else error.message,
+                         path=where) from None
+    if len(arrivals) < scenario.tasks:
+        raise InputError(f"{str(path)!r} holds {len(arrivals):,} arrivals, fewer than the "
+                         f"{scenario.tasks:,} tasks per cell: give more rows or fewer tasks",
+                         path=where)
 
 
 def _check_conversation(scenario: Scenario) -> None:

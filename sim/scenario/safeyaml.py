@@ -137,7 +137,12 @@ def parse(text: str, source: str = "", *, malformed_as_text: bool = False) -> An
     :class:`StrictLoader`; an InputError naming ``source`` otherwise. With
     ``malformed_as_text`` (a ``--set`` value), text that is not YAML is
     returned as the string it is; a refused document is still an error."""
-    loader = StrictLoader(text)
+    try:  # the reader checks the characters as it is made (a control byte)
+        loader = StrictLoader(text)
+    except yaml.YAMLError as error:
+        if malformed_as_text:
+            return text
+        raise InputError(f"malformed YAML: {_problem(error)}", source=source) from None
     try:
         return loader.get_single_data()
     except _Refused as refused:
@@ -194,3 +199,11 @@ def line_of(lines: dict[str, int], path: str) -> int | None:
             return None
         path = path[:cut]
     return None
+
+
+def _problem(error: yaml.YAMLError) -> str:
+    """A reader's error (a character YAML does not allow) in one line."""
+    if isinstance(error, yaml.reader.ReaderError):
+        return (f"character {error.character:#06x} at position {error.position} is not "
+                f"allowed in YAML ({error.reason})")
+    return str(error).splitlines()[0]

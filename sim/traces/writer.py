@@ -21,6 +21,7 @@ nothing. The same records give the same bytes (fixed compression, no metadata).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -218,15 +219,22 @@ def atomic_folder(target: str | os.PathLike, *, force: bool = False) -> Iterator
     ``target`` when the block ends without an exception, deleted otherwise.
 
     An existing non-empty ``target`` is an InputError unless ``force`` (then
-    it is replaced, only once the new folder is complete)."""
+    it is replaced, only once the new folder is complete). A disk that is
+    full or read-only is an InputError too (exit status 2), the temporary
+    folder removed and ``target`` as it was."""
     final = Path(target)
     if final.exists() and not final.is_dir():
         raise InputError("exists and is not a folder", source=str(final))
     if final.is_dir() and any(final.iterdir()) and not force:
         raise InputError("folder exists and is not empty (use --force to replace it)",
                          source=str(final))
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+    kept = "the folder is as it was" if final.exists() else "nothing was written"
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+    except OSError as error:
+        _raise_write_error(error, final, kept)
+        raise
     try:
         yield tmp
         os.chmod(tmp, 0o755)
@@ -238,6 +246,24 @@ def atomic_folder(target: str | os.PathLike, *, force: bool = False) -> Iterator
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, final)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(error, OSError):
+            _raise_write_error(error, final, kept)
         raise
+
+
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                           errno.EIO, errno.EFBIG})
+_WRITE_WORDS = ("no space left", "read-only file system", "disk quota", "permission denied")
+
+
+def _raise_write_error(error: OSError, target: Path, kept: str) -> None:
+    """An InputError (exit status 2) for a disk that is full, read-only or
+    failing (by errno, or by pyarrow's words); other errors return."""
+    known = (error.errno in _WRITE_ERRNOS if error.errno is not None
+             else any(w in str(error).lower() for w in _WRITE_WORDS))
+    if known:
+        text = (error.strerror or str(error)).splitlines()[0]
+        raise InputError(f"cannot write {target}: {text[:1].lower()}{text[1:]}; {kept}") \
+            from None

@@ -87,7 +87,7 @@ class MessageAssembler:
     def __init__(self) -> None:
         self.model = ""
         self.blocks: dict[int, dict[str, Any]] = {}
-        self.usage: dict[str, int] = {}
+        self.usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.malformed: str | None = None
         self.response_id: str | None = None
@@ -173,8 +173,9 @@ class MessageAssembler:
             usage, estimated = estimated_usage(request, content), True
         else:
             total = u.get("output_tokens", 0)
-            thought = min(total, sum(b.tokens for b in content if b.type == "thinking"))
-            usage = Usage(u.get("input_tokens", 0), total - thought,
+            thought = sum(b.tokens for b in content if b.type == "thinking")
+            thought = min(total, thought) if type(total) is int else 0  # a bad total: as sent
+            usage = Usage(u.get("input_tokens", 0), total - thought if thought else total,
                           u.get("cache_read_input_tokens", 0),
                           u.get("cache_creation_input_tokens", 0), thought)
             estimated = False

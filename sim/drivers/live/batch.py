@@ -11,6 +11,12 @@ recorder of simulated runs: a live run's trace has the same shape, source
 ``sim``, its ``file`` the tasks file) and, when a span recorder is given, as
 OpenTelemetry spans.
 
+A run whose driver raises (a bug, a tool that crashes the process's
+assumptions, an odd reply nothing else caught) ends as ``failed:driver_error``
+with the error in its detail and its calls so far recorded; the batch goes
+on. ``on_run`` is called with the results so far after every run, so the
+caller can write them as they finish.
+
 A cancellation (:meth:`LiveBatch.cancel`, or Ctrl-C when the batch installs
 its signal handler) ends the run in progress as ``cancelled`` and starts no
 further task.
@@ -43,7 +49,7 @@ from sim.harness.detector import Detector
 from sim.harness.events import Event
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams, ParameterError, VerifierParams
-from sim.harness.state import SUCCEEDED, HarnessState, new_state
+from sim.harness.state import FAILED, SUCCEEDED, HarnessState, end_run, new_state
 from sim.records import TaskRecord
 from sim.traces.model import RunRecord
 from sim.traces.recorder import SOURCE, RunRecorder
@@ -89,6 +95,15 @@ def task_params(base: HarnessParams, task: LiveTask, toolbox: Toolbox, *, provid
     except ParameterError as error:
         path, message = error.problems[0]
         raise InputError(message, path=f"harness.{path}") from None
+
+
+def crashed(state: HarnessState, error: Exception) -> HarnessState:
+    """``state`` ended as ``failed:driver_error`` with the error in its detail
+    (a run that had already ended keeps its end)."""
+    if not state.terminal:
+        message = f"{type(error).__name__}: {error}"
+        end_run(state, FAILED, "driver_error", {"error": message[:500]})
+    return state
 
 
 def outcome(state: HarnessState) -> str:
@@ -140,8 +155,10 @@ class LiveBatch:
                  progress: Callable[[str], None] | None = None,
                  handle_sigint: bool = False, batch_id: str | None = None,
                  file: str = "",
-                 make_detector: Callable[[HarnessParams], Detector] | None = None) -> None:
+                 make_detector: Callable[[HarnessParams], Detector] | None = None,
+                 on_run: Callable[[BatchResult], None] | None = None) -> None:
         self.tasks = tasks
+        self.on_run = on_run
         self.make_detector = make_detector
         self.model = model
         self.model_id = model_id
@@ -221,6 +238,8 @@ class LiveBatch:
                 detector = None if self.make_detector is None else self.make_detector(params)
                 final = await driver.run(params, state, run_id, wrap=recorder.wrap,
                                          detector=detector)
+            except Exception as error:  # this run's failure, not the batch's: it is recorded
+                final = crashed(state, error)
             finally:
                 self._driver = None
         resolved = (final.status == SUCCEEDED and final.reason == "verified"
@@ -232,6 +251,8 @@ class LiveBatch:
             resolved=resolved, started_at=started, duration_s=final.wall_s,
             step_limit=params.budgets.steps, cost_limit_usd=params.budgets.money_usd))
         result.records.append(task_record(self.name, index, final, resolved))
+        if self.on_run is not None:  # written as it finishes: a later crash loses nothing
+            self.on_run(result)
         self._say(f"{task.id}: {outcome(final)} after {final.turns} steps, "
                   f"${final.money_usd:.4f}, {final.wall_s:.1f} s")
 

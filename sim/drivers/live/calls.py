@@ -29,6 +29,7 @@ from sim.harness.messages import (
     Usage,
     estimate_tokens,
 )
+from sim.harness.policy import MAX_ARGUMENT_DEPTH, argument_depth_ok
 
 
 @dataclass(slots=True)
@@ -74,13 +75,41 @@ def tool_use(call_id: str, name: str, arguments: str | dict[str, Any]) -> ToolUs
     """A tool_use block from its id, name and arguments (JSON text as streamed,
     or already parsed); None when the arguments are not a JSON object."""
     if isinstance(arguments, str):
+        if _opens_too_deep(arguments):  # refused before parsing: no recursion at all
+            return None
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
-    if not isinstance(arguments, dict):
+    if not isinstance(arguments, dict) or not argument_depth_ok(arguments):
         return None
     return ToolUseBlock(call_id, name, arguments, estimate_tokens(json.dumps(arguments)))
+
+
+def _opens_too_deep(text: str) -> bool:
+    """True when JSON ``text`` opens more than MAX_ARGUMENT_DEPTH objects or
+    lists before closing them (brackets inside strings aside)."""
+    if text.count("{") + text.count("[") <= MAX_ARGUMENT_DEPTH:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+            if depth > MAX_ARGUMENT_DEPTH:
+                return True
+        elif char in "}]":
+            depth -= 1
+    return False
 
 
 def estimated_usage(request: ModelRequest, content: list[Block]) -> Usage:
@@ -95,8 +124,13 @@ def estimated_usage(request: ModelRequest, content: list[Block]) -> Usage:
     return Usage(input_tokens=request.input_tokens, output_tokens=out, thinking_tokens=thought)
 
 
-def non_negative(value: Any) -> int:
-    """A reported token count as a non-negative int (missing or bad: 0)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def non_negative(value: Any) -> Any:
+    """A reported token count: an int as it is, a float holding a whole
+    number as that int; anything else (negative, NaN, infinite, fractional,
+    a string) passed on unchanged, so the harness refuses it by name
+    (failed:invalid_response) instead of a silent 0; missing (None) is 0."""
+    if value is None:
         return 0
-    return max(0, int(value))
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 2.0**63:
+        return int(value)
+    return value

@@ -13,7 +13,7 @@ generator the simulation engines drive) and performs each effect it yields:
   default), for at most the request's timeout;
 * :class:`VerifyRequest`: the verifier (for example :class:`CommandCheck`, a
   command the model cannot write, run in the working directory);
-* :class:`Wait`: a real sleep;
+* :class:`Wait`: a real sleep (at most the harness's ``MAX_WAIT_S``, 5 minutes);
 * :class:`Checkpoint`: the state saved in the checkpoint store (SQLite for
   real use).
 
@@ -59,6 +59,7 @@ from sim.harness.effects import (
     VerifyRequest,
     Wait,
 )
+from sim.harness.errors import MAX_WAIT_S
 from sim.harness.events import Observer
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.messages import estimate_tokens
@@ -230,13 +231,18 @@ class LiveDriver:
             return await run_tool(self.toolbox.get(call.name), call.name, call.input,
                                   self.context, effect.timeout_s)
         if isinstance(effect, Wait):
-            await asyncio.sleep(effect.seconds)
+            await self._sleep(effect.seconds)
             return None
         if isinstance(effect, ApprovalRequest):
             return await self._approve(effect)
         if isinstance(effect, VerifyRequest):
             return await self._verify(effect)
         raise TypeError(f"the live driver cannot perform {effect!r}")
+
+    async def _sleep(self, seconds: float) -> None:
+        """A backoff wait: never longer than the harness's longest wait
+        (:data:`~sim.harness.errors.MAX_WAIT_S`), whatever a Wait asks."""
+        await asyncio.sleep(min(max(0.0, seconds), MAX_WAIT_S))
 
     async def _model(self, request: ModelRequest, deadline_s: float) -> Answer:
         start = time.monotonic()

@@ -153,9 +153,13 @@ class ChatAssembler:
         prompt = non_negative(getattr(u, "prompt_tokens", 0))
         completion = non_negative(getattr(u, "completion_tokens", 0))
         details = getattr(u, "prompt_tokens_details", None)
-        cached = min(prompt, non_negative(getattr(details, "cached_tokens", 0)))
+        cached = non_negative(getattr(details, "cached_tokens", 0))
         out_details = getattr(u, "completion_tokens_details", None)
-        reasoning = min(completion, non_negative(getattr(out_details, "reasoning_tokens", 0)))
+        reasoning = non_negative(getattr(out_details, "reasoning_tokens", 0))
+        if not all(type(v) is int and v >= 0 for v in (prompt, completion, cached, reasoning)):
+            # an impossible count, passed on as reported: the harness names it
+            return Usage(prompt, completion, cached, 0, reasoning), False
+        cached, reasoning = min(prompt, cached), min(completion, reasoning)
         return Usage(prompt - cached, completion - reasoning, cached, 0, reasoning), False
 
 
