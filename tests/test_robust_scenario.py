@@ -56,10 +56,19 @@ def run(path: Path, out: Path, *extra: str, command: str = "run",
                "--out", str(out), *extra, limit_s=limit_s)
 
 
+def error_only(stdout: str, source: Path) -> bool:
+    """Nothing on stdout but, under ``--format json``, the error as one JSON object."""
+    if not stdout:
+        return True
+    error = json.loads(stdout)["error"]
+    return error["status"] == 2 and error["file"] == str(source)
+
+
 def refused(status: int, stdout: str, stderr: str, source: Path, field: str) -> None:
-    """Exit 2 with one ``error: <file>: <field>: ...`` line, nothing on stdout."""
+    """Exit 2 with one ``error: <file>: <field>: ...`` line on stderr, and no result
+    on stdout (only the same error as JSON: the commands run with ``--format json``)."""
     assert status == 2, stderr
-    assert stdout == ""
+    assert error_only(stdout, source), stdout
     assert stderr.startswith(f"error: {source}: {field}"), stderr
     assert "Traceback" not in stderr
 
@@ -117,7 +126,7 @@ def test_a_figure_that_cannot_be_drawn_says_so_instead_of_raising() -> None:
     ("world:\n  tools:\n    - {name: t, duration: {median_s: 1, sigma: 50}}\n",
      "world.tools[0].duration.sigma"),
     ("harness:\n  retry:\n    max_attempts: 1000000000\nworld:\n  faults:\n"
-     "    rate_limit: 1.0\n", "invalid scenario"),
+     "    rate_limit: 1.0\n", "harness.retry.max_attempts"),
 ], ids=["sigma 1000", "mu -1000", "mu -1000 des", "tool sigma 50", "max_attempts 1e9"])
 def test_values_that_overflowed_or_grew_memory_are_refused(tmp_path, text, field) -> None:
     """Bounds checked before anything runs: a lognormal's log-sd and
@@ -164,8 +173,9 @@ def test_a_scenario_that_is_not_a_regular_file_is_refused_without_reading_it(tmp
     else:
         path = tmp_path
     status, stdout, stderr = run(path, tmp_path / "out", limit_s=20)
-    assert status == 2 and stdout == ""
-    assert stderr.startswith(f"error: {path}: not a regular file"), stderr
+    assert status == 2 and error_only(stdout, path), stdout
+    assert stderr.startswith((f"error: {path}: not a regular file",
+                              f"error: {path}: is a folder")), stderr
 
 
 def test_a_file_growing_past_the_bound_is_read_no_further(tmp_path, monkeypatch) -> None:
@@ -210,7 +220,7 @@ def test_csv_arrivals_fewer_than_the_tasks_are_refused_before_simulating(tmp_pat
 def test_a_name_that_is_not_a_string_is_an_error_not_the_file_stem(tmp_path, value) -> None:
     path = scenario(tmp_path, f"name: {value}\n")
     status, stdout, stderr = run(path, tmp_path / "out", "--tasks", "2")
-    refused(status, stdout, stderr, path, "invalid scenario")
+    refused(status, stdout, stderr, path, "name")
     assert "name:" in stderr
 
 
