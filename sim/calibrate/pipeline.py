@@ -397,14 +397,15 @@ def _import_sources(folder: str) -> list[str]:
 def _header(c: Calibration) -> list[str]:
     opts = c.options
     flags = f"--folds {opts['folds']} --seed {opts['seed']}"
-    if not c.structure.forced:
-        flags += "  (structure chosen by cross-validation: " + opts["structure"] + ")"
-    else:
+    if c.structure.forced:
         flags += " " + opts["structure"]
     if opts["evaluations"] != 45:
         flags += f" --evaluations {opts['evaluations']}"
     lines = [f"{c.doc['name']}: a world fitted to real runs by sim calibrate.", "",
              f"    python -m sim calibrate {c.folder} {flags}", ""]
+    if not c.structure.forced:
+        lines += [f"(structure chosen by cross-validation: {opts['structure']} would force "
+                  f"it)", ""]
     sources = _import_sources(c.folder)
     if sources:
         lines += [f"The traces were imported (python -m sim traces import) from "
