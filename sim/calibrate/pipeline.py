@@ -248,8 +248,8 @@ class Calibration:
                          "fit_variance": j.fit_variance.get("exits"),
                          "rejected": self.exits.rejected},
             "folds": [{"fold": f.fold, "held_out": f.n_real, "simulated": f.n_sim,
-                       "ks": f.ks, "critical_95": f.critical, "tv": f.tv,
-                       "tv_critical_95": f.tv_critical,
+                       "ks": f.ks, "critical_95": f.critical, "p": f.p, "tv": f.tv,
+                       "tv_critical_95": f.tv_critical, "tv_p": f.tv_p,
                        "loss": self.folds[f.fold].loss,
                        "search": {"need_shift": self.folds[f.fold].search.adjustment.need_shift,
                                   "loss": self.folds[f.fold].search.loss}}
@@ -261,9 +261,11 @@ class Calibration:
                         "replay_interval": {k: list(v) for k, v in r.replay_interval.items()},
                         "folds": r.folds} for r in self.ladder],
             "verdict": {"status": self.status, "rejected": self.reasons,
-                        "method": "Holm over the per-run KS tests and the exit mix at 5%; "
-                                  "critical values count the fit's own error "
-                                  "(cross-fitted jackknife over the folds)"},
+                        "method": "per fold, held-out runs against the world fitted on the "
+                                  "other folds (per-run KS, exit mix), critical values that "
+                                  "count the fit's own error (jackknife of the fold worlds, "
+                                  "capped at 1/n + 1/search runs); folds combined by "
+                                  "Stouffer; Holm at 5% over the metrics and the exit mix"},
         })
 
 
@@ -395,14 +397,15 @@ def _import_sources(folder: str) -> list[str]:
 def _header(c: Calibration) -> list[str]:
     opts = c.options
     flags = f"--folds {opts['folds']} --seed {opts['seed']}"
-    if not c.structure.forced:
-        flags += "  (structure chosen by cross-validation: " + opts["structure"] + ")"
-    else:
+    if c.structure.forced:
         flags += " " + opts["structure"]
     if opts["evaluations"] != 45:
         flags += f" --evaluations {opts['evaluations']}"
     lines = [f"{c.doc['name']}: a world fitted to real runs by sim calibrate.", "",
              f"    python -m sim calibrate {c.folder} {flags}", ""]
+    if not c.structure.forced:
+        lines += [f"(structure chosen by cross-validation: {opts['structure']} would force "
+                  f"it)", ""]
     sources = _import_sources(c.folder)
     if sources:
         lines += [f"The traces were imported (python -m sim traces import) from "
@@ -410,15 +413,20 @@ def _header(c: Calibration) -> list[str]:
     lines.append(f"Structure: {c.structure.reason}.")
     lines.append("")
     lines.append(f"Fitted on {c.fit.n} runs; judged by {opts['folds']}-fold cross-validation "
-                 f"(each run held out once, against the world fitted on the other folds; "
-                 f"Holm-corrected 5% critical values that count the fit's own error):")
+                 f"(each run held out once, against the world fitted on the other folds, with "
+                 f"critical values that count the fit's own error; folds combined, one "
+                 f"verdict under Holm's correction). All held-out runs against all fold "
+                 f"simulations (two-sample 5% critical value, for scale; p: the folds' "
+                 f"combined, Holm-adjusted):")
     for m in c.metrics:
-        lines.append(f"  {m.label:<24} KS {m.ks:.3f} (critical {m.critical:.3f})"
+        lines.append(f"  {m.label:<24} KS {m.ks:.3f} (critical {m.critical:.3f}"
+                     + (f", p {m.p_adjusted:.3g})" if m.p_adjusted is not None else ")")
                      + ("  REJECTED" if m.rejected else "")
                      + ("" if m.tested else "  (not in the verdict)"))
     lines.append(f"  exit mix (total variation) {c.exits.tv:.3f} (critical "
                  f"{c.exits.critical:.3f})" + ("  REJECTED" if c.exits.rejected else ""))
-    lines.append(f"  verdict: {'rejected' if c.status else 'accepted'}")
+    lines.append(f"  verdict: {'rejected' if c.status else 'accepted'}"
+                 + (": " + "; ".join(c.reasons) if c.status else ""))
     lines += ["", "Direct estimates per class, then a simulate-and-compare search (need "
               f"shift {c.search.adjustment.need_shift:+.3f}, need sigma x "
               f"{c.search.adjustment.sigma_scale:.3f}, unsolvable work x "

@@ -124,16 +124,18 @@ def _fold_lines(c: Calibration) -> list[str]:
     keys = [k for k in ("steps", "prompt", "output", "cost") if folds and k in folds[0].ks]
     head = " | ".join(f"{k} KS (95th pct)" for k in keys)
     lines = ["## Folds", "",
-             "Each fold's held-out runs against the world fitted on the other folds, with the "
-             "95th percentile of the distance a perfect model class fitted on as many runs "
-             "would show (unadjusted; the verdict above pools the folds). `*`: beyond it.", "",
+             "Each fold's held-out runs against the world fitted on the other folds: the "
+             "distance, the 95th percentile of the distance a perfect model class fitted on "
+             "the other folds would show (`*`: beyond it), and the test's p-value in "
+             "brackets (combined over folds for the verdict).", "",
              f"| fold | held out | simulated | {head} | exit mix TV (95th pct) | loss |",
              "|---" * (len(keys) + 5) + "|"]
     for f in folds:
-        cells = " | ".join(f"{f.ks[k]:.3f} ({f.critical[k]:.3f}){'' if f.within(k) else ' *'}"
-                           for k in keys)
+        cells = " | ".join(f"{f.ks[k]:.3f} ({f.critical[k]:.3f}){'' if f.within(k) else ' *'} "
+                           f"[{f.p.get(k, float('nan')):.3g}]" for k in keys)
         lines.append(f"| {f.fold + 1} | {f.n_real} | {f.n_sim} | {cells} | {f.tv:.3f} "
-                     f"({f.tv_critical:.3f}) | {c.folds[f.fold].loss:.3f} |")
+                     f"({f.tv_critical:.3f}) [{f.tv_p:.3g}] | "
+                     f"{c.folds[f.fold].loss:.3f} |")
     within = {k: sum(f.within(k) for f in folds) for k in keys}
     lines += ["", "Within the 95th percentile: " + ", ".join(
         f"{k} {n} of {len(folds)} folds" for k, n in within.items()) + ".", ""]
@@ -183,22 +185,28 @@ def report_markdown(c: Calibration) -> str:
               f"fitted on all {c.fit.n} runs (simulated afresh for {c.sim.n} runs).", ""]
     lines += ["## Verdict", ""]
     if c.reasons:
-        lines.append("**Fit rejected** (exit status 1): Holm's correction over the per-run "
-                     "metrics and the exit mix rejects")
+        lines.append("**Fit rejected** (exit status 1): the folds' tests, combined per metric "
+                     "and under Holm's correction over the metrics and the exit mix, reject")
         lines.append("")
         lines += [f"- {why}" for why in c.reasons]
     else:
         lines.append("**Fit accepted** (exit status 0): no per-run metric and not the exit "
-                     "mix differs beyond what a perfect model class, fitted on finite data, "
-                     "shows at a 5% family-wise level (Holm's correction).")
+                     "mix differs, over the folds, beyond what a perfect model class fitted on "
+                     "the other folds shows, at a 5% family-wise level (folds combined by "
+                     "Stouffer, Holm's correction over the metrics and the exit mix).")
     lines += ["", *_structure_lines(c)]
     lines += ["## Held-out runs against simulated runs (all folds)", "",
+              "All held-out runs against all fold simulations. Shown, not tested: the folds' "
+              "worlds together are close to a fit of all runs, so these distances are nearly "
+              "in-sample (critical: the two-sample 5% value, for scale). p / Holm: the "
+              "metric's fold p-values combined (Stouffer; see Folds) and Holm-adjusted.", "",
               "| metric | KS | 95% interval | critical | p / Holm | | median held out [95%] "
               "| median simulated | p95 held out [95%] | p95 simulated |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_metric_row(m) for m in c.metrics]
     e = c.exits
-    p = "" if e.p_value is None else f", p {e.p_value:.3g}, Holm {e.p_adjusted:.3g}"
+    p = "" if e.p_value is None else (f"; folds combined p {e.p_value:.3g}, Holm "
+                                      f"{e.p_adjusted:.3g}")
     lines += ["", f"Exit mix: total-variation distance **{e.tv:.3f}** (95% interval "
               f"[{e.interval[0]:.3f}, {e.interval[1]:.3f}]; critical value {e.critical:.3f}"
               f"{p})" + (", **rejected**." if e.rejected else "."), "",
@@ -235,14 +243,16 @@ def report_markdown(c: Calibration) -> str:
                   f"{m.ks:.3f}](ecdf_{m.key}.png)", ""]
     fv = ", ".join(f"{k} {v:.3g}" for k, v in c.judgement.fit_variance.items())
     lines += ["![exit mix: held out against simulated](exits.png)", "", "## Method", "",
-              "One verdict: Holm's step-down correction at 5% over the p-values of the per-run "
-              "KS distances (steps, prompt tokens, output tokens, cost) and of the exit mix's "
-              "total-variation distance, all runs held out once. A fitted world is not the "
-              "truth: the fold worlds are a jackknife of the fit, whose spread gives the "
-              "fit's own variance v_fit (per unit of a CDF's variance; here " + fv + "); "
-              "a KS distance is referred to the Kolmogorov distribution at the effective size "
-              "1 / (1/n + 1/m + v_fit), the exit mix to simulated multinomial draws that "
-              "include it. Each critical value is the distance at its Holm step. Output "
+              "One verdict: in each fold, the per-run KS distances (steps, prompt tokens, "
+              "output tokens, cost) and the exit mix's total-variation distance of its "
+              "held-out runs against the world fitted on the other folds; each metric's fold "
+              "p-values combined by Stouffer's method; Holm's step-down correction at 5% over "
+              "the metrics and the exit mix. A fitted world is not the truth: the fold "
+              "worlds are a jackknife of the fit, whose spread gives the fit's own variance "
+              "v_fit (per unit of a CDF's variance, capped at a perfect model's 1/n + 1/search "
+              "runs; here " + fv + "); a fold's KS distance is referred to the Kolmogorov "
+              "distribution at the effective size 1 / (1/n_k + 1/m_k + K/(K-1) v_fit), its "
+              "exit mix to simulated multinomial draws that include it. Output "
               "tokens per call are shown with a 5% run-level permutation value, not tested. "
               "Intervals: percentile bootstrap over the held-out runs. Percentiles: the "
               "project's definition (an observed value at rank floor(q n)). See "
