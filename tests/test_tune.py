@@ -1,6 +1,6 @@
 """``sim tune``: limits recommended from recorded runs, with the evidence.
 
-Traces are simulated from a known world (``tune_world``): replay of the
+Traces are simulated from a known world (``benchmarks.tune_world``): replay of the
 recommended setting loses what the frontier says and saves what it says;
 the recommendation lands within one grid step of the brute-force optimum on
 that world; too few runs give exit 3 with the runs that would decide; looser
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from tune_world import STEP_GRID, WORLD_DOC, brute_force_step_cap, simulated_traces
 
 import sim
+from benchmarks.tune_world import STEP_GRID, WORLD_DOC, brute_force_step_cap, simulated_traces
 from sim.cli import main
 from sim.errors import InputError
 from sim.scenario.model import load_scenario
