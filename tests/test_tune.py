@@ -97,12 +97,15 @@ def test_thin_evidence_exits_3_with_the_runs_that_would_decide(tmp_path, capsys)
     """Twenty runs cannot show that a limit keeps 99% of successes: exit 3,
     and the number of runs that would decide (more than twenty)."""
     few = simulated_traces(tmp_path, 20, seed=5)
-    result = tune(few, knobs="steps", keep_successes=0.99)
+    in_force = tmp_path / "in_force.yaml"  # no step budget: every candidate is replayed
+    in_force.write_text(yaml.safe_dump({"harness": {**WORLD_DOC["harness"], "budgets": {}}}))
+    result = tune(few, scenario=in_force, knobs="steps", keep_successes=0.99)
     assert result.status == 3
     assert result.runs_to_decide is not None and result.runs_to_decide > 20
+    assert set(result.frontier["method"]) == {"replayed"}
     capsys.readouterr()
-    assert main(["tune", str(few), "--knobs", "steps", "--out", str(tmp_path / "o"),
-                 "--quiet"]) == 3
+    assert main(["tune", str(few), "--scenario", str(in_force), "--knobs", "steps", "--out",
+                 str(tmp_path / "o"), "--quiet"]) == 3
     out = capsys.readouterr().out
     assert "INCONCLUSIVE" in out and f"{result.runs_to_decide:,} runs" in out
 

@@ -126,6 +126,10 @@ def lead(result: TuneResult) -> list[str]:
     if result.status:
         lines.append(f"INCONCLUSIVE (exit 3): {result.thin}")
     lines += [f"note: {n}" for n in result.notes]
+    if result.overshoot:
+        lines.append("configured vs actual: sim's harness never passes these budgets; a harness "
+                     "that checks spend so far before each call could pass them by:")
+        lines += [f"  {line}" for line in result.overshoot]
     return lines
 
 
@@ -192,6 +196,7 @@ def summary(result: TuneResult) -> dict[str, Any]:
             "recommendation": {"setting": result.recommendation.label,
                                "values": dict(result.recommendation.setting)},
             "refusal": result.refusal, "notes": result.notes,
+            "worst_overshoot": result.overshoot,
             "frontier": [{k: _plain(v) for k, v in r.items()}
                          for r in frame.to_dict("records")]}
 

@@ -39,7 +39,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,13 @@ class TuneResult:
     runs_to_decide: int | None = None
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
+    overshoot: list[str] = field(default_factory=list)
+    """Configured against actual for the recommended harness: the worst case
+    one run could pass its money and token budgets by under a spend-so-far
+    check (:func:`sim.analysis.overshoot.worst_overshoot`, with the most
+    parallel tool calls, the largest tool result and, for a window larger than
+    that, the largest prompt recorded); sim's harness
+    checks each call's worst case, so it passes neither."""
 
     def __iter__(self) -> Iterator[Any]:  # frontier, recommendation = sim.tune(...)
         return iter((self.frontier, self.recommendation))
@@ -295,8 +302,25 @@ def tune(traces: str | os.PathLike[str], *,
         in_force=in_force, knobs=chosen, keep_successes=keep_successes, objective=objective,
         traces=str(folder), runs=len(runs), refusal=refusal, notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
+    result.overshoot = _overshoot(result.recommendation.harness, runs)
     _judge_thin(result, base, candidates, limit)
     return result
+
+
+def _overshoot(h: HarnessConfig, runs: list[Any]) -> list[str]:
+    from sim.analysis.overshoot import overshoot_lines, worst_overshoot
+    from sim.scenario.model import harness_params
+    from sim.world.params import WorldParams
+
+    parallel = max((len(c.tools) for r in runs for c in r.calls), default=0)
+    largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tools),
+                  default=0)
+    biggest = max((c.prompt_tokens for r in runs for c in r.calls), default=1)
+    # the largest recorded prompt stands for a window the harness leaves unbounded
+    params = replace(harness_params(h, WorldParams()),
+                     context_window=max(1, min(h.context_window, biggest)))
+    found = worst_overshoot(params, parallel_tool_calls=parallel, tool_result_tokens=largest)
+    return overshoot_lines({k: o for k, o in found.items() if o.limit is not None})
 
 
 def _rank(row: dict[str, Any], ratio: float) -> tuple[Any, ...]:
