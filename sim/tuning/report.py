@@ -74,10 +74,16 @@ def _stopped(row: Mapping[Any, Any]) -> str:
 
 
 def table_rows(result: TuneResult) -> list[dict[str, str]]:
-    """The frontier as printable strings (one dict per candidate, best first)."""
-    frame = result.frontier.sort_values(["objective_ratio", "lost_high"], kind="stable")
+    """The frontier as printable strings, one dict per candidate: those that
+    keep successes cheapest first (the recommendation leads), then the refused
+    ones from the least cheap (the nearest refusals) down."""
+    frame = result.frontier
+    kept = frame[frame["keeps_successes"]].sort_values(
+        ["objective_ratio", "recommended"], ascending=[True, False], kind="stable")
+    refused = frame[~frame["keeps_successes"]].sort_values("objective_ratio", ascending=False,
+                                                         kind="stable")
     out = []
-    for row in frame.to_dict("records"):
+    for row in [*kept.to_dict("records"), *refused.to_dict("records")]:
         mark = "*" if row["recommended"] else ("ok" if row["keeps_successes"] else "")
         out.append({
             "": mark, "setting": row["setting"], "by": row["method"],
