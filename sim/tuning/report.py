@@ -86,7 +86,8 @@ def table_rows(result: TuneResult) -> list[dict[str, str]]:
     for row in [*kept.to_dict("records"), *refused.to_dict("records")]:
         mark = "*" if row["recommended"] else ("ok" if row["keeps_successes"] else "")
         out.append({
-            "": mark, "setting": row["setting"], "by": row["method"],
+            "": mark, "setting": row["setting"] + (" (in force)" if row["phase"].startswith(
+                "in force") else ""), "by": row["method"],
             "successes kept": f"{row['base_successes'] - row['lost']}/{row['base_successes']}",
             "lost": pct_interval(row["lost_share"], row["lost_low"], row["lost_high"])
             if row["base_successes"] else "n/a",

@@ -358,11 +358,13 @@ def _judge_thin(result: TuneResult, base: dict[str, Any], candidates: list[dict[
     if decidable:
         n, r = min(decidable, key=lambda nr: nr[0])
         result.runs_to_decide = n
-        result.thin = (f"too few runs to tell: {r['setting']} loses "
+        forecast = r["method"] == "forecast"
+        which = "simulated runs (--forecast-runs)" if forecast else "runs like these"
+        result.thin = (f"too few runs to tell: {r['setting']} ({r['method']}) loses "
                        f"{pct_interval(r['lost_share'], r['lost_low'], r['lost_high'])} of "
-                       f"{r['base_successes']:,} recorded successes, within the "
-                       f"{100 * limit:g}% allowed but not surely; about {n:,} runs like these "
-                       f"would decide (80% power), against {r['runs']:,} now")
+                       f"{r['base_successes']:,} {'simulated' if forecast else 'recorded'} "
+                       f"successes, within the {100 * limit:g}% allowed but not surely; about "
+                       f"{n:,} {which} would decide (80% power), against {r['runs']:,} now")
     else:
         result.thin = ("too few runs to tell: every cheaper setting's loss of successes is "
                        "at its limit, which more runs cannot decide")
