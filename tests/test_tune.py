@@ -161,3 +161,21 @@ def test_api_returns_frontier_and_recommendation(traces):
     assert {"setting", "method", "lost_share", "lost_high", "cost_mean", "cost_p95",
             "stopped"} <= set(frontier.columns)
     assert recommendation.label.startswith("steps=")
+
+
+def test_same_traces_and_options_give_identical_frontiers(traces):
+    """Replay, bootstrap and forecasts are seeded: two runs agree exactly."""
+    first = tune(traces, knobs="steps", keep_successes=KEEP, grid={"steps": [12, 25, 40]})
+    second = tune(traces, knobs="steps", keep_successes=KEEP, grid={"steps": [12, 25, 40]})
+    columns = [c for c in first.frontier.columns if c != "stopped"]
+    assert first.frontier[columns].equals(second.frontier[columns])
+    assert list(first.frontier["stopped"]) == list(second.frontier["stopped"])
+
+
+def test_a_scenario_without_a_harness_is_refused(traces, tmp_path, capsys):
+    """--scenario must hold the harness in force: exit 2 naming the field."""
+    world_only = tmp_path / "world.yaml"
+    world_only.write_text("world: {}\n")
+    assert main(["tune", str(traces), "--scenario", str(world_only), "--out",
+                 str(tmp_path / "o")]) == 2
+    assert "harness" in capsys.readouterr().err
