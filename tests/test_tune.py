@@ -78,6 +78,7 @@ def test_replay_of_the_recommended_yaml_matches_the_frontier(tuned, traces, tmp_
     assert "data:image/png;base64" in html
 
 
+@pytest.mark.slow
 def test_within_one_grid_step_of_the_brute_force_optimum(tmp_path):
     """On traces simulated from a known world (10 seeds, 200 runs each), the
     recommended step cap is within one grid step of the cheapest cap that

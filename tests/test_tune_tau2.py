@@ -22,6 +22,7 @@ def tau2(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_tau2_recommends_a_token_budget_and_a_step_cap_that_replay_confirms(tau2, tmp_path,
                                                                             capsys):
     """tune (tokens and steps) exits 0 with a finite token budget and step
