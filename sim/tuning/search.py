@@ -177,8 +177,9 @@ class _Evaluations:
         self.rows: dict[kn.Setting | tuple[str], dict[str, Any]] = {}
         self.forecast: ForecastEvaluator | None = None
         self.base_rows: dict[str, dict[str, Any]] = {}
+        self.unforecastable: str | None = None
 
-    def __call__(self, s: kn.Setting, phase: str) -> dict[str, Any]:
+    def __call__(self, s: kn.Setting, phase: str) -> dict[str, Any] | None:
         if s in self.rows:
             return self.rows[s]
         if self.progress is not None:
@@ -186,8 +187,17 @@ class _Evaluations:
         if self.in_force.tightens(s):
             row = self.replay.evaluate(s)
         else:
+            if self.unforecastable is not None:
+                return None
             if self.forecast is None:
-                self.forecast = ForecastEvaluator(self.world(), self.setting_in_force,
+                try:
+                    world = self.world()
+                except InputError as error:  # e.g. too few runs to calibrate
+                    self.unforecastable = (f"settings that loosen the harness in force or "
+                                           f"change its detector were not evaluated: no world "
+                                           f"could be calibrated to the traces ({error})")
+                    return None
+                self.forecast = ForecastEvaluator(world, self.setting_in_force,
                                                   runs=self.forecast_runs, seed=self.seed)
                 base = self.forecast.evaluate(self.setting_in_force)
                 self.base_rows["forecast"] = self._add(self.setting_in_force, base,
@@ -252,6 +262,7 @@ def tune(traces: str | os.PathLike[str], *,
     limit = 1.0 - keep_successes
     column = OBJECTIVES[objective]
     base = evaluate(in_force, "in force")
+    assert base is not None  # the harness in force is always replayed
 
     def ratio(row: dict[str, Any]) -> float:
         ref = evaluate.base_rows.get("forecast", base) if row["method"] == "forecast" else base
@@ -266,7 +277,9 @@ def tune(traces: str | os.PathLike[str], *,
         candidates = []
         for value in grids[knob]:
             s = kn.setting({**dict(in_force), knob: value})
-            candidates.append(evaluate(s, f"{knob} alone"))
+            row = evaluate(s, f"{knob} alone")
+            if row is not None:
+                candidates.append(row)
         feasible = [r for r in candidates if ok(r)]
         pick = min(feasible, key=lambda r: _rank(r, ratio(r))) if feasible else None
         best[knob] = dict(pick["_setting"])[knob] if pick is not None else dict(in_force)[knob]
@@ -274,6 +287,8 @@ def tune(traces: str | os.PathLike[str], *,
         axes = [kn.neighbours(grids[k], best[k]) for k in chosen]
         for values in itertools.product(*axes):
             evaluate(kn.setting(dict(zip(chosen, values, strict=True))), "joint")
+    if evaluate.unforecastable is not None:
+        notes.append(evaluate.unforecastable)
     rows = list(evaluate.rows.values())
     for r in rows:
         r["objective"] = r[column]
