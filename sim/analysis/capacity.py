@@ -107,6 +107,7 @@ def measurements(result: DesResult, capacity: dict[str, int | None]) -> dict[str
         "tail_share_5pct": tail_share(result.sandbox_hold_s),
         "tenants": _tenants(records),
         "while_arriving": _while_arriving(result, capacity),
+        **({"tenant_budgets": result.tenant_budgets} if result.tenant_budgets else {}),
     }
 
 

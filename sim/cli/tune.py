@@ -19,7 +19,7 @@ from pathlib import Path
 
 _DESCRIPTION = (
     "Recommend limits (token, money and step budgets, the no-progress detector) from recorded "
-    "runs: the cheapest setting whose 95%% upper bound of recorded successes lost stays within "
+    "runs: the cheapest setting whose 95% upper bound of recorded successes lost stays within "
     "1 - --keep-successes. Tightening settings are replayed exactly on the runs; looser ones and "
     "detector changes are forecast by the world calibrated to the same traces. Exit 3 when the "
     "traces are too few to tell (the runs that would decide are printed).")

@@ -53,6 +53,7 @@ from sim.engines.direct import Tracer
 from sim.engines.monitor import Series
 from sim.engines.perform import perform
 from sim.engines.ratelimit import RateLimiter
+from sim.engines.tenant_budget import TenantLedger, prompt_cost
 from sim.errors import InputError
 from sim.harness.effects import (
     ApprovalDecision,
@@ -111,6 +112,9 @@ class DesResult:
     sandbox_wait_s: list[float] = field(default_factory=list)
     limiter: RateLimiter | None = None
     offered_rate_per_s: float | None = None
+    tenant_budgets: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    """Per tenant with a shared money budget, its ledger's summary
+    (:meth:`~sim.engines.tenant_budget.TenantLedger.summary`)."""
 
 
 # ------------------------------------------------------------------ arrivals
@@ -221,6 +225,8 @@ class DesEngine:
                             for t in des.tenants if t.max_concurrency}
         self.limiter = (RateLimiter(cap.requests_per_minute, cap.tokens_per_minute)
                         if cap.requests_per_minute or cap.tokens_per_minute else None)
+        self.ledgers = {t.name: TenantLedger(t.money_usd) for t in des.tenants
+                        if t.money_usd is not None}
         self.series = {name: Series(name) for name in (
             "tasks_in_system", "busy_model_slots", "busy_sandboxes", "model_queue",
             "sandbox_queue", "parked")}
@@ -253,7 +259,8 @@ class DesEngine:
                    if self.des.arrivals.kind == "poisson" else None)
         return DesResult(self.records, self.series, horizon,
                          self.limiter.rejected if self.limiter else 0, self.sandbox_hold,
-                         self.sandbox_wait, self.limiter, offered)
+                         self.sandbox_wait, self.limiter, offered,
+                         {name: ledger.summary() for name, ledger in self.ledgers.items()})
 
     def _arrive(self):
         env = self.env
@@ -392,12 +399,22 @@ class DesEngine:
         direct_model = self.model_slots is None and self.limiter is None
         busy_model = self.series["busy_model_slots"]
         parked = self.series["parked"]
+        ledger = self.ledgers.get(arrival.tenant)
         result = None
         while True:
             try:
                 effect = send(result)
             except StopIteration as stop:
+                if ledger is not None:
+                    ledger.settle(arrival.index, stop.value.money_usd)
                 return stop.value
+            if ledger is not None:  # the tenant's shared budget, checked before each call
+                ledger.settle(arrival.index, state.money_usd)
+                if type(effect) is ModelRequest and not ledger.admit(
+                        arrival.index, prompt_cost(params, state.model, effect.input_tokens)):
+                    result = ModelError("tenant_budget", 402, None,
+                                        "the tenant's money budget is spent", 0.0)
+                    continue
             began = None
             try:
                 if self.paused and self.paused & arrival.scopes:

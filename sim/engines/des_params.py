@@ -30,6 +30,11 @@ class TenantParams(_Strict):
     agent_type: str = Field("agent", description="agent type, for operator controls")
     max_concurrency: int | None = Field(None, ge=1, description="tasks of this tenant "
                                                                 "running at once (null: no cap)")
+    money_usd: float | None = Field(
+        None, gt=0, allow_inf_nan=False,
+        description="money budget shared by the tenant's runs (USD), checked before each model "
+                    "call against the spend committed so far, calls in flight included "
+                    "(null: none)")
 
 
 class ArrivalParams(_Strict):

@@ -107,5 +107,7 @@ def row(*, base_success: np.ndarray, success: np.ndarray, cost: np.ndarray,
 
 
 def pct_interval(share: float, low: float, high: float, digits: int = 1) -> str:
-    """``2.1% [1.2, 3.4]``."""
+    """``2.1% [1.2, 3.4]`` (``n/a`` for an undefined share: no successes)."""
+    if not math.isfinite(share):
+        return "n/a"
     return f"{100 * share:.{digits}f}% [{100 * low:.{digits}f}, {100 * high:.{digits}f}]"

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from sim.drivers.recorded import RecordedRun
-from sim.drivers.replay import RunReplay, replay_runs, run_params
+from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
 from sim.errors import InputError
 from sim.harness.budgets import worst_case_cost
 from sim.harness.params import Prices
@@ -65,6 +65,18 @@ class RunPrices:
                 self.cache[model] = None
                 self.unpriced.add(model or "(none)")
         return self.cache[model]
+
+
+def fidelity(replays: list[Replay]) -> str:
+    """How exact a replayed row is: exact when the candidate only stopped
+    runs; runs where it intervened in a way the recording cannot answer (a
+    nudge, a retry, a rejected claim) were followed as recorded, an upper
+    bound on their cost, and are counted."""
+    diverged = sum(r.diverged for r in replays)
+    if not diverged:
+        return f"exact on {len(replays):,} recorded runs"
+    return (f"{len(replays):,} recorded runs; {diverged:,} diverged where the harness "
+            "intervened and were followed as recorded (an upper bound on their cost)")
 
 
 def apply(h: HarnessConfig, s: Setting) -> HarnessConfig:
@@ -136,4 +148,4 @@ class ReplayEvaluator:
             cost=np.array([r.cost_usd for r in chosen]), base_cost=self.base_cost,
             time_s=np.array([r.state.active_s for r in chosen]),
             outcomes=[r.outcome for r in chosen], method=REPLAYED,
-            fidelity=f"exact on {len(chosen):,} recorded runs")
+            fidelity=fidelity(chosen))

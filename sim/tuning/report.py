@@ -74,13 +74,20 @@ def _stopped(row: Mapping[Any, Any]) -> str:
 
 
 def table_rows(result: TuneResult) -> list[dict[str, str]]:
-    """The frontier as printable strings (one dict per candidate, best first)."""
-    frame = result.frontier.sort_values(["objective_ratio", "lost_high"], kind="stable")
+    """The frontier as printable strings, one dict per candidate: those that
+    keep successes cheapest first (the recommendation leads), then the refused
+    ones from the least cheap (the nearest refusals) down."""
+    frame = result.frontier
+    kept = frame[frame["keeps_successes"]].sort_values(
+        ["objective_ratio", "recommended"], ascending=[True, False], kind="stable")
+    refused = frame[~frame["keeps_successes"]].sort_values("objective_ratio", ascending=False,
+                                                         kind="stable")
     out = []
-    for row in frame.to_dict("records"):
+    for row in [*kept.to_dict("records"), *refused.to_dict("records")]:
         mark = "*" if row["recommended"] else ("ok" if row["keeps_successes"] else "")
         out.append({
-            "": mark, "setting": row["setting"], "by": row["method"],
+            "": mark, "setting": row["setting"] + (" (in force)" if row["phase"].startswith(
+                "in force") else ""), "by": row["method"],
             "successes kept": f"{row['base_successes'] - row['lost']}/{row['base_successes']}",
             "lost": pct_interval(row["lost_share"], row["lost_low"], row["lost_high"])
             if row["base_successes"] else "n/a",
@@ -126,6 +133,10 @@ def lead(result: TuneResult) -> list[str]:
     if result.status:
         lines.append(f"INCONCLUSIVE (exit 3): {result.thin}")
     lines += [f"note: {n}" for n in result.notes]
+    if result.overshoot:
+        lines.append("configured vs actual: sim's harness never passes these budgets; a harness "
+                     "that checks spend so far before each call could pass them by:")
+        lines += [f"  {line}" for line in result.overshoot]
     return lines
 
 
@@ -192,6 +203,7 @@ def summary(result: TuneResult) -> dict[str, Any]:
             "recommendation": {"setting": result.recommendation.label,
                                "values": dict(result.recommendation.setting)},
             "refusal": result.refusal, "notes": result.notes,
+            "worst_overshoot": result.overshoot,
             "frontier": [{k: _plain(v) for k, v in r.items()}
                          for r in frame.to_dict("records")]}
 

@@ -39,7 +39,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,13 @@ class TuneResult:
     runs_to_decide: int | None = None
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
+    overshoot: list[str] = field(default_factory=list)
+    """Configured against actual for the recommended harness: the worst case
+    one run could pass its money and token budgets by under a spend-so-far
+    check (:func:`sim.analysis.overshoot.worst_overshoot`, with the most
+    parallel tool calls, the largest tool result and, for a window larger than
+    that, the largest prompt recorded); sim's harness
+    checks each call's worst case, so it passes neither."""
 
     def __iter__(self) -> Iterator[Any]:  # frontier, recommendation = sim.tune(...)
         return iter((self.frontier, self.recommendation))
@@ -170,8 +177,9 @@ class _Evaluations:
         self.rows: dict[kn.Setting | tuple[str], dict[str, Any]] = {}
         self.forecast: ForecastEvaluator | None = None
         self.base_rows: dict[str, dict[str, Any]] = {}
+        self.unforecastable: str | None = None
 
-    def __call__(self, s: kn.Setting, phase: str) -> dict[str, Any]:
+    def __call__(self, s: kn.Setting, phase: str) -> dict[str, Any] | None:
         if s in self.rows:
             return self.rows[s]
         if self.progress is not None:
@@ -179,8 +187,17 @@ class _Evaluations:
         if self.in_force.tightens(s):
             row = self.replay.evaluate(s)
         else:
+            if self.unforecastable is not None:
+                return None
             if self.forecast is None:
-                self.forecast = ForecastEvaluator(self.world(), self.setting_in_force,
+                try:
+                    world = self.world()
+                except InputError as error:  # e.g. too few runs to calibrate
+                    self.unforecastable = (f"settings that loosen the harness in force or "
+                                           f"change its detector were not evaluated: no world "
+                                           f"could be calibrated to the traces ({error})")
+                    return None
+                self.forecast = ForecastEvaluator(world, self.setting_in_force,
                                                   runs=self.forecast_runs, seed=self.seed)
                 base = self.forecast.evaluate(self.setting_in_force)
                 self.base_rows["forecast"] = self._add(self.setting_in_force, base,
@@ -245,6 +262,7 @@ def tune(traces: str | os.PathLike[str], *,
     limit = 1.0 - keep_successes
     column = OBJECTIVES[objective]
     base = evaluate(in_force, "in force")
+    assert base is not None  # the harness in force is always replayed
 
     def ratio(row: dict[str, Any]) -> float:
         ref = evaluate.base_rows.get("forecast", base) if row["method"] == "forecast" else base
@@ -259,7 +277,9 @@ def tune(traces: str | os.PathLike[str], *,
         candidates = []
         for value in grids[knob]:
             s = kn.setting({**dict(in_force), knob: value})
-            candidates.append(evaluate(s, f"{knob} alone"))
+            row = evaluate(s, f"{knob} alone")
+            if row is not None:
+                candidates.append(row)
         feasible = [r for r in candidates if ok(r)]
         pick = min(feasible, key=lambda r: _rank(r, ratio(r))) if feasible else None
         best[knob] = dict(pick["_setting"])[knob] if pick is not None else dict(in_force)[knob]
@@ -267,6 +287,8 @@ def tune(traces: str | os.PathLike[str], *,
         axes = [kn.neighbours(grids[k], best[k]) for k in chosen]
         for values in itertools.product(*axes):
             evaluate(kn.setting(dict(zip(chosen, values, strict=True))), "joint")
+    if evaluate.unforecastable is not None:
+        notes.append(evaluate.unforecastable)
     rows = list(evaluate.rows.values())
     for r in rows:
         r["objective"] = r[column]
@@ -295,8 +317,25 @@ def tune(traces: str | os.PathLike[str], *,
         in_force=in_force, knobs=chosen, keep_successes=keep_successes, objective=objective,
         traces=str(folder), runs=len(runs), refusal=refusal, notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
+    result.overshoot = _overshoot(result.recommendation.harness, runs)
     _judge_thin(result, base, candidates, limit)
     return result
+
+
+def _overshoot(h: HarnessConfig, runs: list[Any]) -> list[str]:
+    from sim.analysis.overshoot import overshoot_lines, worst_overshoot
+    from sim.scenario.model import harness_params
+    from sim.world.params import WorldParams
+
+    parallel = max((len(c.tools) for r in runs for c in r.calls), default=0)
+    largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tools),
+                  default=0)
+    biggest = max((c.prompt_tokens for r in runs for c in r.calls), default=1)
+    # the largest recorded prompt stands for a window the harness leaves unbounded
+    params = replace(harness_params(h, WorldParams()),
+                     context_window=max(1, min(h.context_window, biggest)))
+    found = worst_overshoot(params, parallel_tool_calls=parallel, tool_result_tokens=largest)
+    return overshoot_lines({k: o for k, o in found.items() if o.limit is not None})
 
 
 def _rank(row: dict[str, Any], ratio: float) -> tuple[Any, ...]:
@@ -334,11 +373,13 @@ def _judge_thin(result: TuneResult, base: dict[str, Any], candidates: list[dict[
     if decidable:
         n, r = min(decidable, key=lambda nr: nr[0])
         result.runs_to_decide = n
-        result.thin = (f"too few runs to tell: {r['setting']} loses "
+        forecast = r["method"] == "forecast"
+        which = "simulated runs (--forecast-runs)" if forecast else "runs like these"
+        result.thin = (f"too few runs to tell: {r['setting']} ({r['method']}) loses "
                        f"{pct_interval(r['lost_share'], r['lost_low'], r['lost_high'])} of "
-                       f"{r['base_successes']:,} recorded successes, within the "
-                       f"{100 * limit:g}% allowed but not surely; about {n:,} runs like these "
-                       f"would decide (80% power), against {r['runs']:,} now")
+                       f"{r['base_successes']:,} {'simulated' if forecast else 'recorded'} "
+                       f"successes, within the {100 * limit:g}% allowed but not surely; about "
+                       f"{n:,} {which} would decide (80% power), against {r['runs']:,} now")
     else:
         result.thin = ("too few runs to tell: every cheaper setting's loss of successes is "
                        "at its limit, which more runs cannot decide")

@@ -1,0 +1,90 @@
+"""A money budget shared by the concurrent runs of one tenant (DES engine).
+
+Real gateways check a tenant's (or a session's) budget before each call
+against the spend *committed* so far and add a call's cost when it returns;
+calls already in flight have been admitted on what they were known to cost
+then. :class:`TenantLedger` is that check, as the DES performs it:
+
+- **admit** (before a model call): committed = the cost of every completed
+  call of the tenant plus, for every call in flight, the cost of its prompt
+  (its input tokens at the uncached input price: what is known before the
+  reply). The call is admitted when committed plus its own prompt cost is at
+  most the budget; its prompt cost is then committed (in flight);
+- **settle** (when the harness has accounted a reply): the in-flight prompt
+  cost is replaced by what the call really cost (the run's spend, as the
+  harness counts it, went up by that much; a failed call costs nothing).
+
+So the tenant's total can end above its budget by at most what the calls in
+flight at the last admission cost beyond their prompts (their output, and any
+prompt tokens priced above the input price): the overshoot that concurrency
+lets through. A refused call is answered to the harness as a model error of
+kind ``tenant_budget`` (HTTP 402), which ends the run as
+``failed:model_error``; the ledger counts the refusals. Units: USD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sim.harness.params import HarnessParams
+
+
+@dataclass
+class TenantLedger:
+    """One tenant's shared money budget (``budget_usd``) and what is
+    committed against it (see the module docstring)."""
+
+    budget_usd: float
+    spent_usd: float = 0.0
+    in_flight: dict[int, float] = field(default_factory=dict)
+    seen: dict[int, float] = field(default_factory=dict)
+    refused: int = 0
+    admitted: int = 0
+    peak_in_flight: int = 0
+
+    @property
+    def committed_usd(self) -> float:
+        """Completed spend plus the prompt cost of the calls in flight (USD)."""
+        return self.spent_usd + sum(self.in_flight.values())
+
+    @property
+    def overshoot_usd(self) -> float:
+        """How far the tenant's spend ended above its budget (USD, >= 0)."""
+        return max(0.0, self.spent_usd - self.budget_usd)
+
+    def admit(self, run: int, prompt_cost_usd: float) -> bool:
+        """Whether run ``run``'s next call (its prompt costing
+        ``prompt_cost_usd``) may be made; if so it is committed as in flight."""
+        if self.committed_usd + prompt_cost_usd > self.budget_usd:
+            self.refused += 1
+            return False
+        self.in_flight[run] = prompt_cost_usd
+        self.admitted += 1
+        self.peak_in_flight = max(self.peak_in_flight, len(self.in_flight))
+        return True
+
+    def settle(self, run: int, run_spend_usd: float) -> None:
+        """Record run ``run``'s spend so far as the harness counts it: the
+        increase since the last settle is spent, and its in-flight prompt
+        cost, if any, is released."""
+        self.spent_usd += run_spend_usd - self.seen.get(run, 0.0)
+        self.seen[run] = run_spend_usd
+        self.in_flight.pop(run, None)
+
+    def summary(self) -> dict[str, float | int]:
+        """``{"budget_usd", "spent_usd", "overshoot_usd", "refused_calls",
+        "admitted_calls", "peak_in_flight"}``."""
+        return {"budget_usd": self.budget_usd, "spent_usd": self.spent_usd,
+                "overshoot_usd": self.overshoot_usd, "refused_calls": self.refused,
+                "admitted_calls": self.admitted, "peak_in_flight": self.peak_in_flight}
+
+
+def prompt_cost(params: HarnessParams, model: str, prompt_tokens: int) -> float:
+    """The cost in USD of ``prompt_tokens`` at ``model``'s uncached input
+    price (its entry in ``params.model_prices``, else the run's prices)."""
+    prices = params.prices
+    for name, listed in params.model_prices:
+        if name == model:
+            prices = listed
+            break
+    return prompt_tokens * prices.at(prompt_tokens).input / 1e6
