@@ -53,7 +53,8 @@ def calibrated_world(folder: str | Path, *, seed: int = 0, evaluations: int = 45
     """Fit a world to the trace folder (the adapter to :mod:`sim.calibrate`)."""
     from sim.calibrate.pipeline import calibrate
 
-    result = calibrate(folder, seed=seed, evaluations=evaluations, progress=False)
+    result = calibrate(folder, seed=seed, evaluations=evaluations, with_ladder=False,
+                       progress=False)
     return CalibratedWorld(dict(result.doc), result.status == 0, tuple(result.reasons))
 
 
