@@ -46,9 +46,23 @@ def features(traces: Traces) -> np.ndarray:
             np.log(np.maximum(runs["h"].to_numpy(float), 1.0)),
             np.log(np.maximum(median_out.reindex(ids).to_numpy(float), 1.0)),
             text_share.reindex(ids).to_numpy(float),
-            np.log(runs["steps"].to_numpy(float)),
+            np.log(np.maximum(runs["steps"].to_numpy(float), 1.0)),
             rate]
-    return np.column_stack(cols)
+    return _finite(np.column_stack(cols))
+
+
+def _finite(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` with each missing value (a run with no model call has no
+    median output or text share) replaced by its column's median over the runs
+    that have one (0 when none has)."""
+    out = matrix.copy()
+    for j in range(out.shape[1]):
+        column = out[:, j]
+        missing = ~np.isfinite(column)
+        if missing.any():
+            known = column[~missing]
+            column[missing] = float(np.median(known)) if known.size else 0.0
+    return out
 
 
 def assign(traces: Traces, *, classes: int | str = "auto", by: str | None = None,

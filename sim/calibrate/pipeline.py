@@ -302,7 +302,7 @@ def calibrate(folder: str | Path, *, folds: int = 5, seed: int = 0,
     held-out run in each fold; ``final_runs`` for the final scenario's fresh
     simulation (default ten times the runs, between 2,000 and 5,000);
     ``with_ladder`` False skips the forecast-vs-replay ladder."""
-    traces = load(folder)
+    traces = load(folder, keep_empty=True)  # a run that failed before its first reply
     fold_of = fl.assign(traces, folds, seed)
     settings = Settings(evaluations=evaluations, search_runs=search_runs, sim_ratio=sim_ratio,
                         name=name, prices_date=_prices_date(traces), progress=progress)
@@ -427,10 +427,17 @@ def _header(c: Calibration) -> list[str]:
                  f"{c.exits.critical:.3f})" + ("  REJECTED" if c.exits.rejected else ""))
     lines.append(f"  verdict: {'rejected' if c.status else 'accepted'}"
                  + (": " + "; ".join(c.reasons) if c.status else ""))
-    lines += ["", "Direct estimates per class, then a simulate-and-compare search (need "
-              f"shift {c.search.adjustment.need_shift:+.3f}, need sigma x "
-              f"{c.search.adjustment.sigma_scale:.3f}, unsolvable work x "
-              f"{c.search.adjustment.unsolvable_scale:.3f}); each fitted section says what it "
-              "was fitted from."]
+    a = c.search.adjustment
+    fitted = [e.name for e in c.estimates.classes if e.endings is not None]
+    if fitted:
+        how = ("endings fitted directly (competing risks per step, the recorded harness's own "
+               f"stops censored) for {len(fitted)} of {len(c.estimates.classes)} classes, "
+               f"their frailty variance x {a.sigma_scale:.3f} by a simulate-and-compare "
+               "search")
+    else:
+        how = (f"then a simulate-and-compare search (need shift {a.need_shift:+.3f}, need "
+               f"sigma x {a.sigma_scale:.3f}, unsolvable work x {a.unsolvable_scale:.3f})")
+    lines += ["", f"Direct estimates per class, {how}; each fitted section says what it was "
+              "fitted from."]
     return lines
 
