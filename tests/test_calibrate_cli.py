@@ -174,3 +174,24 @@ def test_same_traces_options_and_seed_give_identical_outputs(tmp_path, capsys):
     assert texts[0][0] == texts[1][0]
     assert texts[0][1] == texts[1][1]
     assert texts[0][1] != texts[2][1]
+
+
+def test_an_output_that_cannot_be_written_is_exit_2_before_any_fitting(tmp_path, capsys,
+                                                                       monkeypatch):
+    """--out in a folder that cannot be made (its parent is a file) is refused at
+    once, naming the folder: calibration is not run and nothing is written."""
+    import sim.calibrate.pipeline as pipeline
+
+    def never(*args, **kwargs):
+        raise AssertionError("calibration ran before the output was checked")
+
+    monkeypatch.setattr(pipeline, "calibrate", never)
+    folder = write_folder(tmp_path / "traces", [a_run(i, 5 + i % 7) for i in range(30)])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    status = run_cli(folder, "--out", str(blocker / "fit.yaml"))
+    err = capsys.readouterr().err
+    assert status == 2
+    assert f"cannot write {blocker}" in err and "nothing was fitted" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "fit_calibration").exists()

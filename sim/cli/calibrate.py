@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out must name a .yaml file", source=str(out))
     report = Path(args.report) if args.report else out.with_name(f"{out.stem}_calibration")
+    for folder in (out.parent, report.parent):  # before minutes of fitting, not after
+        _check_writable(folder)
     result = calibrate(args.traces, folds=args.folds, seed=args.seed, classes=classes,
                        by=args.by, name=args.name or out.stem, evaluations=args.evaluations,
                        search_runs=args.search_runs, with_ladder=not args.no_ladder,
@@ -130,3 +132,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"scenario {out}; report in {report}/ (calibration.json, calibration.md, "
           f"calibration.html)")
     return result.status
+
+
+def _check_writable(folder: Path) -> None:
+    """Make ``folder`` (and its parents) and write a scratch file in it; an
+    InputError naming it when the disk refuses (read-only, full, not ours)."""
+    import tempfile
+
+    from sim.output.folder import WriteFailed, describe_write_error
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".sim-write-check-"):
+            pass
+    except OSError as error:
+        raise WriteFailed(folder, describe_write_error(error),
+                          "nothing was fitted: give --out/--report a folder you can write"
+                          ) from None
