@@ -10,7 +10,7 @@ independent trace sets), fitted with small simulations: cheap enough for the
 suite. ``benchmarks/calibrate_verdict_size.py`` runs a bigger version.
 
 **Power.** A world the calibration cannot express (two kinds of task, one very
-short and one very long, fitted as one class) is rejected nearly every time.
+terse and one very verbose, fitted as one class) is rejected every time.
 
 Also: Holm's adjusted p-values, folds that hold every run once and are
 stratified, and critical values that count the fit's own error (never below
@@ -96,13 +96,17 @@ def test_a_known_world_calibrated_back_is_rejected_at_most_five_percent(known):
 
 
 def test_a_world_the_calibration_cannot_express_is_rejected(tmp_path_factory):
-    """Power: half the tasks need about 3 steps and half about 60, with very
-    different prompts; one class cannot be both, and 150 runs show it."""
+    """Power: half the tasks' runs answer in about 10 output tokens a call and
+    half in about 2,000; one class (a per-call size distribution times a
+    lognormal per-run scale) cannot be both, and 150 runs show it. (Run lengths
+    alone no longer make such a world: endings fitted per step with a frailty
+    express a mixture of short and long runs.)"""
+    def terse_or_verbose(name: str, median: int) -> dict:
+        size = {"distribution": "lognormal", "median": median, "sigma": 0.1}
+        return {"name": name, "weight": 1, "tokens": {"output": size, "answer_output": size}}
+
     two = {**KNOWN, "world": {**KNOWN["world"], "classes": [
-        {"name": "short", "weight": 1,
-         "difficulty": {"distribution": "lognormal", "mu": 1.0, "sigma": 0.2, "min": 1}},
-        {"name": "long", "weight": 1,
-         "difficulty": {"distribution": "lognormal", "mu": 4.1, "sigma": 0.2, "min": 1}}]}}
+        terse_or_verbose("terse", 10), terse_or_verbose("verbose", 2000)]}}
     traces = _traces(tmp_path_factory, two, 150 * 8, "two")
     rejected = sum(_verdict(t, seed) for seed, t in enumerate(_slices(traces, 150, 8)))
     assert rejected == 8

@@ -252,7 +252,8 @@ def test_every_generated_scenario_runs_cleanly_or_is_refused_with_a_dotted_path(
         assert summary["cells"] and all(c["tasks"] == 2 for c in summary["cells"])
         assert {p.name for p in out.iterdir()} >= RESULT_FILES, doc
         return
-    assert stdout.getvalue() == "", doc
+    if stdout.getvalue():  # --format json: the error, and only it, as one JSON object
+        assert json.loads(stdout.getvalue())["error"]["status"] == 2, doc
     assert err.startswith(f"error: {path}: "), (doc, err)
     assert sum(line.startswith("error: ") for line in err.splitlines()) == 1, (doc, err)
     assert "Traceback" not in err
