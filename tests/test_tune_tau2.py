@@ -25,16 +25,22 @@ def tau2(tmp_path_factory):
 @pytest.mark.slow
 def test_tau2_recommends_a_token_budget_and_a_step_cap_that_replay_confirms(tau2, tmp_path,
                                                                             capsys):
-    """tune (tokens and steps) exits 0 with a finite token budget and step
-    cap whose upper bound of successes lost is at most 1%; 'sim replay' of
-    recommended.yaml loses no more successes than the frontier says and
-    saves exactly its stated mean saving per run."""
+    """tune (tokens and steps) recommends a finite token budget and step cap
+    whose upper bound of successes lost is at most 1%; 'sim replay' of
+    recommended.yaml loses no more successes than the frontier says and saves
+    exactly its stated mean saving per run. It exits 0, or 3 when a cheaper
+    setting is within the 1% but not surely (on the 700 runs imported today,
+    250,000 tokens loses 5 of 517 successes, 1.0% [0.4, 2.2]): then it says so
+    and how many runs would decide."""
     out = tmp_path / "tuned"
-    assert main(["tune", str(tau2), "--knobs", "tokens,steps", "--keep-successes", "0.99",
-                 "--out", str(out), "--quiet"]) == 0
+    status = main(["tune", str(tau2), "--knobs", "tokens,steps", "--keep-successes", "0.99",
+                   "--out", str(out), "--quiet"])
     printed = capsys.readouterr().out
+    assert status in (0, 3), printed
     assert "upper 95% bound" in printed
     summary = json.loads((out / "tune.json").read_text())
+    if status == 3:
+        assert summary["thin"] and "would decide" in summary["thin"], summary["thin"]
     values = summary["recommendation"]["values"]
     assert values["tokens"] is not None and values["steps"] is not None
     row = next(r for r in summary["frontier"] if r["recommended"])
