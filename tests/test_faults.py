@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import io
+import json
 import os
 import subprocess
 import sys
