@@ -16,17 +16,16 @@ replay and a simulation. Example, a 100,000 prompt-token budget on tau2::
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from sim.cli.common import add_plugin_option, default_out
+from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
 from sim.errors import InputError
 
 if TYPE_CHECKING:
-    from sim.harness.params import Prices
     from sim.scenario.model import HarnessConfig
 
 _DESCRIPTION = (
@@ -193,54 +192,8 @@ def _block(rows: Any, args: argparse.Namespace, h: HarnessConfig, text_hashes: b
                         text_hashes=text_hashes, unpriced_models=tuple(sorted(unpriced)))
 
 
-class _PricesFor:
-    """A model's prices: the scenario's price spec applied to a recorded
-    call-level model (its catalogue prices, a named set, or overrides on them;
-    a ``provider/model`` name is tried as the model under that provider too);
-    None when the model is not in the catalogue (the replay then prices it
-    from recorded costs: :func:`sim.drivers.replay.price_models`), and listed
-    in ``unpriced``."""
-
-    def __init__(self, h: HarnessConfig) -> None:
-        from sim.scenario.model import PricesConfig
-
-        spec: Any = h.prices
-        if isinstance(spec, PricesConfig):
-            spec = {k: v for k, v in spec.model_dump().items() if v is not None}
-        day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
-        self.spec = spec
-        self.when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
-        self.harness = h
-        self.cache: dict[str | None, Prices | None] = {}
-        self.unpriced: set[str] = set()
-
-    def __call__(self, model: str | None) -> Prices | None:
-        from dataclasses import replace
-
-        from sim.cost import resolve_price_tiers
-
-        if model not in self.cache:
-            h = self.harness
-            name = model or h.model
-            attempts = [name]
-            if "/" in name:
-                attempts.append(name.partition("/")[2])
-            self.cache[model] = None
-            for attempt in attempts:
-                try:
-                    tiers = resolve_price_tiers(attempt, self.spec,
-                                                cache_ttl=h.prompt_cache or "5m", when=self.when)
-                except InputError:
-                    continue
-                self.cache[model] = replace(tiers.base, tiers=tiers.tiers)
-                break
-            if self.cache[model] is None:
-                self.unpriced.add(model or "(none)")
-        return self.cache[model]
-
-
-def _prices_for(h: HarnessConfig) -> _PricesFor:
-    return _PricesFor(h)
+def _prices_for(h: HarnessConfig) -> CataloguePrices:
+    return CataloguePrices(h)
 
 
 def _lead_lines(block: dict) -> str:

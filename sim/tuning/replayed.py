@@ -8,63 +8,31 @@ changes nothing else, so its row is exact on these runs: the successes it
 loses, the recorded dollars it saves (``cost_usd``: each call's recorded cost,
 or its price at the run's prices when unrecorded), the active seconds.
 
-Each run is priced at its own model's catalogue prices on the scenario's
-``prices_date`` (what a money budget checks), falling back to the scenario's
-prices for a model the catalogue lacks (:class:`RunPrices`).
+Each call is priced at its own model's catalogue prices on the scenario's
+``prices_date`` (what a money budget checks; a ``provider/model`` name tried
+as the model too, :class:`~sim.drivers.catalogue_prices.CataloguePrices`); a
+model the catalogue lacks is priced from its calls' recorded costs, else at
+the scenario's prices, and named in the notes (as ``sim replay`` does).
 """
 
 from __future__ import annotations
 
-import datetime
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.recorded import RecordedRun
 from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
 from sim.errors import InputError
 from sim.harness.budgets import worst_case_cost
-from sim.harness.params import Prices
 from sim.harness.state import SUCCEEDED
-from sim.scenario.model import HarnessConfig, PricesConfig, harness_params, resolve_detector
+from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
 from sim.tuning import evidence
 from sim.tuning.knobs import FIELDS, Setting
 from sim.world.params import WorldParams
 
 REPLAYED = "replayed"
-
-
-class RunPrices:
-    """A run's prices: the scenario's price spec applied to the run's model
-    (catalogue prices on ``prices_date``, or overrides on them); None (the
-    scenario's own prices) for a model the catalogue lacks, then listed in
-    ``unpriced``."""
-
-    def __init__(self, h: HarnessConfig) -> None:
-        spec: Any = h.prices
-        if isinstance(spec, PricesConfig):
-            spec = {k: v for k, v in spec.model_dump().items() if v is not None}
-        day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
-        self.spec = spec
-        self.when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
-        self.harness = h
-        self.cache: dict[str | None, Prices | None] = {}
-        self.unpriced: set[str] = set()
-
-    def __call__(self, model: str | None) -> Prices | None:
-        from sim.cost import resolve_price_tiers
-
-        if model not in self.cache:
-            h = self.harness
-            try:
-                tiers = resolve_price_tiers(model or h.model, self.spec,
-                                            cache_ttl=h.prompt_cache or "5m", when=self.when)
-                self.cache[model] = replace(tiers.base, tiers=tiers.tiers)
-            except InputError:
-                self.cache[model] = None
-                self.unpriced.add(model or "(none)")
-        return self.cache[model]
 
 
 def fidelity(replays: list[Replay]) -> str:
@@ -105,7 +73,7 @@ class ReplayEvaluator:
                 update={"enabled": False})})
         self.runs = runs
         self.harness = h
-        self.prices_for = RunPrices(h)
+        self.prices_for = CataloguePrices(h)
         self.baseline = self._replay(h)
         self.base_success = np.array([r.chosen.outcome == SUCCEEDED for r in self.baseline])
         self.base_cost = np.array([r.chosen.cost_usd for r in self.baseline])

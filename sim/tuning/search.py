@@ -420,8 +420,9 @@ def _grids(chosen: Sequence[str], replay: ReplayEvaluator, in_force: dict[str, k
 def _notes(replay: ReplayEvaluator) -> list[str]:
     notes = []
     if replay.prices_for.unpriced:
-        notes.append("runs of models the price catalogue lacks are priced at the scenario's "
-                     "prices for money budgets: " + ", ".join(sorted(replay.prices_for.unpriced)))
+        notes.append("models the price catalogue lacks are priced from their calls' recorded "
+                     "costs (else at the scenario's prices) for money budgets: "
+                     + ", ".join(sorted(replay.prices_for.unpriced)))
     return notes
 
 
