@@ -53,13 +53,15 @@ class Traces:
     runs: pd.DataFrame
     calls: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
+    repaired: dict[str, int] = field(default_factory=dict)
+    """Values calibration replaced, by reason (:mod:`sim.calibrate.costs`)."""
 
     def subset(self, run_ids) -> Traces:
         """The traces of the given runs only (in this object's order)."""
         keep = set(run_ids)
         runs = self.runs[self.runs["run_id"].isin(keep)].reset_index(drop=True)
         calls = self.calls[self.calls["run_id"].isin(keep)].reset_index(drop=True)
-        return Traces(self.folder, runs, calls, dict(self.dropped))
+        return Traces(self.folder, runs, calls, dict(self.dropped), dict(self.repaired))
 
     @property
     def n(self) -> int:

@@ -43,6 +43,7 @@ import numpy as np
 from sim.calibrate import folds as fl
 from sim.calibrate import structure as st
 from sim.calibrate.build import Adjustment, render_yaml, scenario_document
+from sim.calibrate.costs import price_unrecorded
 from sim.calibrate.data import Traces, load
 from sim.calibrate.estimate import Estimates, estimate
 from sim.calibrate.ladder import Budget, FoldWorld, Rung, budgets, ladder
@@ -211,7 +212,8 @@ class Calibration:
             "traces": self.folder,
             "options": self.options,
             "runs": {"fitted": self.fit.n, "held_out": self.held_out.n,
-                     "folds": [f.held_out.n for f in self.folds], "dropped": self.dropped},
+                     "folds": [f.held_out.n for f in self.folds], "dropped": self.dropped,
+                     "repaired": self.fit.repaired},
             "structure": {"chosen": self.structure.chosen.name,
                           "options": self.structure.chosen.flags(),
                           "forced": self.structure.forced, "why": self.structure.reason,
@@ -303,6 +305,7 @@ def calibrate(folder: str | Path, *, folds: int = 5, seed: int = 0,
     simulation (default ten times the runs, between 2,000 and 5,000);
     ``with_ladder`` False skips the forecast-vs-replay ladder."""
     traces = load(folder, keep_empty=True)  # a run that failed before its first reply
+    traces = price_unrecorded(traces)  # a $0 recorded for a run that used tokens
     fold_of = fl.assign(traces, folds, seed)
     settings = Settings(evaluations=evaluations, search_runs=search_runs, sim_ratio=sim_ratio,
                         name=name, prices_date=_prices_date(traces), progress=progress)

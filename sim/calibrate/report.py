@@ -176,8 +176,10 @@ def report_markdown(c: Calibration) -> str:
     """The report as Markdown (images named ``ecdf_<metric>.png`` and ``exits.png``)."""
     lines = [f"# Calibration: {c.doc['name']}", "", c.doc["description"], ""]
     dropped = ", ".join(f"{n} {why}" for why, n in c.dropped.items()) or "none"
+    repaired = "".join(f"; {n} {why}" for why, n in c.fit.repaired.items())
     k = c.options["folds"]
-    lines += [f"Traces `{c.folder}`: {c.fit.n} runs (runs dropped: {dropped}), dealt into {k} "
+    lines += [f"Traces `{c.folder}`: {c.fit.n} runs (runs dropped: {dropped}{repaired}), dealt "
+              f"into {k} "
               f"folds of {', '.join(str(f.held_out.n) for f in c.folds)} runs (stratified by "
               f"model and exit, seed {c.options['seed']}). Each fold's runs were held out "
               f"while a world was fitted on the others, and that world simulated for "
