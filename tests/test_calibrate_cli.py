@@ -195,3 +195,21 @@ def test_an_output_that_cannot_be_written_is_exit_2_before_any_fitting(tmp_path,
     assert f"cannot write {blocker}" in err and "nothing was fitted" in err
     assert "Traceback" not in err
     assert not (tmp_path / "fit_calibration").exists()
+
+
+def test_runs_that_failed_before_their_first_reply_are_fitted_not_refused(tmp_path, capsys):
+    """Runs with no model call (a provider error before the first reply) are
+    kept: they count in the exit mix, and even a class made only of them fits
+    (a fault at the first call; its probability at most 1), exit 0 or 1."""
+    from dataclasses import replace
+
+    runs = [a_run(i, 4 + i % 9) for i in range(40)]
+    runs += [replace(a_run(100 + i, 1), calls=[], exit="agent_error", resolved=False)
+             for i in range(8)]
+    folder = write_folder(tmp_path / "t", runs)
+    status = run_cli(folder, "--folds", "2", "--evaluations", "0", "--classes", "2",
+                     "--out", str(tmp_path / "fit.yaml"), "--format", "json", "--no-ladder")
+    out = capsys.readouterr()
+    assert status in (0, 1), out.err
+    summary = json.loads(out.out)
+    assert summary["runs"]["fitted"] == 48 and not summary["runs"]["dropped"]

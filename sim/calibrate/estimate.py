@@ -296,7 +296,9 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         loop, talk, validation = (0.95 * v / total for v in (loop, talk, validation))
     cats = runs["category"].to_numpy(object)
     faults = int((cats == "model_error").sum())
-    persistent = faults / max(len(calls), 1)
+    # a run that failed before its first reply made one (failed) call too
+    attempts = len(calls) + int((runs["steps"].to_numpy() == 0).sum())
+    persistent = min(1.0, faults / max(attempts, 1))
     notes["rates"] = (f"per fresh decision over {fresh} calls: {talk_calls} messages, "
                       f"{error_calls} tool errors, {episodes} loops with {repeats} repeats; "
                       f"{faults} runs ended by faults over {len(calls)} calls")
