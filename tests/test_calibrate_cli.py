@@ -113,7 +113,8 @@ def test_json_format_prints_the_summary_and_an_accepted_fit_is_exit_0(tmp_path, 
     summary = json.loads(capsys.readouterr().out)
     assert status == summary["verdict"]["status"] == 0
     assert summary == json.loads((tmp_path / "rep" / "calibration.json").read_text())
-    assert summary["runs"] == {"fitted": 80, "held_out": 80, "folds": [16] * 5, "dropped": {}}
+    assert summary["runs"] == {"fitted": 80, "held_out": 80, "folds": [16] * 5, "dropped": {},
+                               "repaired": {}}
     assert summary["structure"]["forced"] and summary["structure"]["options"] == "--classes 1"
 
 
