@@ -136,13 +136,9 @@ class SimulatedTask:
             self.ending = self._draw_ending(request.turn + 1)
             if self.ending == ERROR:
                 self.failing_turn = request.turn
-        if self.ending == ERROR and request.turn == self.failing_turn:
-            return ModelError("server", 500, None, "internal server error (persistent)",
-                              w.ttft_s)
+        if request.turn == self.failing_turn:  # a persistent fault: every retry fails
+            return self._persistent_fault()
         if w.any_faults:
-            if request.turn == self.failing_turn:  # a persistent fault: every retry fails
-                return ModelError("server", 500, None, "internal server error (persistent)",
-                                  w.ttft_s)
             u = self.model.uniform()
             if u < w.f_rate_limit:
                 return ModelError("rate_limit", 429, w.retry_after_s, "rate limit exceeded",
@@ -152,10 +148,15 @@ class SimulatedTask:
             truncated = u < w.f_max_tokens
             if not truncated and u < w.f_persistent:
                 self.failing_turn = request.turn
-                return ModelError("server", 500, None, "internal server error (persistent)",
-                                  w.ttft_s)
+                return self._persistent_fault()
         content = self._decide(request)
         return self._response(request, content, truncated, now)
+
+    def _persistent_fault(self) -> ModelError:
+        """The server error of a call that fails on every retry (a fault drawn
+        from ``faults.persistent``, or a fitted ending by error)."""
+        return ModelError("server", 500, None, "internal server error (persistent)",
+                          self.world.ttft_s)
 
     def _draw_ending(self, step: int) -> int:
         """Whether the run ends at its ``step``-th model call and by which cause
