@@ -23,8 +23,8 @@ import time
 
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.direct import run_tasks
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
 
 
 def measure_direct(cell, tasks: int) -> tuple[int, float]:

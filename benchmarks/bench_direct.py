@@ -24,8 +24,8 @@ import time
 from benchmarks.bare_loop import bare_task
 from benchmarks.plain_loop import plain_task
 from sim.engines.direct import run_tasks
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
 from sim.world.streams import StreamPool
 
 

@@ -69,7 +69,7 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import sim.cli  # noqa: E402
-from sim.errors import InputError  # noqa: E402
+from sim.bad_input import InputError  # noqa: E402
 
 CASE_LIMIT_S = 60
 EXITS = {0, 1, 2, 3}
@@ -284,7 +284,7 @@ def harness_surface(tally: Tally, n: int) -> None:
     )
 
     from sim.harness import Budgets, VerifierParams
-    from sim.harness.errors import MAX_WAIT_S
+    from sim.harness.classifier import MAX_WAIT_S
     from sim.harness.loop import agent_loop
     from sim.harness.state import OUTCOMES
 

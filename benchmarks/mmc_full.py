@@ -22,8 +22,8 @@ import time
 
 from sim.analysis.capacity import check_drained, measurements
 from sim.engines.des import DesEngine, arrival_schedule
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
 
 
 def erlang_c_wait(c: int, lam: float, mu: float) -> float:

@@ -10,8 +10,8 @@ import yaml
 
 from sim.cli import main
 from sim.engines.direct import run_tasks
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import validate
+from sim.sweeps.cells import build_cell, cells_of
 
 WORLD_DOC = {
     "name": "known", "description": "seed 001's world, a harness with a step backstop only",

@@ -16,7 +16,7 @@ None}`` removes the token budget) or, as on the command line, a list of
 ``"dotted.path=value"`` strings with YAML values. Every function takes
 ``workers`` (processes; default all cores; results do not depend on it) and
 ``progress`` (a progress bar on stderr; default off). Bad input raises
-:class:`sim.errors.InputError` with a message naming the file and field. A
+:class:`sim.bad_input.InputError` with a message naming the file and field. A
 scenario that names a detector or verifier by import path (code to import and
 run) is refused unless the call passes ``allow_plugins=True``.
 
@@ -36,13 +36,13 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sim.analysis.compare import PAIRINGS, Comparison, Side, Thresholds, compare_sides
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.output.html import summary_frame
 from sim.output.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, table_frame
-from sim.runner import CellRun, cells_of, default_workers
 from sim.scenario.limits import check_workers
 from sim.scenario.model import Scenario, set_dotted, validate
 from sim.scenario.model import load_scenario as _load_yaml
+from sim.sweeps.cells import CellRun, cells_of, default_workers
 
 Overrides = Mapping[str, Any] | Sequence[str] | None
 """``{"dotted.path": value}`` or ``["dotted.path=value", ...]`` (YAML values)."""
@@ -54,7 +54,7 @@ __all__ = ["Comparison", "ComparisonPlan", "SweepFrames", "compare", "load_scena
 
 class SweepFrames(NamedTuple):
     """The results of a sweep: ``rows`` (one per task of every cell, the
-    columns of :class:`sim.records.TaskRecord`) and ``summary`` (one per cell,
+    columns of :class:`sim.task_record.TaskRecord`) and ``summary`` (one per cell,
     see :func:`sim.output.html.summary_frame`). Unpacks as ``rows, summary``."""
 
     rows: pd.DataFrame
@@ -126,11 +126,11 @@ def _prepare(scenario: str | os.PathLike | Scenario, overrides: Overrides, tasks
 
 def _run(scenario: Scenario, runs: list[CellRun], workers: int | None, progress: bool
          ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """Run the cells in chunks (:func:`sim.sweeps.run_collected`: workers send
+    """Run the cells in chunks (:func:`sim.sweeps.chunks.run_collected`: workers send
     Arrow columns, no record objects) and return the rows of every cell and
     the cells' summaries."""
     check_workers(workers, "workers")
-    from sim.sweeps import run_collected
+    from sim.sweeps.chunks import run_collected
 
     result = run_collected(runs, scenario.tasks, workers=workers or default_workers(),
                            progress=progress)
@@ -151,7 +151,7 @@ def simulate(scenario: str | os.PathLike | Scenario, overrides: Overrides = None
              tasks: int | None = None, seed: int | None = None, workers: int | None = None,
              progress: bool = False, allow_plugins: bool = False) -> pd.DataFrame:
     """Simulate the scenario's base cell (its ``sweep``, if any, is ignored):
-    one row per task, the columns of :class:`sim.records.TaskRecord` (``cell``,
+    one row per task, the columns of :class:`sim.task_record.TaskRecord` (``cell``,
     ``task``, ``outcome``, ``steps``, ``input_tokens``, ``cost_usd``, ...).
 
     ``tasks`` and ``seed`` override the scenario's; the same scenario and seed

@@ -46,7 +46,7 @@ from functools import lru_cache
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.harness.params import Prices
 
 if TYPE_CHECKING:  # the catalogue is imported where it is read, not when sim starts
@@ -108,7 +108,7 @@ def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str 
 
     Request-context variants (batch, flex or priority service tiers) and
     per-request or per-search fees are not represented. Unknown model or
-    provider: :class:`~sim.errors.InputError` naming it, with close matches.
+    provider: :class:`~sim.bad_input.InputError` naming it, with close matches.
     """
     tiers = lookup_price_tiers(model_id, provider, cache_ttl=cache_ttl, when=when)
     return tiers.at(prompt_tokens).base

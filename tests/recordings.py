@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from sim.drivers.recorded import RecordedCall, RecordedRun, RecordedTool
+from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
 from sim.harness.params import DetectorParams, HarnessParams, Prices
 from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 from sim.traces.writer import write_runs

@@ -13,10 +13,10 @@ from pathlib import Path
 from sim.output.chunks import ChunkStore
 from sim.output.stream import ParquetStream
 from sim.output.table import RECORD_SCHEMA
-from sim.runner import cells_of
 from sim.scenario.model import load_scenario
-from sim.schedulers import make_scheduler
-from sim.sweeps import fingerprint, plan, run_chunks
+from sim.sweeps.cells import cells_of
+from sim.sweeps.chunks import fingerprint, plan, run_chunks
+from sim.sweeps.schedulers import make_scheduler
 
 
 def sweep(scenario: str, tasks: int, workers: int, out: Path, pause_s: float = 0.0,

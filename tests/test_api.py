@@ -17,9 +17,9 @@ import pytest
 import sim
 from sim import api
 from sim.analysis import stats
+from sim.bad_input import InputError
 from sim.cli import main
-from sim.errors import InputError
-from sim.records import RECORD_FIELDS
+from sim.task_record import RECORD_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUNDED = str(ROOT / "scenarios" / "bounded.yaml")
@@ -40,13 +40,13 @@ def test_the_package_exports_the_api_functions():
     """``from sim import load_scenario, simulate, sweep, compare`` gives the
     API functions; the modules behind them keep their own names."""
     from sim import compare, load_scenario, simulate, sweep
-    from sim.runner import cells_of
+    from sim.sweeps.cells import cells_of
 
     assert (load_scenario, simulate, sweep, compare) == (
         api.load_scenario, api.simulate, api.sweep, api.compare)
     assert sim.sweep is api.sweep and sim.compare is api.compare
-    assert isinstance(sys.modules["sim.runner"], types.ModuleType)
-    assert sys.modules["sim.runner"].cells_of is cells_of
+    assert isinstance(sys.modules["sim.sweeps.cells"], types.ModuleType)
+    assert sys.modules["sim.sweeps.cells"].cells_of is cells_of
     assert {"load_scenario", "simulate", "sweep", "compare"} <= set(dir(sim))
     assert set(sim.__all__) >= {"load_scenario", "simulate", "sweep", "compare"}
 

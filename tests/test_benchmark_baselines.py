@@ -10,8 +10,8 @@ from pathlib import Path
 
 from benchmarks.plain_loop import plain_task
 from sim.engines.direct import run_tasks
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
 
 BOUNDED = Path(__file__).parents[1] / "scenarios" / "bounded.yaml"
 

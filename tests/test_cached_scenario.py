@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sim.api import sweep
-from sim.runner import cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import cells_of
 
 TASKS = 1500
 

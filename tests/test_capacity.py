@@ -42,8 +42,8 @@ from sim.analysis.sizing import probe_of, size_capacity, with_capacity
 from sim.cli import main
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.monitor import Series
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
 
 BOUNDED = "scenarios/bounded.yaml"
 

@@ -36,8 +36,8 @@ from sim.analysis.compare import (
     newcombe_interval,
     stuart_maxwell,
 )
+from sim.bad_input import InputError
 from sim.cli import main
-from sim.errors import InputError
 from sim.scenario.model import load_scenario
 from sim.world.difficulty import need_cdf
 

@@ -11,6 +11,7 @@ from genai_prices import Usage, calc_price
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sim.bad_input import InputError
 from sim.cost import (
     NAMED_PRICES,
     Tokens,
@@ -26,7 +27,6 @@ from sim.cost import (
     run_cost,
     run_tokens,
 )
-from sim.errors import InputError
 from sim.harness.params import Prices
 
 SEED = NAMED_PRICES["seed001"]

@@ -8,9 +8,9 @@ import json
 import pytest
 
 import sim.cli
+from sim.bad_input import InputError
 from sim.cli import cost
 from sim.cost import cached_run_tokens
-from sim.errors import InputError
 
 SEED_ARGS = ["--steps", "30", "--prefix", "12000", "--per-step", "1500", "--output", "600"]
 

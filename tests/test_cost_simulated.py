@@ -35,15 +35,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim import cost
+from sim.bad_input import InputError
 from sim.engines import direct
 from sim.engines.cell import Cell
-from sim.errors import InputError
 from sim.harness.effects import ModelRequest, ModelResponse, Verdict, VerifyRequest
 from sim.harness.messages import Usage
 from sim.harness.params import Prices
-from sim.records import TaskRecord
-from sim.runner import CellRun, build_cell
 from sim.scenario.model import VerifierConfig, build_verifier, validate
+from sim.sweeps.cells import CellRun, build_cell
+from sim.task_record import TaskRecord
 from sim.world.streams import task_streams
 from sim.world.task import SimulatedTask
 from sim.world.verifiers import (

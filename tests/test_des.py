@@ -24,12 +24,12 @@ import pytest
 from scipy import stats
 
 from sim.analysis.capacity import check_drained, value_at
+from sim.bad_input import InputError
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.monitor import Series
 from sim.engines.ratelimit import RateLimiter, TokenBucket
-from sim.errors import InputError
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
 
 BOUNDED = "scenarios/bounded.yaml"
 ALPHA = 0.001  # significance of the statistical tests: a false alarm in 1,000 runs

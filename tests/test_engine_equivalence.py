@@ -23,8 +23,8 @@ import pytest
 from sim.analysis.capacity import check_drained
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.direct import run_tasks
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
 
 SEEDS = range(10)
 TASKS = 120

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from sim.api import load_scenario, simulate
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.explore import Explorer, Setting, panel, readable, side_by_side
 from sim.explore.explorer import TOKEN_LADDER, choices
 

@@ -172,7 +172,7 @@ def test_a_full_disk_while_a_trace_folder_is_replaced_keeps_the_old_one(tmp_path
                                                                         monkeypatch) -> None:
     """atomic_folder: the new folder fails half-way (ENOSPC): exit 2, the old
     folder is as it was and the temporary folder is gone."""
-    from sim.errors import InputError
+    from sim.bad_input import InputError
     from sim.traces.writer import atomic_folder
 
     target = tmp_path / "traces"

@@ -23,6 +23,7 @@ from scripted import make_params, make_state
 from test_harness_distrust import FuzzDriver, OddReply
 
 from sim.harness import Budgets, VerifierParams
+from sim.harness.classifier import MAX_WAIT_S
 from sim.harness.effects import (
     ApprovalDecision,
     ModelError,
@@ -32,7 +33,6 @@ from sim.harness.effects import (
     Verdict,
     Wait,
 )
-from sim.harness.errors import MAX_WAIT_S
 from sim.harness.loop import agent_loop
 from sim.harness.messages import TextBlock, ToolUseBlock, Usage
 from sim.harness.policy import MAX_ARGUMENT_DEPTH

@@ -65,7 +65,7 @@ from sim.harness import (
     agent_loop,
 )
 from sim.harness.budgets import worst_case_cost
-from sim.harness.errors import backoff_s
+from sim.harness.classifier import backoff_s
 
 NAN, INF = math.nan, math.inf
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

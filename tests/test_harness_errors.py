@@ -36,7 +36,7 @@ from sim.harness import (
     Wait,
     normalize,
 )
-from sim.harness.errors import (
+from sim.harness.classifier import (
     FATAL,
     MAX_WAIT_S,
     NEEDS_PLAN,

@@ -13,9 +13,9 @@ from fake_providers import FakeProvider, Reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sim.bad_input import InputError
 from sim.cli import main
 from sim.drivers.live.tasks import load_tasks
-from sim.errors import InputError
 from sim.traces import read_traces
 
 MODEL = "claude-sonnet-4-20250514"

@@ -9,8 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.drivers.live.errors import Failure, model_error, retry_after_s, transport_failure
-from sim.harness.errors import TRANSIENT, classify_model_error
+from sim.drivers.live.provider_failures import (
+    Failure,
+    model_error,
+    retry_after_s,
+    transport_failure,
+)
+from sim.harness.classifier import TRANSIENT, classify_model_error
 
 
 @pytest.mark.parametrize(("failure", "kind"), [

@@ -36,7 +36,7 @@ from sim.harness import (
     new_state,
 )
 from sim.harness.messages import estimate_tokens
-from sim.traces.recorder import RunRecorder
+from sim.traces.simulated import RunRecorder
 
 TASK = "Look up the answer, write it to out.txt, then say DONE."
 SYSTEM = "You are a careful agent. Use the tools."

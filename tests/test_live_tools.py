@@ -21,7 +21,7 @@ from sim.drivers.live.tools import (
     run_tool,
 )
 from sim.harness import ToolError, ToolResult
-from sim.harness.errors import FATAL, NEEDS_PLAN, TRANSIENT, classify_tool_error
+from sim.harness.classifier import FATAL, NEEDS_PLAN, TRANSIENT, classify_tool_error
 
 
 def run(tool, arguments, tmp_path, timeout_s=5.0, **kw):

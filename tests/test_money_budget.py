@@ -27,9 +27,9 @@ from sim import cost
 from sim.engines.cell import Cell
 from sim.engines.direct import run_task
 from sim.harness.params import Prices
-from sim.records import TaskRecord
-from sim.runner import CellRun, build_cell
 from sim.scenario.model import validate
+from sim.sweeps.cells import CellRun, build_cell
+from sim.task_record import TaskRecord
 
 SEED001 = cost.NAMED_PRICES["seed001"]
 FLAT = {"input": 3.0, "output": 15.0, "cache_read": 3.0, "cache_write": 3.0}  # no cache rates

@@ -1,7 +1,7 @@
 """Notebooks are executed documentation, stored with their outputs: every
 notebook in notebooks/ runs top to bottom in a headless kernel (small task
 counts here), its stored outputs are those its current code and inputs make
-(a stamp of hashes, checked here; ``python -m sim.notebooks`` refreshes it),
+(a stamp of hashes, checked here; ``python -m tools.notebooks`` refreshes it),
 and the budget explorer's widgets redraw its figures when a front end moves
 them."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sim import notebooks
-from sim.errors import InputError
+from sim.bad_input import InputError
+from tools import notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = notebooks.notebook_paths(ROOT)
@@ -42,7 +42,7 @@ def test_there_are_notebooks_to_run():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_stored_notebook_is_fresh_and_shows_its_figures(path):
-    """Each notebook is stored with the outputs of ``python -m sim.notebooks``
+    """Each notebook is stored with the outputs of ``python -m tools.notebooks``
     for its current code cells and inputs (modules of sim and data files it
     read), every code cell run, no error stored, and its figures as PNG, so a
     reader on a code host sees them."""
@@ -205,7 +205,7 @@ def _tiny_repo(tmp_path: Path) -> tuple[Path, Path]:
     (tmp_path / "outside.txt").write_text("1\n")
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("N = 2"),
-        nbformat.v4.new_code_cell("import sim.errors\n"
+        nbformat.v4.new_code_cell("import sim.bad_input\n"
                                   "print(N * int(open('data.txt').read())\n"
                                   "      * int(open('../outside.txt').read()))\n"
                                   "open('written.txt', 'w').write('x')\n"
@@ -228,7 +228,7 @@ def test_a_stamp_names_the_inputs_and_goes_stale_when_one_changes(tmp_path):
     root, path = _tiny_repo(tmp_path)
     run = notebooks.execute(path, root=root)
     assert run.nb.cells[1].outputs[0]["text"] == "6\ny\n"
-    assert "data.txt" in run.inputs and "sim/errors.py" in run.inputs
+    assert "data.txt" in run.inputs and "sim/bad_input.py" in run.inputs
     assert "sim/api.py" not in run.inputs
     assert "written.txt" not in run.inputs and "made.txt" not in run.inputs
     assert not [name for name in run.inputs if "outside" in name]
@@ -239,9 +239,9 @@ def test_a_stamp_names_the_inputs_and_goes_stale_when_one_changes(tmp_path):
     (root / "data.txt").write_text("4\n")
     assert notebooks.staleness(path, root) == ["data.txt changed"]
     (root / "data.txt").write_text("3\n")
-    with open(root / "sim" / "errors.py", "a") as handle:
+    with open(root / "sim" / "bad_input.py", "a") as handle:
         handle.write("\n# edited\n")
-    assert notebooks.staleness(path, root) == ["sim/errors.py changed"]
+    assert notebooks.staleness(path, root) == ["sim/bad_input.py changed"]
 
 
 def test_files_git_does_not_track_are_not_inputs(tmp_path):
@@ -254,7 +254,7 @@ def test_files_git_does_not_track_are_not_inputs(tmp_path):
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "."], check=True)
     run = notebooks.execute(path, root=root)
-    assert "data.txt" not in run.inputs and "sim/errors.py" in run.inputs
+    assert "data.txt" not in run.inputs and "sim/bad_input.py" in run.inputs
 
 
 def test_editing_a_code_cell_or_storing_unrun_cells_is_stale(tmp_path):

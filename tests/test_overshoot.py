@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from sim.analysis.overshoot import overshoot_lines, worst_overshoot
 from sim.engines.direct import run_tasks
 from sim.harness.params import Budgets, ContextParams, HarnessParams, Prices, VerifierParams
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import validate
+from sim.sweeps.cells import build_cell, cells_of
 
 PRICES = Prices(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
 

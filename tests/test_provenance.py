@@ -104,12 +104,12 @@ def test_out_is_checked_before_anything_runs(where, tmp_path, monkeypatch):
         if os.access(locked, os.W_OK):  # running as root: permissions do not bind
             pytest.skip("root can write anywhere")
         out = locked / "out"
-    import sim.sweeps
+    import sim.sweeps.chunks
 
     def never(*args, **kwargs):
         raise AssertionError("simulated before checking --out")
 
-    monkeypatch.setattr(sim.sweeps, "run_chunks", never)
+    monkeypatch.setattr(sim.sweeps.chunks, "run_chunks", never)
     status, _, err = run("run", BOUNDED, "--tasks", "5", "--quiet", "--out", str(out))
     assert status == 2 and err.startswith("error: --out") and "Traceback" not in err
 

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from recordings import conversation, recorded, tool, write_traces
 
+from sim.bad_input import InputError
 from sim.cli import main
-from sim.drivers.recorded import read_trace_folder, recorded_runs
-from sim.errors import InputError
-from sim.records import RECORD_FIELDS
+from sim.drivers.recorded_runs import read_trace_folder, recorded_runs
+from sim.task_record import RECORD_FIELDS
 
 SCENARIO = """\
 name: {name}

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from recordings import PRICES, conversation, loose, recorded, tool
 
-from sim.drivers.recorded import RecordedCall
+from sim.drivers.recorded_runs import RecordedCall
 from sim.drivers.replay import (
     REPLY_TOOL,
     ReplayOptions,

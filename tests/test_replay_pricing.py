@@ -15,7 +15,7 @@ import pytest
 from recordings import write_traces
 
 from sim.cli import main
-from sim.drivers.recorded import RecordedCall, RecordedRun
+from sim.drivers.recorded_runs import RecordedCall, RecordedRun
 from sim.drivers.replay import price_models
 from sim.harness.params import HarnessParams, Prices
 

@@ -23,7 +23,7 @@ from sim.output.results import (
     write_report,
     write_results,
 )
-from sim.records import RECORD_FIELDS, TaskRecord
+from sim.task_record import RECORD_FIELDS, TaskRecord
 
 SUMMARY_KEYS = {
     "name", "params", "tasks", "outcomes", "outcome_counts", "steps", "input_tokens",

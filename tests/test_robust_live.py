@@ -23,7 +23,7 @@ from test_live_http import WIRE_IDS, WIRES, drive, params_for, toolbox
 
 from sim.cli import main
 from sim.harness import Budgets
-from sim.harness.errors import MAX_WAIT_S
+from sim.harness.classifier import MAX_WAIT_S
 from sim.harness.state import OUTCOMES
 from sim.traces import read_traces
 

@@ -3,7 +3,7 @@ file and the dotted field path, exit status 2 and no traceback; ``--set``
 overrides and components given by import path really take effect.
 
 Each bad input is checked three ways: :func:`sim.scenario.load_scenario`
-raises :class:`~sim.errors.InputError` (in-process); the CLI's entry point
+raises :class:`~sim.bad_input.InputError` (in-process); the CLI's entry point
 ``sim.cli.main`` returns 2 with the message on stderr (in-process); and
 ``python -m sim run ...`` in a real interpreter exits with status 2, prints
 ``error: ...`` and no traceback. An interpreter costs two to three CPU seconds
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import sim.cli
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.harness.state import DetectorMemory
 from sim.scenario.model import (
     VerifierConfig,

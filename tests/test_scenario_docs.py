@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel
 
 import sim.scenario.docs as docs
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.scenario.model import Scenario, load_scenario, validate
 from sim.world.distributions import KINDS, BaseDistribution
 from sim.world.params import PolicyParams, WorldParams

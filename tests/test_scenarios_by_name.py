@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import sim.cli
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.scenario import catalog
 from sim.scenario.model import load_scenario
 

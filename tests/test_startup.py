@@ -34,5 +34,5 @@ def test_a_run_with_named_prices_needs_neither_the_catalogue_nor_scipy(
     scipy."""
     modules = _imported("run", "scenarios/bounded.yaml", "--tasks", "2", "--quiet", "--out",
                         str(tmp_path / "out"))
-    assert "sim.runner" in modules
+    assert "sim.sweeps.cells" in modules
     assert not {"genai_prices", "scipy"} & modules

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 import sim.cli
-from sim.records import RECORD_FIELDS
+from sim.task_record import RECORD_FIELDS
 
 TASKS = 200
 GRID = f"""\

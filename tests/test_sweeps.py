@@ -14,16 +14,16 @@ import pyarrow.parquet as pq
 import pytest
 from sweep_child import sweep
 
-import sim.sweeps
+import sim.sweeps.chunks
+from sim.bad_input import InputError
 from sim.engines.direct import run_tasks
-from sim.errors import InputError
 from sim.output.chunks import ChunkStore
 from sim.output.stream import ParquetStream
 from sim.output.table import RECORD_SCHEMA, records_table
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import load_scenario
-from sim.schedulers import LocalPool, LostWorker, make_scheduler
-from sim.sweeps import CHUNK_TASKS, Interrupted, chunk_size, fingerprint, plan, run_chunks
+from sim.sweeps.cells import build_cell, cells_of
+from sim.sweeps.chunks import CHUNK_TASKS, Interrupted, chunk_size, fingerprint, plan, run_chunks
+from sim.sweeps.schedulers import LocalPool, LostWorker, make_scheduler
 
 ROOT = Path(__file__).parents[1]
 BOUNDED = str(ROOT / "scenarios" / "bounded.yaml")
@@ -81,9 +81,9 @@ def test_a_des_cell_moves_the_progress_bar_while_it_runs(tmp_path: Path, monkeyp
     between 0 and the total appear before the end, and the bar ends at the
     total with no count file left."""
     bars: list[_Bar] = []
-    monkeypatch.setattr(sim.sweeps, "progress_bar",
+    monkeypatch.setattr(sim.sweeps.chunks, "progress_bar",
                         lambda *a, **k: bars.append(_Bar(*a, **k)) or bars[-1])
-    monkeypatch.setattr(sim.sweeps, "PROGRESS_INTERVAL_S", 0.05)
+    monkeypatch.setattr(sim.sweeps.chunks, "PROGRESS_INTERVAL_S", 0.05)
     cells = ["sweep={seed: [1, 2]}"] if workers == 2 else []
     runs = cells_of(load_scenario(ROOT / "scenarios" / "mmc.yaml", cells))
     tasks = 8000
@@ -161,7 +161,7 @@ def _die_on_third(run, cell, job, *options):
     return _run_chunk(run, cell, job, *options)
 
 
-_run_chunk = sim.sweeps.run_chunk
+_run_chunk = sim.sweeps.chunks.run_chunk
 
 
 def test_a_lost_worker_stops_the_sweep_and_a_resume_runs_the_rest(tmp_path: Path,
@@ -172,12 +172,12 @@ def test_a_lost_worker_stops_the_sweep_and_a_resume_runs_the_rest(tmp_path: Path
     jobs = plan(runs, 600)
     out = tmp_path / "resumed"
     store = ChunkStore(out / ".partial", fingerprint(runs, 600, jobs), resume=False)
-    monkeypatch.setattr(sim.sweeps, "run_chunk", _die_on_third)
+    monkeypatch.setattr(sim.sweeps.chunks, "run_chunk", _die_on_third)
     with pytest.raises(Interrupted) as stopped, LocalPool(2) as pool:
         run_chunks(runs, 600, pool, store, lambda *_: None, progress=False)
     assert "worker process died" in str(stopped.value)
     assert stopped.value.kept < len(jobs)
-    monkeypatch.setattr(sim.sweeps, "run_chunk", _run_chunk)
+    monkeypatch.setattr(sim.sweeps.chunks, "run_chunk", _run_chunk)
     assert sweep(BOUNDED, 600, 2, out).read_bytes() == sweep(
         BOUNDED, 600, 1, tmp_path / "whole").read_bytes()
 
@@ -211,7 +211,7 @@ def test_the_fingerprint_covers_tracing_and_the_kept_tables_columns(monkeypatch)
                         sim.traces.model.CALLS_SCHEMA.append(pa.field("x", pa.int64())))
     assert fingerprint(runs, 100, jobs, "b.yaml") != traced
     assert fingerprint(runs, 100, jobs) == plain
-    monkeypatch.setattr(sim.sweeps, "RECORD_SCHEMA",
+    monkeypatch.setattr(sim.sweeps.chunks, "RECORD_SCHEMA",
                         RECORD_SCHEMA.append(pa.field("x", pa.int64())))
     assert fingerprint(runs, 100, jobs) != plain
 
@@ -230,7 +230,7 @@ def test_kept_chunks_of_another_run_are_refused_on_resume(tmp_path: Path) -> Non
 def test_a_kept_chunk_reads_back_as_written(tmp_path: Path) -> None:
     """Records and extras (NaN included) come back from the store unchanged."""
     runs = cells_of(load_scenario(BOUNDED))
-    table = sim.sweeps.run_chunk(runs[0], build_cell(runs[0]), plan(runs, 100)[0])[0]
+    table = sim.sweeps.chunks.run_chunk(runs[0], build_cell(runs[0]), plan(runs, 100)[0])[0]
     store = ChunkStore(tmp_path / "p", "x", resume=False)
     store.put("k", table, {"capacity": {"L": float("nan"), "W": 1.5}})
     back, extras = store.get("k")

@@ -8,11 +8,11 @@ import math
 
 import pytest
 
+from sim.bad_input import InputError
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.tenant_budget import TenantLedger
-from sim.errors import InputError
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import validate
+from sim.sweeps.cells import build_cell, cells_of
 
 # seed 001's prices: $3 per million input tokens, $15 per million output tokens
 INPUT, OUTPUT = 3.0 / 1e6, 15.0 / 1e6

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sim.cli
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces import import_traces
 
 GOOD_SIM = {"id": "good", "task_id": "1", "termination_reason": "user_stop",

@@ -23,8 +23,8 @@ import pytest
 from fake_providers import FakeProvider, Reply
 from roundtrip import imported, round_trip
 
-from sim.drivers.recorded import read_trace_folder
-from sim.errors import InputError
+from sim.bad_input import InputError
+from sim.drivers.recorded_runs import read_trace_folder
 from sim.traces import read_traces
 from sim.traces.model import canonical_json, sha256_text
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from traces_helpers import call, run
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces import writer as writer_module
 from sim.traces.model import (
     CALL_COLUMNS,
@@ -267,7 +267,7 @@ def test_a_folder_written_before_the_hash_columns_reads_with_them_null(hashed_fo
     """calls.parquet of the old schema (no text_sha256, observation_sha256):
     the checked reader adds both, all null, in the model's place; every other
     column reads as before; import and replay take the folder too."""
-    from sim.drivers.recorded import read_trace_folder
+    from sim.drivers.recorded_runs import read_trace_folder
     from sim.traces import import_traces
 
     old = tmp_path / "old"

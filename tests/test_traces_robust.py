@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sim.cli
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces import import_traces, read_traces
 from sim.traces import sources as trace_sources
 from sim.traces.model import MAX_COUNT

@@ -1,5 +1,5 @@
 """sim's own runs in the trace model: ``python -m sim run|sweep ... --traces``
-(sim/traces/recorder.py) writes runs.parquet and calls.parquet beside
+(sim/traces/simulated.py) writes runs.parquet and calls.parquet beside
 results.parquet, and that folder imports as itself."""
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_the_recorder_hashes_response_texts_and_what_the_harness_put_in_after_th
     from sim.harness import Verdict, agent_loop
     from sim.harness.params import DetectorParams, VerifierParams
     from sim.traces.model import joined_sha256, sha256_text
-    from sim.traces.recorder import RunRecorder
+    from sim.traces.simulated import RunRecorder
 
     params = make_params(detector=DetectorParams(repeat_threshold=2, max_nudges=5),
                          verifier=VerifierParams(enabled=True))

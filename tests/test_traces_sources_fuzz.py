@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces import import_traces
 
 T0 = "2026-03-01T12:00:00Z"

@@ -11,8 +11,8 @@ import pytest
 from traces_helpers import call, run
 
 import sim.cli
+from sim.bad_input import InputError
 from sim.cost import lookup_price_tiers
-from sim.errors import InputError
 from sim.traces.model import CallRecord
 from sim.traces.summary import prompt_fit, summarize
 from sim.traces.writer import TraceWriter

@@ -18,8 +18,8 @@ import yaml
 
 import sim
 from benchmarks.tune_world import STEP_GRID, WORLD_DOC, brute_force_step_cap, simulated_traces
+from sim.bad_input import InputError
 from sim.cli import main
-from sim.errors import InputError
 from sim.scenario.model import load_scenario
 from sim.tuning.knobs import InForce, budget_grid, nice_up, setting
 from sim.tuning.search import tune

@@ -30,8 +30,8 @@ from sim.engines.direct import run_task
 from sim.harness.detector import canonical_call
 from sim.harness.effects import ModelRequest, ToolError, ToolRequest, ToolResult, VerifyRequest
 from sim.harness.messages import TextBlock, ToolResultBlock, ToolUseBlock, make_message
-from sim.runner import CellRun, build_cell
 from sim.scenario.model import Scenario
+from sim.sweeps.cells import CellRun, build_cell
 from sim.world.difficulty import continuous_mean, need_cdf, sample_need
 from sim.world.params import (
     DurationParams,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from worldkit import QUIET, simulate, within
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.harness.params import Prices
 from sim.scenario.model import validate
 from sim.world.params import WorldParams
@@ -99,7 +99,7 @@ def test_des_with_unlimited_capacity_equals_direct_for_classes_and_conversations
     capacity gives every task the same record as the direct engine."""
     from sim.engines.des import DesEngine, arrival_schedule
     from sim.engines.direct import run_tasks
-    from sim.runner import build_cell, cells_of
+    from sim.sweeps.cells import build_cell, cells_of
 
     world = {"policy": {**QUIET, "talk": 0.3, "validation": 0.1, "self_end": 0.2},
              "user": {"give_up": 0.05, "reply": {"distribution": "gamma", "shape": 2,

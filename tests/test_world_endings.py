@@ -140,8 +140,8 @@ def test_the_des_engine_with_unlimited_capacity_gives_the_same_endings():
     from sim.analysis.capacity import check_drained
     from sim.engines.des import DesEngine, arrival_schedule
     from sim.engines.direct import run_tasks
-    from sim.runner import build_cell, cells_of
     from sim.scenario.model import load_scenario
+    from sim.sweeps.cells import build_cell, cells_of
 
     overrides = [
         "engine=des", "des.capacity={}", "des.operations=[]", "des.resume={share: 0}",

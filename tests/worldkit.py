@@ -1,5 +1,5 @@
 """Simulating a small scenario given as a mapping, with every call logged
-(:class:`sim.world.recording.RecordingTask`), for the world's tests."""
+(:class:`sim.world.call_log.RecordingTask`), for the world's tests."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 from scipy import stats
 
 from sim.engines.direct import run_task_with_world
-from sim.records import TaskRecord
-from sim.runner import build_cell, cells_of
 from sim.scenario.model import validate
-from sim.world.recording import RecordingTask
+from sim.sweeps.cells import build_cell, cells_of
+from sim.task_record import TaskRecord
+from sim.world.call_log import RecordingTask
 from sim.world.streams import StreamPool
 
 ALPHA = 1e-3

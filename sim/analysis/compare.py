@@ -1,7 +1,7 @@
 """Comparisons of two harness settings: did the candidate move outcomes or cost?
 
 Input is two sets of per-task rows (the columns of
-:class:`~sim.records.TaskRecord`), one per side, cells matched by name; output
+:class:`~sim.task_record.TaskRecord`), one per side, cells matched by name; output
 is a :class:`Comparison` holding DataFrames and a verdict. Nothing here runs a
 simulation (see :func:`sim.api.compare`) or writes a file (see
 :mod:`sim.output.html`).
@@ -89,7 +89,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sim.analysis import frames, stats
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.harness.state import SUCCEEDED
 
 BOOTSTRAP_SEED = 20_250_101

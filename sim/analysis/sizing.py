@@ -50,10 +50,10 @@ from dataclasses import asdict, dataclass, field
 
 from sim.analysis.capacity import window_average
 from sim.analysis.stats import percentile
+from sim.bad_input import InputError
 from sim.engines.cell import Cell
 from sim.engines.des import Arrival, DesEngine, DesResult
 from sim.engines.des_params import DesParams
-from sim.errors import InputError
 
 P95 = 0.95
 

@@ -24,8 +24,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from sim.bad_input import InputError
 from sim.calibrate.data import Traces
-from sim.errors import InputError
 
 MIN_CLASS_RUNS = 8
 """Fewest runs per cluster ``auto`` allows on average (it tries K up to n / this)."""

@@ -3,7 +3,7 @@
 :func:`load` reads ``runs.parquet`` and ``calls.parquet`` with the trace
 model's checked reader (:func:`sim.traces.model.read_traces`), refuses what
 calibration cannot use with an
-:class:`~sim.errors.InputError` (no such folder, no runs, fewer than
+:class:`~sim.bad_input.InputError` (no such folder, no runs, fewer than
 :data:`MIN_RUNS` usable runs, no token usage at all), and returns
 :class:`Traces`: one row per usable run and one per call, with the quantities
 every later stage reads (units: tokens, USD, seconds):
@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sim.bad_input import InputError
 from sim.calibrate.exits import category
-from sim.errors import InputError
 
 RUNS_FILE, CALLS_FILE = "runs.parquet", "calls.parquet"
 MIN_RUNS = 10

@@ -58,9 +58,9 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from sim.bad_input import InputError
 from sim.calibrate.data import Traces
 from sim.calibrate.survival import EndingsFit, fit_endings
-from sim.errors import InputError
 from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal, Mixture
 
 MAX_TOOLS = 20

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.bad_input import InputError
 from sim.calibrate.data import Traces
-from sim.errors import InputError
 
 MIN_FOLD_RUNS = 2
 """Fewest runs a held-out fold may have."""

@@ -357,7 +357,7 @@ def _search_runs(settings: Settings, fits: list[FoldFit]) -> int | None:
 
 def _ladder(traces: Traces, fits: list[FoldFit], seed: int, progress: bool) -> list[Rung]:
     """The forecast-vs-replay ladder over the folds (see :mod:`sim.calibrate.ladder`)."""
-    from sim.drivers.recorded import read_trace_folder
+    from sim.drivers.recorded_runs import read_trace_folder
 
     recorded = {r.run_id: r for r in read_trace_folder(traces.folder)}
     worlds = [FoldWorld(f.doc, list(f.held_out.runs["run_id"]), f.sim, f.sim_runs, f.sim_seed)

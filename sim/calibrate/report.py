@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.bad_input import InputError
 from sim.calibrate.exits import CATEGORIES
 from sim.calibrate.measure import Metric
 from sim.calibrate.pipeline import Calibration
-from sim.errors import InputError
 
 REPORT_FILES = ("calibration.json", "calibration.md", "calibration.html")
 

@@ -6,7 +6,7 @@ not recorded), the exit category (:mod:`sim.calibrate.exits`) and whether it
 was resolved (1, 0, or NaN when unknown); and per call, the output tokens and
 the index of the run it belongs to. :func:`from_traces` makes one from a trace
 folder's runs, :func:`simulate` from a scenario's simulated runs (the direct
-engine, every call logged by :class:`~sim.world.recording.RecordingTask`; a
+engine, every call logged by :class:`~sim.world.call_log.RecordingTask`; a
 simulated run is resolved when its task was truly done).
 """
 
@@ -67,9 +67,9 @@ def from_traces(traces: Traces) -> Sample:
 def simulate(doc: dict[str, Any], runs: int, seed: int) -> Sample:
     """``runs`` simulated runs of the scenario mapping ``doc`` at root seed ``seed``."""
     from sim.engines.direct import run_task_with_world
-    from sim.runner import build_cell, cells_of
     from sim.scenario.model import validate
-    from sim.world.recording import RecordingTask
+    from sim.sweeps.cells import build_cell, cells_of
+    from sim.world.call_log import RecordingTask
     from sim.world.streams import StreamPool
 
     scenario = validate({**doc, "seed": seed, "tasks": runs}, doc.get("name") or "calibration")

@@ -23,8 +23,8 @@ import sys
 import traceback
 from typing import NoReturn
 
+from sim.bad_input import InputError
 from sim.cli.common import SweepStopped
-from sim.errors import InputError
 
 COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
             "calibrate", "tune")

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "

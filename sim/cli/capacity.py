@@ -20,8 +20,8 @@ import math
 import sys
 from typing import Any
 
+from sim.bad_input import InputError
 from sim.cli.common import add_simulation_options, default_out, load, overrides_of, print_json
-from sim.errors import InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.output.progress import progress_bar
     from sim.output.provenance import run_provenance
     from sim.output.results import format_table, timeseries_frame, write_results
-    from sim.runner import CellRun, build_cell, default_workers
+    from sim.sweeps.cells import CellRun, build_cell, default_workers
 
     target = args.target_p95_wait
     if target is not None and not (math.isfinite(target) and target >= 0):

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sim.bad_input import InputError
 from sim.cli.flags import finite_float, folder_path
-from sim.errors import InputError
 
 if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it registers
-    from sim.runner import CellRun
     from sim.scenario.model import Scenario
+    from sim.sweeps.cells import CellRun
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def print_json(data: Any) -> None:
 def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
                         command: str) -> int:
     """Check --out, run the cells, write the results folder whole, print
-    tables or JSON. The sweep runs in chunks (see :mod:`sim.sweeps`): records
+    tables or JSON. The sweep runs in chunks (see :mod:`sim.sweeps.chunks`): records
     (and with --traces every run's calls) stream to Parquet as chunks finish,
     finished chunks are kept for --resume, and --scheduler picks where they run."""
     from sim.output import folder
@@ -170,9 +170,9 @@ def _simulate_in_chunks(args: argparse.Namespace, scenario: Scenario, runs: list
                         out: Path, provenance: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     from sim.output import folder
     from sim.output.results import parquet_metadata, timeseries_frame, write_streamed_results
-    from sim.runner import default_workers
-    from sim.schedulers import make_scheduler
-    from sim.sweeps import Interrupted, run_to_file
+    from sim.sweeps.cells import default_workers
+    from sim.sweeps.chunks import Interrupted, run_to_file
+    from sim.sweeps.schedulers import make_scheduler
 
     workers = args.workers or default_workers()
     try:

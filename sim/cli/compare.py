@@ -24,9 +24,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sim.bad_input import InputError
 from sim.cli.common import add_plugin_option, default_out, print_json
 from sim.cli.flags import bounded_int, finite_float, folder_path
-from sim.errors import InputError
 
 if TYPE_CHECKING:
     from sim.analysis.compare import Comparison, Side

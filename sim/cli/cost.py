@@ -25,6 +25,7 @@ from dataclasses import asdict
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, cast
 
+from sim.bad_input import InputError
 from sim.cost import (
     CACHE_MODES,
     CACHE_TTLS,
@@ -34,7 +35,6 @@ from sim.cost import (
     resolve_price_tiers,
     run_breakdown,
 )
-from sim.errors import InputError
 from sim.harness.params import Prices
 
 _DESCRIPTION = (

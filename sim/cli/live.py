@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sim.bad_input import InputError
 from sim.cli.common import add_plugin_option, default_out
 from sim.cli.flags import folder_path
-from sim.errors import InputError
 
 APPROVERS = ("ask", "all", "none")
 

@@ -20,10 +20,10 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from sim.bad_input import InputError
 from sim.cli.common import add_plugin_option, default_out
 from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
-from sim.errors import InputError
 
 if TYPE_CHECKING:
     from sim.scenario.model import HarnessConfig
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
     from tqdm import tqdm
 
-    from sim.drivers.recorded import read_trace_folder
+    from sim.drivers.recorded_runs import read_trace_folder
     from sim.drivers.replay import (
         REPLAY_DTYPES,
         ReplayOptions,

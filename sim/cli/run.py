@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load and simulate the base cell."""
-    from sim.runner import CellRun
+    from sim.sweeps.cells import CellRun
 
     scenario = load(args)
     if scenario.sweep and not args.quiet:

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, expand, simulate, report."""
-    from sim.runner import cells_of
+    from sim.sweeps.cells import cells_of
 
     scenario = load(args)
     return simulate_and_report(args, scenario, cells_of(scenario), "sweep")

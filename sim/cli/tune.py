@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Tune, write the outputs, print; 0, or 3 for thin evidence."""
-    from sim.errors import InputError
+    from sim.bad_input import InputError
     from sim.tuning.report import frontier_table, lead, summary, write_outputs
     from sim.tuning.search import tune
 

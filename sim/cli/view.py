@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 REPORTS = ("report.html", "calibration.html", "report.md", "calibration.md")
 """The files opened, first found first: every results folder (run, sweep,

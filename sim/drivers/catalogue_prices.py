@@ -15,7 +15,7 @@ import datetime
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 if TYPE_CHECKING:
     from sim.harness.params import Prices

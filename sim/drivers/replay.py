@@ -2,7 +2,7 @@
 
 :func:`replay_run` drives :func:`sim.harness.loop.agent_loop` (unchanged) with
 candidate harness parameters and answers each effect from one
-:class:`~sim.drivers.recorded.RecordedRun`:
+:class:`~sim.drivers.recorded_runs.RecordedRun`:
 
 - a **model request** (a loop step) gets the next recorded call's response: a
   text block of the recorded text size, one tool_use block per recorded tool
@@ -101,8 +101,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sim.drivers.recorded import RecordedCall, RecordedRun, RecordedTool
-from sim.errors import InputError
+from sim.bad_input import InputError
+from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
 from sim.harness import events as ev
 from sim.harness.detector import Detector
 from sim.harness.effects import (
@@ -122,7 +122,7 @@ from sim.harness.loop import agent_loop
 from sim.harness.messages import Block, TextBlock, ToolUseBlock, Usage
 from sim.harness.params import HarnessParams, ParameterError, Prices, ToolSpec
 from sim.harness.state import SUCCEEDED, HarnessState, new_state
-from sim.records import FALSE_SUCCESS, TaskRecord
+from sim.task_record import FALSE_SUCCESS, TaskRecord
 
 REPLY_TOOL = "reply_to_user"
 """The synthetic tool standing for a text-only message in the middle of a run."""

@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import simpy
 
+from sim.bad_input import InputError
 from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
 from sim.engines.direct import Tracer
@@ -54,7 +55,6 @@ from sim.engines.monitor import Series
 from sim.engines.perform import perform
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.tenant_budget import TenantLedger, prompt_cost
-from sim.errors import InputError
 from sim.harness.effects import (
     ApprovalDecision,
     ApprovalRequest,
@@ -70,7 +70,7 @@ from sim.harness.effects import (
 )
 from sim.harness.loop import agent_loop, cancel
 from sim.harness.state import RESUMABLE, HarnessState, new_state, park, request_abort, resume
-from sim.records import TaskRecord, make_record
+from sim.task_record import TaskRecord, make_record
 from sim.world.streams import OPERATIONS, StreamPool
 from sim.world.task import SimulatedTask
 

@@ -16,14 +16,14 @@ from sim.engines.perform import perform
 from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.state import HarnessState, new_state
-from sim.records import TaskRecord, make_record
+from sim.task_record import TaskRecord, make_record
 from sim.world.streams import StreamPool
 from sim.world.task import SimulatedTask
 
 Tracer = Callable[[int, HarnessState, Callable[[], float]], Callable[[Loop], Loop]]
 """Given a task's index, its state and the engine's clock (seconds since the
 task started), a wrapper for its loop generator that sees every effect and
-result (:class:`sim.traces.recorder.RunRecorder` is one)."""
+result (:class:`sim.traces.simulated.RunRecorder` is one)."""
 
 
 def run_task(cell: Cell, index: int, pool: StreamPool | None = None,

@@ -25,7 +25,7 @@ from IPython.display import display
 from matplotlib.figure import Figure
 from traitlets import TraitError
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.explore.explorer import Explorer, Setting, View, choices, tokens_label
 
 STYLE = {"description_width": "130px"}

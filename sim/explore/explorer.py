@@ -29,10 +29,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from sim.api import simulate, summarize, with_overrides
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.output import figures
-from sim.records import FALSE_SUCCESS
 from sim.scenario.model import Scenario
+from sim.task_record import FALSE_SUCCESS
 
 TOKEN_LADDER: tuple[int | None, ...] = (200_000, 500_000, 1_000_000, 2_000_000, 5_000_000, None)
 """Token budgets of the frontier (prompt tokens per run; None: no budget)."""
@@ -228,7 +228,7 @@ class Explorer:
         return (setting, tasks) in self._cache
 
     def rows(self, setting: Setting, tasks: int | None = None) -> pd.DataFrame:
-        """One row per task of ``setting`` (columns of :class:`sim.records.
+        """One row per task of ``setting`` (columns of :class:`sim.task_record.
         TaskRecord`), from the cache or simulated (and cached). Treat the
         frame as read-only: it is shared with the cache."""
         tasks = tasks or self.tasks

@@ -57,6 +57,16 @@ from typing import Any, NoReturn, overload
 
 from sim.harness import events as ev
 from sim.harness.budgets import overshot, refuse_duration, refuse_model_call, refuse_retry
+from sim.harness.classifier import (
+    FATAL,
+    SERVER,
+    TRANSIENT,
+    actionable_tool_error,
+    backoff_s,
+    classify_model_error,
+    classify_tool_error,
+    jitter_draw,
+)
 from sim.harness.context import apply_compaction, normalize, plan_compaction
 from sim.harness.detector import (
     Detector,
@@ -82,16 +92,6 @@ from sim.harness.effects import (
     Verdict,
     VerifyRequest,
     Wait,
-)
-from sim.harness.errors import (
-    FATAL,
-    SERVER,
-    TRANSIENT,
-    actionable_tool_error,
-    backoff_s,
-    classify_model_error,
-    classify_tool_error,
-    jitter_draw,
 )
 from sim.harness.messages import (
     Block,

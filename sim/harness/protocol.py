@@ -105,7 +105,7 @@ def _is_seconds(value: object) -> bool:
 
 def _is_retry_after(value: object) -> bool:
     """None, or a number of seconds >= 0 below infinity, of any size: a
-    server's hint, capped at :data:`~sim.harness.errors.MAX_WAIT_S` when used."""
+    server's hint, capped at :data:`~sim.harness.classifier.MAX_WAIT_S` when used."""
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
                              and 0.0 <= value < math.inf)
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.output.results import json_bytes, write_atomic
 
 MANIFEST = "manifest.json"
@@ -48,7 +48,7 @@ def partial_folder(out_dir: str | os.PathLike) -> Path:
 
 
 class Store(Protocol):
-    """What :func:`sim.sweeps.run_chunks` keeps finished chunks in: a
+    """What :func:`sim.sweeps.chunks.run_chunks` keeps finished chunks in: a
     :class:`ChunkStore` (on disk, resumable) or a :class:`MemoryStore`.
     ``folder`` is where running DES chunks count their finished tasks."""
 

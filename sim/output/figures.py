@@ -33,7 +33,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from matplotlib.transforms import Bbox
 from numpy.typing import ArrayLike
 
-from sim.records import FALSE_SUCCESS
+from sim.task_record import FALSE_SUCCESS
 
 P = ParamSpec("P")
 

@@ -3,7 +3,7 @@
 A command that writes a results folder (``run``, ``sweep``, ``capacity``,
 ``compare``) calls :func:`prepare` before it simulates anything and
 :func:`replace` to write. :func:`prepare` refuses (an
-:class:`~sim.errors.InputError`, exit status 2):
+:class:`~sim.bad_input.InputError`, exit status 2):
 
 * an ``--out`` that is a file, or whose folder cannot be created or written
   (``/proc/x``, a read-only place): found in a second, not after a long run;
@@ -28,7 +28,7 @@ clear message; :func:`replace` releases it.
 A disk that fills up or turns read-only while results are written is bad
 luck, not a bug: :func:`disk_errors` turns such an :class:`OSError` (ENOSPC,
 EDQUOT, EROFS, EACCES, EPERM, EIO, EFBIG) into an
-:class:`~sim.errors.InputError` (exit status 2) naming the path and what to
+:class:`~sim.bad_input.InputError` (exit status 2) naming the path and what to
 do, after the writer has dropped its temporary files; :func:`replace`
 applies it, so earlier results stay as they were and nothing half-written is
 left behind.
@@ -48,7 +48,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.output.provenance import identity
 
 RESULT_ENTRIES = frozenset({

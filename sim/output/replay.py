@@ -5,7 +5,7 @@ A replay's results folder has the files and columns of a sweep's
 ``report.md``), so ``python -m sim compare`` reads it like any other. What a
 replay adds:
 
-- ``results.parquet`` carries, after the :class:`~sim.records.TaskRecord`
+- ``results.parquet`` carries, after the :class:`~sim.task_record.TaskRecord`
   columns, the replay's own per-run columns
   (:func:`sim.drivers.replay.replay_row`): the recording (exit, resolved,
   steps, tokens, cost) and what the candidate did to it (stopped and where,

@@ -1,6 +1,6 @@
 """Results of a sweep on disk: Parquet rows, summary.json and a Markdown report.
 
-DESIGN.md "Results": one row per task (:class:`~sim.records.TaskRecord`) in
+DESIGN.md "Results": one row per task (:class:`~sim.task_record.TaskRecord`) in
 ``results.parquet``; one summary per cell in ``summary.json``; a readable
 ``report.md``. Every file is written atomically (a temporary file in the same
 directory, flushed, fsynced, then renamed over the target), so a reader never
@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from sim.analysis import stats
 from sim.output.stream import fsync_dir
-from sim.records import FALSE_SUCCESS, RECORD_FIELDS, TaskRecord
+from sim.task_record import FALSE_SUCCESS, RECORD_FIELDS, TaskRecord
 
 PARQUET_NAME = "results.parquet"
 SUMMARY_NAME = "summary.json"

@@ -1,6 +1,6 @@
 """Task records as Arrow columns: what a worker sends back for a chunk of tasks.
 
-A chunk of :class:`~sim.records.TaskRecord` becomes one :class:`pyarrow.Table`
+A chunk of :class:`~sim.task_record.TaskRecord` becomes one :class:`pyarrow.Table`
 with :data:`RECORD_SCHEMA` (a column per record field, in ``RECORD_FIELDS``
 order: int64, float64, bool or string), built column by column without
 pandas. Tables are what travels from a worker to the parent, what the chunk
@@ -14,7 +14,7 @@ import typing
 
 import pyarrow as pa
 
-from sim.records import RECORD_FIELDS, TaskRecord
+from sim.task_record import RECORD_FIELDS, TaskRecord
 
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
 
@@ -31,7 +31,7 @@ def _schema() -> pa.Schema:
 
 
 RECORD_SCHEMA: pa.Schema = _schema()
-"""One column per :class:`~sim.records.TaskRecord` field, in field order, no metadata."""
+"""One column per :class:`~sim.task_record.TaskRecord` field, in field order, no metadata."""
 
 
 def records_table(records: list[TaskRecord]) -> pa.Table:

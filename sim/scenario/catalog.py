@@ -15,7 +15,7 @@ A scenario argument is resolved by :func:`resolve`:
    names a built-in scenario is that built-in scenario, so the documented
    commands work from any folder.
 
-Anything else is an :class:`~sim.errors.InputError` naming the argument, the
+Anything else is an :class:`~sim.bad_input.InputError` naming the argument, the
 closest names (did you mean) and ``sim scenarios``, which lists them all.
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.scenario.project import config_paths
 
 log = logging.getLogger(__name__)

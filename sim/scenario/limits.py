@@ -27,7 +27,7 @@ enough that derived times, token counts and costs stay finite:
   median within ``[e^-MAX_LOG_MEDIAN, e^MAX_LOG_MEDIAN]``, so every draw is
   a finite float (see :mod:`sim.scenario.ranges`).
 
-:func:`check_document` raises :class:`~sim.errors.InputError` naming the
+:func:`check_document` raises :class:`~sim.bad_input.InputError` naming the
 dotted path of the first value out of bounds.
 """
 
@@ -37,7 +37,7 @@ import datetime
 import math
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.harness import params as _harness_params
 from sim.world.params import MIN_RATE
 

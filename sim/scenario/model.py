@@ -8,7 +8,7 @@ and a default; ``scenarios/README.md`` documents them all.
 
 Every kind of bad input (missing file, malformed YAML, a duplicate key, unknown
 key, wrong type, out-of-range value, incompatible harness settings, an unknown
-component name or import path) raises :class:`~sim.errors.InputError` naming
+component name or import path) raises :class:`~sim.bad_input.InputError` naming
 the file and the dotted field path; the CLI prints it and exits with status 2.
 
 Validation is strict: YAML is read by :mod:`sim.scenario.safeyaml` (duplicate
@@ -39,8 +39,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sim.bad_input import InputError
 from sim.engines.des_params import DesParams
-from sim.errors import InputError
 from sim.harness import params as hp
 from sim.harness.detector import Detector, NoProgressDetector
 from sim.scenario import limits

@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 KEYS = ("out", "scenarios")
 

@@ -11,7 +11,7 @@ is held to :data:`~sim.scenario.limits.MAX_LOG_SD` and
 float: ``|log median| + sigma * |Z|`` stays below 709 (the log of the
 largest float) unless ``|Z| > 65``, which a normal draw never gives.
 
-:func:`check_world` raises :class:`~sim.errors.InputError` naming the dotted
+:func:`check_world` raises :class:`~sim.bad_input.InputError` naming the dotted
 path of the first lognormal out of range.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.scenario.limits import MAX_LOG_MEDIAN, MAX_LOG_SD, join
 from sim.world.distributions import Lognormal
 from sim.world.params import DurationParams, LognormalDifficulty

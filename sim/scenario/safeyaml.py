@@ -14,7 +14,7 @@ document could otherwise mislead or hang the loader:
 * numbers in exponent form without a dot or a signed exponent (``1e6``,
   ``1.0e12``) are floats, as in YAML 1.2, not strings.
 
-Errors are :class:`~sim.errors.InputError` naming the source, and the dotted
+Errors are :class:`~sim.bad_input.InputError` naming the source, and the dotted
 path where one is known.
 """
 
@@ -27,7 +27,7 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.scenario.limits import MAX_DEPTH, MAX_NODES, join
 
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")

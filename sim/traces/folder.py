@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces.model import (
     CALL_COLUMNS,
     RUN_COLUMNS,

@@ -27,7 +27,7 @@ Each file is read once, and only one file's content is held at a time (runs'
 calls are streamed into ``calls.parquet``); OpenTelemetry spans are gathered
 across files, since a conversation may span several, and assembled at the end.
 What cannot be used is skipped and counted by reason (:mod:`sim.traces.skips`);
-with ``strict`` any skip is an :class:`~sim.errors.InputError`. Files found
+with ``strict`` any skip is an :class:`~sim.bad_input.InputError`. Files found
 inside a folder whose content is not JSON, an Inspect log or Parquet (logs,
 YAML...) are ignored and listed as such. The folder is written atomically
 (:func:`~sim.traces.writer.atomic_folder`): an import that fails, or imports no
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces import (
     claude_code,
     inspect_log,

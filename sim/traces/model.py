@@ -69,7 +69,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.harness.messages import estimate_tokens
 
 RUNS_FILE = "runs.parquet"
@@ -358,7 +358,7 @@ def tool_result(text: str | None, *, tokens: int | None = None, error: bool | No
 def read_traces(directory: str | os.PathLike[str]) -> tuple[Any, Any]:
     """``(runs, calls)`` pandas DataFrames of a trace folder, checked.
 
-    Checks (:func:`load_tables`), each failure an :class:`~sim.errors.InputError`
+    Checks (:func:`load_tables`), each failure an :class:`~sim.bad_input.InputError`
     naming the file and the column or run. Columns come back with pandas'
     nullable dtypes (``Int64``, ``Float64``, ``boolean``, ``string``; the
     timestamp as ``datetime64[us, UTC]``), ``tool_calls`` as lists of dicts;

@@ -5,7 +5,7 @@ An importer that meets a run (or a whole file) it cannot use raises
 skips are counted by) and a ``detail`` naming the record and the values; the
 import turns it into a :class:`Skip` naming the file and the run. Skips never
 stop an import unless it is strict (``--strict``), where the first one is an
-:class:`~sim.errors.InputError`.
+:class:`~sim.bad_input.InputError`.
 """
 
 from __future__ import annotations

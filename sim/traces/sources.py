@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces.model import is_trace_folder
 from sim.traces.skips import INVALID_JSON, TOO_DEEP, TOO_LARGE, UNREADABLE, Unusable
 

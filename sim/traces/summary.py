@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from sim.analysis import stats
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces.model import REPORT_FILE, read_traces
 
 MIN_FIT_CALLS = 3

@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.traces.model import (
     CALLS_FILE,
     CALLS_SCHEMA,

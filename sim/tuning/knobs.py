@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 BUDGET_KNOBS: tuple[str, ...] = ("tokens", "money", "steps")
 KNOBS: tuple[str, ...] = (*BUDGET_KNOBS, "detector")

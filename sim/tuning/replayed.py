@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
-from sim.drivers.recorded import RecordedRun
+from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
-from sim.errors import InputError
 from sim.harness.budgets import worst_case_cost
 from sim.harness.state import SUCCEEDED
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector

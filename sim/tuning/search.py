@@ -47,8 +47,8 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sim.analysis.compare import POWER
-from sim.drivers.recorded import read_trace_folder
-from sim.errors import InputError
+from sim.bad_input import InputError
+from sim.drivers.recorded_runs import read_trace_folder
 from sim.scenario.model import HarnessConfig
 from sim.tuning import knobs as kn
 from sim.tuning.evidence import pct_interval

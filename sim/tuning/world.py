@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 from sim.tuning import evidence
 from sim.tuning.knobs import Setting, scenario_changes
 
@@ -85,8 +85,8 @@ class ForecastEvaluator:
         import copy
 
         from sim.engines.direct import run_task
-        from sim.runner import build_cell, cells_of
         from sim.scenario.model import validate
+        from sim.sweeps.cells import build_cell, cells_of
         from sim.world.streams import StreamPool
 
         doc = copy.deepcopy(self.world.doc)

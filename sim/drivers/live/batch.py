@@ -6,7 +6,7 @@ settings and prices), with the model and provider given, each task's own tools
 and instruction, and its ``check`` as the verifier. Every run is driven by a
 :class:`~sim.drivers.live.driver.LiveDriver` on one asyncio loop sharing one
 SDK client, checkpointed after each step when a store is given, recorded call
-by call in the trace model (:class:`sim.traces.recorder.RunRecorder`, the
+by call in the trace model (:class:`sim.traces.simulated.RunRecorder`, the
 recorder of simulated runs: a live run's trace has the same shape, source
 ``sim``, its ``file`` the tasks file) and, when a span recorder is given, as
 OpenTelemetry spans.
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sim.bad_input import InputError
 from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.builtin import builtin
 from sim.drivers.live.calls import ModelClient
@@ -43,16 +44,15 @@ from sim.drivers.live.otel import SpanRecorder, server_of
 from sim.drivers.live.tasks import LiveTask, TasksFile
 from sim.drivers.live.tools import Toolbox
 from sim.drivers.live.wire import PROVIDERS, check_provider
-from sim.errors import InputError
 from sim.harness.checkpoint import CheckpointStore
 from sim.harness.detector import Detector
 from sim.harness.events import Event
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams, ParameterError, VerifierParams
 from sim.harness.state import FAILED, SUCCEEDED, HarnessState, end_run, new_state
-from sim.records import TaskRecord
+from sim.task_record import TaskRecord
 from sim.traces.model import RunRecord
-from sim.traces.recorder import SOURCE, RunRecorder
+from sim.traces.simulated import SOURCE, RunRecorder
 from sim.traces.writer import TraceWriter, atomic_folder
 
 

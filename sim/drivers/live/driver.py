@@ -25,7 +25,7 @@ the run as ``cancelled:external_signal``.
 Listeners (:class:`RunListener`) see every call with its timing, failed
 ones too (the OpenTelemetry spans of :mod:`~sim.drivers.live.otel` are one);
 a loop wrapper sees every effect and result (the trace recorder of
-:mod:`sim.traces.recorder` records live runs exactly as it records simulated
+:mod:`sim.traces.simulated` records live runs exactly as it records simulated
 ones).
 """
 
@@ -45,6 +45,7 @@ from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.calls import Answer, ModelClient
 from sim.drivers.live.tools import Toolbox, ToolContext, in_daemon_thread, run_tool
 from sim.harness.checkpoint import CheckpointStore
+from sim.harness.classifier import MAX_WAIT_S
 from sim.harness.detector import Detector
 from sim.harness.effects import (
     ApprovalDecision,
@@ -59,7 +60,6 @@ from sim.harness.effects import (
     VerifyRequest,
     Wait,
 )
-from sim.harness.errors import MAX_WAIT_S
 from sim.harness.events import Observer
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.messages import estimate_tokens
@@ -157,7 +157,7 @@ class LiveDriver:
                   detector: Detector | None = None) -> HarnessState:
         """Drive the loop for ``state`` until it returns its final state.
         ``wrap`` wraps the loop generator (a trace recorder,
-        :class:`sim.traces.recorder.RunRecorder`, sees every effect and result);
+        :class:`sim.traces.simulated.RunRecorder`, sees every effect and result);
         ``detector`` replaces the harness's no-progress detector (None: its own)."""
         if params.verifier.enabled and self.verifier is None:
             raise ValueError("the harness verifies claimed successes but the driver has no "
@@ -241,7 +241,7 @@ class LiveDriver:
 
     async def _sleep(self, seconds: float) -> None:
         """A backoff wait: never longer than the harness's longest wait
-        (:data:`~sim.harness.errors.MAX_WAIT_S`), whatever a Wait asks."""
+        (:data:`~sim.harness.classifier.MAX_WAIT_S`), whatever a Wait asks."""
         await asyncio.sleep(min(max(0.0, seconds), MAX_WAIT_S))
 
     async def _model(self, request: ModelRequest, deadline_s: float) -> Answer:

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from sim.drivers.live.calls import Answer, estimated_usage, non_negative, text, tool_use
-from sim.drivers.live.errors import Failure, model_error, transport_failure
+from sim.drivers.live.provider_failures import Failure, model_error, transport_failure
 from sim.drivers.live.wire import conversation
 from sim.harness.context import normalize
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse

@@ -16,7 +16,7 @@ A YAML list of tasks, or a mapping with ``tasks`` and an optional
 
 ``id`` defaults to ``task-<n>`` (1-based) and must be unique; a task without
 ``workdir`` runs in a fresh temporary folder. Every problem is an
-:class:`~sim.errors.InputError` naming the file and the field's dotted path
+:class:`~sim.bad_input.InputError` naming the file and the field's dotted path
 (exit status 2), never a traceback.
 """
 
@@ -29,8 +29,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sim.bad_input import InputError
 from sim.drivers.live.builtin import BUILTIN_TOOLS
-from sim.errors import InputError
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 RUN_FIELDS: tuple[str, ...] = ("run_id", "source", "task_id", "model", "exit", "resolved",
                                "cost_usd")

@@ -2,10 +2,10 @@
 fresh kernel and store them with their outputs, so they render where the code
 is hosted, stamped with a hash of what made those outputs.
 
-    python -m sim.notebooks                 # execute and store every notebook
-    python -m sim.notebooks notebooks/explore_budgets.ipynb
-    python -m sim.notebooks --check         # exit 1 if a stored notebook is stale
-    python -m sim.notebooks --set TASKS=100 # execute with other parameters; store nothing
+    python -m tools.notebooks                 # execute and store every notebook
+    python -m tools.notebooks notebooks/explore_budgets.ipynb
+    python -m tools.notebooks --check         # exit 1 if a stored notebook is stale
+    python -m tools.notebooks --set TASKS=100 # execute with other parameters; store nothing
 
 The stamp (``metadata.sim`` of the notebook) holds a SHA-256 of the code
 cells' sources and one of every input the kernel used: each module of
@@ -41,12 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "notebooks"
 STAMP = "sim"
-COMMAND = "python -m sim.notebooks"
+COMMAND = "python -m tools.notebooks"
 KERNEL = "python3"
 
 _PROBE_SETUP = """
@@ -331,7 +331,7 @@ def _parameter(text: str) -> tuple[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sim.notebooks``: see the module docstring."""
+    """``python -m tools.notebooks``: see the module docstring."""
     parser = argparse.ArgumentParser(prog=COMMAND, description=(
         "Execute the notebooks and store them with their outputs and a stamp of their inputs."))
     parser.add_argument("paths", nargs="*", type=Path,

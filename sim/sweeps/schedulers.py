@@ -34,7 +34,7 @@ from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
 from typing import Any
 
-from sim.errors import InputError
+from sim.bad_input import InputError
 
 Work = Callable[..., Any]
 

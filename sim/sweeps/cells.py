@@ -4,7 +4,7 @@ engines, and record runs in the trace model.
 :func:`cells_of` expands a scenario's sweep into :class:`CellRun` cells,
 :func:`build_cell` builds the engines' view of one, and :class:`RunTracer` /
 :func:`traced_runs` record a chunk's runs for ``--traces``. Running the cells
-is :mod:`sim.sweeps`' work (in chunks, on any scheduler), for the CLI and the
+is :mod:`sim.sweeps.chunks`' work (in chunks, on any scheduler), for the CLI and the
 Python API alike.
 """
 
@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from sim.engines.cell import Cell
 from sim.harness.params import HarnessParams
-from sim.records import TaskRecord
 from sim.scenario.limits import MAX_RUN_RETRIES, MAX_RUN_STEPS
 from sim.scenario.model import (
     Scenario,
@@ -26,9 +25,10 @@ from sim.scenario.model import (
     harness_params,
     resolve_detector,
 )
+from sim.task_record import TaskRecord
 
 if TYPE_CHECKING:  # the trace model is imported when a run is traced
-    from sim.traces.recorder import RunRecorder
+    from sim.traces.simulated import RunRecorder
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class RunTracer:
         self.recorders: dict[int, RunRecorder] = {}
 
     def __call__(self, index: int, state, clock):
-        from sim.traces.recorder import RunRecorder
+        from sim.traces.simulated import RunRecorder
 
         recorder = self.recorders[index] = RunRecorder(state, clock)
         return recorder.wrap
@@ -102,7 +102,7 @@ def traced_runs(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord],
     """The runs of ``records`` in the trace model (empty without a tracer)."""
     if tracer is None or file is None:
         return []
-    from sim.traces.recorder import simulated_run
+    from sim.traces.simulated import simulated_run
 
     budgets = cell.params.budgets
     return [simulated_run(

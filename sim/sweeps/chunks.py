@@ -5,7 +5,7 @@ into ranges of tasks (:func:`chunk_size`, a function of the task count alone,
 never of the workers), a DES cell whole (one shared-capacity system is one
 simulation, so it runs in one process; independent DES cells, such as the
 replications of a sweep over ``seed``, run side by side). A scheduler
-(:mod:`sim.schedulers`) runs the chunks in this process, on local worker
+(:mod:`sim.sweeps.schedulers`) runs the chunks in this process, on local worker
 processes or on Dask; each worker sends back its chunk as Arrow columns
 (:mod:`sim.output.table`), never record objects.
 
@@ -51,8 +51,8 @@ from sim.engines.direct import run_tasks
 from sim.output.chunks import ChunkStore, Store
 from sim.output.progress import progress_bar
 from sim.output.table import RECORD_SCHEMA, records_table
-from sim.runner import CellRun, build_cell
-from sim.schedulers import LostWorker
+from sim.sweeps.cells import CellRun, build_cell
+from sim.sweeps.schedulers import LostWorker
 
 CHUNK_TASKS = 2_000
 """The most tasks of a direct cell in one chunk (a fraction of a second of work)."""
@@ -183,7 +183,7 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
     in the trace model as the ``runs`` and ``calls`` tables. A DES cell with
     ``progress_file`` counts its finished tasks there as it runs
     (:class:`TaskCounter`)."""
-    from sim.runner import RunTracer, traced_runs
+    from sim.sweeps.cells import RunTracer, traced_runs
 
     tracer = None if traces is None else RunTracer()
     extras = None
@@ -451,7 +451,7 @@ def run_collected(runs: Sequence[CellRun], tasks: int, *, workers: int,
     import tempfile
 
     from sim.output.chunks import MemoryStore
-    from sim.schedulers import make_scheduler
+    from sim.sweeps.schedulers import make_scheduler
 
     parts: dict[str, list[pa.Table]] = {r.name: [] for r in runs}
     result = Collected({}, {}, {})

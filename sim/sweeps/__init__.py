@@ -1,0 +1,2 @@
+"""Sweeps: a scenario's cells (:mod:`.cells`), the chunked run every path takes
+(:mod:`.chunks`), and where the chunks run (:mod:`.schedulers`)."""

@@ -1,0 +1,1 @@
+"""Tools that maintain the repository (not shipped in the package)."""
