@@ -4,7 +4,7 @@
 
 Imports ``/work/shared/data/traces/tau2/raw`` (``python -m sim traces import``)
 into ``--traces`` unless that folder already holds traces, calibrates it with
-the default options (``sim.calibrate.pipeline.calibrate``: k-fold
+the default options (``sim.calibration.pipeline.calibrate``: k-fold
 cross-validation, structure chosen by cross-validated loss, the ladder) and
 prints:
 
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", help="also write the calibration report to this folder")
     args = parser.parse_args(argv)
 
-    from sim.calibrate.pipeline import calibrate
-    from sim.calibrate.verdict import ALPHA, ks_critical
+    from sim.calibration.pipeline import calibrate
+    from sim.calibration.verdict import ALPHA, ks_critical
     from sim.cli import main as sim_main
 
     traces = Path(args.traces)
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                   progress=True)
     took = time.monotonic() - began
     if args.report:
-        from sim.calibrate.report import write_report
+        from sim.calibration.report import write_report
 
         write_report(args.report, c)
 

@@ -8,7 +8,7 @@ calibration can express) with ``sim run --traces``, slices them into
 ``trials`` independent trace sets, and for each: deals ``--folds`` folds, fits
 one class on the other folds (direct estimates and a reduced search of
 ``--evaluations`` simulations), and takes the cross-validated verdict
-(:func:`sim.calibrate.verdict.judge`). Prints the rejection rate with its
+(:func:`sim.calibration.verdict.judge`). Prints the rejection rate with its
 standard error against the 5% + 3 SE bound, and which tests rejected. With
 ``--wrong``, the world has two kinds of task (very short and very long) that
 one class cannot express: the rate is then the verdict's power.
@@ -60,11 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wrong", action="store_true", help="a world one class cannot fit")
     args = parser.parse_args(argv)
 
-    from sim.calibrate import folds as fl
-    from sim.calibrate import structure as st
-    from sim.calibrate.data import load
-    from sim.calibrate.pipeline import Settings, cross_validate
-    from sim.calibrate.verdict import judge
+    from sim.calibration import folds as fl
+    from sim.calibration import structure as st
+    from sim.calibration.data import load
+    from sim.calibration.pipeline import Settings, cross_validate
+    from sim.calibration.verdict import judge
     from sim.cli import main as sim_main
 
     world = dict(KNOWN)

@@ -4,10 +4,10 @@
 
 Each fold's runs are held out once; the world is fitted to the others
 (classes, direct estimates with competing-risks endings, the scenario they
-make: :mod:`sim.calibrate`; without the simulate-and-compare search, which
+make: :mod:`sim.calibration`; without the simulate-and-compare search, which
 for this world only scales a frailty) and simulated afresh (2,000 runs). Per
 fold it prints the KS distances of steps, prompt, output and cost per run
-with their 5% critical values (:func:`sim.calibrate.measure.compare`), the
+with their 5% critical values (:func:`sim.calibration.measure.compare`), the
 resolved share by step tercile and successes lost at 50k/100k/200k
 prompt-token budgets, forecast against replay (see ``world_tau2.py``: the
 share of all runs resolved and over the budget), then the means over folds.
@@ -32,12 +32,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=2000)
     args = parser.parse_args()
-    from sim.calibrate import classes as cl
-    from sim.calibrate.build import scenario_document
-    from sim.calibrate.data import load
-    from sim.calibrate.estimate import estimate
-    from sim.calibrate.measure import compare
-    from sim.calibrate.simulate import from_traces, simulate
+    from sim.calibration import classes as cl
+    from sim.calibration.build import scenario_document
+    from sim.calibration.data import load
+    from sim.calibration.estimate import estimate
+    from sim.calibration.measure import compare
+    from sim.calibration.simulate import from_traces, simulate
 
     traces = load(args.traces)
     ids = traces.runs["run_id"].to_numpy()

@@ -80,8 +80,8 @@ def main() -> None:
     parser.add_argument("--old", action="store_true",
                         help="the world without competing-risks endings")
     args = parser.parse_args()
-    from sim.calibrate import pipeline
-    from sim.calibrate.estimate import estimate
+    from sim.calibration import pipeline
+    from sim.calibration.estimate import estimate
 
     if args.old:
         pipeline.estimate = functools.partial(estimate, endings=False)  # type: ignore[assignment]

@@ -181,7 +181,7 @@ def test_an_output_that_cannot_be_written_is_exit_2_before_any_fitting(tmp_path,
                                                                        monkeypatch):
     """--out in a folder that cannot be made (its parent is a file) is refused at
     once, naming the folder: calibration is not run and nothing is written."""
-    import sim.calibrate.pipeline as pipeline
+    import sim.calibration.pipeline as pipeline
 
     def never(*args, **kwargs):
         raise AssertionError("calibration ran before the output was checked")

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from test_calibrate_cli import a_run, write_folder
 
-from sim.calibrate.costs import REASON, price_unrecorded
-from sim.calibrate.data import load
+from sim.calibration.costs import REASON, price_unrecorded
+from sim.calibration.data import load
 from sim.cost import lookup_prices
 
 

@@ -20,10 +20,10 @@ import pytest
 import yaml
 from scipy import stats
 
-from sim.calibrate.build import scenario_document
-from sim.calibrate.data import load
-from sim.calibrate.estimate import estimate
-from sim.calibrate.simulate import from_traces, simulate
+from sim.calibration.build import scenario_document
+from sim.calibration.data import load
+from sim.calibration.estimate import estimate
+from sim.calibration.simulate import from_traces, simulate
 from sim.cli import main
 
 ALPHA = 1e-4
@@ -211,7 +211,7 @@ def test_cumulative_incidence_matches_aalen_johansen(fitted):
 
     from lifelines import AalenJohansenFitter
 
-    from sim.calibrate.survival import observations
+    from sim.calibration.survival import observations
 
     traces, _, doc = fitted
     times, causes, weights = observations(traces.runs)

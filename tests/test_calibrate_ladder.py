@@ -15,11 +15,11 @@ from scipy import stats
 from test_calibrate_verdict import KNOWN
 
 from sim.analysis.stats import percentile
-from sim.calibrate import folds as fl
-from sim.calibrate import structure as st
-from sim.calibrate.data import load
-from sim.calibrate.ladder import Budget, FoldWorld, budgets, ladder
-from sim.calibrate.pipeline import Settings, cross_validate
+from sim.calibration import folds as fl
+from sim.calibration import structure as st
+from sim.calibration.data import load
+from sim.calibration.ladder import Budget, FoldWorld, budgets, ladder
+from sim.calibration.pipeline import Settings, cross_validate
 from sim.cli import main
 
 RUNS = 300

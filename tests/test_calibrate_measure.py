@@ -12,13 +12,13 @@ import pytest
 import yaml
 from scipy import stats
 
-from sim.calibrate.build import render_yaml
-from sim.calibrate.classes import assign
-from sim.calibrate.data import Traces
-from sim.calibrate.estimate import call_level
-from sim.calibrate.exits import category, mix, total_variation
-from sim.calibrate.measure import _ks_sorted, _permutation_critical, critical_value
-from sim.calibrate.simulate import Sample
+from sim.calibration.build import render_yaml
+from sim.calibration.classes import assign
+from sim.calibration.data import Traces
+from sim.calibration.estimate import call_level
+from sim.calibration.exits import category, mix, total_variation
+from sim.calibration.measure import _ks_sorted, _permutation_critical, critical_value
+from sim.calibration.simulate import Sample
 
 ALPHA = 1e-3
 Z = float(stats.norm.ppf(1 - ALPHA / 2))

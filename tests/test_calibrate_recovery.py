@@ -19,9 +19,9 @@ import pytest
 import yaml
 from scipy import stats
 
-from sim.calibrate.measure import compare
-from sim.calibrate.pipeline import calibrate
-from sim.calibrate.simulate import simulate
+from sim.calibration.measure import compare
+from sim.calibration.pipeline import calibrate
+from sim.calibration.simulate import simulate
 from sim.cli import main
 from sim.world.distributions import Lognormal
 
@@ -173,7 +173,7 @@ def test_a_fresh_simulation_is_not_distinguishable_from_the_known_world(fitted):
 def test_the_scenario_file_is_valid_commented_and_deterministic(fitted, tmp_path):
     """The written YAML loads as the fitted scenario, says what was fitted from
     what, and a second calibration of the same traces gives the same bytes."""
-    from sim.calibrate.report import write_report, write_scenario
+    from sim.calibration.report import write_report, write_scenario
     from sim.scenario.model import load_scenario
 
     text = fitted.yaml_text()

@@ -1,4 +1,4 @@
-"""The competing-risks fit (sim/calibrate/survival.py) on runs of known
+"""The competing-risks fit (sim/calibration/survival.py) on runs of known
 worlds: a gamma frailty's variance is recovered (the truth inside the
 profile-likelihood interval), none is found where there is none, and the
 harness's stops are censoring."""
@@ -10,8 +10,8 @@ import pandas as pd
 from scipy import stats
 from scipy.optimize import minimize_scalar
 
-from sim.calibrate.simulate import simulate
-from sim.calibrate.survival import _frailty_loglik, fit_endings, observations
+from sim.calibration.simulate import simulate
+from sim.calibration.survival import _frailty_loglik, fit_endings, observations
 
 ALPHA = 1e-4
 CHI2 = float(stats.chi2.ppf(1 - ALPHA, 1))

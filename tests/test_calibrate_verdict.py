@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 import yaml
 
-from sim.calibrate import folds as fl
-from sim.calibrate import structure as st
-from sim.calibrate.data import load
-from sim.calibrate.pipeline import Settings, cross_validate
-from sim.calibrate.simulate import Sample
-from sim.calibrate.verdict import holm, judge, ks_critical
+from sim.calibration import folds as fl
+from sim.calibration import structure as st
+from sim.calibration.data import load
+from sim.calibration.pipeline import Settings, cross_validate
+from sim.calibration.simulate import Sample
+from sim.calibration.verdict import holm, judge, ks_critical
 from sim.cli import main
 
 TRIALS = 200

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from sim.calibrate.build import _Dumper, comment_text, render_yaml, scenario_document
-from sim.calibrate.data import load
-from sim.calibrate.estimate import estimate
+from sim.calibration.build import _Dumper, comment_text, render_yaml, scenario_document
+from sim.calibration.data import load
+from sim.calibration.estimate import estimate
 from sim.cli import main
 
 EVIL = [f"gpt{sep}sweep: {{plugin: evil.module}}" for sep in

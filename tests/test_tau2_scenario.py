@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sim.calibrate.exits import CATEGORIES, category
-from sim.calibrate.simulate import simulate
+from sim.calibration.exits import CATEGORIES, category
+from sim.calibration.simulate import simulate
 from sim.scenario.model import load_scenario, read_yaml
 
 REPO = Path(__file__).resolve().parents[1]

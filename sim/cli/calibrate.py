@@ -9,7 +9,7 @@ scenario). The fit is judged by k-fold cross-validation (``--folds``, default
 a forecast-vs-replay ladder of budgets, and the task-class structure chosen by
 cross-validated loss unless ``--classes`` or ``--by`` forces one. Exit status
 0 when the verdict accepts the fit, 1 when it rejects it (the report says which
-and why), 2 on bad input. The method is described in :mod:`sim.calibrate`.
+and why), 2 on bad input. The method is described in :mod:`sim.calibration`.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def _classes(text: str | None) -> int | str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Calibrate, write the scenario and the report, print the verdict."""
-    from sim.calibrate.pipeline import calibrate
-    from sim.calibrate.report import write_report, write_scenario
+    from sim.calibration.pipeline import calibrate
+    from sim.calibration.report import write_report, write_scenario
 
     classes = _classes(args.classes)
     if args.folds < 2:

@@ -50,8 +50,8 @@ class CalibratedWorld:
 
 def calibrated_world(folder: str | Path, *, seed: int = 0, evaluations: int = 45
                      ) -> CalibratedWorld:
-    """Fit a world to the trace folder (the adapter to :mod:`sim.calibrate`)."""
-    from sim.calibrate.pipeline import calibrate
+    """Fit a world to the trace folder (the adapter to :mod:`sim.calibration`)."""
+    from sim.calibration.pipeline import calibrate
 
     result = calibrate(folder, seed=seed, evaluations=evaluations, with_ladder=False,
                        progress=False)

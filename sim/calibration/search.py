@@ -3,7 +3,7 @@
 Steps are need plus wasted steps (messages, errors, loops), and a run's need
 is seen only through its productive steps, cut short when a limit or the
 task-giver ends the run. So the need's location and spread (for every class
-alike: :class:`~sim.calibrate.build.Adjustment`) and the extra work of an
+alike: :class:`~sim.calibration.build.Adjustment`) and the extra work of an
 unsolvable task are chosen by simulating the scenario and comparing it with
 the fitted runs: Nelder-Mead (``scipy.optimize.minimize``) on
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.calibrate.build import Adjustment
-from sim.calibrate.exits import mix, total_variation
-from sim.calibrate.simulate import Sample
+from sim.calibration.build import Adjustment
+from sim.calibration.exits import mix, total_variation
+from sim.calibration.simulate import Sample
 
 
 def ks(a: np.ndarray, b: np.ndarray) -> float:

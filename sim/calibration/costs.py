@@ -6,7 +6,7 @@ Such a run was not free: compared as $0 with a world that prices its tokens,
 every run of that model reads as a misfit of the cost per run, and fitted
 prices are pulled towards nothing. :func:`price_unrecorded` prices those runs'
 tokens at the prices the model's other runs show (the catalogue's prices
-scaled to their recorded costs, :func:`~sim.calibrate.estimate.estimate_prices`),
+scaled to their recorded costs, :func:`~sim.calibration.estimate.estimate_prices`),
 or the catalogue's when no run of the model records a cost; a run of a model
 neither knows keeps its $0 (a fine-tune recorded at $0 is then simulated at
 $0 too). The count is kept in ``Traces.repaired``.
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.calibrate.data import Traces
-from sim.calibrate.estimate import estimate_prices
+from sim.calibration.data import Traces
+from sim.calibration.estimate import estimate_prices
 
 REASON = "runs recording $0 while using tokens, priced at their model's fitted prices"
 TOKEN_COLUMNS = ("input_tokens", "output", "reasoning", "cache_read_tokens",

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from sim.analysis.stats import percentile
-from sim.calibrate.data import Traces
-from sim.calibrate.simulate import Sample, simulate
+from sim.calibration.data import Traces
+from sim.calibration.simulate import Sample, simulate
 
 PERCENTILES: tuple[float, ...] = (0.5, 0.75, 0.9, 0.95)
 FIXED_TOKENS: tuple[int, ...] = (50_000, 100_000, 200_000)
@@ -164,7 +164,7 @@ class Rung:
 class FoldWorld:
     """What the ladder needs of one fold: its fitted scenario mapping, its
     held-out run ids, and its simulation without a budget (``base``, made by
-    :func:`sim.calibrate.simulate.simulate` with ``runs`` runs at ``seed``)."""
+    :func:`sim.calibration.simulate.simulate` with ``runs`` runs at ``seed``)."""
 
     doc: dict[str, Any]
     held_out: list[str]

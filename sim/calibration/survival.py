@@ -37,9 +37,9 @@ not depend on ``Z``:
   estimate ``-log(1 - d / E)`` per step);
 - **causes**: each bin's total hazard split by its events' causes.
 
-The simulate-and-compare search (:mod:`sim.calibrate.search`) does not
+The simulate-and-compare search (:mod:`sim.calibration.search`) does not
 refit any of this; it may scale the hazards, the frailty and the give-up
-hazard (:class:`~sim.calibrate.build.Adjustment`).
+hazard (:class:`~sim.calibration.build.Adjustment`).
 """
 
 from __future__ import annotations

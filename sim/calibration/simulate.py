@@ -2,7 +2,7 @@
 
 A :class:`Sample` holds, per run: steps (model calls), prompt tokens (input +
 cache read + cache write, summed), output tokens (summed), cost (USD; NaN when
-not recorded), the exit category (:mod:`sim.calibrate.exits`) and whether it
+not recorded), the exit category (:mod:`sim.calibration.exits`) and whether it
 was resolved (1, 0, or NaN when unknown); and per call, the output tokens and
 the index of the run it belongs to. :func:`from_traces` makes one from a trace
 folder's runs, :func:`simulate` from a scenario's simulated runs (the direct
@@ -17,8 +17,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from sim.calibrate.data import Traces
-from sim.calibrate.exits import category
+from sim.calibration.data import Traces
+from sim.calibration.exits import category
 
 
 @dataclass

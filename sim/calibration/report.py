@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from sim.bad_input import InputError
-from sim.calibrate.exits import CATEGORIES
-from sim.calibrate.measure import Metric
-from sim.calibrate.pipeline import Calibration
+from sim.calibration.exits import CATEGORIES
+from sim.calibration.measure import Metric
+from sim.calibration.pipeline import Calibration
 
 REPORT_FILES = ("calibration.json", "calibration.md", "calibration.html")
 
@@ -219,7 +219,7 @@ def report_markdown(c: Calibration) -> str:
             lines.append(f"| {cat} | {a:.1%} | {b:.1%} |")
     labels = sorted({lab for lab in c.fit.runs["exit"]})
     lines += ["", "Exit labels of the traces: " + ", ".join(f"`{lab}`" for lab in labels if lab)
-              + " (categories: `sim/calibrate/exits.py`).", ""]
+              + " (categories: `sim/calibration/exits.py`).", ""]
     lines += _fold_lines(c)
     lines += _ladder_lines(c)
     lines += ["## Classes and prices (the final fit)", "",
@@ -258,7 +258,7 @@ def report_markdown(c: Calibration) -> str:
               "tokens per call are shown with a 5% run-level permutation value, not tested. "
               "Intervals: percentile bootstrap over the held-out runs. Percentiles: the "
               "project's definition (an observed value at rank floor(q n)). See "
-              "`sim/calibrate/verdict.py`, `ladder.py` and `structure.py`.", ""]
+              "`sim/calibration/verdict.py`, `ladder.py` and `structure.py`.", ""]
     return "\n".join(lines)
 
 

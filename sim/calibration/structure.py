@@ -1,10 +1,10 @@
 """Which task-class structure a calibration uses, chosen by cross-validated loss.
 
 Three candidates, simplest first (:data:`CANDIDATES`): one class for every
-run, one class per model (:func:`sim.calibrate.classes.assign` with
+run, one class per model (:func:`sim.calibration.classes.assign` with
 ``by="model"``) and automatic clusters of run features (``classes="auto"``,
 by BIC). Each is fitted on the K - 1 folds of every fold and scored by its
-held-out loss there (:func:`sim.calibrate.search.loss`: per-run KS distances,
+held-out loss there (:func:`sim.calibration.search.loss`: per-run KS distances,
 exit-mix distance and resolved-share gap of the fold's held-out runs against
 its world's simulation). :func:`choose` picks the lowest mean loss, except that
 a simpler candidate whose loss exceeds the best one's by no more than one
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.calibrate import classes as cl
-from sim.calibrate.data import Traces
+from sim.calibration import classes as cl
+from sim.calibration.data import Traces
 
 
 @dataclass(frozen=True)
 class Structure:
     """A way of grouping runs into task classes: ``classes`` (a number or
-    ``auto``) and ``by`` (``model`` or None) as :func:`sim.calibrate.classes.assign`
+    ``auto``) and ``by`` (``model`` or None) as :func:`sim.calibration.classes.assign`
     takes them; ``name`` for people."""
 
     name: str

@@ -1,6 +1,6 @@
 """One verdict on a cross-validated calibration.
 
-Every run is held out once (:mod:`sim.calibrate.folds`): fold ``k``'s runs are
+Every run is held out once (:mod:`sim.calibration.folds`): fold ``k``'s runs are
 compared with a simulation of the world fitted on the other folds, on each
 per-run metric (steps, prompt tokens, output tokens, cost where recorded:
 two-sample KS distance) and on the exit mix (total-variation distance). Each
@@ -56,12 +56,12 @@ model's); the size is checked on known worlds
 (``tests/test_calibrate_verdict.py``).
 
 Output tokens per call are shown with their own 5% permutation critical
-value (runs kept whole, :func:`sim.calibrate.measure._permutation_critical`)
+value (runs kept whole, :func:`sim.calibration.measure._permutation_critical`)
 but are not part of the verdict (a run's calls are not independent and the run
 metrics hold them).
 
 Intervals (95%, percentile bootstrap over the pooled held-out runs, the
-simulated runs fixed) are those of :mod:`sim.calibrate.measure`.
+simulated runs fixed) are those of :mod:`sim.calibration.measure`.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ import numpy as np
 from scipy.special import kolmogi, kolmogorov
 
 from sim.analysis.stats import percentile
-from sim.calibrate.exits import CATEGORIES, mix, total_variation
-from sim.calibrate.measure import (
+from sim.calibration.exits import CATEGORIES, mix, total_variation
+from sim.calibration.measure import (
     BOOTSTRAP,
     METRICS,
     PERMUTATIONS,
@@ -86,7 +86,7 @@ from sim.calibrate.measure import (
     _permutation_critical,
     _values,
 )
-from sim.calibrate.simulate import Sample
+from sim.calibration.simulate import Sample
 
 ALPHA = 0.05
 TESTED: tuple[str, ...] = ("steps", "prompt", "output", "cost")
@@ -206,7 +206,7 @@ def fit_variance(samples: list[np.ndarray], independent: bool = True) -> float:
 def mix_fit_variance(mixes: list[np.ndarray], sizes: list[int], independent: bool = True
                      ) -> float:
     """``v_fit`` of the exit mix from the K fold worlds' simulated mixes
-    (vectors over :data:`~sim.calibrate.exits.CATEGORIES`) of ``sizes`` runs
+    (vectors over :data:`~sim.calibration.exits.CATEGORIES`) of ``sizes`` runs
     (``independent`` as for :func:`fit_variance`)."""
     k = len(mixes)
     if k < 2:

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.analysis.stats import percentile
-from sim.calibrate.exits import mix, total_variation
-from sim.calibrate.simulate import Sample
+from sim.calibration.exits import mix, total_variation
+from sim.calibration.simulate import Sample
 
 ALPHA = 0.05
 C_ALPHA = math.sqrt(-math.log(ALPHA / 2) / 2)
@@ -76,7 +76,7 @@ class Metric:
     def rejected(self) -> bool:
         """Whether the fit is rejected on this metric: its multiplicity-adjusted
         p-value is at most :data:`ALPHA` when it has one (the cross-validated
-        verdict, :mod:`sim.calibrate.verdict`), else the distance reaches its
+        verdict, :mod:`sim.calibration.verdict`), else the distance reaches its
         critical value; identical samples (distance 0) and metrics that are
         shown but not tested (``tested`` False) never are."""
         if not self.tested or self.ks <= 0:

@@ -1,6 +1,6 @@
 """Direct estimates: what the traces tell without simulating.
 
-For each task class (:mod:`sim.calibrate.classes`), from its runs:
+For each task class (:mod:`sim.calibration.classes`), from its runs:
 
 - **first prompt**: the runs' first prompts (an empirical distribution; the
   class's prefix is the smallest);
@@ -29,7 +29,7 @@ For each task class (:mod:`sim.calibrate.classes`), from its runs:
   lognormal by maximum likelihood on their logarithms;
 - **endings**: competing risks per step (resolution, giving up or a false
   claim, a fatal fault) with a per-run frailty, the recorded harness's own
-  stops censored (:mod:`sim.calibrate.survival`, with lifelines);
+  stops censored (:mod:`sim.calibration.survival`, with lifelines);
 - **cache**: a class whose traces read the cache on most later calls and never
   write it has the provider's automatic caching; the share of the first
   prompt read from the cache is the mean over its runs; of a cached class's
@@ -59,8 +59,8 @@ import numpy as np
 import pandas as pd
 
 from sim.bad_input import InputError
-from sim.calibrate.data import Traces
-from sim.calibrate.survival import EndingsFit, fit_endings
+from sim.calibration.data import Traces
+from sim.calibration.survival import EndingsFit, fit_endings
 from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal, Mixture
 
 MAX_TOOLS = 20
@@ -128,7 +128,7 @@ class PriceEstimate:
 
 @dataclass
 class Estimates:
-    """Everything estimated directly, for :mod:`sim.calibrate.build`."""
+    """Everything estimated directly, for :mod:`sim.calibration.build`."""
 
     classes: list[ClassEstimate]
     tools: list[ToolEstimate]

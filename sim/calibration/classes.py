@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sim.bad_input import InputError
-from sim.calibrate.data import Traces
+from sim.calibration.data import Traces
 
 MIN_CLASS_RUNS = 8
 """Fewest runs per cluster ``auto`` allows on average (it tries K up to n / this)."""

@@ -17,7 +17,7 @@ every later stage reads (units: tokens, USD, seconds):
   final call), ``latency_s``, ``started_s``, ``cost``, ``tool_s`` (seconds
   its tool calls ran, NaN when not recorded);
 - per run: ``steps``, ``prompt`` and ``output`` (sums), ``cost`` (NaN when not
-  recorded), ``exit`` (the label) and ``category`` (:mod:`sim.calibrate.exits`),
+  recorded), ``exit`` (the label) and ``category`` (:mod:`sim.calibration.exits`),
   ``resolved``, ``model``, ``first_prompt``, and ``P`` and ``h``: the least-
   squares fit of the run's prompts ``prompt(n) = P + h n`` (n the 0-based call).
 
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from sim.bad_input import InputError
-from sim.calibrate.exits import category
+from sim.calibration.exits import category
 
 RUNS_FILE, CALLS_FILE = "runs.parquet", "calls.parquet"
 MIN_RUNS = 10
@@ -54,7 +54,7 @@ class Traces:
     calls: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
     repaired: dict[str, int] = field(default_factory=dict)
-    """Values calibration replaced, by reason (:mod:`sim.calibrate.costs`)."""
+    """Values calibration replaced, by reason (:mod:`sim.calibration.costs`)."""
 
     def subset(self, run_ids) -> Traces:
         """The traces of the given runs only (in this object's order)."""

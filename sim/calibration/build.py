@@ -1,6 +1,6 @@
 """The scenario that direct estimates (and the search's adjustments) make.
 
-:func:`scenario_document` turns :class:`~sim.calibrate.estimate.Estimates`
+:func:`scenario_document` turns :class:`~sim.calibration.estimate.Estimates`
 and an :class:`Adjustment` into a scenario mapping plus a comment for each
 fitted field (what it was fitted from), ready for :func:`render_yaml`. The
 harness is the recorded one as far as the traces say: its limits, no
@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from sim.calibrate.estimate import ClassEstimate, Estimates
+from sim.calibration.estimate import ClassEstimate, Estimates
 from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal
 
 

@@ -2,7 +2,7 @@
 
 :func:`assign` gives every run of a trace folder a fold, ``0..k-1``, so that
 each run is held out exactly once. Folds are stratified by the run's model and
-exit category (:mod:`sim.calibrate.exits`): within each stratum the runs are
+exit category (:mod:`sim.calibration.exits`): within each stratum the runs are
 shuffled and dealt round-robin, the deal continuing where the previous stratum
 stopped, so every fold has about the same number of runs (sizes differ by at
 most one) and about the same mix of models and exits. The shuffle is
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.bad_input import InputError
-from sim.calibrate.data import Traces
+from sim.calibration.data import Traces
 
 MIN_FOLD_RUNS = 2
 """Fewest runs a held-out fold may have."""

@@ -1,28 +1,28 @@
 """Calibration from end to end, as ``python -m sim calibrate`` runs it.
 
 :func:`calibrate` reads the traces and deals every run into one of K folds
-(:mod:`sim.calibrate.folds`). For each fold, a world is fitted on the other
+(:mod:`sim.calibration.folds`). For each fold, a world is fitted on the other
 K - 1 folds (task classes, direct estimates, the simulate-and-compare search)
 and simulated afresh, in proportion to the fold's held-out runs. Then:
 
 - **structure**: unless ``classes`` or ``by`` forces one, each candidate
   structure (one class, one class per model, clusters) is cross-validated and
   the one with the lowest held-out loss is used, a simpler one winning ties
-  within a standard error (:mod:`sim.calibrate.structure`);
+  within a standard error (:mod:`sim.calibration.structure`);
 - **verdict**: the chosen structure's held-out runs of all folds against their
   folds' simulations, one test with Holm's correction over the per-run metrics
   and the exit mix, critical values that count the fit's own error
-  (:mod:`sim.calibrate.verdict`);
+  (:mod:`sim.calibration.verdict`);
 - **ladder**: for budgets at percentiles of the recorded prompt tokens, steps
   and cost, the folds' forecasts of share stopped, successes lost and dollars
-  saved against a replay of their held-out runs (:mod:`sim.calibrate.ladder`);
+  saved against a replay of their held-out runs (:mod:`sim.calibration.ladder`);
 - **the scenario**: the chosen structure fitted on all runs, and simulated
   afresh (``Calibration.sim``).
 
 :class:`Calibration` holds all of it; it is the Python entry point
-(``sim.calibrate.pipeline.calibrate(folder, folds=5, ...)``).
+(``sim.calibration.pipeline.calibrate(folder, folds=5, ...)``).
 
-Seeds, all derived from ``seed`` by :func:`sim.calibrate.folds.seed_for` with
+Seeds, all derived from ``seed`` by :func:`sim.calibration.folds.seed_for` with
 a key per use (the folds; per candidate structure and fold: the classes, the
 search's common random numbers, the fold's simulation; the final fit's; the
 verdict's bootstrap; the ladder's intervals): folds and candidates are
@@ -40,17 +40,17 @@ from typing import Any
 
 import numpy as np
 
-from sim.calibrate import folds as fl
-from sim.calibrate import structure as st
-from sim.calibrate.build import Adjustment, render_yaml, scenario_document
-from sim.calibrate.costs import price_unrecorded
-from sim.calibrate.data import Traces, load
-from sim.calibrate.estimate import Estimates, estimate
-from sim.calibrate.ladder import Budget, FoldWorld, Rung, budgets, ladder
-from sim.calibrate.measure import ExitMix, Metric
-from sim.calibrate.search import SearchResult, loss, search
-from sim.calibrate.simulate import Sample, from_traces, simulate
-from sim.calibrate.verdict import Judgement, judge, pooled
+from sim.calibration import folds as fl
+from sim.calibration import structure as st
+from sim.calibration.build import Adjustment, render_yaml, scenario_document
+from sim.calibration.costs import price_unrecorded
+from sim.calibration.data import Traces, load
+from sim.calibration.estimate import Estimates, estimate
+from sim.calibration.ladder import Budget, FoldWorld, Rung, budgets, ladder
+from sim.calibration.measure import ExitMix, Metric
+from sim.calibration.search import SearchResult, loss, search
+from sim.calibration.simulate import Sample, from_traces, simulate
+from sim.calibration.verdict import Judgement, judge, pooled
 
 MIN_FOLD_SIM = 200
 """Fewest simulated runs per fold."""
@@ -61,9 +61,9 @@ class FoldFit:
     """One fold: the runs fitted (``fit``) and held out, the world fitted
     (classes, estimates, search, scenario mapping), its simulation ``sim``
     (``sim_runs`` runs at ``sim_seed``), the held-out runs as a Sample
-    (``real``), the held-out ``loss`` (:func:`sim.calibrate.search.loss`)
+    (``real``), the held-out ``loss`` (:func:`sim.calibration.search.loss`)
     and ``jackknife``: the world simulated on the random numbers every fold
-    shares (for the fit's variance, :mod:`sim.calibrate.verdict`)."""
+    shares (for the fit's variance, :mod:`sim.calibration.verdict`)."""
 
     fold: int
     fit: Traces
@@ -356,7 +356,7 @@ def _search_runs(settings: Settings, fits: list[FoldFit]) -> int | None:
 
 
 def _ladder(traces: Traces, fits: list[FoldFit], seed: int, progress: bool) -> list[Rung]:
-    """The forecast-vs-replay ladder over the folds (see :mod:`sim.calibrate.ladder`)."""
+    """The forecast-vs-replay ladder over the folds (see :mod:`sim.calibration.ladder`)."""
     from sim.drivers.recorded_runs import read_trace_folder
 
     recorded = {r.run_id: r for r in read_trace_folder(traces.folder)}

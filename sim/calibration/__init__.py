@@ -1,0 +1,35 @@
+"""Fitting a world to traces: ``python -m sim calibrate TRACES_DIR --out scenario.yaml``.
+
+A trace folder (``runs.parquet`` + ``calls.parquet``, the trace model of
+:mod:`sim.traces`) goes in; a scenario whose world behaves like the recorded
+agent comes out, with a report of how well it fits, judged by k-fold
+cross-validation (every run held out once). The Python entry point is
+:func:`sim.calibration.pipeline.calibrate`. The stages, one module each:
+
+- :mod:`~sim.calibration.data`: read and check the folder, derive per-run and
+  per-call quantities;
+- :mod:`~sim.calibration.folds`: the cross-validation folds (stratified,
+  seeded) and the seeds derived from the root seed;
+- :mod:`~sim.calibration.classes`: group runs into task classes (by model, or
+  clusters of run features);
+- :mod:`~sim.calibration.estimate`: what can be estimated directly (prefix and
+  growth per run by least squares, sizes, rates of errors, loops, messages
+  and faults, the exit mix, latencies, prices);
+- :mod:`~sim.calibration.build`: the scenario those estimates make;
+- :mod:`~sim.calibration.simulate`: simulated runs of a scenario as the same
+  quantities;
+- :mod:`~sim.calibration.search`: a simulate-and-compare search over the few
+  parameters direct estimates cannot give, on common random numbers;
+- :mod:`~sim.calibration.measure`: KS distances with critical values, quantiles,
+  exit-mix distance, bootstrap intervals;
+- :mod:`~sim.calibration.verdict`: the one cross-validated verdict (Holm over
+  the per-run metrics and the exit mix, critical values that count the fit's
+  own error) and the per-fold checks;
+- :mod:`~sim.calibration.ladder`: budgets at percentiles of the recorded runs,
+  forecast (the fold worlds) against replay (the held-out runs);
+- :mod:`~sim.calibration.structure`: one class, per model or clusters, chosen
+  by cross-validated loss;
+- :mod:`~sim.calibration.report`: the scenario YAML, ``calibration.json``,
+  ``calibration.md`` and ``calibration.html``;
+- :mod:`~sim.calibration.pipeline`: all of it, as the command runs it.
+"""
