@@ -9,7 +9,7 @@ their messages) and every event the loop emitted, and returns the final state.
 Conventions of the scripted model (a well-behaved provider):
 
 * a :class:`Reply` becomes a :class:`ModelResponse` whose prompt usage equals
-  the prompt size the harness counted (``request.input_tokens``, optionally
+  the prompt size the harness counted (``request.prompt_tokens``, optionally
   split into uncached and cache-read tokens) and whose output plus thinking is
   clipped to the request's ``max_output_tokens``;
 * tool_use blocks with an empty id get ids ``toolu_000``, ``toolu_001``, ... in
@@ -244,7 +244,7 @@ class ScriptedDriver:
 
     def respond(self, reply: Reply, request: ModelRequest) -> ModelResponse:
         """The ModelResponse a well-behaved provider gives for ``reply``."""
-        prompt = request.input_tokens
+        prompt = request.prompt_tokens
         read = int(prompt * reply.cache_read_share)
         out = min(reply.output_tokens, request.max_output_tokens)
         think = min(reply.thinking_tokens, request.max_output_tokens - out)

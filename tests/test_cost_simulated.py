@@ -208,7 +208,7 @@ def test_uncached_run_equals_the_closed_form(steps, prefix, output, result, pric
     record, task = run(cell)
     h = output + result
     assert (record.outcome, record.steps) == ("succeeded", steps)
-    assert [q.input_tokens for q, _ in task.responses()] == [prefix + h * n
+    assert [q.prompt_tokens for q, _ in task.responses()] == [prefix + h * n
                                                              for n in range(steps)]
     assert record.input_tokens == cost.input_tokens(steps, prefix, h)
     assert record.cache_read_tokens == record.cache_write_tokens == 0
@@ -291,7 +291,7 @@ def test_thinking_tokens_are_capped_priced_and_kept_in_the_history(
     h = output + result + t
     steps_log = task.responses("step")
     assert [a.usage.thinking_tokens for _, a in steps_log] == [t] * steps
-    assert [q.input_tokens for q, _ in steps_log] == [prefix + h * n for n in range(steps)]
+    assert [q.prompt_tokens for q, _ in steps_log] == [prefix + h * n for n in range(steps)]
     assert record.thinking_tokens == steps * t
     assert cell.params.prices.thinking == think_price
     if ttl is None:

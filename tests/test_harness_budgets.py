@@ -186,7 +186,7 @@ def test_token_budget_refuses_the_call_that_would_overshoot_it() -> None:
     params = make_params(budgets=Budgets(tokens=6_000))
     run = run_script(params, model=_looping())
     assert (run.state.status, run.state.reason) == ("budget_exhausted", "tokens")
-    sent = sum(r.input_tokens for r in run.step_requests)
+    sent = sum(r.prompt_tokens for r in run.step_requests)
     assert sent == run.state.prompt_tokens <= 6_000
     assert sent + run.state.context_tokens > 6_000
 

@@ -37,7 +37,7 @@ def test_a_message_without_the_marker_goes_to_the_task_giver():
     turns = driver.of(UserTurn)
     assert [t.message for t in turns] == ["Which order?"]
     requests = driver.of(ModelRequest)
-    assert requests[1].input_tokens == requests[0].input_tokens + 50 + 37
+    assert requests[1].prompt_tokens == requests[0].prompt_tokens + 50 + 37
     assert requests[1].messages[-1].role == "user"
     assert requests[1].messages[-1].content[-1].text == "Order #W42, please."
     s = driver.state

@@ -75,7 +75,7 @@ def _reply(*content: Any, usage: Any = None, latency: Any = 1.0, stop: str = "to
     """A model item: a raw ModelResponse whose usage defaults to an honest one
     (the prompt the harness counted, 50 output tokens)."""
     def respond(request: ModelRequest) -> ModelResponse:
-        honest = Usage(request.input_tokens, 50)
+        honest = Usage(request.prompt_tokens, 50)
         return ModelResponse(list(content), honest if usage is None else usage, stop, latency)
     return respond
 
@@ -113,7 +113,7 @@ def test_repeated_malformed_calls_are_caught_by_the_detector() -> None:
 # ------------------------------------------------------------ malformed replies
 def _malformed(content: Any):
     def respond(request: ModelRequest) -> ModelResponse:
-        return ModelResponse(content, Usage(request.input_tokens, 50), "end_turn", 1.0)
+        return ModelResponse(content, Usage(request.prompt_tokens, 50), "end_turn", 1.0)
     return respond
 
 
@@ -141,7 +141,7 @@ def test_a_malformed_reply_is_retried_once_like_a_server_error(content) -> None:
     assert (s.status, s.reason) == ("succeeded", "model_complete")
     requests = run.step_requests
     assert [r.attempt for r in requests] == [0, 1]
-    assert s.turns == 1 and s.input_tokens == 2 * requests[0].input_tokens
+    assert s.turns == 1 and s.input_tokens == 2 * requests[0].prompt_tokens
     assert run.events_of("retry")[0].data["kind"] in ("malformed", "empty")
 
 
@@ -372,7 +372,7 @@ class FuzzDriver:
             "money": state.money_usd, "active": state.active_s, "wall": state.wall_s}))
         if isinstance(effect, ModelRequest):
             if effect.purpose == "compaction":
-                return ModelResponse([TextBlock("summary", 20)], Usage(effect.input_tokens, 20),
+                return ModelResponse([TextBlock("summary", 20)], Usage(effect.prompt_tokens, 20),
                                      "end_turn", 1.0)
             item = self.model.pop(0) if self.model else OddReply(
                 [TextBlock("done", 5)], "honest", (), 1.0, "end_turn")
@@ -389,7 +389,7 @@ class FuzzDriver:
         content = item.content
         if isinstance(content, list):
             content = [self.named(b) for b in content]
-        prompt = request.input_tokens
+        prompt = request.prompt_tokens
         usage = {"honest": Usage(prompt, 50), "inflated prompt": Usage(prompt + 10**8, 50),
                  "inflated output": Usage(prompt, 10**7), "odd": Usage(*item.counts),
                  "none": None}[item.usage]
@@ -440,9 +440,9 @@ def test_whatever_the_driver_reports_the_run_ends_once_within_its_budgets(
     b = params.budgets
     for effect, c in driver.seen:  # each call was allowed by the budgets when it was made
         if isinstance(effect, ModelRequest):
-            worst = worst_case_cost(params.prices, effect.input_tokens,
+            worst = worst_case_cost(params.prices, effect.prompt_tokens,
                                     effect.max_output_tokens)
-            assert tokens is None or c["tokens"] + effect.input_tokens <= tokens
+            assert tokens is None or c["tokens"] + effect.prompt_tokens <= tokens
             assert output is None or c["output"] + effect.max_output_tokens <= output
             assert money is None or c["money"] + worst <= money * (1 + 1e-9)
             assert active is None or c["active"] + params.model_timeout_s <= active

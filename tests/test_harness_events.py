@@ -65,7 +65,7 @@ def test_event_payloads() -> None:
     first = run.events_of("model_response")[0]
     assert first.data == {"stop_reason": "tool_use", "input_tokens": first.data["input_tokens"],
                           "output_tokens": 50, "tool_calls": 1}
-    assert first.data["input_tokens"] == run.step_requests[0].input_tokens
+    assert first.data["input_tokens"] == run.step_requests[0].prompt_tokens
     executed = run.events_of("tool_executed")
     assert executed[0].data["tool"] == "search" and executed[0].data["success"] is True
     failed = [e for e in executed if not e.data["success"]]

@@ -63,13 +63,13 @@ def test_a_tool_step_runs_model_then_tool_then_checkpoint() -> None:
 
 
 def test_prompt_size_is_prefix_plus_history() -> None:
-    """Each model request's input_tokens is the prefix plus the tokens of the
+    """Each model request's prompt_tokens is the prefix plus the tokens of the
     history it carries, so the prompt grows with every step."""
     params = make_params()
     run = run_script(params, model=[tool_call("search", q=str(i)) for i in range(4)] + [final()])
-    sizes = [r.input_tokens for r in run.step_requests]
+    sizes = [r.prompt_tokens for r in run.step_requests]
     for req in run.step_requests:
-        assert req.input_tokens == params.prefix_tokens + sum(m.tokens for m in req.messages)
+        assert req.prompt_tokens == params.prefix_tokens + sum(m.tokens for m in req.messages)
     assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
 
 

@@ -54,7 +54,7 @@ def test_truncated_reply_compacts_the_oldest_sixty_percent_and_asks_to_continue(
     # ... the shortest such span holding 60% of the history
     assert span_tokens >= int(0.6 * history_tokens)
     assert span_tokens - sum(m.tokens for m in span[-2:]) < int(0.6 * history_tokens)
-    assert compaction.input_tokens == params.prefix_tokens + span_tokens
+    assert compaction.prompt_tokens == params.prefix_tokens + span_tokens
     assert compaction.max_output_tokens == params.context.summary_max_tokens
 
     assert [r.call.name for r in run.of(ToolRequest)] == ["search"] * 4  # no write_file
@@ -100,8 +100,8 @@ def test_overflow_alerts_compacts_to_half_the_window_and_continues() -> None:
     assert alert.data["alert"] == "context_overflow" and alert.data["context_tokens"] > 10_000
     assert s.alerts == 1 and s.compactions == 1
     assert run.events_of("compaction")[0].data["why"] == "overflow"
-    assert max(r.input_tokens for r in run.step_requests) <= 10_000
-    assert run.step_requests[-1].input_tokens <= 5_000
+    assert max(r.prompt_tokens for r in run.step_requests) <= 10_000
+    assert run.step_requests[-1].prompt_tokens <= 5_000
 
 
 def test_overflow_without_emergency_compaction_fails() -> None:
@@ -129,7 +129,7 @@ def test_provider_overflow_error_triggers_emergency_compaction() -> None:
     s = run.state
     assert (s.status, s.reason) == ("succeeded", "model_complete")
     assert s.alerts == 1 and s.compactions == 1 and s.turns == 7
-    assert run.step_requests[-1].input_tokens <= 10_000
+    assert run.step_requests[-1].prompt_tokens <= 10_000
 
 
 def test_provider_overflow_with_nothing_to_compact_fails() -> None:
@@ -171,7 +171,7 @@ def test_compaction_calls_are_priced_but_are_not_steps() -> None:
     run = run_script(params, model=[*model, final()], tools=tools)
     s = run.state
     assert s.turns == 6
-    spent = sum(r.input_tokens for r in run.of(type(run.step_requests[0])))
+    spent = sum(r.prompt_tokens for r in run.of(type(run.step_requests[0])))
     assert s.prompt_tokens == spent
     assert s.output_tokens == 6 * 50 + 20 * len(run.compaction_requests)
 

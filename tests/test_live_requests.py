@@ -38,7 +38,7 @@ def history() -> list[Message]:
 
 
 def request(provider: str = "anthropic", **changes) -> ModelRequest:
-    base = dict(model="m", messages=history(), input_tokens=100, max_output_tokens=500,
+    base = dict(model="m", messages=history(), prompt_tokens=100, max_output_tokens=500,
                 system_prompt="Be careful.", tools=(TOOL,), provider=provider)
     base.update(changes)
     return ModelRequest(**base)

@@ -545,14 +545,14 @@ class _Driver:
         k = self.next_call
         if (self.check_prompt and not injected and not self.interventions
                 and k < len(self.run.calls)):
-            deviation = request.input_tokens - self.run.calls[k].prompt_tokens
+            deviation = request.prompt_tokens - self.run.calls[k].prompt_tokens
             if deviation:
                 self.mismatches += 1
                 self.max_deviation = max(self.max_deviation, abs(deviation))
         self.check_prompt = True
 
     def _respond(self, request: ModelRequest) -> ModelResponse:
-        self.prompt_counts.append(request.input_tokens)
+        self.prompt_counts.append(request.prompt_tokens)
         k = self.next_call
         calls = self.run.calls
         call = calls[k]
@@ -590,7 +590,7 @@ class _Driver:
         if not results or following is None:
             return base
         call = calls[k]
-        growth = (calls[following].prompt_tokens - request.input_tokens - call.output_tokens
+        growth = (calls[following].prompt_tokens - request.prompt_tokens - call.output_tokens
                   - call.reasoning_tokens)
         total = sum(base)
         if growth >= total:
@@ -618,7 +618,7 @@ class _Driver:
     def _worst_case(self, request: ModelRequest) -> ModelResponse:
         """A call the recording does not hold (a compaction): the worst case of
         the request, priced at the run's prices."""
-        usage = Usage(input_tokens=request.input_tokens, output_tokens=request.max_output_tokens)
+        usage = Usage(input_tokens=request.prompt_tokens, output_tokens=request.max_output_tokens)
         prices = self.params.prices.at(usage.prompt_tokens)
         cost = prices.cost(usage.input_tokens, usage.output_tokens)
         self.costs.append(cost)

@@ -411,7 +411,7 @@ class DesEngine:
             if ledger is not None:  # the tenant's shared budget, checked before each call
                 ledger.settle(arrival.index, state.money_usd)
                 if type(effect) is ModelRequest and not ledger.admit(
-                        arrival.index, prompt_cost(params, state.model, effect.input_tokens)):
+                        arrival.index, prompt_cost(params, state.model, effect.prompt_tokens)):
                     result = ModelError("tenant_budget", 402, None,
                                         "the tenant's money budget is spent", 0.0)
                     continue
@@ -475,7 +475,7 @@ class DesEngine:
     def _serve(self, request: ModelRequest, task: SimulatedTask, t0: float):
         env = self.env
         if self.limiter is not None:
-            retry_after = self.limiter.admit(env.now, request.input_tokens)
+            retry_after = self.limiter.admit(env.now, request.prompt_tokens)
             if retry_after:
                 return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
                                   env.now - t0)

@@ -42,7 +42,7 @@ class ModelRequest:
       breakpoint at the end of the prompt (None: no caching; 300 is
       Anthropic's ``"5m"``, 3600 its ``"1h"``).
 
-    ``input_tokens`` is the prompt size the harness counted (prefix plus
+    ``prompt_tokens`` is the prompt size the harness counted (prefix plus
     history), which its budgets were checked against; ``purpose`` is
     ``"step"`` for a loop step or ``"compaction"`` for a summary of
     ``messages`` (the oldest part of the history); ``turn`` the steps
@@ -51,7 +51,7 @@ class ModelRequest:
 
     model: str
     messages: list[Message]
-    input_tokens: int
+    prompt_tokens: int
     max_output_tokens: int
     purpose: str = "step"
     turn: int = 0

@@ -269,7 +269,7 @@ class SimulatedTask:
         if thinking:
             content.insert(0, ThinkingBlock("...", thinking))
         latency = (w.ttft_s + (output + thinking) * w.decode_s_per_token
-                   + request.input_tokens * w.prefill_s_per_token)
+                   + request.prompt_tokens * w.prefill_s_per_token)
         stop = "max_tokens" if truncated else (
             "tool_use" if content[-1].type == "tool_use" else "end_turn")
         if request.cache_ttl_s is not None:
@@ -277,7 +277,7 @@ class SimulatedTask:
         elif w.cache_automatic:
             usage = self._cached_usage(request, now, output, thinking, w.cache_ttl_s, False)
         else:
-            usage = Usage(request.input_tokens, output, 0, 0, thinking)
+            usage = Usage(request.prompt_tokens, output, 0, 0, thinking)
         return ModelResponse(content, usage, stop, latency, request.model)
 
     def _cached_usage(self, request: ModelRequest, now: float, output: int, thinking: int,
@@ -294,7 +294,7 @@ class SimulatedTask:
         then, on a call that finds a live entry, reads nothing with
         probability ``miss`` and otherwise ``round(share * prompt)`` tokens
         (no more than the stable prefix after a compaction)."""
-        prompt = request.input_tokens
+        prompt = request.prompt_tokens
         read = 0
         w = self.world
         if now <= self.cache_expires_s:
@@ -321,11 +321,11 @@ class SimulatedTask:
 
     def _summary(self, request: ModelRequest) -> ModelResponse:
         w = self.world
-        compacted = request.input_tokens
+        compacted = request.prompt_tokens
         tokens = max(1, min(request.max_output_tokens, int(compacted * w.summary_ratio)))
         latency = w.ttft_s + tokens * w.decode_s_per_token
         return ModelResponse([TextBlock("(summary of earlier steps)", tokens)],
-                             Usage(request.input_tokens, tokens), "end_turn", latency,
+                             Usage(request.prompt_tokens, tokens), "end_turn", latency,
                              request.model)
 
     # ------------------------------------------------------------- the tools

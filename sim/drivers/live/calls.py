@@ -10,7 +10,7 @@ Usage follows :class:`~sim.harness.messages.Usage`: uncached input, cache
 reads and writes apart, output without thinking. A provider that reports no
 usage (an OpenAI-compatible server ignoring ``include_usage``) gets the
 harness's own counts instead, so budgets never see a free call:
-``input_tokens`` is the prompt the harness counted and the output is estimated
+``prompt_tokens`` is the prompt the harness counted and the output is estimated
 from the content (``usage_estimated`` is then True).
 """
 
@@ -121,7 +121,7 @@ def estimated_usage(request: ModelRequest, content: list[Block]) -> Usage:
             thought += block.tokens
         else:
             out += block.tokens
-    return Usage(input_tokens=request.input_tokens, output_tokens=out, thinking_tokens=thought)
+    return Usage(input_tokens=request.prompt_tokens, output_tokens=out, thinking_tokens=thought)
 
 
 def non_negative(value: Any) -> Any:
