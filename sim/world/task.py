@@ -54,7 +54,9 @@ def _drawn(dist: BaseDistribution | None, draws: Draws) -> float:
 
 class SimulatedTask:
     """The world as one task sees it. ``respond``, ``execute``, ``verify``,
-    ``approve`` and ``reply`` answer the kinds of effect that reach the world.
+    ``approve`` and ``reply`` answer the kinds of effect that reach the world,
+    each called as ``method(request, now)`` (the engines' dispatch table,
+    :mod:`sim.engines.perform`); only ``respond`` reads ``now`` (seconds).
 
     A task of a world with classes first picks its class (one uniform draw of
     the difficulty stream) and then behaves as that class's world. Per-run
@@ -338,7 +340,7 @@ class SimulatedTask:
                              request.model)
 
     # ------------------------------------------------------------- the tools
-    def execute(self, request: ToolRequest) -> ToolResult | ToolError:
+    def execute(self, request: ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
@@ -364,7 +366,7 @@ class SimulatedTask:
                          f"for {call.name}", size, duration, 400)
 
     # ------------------------------------------------------------ the task-giver
-    def reply(self, request: UserTurn) -> UserReply:
+    def reply(self, request: UserTurn, now: float = 0.0) -> UserReply:
         """The task-giver's answer to the model's message: it ends the run (a
         report of finished work with ``stop_when_done``, a wrong claim with
         ``accept_claim``, a question with ``give_up``) or replies (a reply of
@@ -379,7 +381,7 @@ class SimulatedTask:
         return UserReply("(the task-giver's reply)", tokens, False, duration)
 
     # ------------------------------------------------------- verifier, humans
-    def verify(self, request: VerifyRequest) -> Verdict:
+    def verify(self, request: VerifyRequest, now: float = 0.0) -> Verdict:
         """The verifier's decision on the latest claim (reads the ground truth),
         with the usage and duration of the check when it costs any (a model
         grader; see :func:`~sim.world.verifiers.run_check`). The answer's size
@@ -392,7 +394,7 @@ class SimulatedTask:
         return Verdict(False, "Verification failed: the checks do not pass yet. Continue working "
                        "on the task.", w.feedback_tokens, check.duration_s, check.usage)
 
-    def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+    def approve(self, request: ApprovalRequest, now: float = 0.0) -> ApprovalDecision:
         """A human's decision after a delay (lognormal by default); a delay past
         the timeout times out."""
         w = self.world
