@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import simpy
@@ -52,23 +53,12 @@ from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
 from sim.engines.direct import Tracer
 from sim.engines.monitor import Series
-from sim.engines.perform import perform
+from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.tenant_budget import TenantLedger, prompt_cost
-from sim.harness.effects import (
-    ApprovalDecision,
-    ApprovalRequest,
-    ModelError,
-    ModelRequest,
-    ToolError,
-    ToolRequest,
-    UserReply,
-    UserTurn,
-    Verdict,
-    VerifyRequest,
-    Wait,
-)
-from sim.harness.loop import agent_loop, cancel
+from sim.harness.effects import Effect, ModelError, ModelRequest, ModelResponse, Result
+from sim.harness.loop import Loop, agent_loop, cancel
+from sim.harness.params import HarnessParams
 from sim.harness.state import RESUMABLE, HarnessState, new_state, park, request_abort, resume
 from sim.task_record import TaskRecord, make_record
 from sim.world.streams import OPERATIONS, StreamPool
@@ -151,6 +141,8 @@ def arrival_schedule(des: DesParams, tasks: int, seed: int, base_dir: Path | Non
 
 
 def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arrival]:
+    if des.arrivals.path is None:
+        raise InputError("arrivals of kind csv need a path", path="des.arrivals.path")
     path = Path(des.arrivals.path)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
@@ -187,25 +179,6 @@ def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arr
 
 
 # -------------------------------------------------------------------- engine
-def _cancelled(effect, elapsed: float):
-    """What the harness gets back for an effect an operator cancelled after
-    ``elapsed`` seconds in flight (for a backoff wait: the seconds waited)."""
-    kind = type(effect)
-    if kind is ModelRequest:
-        return ModelError("cancelled", message="cancelled by an operator", latency_s=elapsed)
-    if kind is ToolRequest:
-        return ToolError("cancelled", "cancelled by an operator", 0, elapsed)
-    if kind is VerifyRequest:
-        return Verdict(False, duration_s=elapsed)
-    if kind is ApprovalRequest:
-        return ApprovalDecision(False, elapsed, False, "cancelled")
-    if kind is UserTurn:
-        return UserReply(duration_s=elapsed)
-    if kind is Wait:
-        return elapsed
-    return None
-
-
 class DesEngine:
     """One DES cell: build it, then :meth:`run` it once."""
 
@@ -251,13 +224,15 @@ class DesEngine:
         if self.des.operations:
             self.env.process(self._operate())
         self.env.run()
-        missing = [i for i, r in enumerate(self.records) if r is None]
-        if missing:  # pragma: no cover - a bug, never silently dropped
-            raise RuntimeError(f"{len(missing)} tasks never ended (first: {missing[0]})")
-        horizon = max((r.end_s for r in self.records), default=0.0)
+        records = [r for r in self.records if r is not None]
+        if len(records) < len(self.records):  # pragma: no cover - a bug, never silently dropped
+            first = self.records.index(None)
+            raise RuntimeError(f"{len(self.records) - len(records)} tasks never ended "
+                               f"(first: {first})")
+        horizon = max((r.end_s for r in records), default=0.0)
         offered = (sum(t.rate_per_hour for t in self.des.tenants) / 3600.0
                    if self.des.arrivals.kind == "poisson" else None)
-        return DesResult(self.records, self.series, horizon,
+        return DesResult(records, self.series, horizon,
                          self.limiter.rejected if self.limiter else 0, self.sandbox_hold,
                          self.sandbox_wait, self.limiter, offered,
                          {name: ledger.summary() for name, ledger in self.ledgers.items()})
@@ -386,69 +361,83 @@ class DesEngine:
         self.running[arrival.tenant].add(now, -1)
         self.sandbox_hold[arrival.index] += now - begun
 
-    def _drive(self, arrival: Arrival, task: SimulatedTask, state: HarnessState, params,
-               waits: list[float], wrap=None):
-        """Drive one harness loop (wrapped by ``wrap`` if given) to its end;
-        return the final state."""
+    def _drive(self, arrival: Arrival, task: SimulatedTask, state: HarnessState,
+               params: HarnessParams, waits: list[float], wrap: Callable[[Loop], Loop] | None
+               ) -> Generator[simpy.Event, Any, HarnessState]:
+        """Drive one harness loop (wrapped by ``wrap`` if given) to its end,
+        answering each effect through the dispatch table
+        (:data:`sim.engines.perform.EFFECTS`) and letting the time it takes
+        pass; return the final state."""
         env = self.env
         loop = agent_loop(params, state, detector=self.detector(params))
         if wrap is not None:
             loop = wrap(loop)
         send = loop.send
-        # no model-slot pool and no rate limits: a model call just takes its latency
-        direct_model = self.model_slots is None and self.limiter is None
-        busy_model = self.series["busy_model_slots"]
-        parked = self.series["parked"]
+        answer = answers(type(task))
+        # a pool of model slots or rate limits: a model call queues (else it just takes time)
+        queued_model = self.model_slots is not None or self.limiter is not None
         ledger = self.ledgers.get(arrival.tenant)
-        result = None
+        result: Result = None
         while True:
             try:
                 effect = send(result)
             except StopIteration as stop:
+                final: HarnessState = stop.value
                 if ledger is not None:
-                    ledger.settle(arrival.index, stop.value.money_usd)
-                return stop.value
+                    ledger.settle(arrival.index, final.money_usd)
+                return final
             if ledger is not None:  # the tenant's shared budget, checked before each call
-                ledger.settle(arrival.index, state.money_usd)
-                if type(effect) is ModelRequest and not ledger.admit(
-                        arrival.index, prompt_cost(params, state.model, effect.prompt_tokens)):
-                    result = ModelError("tenant_budget", 402, None,
-                                        "the tenant's money budget is spent", 0.0)
+                refused = self._refused(ledger, arrival.index, params, state, effect)
+                if refused is not None:
+                    result = refused
                     continue
             began = None
             try:
                 if self.paused and self.paused & arrival.scopes:
                     yield from self._park(arrival, state)
                 began = env.now
-                kind = type(effect)
-                if kind is ModelRequest and not direct_model:
+                if queued_model and type(effect) is ModelRequest:
                     result = yield from self._model_call(effect, task, waits)
                     continue
-                result = perform(task, effect, began)
-                if kind is ModelRequest:  # holds a model slot of an unlimited pool
-                    busy_model.add(began, 1)
-                    try:
-                        yield env.timeout(result.latency_s)
-                    finally:
-                        busy_model.add(env.now, -1)
-                elif kind is ToolRequest:
-                    yield env.timeout(result.duration_s)
-                elif kind is Wait:
-                    yield env.timeout(effect.seconds)
-                elif kind is VerifyRequest or kind is UserTurn:
-                    if result.duration_s:
-                        yield env.timeout(result.duration_s)
-                elif kind is ApprovalRequest:  # parked until a human decides
-                    parked.add(env.now, 1)
-                    try:
-                        yield env.timeout(result.waited_s)
-                    finally:
-                        parked.add(env.now, -1)
+                result = answer[type(effect)](task, effect, began)
+                yield from self._elapse(effect, result)
             except simpy.Interrupt:  # an operator cancelled the task: abort the call in flight
                 request_abort(state)
-                result = _cancelled(effect, 0.0 if began is None else env.now - began)
+                result = EFFECTS[type(effect)].cancelled(
+                    0.0 if began is None else env.now - began)
 
-    def _model_call(self, request: ModelRequest, task: SimulatedTask, waits: list[float]):
+    @staticmethod
+    def _refused(ledger: TenantLedger, index: int, params: HarnessParams, state: HarnessState,
+                 effect: Effect) -> ModelError | None:
+        """The error that answers a model call the tenant's money budget
+        cannot admit (None: go ahead); settles the task's spend so far first."""
+        ledger.settle(index, state.money_usd)
+        if type(effect) is ModelRequest and not ledger.admit(
+                index, prompt_cost(params, state.model, effect.prompt_tokens)):
+            return ModelError("tenant_budget", 402, None, "the tenant's money budget is spent",
+                              0.0)
+        return None
+
+    def _elapse(self, effect: Effect, result: Result) -> Generator[simpy.Event, Any, None]:
+        """Let the time ``effect`` took pass (none for a checkpoint), counted
+        in its time series while it lasts (a model slot of an unlimited pool,
+        a parked approval)."""
+        how = EFFECTS[type(effect)]
+        seconds = how.seconds(effect, result)
+        if seconds is None:
+            return
+        if how.series is None:
+            yield self.env.timeout(seconds)
+            return
+        series = self.series[how.series]
+        series.add(self.env.now, 1)
+        try:
+            yield self.env.timeout(seconds)
+        finally:
+            series.add(self.env.now, -1)
+
+    def _model_call(self, request: ModelRequest, task: SimulatedTask, waits: list[float]
+                    ) -> Generator[simpy.Event, Any, ModelResponse | ModelError]:
         env, series = self.env, self.series
         slots = self.model_slots
         t0 = env.now
@@ -472,14 +461,15 @@ class DesEngine:
             finally:
                 series["busy_model_slots"].add(env.now, -1)
 
-    def _serve(self, request: ModelRequest, task: SimulatedTask, t0: float):
+    def _serve(self, request: ModelRequest, task: SimulatedTask, t0: float
+               ) -> Generator[simpy.Event, Any, ModelResponse | ModelError]:
         env = self.env
         if self.limiter is not None:
             retry_after = self.limiter.admit(env.now, request.prompt_tokens)
             if retry_after:
                 return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
                                   env.now - t0)
-        result = perform(task, request, env.now)
+        result = task.respond(request, env.now)  # the model's own path: slots and limits
         yield env.timeout(result.latency_s)
         result.latency_s = env.now - t0  # includes the wait for a model slot
         return result

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from sim.engines.cell import Cell
-from sim.engines.perform import perform
-from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
+from sim.engines.perform import answers
+from sim.harness.effects import Result
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.state import HarnessState, new_state
 from sim.task_record import TaskRecord, make_record
@@ -66,28 +66,19 @@ def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
           wrap: Callable[[Loop], Loop] | None = None) -> HarnessState:
     """Drive the harness generator (wrapped by ``wrap`` if given) against
-    ``task`` until it returns. The task's clock is the harness's wall time
-    (active plus parked seconds)."""
+    ``task`` until it returns, answering each effect through the dispatch
+    table (:func:`sim.engines.perform.answers`). The task's clock is the
+    harness's wall time (active plus parked seconds)."""
     loop = agent_loop(cell.params, state, detector=cell.make_detector(cell.params))
     if wrap is not None:
         loop = wrap(loop)
     send = loop.send
-    respond, execute = task.respond, task.execute
+    answer = answers(type(task))
     result: Result = None
     try:
         while True:
             effect = send(result)
-            kind = type(effect)
-            # the three effects of every step answered here as perform answers
-            # them (one call fewer per effect); every other effect through perform
-            if kind is ModelRequest:
-                result = respond(effect, state.active_s + state.parked_s)
-            elif kind is ToolRequest:
-                result = execute(effect)
-            elif kind is Checkpoint:
-                result = None
-            else:
-                result = perform(task, effect, state.active_s + state.parked_s)
+            result = answer[type(effect)](task, effect, state.active_s + state.parked_s)
     except StopIteration as stop:
         final: HarnessState = stop.value
         return final

@@ -1,50 +1,132 @@
-"""The one place where the simulated world answers the harness's effects.
+"""The one table of how each kind of effect is performed: who answers it,
+how long it takes, and what a cancelled one is answered with.
 
-Both engines perform every effect through :func:`perform`: which part of the
-:class:`~sim.world.task.SimulatedTask` answers which effect is decided here
-(the direct engine answers the three effects of every step, a model request,
-a tool request and a checkpoint, inline exactly as :func:`perform` does, to
-save a call per effect; ``tests/test_engine_equivalence.py`` holds the
-engines to the same results). The direct engine adds the seconds each answer reports to
-the task's own clock (through the harness's accounting); the DES engine lets
-that time pass on its shared clock, with queues and rate limits around the
-model calls.
+:data:`EFFECTS` maps each effect type of :mod:`sim.harness.effects` to an
+:class:`EffectKind`. Everything that performs effects reads it instead of
+switching on the effect's type:
+
+- the direct engine answers each effect with :func:`answers`, the table bound
+  to the answering object's class (``SimulatedTask``: ``respond``,
+  ``execute``, ``verify``, ``approve``, ``reply``; checkpoints and backoff
+  waits are answered with None);
+- the DES engine answers the same way and lets :meth:`EffectKind.seconds`
+  pass on its shared clock (a model call in a pool of slots or behind rate
+  limits takes its own path: :mod:`sim.engines.des`), and answers an effect
+  an operator cancelled with :attr:`EffectKind.cancelled`;
+- a driver plugs in the same way: an object with those five methods, each
+  called as ``method(effect, now)`` (``now``: seconds on the driver's clock),
+  gets its table from :func:`answers`; a driver that cancels effects in
+  flight answers them with ``EFFECTS[type(effect)].cancelled(elapsed)``.
+
+A dict lookup on the exact type replaces an ``isinstance`` chain (effects are
+never subclassed); ``benchmarks/bench_direct.py`` measures the engine with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from sim.harness.effects import (
+    ApprovalDecision,
     ApprovalRequest,
     Checkpoint,
     Effect,
+    ModelError,
     ModelRequest,
     Result,
+    ToolError,
     ToolRequest,
+    UserReply,
     UserTurn,
+    Verdict,
     VerifyRequest,
     Wait,
 )
-from sim.world.task import SimulatedTask
+
+Answer = Callable[[Any, Any, float], Result]
+"""``answer(answerer, effect, now)``: the answering object's reply to one
+effect sent at ``now`` (seconds). The effect is typed Any because the table
+is heterogeneous: each entry receives only its own effect type."""
 
 
-def perform(task: SimulatedTask, effect: Effect, now: float) -> Result:
-    """The world's answer to ``effect`` sent at ``now`` (seconds on the task's
-    clock; it matters only for prompt-cache lifetimes): the model's reply, a
-    tool's outcome, the verifier's verdict, a human's approval decision, the
-    task-giver's reply, or
-    None for a checkpoint (nothing to store in a simulation) and a backoff
-    wait (the engine lets ``effect.seconds`` pass)."""
-    kind = type(effect)  # exact types, checked by frequency (this runs once per effect)
-    if kind is ModelRequest:
-        return task.respond(effect, now)  # type: ignore[arg-type]
-    if kind is ToolRequest:
-        return task.execute(effect)  # type: ignore[arg-type]
-    if kind is Checkpoint or kind is Wait:
-        return None
-    if kind is UserTurn:
-        return task.reply(effect)  # type: ignore[arg-type]
-    if kind is VerifyRequest:
-        return task.verify(effect)  # type: ignore[arg-type]
-    if kind is ApprovalRequest:
-        return task.approve(effect)  # type: ignore[arg-type]
-    raise TypeError(f"unknown effect {effect!r}")
+@dataclass(frozen=True, slots=True)
+class EffectKind:
+    """How one type of effect is performed.
+
+    ``method``: the answerer's method that answers it (None: answered with
+    None, nothing to compute). ``seconds(effect, result)``: the seconds it
+    takes on a shared clock, or None when no time passes. ``series``: the
+    DES time series it counts in while it lasts (``busy_model_slots`` for a
+    model call holding a slot of an unlimited pool, ``parked`` for an
+    approval), or None. ``cancelled(elapsed)``: the result the harness gets
+    for it when an operator cancelled it after ``elapsed`` seconds in flight.
+    """
+
+    method: str | None
+    seconds: Callable[[Any, Any], float | None]
+    cancelled: Callable[[float], Result]
+    series: str | None = None
+
+
+def _no_time(effect: Any, result: Any) -> None:
+    return None
+
+
+def _nothing(answerer: Any, effect: Any, now: float) -> None:
+    return None
+
+
+def _some_time(effect: Any, result: Any) -> float | None:
+    """A duration that may be zero (then no time passes at all)."""
+    return result.duration_s or None
+
+
+EFFECTS: dict[type, EffectKind] = {
+    ModelRequest: EffectKind(
+        "respond", lambda effect, result: result.latency_s,
+        lambda elapsed: ModelError("cancelled", message="cancelled by an operator",
+                                   latency_s=elapsed), "busy_model_slots"),
+    ToolRequest: EffectKind(
+        "execute", lambda effect, result: result.duration_s,
+        lambda elapsed: ToolError("cancelled", "cancelled by an operator", 0, elapsed)),
+    Checkpoint: EffectKind(None, _no_time, lambda elapsed: None),
+    Wait: EffectKind(None, lambda effect, result: effect.seconds, lambda elapsed: elapsed),
+    VerifyRequest: EffectKind("verify", _some_time,
+                              lambda elapsed: Verdict(False, duration_s=elapsed)),
+    UserTurn: EffectKind("reply", _some_time, lambda elapsed: UserReply(duration_s=elapsed)),
+    ApprovalRequest: EffectKind(
+        "approve", lambda effect, result: result.waited_s,
+        lambda elapsed: ApprovalDecision(False, elapsed, False, "cancelled"), "parked"),
+}
+"""Every effect type the harness yields, and how it is performed."""
+
+
+_TABLES: dict[type, dict[type, Answer]] = {}
+
+
+def answers(answerer: type) -> dict[type, Answer]:
+    """Effect type -> the function answering it, for objects of class
+    ``answerer`` (called as ``answer(obj, effect, now)``). Built once per
+    class from :data:`EFFECTS`, so a subclass that overrides a method (e.g.
+    one that logs every call) is answered by its override."""
+    table = _TABLES.get(answerer)
+    if table is None:
+        table = _TABLES[answerer] = {
+            kind: _nothing if how.method is None else getattr(answerer, how.method)
+            for kind, how in EFFECTS.items()}
+    return table
+
+
+def perform(answerer: Any, effect: Effect, now: float) -> Result:
+    """``answerer``'s answer to ``effect`` sent at ``now`` (seconds on the
+    task's clock; it matters only for prompt-cache lifetimes): the model's
+    reply, a tool's outcome, the verifier's verdict, a human's approval
+    decision, the task-giver's reply, or None for a checkpoint (nothing to
+    store in a simulation) and a backoff wait. An unknown effect is a
+    TypeError."""
+    answer = answers(type(answerer)).get(type(effect))
+    if answer is None:
+        raise TypeError(f"unknown effect {effect!r}")
+    return answer(answerer, effect, now)

@@ -69,17 +69,17 @@ class RecordingTask(SimulatedTask):
                                     result.stop_reason, result.latency_s))
         return result
 
-    def execute(self, request: ToolRequest) -> ToolResult | ToolError:
+    def execute(self, request: ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
         """The tool's result; its size and error flag kept on the latest call."""
-        result = super().execute(request)
+        result = super().execute(request, now)
         if self.log:
             self.log[-1].results[request.call.id] = (request.call.name, result.tokens,
                                                      isinstance(result, ToolError))
         return result
 
-    def reply(self, request: UserTurn) -> UserReply:
+    def reply(self, request: UserTurn, now: float = 0.0) -> UserReply:
         """The task-giver's reply; its size counted as an observation of the latest call."""
-        result = super().reply(request)
+        result = super().reply(request, now)
         if self.log and not result.ended:
             self.log[-1].observation_tokens += result.tokens
         return result

@@ -32,7 +32,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from functools import cached_property
 from itertools import accumulate
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -47,6 +47,22 @@ class BaseDistribution(BaseModel):
     ``variance``, ``cdf(x)`` and the class method ``fit(values)``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    if TYPE_CHECKING:  # every kind defines these (declared here for the type checker only:
+        # pydantic would take an annotation for a field, and Exponential's mean is one)
+        def sample(self, draws: Draws) -> float:
+            """One value from ``draws``."""
+
+        @property
+        def mean(self) -> float:
+            """The analytic mean."""
+
+        @property
+        def variance(self) -> float:
+            """The analytic variance."""
+
+        def cdf(self, x: float) -> float:
+            """``P(X <= x)``."""
 
 
 def _values(values: Sequence[float] | np.ndarray, *, positive: bool = False) -> np.ndarray:

@@ -65,7 +65,7 @@ class _Hash:
 
 
 def _mix_array(x: np.ndarray | int, y: np.ndarray) -> np.ndarray:
-    r = np.uint32(_MIX_L) * np.asarray(x, dtype=np.uint32) - np.uint32(_MIX_R) * y
+    r: np.ndarray = np.uint32(_MIX_L) * np.asarray(x, dtype=np.uint32) - np.uint32(_MIX_R) * y
     return r ^ (r >> np.uint32(_SHIFT))
 
 

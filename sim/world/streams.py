@@ -81,11 +81,13 @@ class Draws:
         self._zi = 0
 
     def _position(self) -> None:
-        state = self._pending
-        if type(state) is tuple:
-            state = {"bit_generator": "PCG64", "state": {"state": state[0], "inc": state[1]},
-                     "has_uint32": 0, "uinteger": 0}
-        self._rng.bit_generator.state = state
+        pending = self._pending
+        if isinstance(pending, tuple):
+            pending = {"bit_generator": "PCG64",
+                       "state": {"state": pending[0], "inc": pending[1]},
+                       "has_uint32": 0, "uinteger": 0}
+        if pending is not None:
+            self._rng.bit_generator.state = pending
         self._pending = None
 
 

@@ -30,6 +30,7 @@ from sim.harness.effects import (
 )
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
+from sim.world.distributions import BaseDistribution
 from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
 from sim.world.world import World
@@ -44,9 +45,18 @@ _TARGETS = (tuple(f"/work/src/item_{n}" for n in range(_MADE)),
             tuple(f"/work/notes/item_{n}" for n in range(_MADE)))
 
 
+def _drawn(dist: BaseDistribution | None, draws: Draws) -> float:
+    """A draw of ``dist`` (a size with no fixed value always has one)."""
+    if dist is None:
+        raise ValueError("a size with neither a fixed value nor a distribution")
+    return dist.sample(draws)
+
+
 class SimulatedTask:
     """The world as one task sees it. ``respond``, ``execute``, ``verify``,
-    ``approve`` and ``reply`` answer the kinds of effect that reach the world.
+    ``approve`` and ``reply`` answer the kinds of effect that reach the world,
+    each called as ``method(request, now)`` (the engines' dispatch table,
+    :mod:`sim.engines.perform`); only ``respond`` reads ``now`` (seconds).
 
     A task of a world with classes first picks its class (one uniform draw of
     the difficulty stream) and then behaves as that class's world. Per-run
@@ -95,26 +105,26 @@ class SimulatedTask:
         self.cache_expires_s = -1.0
 
     # ------------------------------------------------------------- sizes
-    def _size(self, fixed: int | None, dist, floor: int) -> int:
+    def _size(self, fixed: int | None, dist: BaseDistribution | None, floor: int) -> int:
         """One size in tokens: ``fixed`` or a draw of ``dist`` (sizes stream),
         times the run's multiplier, rounded, at least ``floor``."""
-        x = fixed if fixed is not None else dist.sample(self.sizes)
+        x: float = fixed if fixed is not None else _drawn(dist, self.sizes)
         if self.scale != 1.0:
             x *= self.scale
         return max(floor, int(x + 0.5))
 
     def _output(self) -> int:
         w = self.world
-        return w.output_tokens if w.fixed_sizes else self._size(w.output_tokens, w.output_dist, 1)
+        return w.fixed.output if w.fixed else self._size(w.output_tokens, w.output_dist, 1)
 
     def _answer_size(self) -> int:
         w = self.world
-        return w.answer_tokens if w.fixed_sizes else self._size(w.answer_tokens, w.answer_dist, 1)
+        return w.fixed.answer if w.fixed else self._size(w.answer_tokens, w.answer_dist, 1)
 
     def _result_size(self, name: str) -> int:
         w = self.world
-        if w.fixed_sizes:
-            return w.result_fixed[name]
+        if w.fixed:
+            return w.fixed.results[name]
         fixed, dist = w.tool_result[name]
         return self._size(fixed, dist, 0)
 
@@ -225,7 +235,7 @@ class SimulatedTask:
             call_id, arg = f"toolu_{n}", f"/work/{'notes' if kind == LOOP else 'src'}/item_{n}"
         self.kinds[call_id] = kind
         return ToolUseBlock(call_id, name, {"target": arg},
-                            w.output_tokens if w.fixed_sizes else self._output())
+                            w.fixed.output if w.fixed else self._output())
 
     def _repeat_loop_call(self) -> ToolUseBlock:
         self.calls += 1
@@ -233,6 +243,7 @@ class SimulatedTask:
         call_id = _CALL_IDS[n] if n < _MADE else f"toolu_{n}"
         self.kinds[call_id] = LOOP
         loop = self.loop_call
+        assert loop is not None  # set with ``stuck``
         return ToolUseBlock(call_id, loop.name, loop.input, loop.tokens)
 
     def _answer(self, correct: bool) -> TextBlock:
@@ -260,7 +271,7 @@ class SimulatedTask:
         cap = request.max_output_tokens  # output plus thinking, as providers count it
         thinking = 0
         if request.thinking_budget:
-            drawn = w.thinking_tokens if w.fixed_sizes else self._size(
+            drawn = w.fixed.thinking if w.fixed else self._size(
                 w.thinking_tokens, w.thinking_dist, 0)
             thinking = min(drawn, request.thinking_budget, cap)
         output = cap - thinking if truncated else content[-1].tokens
@@ -329,12 +340,12 @@ class SimulatedTask:
                              request.model)
 
     # ------------------------------------------------------------- the tools
-    def execute(self, request: ToolRequest) -> ToolResult | ToolError:
+    def execute(self, request: ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
         duration = w.tool_draw[call.name](self.latency)
-        size = w.result_fixed[call.name] if w.fixed_sizes else self._result_size(call.name)
+        size = w.fixed.results[call.name] if w.fixed else self._result_size(call.name)
         if duration > request.timeout_s:
             return ToolError("timeout", f"{call.name} timed out after {request.timeout_s:g} s",
                              size, request.timeout_s)
@@ -355,7 +366,7 @@ class SimulatedTask:
                          f"for {call.name}", size, duration, 400)
 
     # ------------------------------------------------------------ the task-giver
-    def reply(self, request: UserTurn) -> UserReply:
+    def reply(self, request: UserTurn, now: float = 0.0) -> UserReply:
         """The task-giver's answer to the model's message: it ends the run (a
         report of finished work with ``stop_when_done``, a wrong claim with
         ``accept_claim``, a question with ``give_up``) or replies (a reply of
@@ -370,7 +381,7 @@ class SimulatedTask:
         return UserReply("(the task-giver's reply)", tokens, False, duration)
 
     # ------------------------------------------------------- verifier, humans
-    def verify(self, request: VerifyRequest) -> Verdict:
+    def verify(self, request: VerifyRequest, now: float = 0.0) -> Verdict:
         """The verifier's decision on the latest claim (reads the ground truth),
         with the usage and duration of the check when it costs any (a model
         grader; see :func:`~sim.world.verifiers.run_check`). The answer's size
@@ -383,7 +394,7 @@ class SimulatedTask:
         return Verdict(False, "Verification failed: the checks do not pass yet. Continue working "
                        "on the task.", w.feedback_tokens, check.duration_s, check.usage)
 
-    def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+    def approve(self, request: ApprovalRequest, now: float = 0.0) -> ApprovalDecision:
         """A human's decision after a delay (lognormal by default); a delay past
         the timeout times out."""
         w = self.world

@@ -11,6 +11,7 @@ one compiled world per class (``classes``); a task picks one when it starts.
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 
 from sim.harness.params import ToolSpec
 from sim.world.distributions import BaseDistribution, Fixed, Gamma
@@ -28,6 +29,17 @@ def size_parts(size: Size) -> tuple[int | None, BaseDistribution | None]:
     if isinstance(size, Fixed):
         return round(size.value), None
     return None, size
+
+
+@dataclass(frozen=True, slots=True)
+class FixedSizes:
+    """The sizes (tokens) of a world whose every size is fixed, with no per-run
+    scale: the per-step code reads these constants and draws nothing."""
+
+    output: int
+    answer: int
+    thinking: int
+    results: dict[str, int]
 
 
 class World:
@@ -80,7 +92,6 @@ class World:
         self.result_tokens, self.result_dist = size_parts(tokens.tool_result)
         self.tool_result = {t.name: size_parts(tokens.tool_result if t.result_tokens is None
                                                else t.result_tokens) for t in tools}
-        self.result_fixed = {name: fixed for name, (fixed, _) in self.tool_result.items()}
         self.feedback_tokens = tokens.verifier_feedback
         self.summary_ratio = tokens.summary_ratio
         self.task_tokens = tokens.task
@@ -96,9 +107,14 @@ class World:
         self.partial_cache = self.cache_miss > 0 or self.cache_share is not None
         self._compile_endings(params)
         # every size fixed and no per-run scale: the per-step code reads constants
-        self.fixed_sizes = (self.output_dist is None and self.answer_dist is None
-                            and self.thinking_dist is None and self.run_scale is None
-                            and all(d is None for _, d in self.tool_result.values()))
+        self.fixed: FixedSizes | None = None
+        results = {name: fixed for name, (fixed, _) in self.tool_result.items()
+                   if fixed is not None}
+        if (self.output_tokens is not None and self.answer_tokens is not None
+                and self.thinking_tokens is not None and self.run_scale is None
+                and len(results) == len(self.tool_result)):
+            self.fixed = FixedSizes(self.output_tokens, self.answer_tokens,
+                                    self.thinking_tokens, results)
         cap = max_output_tokens
         self.answer_bound = (cap if self.answer_tokens is None
                              else self.answer_tokens if cap is None
