@@ -272,26 +272,28 @@ def test_a_grader_usage_past_the_budget_ends_the_run_too() -> None:
 
 
 @pytest.mark.parametrize("changes", [
-    {"budgets": Budgets(active_s=NAN)}, {"budgets": Budgets(wall_s=NAN)},
-    {"budgets": Budgets(money_usd=INF)}, {"budgets": Budgets(tokens=NAN)},
-    {"model_timeout_s": NAN}, {"approval_timeout_s": INF},
-    {"tools": (ToolSpec("t", timeout_s=NAN),)},
-    {"verifier": VerifierParams(True, max_duration_s=NAN)},
-    {"retry": RetryPolicy(base_s=NAN)}, {"retry": RetryPolicy(cap_s=INF)},
-    {"prices": Prices(input=-3.0)}, {"prices": Prices(output=NAN)},
-    {"prices": Prices(tiers=((100, Prices(input=-1.0)),))},
-    {"prices": Prices(tiers=((200, Prices()), (100, Prices())))},
-    {"retry": RetryPolicy(fallback_model="m", fallback_prices=Prices(cache_read=-0.1))},
-    {"top_p": 0.0}, {"top_p": NAN},
-    {"tools": (ToolSpec("t", input_schema="[1, 2]"),)},
-    {"tools": (ToolSpec("t", input_schema="{not json"),)},
-], ids=lambda c: ",".join(c))
+    lambda: {"budgets": Budgets(active_s=NAN)}, lambda: {"budgets": Budgets(wall_s=NAN)},
+    lambda: {"budgets": Budgets(money_usd=INF)}, lambda: {"budgets": Budgets(tokens=NAN)},
+    lambda: {"model_timeout_s": NAN}, lambda: {"approval_timeout_s": INF},
+    lambda: {"tools": (ToolSpec("t", timeout_s=NAN),)},
+    lambda: {"verifier": VerifierParams(True, max_duration_s=NAN)},
+    lambda: {"retry": RetryPolicy(base_s=NAN)}, lambda: {"retry": RetryPolicy(cap_s=INF)},
+    lambda: {"prices": Prices(input=-3.0)}, lambda: {"prices": Prices(output=NAN)},
+    lambda: {"prices": Prices(tiers=((100, Prices(input=-1.0)),))},
+    lambda: {"prices": Prices(tiers=((200, Prices()), (100, Prices())))},
+    lambda: {"retry": RetryPolicy(fallback_model="m", fallback_prices=Prices(cache_read=-0.1))},
+    lambda: {"top_p": 0.0}, lambda: {"top_p": NAN},
+    lambda: {"tools": (ToolSpec("t", input_schema="[1, 2]"),)},
+    lambda: {"tools": (ToolSpec("t", input_schema="{not json"),)},
+], ids=["budgets"] * 4 + ["model_timeout_s", "approval_timeout_s", "tools", "verifier"]
+    + ["retry"] * 2 + ["prices"] * 4 + ["retry", "top_p", "top_p", "tools", "tools"])
 def test_parameters_that_would_disable_a_budget_or_lower_money_are_refused(changes) -> None:
     """NaN or infinite budgets and timeouts, negative or NaN prices and
     unordered tiers cannot be built (a NaN compares False, which would switch
-    a budget off; a negative price would make money decrease)."""
+    a budget off; a negative price would make money decrease); an invalid
+    section raises when it is built, hence the factories."""
     with pytest.raises(ParameterError):
-        make_params(**changes)
+        make_params(**changes())
 
 
 def test_backoff_ignores_a_retry_after_that_is_not_a_finite_number_of_seconds() -> None:

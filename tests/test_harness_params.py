@@ -80,27 +80,27 @@ def test_default_parameters_are_valid() -> None:
     assert p.validate() is p
 
 
-INVALID = {
-    "thinking with temperature > 0": dict(
+INVALID = {  # built lazily: an invalid section raises when it is built
+    "thinking with temperature > 0": lambda: dict(
         thinking=ThinkingConfig(True, 500), temperature=0.7),
-    "thinking with forced use of one tool": dict(
+    "thinking with forced use of one tool": lambda: dict(
         thinking=ThinkingConfig(True, 500), tool_choice="tool:search"),
-    "thinking with forced use of any tool": dict(
+    "thinking with forced use of any tool": lambda: dict(
         thinking=ThinkingConfig(True, 500), tool_choice="any"),
-    "thinking budget over max_output_tokens": dict(
+    "thinking budget over max_output_tokens": lambda: dict(
         thinking=ThinkingConfig(True, 2_000), max_output_tokens=1_000),
-    "thinking enabled with no budget": dict(thinking=ThinkingConfig(True, 0)),
-    "max_output_tokens over the context window": dict(
+    "thinking enabled with no budget": lambda: dict(thinking=ThinkingConfig(True, 0)),
+    "max_output_tokens over the context window": lambda: dict(
         max_output_tokens=60_000, context_window=50_000),
-    "zero max_output_tokens": dict(max_output_tokens=0),
-    "forced use of an unknown tool": dict(tool_choice="tool:nope"),
-    "unknown tool_choice": dict(tool_choice="sometimes"),
-    "duplicate tool names": dict(tools=(ToolSpec("a"), ToolSpec("a"))),
-    "unknown effect class needing approval": dict(approval_required=frozenset({"scary"})),
-    "prefix larger than the window": dict(system_prompt_tokens=60_000),
-    "backoff cap below base": dict(retry=RetryPolicy(base_s=10, cap_s=5)),
-    "repeat threshold of one": dict(detector=DetectorParams(repeat_threshold=1)),
-    "unknown provider": dict(provider="acme"),
+    "zero max_output_tokens": lambda: dict(max_output_tokens=0),
+    "forced use of an unknown tool": lambda: dict(tool_choice="tool:nope"),
+    "unknown tool_choice": lambda: dict(tool_choice="sometimes"),
+    "duplicate tool names": lambda: dict(tools=(ToolSpec("a"), ToolSpec("a"))),
+    "unknown effect class needing approval": lambda: dict(approval_required=frozenset({"scary"})),
+    "prefix larger than the window": lambda: dict(system_prompt_tokens=60_000),
+    "backoff cap below base": lambda: dict(retry=RetryPolicy(base_s=10, cap_s=5)),
+    "repeat threshold of one": lambda: dict(detector=DetectorParams(repeat_threshold=1)),
+    "unknown provider": lambda: dict(provider="acme"),
 }
 
 
@@ -108,7 +108,7 @@ INVALID = {
 def test_validate_fails_fast_on_incompatible_settings(changes: dict) -> None:
     """validate() raises ParameterError for each incompatible setting."""
     with pytest.raises(ParameterError):
-        make_params(**changes).validate()
+        make_params(**changes()).validate()
 
 
 def test_thinking_without_conflicts_is_valid() -> None:
@@ -147,9 +147,9 @@ def test_invalid_parameters_cannot_reach_the_loop(changes: dict) -> None:
     ParameterError at construction (also through dataclasses.replace), so no
     loop is ever started with them and the loop never re-validates."""
     with pytest.raises(ParameterError):
-        make_params(**changes)
+        make_params(**changes())
     with pytest.raises(ParameterError):
-        dataclasses.replace(make_params(), **changes)
+        dataclasses.replace(make_params(), **changes())
 
 
 def test_valid_params_reach_the_first_model_call(params, state) -> None:

@@ -180,9 +180,9 @@ def test_a_scenario_that_is_not_a_regular_file_is_refused_without_reading_it(tmp
 
 def test_a_file_growing_past_the_bound_is_read_no_further(tmp_path, monkeypatch) -> None:
     """The read itself is bounded (a file may grow after its size is checked)."""
-    from sim.scenario import model
+    from sim.scenario import loading
 
-    monkeypatch.setattr(model, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(loading, "MAX_FILE_BYTES", 10)
     path = scenario(tmp_path, "name: abcdefghijklmnop\n")
     status, _stdout, stderr = run(path, tmp_path / "out")
     assert status == 2 and "larger than 10 bytes" in stderr

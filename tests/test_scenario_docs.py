@@ -10,6 +10,7 @@ what it says about naive.yaml and bounded.yaml is what those files hold.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import typing
 from pathlib import Path
@@ -47,26 +48,37 @@ def test_readme_field_reference_is_what_the_models_generate(readme):
         "scenarios/README.md is stale: run python -m sim.scenario.docs --write")
 
 
-def _leaf_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
-    """Every dotted path of ``model`` (an independent walk: nested models
-    through unions, ``[]`` for list entries), except inside distributions and
-    inside fields that point to where their model is documented (``see``); at
-    the top level, the fields of every kind of distribution under
-    ``<distribution>``."""
+def _fields(model: type) -> list[tuple[str, object, bool]]:
+    """``(key, annotation, documented elsewhere)`` of a pydantic model's or a
+    harness parameter dataclass's fields (a dataclass field by its alias)."""
+    if issubclass(model, BaseModel):
+        return [(name, info.annotation, isinstance(info.json_schema_extra, dict)
+                 and "see" in info.json_schema_extra)
+                for name, info in model.model_fields.items()]
+    hints = typing.get_type_hints(model)
+    return [(f.metadata.get("alias", f.name), hints[f.name], False)
+            for f in dataclasses.fields(model) if f.init]
+
+
+def _leaf_paths(model: type, prefix: str = "") -> set[str]:
+    """Every dotted path of ``model`` (an independent walk: nested models and
+    parameter dataclasses through unions, ``[]`` for list entries, a recursive
+    type once), except inside distributions and inside fields that point to
+    where their model is documented (``see``); at the top level, the fields of
+    every kind of distribution under ``<distribution>``."""
     paths = set()
-    for name, info in model.model_fields.items():
+    for name, annotation, see in _fields(model):
         path = f"{prefix}{name}"
         paths.add(path)
-        if isinstance(info.json_schema_extra, dict) and "see" in info.json_schema_extra:
+        if see:
             continue
-        annotation = info.annotation
         many = typing.get_origin(annotation) in (tuple, list)
         stack = [annotation]
         while stack:
             a = stack.pop()
-            if isinstance(a, type) and issubclass(a, BaseDistribution):
+            if (isinstance(a, type) and issubclass(a, BaseDistribution)) or a is model:
                 continue
-            if isinstance(a, type) and issubclass(a, BaseModel):
+            if isinstance(a, type) and (issubclass(a, BaseModel) or dataclasses.is_dataclass(a)):
                 paths |= _leaf_paths(a, f"{path}[]." if many else f"{path}.")
             elif typing.get_origin(a) is not dict:
                 stack.extend(typing.get_args(a))
@@ -238,7 +250,7 @@ def test_seed_001_scenarios_hold_what_the_readme_says():
     assert (world.tokens.prefix, world.tokens.output, world.tokens.tool_result) == (
         12_000, 600, 900)
     h = naive.harness
-    assert all(v is None for v in h.budgets.model_dump().values())
+    assert all(v is None for v in dataclasses.asdict(h.budgets).values())
     assert not h.detector.enabled and not h.retry.retry_tool_errors
     assert not h.context.emergency_compaction and h.verifier.name == "none"
     h = bounded.harness

@@ -46,7 +46,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from sim.scenario.model import MAX_FILE_BYTES, Scenario
+from sim.scenario.loading import MAX_FILE_BYTES
+from sim.scenario.schema import Scenario
+from sim.scenario.shared import is_section, schema_fields
 from sim.world.distributions import KINDS, BaseDistribution
 
 START = "<!-- fields:start -->"
@@ -105,12 +107,14 @@ def field_docs(model: type[BaseModel] = Scenario) -> list[FieldDoc]:
     return [f for s in sections(model) for f in s.fields]
 
 
-def _walk(model: type[BaseModel], path: str, variant: str, default: BaseModel | None,
-          out: list[Section], entries: tuple[str, ...] = ()) -> None:
+def _walk(model: type, path: str, variant: str, default: Any, out: list[Section],
+          entries: tuple[str, ...] = ()) -> None:
+    """Append the section of ``model`` (a pydantic model or a parameter
+    dataclass) at ``path``, then the sections it nests, depth first."""
     rows: list[FieldDoc] = []
-    nested: list[tuple[type[BaseModel], str, str, BaseModel | None, tuple[str, ...]]] = []
-    for name, info in model.model_fields.items():
-        dotted = f"{path}.{name}" if path else name
+    nested: list[tuple[type, str, str, Any, tuple[str, ...]]] = []
+    for key, (name, info) in schema_fields(model).items():
+        dotted = f"{path}.{key}" if path else key
         value = getattr(default, name) if default is not None else _field_default(info)
         models = _models_in(info.annotation)
         many = _is_sequence(info.annotation)
@@ -128,6 +132,8 @@ def _walk(model: type[BaseModel], path: str, variant: str, default: BaseModel | 
                              _default_text(value, info, models),
                              _allowed_text(info), description))
         for sub in models:
+            if sub is model:  # a recursive type (a price tier's prices): documented here
+                continue
             if many:
                 listed = tuple(_yaml(v) for v in value or ()) if len(models) == 1 else ()
                 nested.append((sub, f"{dotted}[]", "each entry", None, listed))
@@ -145,19 +151,20 @@ def _field_default(info: FieldInfo) -> Any:
     return info.get_default(call_default_factory=True)
 
 
-def _instance_or_none(model: type[BaseModel]) -> BaseModel | None:
+def _instance_or_none(model: type) -> Any:
     """The model with all its defaults, or None when a field is required."""
     try:
         return model()
-    except ValueError:  # a required field: document the class defaults instead
+    except (ValueError, TypeError):  # a required field: document the class defaults instead
         return None
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models a field's value may be (through unions and lists)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _models_in(annotation: Any) -> list[type]:
+    """The pydantic models and parameter dataclasses a field's value may be
+    (through unions and lists)."""
+    if is_section(annotation):
         return [annotation]
-    found: list[type[BaseModel]] = []
+    found: list[type] = []
     if typing.get_origin(annotation) is dict:
         return found
     for arg in typing.get_args(annotation):
@@ -174,11 +181,11 @@ def _is_sequence(annotation: Any) -> bool:
     return origin in (tuple, list)
 
 
-def _variant(info: FieldInfo, model: type[BaseModel], models: list[type[BaseModel]]) -> str:
+def _variant(info: FieldInfo, model: type, models: list[type]) -> str:
     """Which shape of a field's value ``model`` is, when there are several."""
     key = info.discriminator
-    if isinstance(key, str) and key in model.model_fields:
-        return f"`{key}: {_yaml(model.model_fields[key].default)}`"
+    if isinstance(key, str) and key in schema_fields(model):
+        return f"`{key}: {_yaml(schema_fields(model)[key][1].default)}`"
     if len(models) > 1:
         return model.__name__
     if _type_text(info.annotation) != "mapping":
@@ -199,7 +206,7 @@ def _type_text(annotation: Any) -> str:
         return simple[annotation]
     if isinstance(annotation, type) and issubclass(annotation, BaseDistribution):
         return "distribution"
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if is_section(annotation):
         return "mapping"
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Annotated:
@@ -214,6 +221,8 @@ def _type_text(annotation: Any) -> str:
             if text not in parts:
                 parts.append(text)
         return " or ".join(parts)
+    if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
+        return "[" + ", ".join(_type_text(a) for a in args) + "]"  # a fixed-size pair
     if origin in (tuple, list):
         return f"list of {_plural(_type_text(args[0]))}"
     if origin is dict:
@@ -224,7 +233,7 @@ def _type_text(annotation: Any) -> str:
 def _plural(text: str) -> str:
     if text == "any value":
         return "values"
-    if text.startswith(("list of ", "mapping of ")) or " or " in text:
+    if text.startswith(("list of ", "mapping of ", "[")) or " or " in text:
         return text
     return text + "s"
 
@@ -278,10 +287,10 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _default_text(value: Any, info: FieldInfo, models: list[type[BaseModel]]) -> str:
+def _default_text(value: Any, info: FieldInfo, models: list[type]) -> str:
     if value is PydanticUndefined:
         return "required"
-    if isinstance(value, BaseModel) and not _is_sequence(info.annotation):
+    if is_section(type(value)) and not _is_sequence(info.annotation):
         return "see below"
     if models and _is_sequence(info.annotation) and value:
         return f"{len(value)} entr{'y' if len(value) == 1 else 'ies'} (see below)"
@@ -301,7 +310,7 @@ def _yaml(value: Any) -> str:
     if isinstance(value, str):
         plain = value and value.strip() == value and _loads(value) == value
         return value if plain else json.dumps(value)
-    if isinstance(value, BaseModel):
+    if is_section(type(value)):
         return "{" + ", ".join(f"{k}: {_yaml(v)}" for k, v in _non_default(value)) + "}"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_yaml(k)}: {_yaml(v)}" for k, v in value.items()) + "}"
@@ -317,18 +326,18 @@ def _loads(text: str) -> Any:
         return None
 
 
-def _non_default(model: BaseModel) -> list[tuple[str, Any]]:
+def _non_default(model: Any) -> list[tuple[str, Any]]:
     """The fields of ``model`` whose values differ from the class defaults."""
     out = []
-    for name, info in type(model).model_fields.items():
+    for key, (name, info) in schema_fields(type(model)).items():
         value = getattr(model, name)
         default = _field_default(info)
         if default is PydanticUndefined or value != default:
-            out.append((name, value))
+            out.append((key, value))
     return out
 
 
-def _description(info: FieldInfo, models: list[type[BaseModel]]) -> str:
+def _description(info: FieldInfo, models: list[type]) -> str:
     if info.description:
         return info.description
     if info.discriminator and models:
@@ -346,7 +355,7 @@ def _description(info: FieldInfo, models: list[type[BaseModel]]) -> str:
     return ""
 
 
-def _docstring(model: type[BaseModel]) -> str:
+def _docstring(model: type) -> str:
     """The model's docstring as Markdown: Sphinx roles and ``literals`` become
     code spans; paragraphs are kept, lines within a paragraph joined."""
     doc = model.__dict__.get("__doc__") or ""

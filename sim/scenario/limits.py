@@ -25,7 +25,7 @@ enough that derived times, token counts and costs stay finite:
   nothing else stops ends as ``budget_exhausted:steps``);
 * a lognormal in the world has a log-sd of at most ``MAX_LOG_SD`` and its
   median within ``[e^-MAX_LOG_MEDIAN, e^MAX_LOG_MEDIAN]``, so every draw is
-  a finite float (see :mod:`sim.scenario.ranges`).
+  a finite float (see :mod:`sim.world.ranges`, where these two bounds live).
 
 :func:`check_document` raises :class:`~sim.bad_input.InputError` naming the
 dotted path of the first value out of bounds.
@@ -40,6 +40,7 @@ from typing import Any
 from sim.bad_input import InputError
 from sim.harness import params as _harness_params
 from sim.world.params import MIN_RATE
+from sim.world.ranges import MAX_LOG_MEDIAN, MAX_LOG_SD, join
 
 __all__ = ["MAX_ATTEMPTS", "MAX_CELLS", "MAX_DEPTH", "MAX_LOG_MEDIAN", "MAX_LOG_SD",
            "MAX_NODES", "MAX_NUMBER", "MAX_RESAMPLES", "MAX_RUN_RETRIES", "MAX_RUN_STEPS",
@@ -62,19 +63,8 @@ MAX_RUN_STEPS = 100_000
 """Most model calls of one simulated run: the step budget of a scenario without one."""
 MAX_RUN_RETRIES = 100_000
 """Most harness retries of one simulated run: the retry budget of a scenario without one."""
-MAX_LOG_SD = 10.0
-"""Largest log-sd (``sigma``) of a lognormal in the world (a factor e^10 per sd)."""
-MAX_LOG_MEDIAN = 50.0
-"""Largest ``|log(median)|`` (``|mu|`` of ``world.difficulty``) of a lognormal in the world."""
 
 SCALARS = (str, int, float, bool, type(None), datetime.date)
-
-
-def join(path: str, part: str | int) -> str:
-    """``path`` extended by a key (``a.b``) or a list position (``a[2]``)."""
-    if isinstance(part, int):
-        return f"{path}[{part}]"
-    return f"{path}.{part}" if path else str(part)
 
 
 def check_number(value: int | float, path: str, source: str = "") -> None:

@@ -1,0 +1,114 @@
+"""Compiling a scenario cell: the world it runs against and the real
+harness's parameters, validated (the checks that span sections raise
+:class:`~sim.bad_input.InputError` naming the scenario field)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from sim.bad_input import InputError
+from sim.harness import params as hp
+from sim.scenario.components import build_verifier
+from sim.scenario.schema import HarnessConfig, PricesConfig
+from sim.world.params import WorldParams
+from sim.world.verifiers import Verifier
+from sim.world.world import World
+
+__all__ = ["build_world", "harness_params"]
+
+
+def build_world(h: HarnessConfig, world: WorldParams, verifier: Verifier | None = None
+                ) -> World:
+    """The compiled world of a cell, speaking the harness's protocol: its
+    conversation marker and its output cap."""
+    marker = h.conversation.end_marker if h.conversation.enabled else None
+    return World(world, verifier, end_marker=marker, max_output_tokens=h.max_output_tokens)
+
+
+def harness_params(h: HarnessConfig, world: WorldParams | World,
+                   prices: hp.Prices | None = None, verifier: object | None = None
+                   ) -> hp.HarnessParams:
+    """The real harness's parameters for this configuration and world, validated.
+    ``world`` may be the compiled :class:`World` and ``verifier`` the built
+    verifier of the cell, so that each is built once per cell."""
+
+    w = world if isinstance(world, World) else build_world(h, world)
+    if prices is None:
+        prices = _prices(h)
+    if verifier is None:
+        verifier = build_verifier(h.verifier)
+    worst = getattr(verifier, "worst_case", None)
+    check_prompt, check_output, check_s = worst(w) if worst is not None else (0, 0, 0.0)
+    try:
+        return hp.HarnessParams(
+            model=h.model, system_prompt_tokens=w.system_prompt_tokens(), tools=w.tool_specs(),
+            max_output_tokens=h.max_output_tokens, context_window=h.context_window,
+            temperature=h.temperature, tool_choice=h.tool_choice, thinking=h.thinking,
+            budgets=h.budgets, prices=prices, retry=h.retry, detector=h.detector.params,
+            context=h.context,
+            verifier=hp.VerifierParams(
+                enabled=h.verifier.name != "none", name=h.verifier.name,
+                max_prompt_tokens=check_prompt, max_output_tokens=check_output,
+                max_duration_s=check_s),
+            approval_required=frozenset(h.approval_required),
+            approval_timeout_s=h.approval_timeout_s, model_timeout_s=h.model_timeout_s,
+            tool_failure_limit=h.tool_failure_limit, prompt_cache=h.prompt_cache,
+            end_marker=h.conversation.end_marker if h.conversation.enabled else None,
+            model_prices=_model_prices(h, w),
+        )
+    except hp.ParameterError as error:
+        path, message = error.problems[0]
+        raise InputError(message, path=_scenario_path(path)) from None
+
+
+_HARNESS_TO_SCENARIO = {"system_prompt_tokens": "harness.context_window",
+                        "verifier": "harness.verifier.name", "provider": "harness.model"}
+
+
+def _scenario_path(path: str) -> str:
+    """The scenario field behind a harness parameter's dotted path (the
+    harness's own names where the scenario's differ: the prefix that must
+    fit the context window, the world's tools, the verifier's worst case)."""
+    head = path.split(".", 1)[0].split("[", 1)[0]
+    if head == "tools":  # tools[i].effect: the world's tool i
+        return f"world.{path}"
+    if head in _HARNESS_TO_SCENARIO:
+        return _HARNESS_TO_SCENARIO[head]
+    if head not in HarnessConfig.model_fields:
+        return "harness"
+    return f"harness.{path}"
+
+
+def _model_prices(h: HarnessConfig, w: World) -> tuple[tuple[str, hp.Prices], ...]:
+    """Prices of the other models runs may use: the classes' models and those
+    of ``harness.model_prices``, each from its overrides over the catalogue."""
+    models = [m for m in dict.fromkeys((*w.class_models(), *h.model_prices)) if m != h.model]
+    return tuple((model, _resolve(h, model, h.model_prices.get(model),
+                                  f"harness.model_prices.{model}")) for model in models)
+
+
+def _prices(h: HarnessConfig) -> hp.Prices:
+    """The run's prices with their tiers, from the catalogue, a named set or overrides."""
+    return _resolve(h, h.model, h.prices, "harness.prices")
+
+
+def _resolve(h: HarnessConfig, model: str, spec: str | PricesConfig | None,
+             where: str) -> hp.Prices:
+    """``model``'s prices (USD per million tokens, with tiers) from the price
+    spec (a named set, overrides over the catalogue, or None for the
+    catalogue's) as of ``harness.prices_date``; an InputError at ``where``."""
+    from sim.cost import resolve_price_tiers
+
+    given: str | dict[str, Any] | None = (
+        {k: v for k, v in spec.model_dump().items() if v is not None}
+        if isinstance(spec, PricesConfig) else spec)
+    day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
+    when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+    try:
+        return resolve_price_tiers(model, given, cache_ttl=h.prompt_cache or "5m", when=when)
+    except hp.ParameterError as error:  # the catalogue's prices out of bounds
+        raise InputError(str(error), path=where) from None
+    except InputError as error:  # at "prices" or "prices.<field>": below ``where``
+        sub = error.path.partition(".")[2] if error.path else ""
+        raise InputError(error.message, path=f"{where}.{sub}" if sub else where) from None
