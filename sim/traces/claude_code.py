@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sim.traces.assemble import run_cost, seconds
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -129,6 +130,25 @@ class _Call:
     cost: float | None = None
     observations: list[str] = field(default_factory=list)
     line: str = ""
+
+    def merge(self, message: dict, usage: dict, moment: datetime | None,
+              cost: float | None) -> None:
+        """Take one more line of the call (a response is written as several
+        lines, one per content block): usage counts and the cost as their
+        largest, content blocks appended, the stop reason and end time updated."""
+        for name in _USAGE_FIELDS:
+            value = usage.get(name)
+            old = self.usage.get(name)
+            if isinstance(old, int) and isinstance(value, int) and not isinstance(value, bool):
+                value = max(old, value)
+            self.usage[name] = value if value is not None else old
+        self.blocks.extend(b for b in as_list(message.get("content")) if isinstance(b, dict))
+        if message.get("stop_reason") is not None:
+            self.stop = str(message["stop_reason"])
+        if moment is not None:
+            self.end = moment if self.end is None else max(self.end, moment)
+        if cost is not None:
+            self.cost = cost if self.cost is None else max(self.cost, cost)
 
 
 @dataclass
@@ -202,20 +222,7 @@ class Collector:
             call = session.calls[key] = _Call(key, agent, self._order, before, moment,
                                               None if model is None else str(model),
                                               line=where)
-        for name in _USAGE_FIELDS:
-            value = usage.get(name)
-            old = call.usage.get(name)
-            if isinstance(old, int) and isinstance(value, int) and not isinstance(value, bool):
-                value = max(old, value)
-            call.usage[name] = value if value is not None else old
-        call.blocks.extend(b for b in as_list(message.get("content")) if isinstance(b, dict))
-        if message.get("stop_reason") is not None:
-            call.stop = str(message["stop_reason"])
-        if moment is not None:
-            call.end = moment if call.end is None else max(call.end, moment)
-        cost = finite_or_none(line.get("costUSD"))
-        if cost is not None:
-            call.cost = cost if call.cost is None else max(call.cost, cost)
+        call.merge(message, usage, moment, finite_or_none(line.get("costUSD")))
         return call
 
     def _user(self, session: _Session, line: dict, last_call: _Call | None,
@@ -277,15 +284,10 @@ def _run(session_id: str, session: _Session) -> RunRecord:
     calls = [_call(c, session, start) for c in gathered]
     models = Counter(c.model for c, g in zip(calls, gathered, strict=True)
                      if c.model and g.agent is None)
-    costs = [c.cost_usd for c in calls]
-    duration = None
-    if session.first is not None and session.last is not None:
-        duration = (session.last - session.first).total_seconds()
     return RunRecord(
         run_id=session_id, source=SOURCE, file=session.file, calls=calls,
-        model=models.most_common(1)[0][0] if models else None,
-        cost_usd=sum(c for c in costs if c is not None) if None not in costs else None,
-        started_at=start, duration_s=duration)
+        model=models.most_common(1)[0][0] if models else None, cost_usd=run_cost(calls),
+        started_at=start, duration_s=seconds(session.last, session.first))
 
 
 def _sort_time(call: _Call) -> float:
@@ -314,20 +316,14 @@ def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRec
             text, error, moment = answer
             record.result_tokens, record.result_sha256, record.error = tool_result(
                 text, error=error)
-            record.duration_s = _seconds(moment, gathered.end)
+            record.duration_s = seconds(moment, gathered.end)
         tools.append(record)
     observations = gathered.observations
     return CallRecord(
         *counts, model=gathered.model, cost_usd=gathered.cost, finish_reason=gathered.stop,
-        started_s=_seconds(gathered.before, start),
-        latency_s=_seconds(gathered.end, gathered.before),
+        started_s=seconds(gathered.before, start),
+        latency_s=seconds(gathered.end, gathered.before),
         text_tokens=sum(approx_tokens(t) for t in texts),
         text_sha256=sha256_text("".join(texts)), tool_calls=tools,
         observation_tokens=sum(approx_tokens(t) for t in observations),
         observation_sha256=joined_sha256(observations), agent=gathered.agent)
-
-
-def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
-    if later is None or earlier is None:
-        return None
-    return (later - earlier).total_seconds()

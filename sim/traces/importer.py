@@ -291,64 +291,78 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from trace_folder.runs(item.path)
         return
     kind = sniff(item.path)
-    if kind in ("other", "parquet"):
-        if not item.named:
-            report.ignored.append(file)
-            return
-        what = "a Parquet file that is not part of a trace folder" if kind == "parquet" \
-            else "not JSON, JSON Lines, an Inspect log or a trace folder"
-        raise Unusable(UNKNOWN_FORMAT, what)
+    if kind != "json":
+        yield from _read_other(item, file, kind, report)
+        return
+    values = read_json(item.path)
+    gathered = gathered if gathered is not None else Gathered()
+    if _gather(values, file, gathered, collector):
+        return
+    yield from _read_document(values[0], item, file, collector, reports, report)
+
+
+def _read_other(item: Input, file: str, kind: str, report: ImportReport
+                ) -> Iterator[RunRecord | Skip]:
+    """An input that is not JSON: an Inspect log, or something ignored (found
+    in a folder) or refused (named)."""
     if kind == "zip":
         if not _inspect_archive(item.path):
             raise Unusable(UNKNOWN_FORMAT, "a zip archive that is not an Inspect AI log")
         yield from inspect_log.runs(item.path, file, "eval")
-        return
-    if kind == "inspect-json":
+    elif kind == "inspect-json":
         yield from inspect_log.runs(item.path, file, "json")
-        return
-    values = read_json(item.path)
-    gathered = gathered if gathered is not None else Gathered()
-    if claude_code.detect(values):
-        gathered.claude.add(values, file)
-        return
-    if langfuse.detect(values):
-        gathered.langfuse.add(values, file)
-        return
-    if langsmith.detect(values):
-        gathered.langsmith.add(values, file)
-        return
-    if all(otel.detect(v) for v in values) and gathered.claim_spans(values, file):
-        return
-    if len(values) > 1:
-        if not all(otel.detect(v) for v in values):
-            raise Unusable(UNKNOWN_FORMAT, f"{len(values)} JSON values that are not all "
-                                           "OTLP trace exports")
-        for value in values:
-            collector.add(value, file)
-        return
-    doc = values[0]
+    elif not item.named:
+        report.ignored.append(file)
+    else:
+        raise Unusable(UNKNOWN_FORMAT, "a Parquet file that is not part of a trace folder"
+                       if kind == "parquet" else
+                       "not JSON, JSON Lines, an Inspect log or a trace folder")
+
+
+def _gather(values: list[Any], file: str, gathered: Gathered, collector: otel.Collector
+            ) -> bool:
+    """Hand a file's JSON values to the format that gathers runs across files
+    (Claude Code, Langfuse, LangSmith, span dialects, OTLP JSON Lines); False
+    when none takes them (one document, read on its own)."""
+    for detect, collected in ((claude_code.detect, gathered.claude),
+                              (langfuse.detect, gathered.langfuse),
+                              (langsmith.detect, gathered.langsmith)):
+        if detect(values):
+            collected.add(values, file)
+            return True
+    spans = all(otel.detect(v) for v in values)
+    if spans and gathered.claim_spans(values, file):
+        return True
+    if len(values) <= 1:
+        return False
+    if not spans:
+        raise Unusable(UNKNOWN_FORMAT, f"{len(values)} JSON values that are not all "
+                                       "OTLP trace exports")
+    for value in values:
+        collector.add(value, file)
+    return True
+
+
+def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
+                   reports: miniswe.Reports, report: ImportReport
+                   ) -> Iterator[RunRecord | Skip]:
+    """The runs of one JSON document, by its format."""
+    shape = miniswe.detect(doc)
     if tau2.detect(doc):
         yield from tau2.runs(doc, file)
-        return
-    shape = miniswe.detect(doc)
-    if shape == "trajectory":
+    elif shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
-        return
-    if claude_code.detect_meta(doc):
+    elif claude_code.detect_meta(doc) or shape == "predictions":
         report.companions.append(file)
-        return
-    if shape in ("report", "predictions"):
-        if shape == "report":
-            reports.add(doc, item.path)
+    elif shape == "report":
+        reports.add(doc, item.path)
         report.companions.append(file)
-        return
-    if otel.detect(doc):
+    elif otel.detect(doc):
         collector.add(doc, file)
-        return
-    if isinstance(doc, dict) and {"eval", "version", "status"} <= doc.keys():
+    elif isinstance(doc, dict) and {"eval", "version", "status"} <= doc.keys():
         yield from inspect_log.runs(item.path, file, "json")
-        return
-    raise Unusable(UNKNOWN_FORMAT, _describe(doc))
+    else:
+        raise Unusable(UNKNOWN_FORMAT, _describe(doc))
 
 
 def _inspect_archive(path: Path) -> bool:

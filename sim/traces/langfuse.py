@@ -38,29 +38,36 @@ else ``totalCost``/``calculatedTotalCost``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sim.traces import spantree
+from sim.traces.assemble import (
+    extent,
+    main_model,
+    nearest,
+    owner_before,
+    run_cost,
+    seconds,
+    text_fields,
+)
 from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
-    approx_tokens,
     as_dict,
     as_list,
     canonical_arguments,
     content_text,
     finite_or_none,
     parse_utc,
-    sha256_text,
     tool_result,
 )
 from sim.traces.otel import Span
 from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
-from sim.traces.usage import Counts, count, from_total_prompt
+from sim.traces.usage import Counts, count, from_openai
 
 SOURCE = "langfuse"
 CALL_TYPES = frozenset({"GENERATION"})
@@ -77,12 +84,7 @@ _ATTR = "langfuse.observation."
 def counts(usage: dict[str, Any], where: str) -> Counts:
     """A Langfuse ``usageDetails`` object in the trace model's convention."""
     if "prompt_tokens" in usage or "completion_tokens" in usage:
-        details = as_dict(usage.get("prompt_tokens_details"))
-        out_details = as_dict(usage.get("completion_tokens_details"))
-        return from_total_prompt(usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                                 cache_read=details.get("cached_tokens"),
-                                 cache_write=details.get("cache_creation_tokens"),
-                                 reasoning=out_details.get("reasoning_tokens"), where=where)
+        return from_openai(usage, where)
     if "input" not in usage and "output" not in usage:
         raise Unusable(NO_USAGE, f"{where}: usage has neither input nor output")
     uncached = count(usage.get("input"), "usage.input", where, default=0)
@@ -200,6 +202,15 @@ def _start(obs: dict) -> float:
     return moment.timestamp() if moment is not None else float("inf")
 
 
+def _parent(obs: dict) -> Any:
+    return _get(obs, "parentObservationId", "parent_observation_id")
+
+
+def _times(obs: dict) -> tuple[datetime | None, datetime | None]:
+    return (parse_utc(_get(obs, "startTime", "start_time")),
+            parse_utc(_get(obs, "endTime", "end_time")))
+
+
 def _run(trace: str, items: list[tuple[dict, str]]) -> RunRecord:
     seen: dict[str, dict] = {}
     for obs, _ in items:  # one observation listed twice (two exports) counts once
@@ -209,61 +220,48 @@ def _run(trace: str, items: list[tuple[dict, str]]) -> RunRecord:
     kind = {k: str(o.get("type", "")).upper() for k, o in by_id.items()}
 
     def agent_of(obs: dict) -> str | None:
-        parent, hops = _get(obs, "parentObservationId", "parent_observation_id"), 0
-        while parent is not None and str(parent) in by_id and hops < 1000:
-            if kind[str(parent)] == AGENT_TYPE:
-                return str(parent)
-            parent = _get(by_id[str(parent)], "parentObservationId", "parent_observation_id")
-            hops += 1
-        return None
+        return nearest(_parent(obs), lambda i: _parent(by_id[i]),
+                       lambda i: kind[i] == AGENT_TYPE, by_id.__contains__)
 
-    starts = [t for t in (parse_utc(_get(o, "startTime", "start_time")) for o in obs_list)
-              if t is not None]
-    ends = [t for t in (parse_utc(_get(o, "endTime", "end_time")) for o in obs_list)
-            if t is not None]
-    first = min(starts, default=None)
-    last = max(starts + ends, default=None)
-    agents = [k for k, t in kind.items() if t == AGENT_TYPE]
-    outermost = {a for a in agents if agent_of(by_id[a]) is None}
-    calls: list[CallRecord] = []
-    owners: dict[str | None, list[int]] = defaultdict(list)
-    for obs in obs_list:
-        if kind[str(obs.get("id"))] not in CALL_TYPES:
-            continue
-        agent = agent_of(obs)
-        calls.append(_call(obs, first, None if agent is None or agent in outermost
-                           else agent))
-        owners[agent].append(len(calls) - 1)
+    times = [_times(o) for o in obs_list]
+    first, last = extent((t[0] for t in times), (t[1] for t in times))
+    calls = _calls([o for o in obs_list if kind[str(o.get("id"))] in CALL_TYPES],
+                   [o for o in obs_list if kind[str(o.get("id"))] == TOOL_TYPE],
+                   {a for a, t in kind.items() if t == AGENT_TYPE and agent_of(by_id[a]) is None},
+                   agent_of, first)
     if not calls:
         raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION")
-    for obs in obs_list:
-        if kind[str(obs.get("id"))] != TOOL_TYPE:
-            continue
-        start = parse_utc(_get(obs, "startTime", "start_time"))
-        offset = _seconds(start, first)
-        candidates = [i for i in owners.get(agent_of(obs), [])
-                      if offset is None or (calls[i].started_s or 0.0) <= offset]
-        if candidates:
-            calls[candidates[-1]].tool_calls.append(_tool(obs))
-    costs = [c.cost_usd for c in calls]
-    models = [c.model for c in calls if c.model and c.agent is None]
-    root = next((o for o in obs_list if _get(o, "parentObservationId",
-                                              "parent_observation_id") is None), None)
-    exit_label = None
-    if root is not None and str(root.get("level", "")).upper() == "ERROR":
-        exit_label = _get(root, "statusMessage", "status_message") or "error"
     return RunRecord(
-        run_id=trace, source=SOURCE, file=items[0][1], calls=calls,
-        model=models[0] if models else None,
-        cost_usd=sum(c for c in costs if c is not None) if None not in costs else None,
-        exit=None if exit_label is None else str(exit_label), started_at=first,
+        run_id=trace, source=SOURCE, file=items[0][1], calls=calls, model=main_model(calls),
+        cost_usd=run_cost(calls), exit=_exit(obs_list), started_at=first,
         duration_s=(last - first).total_seconds() if first and last else None)
 
 
-def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
-    if later is None or earlier is None:
+def _calls(generations: list[dict], tools: list[dict], outermost: set[str],
+           agent_of: Callable[[dict], str | None], first: datetime | None) -> list[CallRecord]:
+    """The generations as calls (a nested agent's marked), each with the tool
+    observations that answered it: the last call of the same agent that
+    started at or before the tool."""
+    calls: list[CallRecord] = []
+    owners: dict[str | None, list[int]] = defaultdict(list)
+    for obs in generations:
+        agent = agent_of(obs)
+        calls.append(_call(obs, first, None if agent in outermost else agent))
+        owners[agent].append(len(calls) - 1)
+    for obs in tools:
+        owner = owner_before(calls, owners.get(agent_of(obs), []),
+                             seconds(_times(obs)[0], first))
+        if owner is not None:
+            calls[owner].tool_calls.append(_tool(obs))
+    return calls
+
+
+def _exit(obs_list: list[dict]) -> str | None:
+    """The root observation's status message (or ``error``) when it failed."""
+    root = next((o for o in obs_list if _parent(o) is None), None)
+    if root is None or str(root.get("level", "")).upper() != "ERROR":
         return None
-    return (later - earlier).total_seconds()
+    return str(_get(root, "statusMessage", "status_message") or "error")
 
 
 def _call(obs: dict, first: datetime | None, agent: str | None) -> CallRecord:
@@ -271,17 +269,14 @@ def _call(obs: dict, first: datetime | None, agent: str | None) -> CallRecord:
     usage = _get(obs, "usageDetails", "usage_details")
     if not isinstance(usage, dict) or not usage:
         raise Unusable(NO_USAGE, f"{where}: no usageDetails")
-    start = parse_utc(_get(obs, "startTime", "start_time"))
-    end = parse_utc(_get(obs, "endTime", "end_time"))
-    text = _text(obs.get("output"))
+    start, end = _times(obs)
     return CallRecord(
         *counts(usage, where), model=_get(obs, "model", "provided_model_name"),
         cost_usd=cost(_get(obs, "costDetails", "cost_details"),
                       _get(obs, "totalCost", "total_cost"),
                       _get(obs, "calculatedTotalCost", "calculated_total_cost")),
-        started_s=_seconds(start, first), latency_s=_seconds(end, start),
-        text_tokens=None if text is None else approx_tokens(text),
-        text_sha256=sha256_text(text), agent=agent)
+        started_s=seconds(start, first), latency_s=seconds(end, start),
+        **text_fields(_text(obs.get("output"))), agent=agent)
 
 
 def _text(output: Any) -> str | None:
@@ -303,13 +298,12 @@ def _tool(obs: dict) -> ToolCallRecord:
     if result is not None and not isinstance(result, str):
         result = canonical_arguments(result)
     tokens, sha, _ = tool_result(result)
-    start = parse_utc(_get(obs, "startTime", "start_time"))
-    end = parse_utc(_get(obs, "endTime", "end_time"))
+    start, end = _times(obs)
     return ToolCallRecord(name=str(obs.get("name")), id=str(obs.get("id")),
                           arguments=canonical_arguments(obs.get("input")),
                           result_tokens=tokens, result_sha256=sha,
                           error=str(obs.get("level", "")).upper() == "ERROR",
-                          duration_s=_seconds(end, start))
+                          duration_s=seconds(end, start))
 
 
 # ---------------------------------------------------------------- SDK spans

@@ -42,22 +42,29 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sim.traces.assemble import (
+    extent,
+    main_model,
+    nearest,
+    owner_before,
+    run_cost,
+    seconds,
+    text_fields,
+)
 from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
-    approx_tokens,
     as_dict,
     as_list,
     canonical_arguments,
     content_text,
     finite_or_none,
     parse_utc,
-    sha256_text,
     tool_result,
 )
 from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
-from sim.traces.usage import Counts, from_total_prompt
+from sim.traces.usage import Counts, from_openai, from_total_prompt
 
 SOURCE = "langsmith"
 
@@ -134,55 +141,35 @@ def _start(step: dict) -> float:
     return moment.timestamp() if moment is not None else float("inf")
 
 
-def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
-    if later is None or earlier is None:
-        return None
-    return (later - earlier).total_seconds()
-
-
 def _run(trace: str, items: list[dict], file: str) -> RunRecord:
     by_id = {str(s.get("id")): s for s in items}
 
     def tool_above(step: dict) -> str | None:
-        parent, hops = step.get("parent_run_id"), 0
-        while parent is not None and str(parent) in by_id and hops < 1000:
-            if by_id[str(parent)].get("run_type") == "tool":
-                return str(parent)
-            parent, hops = by_id[str(parent)].get("parent_run_id"), hops + 1
-        return None
+        return nearest(step.get("parent_run_id"), lambda i: by_id[i].get("parent_run_id"),
+                       lambda i: by_id[i].get("run_type") == "tool", by_id.__contains__)
 
-    starts = [t for t in (parse_utc(s.get("start_time")) for s in items) if t is not None]
-    ends = [t for t in (parse_utc(s.get("end_time")) for s in items) if t is not None]
-    first = min(starts, default=None)
-    last = max(starts + ends, default=None)
+    first, last = extent((parse_utc(s.get("start_time")) for s in items),
+                         (parse_utc(s.get("end_time")) for s in items))
     calls: list[CallRecord] = []
     owners: dict[str | None, list[int]] = defaultdict(list)
-    for step in items:
-        if step.get("run_type") != "llm":
-            continue
+    for step in (s for s in items if s.get("run_type") == "llm"):
         agent = tool_above(step)
         calls.append(_call(step, first, agent))
         owners[agent].append(len(calls) - 1)
     if not calls:
         raise Unusable(NO_CALLS, f"{len(items)} steps, none of run_type llm")
-    for step in items:
-        if step.get("run_type") != "tool":
-            continue
-        offset = _seconds(parse_utc(step.get("start_time")), first)
-        candidates = [i for i in owners.get(tool_above(step), [])
-                      if offset is None or (calls[i].started_s or 0.0) <= offset]
-        if candidates:
-            calls[candidates[-1]].tool_calls.append(_tool(step))
-    costs = [c.cost_usd for c in calls]
-    models = [c.model for c in calls if c.model and c.agent is None]
+    for step in (s for s in items if s.get("run_type") == "tool"):
+        owner = owner_before(calls, owners.get(tool_above(step), []),
+                             seconds(parse_utc(step.get("start_time")), first))
+        if owner is not None:
+            calls[owner].tool_calls.append(_tool(step))
     root = next((s for s in items if not s.get("parent_run_id")), None)
     error = None if root is None else root.get("error")
     return RunRecord(
-        run_id=trace, source=SOURCE, file=file, calls=calls,
-        model=models[0] if models else None,
-        cost_usd=sum(c for c in costs if c is not None) if None not in costs else None,
-        exit=None if not error else str(error).splitlines()[0][:200], started_at=first,
-        duration_s=_seconds(last, first))
+        run_id=trace, source=SOURCE, file=file, calls=calls, model=main_model(calls),
+        cost_usd=run_cost(calls),
+        exit=str(error).splitlines()[0][:200] if error else None, started_at=first,
+        duration_s=seconds(last, first))
 
 
 def counts(step: dict, where: str) -> Counts:
@@ -209,11 +196,7 @@ def counts(step: dict, where: str) -> Counts:
                                  reasoning=output_details.get("reasoning"), where=where)
     openai = outputs.get("usage")
     if isinstance(openai, dict) and "prompt_tokens" in openai:
-        details = as_dict(openai.get("prompt_tokens_details"))
-        out_details = as_dict(openai.get("completion_tokens_details"))
-        return from_total_prompt(openai.get("prompt_tokens"), openai.get("completion_tokens"),
-                                 cache_read=details.get("cached_tokens"),
-                                 reasoning=out_details.get("reasoning_tokens"), where=where)
+        return from_openai(openai, where)
     raise Unusable(NO_USAGE, f"{where}: no usage_metadata, prompt_tokens or usage")
 
 
@@ -229,10 +212,9 @@ def _call(step: dict, first: datetime | None, agent: str | None) -> CallRecord:
     start = parse_utc(step.get("start_time"))
     return CallRecord(
         *counts(step, where), model=None if model is None else str(model), cost_usd=cost,
-        finish_reason=finish, started_s=_seconds(start, first),
-        latency_s=_seconds(parse_utc(step.get("end_time")), start),
-        text_tokens=None if text is None else approx_tokens(text),
-        text_sha256=sha256_text(text), agent=agent)
+        finish_reason=finish, started_s=seconds(start, first),
+        latency_s=seconds(parse_utc(step.get("end_time")), start), **text_fields(text),
+        agent=agent)
 
 
 def _response(outputs: dict) -> tuple[str | None, str | None]:
@@ -261,4 +243,4 @@ def _tool(step: dict) -> ToolCallRecord:
                           arguments=canonical_arguments(step.get("inputs")),
                           result_tokens=tokens, result_sha256=sha,
                           error=bool(step.get("error")),
-                          duration_s=_seconds(parse_utc(step.get("end_time")), start))
+                          duration_s=seconds(parse_utc(step.get("end_time")), start))

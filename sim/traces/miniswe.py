@@ -71,12 +71,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import regex
 
+from sim.traces.assemble import number_or_none
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -94,11 +94,11 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.skips import NO_USAGE, Unusable
-from sim.traces.usage import from_total_prompt, needs_apart
+from sim.traces.swebench import REPORTS_FOLDER, Reports
+from sim.traces.usage import from_openai, needs_apart
 
 SOURCE = "mini-swe-agent"
-_REPORT_LISTS = ("resolved_ids", "unresolved_ids", "error_ids", "completed_ids",
-                 "incomplete_ids", "empty_patch_ids")
+__all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]
 
 V1_ACTION_REGEX = r"```bash\s*\n(.*?)\n```"
 """mini-swe-agent 1.x ``AgentConfig.action_regex`` (``agents/default.py``)."""
@@ -129,127 +129,6 @@ def detect(doc: Any) -> str | None:
     if doc and all(isinstance(v, dict) and "model_patch" in v for v in doc.values()):
         return "predictions"
     return None
-
-
-# ---------------------------------------------------------------- reports
-
-REPORTS_FOLDER = "sb-cli-reports"
-"""Where sb-cli saves reports (``--output_dir`` default), next to the
-predictions it submitted: ``{subset}__{split}__{run_id}.json`` (then ``-1``,
-``-2``... when the name is taken), ``run_id`` being the predictions' folder
-name by default."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Report:
-    folder: Path
-    stem: str
-    verdicts: dict[str, bool]
-
-
-class Reports:
-    """SWE-bench reports met during an import, each applied to its own run.
-
-    An instance is resolved (True) if the report lists it in ``resolved_ids``,
-    not (False) if in another of its lists. A report belongs to the run whose
-    run folder or model it names in its file name (a report that names
-    another run folder of the import is that run's, even if it names the
-    model too): sb-cli's
-    ``{subset}__{split}__{run_id}.json`` (``run_id`` the run folder by
-    default; a ``-N`` suffix for a re-fetched report), SWE-bench's own
-    ``{model}.{run_id}.json`` (the model with ``/`` as ``__``). It is looked
-    for in the trajectory's folder and its ancestors, and in a
-    ``sb-cli-reports/`` folder beside any of them. The report that names the
-    run folder wins over one that names only the model; nearer folders win
-    over farther ones; a report that names nothing counts only when it is the
-    only report in the run folder itself (or in its ``sb-cli-reports/``).
-    Reports are never merged: a run takes one report's verdict, and a run
-    with no report of its own gets None (unknown)."""
-
-    def __init__(self) -> None:
-        self._reports: list[_Report] = []
-
-    def add(self, doc: dict, path: Path) -> int:
-        """Register the report at ``path``; returns how many instances it lists."""
-        verdicts: dict[str, bool] = {}
-        for key in _REPORT_LISTS:
-            for instance in as_list(doc.get(key)):
-                if not isinstance(instance, str | int) or isinstance(instance, bool):
-                    continue
-                if key == "resolved_ids":
-                    verdicts[str(instance)] = True
-                else:
-                    verdicts.setdefault(str(instance), False)
-        self._reports.append(_Report(_resolved_folder(path.parent), _stem(path.name),
-                                     verdicts))
-        return len(verdicts)
-
-    def verdict(self, trajectory: Path, instance: str, run_folder: str | None = None,
-                model: str | None = None, run_folders: frozenset[str] = frozenset()
-                ) -> bool | None:
-        """The verdict on ``instance`` of the report that belongs to the run of
-        ``trajectory`` (in ``run_folder``, by ``model``; ``run_folders``: every
-        run folder of the import), or None."""
-        report = self.report_for(trajectory, run_folder, model, run_folders)
-        return None if report is None else report.verdicts.get(instance)
-
-    def report_for(self, trajectory: Path, run_folder: str | None, model: str | None,
-                   run_folders: frozenset[str] = frozenset()) -> _Report | None:
-        folders = [_resolved_folder(trajectory.parent)]
-        folders += list(folders[0].parents)
-        distance: dict[Path, int] = {}
-        for i, folder in enumerate(folders):
-            distance.setdefault(folder, 2 * i)
-            distance.setdefault(folder / REPORTS_FOLDER, 2 * i + 1)
-        home = folders[1] if run_folder is not None and len(folders) > 1 else folders[0]
-        models = {m for m in (model, model.replace("/", "__") if model else None) if m}
-        best: tuple[int, int, str] | None = None
-        chosen = None
-        for report in self._reports:
-            if report.folder not in distance:
-                continue
-            names_run = _names(report.stem, run_folder)
-            if not names_run and any(_names(report.stem, other) for other in run_folders
-                                     if other != run_folder):
-                continue  # another run's report
-            score = 2 * names_run + any(_names(report.stem, m) for m in models)
-            if score == 0:
-                alone = sum(r.folder == report.folder for r in self._reports) == 1
-                if not (alone and report.folder in (home, home / REPORTS_FOLDER)):
-                    continue
-            key = (score, -distance[report.folder], report.stem)
-            if best is None or key > best:
-                best, chosen = key, report
-        return chosen
-
-
-def _resolved_folder(folder: Path) -> Path:
-    try:
-        return folder.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: the folder as named
-        return folder.absolute()
-
-
-def _stem(name: str) -> str:
-    for suffix in (".json.gz", ".json"):
-        if name.endswith(suffix):
-            return name[:-len(suffix)]
-    return name
-
-
-def _names(stem: str, name: str | None) -> bool:
-    """Whether a report's file stem names ``name`` as a whole part (between
-    ``__`` or ``.`` separators, or all of it), a ``-N`` suffix allowed."""
-    if not name:
-        return False
-    for candidate in {stem, re.sub(r"-\d+$", "", stem)}:
-        if candidate == name:
-            return True
-        for sep in ("__", "."):
-            if (candidate.endswith(sep + name) or candidate.startswith(name + sep)
-                    or f"{sep}{name}{sep}" in candidate):
-                return True
-    return False
 
 
 # ------------------------------------------------------------ trajectories
@@ -290,7 +169,7 @@ def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecor
     exit_label = info.get("exit_status")
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=instance, model=model,
-        cost_usd=_number(stats.get("instance_cost")),
+        cost_usd=number_or_none(stats.get("instance_cost")),
         exit=None if exit_label is None else str(exit_label),
         started_at=utc_from_unix(start),
         duration_s=None if start is None or end is None else end - start,
@@ -322,53 +201,74 @@ def text_actions(content: str, pattern: Any) -> list[str] | None:
 
 def _calls(messages: Iterable[Any], model: str | None, pattern: Any, notes: list[Repair],
            apart: tuple[bool, bool]) -> tuple[list[CallRecord], float | None, float | None]:
-    calls: list[CallRecord] = []
-    pending: dict[str, ToolCallRecord] = {}
-    waiting: list[ToolCallRecord] = []  # text actions, answered by the next user messages
-    observations: list[list[str | None]] = []  # per call, the user messages' texts after it
-    previous: float | None = None  # the last recorded timestamp
-    start: float | None = None
+    """The calls of a trajectory's messages, and its first and last times."""
+    trajectory = _Trajectory(model, pattern, notes, apart)
     for position, message in enumerate(messages):
-        if not isinstance(message, dict):
-            continue
+        if isinstance(message, dict):
+            trajectory.read(position, message)
+    for call, texts in zip(trajectory.calls, trajectory.observations, strict=True):
+        call.observation_tokens = sum(approx_tokens(t) for t in texts)
+        call.observation_sha256 = joined_sha256(texts)
+    return trajectory.calls, trajectory.start, trajectory.previous
+
+
+class _Trajectory:
+    """A trajectory's messages read in order into calls (see the module)."""
+
+    def __init__(self, model: str | None, pattern: Any, notes: list[Repair],
+                 apart: tuple[bool, bool]) -> None:
+        self.model, self.pattern, self.notes, self.apart = model, pattern, notes, apart
+        self.calls: list[CallRecord] = []
+        self.pending: dict[str, ToolCallRecord] = {}
+        self.waiting: list[ToolCallRecord] = []  # text actions, answered by user messages
+        self.observations: list[list[str | None]] = []  # per call, the texts after it
+        self.previous: float | None = None  # the last recorded timestamp
+        self.start: float | None = None
+
+    def read(self, position: int, message: dict) -> None:
+        """Take one message: a call, a tool's answer or a user message."""
         role = message.get("role")
         extra = as_dict(message.get("extra"))
-        moment = _number(extra.get("timestamp", message.get("timestamp")))
+        moment = number_or_none(extra.get("timestamp", message.get("timestamp")))
         response = as_dict(extra.get("response"))
         format_error = role == "user" and extra.get("interrupt_type") == "FormatError" \
             and bool(response)
         if role == "assistant" or format_error:
-            if start is None:
-                start = _number(response.get("created"))
-            text = content_text(extra.get("model_response") if format_error
-                                else message.get("content"))
-            call = _call(message, response, position, model, previous, moment, start, text,
-                         notes, apart)
-            waiting = []
-            if not format_error:
-                _tools(call, message, extra, text, pattern)
-                waiting = [t for t in call.tool_calls if t.id is None]
-            calls.append(call)
-            observations.append([])
-            pending = {t.id: t for t in call.tool_calls if t.id is not None}
-            if format_error:  # the error fed back is what the model reads next
-                observations[-1].append(content_text(message.get("content")))
+            self._call(position, message, extra, response, moment, format_error)
         elif role == "tool":
-            record = pending.pop(str(message.get("tool_call_id")), None)
+            record = self.pending.pop(str(message.get("tool_call_id")), None)
             if record is not None:
-                _answer(record, content_text(message.get("content")), extra, previous, moment)
-        elif role == "user" and calls:
-            text = content_text(message.get("content"))
-            if waiting and ("returncode" in extra or "raw_output" in extra or not extra):
-                _answer(waiting.pop(0), text, extra, previous, moment)
-            else:
-                observations[-1].append(text)
+                _answer(record, content_text(message.get("content")), extra, self.previous,
+                        moment)
+        elif role == "user" and self.calls:
+            self._user(message, extra, moment)
         if moment is not None:
-            previous = moment
-    for call, texts in zip(calls, observations, strict=True):
-        call.observation_tokens = sum(approx_tokens(t) for t in texts)
-        call.observation_sha256 = joined_sha256(texts)
-    return calls, start, previous
+            self.previous = moment
+
+    def _call(self, position: int, message: dict, extra: dict, response: dict,
+              moment: float | None, format_error: bool) -> None:
+        if self.start is None:
+            self.start = number_or_none(response.get("created"))
+        text = content_text(extra.get("model_response") if format_error
+                            else message.get("content"))
+        call = _call(message, response, position, self.model, self.previous, moment,
+                     self.start, text, self.notes, self.apart)
+        self.waiting = []
+        if not format_error:
+            _tools(call, message, extra, text, self.pattern)
+            self.waiting = [t for t in call.tool_calls if t.id is None]
+        self.calls.append(call)
+        self.observations.append([])
+        self.pending = {t.id: t for t in call.tool_calls if t.id is not None}
+        if format_error:  # the error fed back is what the model reads next
+            self.observations[-1].append(content_text(message.get("content")))
+
+    def _user(self, message: dict, extra: dict, moment: float | None) -> None:
+        text = content_text(message.get("content"))
+        if self.waiting and ("returncode" in extra or "raw_output" in extra or not extra):
+            _answer(self.waiting.pop(0), text, extra, self.previous, moment)
+        else:
+            self.observations[-1].append(text)
 
 
 def _tools(call: CallRecord, message: dict, extra: dict, text: str | None,
@@ -417,24 +317,13 @@ def _call(message: dict, response: dict, position: int, model: str | None,
     usage = response.get("usage")
     if not isinstance(usage, dict):
         raise Unusable(NO_USAGE, f"{where}: assistant message without extra.response.usage")
-    details = usage.get("prompt_tokens_details")
-    details = details if isinstance(details, dict) else {}
-    read = details.get("cached_tokens")
-    if read is None:
-        read = usage.get("prompt_cache_hit_tokens", usage.get("cache_read_input_tokens"))
-    write = usage.get("cache_creation_input_tokens", details.get("cache_write_tokens"))
-    completion = usage.get("completion_tokens_details")
-    reasoning = completion.get("reasoning_tokens") if isinstance(completion, dict) else None
-    counts = from_total_prompt(usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                               cache_read=read, cache_write=write, reasoning=reasoning,
-                               where=where, notes=notes, cache_apart=apart[0],
-                               reasoning_apart=apart[1])
+    counts = from_openai(usage, where, notes=notes, apart=apart)
     choices = response.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else {}
     finish = first.get("finish_reason") if isinstance(first, dict) else None
     return CallRecord(
         *counts, model=response.get("model") if isinstance(response.get("model"), str) else model,
-        cost_usd=_number(as_dict(message.get("extra")).get("cost")),
+        cost_usd=number_or_none(as_dict(message.get("extra")).get("cost")),
         finish_reason=None if finish is None else str(finish),
         started_s=(before - start if before is not None and moment is not None
                    and start is not None else None),  # both times known, as for latency
@@ -442,13 +331,8 @@ def _call(message: dict, response: dict, position: int, model: str | None,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text))
 
 
-def _number(value: Any) -> Any:
-    """A number as recorded (the writer nulls and counts an impossible one), else None."""
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _limit(value: Any) -> Any:
     """A mini-swe-agent limit: 0 (or missing) means none; anything else as
     recorded (the writer nulls and counts an impossible one)."""
-    number = _number(value)
+    number = number_or_none(value)
     return None if number is None or number == 0 else number

@@ -226,16 +226,23 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
         owner = bisect_right(starts, tool.start) - 1  # the last call started before it
         if owner >= 0:
             calls[owner].tool_calls.append(_tool(tool))
-    agent = next((s for s in spans if s.operation == AGENT_OPERATION), None)
-    exit_label = None if agent is None else agent.attributes.get("error.type")
-    model = next((c.model for c in calls if c.model), None)
-    if agent is not None:
-        model = agent.attributes.get("gen_ai.request.model", model)
+    model, exit_label = _agent_fields(spans, calls)
     return RunRecord(
         run_id=key, source=SOURCE, file=spans[0].file, calls=calls, model=model,
-        exit=None if exit_label is None else str(exit_label),
-        started_at=utc_from_unix(start / 1e9) if start else None,
+        exit=exit_label, started_at=utc_from_unix(start / 1e9) if start else None,
         duration_s=(end - start) / 1e9 if start and end else None, repairs=notes)
+
+
+def _agent_fields(spans: list[Span], calls: list[CallRecord]) -> tuple[str | None, str | None]:
+    """``(model, exit)``: the invoke_agent span's requested model (else the
+    first call's) and its ``error.type``."""
+    model = next((c.model for c in calls if c.model), None)
+    agent = next((s for s in spans if s.operation == AGENT_OPERATION), None)
+    if agent is None:
+        return model, None
+    exit_label = agent.attributes.get("error.type")
+    return (agent.attributes.get("gen_ai.request.model", model),
+            None if exit_label is None else str(exit_label))
 
 
 def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
@@ -259,8 +266,15 @@ def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool])
         *counts, model=None if model is None else str(model),
         finish_reason=None if reasons is None else str(reasons),
         started_s=(span.start - start) / 1e9, latency_s=(span.end - span.start) / 1e9,
-        text_tokens=None if parts is None else sum(approx_tokens(p) for p in parts),
-        text_sha256=None if parts is None else sha256_text("".join(parts)))
+        **_text_fields(parts))
+
+
+def _text_fields(parts: list[str] | None) -> dict[str, Any]:
+    """``text_tokens`` (summed over the parts) and ``text_sha256`` of the text parts."""
+    if parts is None:
+        return {"text_tokens": None, "text_sha256": None}
+    return {"text_tokens": sum(approx_tokens(p) for p in parts),
+            "text_sha256": sha256_text("".join(parts))}
 
 
 def _tool(span: Span) -> ToolCallRecord:

@@ -39,13 +39,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.traces.assemble import MAX_HOPS, main_model, nearest, run_cost, text_fields
 from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
-    approx_tokens,
     canonical_arguments,
-    sha256_text,
     tool_result,
     utc_from_unix,
 )
@@ -132,80 +131,84 @@ def claims_any(doc: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
     return any(test(s.attributes) for s in probe.spans)
 
 
-def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
-    by_id = {s.span: s for s in spans}
-    agents = {s.span for s in spans if dialect.is_agent(s)}
+class _Tree:
+    """The spans of one run by id, with their agents."""
 
-    def agent_of(span: Span) -> str | None:
+    def __init__(self, dialect: Dialect, spans: list[Span]) -> None:
+        self.by_id = {s.span: s for s in spans}
+        self.agents = {s.span for s in spans if dialect.is_agent(s)}
+
+    def agent_of(self, span: Span) -> str | None:
         """The nearest agent span above ``span`` (itself excluded)."""
-        node, seen = by_id.get(span.parent), 0
-        while node is not None and seen < 1000:
-            if node.span in agents:
-                return node.span
-            node, seen = by_id.get(node.parent), seen + 1
-        return None
+        return nearest(span.parent or None, lambda i: self.by_id[i].parent or None,
+                       self.agents.__contains__, self.by_id.__contains__)
 
-    def depth(agent: str) -> int:
-        node, hops = by_id[agent], 0
-        while (up := agent_of(node)) is not None and hops < 1000:
-            node, hops = by_id[up], hops + 1
+    def depth(self, agent: str) -> int:
+        """How many agents are above ``agent``."""
+        node, hops = self.by_id[agent], 0
+        while (up := self.agent_of(node)) is not None and hops < MAX_HOPS:
+            node, hops = self.by_id[up], hops + 1
         return hops
 
-    # the run's own agent: the outermost agent that made calls itself (a
-    # framework's wrapper agent above it, such as a workflow span, is not it)
-    callers = [agent_of(s) for s in spans if dialect.call(s) is not None]
-    owners_found = [a for a in callers if a is not None]
-    main = min(owners_found, key=lambda a: (depth(a), by_id[a].start)) \
-        if owners_found else None
-    outermost = {a for a in agents if agent_of(by_id[a]) is None} | (
-        {main} if main is not None else set())
+    def outermost(self, callers: list[str | None]) -> set[str]:
+        """The agents whose calls are the run's own: the outermost agents and
+        the outermost agent that made calls itself (a framework's wrapper
+        agent above it, such as a workflow span, is not a subagent boundary)."""
+        found = [a for a in callers if a is not None]
+        main = min(found, key=lambda a: (self.depth(a), self.by_id[a].start)) if found else None
+        return {a for a in self.agents if self.agent_of(self.by_id[a]) is None} | (
+            {main} if main is not None else set())
+
+
+def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
+    tree = _Tree(dialect, spans)
+    chats = [(s, f) for s in spans if (f := dialect.call(s)) is not None]
+    if not chats:
+        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a model call")
+    agents = [tree.agent_of(s) for s, _ in chats]
+    outermost = tree.outermost(agents)
     start = spans[0].start
     end = max(s.end for s in spans)
-    calls: list[CallRecord] = []
-    owners: dict[str | None, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-    for span in spans:
-        facts = dialect.call(span)
-        if facts is None:
-            continue
-        agent = agent_of(span)
-        marked = None if agent is None or agent in outermost else agent
-        text = facts.text
-        calls.append(CallRecord(
-            *facts.counts, model=facts.model, cost_usd=facts.cost_usd,
-            finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
-            latency_s=(span.end - span.start) / 1e9,
-            text_tokens=None if text is None else approx_tokens(text),
-            text_sha256=sha256_text(text), agent=marked,
-            tool_calls=[ToolCallRecord(name=t.name, id=t.id,
-                                       arguments=canonical_arguments(t.arguments))
-                        for t in facts.tools]))
-        starts, index = owners[agent]
-        starts.append(span.start)
-        index.append(len(calls) - 1)
-    if not calls:
-        raise Unusable(NO_CALLS, f"{len(spans)} spans, none a model call")
-    for span in spans:
-        facts_tool = dialect.tool(span)
-        if facts_tool is None:
-            continue
-        starts, index = owners.get(agent_of(span), ([], []))
-        position = bisect_right(starts, span.start) - 1
-        if position < 0:
-            continue
-        _answer(calls[index[position]].tool_calls, _tool(facts_tool, span))
-    costs = [c.cost_usd for c in calls]
-    models = [c.model for c in calls if c.model and c.agent is None]
-    roots = [s for s in spans if not s.parent or s.parent not in by_id]
-    exit_label = None
-    if roots and roots[0].error:
-        exit_label = roots[0].attributes.get("error.type") or "error"
+    calls = [_call(facts, span, start, None if agent in outermost else agent)
+             for (span, facts), agent in zip(chats, agents, strict=True)]
+    _attach_tools(dialect, tree, spans, [s for s, _ in chats], agents, calls)
+    roots = [s for s in spans if not s.parent or s.parent not in tree.by_id]
+    exit_label = roots[0].attributes.get("error.type") or "error" \
+        if roots and roots[0].error else None
     return RunRecord(
         run_id=trace, source=dialect.source, file=spans[0].file, calls=calls,
-        model=models[0] if models else None,
-        cost_usd=sum(c for c in costs if c is not None) if None not in costs else None,
+        model=main_model(calls), cost_usd=run_cost(calls),
         exit=None if exit_label is None else str(exit_label),
         started_at=utc_from_unix(start / 1e9) if start else None,
         duration_s=(end - start) / 1e9 if start and end >= start else None)
+
+
+def _attach_tools(dialect: Dialect, tree: _Tree, spans: list[Span], chats: list[Span],
+                  agents: list[str | None], calls: list[CallRecord]) -> None:
+    """Each tool span answers the last call of its agent that started before it."""
+    owners: dict[str | None, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+    for number, (span, agent) in enumerate(zip(chats, agents, strict=True)):
+        owners[agent][0].append(span.start)
+        owners[agent][1].append(number)
+    for span in spans:
+        facts = dialect.tool(span)
+        if facts is None:
+            continue
+        starts, index = owners.get(tree.agent_of(span), ([], []))
+        position = bisect_right(starts, span.start) - 1
+        if position >= 0:
+            _answer(calls[index[position]].tool_calls, _tool(facts, span))
+
+
+def _call(facts: CallFacts, span: Span, start: int, agent: str | None) -> CallRecord:
+    """A call span's record (times from the run's ``start``, in Unix ns)."""
+    return CallRecord(
+        *facts.counts, model=facts.model, cost_usd=facts.cost_usd,
+        finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
+        latency_s=(span.end - span.start) / 1e9, **text_fields(facts.text), agent=agent,
+        tool_calls=[ToolCallRecord(name=t.name, id=t.id,
+                                   arguments=canonical_arguments(t.arguments))
+                    for t in facts.tools])
 
 
 def _answer(requested: list[ToolCallRecord], ran: ToolCallRecord) -> None:

@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from sim.traces.assemble import number_or_none, seconds
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -72,7 +73,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import PARTS_KEPT, Repair
 from sim.traces.skips import NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import from_disjoint, from_total_prompt, needs_apart
+from sim.traces.usage import from_disjoint, from_openai, needs_apart
 
 SOURCE = "tau2"
 
@@ -105,7 +106,7 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
         info, simulations, file_model = {}, doc, None
     agent = as_dict(info.get("agent_info"))
     model = agent.get("llm") if isinstance(agent.get("llm"), str) else None
-    limits = (_number_or_none(info.get("max_steps")), _number_or_none(info.get("max_errors")))
+    limits = (number_or_none(info.get("max_steps")), number_or_none(info.get("max_errors")))
     for index, simulation in enumerate(simulations):
         run_id = _run_id(simulation, index)
         try:
@@ -130,51 +131,14 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
          limits: tuple[Any, Any], apart: tuple[bool, bool] = (False, False)) -> RunRecord:
     if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
         raise Unusable(NO_TRAJECTORY, "simulation record without a messages list")
-    messages = sim["messages"]
     start = parse_utc(sim.get("start_time"))
-    calls: list[CallRecord] = []
-    missing = 0
-    last_call: CallRecord | None = None
-    previous_time: datetime | None = start
-    pending: dict[str, tuple[ToolCallRecord, datetime | None]] = {}
-    replies: list[list[str | None]] = []  # per call, the user's texts after it
     notes: list[Repair] = []
-    for position, message in enumerate(messages):
-        if not isinstance(message, dict):
-            continue
-        role = message.get("role")
-        moment = parse_utc(message.get("timestamp"))
-        if role == "assistant":
-            if not message.get("usage"):
-                if position > 0 or message.get("raw_data"):
-                    missing += 1
-                previous_time = moment or previous_time
-                continue
-            last_call = _call(message, position, start, previous_time, moment,
-                              model or file_model, notes, apart)
-            calls.append(last_call)
-            replies.append([])
-            pending = {t.id: (t, moment) for t in last_call.tool_calls if t.id is not None}
-        elif role == "tool":
-            if message.get("requestor", "assistant") == "assistant" and last_call is not None:
-                answered = pending.pop(str(message.get("id")), None)
-                if answered is not None:
-                    _answer(answered[0], message, previous_time, moment)
-        elif role == "user" and last_call is not None and not message.get("tool_calls"):
-            text = content_text(message.get("content"))
-            last_call.observation_tokens = (last_call.observation_tokens or 0) + approx_tokens(text)
-            replies[-1].append(text)
-        previous_time = moment or previous_time
-    if missing:
-        raise Unusable(NO_USAGE, f"{missing} of {missing + len(calls)} agent messages "
-                                 "record no usage")
-    for call, texts in zip(calls, replies, strict=True):
-        if call.observation_tokens is None:
-            call.observation_tokens = 0
-        call.observation_sha256 = joined_sha256(texts)
-    reward = sim["reward_info"].get("reward") if isinstance(
-        sim.get("reward_info"), dict) else None
-    reward = finite_or_none(reward)
+    conversation = _Conversation(start, model or file_model, notes, apart)
+    for position, message in enumerate(sim["messages"]):
+        if isinstance(message, dict):
+            conversation.read(position, message)
+    calls = conversation.finish()
+    reward = finite_or_none(as_dict(sim.get("reward_info")).get("reward"))
     exit_label = sim.get("termination_reason")
     if model is None:  # no configured agent model: the calls', if they agree
         models = {c.model for c in calls}
@@ -182,11 +146,60 @@ def _run(sim: Any, run_id: str, file: str, model: str | None, file_model: str | 
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls,
         task_id=None if sim.get("task_id") is None else str(sim["task_id"]),
-        model=model, cost_usd=_number_or_none(sim.get("agent_cost")),
+        model=model, cost_usd=number_or_none(sim.get("agent_cost")),
         exit=None if exit_label is None else str(exit_label),
         resolved=None if reward is None else reward == 1.0,
-        started_at=start, duration_s=_number_or_none(sim.get("duration")),
+        started_at=start, duration_s=number_or_none(sim.get("duration")),
         message_limit=limits[0], error_limit=limits[1], repairs=notes)
+
+
+class _Conversation:
+    """A simulation's messages read in order into calls (see the module)."""
+
+    def __init__(self, start: datetime | None, model: str | None, notes: list[Repair],
+                 apart: tuple[bool, bool]) -> None:
+        self.start, self.model, self.notes, self.apart = start, model, notes, apart
+        self.calls: list[CallRecord] = []
+        self.replies: list[list[str | None]] = []  # per call, the user's texts after it
+        self.pending: dict[str, tuple[ToolCallRecord, datetime | None]] = {}
+        self.previous: datetime | None = start
+        self.missing = 0
+
+    def read(self, position: int, message: dict) -> None:
+        """Take one message: a call, a tool's answer or the user's reply."""
+        role = message.get("role")
+        moment = parse_utc(message.get("timestamp"))
+        if role == "assistant":
+            self._assistant(position, message, moment)
+        elif role == "tool" and self.calls and \
+                message.get("requestor", "assistant") == "assistant":
+            answered = self.pending.pop(str(message.get("id")), None)
+            if answered is not None:
+                _answer(answered[0], message, self.previous, moment)
+        elif role == "user" and self.calls and not message.get("tool_calls"):
+            self.replies[-1].append(content_text(message.get("content")))
+        self.previous = moment or self.previous
+
+    def _assistant(self, position: int, message: dict, moment: datetime | None) -> None:
+        if not message.get("usage"):
+            if position > 0 or message.get("raw_data"):
+                self.missing += 1
+            return
+        call = _call(message, position, self.start, self.previous, moment, self.model,
+                     self.notes, self.apart)
+        self.calls.append(call)
+        self.replies.append([])
+        self.pending = {t.id: (t, moment) for t in call.tool_calls if t.id is not None}
+
+    def finish(self) -> list[CallRecord]:
+        """The calls with their observations; Unusable if a call had no usage."""
+        if self.missing:
+            raise Unusable(NO_USAGE, f"{self.missing} of {self.missing + len(self.calls)} "
+                                     "agent messages record no usage")
+        for call, texts in zip(self.calls, self.replies, strict=True):
+            call.observation_tokens = sum(approx_tokens(t) for t in texts)
+            call.observation_sha256 = joined_sha256(texts)
+        return self.calls
 
 
 def _call(message: dict, position: int, start: datetime | None, before: datetime | None,
@@ -204,12 +217,12 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
             tool_calls.append(ToolCallRecord(
                 name=str(call.get("name")), id=None if call.get("id") is None else str(call["id"]),
                 arguments=canonical_arguments(call.get("arguments"))))
-    started = _seconds(before, start)
-    latency = _seconds(moment, before)
+    started = seconds(before, start)
+    latency = seconds(moment, before)
     text = content_text(message.get("content"))
     return CallRecord(
         *counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
-        cost_usd=_number_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
+        cost_usd=number_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
         started_s=started, latency_s=latency,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=tool_calls)
 
@@ -228,15 +241,7 @@ def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
         if prompt is not None and sum(counts[:3]) != prompt:
             notes.append(("calls.input_tokens", PARTS_KEPT))
         return counts
-    prompt_details = raw.get("prompt_tokens_details")
-    prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
-    read = prompt_details.get("cached_tokens")
-    if read is None:
-        read = raw.get("prompt_cache_hit_tokens", raw.get("cache_read_input_tokens"))
-    write = raw.get("cache_creation_input_tokens", prompt_details.get("cache_creation_tokens"))
-    return from_total_prompt(prompt, completion, cache_read=read, cache_write=write,
-                             reasoning=reasoning, where=where, notes=notes,
-                             cache_apart=apart[0], reasoning_apart=apart[1])
+    return from_openai(usage, where, details=raw, notes=notes, apart=apart)
 
 
 def _answer(record: ToolCallRecord, message: dict, before: datetime | None,
@@ -245,7 +250,7 @@ def _answer(record: ToolCallRecord, message: dict, before: datetime | None,
     error = message.get("error")
     record.result_tokens, record.result_sha256, record.error = tool_result(
         text, error=bool(error) if error is not None else False)
-    record.duration_s = _seconds(moment, before)
+    record.duration_s = seconds(moment, before)
 
 
 def _finish_reason(raw: dict) -> str | None:
@@ -254,14 +259,3 @@ def _finish_reason(raw: dict) -> str | None:
         first = raw["choices"][0]
         reason = first.get("finish_reason") if isinstance(first, dict) else None
     return None if reason is None else str(reason)
-
-
-def _seconds(later: datetime | None, earlier: datetime | None) -> float | None:
-    if later is None or earlier is None:
-        return None
-    return (later - earlier).total_seconds()
-
-
-def _number_or_none(value: Any) -> int | float | None:
-    """A number as recorded (the writer nulls and counts an impossible one), else None."""
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.traces.model import MAX_COUNT
+from sim.traces.model import MAX_COUNT, as_dict
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair, _short
 from sim.traces.skips import BAD_COUNT, Unusable
 
@@ -109,6 +109,39 @@ def _output(out: int, think: int, notes: list[Repair] | None, apart: bool) -> in
             notes.append(("calls.reasoning_tokens", REASONING_APART))
         return out
     return out - think
+
+
+def from_openai(usage: dict, where: str, *, details: dict | None = None,
+                notes: list[Repair] | None = None,
+                apart: tuple[bool, bool] = (False, False)) -> Counts:
+    """Counts of an OpenAI-style usage (``prompt_tokens`` including the cache,
+    ``completion_tokens`` including reasoning), the one reading every importer
+    of such usage shares. The cache and reasoning counts come from
+    ``details`` (the provider's raw usage, when the source keeps it apart from
+    the totals; else ``usage`` itself): cache read from
+    ``prompt_tokens_details.cached_tokens``, else DeepSeek's
+    ``prompt_cache_hit_tokens``, else ``cache_read_input_tokens``; cache write
+    from ``cache_creation_input_tokens``, else
+    ``prompt_tokens_details.cache_creation_tokens`` or ``cache_write_tokens``;
+    reasoning from ``completion_tokens_details.reasoning_tokens``.
+    ``apart`` is ``(cache_apart, reasoning_apart)`` (see the module)."""
+    raw = usage if details is None else details
+    prompt_details = as_dict(raw.get("prompt_tokens_details"))
+    read = _first(prompt_details.get("cached_tokens"), raw.get("prompt_cache_hit_tokens"),
+                  raw.get("cache_read_input_tokens"))
+    write = _first(raw.get("cache_creation_input_tokens"),
+                   prompt_details.get("cache_creation_tokens"),
+                   prompt_details.get("cache_write_tokens"))
+    reasoning = as_dict(raw.get("completion_tokens_details")).get("reasoning_tokens")
+    return from_total_prompt(usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                             cache_read=read, cache_write=write, reasoning=reasoning,
+                             where=where, notes=notes, cache_apart=apart[0],
+                             reasoning_apart=apart[1])
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (None when all are)."""
+    return next((v for v in values if v is not None), None)
 
 
 def needs_apart(notes: list[Repair]) -> tuple[bool, bool]:

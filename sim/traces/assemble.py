@@ -1,0 +1,97 @@
+"""Assembling a run from its calls: the steps every importer shares.
+
+An importer reads its format's records (messages, observations, steps,
+spans) into :class:`~sim.traces.model.CallRecord` objects; what happens
+around that is the same for every format and lives here:
+
+- times: :func:`seconds` between two moments (None when either is unknown),
+  :func:`extent` of a run from its records' start and end times;
+- trees of records: :func:`nearest` ancestor of a kind (the agent a call
+  belongs to, the tool step a subagent runs under), with a hop limit so that
+  a cycle in untrusted parent links ends;
+- tool calls: :func:`owner_before`, the last call of the same agent that
+  started at or before a tool record, which the tool answers;
+- run fields from its calls: :func:`run_cost` (the sum of the calls' costs
+  when every call has one, else None) and :func:`main_model` (the first model
+  of the run's own agent);
+- text: :func:`text_fields`, a response's ``text_tokens`` and ``text_sha256``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sim.traces.model import CallRecord, approx_tokens, sha256_text
+
+MAX_HOPS = 1000
+"""How many parent links :func:`nearest` follows at most (a deeper or
+cyclic tree is read as if the ancestor were not there)."""
+
+
+def seconds(later: datetime | None, earlier: datetime | None) -> float | None:
+    """Seconds from ``earlier`` to ``later``; None when either is unknown."""
+    if later is None or earlier is None:
+        return None
+    return (later - earlier).total_seconds()
+
+
+def extent(starts: Iterable[datetime | None], ends: Iterable[datetime | None]
+           ) -> tuple[datetime | None, datetime | None]:
+    """``(first, last)``: the earliest start, and the latest start or end
+    (None when no time is known)."""
+    known_starts = [t for t in starts if t is not None]
+    known = known_starts + [t for t in ends if t is not None]
+    return min(known_starts, default=None), max(known, default=None)
+
+
+def nearest(parent: Any, parent_of: Callable[[str], Any], marked: Callable[[str], bool],
+            known: Callable[[str], bool]) -> str | None:
+    """The nearest ancestor, starting at ``parent`` (an id or None), that is
+    ``marked``: its id as a string, or None when the chain ends (at None or an
+    id not ``known``) or passes :data:`MAX_HOPS` links first."""
+    hops = 0
+    while parent is not None and known(str(parent)) and hops < MAX_HOPS:
+        if marked(str(parent)):
+            return str(parent)
+        parent, hops = parent_of(str(parent)), hops + 1
+    return None
+
+
+def owner_before(calls: Sequence[CallRecord], indices: Iterable[int],
+                 offset: float | None) -> int | None:
+    """The last of ``indices`` (calls of one agent, in start order) whose call
+    started at or before ``offset`` seconds (an unknown start counts as 0;
+    an unknown ``offset`` accepts any); None when there is none."""
+    found = None
+    for i in indices:
+        if offset is None or (calls[i].started_s or 0.0) <= offset:
+            found = i
+    return found
+
+
+def run_cost(calls: Sequence[CallRecord]) -> float | None:
+    """The run's cost in USD: its calls' recorded costs summed when every call
+    has one, else None."""
+    costs = [c.cost_usd for c in calls]
+    return sum(c for c in costs if c is not None) if None not in costs else None
+
+
+def main_model(calls: Sequence[CallRecord]) -> str | None:
+    """The first model of the run's own agent's calls (``agent`` null)."""
+    return next((c.model for c in calls if c.model and c.agent is None), None)
+
+
+def text_fields(text: str | None, *, missing_is_empty: bool = False) -> dict[str, Any]:
+    """``text_tokens`` and ``text_sha256`` of a response's text: its
+    :func:`~sim.traces.model.approx_tokens` and hash; for no text both null
+    (a source that records no content), or 0 tokens with ``missing_is_empty``
+    (a source whose missing content means an empty one)."""
+    tokens = approx_tokens(text) if text is not None or missing_is_empty else None
+    return {"text_tokens": tokens, "text_sha256": sha256_text(text)}
+
+
+def number_or_none(value: Any) -> int | float | None:
+    """A number as recorded (the writer nulls and counts an impossible one), else None."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None

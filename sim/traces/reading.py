@@ -1,0 +1,246 @@
+"""Reading a trace folder back, checked: :func:`load_tables` (Arrow) and
+:func:`read_traces` (pandas). Both are importable from :mod:`sim.traces.model`
+too; every check failure is an :class:`~sim.bad_input.InputError` naming the
+file, the column (dotted for a tool call's field) and the run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from sim.bad_input import InputError
+from sim.traces.schema import (
+    CALLS_FILE,
+    CALLS_SCHEMA,
+    EARLIEST,
+    LATER_CALL_COLUMNS,
+    LATEST,
+    LIMIT_COLUMNS,
+    MAX_COUNT,
+    MAX_LIMIT,
+    MAX_SECONDS,
+    MAX_TOTAL,
+    MAX_USD,
+    MONEY_COLUMNS,
+    RUNS_FILE,
+    RUNS_SCHEMA,
+    SECONDS_COLUMNS,
+    SIZE_COLUMNS,
+    SUBAGENT_CALL_COLUMNS,
+    TOKEN_COLUMNS,
+)
+
+
+def read_traces(directory: str | os.PathLike[str]) -> tuple[Any, Any]:
+    """``(runs, calls)`` pandas DataFrames of a trace folder, checked.
+
+    Checks (:func:`load_tables`), each failure an :class:`~sim.bad_input.InputError`
+    naming the file and the column or run. Columns come back with pandas'
+    nullable dtypes (``Int64``, ``Float64``, ``boolean``, ``string``; the
+    timestamp as ``datetime64[us, UTC]``), ``tool_calls`` as lists of dicts;
+    columns other than the model's are kept, after them.
+    """
+    runs, calls = load_tables(directory)
+    tools = calls.column("tool_calls").to_pylist()  # plain dicts with ints kept as ints
+    calls_frame = calls.drop_columns(["tool_calls"]).to_pandas(types_mapper=_pandas_type)
+    calls_frame.insert(calls.schema.get_field_index("tool_calls"), "tool_calls",
+                       _object_series(tools, calls_frame.index))
+    return runs.to_pandas(types_mapper=_pandas_type), calls_frame
+
+
+def _object_series(values: list, index: Any) -> Any:
+    """A pandas object Series of ``values`` (lists stay lists)."""
+    import pandas as pd
+
+    return pd.Series(values, index=index, dtype=object)
+
+
+def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
+    """``(runs, calls)`` Arrow tables of a trace folder, checked: both files
+    exist and are Parquet; every column of :data:`RUN_COLUMNS` /
+    :data:`CALL_COLUMNS` is present with its type (those of
+    :data:`LATER_CALL_COLUMNS` may be absent, as in a folder written before
+    them: they are added, all null); required columns have no
+    nulls; ``run_id`` is unique in runs; counts are non-negative; every call
+    belongs to a run; each run's calls are numbered ``0..steps-1``; each
+    run's token columns are the sums of its calls'; and every value is
+    possible (the bounds above: token counts at most :data:`MAX_COUNT`, a
+    column's total over the folder at most :data:`MAX_TOTAL`, so no sum wraps
+    around; finite times and costs in range, limits at least 1, a start in
+    ``[EARLIEST, LATEST)``)."""
+    import pyarrow.parquet as pq
+
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise InputError("not a trace folder (no such directory)", source=str(folder))
+    tables = []
+    for name, schema, later in ((RUNS_FILE, RUNS_SCHEMA, frozenset()),
+                                (CALLS_FILE, CALLS_SCHEMA,
+                                 LATER_CALL_COLUMNS | SUBAGENT_CALL_COLUMNS)):
+        path = folder / name
+        if not path.is_file():
+            raise InputError(f"missing {name}: not a trace folder", source=str(folder))
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowException) as error:
+            raise InputError(f"not a readable Parquet file ({error})", source=str(path)) from None
+        tables.append(_check_table(table, schema, path, later))
+    runs, calls = tables
+    _check_values(runs, calls, folder)
+    _check_consistency(runs, calls, folder)
+    return runs, calls
+
+
+def _check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
+    """Every value of the model's columns within its bounds, or an InputError
+    naming the file, the column (dotted for a tool call's field) and the run."""
+    import pyarrow.compute as pc
+
+    def refuse(table: pa.Table, path: str, column: str, mask: Any, what: str,
+               run_ids: Any = None) -> None:
+        mask = pc.fill_null(mask, False)
+        if not pc.any(mask).as_py():
+            return
+        index = pc.index(mask, True).as_py()
+        ids = table.column("run_id") if run_ids is None else run_ids
+        raise InputError(f"{what} in run {ids[index].as_py()!r}: "
+                         f"{_shown(table, column, index, run_ids)}", source=path, path=column)
+
+    runs_path, calls_path = str(folder / RUNS_FILE), str(folder / CALLS_FILE)
+    for table, path in ((runs, runs_path), (calls, calls_path)):
+        for name in TOKEN_COLUMNS:
+            values = table.column(name)
+            refuse(table, path, name, pc.less(values, 0), "negative token count")
+            refuse(table, path, name, pc.greater(values, MAX_COUNT),
+                   f"token count above {MAX_COUNT:,}")
+    for name in TOKEN_COLUMNS:  # exact: float64 sums of values below 2**53 cannot wrap
+        total = pc.sum(pc.cast(calls.column(name), pa.float64())).as_py() or 0.0
+        if total > MAX_TOTAL:
+            raise InputError(f"the calls' total of {total:.3g} tokens is above {MAX_TOTAL:,} "
+                             "(sums would wrap around)", source=calls_path, path=name)
+    tools = pc.list_flatten(calls.column("tool_calls"))
+    tool_runs = pc.take(calls.column("run_id"), pc.list_parent_indices(
+        calls.column("tool_calls")))
+    tables = {"runs": (runs, runs_path, None, ""), "calls": (calls, calls_path, None, ""),
+              "tool_calls": (pa.Table.from_arrays(
+                  [pc.struct_field(tools, [i]) for i in range(tools.type.num_fields)],
+                  names=[f.name for f in tools.type]), calls_path, tool_runs, "tool_calls.")}
+    for kind, (table, path, ids, prefix) in tables.items():
+        for columns, high, what in ((SECONDS_COLUMNS, MAX_SECONDS, "seconds"),
+                                    (MONEY_COLUMNS, MAX_USD, "USD"),
+                                    (SIZE_COLUMNS, MAX_COUNT, "tokens")):
+            for name in columns[kind]:
+                values = table.column(name)
+                if pa.types.is_floating(values.type):
+                    refuse(table, path, prefix + name, pc.invert(pc.is_finite(values)),
+                           "not a finite number", ids)
+                low = 1e-300 if name == "cost_limit_usd" else 0
+                refuse(table, path, prefix + name, pc.or_(pc.less(values, low),
+                                                          pc.greater(values, high)),
+                       f"{what} outside [{low:g}, {high:g}]", ids)
+    for name in LIMIT_COLUMNS:
+        values = runs.column(name)
+        refuse(runs, runs_path, name, pc.or_(pc.less(values, 1), pc.greater(values, MAX_LIMIT)),
+               f"limit outside [1, {MAX_LIMIT:,}]")
+    started = runs.column("started_at")
+    refuse(runs, runs_path, "started_at", pc.or_(
+        pc.less(started, pa.scalar(EARLIEST, started.type)),
+        pc.greater_equal(started, pa.scalar(LATEST, started.type))),
+        f"start outside [{EARLIEST:%Y-%m-%d}, {LATEST:%Y-%m-%d})")
+
+
+def _shown(table: pa.Table, column: str, index: int, ids: Any) -> str:
+    name = column.split(".")[-1]
+    return f"{name} is {table.column(name)[index].as_py()!r}"
+
+
+def _pandas_type(kind: pa.DataType) -> Any:
+    import pandas as pd
+
+    mapping = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(),
+               pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
+    return mapping.get(kind)
+
+
+def _check_table(table: pa.Table, schema: pa.Schema, path: Path,
+                 later: frozenset[str] = frozenset()) -> pa.Table:
+    """The table with the model's columns first (extras after), or an InputError;
+    a missing column named in ``later`` is added, all null."""
+    names = set(table.schema.names)
+    for spec in schema:
+        if spec.name not in names:
+            if spec.name in later:  # a folder written before the column existed
+                table = table.append_column(spec, pa.nulls(table.num_rows, spec.type))
+                continue
+            raise InputError("missing column", source=str(path), path=spec.name)
+        actual = table.schema.field(spec.name).type
+        if actual != spec.type:
+            if pa.types.is_null(actual) and spec.nullable:  # an all-null column
+                table = table.set_column(table.schema.get_field_index(spec.name), spec.name,
+                                         table.column(spec.name).cast(spec.type))
+                continue
+            raise InputError(f"column has type {actual}, expected {spec.type}",
+                             source=str(path), path=spec.name)
+        if not spec.nullable and table.column(spec.name).null_count:
+            raise InputError("required column has null values", source=str(path),
+                             path=spec.name)
+    order = list(schema.names) + [n for n in table.schema.names if n not in schema.names]
+    return table.select(order)
+
+
+def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
+    import numpy as np
+
+    runs_path, calls_path = str(folder / RUNS_FILE), str(folder / CALLS_FILE)
+    run_ids = runs.column("run_id").to_pylist()
+    index: dict[str, int] = {}
+    for i, run in enumerate(run_ids):
+        if run in index:
+            raise InputError(f"run_id {run!r} appears more than once", source=runs_path,
+                             path="run_id")
+        index[run] = i
+    call_runs = calls.column("run_id").to_pylist()
+    codes = np.empty(len(call_runs), dtype=np.int64)
+    for i, run in enumerate(call_runs):
+        code = index.get(run)
+        if code is None:
+            raise InputError(f"call of unknown run {run!r}", source=calls_path, path="run_id")
+        codes[i] = code
+
+    def column(table: pa.Table, name: str) -> np.ndarray:
+        return table.column(name).to_numpy().astype(np.int64, copy=False)
+
+    for table, path, ids, extra in ((runs, runs_path, run_ids, "steps"),
+                                    (calls, calls_path, call_runs, "call")):
+        for name in (*TOKEN_COLUMNS, extra):
+            negative = np.flatnonzero(column(table, name) < 0)
+            if negative.size:
+                raise InputError(f"negative value in run {ids[negative[0]]!r}", source=path,
+                                 path=name)
+    steps = column(runs, "steps")
+    counts = np.bincount(codes, minlength=len(run_ids))
+    wrong = np.flatnonzero(counts != steps)
+    if wrong.size:
+        i = wrong[0]
+        raise InputError(f"run {run_ids[i]!r} has steps {steps[i]} but {counts[i]} calls",
+                         source=runs_path, path="steps")
+    number = column(calls, "call")
+    order = np.lexsort((number, codes))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(run_ids) else counts
+    expected = np.arange(len(order)) - starts[codes[order]]
+    broken = np.flatnonzero(number[order] != expected)
+    if broken.size:
+        run = run_ids[codes[order][broken[0]]]
+        raise InputError(f"calls of run {run!r} are not numbered 0..steps-1",
+                         source=calls_path, path="call")
+    for name in TOKEN_COLUMNS:
+        sums = np.zeros(len(run_ids), dtype=np.int64)
+        np.add.at(sums, codes, column(calls, name))
+        wrong = np.flatnonzero(sums != column(runs, name))
+        if wrong.size:
+            raise InputError(f"run {run_ids[wrong[0]]!r}: the total is not the sum of its "
+                             "calls", source=runs_path, path=name)
