@@ -62,10 +62,10 @@ def test_the_table_lists_every_terminal_state_with_its_reasons() -> None:
 
 
 def _stops_in(path: Path) -> set[tuple[str, str]]:
-    """(status constant, reason) of every ``_stop(STATUS, "reason")`` call."""
+    """(status constant, reason) of every ``stop(STATUS, "reason")`` call."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_stop":
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "stop":
             status, reason = node.args[:2]
             assert isinstance(status, ast.Name), ast.dump(node)
             if isinstance(reason, ast.Constant):
@@ -77,7 +77,8 @@ def test_every_literal_ending_of_the_loop_is_in_the_table() -> None:
     """Each place the loop stops a run with a literal reason names an outcome
     of the table (the budget reasons come from the budget checks: checked
     below)."""
-    stops = _stops_in(HARNESS / "loop.py")
+    stops = set().union(*(_stops_in(HARNESS / f"{name}.py") for name in (
+        "loop", "guards", "model_calls", "recovery", "tool_calls")))
     assert len(stops) >= 10
     statuses = {name: getattr(sim.harness.state, name) for name, _ in stops}
     for name, reason in stops:

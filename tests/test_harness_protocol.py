@@ -42,13 +42,7 @@ from sim.harness import (
     Wait,
     agent_loop,
 )
-from sim.harness.protocol import (
-    _diagnose,
-    clean_response,
-    clean_tool_result,
-    content_problem,
-    result_problem,
-)
+from sim.harness.protocol import WELL_FORMED, _diagnose, result_problem
 
 WRONG = [ToolError("transient", "503", 1), ToolResult("ok", 1), ModelError("server", 500),
          ModelResponse([], Usage(), "end_turn"), Verdict(True), ApprovalDecision(True),
@@ -163,24 +157,19 @@ RESPONSE = st.builds(
 
 @FUZZ
 @given(response=RESPONSE)
-def test_the_one_pass_reply_check_accepts_exactly_what_the_thorough_checks_accept(
-        response) -> None:
-    """clean_response (the loop's path for the common reply) is True exactly
-    when result_problem finds nothing impossible and content_problem nothing
-    malformed: the fast path checks every field the thorough checks do."""
-    thorough = result_problem(response) is None and content_problem(response.content) is None
-    assert clean_response(response) == thorough
+def test_the_quick_reply_check_finds_exactly_what_the_thorough_check_finds(response) -> None:
+    """result_problem's quick test of a ModelResponse lets through exactly the
+    replies in which the field-by-field check finds nothing impossible, and
+    reports the same problem otherwise (one validation path, a quick entry)."""
+    assert result_problem(response) == _diagnose(response)
 
 
 @FUZZ
 @given(outcome=TOOL_OUTCOME)
-def test_the_one_pass_tool_result_check_accepts_exactly_what_the_thorough_check_accepts(
+def test_the_quick_tool_outcome_check_finds_exactly_what_the_thorough_check_finds(
         outcome) -> None:
-    """clean_tool_result is True exactly for a ToolResult in which
-    result_problem finds nothing impossible (never for a ToolError, which the
-    thorough path handles)."""
-    expected = isinstance(outcome, ToolResult) and result_problem(outcome) is None
-    assert clean_tool_result(outcome) == expected
+    """The same for a ToolResult or ToolError."""
+    assert result_problem(outcome) == _diagnose(outcome)
 
 
 VERDICT = st.builds(
@@ -191,25 +180,27 @@ VERDICT = st.builds(
 @FUZZ
 @given(verdict=VERDICT)
 def test_the_fast_verdict_check_finds_exactly_what_the_thorough_check_finds(verdict) -> None:
-    """result_problem's one-pass check of a Verdict lets through exactly the
+    """result_problem's quick check of a Verdict lets through exactly the
     verdicts in which the field-by-field check finds nothing impossible, and
     reports the same problem otherwise."""
     assert result_problem(verdict) == _diagnose(verdict)
 
 
-def test_the_one_pass_checks_leave_subclasses_and_numpy_like_numbers_to_the_thorough_path(
+def test_the_quick_checks_leave_subclasses_and_numpy_like_numbers_to_the_thorough_path(
         ) -> None:
     """A subclass of a result type or a number type that is not a plain int
-    or float is never accepted by a fast check (the thorough checks decide)."""
+    or float is never accepted by a quick check (the thorough checks decide)."""
     class Sub(ModelResponse):
         __slots__ = ()
 
     class Count(int):
         pass
 
-    assert not clean_response(Sub([TextBlock("x", 1)], Usage(1, 1), "end_turn"))
-    assert not clean_response(ModelResponse([TextBlock("x", 1)], Usage(Count(1), 1), "end_turn"))
-    assert not clean_tool_result(ToolResult("ok", Count(3)))
+    assert type(Sub([TextBlock("x", 1)], Usage(1, 1), "end_turn")) not in WELL_FORMED
+    assert not WELL_FORMED[ModelResponse](
+        ModelResponse([TextBlock("x", 1)], Usage(Count(1), 1), "end_turn"))
+    assert not WELL_FORMED[ToolResult](ToolResult("ok", Count(3)))
+    assert result_problem(ToolResult("ok", Count(3))) is None  # the thorough check decides
 
 
 def test_a_checkpoint_is_immutable_and_equal_to_a_fresh_one() -> None:

@@ -24,36 +24,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import Any
 
-from sim.harness.effects import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Checkpoint,
-    Effect,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    Result,
-    ToolError,
-    ToolRequest,
-    ToolResult,
-    UserReply,
-    UserTurn,
-    Verdict,
-    VerifyRequest,
-    Wait,
-)
+from sim.harness import effects as fx
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 ANSWERS: dict[type, tuple[type, ...]] = {
-    ModelRequest: (ModelResponse, ModelError),
-    ToolRequest: (ToolResult, ToolError),
-    Wait: (type(None), float, int),
-    ApprovalRequest: (ApprovalDecision,),
-    VerifyRequest: (Verdict,),
-    UserTurn: (UserReply,),
-    Checkpoint: (type(None),),
+    fx.ModelRequest: (fx.ModelResponse, fx.ModelError),
+    fx.ToolRequest: (fx.ToolResult, fx.ToolError),
+    fx.Wait: (type(None), float, int),
+    fx.ApprovalRequest: (fx.ApprovalDecision,),
+    fx.VerifyRequest: (fx.Verdict,),
+    fx.UserTurn: (fx.UserReply,),
+    fx.Checkpoint: (type(None),),
 }
 """The result types a driver may answer each effect with (a Wait: None, or the
 seconds that really passed when it was cut short)."""
@@ -63,7 +46,7 @@ class ProtocolError(TypeError):
     """A driver answered an effect with a result of a type the protocol does
     not allow for it (a bug in the driver, never a run's outcome)."""
 
-    def __init__(self, effect: Effect, result: object) -> None:
+    def __init__(self, effect: fx.Effect, result: object) -> None:
         self.effect = effect
         self.result = result
         allowed = " or ".join("None" if t is type(None) else t.__name__
@@ -75,7 +58,7 @@ class ProtocolError(TypeError):
                          f"got {type(result).__name__}: {shown}")
 
 
-def check_answer(effect: Effect, result: Result) -> None:
+def check_answer(effect: fx.Effect, result: fx.Result) -> None:
     """Raise :class:`ProtocolError` unless ``result`` is of a type allowed to
     answer ``effect``."""
     if not isinstance(result, ANSWERS[type(effect)]):
@@ -134,25 +117,25 @@ _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wr
                  "thinking_tokens")
 Check = tuple[str, Callable[[object], bool], str]
 _FIELDS: dict[type, tuple[Check, ...]] = {
-    ModelResponse: (("usage", lambda u: isinstance(u, Usage), "a Usage"),
+    fx.ModelResponse: (("usage", lambda u: isinstance(u, Usage), "a Usage"),
                     ("latency_s", _is_seconds, _SECONDS)),
-    ModelError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
+    fx.ModelError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
                  ("latency_s", _is_seconds, _SECONDS),
                  ("status", _is_status, "None or an integer (HTTP status)"),
                  ("retry_after_s", _is_retry_after, "None or a finite number >= 0 (seconds)")),
-    ToolResult: (("output", _is_str, "a string"), ("tokens", _is_count, _COUNT),
+    fx.ToolResult: (("output", _is_str, "a string"), ("tokens", _is_count, _COUNT),
                  ("duration_s", _is_seconds, _SECONDS),
                  ("metric", _is_metric, "None or a finite number")),
-    ToolError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
+    fx.ToolError: (("kind", _is_str, "a string"), ("message", _is_str, "a string"),
                 ("tokens", _is_count, _COUNT), ("duration_s", _is_seconds, _SECONDS),
                 ("status", _is_status, "None or an integer (HTTP status)"),
                 ("retry_after_s", _is_retry_after, "None or a finite number >= 0 (seconds)")),
-    ApprovalDecision: (("approved", _is_bool, "a bool"), ("waited_s", _is_seconds, _SECONDS),
+    fx.ApprovalDecision: (("approved", _is_bool, "a bool"), ("waited_s", _is_seconds, _SECONDS),
                        ("timed_out", _is_bool, "a bool"), ("reason", _is_str, "a string")),
-    Verdict: (("passed", _is_bool, "a bool"), ("feedback", _is_str, "a string"),
+    fx.Verdict: (("passed", _is_bool, "a bool"), ("feedback", _is_str, "a string"),
               ("feedback_tokens", _is_count, _COUNT), ("duration_s", _is_seconds, _SECONDS),
               ("usage", lambda u: u is None or isinstance(u, Usage), "None or a Usage")),
-    UserReply: (("text", _is_str, "a string"), ("tokens", _is_count, _COUNT),
+    fx.UserReply: (("text", _is_str, "a string"), ("tokens", _is_count, _COUNT),
                 ("ended", _is_bool, "a bool"), ("duration_s", _is_seconds, _SECONDS)),
 }
 """Per result type, each field with the test it must pass and what it must be."""
@@ -166,8 +149,8 @@ def _problem(field: str, value: object, expected: str) -> dict[str, str]:
 
 def _diagnose(result: object) -> dict[str, str] | None:
     """The first field of ``result`` that fails its test in :data:`_FIELDS`
-    (a usage field by field), or None: the thorough check behind the fast
-    paths of :func:`result_problem`."""
+    (a usage field by field), or None: the thorough check behind the quick
+    tests of :func:`result_problem`."""
     checks = next((c for kind, c in _FIELDS.items() if isinstance(result, kind)), None)
     if checks is None:
         return None if _is_seconds(result) else _problem("seconds waited", result,
@@ -185,52 +168,24 @@ def _diagnose(result: object) -> dict[str, str] | None:
     return None
 
 
-def result_problem(result: Result) -> dict[str, str] | None:
+def result_problem(result: fx.Result) -> dict[str, str] | None:
     """What is impossible about a result of an allowed type, as a diagnostic
     ``{"field", "value", "expected"}`` (the value as its repr), or None when
     the result can be used: token counts must be integers >= 0, seconds
     finite and >= 0, a metric finite, and texts, kinds and flags of their
     types. A Wait's answer must be None or seconds. (A reply's
     ``stop_reason`` and ``model`` are only compared and reported, so any
-    value is harmless: an unknown stop reason is an ordinary stop.)"""
+    value is harmless: an unknown stop reason is an ordinary stop.)
+
+    A well-formed result of one of the exact types the drivers send passes a
+    quick test of :data:`WELL_FORMED`; anything else (a subclass, numpy
+    numbers, a bad field) gets the thorough field-by-field check, which has
+    the last word."""
     if result is None:
         return None
-    kind = type(result)
-    # fast paths for well-formed results of the exact types; anything else
-    # (a subclass, numpy numbers, a bad field) gets the thorough check
-    if kind is ModelResponse:
-        r: Any = result
-        u, t = r.usage, r.latency_s
-        if type(u) is Usage:
-            a, b, c, d, e = (u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                             u.cache_write_tokens, u.thinking_tokens)
-            if (type(a) is int and type(b) is int and type(c) is int and type(d) is int
-                    and type(e) is int and 0 <= (a | b | c | d | e) < _LIMIT
-                    and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S):
-                return None
-    elif kind is ToolResult:
-        r = result
-        t = r.duration_s
-        if ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
-                and type(r.output) is str and type(r.tokens) is int and 0 <= r.tokens < _LIMIT
-                and (r.metric is None or (type(r.metric) is float and math.isfinite(r.metric)))):
-            return None
-    elif kind is ToolError:
-        r = result
-        t = r.duration_s
-        if ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
-                and type(r.kind) is str and type(r.message) is str
-                and type(r.tokens) is int and 0 <= r.tokens < _LIMIT
-                and (r.status is None or type(r.status) is int)
-                and r.retry_after_s is None):
-            return None
-    elif kind is Verdict:  # once per claimed success
-        r = result
-        t, n, u = r.duration_s, r.feedback_tokens, r.usage
-        if ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
-                and type(r.passed) is bool and type(r.feedback) is str
-                and type(n) is int and 0 <= n < _LIMIT and (u is None or _clean_usage(u))):
-            return None
+    quick = WELL_FORMED.get(type(result))
+    if quick is not None and quick(result):
+        return None
     return _diagnose(result)
 
 
@@ -240,63 +195,54 @@ def _clean_usage(u: object) -> bool:
         return False
     a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens  # no tuple for up to 3
     d, e = u.cache_write_tokens, u.thinking_tokens
+    # for ints, a | b | ... is negative exactly when one of them is
     return (type(a) is type(b) is type(c) is type(d) is type(e) is int
             and 0 <= (a | b | c | d | e) < _LIMIT)
 
 
-# ----------------------------------------------------- one-pass fast checks
-def clean_response(result: object) -> TypeGuard[ModelResponse]:
-    """True when ``result`` is exactly a :class:`ModelResponse` that passes
-    every check of :func:`result_problem` and :func:`content_problem` (plain
-    int token counts, a finite latency, content of well-formed text, thinking
-    and tool_use blocks with distinct ids), checked in one pass: the loop's
-    path for the common reply. False says only that the thorough checks must
-    decide (a subclass, numpy numbers, a bad field)."""
-    if type(result) is not ModelResponse:
+# The quick tests below are written out in one expression each (no helper
+# calls): they run for every reply and tool outcome.
+def _well_formed_response(r: fx.ModelResponse) -> bool:
+    u, t = r.usage, r.latency_s
+    if type(u) is not Usage:
         return False
-    u, t, content = result.usage, result.latency_s, result.content
-    if type(u) is not Usage or type(content) is not list:
-        return False
-    a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens  # no tuple for up to 3
+    a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens
     d, e = u.cache_write_tokens, u.thinking_tokens
-    # for ints, a | b | ... is negative exactly when one of them is
-    if not (type(a) is type(b) is type(c) is type(d) is type(e) is int
+    return (type(a) is type(b) is type(c) is type(d) is type(e) is int
             and 0 <= (a | b | c | d | e) < _LIMIT
-            and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S):
-        return False
-    ids = 0
-    block: Any
-    for block in content:
-        kind = type(block)
-        if kind is ToolUseBlock:
-            if type(block.id) is not str or not block.id or type(block.name) is not str:
-                return False
-            ids += 1
-        elif kind is TextBlock:
-            if type(block.text) is not str:
-                return False
-        elif kind is ThinkingBlock:
-            if type(block.thinking) is not str or type(block.signature) is not str:
-                return False
-        else:
-            return False
-        size = block.tokens
-        if type(size) is not int or not 0 <= size < _LIMIT:
-            return False
-    return ids < 2 or len({b.id for b in content if type(b) is ToolUseBlock}) == ids
+            and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S)
 
 
-def clean_tool_result(result: object) -> TypeGuard[ToolResult]:
-    """True when ``result`` is exactly a :class:`ToolResult` that passes every
-    check of :func:`result_problem` (a string output, a token count, a finite
-    duration, a finite float metric or none); False says only that the
-    thorough checks must decide."""
-    if type(result) is not ToolResult:
-        return False
-    t, n, m = result.duration_s, result.tokens, result.metric
+def _well_formed_tool_result(r: fx.ToolResult) -> bool:
+    t, n, m = r.duration_s, r.tokens, r.metric
     return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
-            and type(result.output) is str and type(n) is int and 0 <= n < _LIMIT
+            and type(r.output) is str and type(n) is int and 0 <= n < _LIMIT
             and (m is None or (type(m) is float and math.isfinite(m))))
+
+
+def _well_formed_tool_error(r: fx.ToolError) -> bool:
+    t, n = r.duration_s, r.tokens
+    return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
+            and type(r.kind) is str and type(r.message) is str
+            and type(n) is int and 0 <= n < _LIMIT
+            and (r.status is None or type(r.status) is int) and r.retry_after_s is None)
+
+
+def _well_formed_verdict(r: fx.Verdict) -> bool:  # once per claimed success
+    t, n, u = r.duration_s, r.feedback_tokens, r.usage
+    return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
+            and type(r.passed) is bool and type(r.feedback) is str
+            and type(n) is int and 0 <= n < _LIMIT and (u is None or _clean_usage(u)))
+
+
+WELL_FORMED: dict[type, Callable[[Any], bool]] = {
+    fx.ModelResponse: _well_formed_response,
+    fx.ToolResult: _well_formed_tool_result,
+    fx.ToolError: _well_formed_tool_error,
+    fx.Verdict: _well_formed_verdict,
+}
+"""Per exact result type, a quick test that passes only results the thorough
+check (:func:`_diagnose`) would pass; a result that fails it gets that check."""
 
 
 def content_problem(content: object) -> tuple[str, str] | None:

@@ -1,0 +1,172 @@
+"""One model call, with the retries the harness makes itself (step 6).
+
+:func:`call_model` asks the driver for a reply and checks what comes back
+(:func:`~sim.harness.guards.receive`, then the content); transient errors
+(429, timeouts, overload) are retried with exponential backoff, without a
+model step; a server error or a malformed reply is retried at once, up to
+``retry.model_error_retries`` times; then the run fails with a diagnostic
+that hashes the request's messages (privacy) and lists the errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.harness import events as ev
+from sim.harness.budgets import refuse_retry
+from sim.harness.classifier import SERVER, TRANSIENT, backoff_s, classify_model_error, jitter_draw
+from sim.harness.context import normalize
+from sim.harness.effects import Effect, ModelError, ModelRequest, ModelResponse, Result
+from sim.harness.guards import Run, account, check_abort, check_budgets, receive, stop, wait
+from sim.harness.messages import Message
+from sim.harness.params import HarnessParams
+from sim.harness.protocol import MAX_SECONDS, content_problem
+from sim.harness.state import BUDGET_EXHAUSTED, FAILED
+
+MAX_DIAGNOSTIC_ERRORS = 20
+"""The most errors a failed run's diagnostic lists (the first ones, each cut
+to 500 characters): a run retried a thousand times keeps a small record."""
+
+
+@dataclass(slots=True)
+class _Tries:
+    """The retries of one call so far (made at its first error): the retry
+    number of the next try, the server errors and rate limits met, and the
+    errors' texts for a diagnostic."""
+
+    attempt: int = 0
+    server_errors: int = 0
+    rate_limits: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def call_model(run: Run, messages: list[Message], prompt_tokens: int, max_output: int,
+               purpose: str) -> Generator[Effect, Result, ModelResponse | ModelError]:
+    """Call the model, retrying here what the harness can fix itself.
+
+    Returns the :class:`ModelResponse`, or a context-overflow
+    :class:`ModelError` for the caller to handle; ends the run on spent
+    retries, a fatal or repeated server error, or a budget that refuses the
+    next try. A reply whose content is unusable counts as a server error.
+    The first try's budgets are checked by the caller.
+    """
+    params, state = run.params, run.state
+    step = purpose == "step"
+    cache_ttl = run.cache_ttl_s if step else None  # one-off summaries are not cached
+    thinking = params.thinking.budget_tokens if step and params.thinking.enabled else 0
+    tool_choice = params.tool_choice if step else "none"  # a summary is text
+    tries: _Tries | None = None
+    while True:
+        if tries is not None:
+            # every retry is a model call too: check it against the budgets, at the
+            # prices of the model it goes to (it may follow a slow error or a switch
+            # to the fallback model)
+            check_budgets(run, prompt_tokens, max_output)
+        request = ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
+                               state.turns, 0 if tries is None else tries.attempt, cache_ttl,
+                               thinking, params.system_prompt, params.tool_definitions,
+                               tool_choice, params.temperature, params.top_p, params.provider)
+        result = _answer(run, request, (yield request))
+        if isinstance(result, ModelResponse):
+            return result
+        if tries is None:
+            tries = _Tries()
+        if len(tries.errors) < MAX_DIAGNOSTIC_ERRORS:
+            tries.errors.append(f"{result.kind} {result.status}: {result.message}"[:500])
+        cls = classify_model_error(result)
+        if cls == SERVER:  # seed 000: retry once immediately, then fail with a diagnostic
+            _server_error(run, tries, result, messages)
+            continue
+        if cls != TRANSIENT:
+            if result.kind == "context_overflow":
+                return result
+            stop(FAILED, "model_error", diagnostic=diagnostic(messages, tries.errors))
+        delay = _transient_error(run, tries, result, messages)
+        yield from wait(run, delay, "model", result.kind)
+
+
+def _answer(run: Run, request: ModelRequest, answer: Result) -> ModelResponse | ModelError:
+    """The driver's answer checked and counted: its latency as active time
+    and its usage; a reply past the model timeout becomes a timeout error,
+    and one with unusable content a malformed-reply error."""
+    state = run.state
+    if run.timed and not (type(answer) is ModelResponse and type(answer.latency_s) is float
+                          and answer.latency_s <= run.params.model_timeout_s):
+        # a reply after the model timeout is a timeout: no budget overshot
+        answer = timed_out_reply(run.params, answer)
+    result = receive(request, answer)
+    state.active_s += result.latency_s
+    check_abort(state)  # cancelled in flight: the driver aborted the call
+    if isinstance(result, ModelResponse):
+        account(run, result.model or state.model, result.usage)
+        problem = content_problem(result.content)
+        if problem is None:
+            return result
+        return ModelError(problem[0], message=problem[1], latency_s=result.latency_s)
+    return result
+
+
+def _server_error(run: Run, tries: _Tries, error: ModelError, messages: list[Message]) -> None:
+    """Count a server error (or malformed reply) for an immediate retry, or
+    end the run when ``retry.model_error_retries`` are spent."""
+    tries.server_errors += 1
+    if tries.server_errors > run.params.retry.model_error_retries:
+        stop(FAILED, "model_error", diagnostic=diagnostic(messages, tries.errors))
+    tries.attempt += 1
+    if run.emit:
+        run.emit(ev.RETRY, {"target": "model", "kind": error.kind, "delay_s": 0.0})
+
+
+def _transient_error(run: Run, tries: _Tries, error: ModelError,
+                     messages: list[Message]) -> float:
+    """The backoff in seconds before retrying a transient error, after a
+    switch to the fallback model when rate limits say so; ends the run when
+    the attempts or the run's retry budget are spent."""
+    params, state = run.params, run.state
+    policy = params.retry
+    if error.kind == "rate_limit" or error.status == 429:
+        tries.rate_limits += 1
+        state.rate_limit_retries += 1
+        if (tries.rate_limits >= policy.fallback_after and policy.fallback_model
+                and state.model != policy.fallback_model):
+            state.model = policy.fallback_model  # seed 000: degraded mode
+            tries.attempt = 0
+            if run.emit:
+                run.emit(ev.ALERT, {"alert": "fallback_model", "model": state.model})
+    if tries.attempt >= policy.max_attempts:
+        stop(FAILED, "retries_exhausted", diagnostic=diagnostic(messages, tries.errors))
+    if refuse_retry(params, state) is not None:  # the run's retry budget
+        stop(BUDGET_EXHAUSTED, "retries")
+    tries.attempt += 1
+    return backoff_s(policy, tries.attempt, error.retry_after_s,
+                     jitter_draw(f"model{state.turns}", tries.attempt) if policy.jitter else 1.0)
+
+
+def timed_out_reply(params: HarnessParams, answer: Result) -> Result:
+    """``answer``, or a timeout error in its place when it reports a latency
+    past ``params.model_timeout_s``: the harness gave up on the call then, so
+    it counts that many seconds (the worst case its time budgets allowed for).
+    An impossible latency (beyond :data:`~sim.harness.protocol.MAX_SECONDS`,
+    NaN) is left for the checks, which end the run as failed:invalid_response."""
+    latency = getattr(answer, "latency_s", None)
+    if (isinstance(answer, ModelResponse | ModelError) and isinstance(latency, int | float)
+            and not isinstance(latency, bool)
+            and params.model_timeout_s < latency <= MAX_SECONDS):
+        return ModelError("timeout", None, None,
+                          f"no reply within model_timeout_s ({params.model_timeout_s:g} s)",
+                          params.model_timeout_s)
+    return answer
+
+
+def diagnostic(messages: list[Message], errors: list[str]) -> dict[str, Any]:
+    """The failing request with each message's content replaced by its SHA-256
+    hash (privacy), plus the raw errors."""
+    wire = normalize(messages, "anthropic")
+    hashes = [{"role": m["role"], "sha256": hashlib.sha256(
+        json.dumps(m["content"], sort_keys=True, default=str).encode()).hexdigest()}
+        for m in wire]
+    return {"request": hashes, "errors": errors}

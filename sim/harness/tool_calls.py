@@ -1,0 +1,226 @@
+"""A step's tool calls (step 9) and the no-progress detector (step 10).
+
+Each call goes through the policy (does the tool exist, are the arguments
+an object with the required ones, does it need approval), the time budgets
+and the driver; transient errors are retried by the harness with backoff;
+errors that need a new plan go back to the model as observations, and after
+``tool_failure_limit`` consecutive failures of one tool the model is told to
+do without it. The detector sees every call: a signal is answered with a
+nudge, then with needs_human:no_progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from sim.harness import events as ev
+from sim.harness.budgets import refuse_retry
+from sim.harness.classifier import (
+    FATAL,
+    TRANSIENT,
+    actionable_tool_error,
+    backoff_s,
+    classify_tool_error,
+    jitter_draw,
+)
+from sim.harness.detector import canonical_call, observation_hash
+from sim.harness.effects import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Effect,
+    Result,
+    ToolError,
+    ToolRequest,
+    ToolResult,
+)
+from sim.harness.guards import Run, check_abort, check_ready, receive, stop, wait
+from sim.harness.messages import Block, ToolResultBlock, ToolUseBlock, make_message, text_block
+from sim.harness.params import HarnessParams, ToolSpec
+from sim.harness.policy import APPROVE, REJECT, check_call
+from sim.harness.protocol import MAX_SECONDS
+from sim.harness.state import (
+    BUDGET_EXHAUSTED,
+    CANCELLED,
+    FAILED,
+    NEEDS_HUMAN,
+    RUNNING,
+    WAITING_APPROVAL,
+    HarnessState,
+)
+
+NUDGE_PREFIX = "[harness] No progress detected"
+
+
+def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, None]:
+    """Run the step's tool calls in order (9) and show each to the no-progress
+    detector (10): a signal is answered with a nudge, or needs_human once the
+    nudges are spent; the observations then go into the history (11)."""
+    params, state = run.params, run.state
+    blocks: list[Block] = []
+    run.open_calls, run.blocks = calls, blocks  # answered by agent_loop if the run stops here
+    detecting = params.detector.enabled  # off means off, for custom detectors too
+    signal = None
+    for call in calls:
+        spec = run.tools.get(call.name)
+        observation, metric = yield from _run_tool(run, call, spec, blocks)
+        if detecting:
+            found = run.detector.observe(state.detector, canonical_call(call.name, call.input),
+                                         observation_hash(observation),
+                                         spec is not None and spec.polling, metric)
+            signal = signal or found
+    if signal is not None:
+        if state.nudges - state.detector.nudges_before >= params.detector.max_nudges:
+            stop(NEEDS_HUMAN, "no_progress", signal=signal)
+        state.nudges += 1
+        blocks.append(text_block(_nudge_text(signal, calls[-1]), "nudge"))
+        if run.emit:
+            run.emit(ev.NUDGE, {"signal": signal, "tool": calls[-1].name})
+    run.open_calls = run.blocks = None
+    state.append(make_message("user", blocks))
+
+
+def _run_tool(run: Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list[Block]
+              ) -> Generator[Effect, Result, tuple[str, float | None]]:
+    """Run one call through policy, budgets and the executor; append its
+    observation (and any injected message) to ``blocks`` and return
+    ``(observation text, objective metric or None)``. Ends the run on a fatal
+    error, an approval timeout or a spent time budget."""
+    params, state = run.params, run.state
+    decision, message = check_call(params, call, spec)
+    if decision == REJECT or spec is None:
+        return _failure(params, state, call, message, blocks)
+    if decision == APPROVE:
+        denied = yield from _approval(run, call, spec)
+        if denied is not None:
+            return _failure(params, state, call, denied, blocks)
+    attempt = 0
+    while True:
+        check_ready(run, spec.timeout_s)
+        request = ToolRequest(call, spec.timeout_s, attempt, state.turns)
+        result = _outcome(run, request, spec, (yield request))
+        if isinstance(result, ToolResult):
+            blocks.append(ToolResultBlock(call.id, result.output, False, result.tokens))
+            return result.output, result.metric
+        cls = classify_tool_error(result)
+        if cls == FATAL:
+            stop(FAILED, "tool_fatal", tool=call.name, error=result.message)
+        retry = params.retry
+        if (cls == TRANSIENT and retry.retry_tool_errors and attempt < params.tool_retries
+                and refuse_retry(params, state) is None):
+            attempt += 1
+            delay = backoff_s(retry, attempt, result.retry_after_s,
+                              jitter_draw(call.id, attempt) if retry.jitter else 1.0)
+            yield from wait(run, delay, call.name, result.kind)
+            continue
+        text = actionable_tool_error(call.name, result, attempt + 1)
+        return _failure(params, state, call, text, blocks, result.tokens)
+
+
+def _outcome(run: Run, request: ToolRequest, spec: ToolSpec, answer: Result
+             ) -> ToolResult | ToolError:
+    """The driver's answer to a tool call, checked and counted: its duration
+    as active time, the call in ``tool_calls``, a success clearing the tool's
+    failure count; a result past the tool's timeout becomes a timeout error."""
+    state = run.state
+    if run.timed and not (type(answer) is ToolResult and type(answer.duration_s) is float
+                          and answer.duration_s <= spec.timeout_s):
+        # a result after the tool's timeout is a timeout: no budget overshot
+        answer = _timed_out_tool(spec, request.call, answer)
+    result = receive(request, answer)
+    state.active_s += result.duration_s
+    check_abort(state)  # cancelled in flight: the driver aborted the call
+    state.tool_calls += 1
+    ok = isinstance(result, ToolResult)
+    if ok:
+        state.tool_failures.pop(request.call.name, None)
+    if run.emit:
+        data: dict[str, Any] = {"tool": request.call.name, "success": ok}
+        if isinstance(result, ToolError):
+            data["kind"] = result.kind
+        data["duration_s"] = result.duration_s
+        data["attempts"] = request.attempt + 1
+        run.emit(ev.TOOL_EXECUTED, data)
+    return result
+
+
+def _approval(run: Run, call: ToolUseBlock, spec: ToolSpec
+              ) -> Generator[Effect, Result, str | None]:
+    """Ask for approval of ``call``: None when approved, else the observation
+    text of a denial; ends the run when nobody decides in time (or within the
+    wall-time budget) or the run is cancelled meanwhile."""
+    params, state = run.params, run.state
+    state.status = WAITING_APPROVAL
+    timeout = params.approval_timeout_s
+    wall = params.budgets.wall_s
+    if wall is not None:  # nobody may answer after the wall-time budget is spent
+        timeout = min(timeout, max(0.0, wall - state.wall_s))
+    request = ApprovalRequest(call, spec.effect, timeout)
+    answer = receive(request, (yield request))
+    if wall is not None and answer.waited_s > timeout:  # past the wall budget: it stopped
+        answer = ApprovalDecision(False, timeout, True, "no decision in time")
+    state.status = RUNNING
+    state.parked_s += answer.waited_s
+    if run.emit:
+        run.emit(ev.APPROVAL, {"tool": call.name, "approved": answer.approved,
+                               "timed_out": answer.timed_out, "waited_s": answer.waited_s})
+    check_abort(state)
+    if answer.timed_out:
+        if timeout < params.approval_timeout_s:
+            stop(BUDGET_EXHAUSTED, "wall_time", tool=call.name)
+        stop(CANCELLED, "approval_timeout", tool=call.name)
+    if answer.approved:
+        return None
+    why = f": {answer.reason}" if answer.reason else ""
+    return f"denied{why}. Do not retry this action; choose another way or report."
+
+
+def _timed_out_tool(spec: ToolSpec, call: ToolUseBlock, result: Result) -> Result:
+    """``result``, or a timeout error in its place when it reports a duration
+    past the tool's ``timeout_s`` (the harness gave up on the call then)."""
+    duration = getattr(result, "duration_s", None)
+    if (isinstance(result, ToolResult | ToolError) and isinstance(duration, int | float)
+            and not isinstance(duration, bool) and spec.timeout_s < duration <= MAX_SECONDS):
+        text = f"{call.name} timed out after {spec.timeout_s:g} s"
+        return ToolError("timeout", text, text_block(text).tokens, spec.timeout_s)
+    return result
+
+
+def close_unanswered(state: HarnessState, calls: list[ToolUseBlock], blocks: list[Block]
+                     ) -> None:
+    """Append the step's observations, answering every call that has none with
+    a 'not run' result, so the history stays valid (each tool_use has its
+    tool_result) for a checkpoint and a later resume."""
+    answered = {b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)}
+    for call in calls:
+        if call.id not in answered:
+            text = f"Not run: the run stopped ({state.status}:{state.reason}) before {call.name}."
+            blocks.append(ToolResultBlock(call.id, text, True, text_block(text).tokens))
+    state.append(make_message("user", blocks))
+
+
+def _failure(params: HarnessParams, state: HarnessState, call: ToolUseBlock, text: str,
+             blocks: list[Block], tokens: int | None = None) -> tuple[str, None]:
+    """Append an error observation for ``call``; after ``tool_failure_limit``
+    consecutive failures of the tool, also tell the model to do without it."""
+    block = ToolResultBlock(call.id, text, True, text_block(text).tokens if tokens is None
+                            else tokens)
+    blocks.append(block)
+    state.tool_errors += 1
+    count = state.tool_failures.get(call.name, 0) + 1
+    state.tool_failures[call.name] = count
+    if count == params.tool_failure_limit:
+        blocks.append(text_block(
+            f"Tool {call.name} has failed {count} consecutive times. Proceed without it or "
+            f"use an alternative approach.", "tool_disabled"))
+    return text, None
+
+
+def _nudge_text(signal: str, call: ToolUseBlock) -> str:
+    what = {"repetition": f"you have called {call.name} with the same arguments several times",
+            "cycle": "your recent tool calls repeat in a cycle",
+            "no_new_information": "your recent tool calls returned nothing new",
+            "no_objective_movement": "the objective has not improved for several steps",
+            }.get(signal, signal)
+    return (f"{NUDGE_PREFIX} ({signal}): {what}. "
+            f"Change approach, or stop and report what blocks you.")
