@@ -24,6 +24,7 @@ is used anywhere.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -46,20 +47,23 @@ class Draws:
     and takes that state at its first draw; a buffer index of ``_BLOCK``
     means the buffer is spent."""
 
-    __slots__ = ("_rng", "_u", "_ui", "_z", "_zi", "_words", "_word", "_state")
+    __slots__ = ("_rng", "_u", "_ui", "_z", "_zi", "_words", "_word", "_state", "_raw")
 
-    def __init__(self, rng: np.random.Generator, concern: int = 0) -> None:
+    def __init__(self, rng: np.random.Generator, concern: int | None = None) -> None:
+        """Draws from ``rng`` as it is; with a ``concern`` (a pool's stream),
+        ``rng`` must be a PCG64 generator, which :meth:`reset` repositions."""
         self._rng = rng
         self._u: list[float] = []
         self._ui = _BLOCK
         self._z: list[float] = []
         self._zi = _BLOCK
         self._words: list[int] | None = None  # the task's seed words, until the first draw
-        self._word = 2 * concern
+        self._word = 2 * (concern or 0)
         # the PCG64 state dict numpy reads, kept and refilled in place
         self._state: dict[str, Any] = {
             "bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0,
-            "state": {"state": 0, "inc": _INCREMENTS[concern]}}
+            "state": {"state": 0, "inc": _INCREMENTS[concern or 0]}}
+        self._raw = None if concern is None else _state_words(rng, self._state)
 
     def uniform(self) -> float:
         """The next uniform draw in [0, 1)."""
@@ -95,9 +99,40 @@ class Draws:
         words, k = self._words, self._word
         if words is None:
             return
-        self._state["state"]["state"] = (words[k] << 64) | words[k + 1]
-        self._rng.bit_generator.state = self._state
+        raw = self._raw
+        if raw is not None:  # the state's two words written in place (its increment is set)
+            raw[0], raw[1] = words[k + 1], words[k]
+        else:
+            self._state["state"]["state"] = (words[k] << 64) | words[k + 1]
+            self._rng.bit_generator.state = self._state
         self._words = None
+
+
+def _state_words(rng: np.random.Generator, state: dict[str, Any]) -> Any:
+    """Set ``rng`` (a PCG64) to ``state`` and return a ctypes view of its
+    128-bit state word as (low, high) uint64, through numpy's documented
+    ``bit_generator.ctypes.state_address``, so repositioning a stream writes
+    two words instead of parsing a state dict (2-3 us). The layout is checked
+    here: a write through the view must read back as numpy's own state with
+    the increment untouched, else None (numpy's state setter is used)."""
+    bits = rng.bit_generator
+    bits.state = state
+    if not isinstance(bits, np.random.PCG64):
+        return None
+    try:
+        address = ctypes.c_void_p.from_address(bits.ctypes.state_address).value
+        if not address:
+            return None
+        raw = (ctypes.c_uint64 * 2).from_address(address)
+        probe = 0x0123456789ABCDEF_FEDCBA9876543210
+        raw[0], raw[1] = probe & (2**64 - 1), probe >> 64
+        read = bits.state
+    except (AttributeError, TypeError, ValueError, OSError):  # pragma: no cover - no ctypes
+        return None
+    ok = (read["state"]["state"] == probe and read["state"]["inc"] == state["state"]["inc"]
+          and not read["has_uint32"])
+    bits.state = state
+    return raw if ok else None
 
 
 def task_states(seed: int, task: int) -> list[int]:
