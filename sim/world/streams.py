@@ -131,7 +131,7 @@ def _state_words(rng: np.random.Generator, state: dict[str, Any]) -> Any:
         return None
     ok = (read["state"]["state"] == probe and read["state"]["inc"] == state["state"]["inc"]
           and not read["has_uint32"])
-    bits.state = state
+    rng.bit_generator.state = state
     return raw if ok else None
 
 
