@@ -58,3 +58,23 @@ def test_pooled_streams_are_the_tasks_own_in_any_order() -> None:
                 "state": {"state": task_states(seed, task)[k], "inc": _INCREMENTS[k]}}
             assert draws.uniform() == reference.random(), (seed, task, CONCERNS[k])
         pool.release(streams)
+
+
+def test_streams_written_in_place_draw_as_numpy_positions_them() -> None:
+    """A pooled stream repositioned by writing its PCG64 state words in place
+    (the fast path, used where numpy's layout checks out, as on CPython/x86-64)
+    draws exactly what numpy's own state setter gives, uniforms and normals,
+    task after task on the same reused generators."""
+    from sim.world.streams import StreamPool
+
+    fast, slow = StreamPool(), StreamPool()
+    for task in (0, 1, 2, 300, 5):
+        a, b = fast.acquire(3, task), slow.acquire(3, task)
+        for draws in b:
+            draws._raw = None  # numpy's state setter
+        for x, y in zip(a, b, strict=True):
+            assert [x.uniform() for _ in range(40)] == [y.uniform() for _ in range(40)]
+            assert [x.normal() for _ in range(40)] == [y.normal() for _ in range(40)]
+        fast.release(a)
+        slow.release(b)
+    assert all(d._raw is not None for d in fast.acquire(3, 9))  # the fast path is in use here

@@ -24,6 +24,9 @@ is used anywhere.
 
 from __future__ import annotations
 
+import ctypes
+from typing import Any
+
 import numpy as np
 
 from sim.world.seeds import spawn_words
@@ -32,27 +35,41 @@ DIFFICULTY, MODEL, TOOLS, LATENCY, OPERATIONS, SIZES, USER = 0, 1, 2, 3, 4, 5, 6
 CONCERNS: tuple[str, ...] = ("difficulty", "model", "tools", "latency", "operations", "sizes",
                              "user")
 _BLOCK = 32
+_INCREMENTS = tuple(((0x9E3779B97F4A7C15F39CC0605CEDC835 * (k + 1)) | 1) & ((1 << 128) - 1)
+                    for k in range(len(CONCERNS)))
 
 
 class Draws:
-    """Uniform [0, 1) and standard normal draws from one stream, in blocks."""
+    """Uniform [0, 1) and standard normal draws from one stream, in blocks.
 
-    __slots__ = ("_rng", "_u", "_ui", "_z", "_zi", "_pending")
-    _pending: dict | tuple[int, int] | None
+    A stream of a :class:`StreamPool` is repositioned for each task with
+    :meth:`reset` (the task's seed words; the stream's concern picks its pair)
+    and takes that state at its first draw; a buffer index of ``_BLOCK``
+    means the buffer is spent."""
 
-    def __init__(self, rng: np.random.Generator) -> None:
+    __slots__ = ("_rng", "_u", "_ui", "_z", "_zi", "_words", "_word", "_state", "_raw")
+
+    def __init__(self, rng: np.random.Generator, concern: int | None = None) -> None:
+        """Draws from ``rng`` as it is; with a ``concern`` (a pool's stream),
+        ``rng`` must be a PCG64 generator, which :meth:`reset` repositions."""
         self._rng = rng
         self._u: list[float] = []
-        self._ui = 0
+        self._ui = _BLOCK
         self._z: list[float] = []
-        self._zi = 0
-        self._pending = None
+        self._zi = _BLOCK
+        self._words: list[int] | None = None  # the task's seed words, until the first draw
+        self._word = 2 * (concern or 0)
+        # the PCG64 state dict numpy reads, kept and refilled in place
+        self._state: dict[str, Any] = {
+            "bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0,
+            "state": {"state": 0, "inc": _INCREMENTS[concern or 0]}}
+        self._raw = None if concern is None else _state_words(rng, self._state)
 
     def uniform(self) -> float:
         """The next uniform draw in [0, 1)."""
         i = self._ui
-        if i == len(self._u):
-            if self._pending is not None:
+        if i == _BLOCK:
+            if self._words is not None:
                 self._position()
             self._u = self._rng.random(_BLOCK).tolist()
             i = 0
@@ -62,37 +79,60 @@ class Draws:
     def normal(self) -> float:
         """The next standard normal draw."""
         i = self._zi
-        if i == len(self._z):
-            if self._pending is not None:
+        if i == _BLOCK:
+            if self._words is not None:
                 self._position()
             self._z = self._rng.standard_normal(_BLOCK).tolist()
             i = 0
         self._zi = i + 1
         return self._z[i]
 
-    def reset(self, state: dict | tuple[int, int]) -> None:
-        """Position the stream at ``state`` (a PCG64 state dict, or its 128-bit
-        state and increment as a pair) and drop buffered draws; the generator
-        takes the state at the first draw."""
-        self._pending = state
-        self._u = []
-        self._ui = 0
-        self._z = []
-        self._zi = 0
+    def reset(self, words: list[int]) -> None:
+        """Position the stream for a task whose seed words are ``words``
+        (:func:`sim.world.seeds.spawn_words`; this stream's 128-bit state is
+        the pair of its concern) and drop buffered draws; the generator takes
+        the state at the first draw."""
+        self._words = words
+        self._ui = self._zi = _BLOCK
 
     def _position(self) -> None:
-        pending = self._pending
-        if isinstance(pending, tuple):
-            pending = {"bit_generator": "PCG64",
-                       "state": {"state": pending[0], "inc": pending[1]},
-                       "has_uint32": 0, "uinteger": 0}
-        if pending is not None:
-            self._rng.bit_generator.state = pending
-        self._pending = None
+        words, k = self._words, self._word
+        if words is None:
+            return
+        raw = self._raw
+        if raw is not None:  # the state's two words written in place (its increment is set)
+            raw[0], raw[1] = words[k + 1], words[k]
+        else:
+            self._state["state"]["state"] = (words[k] << 64) | words[k + 1]
+            self._rng.bit_generator.state = self._state
+        self._words = None
 
 
-_INCREMENTS = tuple(((0x9E3779B97F4A7C15F39CC0605CEDC835 * (k + 1)) | 1) & ((1 << 128) - 1)
-                    for k in range(len(CONCERNS)))
+def _state_words(rng: np.random.Generator, state: dict[str, Any]) -> Any:
+    """Set ``rng`` (a PCG64) to ``state`` and return a ctypes view of its
+    128-bit state word as (low, high) uint64, through numpy's documented
+    ``bit_generator.ctypes.state_address``, so repositioning a stream writes
+    two words instead of parsing a state dict (2-3 us). The layout is checked
+    here: a write through the view must read back as numpy's own state with
+    the increment untouched, else None (numpy's state setter is used)."""
+    bits = rng.bit_generator
+    bits.state = state
+    if not isinstance(bits, np.random.PCG64):
+        return None
+    try:
+        address = ctypes.c_void_p.from_address(bits.ctypes.state_address).value
+        if not address:
+            return None
+        raw = (ctypes.c_uint64 * 2).from_address(address)
+        probe = 0x0123456789ABCDEF_FEDCBA9876543210
+        raw[0], raw[1] = probe & (2**64 - 1), probe >> 64
+        read = bits.state
+    except (AttributeError, TypeError, ValueError, OSError):  # pragma: no cover - no ctypes
+        return None
+    ok = (read["state"]["state"] == probe and read["state"]["inc"] == state["state"]["inc"]
+          and not read["has_uint32"])
+    rng.bit_generator.state = state
+    return raw if ok else None
 
 
 def task_states(seed: int, task: int) -> list[int]:
@@ -126,22 +166,22 @@ class StreamPool:
         self._free: list[tuple[Draws, ...]] = []
         self._block: tuple[int, int, list[list[int]]] | None = None  # seed, first task, words
 
-    def _states(self, seed: int, task: int) -> list[int]:
+    def _words(self, seed: int, task: int) -> list[int]:
+        """The seed words of ``task`` (two per concern), from the current block."""
         block = self._block
         if block is None or block[0] != seed or not 0 <= task - block[1] < len(block[2]):
             n = len(CONCERNS)
             words = spawn_words(seed, np.arange(task, task + _BLOCK_TASKS), 2 * n).tolist()
             block = self._block = (seed, task, words)
-        words = block[2][task - block[1]]
-        return [(words[2 * k] << 64) | words[2 * k + 1] for k in range(len(CONCERNS))]
+        return block[2][task - block[1]]
 
     def acquire(self, seed: int, task: int) -> tuple[Draws, ...]:
         """The streams of ``task`` under ``seed`` (one per concern), freshly positioned."""
-        states = self._states(seed, task)
+        words = self._words(seed, task)
         streams = self._free.pop() if self._free else tuple(
-            Draws(np.random.Generator(np.random.PCG64(0))) for _ in CONCERNS)
-        for k, draws in enumerate(streams):
-            draws.reset((states[k], _INCREMENTS[k]))
+            Draws(np.random.Generator(np.random.PCG64(0)), k) for k in range(len(CONCERNS)))
+        for draws in streams:
+            draws.reset(words)
         return streams
 
     def release(self, streams: tuple[Draws, ...]) -> None:

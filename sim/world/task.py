@@ -13,6 +13,8 @@ The ground truth (``need``, the productive steps the task requires, and
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from math import exp
 
 from sim.harness.effects import (
     ApprovalDecision,
@@ -28,7 +30,7 @@ from sim.harness.effects import (
     Verdict,
     VerifyRequest,
 )
-from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from sim.harness.messages import Block, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
 from sim.world.distributions import BaseDistribution
 from sim.world.streams import SIZES, USER, Draws
@@ -140,6 +142,8 @@ class SimulatedTask:
         w = self.world
         if request.purpose == "compaction":
             return self._summary(request)
+        if w.plain:  # no endings and no faults: the decision is the first draw
+            return self._response(request, self._decide(request), False, now)
         truncated = False
         if w.endings and request.turn != self.ending_turn:
             self.ending_turn = request.turn
@@ -185,50 +189,67 @@ class SimulatedTask:
         return RESOLVE if share < w.end_resolve[b] else GIVE_UP if share < w.end_give_up[b] \
             else ERROR
 
-    def _decide(self, request: ModelRequest) -> list:
+    def _decide(self, request: ModelRequest) -> list[Block]:
+        """The reply's content: the model's decision at this call (one uniform
+        of the model stream, after a stuck model's escape draw)."""
         w = self.world
         if w.endings and self.ending != NONE:  # RESOLVE or GIVE_UP: a final answer
             self.stuck = False
             return [self._answer(self.ending == RESOLVE)]
         if self.stuck:
-            last = request.messages[-1].content[-1]
-            if last.type == "text" and last.origin == "nudge":
-                if self.model.uniform() >= w.escape:
-                    return [self._repeat_loop_call()]
-            elif not w.self_escape or self.model.uniform() >= w.self_escape:
+            if self._stays_stuck(request):
                 return [self._repeat_loop_call()]
             self.stuck = False
         r = self.model.uniform()
+        if r < w.c_validation:
+            return [self._faulty_call(r)]
+        return [self._onward(r)]
+
+    def _stays_stuck(self, request: ModelRequest) -> bool:
+        """Whether a stuck model repeats its call again: after a nudge (the
+        last block) it escapes with ``escape``, else with ``self_escape``."""
+        w = self.world
+        last = request.messages[-1].content[-1]
+        if last.type == "text" and last.origin == "nudge":
+            return self.model.uniform() >= w.escape
+        return not w.self_escape or self.model.uniform() >= w.self_escape
+
+    def _faulty_call(self, r: float) -> ToolUseBlock:
+        """A call of the loop, transient or validation band of ``r``."""
+        w = self.world
         if r < w.c_loop:
             self.stuck = True
-            self.loop_call = self._new_call(LOOP, r / w.c_loop)
-            return [self.loop_call]
+            self.loop_call = call = self._new_call(LOOP, r / w.c_loop)
+            return call
         if r < w.c_transient:
-            return [self._new_call(TRANSIENT, (r - w.c_loop) / (w.c_transient - w.c_loop))]
-        if r < w.c_validation:
-            return [self._new_call(VALIDATION,
-                                   (r - w.c_transient) / (w.c_validation - w.c_transient))]
+            return self._new_call(TRANSIENT, (r - w.c_loop) / (w.c_transient - w.c_loop))
+        return self._new_call(VALIDATION,
+                              (r - w.c_transient) / (w.c_validation - w.c_transient))
+
+    def _onward(self, r: float) -> TextBlock | ToolUseBlock:
+        """Past the faulty bands: a premature claim (once allowed), a message
+        to the task-giver, the final answer or a productive call."""
+        w = self.world
         premature_allowed = self.progress >= self.premature_at
         if r < w.c_premature and premature_allowed:
-            return [self._answer(self.solvable and self.progress >= self.need
-                                 and not w.endings)]
+            return self._answer(self.solvable and self.progress >= self.need
+                                and not w.endings)
         if w.talk and w.c_premature <= r < w.c_talk:
-            return [self._message()]
+            return self._message()
         if self.progress + 1 >= self.need and not w.endings:
-            return [self._answer(self.solvable)]
+            return self._answer(self.solvable)
         if not w.talk:
             low = w.c_premature if premature_allowed else w.c_validation  # the productive band
-            return [self._new_call(PRODUCTIVE, (r - low) / (1.0 - low))]
+            return self._new_call(PRODUCTIVE, (r - low) / (1.0 - low))
         if r >= w.c_talk:
-            return [self._new_call(PRODUCTIVE, (r - w.c_talk) / (1.0 - w.c_talk))]
-        return [self._new_call(PRODUCTIVE,  # the premature band, before premature claims
-                               (r - w.c_validation) / (w.c_premature - w.c_validation))]
+            return self._new_call(PRODUCTIVE, (r - w.c_talk) / (1.0 - w.c_talk))
+        return self._new_call(PRODUCTIVE,  # the premature band, before premature claims
+                              (r - w.c_validation) / (w.c_premature - w.c_validation))
 
     def _new_call(self, kind: int, u: float) -> ToolUseBlock:
         w = self.world
-        self.calls += 1
-        n = self.calls
-        name = w.pick_tool(u)
+        self.calls = n = self.calls + 1
+        name = w.tool_names[min(bisect_right(w.tool_cumulative, u), w.last_tool)]  # pick_tool
         if n < _MADE:
             call_id, arg = _CALL_IDS[n], _TARGETS[kind == LOOP][n]
         else:
@@ -265,7 +286,7 @@ class SimulatedTask:
         self.claim = None
         return TextBlock("Could you give me more details?", self._answer_size())
 
-    def _response(self, request: ModelRequest, content: list, truncated: bool, now: float
+    def _response(self, request: ModelRequest, content: list[Block], truncated: bool, now: float
                   ) -> ModelResponse:
         w = self.world
         cap = request.max_output_tokens  # output plus thinking, as providers count it
@@ -344,22 +365,25 @@ class SimulatedTask:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
-        duration = w.tool_draw[call.name](self.latency)
-        size = w.fixed.results[call.name] if w.fixed else self._result_size(call.name)
+        name = call.name
+        lognormal = w.tool_lognormal[name]
+        duration = (exp(lognormal[0] + lognormal[1] * self.latency.normal())  # Lognormal.sample
+                    if lognormal is not None else w.tool_draw[name](self.latency))
+        size = w.fixed.results[name] if w.fixed else self._result_size(name)
         if duration > request.timeout_s:
-            return ToolError("timeout", f"{call.name} timed out after {request.timeout_s:g} s",
+            return ToolError("timeout", f"{name} timed out after {request.timeout_s:g} s",
                              size, request.timeout_s)
         kind = self.kinds.get(call.id, LOOP)
         if kind == PRODUCTIVE:
             self.progress += 1
-            return ToolResult(f"{call.name} {call.input['target']}: ok", size, duration)
+            return ToolResult(f"{name} {call.input['target']}: ok", size, duration)
         if kind == LOOP:
-            return ToolResult(f"{call.name} {call.input['target']}: same as before",
+            return ToolResult(f"{name} {call.input['target']}: same as before",
                               size, duration)
         if kind == TRANSIENT:
             if request.attempt > 0 and self.tools.uniform() < w.retry_success:
                 self.progress += 1
-                return ToolResult(f"{call.name} {call.input['target']}: ok", size, duration)
+                return ToolResult(f"{name} {call.input['target']}: ok", size, duration)
             return ToolError("transient", f"503 Service Unavailable ({call.id})",
                              size, duration, 503)
         return ToolError("validation", f"{call.input['target']} is not a valid target "

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from sim.harness.params import ToolSpec
-from sim.world.distributions import BaseDistribution, Fixed, Gamma
+from sim.world.distributions import BaseDistribution, Fixed, Gamma, Lognormal
 from sim.world.params import Size, WorldParams
 from sim.world.verifiers import OracleVerifier, Verifier
 
@@ -80,9 +80,12 @@ class World:
             cumulative.append(acc)
         cumulative[-1] = 1.0
         self.tool_cumulative = tuple(cumulative)
-        self._last_tool = len(tools) - 1
+        self.last_tool = len(tools) - 1
         self.tool_duration = {t.name: t.duration.dist for t in tools}  # seconds
         self.tool_draw = {name: d.sample for name, d in self.tool_duration.items()}
+        # lognormal durations drawn inline by the task: exp(log median + sigma * Z)
+        self.tool_lognormal = {name: (d.log_median, d.sigma) if isinstance(d, Lognormal)
+                               else None for name, d in self.tool_duration.items()}
 
         tokens = params.tokens
         self.output_tokens, self.output_dist = size_parts(tokens.output)
@@ -137,6 +140,7 @@ class World:
         self.f_max_tokens = self.f_server + faults.max_tokens
         self.f_persistent = self.f_max_tokens + faults.persistent
         self.any_faults = self.f_persistent > 0
+        self.plain = not self.any_faults and not self.endings  # no draw before the decision
         self.retry_after_s = faults.retry_after_s
 
         latency = params.latency
@@ -214,4 +218,4 @@ class World:
 
     def pick_tool(self, u: float) -> str:
         """The tool a uniform draw ``u`` in [0, 1) selects, by weight."""
-        return self.tool_names[min(bisect_right(self.tool_cumulative, u), self._last_tool)]
+        return self.tool_names[min(bisect_right(self.tool_cumulative, u), self.last_tool)]
