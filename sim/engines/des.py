@@ -41,7 +41,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -491,12 +491,7 @@ class DesEngine:
         while len(self.params_by_round) <= round_:
             base = self.params_by_round[-1]
             factor = self.des.resume.budget_factor
-            b = base.budgets
-            self.params_by_round.append(base.with_budgets(**{
-                name: None if getattr(b, name) is None else type(getattr(b, name))(
-                    getattr(b, name) * factor)
-                for name in ("steps", "tokens", "output_tokens", "money_usd", "wall_s",
-                             "active_s", "retries", "tool_errors")}))
+            self.params_by_round.append(replace(base, budgets=base.budgets.scaled(factor)))
         return self.params_by_round[round_]
 
     def _human_delay(self, draws) -> float:

@@ -18,7 +18,7 @@ million tokens.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from sim.harness.fields import PYDANTIC_CONFIG, ParameterError, spec, validated
@@ -69,10 +69,18 @@ class Budgets:
         "harness retries per run", ge=0, report="{} harness retries per run"))
     tool_errors: int | None = field(default=None, metadata=spec(
         "tool errors shown to the model before the run stops (budget_exhausted:errors)",
-        ge=1, report="{} tool errors per run"))
+        ge=1, report="{} tool-error budget"))
 
     def __post_init__(self) -> None:
         validated(self)
+
+    def scaled(self, factor: float) -> Budgets:
+        """Every set budget times ``factor`` (an integer budget rounded down),
+        for resuming a run with extended budgets; unset ones stay unlimited."""
+        changes: dict[str, Any] = {
+            f.name: type(value)(value * factor)
+            for f in fields(self) if (value := getattr(self, f.name)) is not None}
+        return replace(self, **changes)
 
 
 @dataclass(frozen=True, slots=True)

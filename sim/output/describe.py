@@ -10,8 +10,11 @@ listed as given.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
+
+from sim.harness.params import Budgets
 
 
 def amount(n: float) -> str:
@@ -23,15 +26,15 @@ def amount(n: float) -> str:
     return f"{n:,}" if float(n).is_integer() else f"{n:,g}"
 
 
-def _budgets(b: Mapping[str, Any]) -> str:
+def budgets_text(b: Mapping[str, Any], cls: type = Budgets) -> str:
+    """The set budgets of ``b`` (a scenario's ``harness.budgets`` as plain data)
+    in words, one per field of the budgets dataclass ``cls`` in its order, as
+    the field's metadata says (``report``; else its name and value)."""
     parts = []
-    for key, text in (("tokens", "{} prompt-token budget"), ("steps", "{}-step budget"),
-                      ("output_tokens", "{} output-token budget"),
-                      ("money_usd", "${} money budget"), ("wall_s", "{} s wall-time budget"),
-                      ("active_s", "{} s active-time budget"),
-                      ("retries", "{} harness retries per run")):
-        value = b.get(key)
+    for f in dataclasses.fields(cls):
+        value = b.get(f.metadata.get("alias", f.name))
         if value is not None:
+            text = f.metadata.get("report") or f"`{f.name}` {{}}"
             parts.append(text.format(amount(value)))
     return ", ".join(parts) if parts else "no budgets"
 
@@ -87,7 +90,7 @@ def settings_sentence(scenario: Mapping[str, Any]) -> str:
     parts = [f"engine {scenario.get('engine')}, {amount(scenario.get('tasks', 0))} tasks per "
              f"cell, seed {scenario.get('seed')}",
              f"model {h.get('model')} with {_prices(h)}",
-             _budgets(h.get("budgets") or {}),
+             budgets_text(h.get("budgets") or {}),
              _detector(h.get("detector") or {}),
              "no verifier" if verifier == "none" else f"verifier {verifier}",
              _retries(h.get("retry") or {}),
