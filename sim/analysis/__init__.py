@@ -1,2 +1,3 @@
-"""Analysis of results: statistics (stats), regression comparisons (compare),
-capacity measurements (capacity) and capacity sizing (sizing)."""
+"""Analysis of results: statistics (stats), regression comparisons (compare: the
+decision; comparison: its sides, limits and result; significance and bootstrap: the
+statistical primitives), capacity measurements (capacity) and capacity sizing (sizing)."""
