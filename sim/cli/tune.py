@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 _DESCRIPTION = (
     "Recommend limits (token, money and step budgets, the no-progress detector) from recorded "
@@ -52,28 +51,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Tune, write the outputs, print; 0, or 3 for thin evidence."""
-    from sim.bad_input import InputError
-    from sim.tuning.report import frontier_table, lead, summary, write_outputs
-    from sim.tuning.search import tune
+    """Tune and write the outputs (:func:`sim.api.tune`), print; 0, or 3 for thin evidence."""
+    from sim.api.tuning import tune
+    from sim.tuning.report import frontier_table, lead, summary
 
-    if args.forecast_runs < 1:
-        raise InputError(f"must be at least 1, got {args.forecast_runs}", path="--forecast-runs")
-    if not (Path(args.traces) / "runs.parquet").is_file():
-        raise InputError("not a trace folder (no runs.parquet); import one with "
-                         "'python -m sim traces import'", source=args.traces)
-    result = tune(args.traces, scenario=args.scenario, keep_successes=args.keep_successes,
-                  objective=args.objective, knobs=args.knobs, forecast_runs=args.forecast_runs,
-                  seed=args.seed, progress=not args.quiet)
-    out = Path(args.out) if args.out else Path("reports") / f"tune_{Path(args.traces).name}"
-    write_outputs(out, result)
+    tuned = tune(args.traces, out=args.out, scenario=args.scenario,
+                 keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
+                 forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet)
     if args.format == "json":
-        json.dump(summary(result), sys.stdout, indent=2, sort_keys=True, default=str)
+        json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        print("\n".join(lead(result)))
+        print("\n".join(lead(tuned.result)))
         print()
-        print(frontier_table(result, limit=12))
-        print(f"\n{len(result.frontier)} candidates; outputs in {out}/ (recommended.yaml, "
+        print(frontier_table(tuned.result, limit=12))
+        print(f"\n{len(tuned.frontier)} candidates; outputs in {tuned.path}/ (recommended.yaml, "
               "frontier.csv, tune.json, report.md, report.html)")
-    return result.status
+    return tuned.status
