@@ -2,8 +2,11 @@
 
 The Python API (see :mod:`sim.api`)::
 
+    imported = sim.import_traces("runs/", "traces/mine")    # recorded runs in
+    fit = sim.calibrate(imported.path, "worlds/mine.yaml")  # a world fitted to them
+    replayed = sim.replay(imported.path, "replay", {"harness.budgets.tokens": 150_000})
+    frontier, recommendation = sim.tune(imported.path, world=fit)  # limits to set
     from sim import load_scenario, simulate, sweep, compare
-    frontier, recommendation = sim.tune("traces/tau2")   # limits from recorded runs
 
 The API is imported on first use (PEP 562), so ``import sim.harness`` stays
 standard library only and ``import sim`` loads neither pandas nor numpy.
@@ -14,7 +17,8 @@ from __future__ import annotations
 import importlib
 
 API = ("load_scenario", "simulate", "sweep", "compare", "summarize", "read_results",
-       "with_overrides", "Comparison", "SweepFrames", "tune")
+       "with_overrides", "Comparison", "SweepFrames", "import_traces", "calibrate", "replay",
+       "tune", "Imported", "Calibrated", "Replayed", "Tuned")
 __all__ = list(API)
 
 

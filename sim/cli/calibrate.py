@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from sim.bad_input import InputError
 
@@ -79,32 +78,13 @@ def _classes(text: str | None) -> int | str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Calibrate, write the scenario and the report, print the verdict."""
-    from sim.calibration.pipeline import calibrate
-    from sim.calibration.report import write_report, write_scenario
+    from sim.api.calibrating import calibrate
 
-    classes = _classes(args.classes)
-    if args.folds < 2:
-        raise InputError(f"--folds must be at least 2, got {args.folds}")
-    if args.by and classes is not None:
-        raise InputError("--by model and --classes each force a structure: give one")
-    if args.seed < 0:
-        raise InputError(f"--seed must be >= 0, got {args.seed}")
-    if args.evaluations < 0:
-        raise InputError(f"--evaluations must be >= 0, got {args.evaluations}")
-    if args.search_runs is not None and args.search_runs < 10:
-        raise InputError(f"--search-runs must be >= 10, got {args.search_runs}")
-    out = Path(args.out)
-    if out.suffix not in (".yaml", ".yml"):
-        raise InputError("--out must name a .yaml file", source=str(out))
-    report = Path(args.report) if args.report else out.with_name(f"{out.stem}_calibration")
-    for folder in (out.parent, report.parent):  # before minutes of fitting, not after
-        _check_writable(folder)
-    result = calibrate(args.traces, folds=args.folds, seed=args.seed, classes=classes,
-                       by=args.by, name=args.name or out.stem, evaluations=args.evaluations,
-                       search_runs=args.search_runs, with_ladder=not args.no_ladder,
-                       progress=not args.quiet)
-    write_scenario(out, result.yaml_text())
-    write_report(report, result)
+    fit = calibrate(args.traces, args.out, report=args.report, name=args.name, folds=args.folds,
+                    seed=args.seed, classes=_classes(args.classes), by=args.by,
+                    evaluations=args.evaluations, search_runs=args.search_runs,
+                    ladder=not args.no_ladder, progress=not args.quiet)
+    result, out, report = fit.result, fit.path, fit.report
     if args.format == "json":
         json.dump(result.summary(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -125,27 +105,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{100 * r.forecast['lost']:.1f}%, replay {100 * r.replay['lost']:.1f}%; "
                   f"stopped {100 * r.forecast['stopped']:.1f}% vs "
                   f"{100 * r.replay['stopped']:.1f}%")
-    rejected = [m.label for m in result.rejected] + (
-        ["exit mix"] if result.exits.rejected else [])
-    verdict = "rejected: " + "; ".join(rejected) if rejected else "accepted"
-    print(f"fit {verdict}")
+    print(f"fit {fit.verdict}")
     print(f"scenario {out}; report in {report}/ (calibration.json, calibration.md, "
           f"calibration.html)")
     return result.status
-
-
-def _check_writable(folder: Path) -> None:
-    """Make ``folder`` (and its parents) and write a scratch file in it; an
-    InputError naming it when the disk refuses (read-only, full, not ours)."""
-    import tempfile
-
-    from sim.output.folder import WriteFailed, describe_write_error
-
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".sim-write-check-"):
-            pass
-    except OSError as error:
-        raise WriteFailed(folder, describe_write_error(error),
-                          "nothing was fitted: give --out/--report a folder you can write"
-                          ) from None

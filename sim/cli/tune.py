@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from typing import Any
 
 _DESCRIPTION = (
     "Recommend limits (token, money and step budgets, the no-progress detector) from recorded "
@@ -25,55 +25,54 @@ _DESCRIPTION = (
     "traces are too few to tell (the runs that would decide are printed).")
 
 
+_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("traces", {"help": "trace folder (runs.parquet and calls.parquet)"}),
+    ("--scenario", {"help": "scenario YAML: its harness is the one in force (default: the "
+                            "limits the traces state)"}),
+    ("--keep-successes", {"type": float, "default": 0.99, "metavar": "SHARE",
+                          "help": "share of recorded successes a setting must keep, judged by "
+                                  "the upper end of the 95%% interval of the share lost "
+                                  "(default 0.99)"}),
+    ("--objective", {"choices": ("cost", "p95-cost", "time"), "default": "cost",
+                     "help": "what to minimise per run: mean cost (default), p95 cost, or "
+                             "mean active time"}),
+    ("--knobs", {"default": "budgets", "help": "comma-separated among tokens, money, steps, "
+                                               "detector (default budgets: tokens,money,steps)"}),
+    ("--forecast-runs", {"type": int, "default": 2000, "metavar": "N",
+                         "help": "simulated tasks per forecast candidate (default 2000)"}),
+    ("--seed", {"type": int, "default": 0, "help": "seed of calibration and forecasts"}),
+    ("--out", {"help": "output folder (default reports/tune_<traces name>, or under $SIM_OUT)"}),
+    ("--format", {"choices": ("table", "json"), "default": "table",
+                  "help": "stdout: the recommendation and frontier (default) or tune.json"}),
+    ("--quiet", {"action": "store_true", "help": "no progress on stderr"}),
+)
+"""The command's arguments, in the order ``--help`` lists them."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``tune`` command."""
     parser = subparsers.add_parser("tune", help="recommend limits from recorded runs",
                                    description=_DESCRIPTION)
-    parser.add_argument("traces", help="trace folder (runs.parquet and calls.parquet)")
-    parser.add_argument("--scenario", help="scenario YAML: its harness is the one in force "
-                                           "(default: the limits the traces state)")
-    parser.add_argument("--keep-successes", type=float, default=0.99, metavar="SHARE",
-                        help="share of recorded successes a setting must keep, judged by the "
-                             "upper end of the 95%% interval of the share lost (default 0.99)")
-    parser.add_argument("--objective", choices=("cost", "p95-cost", "time"), default="cost",
-                        help="what to minimise per run: mean cost (default), p95 cost, or "
-                             "mean active time")
-    parser.add_argument("--knobs", default="budgets",
-                        help="comma-separated among tokens, money, steps, detector "
-                             "(default budgets: tokens,money,steps)")
-    parser.add_argument("--forecast-runs", type=int, default=2000, metavar="N",
-                        help="simulated tasks per forecast candidate (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of calibration and forecasts")
-    parser.add_argument("--out", help="output folder (default reports/tune_<traces name>)")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: the recommendation and frontier (default) or tune.json")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    for name, options in _OPTIONS:
+        parser.add_argument(name, **options)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Tune, write the outputs, print; 0, or 3 for thin evidence."""
-    from sim.bad_input import InputError
-    from sim.tuning.report import frontier_table, lead, summary, write_outputs
-    from sim.tuning.search import tune
+    """Tune and write the outputs (:func:`sim.api.tune`), print; 0, or 3 for thin evidence."""
+    from sim.api.tuning import tune
+    from sim.tuning.report import frontier_table, lead, summary
 
-    if args.forecast_runs < 1:
-        raise InputError(f"must be at least 1, got {args.forecast_runs}", path="--forecast-runs")
-    if not (Path(args.traces) / "runs.parquet").is_file():
-        raise InputError("not a trace folder (no runs.parquet); import one with "
-                         "'python -m sim traces import'", source=args.traces)
-    result = tune(args.traces, scenario=args.scenario, keep_successes=args.keep_successes,
-                  objective=args.objective, knobs=args.knobs, forecast_runs=args.forecast_runs,
-                  seed=args.seed, progress=not args.quiet)
-    out = Path(args.out) if args.out else Path("reports") / f"tune_{Path(args.traces).name}"
-    write_outputs(out, result)
+    tuned = tune(args.traces, out=args.out, scenario=args.scenario,
+                 keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
+                 forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet)
     if args.format == "json":
-        json.dump(summary(result), sys.stdout, indent=2, sort_keys=True, default=str)
+        json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        print("\n".join(lead(result)))
+        print("\n".join(lead(tuned.result)))
         print()
-        print(frontier_table(result, limit=12))
-        print(f"\n{len(result.frontier)} candidates; outputs in {out}/ (recommended.yaml, "
+        print(frontier_table(tuned.result, limit=12))
+        print(f"\n{len(tuned.frontier)} candidates; outputs in {tuned.path}/ (recommended.yaml, "
               "frontier.csv, tune.json, report.md, report.html)")
-    return result.status
+    return tuned.status

@@ -1,0 +1,260 @@
+"""Replaying from the API: ``sim.replay(traces, scenario)`` is ``python -m sim
+replay TRACES SCENARIO``.
+
+The scenario's ``harness`` section is the candidate (a ``sweep`` over harness
+settings gives one cell per setting); its ``world`` is not used. Every
+recorded run of the trace folder is replayed through the real harness loop by
+:func:`sim.drivers.replay.replay_runs` (the driver the command uses), and the
+results folder is written whole by :func:`sim.output.replay.write_replay_results`
+(``results.parquet``, ``summary.json``, ``report.md``, ``report.html``).
+
+``python -m sim replay`` (``sim/cli/replay.py``) still does the same steps
+itself; it becomes a shell over :func:`replay` once its own refactoring lands
+(tests/test_api_replay.py holds the two to the same bytes meanwhile).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from sim.api.scenarios import Overrides, load_scenario
+from sim.api.simulating import read_folder
+from sim.bad_input import InputError
+from sim.output.html import summary_frame
+from sim.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from sim.drivers.recorded_runs import RecordedRun
+    from sim.scenario.model import HarnessConfig
+
+__all__ = ["Replayed", "replay"]
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A replay written by :func:`replay`.
+
+    ``rows``: one row per recorded run and cell (the task-record columns:
+    ``outcome``, ``steps``, ``input_tokens``, ``cost_usd`` in recorded USD, ...,
+    plus the replay's own: ``run_id``, ``model``, ``resolved``, the recorded
+    outcome and cost); ``summary``: one row per cell, as :func:`sim.sweep`
+    returns it; ``replay``: per cell the replay's figures (runs ``stopped``
+    and why, tokens and USD ``saved``, ``detector`` firings, ``interventions``
+    and the bounds they put on cost, ``fidelity``); ``notes``: what the
+    command prints on stderr (unused sections, unpriced models); ``path``: the
+    results folder (``compare`` and :func:`sim.read_results` read it)."""
+
+    rows: pd.DataFrame
+    summary: pd.DataFrame
+    replay: dict[str, dict[str, Any]]
+    notes: tuple[str, ...]
+    path: Path
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """The candidate harness and what the scenario file said besides."""
+
+    scenario: Scenario
+    source: str
+    notes: list[str]
+
+
+def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Scenario,
+           overrides: Overrides = None, *, out: str | os.PathLike[str] | None = None,
+           force: bool = False, after_intervention: str = "continue",
+           tool_error_kind: str = "validation", polling: Sequence[str] = (),
+           allow_plugins: bool = False, progress: bool = False) -> Replayed:
+    """Replay the recorded runs of ``traces`` under the harness of ``scenario``
+    (a file, a scenario name such as ``"replay"``, or a Scenario) with
+    ``overrides`` applied, write the results folder ``out`` (default
+    ``reports/replay_<scenario name>``, or under ``$SIM_OUT``) and return a
+    :class:`Replayed`.
+
+    ``force`` replaces an ``out`` holding another run's results;
+    ``after_intervention``: where the candidate nudges, retries or rejects a
+    claim the recorded harness did not, ``continue`` as recorded (an upper
+    bound on cost) or ``stop`` there (a lower bound); ``tool_error_kind``: the
+    kind the candidate's classifier sees for a recorded tool error;
+    ``polling``: recorded tools the detector treats as polling. Bad input
+    raises :class:`sim.bad_input.InputError` before anything is replayed.
+
+    >>> replayed = replay("traces/tau2", "replay",
+    ...                   {"harness.budgets.tokens": 150_000})      # doctest: +SKIP
+    >>> replayed.summary[["cell", "succeeded", "cost_mean"]]        # doctest: +SKIP
+    """
+    from sim.drivers.recorded_runs import read_trace_folder
+    from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS, ReplayOptions
+    from sim.output import folder
+    from sim.output.provenance import folder_record, run_provenance
+    from sim.scenario.project import out_root
+
+    _choice(after_intervention, AFTER_INTERVENTION, "--after-intervention")
+    _choice(tool_error_kind, TOOL_ERROR_KINDS, "--tool-error-kind")
+    candidate = _candidate(scenario, overrides, allow_plugins)
+    s = candidate.scenario
+    runs = read_trace_folder(traces)
+    if not runs:
+        raise InputError("the trace folder holds no runs to replay", source=str(traces))
+    target = Path(out) if out is not None else out_root() / f"replay_{s.name}"
+    provenance = {**run_provenance(s, command="replay", overrides=_words(overrides)),
+                  "traces": folder_record(traces)}
+    folder.prepare(target, provenance, force=force)
+    notes = candidate.notes
+    if sum(r.tool_calls for r in runs) == 0 and s.harness.detector.enabled:
+        notes.append(f"note: {traces} records no tool calls: the detector cannot be "
+                     "judged (budgets are)")
+    options = ReplayOptions(after_intervention, tool_error_kind, frozenset(polling))
+    cells = _replay_cells(s, runs, options, str(traces), notes, progress)
+    with folder.replace(target) as staging:
+        summary = _write(staging, s, runs, cells, provenance)
+    rows, written = read_folder(target)
+    return Replayed(rows, summary_frame(written), {c["name"]: c["replay"]
+                                                    for c in summary["cells"]},
+                    tuple(notes), target)
+
+
+def _choice(value: str, allowed: Sequence[str], flag: str) -> None:
+    if value not in allowed:
+        raise InputError(f"{flag} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _words(overrides: Overrides) -> list[str]:
+    """Overrides as provenance records them: ``path=value`` words."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, Mapping):
+        return [f"{k}={json.dumps(v)}" for k, v in overrides.items()]
+    return [str(o) for o in overrides]
+
+
+def _candidate(scenario: str | os.PathLike[str] | Scenario, overrides: Overrides,
+               allow_plugins: bool) -> _Candidate:
+    """The candidate scenario, checked as the command checks it, and its notes."""
+    if isinstance(scenario, Scenario):
+        return _Candidate(load_scenario(scenario, overrides, allow_plugins=allow_plugins),
+                          scenario.name, [])
+    from sim.scenario.model import read_yaml
+
+    source = os.fspath(scenario)
+    raw = read_yaml(source)
+    if "world" in raw and "harness" not in raw:
+        raise InputError("has a world section and no harness section: replay needs the "
+                         "candidate harness (a harness section); a world is not used by "
+                         "replay, which answers from the recorded runs",
+                         source=source, path="harness")
+    s = load_scenario(source, overrides, allow_plugins=allow_plugins)
+    notes = []
+    if "world" in raw:
+        notes.append(f"note: the world section of {source} is not used by replay")
+    if s.harness.conversation.enabled:
+        notes.append("note: harness.conversation is not used by replay: recorded text turns "
+                     "are replayed as reply_to_user calls")
+    if "des" in raw or s.engine != "direct":
+        notes.append("note: replay answers from the recording; the DES engine's capacity "
+                     "settings are not used")
+    for key in s.sweep:
+        if not key.startswith("harness."):
+            raise InputError("replay sweeps harness settings only (the world is not used)",
+                             source=source, path=f"sweep.{key}")
+    return _Candidate(s, source, notes)
+
+
+@dataclass
+class _Cell:
+    rows: pd.DataFrame
+    params: dict[str, Any]
+    block: dict[str, Any]
+
+
+def _replay_cells(s: Scenario, runs: list[RecordedRun], options: Any, traces: str,
+                  notes: list[str], progress: bool) -> dict[str, _Cell]:
+    """Every cell of the candidate's sweep replayed over ``runs``."""
+    from sim.drivers.catalogue_prices import CataloguePrices
+    from sim.drivers.replay import (
+        REPLAY_DTYPES,
+        price_models,
+        replay_row,
+        replay_runs,
+        task_record,
+    )
+    from sim.output.results import records_frame
+    from sim.scenario.model import expand, harness_params, resolve_detector
+    from sim.world.params import WorldParams
+
+    text_hashes = any(c.text_sha256 for r in runs for c in r.calls)
+    out: dict[str, _Cell] = {}
+    for name, cell, values in expand(s):
+        h = _without_conversation(cell.harness)
+        template = harness_params(h, WorldParams())
+        pricing = price_models(runs, template, CataloguePrices(h))
+        notes.extend(n for n in pricing.notes() if n not in notes)
+        with _progress(len(runs), f"replay {name}", progress) as tick:
+            replays = replay_runs(runs, template, options=options, pricing=pricing,
+                                  make_detector=resolve_detector(h.detector.name), progress=tick)
+        records = records_frame([task_record(r.chosen, name, i) for i, r in enumerate(replays)])
+        extras = pd.DataFrame([replay_row(r) for r in replays]).astype(REPLAY_DTYPES)
+        rows = pd.concat([records, extras], axis=1)
+        block = _block(rows, traces, options, h, text_hashes, set(pricing.default))
+        block["pricing"] = pricing.to_dict()
+        out[name] = _Cell(rows, dict(values), block)
+    return out
+
+
+def _without_conversation(h: HarnessConfig) -> HarnessConfig:
+    """Replay answers text turns itself (``reply_to_user``)."""
+    if not h.conversation.enabled:
+        return h
+    return h.model_copy(update={"conversation": h.conversation.model_copy(
+        update={"enabled": False})})
+
+
+class _progress:
+    """A tqdm bar on stderr (off unless ``shown``) fed the driver's run count."""
+
+    def __init__(self, total: int, desc: str, shown: bool) -> None:
+        import sys
+
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit="run", file=sys.stderr,
+                        disable=not shown, leave=False)
+        self.done = 0
+
+    def __enter__(self) -> Callable[[int], None]:
+        return self.tick
+
+    def __exit__(self, *_: object) -> None:
+        self.bar.close()
+
+    def tick(self, n: int) -> None:
+        self.bar.update(n - self.done)
+        self.done = n
+
+
+def _block(rows: pd.DataFrame, traces: str, options: Any, h: HarnessConfig,
+           text_hashes: bool, unpriced: set[str]) -> dict[str, Any]:
+    from sim.output.replay import replay_block
+
+    return replay_block(rows, traces=traces, after_intervention=options.after_intervention,
+                        tool_error_kind=options.tool_error_kind,
+                        detector_enabled=h.detector.enabled, text_hashes=text_hashes,
+                        unpriced_models=tuple(sorted(unpriced)))
+
+
+def _write(staging: Path, s: Scenario, runs: list[RecordedRun], cells: dict[str, _Cell],
+           provenance: dict[str, Any]) -> dict[str, Any]:
+    from sim.output.replay import write_replay_results
+
+    return write_replay_results(
+        staging, {n: c.rows for n, c in cells.items()}, {n: c.params for n, c in cells.items()},
+        {n: c.block for n, c in cells.items()},
+        title=f"Replay: {s.name} over {len(runs):,} recorded runs",
+        description=s.description, provenance=provenance)
