@@ -23,7 +23,6 @@ errors.
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from typing import ClassVar
@@ -33,6 +32,7 @@ from genai_prices import Usage as GPUsage
 from genai_prices import calc_price
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stats_helpers import within
 
 from sim import cost
 from sim.bad_input import InputError
@@ -177,11 +177,6 @@ def assert_counters_match(record: TaskRecord, task: Recording, prices: Prices) -
     assert record.cache_write_tokens == sum(u.cache_write_tokens for u in usages)
     assert record.thinking_tokens == sum(u.thinking_tokens for u in usages)
     assert record.cost_usd == pytest.approx(priced(usages, prices), rel=EXACT, abs=1e-15)
-
-
-def within(observed: int, n: int, p: float) -> bool:
-    """``observed`` successes in ``n`` trials agree with probability ``p``."""
-    return abs(observed / n - p) <= K * math.sqrt(p * (1 - p) / n) + 1e-12
 
 
 def gp_price(usage: Usage, model: str, ttl: str | None, when: datetime = WHEN) -> float:
@@ -470,8 +465,10 @@ def test_grader_error_rates_hold(false_accept, false_reject):
     grader = ModelGraderVerifier(false_accept=false_accept, false_reject=false_reject)
     draws = task_streams(5, 0)[2]
     n = 20_000
-    assert within(sum(not grader.check(True, draws) for _ in range(n)), n, false_reject)
-    assert within(sum(grader.check(False, draws) for _ in range(n)), n, false_accept)
+    rejected_right = sum(not grader.check(True, draws) for _ in range(n))
+    assert within(rejected_right / n, false_reject, n, z=K)
+    accepted_wrong = sum(grader.check(False, draws) for _ in range(n))
+    assert within(accepted_wrong / n, false_accept, n, z=K)
 
     right = make_cell(grader_scenario(3, false_accept=false_accept, false_reject=false_reject))
     calls = rejected = 0
@@ -479,7 +476,7 @@ def test_grader_error_rates_hold(false_accept, false_reject):
         record, task = run(right, index)
         calls += len(task.verdicts())
         rejected += record.verifier_rejections
-    assert within(rejected, calls, false_reject)
+    assert within(rejected / calls, false_reject, calls, z=K)
 
     wrong_raw = grader_scenario(10**6, false_accept=false_accept, false_reject=false_reject)
     wrong_raw["world"]["policy"] = {**wrong_raw["world"]["policy"], "premature": 1.0,
@@ -492,7 +489,7 @@ def test_grader_error_rates_hold(false_accept, false_reject):
         calls += len(task.verdicts())
         accepted += record.outcome == "false_success"
         assert record.outcome in ("false_success", "budget_exhausted:steps")
-    assert within(accepted, calls, false_accept)
+    assert within(accepted / calls, false_accept, calls, z=K)
 
 
 def test_grader_is_registered_and_validates_its_options():

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter, ValidationError
 from scipy import special, stats
+from stats_helpers import within
 
 from sim.world.distributions import (
     Distribution,
@@ -102,11 +103,11 @@ def test_discrete_samples_take_their_probabilities():
     for value in set(emp.values):
         p = emp.values.count(value) / len(emp.values)
         share = float(np.mean(x == value))
-        assert abs(share - p) <= Z * math.sqrt(p * (1 - p) / N), (value, share, p)
+        assert within(share, p, N, z=Z), (value, share, p)
     mix = ALL["mixture_of_points"]
     x = sample(mix, n=N, seed=4)
     assert set(np.unique(x)) == {5.0, 40.0}
-    assert abs(np.mean(x == 40.0) - 0.05) <= Z * math.sqrt(0.05 * 0.95 / N)
+    assert within(float(np.mean(x == 40.0)), 0.05, N, z=Z)
 
 
 def test_fixed_takes_no_draw_and_lognormal_one_normal():

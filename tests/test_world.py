@@ -25,6 +25,7 @@ import random
 import numpy as np
 import pytest
 from scipy import stats
+from stats_helpers import within
 
 from sim.engines.direct import run_task
 from sim.harness.detector import canonical_call
@@ -53,11 +54,6 @@ ENDLESS = 10**9  # productive steps of a task that never completes
 
 
 # ------------------------------------------------------------------ helpers
-def within(observed: int, n: int, p: float) -> bool:
-    """``observed`` successes in ``n`` trials agree with probability ``p``."""
-    return abs(observed / n - p) <= K * math.sqrt(p * (1 - p) / n) + 1e-12
-
-
 def make_world(tools: tuple[ToolParams, ...] | None = None, need: int = ENDLESS,
                retry_success: float = 0.9, verifier=None, **policy: float) -> World:
     """A world whose tasks need ``need`` productive steps (fixed) and whose
@@ -309,7 +305,7 @@ def test_call_shares_match_the_policy(name):
                 "validation": policy.validation, "premature": policy.premature}
     expected["productive"] = 1 - sum(expected.values())
     for kind, p in expected.items():
-        assert within(counts[kind], n, p), (kind, counts[kind] / n, p)
+        assert within(counts[kind] / n, p, n, z=K), (kind, counts[kind] / n, p)
 
 
 def test_premature_claims_wait_for_half_the_work():
@@ -324,7 +320,7 @@ def test_premature_claims_wait_for_half_the_work():
     for _ in range(n):
         counts[classify(SimulatedTask(world, draws))] += 1
     assert counts["premature"] == 0
-    assert within(counts["productive"], n, 1 - 0.05 - 0.1 - 0.1)
+    assert within(counts["productive"] / n, 1 - 0.05 - 0.1 - 0.1, n, z=K)
 
 
 def test_completing_call_is_a_correct_final_answer():
@@ -375,7 +371,7 @@ def test_share_of_loops_escaped_after_a_nudge(escape):
         loop = only_call(task)
         after = only_call(task, nudged=True)
         escaped += (after.name, after.input) != (loop.name, loop.input)
-    assert within(escaped, n, escape)
+    assert within(escaped / n, escape, n, z=K)
 
 
 @pytest.mark.parametrize("retry_success", [0.9, 0.6])
@@ -396,7 +392,7 @@ def test_transient_errors_fail_first_and_retries_succeed_with_retry_success(retr
         ok = isinstance(retry, ToolResult)
         assert task.progress == int(ok)
         succeeded += ok
-    assert within(succeeded, n, retry_success)
+    assert within(succeeded / n, retry_success, n, z=K)
 
 
 # -------------------------------------------------------------------- tools
@@ -416,7 +412,7 @@ def test_tool_choice_and_durations_follow_the_tool_parameters():
         call = only_call(task)
         result = task.execute(ToolRequest(call, NEVER))
         durations[call.name].append(result.duration_s)
-    assert within(len(durations["fast"]), n, 0.75)
+    assert within(len(durations["fast"]) / n, 0.75, n, z=K)
     for tool in tools:
         law = stats.lognorm(s=tool.duration.sigma, scale=tool.duration.median_s)
         assert stats.kstest(durations[tool.name], law.cdf).pvalue > ALPHA / 2, tool.name
@@ -430,7 +426,7 @@ def test_tool_choice_follows_the_weights_before_premature_claims_are_allowed():
     draws = streams(23)
     n = 4_000
     first = sum(only_call(SimulatedTask(world, draws)).name == "a" for _ in range(n))
-    assert within(first, n, 0.5)
+    assert within(first / n, 0.5, n, z=K)
 
 
 def test_calls_past_the_timeout_fail_as_timeouts():
@@ -448,7 +444,7 @@ def test_calls_past_the_timeout_fail_as_timeouts():
             timeouts += 1
         else:
             assert result.duration_s <= tool.timeout_s
-    assert within(timeouts, n, stats.lognorm(s=1.0, scale=1.0).sf(2.0))
+    assert within(timeouts / n, stats.lognorm(s=1.0, scale=1.0).sf(2.0), n, z=K)
 
 
 # ---------------------------------------------------------------- verifiers
@@ -475,14 +471,14 @@ def test_noisy_verifier_has_its_error_rates(false_accept, false_reject):
     n = 20_000
     rejected = sum(not noisy.check(True, draws) for _ in range(n))
     accepted = sum(noisy.check(False, draws) for _ in range(n))
-    assert within(rejected, n, false_reject)
-    assert within(accepted, n, false_accept)
+    assert within(rejected / n, false_reject, n, z=K)
+    assert within(accepted / n, false_accept, n, z=K)
 
     world = make_world(need=5, premature=1.0, premature_after=0.0, verifier=noisy)
     task = SimulatedTask(world, streams(32))
     task.respond(request())  # a wrong claim
     accepted = sum(task.verify(VerifyRequest("done", 1)).passed for _ in range(n))
-    assert within(accepted, n, false_accept)
+    assert within(accepted / n, false_accept, n, z=K)
 
 
 def test_noisy_verifier_refuses_rates_outside_0_1():

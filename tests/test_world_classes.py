@@ -4,7 +4,8 @@ sections changed and, optionally, its own model priced at its own prices."""
 from __future__ import annotations
 
 import pytest
-from worldkit import QUIET, simulate, within
+from stats_helpers import within
+from worldkit import QUIET, Z, simulate
 
 from sim.bad_input import InputError
 from sim.harness.params import Prices
@@ -35,7 +36,7 @@ def test_classes_take_their_shares_and_their_own_sizes():
     records, tasks = simulate(raw(), n)
     kinds = [t.log[0].prompt_tokens for t in tasks]
     assert set(kinds) == {13000, 16000}
-    assert within(kinds.count(16000) / n, 0.25, n)
+    assert within(kinds.count(16000) / n, 0.25, n, z=Z)
     for r, t in zip(records, tasks, strict=True):
         long = t.log[0].prompt_tokens == 16000
         assert r.steps == (9 if long else 3)

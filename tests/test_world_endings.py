@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 from scipy import stats
-
-from tests.worldkit import QUIET, simulate, within
+from stats_helpers import within
+from worldkit import QUIET, Z, simulate
 
 HARNESS = {"model": "claude-sonnet-4-20250514", "budgets": {"steps": 60},
            "detector": {"enabled": False}, "retry": {"retry_tool_errors": False},
@@ -58,10 +58,10 @@ def test_each_bin_ends_runs_at_its_hazard_by_cause():
         total = ENDINGS["resolve"][b] + ENDINGS["give_up"][b] + ENDINGS["error"][b]
         exposure = int(sum(max(0, min(x, hi - 1) - lo + 1) for x in t))
         ev = (c >= 0) & (t >= lo) & (t < hi)
-        assert within(ev.sum() / exposure, -math.expm1(-total), exposure)
+        assert within(ev.sum() / exposure, -math.expm1(-total), exposure, z=Z)
         for k, name in enumerate(("resolve", "give_up", "error")):
             assert within(((c == k) & ev).sum() / ev.sum(), ENDINGS[name][b] / total,
-                          int(ev.sum()))
+                          int(ev.sum()), z=Z)
     assert max(r.steps for r in records) <= 60
 
 
@@ -113,7 +113,7 @@ def test_partial_cache_reads_follow_the_share_and_the_miss_rate():
             prompts.append(call.input_tokens + call.cache_read_tokens + call.cache_write_tokens)
     reads_a, prompts_a = np.asarray(reads, float), np.asarray(prompts, float)
     hit = reads_a > 0
-    assert within(1 - hit.mean(), 0.1, len(reads_a))
+    assert within(1 - hit.mean(), 0.1, len(reads_a), z=Z)
     observed = reads_a[hit] / prompts_a[hit]
     values = np.asarray(share["values"])
     assert np.abs(observed[:, None] - values[None, :]).min(axis=1).max() < 0.01

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from worldkit import QUIET, Z, simulate, within
+from stats_helpers import within
+from worldkit import QUIET, Z, simulate
 
 CHAT = {"prices": "seed001", "detector": {"enabled": False},
         "conversation": {"enabled": True}}
@@ -35,7 +36,7 @@ def test_the_model_or_the_task_giver_ends_a_finished_conversation():
     records, _ = simulate(scenario(5, CHAT, policy={"self_end": 0.3}), n)
     s = shares(records)
     assert set(s) == {"succeeded:model_complete", "succeeded:user_stop"}
-    assert within(s["succeeded:model_complete"], 0.3, n)
+    assert within(s["succeeded:model_complete"], 0.3, n, z=Z)
     assert all(r.truly_done for r in records)
 
 
@@ -49,7 +50,7 @@ def test_questions_and_give_ups():
                                        user={"give_up": 0.2, "reply": 40}), n)
     resolved = sum(r.truly_done for r in records) / n
     p = (0.5 / (1 - 0.5 * 0.8)) ** need
-    assert within(resolved, p, n)
+    assert within(resolved, p, n, z=Z)
     assert all(r.reason == "user_stop" for r in records)
     replies = {c.observation_tokens for t in tasks for c in t.log if not c.tool_calls}
     assert replies <= {0, 40}
@@ -79,7 +80,7 @@ def test_persistent_faults_end_runs_at_any_step():
     n, need, f = 1500, 5, 0.05
     records, _ = simulate(scenario(need, faults={"persistent": f}), n)
     failed = [r for r in records if r.outcome == "failed:model_error"]
-    assert within(len(failed) / n, 1 - (1 - f) ** need, n)
+    assert within(len(failed) / n, 1 - (1 - f) ** need, n, z=Z)
     assert {r.steps for r in failed} == set(range(need))
     assert all(r.retries == 0 for r in failed)  # a server error is retried without backoff
 
@@ -102,6 +103,6 @@ def test_unsolvable_tasks_run_longer_and_end_unresolved():
     n = 1000
     records, _ = simulate(scenario(5, unsolvable={"share": 0.3, "need_scale": 2.0}), n)
     bad = [r for r in records if not r.truly_done]
-    assert within(len(bad) / n, 0.3, n)
+    assert within(len(bad) / n, 0.3, n, z=Z)
     assert {r.steps for r in bad} == {10} and {r.outcome for r in bad} == {"false_success"}
     assert {r.steps for r in records if r.truly_done} == {5}

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from scipy import stats
+from stats_helpers import z_of
 
 from sim.engines.direct import run_task_with_world
 from sim.scenario.model import validate
@@ -16,7 +15,7 @@ from sim.world.call_log import RecordingTask
 from sim.world.streams import StreamPool
 
 ALPHA = 1e-3
-Z = float(stats.norm.ppf(1 - ALPHA / 2))
+Z = z_of(ALPHA)
 
 
 def simulate(raw: dict[str, Any], tasks: int, seed: int = 0
@@ -27,11 +26,6 @@ def simulate(raw: dict[str, Any], tasks: int, seed: int = 0
     pool = StreamPool()
     out = [run_task_with_world(cell, i, pool, task_type=RecordingTask) for i in range(tasks)]
     return [r for r, _ in out], [t for _, t in out]
-
-
-def within(share: float, p: float, n: int) -> bool:
-    """Whether an observed ``share`` of ``n`` is within Z binomial standard errors of ``p``."""
-    return abs(share - p) <= Z * math.sqrt(max(p * (1 - p), 1e-12) / n) + 1e-12
 
 
 QUIET = {"loop": 0.0, "transient": 0.0, "validation": 0.0, "premature": 0.0}
