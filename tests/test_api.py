@@ -175,7 +175,7 @@ def test_compare_refuses_settings_that_apply_to_no_scenario(rows):
 
 
 @pytest.mark.parametrize("module", ["sim.api", "sim.api.scenarios", "sim.api.simulating",
-                                    "sim.api.comparing", "sim.analysis.compare",
+                                    "sim.api.comparing", "sim.analysis.significance",
                                     "sim.output.figures"])
 def test_docstring_examples_run(module, monkeypatch):
     """The examples in the API's docstrings run as written (from the repo root)."""
