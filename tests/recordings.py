@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
+from sim.harness.messages import Usage
 from sim.harness.params import DetectorParams, HarnessParams, Prices
 from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 from sim.traces.writer import write_runs
@@ -43,8 +44,8 @@ def conversation(steps: Sequence[Sequence[RecordedTool]], *, first: int = 1_000,
     for k, tools in enumerate(steps):
         obs = observation if not tools else 0
         calls.append(RecordedCall(
-            input_tokens=prompt - prompt // 2, cache_read_tokens=prompt // 2,
-            output_tokens=output, reasoning_tokens=reasoning,
+            usage=Usage(input_tokens=prompt - prompt // 2, cache_read_tokens=prompt // 2,
+                        output_tokens=output, thinking_tokens=reasoning),
             cost_usd=None if cost is None else cost * (1 + k), finish_reason=finish,
             latency_s=latency, text_tokens=0 if tools else output, observation_tokens=obs,
             tools=tuple(tools)))
@@ -80,9 +81,9 @@ def write_traces(folder: Path, runs: Sequence[RecordedRun], *, with_tools: bool 
         run_id=run.run_id, source="sim", file="test.json", task_id=run.task_id,
         model=run.model, cost_usd=run.cost_usd, exit=run.exit, resolved=run.resolved,
         calls=[CallRecord(
-            input_tokens=c.input_tokens, cache_read_tokens=c.cache_read_tokens,
-            cache_write_tokens=c.cache_write_tokens, output_tokens=c.output_tokens,
-            reasoning_tokens=c.reasoning_tokens, model=c.model, cost_usd=c.cost_usd,
+            input_tokens=c.usage.input_tokens, cache_read_tokens=c.usage.cache_read_tokens,
+            cache_write_tokens=c.usage.cache_write_tokens, output_tokens=c.usage.output_tokens,
+            reasoning_tokens=c.usage.thinking_tokens, model=c.model, cost_usd=c.cost_usd,
             finish_reason=c.finish_reason, latency_s=c.latency_s, text_tokens=c.text_tokens,
             observation_tokens=c.observation_tokens, purpose=c.purpose,
             tool_calls=[ToolCallRecord(

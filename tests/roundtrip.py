@@ -42,11 +42,11 @@ def round_trip(traces: Path, tmp_path: Path, capsys) -> dict:
         run = recorded[row.run_id]
         calls = run.calls
         assert row.steps == len(calls)
-        assert row.input_tokens == sum(c.input_tokens for c in calls)
-        assert row.cache_read_tokens == sum(c.cache_read_tokens for c in calls)
-        assert row.cache_write_tokens == sum(c.cache_write_tokens for c in calls)
-        assert row.output_tokens == sum(c.output_tokens for c in calls)
-        assert row.thinking_tokens == sum(c.reasoning_tokens for c in calls)
+        assert row.input_tokens == sum(c.usage.input_tokens for c in calls)
+        assert row.cache_read_tokens == sum(c.usage.cache_read_tokens for c in calls)
+        assert row.cache_write_tokens == sum(c.usage.cache_write_tokens for c in calls)
+        assert row.output_tokens == sum(c.usage.output_tokens for c in calls)
+        assert row.thinking_tokens == sum(c.usage.thinking_tokens for c in calls)
         if run.cost_usd is not None:
             assert math.isclose(row.cost_usd, run.cost_usd, rel_tol=1e-9, abs_tol=1e-12)
         assert not row.stopped and not row.diverged and row.saved_usd == 0.0

@@ -105,7 +105,7 @@ def test_the_token_budget_figures_are_a_direct_count_over_the_traces(tmp_path, t
     for run in read_trace_folder(traces):
         total = 0
         for k, call in enumerate(run.calls):
-            total += call.prompt_tokens
+            total += call.usage.prompt_tokens
             if total > budget:
                 stopped += 1
                 resolved += bool(run.resolved)
@@ -288,9 +288,9 @@ def test_a_bad_value_in_the_calls_table_is_an_input_error_or_replays(column, row
     the column or the run: never another exception."""
     runs = runs_set()[:2]
     records = [{
-        "run_id": r.run_id, "call": k, "model": None, "input_tokens": c.input_tokens,
-        "cache_read_tokens": c.cache_read_tokens, "cache_write_tokens": 0,
-        "output_tokens": c.output_tokens, "reasoning_tokens": 0, "cost_usd": c.cost_usd,
+        "run_id": r.run_id, "call": k, "model": None, "input_tokens": c.usage.input_tokens,
+        "cache_read_tokens": c.usage.cache_read_tokens, "cache_write_tokens": 0,
+        "output_tokens": c.usage.output_tokens, "reasoning_tokens": 0, "cost_usd": c.cost_usd,
         "finish_reason": None, "latency_s": c.latency_s, "text_tokens": c.text_tokens,
         "observation_tokens": c.observation_tokens,
         "tool_calls": [{"name": t.name, "arguments": t.arguments} for t in c.tools]}

@@ -24,6 +24,7 @@ from sim.drivers.replay import (
     run_params,
 )
 from sim.harness.budgets import worst_case_cost
+from sim.harness.messages import Usage
 from sim.harness.params import Budgets, ContextParams, DetectorParams, VerifierParams
 
 
@@ -34,7 +35,7 @@ def replay(run, params=None, **options):
 
 
 def prompts(run):
-    return [c.prompt_tokens for c in run.calls]
+    return [c.usage.prompt_tokens for c in run.calls]
 
 
 # ---------------------------------------------------------------- identity
@@ -59,8 +60,8 @@ def test_replay_under_limits_that_do_not_bind_reproduces_the_recorded_run(
     s = r.state
     assert s.turns == len(run.calls) == r.calls
     assert s.prompt_tokens == run.prompt_tokens
-    assert s.output_tokens == sum(c.output_tokens for c in run.calls)
-    assert s.thinking_tokens == sum(c.reasoning_tokens for c in run.calls)
+    assert s.output_tokens == sum(c.usage.output_tokens for c in run.calls)
+    assert s.thinking_tokens == sum(c.usage.thinking_tokens for c in run.calls)
     assert r.cost_usd == math.fsum(c.cost_usd for c in run.calls) and r.saved_usd == 0.0
     assert r.prompt_counts == prompts(run) and r.prompt_mismatches == 0
     assert not r.stopped and not r.diverged
@@ -87,11 +88,11 @@ def test_a_prompt_that_grows_less_than_the_output_is_reported_and_the_next_one_i
     shrink = 70  # call 1's prompt holds 70 tokens less: the reasoning was dropped
     for k in range(1, len(calls)):
         c = calls[k]
-        calls[k] = replace(c, input_tokens=c.input_tokens - shrink)
+        calls[k] = replace(c, usage=replace(c.usage, input_tokens=c.usage.input_tokens - shrink))
     run = recorded("r", calls)
     r = replay(run)
     assert r.prompt_mismatches == 1 and r.prompt_max_deviation == shrink - 30
-    assert r.prompt_counts[1] == run.calls[1].prompt_tokens + shrink - 30
+    assert r.prompt_counts[1] == run.calls[1].usage.prompt_tokens + shrink - 30
     assert r.prompt_counts[2:] == prompts(run)[2:]
     assert r.state.prompt_tokens == run.prompt_tokens  # usage is the recorded one
 
@@ -135,7 +136,7 @@ def _crossing(run, budget):
     """The first call whose prompt takes the run's prompt total over ``budget``."""
     total = 0
     for k, c in enumerate(run.calls):
-        total += c.prompt_tokens
+        total += c.usage.prompt_tokens
         if total > budget:
             return k
     return None
@@ -174,10 +175,11 @@ def test_a_money_budget_sees_the_runs_prices_and_the_worst_case_of_the_next_call
     spent, expected = 0.0, None
     budget = 0.12
     for k, c in enumerate(run.calls):
-        if spent + worst_case_cost(PRICES, c.prompt_tokens, params.max_output_tokens) > budget:
+        u = c.usage
+        if spent + worst_case_cost(PRICES, u.prompt_tokens, params.max_output_tokens) > budget:
             expected = k
             break
-        spent += PRICES.cost(c.input_tokens, c.output_tokens, c.cache_read_tokens)
+        spent += PRICES.cost(u.input_tokens, u.output_tokens, u.cache_read_tokens)
     assert expected is not None
     r = replay(run, loose(budgets=Budgets(money_usd=budget)))
     assert r.stopped_at == expected and r.outcome == "budget_exhausted:money"
@@ -308,7 +310,8 @@ def test_calls_without_a_recorded_cost_are_priced_at_the_runs_prices():
     """cost_usd is the recorded cost where recorded, the priced usage elsewhere."""
     run = recorded("r", conversation([[tool()], []], cost=None))
     r = replay(run)
-    expected = math.fsum(PRICES.cost(c.input_tokens, c.output_tokens, c.cache_read_tokens)
+    expected = math.fsum(PRICES.cost(c.usage.input_tokens, c.usage.output_tokens,
+                                     c.usage.cache_read_tokens)
                          for c in run.calls)
     assert math.isclose(r.cost_usd, expected) and run.recorded_cost_usd is None
 
@@ -323,7 +326,8 @@ def test_a_run_without_calls_ends_as_recorded():
 def test_a_call_prompt_larger_than_the_candidates_window_fails_as_context_overflow():
     """The candidate's window is a limit too: a recorded prompt beyond it is an
     overflow the harness cannot compact away (only the first message is there)."""
-    run = recorded("r", (RecordedCall(input_tokens=50_000, output_tokens=10, cost_usd=0.1),))
+    call = RecordedCall(usage=Usage(input_tokens=50_000, output_tokens=10), cost_usd=0.1)
+    run = recorded("r", (call,))
     r = replay(run, loose(context_window=20_000))
     assert r.outcome == "failed:context_overflow" and r.stopped_at == 0
 
@@ -345,17 +349,18 @@ def test_recorded_compaction_and_grader_calls_answer_the_candidates_own():
     that does not passes it over (counted; its cost is saved). A verification
     gets the recorded grader call's usage and cost."""
     steps = conversation([[tool(result=600)], [tool(result=600)], [tool(result=600)], []])
-    summary = RecordedCall(input_tokens=1_500, output_tokens=200, cost_usd=0.5,
+    summary = RecordedCall(usage=Usage(input_tokens=1_500, output_tokens=200), cost_usd=0.5,
                            purpose="compaction")
-    grader = RecordedCall(input_tokens=300, output_tokens=20, cost_usd=0.25, purpose="verifier")
+    grader = RecordedCall(usage=Usage(input_tokens=300, output_tokens=20), cost_usd=0.25,
+                          purpose="verifier")
     run = recorded("r", (*steps[:3], summary, steps[3], grader))
     loose_run = replay(run, loose(verifier=VerifierParams(enabled=True)))
     assert loose_run.passed_over == 1 and not loose_run.diverged
     assert loose_run.outcome == "succeeded"
     assert math.isclose(loose_run.saved_usd, 0.5)
-    assert loose_run.state.input_tokens == sum(c.input_tokens for c in steps) + 300
+    assert loose_run.state.input_tokens == sum(c.usage.input_tokens for c in steps) + 300
     compacting = loose(verifier=VerifierParams(enabled=True),
-                       context=ContextParams(compact_at_tokens=steps[3].prompt_tokens - 1))
+                       context=ContextParams(compact_at_tokens=steps[3].usage.prompt_tokens - 1))
     r = replay(run, compacting)
     assert r.state.compactions == 1 and r.passed_over == 0 and r.saved_usd == 0.0
     assert "compaction" not in [kind for _, kind in r.interventions]

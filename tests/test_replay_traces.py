@@ -58,8 +58,8 @@ def replay(traces: Path, out: Path, *options: str) -> tuple[pd.DataFrame, dict]:
 def _expressible(run) -> bool:
     """Whether every recorded prompt grew at least by the previous call's output."""
     calls = run.calls
-    return all(b.prompt_tokens >= a.prompt_tokens + a.output_tokens + a.reasoning_tokens
-               for a, b in itertools.pairwise(calls))
+    return all(b.usage.prompt_tokens >= a.usage.prompt_tokens + a.usage.output_tokens
+               + a.usage.thinking_tokens for a, b in itertools.pairwise(calls))
 
 
 @pytest.mark.parametrize("source", ["tau2", "mini_swe"])
@@ -75,11 +75,11 @@ def test_limits_that_do_not_bind_reproduce_every_recorded_run(source, request, t
         run = runs[row.run_id]
         calls = run.calls
         assert row.steps == len(calls)
-        assert row.input_tokens == sum(c.input_tokens for c in calls)
-        assert row.cache_read_tokens == sum(c.cache_read_tokens for c in calls)
-        assert row.cache_write_tokens == sum(c.cache_write_tokens for c in calls)
-        assert row.output_tokens == sum(c.output_tokens for c in calls)
-        assert row.thinking_tokens == sum(c.reasoning_tokens for c in calls)
+        assert row.input_tokens == sum(c.usage.input_tokens for c in calls)
+        assert row.cache_read_tokens == sum(c.usage.cache_read_tokens for c in calls)
+        assert row.cache_write_tokens == sum(c.usage.cache_write_tokens for c in calls)
+        assert row.output_tokens == sum(c.usage.output_tokens for c in calls)
+        assert row.thinking_tokens == sum(c.usage.thinking_tokens for c in calls)
         if run.cost_usd is not None:
             assert math.isclose(row.cost_usd, run.cost_usd, rel_tol=1e-9, abs_tol=1e-12)
         assert not row.stopped and not row.diverged and row.saved_usd == 0.0
@@ -99,7 +99,7 @@ def test_a_100k_prompt_token_budget_matches_a_direct_count(tau2, tmp_path):
     for run in read_trace_folder(tau2):
         total = 0
         for k, call in enumerate(run.calls):
-            total += call.prompt_tokens
+            total += call.usage.prompt_tokens
             if total > budget:
                 stopped[run.run_id] = k
                 resolved += run.resolved is True

@@ -186,7 +186,7 @@ def test_a_session_round_trips_through_summary_and_replay(session, tmp_path, cap
     summary = round_trip(tmp_path / "traces", tmp_path, capsys)
     assert summary["calls"] == len(SCRIPT)
     (run,) = read_trace_folder(tmp_path / "traces")
-    assert run.calls[0].prompt_tokens == 120 + 1000 + 200
+    assert run.calls[0].usage.prompt_tokens == 120 + 1000 + 200
 
 
 def _edited(projects: Path, out: Path, edit) -> Path:

@@ -21,10 +21,11 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sim.bad_input import InputError
+from sim.harness.messages import Usage
 
 RUN_FIELDS: tuple[str, ...] = ("run_id", "source", "task_id", "model", "exit", "resolved",
                                "cost_usd")
@@ -63,18 +64,17 @@ class RecordedTool:
 
 @dataclass(frozen=True, slots=True)
 class RecordedCall:
-    """One recorded model call: its usage (the trace model's five counts),
-    ``cost_usd`` (None: unrecorded), ``finish_reason`` verbatim, ``latency_s``,
-    the size of its text (``text_tokens``), its tool calls, the tokens of
-    non-tool messages that entered after it (``observation_tokens``), and its
-    ``purpose``: ``step`` (a loop step; what imported runs' calls are),
-    ``compaction`` or ``verifier`` (sim's own recorded runs)."""
+    """One recorded model call: its ``usage`` (the harness's own per-call
+    :class:`~sim.harness.messages.Usage`: the trace model's five counts, its
+    ``reasoning_tokens`` as ``thinking_tokens``; ``usage.prompt_tokens`` is the
+    whole prompt), ``cost_usd`` (None: unrecorded), ``finish_reason``
+    verbatim, ``latency_s``, the size of its text (``text_tokens``), its tool
+    calls, the tokens of non-tool messages that entered after it
+    (``observation_tokens``), and its ``purpose``: ``step`` (a loop step; what
+    imported runs' calls are), ``compaction`` or ``verifier`` (sim's own
+    recorded runs). The replay answers a request with this very ``usage``."""
 
-    input_tokens: int
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     finish_reason: str | None = None
     latency_s: float | None = None
@@ -85,11 +85,6 @@ class RecordedCall:
     text_sha256: str | None = None
     observation_sha256: str | None = None
     purpose: str = "step"
-
-    @property
-    def prompt_tokens(self) -> int:
-        """All prompt tokens of the call: input + cache read + cache write."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +110,7 @@ class RecordedRun:
     @property
     def prompt_tokens(self) -> int:
         """Prompt tokens summed over the recorded calls."""
-        return sum(c.prompt_tokens for c in self.calls)
+        return sum(c.usage.prompt_tokens for c in self.calls)
 
     @property
     def recorded_cost_usd(self) -> float | None:
@@ -172,11 +167,15 @@ def recorded_runs(runs: Any, calls: Any, *, source: str = "") -> list[RecordedRu
 
 
 def _call(row: Mapping[str, Any], where: str, source: str) -> RecordedCall:
-    counts = {name: _count(row[name], name, where, source) for name in (
-        "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
-        "reasoning_tokens")}
+    usage = Usage(
+        input_tokens=_count(row["input_tokens"], "input_tokens", where, source),
+        cache_read_tokens=_count(row["cache_read_tokens"], "cache_read_tokens", where, source),
+        cache_write_tokens=_count(row["cache_write_tokens"], "cache_write_tokens", where,
+                                  source),
+        output_tokens=_count(row["output_tokens"], "output_tokens", where, source),
+        thinking_tokens=_count(row["reasoning_tokens"], "reasoning_tokens", where, source))
     return RecordedCall(
-        **counts, cost_usd=_money(row["cost_usd"], "cost_usd", where, source),
+        usage=usage, cost_usd=_money(row["cost_usd"], "cost_usd", where, source),
         finish_reason=_text(row["finish_reason"]),
         latency_s=_seconds(row["latency_s"], "latency_s", where, source),
         text_tokens=_count(row["text_tokens"], "text_tokens", where, source, default=0),

@@ -437,7 +437,7 @@ class _Driver:
 
     # -------------------------------------------------------------- loop
     def drive(self, detector: Detector | None) -> Replay:
-        first = self.run.calls[self.steps[0]].prompt_tokens if self.steps else 0
+        first = self.run.calls[self.steps[0]].usage.prompt_tokens if self.steps else 0
         state = new_state(self.params.prefix_tokens, self.params.model, "recorded run",
                           task_tokens=first)
         loop = agent_loop(self.params, state, detector=detector, observers=(self._observe,))
@@ -451,7 +451,7 @@ class _Driver:
                         recorded = self._extra("compaction")
                         if recorded is not None:  # the old harness compacted here too
                             result = self._recorded_response(recorded, [TextBlock(
-                                "", recorded.output_tokens)], "end_turn")
+                                "", recorded.usage.output_tokens)], "end_turn")
                             continue
                         self._intervene(COMPACTION)
                         if stop:
@@ -515,9 +515,7 @@ class _Driver:
         priced = _priced(_prices_of(self.params, call.model), call)
         self.costs.append(priced if call.cost_usd is None else call.cost_usd)
         self.priced.append(priced)
-        usage = Usage(call.input_tokens, call.output_tokens, call.cache_read_tokens,
-                      call.cache_write_tokens, call.reasoning_tokens)
-        return ModelResponse(content, usage, reason, call.latency_s or 0.0,
+        return ModelResponse(content, call.usage, reason, call.latency_s or 0.0,
                              call.model or self.run.model or self.params.model)
 
     # ------------------------------------------------------ model calls
@@ -545,7 +543,7 @@ class _Driver:
         k = self.next_call
         if (self.check_prompt and not injected and not self.interventions
                 and k < len(self.run.calls)):
-            deviation = request.prompt_tokens - self.run.calls[k].prompt_tokens
+            deviation = request.prompt_tokens - self.run.calls[k].usage.prompt_tokens
             if deviation:
                 self.mismatches += 1
                 self.max_deviation = max(self.max_deviation, abs(deviation))
@@ -590,8 +588,8 @@ class _Driver:
         if not results or following is None:
             return base
         call = calls[k]
-        growth = (calls[following].prompt_tokens - request.prompt_tokens - call.output_tokens
-                  - call.reasoning_tokens)
+        growth = (calls[following].usage.prompt_tokens - request.prompt_tokens
+                  - call.usage.output_tokens - call.usage.thinking_tokens)
         total = sum(base)
         if growth >= total:
             base[-1] += growth - total
@@ -633,8 +631,7 @@ class _Driver:
         usage = None
         if graded is not None:
             self._recorded_response(graded, [], "end_turn")  # counts its cost
-            usage = Usage(graded.input_tokens, graded.output_tokens, graded.cache_read_tokens,
-                          graded.cache_write_tokens, graded.reasoning_tokens)
+            usage = graded.usage
         resolved = self.run.resolved
         if resolved is None:
             self.verdict_unknown = True
@@ -696,9 +693,9 @@ def _prices_of(params: HarnessParams, model: str | None) -> Prices:
 
 def _priced(prices: Prices, call: RecordedCall) -> float:
     """The cost in USD of a recorded call's usage at ``prices``."""
-    at = prices.at(call.prompt_tokens)
-    return at.cost(call.input_tokens, call.output_tokens, call.cache_read_tokens,
-                   call.cache_write_tokens, call.reasoning_tokens)
+    u = call.usage
+    return prices.at(u.prompt_tokens).cost(u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                                           u.cache_write_tokens, u.thinking_tokens)
 
 
 # ----------------------------------------------------------------- records
@@ -754,7 +751,8 @@ def replay_row(item: RunReplay) -> dict[str, Any]:
         "recorded_resolved": run.resolved, "recorded_steps": len(run.calls),
         "recorded_tool_calls": run.tool_calls,
         "recorded_prompt_tokens": run.prompt_tokens,
-        "recorded_output_tokens": sum(c.output_tokens + c.reasoning_tokens for c in run.calls),
+        "recorded_output_tokens": sum(c.usage.output_tokens + c.usage.thinking_tokens
+                                      for c in run.calls),
         "recorded_cost_usd": run.recorded_cost_usd,
         "cost_recorded": all(c.cost_usd is not None for c in run.calls),
         "recorded_calls_usd": r.recorded_calls_usd, "saved_usd": r.saved_usd,

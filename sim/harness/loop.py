@@ -131,6 +131,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
               budgets.active_s is not None or budgets.wall_s is not None, params.cache_ttl_s)
     compact_at = params.context.compact_at_tokens
     max_steps = budgets.steps
+    checkpoints, shared = CHECKPOINTS, len(CHECKPOINTS)
     state.status = RUNNING
     if not state.model:
         state.model = params.model
@@ -158,7 +159,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
             else:                                                                # 9-10
                 yield from run_tools(run, calls)
             turn = state.turns                                                   # 11
-            checkpoint = CHECKPOINTS[turn] if turn < len(CHECKPOINTS) else Checkpoint(turn)
+            checkpoint = checkpoints[turn] if turn < shared else Checkpoint(turn)
             if (answer := (yield checkpoint)) is not None:
                 raise ProtocolError(checkpoint, answer)
     except Stop as end:

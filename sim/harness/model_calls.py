@@ -48,7 +48,10 @@ def call_model(run: Run, messages: list[Message], prompt_tokens: int, max_output
                purpose: str) -> Generator[Effect, Result, ModelResponse | ModelError]:
     """Call the model, retrying here what the harness can fix itself.
 
-    Returns the :class:`ModelResponse`, or a context-overflow
+    Each answer is checked (:func:`~sim.harness.guards.receive`) and counted:
+    its latency as active time, its usage and price; a reply past the model
+    timeout becomes a timeout error, one with unusable content a malformed
+    reply. Returns the :class:`ModelResponse`, or a context-overflow
     :class:`ModelError` for the caller to handle; ends the run on spent
     retries, a fatal or repeated server error, or a budget that refuses the
     next try. A reply whose content is unusable counts as a server error.
@@ -70,13 +73,21 @@ def call_model(run: Run, messages: list[Message], prompt_tokens: int, max_output
                                state.turns, 0 if tries is None else tries.attempt, cache_ttl,
                                thinking, params.system_prompt, params.tool_definitions,
                                tool_choice, params.temperature, params.top_p, params.provider)
-        result = _answer(run, request, (yield request))
+        answer = yield request
+        if run.timed and not (type(answer) is ModelResponse and type(answer.latency_s) is float
+                              and answer.latency_s <= params.model_timeout_s):
+            # a reply after the model timeout is a timeout: no budget overshot
+            answer = timed_out_reply(params, answer)
+        result = receive(request, answer)
+        state.active_s += result.latency_s
+        check_abort(state)  # cancelled in flight: the driver aborted the call
         if isinstance(result, ModelResponse):
-            return result
-        if tries is None:
-            tries = _Tries()
-        if len(tries.errors) < MAX_DIAGNOSTIC_ERRORS:
-            tries.errors.append(f"{result.kind} {result.status}: {result.message}"[:500])
+            account(run, result.model or state.model, result.usage)
+            problem = content_problem(result.content)
+            if problem is None:
+                return result
+            result = ModelError(problem[0], message=problem[1], latency_s=result.latency_s)
+        tries = _noted(tries, result)
         cls = classify_model_error(result)
         if cls == SERVER:  # seed 000: retry once immediately, then fail with a diagnostic
             _server_error(run, tries, result, messages)
@@ -89,25 +100,13 @@ def call_model(run: Run, messages: list[Message], prompt_tokens: int, max_output
         yield from wait(run, delay, "model", result.kind)
 
 
-def _answer(run: Run, request: ModelRequest, answer: Result) -> ModelResponse | ModelError:
-    """The driver's answer checked and counted: its latency as active time
-    and its usage; a reply past the model timeout becomes a timeout error,
-    and one with unusable content a malformed-reply error."""
-    state = run.state
-    if run.timed and not (type(answer) is ModelResponse and type(answer.latency_s) is float
-                          and answer.latency_s <= run.params.model_timeout_s):
-        # a reply after the model timeout is a timeout: no budget overshot
-        answer = timed_out_reply(run.params, answer)
-    result = receive(request, answer)
-    state.active_s += result.latency_s
-    check_abort(state)  # cancelled in flight: the driver aborted the call
-    if isinstance(result, ModelResponse):
-        account(run, result.model or state.model, result.usage)
-        problem = content_problem(result.content)
-        if problem is None:
-            return result
-        return ModelError(problem[0], message=problem[1], latency_s=result.latency_s)
-    return result
+def _noted(tries: _Tries | None, error: ModelError) -> _Tries:
+    """``tries`` (made at the first error) with ``error`` noted for a diagnostic."""
+    if tries is None:
+        tries = _Tries()
+    if len(tries.errors) < MAX_DIAGNOSTIC_ERRORS:
+        tries.errors.append(f"{error.kind} {error.status}: {error.message}"[:500])
+    return tries
 
 
 def _server_error(run: Run, tries: _Tries, error: ModelError, messages: list[Message]) -> None:

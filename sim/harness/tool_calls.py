@@ -11,7 +11,7 @@ nudge, then with needs_human:no_progress.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from sim.harness import events as ev
@@ -98,17 +98,29 @@ def _run_tool(run: Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list[
     while True:
         check_ready(run, spec.timeout_s)
         request = ToolRequest(call, spec.timeout_s, attempt, state.turns)
-        result = _outcome(run, request, spec, (yield request))
+        answer = yield request
+        if run.timed and not (type(answer) is ToolResult and type(answer.duration_s) is float
+                              and answer.duration_s <= spec.timeout_s):
+            # a result after the tool's timeout is a timeout: no budget overshot
+            answer = _timed_out_tool(spec, call, answer)
+        result = receive(request, answer)
+        state.active_s += result.duration_s
+        check_abort(state)  # cancelled in flight: the driver aborted the call
+        state.tool_calls += 1
         if isinstance(result, ToolResult):
+            state.tool_failures.pop(call.name, None)
+            if run.emit:
+                _executed(run.emit, request, result)
             blocks.append(ToolResultBlock(call.id, result.output, False, result.tokens))
             return result.output, result.metric
+        if run.emit:
+            _executed(run.emit, request, result)
         cls = classify_tool_error(result)
         if cls == FATAL:
             stop(FAILED, "tool_fatal", tool=call.name, error=result.message)
-        retry = params.retry
-        if (cls == TRANSIENT and retry.retry_tool_errors and attempt < params.tool_retries
-                and refuse_retry(params, state) is None):
+        if cls == TRANSIENT and _may_retry(params, state, attempt):
             attempt += 1
+            retry = params.retry
             delay = backoff_s(retry, attempt, result.retry_after_s,
                               jitter_draw(call.id, attempt) if retry.jitter else 1.0)
             yield from wait(run, delay, call.name, result.kind)
@@ -117,31 +129,22 @@ def _run_tool(run: Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list[
         return _failure(params, state, call, text, blocks, result.tokens)
 
 
-def _outcome(run: Run, request: ToolRequest, spec: ToolSpec, answer: Result
-             ) -> ToolResult | ToolError:
-    """The driver's answer to a tool call, checked and counted: its duration
-    as active time, the call in ``tool_calls``, a success clearing the tool's
-    failure count; a result past the tool's timeout becomes a timeout error."""
-    state = run.state
-    if run.timed and not (type(answer) is ToolResult and type(answer.duration_s) is float
-                          and answer.duration_s <= spec.timeout_s):
-        # a result after the tool's timeout is a timeout: no budget overshot
-        answer = _timed_out_tool(spec, request.call, answer)
-    result = receive(request, answer)
-    state.active_s += result.duration_s
-    check_abort(state)  # cancelled in flight: the driver aborted the call
-    state.tool_calls += 1
-    ok = isinstance(result, ToolResult)
-    if ok:
-        state.tool_failures.pop(request.call.name, None)
-    if run.emit:
-        data: dict[str, Any] = {"tool": request.call.name, "success": ok}
-        if isinstance(result, ToolError):
-            data["kind"] = result.kind
-        data["duration_s"] = result.duration_s
-        data["attempts"] = request.attempt + 1
-        run.emit(ev.TOOL_EXECUTED, data)
-    return result
+def _may_retry(params: HarnessParams, state: HarnessState, attempt: int) -> bool:
+    """Whether the harness retries a transient tool error after ``attempt``
+    retries: switched on, tries left, and the run's retry budget not spent."""
+    return (params.retry.retry_tool_errors and attempt < params.tool_retries
+            and refuse_retry(params, state) is None)
+
+
+def _executed(emit: Callable[[str, dict[str, Any]], None], request: ToolRequest,
+              result: ToolResult | ToolError) -> None:
+    """Tell the observers that a tool call ran (and how)."""
+    data: dict[str, Any] = {"tool": request.call.name, "success": isinstance(result, ToolResult)}
+    if isinstance(result, ToolError):
+        data["kind"] = result.kind
+    data["duration_s"] = result.duration_s
+    data["attempts"] = request.attempt + 1
+    emit(ev.TOOL_EXECUTED, data)
 
 
 def _approval(run: Run, call: ToolUseBlock, spec: ToolSpec

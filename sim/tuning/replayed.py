@@ -97,11 +97,12 @@ class ReplayEvaluator:
             params = run_params(template, r.run, self.prices_for(r.run.model))
             spent, need = 0.0, 0.0
             for call in r.run.calls:
-                at = params.prices.at(call.prompt_tokens)
-                need = max(need, spent + worst_case_cost(params.prices, call.prompt_tokens,
+                u = call.usage
+                at = params.prices.at(u.prompt_tokens)
+                need = max(need, spent + worst_case_cost(params.prices, u.prompt_tokens,
                                                          params.max_output_tokens))
-                spent += at.cost(call.input_tokens, call.output_tokens, call.cache_read_tokens,
-                                 call.cache_write_tokens, call.reasoning_tokens)
+                spent += at.cost(u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                                 u.cache_write_tokens, u.thinking_tokens)
             money.append(need)
         return {"steps": np.array(steps, dtype=float), "tokens": np.array(tokens, dtype=float),
                 "money": np.array(money, dtype=float)}

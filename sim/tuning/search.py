@@ -330,7 +330,7 @@ def _overshoot(h: HarnessConfig, runs: list[Any]) -> list[str]:
     parallel = max((len(c.tools) for r in runs for c in r.calls), default=0)
     largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tools),
                   default=0)
-    biggest = max((c.prompt_tokens for r in runs for c in r.calls), default=1)
+    biggest = max((c.usage.prompt_tokens for r in runs for c in r.calls), default=1)
     # the largest recorded prompt stands for a window the harness leaves unbounded
     params = replace(harness_params(h, WorldParams()),
                      context_window=max(1, min(h.context_window, biggest)))
