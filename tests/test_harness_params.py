@@ -123,7 +123,8 @@ def test_error_message_names_the_problem() -> None:
         make_params(thinking=ThinkingConfig(True, 500), temperature=1.0).validate()
 
 
-BUDGET_NAMES = ("steps", "tokens", "output_tokens", "money_usd", "wall_s", "active_s")
+BUDGET_NAMES = tuple(f.name for f in dataclasses.fields(Budgets) if "gt" in f.metadata)
+"""The budgets that must be positive when set (from their declared bounds)."""
 
 
 @FAST

@@ -5,6 +5,7 @@ harness's parameters, validated (the checks that span sections raise
 from __future__ import annotations
 
 import datetime
+from dataclasses import fields
 from typing import Any
 
 from sim.bad_input import InputError
@@ -42,18 +43,14 @@ def harness_params(h: HarnessConfig, world: WorldParams | World,
     check_prompt, check_output, check_s = worst(w) if worst is not None else (0, 0, 0.0)
     try:
         return hp.HarnessParams(
-            model=h.model, system_prompt_tokens=w.system_prompt_tokens(), tools=w.tool_specs(),
-            max_output_tokens=h.max_output_tokens, context_window=h.context_window,
-            temperature=h.temperature, tool_choice=h.tool_choice, thinking=h.thinking,
-            budgets=h.budgets, prices=prices, retry=h.retry, detector=h.detector.params,
-            context=h.context,
+            **{name: getattr(h, name) for name in _AS_GIVEN},
+            system_prompt_tokens=w.system_prompt_tokens(), tools=w.tool_specs(),
+            prices=prices, detector=h.detector.params,
             verifier=hp.VerifierParams(
                 enabled=h.verifier.name != "none", name=h.verifier.name,
                 max_prompt_tokens=check_prompt, max_output_tokens=check_output,
                 max_duration_s=check_s),
             approval_required=frozenset(h.approval_required),
-            approval_timeout_s=h.approval_timeout_s, model_timeout_s=h.model_timeout_s,
-            tool_failure_limit=h.tool_failure_limit, prompt_cache=h.prompt_cache,
             end_marker=h.conversation.end_marker if h.conversation.enabled else None,
             model_prices=_model_prices(h, w),
         )
@@ -61,6 +58,14 @@ def harness_params(h: HarnessConfig, world: WorldParams | World,
         path, message = error.problems[0]
         raise InputError(message, path=_scenario_path(path)) from None
 
+
+_BUILT = frozenset({"prices", "model_prices", "verifier", "detector", "approval_required"})
+"""Harness parameters the scenario states in another form (a price spec, a
+component to build, a name beside the settings, a list for a set)."""
+_AS_GIVEN = tuple(name for name in HarnessConfig.model_fields
+                  if name in {f.name for f in fields(hp.HarnessParams)} and name not in _BUILT)
+"""Harness parameters the scenario holds as the harness takes them: passed on
+by name, so a setting added to both needs no edit here."""
 
 _HARNESS_TO_SCENARIO = {"system_prompt_tokens": "harness.context_window",
                         "verifier": "harness.verifier.name", "provider": "harness.model"}

@@ -94,36 +94,46 @@ def check_document(doc: Any, source: str = "", path: str = "") -> None:
         if depth > MAX_DEPTH:
             raise InputError(f"nests deeper than {MAX_DEPTH} levels", source=source,
                              path=where)
-        if isinstance(value, bool) or value is None or isinstance(value, datetime.date):
-            continue
-        if isinstance(value, int | float):
-            check_number(value, where or "(top level)", source)
-        elif isinstance(value, str):
-            if len(value) > MAX_STRING:
-                raise InputError(f"a string of {len(value):,} characters; at most "
-                                 f"{MAX_STRING:,} are allowed", source=source,
-                                 path=where or "(top level)")
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise InputError(f"keys must be strings, got {key!r} "
-                                     f"({type(key).__name__})", source=source,
-                                     path=where or "(top level)")
-                if len(key) > MAX_STRING:
-                    raise InputError(f"a key of {len(key):,} characters", source=source,
-                                     path=where or "(top level)")
-                stack.append((item, join(where, key), depth + 1))
-        elif isinstance(value, list | tuple):
-            for i, item in enumerate(value):
-                stack.append((item, join(where, i), depth + 1))
+        if isinstance(value, dict | list | tuple):
+            stack.extend((item, at, depth + 1) for item, at in _children(value, where, source))
         else:
-            kind = getattr(type(value), "__name__", "value")
-            if hasattr(value, "item") and callable(value.item):  # a numpy scalar
-                raise InputError(f"a {kind}: give a plain Python number or string",
-                                 source=source, path=where or "(top level)")
-            raise InputError(f"a {kind} is not a scenario value (numbers, strings, "
-                             f"booleans, null, dates, lists and mappings are)",
+            _check_scalar(value, where or "(top level)", source)
+
+
+def _children(value: dict[Any, Any] | list[Any] | tuple[Any, ...], where: str,
+              source: str) -> list[tuple[Any, str]]:
+    """The items of a mapping or list with their dotted paths; an InputError
+    for a key that is not a string or is too long."""
+    if not isinstance(value, dict):
+        return [(item, join(where, i)) for i, item in enumerate(value)]
+    for key in value:
+        if not isinstance(key, str):
+            raise InputError(f"keys must be strings, got {key!r} ({type(key).__name__})",
                              source=source, path=where or "(top level)")
+        if len(key) > MAX_STRING:
+            raise InputError(f"a key of {len(key):,} characters", source=source,
+                             path=where or "(top level)")
+    return [(item, join(where, key)) for key, item in value.items()]
+
+
+def _check_scalar(value: Any, where: str, source: str) -> None:
+    """An InputError unless ``value`` is a scalar a scenario holds within bounds."""
+    if isinstance(value, bool) or value is None or isinstance(value, datetime.date):
+        return
+    if isinstance(value, int | float):
+        check_number(value, where, source)
+    elif isinstance(value, str):
+        if len(value) > MAX_STRING:
+            raise InputError(f"a string of {len(value):,} characters; at most "
+                             f"{MAX_STRING:,} are allowed", source=source, path=where)
+    else:
+        kind = getattr(type(value), "__name__", "value")
+        if hasattr(value, "item") and callable(value.item):  # a numpy scalar
+            raise InputError(f"a {kind}: give a plain Python number or string",
+                             source=source, path=where)
+        raise InputError(f"a {kind} is not a scenario value (numbers, strings, "
+                         f"booleans, null, dates, lists and mappings are)",
+                         source=source, path=where)
 
 
 def check_workers(workers: int | None, flag: str = "--workers") -> None:

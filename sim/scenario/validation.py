@@ -33,7 +33,7 @@ from sim.scenario.messages import dotted, problem
 from sim.scenario.safeyaml import line_of
 from sim.scenario.schema import Scenario, strict
 from sim.world.params import WorldParams
-from sim.world.ranges import RangeError, check_world
+from sim.world.ranges import out_of_range
 
 __all__ = ["MAX_ARRIVALS_BYTES", "validate"]
 
@@ -180,10 +180,9 @@ def _check_arrival_count(scenario: Scenario) -> None:
 
 def _check_ranges(world: WorldParams) -> None:
     """Every lognormal of the world within the ranges of :mod:`sim.world.ranges`."""
-    try:
-        check_world(world)
-    except RangeError as error:
-        raise InputError(error.message, path=error.path) from None
+    found = out_of_range(world)
+    if found is not None:
+        raise InputError(found[1], path=found[0])
 
 
 def _check_conversation(scenario: Scenario) -> None:

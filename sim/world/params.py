@@ -5,100 +5,43 @@ default and a unit. The defaults reproduce seed 001's random process: a
 lognormal number of productive steps per task (median about 10, at least 3),
 and per model call a 1.5% chance of entering a doom loop, 8% transient tool
 error, 4% bad arguments, 3% premature "done" once half the work is done.
+
+The building blocks (probabilities, sizes, durations) are in
+:mod:`sim.world.param_types`, the tasks' difficulty and endings in
+:mod:`sim.world.task_params`, the lognormals' ranges in
+:mod:`sim.world.ranges`; every name is importable from here.
 """
 
 from __future__ import annotations
 
-import math
 from functools import cached_property
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from sim.world.distributions import (
-    BaseDistribution,
-    Distribution,
-    Exponential,
-    Fixed,
-    Lognormal,
-    Mixture,
+from sim.world.distributions import Distribution
+from sim.world.param_types import (
+    MAX_NEED,
+    MIN_RATE,
+    DurationParams,
+    Effect,
+    Prob,
+    Size,
+)
+from sim.world.param_types import Strict as _Strict
+from sim.world.task_params import (
+    ChoiceDifficulty,
+    Difficulty,
+    EndingsParams,
+    FixedDifficulty,
+    LognormalDifficulty,
+    UnsolvableParams,
 )
 
-Prob = Annotated[float, Field(ge=0.0, le=1.0)]
-MAX_NEED = 10**9
-"""The most productive steps a lognormal draw gives (larger draws are cut to it)."""
-MIN_RATE = 1e-6
-"""The smallest speed or rate a field takes (per second, minute or hour), so
-that one over it is a finite time."""
-Size = Annotated[int, Field(ge=0)] | Distribution
-"""A size in tokens: a number (every draw the same) or a distribution
-(:mod:`sim.world.distributions`), drawn per use and rounded to whole tokens."""
-Effect = Literal["read", "reversible_write", "external", "irreversible"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LognormalDifficulty(_Strict):
-    """Productive steps a task needs: ``max(min, round(exp(N(mu, sigma))))``,
-    a draw above 10^9 cut to 10^9. The default shape: a ``difficulty``
-    mapping without ``distribution`` is this one."""
-
-    distribution: Literal["lognormal"] = "lognormal"
-    mu: float = Field(2.3, description="mean of log(steps)")
-    sigma: float = Field(0.6, gt=0, description="standard deviation of log(steps)")
-    min: int = Field(3, ge=1, description="smallest number of productive steps")
-
-    @cached_property
-    def dist(self) -> BaseDistribution:
-        """The distribution before rounding and the floor: lognormal with median
-        ``exp(mu)`` and log-sd ``sigma`` (``mu`` held below the float range's
-        end: every draw of a larger one exceeds ``MAX_NEED`` anyway)."""
-        return Lognormal(median=math.exp(min(self.mu, 700.0)), sigma=self.sigma)
-
-
-class FixedDifficulty(_Strict):
-    """Every task needs exactly ``steps`` productive steps."""
-
-    distribution: Literal["fixed"] = "fixed"
-    steps: int = Field(10, ge=1, description="productive steps every task needs")
-
-    @cached_property
-    def dist(self) -> BaseDistribution:
-        """A point mass at ``steps``."""
-        return Fixed(value=self.steps)
-
-
-class ChoiceDifficulty(_Strict):
-    """A task needs ``values[k]`` productive steps with probability
-    ``weights[k] / sum(weights)`` (a mix of task classes, e.g. 95% short and
-    5% long)."""
-
-    distribution: Literal["choice"] = "choice"
-    values: tuple[int, ...] = Field(min_length=1, description="productive steps of each class")
-    weights: tuple[float, ...] = Field(min_length=1, description="relative share of each class")
-
-    @model_validator(mode="after")
-    def _matching(self) -> ChoiceDifficulty:
-        if len(self.values) != len(self.weights):
-            raise ValueError(f"values ({len(self.values)}) and weights ({len(self.weights)}) "
-                             f"must have the same length")
-        if min(self.values) < 1:
-            raise ValueError("values must be >= 1")
-        if min(self.weights) < 0 or sum(self.weights) <= 0:
-            raise ValueError("weights must be >= 0 with a positive sum")
-        return self
-
-    @cached_property
-    def dist(self) -> BaseDistribution:
-        """A mixture of point masses at ``values`` with ``weights``."""
-        return Mixture(components=tuple(Fixed(value=v) for v in self.values),
-                       weights=self.weights)
-
-
-Difficulty = Annotated[LognormalDifficulty | FixedDifficulty | ChoiceDifficulty,
-                       Field(discriminator="distribution")]
+__all__ = ["MAX_NEED", "MIN_RATE", "ApprovalParams", "CacheParams", "ChoiceDifficulty",
+           "Difficulty", "DurationParams", "Effect", "EndingsParams", "FaultParams",
+           "FixedDifficulty", "GraderParams", "LatencyParams", "LognormalDifficulty",
+           "PolicyParams", "Prob", "Size", "TaskClass", "TokenParams", "ToolParams",
+           "UnsolvableParams", "UserParams", "WorldParams"]
 
 
 class PolicyParams(_Strict):
@@ -143,50 +86,6 @@ class PolicyParams(_Strict):
             raise ValueError(f"loop + transient + validation + premature + talk = {total:g} "
                              f"exceeds 1")
         return self
-
-
-class DurationParams(_Strict):
-    """A duration in seconds. ``lognormal`` (the default): median ``median_s``,
-    log-sd ``sigma``; ``exponential``: mean ``mean_s`` (memoryless, for
-    queueing checks against theory); ``fixed``: always ``median_s``."""
-
-    distribution: Literal["lognormal", "exponential", "fixed"] = Field(
-        "lognormal", description="lognormal, exponential or fixed")
-    median_s: float = Field(1.0, gt=0, description="median duration (seconds; lognormal, "
-                                                   "fixed)")
-    sigma: float = Field(0.5, ge=0, description="standard deviation of log(duration) "
-                                                "(lognormal)")
-    mean_s: float | None = Field(None, gt=0, description="mean duration (seconds; "
-                                                         "exponential)")
-
-    @model_validator(mode="after")
-    def _parameterised(self) -> DurationParams:
-        if self.distribution == "exponential" and self.mean_s is None:
-            raise ValueError("an exponential duration needs mean_s")
-        if self.distribution != "exponential" and self.mean_s is not None:
-            raise ValueError(f"mean_s applies to exponential durations, not "
-                             f"{self.distribution}")
-        return self
-
-    @cached_property
-    def dist(self) -> BaseDistribution:
-        """The duration as a distribution object (seconds)."""
-        if self.distribution == "exponential":
-            return Exponential(mean=self.mean_s)
-        if self.distribution == "fixed":
-            return Fixed(value=self.median_s)
-        return Lognormal(median=self.median_s, sigma=self.sigma)
-
-    @property
-    def mean(self) -> float:
-        """The analytic mean (seconds)."""
-        return self.dist.mean
-
-    def sample(self, draws) -> float:
-        """One duration from ``draws`` (a :class:`~sim.world.streams.Draws`):
-        lognormal uses one standard normal draw, exponential one uniform draw,
-        fixed none."""
-        return self.dist.sample(draws)
 
 
 class ToolParams(_Strict):
@@ -272,58 +171,6 @@ class FaultParams(_Strict):
     retry_after_s: float = Field(2.0, ge=0, description="Retry-After sent with a 429 (seconds)")
 
 
-class EndingsParams(_Strict):
-    """How a run ends, as competing risks per step with per-run heterogeneity
-    (null in a world: runs end when their drawn need is done, as before).
-
-    At its ``n``-th model call (1-based, loop steps only) a run in step bin
-    ``b`` (the last ``edges[b] <= n``) ends with probability
-    ``1 - exp(-Z (resolve[b] + give_up[b] + error[b]))``, by a cause drawn in
-    proportion to the three hazards (per step, dimensionless):
-
-    - ``resolve``: the model gives a correct final answer (in a conversation, a
-      report of finished work); the run is resolved, ending after ``n`` steps;
-    - ``give_up``: it gives a wrong final answer (a false claim, or giving up);
-      the run ends unresolved after ``n`` steps;
-    - ``error``: the call meets a model-API fault that persists through every
-      retry; the run fails (``failed:model_error``) after ``n - 1`` steps.
-
-    ``Z`` is the run's frailty, drawn once per run from the difficulty stream:
-    gamma with mean 1 and variance ``frailty`` (0: every run has ``Z = 1``).
-    The harness's limits are not causes: they are the harness's budgets and
-    cut runs short wherever they apply. Otherwise the model behaves as
-    ``policy`` says (messages, tool errors, loops, productive calls), but a
-    run's need no longer ends it."""
-
-    edges: tuple[int, ...] = Field(
-        (1,), min_length=1, description="first step of each step bin (1-based model calls, "
-                                        "increasing, starting at 1)")
-    resolve: tuple[Annotated[float, Field(ge=0.0, le=100.0)], ...] = Field(
-        (0.1,), min_length=1, description="per-step hazard of a correct final answer in each "
-                                          "bin")
-    give_up: tuple[Annotated[float, Field(ge=0.0, le=100.0)], ...] = Field(
-        (0.0,), min_length=1, description="per-step hazard of a wrong final answer (giving up, "
-                                          "a false claim) in each bin")
-    error: tuple[Annotated[float, Field(ge=0.0, le=100.0)], ...] = Field(
-        (0.0,), min_length=1, description="per-step hazard of a persistent model-API fault in "
-                                          "each bin")
-    frailty: float = Field(0.0, ge=0.0, le=10.0, description=(
-        "variance of the per-run gamma hazard multiplier (mean 1; 0: none)"))
-
-    @model_validator(mode="after")
-    def _bins(self) -> EndingsParams:
-        n = len(self.edges)
-        if self.edges[0] != 1:
-            raise ValueError(f"edges must start at 1, got {self.edges[0]}")
-        if any(b <= a for a, b in zip(self.edges, self.edges[1:], strict=False)):
-            raise ValueError(f"edges must increase, got {list(self.edges)}")
-        for name in ("resolve", "give_up", "error"):
-            if len(getattr(self, name)) != n:
-                raise ValueError(f"{name} has {len(getattr(self, name))} values for {n} bins "
-                                 f"(edges)")
-        return self
-
-
 class CacheParams(_Strict):
     """The provider's prompt cache. A harness that sets cache breakpoints
     (``harness.prompt_cache``) reads from it what the previous prompt of the
@@ -364,16 +211,6 @@ class UserParams(_Strict):
                                                 "the run")
     give_up: Prob = Field(0.0, description="probability any other message ends the run")
     latency: DurationParams | None = Field(None, description="time to reply (null: none)")
-
-
-class UnsolvableParams(_Strict):
-    """Tasks that cannot be solved: the model works ``need_scale`` times the
-    drawn need before it claims success, and the claim is wrong."""
-
-    share: Prob = Field(0.0, description="share of tasks that cannot be solved")
-    need_scale: float = Field(1.0, gt=0, description="work an unsolvable task takes before "
-                                                     "the model gives its (wrong) answer, as a "
-                                                     "multiple of the drawn need")
 
 
 class LatencyParams(_Strict):

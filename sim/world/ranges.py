@@ -10,13 +10,14 @@ is held to :data:`MAX_LOG_SD` and :data:`MAX_LOG_MEDIAN`, so that every draw is 
 float: ``|log median| + sigma * |Z|`` stays below 709 (the log of the
 largest float) unless ``|Z| > 65``, which a normal draw never gives.
 
-:func:`check_world` raises :class:`RangeError` (a ValueError) naming the dotted
-path of the first lognormal out of range.
+:func:`out_of_range` names the dotted path of the first lognormal out of range
+and what is wrong (the scenario's validation makes it an input error).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,21 +25,12 @@ from pydantic import BaseModel
 from sim.world.distributions import Lognormal
 from sim.world.params import DurationParams, LognormalDifficulty
 
-__all__ = ["MAX_LOG_MEDIAN", "MAX_LOG_SD", "RangeError", "check_world"]
+__all__ = ["MAX_LOG_MEDIAN", "MAX_LOG_SD", "join", "out_of_range"]
 
 MAX_LOG_SD = 10.0
 """Largest log-sd (``sigma``) of a lognormal in the world (a factor e^10 per sd)."""
 MAX_LOG_MEDIAN = 50.0
 """Largest ``|log(median)|`` (``|mu|`` of ``world.difficulty``) of a lognormal in the world."""
-
-
-class RangeError(ValueError):
-    """A lognormal of the world out of range: ``path`` is its dotted field."""
-
-    def __init__(self, message: str, path: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.path = path
 
 
 def join(path: str, part: str | int) -> str:
@@ -48,15 +40,20 @@ def join(path: str, part: str | int) -> str:
     return f"{path}.{part}" if path else str(part)
 
 
-def check_world(world: BaseModel, path: str = "world") -> None:
-    """A RangeError at the dotted path of the first lognormal of ``world``
-    (a validated :class:`~sim.world.params.WorldParams`, or any part of one
-    at ``path``) whose log-sd or log-median is out of range."""
+def out_of_range(world: BaseModel, path: str = "world") -> tuple[str, str] | None:
+    """The first lognormal of ``world`` (a validated
+    :class:`~sim.world.params.WorldParams`, or any part of one at ``path``)
+    whose log-sd or log-median is out of range, as ``(dotted path, message)``;
+    None when every one is within range."""
+    return next(_problems(world, path), None)
+
+
+def _problems(world: BaseModel, path: str) -> Iterator[tuple[str, str]]:
     stack: list[tuple[Any, str]] = [(world, path)]
     while stack:
         value, where = stack.pop()
         if isinstance(value, BaseModel):
-            _check_one(value, where)
+            yield from _check_one(value, where)
             for name in type(value).model_fields:
                 stack.append((getattr(value, name), join(where, name)))
         elif isinstance(value, list | tuple):
@@ -65,26 +62,20 @@ def check_world(world: BaseModel, path: str = "world") -> None:
             stack.extend((item, join(where, str(key))) for key, item in value.items())
 
 
-def _check_one(model: BaseModel, where: str) -> None:
+def _check_one(model: BaseModel, where: str) -> Iterator[tuple[str, str]]:
     if isinstance(model, LognormalDifficulty):
-        _log_median(model.mu, join(where, "mu"))
-        _sigma(model.sigma, join(where, "sigma"))
+        log_median, shown, name = model.mu, None, "mu"
     elif isinstance(model, Lognormal):
-        _log_median(math.log(model.median), join(where, "median"), model.median)
-        _sigma(model.sigma, join(where, "sigma"))
+        log_median, shown, name = math.log(model.median), model.median, "median"
     elif isinstance(model, DurationParams) and model.distribution == "lognormal":
-        _log_median(math.log(model.median_s), join(where, "median_s"), model.median_s)
-        _sigma(model.sigma, join(where, "sigma"))
-
-
-def _sigma(sigma: float, where: str) -> None:
-    if sigma > MAX_LOG_SD:
-        raise RangeError(f"a lognormal's log-sd must be at most {MAX_LOG_SD:g} (a factor of "
-                         f"e^{MAX_LOG_SD:g} per standard deviation), got {sigma:g}", where)
-
-
-def _log_median(log_median: float, where: str, shown: float | None = None) -> None:
+        log_median, shown, name = math.log(model.median_s), model.median_s, "median_s"
+    else:
+        return
     if abs(log_median) > MAX_LOG_MEDIAN:
         got = f"{shown:g} (log {log_median:g})" if shown is not None else f"{log_median:g}"
-        raise RangeError(f"a lognormal's log-median must be within [-{MAX_LOG_MEDIAN:g}, "
-                         f"{MAX_LOG_MEDIAN:g}], got {got}", where)
+        yield join(where, name), (f"a lognormal's log-median must be within "
+                                  f"[-{MAX_LOG_MEDIAN:g}, {MAX_LOG_MEDIAN:g}], got {got}")
+    if model.sigma > MAX_LOG_SD:
+        yield join(where, "sigma"), (f"a lognormal's log-sd must be at most {MAX_LOG_SD:g} (a "
+                                     f"factor of e^{MAX_LOG_SD:g} per standard deviation), "
+                                     f"got {model.sigma:g}")
