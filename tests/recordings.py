@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
 from sim.harness.params import DetectorParams, HarnessParams, Prices
-from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord, Usage
 from sim.traces.writer import write_runs
 
 PRICES = Prices(input=2.0, output=8.0, cache_read=0.5, cache_write=2.5)
@@ -80,9 +80,9 @@ def write_traces(folder: Path, runs: Sequence[RecordedRun], *, with_tools: bool 
         run_id=run.run_id, source="sim", file="test.json", task_id=run.task_id,
         model=run.model, cost_usd=run.cost_usd, exit=run.exit, resolved=run.resolved,
         calls=[CallRecord(
-            input_tokens=c.input_tokens, cache_read_tokens=c.cache_read_tokens,
-            cache_write_tokens=c.cache_write_tokens, output_tokens=c.output_tokens,
-            reasoning_tokens=c.reasoning_tokens, model=c.model, cost_usd=c.cost_usd,
+            Usage(input_tokens=c.input_tokens, cache_read_tokens=c.cache_read_tokens,
+                  cache_write_tokens=c.cache_write_tokens, output_tokens=c.output_tokens,
+                  thinking_tokens=c.reasoning_tokens), model=c.model, cost_usd=c.cost_usd,
             finish_reason=c.finish_reason, latency_s=c.latency_s, text_tokens=c.text_tokens,
             observation_tokens=c.observation_tokens, purpose=c.purpose,
             tool_calls=[ToolCallRecord(
