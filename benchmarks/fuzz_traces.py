@@ -197,13 +197,15 @@ def inspect_sample(folder: Path) -> Any | None:
 
 def sim_folder(folder: Path) -> Path:
     """A small trace folder of sim's own (two runs), written by the writer."""
-    from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
+    from sim.traces.model import CallRecord, RunRecord, ToolCallRecord, Usage
     from sim.traces.writer import write_runs
 
     folder.mkdir(parents=True, exist_ok=True)
     runs = [RunRecord(run_id=f"r{i}", source="sim", file="x", model="m", cost_usd=0.1,
                       exit="succeeded", resolved=True, duration_s=3.0, step_limit=10,
-                      calls=[CallRecord(100 + k, 10, 0, 5, 1, cost_usd=0.01, started_s=k,
+                      calls=[CallRecord(Usage(input_tokens=100 + k, cache_read_tokens=10,
+                                              output_tokens=5, thinking_tokens=1),
+                                        cost_usd=0.01, started_s=k,
                                         latency_s=0.5, text_tokens=3, observation_tokens=0,
                                         tool_calls=[ToolCallRecord("t", "id", "{}", 4, None,
                                                                    False, 0.1)])

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
-from sim.harness.messages import Usage
 from sim.harness.params import DetectorParams, HarnessParams, Prices
 from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 from sim.traces.writer import write_runs
@@ -81,9 +80,7 @@ def write_traces(folder: Path, runs: Sequence[RecordedRun], *, with_tools: bool 
         run_id=run.run_id, source="sim", file="test.json", task_id=run.task_id,
         model=run.model, cost_usd=run.cost_usd, exit=run.exit, resolved=run.resolved,
         calls=[CallRecord(
-            input_tokens=c.usage.input_tokens, cache_read_tokens=c.usage.cache_read_tokens,
-            cache_write_tokens=c.usage.cache_write_tokens, output_tokens=c.usage.output_tokens,
-            reasoning_tokens=c.usage.thinking_tokens, model=c.model, cost_usd=c.cost_usd,
+            usage=c.usage, model=c.model, cost_usd=c.cost_usd,
             finish_reason=c.finish_reason, latency_s=c.latency_s, text_tokens=c.text_tokens,
             observation_tokens=c.observation_tokens, purpose=c.purpose,
             tool_calls=[ToolCallRecord(

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from sim.cli import main
-from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord, Usage
 from sim.traces.writer import TraceWriter
 
 
@@ -32,7 +32,8 @@ def a_run(i: int, steps: int, *, usage: bool = True, prefix: int = 3000) -> RunR
         tools = [] if last else [ToolCallRecord("lookup", f"c{i}_{n}", f'{{"q":{n}}}', 150,
                                                 None, False, 0.1)]
         prompt = prefix + n * 170 if usage else 0
-        calls.append(CallRecord(prompt, 0, 0, 20 if usage else 0, 0, model="m1",
+        calls.append(CallRecord(Usage(input_tokens=prompt, output_tokens=20 if usage else 0),
+                                model="m1",
                                 cost_usd=None, finish_reason="stop" if last else "tool_calls",
                                 started_s=n * 2.0, latency_s=1.0, text_tokens=20,
                                 tool_calls=tools, observation_tokens=0))

@@ -140,6 +140,6 @@ def test_otel_spans_follow_the_genai_conventions_and_import_back(provider, tmp_p
     for row in runs.itertuples():
         live = by_id[row.run_id]
         assert row.steps == len(live.calls)
-        assert row.input_tokens == sum(c.input_tokens for c in live.calls)
-        assert row.cache_read_tokens == sum(c.cache_read_tokens for c in live.calls)
-        assert row.output_tokens == sum(c.output_tokens for c in live.calls)
+        assert row.input_tokens == sum(c.usage.input_tokens for c in live.calls)
+        assert row.cache_read_tokens == sum(c.usage.cache_read_tokens for c in live.calls)
+        assert row.output_tokens == sum(c.usage.output_tokens for c in live.calls)

@@ -125,8 +125,8 @@ def test_live_spans_read_back_with_the_otel_and_openinference_importers(openinfe
     assert runs["run_id"].tolist() == [live_run.run_id]
     assert [(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, r.output_tokens)
             for r in calls.itertuples()] == [
-        (c.input_tokens, c.cache_read_tokens, c.cache_write_tokens, c.output_tokens)
-        for c in live_run.calls]
+        (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens)
+        for u in (c.usage for c in live_run.calls)]
     assert [len(t) for t in calls["tool_calls"]] == [len(c.tool_calls) for c in live_run.calls]
 
 

@@ -110,7 +110,7 @@ def test_written_runs_read_back_with_sums_and_steps_from_their_calls(tmp_path):
     first.calls[1].tool_calls = [ToolCallRecord(name="grep", id="x", arguments='{"q":1}',
                                                 result_tokens=7, result_sha256="h", error=True,
                                                 duration_s=0.5)]
-    first.calls[2].cache_read_tokens, first.calls[2].input_tokens = 150, 50
+    first.calls[2].usage.cache_read_tokens, first.calls[2].usage.input_tokens = 150, 50
     runs, calls = read_traces(write_folder(tmp_path / "t", [first, run("b", [])]))
     assert runs["run_id"].tolist() == ["a", "b"]
     assert runs["steps"].tolist() == [3, 0]
@@ -302,6 +302,6 @@ def test_only_the_later_columns_may_be_missing(hashed_folder):
 
 
 def test_call_helper_builds_prompt_from_parts():
-    c = call(100, read=60, write=10)
-    assert (c.input_tokens, c.cache_read_tokens, c.cache_write_tokens) == (30, 60, 10)
-    assert c.prompt_tokens == 100
+    u = call(100, read=60, write=10).usage
+    assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == (30, 60, 10)
+    assert u.prompt_tokens == 100

@@ -13,7 +13,7 @@ from traces_helpers import call, run
 import sim.cli
 from sim.bad_input import InputError
 from sim.cost import lookup_price_tiers
-from sim.traces.model import CallRecord
+from sim.traces.model import CallRecord, Usage
 from sim.traces.summary import prompt_fit, summarize
 from sim.traces.writer import TraceWriter
 
@@ -64,7 +64,7 @@ def test_summary_figures_of_a_known_folder(tmp_path):
     assert summary["steps"] == {"p50": 5, "p95": 10, "max": 10, "mean": 5.5}
     assert summary["prompt_fit"] == {"runs": 4, "P": 100.0, "h": 10.0, "r2": 1.0}
     assert summary["output_per_call"] == {"p50": 10, "p95": 10}
-    prompt = sum(c.prompt_tokens for r in runs for c in r.calls)
+    prompt = sum(c.usage.prompt_tokens for r in runs for c in r.calls)
     assert summary["cache"] == {"prompt_tokens": prompt, "read_share": 60 / prompt,
                                 "write_share": 20 / prompt}
     assert summary["exit"] == {"done": 0.5, "(none)": 0.25, "limit": 0.25}
@@ -76,16 +76,18 @@ def test_recorded_cost_is_compared_with_the_catalogue_price_of_the_same_usage(tm
     """Each call priced at its model's catalogue prices on the run's start day."""
     model = "claude-sonnet-4-5"
     day = datetime(2025, 11, 1, tzinfo=UTC)
-    calls = [CallRecord(1000, 2000, 500, 300, 0), CallRecord(300, 3000, 200, 100, 0)]
+    calls = [CallRecord(Usage(input_tokens=i, cache_read_tokens=r, cache_write_tokens=w,
+                              output_tokens=o))
+             for i, r, w, o in ((1000, 2000, 500, 300), (300, 3000, 200, 100))]
     priced = run("priced", [], model=model, cost_usd=0.05, started_at=day)
     priced.calls = calls
     unknown = run("unknown", [10], model="no-such-model-xyz", cost_usd=1.0, started_at=day)
     free = run("free", [10], model=model)  # records no cost
     summary = summarize(folder_of(tmp_path, [priced, unknown, free]))
     tiers = lookup_price_tiers(model, when=day)
-    expected = sum(tiers.at(c.prompt_tokens).cost(c.input_tokens, c.output_tokens,
-                                                  c.cache_read_tokens, c.cache_write_tokens)
-                   for c in calls)
+    expected = sum(tiers.at(u.prompt_tokens).cost(u.input_tokens, u.output_tokens,
+                                                  u.cache_read_tokens, u.cache_write_tokens)
+                   for u in (c.usage for c in calls))
     entry = summary["cost"]["by_model"][model]
     assert entry["runs"] == 1 and entry["recorded_usd"] == 0.05
     assert entry["catalogue_usd"] == pytest.approx(expected, rel=1e-12)

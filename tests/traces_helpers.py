@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord, Usage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,8 @@ def data_folder(*parts: str) -> Path:
 def call(prompt: int = 100, *, read: int = 0, write: int = 0, output: int = 10,
          tools: int = 0, **fields) -> CallRecord:
     """A call with ``prompt`` tokens in all, ``read``/``write`` of them cached."""
-    return CallRecord(prompt - read - write, read, write, output, 0,
+    return CallRecord(Usage(input_tokens=prompt - read - write, cache_read_tokens=read,
+                            cache_write_tokens=write, output_tokens=output),
                       tool_calls=[ToolCallRecord(name=f"t{i}", id=f"id{i}", arguments="{}")
                                   for i in range(tools)], **fields)
 

@@ -320,7 +320,7 @@ def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRec
         tools.append(record)
     observations = gathered.observations
     return CallRecord(
-        *counts, model=gathered.model, cost_usd=gathered.cost, finish_reason=gathered.stop,
+        usage=counts, model=gathered.model, cost_usd=gathered.cost, finish_reason=gathered.stop,
         started_s=seconds(gathered.before, start),
         latency_s=seconds(gathered.end, gathered.before),
         text_tokens=sum(approx_tokens(t) for t in texts),

@@ -18,15 +18,18 @@ from sim.traces.model import (
     CALL_COLUMNS,
     RUN_COLUMNS,
     TOKEN_COLUMNS,
+    USAGE_ATTRIBUTES,
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     load_tables,
 )
 from sim.traces.skips import UNREADABLE, Unusable
 
 _RUN_FIELDS = tuple(n for n in RUN_COLUMNS if n not in ("steps", *TOKEN_COLUMNS))
-_CALL_FIELDS = tuple(n for n in CALL_COLUMNS if n not in ("run_id", "call", "tool_calls"))
+_CALL_FIELDS = tuple(n for n in CALL_COLUMNS
+                     if n not in ("run_id", "call", "tool_calls", *TOKEN_COLUMNS))
 
 
 def runs(folder: Path) -> Iterator[RunRecord]:
@@ -40,7 +43,8 @@ def runs(folder: Path) -> Iterator[RunRecord]:
     numbers: dict[str, list[int]] = {}
     for row in calls_table.select(list(CALL_COLUMNS)).to_pylist():
         tools = [ToolCallRecord(**tool) for tool in row["tool_calls"]]
-        call = CallRecord(**{name: row[name] for name in _CALL_FIELDS}, tool_calls=tools)
+        usage = Usage(**{attribute: row[name] for name, attribute in USAGE_ATTRIBUTES.items()})
+        call = CallRecord(usage, **{name: row[name] for name in _CALL_FIELDS}, tool_calls=tools)
         by_run.setdefault(row["run_id"], []).append(call)
         numbers.setdefault(row["run_id"], []).append(row["call"])
     for row in runs_table.select(list(RUN_COLUMNS)).to_pylist():

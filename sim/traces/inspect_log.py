@@ -172,7 +172,7 @@ def _call(event: Any, index: int, start: Any, tools: dict[str, Any], notes: list
         records.append(record)
     text = message.text if message is not None else None
     return CallRecord(
-        *counts, model=event.model, cost_usd=finite_or_none(usage.total_cost),
+        usage=counts, model=event.model, cost_usd=finite_or_none(usage.total_cost),
         finish_reason=event.output.choices[0].stop_reason if event.output.choices else None,
         started_s=(event.timestamp - start).total_seconds(),
         latency_s=_elapsed(event.timestamp, event.completed, event.working_time),

@@ -57,6 +57,7 @@ from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     as_dict,
     as_list,
     canonical_arguments,
@@ -67,7 +68,7 @@ from sim.traces.model import (
 )
 from sim.traces.otel import Span
 from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
-from sim.traces.usage import Counts, count, from_openai
+from sim.traces.usage import count, from_openai
 
 SOURCE = "langfuse"
 CALL_TYPES = frozenset({"GENERATION"})
@@ -81,7 +82,7 @@ _ATTR = "langfuse.observation."
 
 
 # ------------------------------------------------------------------ usage
-def counts(usage: dict[str, Any], where: str) -> Counts:
+def counts(usage: dict[str, Any], where: str) -> Usage:
     """A Langfuse ``usageDetails`` object in the trace model's convention."""
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         return from_openai(usage, where)
@@ -103,7 +104,8 @@ def counts(usage: dict[str, Any], where: str) -> Counts:
             uncached += count(value, f"usage.{key}", where)
         elif key.startswith("output_"):
             output += count(value, f"usage.{key}", where)
-    return uncached, read, write, output, reasoning
+    return Usage(input_tokens=uncached, cache_read_tokens=read, cache_write_tokens=write,
+                 output_tokens=output, thinking_tokens=reasoning)
 
 
 def cost(details: Any, *fallbacks: Any) -> float | None:
@@ -271,7 +273,7 @@ def _call(obs: dict, first: datetime | None, agent: str | None) -> CallRecord:
         raise Unusable(NO_USAGE, f"{where}: no usageDetails")
     start, end = _times(obs)
     return CallRecord(
-        *counts(usage, where), model=_get(obs, "model", "provided_model_name"),
+        usage=counts(usage, where), model=_get(obs, "model", "provided_model_name"),
         cost_usd=cost(_get(obs, "costDetails", "cost_details"),
                       _get(obs, "totalCost", "total_cost"),
                       _get(obs, "calculatedTotalCost", "calculated_total_cost")),

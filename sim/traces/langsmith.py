@@ -55,6 +55,7 @@ from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     as_dict,
     as_list,
     canonical_arguments,
@@ -64,7 +65,7 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
-from sim.traces.usage import Counts, from_openai, from_total_prompt
+from sim.traces.usage import from_openai, from_total_prompt
 
 SOURCE = "langsmith"
 
@@ -172,7 +173,7 @@ def _run(trace: str, items: list[dict], file: str) -> RunRecord:
         duration_s=seconds(last, first))
 
 
-def counts(step: dict, where: str) -> Counts:
+def counts(step: dict, where: str) -> Usage:
     """A step's usage in the trace model's convention (see the module docstring)."""
     outputs = as_dict(step.get("outputs"))
     usage = outputs.get("usage_metadata")
@@ -211,7 +212,7 @@ def _call(step: dict, first: datetime | None, agent: str | None) -> CallRecord:
     text, finish = _response(outputs)
     start = parse_utc(step.get("start_time"))
     return CallRecord(
-        *counts(step, where), model=None if model is None else str(model), cost_usd=cost,
+        usage=counts(step, where), model=None if model is None else str(model), cost_usd=cost,
         finish_reason=finish, started_s=seconds(start, first),
         latency_s=seconds(parse_utc(step.get("end_time")), start), **text_fields(text),
         agent=agent)

@@ -322,7 +322,8 @@ def _call(message: dict, response: dict, position: int, model: str | None,
     first = choices[0] if isinstance(choices, list) and choices else {}
     finish = first.get("finish_reason") if isinstance(first, dict) else None
     return CallRecord(
-        *counts, model=response.get("model") if isinstance(response.get("model"), str) else model,
+        usage=counts,
+        model=response.get("model") if isinstance(response.get("model"), str) else model,
         cost_usd=number_or_none(as_dict(message.get("extra")).get("cost")),
         finish_reason=None if finish is None else str(finish),
         started_s=(before - start if before is not None and moment is not None

@@ -66,7 +66,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sim.harness.messages import estimate_tokens
+from sim.harness.messages import Usage, estimate_tokens
 from sim.traces.reading import load_tables, read_traces
 from sim.traces.schema import (
     CALL_COLUMNS,
@@ -94,6 +94,7 @@ from sim.traces.schema import (
     TOKEN_COLUMNS,
     TOOL_CALL_FIELDS,
     TOOL_CALL_TYPE,
+    USAGE_ATTRIBUTES,
 )
 
 __all__ = [
@@ -102,7 +103,8 @@ __all__ = [
     "MAX_TOTAL", "MAX_USD", "MONEY_COLUMNS", "OBSERVATION_JOIN", "REPORT_FILE", "RUNS_FILE",
     "RUNS_SCHEMA", "RUN_COLUMNS", "RunRecord", "SECONDS_COLUMNS", "SIZE_COLUMNS", "SOURCES",
     "SUBAGENT_CALL_COLUMNS", "TOKEN_COLUMNS", "TOOL_CALL_FIELDS", "TOOL_CALL_TYPE",
-    "ToolCallRecord", "approx_tokens", "as_dict", "as_list", "canonical_arguments",
+    "USAGE_ATTRIBUTES", "ToolCallRecord", "Usage", "approx_tokens", "as_dict", "as_list",
+    "canonical_arguments",
     "canonical_json", "content_text", "finite_or_none", "is_trace_folder", "joined_sha256",
     "load_tables", "parse_utc", "read_traces", "sha256_text", "tool_result", "utc_from_unix",
 ]
@@ -125,13 +127,13 @@ class ToolCallRecord:
 @dataclass(slots=True)
 class CallRecord:
     """One model call (see :data:`CALL_COLUMNS`; ``run_id`` and ``call`` are
-    given by the run). Token counts follow the module's convention."""
+    given by the run). ``usage`` is the harness's own per-call type,
+    :class:`sim.harness.messages.Usage`, built by keyword (its
+    ``thinking_tokens`` are the column ``reasoning_tokens``; its
+    ``prompt_tokens`` the whole prompt), so a call's usage has one shape from
+    an importer to the harness."""
 
-    input_tokens: int
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
+    usage: Usage
     model: str | None = None
     cost_usd: float | None = None
     finish_reason: str | None = None
@@ -144,11 +146,6 @@ class CallRecord:
     text_sha256: str | None = None
     observation_sha256: str | None = None
     agent: str | None = None
-
-    @property
-    def prompt_tokens(self) -> int:
-        """All prompt tokens of the call: input + cache read + cache write."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
 @dataclass(slots=True)

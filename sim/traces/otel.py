@@ -263,7 +263,7 @@ def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool])
     model = a.get("gen_ai.response.model", a.get("gen_ai.request.model"))
     parts = _output_text_parts(a.get("gen_ai.output.messages"))
     return CallRecord(
-        *counts, model=None if model is None else str(model),
+        usage=counts, model=None if model is None else str(model),
         finish_reason=None if reasons is None else str(reasons),
         started_s=(span.start - start) / 1e9, latency_s=(span.end - span.start) / 1e9,
         **_text_fields(parts))

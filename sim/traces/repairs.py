@@ -39,6 +39,7 @@ from sim.traces.model import (
     SECONDS_COLUMNS,
     SIZE_COLUMNS,
     TOKEN_COLUMNS,
+    USAGE_ATTRIBUTES,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -78,7 +79,7 @@ def repair_run(run: RunRecord) -> list[Repair]:
     sums = dict.fromkeys(TOKEN_COLUMNS, 0)
     for index, call in enumerate(run.calls):
         for name in TOKEN_COLUMNS:
-            value = getattr(call, name)
+            value = getattr(call.usage, USAGE_ATTRIBUTES[name])
             if (isinstance(value, bool) or not isinstance(value, int)
                     or not 0 <= value <= MAX_COUNT):
                 raise Unusable(BAD_COUNT, f"call {index}: {name} is {_short(value)}, not a "

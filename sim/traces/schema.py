@@ -25,6 +25,14 @@ SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "
 TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "cache_read_tokens", "cache_write_tokens",
                                   "output_tokens", "reasoning_tokens")
 
+USAGE_ATTRIBUTES: dict[str, str] = {
+    "input_tokens": "input_tokens", "cache_read_tokens": "cache_read_tokens",
+    "cache_write_tokens": "cache_write_tokens", "output_tokens": "output_tokens",
+    "reasoning_tokens": "thinking_tokens"}
+"""Each token column and the attribute of a call's
+:class:`~sim.harness.messages.Usage` it holds (the harness's
+``thinking_tokens`` are the column ``reasoning_tokens``)."""
+
 
 # ---------------------------------------------------------------- bounds
 # What a value may be, for the writer's repairs (:mod:`sim.traces.repairs`) and

@@ -98,9 +98,7 @@ class RunRecorder:
                 result = yield effect
                 if type(result) is Verdict and result.usage is not None:
                     usage = result.usage
-                    call = CallRecord(usage.input_tokens, usage.cache_read_tokens,
-                                      usage.cache_write_tokens, usage.output_tokens,
-                                      usage.thinking_tokens, model=self.state.model,
+                    call = CallRecord(usage, model=self.state.model,
                                       started_s=began - self.t0, latency_s=result.duration_s,
                                       purpose="verifier", observation_tokens=0)
                     self.calls.append(call)
@@ -126,9 +124,7 @@ class RunRecorder:
             elif block.type == "tool_use":
                 tools.append(ToolCallRecord(name=block.name, id=block.id,
                                             arguments=canonical_json(block.input)))
-        call = CallRecord(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-                          usage.output_tokens, usage.thinking_tokens,
-                          model=response.model or request.model,
+        call = CallRecord(usage, model=response.model or request.model,
                           finish_reason=response.stop_reason, started_s=began - self.t0,
                           latency_s=response.latency_s, text_tokens=text,
                           text_sha256=sha256_text("".join(texts)), tool_calls=tools,
@@ -145,8 +141,9 @@ class RunRecorder:
             return
         call, spent, tokens = self._open
         self._open = None
-        if self._tokens() == tokens and (call.prompt_tokens or call.output_tokens
-                                         or call.reasoning_tokens):
+        usage = call.usage
+        if self._tokens() == tokens and (usage.prompt_tokens or usage.output_tokens
+                                         or usage.thinking_tokens):
             self.calls.remove(call)
             if self._step is call:
                 self._step = None

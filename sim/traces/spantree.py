@@ -44,13 +44,13 @@ from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     canonical_arguments,
     tool_result,
     utc_from_unix,
 )
 from sim.traces.otel import Collector, Span
 from sim.traces.skips import NO_CALLS, Skip, Unusable
-from sim.traces.usage import Counts
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class CallFacts:
     """What a dialect reads from a model-call span (tokens in the trace
     model's convention, cost in USD as recorded)."""
 
-    counts: Counts
+    usage: Usage
     model: str | None = None
     cost_usd: float | None = None
     finish_reason: str | None = None
@@ -203,7 +203,7 @@ def _attach_tools(dialect: Dialect, tree: _Tree, spans: list[Span], chats: list[
 def _call(facts: CallFacts, span: Span, start: int, agent: str | None) -> CallRecord:
     """A call span's record (times from the run's ``start``, in Unix ns)."""
     return CallRecord(
-        *facts.counts, model=facts.model, cost_usd=facts.cost_usd,
+        usage=facts.usage, model=facts.model, cost_usd=facts.cost_usd,
         finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
         latency_s=(span.end - span.start) / 1e9, **text_fields(facts.text), agent=agent,
         tool_calls=[ToolCallRecord(name=t.name, id=t.id,

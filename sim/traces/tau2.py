@@ -60,6 +60,7 @@ from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     approx_tokens,
     as_dict,
     as_list,
@@ -221,14 +222,14 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
     latency = seconds(moment, before)
     text = content_text(message.get("content"))
     return CallRecord(
-        *counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
+        usage=counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
         cost_usd=number_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
         started_s=started, latency_s=latency,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=tool_calls)
 
 
 def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
-            apart: tuple[bool, bool]) -> tuple[int, int, int, int, int]:
+            apart: tuple[bool, bool]) -> Usage:
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     details = raw.get("completion_tokens_details")
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
@@ -238,7 +239,7 @@ def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
                                cache_write=raw.get("cache_creation_input_tokens"),
                                reasoning=reasoning, where=where, notes=notes,
                                reasoning_apart=apart[1])
-        if prompt is not None and sum(counts[:3]) != prompt:
+        if prompt is not None and counts.prompt_tokens != prompt:
             notes.append(("calls.input_tokens", PARTS_KEPT))
         return counts
     return from_openai(usage, where, details=raw, notes=notes, apart=apart)

@@ -2,8 +2,10 @@
 
 The trace model (:mod:`sim.traces.model`) counts a call's prompt as three
 disjoint parts, ``input`` (uncached) + ``cache_read`` + ``cache_write``, and its
-output as two, ``output`` (without reasoning) + ``reasoning``. Providers say it
-two ways, and each function here takes one:
+output as two, ``output`` (without reasoning) + ``reasoning``. Each function
+here returns one call's usage as the harness's own type,
+:class:`sim.harness.messages.Usage` (reasoning as ``thinking_tokens``), built
+by keyword. Providers say it two ways, and each function takes one:
 
 - :func:`from_total_prompt`: the prompt total *includes* the cache counts
   (OpenAI ``prompt_tokens`` with ``cached_tokens``; DeepSeek
@@ -38,12 +40,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.harness.messages import Usage
 from sim.traces.model import MAX_COUNT, as_dict
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair, _short
 from sim.traces.skips import BAD_COUNT, Unusable
-
-Counts = tuple[int, int, int, int, int]
-"""``(input, cache_read, cache_write, output, reasoning)`` tokens."""
 
 
 def count(value: Any, name: str, where: str, *, default: int | None = None) -> int:
@@ -70,8 +70,8 @@ def from_total_prompt(prompt: Any, output: Any, *, cache_read: Any = None,
                       cache_write: Any = None, reasoning: Any = None, where: str,
                       names: tuple[str, str] = ("prompt_tokens", "completion_tokens"),
                       notes: list[Repair] | None = None, cache_apart: bool = False,
-                      reasoning_apart: bool = False) -> Counts:
-    """Counts from a prompt total that includes the cache counts and an output
+                      reasoning_apart: bool = False) -> Usage:
+    """Usage from a prompt total that includes the cache counts and an output
     total that includes reasoning (missing cache or reasoning counts are 0);
     a total that cannot include them (or ``cache_apart`` / ``reasoning_apart``)
     is read as without them, noted in ``notes`` (see the module)."""
@@ -85,20 +85,22 @@ def from_total_prompt(prompt: Any, output: Any, *, cache_read: Any = None,
         uncached = total
         if read + write and notes is not None:
             notes.append(("calls.input_tokens", PROMPT_WITHOUT_CACHE))
-    return uncached, read, write, _output(out, think, notes, reasoning_apart), think
+    return Usage(input_tokens=uncached, cache_read_tokens=read, cache_write_tokens=write,
+                 output_tokens=_output(out, think, notes, reasoning_apart), thinking_tokens=think)
 
 
 def from_disjoint(uncached: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
                   reasoning: Any = None, where: str, notes: list[Repair] | None = None,
-                  reasoning_apart: bool = False) -> Counts:
-    """Counts from disjoint prompt parts; ``output`` includes ``reasoning``
+                  reasoning_apart: bool = False) -> Usage:
+    """Usage from disjoint prompt parts; ``output`` includes ``reasoning``
     unless it cannot (or ``reasoning_apart``: see the module)."""
     out = count(output, "output tokens", where)
     think = count(reasoning, "reasoning tokens", where, default=0)
-    return (count(uncached, "input tokens", where),
-            count(cache_read, "cache read tokens", where, default=0),
-            count(cache_write, "cache write tokens", where, default=0),
-            _output(out, think, notes, reasoning_apart), think)
+    return Usage(input_tokens=count(uncached, "input tokens", where),
+                 cache_read_tokens=count(cache_read, "cache read tokens", where, default=0),
+                 cache_write_tokens=count(cache_write, "cache write tokens", where, default=0),
+                 output_tokens=_output(out, think, notes, reasoning_apart),
+                 thinking_tokens=think)
 
 
 def _output(out: int, think: int, notes: list[Repair] | None, apart: bool) -> int:
@@ -113,8 +115,8 @@ def _output(out: int, think: int, notes: list[Repair] | None, apart: bool) -> in
 
 def from_openai(usage: dict, where: str, *, details: dict | None = None,
                 notes: list[Repair] | None = None,
-                apart: tuple[bool, bool] = (False, False)) -> Counts:
-    """Counts of an OpenAI-style usage (``prompt_tokens`` including the cache,
+                apart: tuple[bool, bool] = (False, False)) -> Usage:
+    """Usage of an OpenAI-style usage (``prompt_tokens`` including the cache,
     ``completion_tokens`` including reasoning), the one reading every importer
     of such usage shares. The cache and reasoning counts come from
     ``details`` (the provider's raw usage, when the source keeps it apart from

@@ -44,6 +44,7 @@ from sim.traces.model import (
     RUNS_SCHEMA,
     SOURCES,
     TOKEN_COLUMNS,
+    USAGE_ATTRIBUTES,
     RunRecord,
 )
 from sim.traces.repairs import repair_run
@@ -52,7 +53,9 @@ from sim.traces.skips import BAD_COUNT, Unusable
 COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 3
 ROW_GROUP_CALLS = 50_000
-_CALL_FIELDS = tuple(name for name in CALLS_SCHEMA.names if name not in ("run_id", "call"))
+_CALL_FIELDS = tuple(name for name in CALLS_SCHEMA.names
+                     if name not in ("run_id", "call", *TOKEN_COLUMNS))
+_TOKENS = tuple(USAGE_ATTRIBUTES.items())
 _TOOL_FIELDS = ("id", "name", "arguments", "result_tokens", "result_sha256", "error",
                 "duration_s")
 
@@ -85,13 +88,15 @@ class TraceWriter:
         if run.run_id in self._ids:
             raise ValueError(f"duplicate run_id {run.run_id!r}")
         repairs = repair_run(run)
-        for name in TOKEN_COLUMNS:  # the reader refuses a folder total past MAX_TOTAL
-            total = self._totals[name] + sum(getattr(call, name) for call in run.calls)
-            if total > MAX_TOTAL:
-                raise Unusable(BAD_COUNT, f"the folder's {name} would total {total:.3g}, "
+        sums = {name: sum(getattr(call.usage, attribute) for call in run.calls)
+                for name, attribute in _TOKENS}
+        for name, total in sums.items():  # the reader refuses a folder total past MAX_TOTAL
+            if self._totals[name] + total > MAX_TOTAL:
+                raise Unusable(BAD_COUNT, f"the folder's {name} would total "
+                                          f"{self._totals[name] + total:.3g}, "
                                           f"above {MAX_TOTAL:,}")
-        for name in TOKEN_COLUMNS:
-            self._totals[name] += sum(getattr(call, name) for call in run.calls)
+        for name, total in sums.items():
+            self._totals[name] += total
         row = _add_run(run, self._buffer, checked=True)
         self.repairs.update(run.repairs)
         self.repairs.update(repairs)
@@ -147,14 +152,17 @@ def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
     for index, call in enumerate(run.calls):
         buffer["run_id"].append(run.run_id)
         buffer["call"].append(index)
+        usage = call.usage
+        for name, attribute in _TOKENS:
+            value = getattr(usage, attribute)
+            buffer[name].append(value)
+            sums[name] += value
         for name in _CALL_FIELDS:
             if name == "tool_calls":
                 buffer[name].append([{f: getattr(t, f) for f in _TOOL_FIELDS}
                                      for t in call.tool_calls])
             else:
                 buffer[name].append(getattr(call, name))
-        for name in TOKEN_COLUMNS:
-            sums[name] += getattr(call, name)
     row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
     row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
     return row

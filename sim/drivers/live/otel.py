@@ -383,9 +383,9 @@ def write_trace_spans(folder: str | os.PathLike, path: str | os.PathLike, *,
             end = start + (call.latency_s or 0.0)
             extra: dict[str, Any] = {} if call.purpose is None else {"sim.purpose": call.purpose}
             spans.chat(model=call.model or run.model or "", start_s=start, end_s=end,
-                       counts=(call.input_tokens, call.cache_read_tokens,
-                               call.cache_write_tokens, call.output_tokens,
-                               call.reasoning_tokens),
+                       counts=(call.usage.input_tokens, call.usage.cache_read_tokens,
+                               call.usage.cache_write_tokens, call.usage.output_tokens,
+                               call.usage.thinking_tokens),
                        response_model=call.model or run.model or "",
                        finish_reason=call.finish_reason, extra=extra)
             clock = end
