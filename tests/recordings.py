@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
+from sim.harness.messages import Usage
 from sim.harness.params import DetectorParams, HarnessParams, Prices
 from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 from sim.traces.writer import write_runs

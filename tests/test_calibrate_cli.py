@@ -117,6 +117,12 @@ def test_json_format_prints_the_summary_and_an_accepted_fit_is_exit_0(tmp_path, 
     assert summary["runs"] == {"fitted": 80, "held_out": 80, "folds": [16] * 5, "dropped": {},
                                "repaired": {}}
     assert summary["structure"]["forced"] and summary["structure"]["options"] == "--classes 1"
+    # within the sample's cap: every run searched, no sampling error from the runs
+    assert summary["sample"] == {"per_model": 2000, "runs": 80, "all": True,
+                                 "searched": [64] * 5, "held_out": [16] * 5}
+    assert summary["search"]["sampled_runs"] == 80
+    assert summary["search"]["sampling_error"]["runs"] == 0.0
+    assert "stratified sample" not in (tmp_path / "fit.yaml").read_text()
 
 
 def two_models(tmp_path):

@@ -41,7 +41,7 @@ def fitted(tmp_path_factory):
 
 
 def _worlds(fits):
-    return [FoldWorld(f.doc, list(f.held_out.runs["run_id"]), f.sim, f.sim_runs, f.sim_seed)
+    return [FoldWorld(f.doc, f.held_ids, f.sim, f.sim_runs, f.sim_seed)
             for f in fits]
 
 

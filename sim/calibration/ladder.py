@@ -241,22 +241,39 @@ def _pool(sides: list[Side]) -> Side:
                   for f in ("stopped", "lost", "known", "saved", "cost", "fold")))
 
 
+def fold_sides(world: FoldWorld, recorded: dict[str, Any], rungs: list[Budget],
+               fold: int) -> list[tuple[Side, Side]]:
+    """One fold's ``(forecast, replay)`` sides for every budget of ``rungs``."""
+    baseline = replay_side(world, None, recorded, fold)[1]
+    return [(forecast_side(world, budget, fold),
+             replay_side(world, budget, recorded, fold, baseline)[0]) for budget in rungs]
+
+
+def pool_rungs(per_fold: list[list[tuple[Side, Side]]], rungs: list[Budget],
+               seed: int) -> list[Rung]:
+    """The rungs from every fold's sides (:func:`fold_sides`, folds in order):
+    pooled figures, intervals drawn in budget order, per-fold figures."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, budget in enumerate(rungs):
+        fc = [sides[i][0] for sides in per_fold]
+        rp = [sides[i][1] for sides in per_fold]
+        f, r = _pool(fc), _pool(rp)
+        folds = [{"forecast": a.figures(), "replay": b.figures()}
+                 for a, b in zip(fc, rp, strict=True)]
+        out.append(Rung(budget, f.figures(), r.figures(), f.intervals(rng), r.intervals(rng),
+                        folds))
+    return out
+
+
 def ladder(worlds: list[FoldWorld], recorded: dict[str, Any], rungs: list[Budget],
            seed: int, progress: Any = None) -> list[Rung]:
     """Forecast against replay for every budget of ``rungs``, pooled over the
-    folds ``worlds`` (``recorded``: the recorded runs by run id)."""
-    rng = np.random.default_rng(seed)
-    baselines = [replay_side(w, None, recorded, k)[1] for k, w in enumerate(worlds)]
-    out = []
-    for i, budget in enumerate(rungs):
-        fc = [forecast_side(w, budget, k) for k, w in enumerate(worlds)]
-        rp = [replay_side(w, budget, recorded, k, baselines[k])[0]
-              for k, w in enumerate(worlds)]
-        f, r = _pool(fc), _pool(rp)
-        per_fold = [{"forecast": a.figures(), "replay": b.figures()}
-                    for a, b in zip(fc, rp, strict=True)]
-        out.append(Rung(budget, f.figures(), r.figures(), f.intervals(rng), r.intervals(rng),
-                        per_fold))
+    folds ``worlds`` (``recorded``: the recorded runs by run id), in this
+    process; ``progress(done, total)`` after each fold."""
+    per_fold = []
+    for k, w in enumerate(worlds):
+        per_fold.append(fold_sides(w, recorded, rungs, k))
         if progress is not None:
-            progress(i + 1, len(rungs))
-    return out
+            progress(k + 1, len(worlds))
+    return pool_rungs(per_fold, rungs, seed)

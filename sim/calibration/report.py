@@ -172,19 +172,36 @@ def _ladder_lines(c: Calibration) -> list[str]:
     return lines
 
 
-def report_markdown(c: Calibration) -> str:
-    """The report as Markdown (images named ``ecdf_<metric>.png`` and ``exits.png``)."""
-    lines = [f"# Calibration: {c.doc['name']}", "", c.doc["description"], ""]
+def _intro_lines(c: Calibration) -> list[str]:
+    """The traces, the folds, the sample and the search's own sampling error."""
     dropped = ", ".join(f"{n} {why}" for why, n in c.dropped.items()) or "none"
     repaired = "".join(f"; {n} {why}" for why, n in c.fit.repaired.items())
     k = c.options["folds"]
-    lines += [f"Traces `{c.folder}`: {c.fit.n} runs (runs dropped: {dropped}{repaired}), dealt "
-              f"into {k} "
-              f"folds of {', '.join(str(f.held_out.n) for f in c.folds)} runs (stratified by "
-              f"model and exit, seed {c.options['seed']}). Each fold's runs were held out "
-              f"while a world was fitted on the others, and that world simulated for "
-              f"{', '.join(str(f.sim_runs) for f in c.folds)} runs. The scenario written is "
-              f"fitted on all {c.fit.n} runs (simulated afresh for {c.sim.n} runs).", ""]
+    lines = [f"Traces `{c.folder}`: {c.fit.n} runs (runs dropped: {dropped}{repaired}), dealt "
+             f"into {k} "
+             f"folds of {', '.join(str(f.held_out) for f in c.folds)} runs (stratified by "
+             f"model and exit, seed {c.options['seed']}). Each fold's runs were held out "
+             f"while a world was fitted on the others, and that world simulated for "
+             f"{', '.join(str(f.sim_runs) for f in c.folds)} runs. The scenario written is "
+             f"fitted on all {c.fit.n} runs (simulated afresh for {c.sim.n} runs).", ""]
+    error = c.search.error or {}
+    if c.sampled_runs < c.fit.n:
+        lines += [f"Direct estimates read all runs; the searches and the held-out comparisons "
+                  f"used a stratified sample of {c.sampled_runs} runs (at most "
+                  f"{c.options.get('sample')} per model; held out per fold: "
+                  f"{', '.join(str(len(f.held_ids)) for f in c.folds)}).", ""]
+    if error:
+        lines += [f"Search: loss {c.search.loss:.4f} against {c.search.sampled} runs "
+                  f"(before the search {c.search.start_loss:.4f}); its own sampling error "
+                  f"(bootstrap standard error) {error['total']:.4f}: {error['runs']:.4f} from "
+                  f"the runs sampled (0 when every run is searched against), "
+                  f"{error['simulation']:.4f} from its simulated runs.", ""]
+    return lines
+
+
+def report_markdown(c: Calibration) -> str:
+    """The report as Markdown (images named ``ecdf_<metric>.png`` and ``exits.png``)."""
+    lines = [f"# Calibration: {c.doc['name']}", "", c.doc["description"], "", *_intro_lines(c)]
     lines += ["## Verdict", ""]
     if c.reasons:
         lines.append("**Fit rejected** (exit status 1): the folds' tests, combined per metric "

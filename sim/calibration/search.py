@@ -59,12 +59,19 @@ def loss(real: Sample, sim: Sample) -> float:
 @dataclass
 class SearchResult:
     """The adjustment found, its loss, the loss before the search and the
-    number of simulations it took."""
+    number of simulations it took; ``sim``: the simulated runs of the
+    adjustment found (for the search's own sampling error,
+    :func:`sim.calibration.sample.loss_error`; None once dropped); ``error``:
+    that sampling error when measured, and ``sampled`` the runs searched
+    against."""
 
     adjustment: Adjustment
     loss: float
     start_loss: float
     evaluations: int
+    sim: Sample | None = None
+    error: dict[str, float] | None = None
+    sampled: int | None = None
 
 
 def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
@@ -78,6 +85,7 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     from scipy.optimize import minimize
 
     seen: dict[tuple[float, ...], float] = {}
+    best: list[Sample] = []  # the simulation of the first point with the lowest loss
 
     def adjustment(x: np.ndarray) -> Adjustment:
         return Adjustment(need_shift=float(x[0]), sigma_scale=math.exp(float(x[1])),
@@ -86,7 +94,11 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     def objective(x: np.ndarray) -> float:
         key = tuple(round(float(v), 9) for v in x)
         if key not in seen:
-            seen[key] = loss(real, simulate(adjustment(x)))
+            sim = simulate(adjustment(x))
+            value = loss(real, sim)
+            if not seen or value < min(seen.values()):
+                best[:] = [sim]
+            seen[key] = value
             if progress:
                 print(f"\rsearching: {len(seen)} simulations, best loss {min(seen.values()):.4f}",
                       end="", file=sys.stderr, flush=True)
@@ -95,18 +107,18 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     x0 = np.zeros(3)
     start = objective(x0)
     if max_evaluations <= 1:
-        return SearchResult(adjustment(x0), start, start, len(seen))
+        return SearchResult(adjustment(x0), start, start, len(seen), best[0])
     simplex = np.array([x0, [0.15, 0, 0], [0, -0.25, 0], [0, 0, 0.2]])
     if all(objective(x) == start for x in simplex[1:]):
         # nothing the search changes moves the loss (endings fitted directly,
         # no frailty): the direct estimates stand
         if progress:
             print(file=sys.stderr)
-        return SearchResult(adjustment(x0), start, start, len(seen))
+        return SearchResult(adjustment(x0), start, start, len(seen), best[0])
     minimize(objective, x0, method="Nelder-Mead",
              options={"initial_simplex": simplex, "maxfev": max_evaluations,
                       "xatol": 0.01, "fatol": 1e-4})
     if progress:
         print(file=sys.stderr)
-    best = min(seen, key=seen.__getitem__)
-    return SearchResult(adjustment(np.array(best)), seen[best], start, len(seen))
+    found = min(seen, key=seen.__getitem__)
+    return SearchResult(adjustment(np.array(found)), seen[found], start, len(seen), best[0])

@@ -19,6 +19,7 @@ import json
 import sys
 
 from sim.bad_input import InputError
+from sim.calibration.sample import PER_MODEL
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "
@@ -56,6 +57,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--search-runs", type=int, metavar="N",
                         help="simulated runs per search simulation (default: 4 x the fitted "
                              "runs, at least 1,000)")
+    parser.add_argument("--sample", type=int, default=PER_MODEL, metavar="N",
+                        help="runs per model the searches and the held-out comparisons use: a "
+                             "stratified sample of N per model (model x exit kept), direct "
+                             f"estimates still read every run (default {PER_MODEL:,}; 0: every "
+                             "run; traces with no more than N runs per model are unaffected)")
+    parser.add_argument("--workers", type=int,
+                        help="processes for the folds, candidates and ladder (default: all "
+                             "cores); results are identical for any number")
+    parser.add_argument("--scheduler", metavar="WHERE",
+                        help="where the jobs run: local (default: --workers processes here), "
+                             "dask (a Dask LocalCluster of --workers processes) or the address "
+                             "of a running Dask scheduler, tcp://HOST:PORT (its workers must "
+                             "read the trace folder)")
     parser.add_argument("--no-ladder", action="store_true",
                         help="skip the forecast-vs-replay ladder of budgets")
     parser.add_argument("--format", choices=("table", "json"), default="table",
@@ -79,11 +93,22 @@ def _classes(text: str | None) -> int | str | None:
 def run(args: argparse.Namespace) -> int:
     """Calibrate, write the scenario and the report, print the verdict."""
     from sim.api.calibrating import calibrate
+    from sim.scenario.limits import check_workers
+    from sim.sweeps.cells import default_workers
 
+    if args.sample < 0:
+        raise InputError(f"--sample must be >= 0 (0: every run), got {args.sample}")
+    check_workers(args.workers)
+    if args.scheduler not in (None, "local", "dask") and "://" not in args.scheduler:
+        raise InputError(f"unknown scheduler {args.scheduler!r}: expected 'local', 'dask' or a "
+                         f"Dask scheduler address such as tcp://10.0.0.5:8786",
+                         path="--scheduler")
     fit = calibrate(args.traces, args.out, report=args.report, name=args.name, folds=args.folds,
                     seed=args.seed, classes=_classes(args.classes), by=args.by,
                     evaluations=args.evaluations, search_runs=args.search_runs,
-                    ladder=not args.no_ladder, progress=not args.quiet)
+                    ladder=not args.no_ladder, progress=not args.quiet,
+                    sample=args.sample or None, workers=args.workers or default_workers(),
+                    scheduler=args.scheduler)
     result, out, report = fit.result, fit.path, fit.report
     if args.format == "json":
         json.dump(result.summary(), sys.stdout, indent=2)
