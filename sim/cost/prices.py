@@ -1,0 +1,221 @@
+"""Prices: the genai-prices catalogue, named sets and explicit overrides.
+
+Units everywhere: tokens are exact integer counts, money is USD (float), prices
+are USD per million tokens (:class:`~sim.harness.params.Prices`, the one price
+type, tiers included: the harness prices each call with it).
+
+**Prices** come from the genai-prices catalogue (:func:`lookup_prices`,
+:func:`lookup_price_tiers`), from a named set (:data:`NAMED_PRICES`) or from
+explicit overrides (:func:`resolve_prices`). Lookups are cached per model,
+provider, cache TTL and request time, so a simulation cell looks its prices up
+once and then prices every call with plain float arithmetic.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import lru_cache
+from numbers import Real
+from typing import TYPE_CHECKING, Any, cast
+
+from sim.bad_input import InputError
+from sim.harness.params import Prices
+
+if TYPE_CHECKING:  # the catalogue is imported where it is read, not when sim starts
+    from genai_prices import data_snapshot
+    from genai_prices import types as gp
+
+CACHE_TTLS: tuple[str, ...] = ("5m", "1h")
+PRICE_FIELDS: tuple[str, ...] = ("input", "output", "cache_read", "cache_write", "thinking")
+_FULL_PRICE_FIELDS = ("input", "output", "cache_read", "cache_write")
+
+NAMED_PRICES: dict[str, Prices] = {
+    # Seed 001's illustrative prices: $3 input, $15 output, cache reads at a tenth
+    # of input and 5-minute cache writes at 1.25x input (USD per million tokens).
+    "seed001": Prices(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
+}
+
+
+def lookup_price_tiers(model_id: str, provider: str | None = None, *, cache_ttl: str = "5m",
+                       when: datetime | None = None) -> Prices:
+    """The prices of ``model_id`` in the genai-prices catalogue (USD per
+    million tokens) with all their cliff tiers (``Prices.tiers``, genai-prices'
+    semantics), as :func:`lookup_prices` reads them; see there."""
+    if cache_ttl not in CACHE_TTLS:
+        raise InputError(f"cache TTL must be one of {', '.join(CACHE_TTLS)}, got {cache_ttl!r}")
+    if when is None:  # truncated so that repeated lookups hit the cache
+        when = datetime.now(UTC).replace(second=0, microsecond=0)
+    elif when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return _catalogue_tiers(model_id, provider, cache_ttl, when)
+
+
+def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str = "5m",
+                  prompt_tokens: int = 0, when: datetime | None = None) -> Prices:
+    """Prices of ``model_id`` (USD per million tokens) from the genai-prices catalogue.
+
+    ``provider``: a genai-prices provider id (``"anthropic"``, ``"aws"``, ...);
+    None lets genai-prices pick it from the model id. ``when``: request time
+    selecting dated or time-of-day prices (None: now, UTC; pass a fixed time for
+    results that do not depend on the day they are computed). ``prompt_tokens``:
+    the whole prompt of the call, cached or not, which selects the tier of
+    tiered prices (a tier applies above its threshold).
+
+    Field by field, falling back exactly as genai-prices itself prices usage
+    the catalogue does not price separately:
+
+    - ``input`` / ``output``: ``input_mtok`` / ``output_mtok`` (required; a model
+      without both, e.g. an embedding or audio model, is an InputError);
+    - ``cache_read``: ``cache_read_mtok``, else the input price (no discount);
+    - ``cache_write``: for ``cache_ttl="5m"`` ``cache_write_5m_mtok`` else
+      ``cache_write_mtok``; for ``"1h"`` ``cache_write_1h_mtok`` else
+      ``cache_write_mtok``; else the input price (no write surcharge, as for
+      OpenAI's automatic caching);
+    - ``thinking``: ``output_reasoning_mtok``, else None (billed as output).
+
+    Request-context variants (batch, flex or priority service tiers) and
+    per-request or per-search fees are not represented. Unknown model or
+    provider: :class:`~sim.bad_input.InputError` naming it, with close matches.
+    """
+    tiers = lookup_price_tiers(model_id, provider, cache_ttl=cache_ttl, when=when)
+    return tiers.at(prompt_tokens).base
+
+
+@lru_cache(maxsize=256)
+def _catalogue_tiers(model_id: str, provider: str | None, cache_ttl: str,
+                     when: datetime) -> Prices:
+    from genai_prices import data_snapshot
+    from genai_prices import types as gp
+
+    snapshot = data_snapshot.get_snapshot()
+    try:
+        _, model = snapshot.find_provider_model(model_id, None, provider, None)
+    except LookupError:
+        raise InputError(_unknown_model_message(snapshot, model_id, provider)) from None
+    model_price = model.get_prices(when)
+    starts = sorted({tier.start for value in model_price.__dict__.values()
+                     if isinstance(value, gp.TieredPrices) for tier in value.tiers})
+    base = _prices_at(model_price, 0, cache_ttl, model_id)
+    return replace(base, tiers=tuple((s, _prices_at(model_price, s + 1, cache_ttl, model_id))
+                                     for s in starts))
+
+
+def _prices_at(model_price: gp.ModelPrice, prompt_tokens: int, cache_ttl: str,
+               model_id: str) -> Prices:
+    from genai_prices import types as gp
+
+    def price(*keys: str) -> float | None:
+        for key in keys:
+            value = getattr(model_price, key)
+            if isinstance(value, gp.TieredPrices):
+                chosen = value.base
+                for tier in value.tiers:
+                    if prompt_tokens > tier.start:
+                        chosen = tier.price
+                value = chosen
+            if value is not None:
+                return float(value)
+        return None
+
+    input_price, output_price = price("input_mtok"), price("output_mtok")
+    if input_price is None or output_price is None:
+        raise InputError(f"model {model_id!r} has no per-token input and output prices in "
+                         "the genai-prices catalogue; give explicit prices")
+    write = price(f"cache_write_{cache_ttl}_mtok", "cache_write_mtok")
+    read = price("cache_read_mtok")
+    return Prices(input=input_price, output=output_price,
+                  cache_read=input_price if read is None else read,
+                  cache_write=input_price if write is None else write,
+                  thinking=price("output_reasoning_mtok"))
+
+
+def _unknown_model_message(snapshot: data_snapshot.DataSnapshot, model_id: str,
+                           provider: str | None) -> str:
+    from genai_prices import data_snapshot
+
+    providers = snapshot.providers
+    if provider is not None:
+        found = data_snapshot.find_provider_by_id(providers, provider)
+        if found is None:
+            close = difflib.get_close_matches(provider.lower(), [p.id for p in providers], n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            return f"unknown provider {provider!r} in the genai-prices catalogue{hint}"
+        providers = [found]
+    where = f" for provider {provider!r}" if provider else ""
+    listed = [p.id for p in snapshot.providers if any(m.is_match(model_id) for m in p.models)]
+    if listed:
+        hint = f"; it is listed under provider {', '.join(listed)}: name one"
+    else:
+        ids = sorted({m.id for p in providers for m in p.models})
+        close = difflib.get_close_matches(model_id.lower(), ids, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return (f"unknown model {model_id!r}: not found in the genai-prices catalogue{where}{hint} "
+            "(or give explicit prices)")
+
+
+def resolve_price_tiers(model: str, prices_spec: str | Mapping[str, object] | None = None, *,
+                        provider: str | None = None, cache_ttl: str = "5m",
+                        when: datetime | None = None) -> Prices:
+    """Prices (USD per million tokens, with tiers) for ``model`` given a
+    scenario's price spec.
+
+    ``prices_spec`` is None (the model's catalogue prices), the name of a set in
+    :data:`NAMED_PRICES`, or a mapping of overrides with keys among
+    :data:`PRICE_FIELDS` applied on top of the catalogue prices (every tier).
+    For a model missing from the catalogue the mapping must be full (input,
+    output, cache_read and cache_write; thinking defaults to the output price);
+    a partial mapping is then an InputError.
+    """
+    if prices_spec is None:
+        return lookup_price_tiers(model, provider, cache_ttl=cache_ttl, when=when)
+    if isinstance(prices_spec, str):
+        if prices_spec not in NAMED_PRICES:
+            raise InputError(f"unknown price set {prices_spec!r}; named sets: "
+                             f"{', '.join(sorted(NAMED_PRICES))}", path="prices")
+        return NAMED_PRICES[prices_spec]
+    if not isinstance(prices_spec, Mapping):
+        raise InputError("must be a named price set or a mapping of prices, got "
+                         f"{type(prices_spec).__name__}", path="prices")
+    overrides = _checked_overrides(prices_spec)
+    try:
+        catalogue = lookup_price_tiers(model, provider, cache_ttl=cache_ttl, when=when)
+    except InputError as error:
+        missing = [name for name in _FULL_PRICE_FIELDS if name not in overrides]
+        if missing:
+            raise InputError(f"{error}; overriding only some prices needs catalogue prices "
+                             f"to start from (missing {', '.join(missing)})",
+                             path="prices") from None
+        return Prices(**cast("dict[str, Any]", overrides))  # price fields, never tiers
+    return catalogue.with_overrides(**overrides)
+
+
+def resolve_prices(model: str, prices_spec: str | Mapping[str, object] | None = None, *,
+                   provider: str | None = None, cache_ttl: str = "5m", prompt_tokens: int = 0,
+                   when: datetime | None = None) -> Prices:
+    """The prices (USD per million tokens, without tiers) of one call with a
+    prompt of ``prompt_tokens`` tokens: :func:`resolve_price_tiers` at that size."""
+    tiers = resolve_price_tiers(model, prices_spec, provider=provider, cache_ttl=cache_ttl,
+                                when=when)
+    return tiers.at(prompt_tokens).base
+
+
+def _checked_overrides(spec: Mapping[str, object]) -> dict[str, float | None]:
+    unknown = sorted(str(k) for k in spec if k not in PRICE_FIELDS)
+    if unknown:
+        raise InputError(f"unknown price field(s) {', '.join(unknown)}; expected some of "
+                         f"{', '.join(PRICE_FIELDS)}", path="prices")
+    checked: dict[str, float | None] = {}
+    for name, value in spec.items():
+        if value is None and name == "thinking":
+            checked[name] = None
+            continue
+        if (isinstance(value, bool) or not isinstance(value, Real)
+                or not math.isfinite(value) or value < 0):
+            raise InputError(f"must be a non-negative number of USD per million tokens, "
+                             f"got {value!r}", path=f"prices.{name}")
+        checked[name] = float(value)
+    return checked
