@@ -141,6 +141,49 @@ class LocalPool:
         self.close()
 
 
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
+    "distributed.worker.multiprocessing-method": "forkserver",
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.scheduler.work-stealing": False,
+}
+"""Dask settings of the LocalCluster that ``--scheduler dask`` starts (measured
+with ``benchmarks/bench_dask.py``): workers forked from a server that has
+imported Dask and sim once (:data:`FORKSERVER_PRELOAD`), instead of each
+spawned worker importing them again (start and stop 4-12 s on 2 busy cores
+become 3-5 s), and
+neither the statistical profiler (it samples the running chunk's stack every
+10 ms, taking the GIL: it made chunks 2x slower) nor the GIL monitor; the
+event loops' housekeeping (ticks every 20 ms, memory checks every 100 ms,
+work stealing) runs seldom, since a chunk is a fraction of a second of CPU
+and every chunk is queued at once (together 25% more CPU than the local
+pool, now a few percent). A remote cluster's workers take these from their
+own configuration (see README: ``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False``)."""
+
+
+FORKSERVER_PRELOAD = ("distributed", "sim.sweeps.chunks")
+"""Modules the LocalCluster's fork server imports before forking workers:
+Dask and everything a chunk needs, so a worker runs its first chunk at once."""
+
+
+def _preload_forkserver() -> None:
+    """Have the fork server that starts our LocalCluster's workers import
+    :data:`FORKSERVER_PRELOAD`. Distributed sets its own preload list on its
+    first call of ``get_mp_context``; called here first, ours replaces it.
+    Without that function (another Distributed), the workers start without
+    the preload: slower to start, the same results."""
+    try:
+        from distributed.utils import get_mp_context
+    except ImportError:  # pragma: no cover - depends on the Distributed version
+        return
+    context = get_mp_context()
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+
+
 class DaskScheduler:
     """Chunks as Dask tasks on a LocalCluster (``address`` None) or on the
     cluster whose scheduler listens at ``address`` (``tcp://HOST:PORT``)."""
@@ -153,8 +196,12 @@ class DaskScheduler:
                              "(dask[distributed])") from None
         self._cluster = None
         if address is None:
-            self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
-                                         processes=True, dashboard_address=":0")
+            import dask
+
+            with dask.config.set(LOCAL_CLUSTER_CONFIG):
+                _preload_forkserver()
+                self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
+                                             processes=True, dashboard_address=":0")
             self._client = Client(self._cluster)
             self.name = f"a Dask LocalCluster of {workers} workers"
         else:

@@ -1,0 +1,110 @@
+"""Dask against the local pool: wall time of one sweep on each, in the same run.
+
+    python -m benchmarks.bench_dask [--tasks N] [--rounds R] [--scenario PATH]
+                                    [--local 1,2,4] [--dask 1,2,4]
+
+Runs ``--tasks`` tasks of the scenario's base cell through the sweep's chunk
+runner (:func:`sim.sweeps.chunks.run_chunks`, the path of ``sim run``) on
+the local pool of each worker count in ``--local`` (1: in this process) and
+on a ``distributed.LocalCluster`` of each process count in ``--dask``
+(started as ``--scheduler dask`` starts it, :class:`DaskScheduler`),
+alternating, ``rounds`` times, and prints each one's wall time in seconds
+(median over rounds; the cluster's start and stop counted, as a user waits
+for them, and shown apart too) and its ratio to the local pool of the same
+worker count measured in the same round. Every run's records are checked
+equal to the first one's (the scheduler and worker count never change a
+result). The ratio, not the absolute time, is the measure: this machine is
+shared and noisy; the load average is printed with the results.
+
+Target (issue 26, item 4): a 2-process LocalCluster within 1.2x of the
+2-worker local pool at 200,000 tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from sim.output.chunks import MemoryStore
+from sim.scenario.model import load_scenario
+from sim.sweeps.cells import CellRun
+from sim.sweeps.chunks import Job, plan, run_chunks
+from sim.sweeps.schedulers import make_scheduler
+
+
+def one_run(runs: list[CellRun], tasks: int, scheduler: str | None, workers: int
+            ) -> tuple[float, float, pa.Table]:
+    """(wall seconds in all, of which starting and stopping the scheduler,
+    the records) of one sweep."""
+    tables: list[pa.Table] = []
+
+    def sink(job: Job, table: pa.Table, extras: Any, side: Any) -> None:
+        tables.append(table)
+
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-dask-") as folder:
+        made = make_scheduler(scheduler, workers)
+        started = time.perf_counter()
+        with made:
+            run_chunks(runs, tasks, made, MemoryStore(folder), sink, progress=False)
+            ran = time.perf_counter()
+    end = time.perf_counter()
+    return end - start, (started - start) + (end - ran), pa.concat_tables(tables)
+
+
+def main() -> None:
+    """Measure and print the walls and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", default="scenarios/bounded.yaml")
+    parser.add_argument("--tasks", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--local", default="1,2,4",
+                        help="local pool worker counts (default 1,2,4)")
+    parser.add_argument("--dask", default="1,2,4",
+                        help="LocalCluster process counts (default 1,2,4)")
+    args = parser.parse_args()
+    scenario = load_scenario(args.scenario).model_copy(update={"sweep": {}})
+    runs = [CellRun(scenario.name, scenario, ())]
+    local = [int(n) for n in args.local.split(",") if n]
+    dask = [int(n) for n in args.dask.split(",") if n]
+    chunks = len(plan(runs, args.tasks))
+    print(f"{args.scenario}: {args.tasks:,} tasks in {chunks} chunks, {os.cpu_count()} CPUs")
+    walls: dict[tuple[str, int], list[float]] = {}
+    overhead: dict[tuple[str, int], list[float]] = {}
+    ratios: dict[int, list[float]] = {}
+    first: pa.Table | None = None
+    for _ in range(args.rounds):
+        measured: dict[tuple[str, int], float] = {}
+        for kind, counts in (("local", local), ("dask", dask)):
+            for n in counts:
+                wall, fixed, table = one_run(runs, args.tasks,
+                                             None if kind == "local" else "dask", n)
+                if first is None:
+                    first = table
+                elif not table.equals(first):
+                    raise SystemExit(f"{kind} {n}: records differ from the first run's")
+                measured[kind, n] = wall
+                walls.setdefault((kind, n), []).append(wall)
+                overhead.setdefault((kind, n), []).append(fixed)
+        for n in dask:
+            if ("local", n) in measured:
+                ratios.setdefault(n, []).append(measured["dask", n] / measured["local", n])
+    print(f"load average {os.getloadavg()[0]:.1f} (1 min) after the runs")
+    print(f"{'scheduler':<28}{'wall s':>9}{'start+stop s':>14}{'vs local':>10}")
+    for (kind, n), values in walls.items():
+        name = (f"local pool, {n} workers" if kind == "local" and n > 1 else
+                "local, in process" if kind == "local" else f"Dask LocalCluster, {n} procs")
+        ratio = (f"{statistics.median(ratios[n]):.2f}x" if kind == "dask" and n in ratios
+                 else "")
+        print(f"{name:<28}{statistics.median(values):>9.2f}"
+              f"{statistics.median(overhead[kind, n]):>14.2f}{ratio:>10}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The Markdown report of a results folder (report.md): the answer first,
+one section per cell, then the settings and the definitions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from sim.analysis import stats
+from sim.output.files import json_default, write_atomic
+from sim.output.terminal import capacity_rows, cell_counts, comparison_rows, format_table
+from sim.task_record import FALSE_SUCCESS
+
+SUMMARY_MEANS = ("retries", "nudges", "verifier_rejections", "compactions")
+"""The per-task counters a cell's summary gives the mean of (``<name>_mean``)."""
+
+_REPORT_NOTES = f"""\
+Percentiles are observed values: p_q is the value at 0-based rank floor(q*n) (clamped to n-1)
+of the sorted sample of n tasks, so p50 of an even-sized sample is the upper median and max is
+p100. "input tokens" are prompt tokens (input + cache read + cache write). Costs are in USD and
+times in seconds. Share intervals are 95% Wilson score intervals.
+
+Outcome labels are `state:reason` (for example `needs_human:no_progress`,
+`budget_exhausted:tokens`, `failed:context_overflow`), except `succeeded` (verified, or claimed
+and truly done) and `{FALSE_SUCCESS}` (claimed, accepted and not truly done, which only a
+simulation can see).
+"""
+
+
+def _outcome_rows(cell: Mapping[str, Any]) -> list[str]:
+    """Markdown table of outcomes: tasks, share and its 95% Wilson interval."""
+    n = cell["tasks"]
+    rows = ["| outcome | tasks | share | 95% interval |", "|---|---:|---:|---:|"]
+    for outcome, count in cell_counts(cell).items():
+        low, high = stats.share_ci(count, n)
+        rows.append(f"| `{outcome}` | {count} | {100 * count / n:.1f}% "
+                    f"| {100 * low:.1f}% to {100 * high:.1f}% |")
+    return rows
+
+
+def _metric_rows(cell: Mapping[str, Any]) -> list[str]:
+    """Markdown table of distributions: p50, p95, max and mean."""
+    rows = ["| per task | p50 | p95 | max | mean |", "|---|---:|---:|---:|---:|"]
+    for key, label, fmt in (("steps", "steps", ","), ("input_tokens", "input tokens", ","),
+                            ("output_tokens", "output tokens", ","),
+                            ("wall_s", "wall time (s)", ",.1f"), ("cost", "cost (USD)", ",.2f")):
+        if key not in cell:
+            continue
+        d = cell[key]
+        values = [format(d[k], fmt) for k in ("p50", "p95", "max")]
+        rows.append(f"| {label} | {' | '.join(values)} | {d['mean']:,.2f} |")
+    return rows
+
+
+def _cell_section(cell: Mapping[str, Any]) -> str:
+    """The report section of one cell: terminal table, params, tables, means."""
+    params = json.dumps(cell.get("params", {}), sort_keys=True, default=json_default)
+    means = ", ".join(f"{k.removesuffix('_mean').replace('_', ' ')} {cell[k]:.2f}"
+                      for k in (f"{m}_mean" for m in SUMMARY_MEANS) if k in cell)
+    parts = [
+        f"## {cell['name']}",
+        f"Parameters: `{params}`",
+        f"```text\n{format_table(cell)}\n```",
+        "\n".join(_outcome_rows(cell)),
+        "\n".join(_metric_rows(cell)),
+        f"Total spend ${cell['cost']['total']:,.2f}; cache hit share "
+        f"{100 * cell.get('cache_hit_share', 0.0):.1f}%; means per task: {means}.",
+    ]
+    if "capacity" in cell:
+        parts += ["### Capacity", "\n".join(capacity_rows(cell["capacity"]))]
+    return "\n\n".join(parts)
+
+
+def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> str:
+    """The Markdown report of every cell in ``summary`` (the summary.json
+    dict), the answer first: ``lead`` (Markdown: a verdict or headline), the
+    sizing answer of a sized cell, the table comparing the cells (more than
+    one), then one section per cell; after them the settings (the
+    description, and the resolved settings and overrides from the provenance,
+    so they follow ``--set``, with a single cell's own parameters applied:
+    the capacity it really ran with) and the definitions."""
+    from sim.output.describe import provenance_lines
+
+    cells = summary["cells"]
+    parts = [f"# {title}"]
+    if lead.strip():
+        parts.append(lead.strip())
+    parts += [sizing_markdown(c["sizing"], c["name"] if len(cells) > 1 else "")
+              for c in cells if c.get("sizing")]
+    if len(cells) > 1:
+        parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
+    parts += [_cell_section(c) for c in cells]
+    about = [summary["description"].strip()] if summary.get("description") else []
+    params = cells[0].get("params") if len(cells) == 1 else None
+    settings = "\n".join(provenance_lines(summary.get("provenance"), params))
+    parts += ["## Settings", *about, *([settings] if settings else []),
+              f"{len(cells)} cell(s).", "## Definitions", _REPORT_NOTES.strip()]
+    return "\n\n".join(parts) + "\n"
+
+
+def sizing_markdown(sizing: Mapping[str, Any], cell: str = "") -> str:
+    """The capacity sizing answer (``capacity --target-p95-wait``) as a
+    report section: the sized pools first, then the probes that found them
+    (worst tenant's p95 waits, seconds)."""
+    name = f" ({cell})" if cell else ""
+    target = sizing["target_p95_wait_s"]
+    lines = [f"## Sizing{name}",
+             f"**{sizing['sandboxes']} sandboxes and {sizing['model_slots']} model slots** "
+             f"are the fewest that keep the p95 wait at or under {target:g} s, over all tasks "
+             f"and for every tenant ({sizing['runs']} simulations). The cell below ran with "
+             "them.", "",
+             "| sandboxes | model slots | p95 sandbox wait (s) | p95 model wait (s) |",
+             "|---:|---:|---:|---:|"]
+    for probe in sizing.get("probes", []):
+        worst = {key: max([probe[key], *(t[key] for t in probe.get("tenants", {}).values())])
+                 for key in ("sandbox_wait_p95_s", "model_wait_p95_s")}
+        lines.append(f"| {_pool(probe['sandboxes'])} | {_pool(probe['model_slots'])} "
+                     f"| {worst['sandbox_wait_p95_s']:,.1f} | {worst['model_wait_p95_s']:,.1f} |")
+    return "\n".join(lines)
+
+
+def _pool(value: Any) -> str:
+    return "unlimited" if value is None else f"{value:,}"
+
+
+def write_report(path: str | os.PathLike, summary: Mapping[str, Any], title: str,
+                 lead: str = "") -> None:
+    """Write the Markdown report of ``summary`` to ``path``, atomically."""
+    write_atomic(path, report_markdown(summary, title, lead).encode("utf-8"))
