@@ -39,7 +39,9 @@ def claude_binary() -> Path:
     if binary.exists():
         return binary
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip(f"node and npm are needed to run {PACKAGE} (not found on PATH)")
+        pytest.skip(f"node and npm are needed to install {PACKAGE} (not found on PATH): "
+                    f"install them, or set SIM_NODE_PREFIX to a folder where npm installed it "
+                    f"(looked in {prefix})")
     prefix.mkdir(parents=True, exist_ok=True)
     subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
                     PACKAGE], check=True, capture_output=True, timeout=600)
