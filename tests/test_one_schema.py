@@ -26,6 +26,8 @@ class BudgetsPlus(hp.Budgets):
 
     cache_tokens: int | None = field(default=None, metadata=spec(
         "cache-read tokens over all calls (tokens)", gt=0, report="{} cache-token budget"))
+    cache_writes: int | None = field(default=None, metadata=spec(
+        "cache-write tokens over all calls (tokens)", ge=0))  # no report phrase: by name
 
 
 class HarnessPlus(HarnessConfig):
@@ -78,6 +80,7 @@ def test_a_new_harness_field_is_reported() -> None:
     assert budgets_text(dump["harness"]["budgets"], BudgetsPlus) == (
         "40-step budget, 500 k cache-token budget")
     assert budgets_text({"steps": 40}, BudgetsPlus) == "40-step budget"
+    assert budgets_text({"cache_writes": 7}, BudgetsPlus) == "`cache_writes` 7"
 
 
 def test_every_budget_of_a_scenario_is_in_its_report() -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import fields
+from dataclasses import field, fields
 from typing import Any
 
 BOUND_KEYS = ("gt", "ge", "lt", "le")
@@ -40,21 +40,28 @@ class ParameterError(ValueError):
         super().__init__("; ".join(f"{path}: {message}" for path, message in problems))
 
 
-def spec(description: str, *, report: str = "", alias: str = "",
-         **bounds: float) -> dict[str, Any]:
+def spec(description: str, *, report: str = "", alias: str = "", gt: float | None = None,
+         ge: float | None = None, lt: float | None = None,
+         le: float | None = None) -> dict[str, Any]:
     """The metadata of one parameter field: its ``description`` (with the
     unit), its bounds (``gt``, ``ge``, ``lt``, ``le``: numbers), how a report
     writes a set value (``report``, a format with one ``{}``) and the name a
     schema gives it (``alias``)."""
-    unknown = set(bounds) - set(BOUND_KEYS)
-    if unknown:
-        raise TypeError(f"unknown bound {sorted(unknown)}")
-    meta: dict[str, Any] = {"description": description, **bounds}
+    bounds = {"gt": gt, "ge": ge, "lt": lt, "le": le}
+    meta: dict[str, Any] = {"description": description,
+                            **{k: v for k, v in bounds.items() if v is not None}}
     if report:
         meta["report"] = report
     if alias:
         meta["alias"] = alias
     return meta
+
+
+def param(default: Any, description: str, **kwargs: Any) -> Any:
+    """A parameter field with a ``default`` and the metadata of :func:`spec`
+    (``description`` and the keywords ``kwargs``): ``dataclasses.field``, so
+    it goes where a field's default goes."""
+    return field(default=default, metadata=spec(description, **kwargs))
 
 
 def bounds_text(meta: Mapping[str, Any]) -> str:

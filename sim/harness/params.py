@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
-from sim.harness.fields import PYDANTIC_CONFIG, ParameterError, spec, validated
+from sim.harness.fields import PYDANTIC_CONFIG, ParameterError, param, spec, validated
 from sim.harness.prices import Prices
 from sim.harness.tool_spec import EFFECT_CLASSES, EffectClass, ToolDefinition, ToolSpec
 
@@ -53,23 +53,23 @@ class Budgets:
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
-    steps: int | None = field(default=None, metadata=spec(
-        "model calls per run (max turns)", gt=0, report="{}-step budget"))
-    tokens: int | None = field(default=None, metadata=spec(
-        "prompt tokens over all calls (tokens)", gt=0, report="{} prompt-token budget"))
-    output_tokens: int | None = field(default=None, metadata=spec(
-        "output + thinking tokens (tokens)", gt=0, report="{} output-token budget"))
-    money_usd: float | None = field(default=None, metadata=spec(
-        "spend per run (USD)", gt=0, report="${} money budget"))
-    wall_s: float | None = field(default=None, metadata=spec(
-        "active + parked time (seconds)", gt=0, report="{} s wall-time budget"))
-    active_s: float | None = field(default=None, metadata=spec(
-        "time not parked (seconds)", gt=0, report="{} s active-time budget"))
-    retries: int | None = field(default=None, metadata=spec(
-        "harness retries per run", ge=0, report="{} harness retries per run"))
-    tool_errors: int | None = field(default=None, metadata=spec(
-        "tool errors shown to the model before the run stops (budget_exhausted:errors)",
-        ge=1, report="{} tool-error budget"))
+    steps: int | None = param(None, "model calls per run (max turns)", gt=0,
+                              report="{}-step budget")
+    tokens: int | None = param(None, "prompt tokens over all calls (tokens)", gt=0,
+                               report="{} prompt-token budget")
+    output_tokens: int | None = param(None, "output + thinking tokens (tokens)", gt=0,
+                                      report="{} output-token budget")
+    money_usd: float | None = param(None, "spend per run (USD)", gt=0,
+                                    report="${} money budget")
+    wall_s: float | None = param(None, "active + parked time (seconds)", gt=0,
+                                 report="{} s wall-time budget")
+    active_s: float | None = param(None, "time not parked (seconds)", gt=0,
+                                   report="{} s active-time budget")
+    retries: int | None = param(None, "harness retries per run", ge=0,
+                                report="{} harness retries per run")
+    tool_errors: int | None = param(None, "tool errors shown to the model before the run "
+                                    "stops (budget_exhausted:errors)", ge=1,
+                                    report="{} tool-error budget")
 
     def __post_init__(self) -> None:
         validated(self)
@@ -100,26 +100,22 @@ class RetryPolicy:
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
-    base_s: float = field(default=1.0, metadata=spec("first backoff (seconds)", gt=0))
-    cap_s: float = field(default=64.0, metadata=spec("longest backoff (seconds)", gt=0))
-    jitter: float = field(default=0.0, metadata=spec(
-        "share of a backoff that jitter may remove", ge=0, le=1))
-    max_attempts: int = field(default=5, metadata=spec(
-        "retries of one model call (and of a tool call unless tool_max_attempts is set)",
-        ge=0, le=MAX_ATTEMPTS))
-    tool_max_attempts: int | None = field(default=None, metadata=spec(
-        "retries of one tool call (null: max_attempts)", ge=0, le=MAX_ATTEMPTS))
-    fallback_after: int = field(default=5, metadata=spec(
-        "rate-limit retries before the fallback model", ge=1))
-    fallback_model: str | None = field(default=None, metadata=spec(
-        "model id to switch to, or null"))
+    base_s: float = param(1.0, "first backoff (seconds)", gt=0)
+    cap_s: float = param(64.0, "longest backoff (seconds)", gt=0)
+    jitter: float = param(0.0, "share of a backoff that jitter may remove", ge=0, le=1)
+    max_attempts: int = param(5, "retries of one model call (and of a tool call unless "
+                                 "tool_max_attempts is set)", ge=0, le=MAX_ATTEMPTS)
+    tool_max_attempts: int | None = param(None, "retries of one tool call (null: max_attempts)",
+                                          ge=0, le=MAX_ATTEMPTS)
+    fallback_after: int = param(5, "rate-limit retries before the fallback model", ge=1)
+    fallback_model: str | None = param(None, "model id to switch to, or null")
     fallback_prices: Prices | None = field(default=None, metadata={
         **spec("prices of the fallback model (null: priced as any other model)"),
         "exclude_if": _is_none})
-    model_error_retries: int = field(default=1, metadata=spec(
-        "immediate retries of a model server error", ge=0, le=MAX_ATTEMPTS))
-    retry_tool_errors: bool = field(default=True, metadata=spec(
-        "retry transient tool errors in the harness (false: the model sees them)"))
+    model_error_retries: int = param(1, "immediate retries of a model server error", ge=0,
+                                     le=MAX_ATTEMPTS)
+    retry_tool_errors: bool = param(True, "retry transient tool errors in the harness (false: "
+                                          "the model sees them)")
 
     def __post_init__(self) -> None:
         validated(self, self._problems())
@@ -147,19 +143,14 @@ class DetectorParams:
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
-    enabled: bool = field(default=True, metadata=spec("run the detector"))
-    repeat_threshold: int = field(default=3, metadata=spec(
-        "identical calls in a row that count as a loop", ge=2))
-    cycle_max_period: int = field(default=4, metadata=spec(
-        "longest cycle period looked for (calls)", ge=2, le=MAX_ATTEMPTS))
-    cycle_repeats: int = field(default=2, metadata=spec(
-        "repeats of a cycle that count", ge=2))
-    stale_window: int = field(default=0, metadata=spec(
-        "observations in a row already seen (0: off)", ge=0))
-    objective_window: int = field(default=0, metadata=spec(
-        "steps without objective improvement (0: off)", ge=0))
-    max_nudges: int = field(default=1, metadata=spec(
-        "nudges before the run stops as needs_human", ge=0, alias="nudges"))
+    enabled: bool = param(True, "run the detector")
+    repeat_threshold: int = param(3, "identical calls in a row that count as a loop", ge=2)
+    cycle_max_period: int = param(4, "longest cycle period looked for (calls)", ge=2,
+                                  le=MAX_ATTEMPTS)
+    cycle_repeats: int = param(2, "repeats of a cycle that count", ge=2)
+    stale_window: int = param(0, "observations in a row already seen (0: off)", ge=0)
+    objective_window: int = param(0, "steps without objective improvement (0: off)", ge=0)
+    max_nudges: int = param(1, "nudges before the run stops as needs_human", ge=0, alias="nudges")
 
     def __post_init__(self) -> None:
         validated(self)
@@ -185,16 +176,12 @@ class ContextParams:
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
-    compact_at_tokens: int | None = field(default=None, metadata=spec(
-        "compact the oldest history above this prompt size (tokens; null: never)", gt=0))
-    compact_fraction: float = field(default=0.6, metadata=spec(
-        "share of history compacted", gt=0, lt=1))
-    emergency_compaction: bool = field(default=True, metadata=spec(
-        "on overflow compact and continue (false: fail)"))
-    emergency_target: float = field(default=0.5, metadata=spec(
-        "share of the window to compact down to", gt=0, lt=1))
-    summary_max_tokens: int = field(default=2_000, metadata=spec(
-        "longest compaction summary (tokens)", gt=0))
+    compact_at_tokens: int | None = param(None, "compact the oldest history above this prompt "
+                                                "size (tokens; null: never)", gt=0)
+    compact_fraction: float = param(0.6, "share of history compacted", gt=0, lt=1)
+    emergency_compaction: bool = param(True, "on overflow compact and continue (false: fail)")
+    emergency_target: float = param(0.5, "share of the window to compact down to", gt=0, lt=1)
+    summary_max_tokens: int = param(2_000, "longest compaction summary (tokens)", gt=0)
 
     def __post_init__(self) -> None:
         validated(self)
@@ -207,9 +194,8 @@ class ThinkingConfig:
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
-    enabled: bool = field(default=False, metadata=spec("request extended thinking"))
-    budget_tokens: int = field(default=0, metadata=spec(
-        "thinking budget per call (tokens)", ge=0))
+    enabled: bool = param(False, "request extended thinking")
+    budget_tokens: int = param(0, "thinking budget per call (tokens)", ge=0)
 
     def __post_init__(self) -> None:
         validated(self, [("budget_tokens", "must be positive when thinking is enabled")]
@@ -228,9 +214,9 @@ class VerifierParams:
 
     enabled: bool = False
     name: str = "oracle"
-    max_prompt_tokens: int = field(default=0, metadata=spec("grader prompt (tokens)", ge=0))
-    max_output_tokens: int = field(default=0, metadata=spec("grader output (tokens)", ge=0))
-    max_duration_s: float = field(default=0.0, metadata=spec("check duration (seconds)", ge=0))
+    max_prompt_tokens: int = param(0, "grader prompt (tokens)", ge=0)
+    max_output_tokens: int = param(0, "grader output (tokens)", ge=0)
+    max_duration_s: float = param(0.0, "check duration (seconds)", ge=0)
 
     def __post_init__(self) -> None:
         validated(self)
@@ -256,19 +242,16 @@ class HarnessParams:
     model without an entry is priced at ``prices``.
     """
 
-    model: str = field(default="claude-sonnet-4-20250514", metadata=spec("model id"))
+    model: str = param("claude-sonnet-4-20250514", "model id")
     system_prompt: str = ""
     system_prompt_tokens: int = 2_000
     tools: tuple[ToolSpec, ...] = ()
-    max_output_tokens: int = field(default=16_384, metadata=spec(
-        "output cap per call (tokens)", gt=0))
-    context_window: int = field(default=200_000, metadata=spec(
-        "largest prompt (tokens)", gt=0))
-    temperature: float = field(default=0.0, metadata=spec(
-        "sampling temperature", ge=0, le=2))
-    top_p: float | None = field(default=None, metadata=spec(
-        "nucleus sampling (null: the provider's default)", gt=0, le=1))
-    tool_choice: str = field(default="auto", metadata=spec("auto, any, none or tool:<name>"))
+    max_output_tokens: int = param(16_384, "output cap per call (tokens)", gt=0)
+    context_window: int = param(200_000, "largest prompt (tokens)", gt=0)
+    temperature: float = param(0.0, "sampling temperature", ge=0, le=2)
+    top_p: float | None = param(None, "nucleus sampling (null: the provider's default)", gt=0,
+                                le=1)
+    tool_choice: str = param("auto", "auto, any, none or tool:<name>")
     thinking: ThinkingConfig = field(default_factory=ThinkingConfig)
     budgets: Budgets = field(default_factory=Budgets)
     prices: Prices = field(default_factory=Prices)
@@ -276,17 +259,13 @@ class HarnessParams:
     detector: DetectorParams = field(default_factory=DetectorParams)
     context: ContextParams = field(default_factory=ContextParams)
     verifier: VerifierParams = field(default_factory=VerifierParams)
-    approval_required: frozenset[str] = field(default=frozenset(), metadata=spec(
-        "effect classes needing approval"))
-    approval_timeout_s: float = field(default=3_600.0, metadata=spec(
-        "wait for a decision (seconds)", gt=0))
-    model_timeout_s: float = field(default=120.0, metadata=spec(
-        "worst-case model call (seconds)", gt=0))
-    tool_failure_limit: int = field(default=3, metadata=spec(
-        "consecutive failures before 'do without it'", ge=1))
+    approval_required: frozenset[str] = param(frozenset(), "effect classes needing approval")
+    approval_timeout_s: float = param(3_600.0, "wait for a decision (seconds)", gt=0)
+    model_timeout_s: float = param(120.0, "worst-case model call (seconds)", gt=0)
+    tool_failure_limit: int = param(3, "consecutive failures before 'do without it'", ge=1)
     provider: str = "anthropic"
-    prompt_cache: str | None = field(default=None, metadata=spec(
-        "prompt caching with a 5-minute or 1-hour lifetime (null: off)"))
+    prompt_cache: str | None = param(None, "prompt caching with a 5-minute or 1-hour lifetime "
+                                           "(null: off)")
     end_marker: str | None = None
     model_prices: tuple[tuple[str, Prices], ...] = ()
     tool_definitions: tuple[ToolDefinition, ...] = field(

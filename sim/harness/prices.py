@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from sim.harness.fields import PYDANTIC_CONFIG, spec, validated
+from sim.harness.fields import PYDANTIC_CONFIG, param, validated
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,15 +25,13 @@ class Prices:
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
-    input: float = field(default=3.0, metadata=spec("uncached input (USD/Mtok)", ge=0))
-    output: float = field(default=15.0, metadata=spec("output (USD/Mtok)", ge=0))
-    cache_read: float = field(default=0.3, metadata=spec("cache reads (USD/Mtok)", ge=0))
-    cache_write: float = field(default=3.75,
-                               metadata=spec("cache writes (USD/Mtok)", ge=0))
-    thinking: float | None = field(default=None, metadata=spec(
-        "thinking (USD/Mtok; null: the output price)", ge=0))
-    tiers: tuple[tuple[int, Prices], ...] = field(default=(), metadata=spec(
-        "cliff tiers: [prompt tokens above which they apply, prices], ascending"))
+    input: float = param(3.0, "uncached input (USD/Mtok)", ge=0)
+    output: float = param(15.0, "output (USD/Mtok)", ge=0)
+    cache_read: float = param(0.3, "cache reads (USD/Mtok)", ge=0)
+    cache_write: float = param(3.75, "cache writes (USD/Mtok)", ge=0)
+    thinking: float | None = param(None, "thinking (USD/Mtok; null: the output price)", ge=0)
+    tiers: tuple[tuple[int, Prices], ...] = param(
+        (), "cliff tiers: [prompt tokens above which they apply, prices], ascending")
 
     def __post_init__(self) -> None:
         validated(self, self._tier_problems())

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from sim.harness.fields import spec, validated
+from sim.harness.fields import param, validated
 
 EffectClass = Literal["read", "reversible_write", "external", "irreversible"]
 EFFECT_CLASSES: tuple[str, ...] = ("read", "reversible_write", "external", "irreversible")
@@ -33,7 +33,7 @@ class ToolSpec:
 
     name: str
     effect: EffectClass = "read"
-    timeout_s: float = field(default=30.0, metadata=spec("per-call timeout (seconds)", gt=0))
+    timeout_s: float = param(30.0, "per-call timeout (seconds)", gt=0)
     polling: bool = False
     definition_tokens: int = 200
     required_args: tuple[str, ...] = ()
