@@ -97,11 +97,13 @@ def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
     outputs = [o for c in run.nb.cells if c.cell_type == "code" for o in c.outputs]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 14
     text = "".join(o.get("text", "") for o in outputs)
-    assert "$ python -m sim traces import" in text and "steps per run" in text
-    assert "$ python -m sim replay" in text and "stopped" in text
-    assert "$ python -m sim calibrate" in text and "forecast:" in text
+    assert "sim.import_traces: trace folder" in text and "steps per run" in text
+    assert "sim.replay at 100,000 tokens: stopped" in text
+    assert "sim.calibrate: fit " in text and "forecast:" in text
+    assert "sim.cli" not in "".join(c.source for c in run.nb.cells)  # the API only
     for name in ("traces/runs.parquet", "replay_budget/results.parquet", "your_agent.yaml",
-                 "your_agent_calibration/calibration.html", "replay_chosen/results.parquet"):
+                 "your_agent_calibration/calibration.html", "replay_chosen/results.parquet",
+                 "tune/recommended.yaml"):
         assert (tmp_path / name).is_file(), name
 
 

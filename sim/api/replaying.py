@@ -63,7 +63,6 @@ class _Candidate:
     """The candidate harness and what the scenario file said besides."""
 
     scenario: Scenario
-    source: str
     notes: list[str]
 
 
@@ -139,8 +138,9 @@ def _candidate(scenario: str | os.PathLike[str] | Scenario, overrides: Overrides
                allow_plugins: bool) -> _Candidate:
     """The candidate scenario, checked as the command checks it, and its notes."""
     if isinstance(scenario, Scenario):
-        return _Candidate(load_scenario(scenario, overrides, allow_plugins=allow_plugins),
-                          scenario.name, [])
+        s = load_scenario(scenario, overrides, allow_plugins=allow_plugins)
+        _harness_sweep(s, s.name)
+        return _Candidate(s, [])
     from sim.scenario.model import read_yaml
 
     source = os.fspath(scenario)
@@ -160,11 +160,15 @@ def _candidate(scenario: str | os.PathLike[str] | Scenario, overrides: Overrides
     if "des" in raw or s.engine != "direct":
         notes.append("note: replay answers from the recording; the DES engine's capacity "
                      "settings are not used")
+    _harness_sweep(s, source)
+    return _Candidate(s, notes)
+
+
+def _harness_sweep(s: Scenario, source: str) -> None:
     for key in s.sweep:
         if not key.startswith("harness."):
             raise InputError("replay sweeps harness settings only (the world is not used)",
                              source=source, path=f"sweep.{key}")
-    return _Candidate(s, source, notes)
 
 
 @dataclass

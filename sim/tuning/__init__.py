@@ -3,6 +3,8 @@
 The question users bring is "which limits should I set?". :func:`~sim.tuning.search.tune`
 answers it from a trace folder, with the evidence for each number:
 
+- :mod:`~sim.tuning.inforce`: the harness in force (a scenario's, or the
+  limits the traces state) and each knob's grid of candidates;
 - :mod:`~sim.tuning.knobs`: the limits searched (token, money and step budgets,
   the no-progress detector), a setting as data, and the candidate grid derived
   from what each recorded run needed;
@@ -14,7 +16,8 @@ answers it from a trace folder, with the evidence for each number:
 - :mod:`~sim.tuning.world`: candidates that loosen it or change the detector,
   forecast by the world calibrated to the same traces (its fidelity attached);
 - :mod:`~sim.tuning.search`: each knob alone, then jointly around the best;
-  the recommendation, why the next-cheaper setting was refused, thin evidence;
+  the recommendation, why the next-cheaper setting was refused;
+- :mod:`~sim.tuning.thin`: thin evidence (status 3) and the runs that would decide;
 - :mod:`~sim.tuning.report`: the recommended harness block as scenario YAML,
   the frontier table and the HTML report.
 
