@@ -175,9 +175,11 @@ class MessageAssembler:
             total = u.get("output_tokens", 0)
             thought = sum(b.tokens for b in content if b.type == "thinking")
             thought = min(total, thought) if type(total) is int else 0  # a bad total: as sent
-            usage = Usage(u.get("input_tokens", 0), total - thought if thought else total,
-                          u.get("cache_read_input_tokens", 0),
-                          u.get("cache_creation_input_tokens", 0), thought)
+            usage = Usage(input_tokens=u.get("input_tokens", 0),
+                          output_tokens=total - thought if thought else total,
+                          cache_read_tokens=u.get("cache_read_input_tokens", 0),
+                          cache_write_tokens=u.get("cache_creation_input_tokens", 0),
+                          thinking_tokens=thought)
             estimated = False
         stop = STOP_REASONS.get(self.stop_reason, self.stop_reason)
         return Answer(ModelResponse(content, usage, stop, latency_s, self.model),

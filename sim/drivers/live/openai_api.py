@@ -158,9 +158,11 @@ class ChatAssembler:
         reasoning = non_negative(getattr(out_details, "reasoning_tokens", 0))
         if not all(type(v) is int and v >= 0 for v in (prompt, completion, cached, reasoning)):
             # an impossible count, passed on as reported: the harness names it
-            return Usage(prompt, completion, cached, 0, reasoning), False
+            return Usage(input_tokens=prompt, output_tokens=completion, cache_read_tokens=cached,
+                         thinking_tokens=reasoning), False
         cached, reasoning = min(prompt, cached), min(completion, reasoning)
-        return Usage(prompt - cached, completion - reasoning, cached, 0, reasoning), False
+        return Usage(input_tokens=prompt - cached, output_tokens=completion - reasoning,
+                     cache_read_tokens=cached, thinking_tokens=reasoning), False
 
 
 class OpenAIModel:
