@@ -7,7 +7,8 @@ For each N: writes a sim trace folder of N runs (``python -m sim run bounded
 the baseline (this process reads the folder's ``runs.parquet`` and
 ``calls.parquet`` with pyarrow into pandas: what any replay must do first)
 and ``python -m sim replay FOLDER SCENARIO --workers W`` for W = 1 and 2 (the
-wall time a user waits, interpreter start and imports included). Prints the
+wall time a user waits, interpreter start and imports included, and the CPU
+seconds all its processes used, which the load does not inflate). Prints the
 median seconds of each, each replay's ratio to the read, the 2-worker speed-up
 and whether the two replays wrote the same results.parquet (they must). The
 ratios, not the absolute times, are the measure: the machine is shared; the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,24 +47,31 @@ def read_seconds(folder: Path) -> float:
     return time.perf_counter() - start
 
 
-def replay_seconds(folder: Path, scenario: str, workers: int, out: Path) -> float:
-    """Wall seconds of ``sim replay`` over the folder with ``workers`` processes."""
+def replay_seconds(folder: Path, scenario: str, workers: int, out: Path
+                   ) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, every process of it) of
+    ``sim replay`` over the folder with ``workers`` processes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "sim", "replay", str(folder), scenario, "--workers",
                     str(workers), "--quiet", "--force", "--out", str(out)],
                    check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def measure(runs: int, rounds: int, scenario: str, work: Path) -> dict[str, float | bool]:
     """Median seconds of the read and of the replays at 1 and 2 workers."""
     folder = write_traces(work / f"traces_{runs}", runs, scenario)
-    times: dict[str, list[float]] = {"read": [], "1": [], "2": []}
+    times: dict[str, list[float]] = {"read": [], "1": [], "2": [], "cpu1": [], "cpu2": []}
     for _ in range(rounds):
         times["read"].append(read_seconds(folder))
         for workers in (1, 2):
-            times[str(workers)].append(
-                replay_seconds(folder, scenario, workers, work / f"replay_{runs}_{workers}"))
+            wall, cpu = replay_seconds(folder, scenario, workers,
+                                       work / f"replay_{runs}_{workers}")
+            times[str(workers)].append(wall)
+            times[f"cpu{workers}"].append(cpu)
     same = (pq.read_table(work / f"replay_{runs}_1" / "results.parquet")
             .equals(pq.read_table(work / f"replay_{runs}_2" / "results.parquet")))
     return {**{k: statistics.median(v) for k, v in times.items()}, "identical": same}
@@ -83,7 +92,8 @@ def main() -> None:
             for workers in (1, 2):
                 wall = float(m[str(workers)])
                 print(f"  replay, {workers} worker{'s' if workers > 1 else ' '}      "
-                      f"{wall:8.2f} s  ({wall / read:,.1f}x the read)")
+                      f"{wall:8.2f} s  ({wall / read:,.1f}x the read; "
+                      f"{float(m[f'cpu{workers}']):.1f} CPU s)")
             print(f"  2 workers vs 1: {float(m['1']) / float(m['2']):.2f}x faster; "
                   f"results identical: {m['identical']}")
 
