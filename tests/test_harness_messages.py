@@ -33,7 +33,7 @@ from sim.harness import (
     Verdict,
     VerifierParams,
 )
-from sim.harness.messages import CUT_OFF, billed_message
+from sim.harness.messages import CUT_OFF, ToolResultBlock, billed_message
 
 _BLOCK = st.one_of(
     st.builds(TextBlock, st.text(max_size=5), st.integers(0, 400)),
@@ -166,3 +166,15 @@ def test_model_request_fields_are_documented() -> None:
     doc = ModelRequest.__doc__ or ""
     for name in ModelRequest.__dataclass_fields__:
         assert f"``{name}``" in doc, name
+
+
+def test_a_sized_copy_is_the_block_with_only_its_size_changed() -> None:
+    """billed_message resizes blocks with ``sized``: a new block equal to the
+    old one in every field but ``tokens``, the old one untouched."""
+    from dataclasses import replace
+
+    for block in (TextBlock("hi", 3, "nudge"), ThinkingBlock("hmm", 4, "sig"),
+                  ToolUseBlock("t1", "read", {"path": "a"}, 5),
+                  ToolResultBlock("t1", "ok", True, 6)):
+        copy = block.sized(11)
+        assert copy == replace(block, tokens=11) and copy is not block and block.tokens < 11

@@ -1,4 +1,4 @@
-"""Replay prices each call by the model that answered it (sim/drivers/replay.py,
+"""Replay prices each call by the model that answered it (sim/drivers/replay/pricing.py,
 sim/cli/replay.py): the catalogue's prices of the call-level model, never the
 scenario's prices silently. The real case: tau2 runs whose run-level model is
 ``deepseek/deepseek-chat`` (not a catalogue name) with calls of ``deepseek-chat``

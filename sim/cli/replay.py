@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from sim.bad_input import InputError
 from sim.cli.common import add_plugin_option, default_out
+from sim.cli.flags import bounded_int
 from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
+from sim.scenario.limits import MAX_WORKERS
 
 if TYPE_CHECKING:
     from sim.scenario.model import HarnessConfig
@@ -63,34 +65,57 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: tables (default) or the summary as JSON")
     add_plugin_option(parser)
+    parser.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1,
+                        help=f"processes, 1 to {MAX_WORKERS} (default 1): runs are replayed in "
+                             "chunks and put back in order; results are identical for any "
+                             "number")
+    parser.add_argument("--scheduler", metavar="WHERE",
+                        help="where chunks run: local (default: --workers processes here), "
+                             "dask (a Dask LocalCluster of --workers processes) or the address "
+                             "of a running Dask scheduler, tcp://HOST:PORT (see README)")
     parser.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the candidate and the traces, replay, write the results folder, print."""
-    import pandas as pd
-    from tqdm import tqdm
-
     from sim.drivers.recorded_runs import read_trace_folder
-    from sim.drivers.replay import (
-        REPLAY_DTYPES,
-        ReplayOptions,
-        price_models,
-        replay_row,
-        replay_runs,
-        task_record,
-    )
+    from sim.drivers.replay import ReplayOptions
+    from sim.output import folder
+    from sim.output.provenance import folder_record, run_provenance
     from sim.output.replay import write_replay_results
-    from sim.output.results import format_table, records_frame
-    from sim.scenario.model import (
-        expand,
-        harness_params,
-        load_scenario,
-        read_yaml,
-        resolve_detector,
-    )
-    from sim.world.params import WorldParams
+
+    scenario, notes = _candidate(args)
+    runs = read_trace_folder(args.traces)
+    if not runs:
+        raise InputError("the trace folder holds no runs to replay", source=args.traces)
+    out = default_out(args, f"replay_{scenario.name}")
+    provenance = {**run_provenance(scenario, command="replay", overrides=args.overrides),
+                  "traces": folder_record(args.traces)}
+    folder.prepare(out, provenance, force=args.force)
+    options = ReplayOptions(args.after_intervention, args.tool_error_kind,
+                            frozenset(args.polling))
+    if sum(r.tool_calls for r in runs) == 0 and scenario.harness.detector.enabled:
+        notes.append(f"note: {args.traces} records no tool calls: the detector cannot be "
+                     "judged (budgets are)")
+    if not args.quiet:
+        for note in notes:
+            print(note, file=sys.stderr)
+    rows_by_cell, params_by_cell, blocks = _replay_cells(args, scenario, runs, options)
+    with folder.replace(out) as staging:
+        summary = write_replay_results(
+            staging, rows_by_cell, params_by_cell, blocks,
+            title=f"Replay: {scenario.name} over {len(runs):,} recorded runs",
+            description=scenario.description, provenance=provenance)
+    _print(args, summary, out)
+    return 0
+
+
+def _candidate(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The scenario whose harness section is the candidate, and the notes on
+    what of it replay does not use; an InputError for a scenario replay cannot
+    run (no harness section, a sweep over world settings)."""
+    from sim.scenario.model import load_scenario, read_yaml
 
     raw = read_yaml(args.scenario)
     if "world" in raw and "harness" not in raw:
@@ -112,75 +137,94 @@ def run(args: argparse.Namespace) -> int:
         if not key.startswith("harness."):
             raise InputError("replay sweeps harness settings only (the world is not used)",
                              source=args.scenario, path=f"sweep.{key}")
-    runs = read_trace_folder(args.traces)
-    if not runs:
-        raise InputError("the trace folder holds no runs to replay", source=args.traces)
-    from sim.output import folder
-    from sim.output.provenance import folder_record, run_provenance
+    return scenario, notes
 
-    out = default_out(args, f"replay_{scenario.name}")
-    provenance = {**run_provenance(scenario, command="replay", overrides=args.overrides),
-                  "traces": folder_record(args.traces)}
-    folder.prepare(out, provenance, force=args.force)
-    options = ReplayOptions(args.after_intervention, args.tool_error_kind,
-                            frozenset(args.polling))
-    tool_calls = sum(r.tool_calls for r in runs)
+
+def _replay_cells(args: argparse.Namespace, scenario: Any, runs: list[Any], options: Any
+                  ) -> tuple[dict[str, Any], dict[str, dict], dict[str, dict]]:
+    """Replay every run under each cell's harness: the rows, the swept values
+    and the replay block of each cell, by cell name."""
+    from sim.drivers.replay import price_models
+    from sim.scenario.model import expand, harness_params, resolve_detector
+    from sim.world.params import WorldParams
+
     text_hashes = any(c.text_sha256 for r in runs for c in r.calls)
-    if tool_calls == 0 and scenario.harness.detector.enabled:
-        notes.append(f"note: {args.traces} records no tool calls: the detector cannot be "
-                     "judged (budgets are)")
-    if not args.quiet:
-        for note in notes:
-            print(note, file=sys.stderr)
-
-    cells = expand(scenario)
     said: set[str] = set()
-    rows_by_cell: dict[str, pd.DataFrame] = {}
+    rows_by_cell: dict[str, Any] = {}
     params_by_cell: dict[str, dict] = {}
     blocks: dict[str, dict] = {}
-    for name, cell, values in cells:
+    for name, cell, values in expand(scenario):
         h = cell.harness
         if h.conversation.enabled:  # replay answers text turns itself (reply_to_user)
             h = h.model_copy(update={"conversation": h.conversation.model_copy(
                 update={"enabled": False})})
         template = harness_params(h, WorldParams())
-        bar = tqdm(total=len(runs), desc=f"replay {name}", unit="run", file=sys.stderr,
-                   disable=args.quiet, leave=False)
-        done = [0]
-
-        def tick(n: int, bar: Any = bar, done: list[int] = done) -> None:
-            bar.update(n - done[0])
-            done[0] = n
-
         pricing = price_models(runs, template, _prices_for(h))
         for note in pricing.notes():  # an unknown model is never priced silently
             if note not in said:
                 said.add(note)
                 print(note, file=sys.stderr)
-        replays = replay_runs(runs, template, options=options, pricing=pricing,
-                              make_detector=resolve_detector(h.detector.name), progress=tick)
-        bar.close()
-        records = records_frame([task_record(r.chosen, name, i) for i, r in enumerate(replays)])
-        extras = pd.DataFrame([replay_row(r) for r in replays]).astype(REPLAY_DTYPES)
-        rows_by_cell[name] = pd.concat([records, extras], axis=1)
+        rows_by_cell[name] = _replay_cell(args, name, runs, (
+            template, options, pricing, resolve_detector(h.detector.name)))
         params_by_cell[name] = dict(values)
         blocks[name] = _block(rows_by_cell[name], args, h, text_hashes, set(pricing.default))
         blocks[name]["pricing"] = pricing.to_dict()
-    with folder.replace(out) as staging:
-        summary = write_replay_results(
-            staging, rows_by_cell, params_by_cell, blocks,
-            title=f"Replay: {scenario.name} over {len(runs):,} recorded runs",
-            description=scenario.description, provenance=provenance)
+    return rows_by_cell, params_by_cell, blocks
+
+
+def _replay_cell(args: argparse.Namespace, name: str, runs: list[Any], setting: tuple) -> Any:
+    """One cell's rows (records, then the replay's columns), the runs replayed
+    in chunks on ``--scheduler`` / ``--workers`` and put back in order: the
+    same rows for any number of workers."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    from sim.drivers.replay import REPLAY_DTYPES, replay_rows
+    from sim.output.results import records_frame
+    from sim.sweeps.schedulers import make_scheduler
+
+    size = chunk_size(len(runs), args.workers)
+    jobs = [(runs[start:start + size], *setting, name, start)
+            for start in range(0, len(runs), size)]
+    parts: list[Any] = [None] * len(jobs)
+    with tqdm(total=len(runs), desc=f"replay {name}", unit="run", file=sys.stderr,
+              disable=args.quiet, leave=False) as bar, \
+            make_scheduler(args.scheduler, args.workers) as scheduler:
+        for i, part in scheduler.run(replay_rows, jobs):
+            parts[i] = part
+            bar.update(len(jobs[i][0]))
+    records = records_frame([record for part in parts for record in part[0]])
+    extras = pd.DataFrame([row for part in parts for row in part[1]]).astype(REPLAY_DTYPES)
+    return pd.concat([records, extras], axis=1)
+
+
+MAX_CHUNK = 2_000
+"""The most runs one chunk of a replay holds (a worker's memory and the
+progress bar's step)."""
+
+
+def chunk_size(runs: int, workers: int) -> int:
+    """Runs per chunk: about four chunks per worker (so a slow chunk does not
+    leave the others idle), at most :data:`MAX_CHUNK`; all runs in one chunk
+    for one worker."""
+    if workers <= 1:
+        return max(1, min(runs, MAX_CHUNK))
+    return max(1, min(MAX_CHUNK, -(-runs // (4 * workers))))
+
+
+def _print(args: argparse.Namespace, summary: dict, out: Any) -> None:
+    """The summary on stdout: JSON, or each cell's table and replay figures."""
+    from sim.output.results import format_table
+
     if args.format == "json":
         json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
         sys.stdout.write("\n")
-        return 0
+        return
     for cell in summary["cells"]:
         print(format_table(cell))
         print(_lead_lines(cell["replay"]))
         print()
     print(f"results in {out}/ (results.parquet, summary.json, report.md, report.html)")
-    return 0
 
 
 def _block(rows: Any, args: argparse.Namespace, h: HarnessConfig, text_hashes: bool,

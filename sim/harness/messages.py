@@ -9,7 +9,7 @@ when the block is created, so the context builder never re-counts history.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
@@ -27,6 +27,10 @@ class TextBlock:
     origin: str = ""
     type: Literal["text"] = "text"
 
+    def sized(self, tokens: int) -> TextBlock:
+        """A copy of this block that is ``tokens`` tokens long."""
+        return TextBlock(self.text, tokens, self.origin)
+
 
 @dataclass(slots=True)
 class ThinkingBlock:
@@ -37,6 +41,10 @@ class ThinkingBlock:
     tokens: int = 0
     signature: str = ""
     type: Literal["thinking"] = "thinking"
+
+    def sized(self, tokens: int) -> ThinkingBlock:
+        """A copy of this block that is ``tokens`` tokens long."""
+        return ThinkingBlock(self.thinking, tokens, self.signature)
 
 
 @dataclass(slots=True)
@@ -50,6 +58,10 @@ class ToolUseBlock:
     tokens: int = 0
     type: Literal["tool_use"] = "tool_use"
 
+    def sized(self, tokens: int) -> ToolUseBlock:
+        """A copy of this block that is ``tokens`` tokens long (the same arguments)."""
+        return ToolUseBlock(self.id, self.name, self.input, tokens)
+
 
 @dataclass(slots=True)
 class ToolResultBlock:
@@ -61,6 +73,10 @@ class ToolResultBlock:
     is_error: bool = False
     tokens: int = 0
     type: Literal["tool_result"] = "tool_result"
+
+    def sized(self, tokens: int) -> ToolResultBlock:
+        """A copy of this block that is ``tokens`` tokens long."""
+        return ToolResultBlock(self.tool_use_id, self.content, self.is_error, tokens)
 
 
 Block = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock
@@ -160,5 +176,5 @@ def billed_message(content: list[Block], output_tokens: int, thinking_tokens: in
             size = tokens - given if k == len(indices) - 1 else tokens * weights[k] // weight
             given += size
             if size != content[i].tokens:
-                sized[i] = replace(content[i], tokens=size)
+                sized[i] = content[i].sized(size)
     return Message("assistant", sized, total)

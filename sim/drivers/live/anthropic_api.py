@@ -30,8 +30,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sim.drivers.live.calls import Answer, estimated_usage, non_negative, text, thinking, tool_use
-from sim.drivers.live.provider_failures import Failure, model_error, transport_failure
+from sim.drivers.live.calls import (
+    Answer,
+    call_failure,
+    estimated_usage,
+    non_negative,
+    text,
+    thinking,
+    tool_use,
+)
+from sim.drivers.live.provider_failures import Failure
 from sim.drivers.live.wire import conversation
 from sim.harness.context import normalize
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
@@ -175,9 +183,11 @@ class MessageAssembler:
             total = u.get("output_tokens", 0)
             thought = sum(b.tokens for b in content if b.type == "thinking")
             thought = min(total, thought) if type(total) is int else 0  # a bad total: as sent
-            usage = Usage(u.get("input_tokens", 0), total - thought if thought else total,
-                          u.get("cache_read_input_tokens", 0),
-                          u.get("cache_creation_input_tokens", 0), thought)
+            usage = Usage(input_tokens=u.get("input_tokens", 0),
+                          output_tokens=total - thought if thought else total,
+                          cache_read_tokens=u.get("cache_read_input_tokens", 0),
+                          cache_write_tokens=u.get("cache_creation_input_tokens", 0),
+                          thinking_tokens=thought)
             estimated = False
         stop = STOP_REASONS.get(self.stop_reason, self.stop_reason)
         return Answer(ModelResponse(content, usage, stop, latency_s, self.model),
@@ -205,23 +215,21 @@ class AnthropicModel:
         start = time.monotonic()
         first: float | None = None
         assembler = MessageAssembler()
-        try:
+
+        async def fetch() -> None:
+            nonlocal first
             stream = await self._client.messages.create(**payload, stream=True)
             async with stream:
                 async for event in stream:
                     if first is None:
                         first = time.monotonic() - start
                     assembler.add(event)
-        except self._sdk.AnthropicError as error:
-            return Answer(model_error(self._failure(error), time.monotonic() - start))
-        except ValueError as error:  # an event whose data is not JSON
-            return Answer(ModelError("malformed", None, None, f"unreadable event: {error}",
-                                     time.monotonic() - start))
-        except Exception as error:
-            failure = transport_failure(error)
-            if failure is None:
-                raise
-            return Answer(model_error(failure, time.monotonic() - start))
+
+        # an event whose data is not JSON is a malformed reply
+        error = await call_failure(fetch, start, self._sdk.AnthropicError, self._failure,
+                                   "unreadable event")
+        if error is not None:
+            return Answer(error)
         return assembler.answer(request, time.monotonic() - start, first)
 
     def _failure(self, error: Exception) -> Failure:

@@ -17,9 +17,12 @@ from the content (``usage_estimated`` is then True).
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sim.drivers.live.provider_failures import Failure, model_error, transport_failure
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
 from sim.harness.messages import (
     Block,
@@ -134,3 +137,27 @@ def non_negative(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer() and 0 <= value < 2.0**63:
         return int(value)
     return value
+
+
+async def call_failure(fetch: Callable[[], Awaitable[None]], start: float,
+                       sdk_error: type[Exception], failure: Callable[[Exception], Failure],
+                       unreadable: str) -> ModelError | None:
+    """Run ``fetch()`` (one provider call, filling an assembler) and return
+    None, or the :class:`ModelError` it ended with, its latency counted from
+    ``start`` (``time.monotonic()``): the SDK's own error (read by
+    ``failure``), data that is not JSON (``"<unreadable>: <error>"``,
+    malformed) or a transport failure. Any other exception is a bug and is
+    raised."""
+    try:
+        await fetch()
+    except sdk_error as error:
+        return model_error(failure(error), time.monotonic() - start)
+    except ValueError as error:
+        return ModelError("malformed", None, None, f"{unreadable}: {error}",
+                          time.monotonic() - start)
+    except Exception as error:
+        lost = transport_failure(error)
+        if lost is None:
+            raise
+        return model_error(lost, time.monotonic() - start)
+    return None

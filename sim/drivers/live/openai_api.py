@@ -25,8 +25,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sim.drivers.live.calls import Answer, estimated_usage, non_negative, text, tool_use
-from sim.drivers.live.provider_failures import Failure, model_error, transport_failure
+from sim.drivers.live.calls import (
+    Answer,
+    call_failure,
+    estimated_usage,
+    non_negative,
+    text,
+    tool_use,
+)
+from sim.drivers.live.provider_failures import Failure
 from sim.drivers.live.wire import conversation
 from sim.harness.context import normalize
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
@@ -158,9 +165,11 @@ class ChatAssembler:
         reasoning = non_negative(getattr(out_details, "reasoning_tokens", 0))
         if not all(type(v) is int and v >= 0 for v in (prompt, completion, cached, reasoning)):
             # an impossible count, passed on as reported: the harness names it
-            return Usage(prompt, completion, cached, 0, reasoning), False
+            return Usage(input_tokens=prompt, output_tokens=completion, cache_read_tokens=cached,
+                         thinking_tokens=reasoning), False
         cached, reasoning = min(prompt, cached), min(completion, reasoning)
-        return Usage(prompt - cached, completion - reasoning, cached, 0, reasoning), False
+        return Usage(input_tokens=prompt - cached, output_tokens=completion - reasoning,
+                     cache_read_tokens=cached, thinking_tokens=reasoning), False
 
 
 class OpenAIModel:
@@ -184,26 +193,23 @@ class OpenAIModel:
         start = time.monotonic()
         first: float | None = None
         assembler = ChatAssembler()
-        try:
-            if self.stream:
-                stream = await self._client.chat.completions.create(**payload)
-                async with stream:
-                    async for chunk in stream:
-                        if first is None:
-                            first = time.monotonic() - start
-                        assembler.add_chunk(chunk)
-            else:
+
+        async def fetch() -> None:
+            nonlocal first
+            if not self.stream:
                 assembler.add_completion(await self._client.chat.completions.create(**payload))
-        except self._sdk.OpenAIError as error:
-            return Answer(model_error(self._failure(error), time.monotonic() - start))
-        except ValueError as error:
-            return Answer(ModelError("malformed", None, None, f"unreadable chunk: {error}",
-                                     time.monotonic() - start))
-        except Exception as error:
-            failure = transport_failure(error)
-            if failure is None:
-                raise
-            return Answer(model_error(failure, time.monotonic() - start))
+                return
+            stream = await self._client.chat.completions.create(**payload)
+            async with stream:
+                async for chunk in stream:
+                    if first is None:
+                        first = time.monotonic() - start
+                    assembler.add_chunk(chunk)
+
+        error = await call_failure(fetch, start, self._sdk.OpenAIError, self._failure,
+                                   "unreadable chunk")
+        if error is not None:
+            return Answer(error)
         return assembler.answer(request, time.monotonic() - start, first)
 
     def _failure(self, error: Exception) -> Failure:

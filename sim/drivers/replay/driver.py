@@ -1,0 +1,388 @@
+"""The replay driver: the real harness loop, each effect answered from one
+recorded run (:func:`replay_run`; the rules are in :mod:`sim.drivers.replay`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
+from sim.drivers.replay.options import (
+    COMPACTION,
+    DIVERGED,
+    ENDED,
+    INJECTED,
+    TOOL_RETRY,
+    VERIFIER_REJECTION,
+    ReplayOptions,
+    reply_tool_name,
+    stop_reason,
+)
+from sim.drivers.replay.pricing import call_cost, prices_of
+from sim.harness import effects as fx
+from sim.harness import events as ev
+from sim.harness.detector import Detector
+from sim.harness.loop import agent_loop
+from sim.harness.messages import Block, TextBlock, ToolUseBlock, Usage
+from sim.harness.params import HarnessParams
+from sim.harness.state import SUCCEEDED, HarnessState, new_state
+from sim.task_record import FALSE_SUCCESS
+
+
+@dataclass
+class Replay:
+    """What the candidate did to one recorded run.
+
+    ``state`` is the harness's state when the replay ended; ``ended_by`` is
+    ``harness`` (a terminal state), ``recording`` (no recorded call left) or
+    ``intervention`` (stop mode); ``outcome``, ``status`` and ``reason`` are
+    the run's result (see the module docstring). ``calls`` and ``cost_usd``
+    count the model calls answered (a worst-case compaction included) and their
+    cost (USD, recorded where recorded), ``priced_usd`` their cost at the run's
+    prices; ``recorded_calls_usd`` and ``recorded_priced_usd`` are the same for
+    every recorded call; ``tools_run`` counts tool requests answered (first
+    attempts). ``stopped_at`` is the index of the recorded call at which the
+    candidate stopped the run (None: it did not); ``interventions`` and
+    ``firings`` list ``(call index, kind or detector signal)``.
+
+    Fidelity: ``prompt_counts`` is the harness's own count of each step's
+    prompt, in order; ``prompt_mismatches`` counts the calls whose count
+    differs from the recording (up to the first intervention, which changes the
+    history itself) and ``prompt_max_deviation`` is the largest difference
+    (tokens); ``resized`` counts steps whose recorded result sizes were scaled
+    down to the recorded growth; ``text_turns`` the mid-run text-only calls
+    replayed as ``reply_to_user``; ``unrecorded_arguments`` the tool calls
+    without recorded arguments (each made distinct, so never a repetition);
+    ``verdict_unknown`` whether a verifier checked an answer the source does
+    not judge; ``passed_over`` the recorded compaction or verifier calls (sim's
+    own runs) the candidate did not ask for (their cost is saved)."""
+
+    run: RecordedRun
+    state: HarnessState
+    ended_by: str
+    outcome: str
+    status: str
+    reason: str
+    calls: int
+    tools_run: int
+    cost_usd: float
+    stopped_at: int | None = None
+    interventions: list[tuple[int, str]] = field(default_factory=list)
+    firings: list[tuple[int, str]] = field(default_factory=list)
+    prompt_mismatches: int = 0
+    prompt_max_deviation: int = 0
+    resized: int = 0
+    text_turns: int = 0
+    unrecorded_arguments: int = 0
+    verdict_unknown: bool = False
+    priced_usd: float = 0.0
+    recorded_calls_usd: float = 0.0
+    recorded_priced_usd: float = 0.0
+    prompt_counts: list[int] = field(default_factory=list)
+    passed_over: int = 0
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the candidate ended the run before the recording did."""
+        return self.stopped_at is not None
+
+    @property
+    def diverged(self) -> bool:
+        """Whether the candidate intervened where the recording cannot answer."""
+        return bool(self.interventions)
+
+    @property
+    def saved_usd(self) -> float:
+        """Cost of the recorded calls (``recorded_calls_usd``) minus the cost of
+        the calls replayed (``cost_usd``): 0.0 exactly for a run replayed whole."""
+        return self.recorded_calls_usd - self.cost_usd
+
+    @property
+    def saved_priced_usd(self) -> float:
+        """The same saving at the run's prices."""
+        return self.recorded_priced_usd - self.priced_usd
+
+
+def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions | None = None,
+               detector: Detector | None = None) -> Replay:
+    """Drive the harness over ``run`` with ``params`` (see :func:`run_params`);
+    return what happened (:class:`Replay`). Deterministic."""
+    return _Driver(run, params, options or ReplayOptions()).drive(detector)
+
+
+class _Driver:
+    """Answers one run's effects from its recording (one instance per run)."""
+
+    def __init__(self, run: RecordedRun, params: HarnessParams, options: ReplayOptions) -> None:
+        self.run = run
+        self.params = params
+        self.options = options
+        self.reply = reply_tool_name(run)
+        calls = run.calls
+        self.steps = [i for i, c in enumerate(calls) if c.purpose == "step"]
+        self.next_step = {a: b for a, b in zip(self.steps, self.steps[1:], strict=False)}
+        self.last_step = self.steps[-1] if self.steps else -1
+        self.next_call = 0  # index of the next recorded call not yet answered or passed over
+        self.passed_over = 0  # recorded compaction or verifier calls the candidate did not make
+        self.answered: dict[str, fx.ToolResult | fx.ToolError] = {}
+        self.prompt_counts: list[int] = []
+        self.costs: list[float] = []  # recorded (priced where unrecorded), per call answered
+        self.priced: list[float] = []  # at the run's prices, per call answered
+        self.tools_run = 0
+        self.tools_due = 0  # tool calls of the answered responses
+        self.interventions: list[tuple[int, str]] = []
+        self.firings: list[tuple[int, str]] = []
+        self.mismatches = 0
+        self.max_deviation = 0
+        self.resized = 0
+        self.text_turns = 0
+        self.unrecorded = 0
+        self.verdict_unknown = False
+        self.reported: dict[int, Block] = {}  # injected blocks already reported, by id
+        self.check_prompt = True
+
+    # -------------------------------------------------------------- loop
+    def drive(self, detector: Detector | None) -> Replay:
+        first = self.run.calls[self.steps[0]].usage.prompt_tokens if self.steps else 0
+        state = new_state(self.params.prefix_tokens, self.params.model, "recorded run",
+                          task_tokens=first)
+        loop = agent_loop(self.params, state, detector=detector, observers=(self._observe,))
+        stop = self.options.after_intervention == "stop"
+        result: Any = None
+        try:
+            while True:
+                effect = loop.send(result)
+                if type(effect) is fx.ModelRequest:
+                    if effect.purpose != "step":
+                        recorded = self._extra("compaction")
+                        if recorded is not None:  # the old harness compacted here too
+                            result = self._recorded_response(recorded, [TextBlock(
+                                "", recorded.usage.output_tokens)], "end_turn")
+                            continue
+                        self._intervene(COMPACTION)
+                        if stop:
+                            return self._finish(loop, state, "intervention")
+                        result = self._worst_case(effect)
+                        continue
+                    self._pass_over_extras()
+                    if self.next_call >= len(self.run.calls):  # what the harness added
+                        return self._finish(loop, state, "recording")  # last is not read
+                    self._look_back(state, effect)
+                    if stop and self.interventions:
+                        return self._finish(loop, state, "intervention")
+                    result = self._respond(effect)
+                elif type(effect) is fx.ToolRequest:
+                    if effect.attempt > 0:
+                        self._intervene(TOOL_RETRY)
+                        if stop:
+                            return self._finish(loop, state, "intervention")
+                    else:
+                        self.tools_run += 1
+                    result = self.answered[effect.call.id]
+                elif type(effect) is fx.VerifyRequest:
+                    result = self._verdict()
+                    if stop and self.interventions:
+                        return self._finish(loop, state, "intervention")
+                elif type(effect) is fx.ApprovalRequest:
+                    result = fx.ApprovalDecision(True)  # the recorded call ran
+                elif type(effect) is fx.Checkpoint or type(effect) is fx.Wait:
+                    result = None
+                else:
+                    raise TypeError(f"unknown effect {effect!r}")
+        except StopIteration:
+            return self._finish(None, state, "harness")
+
+    def _observe(self, event: ev.Event) -> None:
+        signal = event.data.get("signal")
+        if signal is not None and event.kind in (ev.NUDGE, ev.TERMINAL):
+            self.firings.append((max(event.turn - 1, 0), str(signal)))
+
+    def _intervene(self, kind: str) -> None:
+        self.interventions.append((max(self.next_call - 1, 0), kind))
+
+    def _extra(self, purpose: str) -> RecordedCall | None:
+        """The next recorded call if it is a ``purpose`` call (taken), else None."""
+        calls = self.run.calls
+        if self.next_call < len(calls) and calls[self.next_call].purpose == purpose:
+            self.next_call += 1
+            return calls[self.next_call - 1]
+        return None
+
+    def _pass_over_extras(self) -> None:
+        """Skip recorded compaction and verifier calls the candidate did not ask for."""
+        calls = self.run.calls
+        while self.next_call < len(calls) and calls[self.next_call].purpose != "step":
+            self.next_call += 1
+            self.passed_over += 1
+
+    def _recorded_response(self, call: RecordedCall, content: list[Block], reason: str
+                           ) -> fx.ModelResponse:
+        """The response of a recorded call, its cost counted."""
+        priced = call_cost(prices_of(self.params, call.model), call)
+        self.costs.append(priced if call.cost_usd is None else call.cost_usd)
+        self.priced.append(priced)
+        return fx.ModelResponse(content, call.usage, reason, call.latency_s or 0.0,
+                             call.model or self.run.model or self.params.model)
+
+    # ------------------------------------------------------ model calls
+    def _look_back(self, state: HarnessState, request: fx.ModelRequest) -> None:
+        """Before answering a step: note what the harness injected since the
+        last step (interventions) and compare its prompt count with the
+        recording (up to the first intervention).
+
+        What the harness injects (a nudge, a 'do without it' message, verifier
+        feedback, a continuation request) joins the user message after the
+        last model response, so that message is where to look; blocks already
+        reported are remembered (and kept alive, so their ids stay unique)."""
+        injected = False
+        last = state.messages[-1] if state.messages else None
+        if last is not None and last.role == "user":
+            for block in last.content:
+                origin = getattr(block, "origin", "")
+                if not origin or id(block) in self.reported:
+                    continue
+                self.reported[id(block)] = block
+                injected = True
+                kind = INJECTED.get(origin, origin)
+                if kind is not None:
+                    self._intervene(kind)
+        k = self.next_call
+        if (self.check_prompt and not injected and not self.interventions
+                and k < len(self.run.calls)):
+            deviation = request.prompt_tokens - self.run.calls[k].usage.prompt_tokens
+            if deviation:
+                self.mismatches += 1
+                self.max_deviation = max(self.max_deviation, abs(deviation))
+        self.check_prompt = True
+
+    def _respond(self, request: fx.ModelRequest) -> fx.ModelResponse:
+        self.prompt_counts.append(request.prompt_tokens)
+        k = self.next_call
+        calls = self.run.calls
+        call = calls[k]
+        self.next_call += 1
+        content: list[Block] = []
+        if call.text_tokens:
+            content.append(TextBlock(call.text_sha256 or "", call.text_tokens))
+        results: list[tuple[ToolUseBlock, RecordedTool | None]] = []
+        for i, tool in enumerate(call.tools):
+            arguments = tool.input()
+            if arguments is None:
+                self.unrecorded += 1
+                arguments = {"unrecorded_arguments": f"{k}.{i}"}
+            results.append((ToolUseBlock(f"c{k}.{i}", tool.name, arguments), tool))
+        if not call.tools and k != self.last_step:  # a text turn: the conversation goes on
+            self.text_turns += 1
+            message = call.text_sha256 or f"call {k}"
+            results.append((ToolUseBlock(f"c{k}.reply", self.reply, {"message": message}), None))
+        reason = stop_reason(call.finish_reason, bool(results))
+        if reason != "max_tokens":  # a truncated response's tool calls are not run
+            self.tools_due += len(results)
+        sizes = self._sizes(k, request, results)
+        for (block, answered), tokens in zip(results, sizes, strict=True):
+            self.answered[block.id] = self._result(k, block, answered, tokens)
+        content.extend(block for block, _ in results)
+        return self._recorded_response(call, content, reason)
+
+    def _sizes(self, k: int, request: fx.ModelRequest,
+               results: list[tuple[ToolUseBlock, RecordedTool | None]]) -> list[int]:
+        """Token sizes of the step's results so that the next prompt the harness
+        counts is the next recorded one (see the module docstring)."""
+        base = [(tool.result_tokens or 0) if tool is not None else 0 for _, tool in results]
+        calls = self.run.calls
+        following = self.next_step.get(k)
+        if not results or following is None:
+            return base
+        call = calls[k]
+        growth = (calls[following].usage.prompt_tokens - request.prompt_tokens
+                  - call.usage.output_tokens - call.usage.thinking_tokens)
+        total = sum(base)
+        if growth >= total:
+            base[-1] += growth - total
+            return base
+        if growth < 0:  # inexpressible: counted when the next request comes
+            return [0] * len(base)
+        self.resized += 1
+        sizes = [b * growth // total for b in base]
+        sizes[-1] += growth - sum(sizes)
+        return sizes
+
+    def _result(self, k: int, block: ToolUseBlock, tool: RecordedTool | None, tokens: int
+                ) -> fx.ToolResult | fx.ToolError:
+        if tool is None:  # the reply to a text turn
+            reply = self.run.calls[k].observation_sha256 or f"reply after call {k}"
+            return fx.ToolResult(reply, tokens, 0.0)
+        duration = tool.duration_s or 0.0
+        if tool.error:
+            return fx.ToolError(self.options.tool_error_kind, f"recorded error of {tool.name}",
+                             tokens, duration)
+        output = tool.result_sha256 or f"unrecorded result of {block.id}"
+        return fx.ToolResult(output, tokens, duration)
+
+    def _worst_case(self, request: fx.ModelRequest) -> fx.ModelResponse:
+        """A call the recording does not hold (a compaction): the worst case of
+        the request, priced at the run's prices."""
+        usage = Usage(input_tokens=request.prompt_tokens, output_tokens=request.max_output_tokens)
+        prices = self.params.prices.at(usage.prompt_tokens)
+        cost = prices.cost(usage.input_tokens, usage.output_tokens)
+        self.costs.append(cost)
+        self.priced.append(cost)
+        self.check_prompt = False  # the history was rewritten: the next count differs
+        return fx.ModelResponse([TextBlock("", request.max_output_tokens)], usage, "end_turn")
+
+    def _verdict(self) -> fx.Verdict:
+        """The recorded resolved as the verdict, with the usage of a recorded
+        verifier call (a model grader) when the next recorded call is one."""
+        graded = self._extra("verifier")
+        usage = None
+        if graded is not None:
+            self._recorded_response(graded, [], "end_turn")  # counts its cost
+            usage = graded.usage
+        resolved = self.run.resolved
+        if resolved is None:
+            self.verdict_unknown = True
+            return fx.Verdict(True, usage=usage)
+        if not resolved:
+            self._intervene(VERIFIER_REJECTION)
+        return fx.Verdict(bool(resolved), usage=usage,
+                       duration_s=graded.latency_s or 0.0 if graded is not None else 0.0)
+
+    # ------------------------------------------------------------ ending
+    def _finish(self, loop: Any, state: HarnessState, ended_by: str) -> Replay:
+        if loop is not None:
+            loop.close()
+        run = self.run
+        priced = [call_cost(prices_of(self.params, c.model), c) for c in run.calls]
+        steps_made = state.turns
+        mid_step = self.tools_run < self.tools_due
+        stopped_at = None
+        if (ended_by == "harness" and state.status != SUCCEEDED
+                and (steps_made < len(self.steps) or mid_step)):
+            stopped_at = self.steps[steps_made - 1 if mid_step else steps_made]
+        if stopped_at is not None:
+            status, reason = state.status, state.reason
+            outcome = f"{status}:{reason}"
+        elif ended_by == "intervention":
+            status, reason = DIVERGED, self.interventions[0][1]
+            outcome = f"{status}:{reason}"
+        elif ended_by == "harness" and state.status == SUCCEEDED:
+            status, reason = state.status, state.reason
+            outcome = (f"{status}:{reason}" if run.resolved is None
+                       else SUCCEEDED if run.resolved else FALSE_SUCCESS)
+        else:  # the recording ended (or the harness ended with it)
+            status, reason = ENDED, run.exit or "unknown"
+            outcome = SUCCEEDED if run.resolved else f"{ENDED}:{reason}"
+        return Replay(
+            run=run, state=state, ended_by=ended_by, outcome=outcome, status=status,
+            reason=reason, calls=len(self.costs), tools_run=self.tools_run,
+            cost_usd=math.fsum(self.costs), stopped_at=stopped_at,
+            interventions=self.interventions, firings=self.firings,
+            prompt_mismatches=self.mismatches, prompt_max_deviation=self.max_deviation,
+            resized=self.resized, text_turns=self.text_turns,
+            unrecorded_arguments=self.unrecorded, verdict_unknown=self.verdict_unknown,
+            priced_usd=math.fsum(self.priced), recorded_calls_usd=math.fsum(
+                p if c.cost_usd is None else c.cost_usd
+                for c, p in zip(run.calls, priced, strict=True)),
+            recorded_priced_usd=math.fsum(priced), prompt_counts=self.prompt_counts,
+            passed_over=self.passed_over)

@@ -1,0 +1,75 @@
+"""Replaying many recorded runs: each in the requested mode and, when it
+diverged, in the other mode too (the bounds)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from sim.bad_input import InputError
+from sim.drivers.recorded_runs import RecordedRun
+from sim.drivers.replay.driver import Replay, replay_run
+from sim.drivers.replay.options import ReplayOptions, run_params
+from sim.drivers.replay.pricing import ModelPricing, price_models
+from sim.harness.detector import Detector
+from sim.harness.params import HarnessParams, ParameterError, Prices
+
+
+@dataclass(frozen=True)
+class RunReplay:
+    """One run replayed: ``chosen`` under the requested ``after_intervention``
+    mode, and the run under each mode: ``lower`` (stop: the run ends at its
+    first intervention) and ``upper`` (continue: it goes on as recorded). For a
+    run without an intervention all three are the same replay."""
+
+    chosen: Replay
+    lower: Replay
+    upper: Replay
+
+
+def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
+                prices_for: Callable[[str | None], Prices | None] | None = None,
+                options: ReplayOptions | None = None,
+                make_detector: Callable[[HarnessParams], Detector] | None = None,
+                progress: Callable[[int], None] | None = None,
+                pricing: ModelPricing | None = None) -> list[RunReplay]:
+    """Replay every run (in order) under ``template``: each in the requested
+    mode and, when it diverged, in the other mode too (for the bounds).
+    Calls are priced by their own model (``pricing``, else
+    :func:`price_models` with ``prices_for(model)``: a model's catalogue
+    prices, None when unknown; without ``prices_for`` every model takes the
+    template's prices), ``make_detector`` builds the candidate's detector from
+    a run's parameters, ``progress(done)`` is called after each run.
+    Parameters the candidate cannot run a recording with are an InputError
+    naming the run."""
+    options = options or ReplayOptions()
+    if pricing is None:
+        pricing = price_models(runs, template, prices_for)
+    other = replace(options, after_intervention="stop" if options.after_intervention ==
+                    "continue" else "continue")
+    out = []
+    for i, run in enumerate(runs):
+        try:
+            params = run_params(template, run, None, options, pricing).validate()
+        except ParameterError as error:
+            path, message = error.problems[0]
+            raise InputError(f"the candidate cannot replay run {run.run_id!r}: {message}",
+                             path=f"harness.{path}") from None
+        chosen = replay_run(run, params, options, _detector(make_detector, params))
+        if chosen.diverged:
+            second = replay_run(run, params, other, _detector(make_detector, params))
+            lower, upper = ((chosen, second) if options.after_intervention == "stop"
+                            else (second, chosen))
+        else:
+            lower = upper = chosen
+        out.append(RunReplay(chosen, lower, upper))
+        if progress is not None:
+            progress(i + 1)
+    return out
+
+
+
+def _detector(make: Callable[[HarnessParams], Detector] | None, params: HarnessParams
+              ) -> Detector | None:
+    """A fresh detector for one replay (None: the harness's default)."""
+    return make(params) if make is not None else None
