@@ -40,7 +40,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
@@ -48,6 +47,7 @@ import simpy
 from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
+from sim.engines.des_result import DesResult
 from sim.engines.direct import Tracer
 from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS, answers
@@ -63,32 +63,6 @@ from sim.world.task import SimulatedTask
 
 __all__ = ["Arrival", "DesEngine", "DesResult", "arrival_schedule"]
 
-@dataclass
-class DesResult:
-    """What one DES cell produced: a record per task (in task order), the time
-    series, the horizon (end of the last task), the calls answered 429, and per
-    task the seconds it held a sandbox and waited for one (not counting the
-    wait for its tenant's cap). ``limiter`` is the provider's rate limiter (its
-    admitted and rejected counts), or None without rate limits.
-    ``offered_rate_per_s`` is the arrival rate the scenario sets (the sum of
-    the tenants' Poisson rates, tasks per second; None for batch and CSV
-    arrivals), against which Little's law is checked. See
-    :func:`sim.analysis.capacity.measurements`."""
-
-    records: list[TaskRecord]
-    series: dict[str, Series]
-    horizon_s: float
-    rate_limited: int
-    sandbox_hold_s: list[float] = field(default_factory=list)
-    sandbox_wait_s: list[float] = field(default_factory=list)
-    limiter: RateLimiter | None = None
-    offered_rate_per_s: float | None = None
-    tenant_budgets: dict[str, dict[str, float | int]] = field(default_factory=dict)
-    """Per tenant with a shared money budget, its ledger's summary
-    (:meth:`~sim.engines.tenant_budget.TenantLedger.summary`)."""
-
-
-# -------------------------------------------------------------------- engine
 class DesEngine:
     """One DES cell: build it, then :meth:`run` it once."""
 

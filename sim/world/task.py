@@ -33,6 +33,7 @@ from sim.harness.effects import (
 from sim.harness.messages import Block, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
 from sim.world.distributions import BaseDistribution
+from sim.world.prompt_cache import PromptCache
 from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
 from sim.world.world import World
@@ -70,7 +71,7 @@ class SimulatedTask:
     __slots__ = ("world", "model", "tools", "latency", "sizes", "user", "need", "progress",
                  "premature_at", "stuck", "loop_call", "kinds", "calls", "answer_correct",
                  "solvable", "scale", "task_tokens", "answer_tokens", "claim", "failing_turn",
-                 "cached_history", "cached_tokens", "cache_expires_s", "frailty",
+                 "cache", "frailty",
                  "ending_turn", "ending")
 
     def __init__(self, world: World, streams: tuple[Draws, ...]) -> None:
@@ -102,9 +103,7 @@ class SimulatedTask:
         self.answer_tokens = 0
         self.claim: bool | None = None
         self.failing_turn = -1
-        self.cached_history: list | None = None
-        self.cached_tokens = 0
-        self.cache_expires_s = -1.0
+        self.cache: PromptCache | None = None  # the prompt cache's entry, once a call caches
 
     # ------------------------------------------------------------- sizes
     def _size(self, fixed: int | None, dist: BaseDistribution | None, floor: int) -> int:
@@ -304,52 +303,16 @@ class SimulatedTask:
                    + request.input_tokens * w.prefill_s_per_token)
         stop = "max_tokens" if truncated else (
             "tool_use" if content[-1].type == "tool_use" else "end_turn")
-        if request.cache_ttl_s is not None:
-            usage = self._cached_usage(request, now, output, thinking, request.cache_ttl_s)
-        elif w.cache_automatic:
-            usage = self._cached_usage(request, now, output, thinking, w.cache_ttl_s, False)
+        ttl = request.cache_ttl_s  # asked for: written; else automatic caching: plain input
+        if ttl is not None or w.cache_automatic:
+            cache = self.cache
+            if cache is None:
+                cache = self.cache = PromptCache()
+            usage = cache.usage(w, self.sizes, request, now, output, thinking,
+                                w.cache_ttl_s if ttl is None else ttl, ttl is not None)
         else:
             usage = Usage(request.input_tokens, output, 0, 0, thinking)
         return ModelResponse(content, usage, stop, latency, request.model)
-
-    def _cached_usage(self, request: ModelRequest, now: float, output: int, thinking: int,
-                      ttl_s: float, writes: bool = True) -> Usage:
-        """Usage under prompt caching, as a provider with a cache breakpoint at
-        the end of each prompt reports it: the part of this prompt that the
-        previous prompt already cached is read from the cache, if that cache
-        entry is still alive (used within ``ttl_s``); the rest is written (or,
-        with automatic caching, ``writes`` False, plain input). A rewritten
-        history (compaction: a new message list) keeps only the stable prefix
-        (system prompt and tools) cached. At a run's first call, a share
-        ``cache.first_prompt_cached`` of the prompt is read (cached by earlier
-        runs). A world with partial reads (``cache.miss``, ``cache.read_share``)
-        then, on a call that finds a live entry, reads nothing with
-        probability ``miss`` and otherwise ``round(share * prompt)`` tokens
-        (no more than the stable prefix after a compaction)."""
-        prompt = request.input_tokens
-        read = 0
-        w = self.world
-        if now <= self.cache_expires_s:
-            same = request.messages is self.cached_history
-            if same:
-                read = min(self.cached_tokens, prompt)
-            else:
-                read = min(w.stable_prefix_tokens, self.cached_tokens, prompt)
-            if w.partial_cache:
-                if w.cache_miss and self.sizes.uniform() < w.cache_miss:
-                    read = 0
-                elif w.cache_share is not None:
-                    share = min(1.0, max(0.0, w.cache_share.sample(self.sizes)))
-                    partial = int(share * prompt + 0.5)
-                    read = min(partial, prompt if same else read)
-        elif self.cached_history is None and w.first_prompt_cached:
-            read = min(round(w.first_prompt_cached * prompt), prompt)
-        self.cached_history = request.messages
-        self.cached_tokens = prompt
-        self.cache_expires_s = now + ttl_s
-        if writes:
-            return Usage(0, output, read, prompt - read, thinking)
-        return Usage(prompt - read, output, read, 0, thinking)
 
     def _summary(self, request: ModelRequest) -> ModelResponse:
         w = self.world
