@@ -16,20 +16,8 @@ import math
 from bisect import bisect_right
 from math import exp
 
-from sim.harness.effects import (
-    ApprovalDecision,
-    ApprovalRequest,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ToolError,
-    ToolRequest,
-    ToolResult,
-    UserReply,
-    UserTurn,
-    Verdict,
-    VerifyRequest,
-)
+from sim.harness import effects as fx
+from sim.harness.effects import ModelError, ModelResponse, ToolError, ToolResult
 from sim.harness.messages import Block, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
 from sim.world.distributions import BaseDistribution
@@ -135,7 +123,7 @@ class SimulatedTask:
         return self.world.model
 
     # ------------------------------------------------------------- the model
-    def respond(self, request: ModelRequest, now: float = 0.0) -> ModelResponse | ModelError:
+    def respond(self, request: fx.ModelRequest, now: float = 0.0) -> ModelResponse | ModelError:
         """The model's answer to one request sent at time ``now`` (seconds; it
         matters only for the prompt cache's lifetime)."""
         w = self.world
@@ -188,7 +176,7 @@ class SimulatedTask:
         return RESOLVE if share < w.end_resolve[b] else GIVE_UP if share < w.end_give_up[b] \
             else ERROR
 
-    def _decide(self, request: ModelRequest) -> list[Block]:
+    def _decide(self, request: fx.ModelRequest) -> list[Block]:
         """The reply's content: the model's decision at this call (one uniform
         of the model stream, after a stuck model's escape draw)."""
         w = self.world
@@ -204,7 +192,7 @@ class SimulatedTask:
             return [self._faulty_call(r)]
         return [self._onward(r)]
 
-    def _stays_stuck(self, request: ModelRequest) -> bool:
+    def _stays_stuck(self, request: fx.ModelRequest) -> bool:
         """Whether a stuck model repeats its call again: after a nudge (the
         last block) it escapes with ``escape``, else with ``self_escape``."""
         w = self.world
@@ -285,7 +273,7 @@ class SimulatedTask:
         self.claim = None
         return TextBlock("Could you give me more details?", self._answer_size())
 
-    def _response(self, request: ModelRequest, content: list[Block], truncated: bool, now: float
+    def _response(self, request: fx.ModelRequest, content: list[Block], truncated: bool, now: float
                   ) -> ModelResponse:
         w = self.world
         cap = request.max_output_tokens  # output plus thinking, as providers count it
@@ -314,7 +302,7 @@ class SimulatedTask:
             usage = Usage(request.input_tokens, output, 0, 0, thinking)
         return ModelResponse(content, usage, stop, latency, request.model)
 
-    def _summary(self, request: ModelRequest) -> ModelResponse:
+    def _summary(self, request: fx.ModelRequest) -> ModelResponse:
         w = self.world
         compacted = request.input_tokens
         tokens = max(1, min(request.max_output_tokens, int(compacted * w.summary_ratio)))
@@ -324,7 +312,7 @@ class SimulatedTask:
                              request.model)
 
     # ------------------------------------------------------------- the tools
-    def execute(self, request: ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
+    def execute(self, request: fx.ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
@@ -353,7 +341,7 @@ class SimulatedTask:
                          f"for {call.name}", size, duration, 400)
 
     # ------------------------------------------------------------ the task-giver
-    def reply(self, request: UserTurn, now: float = 0.0) -> UserReply:
+    def reply(self, request: fx.UserTurn, now: float = 0.0) -> fx.UserReply:
         """The task-giver's answer to the model's message: it ends the run (a
         report of finished work with ``stop_when_done``, a wrong claim with
         ``accept_claim``, a question with ``give_up``) or replies (a reply of
@@ -363,12 +351,12 @@ class SimulatedTask:
         p = w.give_up if claim is None else w.stop_when_done if claim else w.accept_claim
         duration = 0.0 if w.reply_latency is None else w.reply_latency.sample(self.latency)
         if p and self.user.uniform() < p:
-            return UserReply(ended=True, duration_s=duration)
+            return fx.UserReply(ended=True, duration_s=duration)
         tokens = self._size(w.reply_tokens, w.reply_dist, 0)
-        return UserReply("(the task-giver's reply)", tokens, False, duration)
+        return fx.UserReply("(the task-giver's reply)", tokens, False, duration)
 
     # ------------------------------------------------------- verifier, humans
-    def verify(self, request: VerifyRequest, now: float = 0.0) -> Verdict:
+    def verify(self, request: fx.VerifyRequest, now: float = 0.0) -> fx.Verdict:
         """The verifier's decision on the latest claim (reads the ground truth),
         with the usage and duration of the check when it costs any (a model
         grader; see :func:`~sim.world.verifiers.run_check`). The answer's size
@@ -377,16 +365,17 @@ class SimulatedTask:
         claim = Claim(self.answer_correct, request.answer, self.answer_tokens, request.turn)
         check = run_check(w.verifier, claim, self.tools, w)
         if check.passed:
-            return Verdict(True, duration_s=check.duration_s, usage=check.usage)
-        return Verdict(False, "Verification failed: the checks do not pass yet. Continue working "
-                       "on the task.", w.feedback_tokens, check.duration_s, check.usage)
+            return fx.Verdict(True, duration_s=check.duration_s, usage=check.usage)
+        return fx.Verdict(False, "Verification failed: the checks do not pass yet. Continue "
+                          "working on the task.", w.feedback_tokens, check.duration_s, check.usage)
 
-    def approve(self, request: ApprovalRequest, now: float = 0.0) -> ApprovalDecision:
+    def approve(self, request: fx.ApprovalRequest, now: float = 0.0) -> fx.ApprovalDecision:
         """A human's decision after a delay (lognormal by default); a delay past
         the timeout times out."""
         w = self.world
         delay = w.approval_delay.sample(self.latency)
         if delay > request.timeout_s:
-            return ApprovalDecision(False, request.timeout_s, True, "no decision in time")
+            return fx.ApprovalDecision(False, request.timeout_s, True, "no decision in time")
         approved = self.tools.uniform() < w.approve
-        return ApprovalDecision(approved, delay, False, "" if approved else "refused by reviewer")
+        why = "" if approved else "refused by reviewer"
+        return fx.ApprovalDecision(approved, delay, False, why)
