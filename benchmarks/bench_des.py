@@ -1,6 +1,8 @@
 """DES engine (unlimited capacity) vs the direct engine, on scenarios/bounded.yaml.
 
     python -m benchmarks.bench_des [--tasks N] [--rounds R] [--scenario PATH] [--rate R]
+    python -m benchmarks.bench_des --shared [--scenario scenarios/capacity.yaml]
+                                   [--baseline DIR]
 
 Runs the same tasks through the direct engine and through the DES engine
 (the scenario with ``engine: des``, Poisson arrivals at ``--rate`` tasks per
@@ -13,13 +15,26 @@ shared and noisy. The DES engine pays for SimPy's event queue, one process
 per task and the time series it keeps.
 Target (issue "Time and capacity"): the DES engine at no less than 1/4 of the
 direct engine.
+
+``--shared`` runs the scenario's own DES set-up instead (default
+``scenarios/capacity.yaml``: tenants, slots, sandboxes, rate limits, resumes)
+and prints DES tasks per CPU second against the direct engine's on the same
+tasks (which ignores capacity, so their results differ): the measure of
+issue 26 item 3. ``--baseline DIR`` (a source tree of an earlier commit)
+also runs that tree's DES on the same scenario and this tree's, each in a
+fresh subprocess, alternating, and prints the speed-up (target 2x against
+d1ffa1d) with the load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.direct import run_tasks
@@ -43,6 +58,63 @@ def measure_des(cell, des, tasks: int) -> tuple[int, float]:
     return sum(r.steps for r in result.records), time.process_time() - start
 
 
+_CHILD = """
+import sys, time
+from sim.engines.des import DesEngine, arrival_schedule
+from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
+scenario = load_scenario(sys.argv[1])
+cell = build_cell(cells_of(scenario)[0])
+tasks = int(sys.argv[2])
+start = time.process_time()
+DesEngine(cell, scenario.des, arrival_schedule(scenario.des, tasks, cell.seed)).run()
+print(tasks / (time.process_time() - start))
+"""
+
+
+def des_tree(tree: Path, scenario: str, tasks: int) -> float:
+    """DES tasks per CPU second of source tree ``tree`` on ``scenario``, in a
+    fresh process."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(Path(scenario).resolve()),
+                          str(tasks)], cwd=tree, env=env, capture_output=True, text=True,
+                         check=True)
+    return float(out.stdout.split()[-1])
+
+
+def shared(args: argparse.Namespace) -> None:
+    """DES tasks/s on the scenario's shared capacity against the direct engine
+    (and against a baseline tree's DES, if given)."""
+    scenario = load_scenario(args.scenario)
+    cell = build_cell(cells_of(scenario)[0])
+    des_rates, direct_rates, ratios, speedups = [], [], [], []
+    here = Path(__file__).resolve().parent.parent
+    for _ in range(args.rounds):
+        start = time.process_time()
+        run_tasks(cell, range(args.tasks))
+        direct = args.tasks / (time.process_time() - start)
+        start = time.process_time()
+        DesEngine(cell, scenario.des, arrival_schedule(scenario.des, args.tasks,
+                                                      cell.seed)).run()
+        des = args.tasks / (time.process_time() - start)
+        direct_rates.append(direct)
+        des_rates.append(des)
+        ratios.append(des / direct)
+        if args.baseline is not None:
+            base = des_tree(args.baseline, args.scenario, args.tasks)
+            speedups.append(des_tree(here, args.scenario, args.tasks) / base)
+    median = statistics.median
+    print(f"scenario {args.scenario}, {args.tasks} tasks x {args.rounds} rounds, shared capacity")
+    print(f"direct engine  {median(direct_rates):>10,.0f} tasks/s (no capacity)")
+    print(f"DES engine     {median(des_rates):>10,.0f} tasks/s "
+          f"({60 * median(des_rates):,.0f} tasks per CPU minute)")
+    print(f"ratio          1/{1 / median(ratios):.2f} (median of per-round ratios)")
+    if speedups:
+        print(f"speed-up over {args.baseline}: {median(speedups):.3f}x (median of per-round "
+              f"ratios {', '.join(f'{r:.3f}' for r in speedups)}); load average "
+              f"{os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     """Measure and print the ratio."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -52,7 +124,16 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=600.0,
                         help="Poisson arrivals, tasks per hour (default 600: about 20 "
                              "tasks in the system at once)")
+    parser.add_argument("--shared", action="store_true",
+                        help="the scenario's own DES set-up (default scenarios/capacity.yaml)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="with --shared: a source tree to compare this tree's DES with")
     args = parser.parse_args()
+    if args.shared:
+        if args.scenario == "scenarios/bounded.yaml":
+            args.scenario = "scenarios/capacity.yaml"
+        shared(args)
+        return
     scenario = load_scenario(args.scenario, [
         "engine=des", "des.arrivals.kind=poisson", "des.capacity={}", "des.operations=[]",
         f"des.tenants=[{{name: bench, rate_per_hour: {args.rate}}}]"])

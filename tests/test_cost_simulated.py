@@ -122,8 +122,8 @@ class Recording(SimulatedTask):
         self.log.append((request, result))
         return result
 
-    def verify(self, request: VerifyRequest) -> Verdict:
-        verdict = super().verify(request)
+    def verify(self, request: VerifyRequest, now: float = 0.0) -> Verdict:
+        verdict = super().verify(request, now)
         self.log.append((request, verdict))
         return verdict
 

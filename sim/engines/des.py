@@ -38,19 +38,17 @@ with the same random streams.
 
 from __future__ import annotations
 
-import csv
-import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import simpy
 
-from sim.bad_input import InputError
+from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
+from sim.engines.des_result import DesResult
 from sim.engines.direct import Tracer
 from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS, answers
@@ -64,121 +62,8 @@ from sim.task_record import TaskRecord, make_record
 from sim.world.streams import OPERATIONS, StreamPool
 from sim.world.task import SimulatedTask
 
-ARRIVAL_KEY = 2**63  # spawn-key prefix of the arrival streams (never a task index)
+__all__ = ["Arrival", "DesEngine", "DesResult", "arrival_schedule"]
 
-
-@dataclass(frozen=True, slots=True)
-class Arrival:
-    """When task ``index`` arrives (seconds), for which tenant and agent type."""
-
-    index: int
-    time_s: float
-    tenant: str
-    agent_type: str
-
-    @property
-    def scopes(self) -> frozenset[str]:
-        """The operator scopes this task falls in."""
-        return frozenset(("all", f"tenant:{self.tenant}", f"agent_type:{self.agent_type}"))
-
-
-@dataclass
-class DesResult:
-    """What one DES cell produced: a record per task (in task order), the time
-    series, the horizon (end of the last task), the calls answered 429, and per
-    task the seconds it held a sandbox and waited for one (not counting the
-    wait for its tenant's cap). ``limiter`` is the provider's rate limiter (its
-    admitted and rejected counts), or None without rate limits.
-    ``offered_rate_per_s`` is the arrival rate the scenario sets (the sum of
-    the tenants' Poisson rates, tasks per second; None for batch and CSV
-    arrivals), against which Little's law is checked. See
-    :func:`sim.analysis.capacity.measurements`."""
-
-    records: list[TaskRecord]
-    series: dict[str, Series]
-    horizon_s: float
-    rate_limited: int
-    sandbox_hold_s: list[float] = field(default_factory=list)
-    sandbox_wait_s: list[float] = field(default_factory=list)
-    limiter: RateLimiter | None = None
-    offered_rate_per_s: float | None = None
-    tenant_budgets: dict[str, dict[str, float | int]] = field(default_factory=dict)
-    """Per tenant with a shared money budget, its ledger's summary
-    (:meth:`~sim.engines.tenant_budget.TenantLedger.summary`)."""
-
-
-# ------------------------------------------------------------------ arrivals
-def arrival_schedule(des: DesParams, tasks: int, seed: int, base_dir: Path | None = None
-                     ) -> list[Arrival]:
-    """The arrivals, in time order, indexed 0..n-1 in that order.
-
-    Poisson: each tenant's inter-arrival times are exponential at its rate,
-    drawn from its own stream ``SeedSequence(seed, spawn_key=(2**63, t))``;
-    the first ``tasks`` arrivals over all tenants are kept. Batch: ``tasks``
-    arrivals at time 0, tenants assigned in proportion to their weights. CSV:
-    the file's rows (at most ``tasks``).
-    """
-    tenants = des.tenants
-    if des.arrivals.kind == "csv":
-        return _csv_arrivals(des, tasks, base_dir)
-    if des.arrivals.kind == "batch":
-        weights = np.array([t.weight for t in tenants], dtype=float)
-        edges = np.cumsum(weights / weights.sum())
-        out = []
-        for i in range(tasks):
-            k = min(int(np.searchsorted(edges, (i + 0.5) / tasks)), len(tenants) - 1)
-            out.append(Arrival(i, 0.0, tenants[k].name, tenants[k].agent_type))
-        return out
-    times: list[tuple[float, int]] = []
-    for k, tenant in enumerate(tenants):
-        rng = np.random.Generator(np.random.PCG64(
-            np.random.SeedSequence(seed, spawn_key=(ARRIVAL_KEY, k))))
-        gaps = rng.exponential(3600.0 / tenant.rate_per_hour, size=tasks)
-        times.extend((float(t), k) for t in np.cumsum(gaps))
-    times.sort()
-    return [Arrival(i, t, tenants[k].name, tenants[k].agent_type)
-            for i, (t, k) in enumerate(times[:tasks])]
-
-
-def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arrival]:
-    if des.arrivals.path is None:
-        raise InputError("arrivals of kind csv need a path", path="des.arrivals.path")
-    path = Path(des.arrivals.path)
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
-    by_name = {t.name: t for t in des.tenants}
-    rows = []
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            if reader.fieldnames is None or "arrival_s" not in reader.fieldnames:
-                raise InputError("needs a column named arrival_s", source=str(path))
-            for line, row in enumerate(reader, start=2):
-                try:
-                    time_s = float(row["arrival_s"])
-                except (TypeError, ValueError):
-                    raise InputError(f"line {line}: arrival_s {row['arrival_s']!r} is not a "
-                                     f"number", source=str(path)) from None
-                if not math.isfinite(time_s) or time_s < 0:
-                    raise InputError(f"line {line}: arrival_s must be >= 0, got {time_s}",
-                                     source=str(path))
-                name = row.get("tenant") or des.tenants[0].name
-                if name not in by_name:
-                    raise InputError(f"line {line}: unknown tenant {name!r}", source=str(path))
-                agent_type = row.get("agent_type") or by_name[name].agent_type
-                rows.append((time_s, line, name, agent_type))
-    except FileNotFoundError:
-        raise InputError("arrivals file not found", source=str(path),
-                         path="des.arrivals.path") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise InputError(f"cannot read the arrivals file ({error.__class__.__name__}: "
-                         f"{getattr(error, 'strerror', None) or error})", source=str(path),
-                         path="des.arrivals.path") from None
-    rows.sort()
-    return [Arrival(i, t, name, agent) for i, (t, _, name, agent) in enumerate(rows[:tasks])]
-
-
-# -------------------------------------------------------------------- engine
 class DesEngine:
     """One DES cell: build it, then :meth:`run` it once."""
 
@@ -400,7 +285,14 @@ class DesEngine:
                     result = yield from self._model_call(effect, task, waits)
                     continue
                 result = answer[type(effect)](task, effect, began)
-                yield from self._elapse(effect, result)
+                how = EFFECTS[type(effect)]
+                seconds = how.seconds(effect, result)
+                if seconds is None:  # no time passes (a checkpoint)
+                    continue
+                if how.series is None:
+                    yield env.timeout(seconds)
+                else:  # counted in a time series while it lasts
+                    yield from self._held(self.series[how.series], seconds)
             except simpy.Interrupt:  # an operator cancelled the task: abort the call in flight
                 request_abort(state)
                 result = EFFECTS[type(effect)].cancelled(
@@ -418,18 +310,9 @@ class DesEngine:
                               0.0)
         return None
 
-    def _elapse(self, effect: Effect, result: Result) -> Generator[simpy.Event, Any, None]:
-        """Let the time ``effect`` took pass (none for a checkpoint), counted
-        in its time series while it lasts (a model slot of an unlimited pool,
-        a parked approval)."""
-        how = EFFECTS[type(effect)]
-        seconds = how.seconds(effect, result)
-        if seconds is None:
-            return
-        if how.series is None:
-            yield self.env.timeout(seconds)
-            return
-        series = self.series[how.series]
+    def _held(self, series: Series, seconds: float) -> Generator[simpy.Event, Any, None]:
+        """Let ``seconds`` pass, counted in ``series`` meanwhile (a model slot
+        of an unlimited pool, a parked approval)."""
         series.add(self.env.now, 1)
         try:
             yield self.env.timeout(seconds)
@@ -438,41 +321,36 @@ class DesEngine:
 
     def _model_call(self, request: ModelRequest, task: SimulatedTask, waits: list[float]
                     ) -> Generator[simpy.Event, Any, ModelResponse | ModelError]:
+        """A model call in a pool of slots (queued for one) or behind rate
+        limits (a 429 with Retry-After when they refuse it): the reported
+        latency includes the wait for a slot."""
         env, series = self.env, self.series
         slots = self.model_slots
         t0 = env.now
-        if slots is None:
+        with slots.request() if slots is not None else nullcontext() as slot:
+            if slot is not None:
+                queue = series["model_queue"]
+                queue.add(t0, 1)
+                try:
+                    yield slot
+                finally:
+                    queue.add(env.now, -1)
+                    waits[1] += env.now - t0
             busy = series["busy_model_slots"]
-            busy.add(t0, 1)
+            busy.add(env.now, 1)
             try:
-                return (yield from self._serve(request, task, t0))
+                limiter = self.limiter
+                retry_after = (0.0 if limiter is None
+                               else limiter.admit(env.now, request.prompt_tokens))
+                if retry_after:
+                    return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
+                                      env.now - t0)
+                result = task.respond(request, env.now)  # the model's own path
+                yield env.timeout(result.latency_s)
+                result.latency_s = env.now - t0  # includes the wait for a model slot
+                return result
             finally:
                 busy.add(env.now, -1)
-        series["model_queue"].add(t0, 1)
-        with slots.request() as slot:
-            try:
-                yield slot
-            finally:
-                series["model_queue"].add(env.now, -1)
-                waits[1] += env.now - t0
-            series["busy_model_slots"].add(env.now, 1)
-            try:
-                return (yield from self._serve(request, task, t0))
-            finally:
-                series["busy_model_slots"].add(env.now, -1)
-
-    def _serve(self, request: ModelRequest, task: SimulatedTask, t0: float
-               ) -> Generator[simpy.Event, Any, ModelResponse | ModelError]:
-        env = self.env
-        if self.limiter is not None:
-            retry_after = self.limiter.admit(env.now, request.prompt_tokens)
-            if retry_after:
-                return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
-                                  env.now - t0)
-        result = task.respond(request, env.now)  # the model's own path: slots and limits
-        yield env.timeout(result.latency_s)
-        result.latency_s = env.now - t0  # includes the wait for a model slot
-        return result
 
     def _park(self, arrival: Arrival, state: HarnessState):
         """Wait at a step boundary while an operator pauses the task's scope;

@@ -28,22 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sim.harness.effects import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Checkpoint,
-    Effect,
-    ModelError,
-    ModelRequest,
-    Result,
-    ToolError,
-    ToolRequest,
-    UserReply,
-    UserTurn,
-    Verdict,
-    VerifyRequest,
-    Wait,
-)
+from sim.harness import effects as fx
+from sim.harness.effects import Effect, Result
 
 Answer = Callable[[Any, Any, float], Result]
 """``answer(answerer, effect, now)``: the answering object's reply to one
@@ -84,21 +70,21 @@ def _some_time(effect: Any, result: Any) -> float | None:
 
 
 EFFECTS: dict[type, EffectKind] = {
-    ModelRequest: EffectKind(
+    fx.ModelRequest: EffectKind(
         "respond", lambda effect, result: result.latency_s,
-        lambda elapsed: ModelError("cancelled", message="cancelled by an operator",
+        lambda elapsed: fx.ModelError("cancelled", message="cancelled by an operator",
                                    latency_s=elapsed), "busy_model_slots"),
-    ToolRequest: EffectKind(
+    fx.ToolRequest: EffectKind(
         "execute", lambda effect, result: result.duration_s,
-        lambda elapsed: ToolError("cancelled", "cancelled by an operator", 0, elapsed)),
-    Checkpoint: EffectKind(None, _no_time, lambda elapsed: None),
-    Wait: EffectKind(None, lambda effect, result: effect.seconds, lambda elapsed: elapsed),
-    VerifyRequest: EffectKind("verify", _some_time,
-                              lambda elapsed: Verdict(False, duration_s=elapsed)),
-    UserTurn: EffectKind("reply", _some_time, lambda elapsed: UserReply(duration_s=elapsed)),
-    ApprovalRequest: EffectKind(
+        lambda elapsed: fx.ToolError("cancelled", "cancelled by an operator", 0, elapsed)),
+    fx.Checkpoint: EffectKind(None, _no_time, lambda elapsed: None),
+    fx.Wait: EffectKind(None, lambda effect, result: effect.seconds, lambda elapsed: elapsed),
+    fx.VerifyRequest: EffectKind("verify", _some_time,
+                              lambda elapsed: fx.Verdict(False, duration_s=elapsed)),
+    fx.UserTurn: EffectKind("reply", _some_time, lambda elapsed: fx.UserReply(duration_s=elapsed)),
+    fx.ApprovalRequest: EffectKind(
         "approve", lambda effect, result: result.waited_s,
-        lambda elapsed: ApprovalDecision(False, elapsed, False, "cancelled"), "parked"),
+        lambda elapsed: fx.ApprovalDecision(False, elapsed, False, "cancelled"), "parked"),
 }
 """Every effect type the harness yields, and how it is performed."""
 

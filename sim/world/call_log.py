@@ -13,16 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.harness.effects import (
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ToolError,
-    ToolRequest,
-    ToolResult,
-    UserReply,
-    UserTurn,
-)
+from sim.harness import effects as fx
+from sim.harness.effects import ModelResponse, ToolError
 from sim.world.streams import Draws
 from sim.world.task import SimulatedTask
 from sim.world.world import World
@@ -58,7 +50,7 @@ class RecordingTask(SimulatedTask):
         super().__init__(world, streams)
         self.log: list[CallLog] = []
 
-    def respond(self, request: ModelRequest, now: float = 0.0) -> ModelResponse | ModelError:
+    def respond(self, request: fx.ModelRequest, now: float = 0.0) -> ModelResponse | fx.ModelError:
         """The model's answer, logged when it is a step's response."""
         result = super().respond(request, now)
         if request.purpose == "step" and isinstance(result, ModelResponse):
@@ -69,7 +61,7 @@ class RecordingTask(SimulatedTask):
                                     result.stop_reason, result.latency_s))
         return result
 
-    def execute(self, request: ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
+    def execute(self, request: fx.ToolRequest, now: float = 0.0) -> fx.ToolResult | ToolError:
         """The tool's result; its size and error flag kept on the latest call."""
         result = super().execute(request, now)
         if self.log:
@@ -77,7 +69,7 @@ class RecordingTask(SimulatedTask):
                                                      isinstance(result, ToolError))
         return result
 
-    def reply(self, request: UserTurn, now: float = 0.0) -> UserReply:
+    def reply(self, request: fx.UserTurn, now: float = 0.0) -> fx.UserReply:
         """The task-giver's reply; its size counted as an observation of the latest call."""
         result = super().reply(request, now)
         if self.log and not result.ended:

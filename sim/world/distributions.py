@@ -48,21 +48,14 @@ class BaseDistribution(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    if TYPE_CHECKING:  # every kind defines these (declared here for the type checker only:
-        # pydantic would take an annotation for a field, and Exponential's mean is one)
-        def sample(self, draws: Draws) -> float:
-            """One value from ``draws``."""
-
+    if TYPE_CHECKING:  # every kind defines these; declared for the type checker only (an
+        # annotation would be a pydantic field, and Exponential's mean is one)
+        def sample(self, draws: Draws) -> float: ...
         @property
-        def mean(self) -> float:
-            """The analytic mean."""
-
+        def mean(self) -> float: ...
         @property
-        def variance(self) -> float:
-            """The analytic variance."""
-
-        def cdf(self, x: float) -> float:
-            """``P(X <= x)``."""
+        def variance(self) -> float: ...
+        def cdf(self, x: float) -> float: ...
 
 
 def _values(values: Sequence[float] | np.ndarray, *, positive: bool = False) -> np.ndarray:

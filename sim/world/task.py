@@ -16,23 +16,12 @@ import math
 from bisect import bisect_right
 from math import exp
 
-from sim.harness.effects import (
-    ApprovalDecision,
-    ApprovalRequest,
-    ModelError,
-    ModelRequest,
-    ModelResponse,
-    ToolError,
-    ToolRequest,
-    ToolResult,
-    UserReply,
-    UserTurn,
-    Verdict,
-    VerifyRequest,
-)
+from sim.harness import effects as fx
+from sim.harness.effects import ModelError, ModelResponse, ToolError, ToolResult
 from sim.harness.messages import Block, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
 from sim.world.distributions import BaseDistribution
+from sim.world.prompt_cache import PromptCache
 from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
 from sim.world.world import World
@@ -70,7 +59,7 @@ class SimulatedTask:
     __slots__ = ("world", "model", "tools", "latency", "sizes", "user", "need", "progress",
                  "premature_at", "stuck", "loop_call", "kinds", "calls", "answer_correct",
                  "solvable", "scale", "task_tokens", "answer_tokens", "claim", "failing_turn",
-                 "cached_history", "cached_tokens", "cache_expires_s", "frailty",
+                 "cache", "frailty",
                  "ending_turn", "ending")
 
     def __init__(self, world: World, streams: tuple[Draws, ...]) -> None:
@@ -102,9 +91,7 @@ class SimulatedTask:
         self.answer_tokens = 0
         self.claim: bool | None = None
         self.failing_turn = -1
-        self.cached_history: list | None = None
-        self.cached_tokens = 0
-        self.cache_expires_s = -1.0
+        self.cache: PromptCache | None = None  # the prompt cache's entry, once a call caches
 
     # ------------------------------------------------------------- sizes
     def _size(self, fixed: int | None, dist: BaseDistribution | None, floor: int) -> int:
@@ -136,7 +123,7 @@ class SimulatedTask:
         return self.world.model
 
     # ------------------------------------------------------------- the model
-    def respond(self, request: ModelRequest, now: float = 0.0) -> ModelResponse | ModelError:
+    def respond(self, request: fx.ModelRequest, now: float = 0.0) -> ModelResponse | ModelError:
         """The model's answer to one request sent at time ``now`` (seconds; it
         matters only for the prompt cache's lifetime)."""
         w = self.world
@@ -189,7 +176,7 @@ class SimulatedTask:
         return RESOLVE if share < w.end_resolve[b] else GIVE_UP if share < w.end_give_up[b] \
             else ERROR
 
-    def _decide(self, request: ModelRequest) -> list[Block]:
+    def _decide(self, request: fx.ModelRequest) -> list[Block]:
         """The reply's content: the model's decision at this call (one uniform
         of the model stream, after a stuck model's escape draw)."""
         w = self.world
@@ -205,7 +192,7 @@ class SimulatedTask:
             return [self._faulty_call(r)]
         return [self._onward(r)]
 
-    def _stays_stuck(self, request: ModelRequest) -> bool:
+    def _stays_stuck(self, request: fx.ModelRequest) -> bool:
         """Whether a stuck model repeats its call again: after a nudge (the
         last block) it escapes with ``escape``, else with ``self_escape``."""
         w = self.world
@@ -286,7 +273,7 @@ class SimulatedTask:
         self.claim = None
         return TextBlock("Could you give me more details?", self._answer_size())
 
-    def _response(self, request: ModelRequest, content: list[Block], truncated: bool, now: float
+    def _response(self, request: fx.ModelRequest, content: list[Block], truncated: bool, now: float
                   ) -> ModelResponse:
         w = self.world
         cap = request.max_output_tokens  # output plus thinking, as providers count it
@@ -304,54 +291,18 @@ class SimulatedTask:
                    + request.prompt_tokens * w.prefill_s_per_token)
         stop = "max_tokens" if truncated else (
             "tool_use" if content[-1].type == "tool_use" else "end_turn")
-        if request.cache_ttl_s is not None:
-            usage = self._cached_usage(request, now, output, thinking, request.cache_ttl_s)
-        elif w.cache_automatic:
-            usage = self._cached_usage(request, now, output, thinking, w.cache_ttl_s, False)
+        ttl = request.cache_ttl_s  # asked for: written; else automatic caching: plain input
+        if ttl is not None or w.cache_automatic:
+            cache = self.cache
+            if cache is None:
+                cache = self.cache = PromptCache()
+            usage = cache.usage(w, self.sizes, request, now, output, thinking,
+                                w.cache_ttl_s if ttl is None else ttl, ttl is not None)
         else:
             usage = Usage(request.prompt_tokens, output, 0, 0, thinking)
         return ModelResponse(content, usage, stop, latency, request.model)
 
-    def _cached_usage(self, request: ModelRequest, now: float, output: int, thinking: int,
-                      ttl_s: float, writes: bool = True) -> Usage:
-        """Usage under prompt caching, as a provider with a cache breakpoint at
-        the end of each prompt reports it: the part of this prompt that the
-        previous prompt already cached is read from the cache, if that cache
-        entry is still alive (used within ``ttl_s``); the rest is written (or,
-        with automatic caching, ``writes`` False, plain input). A rewritten
-        history (compaction: a new message list) keeps only the stable prefix
-        (system prompt and tools) cached. At a run's first call, a share
-        ``cache.first_prompt_cached`` of the prompt is read (cached by earlier
-        runs). A world with partial reads (``cache.miss``, ``cache.read_share``)
-        then, on a call that finds a live entry, reads nothing with
-        probability ``miss`` and otherwise ``round(share * prompt)`` tokens
-        (no more than the stable prefix after a compaction)."""
-        prompt = request.prompt_tokens
-        read = 0
-        w = self.world
-        if now <= self.cache_expires_s:
-            same = request.messages is self.cached_history
-            if same:
-                read = min(self.cached_tokens, prompt)
-            else:
-                read = min(w.stable_prefix_tokens, self.cached_tokens, prompt)
-            if w.partial_cache:
-                if w.cache_miss and self.sizes.uniform() < w.cache_miss:
-                    read = 0
-                elif w.cache_share is not None:
-                    share = min(1.0, max(0.0, w.cache_share.sample(self.sizes)))
-                    partial = int(share * prompt + 0.5)
-                    read = min(partial, prompt if same else read)
-        elif self.cached_history is None and w.first_prompt_cached:
-            read = min(round(w.first_prompt_cached * prompt), prompt)
-        self.cached_history = request.messages
-        self.cached_tokens = prompt
-        self.cache_expires_s = now + ttl_s
-        if writes:
-            return Usage(0, output, read, prompt - read, thinking)
-        return Usage(prompt - read, output, read, 0, thinking)
-
-    def _summary(self, request: ModelRequest) -> ModelResponse:
+    def _summary(self, request: fx.ModelRequest) -> ModelResponse:
         w = self.world
         compacted = request.prompt_tokens
         tokens = max(1, min(request.max_output_tokens, int(compacted * w.summary_ratio)))
@@ -361,7 +312,7 @@ class SimulatedTask:
                              request.model)
 
     # ------------------------------------------------------------- the tools
-    def execute(self, request: ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
+    def execute(self, request: fx.ToolRequest, now: float = 0.0) -> ToolResult | ToolError:
         """Run one tool call: a result or an error, with its size and duration."""
         w = self.world
         call = request.call
@@ -390,7 +341,7 @@ class SimulatedTask:
                          f"for {call.name}", size, duration, 400)
 
     # ------------------------------------------------------------ the task-giver
-    def reply(self, request: UserTurn, now: float = 0.0) -> UserReply:
+    def reply(self, request: fx.UserTurn, now: float = 0.0) -> fx.UserReply:
         """The task-giver's answer to the model's message: it ends the run (a
         report of finished work with ``stop_when_done``, a wrong claim with
         ``accept_claim``, a question with ``give_up``) or replies (a reply of
@@ -400,12 +351,12 @@ class SimulatedTask:
         p = w.give_up if claim is None else w.stop_when_done if claim else w.accept_claim
         duration = 0.0 if w.reply_latency is None else w.reply_latency.sample(self.latency)
         if p and self.user.uniform() < p:
-            return UserReply(ended=True, duration_s=duration)
+            return fx.UserReply(ended=True, duration_s=duration)
         tokens = self._size(w.reply_tokens, w.reply_dist, 0)
-        return UserReply("(the task-giver's reply)", tokens, False, duration)
+        return fx.UserReply("(the task-giver's reply)", tokens, False, duration)
 
     # ------------------------------------------------------- verifier, humans
-    def verify(self, request: VerifyRequest, now: float = 0.0) -> Verdict:
+    def verify(self, request: fx.VerifyRequest, now: float = 0.0) -> fx.Verdict:
         """The verifier's decision on the latest claim (reads the ground truth),
         with the usage and duration of the check when it costs any (a model
         grader; see :func:`~sim.world.verifiers.run_check`). The answer's size
@@ -414,16 +365,17 @@ class SimulatedTask:
         claim = Claim(self.answer_correct, request.answer, self.answer_tokens, request.turn)
         check = run_check(w.verifier, claim, self.tools, w)
         if check.passed:
-            return Verdict(True, duration_s=check.duration_s, usage=check.usage)
-        return Verdict(False, "Verification failed: the checks do not pass yet. Continue working "
-                       "on the task.", w.feedback_tokens, check.duration_s, check.usage)
+            return fx.Verdict(True, duration_s=check.duration_s, usage=check.usage)
+        return fx.Verdict(False, "Verification failed: the checks do not pass yet. Continue "
+                          "working on the task.", w.feedback_tokens, check.duration_s, check.usage)
 
-    def approve(self, request: ApprovalRequest, now: float = 0.0) -> ApprovalDecision:
+    def approve(self, request: fx.ApprovalRequest, now: float = 0.0) -> fx.ApprovalDecision:
         """A human's decision after a delay (lognormal by default); a delay past
         the timeout times out."""
         w = self.world
         delay = w.approval_delay.sample(self.latency)
         if delay > request.timeout_s:
-            return ApprovalDecision(False, request.timeout_s, True, "no decision in time")
+            return fx.ApprovalDecision(False, request.timeout_s, True, "no decision in time")
         approved = self.tools.uniform() < w.approve
-        return ApprovalDecision(approved, delay, False, "" if approved else "refused by reviewer")
+        why = "" if approved else "refused by reviewer"
+        return fx.ApprovalDecision(approved, delay, False, why)

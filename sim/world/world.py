@@ -42,6 +42,19 @@ class FixedSizes:
     results: dict[str, int]
 
 
+def _cumulative(weights: list[float]) -> tuple[float, ...]:
+    """Cumulative shares of ``weights`` (the last exactly 1.0), for picking by
+    one uniform draw with ``bisect_right``."""
+    total = sum(weights)
+    acc = 0.0
+    cumulative = []
+    for w in weights:
+        acc += w / total
+        cumulative.append(acc)
+    cumulative[-1] = 1.0
+    return tuple(cumulative)
+
+
 class World:
     """Per-cell constants of the stochastic world (see :class:`WorldParams`).
 
@@ -57,6 +70,22 @@ class World:
         self.params = params
         self.model = model
         self.end_marker = end_marker
+        self._compile_policy(params, end_marker)
+        self._compile_tools(params)
+        self._compile_sizes(params, max_output_tokens)
+        self._compile_endings(params)
+        self._compile_conditions(params)
+        self.plain = not self.any_faults and not self.endings  # no draw before the decision
+        self.verifier: Verifier = verifier if verifier is not None else OracleVerifier()
+        self.classes = tuple(
+            World(world, self.verifier, end_marker=end_marker,
+                  max_output_tokens=max_output_tokens, model=c.model)
+            for c, world in zip(params.classes, params.class_worlds, strict=True))
+        if self.classes:
+            self.class_cumulative = _cumulative([c.weight for c in params.classes])
+
+    def _compile_policy(self, params: WorldParams, end_marker: str | None) -> None:
+        """The model's decision bands as cumulative thresholds of one uniform."""
         policy = params.policy
         self.c_loop = policy.loop
         self.c_transient = self.c_loop + policy.transient
@@ -70,16 +99,12 @@ class World:
         self.self_end = policy.self_end
         self.retry_success = params.retry_success
 
+    def _compile_tools(self, params: WorldParams) -> None:
+        """The tools: names, the cumulative weights a uniform picks one by, and
+        their duration distributions (seconds)."""
         tools = params.tools
         self.tool_names = tuple(t.name for t in tools)
-        total = sum(t.weight for t in tools)
-        acc = 0.0
-        cumulative = []
-        for t in tools:
-            acc += t.weight / total
-            cumulative.append(acc)
-        cumulative[-1] = 1.0
-        self.tool_cumulative = tuple(cumulative)
+        self.tool_cumulative = _cumulative([t.weight for t in tools])
         self.last_tool = len(tools) - 1
         self.tool_duration = {t.name: t.duration.dist for t in tools}  # seconds
         self.tool_draw = {name: d.sample for name, d in self.tool_duration.items()}
@@ -87,6 +112,9 @@ class World:
         self.tool_lognormal = {name: (d.log_median, d.sigma) if isinstance(d, Lognormal)
                                else None for name, d in self.tool_duration.items()}
 
+    def _compile_sizes(self, params: WorldParams, max_output_tokens: int | None) -> None:
+        """Token sizes (fixed or drawn), the prompt cache, and ``fixed``: the
+        sizes of a world whose every size is fixed."""
         tokens = params.tokens
         self.output_tokens, self.output_dist = size_parts(tokens.output)
         answer = tokens.output if tokens.answer_output is None else tokens.answer_output
@@ -94,7 +122,7 @@ class World:
         self.thinking_tokens, self.thinking_dist = size_parts(tokens.thinking)
         self.result_tokens, self.result_dist = size_parts(tokens.tool_result)
         self.tool_result = {t.name: size_parts(tokens.tool_result if t.result_tokens is None
-                                               else t.result_tokens) for t in tools}
+                                               else t.result_tokens) for t in params.tools}
         self.feedback_tokens = tokens.verifier_feedback
         self.summary_ratio = tokens.summary_ratio
         self.task_tokens = tokens.task
@@ -108,7 +136,6 @@ class World:
         self.cache_miss = cache.miss
         self.cache_share = cache.read_share
         self.partial_cache = self.cache_miss > 0 or self.cache_share is not None
-        self._compile_endings(params)
         # every size fixed and no per-run scale: the per-step code reads constants
         self.fixed: FixedSizes | None = None
         results = {name: fixed for name, (fixed, _) in self.tool_result.items()
@@ -123,51 +150,32 @@ class World:
                              else self.answer_tokens if cap is None
                              else min(cap, self.answer_tokens))
 
+    def _compile_conditions(self, params: WorldParams) -> None:
+        """Unsolvable tasks, the task-giver, provider faults (cumulative
+        thresholds of one uniform), latency and approvals."""
         unsolvable = params.unsolvable
         self.unsolvable_share = unsolvable.share
         self.unsolvable_scale = unsolvable.need_scale
-
         user = params.user
         self.reply_tokens, self.reply_dist = size_parts(user.reply)
         self.stop_when_done = user.stop_when_done
         self.accept_claim = user.accept_claim
         self.give_up = user.give_up
         self.reply_latency = user.latency
-
         faults = params.faults
         self.f_rate_limit = faults.rate_limit
         self.f_server = faults.rate_limit + faults.server_error
         self.f_max_tokens = self.f_server + faults.max_tokens
         self.f_persistent = self.f_max_tokens + faults.persistent
         self.any_faults = self.f_persistent > 0
-        self.plain = not self.any_faults and not self.endings  # no draw before the decision
         self.retry_after_s = faults.retry_after_s
-
         latency = params.latency
         self.ttft_s = latency.ttft_s
         self.decode_s_per_token = 1.0 / latency.decode_tps
         self.prefill_s_per_token = 0.0 if latency.prefill_tps is None else 1.0 / latency.prefill_tps
-
         approval = params.approval
         self.approval_delay = approval.delay
         self.approve = approval.approve
-
-        self.verifier: Verifier = verifier if verifier is not None else OracleVerifier()
-
-        self.classes = tuple(
-            World(world, self.verifier, end_marker=end_marker, max_output_tokens=cap,
-                  model=c.model)
-            for c, world in zip(params.classes, params.class_worlds, strict=True))
-        if self.classes:
-            weights = [c.weight for c in params.classes]
-            total = sum(weights)
-            acc = 0.0
-            cumulative = []
-            for w in weights:
-                acc += w / total
-                cumulative.append(acc)
-            cumulative[-1] = 1.0
-            self.class_cumulative = tuple(cumulative)
 
     def _compile_endings(self, params: WorldParams) -> None:
         """Per-bin thresholds of the competing-risks endings (``endings``

@@ -1,0 +1,101 @@
+"""When the tasks of a DES cell arrive: Poisson per tenant, a batch at time 0,
+or the rows of a CSV file (:func:`arrival_schedule`)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sim.bad_input import InputError
+from sim.engines.des_params import DesParams
+
+ARRIVAL_KEY = 2**63  # spawn-key prefix of the arrival streams (never a task index)
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """When task ``index`` arrives (seconds), for which tenant and agent type."""
+
+    index: int
+    time_s: float
+    tenant: str
+    agent_type: str
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The operator scopes this task falls in."""
+        return frozenset(("all", f"tenant:{self.tenant}", f"agent_type:{self.agent_type}"))
+
+
+def arrival_schedule(des: DesParams, tasks: int, seed: int, base_dir: Path | None = None
+                     ) -> list[Arrival]:
+    """The arrivals, in time order, indexed 0..n-1 in that order.
+
+    Poisson: each tenant's inter-arrival times are exponential at its rate,
+    drawn from its own stream ``SeedSequence(seed, spawn_key=(2**63, t))``;
+    the first ``tasks`` arrivals over all tenants are kept. Batch: ``tasks``
+    arrivals at time 0, tenants assigned in proportion to their weights. CSV:
+    the file's rows (at most ``tasks``).
+    """
+    tenants = des.tenants
+    if des.arrivals.kind == "csv":
+        return _csv_arrivals(des, tasks, base_dir)
+    if des.arrivals.kind == "batch":
+        weights = np.array([t.weight for t in tenants], dtype=float)
+        edges = np.cumsum(weights / weights.sum())
+        out = []
+        for i in range(tasks):
+            k = min(int(np.searchsorted(edges, (i + 0.5) / tasks)), len(tenants) - 1)
+            out.append(Arrival(i, 0.0, tenants[k].name, tenants[k].agent_type))
+        return out
+    times: list[tuple[float, int]] = []
+    for k, tenant in enumerate(tenants):
+        rng = np.random.Generator(np.random.PCG64(
+            np.random.SeedSequence(seed, spawn_key=(ARRIVAL_KEY, k))))
+        gaps = rng.exponential(3600.0 / tenant.rate_per_hour, size=tasks)
+        times.extend((float(t), k) for t in np.cumsum(gaps))
+    times.sort()
+    return [Arrival(i, t, tenants[k].name, tenants[k].agent_type)
+            for i, (t, k) in enumerate(times[:tasks])]
+
+
+def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arrival]:
+    if des.arrivals.path is None:
+        raise InputError("arrivals of kind csv need a path", path="des.arrivals.path")
+    path = Path(des.arrivals.path)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    by_name = {t.name: t for t in des.tenants}
+    rows = []
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames is None or "arrival_s" not in reader.fieldnames:
+                raise InputError("needs a column named arrival_s", source=str(path))
+            for line, row in enumerate(reader, start=2):
+                try:
+                    time_s = float(row["arrival_s"])
+                except (TypeError, ValueError):
+                    raise InputError(f"line {line}: arrival_s {row['arrival_s']!r} is not a "
+                                     f"number", source=str(path)) from None
+                if not math.isfinite(time_s) or time_s < 0:
+                    raise InputError(f"line {line}: arrival_s must be >= 0, got {time_s}",
+                                     source=str(path))
+                name = row.get("tenant") or des.tenants[0].name
+                if name not in by_name:
+                    raise InputError(f"line {line}: unknown tenant {name!r}", source=str(path))
+                agent_type = row.get("agent_type") or by_name[name].agent_type
+                rows.append((time_s, line, name, agent_type))
+    except FileNotFoundError:
+        raise InputError("arrivals file not found", source=str(path),
+                         path="des.arrivals.path") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise InputError(f"cannot read the arrivals file ({error.__class__.__name__}: "
+                         f"{getattr(error, 'strerror', None) or error})", source=str(path),
+                         path="des.arrivals.path") from None
+    rows.sort()
+    return [Arrival(i, t, name, agent) for i, (t, _, name, agent) in enumerate(rows[:tasks])]
