@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
@@ -47,6 +48,7 @@ from sim.traces.model import (
     USAGE_ATTRIBUTES,
     RunRecord,
 )
+from sim.traces.reading import check_values
 from sim.traces.repairs import repair_run
 from sim.traces.skips import BAD_COUNT, Unusable
 
@@ -67,6 +69,9 @@ class TraceWriter:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self.runs: list[dict[str, Any]] = []
+        """The rows of the runs added one by one since the last table (may be
+        updated until :meth:`close`)."""
+        self._pieces: list[pa.Table | list[dict[str, Any]]] = []
         self.calls = 0
         self._ids: set[str] = set()
         self._buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
@@ -107,13 +112,44 @@ class TraceWriter:
         self.runs.append(row)
         return row
 
+    def add_tables(self, runs: pa.Table, calls: pa.Table) -> None:
+        """Add whole runs as Arrow tables of :data:`RUNS_SCHEMA` and
+        :data:`CALLS_SCHEMA` (a checked trace folder's, or what a worker
+        built): ``calls`` grouped by run in ``runs``' order, each run's calls
+        numbered from 0, every value possible and ``run_id`` new to this
+        writer (the caller checks all of it, :func:`tables_fit`). The
+        same content as adding the runs one by one."""
+        ids = runs.column("run_id").to_pylist()
+        for name in TOKEN_COLUMNS:
+            self._totals[name] += int(pc.sum(runs.column(name)).as_py() or 0)
+        self._ids.update(ids)
+        self.calls += calls.num_rows
+        if self.runs:
+            self._pieces.append(self.runs)
+            self.runs = []
+        self._pieces.append(runs.select(RUNS_SCHEMA.names).cast(RUNS_SCHEMA))
+        self._flush()
+        self._write_calls(calls.select(CALLS_SCHEMA.names).cast(CALLS_SCHEMA),
+                          row_group_size=ROW_GROUP_CALLS)
+
+    def tables_fit(self, runs: pa.Table) -> bool:
+        """Whether ``runs`` (a runs table) can be added as a whole: no run_id
+        already added and no folder total past MAX_TOTAL."""
+        if any(self.has(i) for i in runs.column("run_id").to_pylist()):
+            return False
+        return all(self._totals[name] + int(pc.sum(runs.column(name)).as_py() or 0)
+                   <= MAX_TOTAL for name in TOKEN_COLUMNS)
+
     def close(self) -> None:
         """Write what is buffered and ``runs.parquet``; the files are complete."""
         self._flush(final=True)
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        table = _table(lambda rows: pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), self.runs)
+        pieces = [piece if isinstance(piece, pa.Table) else
+                  _table(lambda rows: pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), piece)
+                  for piece in (*self._pieces, self.runs)]
+        table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
         pq.write_table(table, self.folder / RUNS_FILE, compression=COMPRESSION,
                        compression_level=COMPRESSION_LEVEL)
 
@@ -129,13 +165,20 @@ class TraceWriter:
             return
         table = _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA),
                        buffer)
+        for values in buffer.values():
+            values.clear()
+        self._write_calls(table, final)
+
+    def _write_calls(self, table: pa.Table, final: bool = False,
+                     row_group_size: int | None = None) -> None:
+        """Write ``table`` into calls.parquet (opened at the first table)."""
+        if not table.num_rows and not (final and self._writer is None):
+            return
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._calls_path, CALLS_SCHEMA,
                                             compression=COMPRESSION,
                                             compression_level=COMPRESSION_LEVEL)
-        self._writer.write_table(table)
-        for values in buffer.values():
-            values.clear()
+        self._writer.write_table(table, row_group_size=row_group_size)
 
 
 def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
@@ -171,9 +214,23 @@ def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
 def trace_tables(runs: Iterable[RunRecord]) -> tuple[pa.Table, pa.Table]:
     """``runs`` as the rows of runs.parquet and calls.parquet: two tables of
     :data:`RUNS_SCHEMA` and :data:`CALLS_SCHEMA`, runs in the given order
-    (what a sweep's worker sends back for a chunk of tasks)."""
+    (what a sweep's worker sends back for a chunk of tasks). The tables are
+    built as they are and their values checked as columns (the reader's
+    bounds); only when some value is impossible are the runs built again
+    with their impossible values nulled, run by run, as :class:`TraceWriter`
+    does (the same rows either way)."""
+    records = list(runs)
+    tables = _tables(records, checked=True)
+    try:
+        check_values(*tables, Path("."))
+    except InputError:
+        tables = _tables(records, checked=False)
+    return tables
+
+
+def _tables(runs: list[RunRecord], checked: bool) -> tuple[pa.Table, pa.Table]:
     buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
-    rows = [_add_run(run, buffer) for run in runs]
+    rows = [_add_run(run, buffer, checked) for run in runs]
     return (_table(lambda r: pa.Table.from_pylist(r, schema=RUNS_SCHEMA), rows),
             _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA), buffer))
 
