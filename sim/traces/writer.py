@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ ROW_GROUP_CALLS = 50_000
 _CALL_FIELDS = tuple(name for name in CALLS_SCHEMA.names
                      if name not in ("run_id", "call", *TOKEN_COLUMNS))
 _TOKENS = tuple(USAGE_ATTRIBUTES.items())
+_TOKEN_GETTERS = tuple((name, attrgetter(attribute)) for name, attribute in _TOKENS)
+_CALL_GETTERS = tuple((name, attrgetter(name)) for name in _CALL_FIELDS if name != "tool_calls")
 _TOOL_FIELDS = ("id", "name", "arguments", "result_tokens", "result_sha256", "error",
                 "duration_s")
 
@@ -191,21 +194,19 @@ def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
         raise ValueError(f"unknown source {run.source!r}")
     if not checked:
         repair_run(run)
-    sums = dict.fromkeys(TOKEN_COLUMNS, 0)
-    for index, call in enumerate(run.calls):
-        buffer["run_id"].append(run.run_id)
-        buffer["call"].append(index)
-        usage = call.usage
-        for name, attribute in _TOKENS:
-            value = getattr(usage, attribute)
-            buffer[name].append(value)
-            sums[name] += value
-        for name in _CALL_FIELDS:
-            if name == "tool_calls":
-                buffer[name].append([{f: getattr(t, f) for f in _TOOL_FIELDS}
-                                     for t in call.tool_calls])
-            else:
-                buffer[name].append(getattr(call, name))
+    calls = run.calls
+    buffer["run_id"].extend([run.run_id] * len(calls))
+    buffer["call"].extend(range(len(calls)))
+    usages = [call.usage for call in calls]
+    sums = {}
+    for name, get in _TOKEN_GETTERS:
+        values = list(map(get, usages))
+        buffer[name].extend(values)
+        sums[name] = sum(values)
+    for name, get in _CALL_GETTERS:
+        buffer[name].extend(map(get, calls))
+    buffer["tool_calls"].extend([[{f: getattr(t, f) for f in _TOOL_FIELDS}
+                                  for t in call.tool_calls] for call in calls])
     row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
     row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
     return row
