@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -69,7 +68,7 @@ from sim.traces.skips import (
     Skip,
     Unusable,
 )
-from sim.traces.sources import Input, inputs, read_json, sniff
+from sim.traces.sources import Input, describe, inputs, inspect_archive, read_json, sniff
 from sim.traces.writer import TraceWriter, atomic_folder
 
 
@@ -323,7 +322,7 @@ def _read_other(item: Input, file: str, kind: str, report: ImportReport
     """An input that is not JSON: an Inspect log, or something ignored (found
     in a folder) or refused (named)."""
     if kind == "zip":
-        if not _inspect_archive(item.path):
+        if not inspect_archive(item.path):
             raise Unusable(UNKNOWN_FORMAT, "a zip archive that is not an Inspect AI log")
         yield from inspect_log.runs(item.path, file, "eval")
     elif kind == "inspect-json":
@@ -379,25 +378,4 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
     elif isinstance(doc, dict) and {"eval", "version", "status"} <= doc.keys():
         yield from inspect_log.runs(item.path, file, "json")
     else:
-        raise Unusable(UNKNOWN_FORMAT, _describe(doc))
-
-
-def _inspect_archive(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return False
-    return "header.json" in names or any(n.startswith("_journal/") for n in names)
-
-
-def _describe(doc: Any) -> str:
-    """What an unrecognised JSON document looks like, for the message."""
-    if isinstance(doc, dict):
-        keys = ", ".join(sorted(map(str, doc))[:6])
-        return f"a JSON object with keys {keys}" + ("..." if len(doc) > 6 else "") if doc \
-            else "an empty JSON object"
-    if isinstance(doc, list):
-        return f"a JSON list of {len(doc)} items" + (
-            f" ({type(doc[0]).__name__}s)" if doc else "")
-    return f"a JSON {type(doc).__name__}"
+        raise Unusable(UNKNOWN_FORMAT, describe(doc))
