@@ -205,8 +205,10 @@ def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
         sums[name] = sum(values)
     for name, get in _CALL_GETTERS:
         buffer[name].extend(map(get, calls))
-    buffer["tool_calls"].extend([[{f: getattr(t, f) for f in _TOOL_FIELDS}
-                                  for t in call.tool_calls] for call in calls])
+    buffer["tool_calls"].extend([[
+        {"id": t.id, "name": t.name, "arguments": t.arguments, "result_tokens": t.result_tokens,
+         "result_sha256": t.result_sha256, "error": t.error, "duration_s": t.duration_s}
+        for t in call.tool_calls] for call in calls])
     row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
     row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
     return row
