@@ -305,3 +305,21 @@ def test_call_helper_builds_prompt_from_parts():
     u = call(100, read=60, write=10).usage
     assert (u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == (30, 60, 10)
     assert u.prompt_tokens == 100
+
+
+def test_canonical_json_of_flat_string_objects_is_json_dumps_text():
+    """The direct path for flat objects of strings writes what json.dumps does."""
+    import json
+    import random
+
+    from sim.traces.model import canonical_json
+
+    rng = random.Random(3)
+    alphabet = 'ab"\\/\n\t\x00\x7fé\u2028漢\ud800 '
+    for _ in range(2_000):
+        obj = {"".join(rng.choices(alphabet, k=rng.randint(0, 5))):
+               "".join(rng.choices(alphabet, k=rng.randint(0, 9)))
+               for _ in range(rng.randint(0, 4))}
+        assert canonical_json(obj) == json.dumps(obj, sort_keys=True, separators=(",", ":"),
+                                                 ensure_ascii=False)
+    assert canonical_json({"b": "1", "a": 2}) == '{"a":2,"b":"1"}'  # not flat strings: json

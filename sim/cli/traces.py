@@ -6,6 +6,9 @@ import argparse
 import json
 import sys
 
+from sim.cli.flags import bounded_int
+from sim.scenario.limits import MAX_WORKERS
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``traces`` command and its ``import`` and ``summary`` subcommands."""
@@ -30,6 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--format", choices=("table", "json"), default="table",
                      help="stdout: a line per figure (default) or the import report as JSON")
     imp.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    imp.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1, metavar="N",
+                     help="processes reading files (default 1); the folder written is the "
+                          "same for any number")
+    imp.add_argument("--scheduler", metavar="WHERE",
+                     help="where files are read: local (default: --workers processes here), "
+                          "dask (a Dask LocalCluster of --workers processes) or the address "
+                          "of a running Dask scheduler, tcp://HOST:PORT")
     imp.set_defaults(handler=run_import)
 
     summary = sub.add_parser(
@@ -45,10 +55,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Import the sources; the report goes to stderr (and stdout with --format json)."""
+    from sim.sweeps.schedulers import make_scheduler
     from sim.traces.importer import import_traces
 
-    report = import_traces(args.sources, args.out, strict=args.strict, force=args.force,
-                           progress=not args.quiet)
+    if args.workers == 1 and args.scheduler in (None, "local"):
+        report = import_traces(args.sources, args.out, strict=args.strict, force=args.force,
+                               progress=not args.quiet)
+    else:
+        with make_scheduler(args.scheduler, args.workers) as scheduler:
+            report = import_traces(args.sources, args.out, strict=args.strict,
+                                   force=args.force, progress=not args.quiet,
+                                   scheduler=scheduler)
     for line in report.lines():
         print(line, file=sys.stderr)
     if args.format == "json":

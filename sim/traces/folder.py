@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from sim.bad_input import InputError
 from sim.traces.model import (
     CALL_COLUMNS,
     RUN_COLUMNS,
+    SOURCES,
     TOKEN_COLUMNS,
     USAGE_ATTRIBUTES,
     CallRecord,
@@ -32,13 +37,43 @@ _CALL_FIELDS = tuple(n for n in CALL_COLUMNS
                      if n not in ("run_id", "call", "tool_calls", *TOKEN_COLUMNS))
 
 
-def runs(folder: Path) -> Iterator[RunRecord]:
-    """The runs of a trace folder, in its order, with their calls in order."""
+def _load(folder: Path) -> tuple[pa.Table, pa.Table]:
     try:
-        runs_table, calls_table = load_tables(folder)
+        return load_tables(folder)
     except InputError as error:
         raise Unusable(UNREADABLE, error.message + (f" ({error.path})" if error.path else "")
                        ) from None
+
+
+def tables(folder: Path) -> tuple[pa.Table, pa.Table] | None:
+    """What :func:`runs` yields, as Arrow columns: the folder's runs (the
+    model's columns, in its order) and their calls grouped by run in that
+    order, each run's by call number. None when the runs could not pass
+    through the writer unchanged (a run of an unknown source, a tool call
+    without a name, a mini-swe-agent run whose verdict a report may still
+    give): those are read with :func:`runs`. Unusable when the folder is not
+    a readable, consistent trace folder."""
+    runs_table, calls_table = _load(folder)
+    runs_table = runs_table.select(list(RUN_COLUMNS))
+    calls_table = calls_table.select(list(CALL_COLUMNS))
+    source = runs_table.column("source")
+    if not pc.all(pc.is_in(source, pa.array(SOURCES))).as_py() or pc.any(pc.and_(
+            pc.equal(source, "mini-swe-agent"),
+            pc.is_null(runs_table.column("resolved")))).as_py():
+        return None
+    tools = pc.list_flatten(calls_table.column("tool_calls"))
+    if pc.struct_field(tools, "name").null_count:
+        return None
+    codes = pc.index_in(calls_table.column("run_id"), runs_table.column("run_id")).to_numpy()
+    order = np.lexsort((calls_table.column("call").to_numpy(), codes))
+    if np.any(order != np.arange(len(order))):
+        calls_table = calls_table.take(pa.array(order))
+    return runs_table, calls_table
+
+
+def runs(folder: Path) -> Iterator[RunRecord]:
+    """The runs of a trace folder, in its order, with their calls in order."""
+    runs_table, calls_table = _load(folder)
     by_run: dict[str, list[CallRecord]] = {}
     numbers: dict[str, list[int]] = {}
     for row in calls_table.select(list(CALL_COLUMNS)).to_pylist():

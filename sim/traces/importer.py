@@ -39,12 +39,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import zipfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sim.bad_input import InputError
 from sim.traces import (
@@ -60,6 +59,7 @@ from sim.traces import (
     tau2,
 )
 from sim.traces import folder as trace_folder
+from sim.traces.import_report import ImportReport
 from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import (
     DUPLICATE,
@@ -67,100 +67,21 @@ from sim.traces.skips import (
     UNKNOWN_FORMAT,
     Skip,
     Unusable,
-    counts,
-    phrase,
 )
-from sim.traces.sources import Input, inputs, read_json, sniff
+from sim.traces.sources import Input, describe, inputs, inspect_archive, read_json, sniff
 from sim.traces.writer import TraceWriter, atomic_folder
-
-
-@dataclass
-class ImportReport:
-    """What an import read, wrote and skipped (``import.json`` holds it)."""
-
-    sources: list[str]
-    runs: int = 0
-    calls: int = 0
-    runs_by_source: Counter = field(default_factory=Counter)
-    run_files: dict[str, int] = field(default_factory=dict)
-    skips: list[Skip] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-    companions: list[str] = field(default_factory=list)
-    repairs: Counter = field(default_factory=Counter)
-    """``{(dotted field, reason): count}``: impossible values repaired or set
-    to null in the runs imported (:mod:`sim.traces.repairs`)."""
-
-    def repairs_by_field(self) -> dict[str, dict[str, int]]:
-        """``{field: {reason: count}}``, fields sorted, reasons most frequent first."""
-        out: dict[str, list[str]] = {}
-        for (name, reason), n in self.repairs.items():
-            out.setdefault(name, []).extend([reason] * n)
-        return {name: counts(reasons) for name, reasons in sorted(out.items())}
-
-    def skipped_files(self) -> dict[str, str]:
-        """``{file: reason}`` of the files no run was imported from (the reason
-        most of their skips give)."""
-        reasons: dict[str, list[str]] = {}
-        for skip in self.skips:
-            if skip.file not in self.run_files:
-                reasons.setdefault(skip.file, []).append(skip.reason)
-        return {file: next(iter(counts(found))) for file, found in reasons.items()}
-
-    def skipped_runs(self) -> list[Skip]:
-        """Runs skipped in files that other runs were imported from."""
-        return [s for s in self.skips if s.file in self.run_files]
-
-    def lines(self) -> list[str]:
-        """The report for stderr: runs imported, then files and runs skipped."""
-        by_source = ", ".join(f"{n} {source}" for source, n in
-                              sorted(self.runs_by_source.items()))
-        out = [f"imported {self.runs} runs ({self.calls} calls) from {len(self.run_files)} "
-               "files or folders" + (f": {by_source}" if by_source else "")]
-        files = self.skipped_files()
-        if files:
-            out.append(phrase(len(files), "file", counts(files.values())))
-        runs = self.skipped_runs()
-        if runs:
-            files_with = len({s.file for s in runs})
-            out.append(phrase(len(runs), "run", counts(s.reason for s in runs))
-                       + f" (in {files_with} file{'' if files_with == 1 else 's'} that had "
-                       "usable runs)")
-        if self.repairs:
-            total = sum(self.repairs.values())
-            parts = "; ".join(f"{name}: " + ", ".join(f"{n} {reason}" for reason, n in
-                                                       by_reason.items())
-                              for name, by_reason in self.repairs_by_field().items())
-            out.append(f"repaired {total} impossible value{'' if total == 1 else 's'} "
-                       f"(runs kept): {parts}")
-        if self.companions:
-            out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
-                       "mini-swe-agent predictions, Claude Code subagent metadata)")
-        if self.ignored:
-            out.append(f"ignored {len(self.ignored)} files found in folders that are not "
-                       "JSON, an Inspect log or a trace folder")
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        files = self.skipped_files()
-        runs = self.skipped_runs()
-        return {
-            "sources": self.sources, "runs": self.runs, "calls": self.calls,
-            "runs_by_source": dict(sorted(self.runs_by_source.items())),
-            "files_imported": len(self.run_files),
-            "skipped_files": {"count": len(files), "by_reason": counts(files.values()),
-                              "files": [{"file": f, "reason": r} for f, r in files.items()]},
-            "skipped_runs": {"count": len(runs), "by_reason": counts(s.reason for s in runs)},
-            "skips": [s.to_dict() for s in self.skips],
-            "companions": self.companions, "ignored": self.ignored,
-            "repairs": {"count": sum(self.repairs.values()),
-                        "by_field": self.repairs_by_field()},
-        }
 
 
 def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, *,
                   strict: bool = False, force: bool = False,
-                  progress: bool = False) -> ImportReport:
+                  progress: bool = False, scheduler: Scheduler | None = None) -> ImportReport:
     """Import ``sources`` (files and folders) into the trace folder ``out``.
+
+    With a ``scheduler`` (:mod:`sim.sweeps.schedulers`: local worker
+    processes or Dask), the files are read in chunks of
+    :func:`chunk_files` on its workers (:func:`read_chunk`) while this
+    process writes, in file order: the result is the same, byte for byte, as
+    without one, whatever the worker count.
 
     Returns the :class:`ImportReport`. InputError (nothing written) when a
     source does not exist, ``out`` exists and is not empty (unless ``force``),
@@ -173,7 +94,7 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
     with atomic_folder(out, force=force) as tmp:
         writer = TraceWriter(tmp)
         try:
-            _import(items, writer, report, progress)
+            _import(items, writer, report, progress, scheduler)
             if report.runs == 0:
                 detail = "; ".join(report.lines()[1:]) or "no input holds a run"
                 raise InputError(f"no runs imported ({detail})",
@@ -193,7 +114,7 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
 
 
 def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
-            progress: bool) -> None:
+            progress: bool, scheduler: Scheduler | None = None) -> None:
     from tqdm import tqdm
 
     collector = otel.Collector()
@@ -225,9 +146,15 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
 
     bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
                mininterval=0.5)
-    for item in bar:
+    for item, read in zip(bar, _read_ahead(items, scheduler), strict=True):
         file = os.fspath(item.path)
+        if read is not None:  # read by a worker: runs and skips in the file's order
+            for record in read:
+                accept(record)
+            continue
         try:
+            if item.folder and _folder_tables(item.path, writer, report, first_file):
+                continue
             for record in _read(item, file, collector, reports, report, gathered):
                 accept(record)
         except Unusable as problem:
@@ -246,6 +173,90 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
         row["resolved"] = reports.verdict(path, instance, miniswe.run_folder(path, instance),
                                           model, folders)
     report.repairs.update(writer.repairs)
+
+
+class Scheduler(Protocol):
+    """What the import needs of a scheduler of :mod:`sim.sweeps.schedulers`."""
+
+    def run(self, work: Callable[..., Any], jobs: Sequence[tuple]
+            ) -> Iterator[tuple[int, Any]]: ...
+
+
+FILES_PER_CHUNK = 32
+"""The most files one worker reads at a time (a function of nothing else,
+so the chunks are the same for any worker count)."""
+
+
+def chunk_files(count: int) -> int:
+    """Files per chunk for an import of ``count`` files: about 8 chunks per
+    hundred files, at most :data:`FILES_PER_CHUNK`."""
+    return max(1, min(FILES_PER_CHUNK, -(-count // 64)))
+
+
+def read_chunk(items: list[Input]) -> list[list[RunRecord | Skip] | None]:
+    """In a worker: the runs and skips of each input read on its own, or None
+    for an input this process cannot finish alone (a trace folder, written
+    as columns by the parent; a file whose runs are gathered across files, a
+    SWE-bench report, a companion or an ignored file): the parent reads
+    those in order, as without workers."""
+    out: list[list[RunRecord | Skip] | None] = []
+    for item in items:
+        if item.folder:
+            out.append(None)
+            continue
+        file = os.fspath(item.path)
+        collector, reports, gathered = otel.Collector(), miniswe.Reports(), Gathered()
+        report = ImportReport(sources=[])
+        records: list[RunRecord | Skip]
+        try:
+            records = list(_read(item, file, collector, reports, report, gathered))
+        except Unusable as problem:
+            records = [Skip(file, problem.reason, problem.detail)]
+        except RecursionError:
+            records = [Skip(file, TOO_DEEP, "values nested deeper than the importer reads")]
+        touched = (collector.spans or reports.count or gathered.count() or report.ignored
+                   or report.companions)
+        out.append(None if touched else records)
+    return out
+
+
+def _read_ahead(items: list[Input], scheduler: Scheduler | None
+                ) -> Iterator[list[RunRecord | Skip] | None]:
+    """Per input, in order: what a worker read (:func:`read_chunk`), or None
+    for the caller to read (every input without a scheduler)."""
+    if scheduler is None or len(items) < 2:
+        yield from (None for _ in items)
+        return
+    size = chunk_files(len(items))
+    jobs = [(items[i:i + size],) for i in range(0, len(items), size)]
+    done: dict[int, list] = {}
+    upcoming = 0
+    for index, result in scheduler.run(read_chunk, jobs):
+        done[index] = result
+        while upcoming in done:
+            yield from done.pop(upcoming)
+            upcoming += 1
+
+
+def _folder_tables(path: Path, writer: TraceWriter, report: ImportReport,
+                   first_file: dict[str, str]) -> bool:
+    """Add a trace folder's runs as Arrow columns, straight through (the same
+    rows as one by one, far faster); False when they must go one by one (a
+    run_id already imported, a folder total too large, or runs
+    :func:`~sim.traces.folder.tables` leaves to the records)."""
+    found = trace_folder.tables(path)
+    if found is None or not writer.tables_fit(found[0]):
+        return False
+    runs, calls = found
+    writer.add_tables(runs, calls)
+    files = runs.column("file").to_pylist()
+    first_file.update(zip(runs.column("run_id").to_pylist(), files, strict=True))
+    report.runs += runs.num_rows
+    report.calls += calls.num_rows
+    report.runs_by_source.update(runs.column("source").to_pylist())
+    for name, n in Counter(files).items():
+        report.run_files[name] = report.run_files.get(name, 0) + n
+    return True
 
 
 def _instance(record: RunRecord) -> tuple[Path, str, str | None]:
@@ -274,6 +285,11 @@ class Gathered:
                     gatherer.add(value, file)
                 return True
         return False
+
+    def count(self) -> int:
+        """How many sessions, traces, steps and spans were gathered."""
+        return (len(self.claude.sessions) + len(self.langfuse.traces)
+                + len(self.langsmith.steps) + sum(len(g.spans.spans) for g in self.spans))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
         yield from self.claude.runs()
@@ -306,7 +322,7 @@ def _read_other(item: Input, file: str, kind: str, report: ImportReport
     """An input that is not JSON: an Inspect log, or something ignored (found
     in a folder) or refused (named)."""
     if kind == "zip":
-        if not _inspect_archive(item.path):
+        if not inspect_archive(item.path):
             raise Unusable(UNKNOWN_FORMAT, "a zip archive that is not an Inspect AI log")
         yield from inspect_log.runs(item.path, file, "eval")
     elif kind == "inspect-json":
@@ -362,25 +378,4 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
     elif isinstance(doc, dict) and {"eval", "version", "status"} <= doc.keys():
         yield from inspect_log.runs(item.path, file, "json")
     else:
-        raise Unusable(UNKNOWN_FORMAT, _describe(doc))
-
-
-def _inspect_archive(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return False
-    return "header.json" in names or any(n.startswith("_journal/") for n in names)
-
-
-def _describe(doc: Any) -> str:
-    """What an unrecognised JSON document looks like, for the message."""
-    if isinstance(doc, dict):
-        keys = ", ".join(sorted(map(str, doc))[:6])
-        return f"a JSON object with keys {keys}" + ("..." if len(doc) > 6 else "") if doc \
-            else "an empty JSON object"
-    if isinstance(doc, list):
-        return f"a JSON list of {len(doc)} items" + (
-            f" ({type(doc[0]).__name__}s)" if doc else "")
-    return f"a JSON {type(doc).__name__}"
+        raise Unusable(UNKNOWN_FORMAT, describe(doc))

@@ -188,8 +188,16 @@ def approx_tokens(text: str | None) -> int:
 
 
 def canonical_json(obj: Any) -> str:
-    """``obj`` as canonical JSON: sorted keys, no spaces, UTF-8 kept as is."""
+    """``obj`` as canonical JSON: sorted keys, no spaces, UTF-8 kept as is.
+    A flat object of strings (a simulated tool call's arguments) is written
+    directly, with json's own string encoder: the same text, several times
+    faster than :func:`json.dumps`."""
+    if type(obj) is dict and all(type(k) is str and type(v) is str for k, v in obj.items()):
+        return "{" + ",".join(f"{_string(k)}:{_string(v)}" for k, v in sorted(obj.items())) + "}"
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_string = json.encoder.encode_basestring  # json.dumps' own, for ensure_ascii=False
 
 
 def canonical_arguments(arguments: Any) -> str | None:

@@ -90,12 +90,12 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
             raise InputError(f"not a readable Parquet file ({error})", source=str(path)) from None
         tables.append(_check_table(table, schema, path, later))
     runs, calls = tables
-    _check_values(runs, calls, folder)
+    check_values(runs, calls, folder)
     _check_consistency(runs, calls, folder)
     return runs, calls
 
 
-def _check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
+def check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
     """Every value of the model's columns within its bounds, or an InputError
     naming the file, the column (dotted for a tool call's field) and the run."""
     import pyarrow.compute as pc

@@ -22,6 +22,7 @@ import gzip
 import json
 import os
 import re
+import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -232,3 +233,25 @@ def _skip_space(text: str, position: int) -> int:
     while position < len(text) and text[position] in " \t\r\n":
         position += 1
     return position
+
+
+def inspect_archive(path: Path) -> bool:
+    """Whether the zip archive at ``path`` is an Inspect AI ``.eval`` log."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return "header.json" in names or any(n.startswith("_journal/") for n in names)
+
+
+def describe(doc: Any) -> str:
+    """What an unrecognised JSON document looks like, for the message."""
+    if isinstance(doc, dict):
+        keys = ", ".join(sorted(map(str, doc))[:6])
+        return f"a JSON object with keys {keys}" + ("..." if len(doc) > 6 else "") if doc \
+            else "an empty JSON object"
+    if isinstance(doc, list):
+        return f"a JSON list of {len(doc)} items" + (
+            f" ({type(doc[0]).__name__}s)" if doc else "")
+    return f"a JSON {type(doc).__name__}"

@@ -55,6 +55,11 @@ class Reports:
     def __init__(self) -> None:
         self._reports: list[_Report] = []
 
+    @property
+    def count(self) -> int:
+        """How many reports were added."""
+        return len(self._reports)
+
     def add(self, doc: dict, path: Path) -> int:
         """Register the report at ``path``; returns how many instances it lists."""
         verdicts: dict[str, bool] = {}

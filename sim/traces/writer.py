@@ -29,10 +29,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
@@ -47,6 +49,7 @@ from sim.traces.model import (
     USAGE_ATTRIBUTES,
     RunRecord,
 )
+from sim.traces.reading import check_values
 from sim.traces.repairs import repair_run
 from sim.traces.skips import BAD_COUNT, Unusable
 
@@ -56,6 +59,8 @@ ROW_GROUP_CALLS = 50_000
 _CALL_FIELDS = tuple(name for name in CALLS_SCHEMA.names
                      if name not in ("run_id", "call", *TOKEN_COLUMNS))
 _TOKENS = tuple(USAGE_ATTRIBUTES.items())
+_TOKEN_GETTERS = tuple((name, attrgetter(attribute)) for name, attribute in _TOKENS)
+_CALL_GETTERS = tuple((name, attrgetter(name)) for name in _CALL_FIELDS if name != "tool_calls")
 _TOOL_FIELDS = ("id", "name", "arguments", "result_tokens", "result_sha256", "error",
                 "duration_s")
 
@@ -67,6 +72,9 @@ class TraceWriter:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self.runs: list[dict[str, Any]] = []
+        """The rows of the runs added one by one since the last table (may be
+        updated until :meth:`close`)."""
+        self._pieces: list[pa.Table | list[dict[str, Any]]] = []
         self.calls = 0
         self._ids: set[str] = set()
         self._buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
@@ -107,13 +115,44 @@ class TraceWriter:
         self.runs.append(row)
         return row
 
+    def add_tables(self, runs: pa.Table, calls: pa.Table) -> None:
+        """Add whole runs as Arrow tables of :data:`RUNS_SCHEMA` and
+        :data:`CALLS_SCHEMA` (a checked trace folder's, or what a worker
+        built): ``calls`` grouped by run in ``runs``' order, each run's calls
+        numbered from 0, every value possible and ``run_id`` new to this
+        writer (the caller checks all of it, :func:`tables_fit`). The
+        same content as adding the runs one by one."""
+        ids = runs.column("run_id").to_pylist()
+        for name in TOKEN_COLUMNS:
+            self._totals[name] += int(pc.sum(runs.column(name)).as_py() or 0)
+        self._ids.update(ids)
+        self.calls += calls.num_rows
+        if self.runs:
+            self._pieces.append(self.runs)
+            self.runs = []
+        self._pieces.append(runs.select(RUNS_SCHEMA.names).cast(RUNS_SCHEMA))
+        self._flush()
+        self._write_calls(calls.select(CALLS_SCHEMA.names).cast(CALLS_SCHEMA),
+                          row_group_size=ROW_GROUP_CALLS)
+
+    def tables_fit(self, runs: pa.Table) -> bool:
+        """Whether ``runs`` (a runs table) can be added as a whole: no run_id
+        already added and no folder total past MAX_TOTAL."""
+        if any(self.has(i) for i in runs.column("run_id").to_pylist()):
+            return False
+        return all(self._totals[name] + int(pc.sum(runs.column(name)).as_py() or 0)
+                   <= MAX_TOTAL for name in TOKEN_COLUMNS)
+
     def close(self) -> None:
         """Write what is buffered and ``runs.parquet``; the files are complete."""
         self._flush(final=True)
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        table = _table(lambda rows: pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), self.runs)
+        pieces = [piece if isinstance(piece, pa.Table) else
+                  _table(lambda rows: pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), piece)
+                  for piece in (*self._pieces, self.runs)]
+        table = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
         pq.write_table(table, self.folder / RUNS_FILE, compression=COMPRESSION,
                        compression_level=COMPRESSION_LEVEL)
 
@@ -129,13 +168,20 @@ class TraceWriter:
             return
         table = _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA),
                        buffer)
+        for values in buffer.values():
+            values.clear()
+        self._write_calls(table, final)
+
+    def _write_calls(self, table: pa.Table, final: bool = False,
+                     row_group_size: int | None = None) -> None:
+        """Write ``table`` into calls.parquet (opened at the first table)."""
+        if not table.num_rows and not (final and self._writer is None):
+            return
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._calls_path, CALLS_SCHEMA,
                                             compression=COMPRESSION,
                                             compression_level=COMPRESSION_LEVEL)
-        self._writer.write_table(table)
-        for values in buffer.values():
-            values.clear()
+        self._writer.write_table(table, row_group_size=row_group_size)
 
 
 def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
@@ -148,21 +194,21 @@ def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
         raise ValueError(f"unknown source {run.source!r}")
     if not checked:
         repair_run(run)
-    sums = dict.fromkeys(TOKEN_COLUMNS, 0)
-    for index, call in enumerate(run.calls):
-        buffer["run_id"].append(run.run_id)
-        buffer["call"].append(index)
-        usage = call.usage
-        for name, attribute in _TOKENS:
-            value = getattr(usage, attribute)
-            buffer[name].append(value)
-            sums[name] += value
-        for name in _CALL_FIELDS:
-            if name == "tool_calls":
-                buffer[name].append([{f: getattr(t, f) for f in _TOOL_FIELDS}
-                                     for t in call.tool_calls])
-            else:
-                buffer[name].append(getattr(call, name))
+    calls = run.calls
+    buffer["run_id"].extend([run.run_id] * len(calls))
+    buffer["call"].extend(range(len(calls)))
+    usages = [call.usage for call in calls]
+    sums = {}
+    for name, get in _TOKEN_GETTERS:
+        values = list(map(get, usages))
+        buffer[name].extend(values)
+        sums[name] = sum(values)
+    for name, get in _CALL_GETTERS:
+        buffer[name].extend(map(get, calls))
+    buffer["tool_calls"].extend([[
+        {"id": t.id, "name": t.name, "arguments": t.arguments, "result_tokens": t.result_tokens,
+         "result_sha256": t.result_sha256, "error": t.error, "duration_s": t.duration_s}
+        for t in call.tool_calls] for call in calls])
     row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
     row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
     return row
@@ -171,9 +217,23 @@ def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
 def trace_tables(runs: Iterable[RunRecord]) -> tuple[pa.Table, pa.Table]:
     """``runs`` as the rows of runs.parquet and calls.parquet: two tables of
     :data:`RUNS_SCHEMA` and :data:`CALLS_SCHEMA`, runs in the given order
-    (what a sweep's worker sends back for a chunk of tasks)."""
+    (what a sweep's worker sends back for a chunk of tasks). The tables are
+    built as they are and their values checked as columns (the reader's
+    bounds); only when some value is impossible are the runs built again
+    with their impossible values nulled, run by run, as :class:`TraceWriter`
+    does (the same rows either way)."""
+    records = list(runs)
+    tables = _tables(records, checked=True)
+    try:
+        check_values(*tables, Path("."))
+    except InputError:
+        tables = _tables(records, checked=False)
+    return tables
+
+
+def _tables(runs: list[RunRecord], checked: bool) -> tuple[pa.Table, pa.Table]:
     buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
-    rows = [_add_run(run, buffer) for run in runs]
+    rows = [_add_run(run, buffer, checked) for run in runs]
     return (_table(lambda r: pa.Table.from_pylist(r, schema=RUNS_SCHEMA), rows),
             _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA), buffer))
 

@@ -1,0 +1,133 @@
+"""``traces import`` of sim-written runs against a plain read of the same Parquet files.
+
+    python -m benchmarks.bench_import [--sizes 1000,10000,100000] [--workers 1,2]
+                                      [--rounds R] [--work DIR]
+
+Writes the runs once (``python -m sim run scenarios/bounded.yaml --traces``
+for the smallest size and up to 10,000 tasks; a larger size repeats the
+10,000-run folder with suffixed run ids, the same calls), then, ``rounds``
+times and alternating, times:
+
+- the baseline: ``pyarrow.parquet.read_table`` of the folder's two files,
+  in a fresh process (``python -c``), the cheapest possible read;
+- ``python -m sim traces import FOLDER --out ... --workers W`` for each
+  ``W``, in a fresh process (the command a user runs).
+
+It prints the median wall seconds of each, the ratio of the import to the
+baseline, the peak resident memory of the import (``ru_maxrss`` of the child,
+MiB) and the load average at the start, since this machine is shared: the
+ratios, not the seconds, are the measure. Issue 26's target: 100,000 runs
+imported in under 25 s with 2 workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from sim.traces.model import CALLS_FILE, RUNS_FILE
+
+BASE = 10_000
+"""The most runs simulated; larger sizes repeat this folder."""
+
+
+def simulate(folder: Path, tasks: int) -> None:
+    """``tasks`` runs of bounded.yaml with traces, into ``folder``."""
+    subprocess.run([sys.executable, "-m", "sim", "run", "scenarios/bounded.yaml", "--tasks",
+                    str(tasks), "--seed", "11", "--traces", "--quiet", "--force", "--out",
+                    str(folder)], check=True, stdout=subprocess.DEVNULL)
+
+
+def repeat(source: Path, folder: Path, times: int) -> None:
+    """``source``'s runs ``times`` over, run ids suffixed ``#k`` (a trace folder)."""
+    runs, calls = pq.read_table(source / RUNS_FILE), pq.read_table(source / CALLS_FILE)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def suffixed(table: pa.Table, k: int) -> pa.Table:
+        index = table.schema.get_field_index("run_id")
+        ids = pc.binary_join_element_wise(table.column("run_id"), pa.scalar(f"#{k}"), "")
+        return table.set_column(index, "run_id", ids)
+
+    pq.write_table(pa.concat_tables(suffixed(runs, k) for k in range(times)),
+                   folder / RUNS_FILE, compression="zstd")
+    pq.write_table(pa.concat_tables(suffixed(calls, k) for k in range(times)),
+                   folder / CALLS_FILE, compression="zstd")
+
+
+def folders(work: Path, sizes: list[int]) -> dict[int, Path]:
+    """A trace folder of each size (written once, kept in ``work``)."""
+    out = {}
+    for size in sizes:
+        folder = work / f"runs{size}"
+        if not (folder / CALLS_FILE).is_file():
+            if size <= BASE:
+                simulate(folder, size)
+            else:
+                base = work / f"runs{BASE}"
+                if not (base / CALLS_FILE).is_file():
+                    simulate(base, BASE)
+                repeat(base, folder, -(-size // BASE))
+        out[size] = folder
+    return out
+
+
+def timed(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS of the child in MiB) of one command."""
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--work", default=None, help="where to keep the folders")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    workers = [int(w) for w in args.workers.split(",")]
+    work = Path(args.work or tempfile.mkdtemp(prefix="bench_import."))
+    print(f"load average at start: {os.getloadavg()}")
+    made = folders(work, sizes)
+    print(f"{'runs':>8} {'calls':>10} {'read s':>8} " + " ".join(
+        f"{f'w{w} s':>8} {f'w{w} x':>7} {f'w{w} MiB':>8}" for w in workers))
+    for size, folder in made.items():
+        read = [sys.executable, "-c", "import sys, pyarrow.parquet as pq; "
+                "[pq.read_table(f'{sys.argv[1]}/{n}') for n in ('runs.parquet', "
+                "'calls.parquet')]", str(folder)]
+        times: dict[str, list[float]] = {"read": []}
+        memory: dict[str, float] = {}
+        for _ in range(args.rounds):
+            times["read"].append(timed(read)[0])
+            for w in workers:
+                out = work / f"imported{size}_w{w}"
+                shutil.rmtree(out, ignore_errors=True)
+                wall, rss = timed([sys.executable, "-m", "sim", "traces", "import", str(folder),
+                                   "--out", str(out), "--quiet", "--workers", str(w)])
+                times.setdefault(f"w{w}", []).append(wall)
+                memory[f"w{w}"] = rss
+        base = statistics.median(times["read"])
+        calls = pq.read_metadata(folder / CALLS_FILE).num_rows
+        cells = " ".join(f"{statistics.median(times[f'w{w}']):8.2f} "
+                         f"{statistics.median(times[f'w{w}']) / base:7.1f} "
+                         f"{memory[f'w{w}']:8.0f}" for w in workers)
+        print(f"{size:8d} {calls:10d} {base:8.2f} {cells}", flush=True)
+    print(f"load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
