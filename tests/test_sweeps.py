@@ -15,6 +15,7 @@ import pytest
 from sweep_child import sweep
 
 import sim.sweeps.chunks
+import sim.sweeps.progress
 from sim.bad_input import InputError
 from sim.engines.direct import run_tasks
 from sim.output.chunks import ChunkStore
@@ -83,7 +84,7 @@ def test_a_des_cell_moves_the_progress_bar_while_it_runs(tmp_path: Path, monkeyp
     bars: list[_Bar] = []
     monkeypatch.setattr(sim.sweeps.chunks, "progress_bar",
                         lambda *a, **k: bars.append(_Bar(*a, **k)) or bars[-1])
-    monkeypatch.setattr(sim.sweeps.chunks, "PROGRESS_INTERVAL_S", 0.05)
+    monkeypatch.setattr(sim.sweeps.progress, "PROGRESS_INTERVAL_S", 0.05)
     cells = ["sweep={seed: [1, 2]}"] if workers == 2 else []
     runs = cells_of(load_scenario(ROOT / "scenarios" / "mmc.yaml", cells))
     tasks = 8000
