@@ -272,3 +272,21 @@ def test_an_unknown_scheduler_is_bad_input() -> None:
     """--scheduler takes local, dask or a scheduler address."""
     with pytest.raises(InputError, match="scheduler"):
         make_scheduler("slurm", 2)
+
+
+def test_the_local_cluster_settings_name_real_dask_settings() -> None:
+    """Every setting the LocalCluster of --scheduler dask changes is one Dask
+    knows (a misspelt key would be silently ignored, and the cluster slow),
+    and the fork server is asked to preload importable modules."""
+    import importlib
+
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    from sim.sweeps.schedulers import FORKSERVER_PRELOAD, LOCAL_CLUSTER_CONFIG
+
+    missing = object()
+    unknown = [key for key in LOCAL_CLUSTER_CONFIG
+               if dask.config.get(key, default=missing) is missing]
+    assert unknown == []
+    for module in FORKSERVER_PRELOAD:
+        importlib.import_module(module)
