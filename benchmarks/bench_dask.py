@@ -16,8 +16,8 @@ equal to the first one's (the scheduler and worker count never change a
 result). The ratio, not the absolute time, is the measure: this machine is
 shared and noisy; the load average is printed with the results. The first
 LocalCluster of a process also starts Dask's fork server (as every
-``--scheduler dask`` command does); later ones reuse it, so run Dask first
-in the list to see what a command pays.
+``--scheduler dask`` command does); later ones reuse it, so the first count
+in ``--dask`` (of the first round) shows what a command pays.
 
 Target (issue 26, item 4): a 2-process LocalCluster within 1.2x of the
 2-worker local pool at 200,000 tasks.
