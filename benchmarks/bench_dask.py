@@ -14,7 +14,10 @@ for them, and shown apart too) and its ratio to the local pool of the same
 worker count measured in the same round. Every run's records are checked
 equal to the first one's (the scheduler and worker count never change a
 result). The ratio, not the absolute time, is the measure: this machine is
-shared and noisy; the load average is printed with the results.
+shared and noisy; the load average is printed with the results. The first
+LocalCluster of a process also starts Dask's fork server (as every
+``--scheduler dask`` command does); later ones reuse it, so the first count
+in ``--dask`` (of the first round) shows what a command pays.
 
 Target (issue 26, item 4): a 2-process LocalCluster within 1.2x of the
 2-worker local pool at 200,000 tasks.

@@ -15,6 +15,7 @@ import pytest
 from sweep_child import sweep
 
 import sim.sweeps.chunks
+import sim.sweeps.progress
 from sim.bad_input import InputError
 from sim.engines.direct import run_tasks
 from sim.output.chunks import ChunkStore
@@ -83,7 +84,7 @@ def test_a_des_cell_moves_the_progress_bar_while_it_runs(tmp_path: Path, monkeyp
     bars: list[_Bar] = []
     monkeypatch.setattr(sim.sweeps.chunks, "progress_bar",
                         lambda *a, **k: bars.append(_Bar(*a, **k)) or bars[-1])
-    monkeypatch.setattr(sim.sweeps.chunks, "PROGRESS_INTERVAL_S", 0.05)
+    monkeypatch.setattr(sim.sweeps.progress, "PROGRESS_INTERVAL_S", 0.05)
     cells = ["sweep={seed: [1, 2]}"] if workers == 2 else []
     runs = cells_of(load_scenario(ROOT / "scenarios" / "mmc.yaml", cells))
     tasks = 8000
@@ -271,3 +272,21 @@ def test_an_unknown_scheduler_is_bad_input() -> None:
     """--scheduler takes local, dask or a scheduler address."""
     with pytest.raises(InputError, match="scheduler"):
         make_scheduler("slurm", 2)
+
+
+def test_the_local_cluster_settings_name_real_dask_settings() -> None:
+    """Every setting the LocalCluster of --scheduler dask changes is one Dask
+    knows (a misspelt key would be silently ignored, and the cluster slow),
+    and the fork server is asked to preload importable modules."""
+    import importlib
+
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    from sim.sweeps.schedulers import FORKSERVER_PRELOAD, LOCAL_CLUSTER_CONFIG
+
+    missing = object()
+    unknown = [key for key in LOCAL_CLUSTER_CONFIG
+               if dask.config.get(key, default=missing) is missing]
+    assert unknown == []
+    for module in FORKSERVER_PRELOAD:
+        importlib.import_module(module)

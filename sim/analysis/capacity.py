@@ -301,11 +301,18 @@ def check_drained(result: DesResult, des, arrivals, tolerance: float = LITTLE_TO
       task's active plus parked time (except for tasks cancelled by an
       operator, whose aborted backoff waits the harness counts in full).
     """
+    return [*_conservation(result, arrivals), *_clock(result, arrivals),
+            *_littles_law(result, tolerance), *_capacity_limits(result, des),
+            *_harness_clock(result)]
+
+
+def _conservation(result: DesResult, arrivals: Any) -> list[str]:
+    """Every arrival ended exactly once, in a terminal state; every series ends at 0."""
     from sim.harness.state import TERMINAL_STATES
 
     problems: list[str] = []
     records = result.records
-    n, horizon, series = len(records), result.horizon_s, result.series
+    n = len(records)
     if n != len(arrivals):
         problems.append(f"{len(arrivals)} arrivals but {n} records")
     if [r.task for r in records] != list(range(n)):
@@ -313,34 +320,58 @@ def check_drained(result: DesResult, des, arrivals, tolerance: float = LITTLE_TO
     bad = sorted({r.state for r in records} - set(TERMINAL_STATES))
     if bad:
         problems.append(f"non-terminal end states: {bad}")
-    for name, s in series.items():
+    for name, s in result.series.items():
         if s.value != 0:
             problems.append(f"series {name} ends at {s.value}, not 0")
         if any(b < a for a, b in itertools.pairwise(s.times)):
             problems.append(f"series {name}: time goes backwards")
-    for r in records:
+    return problems
+
+
+def _clock(result: DesResult, arrivals: Any) -> list[str]:
+    """arrival <= start <= end, and each record matches its arrival (first
+    offender of each kind only)."""
+    problems: list[str] = []
+    for r in result.records:
         if not r.arrival_s <= r.start_s <= r.end_s:
             problems.append(f"task {r.task}: arrival {r.arrival_s}, start {r.start_s}, "
                             f"end {r.end_s} out of order")
             break
-    for r, a in zip(records, arrivals, strict=False):
+    for r, a in zip(result.records, arrivals, strict=False):
         if r.arrival_s != a.time_s or r.tenant != a.tenant:
             problems.append(f"task {r.task}: record does not match its arrival")
             break
-    if n and horizon > 0:
-        rate = n / horizon
-        pairs = (("tasks in system", "tasks_in_system", [r.end_s - r.arrival_s for r in records]),
-                 ("sandboxes", "busy_sandboxes", result.sandbox_hold_s),
-                 ("sandbox queue", "sandbox_queue", result.sandbox_wait_s),
-                 ("model-slot queue", "model_queue", [r.model_wait_s for r in records]))
-        for label, key, per_task in pairs:
-            L = series[key].time_average(horizon)
-            lw = rate * float(np.mean(per_task))
-            scale = max(abs(L), abs(lw))
-            if scale > 1e-12 and abs(L - lw) > tolerance * scale:
-                problems.append(f"Little's law fails for the {label}: L {L:.6g}, "
-                                f"lambda W {lw:.6g}")
-    cap = des.capacity
+    return problems
+
+
+def _littles_law(result: DesResult, tolerance: float) -> list[str]:
+    """Little's law (relative error at most ``tolerance``) for the system, the
+    sandbox pool, the sandbox queue and the model-slot queue."""
+    problems: list[str] = []
+    records, horizon, series = result.records, result.horizon_s, result.series
+    n = len(records)
+    if not (n and horizon > 0):
+        return problems
+    rate = n / horizon
+    pairs = (("tasks in system", "tasks_in_system", [r.end_s - r.arrival_s for r in records]),
+             ("sandboxes", "busy_sandboxes", result.sandbox_hold_s),
+             ("sandbox queue", "sandbox_queue", result.sandbox_wait_s),
+             ("model-slot queue", "model_queue", [r.model_wait_s for r in records]))
+    for label, key, per_task in pairs:
+        L = series[key].time_average(horizon)
+        lw = rate * float(np.mean(per_task))
+        scale = max(abs(L), abs(lw))
+        if scale > 1e-12 and abs(L - lw) > tolerance * scale:
+            problems.append(f"Little's law fails for the {label}: L {L:.6g}, "
+                            f"lambda W {lw:.6g}")
+    return problems
+
+
+def _capacity_limits(result: DesResult, des: Any) -> list[str]:
+    """Peaks of busy model slots, busy sandboxes and each tenant's running
+    tasks within their limits."""
+    problems: list[str] = []
+    series, cap = result.series, des.capacity
     for key, limit in (("busy_model_slots", cap.model_slots), ("busy_sandboxes", cap.sandboxes)):
         if limit is not None and series[key].peak > limit:
             problems.append(f"{key} peaked at {series[key].peak} > capacity {limit}")
@@ -350,11 +381,16 @@ def check_drained(result: DesResult, des, arrivals, tolerance: float = LITTLE_TO
                 and running.peak > tenant.max_concurrency):
             problems.append(f"tenant {tenant.name}: {running.peak} running > cap "
                             f"{tenant.max_concurrency}")
-    for r in records:
+    return problems
+
+
+def _harness_clock(result: DesResult) -> list[str]:
+    """end - start equals the harness's wall time (active plus parked), except
+    for tasks an operator cancelled (first offender only)."""
+    for r in result.records:
         if r.outcome == "cancelled:external_signal":
             continue
         if abs((r.end_s - r.start_s) - r.wall_s) > 1e-6 * max(1.0, r.end_s):
-            problems.append(f"task {r.task}: engine time {r.end_s - r.start_s} != harness "
-                            f"wall time {r.wall_s}")
-            break
-    return problems
+            return [f"task {r.task}: engine time {r.end_s - r.start_s} != harness "
+                    f"wall time {r.wall_s}"]
+    return []

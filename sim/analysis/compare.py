@@ -124,6 +124,9 @@ __all__ = [
     "compare_sides", "decide_pairing", "fisher_exact", "format_p", "holm", "match_cells",
     "mcnemar_exact", "newcombe_interval", "stuart_maxwell"]
 
+__test__ = {"newcombe_interval": newcombe_interval, "holm": holm}
+"""The examples of the primitives this module re-exports run with its doctests."""
+
 
 def match_cells(base: Side, candidate: Side) -> tuple[tuple[str, str], ...]:
     """Cell pairs: one cell each (whatever their names), else the same cell

@@ -69,6 +69,17 @@ def add_sweep_options(parser: argparse.ArgumentParser) -> None:
                              "of a running Dask scheduler, tcp://HOST:PORT (see README)")
 
 
+def add_simulation_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
+                           description: str) -> argparse.ArgumentParser:
+    """Add a command that simulates a scenario's cells in chunks (``run``,
+    ``sweep``): the simulation options and the sweep options; returns its parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help,
+                                                            description=description)
+    add_simulation_options(parser)
+    add_sweep_options(parser)
+    return parser
+
+
 def add_plugin_option(parser: argparse.ArgumentParser) -> None:
     """--allow-plugins."""
     parser.add_argument("--allow-plugins", action="store_true",

@@ -5,22 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sim.cli.common import (
-    add_simulation_options,
-    add_sweep_options,
-    load,
-    simulate_and_report,
-)
+from sim.cli.common import add_simulation_command, load, simulate_and_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` command."""
-    parser = subparsers.add_parser(
-        "run", help="run one cell: the scenario without its sweep",
+    parser = add_simulation_command(
+        subparsers, "run", help="run one cell: the scenario without its sweep",
         description="Run the scenario's base cell (its sweep section, if any, is ignored) "
                     "and write results.parquet, summary.json, report.md and report.html to --out.")
-    add_simulation_options(parser)
-    add_sweep_options(parser)
     parser.add_argument("--otel", metavar="FILE",
                         help="also write the simulated runs as OpenTelemetry GenAI spans "
                              "(OTLP JSON, as 'sim live --otel' does) to FILE; implies --traces")

@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from sim.cli.common import (
-    add_simulation_options,
-    add_sweep_options,
-    load,
-    simulate_and_report,
-)
+from sim.cli.common import add_simulation_command, load, simulate_and_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``sweep`` command."""
-    parser = subparsers.add_parser(
-        "sweep", help="run every cell of a scenario's sweep grid",
+    parser = add_simulation_command(
+        subparsers, "sweep", help="run every cell of a scenario's sweep grid",
         description="Run every cell of the scenario's sweep grid (a scenario without a "
                     "sweep is one cell) and write results.parquet, summary.json, report.md "
                     "and report.html (figures embedded) to --out.")
-    add_simulation_options(parser)
-    add_sweep_options(parser)
     parser.set_defaults(handler=run)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from sim.bad_input import InputError
-from sim.output.results import json_bytes, write_atomic
+from sim.output.files import json_bytes, write_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = 1

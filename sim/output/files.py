@@ -15,14 +15,16 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sim.output.stream import fsync_dir
+
+if TYPE_CHECKING:  # frames come from callers; the chunk path imports this without pandas
+    import pandas as pd
 
 PARQUET_COMPRESSION = "zstd"
 PARQUET_COMPRESSION_LEVEL = 3

@@ -32,19 +32,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from tqdm import tqdm
 
 from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
@@ -52,6 +47,7 @@ from sim.output.chunks import ChunkStore, Store
 from sim.output.progress import progress_bar
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.sweeps.cells import CellRun, build_cell
+from sim.sweeps.progress import ChunkProgress, TaskCounter
 from sim.sweeps.schedulers import LostWorker
 
 CHUNK_TASKS = 2_000
@@ -133,46 +129,6 @@ TRACE_TABLES = ("runs", "calls")
 (:data:`sim.traces.model.RUNS_FILE`, :data:`~sim.traces.model.CALLS_FILE`)."""
 
 
-PROGRESS_INTERVAL_S = 0.25
-"""How often a DES chunk writes its count of finished tasks, and the parent reads it (seconds)."""
-
-
-class TaskCounter:
-    """Counts a running DES chunk's finished tasks into a small file
-    (``path``: the count as text, replaced atomically at most every
-    :data:`PROGRESS_INTERVAL_S` seconds), for the parent's progress bar. A
-    worker that cannot write there (a remote Dask worker) counts silently."""
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-        self.done = 0
-        self._next = time.monotonic() + PROGRESS_INTERVAL_S
-
-    def __call__(self) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if now >= self._next:
-            self._next = now + PROGRESS_INTERVAL_S
-            self.write()
-
-    def write(self) -> None:
-        """Write the count now."""
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(str(self.done), encoding="ascii")
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
-
-
-def read_count(path: Path) -> int:
-    """The count a :class:`TaskCounter` wrote (0 before its first write)."""
-    try:
-        return int(path.read_text(encoding="ascii") or 0)
-    except (OSError, ValueError):
-        return 0
-
-
 def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
               progress_file: str | None = None
               ) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]:
@@ -248,7 +204,7 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
                unit="task", file=sys.stderr, disable=not progress, desc="simulating",
                mininterval=0.25, smoothing=0.1)
     counting = {j.key: store.folder / f"{j.key}.count" for j in missing if j.des and progress}
-    watch = _Progress(bar, counting)
+    watch = ChunkProgress(bar, counting)
     written = 0
 
     def drain() -> None:
@@ -283,58 +239,6 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
     finally:
         watch.stop()
         bar.close()
-
-
-class _Progress:
-    """Moves ``bar`` as chunks finish and, between, as running DES chunks
-    count their finished tasks (``counting``: their count files by chunk
-    key, read by a thread every :data:`PROGRESS_INTERVAL_S` seconds)."""
-
-    def __init__(self, bar: tqdm, counting: dict[str, Path]) -> None:
-        self.bar = bar
-        self.counting = dict(counting)
-        self.base = bar.n
-        self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start reading the count files (only if any DES chunk runs; the
-        counts a killed run left behind are removed first)."""
-        for path in self.counting.values():
-            path.unlink(missing_ok=True)
-        if self.counting:
-            self._thread = threading.Thread(target=self._poll, name="sim-des-progress",
-                                            daemon=True)
-            self._thread.start()
-
-    def finished(self, job: Job) -> None:
-        """Count ``job`` whole (its count file is no longer read)."""
-        with self._lock:
-            path = self.counting.pop(job.key, None)
-            self.base += job.tasks
-            self._show()
-        if path is not None:
-            path.unlink(missing_ok=True)
-
-    def _show(self) -> None:
-        partial = sum(read_count(path) for path in self.counting.values())
-        shown = self.base + partial
-        if shown > self.bar.n:
-            self.bar.update(shown - self.bar.n)
-
-    def _poll(self) -> None:
-        while not self._stopped.wait(PROGRESS_INTERVAL_S):
-            with self._lock:
-                self._show()
-
-    def stop(self) -> None:
-        """Stop reading and remove the count files left."""
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join()
-        for path in self.counting.values():
-            path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------- to a results file

@@ -152,9 +152,10 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
 }
 """Dask settings of the LocalCluster that ``--scheduler dask`` starts (measured
 with ``benchmarks/bench_dask.py``): workers forked from a server that has
-imported Dask and sim once (:data:`FORKSERVER_PRELOAD`), instead of each
-spawned worker importing them again (start and stop 4-12 s on 2 busy cores
-become 3-5 s), and
+imported Dask and sim once (:data:`FORKSERVER_PRELOAD`; the chunk path
+imports no pandas), instead of each spawned worker importing them again (on
+2 cores at load 15-23: start and stop 4-12 s became about 5 s for the first
+cluster of a process, which starts the fork server, and 1-1.5 s after), and
 neither the statistical profiler (it samples the running chunk's stack every
 10 ms, taking the GIL: it made chunks 2x slower) nor the GIL monitor; the
 event loops' housekeeping (ticks every 20 ms, memory checks every 100 ms,
