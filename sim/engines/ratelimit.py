@@ -49,11 +49,14 @@ class RateLimiter:
     def admit(self, now: float, prompt_tokens: int) -> float:
         """Admit a request (consuming from the buckets) and return 0, or reject
         it and return the Retry-After in whole seconds (at least 1)."""
-        wait = 0.0
-        for bucket, amount in ((self.requests, 1.0), (self.tokens, float(prompt_tokens))):
-            if bucket is not None:
-                bucket.refill(now)
-                wait = max(wait, bucket.wait(amount))
+        wait = 0.0  # the longer of the two buckets' waits (each >= 0)
+        requests, tokens = self.requests, self.tokens
+        if requests is not None:
+            requests.refill(now)
+            wait = max(wait, requests.wait(1.0))
+        if tokens is not None:
+            tokens.refill(now)
+            wait = max(wait, tokens.wait(float(prompt_tokens)))
         if wait > 0:
             self.rejected += 1
             return float(max(1, math.ceil(wait)))
