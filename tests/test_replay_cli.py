@@ -346,3 +346,18 @@ def test_replay_chunks_cover_every_run_once_whatever_the_workers():
                 assert len(starts) == -(-runs // MAX_CHUNK)
             else:
                 assert len(starts) >= min(runs, 2 * workers) or size == MAX_CHUNK
+
+
+def test_a_trace_folder_is_read_again_when_its_files_change(tmp_path):
+    """folder_runs keeps the folder it read (forked workers inherit it), but a
+    folder rewritten in place is read again, never served stale."""
+    from sim.drivers.replay.rows import folder_runs
+
+    folder = write_traces(tmp_path / "t", runs_set()[:3])
+    first = folder_runs(str(folder))
+    assert folder_runs(str(folder)) is first and len(first) == 3
+    write_traces(folder, runs_set()[:5])
+    again = folder_runs(str(folder))
+    assert len(again) == 5 and again == read_trace_folder(folder)
+    with pytest.raises(InputError):
+        folder_runs(str(tmp_path / "missing"))

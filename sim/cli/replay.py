@@ -79,14 +79,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the candidate and the traces, replay, write the results folder, print."""
-    from sim.drivers.recorded_runs import read_trace_folder
     from sim.drivers.replay import ReplayOptions
+    from sim.drivers.replay.rows import folder_runs
     from sim.output import folder
     from sim.output.provenance import folder_record, run_provenance
     from sim.output.replay import write_replay_results
 
     scenario, notes = _candidate(args)
-    runs = read_trace_folder(args.traces)
+    runs = folder_runs(args.traces)  # forked workers inherit it
     if not runs:
         raise InputError("the trace folder holds no runs to replay", source=args.traces)
     out = default_out(args, f"replay_{scenario.name}")
@@ -175,24 +175,27 @@ def _replay_cells(args: argparse.Namespace, scenario: Any, runs: list[Any], opti
 def _replay_cell(args: argparse.Namespace, name: str, runs: list[Any], setting: tuple) -> Any:
     """One cell's rows (records, then the replay's columns), the runs replayed
     in chunks on ``--scheduler`` / ``--workers`` and put back in order: the
-    same rows for any number of workers."""
+    same rows for any number of workers. A chunk is sent as the folder and a
+    range of runs: a forked worker has the runs already, a Dask worker reads
+    the folder (on a shared file system) once."""
     import pandas as pd
     from tqdm import tqdm
 
-    from sim.drivers.replay import REPLAY_DTYPES, replay_rows
+    from sim.drivers.replay import REPLAY_DTYPES
+    from sim.drivers.replay.rows import replay_slice
     from sim.output.results import records_frame
     from sim.sweeps.schedulers import make_scheduler
 
     size = chunk_size(len(runs), args.workers)
-    jobs = [(runs[start:start + size], *setting, name, start)
+    jobs = [(str(args.traces), start, min(start + size, len(runs)), *setting, name)
             for start in range(0, len(runs), size)]
     parts: list[Any] = [None] * len(jobs)
     with tqdm(total=len(runs), desc=f"replay {name}", unit="run", file=sys.stderr,
               disable=args.quiet, leave=False) as bar, \
             make_scheduler(args.scheduler, args.workers) as scheduler:
-        for i, part in scheduler.run(replay_rows, jobs):
+        for i, part in scheduler.run(replay_slice, jobs):
             parts[i] = part
-            bar.update(len(jobs[i][0]))
+            bar.update(len(part[0]))
     records = records_frame([record for part in parts for record in part[0]])
     extras = pd.DataFrame([row for part in parts for row in part[1]]).astype(REPLAY_DTYPES)
     return pd.concat([records, extras], axis=1)

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
-from sim.drivers.recorded_runs import RecordedRun
+from sim.drivers.recorded_runs import RecordedRun, read_trace_folder
 from sim.drivers.replay.driver import Replay
 from sim.drivers.replay.options import ReplayOptions
 from sim.drivers.replay.pricing import ModelPricing
@@ -117,3 +118,38 @@ def replay_rows(runs: list[RecordedRun], template: HarnessParams, options: Repla
                           make_detector=make_detector)
     return ([task_record(r.chosen, cell, start + i) for i, r in enumerate(replays)],
             [replay_row(r) for r in replays])
+
+
+_READ: dict[str, tuple[tuple[int, ...], list[RecordedRun]]] = {}
+"""The trace folder this process read last, with the sizes and times of its
+two files: a forked worker inherits it, so a chunk's runs are not sent to it."""
+
+
+def folder_runs(folder: str) -> list[RecordedRun]:
+    """The runs of the trace folder ``folder`` (:func:`read_trace_folder`),
+    read once per process while its files stay the same (size and
+    modification time of ``runs.parquet`` and ``calls.parquet``)."""
+    try:
+        stamp = tuple(n for name in ("runs.parquet", "calls.parquet")
+                      for s in [os.stat(os.path.join(folder, name))]
+                      for n in (s.st_size, s.st_mtime_ns))
+    except OSError:  # no such folder or file: the reader says so
+        return read_trace_folder(folder)
+    kept = _READ.get(folder)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    runs = read_trace_folder(folder)
+    _READ.clear()  # one folder at a time: memory stays that of one read
+    _READ[folder] = (stamp, runs)
+    return runs
+
+
+def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
+                 options: ReplayOptions, pricing: ModelPricing,
+                 make_detector: Callable[[HarnessParams], Detector] | None, cell: str
+                 ) -> tuple[list[TaskRecord], list[dict[str, Any]]]:
+    """:func:`replay_rows` of runs ``start`` to ``stop - 1`` of the trace
+    folder (read by :func:`folder_runs`): a chunk of ``replay --workers``
+    sent as a path and two numbers."""
+    return replay_rows(folder_runs(folder)[start:stop], template, options, pricing,
+                       make_detector, cell, start)
