@@ -18,9 +18,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim.bad_input import InputError
 from sim.calibration.sample import PER_MODEL
+
+if TYPE_CHECKING:
+    from sim.calibration.result import Calibration
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "
@@ -95,27 +99,9 @@ def run(args: argparse.Namespace) -> int:
     """Calibrate, write the scenario and the report, print the verdict."""
     from sim.calibration.pipeline import calibrate
     from sim.calibration.report import write_report, write_scenario
-    from sim.scenario.limits import check_workers
     from sim.sweeps.cells import default_workers
 
-    classes = _classes(args.classes)
-    if args.folds < 2:
-        raise InputError(f"--folds must be at least 2, got {args.folds}")
-    if args.by and classes is not None:
-        raise InputError("--by model and --classes each force a structure: give one")
-    if args.seed < 0:
-        raise InputError(f"--seed must be >= 0, got {args.seed}")
-    if args.evaluations < 0:
-        raise InputError(f"--evaluations must be >= 0, got {args.evaluations}")
-    if args.search_runs is not None and args.search_runs < 10:
-        raise InputError(f"--search-runs must be >= 10, got {args.search_runs}")
-    if args.sample < 0:
-        raise InputError(f"--sample must be >= 0 (0: every run), got {args.sample}")
-    check_workers(args.workers)
-    if args.scheduler not in (None, "local", "dask") and "://" not in args.scheduler:
-        raise InputError(f"unknown scheduler {args.scheduler!r}: expected 'local', 'dask' or a "
-                         f"Dask scheduler address such as tcp://10.0.0.5:8786",
-                         path="--scheduler")
+    classes = _check(args)
     out = Path(args.out)
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out must name a .yaml file", source=str(out))
@@ -133,6 +119,39 @@ def run(args: argparse.Namespace) -> int:
         json.dump(result.summary(), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return result.status
+    _print_table(result)
+    print(f"scenario {out}; report in {report}/ (calibration.json, calibration.md, "
+          f"calibration.html)")
+    return result.status
+
+
+def _check(args: argparse.Namespace) -> int | str | None:
+    """The options checked (an InputError naming the first that is wrong);
+    the ``--classes`` value."""
+    from sim.scenario.limits import check_workers
+
+    classes = _classes(args.classes)
+    if args.folds < 2:
+        raise InputError(f"--folds must be at least 2, got {args.folds}")
+    if args.by and classes is not None:
+        raise InputError("--by model and --classes each force a structure: give one")
+    for flag, value, low in (("--seed", args.seed, 0), ("--evaluations", args.evaluations, 0),
+                             ("--sample", args.sample, 0)):
+        if value < low:
+            raise InputError(f"{flag} must be >= {low}, got {value}")
+    if args.search_runs is not None and args.search_runs < 10:
+        raise InputError(f"--search-runs must be >= 10, got {args.search_runs}")
+    check_workers(args.workers)
+    if args.scheduler not in (None, "local", "dask") and "://" not in args.scheduler:
+        raise InputError(f"unknown scheduler {args.scheduler!r}: expected 'local', 'dask' or a "
+                         f"Dask scheduler address such as tcp://10.0.0.5:8786",
+                         path="--scheduler")
+    return classes
+
+
+def _print_table(result: Calibration) -> None:
+    """The verdict as a table on stdout: structure, metrics, exit mix, the
+    fixed prompt-token budgets of the ladder."""
     print(f"structure: {result.structure.reason}")
     print(f"{'metric (all folds held out)':<32} {'KS':>6} {'critical':>9} {'p (Holm)':>9}")
     for m in result.metrics:
@@ -151,11 +170,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{100 * r.replay['stopped']:.1f}%")
     rejected = [m.label for m in result.rejected] + (
         ["exit mix"] if result.exits.rejected else [])
-    verdict = "rejected: " + "; ".join(rejected) if rejected else "accepted"
-    print(f"fit {verdict}")
-    print(f"scenario {out}; report in {report}/ (calibration.json, calibration.md, "
-          f"calibration.html)")
-    return result.status
+    print(f"fit {'rejected: ' + '; '.join(rejected) if rejected else 'accepted'}")
 
 
 def _check_writable(folder: Path) -> None:
