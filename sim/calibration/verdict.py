@@ -243,19 +243,15 @@ def tv_null(pooled_mix: np.ndarray, n: int, m: int, v_fit: float,
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the order given.
+    """Holm's step-down adjusted p-values, in the order given
+    (:func:`sim.analysis.compare.holm`, rounded to 12 digits).
 
     >>> holm([0.01, 0.04, 0.03])
     [0.03, 0.06, 0.06]
     """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for step, i in enumerate(order):
-        running = max(running, min(1.0, (m - step) * p_values[i]))
-        adjusted[i] = round(running, 12)
-    return adjusted
+    from sim.analysis.compare import holm as adjust
+
+    return [round(v, 12) for v in adjust(p_values)]
 
 
 def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
