@@ -14,7 +14,10 @@ cross-validation (every run held out once). The Python entry point is
   clusters of run features);
 - :mod:`~sim.calibration.estimate`: what can be estimated directly (prefix and
   growth per run by least squares, sizes, rates of errors, loops, messages
-  and faults, the exit mix, latencies, prices);
+  and faults, the exit mix, latencies), with :mod:`~sim.calibration.sizes`
+  (the per-value fits) and :mod:`~sim.calibration.prices` (prices per model);
+- :mod:`~sim.calibration.sample`: the fixed-size stratified sample of runs the
+  searches and held-out comparisons use, and the search's own sampling error;
 - :mod:`~sim.calibration.build`: the scenario those estimates make;
 - :mod:`~sim.calibration.simulate`: simulated runs of a scenario as the same
   quantities;
@@ -31,5 +34,9 @@ cross-validation (every run held out once). The Python entry point is
   by cross-validated loss;
 - :mod:`~sim.calibration.report`: the scenario YAML, ``calibration.json``,
   ``calibration.md`` and ``calibration.html``;
+- :mod:`~sim.calibration.fitting`: one world, and one fold, fitted;
+- :mod:`~sim.calibration.jobs`: the folds, the ladder and the final fit as
+  jobs for worker processes or Dask;
+- :mod:`~sim.calibration.result`: the outcome and ``calibration.json``;
 - :mod:`~sim.calibration.pipeline`: all of it, as the command runs it.
 """

@@ -97,8 +97,19 @@ def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name
                       ) -> tuple[dict[str, Any], dict[str, str]]:
     """``(scenario mapping, comments by dotted path)``."""
     comments: dict[str, str] = {}
+    harness = _harness(est, prices_date, comments)
+    tools = _tools(est, comments)
+    world = _world(est, adjust, tools, comments)
+    doc = {"name": name, "description": description, "tasks": tasks, "seed": seed,
+           "harness": harness, "world": world}
+    return doc, comments
+
+
+def _harness(est: Estimates, prices_date: str | None, comments: dict[str, str]
+             ) -> dict[str, Any]:
+    """The harness section: the main class's model and prices, the limits the
+    traces state; its comments added to ``comments``."""
     main = est.classes[0]
-    stable = max(1, min(min(c.first_prompts) for c in est.classes) - 1)
     prices = {m: {"input": p.input, "output": p.output, "cache_read": p.cache_read,
                   "cache_write": p.cache_write} for m, p in est.prices.items()}
     harness: dict[str, Any] = {
@@ -128,6 +139,11 @@ def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name
                                    + est.notes.get("steps", "the step limit") + ")")
     comments["harness.detector"] = "the recorded harness's detector is unknown: off"
     comments["harness.max_output_tokens"] = f"1.25 x the largest output seen ({est.max_output})"
+    return harness
+
+
+def _tools(est: Estimates, comments: dict[str, str]) -> list[dict[str, Any]]:
+    """The world's tools (weights, durations, result sizes), commented."""
     total_calls = sum(t.calls for t in est.tools)
     tools: list[dict[str, Any]] = [
         {"name": t.name, "weight": round(t.calls / max(total_calls, 1), 6),
@@ -141,6 +157,15 @@ def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name
     comments["world.tools"] = ("the most called tools: weight = share of calls; result_tokens "
                                "= lognormal MLE of the results of the calls each started; "
                                "duration from the gaps between calls")
+    return tools
+
+
+def _world(est: Estimates, adjust: Adjustment, tools: list[dict[str, Any]],
+           comments: dict[str, str]) -> dict[str, Any]:
+    """The world section: one class's sections inline, or a class list over a
+    shared stable prefix; commented."""
+    main = est.classes[0]
+    stable = max(1, min(min(c.first_prompts) for c in est.classes) - 1)
     world: dict[str, Any] = {"tools": tools}
     sections = [_class_sections(c, adjust, stable) for c in est.classes]
     if len(est.classes) == 1:
@@ -148,25 +173,23 @@ def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name
         world["tokens"] = {**sections[0]["tokens"], "task": sections[0]["tokens"]["prefix"]
                            - stable}
         _comment_class(comments, "world", main)
-    else:
-        world["tokens"] = {"prefix": stable + 1, "task": 1}
-        world["classes"] = []
-        total = sum(c.runs for c in est.classes)
-        for c, s in zip(est.classes, sections, strict=True):
-            entry: dict[str, Any] = {"name": c.name, "weight": round(c.runs / total, 6),
-                                     "model": c.model or None}
-            weights = {t: round(n / max(sum(c.tool_calls.values()), 1), 6)
-                       for t, n in c.tool_calls.items()}
-            entry.update(s)
-            if weights:
-                entry["tool_weights"] = {t["name"]: weights.get(t["name"], 0.0) for t in tools}
-            world["classes"].append(entry)
-            _comment_class(comments, f"world.classes[{c.name}]", c)
-        comments["world.tokens"] = ("the stable prefix every class shares: one less than the "
-                                    "smallest first prompt")
-    doc = {"name": name, "description": description, "tasks": tasks, "seed": seed,
-           "harness": harness, "world": world}
-    return doc, comments
+        return world
+    world["tokens"] = {"prefix": stable + 1, "task": 1}
+    world["classes"] = []
+    total = sum(c.runs for c in est.classes)
+    for c, s in zip(est.classes, sections, strict=True):
+        entry: dict[str, Any] = {"name": c.name, "weight": round(c.runs / total, 6),
+                                 "model": c.model or None}
+        weights = {t: round(n / max(sum(c.tool_calls.values()), 1), 6)
+                   for t, n in c.tool_calls.items()}
+        entry.update(s)
+        if weights:
+            entry["tool_weights"] = {t["name"]: weights.get(t["name"], 0.0) for t in tools}
+        world["classes"].append(entry)
+        _comment_class(comments, f"world.classes[{c.name}]", c)
+    comments["world.tokens"] = ("the stable prefix every class shares: one less than the "
+                                "smallest first prompt")
+    return world
 
 
 def _comment_class(comments: dict[str, str], path: str, c: ClassEstimate) -> None:

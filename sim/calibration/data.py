@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -154,15 +155,7 @@ def _derive_calls(calls: pd.DataFrame) -> pd.DataFrame:
         0).astype(np.int64)
     lists = [list(v) if v is not None and not isinstance(v, float) else []
              for v in calls["tool_calls"]]
-    calls["tools"] = np.array([len(v) for v in lists], dtype=np.int64)
-    calls["text"] = calls["tools"] == 0
-    calls["errors"] = np.array([sum(1 for t in v if t.get("error")) for v in lists],
-                               dtype=np.int64)
-    calls["results"] = np.array([sum(int(t.get("result_tokens") or 0) for t in v)
-                                 for v in lists], dtype=np.int64)
-    calls["tool"] = [v[0].get("name") or "" if v else "" for v in lists]
-    seconds = [[t.get("duration_s") for t in v if t.get("duration_s") is not None] for v in lists]
-    calls["tool_s"] = np.array([sum(s) if s else np.nan for s in seconds], dtype=float)
+    _tool_columns(calls, lists)
     keys = [(v[0].get("name"), v[0].get("arguments")) if v else None for v in lists]
     runs = calls["run_id"].to_numpy()
     repeat = np.zeros(len(keys), dtype=bool)
@@ -173,6 +166,20 @@ def _derive_calls(calls: pd.DataFrame) -> pd.DataFrame:
     last[:-1] = runs[1:] != runs[:-1]
     calls["last"] = last
     return calls.drop(columns=["tool_calls"])
+
+
+def _tool_columns(calls: pd.DataFrame, lists: list[list[Any]]) -> None:
+    """The per-call columns of the tool calls ``lists`` (one list per call):
+    ``tools``, ``text``, ``errors``, ``results``, ``tool``, ``tool_s``."""
+    calls["tools"] = np.array([len(v) for v in lists], dtype=np.int64)
+    calls["text"] = calls["tools"] == 0
+    calls["errors"] = np.array([sum(1 for t in v if t.get("error")) for v in lists],
+                               dtype=np.int64)
+    calls["results"] = np.array([sum(int(t.get("result_tokens") or 0) for t in v)
+                                 for v in lists], dtype=np.int64)
+    calls["tool"] = [v[0].get("name") or "" if v else "" for v in lists]
+    seconds = [[t.get("duration_s") for t in v if t.get("duration_s") is not None] for v in lists]
+    calls["tool_s"] = np.array([sum(s) if s else np.nan for s in seconds], dtype=float)
 
 
 def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) -> pd.DataFrame:

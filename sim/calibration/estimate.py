@@ -58,10 +58,19 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from sim.bad_input import InputError
 from sim.calibration.data import Traces
+from sim.calibration.prices import PriceEstimate, estimate_prices
+from sim.calibration.sizes import (
+    _duration,
+    _gaps,
+    _lognormal,
+    _nnls_latency,
+    _run_effects,
+    _size,
+    call_level,
+)
 from sim.calibration.survival import EndingsFit, fit_endings
-from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal, Mixture
+from sim.world.distributions import BaseDistribution, Empirical
 
 MAX_TOOLS = 20
 """Tools kept by name (the most called); the rest share one tool, ``other_tools``."""
@@ -115,18 +124,6 @@ class ClassEstimate:
 
 
 @dataclass
-class PriceEstimate:
-    """USD per million tokens of one model, and where they came from."""
-
-    model: str
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    source: str
-
-
-@dataclass
 class Estimates:
     """Everything estimated directly, for :mod:`sim.calibration.build`."""
 
@@ -141,121 +138,6 @@ class Estimates:
     max_output: int
     max_prompt: int
     notes: dict[str, str] = field(default_factory=dict)
-
-
-# ------------------------------------------------------------------ helpers
-def _lognormal(values, floor: float = 1.0) -> BaseDistribution:
-    """Lognormal MLE of ``values`` (each at least ``floor``); fixed when they
-    are all equal; fixed at ``floor`` when there are none."""
-    x = np.maximum(np.asarray(values, dtype=float), floor)
-    if x.size == 0:
-        return Fixed(value=floor)
-    if np.ptp(x) == 0:
-        return Fixed(value=float(x[0]))
-    return Lognormal.fit(x)
-
-
-MIXTURE_MIN = 40
-"""Fewest values for which a size may be a two-lognormal mixture."""
-
-
-def _size(values, floor: float = 1.0) -> BaseDistribution:
-    """A size distribution of ``values``: a lognormal, or a mixture of two
-    lognormals when it has the lower BIC (at least :data:`MIXTURE_MIN` values;
-    both by maximum likelihood on the logarithms)."""
-    single = _lognormal(values, floor)
-    x = np.log(np.maximum(np.asarray(values, dtype=float), floor))
-    if x.size < MIXTURE_MIN or not isinstance(single, Lognormal) or single.sigma == 0:
-        return single
-    mixed = Mixture.fit(np.exp(x), k=2)
-    if len(mixed.components) < 2:
-        return single
-
-    def loglik(d) -> float:
-        parts = d.components if isinstance(d, Mixture) else (d,)
-        weights = d.probabilities if isinstance(d, Mixture) else (1.0,)
-        dens = sum(w * np.exp(-0.5 * ((x - math.log(c.median)) / max(c.sigma, 1e-9)) ** 2)
-                   / (max(c.sigma, 1e-9) * math.sqrt(2 * math.pi))
-                   for w, c in zip(weights, parts, strict=True))
-        return float(np.log(np.maximum(dens, 1e-300)).sum())
-
-    bic1 = -2 * loglik(single) + 2 * math.log(x.size)
-    bic2 = -2 * loglik(mixed) + 5 * math.log(x.size)
-    return mixed if bic2 < bic1 else single
-
-
-def _duration(values) -> tuple[float, float]:
-    """``(median seconds, log-sd)`` of positive durations, robustly: the median
-    and the interquartile range of the logs / 1.349 (gaps between calls mix
-    tool time with the harness's own, so their tails are not the tool's)."""
-    x = np.asarray([v for v in values if np.isfinite(v) and v > 0], dtype=float)
-    if x.size < 2:
-        return (float(x[0]) if x.size else 0.001, 0.0)
-    logs = np.log(x)
-    q25, q50, q75 = np.percentile(logs, [25, 50, 75])
-    return float(np.exp(q50)), float(min((q75 - q25) / 1.349, 3.0))
-
-
-def _run_effects(calls: pd.DataFrame) -> tuple[pd.Series, float]:
-    """Each run's shrunken log size effect (indexed by run_id) and tau, from
-    the logs of its outputs less the class's mean for the call's kind."""
-    y = np.log(np.maximum(calls["output"].to_numpy(float), 1.0))
-    kind = calls["text"].to_numpy(bool)
-    for k in (True, False):
-        if (kind == k).any():
-            y[kind == k] -= y[kind == k].mean()
-    frame = pd.DataFrame({"run": calls["run_id"].to_numpy(), "y": y})
-    g = frame.groupby("run", sort=False)["y"]
-    n, mean = g.size(), g.mean()
-    dev = frame["y"] - g.transform("mean")
-    dof = max(1, len(frame) - len(n))
-    within = float((dev ** 2).sum() / dof)
-    tau2 = max(0.0, float(mean.var(ddof=1)) - float((within / n).mean())) if len(n) > 1 else 0.0
-    shrink = tau2 / (tau2 + within / n) if tau2 > 0 else n * 0.0
-    return shrink * mean, math.sqrt(tau2)
-
-
-def call_level(values: np.ndarray, scale: np.ndarray, tau: float, floor: float = 1.0
-               ) -> np.ndarray:
-    """Sizes as one call of a run with multiplier 1 would have them: each value
-    divided by its run's (shrunken) multiplier ``scale``, its log deviation
-    from the mean then rescaled so that the log variance is the observed one
-    less ``tau^2`` (method of moments for ``log size = run effect + call
-    effect``; dividing by a shrunken estimate alone would also remove part of
-    the call's own variation)."""
-    x = np.maximum(np.asarray(values, dtype=float), floor)
-    if x.size < 2:
-        return x
-    logs = np.log(x)
-    target = max(float(logs.var()) - tau ** 2, 0.01 * float(logs.var()))
-    z = logs - np.log(scale)
-    dev = z - z.mean()
-    current = float(dev.var())
-    if current <= 0:
-        return np.exp(z)
-    return np.exp(z.mean() + dev * math.sqrt(target / current))
-
-
-def _nnls_latency(calls: pd.DataFrame) -> tuple[float, float, float | None]:
-    from scipy.optimize import nnls
-
-    c = calls[np.isfinite(calls["latency_s"])]
-    if len(c) < 3:
-        return 0.5, 75.0, None
-    a = np.column_stack([np.ones(len(c)), (c["output"] + c["reasoning"]).to_numpy(float),
-                         c["prompt"].to_numpy(float)])
-    coef, _ = nnls(a, c["latency_s"].to_numpy(float))
-    ttft, per_out, per_in = (float(v) for v in coef)
-    decode = 1.0 / per_out if per_out > 1e-9 else 1e9
-    prefill = 1.0 / per_in if per_in > 1e-12 else None
-    return ttft, decode, prefill
-
-
-def _gaps(calls: pd.DataFrame) -> pd.Series:
-    """Seconds between the end of each call and the start of the next call of
-    its run (NaN for a run's last call or without timestamps)."""
-    nxt = calls.groupby("run_id", sort=False)["started_s"].shift(-1)
-    return nxt - calls["started_s"] - calls["latency_s"]
 
 
 # ------------------------------------------------------------------ classes
@@ -280,28 +162,13 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
     last = calls["last"].to_numpy(bool)
     repeat = calls["repeat"].to_numpy(bool)
     errors = calls["errors"].to_numpy() > 0
-    fresh = int((~repeat).sum())
-    talk_calls = int((text & ~last).sum())
-    error_calls = int((~text & ~repeat & errors).sum())
-    repeats = int(repeat.sum())
-    starts = repeat & ~np.concatenate(([False], repeat[:-1]))
-    episodes = int(starts.sum())
-    self_escape = episodes / repeats if repeats else 0.5
-    loop = (episodes / (fresh * (1 - self_escape)) if repeats and self_escape < 1
-            else episodes / max(fresh, 1))
-    talk = talk_calls / max(fresh, 1)
-    validation = error_calls / max(fresh, 1)
-    if loop + talk + validation > 0.95:
-        total = loop + talk + validation
-        loop, talk, validation = (0.95 * v / total for v in (loop, talk, validation))
+    talk, validation, loop, self_escape, notes["rates"] = _rates(text, last, repeat, errors)
     cats = runs["category"].to_numpy(object)
     faults = int((cats == "model_error").sum())
     # a run that failed before its first reply made one (failed) call too
     attempts = len(calls) + int((runs["steps"].to_numpy() == 0).sum())
     persistent = min(1.0, faults / max(attempts, 1))
-    notes["rates"] = (f"per fresh decision over {fresh} calls: {talk_calls} messages, "
-                      f"{error_calls} tool errors, {episodes} loops with {repeats} repeats; "
-                      f"{faults} runs ended by faults over {len(calls)} calls")
+    notes["rates"] += f"; {faults} runs ended by faults over {len(calls)} calls"
 
     natural = np.isin(cats, ("agent", "task_giver"))
     agent = int((cats == "agent").sum())
@@ -346,6 +213,50 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
     thinking = (_lognormal(call_level(reasoning[thought], scale[thought], tau))
                 if thought.any() else None)
     model = runs["model"].value_counts().index[0] if len(runs) else ""
+    automatic, writes, warm, miss, share = _cache(calls, notes)
+    endings = fit_endings(runs) if with_endings else None
+    if endings is not None:
+        notes["endings"] = endings.note
+    return ClassEstimate(
+        name=name, runs=traces.n, model=str(model),
+        first_prompts=_first_prompts(runs),
+        output_tool=output_tool, output_text=output_text, run_sigma=tau,
+        tool_calls=tool_calls, reply=reply, talk=talk, validation=validation, loop=loop,
+        self_escape=self_escape, persistent=persistent, self_end=self_end,
+        unsolvable=float(unsolvable), need_scale=need_scale, need_mu=need_mu,
+        need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
+        reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
+        first_prompt_cached=warm if (automatic or writes) else 0.0, cache_miss=miss,
+        cache_share=share, endings=endings, notes=notes)
+
+
+def _rates(text: np.ndarray, last: np.ndarray, repeat: np.ndarray, errors: np.ndarray
+           ) -> tuple[float, float, float, float, str]:
+    """``(talk, validation, loop, self_escape, note)`` per fresh decision (see
+    the module docstring), the three rates scaled to sum to at most 0.95."""
+    fresh = int((~repeat).sum())
+    talk_calls = int((text & ~last).sum())
+    error_calls = int((~text & ~repeat & errors).sum())
+    repeats = int(repeat.sum())
+    starts = repeat & ~np.concatenate(([False], repeat[:-1]))
+    episodes = int(starts.sum())
+    self_escape = episodes / repeats if repeats else 0.5
+    loop = (episodes / (fresh * (1 - self_escape)) if repeats and self_escape < 1
+            else episodes / max(fresh, 1))
+    talk = talk_calls / max(fresh, 1)
+    validation = error_calls / max(fresh, 1)
+    if loop + talk + validation > 0.95:
+        total = loop + talk + validation
+        loop, talk, validation = (0.95 * v / total for v in (loop, talk, validation))
+    note = (f"per fresh decision over {fresh} calls: {talk_calls} messages, "
+            f"{error_calls} tool errors, {episodes} loops with {repeats} repeats")
+    return talk, validation, loop, self_escape, note
+
+
+def _cache(calls: pd.DataFrame, notes: dict[str, str]
+           ) -> tuple[bool, int, float, float, BaseDistribution | None]:
+    """``(automatic, cache writes, first prompt share cached, miss, share read)``
+    of a class's calls (see the module docstring); the note in ``notes``."""
     later = ~calls["call"].eq(calls.groupby("run_id", sort=False)["call"].transform("min"))
     reads = calls["cache_read_tokens"].to_numpy() > 0
     writes = int(calls["cache_write_tokens"].sum())
@@ -364,21 +275,13 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
                              f"when it hits (10th percentile "
                              f"{float(np.quantile(share.values, 0.1)):.0%}); ")
                           + f"first prompts {warm:.0%} cached")
-    endings = fit_endings(runs) if with_endings else None
-    if endings is not None:
-        notes["endings"] = endings.note
-    return ClassEstimate(
-        name=name, runs=traces.n, model=str(model),
-        first_prompts=sorted(int(v) for v, n in zip(runs["first_prompt"], runs["steps"],
-                                                    strict=True) if n > 0) or [1],
-        output_tool=output_tool, output_text=output_text, run_sigma=tau,
-        tool_calls=tool_calls, reply=reply, talk=talk, validation=validation, loop=loop,
-        self_escape=self_escape, persistent=persistent, self_end=self_end,
-        unsolvable=float(unsolvable), need_scale=need_scale, need_mu=need_mu,
-        need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
-        reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
-        first_prompt_cached=warm if (automatic or writes) else 0.0, cache_miss=miss,
-        cache_share=share, endings=endings, notes=notes)
+    return automatic, writes, warm, miss, share
+
+
+def _first_prompts(runs: pd.DataFrame) -> list[int]:
+    """The first prompts of the runs with calls, sorted ([1] when none has)."""
+    steps = runs["steps"].to_numpy()
+    return sorted(int(v) for v in runs["first_prompt"].to_numpy()[steps > 0]) or [1]
 
 
 def _cache_reads(later: pd.DataFrame) -> tuple[float, BaseDistribution | None]:
@@ -428,101 +331,6 @@ def estimate_tools(traces: Traces, scale_by_run: dict[str, float] | None = None,
                                 _duration(group["gap"].to_numpy(float))))
     out.sort(key=lambda t: (-t.calls, t.name))
     return out
-
-
-def estimate_prices(traces: Traces, models: list[str], when=None) -> dict[str, PriceEstimate]:
-    """Prices per model (USD per million tokens), so that they reproduce the
-    recorded cost per run, discounts the traces do not break out (unreported
-    cache hits) included:
-
-    - a model the catalogue knows, with recorded costs: the catalogue's prices
-      scaled by one factor, the recorded total over the catalogue's total for
-      the same runs (the catalogue keeps the ratios between input, output and
-      cache prices, which the runs' token counts are too collinear to tell);
-    - a model the catalogue does not know, with recorded costs: non-negative
-      least squares of the recorded run costs on the runs' token counts (input,
-      output + reasoning, cache read, cache write);
-    - no recorded costs: the catalogue's (0 when it does not know the model).
-    """
-    out = {}
-    for model in models:
-        r = traces.runs[(traces.runs["model"] == model) & np.isfinite(traces.runs["cost"])]
-        if len(r) < 2:
-            out[model] = _catalogue(model, when)
-            continue
-        c = traces.calls[traces.calls["run_id"].isin(set(r["run_id"]))]
-        sums = c.groupby("run_id", sort=False)[["input_tokens", "output", "reasoning",
-                                                "cache_read_tokens",
-                                                "cache_write_tokens"]].sum()
-        sums = sums.reindex(r["run_id"]).fillna(0)
-        cols = {"input": sums["input_tokens"], "output": sums["output"] + sums["reasoning"],
-                "cache_read": sums["cache_read_tokens"], "cache_write": sums["cache_write_tokens"]}
-        cost = r["cost"].to_numpy(float)
-        scaled = _scaled_catalogue(model, when, cols, cost)
-        if scaled is not None:
-            out[model] = scaled
-            continue
-        out[model] = _least_squares(model, cols, cost)
-    return out
-
-
-def _r2(cost: np.ndarray, fitted: np.ndarray) -> float:
-    total = float(((cost - cost.mean()) ** 2).sum())
-    return 1 - float(((cost - fitted) ** 2).sum()) / total if total > 0 else 1.0
-
-
-def _scaled_catalogue(model: str, when, cols: dict[str, pd.Series],
-                      cost: np.ndarray) -> PriceEstimate | None:
-    """The catalogue's prices scaled to the recorded costs; None when the
-    catalogue does not know ``model`` or prices its runs at nothing."""
-    from sim.cost import lookup_prices
-
-    try:
-        p = lookup_prices(model, when=when)
-    except InputError:
-        return None
-    per = {"input": p.input, "output": p.output, "cache_read": p.cache_read,
-           "cache_write": p.cache_write}
-    listed = np.zeros(len(cost))
-    for k, price in per.items():
-        listed += cols[k].to_numpy(float) * price / 1e6
-    if not listed.sum() > 0:
-        return None
-    factor = float(cost.sum() / listed.sum())
-    return PriceEstimate(model, round(p.input * factor, 6), round(p.output * factor, 6),
-                         round(p.cache_read * factor, 6), round(p.cache_write * factor, 6),
-                         f"the catalogue's x {factor:.4g}, the recorded costs of {len(cost)} "
-                         f"runs over the catalogue's (R^2 {_r2(cost, listed * factor):.4f})")
-
-
-def _least_squares(model: str, cols: dict[str, pd.Series], cost: np.ndarray) -> PriceEstimate:
-    """Non-negative least squares of ``cost`` on the token columns."""
-    from scipy.optimize import nnls
-
-    used = [k for k, v in cols.items() if (v > 0).any()]
-    a = np.column_stack([cols[k].to_numpy(float) / 1e6 for k in used])
-    coef, _ = nnls(a, cost)
-    prices = dict(zip(used, (float(v) for v in coef), strict=True))
-    prices.setdefault("input", 0.0)
-    prices.setdefault("output", 0.0)
-    prices.setdefault("cache_read", 0.1 * prices["input"])
-    prices.setdefault("cache_write", 1.25 * prices["input"])
-    return PriceEstimate(model, round(prices["input"], 6), round(prices["output"], 6),
-                         round(prices["cache_read"], 6), round(prices["cache_write"], 6),
-                         f"least squares on the recorded costs of {len(cost)} runs, not in the "
-                         f"catalogue (R^2 {_r2(cost, a @ coef):.4f})")
-
-
-def _catalogue(model: str, when) -> PriceEstimate:
-    from sim.cost import lookup_prices
-
-    try:
-        p = lookup_prices(model, when=when)
-    except InputError:
-        return PriceEstimate(model, 0.0, 0.0, 0.0, 0.0,
-                             "no recorded costs and not in the catalogue: priced at 0")
-    return PriceEstimate(model, p.input, p.output, p.cache_read, p.cache_write,
-                         "the catalogue's (no recorded costs)")
 
 
 def estimate(traces: Traces, labels: np.ndarray, when=None, *,

@@ -237,3 +237,30 @@ def _permutation_critical(real: Sample, sim: Sample, rng: np.random.Generator) -
             continue
         stats.append(_ks_sorted(a, np.sort(b)))
     return float(np.percentile(stats, 95))
+
+
+def bootstrap(real: Sample, sim: Sample, keys: list[str], rng: np.random.Generator
+               ) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """Bootstrap draws (KS, median, p95 per metric; TV under ``exits``) over
+    the held-out runs, the simulated ones fixed."""
+    sims = {key: np.sort(_values(sim, key)) for key in keys}
+    out: dict[str, tuple[list[float], list[float], list[float]]] = {
+        key: ([], [], []) for key in [*keys, "exits"]}
+    sim_mix = mix(list(sim.category))
+    for _ in range(BOOTSTRAP):
+        draw = rng.integers(0, real.n, real.n)
+        sample = real.take(draw) if "call_output" in keys else None
+        out["exits"][0].append(total_variation(mix(list(real.category[draw])), sim_mix))
+        for key in keys:
+            if key == "call_output":
+                assert sample is not None
+                x = _values(sample, key)
+            else:
+                x = np.asarray(getattr(real, key), dtype=float)[draw]
+                x = x[np.isfinite(x)]
+            if x.size:
+                ks_b, med_b, p95_b = out[key]
+                ks_b.append(_ks_sorted(x, sims[key]))
+                med_b.append(float(percentile(x, 0.5)))
+                p95_b.append(float(percentile(x, 0.95)))
+    return out

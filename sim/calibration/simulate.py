@@ -97,3 +97,13 @@ def simulate(doc: dict[str, Any], runs: int, seed: int) -> Sample:
         call_run.extend([i] * len(task.log))
     return Sample(steps, prompt, output, cost, cats, resolved,
                   np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64))
+
+
+def pooled(samples: list[Sample]) -> Sample:
+    """The samples' runs one after another (calls renumbered)."""
+    offsets = np.cumsum([0] + [s.n for s in samples[:-1]])
+    fields = ("steps", "prompt", "output", "cost", "category", "resolved", "call_output")
+    steps, prompt, output, cost, category, resolved, call_output = (
+        np.concatenate([getattr(s, f) for s in samples]) for f in fields)
+    runs = np.concatenate([s.call_run + o for s, o in zip(samples, offsets, strict=True)])
+    return Sample(steps, prompt, output, cost, category, resolved, call_output, runs)

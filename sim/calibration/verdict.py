@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.special import kolmogi, kolmogorov
@@ -75,7 +76,6 @@ from scipy.special import kolmogi, kolmogorov
 from sim.analysis.stats import percentile
 from sim.calibration.exits import CATEGORIES, mix, total_variation
 from sim.calibration.measure import (
-    BOOTSTRAP,
     METRICS,
     PERMUTATIONS,
     ExitMix,
@@ -85,8 +85,9 @@ from sim.calibration.measure import (
     _num,
     _permutation_critical,
     _values,
+    bootstrap,
 )
-from sim.calibration.simulate import Sample
+from sim.calibration.simulate import Sample, pooled
 
 ALPHA = 0.05
 TESTED: tuple[str, ...] = ("steps", "prompt", "output", "cost")
@@ -170,16 +171,6 @@ class Judgement:
         return 1 if self.reasons else 0
 
 
-def pooled(samples: list[Sample]) -> Sample:
-    """The samples' runs one after another (calls renumbered)."""
-    offsets = np.cumsum([0] + [s.n for s in samples[:-1]])
-    fields = ("steps", "prompt", "output", "cost", "category", "resolved", "call_output")
-    steps, prompt, output, cost, category, resolved, call_output = (
-        np.concatenate([getattr(s, f) for s in samples]) for f in fields)
-    runs = np.concatenate([s.call_run + o for s, o in zip(samples, offsets, strict=True)])
-    return Sample(steps, prompt, output, cost, category, resolved, call_output, runs)
-
-
 def fit_variance(samples: list[np.ndarray], independent: bool = True) -> float:
     """``v_fit`` of a metric from the simulations of the K fold worlds (the
     jackknife of the module docstring). ``independent``: the simulations drew
@@ -252,19 +243,15 @@ def tv_null(pooled_mix: np.ndarray, n: int, m: int, v_fit: float,
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the order given.
+    """Holm's step-down adjusted p-values, in the order given
+    (:func:`sim.analysis.compare.holm`, rounded to 12 digits).
 
     >>> holm([0.01, 0.04, 0.03])
     [0.03, 0.06, 0.06]
     """
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for step, i in enumerate(order):
-        running = max(running, min(1.0, (m - step) * p_values[i]))
-        adjusted[i] = round(running, 12)
-    return adjusted
+    from sim.analysis.compare import holm as adjust
+
+    return [round(v, 12) for v in adjust(p_values)]
 
 
 def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
@@ -280,62 +267,63 @@ def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
     rng = np.random.default_rng(seed)
     k = len(real_folds)
     real, sim = pooled(real_folds), pooled(sim_folds)
-    keys = [key for key in METRICS if (key != "call_output" or intervals)
-            and _values(real, key).size and _values(sim, key).size]
-    worlds = jackknife if jackknife is not None else sim_folds
-    independent = jackknife is None
-    v_fit = {key: fit_variance([_values(s, key) for s in worlds], independent) for key in keys
-             if key in TESTED}
-    sim_mixes = [np.array(list(mix(list(s.category)).values())) for s in worlds]
-    v_fit["exits"] = mix_fit_variance(sim_mixes, [s.n for s in worlds], independent)
-    cap = 1.0 / real.n + (1.0 / search_runs if search_runs else 0.0)
-    v_fit = {key: min(v, cap) for key, v in v_fit.items()}
+    keys = _keys(real, sim, intervals)
+    v_fit = _fit_variances(jackknife if jackknife is not None else sim_folds,
+                           jackknife is None, [key for key in keys if key in TESTED],
+                           1.0 / real.n + (1.0 / search_runs if search_runs else 0.0))
     tested = [key for key in keys if key in TESTED]
 
     folds = [_fold_check(i, r, s, v_fit, k, rng, tested)
              for i, (r, s) in enumerate(zip(real_folds, sim_folds, strict=True))]
+    names, combined, adjusted = _combine(folds, tested)
+
+    boot = bootstrap(real, sim, keys, rng) if intervals else {}
+    metrics = [_pooled_metric(key, real, sim, boot, rng,
+                              (combined[names.index(key)], adjusted[names.index(key)])
+                              if key in TESTED else None)
+               for key in keys]
+    exits = _pooled_exits(real, sim, boot, rng, (combined[-1], adjusted[-1]))
+    return Judgement(metrics, exits, folds, v_fit)
+
+
+def _keys(real: Sample, sim: Sample, intervals: bool) -> list[str]:
+    """The metrics both sides have values of (the per-call one with ``intervals`` only)."""
+    wanted = [key for key in METRICS if key != "call_output" or intervals]
+    return [key for key in wanted if _values(real, key).size and _values(sim, key).size]
+
+
+def _combine(folds: list[FoldCheck], tested: list[str]
+             ) -> tuple[list[str], list[float], list[float]]:
+    """The tested metrics some fold has, their folds' p-values combined (the
+    exit mix's last) and Holm-adjusted."""
     names = [key for key in tested if any(key in f.p for f in folds)]
     combined = [stouffer([f.p[key] for f in folds if key in f.p]) for key in names]
     combined.append(stouffer([f.tv_p for f in folds]))
-    adjusted = holm(combined)
+    return names, combined, holm(combined)
 
-    boot = _bootstrap(real, sim, keys, rng) if intervals else {}
-    metrics = []
-    for key in keys:
-        label, unit = METRICS[key]
-        a, b = _values(real, key), np.sort(_values(sim, key))
-        p_value: float | None = None
-        p_adj: float | None = None
-        if key in TESTED:
-            critical = ks_critical(ALPHA, a.size, b.size, 0.0)
-            method = ("pooled distance shown, not tested (the folds' worlds together are close "
-                      "to a fit of all runs; critical: two-sample 5%, for scale); p: the "
-                      "folds' p-values combined (Stouffer), Holm over the metrics and exit mix")
-            p_value, p_adj = combined[names.index(key)], adjusted[names.index(key)]
-            is_tested = True
-        else:
-            critical = _permutation_critical(real, sim, rng)
-            method = (f"not in the verdict: run-level permutation ({PERMUTATIONS} draws), "
-                      f"5% unadjusted")
-            is_tested = False
-        ks_b, med_b, p95_b = boot.get(key, ([], [], []))
-        metrics.append(Metric(
-            key=key, label=label, unit=unit, n_real=int(a.size), n_sim=int(b.size),
-            ks=_ks_sorted(a, b), critical=critical,
-            ks_interval=_interval(ks_b), real_median=float(percentile(a, 0.5)),
-            sim_median=float(percentile(b, 0.5)), real_median_interval=_interval(med_b),
-            real_p95=float(percentile(a, 0.95)), sim_p95=float(percentile(b, 0.95)),
-            real_p95_interval=_interval(p95_b), critical_method=method, p_value=p_value,
-            p_adjusted=p_adj, tested=is_tested))
+
+def _fit_variances(worlds: list[Sample], independent: bool, keys: list[str],
+                   cap: float) -> dict[str, float]:
+    """``v_fit`` per tested metric and ``exits`` from the fold worlds'
+    simulations, each capped at ``cap`` (see the module docstring)."""
+    v_fit = {key: fit_variance([_values(s, key) for s in worlds], independent) for key in keys}
+    sim_mixes = [np.array(list(mix(list(s.category)).values())) for s in worlds]
+    v_fit["exits"] = mix_fit_variance(sim_mixes, [s.n for s in worlds], independent)
+    return {key: min(v, cap) for key, v in v_fit.items()}
+
+
+def _pooled_exits(real: Sample, sim: Sample, boot: dict[str, Any], rng: np.random.Generator,
+                  p: tuple[float, float]) -> ExitMix:
+    """The exit mix of all held-out runs against all fold simulations (``p``:
+    the folds' combined p-value and its Holm-adjusted value)."""
     real_mix, sim_mix = mix(list(real.category)), mix(list(sim.category))
     both = np.array([(real.n * real_mix[c] + sim.n * sim_mix[c]) / (real.n + sim.n)
                      for c in CATEGORIES])
     null = tv_null(both, real.n, sim.n, 0.0, rng)
-    exits = ExitMix(real_mix, sim_mix, total_variation(real_mix, sim_mix),
-                    _interval(boot.get("exits", ([], [], []))[0]),
-                    float(np.quantile(null, 1 - ALPHA)), real.n, sim.n,
-                    p_value=combined[-1], p_adjusted=adjusted[-1])
-    return Judgement(metrics, exits, folds, v_fit)
+    return ExitMix(real_mix, sim_mix, total_variation(real_mix, sim_mix),
+                   _interval(boot.get("exits", ([], [], []))[0]),
+                   float(np.quantile(null, 1 - ALPHA)), real.n, sim.n,
+                   p_value=p[0], p_adjusted=p[1])
 
 
 def stouffer(p_values: list[float]) -> float:
@@ -377,28 +365,29 @@ def _fold_check(index: int, real: Sample, sim: Sample, v_fit: dict[str, float], 
     return check
 
 
-def _bootstrap(real: Sample, sim: Sample, keys: list[str], rng: np.random.Generator
-               ) -> dict[str, tuple[list[float], list[float], list[float]]]:
-    """Bootstrap draws (KS, median, p95 per metric; TV under ``exits``) over
-    the held-out runs, the simulated ones fixed."""
-    sims = {key: np.sort(_values(sim, key)) for key in keys}
-    out: dict[str, tuple[list[float], list[float], list[float]]] = {
-        key: ([], [], []) for key in [*keys, "exits"]}
-    sim_mix = mix(list(sim.category))
-    for _ in range(BOOTSTRAP):
-        draw = rng.integers(0, real.n, real.n)
-        sample = real.take(draw) if "call_output" in keys else None
-        out["exits"][0].append(total_variation(mix(list(real.category[draw])), sim_mix))
-        for key in keys:
-            if key == "call_output":
-                assert sample is not None
-                x = _values(sample, key)
-            else:
-                x = np.asarray(getattr(real, key), dtype=float)[draw]
-                x = x[np.isfinite(x)]
-            if x.size:
-                ks_b, med_b, p95_b = out[key]
-                ks_b.append(_ks_sorted(x, sims[key]))
-                med_b.append(float(percentile(x, 0.5)))
-                p95_b.append(float(percentile(x, 0.95)))
-    return out
+def _pooled_metric(key: str, real: Sample, sim: Sample, boot: dict[str, Any],
+                   rng: np.random.Generator, p: tuple[float, float] | None) -> Metric:
+    """One metric of all held-out runs against all fold simulations: tested
+    (``p``: the folds' combined p-value and its Holm-adjusted value) with the
+    two-sample critical value for scale, or shown with a permutation one."""
+    label, unit = METRICS[key]
+    a, b = _values(real, key), np.sort(_values(sim, key))
+    if p is not None:
+        critical = ks_critical(ALPHA, a.size, b.size, 0.0)
+        method = ("pooled distance shown, not tested (the folds' worlds together are close "
+                  "to a fit of all runs; critical: two-sample 5%, for scale); p: the "
+                  "folds' p-values combined (Stouffer), Holm over the metrics and exit mix")
+    else:
+        critical = _permutation_critical(real, sim, rng)
+        method = (f"not in the verdict: run-level permutation ({PERMUTATIONS} draws), "
+                  f"5% unadjusted")
+    ks_b, med_b, p95_b = boot.get(key, ([], [], []))
+    return Metric(
+        key=key, label=label, unit=unit, n_real=int(a.size), n_sim=int(b.size),
+        ks=_ks_sorted(a, b), critical=critical,
+        ks_interval=_interval(ks_b), real_median=float(percentile(a, 0.5)),
+        sim_median=float(percentile(b, 0.5)), real_median_interval=_interval(med_b),
+        real_p95=float(percentile(a, 0.95)), sim_p95=float(percentile(b, 0.95)),
+        real_p95_interval=_interval(p95_b), critical_method=method,
+        p_value=None if p is None else p[0], p_adjusted=None if p is None else p[1],
+        tested=p is not None)

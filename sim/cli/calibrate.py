@@ -17,9 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from sim.bad_input import InputError
 from sim.calibration.sample import PER_MODEL
+
+if TYPE_CHECKING:
+    from sim.calibration.result import Calibration
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "
@@ -93,8 +97,31 @@ def _classes(text: str | None) -> int | str | None:
 def run(args: argparse.Namespace) -> int:
     """Calibrate, write the scenario and the report, print the verdict."""
     from sim.api.calibrating import calibrate
-    from sim.scenario.limits import check_workers
     from sim.sweeps.cells import default_workers
+
+    _check_scale(args)
+    fit = calibrate(args.traces, args.out, report=args.report, name=args.name, folds=args.folds,
+                    seed=args.seed, classes=_classes(args.classes), by=args.by,
+                    evaluations=args.evaluations, search_runs=args.search_runs,
+                    ladder=not args.no_ladder, progress=not args.quiet,
+                    sample=args.sample or None, workers=args.workers or default_workers(),
+                    scheduler=args.scheduler)
+    result = fit.result
+    if args.format == "json":
+        json.dump(result.summary(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return result.status
+    _print_table(result)
+    print(f"fit {fit.verdict}")
+    print(f"scenario {fit.path}; report in {fit.report}/ (calibration.json, calibration.md, "
+          f"calibration.html)")
+    return result.status
+
+
+def _check_scale(args: argparse.Namespace) -> None:
+    """The options of scale (sample, workers, scheduler) checked; an
+    InputError naming the first that is wrong (sim.calibrate checks the rest)."""
+    from sim.scenario.limits import check_workers
 
     if args.sample < 0:
         raise InputError(f"--sample must be >= 0 (0: every run), got {args.sample}")
@@ -103,17 +130,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"unknown scheduler {args.scheduler!r}: expected 'local', 'dask' or a "
                          f"Dask scheduler address such as tcp://10.0.0.5:8786",
                          path="--scheduler")
-    fit = calibrate(args.traces, args.out, report=args.report, name=args.name, folds=args.folds,
-                    seed=args.seed, classes=_classes(args.classes), by=args.by,
-                    evaluations=args.evaluations, search_runs=args.search_runs,
-                    ladder=not args.no_ladder, progress=not args.quiet,
-                    sample=args.sample or None, workers=args.workers or default_workers(),
-                    scheduler=args.scheduler)
-    result, out, report = fit.result, fit.path, fit.report
-    if args.format == "json":
-        json.dump(result.summary(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return result.status
+
+
+def _print_table(result: Calibration) -> None:
+    """The verdict as a table on stdout: structure, metrics, exit mix, the
+    fixed prompt-token budgets of the ladder."""
     print(f"structure: {result.structure.reason}")
     print(f"{'metric (all folds held out)':<32} {'KS':>6} {'critical':>9} {'p (Holm)':>9}")
     for m in result.metrics:
@@ -130,7 +151,3 @@ def run(args: argparse.Namespace) -> int:
                   f"{100 * r.forecast['lost']:.1f}%, replay {100 * r.replay['lost']:.1f}%; "
                   f"stopped {100 * r.forecast['stopped']:.1f}% vs "
                   f"{100 * r.replay['stopped']:.1f}%")
-    print(f"fit {fit.verdict}")
-    print(f"scenario {out}; report in {report}/ (calibration.json, calibration.md, "
-          f"calibration.html)")
-    return result.status
