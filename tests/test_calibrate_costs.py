@@ -21,7 +21,8 @@ def priced(i: int, steps: int, model: str, cost: float | None):
 
 
 def tokens_usd(run, p) -> float:
-    return sum(c.input_tokens * p.input + c.output_tokens * p.output for c in run.calls) / 1e6
+    return sum(c.usage.input_tokens * p.input + c.usage.output_tokens * p.output
+               for c in run.calls) / 1e6
 
 
 def test_zero_cost_runs_are_priced_at_the_catalogue_scaled_to_the_models_recorded_costs(

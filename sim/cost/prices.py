@@ -95,7 +95,7 @@ def _catalogue_tiers(model_id: str, provider: str | None, cache_ttl: str,
     try:
         _, model = snapshot.find_provider_model(model_id, None, provider, None)
     except LookupError:
-        raise InputError(_unknown_model_message(snapshot, model_id, provider)) from None
+        raise InputError(_unknown_model_text(model_id, provider)) from None
     model_price = model.get_prices(when)
     starts = sorted({tier.start for value in model_price.__dict__.values()
                      if isinstance(value, gp.TieredPrices) for tier in value.tiers})
@@ -131,6 +131,16 @@ def _prices_at(model_price: gp.ModelPrice, prompt_tokens: int, cache_ttl: str,
                   cache_read=input_price if read is None else read,
                   cache_write=input_price if write is None else write,
                   thinking=price("output_reasoning_mtok"))
+
+
+@lru_cache(maxsize=64)
+def _unknown_model_text(model_id: str, provider: str | None) -> str:
+    """:func:`_unknown_model_message` for the catalogue's snapshot, kept per
+    model: its close-match search (difflib over the whole catalogue) is slow,
+    and callers that fall back to explicit prices ask again and again."""
+    from genai_prices import data_snapshot
+
+    return _unknown_model_message(data_snapshot.get_snapshot(), model_id, provider)
 
 
 def _unknown_model_message(snapshot: data_snapshot.DataSnapshot, model_id: str,
