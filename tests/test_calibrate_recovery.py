@@ -55,6 +55,7 @@ KNOWN = {
         "latency": {"ttft_s": 0.4, "decode_tps": 80.0}},
 }
 TAU = 0.3
+pytestmark = pytest.mark.slow  # a calibration of 400 runs and its repetition: minutes
 
 
 @pytest.fixture(scope="module")

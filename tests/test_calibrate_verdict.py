@@ -4,10 +4,12 @@
 express (one class; direct estimates recover it without a search) are dealt
 into folds, fitted on the other folds and judged; over :data:`TRIALS`
 independent trace sets, the verdict (Holm over every fold's tests) rejects at
-most 5% plus three standard errors of the trial count. Every trial is its own slice of one large
-simulated trace folder (the runs are independent, so disjoint slices are
-independent trace sets), fitted with small simulations: cheap enough for the
-suite. ``benchmarks/calibrate_verdict_size.py`` runs a bigger version.
+most 5% plus three standard errors of the trial count (at most 19 of 200).
+The trials are two halves (two test classes, so pytest-xdist can run them on
+both workers at once), each a slice-by-slice walk over its own simulated trace
+folder (the runs are independent, so disjoint slices are independent trace
+sets), fitted with small simulations; the half that ends last checks the total
+(:mod:`tally`). ``benchmarks/calibrate_verdict_size.py`` runs a bigger version.
 
 **Power.** A world the calibration cannot express (two kinds of task, one very
 terse and one very verbose, fitted as one class) is rejected every time.
@@ -24,6 +26,7 @@ import math
 import numpy as np
 import pytest
 import yaml
+from tally import run_folder, tally
 
 from sim.calibration import folds as fl
 from sim.calibration import structure as st
@@ -35,6 +38,10 @@ from sim.cli import main
 
 TRIALS = 200
 RUNS = 60  # per trial
+# the two halves of the size test: the known world's seed for each
+HALVES = {"first": 17, "second": 18}
+# 5% plus three standard errors of TRIALS trials, in rejections: 19
+MAX_REJECTED = math.floor(TRIALS * (0.05 + 3 * math.sqrt(0.05 * 0.95 / TRIALS)))
 K = 3
 SETTINGS = Settings(evaluations=0, search_runs=20, sim_ratio=5.0, jackknife_runs=200,
                     min_fold_sim=100)
@@ -81,35 +88,67 @@ def _slices(traces, size: int, count: int):
     return [traces.subset(ids[i * size:(i + 1) * size]) for i in range(count)]
 
 
-@pytest.fixture(scope="module")
-def known(tmp_path_factory):
-    """TRIALS x RUNS runs of the known world."""
-    return _traces(tmp_path_factory, KNOWN, TRIALS * RUNS, "known")
+class _SizeHalf:
+    """Half of the size test: TRIALS / 2 trials on the known world under its
+    own seed (``HALVES``), the verdict seeded by the trial's index in all
+    TRIALS."""
+
+    half = ""
+
+    @pytest.mark.slow
+    def test_a_known_world_calibrated_back_is_rejected_at_most_five_percent(
+            self, tmp_path_factory, request):
+        """Size: over 200 independent trace sets of the known world (two halves
+        of 100), each judged by 3-fold cross-validation, the verdict rejects
+        at most 5% + 3 SE: at most 19 of 200.
+
+        Detectable effect: before (200 trials in one test) and now (the same
+        200 trials and the same bound on their total, checked by the half that
+        ends last) alike, a false alarm of 0.27% at a true size of 5% and power
+        0.92 at a true size of 13% (binomial, 200 trials, more than 19
+        rejections fail). Run alone (``-k``), a half checks only that its own
+        count is within the bound."""
+        per_half = TRIALS // len(HALVES)
+        world = {**KNOWN, "seed": HALVES[self.half]}
+        traces = _traces(tmp_path_factory, world, per_half * RUNS, f"known-{self.half}")
+        first = list(HALVES).index(self.half) * per_half
+        rejected = sum(_verdict(t, first + i)
+                       for i, t in enumerate(_slices(traces, RUNS, per_half)))
+        assert rejected <= MAX_REJECTED, (rejected, self.half)
+        counts = tally(run_folder(tmp_path_factory, request.config), "verdict-size",
+                       self.half, rejected, set(HALVES))
+        if counts is not None:
+            assert sum(counts.values()) <= MAX_REJECTED, counts
 
 
-def test_a_known_world_calibrated_back_is_rejected_at_most_five_percent(known):
-    """Size: over 200 independent trace sets of the known world, each judged by
-    3-fold cross-validation, the verdict rejects at most 5% + 3 SE."""
-    rejected = sum(_verdict(t, seed) for seed, t in enumerate(_slices(known, RUNS, TRIALS)))
-    bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / TRIALS)
-    assert rejected / TRIALS <= bound, (rejected, TRIALS)
+class TestSizeFirstHalf(_SizeHalf):
+    half = "first"
 
 
-def test_a_world_the_calibration_cannot_express_is_rejected(tmp_path_factory):
-    """Power: half the tasks' runs answer in about 10 output tokens a call and
-    half in about 2,000; one class (a per-call size distribution times a
-    lognormal per-run scale) cannot be both, and 150 runs show it. (Run lengths
-    alone no longer make such a world: endings fitted per step with a frailty
-    express a mixture of short and long runs.)"""
-    def terse_or_verbose(name: str, median: int) -> dict:
-        size = {"distribution": "lognormal", "median": median, "sigma": 0.1}
-        return {"name": name, "weight": 1, "tokens": {"output": size, "answer_output": size}}
+class TestSizeSecondHalf(_SizeHalf):
+    half = "second"
 
-    two = {**KNOWN, "world": {**KNOWN["world"], "classes": [
-        terse_or_verbose("terse", 10), terse_or_verbose("verbose", 2000)]}}
-    traces = _traces(tmp_path_factory, two, 150 * 8, "two")
-    rejected = sum(_verdict(t, seed) for seed, t in enumerate(_slices(traces, 150, 8)))
-    assert rejected == 8
+
+class TestPower:
+    """The power test, a class of its own so that it can run beside the size
+    test's halves."""
+
+    @pytest.mark.slow
+    def test_a_world_the_calibration_cannot_express_is_rejected(self, tmp_path_factory):
+        """Power: half the tasks' runs answer in about 10 output tokens a call and
+        half in about 2,000; one class (a per-call size distribution times a
+        lognormal per-run scale) cannot be both, and 150 runs show it. (Run lengths
+        alone no longer make such a world: endings fitted per step with a frailty
+        express a mixture of short and long runs.)"""
+        def terse_or_verbose(name: str, median: int) -> dict:
+            size = {"distribution": "lognormal", "median": median, "sigma": 0.1}
+            return {"name": name, "weight": 1, "tokens": {"output": size, "answer_output": size}}
+
+        two = {**KNOWN, "world": {**KNOWN["world"], "classes": [
+            terse_or_verbose("terse", 10), terse_or_verbose("verbose", 2000)]}}
+        traces = _traces(tmp_path_factory, two, 150 * 8, "two")
+        rejected = sum(_verdict(t, seed) for seed, t in enumerate(_slices(traces, 150, 8)))
+        assert rejected == 8
 
 
 def test_holm_adjusts_step_down_and_never_exceeds_one():
@@ -134,11 +173,11 @@ def test_critical_values_count_the_fit_and_shrink_with_data():
     assert ks_critical(0.05, 400, 2000, 0.0) < plain
 
 
-def test_folds_hold_every_run_once_stratified_and_seeded(known):
+def test_folds_hold_every_run_once_stratified_and_seeded(tmp_path_factory):
     """Every run in exactly one fold, sizes within one of each other, each
     model-and-exit stratum spread evenly; the same seed gives the same folds,
     another seed others."""
-    traces = _slices(known, 97, 1)[0]
+    traces = _traces(tmp_path_factory, KNOWN, 97, "folds")
     a = fl.assign(traces, 5, 1)
     assert sorted(set(a)) == [0, 1, 2, 3, 4]
     sizes = np.bincount(a)

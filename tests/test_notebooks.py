@@ -68,6 +68,7 @@ def budgets_kernel():
         yield kernel
 
 
+@pytest.mark.slow  # a notebook kernel: minutes, and no coverage (another process)
 def test_budgets_notebook_runs_headless_and_draws_figures(budgets_kernel):
     """Every cell of the budgets notebook runs without a widget front end (a
     cell that raises fails here); it draws PNG figures, and its dials cell
@@ -81,30 +82,36 @@ def test_budgets_notebook_runs_headless_and_draws_figures(budgets_kernel):
     assert texts and texts[0].startswith("bounded dials (live in Jupyter): tokens=2M")
 
 
-def test_your_agent_notebook_runs_headless_on_the_tau2_runs(tmp_path):
-    """The agent notebook runs top to bottom on the shared tau2-bench runs
-    (imports, summarizes, replays, calibrates, explores, sets the forecast
-    beside the replay), writing only to its WORK folder (here a temporary
-    one), and draws its figures: the fit report's ECDF overlays among them."""
-    if not TAU2.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"the shared tau2 runs are missing at {TAU2}")
-        pytest.skip(f"no shared data folder at {SHARED}: set SIM_SHARED to the project's "
-                    f"shared folder (the one holding data/traces/tau2/raw)")
-    parameters = {**QUICK[YOUR_AGENT.name], "TRACES": str(TAU2), "WORK": str(tmp_path)}
-    run = notebooks.execute(YOUR_AGENT, root=ROOT, parameters=parameters)
-    assert not _errors(run.nb)
-    outputs = [o for c in run.nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 14
-    text = "".join(o.get("text", "") for o in outputs)
-    assert "sim.import_traces: trace folder" in text and "steps per run" in text
-    assert "sim.replay at 100,000 tokens: stopped" in text
-    assert "sim.calibrate: fit " in text and "forecast:" in text
-    assert "sim.cli" not in "".join(c.source for c in run.nb.cells)  # the API only
-    for name in ("traces/runs.parquet", "replay_budget/results.parquet", "your_agent.yaml",
-                 "your_agent_calibration/calibration.html", "replay_chosen/results.parquet",
-                 "tune/recommended.yaml"):
-        assert (tmp_path / name).is_file(), name
+class TestYourAgent:
+    """The agent notebook's headless run (the module's longest test), a class so
+    that pytest-xdist can run it beside the budgets notebook's kernel."""
+
+    pytestmark = pytest.mark.slow
+
+    def test_your_agent_notebook_runs_headless_on_the_tau2_runs(self, tmp_path):
+        """The agent notebook runs top to bottom on the shared tau2-bench runs
+        (imports, summarizes, replays, calibrates, explores, sets the forecast
+        beside the replay), writing only to its WORK folder (here a temporary
+        one), and draws its figures: the fit report's ECDF overlays among them."""
+        if not TAU2.is_dir():
+            if os.environ.get("CI"):
+                pytest.fail(f"the shared tau2 runs are missing at {TAU2}")
+            pytest.skip(f"no shared data folder at {SHARED}: set SIM_SHARED to the project's "
+                        f"shared folder (the one holding data/traces/tau2/raw)")
+        parameters = {**QUICK[YOUR_AGENT.name], "TRACES": str(TAU2), "WORK": str(tmp_path)}
+        run = notebooks.execute(YOUR_AGENT, root=ROOT, parameters=parameters)
+        assert not _errors(run.nb)
+        outputs = [o for c in run.nb.cells if c.cell_type == "code" for o in c.outputs]
+        assert sum("image/png" in o.get("data", {}) for o in outputs) >= 14
+        text = "".join(o.get("text", "") for o in outputs)
+        assert "sim.import_traces: trace folder" in text and "steps per run" in text
+        assert "sim.replay at 100,000 tokens: stopped" in text
+        assert "sim.calibrate: fit " in text and "forecast:" in text
+        assert "sim.cli" not in "".join(c.source for c in run.nb.cells)  # the API only
+        for name in ("traces/runs.parquet", "replay_budget/results.parquet", "your_agent.yaml",
+                     "your_agent_calibration/calibration.html", "replay_chosen/results.parquet",
+                     "tune/recommended.yaml"):
+            assert (tmp_path / name).is_file(), name
 
 
 # What the figures of the last redraw show, read from their matplotlib artists
@@ -150,6 +157,7 @@ def _move_widget(kernel, model_id: str, state: dict, timeout: float = 120) -> No
         kc.stop_channels()
 
 
+@pytest.mark.slow  # a notebook kernel: minutes, and no coverage (another process)
 def test_moving_the_token_budget_widget_redraws_the_figures(budgets_kernel):
     """A front end moving the token-budget slider from 2M to 100k tokens (a
     budget the notebook itself never simulated) by a comm update of its
@@ -184,6 +192,7 @@ def test_moving_the_token_budget_widget_redraws_the_figures(budgets_kernel):
     print(f"redraw after the token move: {after['seconds']:.2f} s ({after['status']})")
 
 
+@pytest.mark.slow  # a notebook kernel: minutes, and no coverage (another process)
 def test_moving_another_dial_back_costs_no_simulation(budgets_kernel):
     """Nudges 1 -> 2 simulates a new ladder; moving back to 1 finds every
     cell in the cache."""
