@@ -334,7 +334,7 @@ def test_replay_chunks_cover_every_run_once_whatever_the_workers():
     """The chunk size gives every run to exactly one chunk, at most MAX_CHUNK
     runs each, at least two chunks per worker (when there are runs for them),
     chunks of MAX_CHUNK for one worker."""
-    from sim.cli.replay import MAX_CHUNK, chunk_size
+    from sim.api.replaying import MAX_CHUNK, chunk_size
 
     for runs in (1, 7, 40, 2_001, 10_000, 100_000):
         for workers in (1, 2, 3, 8):
