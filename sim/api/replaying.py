@@ -36,7 +36,7 @@ from sim.output.html import summary_frame
 from sim.scenario.model import Scenario
 
 if TYPE_CHECKING:
-    from sim.drivers.recorded_runs import RecordedRun
+    from sim.drivers.replay.tables import TraceTables
     from sim.scenario.model import HarnessConfig
 
 __all__ = ["MAX_CHUNK", "Replayed", "chunk_size", "replay"]
@@ -102,7 +102,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     >>> replayed.summary[["cell", "succeeded", "cost_mean"]]        # doctest: +SKIP
     """
     from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS, ReplayOptions
-    from sim.drivers.replay.rows import folder_runs
+    from sim.drivers.replay.rows import folder_tables
     from sim.output import folder
     from sim.output.provenance import folder_record, run_provenance
     from sim.scenario.limits import check_workers
@@ -113,8 +113,8 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     check_workers(workers)
     candidate = _candidate(scenario, overrides, allow_plugins)
     s = candidate.scenario
-    runs = folder_runs(os.fspath(traces))  # forked workers inherit it
-    if not runs:
+    runs = folder_tables(os.fspath(traces))  # forked workers inherit it
+    if not len(runs):
         raise InputError("the trace folder holds no runs to replay", source=str(traces))
     target = Path(out) if out is not None else out_root() / f"replay_{s.name}"
     provenance = {**run_provenance(s, command="replay", overrides=_words(overrides)),
@@ -123,7 +123,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     notes = _Notes(notify)
     for note in candidate.notes:
         notes.add(note)
-    if sum(r.tool_calls for r in runs) == 0 and s.harness.detector.enabled:
+    if runs.tool_calls == 0 and s.harness.detector.enabled:
         notes.add(f"note: {traces} records no tool calls: the detector cannot be "
                   "judged (budgets are)")
     options = ReplayOptions(after_intervention, tool_error_kind, frozenset(polling))
@@ -220,20 +220,19 @@ class _Cell:
     block: dict[str, Any]
 
 
-def _replay_cells(s: Scenario, runs: list[RecordedRun], options: Any, traces: str,
+def _replay_cells(s: Scenario, runs: TraceTables, options: Any, traces: str,
                   notes: _Notes, where: _Where) -> dict[str, _Cell]:
     """Every cell of the candidate's sweep replayed over ``runs``."""
     from sim.drivers.catalogue_prices import CataloguePrices
-    from sim.drivers.replay import price_models
     from sim.scenario.model import expand, harness_params, resolve_detector
     from sim.world.params import WorldParams
 
-    text_hashes = any(c.text_sha256 for r in runs for c in r.calls)
+    text_hashes = runs.text_hashes
     out: dict[str, _Cell] = {}
     for name, cell, values in expand(s):
         h = _without_conversation(cell.harness)
         template = harness_params(h, WorldParams())
-        pricing = price_models(runs, template, CataloguePrices(h))
+        pricing = runs.pricing(template, CataloguePrices(h))
         for note in pricing.notes():  # an unknown model is never priced silently
             notes.add(note)
         rows = _replay_cell(traces, name, len(runs), (
@@ -252,9 +251,6 @@ def _replay_cell(traces: str, name: str, count: int, setting: tuple[Any, ...],
 
     from tqdm import tqdm
 
-    from sim.drivers.replay import REPLAY_DTYPES
-    from sim.drivers.replay.rows import replay_slice
-    from sim.output.results import records_frame
     from sim.sweeps.schedulers import make_scheduler
 
     size = chunk_size(count, where.workers)
@@ -264,12 +260,23 @@ def _replay_cell(traces: str, name: str, count: int, setting: tuple[Any, ...],
     with tqdm(total=count, desc=f"replay {name}", unit="run", file=sys.stderr,
               disable=not where.progress, leave=False) as bar, \
             make_scheduler(where.scheduler, where.workers) as scheduler:
-        for i, part in scheduler.run(replay_slice, jobs):
+        for i, part in scheduler.run(replay_chunk, jobs):
             parts[i] = part
-            bar.update(len(part[0]))
-    records = records_frame([record for part in parts for record in part[0]])
-    extras = pd.DataFrame([row for part in parts for row in part[1]]).astype(REPLAY_DTYPES)
-    return pd.concat([records, extras], axis=1)
+            bar.update(len(part))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def replay_chunk(traces: str, start: int, stop: int, *setting: Any) -> pd.DataFrame:
+    """The rows of runs ``start`` to ``stop - 1`` of ``traces`` (a chunk, run
+    by a worker: :func:`sim.drivers.replay.rows.replay_slice`), as a frame:
+    the task records' columns, then the replay's own."""
+    from sim.drivers.replay import REPLAY_DTYPES
+    from sim.drivers.replay.rows import replay_slice
+    from sim.output.results import records_frame
+
+    records, extras = replay_slice(traces, start, stop, *setting)
+    return pd.concat([records_frame(records),
+                      pd.DataFrame(extras).astype(REPLAY_DTYPES)], axis=1)
 
 
 MAX_CHUNK = 2_000
@@ -304,7 +311,7 @@ def _block(rows: pd.DataFrame, traces: str, options: Any, h: HarnessConfig,
                         unpriced_models=tuple(sorted(unpriced)))
 
 
-def _write(staging: Path, s: Scenario, runs: list[RecordedRun], cells: dict[str, _Cell],
+def _write(staging: Path, s: Scenario, runs: TraceTables, cells: dict[str, _Cell],
            provenance: dict[str, Any]) -> dict[str, Any]:
     from sim.output.replay import write_replay_results
 
