@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 from typing import Any
@@ -152,6 +153,15 @@ def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
                  ) -> tuple[list[TaskRecord], list[dict[str, Any]]]:
     """:func:`replay_rows` of runs ``start`` to ``stop - 1`` of the trace
     folder (read by :func:`folder_tables`, their objects built here): a
-    chunk of ``replay --workers`` sent as a path and two numbers."""
-    return replay_rows(folder_tables(folder).recorded(start, stop), template, options,
-                       pricing, make_detector, cell, start)
+    chunk of ``replay --workers`` sent as a path and two numbers. The cyclic
+    garbage collector is paused for the chunk (a replay makes many
+    short-lived objects and few cycles; its passes over the live heap took
+    about a sixth of the time)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return replay_rows(folder_tables(folder).recorded(start, stop), template, options,
+                           pricing, make_detector, cell, start)
+    finally:
+        if paused:
+            gc.enable()
