@@ -102,7 +102,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     >>> replayed.summary[["cell", "succeeded", "cost_mean"]]        # doctest: +SKIP
     """
     from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS, ReplayOptions
-    from sim.drivers.replay.rows import folder_tables
+    from sim.drivers.replay.rows import folder_tables, forget_folders
     from sim.output import folder
     from sim.output.provenance import folder_record, run_provenance
     from sim.scenario.limits import check_workers
@@ -127,10 +127,14 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
         notes.add(f"note: {traces} records no tool calls: the detector cannot be "
                   "judged (budgets are)")
     options = ReplayOptions(after_intervention, tool_error_kind, frozenset(polling))
-    cells = _replay_cells(s, runs, options, os.fspath(traces), notes,
-                          _Where(workers, scheduler, progress))
-    with folder.replace(target) as staging:
-        summary = _write(staging, s, runs, cells, provenance)
+    try:
+        cells = _replay_cells(s, runs, options, os.fspath(traces), notes,
+                              _Where(workers, scheduler, progress))
+        with folder.replace(target) as staging:
+            summary = _write(staging, s, runs, cells, provenance)
+    finally:
+        del runs
+        forget_folders()
     rows, written = read_folder(target)
     return Replayed(rows, summary_frame(written), {c["name"]: c["replay"]
                                                     for c in summary["cells"]},

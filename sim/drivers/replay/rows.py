@@ -147,6 +147,13 @@ def folder_tables(folder: str) -> TraceTables:
     return tables
 
 
+def forget_folders() -> None:
+    """Drop the folder :func:`folder_tables` keeps: its Arrow tables are
+    freed now, not at interpreter exit (where pyarrow may abort tearing down
+    its thread pools: apache/arrow#34314)."""
+    _READ.clear()
+
+
 def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
                  options: ReplayOptions, pricing: ModelPricing,
                  make_detector: Callable[[HarnessParams], Detector] | None, cell: str
