@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from sim.harness.messages import prompt_tokens_of
 from sim.harness.state import SUCCEEDED, HarnessState
 
 FALSE_SUCCESS = "false_success"
@@ -65,7 +66,7 @@ class TaskRecord:
     @property
     def prompt_tokens(self) -> int:
         """All prompt tokens, cached or not."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return prompt_tokens_of(self)
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))

@@ -334,7 +334,7 @@ def test_replay_chunks_cover_every_run_once_whatever_the_workers():
     """The chunk size gives every run to exactly one chunk, at most MAX_CHUNK
     runs each, at least two chunks per worker (when there are runs for them),
     chunks of MAX_CHUNK for one worker."""
-    from sim.cli.replay import MAX_CHUNK, chunk_size
+    from sim.api.replaying import MAX_CHUNK, chunk_size
 
     for runs in (1, 7, 40, 2_001, 10_000, 100_000):
         for workers in (1, 2, 3, 8):
@@ -349,15 +349,21 @@ def test_replay_chunks_cover_every_run_once_whatever_the_workers():
 
 
 def test_a_trace_folder_is_read_again_when_its_files_change(tmp_path):
-    """folder_runs keeps the folder it read (forked workers inherit it), but a
-    folder rewritten in place is read again, never served stale."""
-    from sim.drivers.replay.rows import folder_runs
+    """folder_tables keeps the folder it read (forked workers inherit it), but a
+    folder rewritten in place is read again, never served stale; the runs it
+    builds, whole or a slice at a time, are those of the row-by-row reader."""
+    from sim.drivers.recorded_runs import recorded_runs
+    from sim.drivers.replay.rows import folder_tables
+    from sim.traces import read_traces
 
     folder = write_traces(tmp_path / "t", runs_set()[:3])
-    first = folder_runs(str(folder))
-    assert folder_runs(str(folder)) is first and len(first) == 3
+    first = folder_tables(str(folder))
+    assert folder_tables(str(folder)) is first and len(first) == 3
     write_traces(folder, runs_set()[:5])
-    again = folder_runs(str(folder))
-    assert len(again) == 5 and again == read_trace_folder(folder)
+    again = folder_tables(str(folder))
+    assert len(again) == 5 and again.recorded(0, 5) == read_trace_folder(folder)
+    by_rows = recorded_runs(*read_traces(folder), source=str(folder))
+    assert again.recorded(0, 5) == by_rows
+    assert again.recorded(1, 2) + again.recorded(2, 5) == by_rows[1:]
     with pytest.raises(InputError):
-        folder_runs(str(tmp_path / "missing"))
+        folder_tables(str(tmp_path / "missing"))

@@ -364,3 +364,27 @@ def test_recorded_compaction_and_grader_calls_answer_the_candidates_own():
     r = replay(run, compacting)
     assert r.state.compactions == 1 and r.passed_over == 0 and r.saved_usd == 0.0
     assert "compaction" not in [kind for _, kind in r.interventions]
+
+
+def test_the_drivers_answer_effects_through_the_engines_table():
+    """The replay and live drivers have no switch on effect type: the engines'
+    table (sim.engines.perform.answers) maps every effect to their methods; an
+    effect a driver has no method for is a TypeError naming the driver and the
+    method (replay has no task-giver), and checkpoints and waits are answered
+    with None by a driver without its own (replay) or by its own (live)."""
+    from sim.drivers.live.driver import LiveDriver
+    from sim.drivers.replay.driver import _Driver
+    from sim.engines.perform import EFFECTS, answers
+    from sim.harness import effects as fx
+
+    replayed, live = answers(_Driver), answers(LiveDriver)
+    assert set(replayed) == set(live) == set(EFFECTS)
+    for kind, method in ((fx.ModelRequest, "respond"), (fx.ToolRequest, "execute"),
+                         (fx.VerifyRequest, "verify"), (fx.ApprovalRequest, "approve")):
+        assert replayed[kind] is getattr(_Driver, method)
+        assert live[kind] is getattr(LiveDriver, method)
+    assert live[fx.Wait] is LiveDriver.wait and live[fx.Checkpoint] is LiveDriver.checkpoint
+    assert replayed[fx.Wait](None, fx.Wait(1.0), 0.0) is None
+    assert replayed[fx.Checkpoint](None, fx.Checkpoint(3), 0.0) is None
+    with pytest.raises(TypeError, match=r"_Driver cannot answer UserTurn.*'reply'"):
+        replayed[fx.UserTurn](None, fx.UserTurn("hi", 1), 0.0)

@@ -8,9 +8,14 @@ recorded run of the trace folder is replayed through the real harness loop by
 results folder is written whole by :func:`sim.output.replay.write_replay_results`
 (``results.parquet``, ``summary.json``, ``report.md``, ``report.html``).
 
-``python -m sim replay`` (``sim/cli/replay.py``) still does the same steps
-itself; it becomes a shell over :func:`replay` once its own refactoring lands
-(tests/test_api_replay.py holds the two to the same bytes meanwhile).
+``python -m sim replay`` (``sim/cli/replay.py``) is a shell over
+:func:`replay`: it parses its options, calls it and prints the summary.
+
+Runs are replayed in chunks (:func:`chunk_size`) on a scheduler of
+:mod:`sim.sweeps.schedulers` (``workers`` processes here, or Dask) and put back
+in order: the rows are the same for any number of workers. A chunk is sent as
+the folder and a range of runs: a forked worker has the runs already, a Dask
+worker reads the folder (on a shared file system) once.
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ from sim.output.html import summary_frame
 from sim.scenario.model import Scenario
 
 if TYPE_CHECKING:
-    from sim.drivers.recorded_runs import RecordedRun
+    from sim.drivers.replay.tables import TraceTables
     from sim.scenario.model import HarnessConfig
 
-__all__ = ["Replayed", "replay"]
+__all__ = ["MAX_CHUNK", "Replayed", "chunk_size", "replay"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,9 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
            overrides: Overrides = None, *, out: str | os.PathLike[str] | None = None,
            force: bool = False, after_intervention: str = "continue",
            tool_error_kind: str = "validation", polling: Sequence[str] = (),
-           allow_plugins: bool = False, progress: bool = False) -> Replayed:
+           allow_plugins: bool = False, progress: bool = False, workers: int = 1,
+           scheduler: str | None = None, notify: Callable[[str], None] | None = None
+           ) -> Replayed:
     """Replay the recorded runs of ``traces`` under the harness of ``scenario``
     (a file, a scenario name such as ``"replay"``, or a Scenario) with
     ``overrides`` applied, write the results folder ``out`` (default
@@ -82,42 +89,81 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     claim the recorded harness did not, ``continue`` as recorded (an upper
     bound on cost) or ``stop`` there (a lower bound); ``tool_error_kind``: the
     kind the candidate's classifier sees for a recorded tool error;
-    ``polling``: recorded tools the detector treats as polling. Bad input
-    raises :class:`sim.bad_input.InputError` before anything is replayed.
+    ``polling``: recorded tools the detector treats as polling; ``progress``
+    shows a progress bar on stderr; ``workers`` processes replay the runs in
+    chunks on ``scheduler`` (None or ``"local"``: here; ``"dask"``: a Dask
+    LocalCluster; ``tcp://HOST:PORT``: a running Dask scheduler), with the
+    same results for any number; ``notify(note)`` is called with each note
+    as it arises (they are in :attr:`Replayed.notes` too). Bad input raises
+    :class:`sim.bad_input.InputError` before anything is replayed.
 
     >>> replayed = replay("traces/tau2", "replay",
     ...                   {"harness.budgets.tokens": 150_000})      # doctest: +SKIP
     >>> replayed.summary[["cell", "succeeded", "cost_mean"]]        # doctest: +SKIP
     """
-    from sim.drivers.recorded_runs import read_trace_folder
     from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS, ReplayOptions
+    from sim.drivers.replay.rows import folder_tables, forget_folders
     from sim.output import folder
     from sim.output.provenance import folder_record, run_provenance
+    from sim.scenario.limits import check_workers
     from sim.scenario.project import out_root
 
     _choice(after_intervention, AFTER_INTERVENTION, "--after-intervention")
     _choice(tool_error_kind, TOOL_ERROR_KINDS, "--tool-error-kind")
+    check_workers(workers)
     candidate = _candidate(scenario, overrides, allow_plugins)
     s = candidate.scenario
-    runs = read_trace_folder(traces)
-    if not runs:
+    runs = folder_tables(os.fspath(traces))  # forked workers inherit it
+    if not len(runs):
         raise InputError("the trace folder holds no runs to replay", source=str(traces))
     target = Path(out) if out is not None else out_root() / f"replay_{s.name}"
     provenance = {**run_provenance(s, command="replay", overrides=_words(overrides)),
                   "traces": folder_record(traces)}
     folder.prepare(target, provenance, force=force)
-    notes = candidate.notes
-    if sum(r.tool_calls for r in runs) == 0 and s.harness.detector.enabled:
-        notes.append(f"note: {traces} records no tool calls: the detector cannot be "
-                     "judged (budgets are)")
+    notes = _Notes(notify)
+    for note in candidate.notes:
+        notes.add(note)
+    if runs.tool_calls == 0 and s.harness.detector.enabled:
+        notes.add(f"note: {traces} records no tool calls: the detector cannot be "
+                  "judged (budgets are)")
     options = ReplayOptions(after_intervention, tool_error_kind, frozenset(polling))
-    cells = _replay_cells(s, runs, options, str(traces), notes, progress)
-    with folder.replace(target) as staging:
-        summary = _write(staging, s, runs, cells, provenance)
+    try:
+        cells = _replay_cells(s, runs, options, os.fspath(traces), notes,
+                              _Where(workers, scheduler, progress))
+        with folder.replace(target) as staging:
+            summary = _write(staging, s, runs, cells, provenance)
+    finally:
+        del runs
+        forget_folders()
     rows, written = read_folder(target)
     return Replayed(rows, summary_frame(written), {c["name"]: c["replay"]
                                                     for c in summary["cells"]},
-                    tuple(notes), target)
+                    tuple(notes.items), target)
+
+
+class _Notes:
+    """Notes in the order they arise, each once, each passed to ``notify``."""
+
+    def __init__(self, notify: Callable[[str], None] | None) -> None:
+        self.items: list[str] = []
+        self.notify = notify
+
+    def add(self, note: str) -> None:
+        if note in self.items:
+            return
+        self.items.append(note)
+        if self.notify is not None:
+            self.notify(note)
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where and how the chunks run: ``workers`` processes on ``scheduler``,
+    a progress bar on stderr when ``progress``."""
+
+    workers: int
+    scheduler: str | None
+    progress: bool
 
 
 def _choice(value: str, allowed: Sequence[str], flag: str) -> None:
@@ -178,38 +224,77 @@ class _Cell:
     block: dict[str, Any]
 
 
-def _replay_cells(s: Scenario, runs: list[RecordedRun], options: Any, traces: str,
-                  notes: list[str], progress: bool) -> dict[str, _Cell]:
+def _replay_cells(s: Scenario, runs: TraceTables, options: Any, traces: str,
+                  notes: _Notes, where: _Where) -> dict[str, _Cell]:
     """Every cell of the candidate's sweep replayed over ``runs``."""
     from sim.drivers.catalogue_prices import CataloguePrices
-    from sim.drivers.replay import (
-        REPLAY_DTYPES,
-        price_models,
-        replay_row,
-        replay_runs,
-        task_record,
-    )
-    from sim.output.results import records_frame
     from sim.scenario.model import expand, harness_params, resolve_detector
     from sim.world.params import WorldParams
 
-    text_hashes = any(c.text_sha256 for r in runs for c in r.calls)
+    text_hashes = runs.text_hashes
     out: dict[str, _Cell] = {}
     for name, cell, values in expand(s):
         h = _without_conversation(cell.harness)
         template = harness_params(h, WorldParams())
-        pricing = price_models(runs, template, CataloguePrices(h))
-        notes.extend(n for n in pricing.notes() if n not in notes)
-        with _progress(len(runs), f"replay {name}", progress) as tick:
-            replays = replay_runs(runs, template, options=options, pricing=pricing,
-                                  make_detector=resolve_detector(h.detector.name), progress=tick)
-        records = records_frame([task_record(r.chosen, name, i) for i, r in enumerate(replays)])
-        extras = pd.DataFrame([replay_row(r) for r in replays]).astype(REPLAY_DTYPES)
-        rows = pd.concat([records, extras], axis=1)
+        pricing = runs.pricing(template, CataloguePrices(h))
+        for note in pricing.notes():  # an unknown model is never priced silently
+            notes.add(note)
+        rows = _replay_cell(traces, name, len(runs), (
+            template, options, pricing, resolve_detector(h.detector.name)), where)
         block = _block(rows, traces, options, h, text_hashes, set(pricing.default))
         block["pricing"] = pricing.to_dict()
         out[name] = _Cell(rows, dict(values), block)
     return out
+
+
+def _replay_cell(traces: str, name: str, count: int, setting: tuple[Any, ...],
+                 where: _Where) -> pd.DataFrame:
+    """One cell's rows (records, then the replay's columns): the ``count``
+    runs of ``traces`` replayed in chunks on ``where`` and put back in order."""
+    import sys
+
+    from tqdm import tqdm
+
+    from sim.sweeps.schedulers import make_scheduler
+
+    size = chunk_size(count, where.workers)
+    jobs = [(traces, start, min(start + size, count), *setting, name)
+            for start in range(0, count, size)]
+    parts: list[Any] = [None] * len(jobs)
+    with tqdm(total=count, desc=f"replay {name}", unit="run", file=sys.stderr,
+              disable=not where.progress, leave=False) as bar, \
+            make_scheduler(where.scheduler, where.workers) as scheduler:
+        for i, part in scheduler.run(replay_chunk, jobs):
+            parts[i] = part
+            bar.update(len(part))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def replay_chunk(traces: str, start: int, stop: int, *setting: Any) -> pd.DataFrame:
+    """The rows of runs ``start`` to ``stop - 1`` of ``traces`` (a chunk, run
+    by a worker: :func:`sim.drivers.replay.rows.replay_slice`), as a frame:
+    the task records' columns, then the replay's own."""
+    from sim.drivers.replay import REPLAY_DTYPES
+    from sim.drivers.replay.rows import replay_slice
+    from sim.output.results import records_frame
+
+    records, extras = replay_slice(traces, start, stop, *setting)
+    return pd.concat([records_frame(records),
+                      pd.DataFrame(extras).astype(REPLAY_DTYPES)], axis=1)
+
+
+MAX_CHUNK = 2_000
+"""The most runs one chunk of a replay holds (a worker's memory and the
+progress bar's step)."""
+
+
+def chunk_size(runs: int, workers: int) -> int:
+    """Runs per chunk: about four chunks per worker (so a slow chunk does not
+    leave the others idle), at most :data:`MAX_CHUNK`; all runs in one chunk
+    for one worker, up to :data:`MAX_CHUNK`."""
+    if workers <= 1:
+        return max(1, min(runs, MAX_CHUNK))
+    return max(1, min(MAX_CHUNK, -(-runs // (4 * workers))))
 
 
 def _without_conversation(h: HarnessConfig) -> HarnessConfig:
@@ -218,29 +303,6 @@ def _without_conversation(h: HarnessConfig) -> HarnessConfig:
         return h
     return h.model_copy(update={"conversation": h.conversation.model_copy(
         update={"enabled": False})})
-
-
-class _progress:
-    """A tqdm bar on stderr (off unless ``shown``) fed the driver's run count."""
-
-    def __init__(self, total: int, desc: str, shown: bool) -> None:
-        import sys
-
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, desc=desc, unit="run", file=sys.stderr,
-                        disable=not shown, leave=False)
-        self.done = 0
-
-    def __enter__(self) -> Callable[[int], None]:
-        return self.tick
-
-    def __exit__(self, *_: object) -> None:
-        self.bar.close()
-
-    def tick(self, n: int) -> None:
-        self.bar.update(n - self.done)
-        self.done = n
 
 
 def _block(rows: pd.DataFrame, traces: str, options: Any, h: HarnessConfig,
@@ -253,7 +315,7 @@ def _block(rows: pd.DataFrame, traces: str, options: Any, h: HarnessConfig,
                         unpriced_models=tuple(sorted(unpriced)))
 
 
-def _write(staging: Path, s: Scenario, runs: list[RecordedRun], cells: dict[str, _Cell],
+def _write(staging: Path, s: Scenario, runs: TraceTables, cells: dict[str, _Cell],
            provenance: dict[str, Any]) -> dict[str, Any]:
     from sim.output.replay import write_replay_results
 

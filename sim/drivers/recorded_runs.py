@@ -275,10 +275,11 @@ def _seconds(value: Any, name: str, where: str, source: str) -> float | None:
 
 def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
     """The runs of a trace folder, in the order of ``runs.parquet``, read and
-    checked by :func:`sim.traces.read_traces` (a missing folder or file, a file
-    that is not Parquet, a missing column or a bad value is an
-    :class:`InputError` naming the file)."""
-    from sim.traces import read_traces
+    checked by :func:`sim.traces.reading.load_tables` (a missing folder or
+    file, a file that is not Parquet, a missing column or a bad value is an
+    :class:`InputError` naming the file), built from its Arrow columns
+    (:class:`sim.drivers.replay.tables.TraceTables`)."""
+    from sim.drivers.replay.tables import TraceTables
 
-    runs, calls = read_traces(folder)
-    return recorded_runs(runs, calls, source=str(folder))
+    tables = TraceTables.load(folder)
+    return tables.recorded(0, len(tables))

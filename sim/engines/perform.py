@@ -17,6 +17,10 @@ switching on the effect's type:
   called as ``method(effect, now)`` (``now``: seconds on the driver's clock),
   gets its table from :func:`answers`; a driver that cancels effects in
   flight answers them with ``EFFECTS[type(effect)].cancelled(elapsed)``.
+  A driver that does something for a checkpoint or a backoff wait (the live
+  driver saves the state, sleeps) defines ``checkpoint`` and ``wait`` too; a
+  method an answerer lacks answers with a TypeError naming it (the replay
+  driver has no task-giver to ``reply``).
 
 A dict lookup on the exact type replaces an ``isinstance`` chain (effects are
 never subclassed); ``benchmarks/bench_direct.py`` measures the engine with it.
@@ -41,19 +45,22 @@ is heterogeneous: each entry receives only its own effect type."""
 class EffectKind:
     """How one type of effect is performed.
 
-    ``method``: the answerer's method that answers it (None: answered with
-    None, nothing to compute). ``seconds(effect, result)``: the seconds it
-    takes on a shared clock, or None when no time passes. ``series``: the
+    ``method``: the answerer's method that answers it; ``optional``: an
+    answerer without that method answers it with None (nothing to compute in
+    a simulation: a checkpoint, a backoff wait whose time the clock lets
+    pass). ``seconds(effect, result)``: the seconds it takes on a shared
+    clock, or None when no time passes. ``series``: the
     DES time series it counts in while it lasts (``busy_model_slots`` for a
     model call holding a slot of an unlimited pool, ``parked`` for an
     approval), or None. ``cancelled(elapsed)``: the result the harness gets
     for it when an operator cancelled it after ``elapsed`` seconds in flight.
     """
 
-    method: str | None
+    method: str
     seconds: Callable[[Any, Any], float | None]
     cancelled: Callable[[float], Result]
     series: str | None = None
+    optional: bool = False
 
 
 def _no_time(effect: Any, result: Any) -> None:
@@ -77,8 +84,9 @@ EFFECTS: dict[type, EffectKind] = {
     fx.ToolRequest: EffectKind(
         "execute", lambda effect, result: result.duration_s,
         lambda elapsed: fx.ToolError("cancelled", "cancelled by an operator", 0, elapsed)),
-    fx.Checkpoint: EffectKind(None, _no_time, lambda elapsed: None),
-    fx.Wait: EffectKind(None, lambda effect, result: effect.seconds, lambda elapsed: elapsed),
+    fx.Checkpoint: EffectKind("checkpoint", _no_time, lambda elapsed: None, optional=True),
+    fx.Wait: EffectKind("wait", lambda effect, result: effect.seconds, lambda elapsed: elapsed,
+                        optional=True),
     fx.VerifyRequest: EffectKind("verify", _some_time,
                               lambda elapsed: fx.Verdict(False, duration_s=elapsed)),
     fx.UserTurn: EffectKind("reply", _some_time, lambda elapsed: fx.UserReply(duration_s=elapsed)),
@@ -99,10 +107,23 @@ def answers(answerer: type) -> dict[type, Answer]:
     one that logs every call) is answered by its override."""
     table = _TABLES.get(answerer)
     if table is None:
-        table = _TABLES[answerer] = {
-            kind: _nothing if how.method is None else getattr(answerer, how.method)
-            for kind, how in EFFECTS.items()}
+        table = _TABLES[answerer] = {kind: _method(answerer, how)
+                                     for kind, how in EFFECTS.items()}
     return table
+
+
+def _method(answerer: type, how: EffectKind) -> Answer:
+    """``answerer``'s method for ``how``; without one, None for an optional
+    effect, else a function raising a TypeError that names both."""
+    method: Answer | None = getattr(answerer, how.method, None)
+    if method is not None:
+        return method
+    if how.optional:
+        return _nothing
+
+    def cannot(obj: Any, effect: Any, now: float) -> Result:
+        raise TypeError(f"{answerer.__name__} cannot answer {effect!r} (no {how.method!r})")
+    return cannot
 
 
 def perform(answerer: Any, effect: Effect, now: float) -> Result:

@@ -10,7 +10,7 @@ when the block is created, so the context builder never re-counts history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Role = Literal["user", "assistant"]
 
@@ -91,6 +91,26 @@ class Message:
     tokens: int = 0
 
 
+class PromptCounts(Protocol):
+    """Anything that counts prompt tokens the way a provider bills them: a
+    call's :class:`Usage`, a run's totals (tokens)."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def cache_read_tokens(self) -> int: ...
+    @property
+    def cache_write_tokens(self) -> int: ...
+
+
+def prompt_tokens_of(counts: PromptCounts) -> int:
+    """All prompt tokens of ``counts``, cached or not (tokens): the uncached
+    input plus the cache reads plus the cache writes. The one definition of a
+    prompt's size; :class:`Usage`, the harness state, the world's call log
+    and task records use it."""
+    return counts.input_tokens + counts.cache_read_tokens + counts.cache_write_tokens
+
+
 @dataclass(slots=True)
 class Usage:
     """Token usage of one model call, as a provider reports it.
@@ -111,7 +131,7 @@ class Usage:
     @property
     def prompt_tokens(self) -> int:
         """All prompt tokens of the call, cached or not."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return prompt_tokens_of(self)
 
 
 def estimate_tokens(text: str) -> int:

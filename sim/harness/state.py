@@ -23,6 +23,7 @@ from sim.harness.messages import (
     ToolResultBlock,
     ToolUseBlock,
     make_message,
+    prompt_tokens_of,
     text_block,
 )
 
@@ -127,7 +128,7 @@ class HarnessState:
     @property
     def prompt_tokens(self) -> int:
         """All prompt tokens sent so far, cached or not."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return prompt_tokens_of(self)
 
     @property
     def wall_s(self) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sim.harness import effects as fx
 from sim.harness.effects import ModelResponse, ToolError
+from sim.harness.messages import prompt_tokens_of
 from sim.world.streams import Draws
 from sim.world.task import SimulatedTask
 from sim.world.world import World
@@ -38,7 +39,7 @@ class CallLog:
     @property
     def prompt_tokens(self) -> int:
         """``input + cache_read + cache_write``."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return prompt_tokens_of(self)
 
 
 class RecordingTask(SimulatedTask):

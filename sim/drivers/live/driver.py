@@ -39,11 +39,12 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.calls import Answer, ModelClient
 from sim.drivers.live.tools import Toolbox, ToolContext, in_daemon_thread, run_tool
+from sim.engines.perform import EFFECTS, answers
 from sim.harness.checkpoint import CheckpointStore
 from sim.harness.classifier import MAX_WAIT_S
 from sim.harness.detector import Detector
@@ -66,7 +67,6 @@ from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams
 from sim.harness.state import HarnessState, request_abort
 
-CANCELLED = "cancelled by the operator"
 CHECK_OUTPUT_CHARS = 4_000
 
 
@@ -136,6 +136,9 @@ class LiveDriver:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._event: asyncio.Event | None = None
         self._start = 0.0
+        self._params: HarnessParams | None = None  # the run in progress's
+        self._state: HarnessState | None = None
+        self._run_id = ""
 
     # ------------------------------------------------------------ control
     def cancel(self) -> None:
@@ -170,6 +173,9 @@ class LiveDriver:
         loop = agent_loop(params, state, detector=detector, observers=self.observers)
         if wrap is not None:
             loop = wrap(loop)
+        self._params, self._state, self._run_id = params, state, run_id
+        answer = cast(dict[type, Callable[[LiveDriver, Any, float], Awaitable[Any]]],
+                      answers(LiveDriver))
         result: Any = None
         try:
             while True:
@@ -180,9 +186,10 @@ class LiveDriver:
                 except StopIteration as stop:
                     final: HarnessState = stop.value
                     break
-                result = await self._perform(effect, params, state, run_id)
+                result = await answer[type(effect)](self, effect, self._now())
         finally:
             self._loop = self._event = None
+            self._params = self._state = None
         end = self._now()
         for listener in self.listeners:
             listener.run_end(final, end)
@@ -191,53 +198,74 @@ class LiveDriver:
     def _now(self) -> float:
         return time.monotonic() - self._start
 
-    async def _perform(self, effect: Any, params: HarnessParams, state: HarnessState,
-                       run_id: str) -> Any:
-        if isinstance(effect, Checkpoint):
-            if self.store is not None:
-                self.store.save(run_id, effect.turn, state)
-            return None
+    # ------------------------------------------- effects (the engines' table)
+    # Each is called as ``method(effect, now)`` through
+    # :func:`sim.engines.perform.answers` (``now``: seconds since the run started).
+
+    async def respond(self, request: ModelRequest, now: float) -> Any:
+        """A model call (the listeners see it, failed or cancelled ones too)."""
+        params = self._params
+        assert params is not None
+        answer = await self._unless_cancelled(request, self._model(request,
+                                                                    params.model_timeout_s))
+        if not isinstance(answer, Answer):  # cancelled
+            answer = Answer(answer)
+        end = self._now()
+        for listener in self.listeners:
+            listener.model_call(request, answer, now, end)
+        return answer.result
+
+    async def execute(self, request: ToolRequest, now: float) -> ToolResult | ToolError:
+        """The registered tool, with the request's timeout."""
+        call = request.call
+        result = await self._unless_cancelled(request, run_tool(
+            self.toolbox.get(call.name), call.name, call.input, self.context, request.timeout_s))
+        end = self._now()
+        for listener in self.listeners:
+            listener.tool_call(request, result, now, end)
+        return result  # type: ignore[no-any-return]
+
+    async def wait(self, request: Wait, now: float) -> Any:
+        """A backoff wait: a real sleep (:meth:`_sleep`); cut short, the
+        seconds really waited."""
+        return await self._unless_cancelled(request, self._sleep(request.seconds))
+
+    async def approve(self, request: ApprovalRequest, now: float) -> ApprovalDecision:
+        """The approver's decision (:meth:`_approve`)."""
+        return await self._unless_cancelled(  # type: ignore[no-any-return]
+            request, self._approve(request))
+
+    async def verify(self, request: VerifyRequest, now: float) -> Verdict:
+        """The verifier's verdict (:meth:`_verify`)."""
+        return await self._unless_cancelled(  # type: ignore[no-any-return]
+            request, self._verify(request))
+
+    async def checkpoint(self, effect: Checkpoint, now: float) -> None:
+        """The state saved in the checkpoint store (nothing without one)."""
+        if self.store is not None:
+            assert self._state is not None
+            self.store.save(self._run_id, effect.turn, self._state)
+
+    async def _unless_cancelled(self, effect: Any, work: Awaitable[Any]) -> Any:
+        """``work``'s result, or, when :meth:`cancel` comes first, ``work``
+        aborted (a stream closed, a command killed), the run's abort flag set
+        and the effect answered as cancelled
+        (:attr:`sim.engines.perform.EffectKind.cancelled`)."""
         start = self._now()
-        work = asyncio.ensure_future(self._dispatch(effect, params))
+        task = asyncio.ensure_future(work)
         stop = asyncio.ensure_future(self._event.wait())  # type: ignore[union-attr]
         try:
-            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.cancel()
-        if work.done():
-            result = work.result()
-        else:  # cancelled meanwhile: abort the effect (closes a stream, kills a command)
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
-            request_abort(state)
-            result = self._aborted(effect, self._now() - start)
-        end = self._now()
-        if isinstance(effect, ModelRequest):
-            answer = result if isinstance(result, Answer) else Answer(result)
-            for listener in self.listeners:
-                listener.model_call(effect, answer, start, end)
-            return answer.result
-        if isinstance(effect, ToolRequest):
-            for listener in self.listeners:
-                listener.tool_call(effect, result, start, end)
-        return result
-
-    async def _dispatch(self, effect: Any, params: HarnessParams) -> Any:
-        if isinstance(effect, ModelRequest):
-            return await self._model(effect, params.model_timeout_s)
-        if isinstance(effect, ToolRequest):
-            call = effect.call
-            return await run_tool(self.toolbox.get(call.name), call.name, call.input,
-                                  self.context, effect.timeout_s)
-        if isinstance(effect, Wait):
-            await self._sleep(effect.seconds)
-            return None
-        if isinstance(effect, ApprovalRequest):
-            return await self._approve(effect)
-        if isinstance(effect, VerifyRequest):
-            return await self._verify(effect)
-        raise TypeError(f"the live driver cannot perform {effect!r}")
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert self._state is not None
+        request_abort(self._state)
+        return EFFECTS[type(effect)].cancelled(self._now() - start)
 
     async def _sleep(self, seconds: float) -> None:
         """A backoff wait: never longer than the harness's longest wait
@@ -283,19 +311,6 @@ class LiveDriver:
         if isinstance(verdict, Verdict):
             return verdict
         return Verdict(bool(verdict), duration_s=time.monotonic() - start)
-
-    @staticmethod
-    def _aborted(effect: Any, elapsed: float) -> Any:
-        """The result sent for an effect cut short by a cancellation."""
-        if isinstance(effect, ModelRequest):
-            return Answer(ModelError("connection", None, None, CANCELLED, elapsed))
-        if isinstance(effect, ToolRequest):
-            return ToolError("transient", CANCELLED, estimate_tokens(CANCELLED), elapsed)
-        if isinstance(effect, Wait):
-            return elapsed
-        if isinstance(effect, ApprovalRequest):
-            return ApprovalDecision(False, elapsed, reason=CANCELLED)
-        return Verdict(False, CANCELLED, estimate_tokens(CANCELLED), elapsed)
 
 
 def _is_async(function: object) -> bool:

@@ -4,7 +4,6 @@ recorded run (:func:`replay_run`; the rules are in :mod:`sim.drivers.replay`).""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
@@ -20,6 +19,8 @@ from sim.drivers.replay.options import (
     stop_reason,
 )
 from sim.drivers.replay.pricing import call_cost, prices_of
+from sim.drivers.replay.replayed import Replay
+from sim.engines.perform import answers
 from sim.harness import effects as fx
 from sim.harness import events as ev
 from sim.harness.detector import Detector
@@ -30,78 +31,14 @@ from sim.harness.state import SUCCEEDED, HarnessState, new_state
 from sim.task_record import FALSE_SUCCESS
 
 
-@dataclass
-class Replay:
-    """What the candidate did to one recorded run.
+class _Ended(Exception):
+    """Raised by an answering method to end the replay before the harness
+    ends: ``by`` is ``recording`` (no recorded call left) or ``intervention``
+    (stop mode)."""
 
-    ``state`` is the harness's state when the replay ended; ``ended_by`` is
-    ``harness`` (a terminal state), ``recording`` (no recorded call left) or
-    ``intervention`` (stop mode); ``outcome``, ``status`` and ``reason`` are
-    the run's result (see the module docstring). ``calls`` and ``cost_usd``
-    count the model calls answered (a worst-case compaction included) and their
-    cost (USD, recorded where recorded), ``priced_usd`` their cost at the run's
-    prices; ``recorded_calls_usd`` and ``recorded_priced_usd`` are the same for
-    every recorded call; ``tools_run`` counts tool requests answered (first
-    attempts). ``stopped_at`` is the index of the recorded call at which the
-    candidate stopped the run (None: it did not); ``interventions`` and
-    ``firings`` list ``(call index, kind or detector signal)``.
-
-    Fidelity: ``prompt_counts`` is the harness's own count of each step's
-    prompt, in order; ``prompt_mismatches`` counts the calls whose count
-    differs from the recording (up to the first intervention, which changes the
-    history itself) and ``prompt_max_deviation`` is the largest difference
-    (tokens); ``resized`` counts steps whose recorded result sizes were scaled
-    down to the recorded growth; ``text_turns`` the mid-run text-only calls
-    replayed as ``reply_to_user``; ``unrecorded_arguments`` the tool calls
-    without recorded arguments (each made distinct, so never a repetition);
-    ``verdict_unknown`` whether a verifier checked an answer the source does
-    not judge; ``passed_over`` the recorded compaction or verifier calls (sim's
-    own runs) the candidate did not ask for (their cost is saved)."""
-
-    run: RecordedRun
-    state: HarnessState
-    ended_by: str
-    outcome: str
-    status: str
-    reason: str
-    calls: int
-    tools_run: int
-    cost_usd: float
-    stopped_at: int | None = None
-    interventions: list[tuple[int, str]] = field(default_factory=list)
-    firings: list[tuple[int, str]] = field(default_factory=list)
-    prompt_mismatches: int = 0
-    prompt_max_deviation: int = 0
-    resized: int = 0
-    text_turns: int = 0
-    unrecorded_arguments: int = 0
-    verdict_unknown: bool = False
-    priced_usd: float = 0.0
-    recorded_calls_usd: float = 0.0
-    recorded_priced_usd: float = 0.0
-    prompt_counts: list[int] = field(default_factory=list)
-    passed_over: int = 0
-
-    @property
-    def stopped(self) -> bool:
-        """Whether the candidate ended the run before the recording did."""
-        return self.stopped_at is not None
-
-    @property
-    def diverged(self) -> bool:
-        """Whether the candidate intervened where the recording cannot answer."""
-        return bool(self.interventions)
-
-    @property
-    def saved_usd(self) -> float:
-        """Cost of the recorded calls (``recorded_calls_usd``) minus the cost of
-        the calls replayed (``cost_usd``): 0.0 exactly for a run replayed whole."""
-        return self.recorded_calls_usd - self.cost_usd
-
-    @property
-    def saved_priced_usd(self) -> float:
-        """The same saving at the run's prices."""
-        return self.recorded_priced_usd - self.priced_usd
+    def __init__(self, by: str) -> None:
+        super().__init__(by)
+        self.by = by
 
 
 def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions | None = None,
@@ -141,57 +78,76 @@ class _Driver:
         self.verdict_unknown = False
         self.reported: dict[int, Block] = {}  # injected blocks already reported, by id
         self.check_prompt = True
+        self.stop = options.after_intervention == "stop"
+        first = calls[self.steps[0]].usage.prompt_tokens if self.steps else 0
+        self.state = new_state(params.prefix_tokens, params.model, "recorded run",
+                               task_tokens=first)
 
     # -------------------------------------------------------------- loop
     def drive(self, detector: Detector | None) -> Replay:
-        first = self.run.calls[self.steps[0]].usage.prompt_tokens if self.steps else 0
-        state = new_state(self.params.prefix_tokens, self.params.model, "recorded run",
-                          task_tokens=first)
+        """Run the harness loop to its end, each effect answered through the
+        engines' table (:func:`sim.engines.perform.answers`: ``respond``,
+        ``execute``, ``verify``, ``approve``; checkpoints and waits need no
+        answer); a method that ends the replay early raises :class:`_Ended`."""
+        state = self.state
         loop = agent_loop(self.params, state, detector=detector, observers=(self._observe,))
-        stop = self.options.after_intervention == "stop"
+        send = loop.send
+        answer = answers(_Driver)
         result: Any = None
         try:
             while True:
-                effect = loop.send(result)
-                if type(effect) is fx.ModelRequest:
-                    if effect.purpose != "step":
-                        recorded = self._extra("compaction")
-                        if recorded is not None:  # the old harness compacted here too
-                            result = self._recorded_response(recorded, [TextBlock(
-                                "", recorded.usage.output_tokens)], "end_turn")
-                            continue
-                        self._intervene(COMPACTION)
-                        if stop:
-                            return self._finish(loop, state, "intervention")
-                        result = self._worst_case(effect)
-                        continue
-                    self._pass_over_extras()
-                    if self.next_call >= len(self.run.calls):  # what the harness added
-                        return self._finish(loop, state, "recording")  # last is not read
-                    self._look_back(state, effect)
-                    if stop and self.interventions:
-                        return self._finish(loop, state, "intervention")
-                    result = self._respond(effect)
-                elif type(effect) is fx.ToolRequest:
-                    if effect.attempt > 0:
-                        self._intervene(TOOL_RETRY)
-                        if stop:
-                            return self._finish(loop, state, "intervention")
-                    else:
-                        self.tools_run += 1
-                    result = self.answered[effect.call.id]
-                elif type(effect) is fx.VerifyRequest:
-                    result = self._verdict()
-                    if stop and self.interventions:
-                        return self._finish(loop, state, "intervention")
-                elif type(effect) is fx.ApprovalRequest:
-                    result = fx.ApprovalDecision(True)  # the recorded call ran
-                elif type(effect) is fx.Checkpoint or type(effect) is fx.Wait:
-                    result = None
-                else:
-                    raise TypeError(f"unknown effect {effect!r}")
+                effect = send(result)
+                result = answer[type(effect)](self, effect, 0.0)
         except StopIteration:
             return self._finish(None, state, "harness")
+        except _Ended as ended:
+            return self._finish(loop, state, ended.by)
+
+    def respond(self, request: fx.ModelRequest, now: float) -> fx.ModelResponse:
+        """A model request: a step gets the next recorded step's response; a
+        compaction the recorded one where the old harness compacted too, else
+        its worst case (an intervention)."""
+        if request.purpose != "step":
+            recorded = self._extra("compaction")
+            if recorded is not None:  # the old harness compacted here too
+                return self._recorded_response(recorded, [TextBlock(
+                    "", recorded.usage.output_tokens)], "end_turn")
+            self._intervene(COMPACTION)
+            self._stop_on_intervention()
+            return self._worst_case(request)
+        self._pass_over_extras()
+        if self.next_call >= len(self.run.calls):  # what the harness added
+            raise _Ended("recording")  # last is not read
+        self._look_back(self.state, request)
+        if self.interventions:
+            self._stop_on_intervention()
+        return self._respond(request)
+
+    def execute(self, request: fx.ToolRequest, now: float) -> fx.ToolResult | fx.ToolError:
+        """A tool request: the result sized when its call was answered; a
+        retry the old harness did not make is an intervention."""
+        if request.attempt > 0:
+            self._intervene(TOOL_RETRY)
+            self._stop_on_intervention()
+        else:
+            self.tools_run += 1
+        return self.answered[request.call.id]
+
+    def verify(self, request: fx.VerifyRequest, now: float) -> fx.Verdict:
+        """A verification: the recorded resolved (:meth:`_verdict`)."""
+        verdict = self._verdict()
+        if self.interventions:
+            self._stop_on_intervention()
+        return verdict
+
+    def approve(self, request: fx.ApprovalRequest, now: float) -> fx.ApprovalDecision:
+        """An approval: granted (the recorded call ran)."""
+        return fx.ApprovalDecision(True)
+
+    def _stop_on_intervention(self) -> None:
+        """In stop mode, end the replay at the intervention just noted."""
+        if self.stop:
+            raise _Ended("intervention")
 
     def _observe(self, event: ev.Event) -> None:
         signal = event.data.get("signal")

@@ -5,10 +5,11 @@ the candidate's parameters for the run (:func:`run_params`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.pricing import ModelPricing, call_model
-from sim.harness.params import HarnessParams, Prices, ToolSpec
+from sim.harness.params import HarnessParams, Prices, ToolSpec, VerifierParams
 
 REPLY_TOOL = "reply_to_user"
 """The synthetic tool standing for a text-only message in the middle of a run."""
@@ -98,8 +99,7 @@ def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None 
     specs = [ToolSpec(name, "read", max(seconds, 1e-3), name in polling, 0)
              for name, seconds in longest.items()]
     specs.append(ToolSpec(reply, "read", 1e-3, True, 0))
-    verifier = replace(template.verifier, max_prompt_tokens=0, max_output_tokens=0,
-                       max_duration_s=0.0)
+    verifier = _free(template.verifier)
     model = call_model(run.calls[0], run, template) if run.calls else (run.model
                                                                        or template.model)
     others: tuple[tuple[str, Prices], ...] = ()
@@ -112,6 +112,12 @@ def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None 
                    model=model, verifier=verifier,
                    prices=template.prices if prices is None else prices,
                    model_prices=others or template.model_prices)
+
+
+@lru_cache(maxsize=16)
+def _free(verifier: VerifierParams) -> VerifierParams:
+    """``verifier`` at no cost: its verdict is the recorded one."""
+    return replace(verifier, max_prompt_tokens=0, max_output_tokens=0, max_duration_s=0.0)
 
 
 def reply_tool_name(run: RecordedRun) -> str:

@@ -62,16 +62,24 @@ def price_models(runs: list[RecordedRun], template: HarnessParams,
     """Prices for every model the recorded calls name (see the module):
     ``prices_for(model)`` (the catalogue; None: unknown), else from the
     recorded costs of that model's calls, else the template's prices."""
-    recorded_usd: dict[str, list[float]] = {}
-    at_template: dict[str, list[float]] = {}
+    costed: dict[str, list[RecordedCall]] = {}
     names: dict[str, None] = {}
     for run in runs:
         for call in run.calls:
             name = call_model(call, run, template)
             names.setdefault(name, None)
             if call.cost_usd is not None:
-                recorded_usd.setdefault(name, []).append(call.cost_usd)
-                at_template.setdefault(name, []).append(call_cost(template.prices, call))
+                costed.setdefault(name, []).append(call)
+    return models_pricing(list(names), lambda name: costed.get(name, []), template, prices_for)
+
+
+def models_pricing(names: list[str], costed: Callable[[str], list[RecordedCall]],
+                   template: HarnessParams,
+                   prices_for: Callable[[str | None], Prices | None] | None = None
+                   ) -> ModelPricing:
+    """:func:`price_models` given the model names in order of first
+    appearance and ``costed(name)``: that model's calls with a recorded cost
+    (asked only for a model ``prices_for`` does not know)."""
     prices: dict[str, Prices] = {}
     catalogue, default = [], []
     recorded: dict[str, dict[str, float]] = {}
@@ -81,7 +89,9 @@ def price_models(runs: list[RecordedRun], template: HarnessParams,
             prices[name] = found
             catalogue.append(name)
             continue
-        paid, priced = math.fsum(recorded_usd.get(name, ())), math.fsum(at_template.get(name, ()))
+        calls = costed(name)
+        paid = math.fsum(c.cost_usd for c in calls if c.cost_usd is not None)
+        priced = math.fsum(call_cost(template.prices, c) for c in calls)
         scale = paid / priced if priced > 0 else math.nan
         if math.isfinite(scale) and scale > 0:
             base = template.prices.base
@@ -90,13 +100,11 @@ def price_models(runs: list[RecordedRun], template: HarnessParams,
                                    cache_write=base.cache_write * scale,
                                    thinking=None if base.thinking is None
                                    else base.thinking * scale)
-            recorded[name] = {"calls": float(len(recorded_usd[name])), "recorded_usd": paid,
-                              "scale": scale}
+            recorded[name] = {"calls": float(len(calls)), "recorded_usd": paid, "scale": scale}
         else:
             prices[name] = template.prices
             default.append(name)
     return ModelPricing(prices, tuple(catalogue), recorded, tuple(default))
-
 
 
 def prices_of(params: HarnessParams, model: str | None) -> Prices:

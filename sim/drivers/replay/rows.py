@@ -4,15 +4,17 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 from typing import Any
 
-from sim.drivers.recorded_runs import RecordedRun, read_trace_folder
+from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.driver import Replay
 from sim.drivers.replay.options import ReplayOptions
 from sim.drivers.replay.pricing import ModelPricing
 from sim.drivers.replay.runs import RunReplay, replay_runs
+from sim.drivers.replay.tables import TraceTables
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams
 from sim.task_record import TaskRecord
@@ -120,28 +122,36 @@ def replay_rows(runs: list[RecordedRun], template: HarnessParams, options: Repla
             [replay_row(r) for r in replays])
 
 
-_READ: dict[str, tuple[tuple[int, ...], list[RecordedRun]]] = {}
+_READ: dict[str, tuple[tuple[int, ...], TraceTables]] = {}
 """The trace folder this process read last, with the sizes and times of its
 two files: a forked worker inherits it, so a chunk's runs are not sent to it."""
 
 
-def folder_runs(folder: str) -> list[RecordedRun]:
-    """The runs of the trace folder ``folder`` (:func:`read_trace_folder`),
-    read once per process while its files stay the same (size and
-    modification time of ``runs.parquet`` and ``calls.parquet``)."""
+def folder_tables(folder: str) -> TraceTables:
+    """The checked tables of the trace folder ``folder``
+    (:meth:`TraceTables.load`), read once per process while its files stay
+    the same (size and modification time of ``runs.parquet`` and
+    ``calls.parquet``)."""
     try:
         stamp = tuple(n for name in ("runs.parquet", "calls.parquet")
                       for s in [os.stat(os.path.join(folder, name))]
                       for n in (s.st_size, s.st_mtime_ns))
     except OSError:  # no such folder or file: the reader says so
-        return read_trace_folder(folder)
+        return TraceTables.load(folder)
     kept = _READ.get(folder)
     if kept is not None and kept[0] == stamp:
         return kept[1]
-    runs = read_trace_folder(folder)
+    tables = TraceTables.load(folder)
     _READ.clear()  # one folder at a time: memory stays that of one read
-    _READ[folder] = (stamp, runs)
-    return runs
+    _READ[folder] = (stamp, tables)
+    return tables
+
+
+def forget_folders() -> None:
+    """Drop the folder :func:`folder_tables` keeps: its Arrow tables are
+    freed now, not at interpreter exit (where pyarrow may abort tearing down
+    its thread pools: apache/arrow#34314)."""
+    _READ.clear()
 
 
 def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
@@ -149,7 +159,16 @@ def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
                  make_detector: Callable[[HarnessParams], Detector] | None, cell: str
                  ) -> tuple[list[TaskRecord], list[dict[str, Any]]]:
     """:func:`replay_rows` of runs ``start`` to ``stop - 1`` of the trace
-    folder (read by :func:`folder_runs`): a chunk of ``replay --workers``
-    sent as a path and two numbers."""
-    return replay_rows(folder_runs(folder)[start:stop], template, options, pricing,
-                       make_detector, cell, start)
+    folder (read by :func:`folder_tables`, their objects built here): a
+    chunk of ``replay --workers`` sent as a path and two numbers. The cyclic
+    garbage collector is paused for the chunk (a replay makes many
+    short-lived objects and few cycles; its passes over the live heap took
+    about a sixth of the time)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return replay_rows(folder_tables(folder).recorded(start, stop), template, options,
+                           pricing, make_detector, cell, start)
+    finally:
+        if paused:
+            gc.enable()

@@ -50,7 +50,7 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
     out = []
     for i, run in enumerate(runs):
         try:
-            params = run_params(template, run, None, options, pricing).validate()
+            params = run_params(template, run, None, options, pricing)  # validated when built
         except ParameterError as error:
             path, message = error.problems[0]
             raise InputError(f"the candidate cannot replay run {run.run_id!r}: {message}",
