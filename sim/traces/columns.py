@@ -70,15 +70,15 @@ _PLAIN = (*TOKEN_COLUMNS, "model", "cost_usd", "finish_reason", "started_s", "la
 
 class CallColumns:
     """The calls of one or more runs, a list per column. A call is row ``i``
-    of every row column; ``run`` holds its run's key, ``call`` its index in
-    the run, the token columns its usage, ``tools`` how many tool calls it
-    made: those are the next entries of the tool columns (the call's id,
-    the tool's name, the canonical JSON arguments; the result's size in
-    tokens, hash, error flag and the tool's time in seconds, None until
-    seen). ``dropped`` lists rows the harness did not account (left out of
+    of every row column; ``run`` holds its run's key (its index in the run
+    is its place among the run's rows), the token columns its usage,
+    ``tools`` how many tool calls it made: those are the next entries of
+    the tool columns (the call's id, the tool's name, the canonical JSON
+    arguments; the result's size in tokens, hash, error flag and the tool's
+    time in seconds, None until seen). ``dropped`` lists rows the harness did not account (left out of
     every table)."""
 
-    __slots__ = ("arguments", "cache_read_tokens", "cache_write_tokens", "call", "cost_usd",
+    __slots__ = ("arguments", "cache_read_tokens", "cache_write_tokens", "cost_usd",
                  "dropped", "duration_s", "error", "finish_reason", "input_tokens",
                  "latency_s", "model", "observation_sha256", "observation_tokens",
                  "output_tokens", "purpose", "reasoning_tokens", "result_sha256",
@@ -87,7 +87,6 @@ class CallColumns:
 
     def __init__(self) -> None:
         self.run: list[Any] = []
-        self.call: list[int] = []
         self.input_tokens: list[int] = []
         self.cache_read_tokens: list[int] = []
         self.cache_write_tokens: list[int] = []
@@ -114,7 +113,7 @@ class CallColumns:
         self.dropped: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.call)
+        return len(self.run)
 
     # ------------------------------------------------------------ tables
     def table(self, keys: Sequence[Any], run_ids: Sequence[str]
@@ -137,7 +136,7 @@ class CallColumns:
             pa.array(self.duration_s, pa.float64())], fields=list(TOOL_CALL_TYPE))
         columns: dict[str, Any] = {
             "run_id": pa.array(run_ids, pa.string()).take(pa.array(runs)),
-            "call": pa.array(self.call, pa.int64()),
+            "call": pa.nulls(len(runs), pa.int64()),  # numbered once ordered, below
             "tool_calls": pa.ListArray.from_arrays(pa.array(offsets), children,
                                                    type=CALLS_SCHEMA.field("tool_calls").type),
             "agent": pa.nulls(len(runs), pa.string())}
@@ -154,6 +153,9 @@ class CallColumns:
             table, runs = table.take(pa.array(order)), runs[order]
         steps = np.bincount(runs, minlength=len(keys))
         ends = np.cumsum(steps)
+        calls = np.arange(len(runs), dtype=np.int64) - np.repeat(ends - steps, steps)
+        table = table.set_column(table.schema.get_field_index("call"),
+                                 CALLS_SCHEMA.field("call"), pa.array(calls))
         sums = {}
         for name in TOKEN_COLUMNS:
             totals = np.zeros(len(runs) + 1, dtype=np.int64)
@@ -168,7 +170,7 @@ class CallColumns:
         dropped = set(self.dropped)
         out: dict[Any, list[CallRecord]] = {}
         child = 0
-        for row in range(len(self.call)):
+        for row in range(len(self.run)):
             count = self.tools[row]
             tools = [ToolCallRecord(name=self.tool_name[i], id=self.tool_id[i],
                                     arguments=self.arguments[i],

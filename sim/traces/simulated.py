@@ -65,7 +65,7 @@ class RunRecorder:
     :attr:`calls` gives them as objects."""
 
     __slots__ = ("_assistant", "_durations", "_open", "_position", "_step", "_step_tools", "clock",
-                 "columns", "key", "n", "state", "t0")
+                 "columns", "key", "state", "t0")
 
     def __init__(self, state: HarnessState, clock: Callable[[], float],
                  columns: CallColumns | None = None, key: Any = 0) -> None:
@@ -74,8 +74,6 @@ class RunRecorder:
         self.t0 = clock()
         self.columns = CallColumns() if columns is None else columns
         self.key = key
-        self.n = 0
-        """Calls recorded (and kept) so far."""
         self._open: tuple[int, float, int, Usage] | None = None  # row, spend, tokens before
         self._step: int | None = None  # the last step call's row, awaiting what came back
         self._step_tools = 0  # its first tool call's entry in the tool columns
@@ -134,12 +132,11 @@ class RunRecorder:
     def _append(self, usage: Usage, model: str | None, finish_reason: str | None,
                 started_s: float, latency_s: float | None, text_tokens: int | None,
                 purpose: str | None, text_hash: str | None, tools: int = 0) -> int:
-        """One call appended to every row column; returns its row."""
+        """One call appended to every row column; returns its row (a
+        verifier's check: :meth:`_model_call` writes a response's inline)."""
         c = self.columns
-        row = len(c.call)
+        row = len(c.run)
         c.run.append(self.key)
-        c.call.append(self.n)
-        self.n += 1
         c.input_tokens.append(usage.input_tokens)
         c.cache_read_tokens.append(usage.cache_read_tokens)
         c.cache_write_tokens.append(usage.cache_write_tokens)
@@ -176,11 +173,26 @@ class RunRecorder:
                 c.result_sha256.append(None)
                 c.error.append(None)
                 c.duration_s.append(None)
-        row = self._append(response.usage, response.model or request.model,
-                           response.stop_reason, began - self.t0, response.latency_s, text,
-                           request.purpose, texts_sha256(texts) if texts else _EMPTY_SHA256,
-                           len(c.tool_id) - first)
-        self._open = (row, spent, tokens, response.usage)
+        usage = response.usage
+        row = len(c.run)
+        c.run.append(self.key)
+        c.input_tokens.append(usage.input_tokens)
+        c.cache_read_tokens.append(usage.cache_read_tokens)
+        c.cache_write_tokens.append(usage.cache_write_tokens)
+        c.output_tokens.append(usage.output_tokens)
+        c.reasoning_tokens.append(usage.thinking_tokens)
+        c.model.append(response.model or request.model)
+        c.cost_usd.append(None)
+        c.finish_reason.append(response.stop_reason)
+        c.started_s.append(began - self.t0)
+        c.latency_s.append(response.latency_s)
+        c.text_tokens.append(text)
+        c.tools.append(len(c.tool_id) - first)
+        c.observation_tokens.append(0)
+        c.purpose.append(request.purpose)
+        c.text_sha256.append(texts_sha256(texts) if texts else _EMPTY_SHA256)
+        c.observation_sha256.append(None)
+        self._open = (row, spent, tokens, usage)
         if request.purpose == "step":
             self._step, self._step_tools, self._assistant = row, first, None
 
@@ -194,7 +206,6 @@ class RunRecorder:
         if self._tokens() == tokens and (usage.prompt_tokens or usage.output_tokens
                                          or usage.thinking_tokens):
             c.dropped.append(row)
-            self.n -= 1
             if self._step == row:
                 self._step = None
             return
