@@ -75,8 +75,8 @@ class CallColumns:
     ``tools`` how many tool calls it made: those are the next entries of
     the tool columns (the call's id, the tool's name, the canonical JSON
     arguments; the result's size in tokens, hash, error flag and the tool's
-    time in seconds, None until seen). ``dropped`` lists rows the harness did not account (left out of
-    every table)."""
+    time in seconds, None until seen). ``dropped`` lists rows the harness
+    did not account (left out of every table)."""
 
     __slots__ = ("arguments", "cache_read_tokens", "cache_write_tokens", "cost_usd",
                  "dropped", "duration_s", "error", "finish_reason", "input_tokens",
