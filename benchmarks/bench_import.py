@@ -5,7 +5,8 @@
 
 Writes the runs once (``python -m sim run scenarios/bounded.yaml --traces``
 for the smallest size and up to 10,000 tasks; a larger size repeats the
-10,000-run folder with suffixed run ids, the same calls), then, ``rounds``
+10,000-run folder with suffixed run ids, the same calls, in row groups of
+sim's writer's size), then, ``rounds``
 times and alternating, times:
 
 - the baseline: ``pyarrow.parquet.read_table`` of the folder's two files,
@@ -38,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.traces.model import CALLS_FILE, RUNS_FILE
+from sim.traces.writer import ROW_GROUP_CALLS
 
 BASE = 10_000
 """The most runs simulated; larger sizes repeat this folder."""
@@ -62,8 +64,10 @@ def repeat(source: Path, folder: Path, times: int) -> None:
 
     pq.write_table(pa.concat_tables(suffixed(runs, k) for k in range(times)),
                    folder / RUNS_FILE, compression="zstd")
-    pq.write_table(pa.concat_tables(suffixed(calls, k) for k in range(times)),
-                   folder / CALLS_FILE, compression="zstd")
+    with pq.ParquetWriter(folder / CALLS_FILE, calls.schema, compression="zstd") as writer:
+        for k in range(times):  # row groups of the size sim's writer uses
+            writer.write_table(suffixed(calls, k).cast(calls.schema),
+                               row_group_size=ROW_GROUP_CALLS)
 
 
 def folders(work: Path, sizes: list[int]) -> dict[int, Path]:

@@ -50,7 +50,7 @@ from sim.harness.loop import Loop
 from sim.harness.messages import Message, Usage
 from sim.harness.state import HarnessState
 from sim.traces.columns import CallColumns, observed_sha256, text_sha256, texts_sha256
-from sim.traces.model import RUNS_SCHEMA, CallRecord, RunRecord, canonical_json
+from sim.traces.model import RUNS_SCHEMA, CallRecord, RunRecord
 from sim.traces.reading import check_values
 
 SOURCE = "sim"
@@ -90,6 +90,7 @@ class RunRecorder:
         """``loop`` with every effect and result seen by the recorder."""
         result = None
         send = loop.send
+        state, clock, durations = self.state, self.clock, self._durations
         while True:
             try:
                 effect = send(result)
@@ -98,27 +99,31 @@ class RunRecorder:
                     self._settle()
                 self._observe()
                 self._step = self._assistant = None  # the run's history is not kept alive
-                self._durations.clear()
+                durations.clear()
                 return stop.value
             if self._open is not None:
                 self._settle()
-            if type(effect) is ModelRequest:
-                if self._step is not None:
-                    self._observe()
-                began, spent, tokens = self.clock(), self.state.money_usd, self._tokens()
-                result = yield effect
-                if type(result) is ModelResponse:
-                    self._model_call(effect, result, began, spent, tokens)
-            elif type(effect) is ToolRequest:
+            kind = type(effect)
+            if kind is ToolRequest:
                 result = yield effect
                 duration = getattr(result, "duration_s", 0.0) or 0.0
-                call_id = effect.call.id
-                self._durations[call_id] = self._durations.get(call_id, 0.0) + duration
-            elif type(effect) is VerifyRequest:
-                began, spent, tokens = self.clock(), self.state.money_usd, self._tokens()
+                call_id = effect.call.id  # type: ignore[union-attr]
+                durations[call_id] = durations.get(call_id, 0.0) + duration
+            elif kind is ModelRequest:
+                if self._step is not None:
+                    self._observe()
+                began, spent = clock(), state.money_usd
+                tokens = (state.input_tokens + state.output_tokens + state.cache_read_tokens
+                          + state.cache_write_tokens + state.thinking_tokens)
+                result = yield effect
+                if type(result) is ModelResponse:
+                    self._model_call(effect, result, began, spent,  # type: ignore[arg-type]
+                                     tokens)
+            elif kind is VerifyRequest:
+                began, spent, tokens = clock(), state.money_usd, self._tokens()
                 result = yield effect
                 if type(result) is Verdict and result.usage is not None:
-                    self._open = (self._append(result.usage, self.state.model, None,
+                    self._open = (self._append(result.usage, state.model, None,
                                                began - self.t0, result.duration_s, None,
                                                "verifier", None), spent, tokens, result.usage)
             else:
@@ -137,11 +142,7 @@ class RunRecorder:
         c = self.columns
         row = len(c.run)
         c.run.append(self.key)
-        c.input_tokens.append(usage.input_tokens)
-        c.cache_read_tokens.append(usage.cache_read_tokens)
-        c.cache_write_tokens.append(usage.cache_write_tokens)
-        c.output_tokens.append(usage.output_tokens)
-        c.reasoning_tokens.append(usage.thinking_tokens)
+        c.usage.append(usage)
         c.model.append(model)
         c.cost_usd.append(None)
         c.finish_reason.append(finish_reason)
@@ -158,7 +159,7 @@ class RunRecorder:
     def _model_call(self, request: ModelRequest, response: ModelResponse, began: float,
                     spent: float, tokens: int) -> None:
         c = self.columns
-        first = len(c.tool_id)
+        first = len(c.tool_block)
         text = 0
         texts = []
         for block in response.content:
@@ -166,9 +167,7 @@ class RunRecorder:
                 text += block.tokens
                 texts.append(block.text)
             elif block.type == "tool_use":
-                c.tool_id.append(block.id)
-                c.tool_name.append(block.name)
-                c.arguments.append(canonical_json(block.input))
+                c.tool_block.append(block)
                 c.result_tokens.append(None)
                 c.result_sha256.append(None)
                 c.error.append(None)
@@ -176,18 +175,14 @@ class RunRecorder:
         usage = response.usage
         row = len(c.run)
         c.run.append(self.key)
-        c.input_tokens.append(usage.input_tokens)
-        c.cache_read_tokens.append(usage.cache_read_tokens)
-        c.cache_write_tokens.append(usage.cache_write_tokens)
-        c.output_tokens.append(usage.output_tokens)
-        c.reasoning_tokens.append(usage.thinking_tokens)
+        c.usage.append(usage)
         c.model.append(response.model or request.model)
         c.cost_usd.append(None)
         c.finish_reason.append(response.stop_reason)
         c.started_s.append(began - self.t0)
         c.latency_s.append(response.latency_s)
         c.text_tokens.append(text)
-        c.tools.append(len(c.tool_id) - first)
+        c.tools.append(len(c.tool_block) - first)
         c.observation_tokens.append(0)
         c.purpose.append(request.purpose)
         c.text_sha256.append(texts_sha256(texts) if texts else _EMPTY_SHA256)
@@ -237,7 +232,7 @@ class RunRecorder:
             for block in later.content:
                 if block.type == "tool_result":
                     for i in tools:  # the last tool call of that id, as a dict by id would
-                        if c.tool_id[i] == block.tool_use_id:
+                        if c.tool_block[i].id == block.tool_use_id:
                             c.result_tokens[i] = block.tokens
                             c.result_sha256[i] = (None if block.content is None
                                                   else text_sha256(block.content))
