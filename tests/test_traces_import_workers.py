@@ -87,9 +87,9 @@ def _grouped(folder: Path, rows: int) -> None:
 
 def _whole(monkeypatch) -> None:
     """Make the import read trace folders whole, as before streaming."""
-    from sim.traces import importer
+    from sim.traces import streaming
 
-    monkeypatch.setattr(importer, "stream_folder", lambda *args: None)
+    monkeypatch.setattr(streaming, "stream_folder", lambda *args: None)
 
 
 def test_a_folder_streams_in_slices_the_bytes_of_a_whole_read(tmp_path, monkeypatch):

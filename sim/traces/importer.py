@@ -39,13 +39,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pyarrow.compute as pc
 
 from sim.bad_input import InputError
 from sim.traces import (
@@ -71,7 +68,7 @@ from sim.traces.skips import (
     Unusable,
 )
 from sim.traces.sources import Input, describe, inputs, inspect_archive, read_json, sniff
-from sim.traces.streaming import Restart, Scheduler, stream_folder
+from sim.traces.streaming import Restart, Scheduler, add_folder
 from sim.traces.writer import TraceWriter, atomic_folder
 
 
@@ -171,8 +168,8 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
                 accept(record)
             continue
         try:
-            if item.folder and _folder_tables(item.path, writer, report, first_file,
-                                              file in whole, alone):
+            if item.folder and add_folder(item.path, writer, report, first_file,
+                                          file in whole, alone):
                 continue
             for record in _read(item, file, collector, reports, report, gathered):
                 accept(record)
@@ -248,37 +245,6 @@ def _read_ahead(items: list[Input], scheduler: Scheduler | None
         while upcoming in done:
             yield from done.pop(upcoming)
             upcoming += 1
-
-
-def _folder_tables(path: Path, writer: TraceWriter, report: ImportReport,
-                   first_file: dict[str, str], whole: bool = True,
-                   scheduler: Scheduler | None = None) -> bool:
-    """Add a trace folder's runs as Arrow columns, straight through (the same
-    rows as one by one, far faster): streamed (:mod:`sim.traces.streaming`,
-    its row groups read on ``scheduler``'s workers when given), or read
-    ``whole`` at once; False when they must go one by one (a run_id already
-    imported, a folder total too large, or runs
-    :func:`~sim.traces.folder.tables` leaves to the records)."""
-    if whole:
-        found = trace_folder.tables(path)
-        if found is None or not writer.tables_fit(found[0]):
-            return False
-        runs, calls = found
-        writer.add_tables(runs, calls)
-        calls_count = calls.num_rows
-    else:
-        streamed = stream_folder(path, writer.tables_fit, writer.add_stream, scheduler)
-        if streamed is None:
-            return _folder_tables(path, writer, report, first_file)
-        runs, calls_count = streamed, int(pc.sum(streamed.column("steps")).as_py() or 0)
-    files = runs.column("file").to_pylist()
-    first_file.update(zip(runs.column("run_id").to_pylist(), files, strict=True))
-    report.runs += runs.num_rows
-    report.calls += calls_count
-    report.runs_by_source.update(runs.column("source").to_pylist())
-    for name, n in Counter(files).items():
-        report.run_files[name] = report.run_files.get(name, 0) + n
-    return True
 
 
 def _instance(record: RunRecord) -> tuple[Path, str, str | None]:

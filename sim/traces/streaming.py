@@ -19,10 +19,12 @@ are written (a value out of bounds, calls out of order, sums that disagree)
 raises :class:`Restart`: the import starts again and reads that folder whole
 (:func:`sim.traces.folder.tables`), which refuses or repairs exactly as
 without streaming, so the result never depends on how the folder was read.
+:func:`add_folder` is the import's entry: a folder streamed, or read whole.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -34,6 +36,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
+from sim.traces import folder as trace_folder
+from sim.traces.import_report import ImportReport
 from sim.traces.model import (
     CALL_COLUMNS,
     CALLS_FILE,
@@ -48,6 +52,7 @@ from sim.traces.model import (
     TOKEN_COLUMNS,
 )
 from sim.traces.reading import _check_table, check_values
+from sim.traces.writer import TraceWriter
 
 BATCH_CALLS = 50_000
 """Calls read at a time when this process reads a folder itself."""
@@ -219,3 +224,34 @@ def check_slice(folder: Path, table: pa.Table, first: int, run_ids: Any, ends: n
             values = table.column(name).to_numpy().astype(np.int64, copy=False)
             partial[name] = (touched, np.add.reduceat(values, bounds))
     return table, first, partial
+
+
+def add_folder(path: Path, writer: TraceWriter, report: ImportReport,
+               first_file: dict[str, str], whole: bool = True,
+               scheduler: Scheduler | None = None) -> bool:
+    """Add a trace folder's runs as Arrow columns, straight through (the same
+    rows as one by one, far faster): streamed (:mod:`sim.traces.streaming`,
+    its row groups read on ``scheduler``'s workers when given), or read
+    ``whole`` at once; False when they must go one by one (a run_id already
+    imported, a folder total too large, or runs
+    :func:`~sim.traces.folder.tables` leaves to the records)."""
+    if whole:
+        found = trace_folder.tables(path)
+        if found is None or not writer.tables_fit(found[0]):
+            return False
+        runs, calls = found
+        writer.add_tables(runs, calls)
+        calls_count = calls.num_rows
+    else:
+        streamed = stream_folder(path, writer.tables_fit, writer.add_stream, scheduler)
+        if streamed is None:
+            return add_folder(path, writer, report, first_file)
+        runs, calls_count = streamed, int(pc.sum(streamed.column("steps")).as_py() or 0)
+    files = runs.column("file").to_pylist()
+    first_file.update(zip(runs.column("run_id").to_pylist(), files, strict=True))
+    report.runs += runs.num_rows
+    report.calls += calls_count
+    report.runs_by_source.update(runs.column("source").to_pylist())
+    for name, n in Counter(files).items():
+        report.run_files[name] = report.run_files.get(name, 0) + n
+    return True
