@@ -5,7 +5,8 @@
 
 Writes the runs once (``python -m sim run scenarios/bounded.yaml --traces``
 for the smallest size and up to 10,000 tasks; a larger size repeats the
-10,000-run folder with suffixed run ids, the same calls), then, ``rounds``
+10,000-run folder with suffixed run ids, the same calls, in row groups of
+sim's writer's size), then, ``rounds``
 times and alternating, times:
 
 - the baseline: ``pyarrow.parquet.read_table`` of the folder's two files,
@@ -14,8 +15,9 @@ times and alternating, times:
   ``W``, in a fresh process (the command a user runs).
 
 It prints the median wall seconds of each, the ratio of the import to the
-baseline, the peak resident memory of the import (``ru_maxrss`` of the child,
-MiB) and the load average at the start, since this machine is shared: the
+baseline, the import's median CPU seconds (user + system, its workers
+included) and peak resident memory (``ru_maxrss`` of that command, MiB; a
+worker's when larger) and the load average at the start, since this machine is shared: the
 ratios, not the seconds, are the measure. Issue 26's target: 100,000 runs
 imported in under 25 s with 2 workers.
 """
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -38,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.traces.model import CALLS_FILE, RUNS_FILE
+from sim.traces.writer import ROW_GROUP_CALLS
 
 BASE = 10_000
 """The most runs simulated; larger sizes repeat this folder."""
@@ -62,8 +64,10 @@ def repeat(source: Path, folder: Path, times: int) -> None:
 
     pq.write_table(pa.concat_tables(suffixed(runs, k) for k in range(times)),
                    folder / RUNS_FILE, compression="zstd")
-    pq.write_table(pa.concat_tables(suffixed(calls, k) for k in range(times)),
-                   folder / CALLS_FILE, compression="zstd")
+    with pq.ParquetWriter(folder / CALLS_FILE, calls.schema, compression="zstd") as writer:
+        for k in range(times):  # row groups of the size sim's writer uses
+            writer.write_table(suffixed(calls, k).cast(calls.schema),
+                               row_group_size=ROW_GROUP_CALLS)
 
 
 def folders(work: Path, sizes: list[int]) -> dict[int, Path]:
@@ -83,12 +87,17 @@ def folders(work: Path, sizes: list[int]) -> dict[int, Path]:
     return out
 
 
-def timed(command: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS of the child in MiB) of one command."""
+def timed(command: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MiB) of one command: its own
+    figures (``wait4``), not the maximum over every child so far."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, command)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -104,26 +113,30 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}")
     made = folders(work, sizes)
     print(f"{'runs':>8} {'calls':>10} {'read s':>8} " + " ".join(
-        f"{f'w{w} s':>8} {f'w{w} x':>7} {f'w{w} MiB':>8}" for w in workers))
+        f"{f'w{w} s':>8} {f'w{w} x':>7} {f'w{w} cpu':>8} {f'w{w} MiB':>8}" for w in workers))
     for size, folder in made.items():
         read = [sys.executable, "-c", "import sys, pyarrow.parquet as pq; "
                 "[pq.read_table(f'{sys.argv[1]}/{n}') for n in ('runs.parquet', "
                 "'calls.parquet')]", str(folder)]
         times: dict[str, list[float]] = {"read": []}
+        cpu: dict[str, list[float]] = {}
         memory: dict[str, float] = {}
         for _ in range(args.rounds):
             times["read"].append(timed(read)[0])
             for w in workers:
                 out = work / f"imported{size}_w{w}"
                 shutil.rmtree(out, ignore_errors=True)
-                wall, rss = timed([sys.executable, "-m", "sim", "traces", "import", str(folder),
-                                   "--out", str(out), "--quiet", "--workers", str(w)])
+                wall, seconds, rss = timed([sys.executable, "-m", "sim", "traces", "import",
+                                            str(folder), "--out", str(out), "--quiet",
+                                            "--workers", str(w)])
                 times.setdefault(f"w{w}", []).append(wall)
-                memory[f"w{w}"] = rss
+                cpu.setdefault(f"w{w}", []).append(seconds)
+                memory[f"w{w}"] = max(memory.get(f"w{w}", 0.0), rss)
         base = statistics.median(times["read"])
         calls = pq.read_metadata(folder / CALLS_FILE).num_rows
         cells = " ".join(f"{statistics.median(times[f'w{w}']):8.2f} "
                          f"{statistics.median(times[f'w{w}']) / base:7.1f} "
+                         f"{statistics.median(cpu[f'w{w}']):8.2f} "
                          f"{memory[f'w{w}']:8.0f}" for w in workers)
         print(f"{size:8d} {calls:10d} {base:8.2f} {cells}", flush=True)
     print(f"load average at end: {os.getloadavg()}")

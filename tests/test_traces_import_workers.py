@@ -14,6 +14,7 @@ from sim.sweeps.schedulers import LocalPool
 from sim.traces import folder as trace_folder
 from sim.traces.importer import chunk_files, import_traces
 from sim.traces.model import CALLS_FILE, REPORT_FILE, RUNS_FILE
+from sim.traces.skips import UNREADABLE
 from sim.traces.writer import write_runs
 from tests.traces_helpers import data_folder, run
 
@@ -76,3 +77,58 @@ def test_a_trace_folder_passes_through_as_the_records_would(tmp_path, monkeypatc
             pq.read_table(tmp_path / "slow" / name))
     assert fast.to_dict() == slow.to_dict()
     assert fast.runs == 7 and fast.run_files == {"f0": 4, "f1": 3}
+
+
+def _grouped(folder: Path, rows: int) -> None:
+    """Rewrite the folder's calls.parquet in row groups of ``rows`` calls."""
+    calls = pq.read_table(folder / CALLS_FILE)
+    pq.write_table(calls, folder / CALLS_FILE, row_group_size=rows)
+
+
+def _whole(monkeypatch) -> None:
+    """Make the import read trace folders whole, as before streaming."""
+    from sim.traces import streaming
+
+    monkeypatch.setattr(streaming, "stream_folder", lambda *args: None)
+
+
+def test_a_folder_streams_in_slices_the_bytes_of_a_whole_read(tmp_path, monkeypatch):
+    """A trace folder in many row groups: streamed in batches by this
+    process, or its row groups read by two workers, it is written as when
+    read whole, byte for byte."""
+    from sim.traces import streaming
+
+    folder = _mkdir(tmp_path / "sim")
+    write_runs(folder, [run(f"r{i}", [100, 120 + i, 140, 90][: 1 + i % 4]) for i in range(40)])
+    _grouped(folder, 7)
+    monkeypatch.setattr(streaming, "BATCH_CALLS", 5)  # slices that cut runs apart
+    alone = import_traces([folder], tmp_path / "alone")
+    with LocalPool(2) as pool:
+        import_traces([folder], tmp_path / "two", scheduler=pool)
+    _whole(monkeypatch)
+    whole = import_traces([folder], tmp_path / "whole")
+    assert alone.runs == 40 and alone.to_dict() == whole.to_dict()
+    assert _bytes(tmp_path / "alone") == _bytes(tmp_path / "whole") == _bytes(tmp_path / "two")
+
+
+def test_a_bad_value_late_in_a_streamed_folder_is_refused_as_a_whole_read_refuses_it(
+        tmp_path, monkeypatch):
+    """A value out of bounds in the last row group shows after calls were
+    written: the import starts again, reads the folder whole and skips it
+    with the whole read's reason; the other source is imported as ever."""
+    folder = _mkdir(tmp_path / "sim")
+    write_runs(folder, [run(f"r{i}", [100, 120]) for i in range(20)])
+    calls = pq.read_table(folder / CALLS_FILE)
+    latency = calls.column("latency_s").to_pylist()
+    latency[-1] = -1.0
+    calls = calls.set_column(calls.schema.get_field_index("latency_s"), "latency_s",
+                             pa.array(latency, pa.float64()))
+    pq.write_table(calls, folder / CALLS_FILE, row_group_size=8)
+    other = _mkdir(tmp_path / "other")
+    write_runs(other, [run(f"o{i}", [100]) for i in range(3)])
+    streamed = import_traces([folder, other], tmp_path / "streamed")
+    _whole(monkeypatch)
+    whole = import_traces([folder, other], tmp_path / "whole")
+    assert streamed.runs == 3 and [s.reason for s in streamed.skips] == [UNREADABLE]
+    assert streamed.to_dict() == whole.to_dict()
+    assert _bytes(tmp_path / "streamed") == _bytes(tmp_path / "whole")

@@ -3,7 +3,7 @@ engines, and record runs in the trace model.
 
 :func:`cells_of` expands a scenario's sweep into :class:`CellRun` cells,
 :func:`build_cell` builds the engines' view of one, and :class:`RunTracer` /
-:func:`traced_runs` record a chunk's runs for ``--traces``. Running the cells
+:func:`traced_tables` record a chunk's runs for ``--traces``. Running the cells
 is :mod:`sim.sweeps.chunks`' work (in chunks, on any scheduler), for the CLI and the
 Python API alike.
 """
@@ -28,7 +28,7 @@ from sim.scenario.model import (
 from sim.task_record import TaskRecord
 
 if TYPE_CHECKING:  # the trace model is imported when a run is traced
-    from sim.traces.simulated import RunRecorder
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -85,28 +85,53 @@ def default_workers() -> int:
 
 
 class RunTracer:
-    """A :data:`sim.engines.direct.Tracer` keeping one recorder per task index."""
+    """A :data:`sim.engines.direct.Tracer` giving each task a recorder, all
+    writing into one :class:`~sim.traces.columns.CallColumns` (a chunk's)
+    under the task's index."""
 
     def __init__(self) -> None:
-        self.recorders: dict[int, RunRecorder] = {}
+        from sim.traces.columns import CallColumns
+
+        self.columns = CallColumns()
 
     def __call__(self, index: int, state, clock):
         from sim.traces.simulated import RunRecorder
 
-        recorder = self.recorders[index] = RunRecorder(state, clock)
-        return recorder.wrap
+        return RunRecorder(state, clock, self.columns, index).wrap
+
+
+def traced_tables(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord],
+                  file: str | None) -> tuple[pa.Table, pa.Table] | None:
+    """The runs of ``records`` as the trace tables (runs, calls), built from
+    the tracer's columns (None without a tracer)."""
+    if tracer is None or file is None:
+        return None
+    from sim.traces.simulated import simulated_tables
+
+    budgets = cell.params.budgets
+    runs: dict[str, list] = {"run_id": [f"{cell.name}/{r.task}" for r in records],
+            "task_id": [str(r.task) for r in records],
+            "cost_usd": [r.cost_usd for r in records],
+            "exit": [f"{r.state}:{r.reason}" for r in records],
+            "resolved": [r.truly_done for r in records],
+            "duration_s": [r.wall_s for r in records]}
+    constants = {"file": file, "model": cell.params.model, "step_limit": budgets.steps,
+                 "cost_limit_usd": budgets.money_usd}
+    return simulated_tables(tracer.columns, [r.task for r in records], runs, constants,
+                            lambda: traced_runs(tracer, cell, records, file))
 
 
 def traced_runs(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord], file: str | None
             ) -> list:
-    """The runs of ``records`` in the trace model (empty without a tracer)."""
+    """The runs of ``records`` in the trace model, as objects (empty without a tracer)."""
     if tracer is None or file is None:
         return []
     from sim.traces.simulated import simulated_run
 
+    calls = tracer.columns.records()
     budgets = cell.params.budgets
     return [simulated_run(
-        tracer.recorders.get(r.task), run_id=f"{cell.name}/{r.task}", file=file,
+        calls.get(r.task, []), run_id=f"{cell.name}/{r.task}", file=file,
         task_id=str(r.task), model=cell.params.model, status=r.state, reason=r.reason,
         cost_usd=r.cost_usd, resolved=r.truly_done, duration_s=r.wall_s,
         step_limit=budgets.steps, cost_limit_usd=budgets.money_usd) for r in records]

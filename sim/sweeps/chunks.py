@@ -139,7 +139,7 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
     in the trace model as the ``runs`` and ``calls`` tables. A DES cell with
     ``progress_file`` counts its finished tasks there as it runs
     (:class:`TaskCounter`)."""
-    from sim.sweeps.cells import RunTracer, traced_runs
+    from sim.sweeps.cells import RunTracer, traced_tables
 
     tracer = None if traces is None else RunTracer()
     extras = None
@@ -159,12 +159,8 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
             "series": [[name, *(a.tolist() for a in resampled(s, result.horizon_s))]
                        for name, s in result.series.items()],  # a list: the series keep order
         }
-    side = None
-    if traces is not None:
-        from sim.traces.writer import trace_tables
-
-        side = dict(zip(TRACE_TABLES, trace_tables(traced_runs(tracer, cell, records, traces)),
-                        strict=True))
+    tables = traced_tables(tracer, cell, records, traces)
+    side = None if tables is None else dict(zip(TRACE_TABLES, tables, strict=True))
     return records_table(records), extras, side
 
 

@@ -39,11 +39,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sim.bad_input import InputError
 from sim.traces import (
@@ -69,6 +68,7 @@ from sim.traces.skips import (
     Unusable,
 )
 from sim.traces.sources import Input, describe, inputs, inspect_archive, read_json, sniff
+from sim.traces.streaming import Restart, Scheduler, add_folder
 from sim.traces.writer import TraceWriter, atomic_folder
 
 
@@ -90,11 +90,24 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
     if not sources:
         raise InputError("no sources given")
     items = list(inputs(sources))
+    whole: set[str] = set()
+    while True:
+        try:
+            return _import_once(sources, items, out, strict, force, progress, scheduler, whole)
+        except Restart as again:  # a folder streamed in part must be read whole
+            whole.add(again.folder)
+
+
+def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
+                 out: str | os.PathLike, strict: bool, force: bool, progress: bool,
+                 scheduler: Scheduler | None, whole: set[str]) -> ImportReport:
+    """One attempt of :func:`import_traces`; the trace folders in ``whole``
+    are read whole, the others streamed (:class:`Restart` when one cannot be)."""
     report = ImportReport(sources=[os.fspath(s) for s in sources])
     with atomic_folder(out, force=force) as tmp:
         writer = TraceWriter(tmp)
         try:
-            _import(items, writer, report, progress, scheduler)
+            _import(items, writer, report, progress, scheduler, whole)
             if report.runs == 0:
                 detail = "; ".join(report.lines()[1:]) or "no input holds a run"
                 raise InputError(f"no runs imported ({detail})",
@@ -114,7 +127,8 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
 
 
 def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
-            progress: bool, scheduler: Scheduler | None = None) -> None:
+            progress: bool, scheduler: Scheduler | None = None,
+            whole: frozenset[str] | set[str] = frozenset()) -> None:
     from tqdm import tqdm
 
     collector = otel.Collector()
@@ -144,6 +158,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
             if record.source == miniswe.SOURCE and record.resolved is None:
                 trajectories.append((row, *_instance(record)))
 
+    alone = scheduler if len(items) == 1 else None  # a single folder: read on the workers
     bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
                mininterval=0.5)
     for item, read in zip(bar, _read_ahead(items, scheduler), strict=True):
@@ -153,7 +168,8 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
                 accept(record)
             continue
         try:
-            if item.folder and _folder_tables(item.path, writer, report, first_file):
+            if item.folder and add_folder(item.path, writer, report, first_file,
+                                          file in whole, alone):
                 continue
             for record in _read(item, file, collector, reports, report, gathered):
                 accept(record)
@@ -173,13 +189,6 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
         row["resolved"] = reports.verdict(path, instance, miniswe.run_folder(path, instance),
                                           model, folders)
     report.repairs.update(writer.repairs)
-
-
-class Scheduler(Protocol):
-    """What the import needs of a scheduler of :mod:`sim.sweeps.schedulers`."""
-
-    def run(self, work: Callable[..., Any], jobs: Sequence[tuple]
-            ) -> Iterator[tuple[int, Any]]: ...
 
 
 FILES_PER_CHUNK = 32
@@ -236,27 +245,6 @@ def _read_ahead(items: list[Input], scheduler: Scheduler | None
         while upcoming in done:
             yield from done.pop(upcoming)
             upcoming += 1
-
-
-def _folder_tables(path: Path, writer: TraceWriter, report: ImportReport,
-                   first_file: dict[str, str]) -> bool:
-    """Add a trace folder's runs as Arrow columns, straight through (the same
-    rows as one by one, far faster); False when they must go one by one (a
-    run_id already imported, a folder total too large, or runs
-    :func:`~sim.traces.folder.tables` leaves to the records)."""
-    found = trace_folder.tables(path)
-    if found is None or not writer.tables_fit(found[0]):
-        return False
-    runs, calls = found
-    writer.add_tables(runs, calls)
-    files = runs.column("file").to_pylist()
-    first_file.update(zip(runs.column("run_id").to_pylist(), files, strict=True))
-    report.runs += runs.num_rows
-    report.calls += calls.num_rows
-    report.runs_by_source.update(runs.column("source").to_pylist())
-    for name, n in Counter(files).items():
-        report.run_files[name] = report.run_files.get(name, 0) + n
-    return True
 
 
 def _instance(record: RunRecord) -> tuple[Path, str, str | None]:

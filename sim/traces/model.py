@@ -192,8 +192,14 @@ def canonical_json(obj: Any) -> str:
     A flat object of strings (a simulated tool call's arguments) is written
     directly, with json's own string encoder: the same text, several times
     faster than :func:`json.dumps`."""
-    if type(obj) is dict and all(type(k) is str and type(v) is str for k, v in obj.items()):
-        return "{" + ",".join(f"{_string(k)}:{_string(v)}" for k, v in sorted(obj.items())) + "}"
+    if type(obj) is dict:
+        if len(obj) == 1:
+            ((key, value),) = obj.items()
+            if type(key) is str and type(value) is str:
+                return "{" + _string(key) + ":" + _string(value) + "}"
+        elif all(type(k) is str and type(v) is str for k, v in obj.items()):
+            pairs = sorted(obj.items())
+            return "{" + ",".join(f"{_string(k)}:{_string(v)}" for k, v in pairs) + "}"
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -13,26 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from sim.bad_input import InputError
-from sim.traces.schema import (
-    CALLS_FILE,
-    CALLS_SCHEMA,
-    EARLIEST,
-    LATER_CALL_COLUMNS,
-    LATEST,
-    LIMIT_COLUMNS,
-    MAX_COUNT,
-    MAX_LIMIT,
-    MAX_SECONDS,
-    MAX_TOTAL,
-    MAX_USD,
-    MONEY_COLUMNS,
-    RUNS_FILE,
-    RUNS_SCHEMA,
-    SECONDS_COLUMNS,
-    SIZE_COLUMNS,
-    SUBAGENT_CALL_COLUMNS,
-    TOKEN_COLUMNS,
-)
+from sim.traces import schema as layout
 
 
 def read_traces(directory: str | os.PathLike[str]) -> tuple[Any, Any]:
@@ -78,9 +59,9 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
     if not folder.is_dir():
         raise InputError("not a trace folder (no such directory)", source=str(folder))
     tables = []
-    for name, schema, later in ((RUNS_FILE, RUNS_SCHEMA, frozenset()),
-                                (CALLS_FILE, CALLS_SCHEMA,
-                                 LATER_CALL_COLUMNS | SUBAGENT_CALL_COLUMNS)):
+    for name, schema, later in ((layout.RUNS_FILE, layout.RUNS_SCHEMA, frozenset()),
+                                (layout.CALLS_FILE, layout.CALLS_SCHEMA,
+                                 layout.LATER_CALL_COLUMNS | layout.SUBAGENT_CALL_COLUMNS)):
         path = folder / name
         if not path.is_file():
             raise InputError(f"missing {name}: not a trace folder", source=str(folder))
@@ -110,18 +91,19 @@ def check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
         raise InputError(f"{what} in run {ids[index].as_py()!r}: "
                          f"{_shown(table, column, index, run_ids)}", source=path, path=column)
 
-    runs_path, calls_path = str(folder / RUNS_FILE), str(folder / CALLS_FILE)
+    runs_path, calls_path = str(folder / layout.RUNS_FILE), str(folder / layout.CALLS_FILE)
     for table, path in ((runs, runs_path), (calls, calls_path)):
-        for name in TOKEN_COLUMNS:
+        for name in layout.TOKEN_COLUMNS:
             values = table.column(name)
             refuse(table, path, name, pc.less(values, 0), "negative token count")
-            refuse(table, path, name, pc.greater(values, MAX_COUNT),
-                   f"token count above {MAX_COUNT:,}")
-    for name in TOKEN_COLUMNS:  # exact: float64 sums of values below 2**53 cannot wrap
+            refuse(table, path, name, pc.greater(values, layout.MAX_COUNT),
+                   f"token count above {layout.MAX_COUNT:,}")
+    for name in layout.TOKEN_COLUMNS:  # exact: float64 sums of values below 2**53 cannot wrap
         total = pc.sum(pc.cast(calls.column(name), pa.float64())).as_py() or 0.0
-        if total > MAX_TOTAL:
-            raise InputError(f"the calls' total of {total:.3g} tokens is above {MAX_TOTAL:,} "
-                             "(sums would wrap around)", source=calls_path, path=name)
+        if total > layout.MAX_TOTAL:
+            raise InputError(f"the calls' total of {total:.3g} tokens is above "
+                             f"{layout.MAX_TOTAL:,} (sums would wrap around)",
+                             source=calls_path, path=name)
     tools = pc.list_flatten(calls.column("tool_calls"))
     tool_runs = pc.take(calls.column("run_id"), pc.list_parent_indices(
         calls.column("tool_calls")))
@@ -130,9 +112,9 @@ def check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
                   [pc.struct_field(tools, [i]) for i in range(tools.type.num_fields)],
                   names=[f.name for f in tools.type]), calls_path, tool_runs, "tool_calls.")}
     for kind, (table, path, ids, prefix) in tables.items():
-        for columns, high, what in ((SECONDS_COLUMNS, MAX_SECONDS, "seconds"),
-                                    (MONEY_COLUMNS, MAX_USD, "USD"),
-                                    (SIZE_COLUMNS, MAX_COUNT, "tokens")):
+        for columns, high, what in ((layout.SECONDS_COLUMNS, layout.MAX_SECONDS, "seconds"),
+                                    (layout.MONEY_COLUMNS, layout.MAX_USD, "USD"),
+                                    (layout.SIZE_COLUMNS, layout.MAX_COUNT, "tokens")):
             for name in columns[kind]:
                 values = table.column(name)
                 if pa.types.is_floating(values.type):
@@ -142,15 +124,16 @@ def check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
                 refuse(table, path, prefix + name, pc.or_(pc.less(values, low),
                                                           pc.greater(values, high)),
                        f"{what} outside [{low:g}, {high:g}]", ids)
-    for name in LIMIT_COLUMNS:
+    for name in layout.LIMIT_COLUMNS:
         values = runs.column(name)
-        refuse(runs, runs_path, name, pc.or_(pc.less(values, 1), pc.greater(values, MAX_LIMIT)),
-               f"limit outside [1, {MAX_LIMIT:,}]")
+        refuse(runs, runs_path, name,
+               pc.or_(pc.less(values, 1), pc.greater(values, layout.MAX_LIMIT)),
+               f"limit outside [1, {layout.MAX_LIMIT:,}]")
     started = runs.column("started_at")
     refuse(runs, runs_path, "started_at", pc.or_(
-        pc.less(started, pa.scalar(EARLIEST, started.type)),
-        pc.greater_equal(started, pa.scalar(LATEST, started.type))),
-        f"start outside [{EARLIEST:%Y-%m-%d}, {LATEST:%Y-%m-%d})")
+        pc.less(started, pa.scalar(layout.EARLIEST, started.type)),
+        pc.greater_equal(started, pa.scalar(layout.LATEST, started.type))),
+        f"start outside [{layout.EARLIEST:%Y-%m-%d}, {layout.LATEST:%Y-%m-%d})")
 
 
 def _shown(table: pa.Table, column: str, index: int, ids: Any) -> str:
@@ -195,7 +178,7 @@ def _check_table(table: pa.Table, schema: pa.Schema, path: Path,
 def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
     import numpy as np
 
-    runs_path, calls_path = str(folder / RUNS_FILE), str(folder / CALLS_FILE)
+    runs_path, calls_path = str(folder / layout.RUNS_FILE), str(folder / layout.CALLS_FILE)
     run_ids = runs.column("run_id").to_pylist()
     index: dict[str, int] = {}
     for i, run in enumerate(run_ids):
@@ -216,7 +199,7 @@ def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
 
     for table, path, ids, extra in ((runs, runs_path, run_ids, "steps"),
                                     (calls, calls_path, call_runs, "call")):
-        for name in (*TOKEN_COLUMNS, extra):
+        for name in (*layout.TOKEN_COLUMNS, extra):
             negative = np.flatnonzero(column(table, name) < 0)
             if negative.size:
                 raise InputError(f"negative value in run {ids[negative[0]]!r}", source=path,
@@ -237,7 +220,7 @@ def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
         run = run_ids[codes[order][broken[0]]]
         raise InputError(f"calls of run {run!r} are not numbered 0..steps-1",
                          source=calls_path, path="call")
-    for name in TOKEN_COLUMNS:
+    for name in layout.TOKEN_COLUMNS:
         sums = np.zeros(len(run_ids), dtype=np.int64)
         np.add.at(sums, codes, column(calls, name))
         wrong = np.flatnonzero(sums != column(runs, name))

@@ -2,9 +2,10 @@
 
 :class:`RunRecorder` sits between an engine and the harness loop: it wraps the
 loop generator (:meth:`RunRecorder.wrap`), passes every effect and result
-through unchanged, and builds one :class:`~sim.traces.model.CallRecord` per
-model call the harness accounted for, so a simulated run can be imported,
-summarised and calibrated like a real one. Engines use it only when traces are
+through unchanged, and records one row per model call the harness accounted
+for, as entries of column lists (:class:`~sim.traces.columns.CallColumns`,
+shared by a chunk's runs; no object per call), so a simulated run can be
+imported, summarised and calibrated like a real one. Engines use it only when traces are
 asked for; without it the loop runs unwrapped.
 
 What a simulated call records:
@@ -31,8 +32,13 @@ What a simulated call records:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
+
+from sim.bad_input import InputError
 from sim.harness.effects import (
     ModelRequest,
     ModelResponse,
@@ -41,68 +47,85 @@ from sim.harness.effects import (
     VerifyRequest,
 )
 from sim.harness.loop import Loop
-from sim.harness.messages import Message
+from sim.harness.messages import Message, Usage
 from sim.harness.state import HarnessState
-from sim.traces.model import (
-    CallRecord,
-    RunRecord,
-    ToolCallRecord,
-    canonical_json,
-    joined_sha256,
-    sha256_text,
-)
+from sim.traces.columns import CallColumns, observed_sha256, text_sha256, texts_sha256
+from sim.traces.model import RUNS_SCHEMA, CallRecord, RunRecord
+from sim.traces.reading import check_values
 
 SOURCE = "sim"
+_EMPTY_SHA256 = text_sha256("")
 
 
 class RunRecorder:
     """Records the model calls of one run; ``clock()`` is the engine's time in
-    seconds (the recorder's creation is the run's start)."""
+    seconds (the recorder's creation is the run's start). The calls go into
+    ``columns`` (a chunk's shared :class:`~sim.traces.columns.CallColumns`,
+    under this run's ``key``; a buffer of its own when not given);
+    :attr:`calls` gives them as objects."""
 
-    __slots__ = ("_assistant", "_durations", "_open", "_step", "calls", "clock", "state", "t0")
+    __slots__ = ("_assistant", "_durations", "_open", "_position", "_step", "_step_tools", "clock",
+                 "columns", "key", "state", "t0")
 
-    def __init__(self, state: HarnessState, clock: Callable[[], float]) -> None:
+    def __init__(self, state: HarnessState, clock: Callable[[], float],
+                 columns: CallColumns | None = None, key: Any = 0) -> None:
         self.state = state
         self.clock = clock
         self.t0 = clock()
-        self.calls: list[CallRecord] = []
-        self._open: tuple[CallRecord, float, int] | None = None  # call, spend, tokens before
-        self._step: CallRecord | None = None  # the last step call, awaiting what came back
+        self.columns = CallColumns() if columns is None else columns
+        self.key = key
+        self._open: tuple[int, float, int, Usage] | None = None  # row, spend, tokens before
+        self._step: int | None = None  # the last step call's row, awaiting what came back
+        self._step_tools = 0  # its first tool call's entry in the tool columns
         self._assistant: Message | None = None  # its message in the history
+        self._position = 0  # where that message was
         self._durations: dict[str, float] = {}
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        """The run's calls as :class:`~sim.traces.model.CallRecord` objects, in order."""
+        return self.columns.records().get(self.key, [])
 
     def wrap(self, loop: Loop) -> Loop:
         """``loop`` with every effect and result seen by the recorder."""
         result = None
+        send = loop.send
+        state, clock, durations = self.state, self.clock, self._durations
         while True:
             try:
-                effect = loop.send(result)
+                effect = send(result)
             except StopIteration as stop:
-                self._settle()
+                if self._open is not None:
+                    self._settle()
                 self._observe()
+                self._step = self._assistant = None  # the run's history is not kept alive
+                durations.clear()
                 return stop.value
-            self._settle()
-            if type(effect) is ModelRequest:
-                self._observe()
-                began, spent, tokens = self.clock(), self.state.money_usd, self._tokens()
-                result = yield effect
-                if type(result) is ModelResponse:
-                    self._model_call(effect, result, began, spent, tokens)
-            elif type(effect) is ToolRequest:
+            if self._open is not None:
+                self._settle()
+            kind = type(effect)
+            if kind is ToolRequest:
                 result = yield effect
                 duration = getattr(result, "duration_s", 0.0) or 0.0
-                call_id = effect.call.id
-                self._durations[call_id] = self._durations.get(call_id, 0.0) + duration
-            elif type(effect) is VerifyRequest:
-                began, spent, tokens = self.clock(), self.state.money_usd, self._tokens()
+                call_id = effect.call.id  # type: ignore[union-attr]
+                durations[call_id] = durations.get(call_id, 0.0) + duration
+            elif kind is ModelRequest:
+                if self._step is not None:
+                    self._observe()
+                began, spent = clock(), state.money_usd
+                tokens = (state.input_tokens + state.output_tokens + state.cache_read_tokens
+                          + state.cache_write_tokens + state.thinking_tokens)
+                result = yield effect
+                if type(result) is ModelResponse:
+                    self._model_call(effect, result, began, spent,  # type: ignore[arg-type]
+                                     tokens)
+            elif kind is VerifyRequest:
+                began, spent, tokens = clock(), state.money_usd, self._tokens()
                 result = yield effect
                 if type(result) is Verdict and result.usage is not None:
-                    usage = result.usage
-                    call = CallRecord(usage, model=self.state.model,
-                                      started_s=began - self.t0, latency_s=result.duration_s,
-                                      purpose="verifier", observation_tokens=0)
-                    self.calls.append(call)
-                    self._open = (call, spent, tokens)
+                    self._open = (self._append(result.usage, state.model, None,
+                                               began - self.t0, result.duration_s, None,
+                                               "verifier", None), spent, tokens, result.usage)
             else:
                 result = yield effect
 
@@ -111,89 +134,157 @@ class RunRecorder:
         return (s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens
                 + s.thinking_tokens)
 
+    def _append(self, usage: Usage, model: str | None, finish_reason: str | None,
+                started_s: float, latency_s: float | None, text_tokens: int | None,
+                purpose: str | None, text_hash: str | None, tools: int = 0) -> int:
+        """One call appended to every row column; returns its row (a
+        verifier's check: :meth:`_model_call` writes a response's inline)."""
+        c = self.columns
+        row = len(c.run)
+        c.run.append(self.key)
+        c.usage.append(usage)
+        c.model.append(model)
+        c.cost_usd.append(None)
+        c.finish_reason.append(finish_reason)
+        c.started_s.append(started_s)
+        c.latency_s.append(latency_s)
+        c.text_tokens.append(text_tokens)
+        c.tools.append(tools)
+        c.observation_tokens.append(0)
+        c.purpose.append(purpose)
+        c.text_sha256.append(text_hash)
+        c.observation_sha256.append(None)
+        return row
+
     def _model_call(self, request: ModelRequest, response: ModelResponse, began: float,
                     spent: float, tokens: int) -> None:
-        usage = response.usage
+        c = self.columns
+        first = len(c.tool_block)
         text = 0
         texts = []
-        tools = []
         for block in response.content:
             if block.type == "text":
                 text += block.tokens
                 texts.append(block.text)
             elif block.type == "tool_use":
-                tools.append(ToolCallRecord(name=block.name, id=block.id,
-                                            arguments=canonical_json(block.input)))
-        call = CallRecord(usage, model=response.model or request.model,
-                          finish_reason=response.stop_reason, started_s=began - self.t0,
-                          latency_s=response.latency_s, text_tokens=text,
-                          text_sha256=sha256_text("".join(texts)), tool_calls=tools,
-                          observation_tokens=0, purpose=request.purpose)
-        self.calls.append(call)
-        self._open = (call, spent, tokens)
+                c.tool_block.append(block)
+                c.result_tokens.append(None)
+                c.result_sha256.append(None)
+                c.error.append(None)
+                c.duration_s.append(None)
+        usage = response.usage
+        row = len(c.run)
+        c.run.append(self.key)
+        c.usage.append(usage)
+        c.model.append(response.model or request.model)
+        c.cost_usd.append(None)
+        c.finish_reason.append(response.stop_reason)
+        c.started_s.append(began - self.t0)
+        c.latency_s.append(response.latency_s)
+        c.text_tokens.append(text)
+        c.tools.append(len(c.tool_block) - first)
+        c.observation_tokens.append(0)
+        c.purpose.append(request.purpose)
+        c.text_sha256.append(texts_sha256(texts) if texts else _EMPTY_SHA256)
+        c.observation_sha256.append(None)
+        self._open = (row, spent, tokens, usage)
         if request.purpose == "step":
-            self._step, self._assistant = call, None
+            self._step, self._step_tools, self._assistant = row, first, None
 
     def _settle(self) -> None:
         """After the harness has taken the last result: the call's cost, or the
         call dropped when the harness did not account it (cancelled in flight)."""
-        if self._open is None:
-            return
-        call, spent, tokens = self._open
+        assert self._open is not None
+        row, spent, tokens, usage = self._open
         self._open = None
-        usage = call.usage
+        c = self.columns
         if self._tokens() == tokens and (usage.prompt_tokens or usage.output_tokens
                                          or usage.thinking_tokens):
-            self.calls.remove(call)
-            if self._step is call:
+            c.dropped.append(row)
+            if self._step == row:
                 self._step = None
             return
-        call.cost_usd = self.state.money_usd - spent
-        if call is self._step:
+        c.cost_usd[row] = self.state.money_usd - spent
+        if row == self._step:
             messages = self.state.messages
             if messages and messages[-1].role == "assistant":
-                self._assistant = messages[-1]
+                self._assistant, self._position = messages[-1], len(messages) - 1
 
     def _observe(self) -> None:
         """What came back for the last step call: the tool results and other
         text in the history after its message (re-read until the next step)."""
-        call, message = self._step, self._assistant
-        if call is None or message is None:
+        row, message = self._step, self._assistant
+        if row is None or message is None:
             return
         messages = self.state.messages
-        for position in range(len(messages) - 1, -1, -1):
-            if messages[position] is message:
-                break
-        else:
-            return  # compacted away: keep what was seen before
-        tools = {t.id: t for t in call.tool_calls}
+        position = self._position
+        if position >= len(messages) or messages[position] is not message:
+            for position in range(len(messages) - 1, -1, -1):  # moved by a compaction
+                if messages[position] is message:
+                    break
+            else:
+                return  # compacted away: keep what was seen before
+        c = self.columns
+        tools = range(self._step_tools + c.tools[row] - 1, self._step_tools - 1, -1)
         observed = 0
         texts = []
         for later in messages[position + 1:]:
             for block in later.content:
                 if block.type == "tool_result":
-                    record = tools.get(block.tool_use_id)
-                    if record is not None:
-                        record.result_tokens = block.tokens
-                        record.result_sha256 = sha256_text(block.content)
-                        record.error = block.is_error
-                        record.duration_s = self._durations.get(block.tool_use_id)
+                    for i in tools:  # the last tool call of that id, as a dict by id would
+                        if c.tool_block[i].id == block.tool_use_id:
+                            c.result_tokens[i] = block.tokens
+                            c.result_sha256[i] = (None if block.content is None
+                                                  else text_sha256(block.content))
+                            c.error[i] = block.is_error
+                            c.duration_s[i] = self._durations.get(block.tool_use_id)
+                            break
                 elif block.type == "text":
                     observed += block.tokens
                     texts.append(block.text)
-        call.observation_tokens = observed
-        call.observation_sha256 = joined_sha256(texts)
+        c.observation_tokens[row] = observed
+        c.observation_sha256[row] = observed_sha256(texts) if texts else None
 
 
-def simulated_run(recorder: RunRecorder | None, *, run_id: str, file: str, task_id: str,
+def simulated_run(calls: list[CallRecord], *, run_id: str, file: str, task_id: str,
                   model: str | None, status: str, reason: str, cost_usd: float,
                   resolved: bool | None, duration_s: float, step_limit: int | None,
                   cost_limit_usd: float | None) -> RunRecord:
-    """A simulated run as a :class:`RunRecord` with the calls ``recorder`` saw
-    (none without a recorder: a task cancelled before it started); ``exit`` is
-    the harness's ``status:reason``, ``resolved`` the task's hidden truth."""
-    return RunRecord(run_id=run_id, source=SOURCE, file=file,
-                     calls=[] if recorder is None else recorder.calls, task_id=task_id,
+    """A simulated run as a :class:`RunRecord` with its recorded ``calls``
+    (none: a task cancelled before it started); ``exit`` is the harness's
+    ``status:reason``, ``resolved`` the task's hidden truth."""
+    return RunRecord(run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=task_id,
                      model=model, cost_usd=cost_usd, exit=f"{status}:{reason}",
                      resolved=resolved, duration_s=duration_s, step_limit=step_limit,
                      cost_limit_usd=cost_limit_usd)
+
+
+def simulated_tables(columns: CallColumns, keys: Sequence[Any], runs: dict[str, list],
+                     constants: dict[str, Any], careful: Callable[[], list[RunRecord]]
+                     ) -> tuple[pa.Table, pa.Table]:
+    """The runs ``keys`` (their calls recorded in ``columns``) as the rows of
+    runs.parquet and calls.parquet, built as columns: ``runs`` holds the
+    per-run columns the harness knows (``run_id``, ``task_id``, ``cost_usd``,
+    ``exit``, ``resolved``, ``duration_s``, a list each in ``keys``' order),
+    ``constants`` the columns equal for all of them (``file``, ``model``,
+    ``step_limit``, ``cost_limit_usd``); ``steps`` and the token sums come
+    from the calls, the rest is null. When some value is impossible (the
+    reader's bounds, :func:`~sim.traces.reading.check_values`) or a text
+    cannot be stored, the tables are those of the runs ``careful()`` gives,
+    as :func:`~sim.traces.writer.trace_tables` builds them (impossible
+    values nulled, run by run)."""
+    try:
+        calls, steps, sums = columns.table(keys, runs["run_id"])
+        n = len(keys)
+        values: dict[str, Any] = {"source": [SOURCE] * n, "steps": steps, **sums, **runs}
+        for name, value in constants.items():
+            values[name] = [value] * n
+        table = pa.Table.from_arrays(
+            [pa.array(values[f.name], f.type) if f.name in values else pa.nulls(n, f.type)
+             for f in RUNS_SCHEMA], schema=RUNS_SCHEMA)
+        check_values(table, calls, Path("."))
+        return table, calls
+    except (InputError, pa.ArrowException, UnicodeEncodeError):
+        from sim.traces.writer import trace_tables
+
+        return trace_tables(careful())

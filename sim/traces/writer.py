@@ -135,6 +135,34 @@ class TraceWriter:
         self._write_calls(calls.select(CALLS_SCHEMA.names).cast(CALLS_SCHEMA),
                           row_group_size=ROW_GROUP_CALLS)
 
+    def add_stream(self, runs: pa.Table, calls: Iterator[pa.Table]) -> None:
+        """:meth:`add_tables` with the calls arriving as consecutive slices
+        (any sizes: the row groups written are those of the whole table), so
+        that only a row group's worth of calls is held at a time. Should the
+        slices stop with an exception, the writer is unusable (the caller
+        discards the folder)."""
+        for name in TOKEN_COLUMNS:
+            self._totals[name] += int(pc.sum(runs.column(name)).as_py() or 0)
+        self._ids.update(runs.column("run_id").to_pylist())
+        if self.runs:
+            self._pieces.append(self.runs)
+            self.runs = []
+        self._flush()
+        held: list[pa.Table] = []
+        rows = 0
+        for piece in calls:
+            held.append(piece.select(CALLS_SCHEMA.names).cast(CALLS_SCHEMA))
+            rows += piece.num_rows
+            self.calls += piece.num_rows
+            if rows >= ROW_GROUP_CALLS:
+                table = pa.concat_tables(held)
+                whole = rows - rows % ROW_GROUP_CALLS
+                self._write_calls(table.slice(0, whole), row_group_size=ROW_GROUP_CALLS)
+                held, rows = [table.slice(whole)], rows - whole
+        if rows:
+            self._write_calls(pa.concat_tables(held), row_group_size=ROW_GROUP_CALLS)
+        self._pieces.append(runs.select(RUNS_SCHEMA.names).cast(RUNS_SCHEMA))
+
     def tables_fit(self, runs: pa.Table) -> bool:
         """Whether ``runs`` (a runs table) can be added as a whole: no run_id
         already added and no folder total past MAX_TOTAL."""
