@@ -154,19 +154,34 @@ class Draws:
         self._words = None
 
 
+_CAPSULE_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def _state_address(bits: np.random.PCG64) -> int | None:
+    """The address of ``bits``' 128-bit state and increment: the ``state`` of
+    the ``bitgen_t`` in numpy's documented ``bit_generator.capsule`` points at
+    the PCG64 state, whose first field points at them. (numpy's
+    ``bit_generator.ctypes.state_address`` gives the same, but builds ctypes
+    function prototypes on first use, some 60 us per generator.)"""
+    bitgen = _CAPSULE_POINTER(bits.capsule, b"BitGenerator")
+    state = ctypes.c_void_p.from_address(bitgen).value if bitgen else None
+    return ctypes.c_void_p.from_address(state).value if state else None
+
+
 def _state_words(rng: np.random.Generator, state: dict[str, Any]) -> Any:
     """Set ``rng`` (a PCG64) to ``state`` and return a ctypes view of its
-    128-bit state word as (low, high) uint64, through numpy's documented
-    ``bit_generator.ctypes.state_address``, so repositioning a stream writes
-    two words instead of parsing a state dict (2-3 us). The layout is checked
-    here: a write through the view must read back as numpy's own state with
-    the increment untouched, else None (numpy's state setter is used)."""
+    128-bit state word as (low, high) uint64 (:func:`_state_address`), so
+    repositioning a stream writes two words instead of parsing a state dict
+    (2-3 us). The layout is checked here: a write through the view must read
+    back as numpy's own state with the increment untouched, else None
+    (numpy's state setter is used)."""
     bits = rng.bit_generator
     bits.state = state
     if not isinstance(bits, np.random.PCG64):
         return None
     try:
-        address = ctypes.c_void_p.from_address(bits.ctypes.state_address).value
+        address = _state_address(bits)
         if not address:
             return None
         raw = (ctypes.c_uint64 * 2).from_address(address)
