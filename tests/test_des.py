@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections import Counter
 
 import numpy as np
@@ -139,6 +140,33 @@ def test_token_bucket_retry_after_is_the_wait_for_enough_tokens():
     bucket = TokenBucket(600.0)
     bucket.level = 0.0
     assert bucket.wait(1_000) == pytest.approx(60.0)  # above capacity: a full bucket
+
+
+def test_admit_is_the_buckets_refill_and_wait():
+    """RateLimiter.admit (its buckets' refill and wait written inline) gives,
+    call for call, what the buckets' own refill and wait give: admitted or
+    the same Retry-After, and the same levels."""
+    rng = random.Random(5)
+    for rpm, tpm in [(60.0, None), (None, 50_000.0), (400.0, 7_800_000.0), (5.0, 1_000.0)]:
+        limiter = RateLimiter(rpm, tpm)
+        buckets = [TokenBucket(x) if x else None for x in (rpm, tpm)]
+        now = 0.0
+        for _ in range(400):
+            now += rng.expovariate(rng.choice([0.2, 2.0, 20.0]))
+            tokens = rng.randrange(1, 60_000)
+            wait = 0.0
+            for bucket, amount in zip(buckets, (1.0, float(tokens)), strict=True):
+                if bucket is not None:
+                    bucket.refill(now)
+                    wait = max(wait, bucket.wait(amount))
+            expected = float(max(1, math.ceil(wait))) if wait > 0 else 0.0
+            if not wait > 0:
+                for bucket, amount in zip(buckets, (1.0, float(tokens)), strict=True):
+                    if bucket is not None:
+                        bucket.level -= min(amount, bucket.capacity)
+            assert limiter.admit(now, tokens) == expected
+            assert [b.level for b in (limiter.requests, limiter.tokens) if b is not None] == [
+                b.level for b in buckets if b is not None]
 
 
 # ------------------------------------------------- sandboxes, model slots

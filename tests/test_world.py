@@ -487,3 +487,22 @@ def test_noisy_verifier_refuses_rates_outside_0_1():
         NoisyVerifier(false_accept=1.5)
     with pytest.raises(ValueError, match="false_reject"):
         NoisyVerifier(false_reject=-0.1)
+
+
+def test_shared_call_blocks_give_the_runs_of_fresh_ones() -> None:
+    """A world of fixed sizes makes its first calls' blocks once and shares
+    them among runs; the runs are those of a world making every block anew,
+    and running more tasks alters no shared block."""
+    scenario = Scenario.model_validate({"seed": 3, "harness": {
+        "budgets": {"steps": 40}, "verifier": {"name": "oracle"}}})
+    shared = build_cell(CellRun("shared", scenario, ()))
+    fresh = build_cell(CellRun("shared", scenario, ()))
+    assert shared.world.made_calls is not None
+    fresh.world.made_calls = None  # every block made per call, as before the sharing
+    assert [run_task(shared, i) for i in range(40)] == [run_task(fresh, i) for i in range(40)]
+    made = [b for b in shared.world.made_calls if b is not None]
+    before = [(b.id, b.name, dict(b.input), b.tokens, b.type) for b in made]
+    assert len(made) > 20 and all(b.tokens == shared.world.fixed_output for b in made)
+    assert [run_task(shared, i) for i in range(40, 80)] == [run_task(fresh, i)
+                                                           for i in range(40, 80)]
+    assert [(b.id, b.name, dict(b.input), b.tokens, b.type) for b in made] == before

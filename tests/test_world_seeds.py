@@ -78,3 +78,39 @@ def test_streams_written_in_place_draw_as_numpy_positions_them() -> None:
         fast.release(a)
         slow.release(b)
     assert all(d._raw is not None for d in fast.acquire(3, 9))  # the fast path is in use here
+
+
+def _whole_blocks(generator: np.random.Generator, kinds: list[bool]) -> list[float]:
+    """The draws of ``kinds`` (True: uniform, False: normal) as whole blocks of
+    32 give them: a kind's block is drawn from the generator when its buffer
+    is spent, at once."""
+    buffers: dict[bool, list[float]] = {True: [], False: []}
+    out = []
+    for uniform in kinds:
+        if not buffers[uniform]:
+            block = generator.random(32) if uniform else generator.standard_normal(32)
+            buffers[uniform] = block.tolist()
+        out.append(buffers[uniform].pop(0))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(kinds=st.lists(st.booleans(), max_size=150), task=st.integers(0, 1000))
+def test_a_block_begun_with_one_draw_gives_the_whole_blocks_values(kinds: list[bool],
+                                                                    task: int) -> None:
+    """Draws take a block's first value alone and the rest later (or before the
+    stream's other kind starts a block); any mix of uniforms and normals gets
+    exactly the values whole blocks of 32 give, in the same order."""
+    from sim.world.streams import _INCREMENTS, StreamPool, task_states
+
+    pool = StreamPool()
+    streams = pool.acquire(5, task)
+    pool.release(streams)
+    streams = pool.acquire(5, task)  # reused generators, repositioned
+    reference = np.random.Generator(np.random.PCG64(0))
+    reference.bit_generator.state = {
+        "bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0,
+        "state": {"state": task_states(5, task)[3], "inc": _INCREMENTS[3]}}
+    draws = streams[3]
+    got = [draws.uniform() if uniform else draws.normal() for uniform in kinds]
+    assert got == _whole_blocks(reference, kinds)

@@ -54,7 +54,14 @@ from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.tenant_budget import TenantLedger, prompt_cost
-from sim.harness.effects import Effect, ModelError, ModelRequest, ModelResponse, Result
+from sim.harness.effects import (
+    Checkpoint,
+    Effect,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    Result,
+)
 from sim.harness.loop import Loop, agent_loop, cancel
 from sim.harness.params import HarnessParams
 from sim.harness.state import RESUMABLE, HarnessState, new_state, park, request_abort, resume
@@ -91,6 +98,8 @@ class DesEngine:
         # tasks of each tenant holding a sandbox (running), as "running:<tenant>"
         self.running = {t.name: Series(f"running:{t.name}") for t in des.tenants}
         self.series.update((s.name, s) for s in self.running.values())
+        self.model_queue = self.series["model_queue"]
+        self.busy_model_slots = self.series["busy_model_slots"]
         self.paused: set[str] = set()
         self.resumed = self.env.event()
         self.processes: dict[int, simpy.Process] = {}
@@ -277,17 +286,21 @@ class DesEngine:
                     result = refused
                     continue
             began = None
+            kind = type(effect)
             try:
                 if self.paused and self.paused & arrival.scopes:
                     yield from self._park(arrival, state)
+                if kind is Checkpoint:  # answered with None, no time passes
+                    result = None
+                    continue
                 began = env.now
                 if queued_model and type(effect) is ModelRequest:
                     result = yield from self._model_call(effect, task, waits)
                     continue
-                result = answer[type(effect)](task, effect, began)
-                how = EFFECTS[type(effect)]
+                result = answer[kind](task, effect, began)
+                how = EFFECTS[kind]
                 seconds = how.seconds(effect, result)
-                if seconds is None:  # no time passes (a checkpoint)
+                if seconds is None:  # no time passes
                     continue
                 if how.series is None:
                     yield env.timeout(seconds)
@@ -295,8 +308,7 @@ class DesEngine:
                     yield from self._held(self.series[how.series], seconds)
             except simpy.Interrupt:  # an operator cancelled the task: abort the call in flight
                 request_abort(state)
-                result = EFFECTS[type(effect)].cancelled(
-                    0.0 if began is None else env.now - began)
+                result = EFFECTS[kind].cancelled(0.0 if began is None else env.now - began)
 
     @staticmethod
     def _refused(ledger: TenantLedger, index: int, params: HarnessParams, state: HarnessState,
@@ -324,28 +336,29 @@ class DesEngine:
         """A model call in a pool of slots (queued for one) or behind rate
         limits (a 429 with Retry-After when they refuse it): the reported
         latency includes the wait for a slot."""
-        env, series = self.env, self.series
+        env = self.env
         slots = self.model_slots
         t0 = env.now
         with slots.request() if slots is not None else nullcontext() as slot:
             if slot is not None:
-                queue = series["model_queue"]
+                queue = self.model_queue
                 queue.add(t0, 1)
                 try:
                     yield slot
                 finally:
-                    queue.add(env.now, -1)
-                    waits[1] += env.now - t0
-            busy = series["busy_model_slots"]
-            busy.add(env.now, 1)
+                    now = env.now
+                    queue.add(now, -1)
+                    waits[1] += now - t0
+            now = env.now
+            busy = self.busy_model_slots
+            busy.add(now, 1)
             try:
                 limiter = self.limiter
-                retry_after = (0.0 if limiter is None
-                               else limiter.admit(env.now, request.prompt_tokens))
+                retry_after = 0.0 if limiter is None else limiter.admit(now, request.prompt_tokens)
                 if retry_after:
                     return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
-                                      env.now - t0)
-                result = task.respond(request, env.now)  # the model's own path
+                                      now - t0)
+                result = task.respond(request, now)  # the model's own path
                 yield env.timeout(result.latency_s)
                 result.latency_s = env.now - t0  # includes the wait for a model slot
                 return result

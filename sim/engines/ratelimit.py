@@ -48,22 +48,32 @@ class RateLimiter:
 
     def admit(self, now: float, prompt_tokens: int) -> float:
         """Admit a request (consuming from the buckets) and return 0, or reject
-        it and return the Retry-After in whole seconds (at least 1)."""
+        it and return the Retry-After in whole seconds (at least 1). Each
+        bucket is refilled and asked for its wait as by :meth:`TokenBucket.refill`
+        and :meth:`TokenBucket.wait`, inline (one model call each)."""
         wait = 0.0  # the longer of the two buckets' waits (each >= 0)
         requests, tokens = self.requests, self.tokens
         if requests is not None:
-            requests.refill(now)
-            wait = max(wait, requests.wait(1.0))
+            level = requests.level = min(requests.capacity,
+                                         requests.level + (now - requests.last) * requests.rate)
+            requests.last = now
+            need = min(1.0, requests.capacity) - level
+            if need > 0:
+                wait = need / requests.rate
         if tokens is not None:
-            tokens.refill(now)
-            wait = max(wait, tokens.wait(float(prompt_tokens)))
+            level = tokens.level = min(tokens.capacity,
+                                       tokens.level + (now - tokens.last) * tokens.rate)
+            tokens.last = now
+            need = min(float(prompt_tokens), tokens.capacity) - level
+            if need > 0:
+                wait = max(wait, need / tokens.rate)
         if wait > 0:
             self.rejected += 1
             return float(max(1, math.ceil(wait)))
         self.admitted += 1
         self.admitted_tokens += prompt_tokens
-        if self.requests is not None:
-            self.requests.level -= 1.0
-        if self.tokens is not None:
-            self.tokens.level -= min(float(prompt_tokens), self.tokens.capacity)
+        if requests is not None:
+            requests.level -= 1.0
+        if tokens is not None:
+            tokens.level -= min(float(prompt_tokens), tokens.capacity)
         return 0.0

@@ -12,13 +12,19 @@ draws the same numbers in every cell of a sweep and on both sides of a
 comparison (common random numbers), and the concerns never borrow from each
 other: changing how often tools are retried does not shift the model's draws.
 
-Draws are taken in blocks (``Generator.random(n)``) and handed out one by one,
-which keeps the per-step cost low; a stream repositioned for a new task sets
-its generator's state only when it first draws, so concerns a task never uses
-cost nothing. The children's words are computed for blocks of consecutive
-tasks at once (:mod:`sim.world.seeds`: numpy's hash, vectorised, the same
-words), so starting a task builds no SeedSequence. The layout is unchanged:
-every task draws exactly the numbers it drew before. No global random state
+Draws are taken in blocks of 32 (``Generator.random(n)``) and handed out one
+by one, which keeps the per-step cost low; a stream repositioned for a new task
+sets its generator's state only when it first draws, so concerns a task never
+uses cost nothing. A block's first draw is taken alone and its other 31 at
+its second draw (or before the stream's other kind of draw starts a block), so
+a concern a task draws from once (the difficulty's need) pays for one draw,
+not 32; the generator consumes the same values in the same order, so every
+draw is the one a whole block gives (numpy's ``random`` and
+``standard_normal`` fill an array with consecutive single draws). The
+children's words are computed for blocks of consecutive tasks at once
+(:mod:`sim.world.seeds`: numpy's hash, vectorised, the same words), so
+starting a task builds no SeedSequence. The layout is unchanged: every task
+draws exactly the numbers it drew before. No global random state
 is used anywhere.
 """
 
@@ -35,6 +41,7 @@ DIFFICULTY, MODEL, TOOLS, LATENCY, OPERATIONS, SIZES, USER = 0, 1, 2, 3, 4, 5, 6
 CONCERNS: tuple[str, ...] = ("difficulty", "model", "tools", "latency", "operations", "sizes",
                              "user")
 _BLOCK = 32
+_PAD = [0.0]  # stands for a block's first draw, handed out alone
 _INCREMENTS = tuple(((0x9E3779B97F4A7C15F39CC0605CEDC835 * (k + 1)) | 1) & ((1 << 128) - 1)
                     for k in range(len(CONCERNS)))
 
@@ -45,9 +52,14 @@ class Draws:
     A stream of a :class:`StreamPool` is repositioned for each task with
     :meth:`reset` (the task's seed words; the stream's concern picks its pair)
     and takes that state at its first draw; a buffer index of ``_BLOCK``
-    means the buffer is spent."""
+    means the buffer is spent. A block of either kind starts with its first
+    draw alone (``_u_rest``/``_z_rest`` then say its other 31 are still to
+    be drawn), and is completed at its second draw or before the other kind
+    starts a block, so the generator gives out exactly the values of whole
+    blocks, in the same order."""
 
-    __slots__ = ("_rng", "_u", "_ui", "_z", "_zi", "_words", "_word", "_state", "_raw")
+    __slots__ = ("_rng", "_u", "_ui", "_z", "_zi", "_words", "_word", "_state", "_raw",
+                 "_u_rest", "_z_rest")
 
     def __init__(self, rng: np.random.Generator, concern: int | None = None) -> None:
         """Draws from ``rng`` as it is; with a ``concern`` (a pool's stream),
@@ -57,6 +69,7 @@ class Draws:
         self._ui = _BLOCK
         self._z: list[float] = []
         self._zi = _BLOCK
+        self._u_rest = self._z_rest = False  # a block begun with its first draw alone
         self._words: list[int] | None = None  # the task's seed words, until the first draw
         self._word = 2 * (concern or 0)
         # the PCG64 state dict numpy reads, kept and refilled in place
@@ -69,10 +82,7 @@ class Draws:
         """The next uniform draw in [0, 1)."""
         i = self._ui
         if i == _BLOCK:
-            if self._words is not None:
-                self._position()
-            self._u = self._rng.random(_BLOCK).tolist()
-            i = 0
+            return self._next_uniform()
         self._ui = i + 1
         return self._u[i]
 
@@ -80,12 +90,47 @@ class Draws:
         """The next standard normal draw."""
         i = self._zi
         if i == _BLOCK:
-            if self._words is not None:
-                self._position()
-            self._z = self._rng.standard_normal(_BLOCK).tolist()
-            i = 0
+            return self._next_normal()
         self._zi = i + 1
         return self._z[i]
+
+    def _next_uniform(self) -> float:
+        """A uniform past the buffer: the second draw of a begun block (its
+        other 31 drawn now), or the first of a new block, drawn alone."""
+        if self._u_rest:
+            self._u_rest = False
+            self._u = _PAD + self._rng.random(_BLOCK - 1).tolist()
+            self._ui = 2
+            return self._u[1]
+        if self._words is not None:
+            self._position()
+        elif self._z_rest:  # the normals' begun block first, as a whole block draws it
+            self._rest_of_normals()
+        self._u_rest = True
+        value: float = self._rng.random()
+        return value
+
+    def _next_normal(self) -> float:
+        """A normal past the buffer (as :meth:`_next_uniform`)."""
+        if self._z_rest:
+            self._rest_of_normals()
+            self._zi = 2
+            return self._z[1]
+        if self._words is not None:
+            self._position()
+        elif self._u_rest:
+            self._u_rest = False
+            self._u = _PAD + self._rng.random(_BLOCK - 1).tolist()
+            self._ui = 1
+        self._z_rest = True
+        value: float = self._rng.standard_normal()
+        return value
+
+    def _rest_of_normals(self) -> None:
+        """Draw the other 31 normals of the begun block into the buffer."""
+        self._z_rest = False
+        self._z = _PAD + self._rng.standard_normal(_BLOCK - 1).tolist()
+        self._zi = 1
 
     def reset(self, words: list[int]) -> None:
         """Position the stream for a task whose seed words are ``words``
@@ -94,6 +139,7 @@ class Draws:
         the state at the first draw."""
         self._words = words
         self._ui = self._zi = _BLOCK
+        self._u_rest = self._z_rest = False
 
     def _position(self) -> None:
         words, k = self._words, self._word
@@ -108,19 +154,34 @@ class Draws:
         self._words = None
 
 
+_CAPSULE_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def _state_address(bits: np.random.PCG64) -> int | None:
+    """The address of ``bits``' 128-bit state and increment: the ``state`` of
+    the ``bitgen_t`` in numpy's documented ``bit_generator.capsule`` points at
+    the PCG64 state, whose first field points at them. (numpy's
+    ``bit_generator.ctypes.state_address`` gives the same, but builds ctypes
+    function prototypes on first use, some 60 us per generator.)"""
+    bitgen = _CAPSULE_POINTER(bits.capsule, b"BitGenerator")
+    state = ctypes.c_void_p.from_address(bitgen).value if bitgen else None
+    return ctypes.c_void_p.from_address(state).value if state else None
+
+
 def _state_words(rng: np.random.Generator, state: dict[str, Any]) -> Any:
     """Set ``rng`` (a PCG64) to ``state`` and return a ctypes view of its
-    128-bit state word as (low, high) uint64, through numpy's documented
-    ``bit_generator.ctypes.state_address``, so repositioning a stream writes
-    two words instead of parsing a state dict (2-3 us). The layout is checked
-    here: a write through the view must read back as numpy's own state with
-    the increment untouched, else None (numpy's state setter is used)."""
+    128-bit state word as (low, high) uint64 (:func:`_state_address`), so
+    repositioning a stream writes two words instead of parsing a state dict
+    (2-3 us). The layout is checked here: a write through the view must read
+    back as numpy's own state with the increment untouched, else None
+    (numpy's state setter is used)."""
     bits = rng.bit_generator
     bits.state = state
     if not isinstance(bits, np.random.PCG64):
         return None
     try:
-        address = ctypes.c_void_p.from_address(bits.ctypes.state_address).value
+        address = _state_address(bits)
         if not address:
             return None
         raw = (ctypes.c_uint64 * 2).from_address(address)
@@ -180,8 +241,10 @@ class StreamPool:
         words = self._words(seed, task)
         streams = self._free.pop() if self._free else tuple(
             Draws(np.random.Generator(np.random.PCG64(0)), k) for k in range(len(CONCERNS)))
-        for draws in streams:
-            draws.reset(words)
+        for draws in streams:  # Draws.reset, inline
+            draws._words = words
+            draws._ui = draws._zi = _BLOCK
+            draws._u_rest = draws._z_rest = False
         return streams
 
     def release(self, streams: tuple[Draws, ...]) -> None:

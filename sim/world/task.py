@@ -24,13 +24,13 @@ from sim.world.distributions import BaseDistribution
 from sim.world.prompt_cache import PromptCache
 from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
-from sim.world.world import World
+from sim.world.world import MADE_CALLS, World
 
 PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
 NONE, RESOLVE, GIVE_UP, ERROR = 0, 1, 2, 3
 """The endings of a world with ``endings``: none at this step, or its cause."""
 
-_MADE = 2048  # the call ids and targets of a run's first calls, made once per process
+_MADE = MADE_CALLS  # the call ids and targets of a run's first calls, made once per process
 _CALL_IDS = tuple(f"toolu_{n}" for n in range(_MADE))
 _TARGETS = (tuple(f"/work/src/item_{n}" for n in range(_MADE)),
             tuple(f"/work/notes/item_{n}" for n in range(_MADE)))
@@ -130,7 +130,11 @@ class SimulatedTask:
         if request.purpose == "compaction":
             return self._summary(request)
         if w.plain:  # no endings and no faults: the decision is the first draw
-            return self._response(request, self._decide(request), False, now)
+            if self.stuck:
+                return self._response(request, self._decide(request), False, now)
+            r = self.model.uniform()  # _decide's draw and bands, inline
+            return self._response(request, [self._faulty_call(r) if r < w.c_validation
+                                            else self._onward(r)], False, now)
         truncated = False
         if w.endings and request.turn != self.ending_turn:
             self.ending_turn = request.turn
@@ -234,16 +238,31 @@ class SimulatedTask:
                               (r - w.c_validation) / (w.c_premature - w.c_validation))
 
     def _new_call(self, kind: int, u: float) -> ToolUseBlock:
+        """The run's next tool call, of tool ``u`` picks. In a world of fixed
+        sizes the first calls' blocks are made once per world and shared by
+        every run (blocks are values: nothing alters one once made)."""
         w = self.world
         self.calls = n = self.calls + 1
-        name = w.tool_names[min(bisect_right(w.tool_cumulative, u), w.last_tool)]  # pick_tool
+        tool = min(bisect_right(w.tool_cumulative, u), w.last_tool)  # pick_tool
+        loop = kind == LOOP
+        made = w.made_calls
         if n < _MADE:
-            call_id, arg = _CALL_IDS[n], _TARGETS[kind == LOOP][n]
+            call_id = _CALL_IDS[n]
+            self.kinds[call_id] = kind
+            if made is not None:
+                slot = (2 * n + loop) * w.n_tools + tool
+                block = made[slot]
+                if block is None:
+                    block = made[slot] = ToolUseBlock(call_id, w.tool_names[tool],
+                                                      {"target": _TARGETS[loop][n]},
+                                                      w.fixed_output)
+                return block
+            arg = _TARGETS[loop][n]
         else:
-            call_id, arg = f"toolu_{n}", f"/work/{'notes' if kind == LOOP else 'src'}/item_{n}"
-        self.kinds[call_id] = kind
-        return ToolUseBlock(call_id, name, {"target": arg},
-                            w.fixed.output if w.fixed else self._output())
+            call_id, arg = f"toolu_{n}", f"/work/{'notes' if loop else 'src'}/item_{n}"
+            self.kinds[call_id] = kind
+        return ToolUseBlock(call_id, w.tool_names[tool], {"target": arg},
+                            w.fixed_output if made is not None else self._output())
 
     def _repeat_loop_call(self) -> ToolUseBlock:
         self.calls += 1
@@ -320,7 +339,8 @@ class SimulatedTask:
         lognormal = w.tool_lognormal[name]
         duration = (exp(lognormal[0] + lognormal[1] * self.latency.normal())  # Lognormal.sample
                     if lognormal is not None else w.tool_draw[name](self.latency))
-        size = w.fixed.results[name] if w.fixed else self._result_size(name)
+        fixed = w.fixed
+        size = fixed.results[name] if fixed is not None else self._result_size(name)
         if duration > request.timeout_s:
             return ToolError("timeout", f"{name} timed out after {request.timeout_s:g} s",
                              size, request.timeout_s)

@@ -13,10 +13,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from sim.harness.messages import ToolUseBlock
 from sim.harness.params import ToolSpec
 from sim.world.distributions import BaseDistribution, Fixed, Gamma, Lognormal
 from sim.world.params import Size, WorldParams
 from sim.world.verifiers import OracleVerifier, Verifier
+
+MADE_CALLS = 2048
+"""Calls per run whose ids and targets (and, with fixed sizes, blocks) are made once."""
 
 END_MARKER = "###STOP###"
 """The end marker the harness's conversation mode looks for by default (tau2-bench's)."""
@@ -145,6 +149,12 @@ class World:
                 and len(results) == len(self.tool_result)):
             self.fixed = FixedSizes(self.output_tokens, self.answer_tokens,
                                     self.thinking_tokens, results)
+        self.fixed_output = 0 if self.fixed is None else self.fixed.output
+        # the first calls' blocks of a world of fixed sizes, made once and shared by its
+        # runs (SimulatedTask._new_call): slot (2 * call number + loop) * tools + tool
+        self.n_tools = len(params.tools)
+        self.made_calls: list[ToolUseBlock | None] | None = (
+            None if self.fixed is None else [None] * (2 * MADE_CALLS * self.n_tools))
         cap = max_output_tokens
         self.answer_bound = (cap if self.answer_tokens is None
                              else self.answer_tokens if cap is None
