@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sim.bad_input import InputError
@@ -115,6 +115,21 @@ class _Handoff:
             return range(self._next, self._total)
 
 
+def _shared_args(jobs: Iterable[tuple]) -> dict[int, Any]:
+    """The argument objects (not plain values) that more than one of ``jobs``
+    passes, by ``id``."""
+    seen: dict[int, Any] = {}
+    shared: dict[int, Any] = {}
+    for job in jobs:
+        for arg in job:
+            if isinstance(arg, str | int | float | bool | type(None)):
+                continue
+            if id(arg) in seen:
+                shared[id(arg)] = arg
+            seen[id(arg)] = arg
+    return shared
+
+
 class DaskScheduler:
     """Chunks as Dask tasks on a LocalCluster (``address`` None) or on the
     cluster whose scheduler listens at ``address`` (``tcp://HOST:PORT``)."""
@@ -197,18 +212,10 @@ class DaskScheduler:
         yield from self._gather()
 
     def _submit(self, work: Any, jobs: Sequence[tuple], indices: range) -> None:
-        """Submit ``jobs[indices]``; an argument object several jobs share (a
-        cell's scenario and world) is scattered to the workers once."""
-        uses: dict[int, int] = {}
-        for i in indices:
-            for arg in jobs[i]:
-                uses[id(arg)] = uses.get(id(arg), 0) + 1
-        shared: dict[int, Any] = {}
-        for i in indices:
-            for arg in jobs[i]:
-                if (uses[id(arg)] > 1 and id(arg) not in shared
-                        and not isinstance(arg, str | int | float | bool | type(None))):
-                    shared[id(arg)] = self._client.scatter(arg, broadcast=True, hash=False)
+        """Submit ``jobs[indices]``, each argument object several jobs share
+        (a cell's scenario and world) scattered to the workers once."""
+        shared = {key: self._client.scatter(arg, broadcast=True, hash=False)
+                  for key, arg in _shared_args(jobs[i] for i in indices).items()}
         token = os.urandom(6).hex()
         self._futures = [self._client.submit(work, *(shared.get(id(a), a) for a in jobs[i]),
                                              key=f"sim-chunk-{token}-{i}", pure=False)
