@@ -98,6 +98,9 @@ def test_a_cell_changes_only_its_fields_and_keeps_what_the_file_set() -> None:
     ({"harness.model.x": [1]}, "harness.model", "is not a mapping, cannot set 'harness.model.x'"),
     ({"world.difficulty.distribution": ["gamma"]}, "world.difficulty",
      "does not match any of the expected tags"),
+    ({"world.approval.delay.mean_s": [1]}, "world.approval.delay",  # a section's own check
+     "mean_s applies to exponential durations, not lognormal"),
+    ({"harness" + ".x" * 32: [1]}, "harness" + ".x" * 32, "nests deeper than 32 levels"),
 ])
 def test_a_bad_sweep_value_names_the_cell_and_the_field(sweep: dict[str, Any], path: str,
                                                         words: str) -> None:
