@@ -10,8 +10,10 @@ on a ``distributed.LocalCluster`` of each process count in ``--dask``
 (started as ``--scheduler dask`` starts it, :class:`DaskScheduler`),
 alternating, ``rounds`` times, and prints each one's wall time in seconds
 (median over rounds; the cluster's start and stop counted, as a user waits
-for them, and shown apart too) and its ratio to the local pool of the same
-worker count measured in the same round. Every run's records are checked
+for them, and shown apart too: a LocalCluster starts in the background
+while this process runs the first chunks, so its start shows mostly inside
+the run) and its ratio to the local pool of the same worker count measured
+in the same round. Every run's records are checked
 equal to the first one's (the scheduler and worker count never change a
 result). The ratio, not the absolute time, is the measure: this machine is
 shared and noisy; the load average is printed with the results. The first

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -112,6 +113,54 @@ def test_results_are_the_same_bytes_on_one_worker_two_workers_and_dask(tmp_path:
     assert one == two == dask
     assert pq.read_table(tmp_path / "one" / "results.parquet").num_rows == 600
     assert not (tmp_path / "one" / ".partial").exists()  # a finished sweep keeps no chunks
+
+
+def test_a_local_dask_cluster_gives_the_same_records(tmp_path: Path) -> None:
+    """--scheduler dask's LocalCluster (worker processes from the fork server,
+    the cell scattered to them once) gives the records of one worker."""
+    pytest.importorskip("distributed")
+    import pyarrow as pa
+
+    runs = cells_of(load_scenario(BOUNDED, ["tasks=600"]))
+    tables: dict[str, list] = {"one": [], "dask": []}
+    for kind, scheduler, workers in (("one", None, 1), ("dask", "dask", 2)):
+        with make_scheduler(scheduler, workers) as where:
+            if kind == "dask":
+                where._up.wait()  # every chunk to the cluster, none to this process
+            run_chunks(runs, 600, where, ChunkStore(tmp_path / kind, "x", resume=False),
+                       lambda job, table, *_, k=kind: tables[k].append(table), progress=False)
+    assert pa.concat_tables(tables["dask"]).equals(pa.concat_tables(tables["one"]))
+
+
+def _square_where(i: int, shared: list[int]) -> tuple[int, str]:
+    """A chunk stand-in: i squared (plus the shared list's sum), and the thread it ran in."""
+    time.sleep(0.05)
+    return i * i + sum(shared), threading.current_thread().name
+
+
+def test_this_process_runs_the_first_chunks_while_the_cluster_starts(monkeypatch) -> None:
+    """While our LocalCluster starts, this process runs chunks in order;
+    once it is up, the cluster runs every chunk not begun (its shared
+    arguments scattered once); every chunk runs exactly once."""
+    pytest.importorskip("distributed")
+    from sim.sweeps import on_dask
+
+    monkeypatch.setitem(on_dask.CLUSTER_OPTIONS, "processes", False)  # threads: fast to start
+    start = on_dask.DaskScheduler._start
+
+    def slow_start(self: on_dask.DaskScheduler, workers: int) -> None:
+        time.sleep(0.5)
+        start(self, workers)
+
+    monkeypatch.setattr(on_dask.DaskScheduler, "_start", slow_start)
+    shared = [1, 2]
+    with make_scheduler("dask", 2) as where:
+        out = list(where.run(_square_where, [(i, shared) for i in range(40)]))
+    assert sorted(i for i, _ in out) == list(range(40))
+    assert all(value == i * i + 3 for i, (value, _) in out)
+    here = [i for i, (_, thread) in out if thread == threading.main_thread().name]
+    assert here == list(range(len(here)))
+    assert 1 <= len(here) < 40
 
 
 def test_a_sweep_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path: Path) -> None:
@@ -282,7 +331,7 @@ def test_the_local_cluster_settings_name_real_dask_settings() -> None:
 
     dask = pytest.importorskip("dask")
     pytest.importorskip("distributed")
-    from sim.sweeps.schedulers import FORKSERVER_PRELOAD, LOCAL_CLUSTER_CONFIG
+    from sim.sweeps.on_dask import FORKSERVER_PRELOAD, LOCAL_CLUSTER_CONFIG
 
     missing = object()
     unknown = [key for key in LOCAL_CLUSTER_CONFIG

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 from typing import Any
 
 import yaml
 
 from sim.bad_input import InputError
-from sim.scenario.dotted import set_dotted
-from sim.scenario.schema import Scenario, strict
+from sim.scenario import limits
+from sim.scenario.changes import CellInvalid, with_values
+from sim.scenario.messages import describe
+from sim.scenario.schema import Scenario
 
-__all__ = ["NOT_SWEEPABLE", "cell_names", "expand", "grid", "label"]
+__all__ = ["NOT_SWEEPABLE", "cell_names", "cell_scenario", "expand", "grid", "label"]
 
 NOT_SWEEPABLE = frozenset({"tasks", "name", "description", "sweep"})
 """Top-level fields that are one setting of the whole run, never an axis."""
@@ -30,19 +31,34 @@ def grid(sweep: dict[str, list[Any]]) -> list[tuple[tuple[str, Any], ...]]:
 
 def expand(scenario: Scenario) -> list[tuple[str, Scenario, tuple[tuple[str, Any], ...]]]:
     """The sweep's cells as ``(name, scenario of the cell, axis values)``; a
-    scenario without a sweep is one cell named after the scenario."""
+    scenario without a sweep is one cell named after the scenario. Each cell
+    is derived from ``scenario`` (:func:`cell_scenario`), never dumped and
+    parsed again."""
     combos = grid(scenario.sweep)
     if not combos:
         return [(scenario.name, scenario, ())]
-    base = scenario.model_dump(mode="json", exclude={"sweep"})
+    base = scenario.model_copy(update={"sweep": {}})
     names = cell_names(scenario.sweep, combos, scenario.name)
-    cells = []
-    for name, values in zip(names, combos, strict=True):
-        raw = copy.deepcopy(base)
-        for key, value in values:
-            set_dotted(raw, key, value, scenario.name)
-        cells.append((name, strict(raw), values))
-    return cells
+    return [(name, cell_scenario(base, values, scenario.name), values)
+            for name, values in zip(names, combos, strict=True)]
+
+
+def cell_scenario(base: Scenario, values: tuple[tuple[str, Any], ...], source: str) -> Scenario:
+    """The sweep cell of ``values`` (``((dotted path, value), ...)``): ``base``
+    (without its sweep) with those fields changed and validated
+    (:func:`~sim.scenario.changes.with_values`); an InputError naming the
+    cell, the field and what is wrong otherwise."""
+    prefix = "in the sweep cell " + ", ".join(f"{k}={v!r}" for k, v in values) + ": "
+    try:
+        for path, value in values:
+            limits.check_document(value, source, path)
+    except InputError as error:
+        raise InputError(prefix + error.message, source=source, path=error.path) from None
+    try:  # a path that cannot be set (too deep, through a scalar) is the path's error
+        return with_values(base, values, source)
+    except CellInvalid as invalid:
+        message, where = describe(invalid.errors)
+        raise InputError(prefix + message, source=source, path=where) from None
 
 
 def cell_names(sweep: dict[str, list[Any]], combos: list[tuple[tuple[str, Any], ...]],

@@ -11,7 +11,7 @@ from sim.harness.fields import ParameterError
 from sim.scenario.schema import Scenario
 from sim.scenario.shared import is_section, schema_fields
 
-__all__ = ["did_you_mean", "dotted", "problem"]
+__all__ = ["describe", "did_you_mean", "dotted", "problem"]
 
 
 _UNKNOWN_FIELD = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
@@ -25,6 +25,15 @@ def _own_problem(error: Any) -> tuple[str, str] | None:
     if isinstance(cause, ParameterError) and cause.problems:
         return cause.problems[0]
     return None
+
+
+def describe(errors: list[Any]) -> tuple[str, str]:
+    """pydantic's errors of one scenario in words, as ``(message, dotted path
+    of the first)``: the first's problem, then ``; also path: problem`` for
+    each other; the path is empty for the document itself."""
+    first = dotted(errors[0])
+    more = "".join(f"; also {dotted(e)}: {problem(e)}" for e in errors[1:])
+    return f"{problem(errors[0])}{more}", first if first != "(top level)" else ""
 
 
 def problem(error: Any) -> str:

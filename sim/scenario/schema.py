@@ -140,7 +140,8 @@ class Scenario(_Strict):
         default_factory=dict, description="dotted path -> values (a grid)")
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
+    """A scenario value that JSON has no type for, in its JSON form (a date as ISO text)."""
     if isinstance(value, datetime.date):
         return value.isoformat()
     raise TypeError(f"not a scenario value: {type(value).__name__}")  # pragma: no cover
@@ -150,19 +151,23 @@ def strict(raw: dict[str, Any]) -> Scenario:
     """``raw`` (held to the limits already) validated in strict mode. Its JSON
     form is validated, so lists stand for tuples and ISO strings for dates
     while a boolean is never an integer and a string never a number."""
-    text = json.dumps(_default_shapes(raw), default=_json_value, allow_nan=False)
+    text = json.dumps(default_shapes((), raw), default=json_value, allow_nan=False)
     return Scenario.model_validate_json(text, strict=True)
 
 
-def _default_shapes(raw: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` with the documented default shape filled in where a mapping
+def default_shapes(loc: tuple[str, ...], value: Any) -> Any:
+    """``value``, the raw value of the field at ``loc`` (``()``: the whole
+    document), with the documented default shape filled in where a mapping
     omits its selector: ``world.difficulty`` without ``distribution`` is
     lognormal."""
-    world = raw.get("world")
-    if not isinstance(world, dict):
-        return raw
-    difficulty = world.get("difficulty")
-    if isinstance(difficulty, dict) and "distribution" not in difficulty:
-        world = {**world, "difficulty": {"distribution": "lognormal", **difficulty}}
-        return {**raw, "world": world}
-    return raw
+    if loc == ("world", "difficulty"):
+        if isinstance(value, dict) and "distribution" not in value:
+            return {"distribution": "lognormal", **value}
+        return value
+    if loc in ((), ("world",)) and isinstance(value, dict):
+        inner = "world" if not loc else "difficulty"
+        if inner in value:
+            shaped = default_shapes((*loc, inner), value[inner])
+            if shaped is not value[inner]:
+                return {**value, inner: shaped}
+    return value

@@ -14,7 +14,6 @@ imported.
 
 from __future__ import annotations
 
-import copy
 import math
 import stat
 from pathlib import Path
@@ -27,9 +26,8 @@ from sim.engines.des_params import DesParams
 from sim.scenario import limits
 from sim.scenario.compilation import harness_params
 from sim.scenario.components import build_verifier, check_plugins, resolve_detector
-from sim.scenario.dotted import set_dotted
-from sim.scenario.grid import NOT_SWEEPABLE, cell_names, grid, label
-from sim.scenario.messages import dotted, problem
+from sim.scenario.grid import NOT_SWEEPABLE, cell_names, cell_scenario, grid, label
+from sim.scenario.messages import describe
 from sim.scenario.safeyaml import line_of
 from sim.scenario.schema import Scenario, strict
 from sim.world.params import WorldParams
@@ -56,7 +54,7 @@ def validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False,
 
 
 def _validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False) -> Scenario:
-    scenario = _validate_one(raw, source, prefix="", allow_plugins=allow_plugins)
+    scenario = _validate_one(raw, source, allow_plugins=allow_plugins)
     _check_sweep(scenario, source)
     combos = grid(scenario.sweep)
     cell_names(scenario.sweep, combos, source)
@@ -64,14 +62,11 @@ def _validate(raw: dict[str, Any], source: str, *, allow_plugins: bool = False) 
         _check_arrival_count(scenario)
     except InputError as error:
         raise InputError(error.message, source=source, path=error.path) from None
+    base = scenario.model_copy(update={"sweep": {}})
     for cell_values in combos:
-        cell_raw = copy.deepcopy(raw)
-        cell_raw.pop("sweep", None)
-        for key, value in cell_values:
-            set_dotted(cell_raw, key, value, source)
         shown = ", ".join(f"{k}={v!r}" for k, v in cell_values)
-        _validate_one(cell_raw, source, prefix=f"in the sweep cell {shown}: ",
-                      allow_plugins=allow_plugins)
+        _check(cell_scenario(base, cell_values, source), source,
+               prefix=f"in the sweep cell {shown}: ", allow_plugins=allow_plugins)
     return scenario
 
 
@@ -98,19 +93,25 @@ def _check_sweep(scenario: Scenario, source: str) -> None:
                          f"{limits.MAX_TOTAL_TASKS:,}", source=source, path="tasks")
 
 
-def _validate_one(raw: dict[str, Any], source: str, prefix: str, *,
-                  allow_plugins: bool = False) -> Scenario:
+def _validate_one(raw: dict[str, Any], source: str, *, allow_plugins: bool = False
+                  ) -> Scenario:
+    """``raw`` held to the limits, validated strictly and checked (:func:`_check`)."""
     try:
         limits.check_document(raw, source)
         scenario = strict(raw)
     except InputError as error:
-        raise InputError(f"{prefix}{error.message}", source=source, path=error.path) from None
+        raise InputError(error.message, source=source, path=error.path) from None
     except ValidationError as error:
-        errors = error.errors()
-        first = dotted(errors[0])
-        more = "".join(f"; also {dotted(e)}: {problem(e)}" for e in errors[1:])
-        raise InputError(f"{prefix}{problem(errors[0])}{more}", source=source,
-                         path=first if first != "(top level)" else "") from None
+        message, path = describe(error.errors())
+        raise InputError(message, source=source, path=path) from None
+    _check(scenario, source, prefix="", allow_plugins=allow_plugins)
+    return scenario
+
+
+def _check(scenario: Scenario, source: str, prefix: str, *, allow_plugins: bool) -> None:
+    """The checks that span fields (plugins allowed, the world's ranges, the
+    conversation, the harness's parameters compiled, the detector and
+    verifier built, the arrivals file), each error prefixed by ``prefix``."""
     try:
         check_plugins(scenario.harness, allow_plugins)
         _check_ranges(scenario.world)
@@ -121,7 +122,6 @@ def _validate_one(raw: dict[str, Any], source: str, prefix: str, *,
         _check_arrivals(scenario.des)
     except InputError as error:
         raise InputError(f"{prefix}{error.message}", source=source, path=error.path) from None
-    return scenario
 
 
 def _check_arrivals(des: DesParams) -> None:

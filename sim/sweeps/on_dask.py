@@ -1,0 +1,261 @@
+"""Chunks as Dask tasks: ``--scheduler dask`` (a LocalCluster of ours) or a
+running cluster's address (``tcp://HOST:PORT``, e.g. one started by
+dask-jobqueue on Slurm or PBS, or by dask-kubernetes; its workers need sim
+installed). Dask is imported only here, only then.
+
+Where a Dask run spends more than the local pool (measured with
+``benchmarks/bench_dask.py`` and ``sim run --tasks 200000`` on 2 cores), and
+what this module does about it:
+
+- **starting the LocalCluster** (4-7 s on a loaded 2-core machine: a fork
+  server importing Dask and sim, a scheduler, a nanny and a worker per
+  process): the cluster starts in a background thread while this process
+  runs the first chunks itself, as :class:`~sim.sweeps.schedulers.InProcess`
+  would; once the cluster is up, every chunk not yet begun goes to it at
+  once (:class:`_Handoff`), so no worker waits for this process's chunk;
+- **the arguments every chunk shares** (a cell's scenario and compiled
+  world: 10 KB for bounded.yaml, 365 KB and 60 ms to unpickle for
+  tau2.yaml) are scattered to the workers once, not sent with every chunk;
+- **Dask's own housekeeping** (its statistical profiler, GIL monitor, work
+  stealing, frequent ticks: :data:`LOCAL_CLUSTER_CONFIG`), and the imports
+  Distributed makes to choose the fork server's preload (pandas and every
+  optional package, about a second in this process): off.
+
+The chunks, hence the results, are the same wherever each one runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sim.bad_input import InputError
+from sim.sweeps.schedulers import LostWorker
+
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
+    "distributed.worker.multiprocessing-method": "forkserver",
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.scheduler.work-stealing": False,
+}
+"""Dask settings of the LocalCluster that ``--scheduler dask`` starts (measured
+with ``benchmarks/bench_dask.py``): workers forked from a server that has
+imported Dask and sim once (:data:`FORKSERVER_PRELOAD`; the chunk path
+imports no pandas), instead of each spawned worker importing them again (on
+2 cores at load 15-23: start and stop 4-12 s became about 5 s for the first
+cluster of a process, which starts the fork server, and 1-1.5 s after), and
+neither the statistical profiler (it samples the running chunk's stack every
+10 ms, taking the GIL: it made chunks 2x slower) nor the GIL monitor; the
+event loops' housekeeping (ticks every 20 ms, memory checks every 100 ms,
+work stealing) runs seldom, since a chunk is a fraction of a second of CPU
+and every chunk is queued at once (together 25% more CPU than the local
+pool, now a few percent). A remote cluster's workers take these from their
+own configuration (see README: ``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False``)."""
+
+CLUSTER_OPTIONS: dict[str, Any] = {"threads_per_worker": 1, "processes": True,
+                                   "dashboard_address": ":0"}
+"""How our LocalCluster is made: one single-threaded worker process per
+``--workers`` (a chunk is pure Python, so threads would share one core)."""
+
+FORKSERVER_PRELOAD = ("distributed", "sim.sweeps.chunks")
+"""Modules the LocalCluster's fork server imports before forking workers:
+Dask and everything a chunk needs, so a worker runs its first chunk at once."""
+
+
+def _preload_forkserver() -> None:
+    """Have the fork server that starts our LocalCluster's workers import
+    :data:`FORKSERVER_PRELOAD`. Distributed sets its own preload list on its
+    first call of ``get_mp_context``, importing every optional package it
+    knows in this process to build it (pandas among them); we mark that done
+    and set ours instead. Another Distributed (no such mark) sets its list
+    first and ours replaces it: slower to start, the same results."""
+    import multiprocessing
+
+    try:
+        from distributed import utils
+    except ImportError:  # pragma: no cover - checked by the caller
+        return
+    if hasattr(utils, "_forkserver_preload_set"):
+        utils._forkserver_preload_set = True  # type: ignore[attr-defined]
+        context: Any = multiprocessing.get_context("forkserver")
+    else:  # pragma: no cover - depends on the Distributed version
+        context = utils.get_mp_context()
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+
+
+class _Handoff:
+    """Which chunks this process runs while the cluster starts: it claims
+    them one at a time (:meth:`claim`) until the cluster, once up, takes
+    every chunk not claimed yet (:meth:`rest`)."""
+
+    def __init__(self, total: int) -> None:
+        self._lock = threading.Lock()
+        self._next = 0
+        self._total = total
+        self._closed = False
+
+    def claim(self) -> int | None:
+        """The next chunk for this process, or None once the cluster has the rest."""
+        with self._lock:
+            if self._closed or self._next >= self._total:
+                return None
+            self._next += 1
+            return self._next - 1
+
+    def rest(self) -> range:
+        """Every chunk not claimed yet; none can be claimed after."""
+        with self._lock:
+            self._closed = True
+            return range(self._next, self._total)
+
+
+def _shared_args(jobs: Iterable[tuple]) -> dict[int, Any]:
+    """The argument objects (not plain values) that more than one of ``jobs``
+    passes, by ``id``."""
+    seen: dict[int, Any] = {}
+    shared: dict[int, Any] = {}
+    for job in jobs:
+        for arg in job:
+            if isinstance(arg, str | int | float | bool | type(None)):
+                continue
+            if id(arg) in seen:
+                shared[id(arg)] = arg
+            seen[id(arg)] = arg
+    return shared
+
+
+class DaskScheduler:
+    """Chunks as Dask tasks on a LocalCluster (``address`` None) or on the
+    cluster whose scheduler listens at ``address`` (``tcp://HOST:PORT``)."""
+
+    def __init__(self, address: str | None, workers: int) -> None:
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise InputError("--scheduler needs Dask: pip install 'sim[dask]' "
+                             "(dask[distributed])") from None
+        self._cluster: Any = None
+        self._client: Any = None
+        self._futures: list[Any] = []
+        self._index: dict[str, int] = {}
+        self._starting: threading.Thread | None = None
+        self._failed: BaseException | None = None
+        self._up = threading.Event()
+        self._on_up: Any = None  # called in the starting thread once the cluster is up
+        self._lock = threading.Lock()
+        self.workers = workers
+        if address is None:
+            self.name = f"a Dask LocalCluster of {workers} workers"
+            self._starting = threading.Thread(target=self._start, args=(workers,),
+                                              name="sim-dask-start", daemon=True)
+            self._starting.start()
+            return
+        try:
+            self._client = Client(address, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as error:
+            raise InputError(f"cannot reach the Dask scheduler at {address}: {error}",
+                             path="--scheduler") from None
+        self.name = f"the Dask cluster at {address}"
+        self.workers = max(1, len(self._client.scheduler_info().get("workers", {})) or workers)
+        self._up.set()
+
+    def _start(self, workers: int) -> None:
+        """Start our LocalCluster and its client (in the starting thread)."""
+        import dask
+        from dask.distributed import Client, LocalCluster
+
+        try:
+            with dask.config.set(LOCAL_CLUSTER_CONFIG):
+                _preload_forkserver()
+                self._cluster = LocalCluster(n_workers=workers, **CLUSTER_OPTIONS)
+            self._client = Client(self._cluster)
+        except BaseException as error:  # reported by run or close, in the caller's thread
+            self._failed = error
+        with self._lock:
+            self._up.set()
+            on_up, self._on_up = self._on_up, None
+        if on_up is not None:
+            on_up()
+
+    def run(self, work: Any, jobs: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+        """``(index, work(*job))`` as chunks finish: in this process while our
+        LocalCluster starts, then on the cluster (see the module)."""
+        handoff = _Handoff(len(jobs))
+        submitted = threading.Event()
+
+        def submit_rest() -> None:  # in the starting thread, or here when the cluster is up
+            try:
+                rest = handoff.rest()
+                if self._failed is None:
+                    self._submit(work, jobs, rest)
+            except BaseException as error:  # raised by run, in the caller's thread
+                self._failed = error
+            finally:
+                submitted.set()
+
+        with self._lock:
+            if self._up.is_set():
+                submit_rest()
+            else:
+                self._on_up = submit_rest
+        while (i := handoff.claim()) is not None:
+            yield i, work(*jobs[i])
+        submitted.wait()
+        if self._failed is not None:
+            raise self._failed
+        yield from self._gather()
+
+    def _submit(self, work: Any, jobs: Sequence[tuple], indices: range) -> None:
+        """Submit ``jobs[indices]``, each argument object several jobs share
+        (a cell's scenario and world) scattered to the workers once."""
+        shared = {key: self._client.scatter(arg, broadcast=True, hash=False)
+                  for key, arg in _shared_args(jobs[i] for i in indices).items()}
+        token = os.urandom(6).hex()
+        self._futures = [self._client.submit(work, *(shared.get(id(a), a) for a in jobs[i]),
+                                             key=f"sim-chunk-{token}-{i}", pure=False)
+                         for i in indices]
+        self._index = {future.key: i for future, i in zip(self._futures, indices, strict=True)}
+
+    def _gather(self) -> Iterator[tuple[int, Any]]:
+        """The submitted chunks' results as they finish."""
+        from dask.distributed import as_completed
+
+        futures, index = self._futures, self._index
+        try:
+            for future in as_completed(futures):
+                try:
+                    result = future.result()
+                except (OSError, TimeoutError) as error:
+                    raise LostWorker(f"the Dask cluster lost a chunk: {error}") from error
+                yield index[future.key], result
+                future.release()
+        finally:
+            self._cancel()
+
+    def _cancel(self) -> None:
+        futures, self._futures = self._futures, []
+        if futures and self._client is not None:
+            self._client.cancel(futures, force=True)
+
+    def close(self) -> None:
+        """Cancel what still runs and disconnect (a LocalCluster of ours is shut
+        down, once started: closing waits for a start under way)."""
+        if self._starting is not None:
+            self._starting.join()
+        self._cancel()
+        if self._client is not None:
+            self._client.close(timeout=5)
+        if self._cluster is not None:
+            self._cluster.close(timeout=5)
+
+    def __enter__(self) -> DaskScheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
