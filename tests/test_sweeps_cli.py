@@ -20,6 +20,9 @@ from sim.output.chunks import partial_folder
 ROOT = Path(__file__).parents[1]
 BOUNDED = str(ROOT / "scenarios" / "bounded.yaml")
 FILES = ("results.parquet", "summary.json", "report.md")
+# tasks of a run killed after its first chunks and resumed: 40 chunks of 50 tasks (an
+# exact comparison of bytes, so its size only has to leave chunks to resume)
+KILLED_TASKS = "2000"
 
 
 def _cli(*argv: str) -> subprocess.Popen:
@@ -75,7 +78,7 @@ def test_a_run_killed_with_sigkill_and_resumed_writes_the_bytes_of_an_uninterrup
     the same command with --resume runs only the rest and ends with the
     bytes of a run never interrupted."""
     out = tmp_path / "killed"
-    argv = ("run", BOUNDED, "--tasks", "6000", "--workers", "2", "--quiet", "--out", str(out))
+    argv = ("run", BOUNDED, "--tasks", KILLED_TASKS, "--workers", "2", "--quiet", "--out", str(out))
     child = _cli(*argv)
     _wait_for_chunks(out, 3, child)
     os.killpg(child.pid, signal.SIGKILL)
@@ -83,7 +86,7 @@ def test_a_run_killed_with_sigkill_and_resumed_writes_the_bytes_of_an_uninterrup
     kept = len(list(partial_folder(out).glob("*.arrow")))
     assert not out.exists()
     assert main([*argv, "--resume"]) == 0
-    assert main(["run", BOUNDED, "--tasks", "6000", "--workers", "1", "--quiet",
+    assert main(["run", BOUNDED, "--tasks", KILLED_TASKS, "--workers", "1", "--quiet",
                  "--out", str(tmp_path / "whole")]) == 0
     assert _files(out) == _files(tmp_path / "whole")
     assert kept >= 3 and not partial_folder(out).exists()
@@ -132,17 +135,17 @@ def test_a_traced_run_killed_and_resumed_writes_the_trace_bytes_of_an_uninterrup
     worker never interrupted; an untraced run's kept chunks are not resumed
     as a traced run's."""
     out = tmp_path / "killed"
-    argv = ("run", BOUNDED, "--tasks", "6000", "--workers", "2", "--quiet", "--traces",
+    argv = ("run", BOUNDED, "--tasks", KILLED_TASKS, "--workers", "2", "--quiet", "--traces",
             "--out", str(out))
     child = _cli(*argv)
     _wait_for_chunks(out, 3, child)
     os.killpg(child.pid, signal.SIGKILL)
     child.communicate()
     assert not out.exists()
-    assert main(["run", BOUNDED, "--tasks", "6000", "--quiet", "--resume",
+    assert main(["run", BOUNDED, "--tasks", KILLED_TASKS, "--quiet", "--resume",
                  "--out", str(out)]) == 2  # the kept chunks are a traced run's
     assert main([*argv, "--resume"]) == 0
-    assert main(["run", BOUNDED, "--tasks", "6000", "--workers", "1", "--quiet", "--traces",
+    assert main(["run", BOUNDED, "--tasks", KILLED_TASKS, "--workers", "1", "--quiet", "--traces",
                  "--out", str(tmp_path / "whole")]) == 0
     traced = (*FILES, "runs.parquet", "calls.parquet")
     assert ({name: (out / name).read_bytes() for name in traced}
