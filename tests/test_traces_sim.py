@@ -195,3 +195,22 @@ def test_the_column_recorder_builds_the_tables_the_objects_would(scenario):
     objects = trace_tables(traced_runs(tracer, cell, records, "results.parquet"))
     assert runs.num_rows == 40 and calls.num_rows == len(tracer.columns) > 40
     assert runs.equals(objects[0]) and calls.equals(objects[1])
+
+
+def test_the_recorder_keeps_numbers_and_strings_only():
+    """The column buffer holds no object the garbage collector walks (no
+    usage, block or history of the harness), so a long chunk costs no extra
+    collections."""
+    import gc
+
+    from sim.engines.direct import run_tasks
+    from sim.scenario.model import load_scenario
+    from sim.sweeps.cells import RunTracer, build_cell, cells_of
+
+    cell = build_cell(cells_of(load_scenario(SCENARIOS / "tau2.yaml"))[0])
+    tracer = RunTracer()
+    run_tasks(cell, range(20), tracer)
+    columns = tracer.columns
+    assert len(columns) > 20
+    values = [v for name in columns.__slots__ for v in getattr(columns, name)]
+    assert values and not any(gc.is_tracked(v) for v in values)

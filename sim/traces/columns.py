@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from sim.harness.messages import ToolUseBlock
 from sim.traces.model import (
     CALLS_SCHEMA,
     OBSERVATION_JOIN,
@@ -34,7 +32,6 @@ from sim.traces.model import (
     CallRecord,
     ToolCallRecord,
     Usage,
-    canonical_json,
 )
 
 _HASHES: dict[str, str] = {}
@@ -66,7 +63,7 @@ def observed_sha256(texts: Sequence[str | None]) -> str | None:
     return text_sha256(OBSERVATION_JOIN.join(recorded)) if recorded else None
 
 
-_PLAIN = ("model", "cost_usd", "finish_reason", "started_s", "latency_s",
+_PLAIN = (*TOKEN_COLUMNS, "model", "cost_usd", "finish_reason", "started_s", "latency_s",
           "text_tokens", "observation_tokens", "purpose", "text_sha256", "observation_sha256")
 """Columns written as they were recorded."""
 
@@ -81,16 +78,20 @@ class CallColumns:
     time in seconds, None until seen). ``dropped`` lists rows the harness
     did not account (left out of every table)."""
 
-    __slots__ = ("cost_usd", "usage",
-                 "dropped", "duration_s", "error", "finish_reason",
+    __slots__ = ("arguments", "cache_read_tokens", "cache_write_tokens", "cost_usd",
+                 "dropped", "duration_s", "error", "finish_reason", "input_tokens",
                  "latency_s", "model", "observation_sha256", "observation_tokens",
-                 "purpose", "result_sha256",
+                 "output_tokens", "purpose", "reasoning_tokens", "result_sha256",
                  "result_tokens", "run", "started_s", "text_sha256", "text_tokens",
-                 "tool_block", "tools")
+                 "tool_id", "tool_name", "tools")
 
     def __init__(self) -> None:
         self.run: list[Any] = []
-        self.usage: list[Usage] = []
+        self.input_tokens: list[int] = []
+        self.cache_read_tokens: list[int] = []
+        self.cache_write_tokens: list[int] = []
+        self.output_tokens: list[int] = []
+        self.reasoning_tokens: list[int] = []
         self.model: list[str | None] = []
         self.cost_usd: list[float | None] = []
         self.finish_reason: list[str | None] = []
@@ -102,7 +103,9 @@ class CallColumns:
         self.purpose: list[str | None] = []
         self.text_sha256: list[str | None] = []
         self.observation_sha256: list[str | None] = []
-        self.tool_block: list[ToolUseBlock] = []
+        self.tool_id: list[str | None] = []
+        self.tool_name: list[str] = []
+        self.arguments: list[str | None] = []
         self.result_tokens: list[int | None] = []
         self.result_sha256: list[str | None] = []
         self.error: list[bool | None] = []
@@ -124,9 +127,9 @@ class CallColumns:
         offsets = np.zeros(len(tools) + 1, dtype=np.int64)
         np.cumsum(tools, out=offsets[1:])
         children = pa.StructArray.from_arrays([
-            pa.array([b.id for b in self.tool_block], pa.string()),
-            pa.array([b.name for b in self.tool_block], pa.string()),
-            pa.array([canonical_json(b.input) for b in self.tool_block], pa.string()),
+            pa.array(self.tool_id, pa.string()),
+            pa.array(self.tool_name, pa.string()),
+            pa.array(self.arguments, pa.string()),
             pa.array(self.result_tokens, pa.int64()),
             pa.array(self.result_sha256, pa.string()),
             pa.array(self.error, pa.bool_()),
@@ -137,8 +140,6 @@ class CallColumns:
             "tool_calls": pa.ListArray.from_arrays(pa.array(offsets), children,
                                                    type=CALLS_SCHEMA.field("tool_calls").type),
             "agent": pa.nulls(len(runs), pa.string())}
-        for name, attribute in USAGE_ATTRIBUTES.items():
-            columns[name] = pa.array(list(map(attrgetter(attribute), self.usage)), pa.int64())
         for name in _PLAIN:
             columns[name] = pa.array(getattr(self, name), CALLS_SCHEMA.field(name).type)
         table = pa.Table.from_arrays([columns[name] for name in CALLS_SCHEMA.names],
@@ -171,8 +172,8 @@ class CallColumns:
         child = 0
         for row in range(len(self.run)):
             count = self.tools[row]
-            tools = [ToolCallRecord(name=self.tool_block[i].name, id=self.tool_block[i].id,
-                                    arguments=canonical_json(self.tool_block[i].input),
+            tools = [ToolCallRecord(name=self.tool_name[i], id=self.tool_id[i],
+                                    arguments=self.arguments[i],
                                     result_tokens=self.result_tokens[i],
                                     result_sha256=self.result_sha256[i], error=self.error[i],
                                     duration_s=self.duration_s[i])
@@ -180,10 +181,9 @@ class CallColumns:
             child += count
             if row in dropped:
                 continue
-            usage = self.usage[row]
+            usage = Usage(**{attribute: getattr(self, name)[row]
+                             for name, attribute in USAGE_ATTRIBUTES.items()})
             out.setdefault(self.run[row], []).append(CallRecord(
-                Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-                      usage.cache_write_tokens, usage.thinking_tokens),
-                tool_calls=tools, agent=None,
-                **{name: getattr(self, name)[row] for name in _PLAIN}))
+                usage, tool_calls=tools, agent=None,
+                **{name: getattr(self, name)[row] for name in _PLAIN[len(TOKEN_COLUMNS):]}))
         return out

@@ -50,7 +50,7 @@ from sim.harness.loop import Loop
 from sim.harness.messages import Message, Usage
 from sim.harness.state import HarnessState
 from sim.traces.columns import CallColumns, observed_sha256, text_sha256, texts_sha256
-from sim.traces.model import RUNS_SCHEMA, CallRecord, RunRecord
+from sim.traces.model import RUNS_SCHEMA, CallRecord, RunRecord, canonical_json
 from sim.traces.reading import check_values
 
 SOURCE = "sim"
@@ -142,7 +142,11 @@ class RunRecorder:
         c = self.columns
         row = len(c.run)
         c.run.append(self.key)
-        c.usage.append(usage)
+        c.input_tokens.append(usage.input_tokens)
+        c.cache_read_tokens.append(usage.cache_read_tokens)
+        c.cache_write_tokens.append(usage.cache_write_tokens)
+        c.output_tokens.append(usage.output_tokens)
+        c.reasoning_tokens.append(usage.thinking_tokens)
         c.model.append(model)
         c.cost_usd.append(None)
         c.finish_reason.append(finish_reason)
@@ -159,7 +163,7 @@ class RunRecorder:
     def _model_call(self, request: ModelRequest, response: ModelResponse, began: float,
                     spent: float, tokens: int) -> None:
         c = self.columns
-        first = len(c.tool_block)
+        first = len(c.tool_id)
         text = 0
         texts = []
         for block in response.content:
@@ -167,7 +171,9 @@ class RunRecorder:
                 text += block.tokens
                 texts.append(block.text)
             elif block.type == "tool_use":
-                c.tool_block.append(block)
+                c.tool_id.append(block.id)
+                c.tool_name.append(block.name)
+                c.arguments.append(canonical_json(block.input))
                 c.result_tokens.append(None)
                 c.result_sha256.append(None)
                 c.error.append(None)
@@ -175,14 +181,18 @@ class RunRecorder:
         usage = response.usage
         row = len(c.run)
         c.run.append(self.key)
-        c.usage.append(usage)
+        c.input_tokens.append(usage.input_tokens)
+        c.cache_read_tokens.append(usage.cache_read_tokens)
+        c.cache_write_tokens.append(usage.cache_write_tokens)
+        c.output_tokens.append(usage.output_tokens)
+        c.reasoning_tokens.append(usage.thinking_tokens)
         c.model.append(response.model or request.model)
         c.cost_usd.append(None)
         c.finish_reason.append(response.stop_reason)
         c.started_s.append(began - self.t0)
         c.latency_s.append(response.latency_s)
         c.text_tokens.append(text)
-        c.tools.append(len(c.tool_block) - first)
+        c.tools.append(len(c.tool_id) - first)
         c.observation_tokens.append(0)
         c.purpose.append(request.purpose)
         c.text_sha256.append(texts_sha256(texts) if texts else _EMPTY_SHA256)
@@ -232,7 +242,7 @@ class RunRecorder:
             for block in later.content:
                 if block.type == "tool_result":
                     for i in tools:  # the last tool call of that id, as a dict by id would
-                        if c.tool_block[i].id == block.tool_use_id:
+                        if c.tool_id[i] == block.tool_use_id:
                             c.result_tokens[i] = block.tokens
                             c.result_sha256[i] = (None if block.content is None
                                                   else text_sha256(block.content))
