@@ -1,19 +1,21 @@
 """``calibrate`` at 1k, 10k and 100k sim-written runs, against a read of the same files.
 
     python -m benchmarks.bench_calibrate [--sizes 1000,10000,100000] [--workers 2]
-        [--scenario scenarios/tau2.yaml] [--dir /tmp/bench_calibrate] [--no-ladder]
+        [--scenario scenarios/bounded.yaml] [--dir /tmp/bench_calibrate] [--no-ladder]
 
 For each size, ``python -m sim run SCENARIO --traces --tasks N`` writes the
 traces once (kept in ``--dir`` for the next run of the benchmark). Then, in
 the same run, the baseline reads the folder's two Parquet files with the trace
 model's checked reader (:func:`sim.traces.model.read_traces`), and
 ``python -m sim calibrate`` fits it with ``--workers`` processes (its default
-sample: at most 2,000 runs per model searched against). Printed per size:
-wall seconds of the read and of the calibration, their ratio, the
-calibration's CPU seconds (its processes and their workers) and the load
-average before and after (the machine is shared: wall time is only a
-figure at that load). Target (issue 26): 100,000 runs under 120 s wall with
-2 workers.
+sample: at most 2,000 runs per model; the scenario's direct estimates read
+every run, the search, the clusters and the whole cross-validation use the
+sample). Printed per size: wall seconds of the read and of the calibration,
+their ratio, the calibration's CPU seconds (its processes and their workers),
+its peak RSS (MiB, the largest process) and the load average before and
+after (the machine is shared: wall time is only a figure at that load; CPU
+seconds / workers is the wall time an idle machine would approach). Target
+(issue 26): 100,000 runs under 120 s wall with 2 workers.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ from pathlib import Path
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def _children_rss_mib() -> float:
+    """Peak RSS of the largest waited-for child process so far (MiB)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def traces(scenario: str, runs: int, folder: Path) -> Path:
@@ -66,14 +73,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--scenario", default="scenarios/tau2.yaml")
+    parser.add_argument("--scenario", default="scenarios/bounded.yaml")
     parser.add_argument("--dir", default="/tmp/bench_calibrate")
     parser.add_argument("--no-ladder", action="store_true")
     args = parser.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     print(f"{'runs':>8} {'read s':>8} {'calibrate s':>12} {'ratio':>7} {'cpu s':>8} "
-          f"{'exit':>4}  load before -> after")
+          f"{'rss MiB':>8} {'exit':>4}  load before -> after")
     for runs in (int(v) for v in args.sizes.split(",")):
         data = traces(args.scenario, runs, folder)
         before = os.getloadavg()[0]
@@ -81,7 +88,8 @@ def main() -> None:
         wall, cpu, status = calibrate_seconds(data, args.workers, not args.no_ladder)
         after = os.getloadavg()[0]
         print(f"{runs:>8,} {read:>8.2f} {wall:>12.1f} {wall / read:>7.0f} {cpu:>8.1f} "
-              f"{status:>4}  {before:.2f} -> {after:.2f}", flush=True)
+              f"{_children_rss_mib():>8.0f} {status:>4}  {before:.2f} -> {after:.2f}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from test_calibrate_cli import two_models
 
@@ -87,6 +88,82 @@ def test_one_and_two_workers_give_identical_calibrations_with_a_sample(tmp_path,
     assert error["runs"] > 0 and error["total"] >= error["simulation"]
     header = " ".join(texts["w1"][0].replace("#", " ").split())
     assert "stratified sample of 40" in header and "--sample 20" in header
+
+
+def test_the_folds_are_dealt_over_the_sample_and_the_scenario_over_every_run(tmp_path,
+                                                                             capsys):
+    """With a cap below the traces' runs, the folds (their fits, simulations
+    and held-out comparisons) use the sample alone: the folds' fitted and
+    held-out runs add up to the sample, each fold fits on the other folds of
+    the sample; the scenario's direct estimates read every run (its classes
+    count all 60 runs) and calibration.json says what was fitted on what,
+    with the verdict's power at the sample's size; a local pool of 2 workers
+    and a Dask cluster of 2 give the same calibration.json."""
+    pytest.importorskip("distributed")
+    folder = two_models(tmp_path)
+    texts = {}
+    for name, flags in (("local", ["--workers", "2"]),
+                        ("dask", ["--workers", "2", "--scheduler", "dask"])):
+        assert main(["calibrate", folder, "--out", str(tmp_path / f"{name}.yaml"), "--quiet",
+                     "--by", "model", "--folds", "2", "--evaluations", "0", "--search-runs",
+                     "40", "--no-ladder", "--name", "fit", "--sample", "15", *flags]) in (0, 1)
+        texts[name] = (tmp_path / f"{name}_calibration" / "calibration.json").read_text()
+    capsys.readouterr()
+    assert texts["local"] == texts["dask"]
+    summary = json.loads(texts["local"])
+    on = summary["fitted_on"]
+    assert on["scenario"]["direct_estimates"] == 60 and on["folds"]["runs"] == 30
+    assert summary["runs"]["fitted"] == 60 and summary["runs"]["held_out"] == 30
+    assert on["folds"]["held_out"] == summary["sample"]["held_out"]
+    assert sum(on["folds"]["held_out"]) == 30
+    assert all(f + h == 30 for f, h in zip(on["folds"]["fitted"], on["folds"]["held_out"],
+                                           strict=True))
+    assert sum(c["runs"] for c in summary["classes"]) == 60
+    power = summary["verdict"]["power"]
+    assert power["held_out"] == 30 and power["tests"] >= 2
+    assert all(0 < v < 1 for v in power["detectable_ks"].values() if v is not None)
+
+
+def test_clusters_fitted_on_a_sample_label_every_run():
+    """Clusters fitted to a sample give every run the component of highest
+    posterior; fitted to every run they are the clusters of every run. Two
+    well-separated groups are found either way, and a sample that is every
+    run gives the same labels as no sample."""
+    from sim.calibration import classes as cl
+    from sim.calibration.data import Traces
+
+    rng = np.random.default_rng(4)
+    n = 400
+    group = np.arange(n) % 2
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(n)],
+                         "first_prompt": np.where(group, 20000, 1000) * rng.lognormal(0, .1, n),
+                         "h": np.where(group, 5000, 100) * rng.lognormal(0, .1, n),
+                         "cost": np.full(n, np.nan), "prompt": np.full(n, 1e5),
+                         "steps": np.where(group, 40, 5)})
+    calls = pd.DataFrame({"run_id": np.repeat(runs["run_id"], 2).to_numpy(),
+                          "output": np.tile([100, 200], n), "text": np.tile([False, True], n)})
+    traces = Traces("x", runs, calls)
+    every = cl.assign(traces, classes=2, seed=1)
+    assert (cl.assign(traces, classes=2, seed=1, fit_on=np.ones(n, bool)) == every).all()
+    half = np.zeros(n, bool)
+    half[rng.choice(n, 100, replace=False)] = True
+    sampled = cl.assign(traces, classes=2, seed=1, fit_on=half)
+    for labels in (every, sampled):
+        assert len(set(labels[group == 0])) == 1 and len(set(labels[group == 1])) == 1
+        assert labels[0] != labels[1]
+
+
+def test_the_verdicts_power_grows_with_the_sample():
+    """The distance detected with 80% probability shrinks as 1 / sqrt(n) for
+    folds of effective size n (within the bisection's and the draws' error),
+    and a larger family of tests needs a larger distance."""
+    from sim.calibration.power import detectable
+
+    small = detectable([400.0] * 5, 0.05, 5)
+    large = detectable([1600.0] * 5, 0.05, 5)
+    assert 0 < large < small < 1
+    assert abs(small / large - 2.0) < 0.1
+    assert detectable([400.0] * 5, 0.05, 10) > small
 
 
 def test_a_negative_sample_or_bad_workers_are_exit_2(tmp_path, capsys):

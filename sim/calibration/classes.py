@@ -66,31 +66,41 @@ def _finite(matrix: np.ndarray) -> np.ndarray:
 
 
 def assign(traces: Traces, *, classes: int | str = "auto", by: str | None = None,
-           seed: int = 0) -> np.ndarray:
-    """The class name of each run of ``traces`` (array of strings, run order)."""
+           seed: int = 0, fit_on: np.ndarray | None = None) -> np.ndarray:
+    """The class name of each run of ``traces`` (array of strings, run order).
+
+    Clusters are fitted to the runs ``fit_on`` marks (None: every run; the
+    calibration's sample, :mod:`sim.calibration.sample`, so the fit takes a
+    time that does not grow with the traces): the features standardised by
+    those runs' mean and standard deviation, the mixture fitted to them, and
+    every run given its most probable component. When ``fit_on`` is every
+    run this is the mixture fitted to all of them, as without it."""
     if by == "model":
         return _by_model(traces)
     if by is not None:
         raise InputError(f"--by must be 'model', got {by!r}")
     x = features(traces)
-    scale = x.std(axis=0)
-    z = (x - x.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+    fit = x if fit_on is None or fit_on.all() else x[fit_on]
+    scale = fit.std(axis=0)
+    centre, scale = fit.mean(axis=0), np.where(scale > 0, scale, 1.0)
+    z = (fit - centre) / scale
     if classes == "auto":
         best = None
         for k in range(1, min(MAX_AUTO, max(1, len(z) // MIN_CLASS_RUNS)) + 1):
-            labels, bic = _gmm(z, k, seed)
+            mixture, bic = _gmm(z, k, seed)
             if best is None or bic < best[1]:
-                best = (labels, bic)
+                best = (mixture, bic)
         assert best is not None  # k = 1 at least
-        labels = best[0]
+        mixture = best[0]
     else:
         k = int(classes)
         if k < 1:
             raise InputError(f"--classes must be a positive integer or 'auto', got {classes}")
         if k > len(z):
             raise InputError(f"--classes {k} exceeds the {len(z)} runs fitted")
-        labels, _ = _gmm(z, k, seed)
-    return _names(labels)
+        mixture, _ = _gmm(z, k, seed)
+    log_p = _log_p(z, mixture, None, scale) if fit is x else _log_p(x, mixture, centre, scale)
+    return _names(log_p.argmax(axis=1))
 
 
 def _by_model(traces: Traces) -> np.ndarray:
@@ -109,8 +119,24 @@ def _names(labels: np.ndarray) -> np.ndarray:
     return np.array([names[k] for k in labels], dtype=object)
 
 
-def _gmm(z: np.ndarray, k: int, seed: int, iterations: int = 300) -> tuple[np.ndarray, float]:
-    """Labels and BIC of a k-component diagonal Gaussian mixture fitted to ``z``."""
+Mixture = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A diagonal Gaussian mixture: weights (k), means (k x d), variances (k x d)."""
+
+
+def _log_p(x: np.ndarray, mixture: Mixture, centre: np.ndarray | None,
+           scale: np.ndarray) -> np.ndarray:
+    """Log weight + log density of each row of ``x`` under each component
+    (rows standardised by ``centre`` and ``scale`` first, unless ``centre``
+    is None: already standardised)."""
+    w, mu, var = mixture
+    z = x if centre is None else (x - centre) / scale
+    return (np.log(w)[None, :]
+            - 0.5 * (np.log(2 * np.pi * var)[None, :, :]
+                     + (z[:, None, :] - mu[None, :, :]) ** 2 / var[None, :, :]).sum(axis=2))
+
+
+def _gmm(z: np.ndarray, k: int, seed: int, iterations: int = 300) -> tuple[Mixture, float]:
+    """A k-component diagonal Gaussian mixture fitted to ``z`` by EM, and its BIC."""
     n, d = z.shape
     rng = np.random.default_rng(seed)
     centres = [z[rng.integers(n)]]
@@ -141,7 +167,4 @@ def _gmm(z: np.ndarray, k: int, seed: int, iterations: int = 300) -> tuple[np.nd
         previous = loglik
     params = k * 2 * d + (k - 1)
     bic = -2 * float(log_total.sum()) + params * math.log(n)
-    log_p = (np.log(w)[None, :]
-             - 0.5 * (np.log(2 * np.pi * var)[None, :, :]
-                      + (z[:, None, :] - mu[None, :, :]) ** 2 / var[None, :, :]).sum(axis=2))
-    return log_p.argmax(axis=1), bic
+    return (w, mu, var), bic

@@ -80,11 +80,12 @@ def load(folder: str | Path, *, keep_empty: bool = False) -> Traces:
     :data:`MIN_RUNS`. By default they are dropped and counted in
     ``Traces.dropped``, as before."""
     path = Path(folder)
-    runs, calls = _read(path)
+    runs, calls, tools = _read(path)
     if runs.empty:
         raise InputError("the trace folder has no runs", source=str(path))
-    calls = calls.sort_values(["run_id", "call"], kind="stable").reset_index(drop=True)
-    calls = _derive_calls(calls)
+    order = calls.sort_values(["run_id", "call"], kind="stable").index.to_numpy()
+    calls = calls.take(order).reset_index(drop=True)
+    calls = _derive_calls(calls, tools.take(order))
     usage = calls.groupby("run_id", sort=False)[["prompt", "output"]].sum()
     totals = calls.groupby("run_id", sort=False)[["prompt", "output", "reasoning"]].sum()
     purpose = calls["purpose"] if "purpose" in calls else pd.Series(None, index=calls.index)
@@ -114,32 +115,43 @@ def load(folder: str | Path, *, keep_empty: bool = False) -> Traces:
     return Traces(str(path), _derive_runs(runs, calls, totals), calls, dropped)
 
 
-def _read(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _read(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
     """The two tables, checked by the trace model's reader (missing files or
     columns, wrong types, calls that do not add up are InputErrors naming
-    them), with nullable columns as plain floats and objects."""
-    from sim.traces.model import read_traces
+    them; :func:`sim.traces.model.load_tables`), with nullable columns as
+    plain floats and objects, and the calls' ``tool_calls`` kept as the Arrow
+    column (read column-wise by :func:`_tool_columns`, never as Python dicts)."""
+    from sim.traces.model import load_tables
 
-    runs, calls = read_traces(path)
-    return _plain(runs), _plain(calls)
+    runs, calls = load_tables(path)
+    tools = calls.column("tool_calls").combine_chunks()
+    return _plain(runs), _plain(calls.drop_columns(["tool_calls"])), tools
 
 
-def _plain(frame: pd.DataFrame) -> pd.DataFrame:
-    """Nullable numbers as float64 with NaN, nullable booleans and strings as
-    objects with None (what the derivations below expect)."""
-    out = {}
-    for name, column in frame.items():
-        kind = str(column.dtype)
-        if kind in ("Int64", "Float64"):
-            out[name] = column.astype("float64")
-        elif kind in ("boolean", "string") or kind.startswith("string"):
-            out[name] = column.astype(object).where(column.notna(), None)
+def _plain(table: Any) -> pd.DataFrame:
+    """An Arrow table as pandas: integers and floats as float64 with NaN,
+    booleans and strings as objects with None (what the derivations below
+    expect), other types as pyarrow converts them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out: dict[str, Any] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+            out[name] = pc.cast(column, pa.float64()).to_numpy()
+        elif pa.types.is_boolean(kind):
+            out[name] = np.array(column.to_pylist(), dtype=object)
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            out[name] = column.to_pandas().astype(object).to_numpy()
         else:
-            out[name] = column
-    return pd.DataFrame(out, index=frame.index)
+            out[name] = column.to_pandas()
+    return pd.DataFrame(out, index=pd.RangeIndex(table.num_rows))
 
 
-def _derive_calls(calls: pd.DataFrame) -> pd.DataFrame:
+def _derive_calls(calls: pd.DataFrame, tools: Any) -> pd.DataFrame:
+    """The per-call quantities of the module docstring (``calls`` sorted by
+    run and call; ``tools`` their ``tool_calls`` in the same order)."""
     tokens = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
               "reasoning_tokens")
     for c in tokens:
@@ -153,33 +165,56 @@ def _derive_calls(calls: pd.DataFrame) -> pd.DataFrame:
         calls[c] = pd.to_numeric(calls[c], errors="coerce").astype(float)
     calls["observation"] = pd.to_numeric(calls["observation_tokens"], errors="coerce").fillna(
         0).astype(np.int64)
-    lists = [list(v) if v is not None and not isinstance(v, float) else []
-             for v in calls["tool_calls"]]
-    _tool_columns(calls, lists)
-    keys = [(v[0].get("name"), v[0].get("arguments")) if v else None for v in lists]
+    name, arguments = _tool_columns(calls, tools)
     runs = calls["run_id"].to_numpy()
-    repeat = np.zeros(len(keys), dtype=bool)
-    for i in range(1, len(keys)):
-        repeat[i] = keys[i] is not None and runs[i] == runs[i - 1] and keys[i] == keys[i - 1]
+    has = calls["tools"].to_numpy() > 0
+    repeat = np.zeros(len(calls), dtype=bool)
+    repeat[1:] = (has[1:] & has[:-1] & (runs[1:] == runs[:-1])
+                  & (name[1:] == name[:-1]) & (arguments[1:] == arguments[:-1]))
     calls["repeat"] = repeat
-    last = np.ones(len(keys), dtype=bool)
+    last = np.ones(len(calls), dtype=bool)
     last[:-1] = runs[1:] != runs[:-1]
     calls["last"] = last
-    return calls.drop(columns=["tool_calls"])
+    return calls
 
 
-def _tool_columns(calls: pd.DataFrame, lists: list[list[Any]]) -> None:
-    """The per-call columns of the tool calls ``lists`` (one list per call):
-    ``tools``, ``text``, ``errors``, ``results``, ``tool``, ``tool_s``."""
-    calls["tools"] = np.array([len(v) for v in lists], dtype=np.int64)
-    calls["text"] = calls["tools"] == 0
-    calls["errors"] = np.array([sum(1 for t in v if t.get("error")) for v in lists],
-                               dtype=np.int64)
-    calls["results"] = np.array([sum(int(t.get("result_tokens") or 0) for t in v)
-                                 for v in lists], dtype=np.int64)
-    calls["tool"] = [v[0].get("name") or "" if v else "" for v in lists]
-    seconds = [[t.get("duration_s") for t in v if t.get("duration_s") is not None] for v in lists]
-    calls["tool_s"] = np.array([sum(s) if s else np.nan for s in seconds], dtype=float)
+def _tool_columns(calls: pd.DataFrame, tools: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The per-call columns of the tool calls ``tools`` (an Arrow list of
+    structs, one list per call; a null list has none): ``tools``, ``text``,
+    ``errors``, ``results``, ``tool`` (the first tool's name, "" when none
+    or unnamed), ``tool_s`` (NaN when no duration is recorded); returns the
+    first tool call's name and arguments (object arrays, None when absent),
+    the key of a repeated call."""
+    import pyarrow.compute as pc
+
+    n = len(calls)
+    count = pc.fill_null(pc.list_value_length(tools), 0).to_numpy().astype(np.int64)
+    flat = pc.list_flatten(tools)
+    parent = pc.list_parent_indices(tools).to_numpy().astype(np.int64)
+
+    def summed(field: str, fill: Any) -> np.ndarray:
+        values = pc.fill_null(pc.struct_field(flat, field), fill).to_numpy(zero_copy_only=False)
+        return np.bincount(parent, weights=values.astype(float), minlength=n)
+
+    calls["tools"] = count
+    calls["text"] = count == 0
+    calls["errors"] = np.rint(summed("error", False)).astype(np.int64)
+    calls["results"] = np.rint(summed("result_tokens", 0)).astype(np.int64)
+    seconds = pc.struct_field(flat, "duration_s")
+    timed = np.bincount(parent, weights=pc.is_valid(seconds).to_numpy(zero_copy_only=False)
+                        .astype(float), minlength=n)
+    tool_s = np.where(timed > 0, summed("duration_s", 0.0), np.nan)
+    first = np.zeros(n, dtype=np.int64)
+    has = count > 0
+    first[has] = np.cumsum(count)[has] - count[has]  # each call's first tool call in ``flat``
+    name = np.full(n, None, dtype=object)
+    arguments = np.full(n, None, dtype=object)
+    name[has] = np.asarray(pc.struct_field(flat, "name").to_pandas(), dtype=object)[first[has]]
+    arguments[has] = np.asarray(pc.struct_field(flat, "arguments").to_pandas(),
+                                dtype=object)[first[has]]
+    calls["tool"] = np.array([v or "" for v in name], dtype=object)
+    calls["tool_s"] = tool_s
+    return name, arguments
 
 
 def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) -> pd.DataFrame:
@@ -194,28 +229,43 @@ def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) 
     recorded = pd.to_numeric(runs["cost_usd"], errors="coerce").astype(float)
     out["cost"] = recorded
     out["exit"] = runs["exit"].fillna("").astype(str)
-    out["category"] = [category(label) for label in out["exit"]]
-    out["resolved"] = runs["resolved"].map(lambda v: None if v is None or v is pd.NA
-                                           or (isinstance(v, float) and np.isnan(v))
-                                           else bool(v))
+    labels = out["exit"].to_numpy(object)
+    kinds = {label: category(label) for label in set(labels)}
+    out["category"] = np.array([kinds[label] for label in labels], dtype=object)
+    out["resolved"] = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
+                       else bool(v) for v in runs["resolved"]]
     for c in ("step_limit", "cost_limit_usd", "error_limit", "message_limit", "duration_s"):
         values = runs[c] if c in runs else pd.Series(np.nan, index=runs.index)
         out[c] = pd.to_numeric(values, errors="coerce").astype(float)
     first = g["prompt"].first()
     out["first_prompt"] = first.reindex(out.index).fillna(0).astype(np.int64)
-    fits = {run: _line(group["prompt"].to_numpy(float)) for run, group in g}
-    out["P"] = [fits.get(r, (0.0, 0.0))[0] for r in out.index]
-    out["h"] = [fits.get(r, (0.0, 0.0))[1] for r in out.index]
+    p, h = _lines(calls)
+    out["P"] = p.reindex(out.index).fillna(0.0).to_numpy(float)
+    out["h"] = h.reindex(out.index).fillna(0.0).to_numpy(float)
     return out.reset_index(drop=True)
 
 
-def _line(prompts: np.ndarray) -> tuple[float, float]:
-    """Least squares ``prompt(n) = P + h n`` over a run's calls (one call: h = 0)."""
-    if prompts.size < 2:
-        return float(prompts[0]), 0.0
-    n = np.arange(prompts.size, dtype=float)
-    h, p = np.polyfit(n, prompts, 1)
-    return float(p), float(h)
+def _lines(calls: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per run (indexed by run id), the least-squares line ``prompt(n) = P + h n``
+    over its calls (n the 0-based position of the call in the run; one call:
+    h = 0), computed for all runs at once from centred sums."""
+    runs = calls["run_id"].to_numpy()
+    y = calls["prompt"].to_numpy(float)
+    if not len(y):
+        empty = pd.Series([], dtype=float)
+        return empty, empty
+    start = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
+    size = np.diff(np.r_[start, len(y)])
+    group = np.repeat(np.arange(start.size), size)
+    n = np.arange(len(y)) - start[group]
+    n_mean = (size - 1) / 2.0
+    y_mean = np.bincount(group, weights=y) / size
+    dn = n - n_mean[group]
+    sxx = np.bincount(group, weights=dn * dn)
+    sxy = np.bincount(group, weights=dn * (y - y_mean[group]))
+    h = np.divide(sxy, sxx, out=np.zeros_like(sxy), where=sxx > 0)
+    index = pd.Index(runs[start])
+    return pd.Series(y_mean - h * n_mean, index=index), pd.Series(h, index=index)
 
 
 def split(traces: Traces, fraction: float, seed: int) -> tuple[Traces, Traces]:

@@ -1,13 +1,15 @@
 """Fitting one world, and one fold of a cross-validation.
 
-:func:`fit_world` fits a task-class structure to a set of runs: classes and
-direct estimates from every run, then the simulate-and-compare search
+:func:`fit_world` fits a task-class structure to a set of runs: direct
+estimates from every run, classes (clusters fitted to the sample, every run
+given its most probable one), then the simulate-and-compare search
 (:mod:`sim.calibration.search`) against the runs of the sample
 (:mod:`sim.calibration.sample`; every run when the sample is all of them),
 with ``max(1000, 4 x sampled runs)`` simulated runs per evaluation unless
 :attr:`Settings.search_runs` says. :func:`fit_fold` fits the world of one
 fold (on the other folds) and simulates it against the fold's held-out runs
-of the sample. Both are pure functions of their arguments and seeds, so the
+of the sample (the pipeline passes the sample's runs alone: its folds are
+the sample's). Both are pure functions of their arguments and seeds, so the
 folds of every candidate structure can run in any order, in any process
 (:mod:`sim.calibration.jobs`).
 """
@@ -95,7 +97,7 @@ def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Setti
     ``sampled``: which of the runs the search compares against (None: all);
     ``error_seed``: also measure the search's sampling error
     (``search.sim`` is kept for it; otherwise dropped)."""
-    labels = structure.labels(train, fl.seed_for(seed, "classes"))
+    labels = structure.labels(train, fl.seed_for(seed, "classes"), sampled)
     est = estimate(train, labels)
     real_runs = train
     if sampled is not None and not sampled.all():

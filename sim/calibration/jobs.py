@@ -63,25 +63,30 @@ def stamp(folder: str) -> tuple[int, ...]:
 
 @dataclass
 class Context:
-    """The usable runs (``traces``, unrecorded costs priced), each run's fold
-    and whether it is in the sample."""
+    """The usable runs (``traces``, unrecorded costs priced), whether each is
+    in the sample (``sampled``), the sample's runs (``sample``: ``traces``
+    itself when the sample is every run) and the fold of each of them
+    (``fold_of``, in the sample's run order): the folds are dealt over the
+    sample, so their fits, simulations and held-out comparisons take a time
+    that does not grow with the traces."""
 
     traces: Traces
     fold_of: np.ndarray
     sampled: np.ndarray
+    sample: Traces
 
 
 _CONTEXTS: dict[Spec, Context] = {}
 
 
 def build(spec: Spec) -> Context:
-    """Read the traces of ``spec`` and deal their folds and sample."""
+    """Read the traces of ``spec``, draw their sample and deal its folds."""
     traces = load(spec.folder, keep_empty=True)  # a run that failed before its first reply
     traces = price_unrecorded(traces)  # a $0 recorded for a run that used tokens
-    fold_of = fl.assign(traces, spec.folds, spec.seed)
     sampled = draw(traces.runs["model"].to_numpy(object), traces.runs["category"].to_numpy(object),
                    spec.per_model, fl.seed_for(spec.seed, "sample"))
-    return Context(traces, fold_of, sampled)
+    sample = traces if sampled.all() else traces.subset(traces.runs["run_id"].to_numpy()[sampled])
+    return Context(traces, fl.assign(sample, spec.folds, spec.seed), sampled, sample)
 
 
 def install(spec: Spec) -> Context:
@@ -103,9 +108,11 @@ def context(spec: Spec) -> Context:
 
 def fold_job(spec: Spec, structure: st.Structure, fold: int, seed: int,
              settings: Settings) -> FoldFit:
-    """One fold of one candidate structure (:func:`sim.calibration.fitting.fit_fold`)."""
+    """One fold of one candidate structure, on the sample
+    (:func:`sim.calibration.fitting.fit_fold`)."""
     c = context(spec)
-    return fit_fold(c.traces, c.fold_of, c.sampled, structure, fold, seed, settings)
+    return fit_fold(c.sample, c.fold_of, np.ones(c.sample.n, dtype=bool), structure, fold,
+                    seed, settings)
 
 
 def ladder_job(world: FoldWorld, recorded: dict[str, Any], rungs: list[Budget],

@@ -1,13 +1,15 @@
 """Calibration from end to end, as ``python -m sim calibrate`` runs it.
 
 :func:`calibrate` reads the traces, deals every run into one of K folds
-(:mod:`sim.calibration.folds`) and draws the sample the searches and the
-held-out comparisons use (:mod:`sim.calibration.sample`: at most ``sample``
-runs per model, every run of smaller traces). For each fold, a world is
-fitted on the other K - 1 folds (task classes and direct estimates on all
-their runs, the simulate-and-compare search against their sampled runs) and
-simulated afresh, in proportion to the fold's sampled held-out runs
-(:mod:`sim.calibration.fitting`). Then:
+(:mod:`sim.calibration.folds`) and draws the sample the cross-validation
+uses (:mod:`sim.calibration.sample`: at most ``sample`` runs per model, every
+run of smaller traces), then deals the sample's runs into K folds
+(:mod:`sim.calibration.folds`). For each fold, a world is fitted on the
+sample's other K - 1 folds (task classes, direct estimates and the
+simulate-and-compare search) and simulated afresh, in proportion to the
+fold's held-out runs (:mod:`sim.calibration.fitting`): the folds' fits,
+simulations and held-out comparisons take a time set by the sample, not by
+the traces. Then:
 
 - **structure**: unless ``classes`` or ``by`` forces one, each candidate
   structure (one class, one class per model, clusters) is cross-validated and
@@ -20,8 +22,13 @@ simulated afresh, in proportion to the fold's sampled held-out runs
 - **ladder**: for budgets at percentiles of the recorded prompt tokens, steps
   and cost, the folds' forecasts of share stopped, successes lost and dollars
   saved against a replay of their held-out runs (:mod:`sim.calibration.ladder`);
-- **the scenario**: the chosen structure fitted on all runs (its search's own
-  sampling error measured), and simulated afresh (``Calibration.sim``).
+- **the scenario**: the chosen structure's direct estimates fitted on all
+  runs (vectorised: a time linear in the calls, no per-run Python), its
+  clusters (if any) and its search on the sample (the search's own sampling
+  error measured), and simulated afresh (``Calibration.sim``).
+  ``calibration.json`` says what was fitted on what (``fitted_on``) and the
+  verdict's power at the sample's size (``verdict.power``,
+  :mod:`sim.calibration.power`).
 
 :class:`~sim.calibration.result.Calibration` holds all of it; this is the
 Python entry point (``sim.calibration.pipeline.calibrate(folder, folds=5,
@@ -133,23 +140,25 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
                        f"cross-validation.")
         final_runs = final_runs or min(5000, max(2000, 10 * traces.n))
         rungs = budgets(traces) if with_ladder else []
-        second = _ladder_jobs(ctx, fits, rungs) if with_ladder else []
-        second.append(("final", spec, chosen, fl.seed_for(seed, "final"), settings,
-                       description, final_runs))
+        # the final fit first: the longest job (direct estimates on all runs)
+        # starts while the other workers take the ladder's folds
+        second: list[tuple[Any, ...]] = [("final", spec, chosen, fl.seed_for(seed, "final"),
+                                          settings, description, final_runs)]
+        second += _ladder_jobs(ctx, fits, rungs) if with_ladder else []
         if progress:
             print(f"ladder of {len(rungs)} budgets and the final fit ({final_runs} runs "
                   f"simulated)", file=sys.stderr)
         results = jb.run_jobs(pool, _dispatch, second)
-    labels, est, found, doc, comments, sim = results[-1]
+    labels, est, found, doc, comments, sim = results[0]
     judgement = judge([f.real for f in fits], [f.sim for f in fits], fl.seed_for(seed, "verdict"),
                       jackknife=[f.jackknife for f in fits],
                       search_runs=_search_runs(settings, fits))
-    ladder = pool_rungs(results[:-1], rungs, fl.seed_for(seed, "ladder")) if with_ladder else []
+    ladder = pool_rungs(results[1:], rungs, fl.seed_for(seed, "ladder")) if with_ladder else []
     options = {"folds": folds, "seed": seed, "classes": classes, "by": by,
                "structure": chosen.flags(), "evaluations": evaluations,
                "search_runs": search_runs, "sim_ratio": sim_ratio, "final_runs": final_runs,
                "sample": sample}
-    result = Calibration(str(folder), options, traces, traces, traces.dropped, labels, est,
+    result = Calibration(str(folder), options, traces, ctx.sample, traces.dropped, labels, est,
                          found, doc, comments, judgement, pooled([f.real for f in fits]), sim,
                          fits, choice, ladder, sampled=ctx.sampled)
     result.header = _header(result)
@@ -166,16 +175,38 @@ def _search_runs(settings: Settings, fits: list[FoldFit]) -> int | None:
 def _ladder_jobs(ctx: Context, fits: list[FoldFit], rungs: list[Budget]) -> list[tuple[Any, ...]]:
     """A ladder job per fold: its world and its sampled held-out runs as recorded."""
     from sim.drivers.recorded_runs import recorded_runs
-    from sim.traces.model import read_traces
 
-    wanted = {r for f in fits for r in f.held_ids}
-    runs, calls = read_traces(ctx.traces.folder)
-    runs = runs[runs["run_id"].astype(str).isin(wanted)]
-    calls = calls[calls["run_id"].astype(str).isin(wanted)]
+    wanted = sorted({r for f in fits for r in f.held_ids})
+    runs, calls = _read_runs(ctx.traces.folder, wanted)
     recorded = {r.run_id: r for r in recorded_runs(runs, calls, source=ctx.traces.folder)}
     return [("ladder", FoldWorld(f.doc, f.held_ids, f.sim, f.sim_runs, f.sim_seed),
              {r: recorded[r] for r in f.held_ids if r in recorded}, rungs, k)
             for k, f in enumerate(fits)]
+
+
+def _read_runs(folder: str, wanted: list[str]) -> tuple[Any, Any]:
+    """The runs ``wanted`` of a trace folder and their calls, as
+    :func:`sim.traces.model.read_traces` gives them (pandas' nullable types,
+    ``tool_calls`` as lists of dicts), reading only those runs' tool calls
+    into Python objects (the held-out runs of the sample, however many runs
+    the folder holds)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from sim.traces.model import load_tables
+
+    types = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(),
+             pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
+    runs, calls = load_tables(folder)
+    keep = pa.array(wanted, pa.string())
+    runs = runs.filter(pc.is_in(runs.column("run_id"), value_set=keep))
+    calls = calls.filter(pc.is_in(calls.column("run_id"), value_set=keep))
+    tools = calls.column("tool_calls").to_pylist()
+    frame = calls.drop_columns(["tool_calls"]).to_pandas(types_mapper=types.get)
+    frame.insert(calls.schema.get_field_index("tool_calls"), "tool_calls",
+                 pd.Series(tools, index=frame.index, dtype=object))
+    return runs.to_pandas(types_mapper=types.get), frame
 
 
 def _prices_date(folder: str) -> str | None:

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -186,10 +187,23 @@ def _intro_lines(c: Calibration) -> list[str]:
              f"fitted on all {c.fit.n} runs (simulated afresh for {c.sim.n} runs).", ""]
     error = c.search.error or {}
     if c.sampled_runs < c.fit.n:
-        lines += [f"Direct estimates read all runs; the searches and the held-out comparisons "
-                  f"used a stratified sample of {c.sampled_runs} runs (at most "
-                  f"{c.options.get('sample')} per model; held out per fold: "
-                  f"{', '.join(str(len(f.held_ids)) for f in c.folds)}).", ""]
+        lines += [f"The scenario's direct estimates read all {c.fit.n} runs; its search and "
+                  f"clusters (if any), and the whole cross-validation (the folds, each "
+                  f"fold's fit, simulation and held-out comparison), used a stratified "
+                  f"sample of {c.sampled_runs} runs (at most {c.options.get('sample')} per "
+                  f"model; held out per fold: "
+                  f"{', '.join(str(len(f.held_ids)) for f in c.folds)}), so the time to a "
+                  f"verdict does not grow with the traces.", ""]
+    power = c.power()
+    shown = ", ".join(f"{k} {v:.3f}" for k, v in power["detectable_ks"].items()
+                      if math.isfinite(v))
+    if shown:
+        lines += [f"Power at these sizes ({power['held_out']} held-out runs): the verdict "
+                  f"rejects a world whose runs differ from the real ones by a KS distance of "
+                  f"{shown} (in one metric, the others right) with probability "
+                  f"{power['probability']:.0%} (an approximation: folds' effective sizes "
+                  f"from their critical values, Stouffer, Holm's first step over "
+                  f"{power['tests']} tests).", ""]
     if error:
         lines += [f"Search: loss {c.search.loss:.4f} against {c.search.sampled} runs "
                   f"(before the search {c.search.start_loss:.4f}); its own sampling error "

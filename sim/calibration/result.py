@@ -31,8 +31,9 @@ from sim.calibration.verdict import Judgement
 class Calibration:
     """The outcome of one calibration (see the module docstring).
 
-    ``fit`` holds every usable run (the scenario is fitted on all of them) and
-    ``held_out`` the same runs (each was held out once); ``labels``,
+    ``fit`` holds every usable run (the scenario's direct estimates read all
+    of them) and ``held_out`` the runs of the sample (every run when the
+    sample is all of them), each held out once; ``labels``,
     ``estimates``, ``search``, ``doc`` and ``comments`` are the final fit's;
     ``metrics`` and ``exits`` the pooled cross-validated comparison (with
     ``judgement``: the verdict and the per-fold checks); ``real`` the pooled
@@ -65,6 +66,36 @@ class Calibration:
     def sampled_runs(self) -> int:
         """Runs in the sample (every run when nothing was sampled)."""
         return self.fit.n if self.sampled is None else int(self.sampled.sum())
+
+    def fitted_on(self) -> dict[str, Any]:
+        """What was fitted on what (runs): the scenario's direct estimates on
+        every run, its clusters (when the structure has them) and its search
+        on the sample; the folds (their fits, simulations and held-out
+        comparisons) on the sample alone."""
+        n, s = self.fit.n, self.sampled_runs
+        clusters = self.structure.chosen.by is None and self.structure.chosen.classes != 1
+        return {"scenario": {"direct_estimates": n, "classes": s if clusters else n,
+                             "search": self.search.sampled or s},
+                "folds": {"runs": s, "fitted": [f.fitted for f in self.folds],
+                          "held_out": [f.held_out for f in self.folds]},
+                "method": ("the scenario's direct estimates from every run; its clusters "
+                           "(if any: every run then given its most probable cluster) and its "
+                           "search from the stratified sample; the folds dealt over the "
+                           "sample, each fold's world fitted (direct estimates and search) "
+                           "on the sample's other folds and compared with the fold's sampled "
+                           "runs" if s < n else "every run, in the scenario and the folds")}
+
+    def power(self) -> dict[str, Any]:
+        """The verdict's power at the sample's size (:mod:`sim.calibration.power`):
+        per tested metric, the KS distance it rejects with probability 0.8."""
+        from sim.calibration import power as pw
+
+        j = self.judgement
+        keys = [m.key for m in self.metrics if m.tested and m.p_adjusted is not None]
+        tests = len(keys) + 1  # and the exit mix
+        return {"probability": pw.POWER, "alpha": j.alpha, "tests": tests,
+                "held_out": self.real.n,
+                "detectable_ks": pw.verdict_power(j.folds, keys, j.alpha, tests)}
 
     def yaml_text(self) -> str:
         """The scenario file, commented."""
@@ -110,6 +141,7 @@ class Calibration:
                        "all": self.sampled_runs == self.fit.n,
                        "searched": [f.sampled for f in self.folds],
                        "held_out": [len(f.held_ids) for f in self.folds]},
+            "fitted_on": self.fitted_on(),
             "structure": {"chosen": self.structure.chosen.name,
                           "options": self.structure.chosen.flags(),
                           "forced": self.structure.forced, "why": self.structure.reason,
@@ -161,6 +193,7 @@ class Calibration:
                         "replay_interval": {k: list(v) for k, v in r.replay_interval.items()},
                         "folds": r.folds} for r in self.ladder],
             "verdict": {"status": self.status, "rejected": self.reasons,
+                        "power": self.power(),
                         "method": "per fold, held-out runs against the world fitted on the "
                                   "other folds (per-run KS, exit mix), critical values that "
                                   "count the fit's own error (jackknife of the fold worlds, "
@@ -256,8 +289,9 @@ def _sample_lines(c: Calibration) -> list[str]:
     if c.sampled_runs == c.fit.n:
         return []
     error = c.search.error or {}
-    return ["", f"Direct estimates from all {c.fit.n} runs; the searches and the held-out "
-            f"comparisons on a stratified sample of {c.sampled_runs} (at most "
+    return ["", f"Direct estimates from all {c.fit.n} runs; the search, the clusters (if "
+            f"any) and the cross-validation (the folds' fits, simulations and held-out "
+            f"comparisons) on a stratified sample of {c.sampled_runs} (at most "
             f"{c.options.get('sample')} per model, the mix of models and exits kept). The "
             f"search's loss {c.search.loss:.4f} carries a sampling error of "
             f"{error.get('total', math.nan):.4f} (runs sampled {error.get('runs', math.nan):.4f},"

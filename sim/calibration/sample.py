@@ -1,7 +1,8 @@
 """The fixed-size sample the search and the held-out comparisons simulate against.
 
-Direct estimates read every run, but a simulate-and-compare search that
-simulates as many runs as the traces hold grows with them. So one stratified
+The scenario's direct estimates read every run, but a simulate-and-compare
+search that simulates as many runs as the traces hold, and folds fitted on
+all runs, grow with them. So one stratified
 random sample of the runs is drawn once per calibration (:func:`draw`): at
 most ``per_model`` runs of each model (the only grouping known before any
 fit; ``None``: no cap), the same fraction of every stratum of the model
@@ -13,9 +14,11 @@ so the model's total is its cap exactly. When no model has more runs than
 the cap, the sample is every run and no random number is drawn: calibrations
 of traces that small are what they were without a sample.
 
-The search of each fold fits against the fold's fitted runs that are in the
-sample and the verdict and the ladder compare the fold's held-out runs that
-are in it (:mod:`sim.calibration.pipeline`).
+The folds are dealt over the sample: each fold's world is fitted (direct
+estimates and search) on the sample's other folds and the verdict and the
+ladder compare the fold's runs with its simulation; the final scenario's
+direct estimates read every run, its clusters and search the sample
+(:mod:`sim.calibration.pipeline`).
 
 :func:`loss_error` is the search's own sampling error: the bootstrap
 standard error of its loss at the adjustment found, from the sample of runs

@@ -64,7 +64,8 @@ def _duration(values) -> tuple[float, float]:
     """``(median seconds, log-sd)`` of positive durations, robustly: the median
     and the interquartile range of the logs / 1.349 (gaps between calls mix
     tool time with the harness's own, so their tails are not the tool's)."""
-    x = np.asarray([v for v in values if np.isfinite(v) and v > 0], dtype=float)
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
     if x.size < 2:
         return (float(x[0]) if x.size else 0.001, 0.0)
     logs = np.log(x)

@@ -34,9 +34,10 @@ class Structure:
     classes: int | str = "auto"
     by: str | None = None
 
-    def labels(self, traces: Traces, seed: int) -> np.ndarray:
-        """The class of each run of ``traces``."""
-        return cl.assign(traces, classes=self.classes, by=self.by, seed=seed)
+    def labels(self, traces: Traces, seed: int, fit_on: np.ndarray | None = None) -> np.ndarray:
+        """The class of each run of ``traces`` (clusters fitted to the runs
+        ``fit_on`` marks, None: all; :func:`sim.calibration.classes.assign`)."""
+        return cl.assign(traces, classes=self.classes, by=self.by, seed=seed, fit_on=fit_on)
 
     def flags(self) -> str:
         """The command-line options that force this structure."""

@@ -62,10 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="simulated runs per search simulation (default: 4 x the fitted "
                              "runs, at least 1,000)")
     parser.add_argument("--sample", type=int, default=PER_MODEL, metavar="N",
-                        help="runs per model the searches and the held-out comparisons use: a "
-                             "stratified sample of N per model (model x exit kept), direct "
-                             f"estimates still read every run (default {PER_MODEL:,}; 0: every "
-                             "run; traces with no more than N runs per model are unaffected)")
+                        help="runs per model the cross-validation (folds, their fits and "
+                             "held-out comparisons), the search and the clusters use: a "
+                             "stratified sample of N per model (model x exit kept); the "
+                             "scenario's direct estimates still read every run (default "
+                             f"{PER_MODEL:,}; 0: every run; traces with no more than N runs "
+                             "per model are unaffected)")
     parser.add_argument("--workers", type=int,
                         help="processes for the folds, candidates and ladder (default: all "
                              "cores); results are identical for any number")
