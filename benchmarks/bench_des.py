@@ -23,7 +23,8 @@ tasks (which ignores capacity, so their results differ): the measure of
 issue 26 item 3. ``--baseline DIR`` (a source tree of an earlier commit)
 also runs that tree's DES on the same scenario and this tree's, each in a
 fresh subprocess, alternating, and prints the speed-up (target 2x against
-d1ffa1d) with the load average.
+d1ffa1d) with the load average. ``python -m benchmarks.instructions --engine
+des`` counts instructions per task instead, which the load does not move.
 """
 
 from __future__ import annotations

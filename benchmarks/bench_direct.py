@@ -20,7 +20,9 @@ plain-loop ratio, which does not move when our stream set-up gets cheaper.
 and this tree's, each in a fresh subprocess, alternating within each round,
 and prints this engine's speed-up over the baseline (median of per-round
 ratios) and the load average: the measure of issue 26 item 5 (target 1.3x
-on bounded.yaml against d1ffa1d).
+on bounded.yaml against d1ffa1d). At a load of 10-20 those per-round ratios
+swing by 10-20%; :mod:`benchmarks.instructions` counts instructions per step
+instead, which the load does not move.
 """
 
 from __future__ import annotations
