@@ -139,11 +139,11 @@ class DaskScheduler:
     cluster whose scheduler listens at ``address`` (``tcp://HOST:PORT``)."""
 
     def __init__(self, address: str | None, workers: int) -> None:
-        try:
-            from dask.distributed import Client
-        except ImportError:
+        import importlib.util
+
+        if not all(importlib.util.find_spec(name) for name in ("dask", "distributed")):
             raise InputError("--scheduler needs Dask: pip install 'sim[dask]' "
-                             "(dask[distributed])") from None
+                             "(dask[distributed])")
         self._cluster: Any = None
         self._client: Any = None
         self._futures: list[Any] = []
@@ -158,8 +158,10 @@ class DaskScheduler:
             self.name = f"a Dask LocalCluster of {workers} workers"
             self._starting = threading.Thread(target=self._start, args=(workers,),
                                               name="sim-dask-start", daemon=True)
-            self._starting.start()
+            self._starting.start()  # it imports Dask too: this thread goes on to the chunks
             return
+        from dask.distributed import Client
+
         try:
             self._client = Client(address, timeout="10s")
         except (OSError, TimeoutError, ValueError) as error:
