@@ -42,6 +42,8 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.admin.tick.interval": "1s",
     "distributed.worker.memory.monitor-interval": "1s",
     "distributed.scheduler.work-stealing": False,
+    "distributed.admin.system-monitor.disk": False,
+    "distributed.client.scheduler-info-interval": "10s",
 }
 """Dask settings of the LocalCluster that ``--scheduler dask`` starts (measured
 with ``benchmarks/bench_dask.py``): workers forked from a server that has
@@ -52,9 +54,11 @@ cluster of a process, which starts the fork server, and 1-1.5 s after), and
 neither the statistical profiler (it samples the running chunk's stack every
 10 ms, taking the GIL: it made chunks 2x slower) nor the GIL monitor; the
 event loops' housekeeping (ticks every 20 ms, memory checks every 100 ms,
-work stealing) runs seldom, since a chunk is a fraction of a second of CPU
-and every chunk is queued at once (together 25% more CPU than the local
-pool, now a few percent). A remote cluster's workers take these from their
+work stealing, disk counters, the client's polls of the scheduler) runs
+seldom or not at all, since a chunk is a fraction of a second of CPU and
+every chunk is queued at once (together 25% more CPU than the local pool,
+now a few percent: 40.5 s against 37.7 s in all processes for 200,000 tasks
+of bounded.yaml). A remote cluster's workers take these from their
 own configuration (see README: ``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False``)."""
 
 CLUSTER_OPTIONS: dict[str, Any] = {"threads_per_worker": 1, "processes": True,
@@ -135,11 +139,11 @@ class DaskScheduler:
     cluster whose scheduler listens at ``address`` (``tcp://HOST:PORT``)."""
 
     def __init__(self, address: str | None, workers: int) -> None:
-        try:
-            from dask.distributed import Client
-        except ImportError:
+        import importlib.util
+
+        if not all(importlib.util.find_spec(name) for name in ("dask", "distributed")):
             raise InputError("--scheduler needs Dask: pip install 'sim[dask]' "
-                             "(dask[distributed])") from None
+                             "(dask[distributed])")
         self._cluster: Any = None
         self._client: Any = None
         self._futures: list[Any] = []
@@ -154,8 +158,10 @@ class DaskScheduler:
             self.name = f"a Dask LocalCluster of {workers} workers"
             self._starting = threading.Thread(target=self._start, args=(workers,),
                                               name="sim-dask-start", daemon=True)
-            self._starting.start()
+            self._starting.start()  # it imports Dask too: this thread goes on to the chunks
             return
+        from dask.distributed import Client
+
         try:
             self._client = Client(address, timeout="10s")
         except (OSError, TimeoutError, ValueError) as error:
