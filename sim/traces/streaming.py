@@ -24,7 +24,6 @@ without streaming, so the result never depends on how the folder was read.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -247,11 +246,21 @@ def add_folder(path: Path, writer: TraceWriter, report: ImportReport,
         if streamed is None:
             return add_folder(path, writer, report, first_file)
         runs, calls_count = streamed, int(pc.sum(streamed.column("steps")).as_py() or 0)
-    files = runs.column("file").to_pylist()
-    first_file.update(zip(runs.column("run_id").to_pylist(), files, strict=True))
+    files = runs.column("file").combine_chunks().dictionary_encode()
+    names = files.dictionary.to_pylist()  # one string per file, shared by its runs
+    first_file.update(zip(runs.column("run_id").to_pylist(),
+                          map(names.__getitem__, files.indices.to_numpy()), strict=True))
     report.runs += runs.num_rows
     report.calls += calls_count
-    report.runs_by_source.update(runs.column("source").to_pylist())
-    for name, n in Counter(files).items():
+    report.runs_by_source.update(_counts(runs.column("source")))
+    for name, n in _counts(runs.column("file")).items():
         report.run_files[name] = report.run_files.get(name, 0) + n
     return True
+
+
+def _counts(column: Any) -> dict[str, int]:
+    """``Counter(column)`` without a Python object per row: each value's count,
+    in the order values first appear."""
+    counts = pc.value_counts(column)
+    return dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(),
+                    strict=True))
