@@ -12,9 +12,8 @@ The ground truth (``need``, the productive steps the task requires, and
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
-from math import exp
+from math import exp, expm1
 
 from sim.harness import effects as fx
 from sim.harness.effects import ModelError, ModelResponse, ToolError, ToolResult
@@ -172,7 +171,7 @@ class SimulatedTask:
         total = w.end_total[b] * self.frailty
         if total <= 0.0:
             return NONE
-        p = -math.expm1(-total)
+        p = -expm1(-total)
         u = self.model.uniform()
         if u >= p:
             return NONE
