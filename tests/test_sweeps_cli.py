@@ -93,23 +93,22 @@ def test_a_run_killed_with_sigkill_and_resumed_writes_the_bytes_of_an_uninterrup
 
 
 def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path) -> None:
-    """SIGINT (Ctrl-C) to a running sweep: exit status 130 within a second or
-    so, a message naming the kept chunks and --resume, no results folder.
+    """SIGINT (Ctrl-C) to a running sweep: exit status 130, a message naming
+    the kept chunks and --resume, no results folder.
 
-    "A second or so" is judged against this machine's own pace: stopping may
-    take at most 2 s, or as long as the run took to finish its first two
-    chunks when the machine is so loaded that those took longer (a run that
-    ignored the signal would go on for the remaining chunks of 20,000 tasks).
+    It stops in about a second on a quiet machine; beside another heavy test
+    on a 2-core machine it has taken up to 4.4 s, so the bound is 8 s. The run
+    is 100,000 tasks (about 19 s of work on 2 workers here), so a sweep that
+    went on with its remaining chunks after the signal still fails.
     """
     out = tmp_path / "stopped"
-    launched = time.monotonic()
-    child = _cli("run", BOUNDED, "--tasks", "20000", "--workers", "2", "--quiet",
+    child = _cli("run", BOUNDED, "--tasks", "100000", "--workers", "2", "--quiet",
                  "--out", str(out))
     _wait_for_chunks(out, 2, child)
     start = time.monotonic()
     os.killpg(child.pid, signal.SIGINT)
     _, err = child.communicate(timeout=120)
-    assert time.monotonic() - start < max(2.0, start - launched)
+    assert time.monotonic() - start < 8.0
     assert child.returncode == 130
     assert "chunks finished and kept" in err and "--resume" in err and "Traceback" not in err
     assert not out.exists()
