@@ -104,7 +104,7 @@ def _replaced(node: Any, parts: list[str], value: Any, loc: tuple[str, ...],
     attr, info = known[key]
     current = getattr(node, attr)
     written = not isinstance(node, BaseModel) or attr in node.model_fields_set
-    section = info.annotation
+    section: Any = info.annotation  # a class, or a typing form (pydantic >= 2.14 types it TypeForm)
     if rest and section is not None and is_section(section) and isinstance(current, section):
         new = _replaced(current, rest, value, (*loc, key), source)
     else:
@@ -140,7 +140,8 @@ def _adapter(cls: type, key: str) -> TypeAdapter[Any]:
         info = copy.copy(info)
         info.alias = info.validation_alias = info.serialization_alias = None
         info._attributes_set.pop("alias", None)
-    return TypeAdapter(Annotated[info.annotation, info])
+    form: Any = Annotated[info.annotation, info]  # a typing form, whatever pydantic's stubs say
+    return TypeAdapter(form)
 
 
 def _field_value(cls: type, key: str, raw: Any, loc: tuple[str, ...]) -> Any:
