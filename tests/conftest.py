@@ -69,6 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
     start a long module of few tests last)."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    config.addinivalue_line(
+        "markers", "untraced: times a child process's response to a signal, so CI runs it "
+        "outside the coverage tracer (.ci/run), whose subprocess hooks slow the stop")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -182,6 +182,7 @@ def test_a_sweep_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path: Path) -
     assert resumed == sweep(BOUNDED, 1200, 1, tmp_path / "whole").read_bytes()
 
 
+@pytest.mark.untraced
 def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_file(
         tmp_path: Path) -> None:
     """SIGINT to the sweep's process group (Ctrl-C) ends it within seconds
