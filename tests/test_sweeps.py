@@ -182,7 +182,8 @@ def test_a_sweep_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path: Path) -
     assert resumed == sweep(BOUNDED, 1200, 1, tmp_path / "whole").read_bytes()
 
 
-@pytest.mark.xfail(reason="known bug, session 3: in a fresh venv (CI) SIGINT stopped the sweep only after 24-37 s (the whole run); on this machine's Python it stops in 2-4 s; not yet diagnosed", strict=False)
+@pytest.mark.xfail(reason="known bug: in a fresh venv (CI) SIGINT stopped the sweep only "
+                   "after 24-37 s; here it stops in 2-4 s; not yet diagnosed", strict=False)
 @pytest.mark.untraced
 def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_file(
         tmp_path: Path) -> None:

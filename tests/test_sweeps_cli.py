@@ -92,7 +92,8 @@ def test_a_run_killed_with_sigkill_and_resumed_writes_the_bytes_of_an_uninterrup
     assert kept >= 3 and not partial_folder(out).exists()
 
 
-@pytest.mark.xfail(reason="known bug, session 3: in a fresh venv (CI) SIGINT stopped the sweep only after 24-37 s (the whole run); on this machine's Python it stops in 2-4 s; not yet diagnosed", strict=False)
+@pytest.mark.xfail(reason="known bug: in a fresh venv (CI) SIGINT stopped the sweep only "
+                   "after 24-37 s; here it stops in 2-4 s; not yet diagnosed", strict=False)
 @pytest.mark.untraced
 def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path) -> None:
     """SIGINT (Ctrl-C) to a running sweep: exit status 130, a message naming
