@@ -53,7 +53,8 @@ class Run:
     step's tool calls run, those calls and their observations so far.
     ``timed`` says whether a time budget (active or wall) is set, so a check
     of durations that no budget limits is not called for; ``cache_ttl_s`` is
-    the parameters' prompt-cache lifetime, looked up once."""
+    the parameters' prompt-cache lifetime and ``thinking`` a step's thinking
+    budget in tokens (0: off), looked up once."""
 
     params: HarnessParams
     state: HarnessState
@@ -62,6 +63,7 @@ class Run:
     tools: dict[str, ToolSpec]
     timed: bool
     cache_ttl_s: float | None
+    thinking: int = 0
     open_calls: list[ToolUseBlock] | None = None
     blocks: list[Block] | None = None
 

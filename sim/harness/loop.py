@@ -63,6 +63,7 @@ from sim.harness.effects import (
     Checkpoint,
     Effect,
     ModelError,
+    ModelRequest,
     ModelResponse,
     Result,
     UserTurn,
@@ -89,7 +90,7 @@ from sim.harness.messages import (
     make_message,
     text_block,
 )
-from sim.harness.model_calls import call_model
+from sim.harness.model_calls import answered, took_reply
 from sim.harness.params import HarnessParams
 from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
@@ -128,9 +129,12 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     run = Run(params, state,
               detector if detector is not None else NoProgressDetector(params.detector),
               emitter(state, observers), {spec.name: spec for spec in params.tools},
-              budgets.active_s is not None or budgets.wall_s is not None, params.cache_ttl_s)
+              budgets.active_s is not None or budgets.wall_s is not None, params.cache_ttl_s,
+              params.thinking.budget_tokens if params.thinking.enabled else 0)
     compact_at = params.context.compact_at_tokens
     max_steps = budgets.steps
+    max_output, tools, tool_choice = (params.max_output_tokens, params.tool_definitions,
+                                      params.tool_choice)
     checkpoints, shared = CHECKPOINTS, len(CHECKPOINTS)
     state.status = RUNNING
     if not state.model:
@@ -146,8 +150,15 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
             if state.context_tokens > params.context_window:                     # 5
                 yield from overflow(run)
                 continue
-            response = yield from call_model(run, state.messages, state.context_tokens,
-                                             params.max_output_tokens, "step")   # 6
+            request = ModelRequest(state.model, state.messages, state.context_tokens,  # 6
+                                   max_output, "step", state.turns, 0, run.cache_ttl_s,
+                                   run.thinking, params.system_prompt, tools, tool_choice,
+                                   params.temperature, params.top_p, params.provider)
+            answer = yield request
+            if took_reply(answer, run):  # the common reply, on a fast path
+                response: ModelResponse | ModelError = answer
+            else:
+                response = yield from answered(run, request, answer)
             if isinstance(response, ModelError):  # the provider says the prompt is too long
                 yield from overflow(run)
                 continue

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from sim.harness import events as ev
 from sim.harness.budgets import refuse_retry
@@ -24,7 +24,7 @@ from sim.harness.effects import Effect, ModelError, ModelRequest, ModelResponse,
 from sim.harness.guards import Run, account, check_abort, check_budgets, receive, stop, wait
 from sim.harness.messages import Message
 from sim.harness.params import HarnessParams
-from sim.harness.protocol import MAX_SECONDS, content_problem
+from sim.harness.protocol import MAX_SECONDS, content_problem, well_formed_response
 from sim.harness.state import BUDGET_EXHAUSTED, FAILED
 
 MAX_DIAGNOSTIC_ERRORS = 20
@@ -57,27 +57,61 @@ def call_model(run: Run, messages: list[Message], prompt_tokens: int, max_output
     next try. A reply whose content is unusable counts as a server error.
     The first try's budgets are checked by the caller.
     """
+    request = model_request(run, messages, prompt_tokens, max_output, purpose)
+    answer = yield request
+    if took_reply(answer, run):
+        return answer
+    return (yield from answered(run, request, answer))
+
+
+def model_request(run: Run, messages: list[Message], prompt_tokens: int, max_output: int,
+                  purpose: str, attempt: int = 0) -> ModelRequest:
+    """The request of one try (``attempt``: its retry number) of a call for
+    ``purpose``: a step's call is cached and may think; a summary is neither
+    and asks for text."""
     params, state = run.params, run.state
-    step = purpose == "step"
-    cache_ttl = run.cache_ttl_s if step else None  # one-off summaries are not cached
-    thinking = params.thinking.budget_tokens if step and params.thinking.enabled else 0
-    tool_choice = params.tool_choice if step else "none"  # a summary is text
+    if purpose == "step":
+        return ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
+                            state.turns, attempt, run.cache_ttl_s, run.thinking,
+                            params.system_prompt, params.tool_definitions, params.tool_choice,
+                            params.temperature, params.top_p, params.provider)
+    return ModelRequest(state.model, messages, prompt_tokens, max_output, purpose, state.turns,
+                        attempt, None, 0, params.system_prompt, params.tool_definitions, "none",
+                        params.temperature, params.top_p, params.provider)
+
+
+def took_reply(answer: Result, run: Run) -> TypeGuard[ModelResponse]:
+    """The common answer on a fast path: True when ``answer`` is a
+    well-formed :class:`ModelResponse` with usable content, within the model
+    timeout (when a time budget is set), which is then counted as
+    :func:`answered` would count it (latency, abort check, usage and price);
+    False, with nothing done, for anything else (:func:`answered` takes it)."""
+    if not (type(answer) is ModelResponse and well_formed_response(answer)
+            and content_problem(answer.content) is None):
+        return False
+    latency = answer.latency_s
+    if run.timed and not (type(latency) is float and latency <= run.params.model_timeout_s):
+        return False
+    state = run.state
+    state.active_s += latency
+    check_abort(state)  # cancelled in flight: the driver aborted the call
+    account(run, answer.model or state.model, answer.usage)
+    return True
+
+
+def answered(run: Run, request: ModelRequest, answer: Result
+             ) -> Generator[Effect, Result, ModelResponse | ModelError]:
+    """The rest of :func:`call_model` once ``answer`` came back for
+    ``request``, its first try: the checks, and the retries."""
+    state = run.state
+    messages, prompt_tokens, max_output = (request.messages, request.prompt_tokens,
+                                           request.max_output_tokens)
     tries: _Tries | None = None
     while True:
-        if tries is not None:
-            # every retry is a model call too: check it against the budgets, at the
-            # prices of the model it goes to (it may follow a slow error or a switch
-            # to the fallback model)
-            check_budgets(run, prompt_tokens, max_output)
-        request = ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,
-                               state.turns, 0 if tries is None else tries.attempt, cache_ttl,
-                               thinking, params.system_prompt, params.tool_definitions,
-                               tool_choice, params.temperature, params.top_p, params.provider)
-        answer = yield request
         if run.timed and not (type(answer) is ModelResponse and type(answer.latency_s) is float
-                              and answer.latency_s <= params.model_timeout_s):
+                              and answer.latency_s <= run.params.model_timeout_s):
             # a reply after the model timeout is a timeout: no budget overshot
-            answer = timed_out_reply(params, answer)
+            answer = timed_out_reply(run.params, answer)
         result = receive(request, answer)
         state.active_s += result.latency_s
         check_abort(state)  # cancelled in flight: the driver aborted the call
@@ -91,13 +125,20 @@ def call_model(run: Run, messages: list[Message], prompt_tokens: int, max_output
         cls = classify_model_error(result)
         if cls == SERVER:  # seed 000: retry once immediately, then fail with a diagnostic
             _server_error(run, tries, result, messages)
-            continue
-        if cls != TRANSIENT:
+        elif cls != TRANSIENT:
             if result.kind == "context_overflow":
                 return result
             stop(FAILED, "model_error", diagnostic=diagnostic(messages, tries.errors))
-        delay = _transient_error(run, tries, result, messages)
-        yield from wait(run, delay, "model", result.kind)
+        else:
+            delay = _transient_error(run, tries, result, messages)
+            yield from wait(run, delay, "model", result.kind)
+        # every retry is a model call too: check it against the budgets, at the
+        # prices of the model it goes to (it may follow a slow error or a switch
+        # to the fallback model)
+        check_budgets(run, prompt_tokens, max_output)
+        request = model_request(run, messages, prompt_tokens, max_output, request.purpose,
+                                tries.attempt)
+        answer = yield request
 
 
 def _noted(tries: _Tries | None, error: ModelError) -> _Tries:

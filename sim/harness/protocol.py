@@ -202,7 +202,7 @@ def _clean_usage(u: object) -> bool:
 
 # The quick tests below are written out in one expression each (no helper
 # calls): they run for every reply and tool outcome.
-def _well_formed_response(r: fx.ModelResponse) -> bool:
+def well_formed_response(r: fx.ModelResponse) -> bool:
     u, t = r.usage, r.latency_s
     if type(u) is not Usage:
         return False
@@ -213,7 +213,7 @@ def _well_formed_response(r: fx.ModelResponse) -> bool:
             and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S)
 
 
-def _well_formed_tool_result(r: fx.ToolResult) -> bool:
+def well_formed_tool_result(r: fx.ToolResult) -> bool:
     t, n, m = r.duration_s, r.tokens, r.metric
     return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
             and type(r.output) is str and type(n) is int and 0 <= n < _LIMIT
@@ -236,8 +236,8 @@ def _well_formed_verdict(r: fx.Verdict) -> bool:  # once per claimed success
 
 
 WELL_FORMED: dict[type, Callable[[Any], bool]] = {
-    fx.ModelResponse: _well_formed_response,
-    fx.ToolResult: _well_formed_tool_result,
+    fx.ModelResponse: well_formed_response,
+    fx.ToolResult: well_formed_tool_result,
     fx.ToolError: _well_formed_tool_error,
     fx.Verdict: _well_formed_verdict,
 }

@@ -12,7 +12,7 @@ nudge, then with needs_human:no_progress.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, TypeGuard
 
 from sim.harness import events as ev
 from sim.harness.budgets import refuse_retry
@@ -37,8 +37,8 @@ from sim.harness.effects import (
 from sim.harness.guards import Run, check_abort, check_ready, receive, stop, wait
 from sim.harness.messages import Block, ToolResultBlock, ToolUseBlock, make_message, text_block
 from sim.harness.params import HarnessParams, ToolSpec
-from sim.harness.policy import APPROVE, REJECT, check_call
-from sim.harness.protocol import MAX_SECONDS
+from sim.harness.policy import ALLOW, APPROVE, REJECT, check_call
+from sim.harness.protocol import MAX_SECONDS, well_formed_tool_result
 from sim.harness.state import (
     BUDGET_EXHAUSTED,
     CANCELLED,
@@ -63,7 +63,17 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
     signal = None
     for call in calls:
         spec = run.tools.get(call.name)
-        observation, metric = yield from _run_tool(run, call, spec, blocks)
+        if spec is not None and check_call(params, call, spec)[0] == ALLOW:
+            check_ready(run, spec.timeout_s)  # the common call, its first try on a fast path
+            request = ToolRequest(call, spec.timeout_s, 0, state.turns)
+            answer = yield request
+            if _took_result(answer, run, request, blocks):
+                observation, metric = answer.output, answer.metric
+            else:
+                observation, metric = yield from _tries(run, call, spec, blocks, request,
+                                                        answer)
+        else:
+            observation, metric = yield from _run_tool(run, call, spec, blocks)
         if detecting:
             found = run.detector.observe(state.detector, canonical_call(call.name, call.input),
                                          observation_hash(observation),
@@ -80,6 +90,29 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
     state.append(make_message("user", blocks))
 
 
+def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Block]
+                 ) -> TypeGuard[ToolResult]:
+    """The common answer on a fast path: True when ``answer`` is a well-formed
+    :class:`ToolResult` (within the tool's timeout when a time budget is set),
+    which is then counted and observed as :func:`_tries` would; False, with
+    nothing done, for anything else (:func:`_tries` takes it)."""
+    if not (type(answer) is ToolResult and well_formed_tool_result(answer)):
+        return False
+    duration = answer.duration_s
+    if run.timed and not (type(duration) is float and duration <= request.timeout_s):
+        return False
+    state = run.state
+    state.active_s += duration
+    check_abort(state)  # cancelled in flight: the driver aborted the call
+    state.tool_calls += 1
+    call = request.call
+    state.tool_failures.pop(call.name, None)
+    if run.emit:
+        _executed(run.emit, request, answer)
+    blocks.append(ToolResultBlock(call.id, answer.output, False, answer.tokens))
+    return True
+
+
 def _run_tool(run: Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list[Block]
               ) -> Generator[Effect, Result, tuple[str, float | None]]:
     """Run one call through policy, budgets and the executor; append its
@@ -94,11 +127,20 @@ def _run_tool(run: Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list[
         denied = yield from _approval(run, call, spec)
         if denied is not None:
             return _failure(params, state, call, denied, blocks)
+    check_ready(run, spec.timeout_s)
+    request = ToolRequest(call, spec.timeout_s, 0, state.turns)
+    return (yield from _tries(run, call, spec, blocks, request, (yield request)))
+
+
+def _tries(run: Run, call: ToolUseBlock, spec: ToolSpec, blocks: list[Block],
+           request: ToolRequest, answer: Result
+           ) -> Generator[Effect, Result, tuple[str, float | None]]:
+    """The rest of one call once ``answer`` came back for ``request``, its
+    first try: the checks, the harness's retries of transient errors, and the
+    observation (see :func:`_run_tool`)."""
+    params, state = run.params, run.state
     attempt = 0
     while True:
-        check_ready(run, spec.timeout_s)
-        request = ToolRequest(call, spec.timeout_s, attempt, state.turns)
-        answer = yield request
         if run.timed and not (type(answer) is ToolResult and type(answer.duration_s) is float
                               and answer.duration_s <= spec.timeout_s):
             # a result after the tool's timeout is a timeout: no budget overshot
@@ -118,15 +160,17 @@ def _run_tool(run: Run, call: ToolUseBlock, spec: ToolSpec | None, blocks: list[
         cls = classify_tool_error(result)
         if cls == FATAL:
             stop(FAILED, "tool_fatal", tool=call.name, error=result.message)
-        if cls == TRANSIENT and _may_retry(params, state, attempt):
-            attempt += 1
-            retry = params.retry
-            delay = backoff_s(retry, attempt, result.retry_after_s,
-                              jitter_draw(call.id, attempt) if retry.jitter else 1.0)
-            yield from wait(run, delay, call.name, result.kind)
-            continue
-        text = actionable_tool_error(call.name, result, attempt + 1)
-        return _failure(params, state, call, text, blocks, result.tokens)
+        if not (cls == TRANSIENT and _may_retry(params, state, attempt)):
+            text = actionable_tool_error(call.name, result, attempt + 1)
+            return _failure(params, state, call, text, blocks, result.tokens)
+        attempt += 1
+        retry = params.retry
+        delay = backoff_s(retry, attempt, result.retry_after_s,
+                          jitter_draw(call.id, attempt) if retry.jitter else 1.0)
+        yield from wait(run, delay, call.name, result.kind)
+        check_ready(run, spec.timeout_s)
+        request = ToolRequest(call, spec.timeout_s, attempt, state.turns)
+        answer = yield request
 
 
 def _may_retry(params: HarnessParams, state: HarnessState, attempt: int) -> bool:
