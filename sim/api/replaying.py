@@ -14,8 +14,11 @@ results folder is written whole by :func:`sim.output.replay.write_replay_results
 Runs are replayed in chunks (:func:`chunk_size`) on a scheduler of
 :mod:`sim.sweeps.schedulers` (``workers`` processes here, or Dask) and put back
 in order: the rows are the same for any number of workers. A chunk is sent as
-the folder and a range of runs: a forked worker has the runs already, a Dask
-worker reads the folder (on a shared file system) once.
+the folder and a range of runs. A folder whose calls come in its runs' order
+(what sim and ``traces import`` write) is checked here a batch at a time and
+never held whole: each worker reads its chunk's calls by row range
+(:mod:`sim.drivers.replay.streamed`); any other folder is read whole here (a
+forked worker has it already, a Dask worker reads it once).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from sim.output.html import summary_frame
 from sim.scenario.model import Scenario
 
 if TYPE_CHECKING:
+    from sim.drivers.replay.streamed import FolderIndex
     from sim.drivers.replay.tables import TraceTables
     from sim.scenario.model import HarnessConfig
 
@@ -103,6 +107,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     """
     from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS, ReplayOptions
     from sim.drivers.replay.rows import folder_tables, forget_folders
+    from sim.drivers.replay.streamed import folder_index, forget_groups
     from sim.output import folder
     from sim.output.provenance import folder_record, run_provenance
     from sim.scenario.limits import check_workers
@@ -113,7 +118,9 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     check_workers(workers)
     candidate = _candidate(scenario, overrides, allow_plugins)
     s = candidate.scenario
-    runs = folder_tables(os.fspath(traces))  # forked workers inherit it
+    index = folder_index(os.fspath(traces))  # None: the folder is read whole
+    runs: TraceTables | FolderIndex = (folder_tables(os.fspath(traces)) if index is None
+                                       else index)  # forked workers inherit a whole read
     if not len(runs):
         raise InputError("the trace folder holds no runs to replay", source=str(traces))
     target = Path(out) if out is not None else out_root() / f"replay_{s.name}"
@@ -135,6 +142,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     finally:
         del runs
         forget_folders()
+        forget_groups()
     rows, written = read_folder(target)
     return Replayed(rows, summary_frame(written), {c["name"]: c["replay"]
                                                     for c in summary["cells"]},
@@ -224,10 +232,11 @@ class _Cell:
     block: dict[str, Any]
 
 
-def _replay_cells(s: Scenario, runs: TraceTables, options: Any, traces: str,
+def _replay_cells(s: Scenario, runs: TraceTables | FolderIndex, options: Any, traces: str,
                   notes: _Notes, where: _Where) -> dict[str, _Cell]:
     """Every cell of the candidate's sweep replayed over ``runs``."""
     from sim.drivers.catalogue_prices import CataloguePrices
+    from sim.drivers.replay.tables import TraceTables
     from sim.scenario.model import expand, harness_params, resolve_detector
     from sim.world.params import WorldParams
 
@@ -239,7 +248,7 @@ def _replay_cells(s: Scenario, runs: TraceTables, options: Any, traces: str,
         pricing = runs.pricing(template, CataloguePrices(h))
         for note in pricing.notes():  # an unknown model is never priced silently
             notes.add(note)
-        rows = _replay_cell(traces, name, len(runs), (
+        rows = _replay_cell(traces, not isinstance(runs, TraceTables), name, len(runs), (
             template, options, pricing, resolve_detector(h.detector.name)), where)
         block = _block(rows, traces, options, h, text_hashes, set(pricing.default))
         block["pricing"] = pricing.to_dict()
@@ -247,10 +256,11 @@ def _replay_cells(s: Scenario, runs: TraceTables, options: Any, traces: str,
     return out
 
 
-def _replay_cell(traces: str, name: str, count: int, setting: tuple[Any, ...],
-                 where: _Where) -> pd.DataFrame:
+def _replay_cell(traces: str, streamed: bool, name: str, count: int,
+                 setting: tuple[Any, ...], where: _Where) -> pd.DataFrame:
     """One cell's rows (records, then the replay's columns): the ``count``
-    runs of ``traces`` replayed in chunks on ``where`` and put back in order."""
+    runs of ``traces`` replayed in chunks on ``where`` (each worker reading
+    its chunk's calls when ``streamed``) and put back in order."""
     import sys
 
     from tqdm import tqdm
@@ -258,7 +268,7 @@ def _replay_cell(traces: str, name: str, count: int, setting: tuple[Any, ...],
     from sim.sweeps.schedulers import make_scheduler
 
     size = chunk_size(count, where.workers)
-    jobs = [(traces, start, min(start + size, count), *setting, name)
+    jobs = [(traces, streamed, start, min(start + size, count), *setting, name)
             for start in range(0, count, size)]
     parts: list[Any] = [None] * len(jobs)
     with tqdm(total=count, desc=f"replay {name}", unit="run", file=sys.stderr,
@@ -270,15 +280,19 @@ def _replay_cell(traces: str, name: str, count: int, setting: tuple[Any, ...],
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
-def replay_chunk(traces: str, start: int, stop: int, *setting: Any) -> pd.DataFrame:
+def replay_chunk(traces: str, streamed: bool, start: int, stop: int, *setting: Any
+                 ) -> pd.DataFrame:
     """The rows of runs ``start`` to ``stop - 1`` of ``traces`` (a chunk, run
-    by a worker: :func:`sim.drivers.replay.rows.replay_slice`), as a frame:
-    the task records' columns, then the replay's own."""
+    by a worker: :func:`sim.drivers.replay.rows.replay_slice`, which reads
+    the chunk's calls itself when ``streamed``), as a frame: the task
+    records' columns, then the replay's own."""
     from sim.drivers.replay import REPLAY_DTYPES
     from sim.drivers.replay.rows import replay_slice
     from sim.output.results import records_frame
 
-    records, extras = replay_slice(traces, start, stop, *setting)
+    template, options, pricing, make_detector, cell = setting
+    records, extras = replay_slice(traces, start, stop, template, options, pricing,
+                                   make_detector, cell, streamed=streamed)
     return pd.concat([records_frame(records),
                       pd.DataFrame(extras).astype(REPLAY_DTYPES)], axis=1)
 
@@ -315,7 +329,7 @@ def _block(rows: pd.DataFrame, traces: str, options: Any, h: HarnessConfig,
                         unpriced_models=tuple(sorted(unpriced)))
 
 
-def _write(staging: Path, s: Scenario, runs: TraceTables, cells: dict[str, _Cell],
+def _write(staging: Path, s: Scenario, runs: TraceTables | FolderIndex, cells: dict[str, _Cell],
            provenance: dict[str, Any]) -> dict[str, Any]:
     from sim.output.replay import write_replay_results
 

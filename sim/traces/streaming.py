@@ -187,6 +187,13 @@ def _run_index(folder: str) -> tuple[Any, np.ndarray]:
     return runs.column("run_id"), np.cumsum(steps)
 
 
+def checked_calls(table: pa.Table, path: Path) -> pa.Table:
+    """A slice of ``calls.parquet`` (at ``path``) with the model's columns
+    typed (an InputError otherwise) and first; a column added later that an
+    older folder lacks is added, all null."""
+    return _check_table(table, CALLS_SCHEMA, path, _LATER)
+
+
 def check_slice(folder: Path, table: pa.Table, first: int, run_ids: Any, ends: np.ndarray
                 ) -> tuple[pa.Table, int, dict[str, tuple[np.ndarray, np.ndarray]]]:
     """Calls ``first..first+len(table)`` of the folder checked: the model's
@@ -196,7 +203,7 @@ def check_slice(folder: Path, table: pa.Table, first: int, run_ids: Any, ends: n
     column, the runs it touches and its sums of their calls. :class:`Restart`
     when any check fails."""
     try:
-        table = _check_table(table, CALLS_SCHEMA, folder / CALLS_FILE, _LATER)
+        table = checked_calls(table, folder / CALLS_FILE)
         table = table.select(list(CALL_COLUMNS))
         check_values(RUNS_SCHEMA.empty_table(), table, folder)
     except InputError as error:

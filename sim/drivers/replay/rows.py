@@ -14,6 +14,7 @@ from sim.drivers.replay.driver import Replay
 from sim.drivers.replay.options import ReplayOptions
 from sim.drivers.replay.pricing import ModelPricing
 from sim.drivers.replay.runs import RunReplay, replay_runs
+from sim.drivers.replay.streamed import streamed_runs
 from sim.drivers.replay.tables import TraceTables
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams
@@ -156,19 +157,22 @@ def forget_folders() -> None:
 
 def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
                  options: ReplayOptions, pricing: ModelPricing,
-                 make_detector: Callable[[HarnessParams], Detector] | None, cell: str
-                 ) -> tuple[list[TaskRecord], list[dict[str, Any]]]:
+                 make_detector: Callable[[HarnessParams], Detector] | None, cell: str,
+                 streamed: bool = False) -> tuple[list[TaskRecord], list[dict[str, Any]]]:
     """:func:`replay_rows` of runs ``start`` to ``stop - 1`` of the trace
-    folder (read by :func:`folder_tables`, their objects built here): a
-    chunk of ``replay --workers`` sent as a path and two numbers. The cyclic
+    folder (read whole by :func:`folder_tables`, or, ``streamed``, their
+    calls read here by row range:
+    :func:`~sim.drivers.replay.streamed.streamed_runs`; their objects built
+    here): a chunk of ``replay --workers`` sent as a path and two numbers. The cyclic
     garbage collector is paused for the chunk (a replay makes many
     short-lived objects and few cycles; its passes over the live heap took
     about a sixth of the time)."""
     paused = gc.isenabled()
     gc.disable()
     try:
-        return replay_rows(folder_tables(folder).recorded(start, stop), template, options,
-                           pricing, make_detector, cell, start)
+        runs = (streamed_runs(folder, start, stop) if streamed
+                else folder_tables(folder).recorded(start, stop))
+        return replay_rows(runs, template, options, pricing, make_detector, cell, start)
     finally:
         if paused:
             gc.enable()

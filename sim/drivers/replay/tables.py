@@ -58,15 +58,14 @@ class TraceTables:
 
         runs, calls = load_tables(folder)
         source = os.fspath(folder)
-        _check_purposes(calls, source)
+        check_purposes(calls, source)
         codes = pc.index_in(calls.column("run_id"), value_set=runs.column("run_id"))
         code = codes.to_numpy(zero_copy_only=False).astype(np.int64)
         number = calls.column("call").to_numpy().astype(np.int64)
         order = np.lexsort((number, code))
         counts = np.bincount(code, minlength=runs.num_rows)
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        return cls(runs, calls.select(["run_id", *_CALL_COLUMNS, "tool_calls"]), order,
-                   offsets, source)
+        return cls(runs, call_columns(calls), order, offsets, source)
 
     def __len__(self) -> int:
         return self.runs.num_rows
@@ -87,8 +86,8 @@ class TraceTables:
         run's, else ``default`` (an empty name counts as none)."""
         counts = np.diff(self.offsets)
         runs = pa.array(np.repeat(np.arange(len(self)), counts))
-        own = _named(self.calls.column("model").take(pa.array(self.order)))
-        of_run = _named(self.runs.column("model").take(runs))
+        own = named(self.calls.column("model").take(pa.array(self.order)))
+        of_run = named(self.runs.column("model").take(runs))
         return pc.coalesce(own, of_run, pa.scalar(default))
 
     def pricing(self, template: HarnessParams,
@@ -102,7 +101,7 @@ class TraceTables:
         def calls_of(name: str) -> list[RecordedCall]:
             mask = pc.and_(pc.equal(models, name), costed)
             where = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-            return _calls(self.calls.take(pa.array(self.order[where])))
+            return recorded_calls(self.calls.take(pa.array(self.order[where])))
 
         return models_pricing(pc.unique(models).to_pylist(), calls_of, template, prices_for)
 
@@ -111,7 +110,7 @@ class TraceTables:
         order (what :func:`~sim.drivers.recorded_runs.recorded_runs` gives)."""
         rows = self.order[self.offsets[start]:self.offsets[stop]]
         part = self.calls.take(pa.array(rows))
-        calls = _calls(part)
+        calls = recorded_calls(part)
         head = self.runs.slice(start, stop - start)
         ids = head.column("run_id").to_pylist()
         source, task, model, exit_, resolved, cost = (head.column(n).to_pylist() for n in (
@@ -123,7 +122,12 @@ class TraceTables:
                 for i in range(stop - start)]
 
 
-def _calls(part: pa.Table) -> list[RecordedCall]:
+def call_columns(calls: pa.Table) -> pa.Table:
+    """The columns of ``calls`` a replay reads."""
+    return calls.select(["run_id", *_CALL_COLUMNS, "tool_calls"])
+
+
+def recorded_calls(part: pa.Table) -> list[RecordedCall]:
     """The RecordedCall of every row of ``part`` (calls, in order)."""
     c = {name: part.column(name).to_pylist() for name in _CALL_COLUMNS}
     tools = part.column("tool_calls").combine_chunks()
@@ -148,12 +152,12 @@ def _calls(part: pa.Table) -> list[RecordedCall]:
     return out
 
 
-def _named(values: Any) -> Any:
+def named(values: Any) -> Any:
     """``values`` with empty strings as nulls."""
     return pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
 
 
-def _check_purposes(calls: pa.Table, source: str) -> None:
+def check_purposes(calls: pa.Table, source: str) -> None:
     """Every call's ``purpose`` one of :data:`PURPOSES` (or null: a step), and
     every tool call named; else the InputError the row-by-row reader gives."""
     purpose = calls.column("purpose")
