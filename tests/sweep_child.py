@@ -2,10 +2,16 @@
 killed): ``python tests/sweep_child.py SCENARIO TASKS WORKERS OUT [PAUSE_S]``
 streams the records of SCENARIO's sweep to OUT/results.parquet, keeping its
 chunks in OUT/.partial (resuming what is kept there); PAUSE_S seconds of
-sleep after each chunk make the run last long enough to be interrupted."""
+sleep after each chunk make the run last long enough to be interrupted.
+Run as a program it hears Ctrl-C even when started with SIGINT ignored, as
+the ``sim`` command does (:func:`sim.sweeps.ctrl_c.hear_ctrl_c`).
+
+It also holds what the Ctrl-C tests of tests/test_sweeps*.py share: a command
+prefix that starts a child with SIGINT ignored, and their time bound."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -16,6 +22,7 @@ from sim.output.table import RECORD_SCHEMA
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import cells_of
 from sim.sweeps.chunks import fingerprint, plan, run_chunks
+from sim.sweeps.ctrl_c import hear_ctrl_c
 from sim.sweeps.schedulers import make_scheduler
 
 
@@ -38,7 +45,30 @@ def sweep(scenario: str, tasks: int, workers: int, out: Path, pause_s: float = 0
     return out / "results.parquet"
 
 
+IGNORING_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
+                   "signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                   "os.execv(sys.argv[1], sys.argv[1:])"]
+"""A prefix that starts a command with SIGINT ignored, as a non-interactive
+shell starts a background job (``cmd &`` in a script, a CI step run in the
+background): the case in which Ctrl-C once did nothing at all."""
+
+STOP_S = 3.0
+"""The longest a sweep may take from Ctrl-C to its exit on a machine whose
+load is at most its core count (seconds). The stop costs 0.25-0.4 CPU-seconds
+(parent and workers; measured from rusage), 0.5-1.2 s of wall time at load
+9-12 on 2 cores, and it is mostly the interpreter's exit."""
+
+
+def stop_bound_s() -> float:
+    """:data:`STOP_S` scaled by the machine's load per core when that is over
+    1: a process then gets about cores/load of a CPU, and the stop is CPU
+    work. The runs of the Ctrl-C tests are CPU work (or sleeps) many times
+    longer than this bound, so a sweep that goes on after the signal fails."""
+    return STOP_S * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
 if __name__ == "__main__":
+    hear_ctrl_c()
     args = sys.argv[1:]
     sweep(args[0], int(args[1]), int(args[2]), Path(args[3]),
           float(args[4]) if len(args) > 4 else 0.0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from sweep_child import sweep
+from sweep_child import IGNORING_SIGINT, stop_bound_s, sweep
 
 import sim.sweeps.chunks
 import sim.sweeps.progress
@@ -182,33 +182,35 @@ def test_a_sweep_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path: Path) -
     assert resumed == sweep(BOUNDED, 1200, 1, tmp_path / "whole").read_bytes()
 
 
-@pytest.mark.xfail(reason="known bug: in a fresh venv (CI) SIGINT stopped the sweep only "
-                   "after 24-37 s; here it stops in 2-4 s; not yet diagnosed", strict=False)
 @pytest.mark.untraced
 def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_file(
         tmp_path: Path) -> None:
     """SIGINT to the sweep's process group (Ctrl-C) ends it within seconds
     with a message saying how many chunks were kept and how to resume; no
-    results file or temporary file is left, and no worker keeps running.
+    results file or temporary file is left, no worker keeps running, and no
+    chunk is kept after the signal beyond those already running.
 
-    About a second on a quiet machine; beside another heavy test on 2 cores it
-    has taken 2.5 s (and the command-line twin of this test 17 s at the lowest
-    priority), so the bound is 15 s, and each chunk pauses 1 s so that a sweep
-    going on with its remaining chunks would take far longer."""
+    The child starts with SIGINT ignored, as a background job of a script or
+    a CI step does: Python keeps that ignore, and the sweep then ran to its
+    end (24-37 s in CI) until the program put the handler back. The bound is
+    3 s scaled by the load per core (:func:`stop_bound_s`); the 60 chunks
+    pause 1 s each, so a sweep going on after the signal takes a minute."""
     out = tmp_path / "stopped"
-    child = subprocess.Popen([sys.executable, CHILD, BOUNDED, "1200", "2", str(out), "1.0"],
+    child = subprocess.Popen([*IGNORING_SIGINT, sys.executable, CHILD, BOUNDED, "3000", "2",
+                              str(out), "1.0"],
                              env=_child_env(), start_new_session=True,
                              stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while (not (out / ".partial").is_dir() or _kept(out) < 2) and time.monotonic() < deadline:
         time.sleep(0.05)
-    start = time.monotonic()
+    kept, bound, start = _kept(out), stop_bound_s(), time.monotonic()
     os.killpg(child.pid, signal.SIGINT)
-    _, err = child.communicate(timeout=30)
-    assert time.monotonic() - start < 15.0
+    _, err = child.communicate(timeout=120)
+    took = time.monotonic() - start
+    assert took < bound, f"stopped {took:.1f} s after Ctrl-C (bound {bound:.1f} s)"
     assert "chunks finished and kept" in err and "--resume" in err
     assert sorted(p.name for p in out.iterdir()) == [".partial"]
-    assert _kept(out) >= 2
+    assert kept <= _kept(out) <= kept + 2 * 2  # at most two chunks per worker were queued
     with pytest.raises(ProcessLookupError):
         os.killpg(child.pid, 0)  # nothing of the group is left
 

@@ -39,7 +39,6 @@ with the same random streams.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -53,10 +52,10 @@ from sim.engines.direct import Tracer
 from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
-from sim.engines.tenant_budget import TenantLedger, prompt_cost
+from sim.engines.slots import SlotPool
+from sim.engines.tenant_budget import TenantLedger, refusal
 from sim.harness.effects import (
     Checkpoint,
-    Effect,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -84,9 +83,13 @@ class DesEngine:
         self.arrivals = arrivals
         self.env = simpy.Environment()
         cap = des.capacity
-        self.model_slots = simpy.Resource(self.env, cap.model_slots) if cap.model_slots else None
-        self.sandboxes = simpy.Resource(self.env, cap.sandboxes) if cap.sandboxes else None
-        self.tenant_caps = {t.name: simpy.Resource(self.env, t.max_concurrency)
+        # without operators, the pools leave out the events that change nothing
+        elide = not des.operations
+        self.model_slots = (SlotPool(self.env, cap.model_slots, elide=elide)
+                            if cap.model_slots else None)
+        self.sandboxes = (SlotPool(self.env, cap.sandboxes, elide=elide)
+                          if cap.sandboxes else None)
+        self.tenant_caps = {t.name: SlotPool(self.env, t.max_concurrency, elide=elide)
                             for t in des.tenants if t.max_concurrency}
         self.limiter = (RateLimiter(cap.requests_per_minute, cap.tokens_per_minute)
                         if cap.requests_per_minute or cap.tokens_per_minute else None)
@@ -219,25 +222,29 @@ class DesEngine:
         try:
             cap = self.tenant_caps.get(arrival.tenant)
             if cap is not None:
-                request = cap.request()
+                request = cap.take()
                 held.append((cap, request))
-                yield request
+                if request is not None:
+                    yield request
             if self.sandboxes is not None:
-                request = self.sandboxes.request()
+                request = self.sandboxes.take()
                 held.append((self.sandboxes, request))
                 asked = env.now
-                series["sandbox_queue"].add(asked, 1)
-                try:
-                    yield request
-                finally:
-                    series["sandbox_queue"].add(env.now, -1)
-                    self.sandbox_wait[arrival.index] += env.now - asked
+                if request is None:  # granted at once
+                    series["sandbox_queue"].pulse(asked)
+                else:
+                    series["sandbox_queue"].add(asked, 1)
+                    try:
+                        yield request
+                    finally:
+                        series["sandbox_queue"].add(env.now, -1)
+                        self.sandbox_wait[arrival.index] += env.now - asked
         except simpy.Interrupt:
             for resource, request in self.holdings.pop(arrival.index):
-                if request.triggered:
+                if request is None or request.triggered:
                     resource.release(request)
                 else:
-                    request.cancel()
+                    resource.cancel(request)
             raise
         finally:
             waits[0] += env.now - t0
@@ -281,7 +288,7 @@ class DesEngine:
                     ledger.settle(arrival.index, final.money_usd)
                 return final
             if ledger is not None:  # the tenant's shared budget, checked before each call
-                refused = self._refused(ledger, arrival.index, params, state, effect)
+                refused = refusal(ledger, arrival.index, params, state, effect)
                 if refused is not None:
                     result = refused
                     continue
@@ -310,18 +317,6 @@ class DesEngine:
                 request_abort(state)
                 result = EFFECTS[kind].cancelled(0.0 if began is None else env.now - began)
 
-    @staticmethod
-    def _refused(ledger: TenantLedger, index: int, params: HarnessParams, state: HarnessState,
-                 effect: Effect) -> ModelError | None:
-        """The error that answers a model call the tenant's money budget
-        cannot admit (None: go ahead); settles the task's spend so far first."""
-        ledger.settle(index, state.money_usd)
-        if type(effect) is ModelRequest and not ledger.admit(
-                index, prompt_cost(params, state.model, effect.prompt_tokens)):
-            return ModelError("tenant_budget", 402, None, "the tenant's money budget is spent",
-                              0.0)
-        return None
-
     def _held(self, series: Series, seconds: float) -> Generator[simpy.Event, Any, None]:
         """Let ``seconds`` pass, counted in ``series`` meanwhile (a model slot
         of an unlimited pool, a parked approval)."""
@@ -339,16 +334,23 @@ class DesEngine:
         env = self.env
         slots = self.model_slots
         t0 = env.now
-        with slots.request() if slots is not None else nullcontext() as slot:
-            if slot is not None:
+        slot = None
+        asked = False
+        try:
+            if slots is not None:
+                slot = slots.take()
+                asked = True
                 queue = self.model_queue
-                queue.add(t0, 1)
-                try:
-                    yield slot
-                finally:
-                    now = env.now
-                    queue.add(now, -1)
-                    waits[1] += now - t0
+                if slot is None:  # granted at once
+                    queue.pulse(t0)
+                else:
+                    queue.add(t0, 1)
+                    try:
+                        yield slot
+                    finally:
+                        now = env.now
+                        queue.add(now, -1)
+                        waits[1] += now - t0
             now = env.now
             busy = self.busy_model_slots
             busy.add(now, 1)
@@ -364,6 +366,12 @@ class DesEngine:
                 return result
             finally:
                 busy.add(env.now, -1)
+        except GeneratorExit:  # closed, not ended: like simpy.Resource, nothing released
+            asked = False
+            raise
+        finally:
+            if asked:
+                slots.release(slot)  # type: ignore[union-attr]
 
     def _park(self, arrival: Arrival, state: HarnessState):
         """Wait at a step boundary while an operator pauses the task's scope;

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sim.harness.effects import Effect, ModelError, ModelRequest
 from sim.harness.params import HarnessParams
+from sim.harness.state import HarnessState
 
 
 @dataclass
@@ -88,3 +90,16 @@ def prompt_cost(params: HarnessParams, model: str, prompt_tokens: int) -> float:
             prices = listed
             break
     return prompt_tokens * prices.at(prompt_tokens).input / 1e6
+
+
+def refusal(ledger: TenantLedger, index: int, params: HarnessParams, state: HarnessState,
+            effect: Effect) -> ModelError | None:
+    """The error that answers run ``index``'s model call ``effect`` when the
+    tenant's money budget cannot admit it (None: go ahead, or not a model
+    call); settles the run's spend so far first."""
+    ledger.settle(index, state.money_usd)
+    if type(effect) is ModelRequest and not ledger.admit(
+            index, prompt_cost(params, state.model, effect.prompt_tokens)):
+        return ModelError("tenant_budget", 402, None, "the tenant's money budget is spent",
+                          0.0)
+    return None

@@ -54,7 +54,11 @@ class Run:
     ``timed`` says whether a time budget (active or wall) is set, so a check
     of durations that no budget limits is not called for; ``cache_ttl_s`` is
     the parameters' prompt-cache lifetime and ``thinking`` a step's thinking
-    budget in tokens (0: off), looked up once."""
+    budget in tokens (0: off), looked up once. ``token_cap`` is set
+    (:func:`token_cap`) when the prompt-token budget is the only budget a
+    call or a usage can overshoot, ``flat_prices`` when every call is priced
+    at one untiered price list (:func:`flat_prices`): the checks then take a
+    short way to the same answers."""
 
     params: HarnessParams
     state: HarnessState
@@ -64,8 +68,30 @@ class Run:
     timed: bool
     cache_ttl_s: float | None
     thinking: int = 0
+    token_cap: float | None = None
+    flat_prices: Prices | None = None
     open_calls: list[ToolUseBlock] | None = None
     blocks: list[Block] | None = None
+
+
+def token_cap(params: HarnessParams) -> float | None:
+    """The prompt-token budget (math.inf when unset) when no other budget can
+    refuse a model call or be overshot by its usage (output tokens, money,
+    time, tool errors), else None."""
+    b = params.budgets
+    if (b.output_tokens is None and b.money_usd is None and b.active_s is None
+            and b.wall_s is None and b.tool_errors is None):
+        return math.inf if b.tokens is None else b.tokens
+    return None
+
+
+def flat_prices(params: HarnessParams) -> Prices | None:
+    """The prices of every call of a run, when they are one untiered price
+    list (no fallback or other models' prices), else None."""
+    if params.retry.fallback_prices is None and not params.model_prices \
+            and not params.prices.tiers:
+        return params.prices
+    return None
 
 
 def emitter(state: HarnessState, observers: Sequence[ev.Observer]) -> Emit:
@@ -120,6 +146,12 @@ def check_abort(state: HarnessState) -> None:
 
 def check_budgets(run: Run, prompt_tokens: int, max_output_tokens: int) -> None:
     """End the run if a model call of this size could overshoot a budget."""
+    cap = run.token_cap
+    if cap is not None:  # refuse_model_call's answer when only this budget can refuse
+        s = run.state
+        if s.input_tokens + s.cache_read_tokens + s.cache_write_tokens + prompt_tokens > cap:
+            stop(BUDGET_EXHAUSTED, "tokens")
+        return
     params = run.params
     prices = (params.prices if params.budgets.money_usd is None  # prices only bound money
               else prices_of(params, run.state.model))
@@ -182,11 +214,18 @@ def account(run: Run, model: str, usage: Usage) -> None:
     state.cache_write_tokens += write
     state.thinking_tokens += thinking
     params = run.params
-    prices = (params.prices if params.retry.fallback_prices is None and not params.model_prices
-              else prices_of(params, model))  # one price list: nothing to look up
-    if prices.tiers:
-        prices = prices.at(uncached + read + write)
+    prices = run.flat_prices
+    if prices is None:
+        prices = (params.prices if params.retry.fallback_prices is None
+                  and not params.model_prices else prices_of(params, model))
+        if prices.tiers:
+            prices = prices.at(uncached + read + write)
     state.money_usd += prices.cost(uncached, output, read, write, thinking)
+    cap = run.token_cap
+    if cap is not None:  # overshot's answer when only this budget can be overshot
+        if state.input_tokens + state.cache_read_tokens + state.cache_write_tokens > cap:
+            stop(BUDGET_EXHAUSTED, "tokens")
+        return
     reason = overshot(params, state)
     if reason is not None:
         stop(BUDGET_EXHAUSTED, reason)

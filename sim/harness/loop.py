@@ -77,9 +77,11 @@ from sim.harness.guards import (
     check_budgets,
     check_duration,
     emitter,
+    flat_prices,
     receive,
     spend,
     stop,
+    token_cap,
 )
 from sim.harness.messages import (
     Block,
@@ -96,6 +98,7 @@ from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
 from sim.harness.state import (
     BUDGET_EXHAUSTED,
+    CANCELLED,
     RESUMABLE,
     RUNNING,
     SUCCEEDED,
@@ -130,7 +133,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
               detector if detector is not None else NoProgressDetector(params.detector),
               emitter(state, observers), {spec.name: spec for spec in params.tools},
               budgets.active_s is not None or budgets.wall_s is not None, params.cache_ttl_s,
-              params.thinking.budget_tokens if params.thinking.enabled else 0)
+              params.thinking.budget_tokens if params.thinking.enabled else 0,
+              token_cap(params), flat_prices(params))
     compact_at = params.context.compact_at_tokens
     max_steps = budgets.steps
     max_output, tools, tool_choice = (params.max_output_tokens, params.tool_definitions,
@@ -141,7 +145,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         state.model = params.model
     try:
         while True:
-            check_abort(state)                                                   # 1
+            if state.abort_requested:                                            # 1
+                stop(CANCELLED, "external_signal")
             if max_steps is not None and state.turns >= max_steps:
                 stop(BUDGET_EXHAUSTED, "steps")                                  # 2
             if compact_at is not None and state.context_tokens > compact_at:     # 3
@@ -225,15 +230,14 @@ def _take_reply(run: Run, response: ModelResponse) -> list[ToolUseBlock]:
     usage = response.usage
     billed = usage.output_tokens + usage.thinking_tokens
     if len(content) == 1 and content[0].tokens == billed:  # the common case, kept as is
-        message = Message("assistant", content, billed)
-    else:
-        message = billed_message(content, usage.output_tokens, usage.thinking_tokens)
-    state.append(message)
-    blocks = message.content
-    if len(blocks) == 1:  # the common reply: one block
-        only = blocks[0]
+        state.messages.append(Message("assistant", content, billed))  # state.append's effect
+        state.context_tokens += billed
+        only = content[0]
         calls = [only] if only.type == "tool_use" else []
     else:
+        message = billed_message(content, usage.output_tokens, usage.thinking_tokens)
+        state.append(message)
+        blocks = message.content
         calls = [b for b in blocks if b.type == "tool_use"]
     if run.emit:
         run.emit(ev.MODEL_RESPONSE, {"stop_reason": response.stop_reason,

@@ -24,8 +24,8 @@ from sim.harness.effects import Effect, ModelError, ModelRequest, ModelResponse,
 from sim.harness.guards import Run, account, check_abort, check_budgets, receive, stop, wait
 from sim.harness.messages import Message
 from sim.harness.params import HarnessParams
-from sim.harness.protocol import MAX_SECONDS, content_problem, well_formed_response
-from sim.harness.state import BUDGET_EXHAUSTED, FAILED
+from sim.harness.protocol import MAX_SECONDS, content_problem, usable_reply
+from sim.harness.state import BUDGET_EXHAUSTED, CANCELLED, FAILED
 
 MAX_DIAGNOSTIC_ERRORS = 20
 """The most errors a failed run's diagnostic lists (the first ones, each cut
@@ -86,15 +86,15 @@ def took_reply(answer: Result, run: Run) -> TypeGuard[ModelResponse]:
     timeout (when a time budget is set), which is then counted as
     :func:`answered` would count it (latency, abort check, usage and price);
     False, with nothing done, for anything else (:func:`answered` takes it)."""
-    if not (type(answer) is ModelResponse and well_formed_response(answer)
-            and content_problem(answer.content) is None):
+    if not (type(answer) is ModelResponse and usable_reply(answer)):
         return False
     latency = answer.latency_s
     if run.timed and not (type(latency) is float and latency <= run.params.model_timeout_s):
         return False
     state = run.state
     state.active_s += latency
-    check_abort(state)  # cancelled in flight: the driver aborted the call
+    if state.abort_requested:  # cancelled in flight: the driver aborted the call
+        stop(CANCELLED, "external_signal")
     account(run, answer.model or state.model, answer.usage)
     return True
 

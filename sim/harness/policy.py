@@ -34,9 +34,13 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
     for key in arguments:
         if type(key) is not str:
             return REJECT, _not_an_object(call.name, "an object with non-string keys")
-    if not _shallow(arguments):
-        return REJECT, (f"{call.name} rejected its arguments: they nest deeper than "
-                        f"{MAX_ARGUMENT_DEPTH} levels. Call it again with flatter arguments.")
+    for value in arguments.values():  # scalar values (the common case) need no walk
+        if isinstance(value, (dict, list)):
+            if not argument_depth_ok(arguments):
+                return REJECT, (f"{call.name} rejected its arguments: they nest deeper than "
+                                f"{MAX_ARGUMENT_DEPTH} levels. Call it again with flatter "
+                                f"arguments.")
+            break
     missing = [a for a in spec.required_args if a not in arguments] if spec.required_args else ()
     if missing:
         return REJECT, (f"{call.name} needs the argument(s) {', '.join(missing)}; "
@@ -70,14 +74,6 @@ def argument_depth_ok(value: object, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
             elif isinstance(item, list):
                 nested.extend(v for v in item if isinstance(v, dict | list))
         level = nested
-    return True
-
-
-def _shallow(arguments: dict[str, object]) -> bool:
-    """The common case (scalar values) at once, anything else walked."""
-    for value in arguments.values():
-        if isinstance(value, dict | list):
-            return argument_depth_ok(arguments)
     return True
 
 

@@ -213,6 +213,35 @@ def well_formed_response(r: fx.ModelResponse) -> bool:
             and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S)
 
 
+def usable_reply(r: fx.ModelResponse) -> bool:
+    """True only for a reply that :func:`well_formed_response` and
+    :func:`content_problem` both accept: the loop's quick test of a model's
+    answer, written out for the common content of one text or tool_use block
+    (anything else is left to :func:`content_problem`). False means "check
+    thoroughly", not "bad"."""
+    u, t = r.usage, r.latency_s  # well_formed_response(r), written out
+    if type(u) is not Usage:
+        return False
+    a, b, c = u.input_tokens, u.output_tokens, u.cache_read_tokens
+    d, e = u.cache_write_tokens, u.thinking_tokens
+    if not (type(a) is type(b) is type(c) is type(d) is type(e) is int
+            and 0 <= (a | b | c | d | e) < _LIMIT
+            and (type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S):
+        return False
+    content = r.content
+    if type(content) is not list or len(content) != 1:
+        return content_problem(content) is None
+    block = content[0]
+    if type(block) is ToolUseBlock:
+        size = block.tokens
+        return (type(size) is int and 0 <= size < _LIMIT and type(block.id) is str
+                and block.id != "" and type(block.name) is str)
+    if type(block) is TextBlock:
+        size = block.tokens
+        return type(size) is int and 0 <= size < _LIMIT and type(block.text) is str
+    return content_problem(content) is None
+
+
 def well_formed_tool_result(r: fx.ToolResult) -> bool:
     t, n, m = r.duration_s, r.tokens, r.metric
     return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S

@@ -35,7 +35,14 @@ from sim.harness.effects import (
     ToolResult,
 )
 from sim.harness.guards import Run, check_abort, check_ready, receive, stop, wait
-from sim.harness.messages import Block, ToolResultBlock, ToolUseBlock, make_message, text_block
+from sim.harness.messages import (
+    Block,
+    Message,
+    ToolResultBlock,
+    ToolUseBlock,
+    make_message,
+    text_block,
+)
 from sim.harness.params import HarnessParams, ToolSpec
 from sim.harness.policy import ALLOW, APPROVE, REJECT, check_call
 from sim.harness.protocol import MAX_SECONDS, well_formed_tool_result
@@ -76,7 +83,8 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
             observation, metric = yield from _run_tool(run, call, spec, blocks)
         if detecting:
             found = run.detector.observe(state.detector, canonical_call(call.name, call.input),
-                                         observation_hash(observation),
+                                         observation if len(observation) <= 64
+                                         else observation_hash(observation),
                                          spec is not None and spec.polling, metric)
             signal = signal or found
     if signal is not None:
@@ -87,7 +95,12 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
         if run.emit:
             run.emit(ev.NUDGE, {"signal": signal, "tool": calls[-1].name})
     run.open_calls = run.blocks = None
-    state.append(make_message("user", blocks))
+    tokens = 0
+    for block in blocks:
+        tokens += block.tokens
+    # after the step's assistant message: state.append of make_message("user", blocks)
+    state.messages.append(Message("user", blocks, tokens))
+    state.context_tokens += tokens
 
 
 def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Block]
@@ -103,7 +116,8 @@ def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Bl
         return False
     state = run.state
     state.active_s += duration
-    check_abort(state)  # cancelled in flight: the driver aborted the call
+    if state.abort_requested:  # cancelled in flight: the driver aborted the call
+        stop(CANCELLED, "external_signal")
     state.tool_calls += 1
     call = request.call
     state.tool_failures.pop(call.name, None)
