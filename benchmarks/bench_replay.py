@@ -63,38 +63,45 @@ def write_traces(folder: Path, runs: int, scenario: str) -> Path:
     return folder
 
 
-def read_seconds(folder: Path) -> float:
-    """Seconds to read the folder's two Parquet files into pandas."""
-    start = time.perf_counter()
-    for name in ("runs.parquet", "calls.parquet"):
-        pq.read_table(folder / name).to_pandas()
-    return time.perf_counter() - start
+def read_once(folder: Path) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MiB) of reading the folder's
+    two Parquet files into pandas, in a fresh process (the baseline)."""
+    return _measured([sys.executable, "-c", "import sys, pyarrow.parquet as pq; "
+                      "[pq.read_table(f'{sys.argv[1]}/{n}').to_pandas() for n in "
+                      "('runs.parquet', 'calls.parquet')]", str(folder)], "the read")
 
 
-def replay_once(folder: Path, scenario: str, options: tuple[str, ...], out: Path
-                ) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (user + system, the command and every
-    process it waited for) and peak RSS (MiB, its largest process) of one
-    ``sim replay`` over the folder."""
+def _measured(command: list[str], what: str) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system, the command and every process
+    it waited for) and peak RSS (MiB, its largest process) of ``command``."""
     start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "sim", "replay", str(folder), scenario,
-                              *options, "--quiet", "--force", "--out", str(out)],
-                             stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     if child.returncode != 0:
-        raise SystemExit(f"sim replay {' '.join(options)} failed ({child.returncode})")
+        raise SystemExit(f"{what} failed ({child.returncode})")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def replay_once(folder: Path, scenario: str, options: tuple[str, ...], out: Path
+                ) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MiB) of one ``sim replay``
+    over the folder (:func:`_measured`)."""
+    return _measured([sys.executable, "-m", "sim", "replay", str(folder), scenario, *options,
+                      "--quiet", "--force", "--out", str(out)],
+                     f"sim replay {' '.join(options)}")
 
 
 def measure(runs: int, rounds: int, scenario: str, work: Path, modes: list[str]
             ) -> tuple[dict[str, float], bool]:
     """Median seconds of the read and of each replay mode, peak RSS, identity."""
     folder = write_traces(work / f"traces_{runs}", runs, scenario)
-    times: dict[str, list[float]] = {"read": []}
+    times: dict[str, list[float]] = {"read": [], "rss read": []}
     for _ in range(rounds):
-        times["read"].append(read_seconds(folder))
+        wall, _, rss = read_once(folder)
+        times["read"].append(wall)
+        times["rss read"].append(rss)
         for mode in modes:
             wall, cpu, rss = replay_once(folder, scenario, MODES[mode],
                                          work / f"replay_{runs}_{mode}")
@@ -123,12 +130,13 @@ def main() -> None:
             read = m["read"]
             print(f"{runs:,} runs, {args.rounds} round(s), load {os.getloadavg()[0]:.1f} "
                   f"on {os.cpu_count()} cores")
-            print(f"  read runs+calls.parquet  {read:8.2f} s")
+            print(f"  read runs+calls.parquet  {read:8.2f} s, peak RSS "
+                  f"{m['rss read']:,.0f} MiB")
             for mode in modes:
-                wall = m[f"wall {mode}"]
+                wall, rss = m[f"wall {mode}"], m[f"rss {mode}"]
                 print(f"  replay, {mode:<10} {wall:8.2f} s wall ({wall / read:,.1f}x the "
                       f"read), {m[f'cpu {mode}']:6.1f} CPU s, "
-                      f"peak RSS {m[f'rss {mode}']:,.0f} MiB")
+                      f"peak RSS {rss:,.0f} MiB ({rss / m['rss read']:.2f}x the read's)")
             if "wall 1 worker" in m and "wall 2 workers" in m:
                 print(f"  2 workers vs 1: {m['wall 1 worker'] / m['wall 2 workers']:.2f}x faster")
             print(f"  results identical across modes: {same}")

@@ -6,7 +6,8 @@
 Runs ``python -m sim run SCENARIO --tasks N --workers W --quiet`` with and
 without ``--traces``, alternating, ``rounds`` times (a fresh process each,
 the command a user runs), and prints the median wall seconds and CPU seconds
-(user + system of the command and its workers) of each and their ratios,
+(user + system of the command and its workers) and the peak resident memory
+(MiB, the largest of its processes, over the rounds) of each and their ratios,
 with the load average at the start and end: this machine is shared, so the
 CPU ratio is the steadier measure. Issue 26's target: ``run --traces`` at
 most 1.5x ``run`` (it was 5.2x at 10,000 tasks).
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -24,15 +24,17 @@ import tempfile
 import time
 
 
-def timed(command: list[str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the children) of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def timed(command: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MiB) of one command: its own
+    figures and those of the workers it waited for (``wait4``)."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, command)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -46,16 +48,19 @@ def main() -> None:
     command = [sys.executable, "-m", "sim", "run", args.scenario, "--tasks", str(args.tasks),
                "--seed", "5", "--workers", str(args.workers), "--quiet", "--force"]
     print(f"load average at start: {os.getloadavg()}")
-    runs: dict[str, list[tuple[float, float]]] = {"run": [], "run --traces": []}
+    runs: dict[str, list[tuple[float, float, float]]] = {"run": [], "run --traces": []}
     for _ in range(args.rounds):
         runs["run"].append(timed([*command, "--out", f"{out}/plain"]))
         runs["run --traces"].append(timed([*command, "--out", f"{out}/traced", "--traces"]))
-    wall = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
-    cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
+    wall = {k: statistics.median(w for w, _, _ in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(c for _, c, _ in v) for k, v in runs.items()}
+    rss = {k: max(m for _, _, m in v) for k, v in runs.items()}
     for name in runs:
-        print(f"{name:>14}: wall {wall[name]:7.2f} s   cpu {cpu[name]:7.2f} s")
+        print(f"{name:>14}: wall {wall[name]:7.2f} s   cpu {cpu[name]:7.2f} s   "
+              f"peak RSS {rss[name]:7.0f} MiB")
     print(f"ratio --traces / plain: wall {wall['run --traces'] / wall['run']:.2f}x, "
-          f"cpu {cpu['run --traces'] / cpu['run']:.2f}x "
+          f"cpu {cpu['run --traces'] / cpu['run']:.2f}x, "
+          f"peak RSS {rss['run --traces'] / rss['run']:.2f}x "
           f"({args.tasks:,} tasks, {args.workers} workers, {args.rounds} rounds)")
     print(f"load average at end: {os.getloadavg()}")
 

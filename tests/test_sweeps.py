@@ -115,9 +115,12 @@ def test_results_are_the_same_bytes_on_one_worker_two_workers_and_dask(tmp_path:
     assert not (tmp_path / "one" / ".partial").exists()  # a finished sweep keeps no chunks
 
 
-def test_a_local_dask_cluster_gives_the_same_records(tmp_path: Path) -> None:
-    """--scheduler dask's LocalCluster (worker processes from the fork server,
-    the cell scattered to them once) gives the records of one worker."""
+@pytest.mark.parametrize("wait", [True, False], ids=["all-on-cluster", "started-mid-run"])
+def test_a_local_dask_cluster_gives_the_same_records(tmp_path: Path, wait: bool) -> None:
+    """--scheduler dask's LocalCluster (worker processes forked from this one
+    on Linux, the cell scattered to them once) gives the records of one
+    worker: with every chunk on the cluster, and with the workers forked while
+    this process runs the first chunks itself (the path of ``sim run``)."""
     pytest.importorskip("distributed")
     import pyarrow as pa
 
@@ -125,7 +128,7 @@ def test_a_local_dask_cluster_gives_the_same_records(tmp_path: Path) -> None:
     tables: dict[str, list] = {"one": [], "dask": []}
     for kind, scheduler, workers in (("one", None, 1), ("dask", "dask", 2)):
         with make_scheduler(scheduler, workers) as where:
-            if kind == "dask":
+            if kind == "dask" and wait:
                 where._up.wait()  # every chunk to the cluster, none to this process
             run_chunks(runs, 600, where, ChunkStore(tmp_path / kind, "x", resume=False),
                        lambda job, table, *_, k=kind: tables[k].append(table), progress=False)

@@ -3,11 +3,13 @@
 :func:`scenario_document` turns :class:`~sim.calibration.estimate.Estimates`
 and an :class:`Adjustment` into a scenario mapping plus a comment for each
 fitted field (what it was fitted from), ready for :func:`render_yaml`. The
-harness is the recorded one as far as the traces say: its limits, no
-no-progress detector, no harness retries of tool errors, no verifier, a
-conversation with the task-giver when the runs have one, prompt caching when
-they use the cache. The world has one task class per estimate (a single class
-is the world itself).
+harness is the recorded one as far as the traces say: its limits, its
+no-progress detector where its stops show one (else none), no harness
+retries of tool errors, no verifier, a conversation with the task-giver
+when the runs have one, prompt caching when they use the cache. The world
+has one task class per estimate (a single class is the world itself), whose
+fitted endings wait while its model is in a loop (``ends_in_loop`` false:
+the loops' lengths and escapes are fitted as loops, not as endings).
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, A
         "policy": {"loop": round(c.loop, 6), "transient": 0.0,
                    "validation": round(c.validation, 6), "premature": 0.0,
                    "talk": round(c.talk, 6), "self_escape": round(c.self_escape, 6),
-                   "self_end": round(c.self_end, 6), "escape_after_nudge": 0.5},
+                   "self_end": round(c.self_end, 6),
+                   "escape_after_nudge": round(c.escape_after_nudge, 6),
+                   "ends_in_loop": False},
         "tokens": {"prefix": max(min(c.first_prompts), stable + 1),
                    "output": _dist(c.output_tool), "answer_output": _dist(c.output_text)},
         "user": {"reply": _dist(c.reply), "stop_when_done": 1.0, "accept_claim": 1.0,
@@ -120,7 +124,7 @@ def _harness(est: Estimates, prices_date: str | None, comments: dict[str, str]
         "context_window": max(200_000, 2 * est.max_prompt),
         "budgets": {"steps": est.step_limit, "tool_errors": est.error_limit,
                     "money_usd": est.cost_limit},
-        "detector": {"enabled": False},
+        "detector": {"enabled": False} if est.detector is None else est.detector.section(),
         "retry": {"retry_tool_errors": False},
         "verifier": {"name": "none"},
         "conversation": {"enabled": est.conversation},
@@ -135,9 +139,15 @@ def _harness(est: Estimates, prices_date: str | None, comments: dict[str, str]
         else "no prices"
     for m in others:
         comments[f"harness.model_prices.{m}"] = est.prices[m].source
-    comments["harness.budgets"] = ("the limits the traces state (steps: "
-                                   + est.notes.get("steps", "the step limit") + ")")
-    comments["harness.detector"] = "the recorded harness's detector is unknown: off"
+    comments["harness.budgets"] = "; ".join(
+        ["the limits the traces state (steps: " + est.notes.get("steps", "the step limit")
+         + ")", *(est.notes[k] for k in ("prompt_tokens", "output_tokens") if k in est.notes)])
+    if est.token_limit is not None:
+        harness["budgets"]["tokens"] = est.token_limit
+    if est.output_limit is not None:
+        harness["budgets"]["output_tokens"] = est.output_limit
+    comments["harness.detector"] = ("the recorded harness's detector is unknown: off"
+                                    if est.detector is None else est.detector.note)
     comments["harness.max_output_tokens"] = f"1.25 x the largest output seen ({est.max_output})"
     return harness
 

@@ -12,7 +12,10 @@ every later stage reads (units: tokens, USD, seconds):
   ``reasoning``, ``tools`` (tool calls made), ``text`` (no tool call),
   ``errors`` (tool results flagged as errors), ``results`` (tokens of the tool
   results), ``tool`` (the first tool's name), ``repeat`` (the first tool call
-  repeats the previous call's: same name and arguments), ``observation``
+  repeats the previous call's: same name and arguments), ``keys`` (the keys
+  of its tool calls, name and canonical arguments, in the calls of runs where
+  some tool call recurs, else None: what a no-progress detector compares,
+  :mod:`sim.calibration.detection`), ``observation``
   (tokens of other messages entering after the call), ``last`` (the run's
   final call), ``latency_s``, ``started_s``, ``cost``, ``tool_s`` (seconds
   its tool calls ran, NaN when not recorded);
@@ -167,6 +170,7 @@ def _derive_calls(calls: pd.DataFrame, tools: Any) -> pd.DataFrame:
         0).astype(np.int64)
     name, arguments = _tool_columns(calls, tools)
     runs = calls["run_id"].to_numpy()
+    calls["keys"] = _recurring_keys(runs, tools)
     has = calls["tools"].to_numpy() > 0
     repeat = np.zeros(len(calls), dtype=bool)
     repeat[1:] = (has[1:] & has[:-1] & (runs[1:] == runs[:-1])
@@ -215,6 +219,41 @@ def _tool_columns(calls: pd.DataFrame, tools: Any) -> tuple[np.ndarray, np.ndarr
     calls["tool"] = np.array([v or "" for v in name], dtype=object)
     calls["tool_s"] = tool_s
     return name, arguments
+
+
+def _recurring_keys(runs: np.ndarray, tools: Any) -> np.ndarray:
+    """Per call (``runs``: each call's run id), the keys of its tool calls as a
+    tuple (``name``, a NUL, the arguments as recorded: the trace model keeps
+    them as canonical JSON, so two keys are equal exactly when the harness's
+    ``canonical_call`` keys are), for the calls of runs in which some tool
+    call (name and arguments) occurs twice; None for the calls of other runs,
+    which no repetition or cycle detector can stop."""
+    import pyarrow.compute as pc
+
+    n = len(runs)
+    keys = np.full(n, None, dtype=object)
+    flat = pc.list_flatten(tools)
+    if not len(flat):
+        return keys
+    parent = pc.list_parent_indices(tools).to_numpy().astype(np.int64)
+    names = pc.fill_null(pc.struct_field(flat, "name"), "")
+    arguments = pc.fill_null(pc.struct_field(flat, "arguments"), "")
+    key = np.asarray(pc.binary_join_element_wise(names, arguments, "\0").to_pandas(),
+                     dtype=object)
+    owner = runs[parent]
+    recurs = pd.DataFrame({"run": owner, "name": names.to_pandas(),  # not the keys: pandas
+                           "arguments": arguments.to_pandas()}  # hashes stop at a NUL
+                          ).duplicated(keep=False).to_numpy()
+    if not recurs.any():
+        return keys
+    chosen = np.isin(owner, np.unique(owner[recurs]))
+    call_of = parent[chosen]
+    in_runs = np.isin(runs, np.unique(owner[recurs]))
+    for i in np.flatnonzero(in_runs).tolist():
+        keys[i] = ()
+    for call, k in zip(call_of.tolist(), key[chosen].tolist(), strict=True):
+        keys[call] = (*keys[call], k)
+    return keys
 
 
 def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) -> pd.DataFrame:

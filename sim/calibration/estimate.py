@@ -14,12 +14,20 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   messages), the tool results of a call by its first tool, the task-giver's
   replies (observation tokens after a message);
 - **rates per fresh decision** (a call that is not a repeat of the previous
-  call): ``talk`` (messages to the task-giver other than the run's last
+  call, nor, with fitted endings, a run's final answer: the ending's, not a
+  decision's): ``talk`` (messages to the task-giver other than the run's last
   call), ``validation`` (calls whose tool results were errors), a loop's
-  entry and its ``self_escape`` (from the runs of identical consecutive calls:
-  a run of L identical calls has L-1 repeats; repeats given at least one are
-  1 + geometric, so ``self_escape = episodes / repeats``), and the per-call
-  rate of faults that ended runs (``persistent``: such runs / calls);
+  entry and its escapes, from the runs of identical consecutive calls (a
+  loop's entry followed by repeats), and the per-call rate of faults that
+  ended runs (``persistent``: such runs / calls). After each repeat the model
+  stays or escapes: a repeat that the recorded detector answered with a nudge
+  (:mod:`sim.calibration.detection`) is a trial of ``escape_after_nudge``,
+  any other one that is not the run's last call a trial of ``self_escape``
+  (the share of trials followed by a different call; 0.5 without trials, 0
+  for ``self_escape`` when only nudges were seen). A loop whose model escapes
+  at once is not seen, so the entry rate is the loops seen / (fresh decisions
+  x (1 - ``self_escape``)). A run's end cuts its loop short (a censored
+  trial, not an escape): loops the recorded harness stopped are no escapes;
 - **exits**: ``self_end`` is the share of the runs ended by the agent among
   those ended by the agent or the task-giver; the unsolvable share is the
   unresolved share among them; an unsolvable task's ``need_scale`` is the
@@ -59,6 +67,8 @@ import numpy as np
 import pandas as pd
 
 from sim.calibration.data import Traces
+from sim.calibration.detection import DetectorFit, fit_detector
+from sim.calibration.limits import limits
 from sim.calibration.prices import PriceEstimate, estimate_prices
 from sim.calibration.sizes import (
     _duration,
@@ -104,6 +114,7 @@ class ClassEstimate:
     validation: float
     loop: float
     self_escape: float
+    escape_after_nudge: float
     persistent: float
     self_end: float
     unsolvable: float
@@ -138,6 +149,9 @@ class Estimates:
     max_output: int
     max_prompt: int
     notes: dict[str, str] = field(default_factory=dict)
+    token_limit: int | None = None
+    output_limit: int | None = None
+    detector: DetectorFit | None = None
 
 
 # ------------------------------------------------------------------ classes
@@ -162,7 +176,10 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
     last = calls["last"].to_numpy(bool)
     repeat = calls["repeat"].to_numpy(bool)
     errors = calls["errors"].to_numpy() > 0
-    talk, validation, loop, self_escape, notes["rates"] = _rates(text, last, repeat, errors)
+    nudged = (calls["nudged"].to_numpy(bool) if "nudged" in calls
+              else np.zeros(len(calls), dtype=bool))
+    talk, validation, loop, self_escape, escape, notes["rates"] = _rates(
+        text, last, repeat, errors, nudged, with_endings)
     cats = runs["category"].to_numpy(object)
     faults = int((cats == "model_error").sum())
     # a run that failed before its first reply made one (failed) call too
@@ -222,7 +239,8 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         first_prompts=_first_prompts(runs),
         output_tool=output_tool, output_text=output_text, run_sigma=tau,
         tool_calls=tool_calls, reply=reply, talk=talk, validation=validation, loop=loop,
-        self_escape=self_escape, persistent=persistent, self_end=self_end,
+        self_escape=self_escape, escape_after_nudge=escape, persistent=persistent,
+        self_end=self_end,
         unsolvable=float(unsolvable), need_scale=need_scale, need_mu=need_mu,
         need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
         reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
@@ -230,17 +248,24 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         cache_share=share, endings=endings, notes=notes)
 
 
-def _rates(text: np.ndarray, last: np.ndarray, repeat: np.ndarray, errors: np.ndarray
-           ) -> tuple[float, float, float, float, str]:
-    """``(talk, validation, loop, self_escape, note)`` per fresh decision (see
-    the module docstring), the three rates scaled to sum to at most 0.95."""
-    fresh = int((~repeat).sum())
+def _rates(text: np.ndarray, last: np.ndarray, repeat: np.ndarray, errors: np.ndarray,
+           nudged: np.ndarray, endings: bool) -> tuple[float, float, float, float, float, str]:
+    """``(talk, validation, loop, self_escape, escape_after_nudge, note)`` per
+    fresh decision (see the module docstring), the three rates scaled to sum
+    to at most 0.95 (calls in run order; ``nudged``: a nudge followed the call;
+    ``endings``: a run's final answer is its fitted ending, not a decision)."""
+    fresh = int((~repeat).sum()) - (int((text & last).sum()) if endings else 0)
     talk_calls = int((text & ~last).sum())
     error_calls = int((~text & ~repeat & errors).sum())
     repeats = int(repeat.sum())
     starts = repeat & ~np.concatenate(([False], repeat[:-1]))
     episodes = int(starts.sum())
-    self_escape = episodes / repeats if repeats else 0.5
+    stayed = np.concatenate((repeat[1:], [False]))  # the next call repeats this one
+    trial = repeat & ~last  # a repeat the run went on after: stay or escape
+    own, after_nudge = trial & ~nudged, trial & nudged
+    n_own, n_nudge = int(own.sum()), int(after_nudge.sum())
+    self_escape = float((own & ~stayed).sum() / n_own) if n_own else 0.0 if n_nudge else 0.5
+    escape = float((after_nudge & ~stayed).sum() / n_nudge) if n_nudge else 0.5
     loop = (episodes / (fresh * (1 - self_escape)) if repeats and self_escape < 1
             else episodes / max(fresh, 1))
     talk = talk_calls / max(fresh, 1)
@@ -249,8 +274,10 @@ def _rates(text: np.ndarray, last: np.ndarray, repeat: np.ndarray, errors: np.nd
         total = loop + talk + validation
         loop, talk, validation = (0.95 * v / total for v in (loop, talk, validation))
     note = (f"per fresh decision over {fresh} calls: {talk_calls} messages, "
-            f"{error_calls} tool errors, {episodes} loops with {repeats} repeats")
-    return talk, validation, loop, self_escape, note
+            f"{error_calls} tool errors, {episodes} loops with {repeats} repeats; "
+            f"escapes: {int((own & ~stayed).sum())} of {n_own} repeats on its own, "
+            f"{int((after_nudge & ~stayed).sum())} of {n_nudge} nudges")
+    return talk, validation, loop, self_escape, escape, note
 
 
 def _cache(calls: pd.DataFrame, notes: dict[str, str]
@@ -338,6 +365,11 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
     """All direct estimates of ``traces`` with runs in the classes ``labels``
     (``endings`` False: the world of old, whose runs end when their need is
     done, without the competing-risks endings)."""
+    detector = fit_detector(traces)
+    if detector is not None:  # which calls the recorded harness nudged, for the escapes
+        traces = Traces(traces.folder, traces.runs,
+                        traces.calls.assign(nudged=detector.nudged), traces.dropped,
+                        traces.repaired)
     runs, calls = traces.runs, traces.calls
     effects_all: dict[str, float] = {}
     taus: dict[str, float] = {}
@@ -355,31 +387,14 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
     models = list(dict.fromkeys(c.model for c in by_class))
     prices = estimate_prices(traces, models, when)
 
-    def limit(column: str) -> float | None:
-        values = runs[column].dropna()
-        return float(values.median()) if len(values) else None
-
-    notes = {}
-    step_limit = limit("step_limit")
-    steps = None if step_limit is None else int(step_limit)
-    stopped = runs.loc[runs["category"] == "steps", "steps"]
-    if steps is None and len(stopped):
-        steps = int(stopped.max())
-        notes["steps"] = (f"the most steps of the {len(stopped)} runs the recorded step or "
-                          f"message limit stopped")
-    message_limit = limit("message_limit") if steps is None else None
-    if message_limit is not None and len(calls):
-        per_step = float((1 + calls["tools"] + (calls["text"] & ~calls["last"])).mean())
-        steps = max(1, int(message_limit / per_step))
-        notes["steps"] = f"message limit {message_limit:g} / {per_step:.2f} messages per call"
-    errors = limit("error_limit")
-    cost = limit("cost_limit_usd")
+    known = limits(traces)
     conversation = bool((runs["category"] == "task_giver").any()
                         or (calls["text"] & ~calls["last"]).any())
     cached = bool((calls["cache_write_tokens"] > 0).any())  # breakpoints: writes are reported
     return Estimates(
-        classes=by_class, tools=tools, prices=prices, step_limit=steps,
-        error_limit=None if errors is None else int(errors), cost_limit=cost,
+        classes=by_class, tools=tools, prices=prices, step_limit=known.steps,
+        error_limit=known.tool_errors, cost_limit=known.money_usd,
         conversation=conversation, cached=cached,
         max_output=int((calls["output"] + calls["reasoning"]).max()),
-        max_prompt=int(calls["prompt"].max()), notes=notes)
+        max_prompt=int(calls["prompt"].max()), notes=known.notes,
+        token_limit=known.tokens, output_limit=known.output_tokens, detector=detector)

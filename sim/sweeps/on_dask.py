@@ -7,12 +7,20 @@ Where a Dask run spends more than the local pool (measured with
 ``benchmarks/bench_dask.py`` and ``sim run --tasks 200000`` on 2 cores), and
 what this module does about it:
 
-- **starting the LocalCluster** (4-7 s on a loaded 2-core machine: a fork
-  server importing Dask and sim, a scheduler, a nanny and a worker per
-  process): the cluster starts in a background thread while this process
-  runs the first chunks itself, as :class:`~sim.sweeps.schedulers.InProcess`
-  would; once the cluster is up, every chunk not yet begun goes to it at
-  once (:class:`_Handoff`), so no worker waits for this process's chunk;
+- **starting the LocalCluster**: the one place a Dask run waits. Timed per
+  chunk in every process (200,000 and 100,000 tasks of bounded.yaml at load
+  13-14), the workers go from one chunk to the next with 0.6 s of gaps in
+  80 s and spend the CPU per chunk the local pool's workers do (within the
+  noise: 0.43 s a chunk for Dask's workers and for this process's own, 0.38 s
+  for the pool a minute before); Dask's extra wall time is the start, when
+  one process computes instead of two. Workers forked from a fork server
+  (a new interpreter importing Dask and sim: 3.8-4.1 s to a cluster up at
+  load 14) are now forked from this process on Linux (:data:`START_METHOD`:
+  0.5-0.8 s), as the local pool's are. The cluster starts in a background
+  thread while this process runs the first chunks itself, as
+  :class:`~sim.sweeps.schedulers.InProcess` would; once it is up, every chunk
+  not yet begun goes to it at once (:class:`_Handoff`), so no worker waits
+  for this process's chunk;
 - **the arguments every chunk shares** (a cell's scenario and compiled
   world: 10 KB for bounded.yaml, 365 KB and 60 ms to unpickle for
   tau2.yaml) are scattered to the workers once, not sent with every chunk;
@@ -27,6 +35,7 @@ The chunks, hence the results, are the same wherever each one runs.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -34,8 +43,14 @@ from typing import Any
 from sim.bad_input import InputError
 from sim.sweeps.schedulers import LostWorker
 
+START_METHOD = "fork" if sys.platform.startswith("linux") else "forkserver"
+"""How our LocalCluster's worker processes start: forked from this process
+on Linux (everything a chunk needs is imported already, as for the local
+pool's workers), elsewhere from a fork server that imports Dask and sim once
+(:data:`FORKSERVER_PRELOAD`; fork is unsafe on macOS)."""
+
 LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
-    "distributed.worker.multiprocessing-method": "forkserver",
+    "distributed.worker.multiprocessing-method": START_METHOD,
     "distributed.worker.profile.enabled": False,
     "distributed.admin.system-monitor.gil.enabled": False,
     "distributed.admin.system-monitor.interval": "2s",
@@ -46,11 +61,12 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.client.scheduler-info-interval": "10s",
 }
 """Dask settings of the LocalCluster that ``--scheduler dask`` starts (measured
-with ``benchmarks/bench_dask.py``): workers forked from a server that has
-imported Dask and sim once (:data:`FORKSERVER_PRELOAD`; the chunk path
-imports no pandas), instead of each spawned worker importing them again (on
-2 cores at load 15-23: start and stop 4-12 s became about 5 s for the first
-cluster of a process, which starts the fork server, and 1-1.5 s after), and
+with ``benchmarks/bench_dask.py``): workers started by :data:`START_METHOD`
+(forked from this process on Linux; elsewhere from a server that has
+imported Dask and sim once, :data:`FORKSERVER_PRELOAD`, the chunk path
+importing no pandas), instead of each spawned worker importing them again
+(on 2 cores at load 15-23: start and stop 4-12 s became about 5 s with the
+fork server, and 0.5-0.8 s forked at load 14), and
 neither the statistical profiler (it samples the running chunk's stack every
 10 ms, taking the GIL: it made chunks 2x slower) nor the GIL monitor; the
 event loops' housekeeping (ticks every 20 ms, memory checks every 100 ms,
@@ -178,7 +194,8 @@ class DaskScheduler:
 
         try:
             with dask.config.set(LOCAL_CLUSTER_CONFIG):
-                _preload_forkserver()
+                if START_METHOD == "forkserver":
+                    _preload_forkserver()
                 self._cluster = LocalCluster(n_workers=workers, **CLUSTER_OPTIONS)
             self._client = Client(self._cluster)
         except BaseException as error:  # reported by run or close, in the caller's thread

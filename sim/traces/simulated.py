@@ -137,8 +137,8 @@ class RunRecorder:
     def _append(self, usage: Usage, model: str | None, finish_reason: str | None,
                 started_s: float, latency_s: float | None, text_tokens: int | None,
                 purpose: str | None, text_hash: str | None, tools: int = 0) -> int:
-        """One call appended to every row column; returns its row (a
-        verifier's check: :meth:`_model_call` writes a response's inline)."""
+        """One call appended to every row column (its cost and observation
+        to come); returns its row."""
         c = self.columns
         row = len(c.run)
         c.run.append(self.key)
@@ -173,30 +173,16 @@ class RunRecorder:
             elif block.type == "tool_use":
                 c.tool_id.append(block.id)
                 c.tool_name.append(block.name)
-                c.arguments.append(canonical_json(block.input))
+                c.arguments.append(_arguments(block.input))
                 c.result_tokens.append(None)
                 c.result_sha256.append(None)
                 c.error.append(None)
                 c.duration_s.append(None)
         usage = response.usage
-        row = len(c.run)
-        c.run.append(self.key)
-        c.input_tokens.append(usage.input_tokens)
-        c.cache_read_tokens.append(usage.cache_read_tokens)
-        c.cache_write_tokens.append(usage.cache_write_tokens)
-        c.output_tokens.append(usage.output_tokens)
-        c.reasoning_tokens.append(usage.thinking_tokens)
-        c.model.append(response.model or request.model)
-        c.cost_usd.append(None)
-        c.finish_reason.append(response.stop_reason)
-        c.started_s.append(began - self.t0)
-        c.latency_s.append(response.latency_s)
-        c.text_tokens.append(text)
-        c.tools.append(len(c.tool_id) - first)
-        c.observation_tokens.append(0)
-        c.purpose.append(request.purpose)
-        c.text_sha256.append(texts_sha256(texts) if texts else _EMPTY_SHA256)
-        c.observation_sha256.append(None)
+        row = self._append(usage, response.model or request.model, response.stop_reason,
+                           began - self.t0, response.latency_s, text, request.purpose,
+                           texts_sha256(texts) if texts else _EMPTY_SHA256,
+                           len(c.tool_id) - first)
         self._open = (row, spent, tokens, usage)
         if request.purpose == "step":
             self._step, self._step_tools, self._assistant = row, first, None
@@ -208,8 +194,10 @@ class RunRecorder:
         row, spent, tokens, usage = self._open
         self._open = None
         c = self.columns
-        if self._tokens() == tokens and (usage.prompt_tokens or usage.output_tokens
-                                         or usage.thinking_tokens):
+        s = self.state
+        if (s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens
+                + s.thinking_tokens == tokens) and (usage.prompt_tokens or usage.output_tokens
+                                                    or usage.thinking_tokens):
             c.dropped.append(row)
             if self._step == row:
                 self._step = None
@@ -254,6 +242,25 @@ class RunRecorder:
                     texts.append(block.text)
         c.observation_tokens[row] = observed
         c.observation_sha256[row] = observed_sha256(texts) if texts else None
+
+
+_ARGUMENTS: dict[tuple[Any, Any], str] = {}
+_ARGUMENTS_KEPT = 4096
+
+
+def _arguments(arguments: Any) -> str:
+    """:func:`~sim.traces.model.canonical_json` of a tool call's arguments;
+    those of one pair, the simulated worlds' ``{"target": ...}``, from a
+    cache of the last few thousand (cleared when full)."""
+    if type(arguments) is dict and len(arguments) == 1:
+        for pair in arguments.items():
+            text = _ARGUMENTS.get(pair)
+            if text is None:
+                if len(_ARGUMENTS) >= _ARGUMENTS_KEPT:
+                    _ARGUMENTS.clear()
+                text = _ARGUMENTS[pair] = canonical_json(arguments)
+            return text
+    return canonical_json(arguments)
 
 
 def simulated_run(calls: list[CallRecord], *, run_id: str, file: str, task_id: str,

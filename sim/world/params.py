@@ -57,9 +57,11 @@ class PolicyParams(_Strict):
 
     A model in a loop repeats its call until a nudge gets it out
     (``escape_after_nudge``) or, on each repeat, it moves on by itself
-    (``self_escape``). In a conversation (the harness's ``end_marker`` set) the
-    model reports a finished task to the task-giver, or ends the run itself
-    with the marker with probability ``self_end``.
+    (``self_escape``); with ``ends_in_loop`` false a fitted ending waits until
+    it is out (the ending drawn for a call it spends in the loop is void). In
+    a conversation (the harness's ``end_marker`` set) the model reports a
+    finished task to the task-giver, or ends the run itself with the marker
+    with probability ``self_end``.
     """
 
     loop: Prob = Field(0.015, description="probability a call enters a doom loop")
@@ -73,6 +75,9 @@ class PolicyParams(_Strict):
     self_escape: Prob = Field(
         0.0, description="probability, on each repeat of a loop, that the model moves on by "
                          "itself")
+    ends_in_loop: bool = Field(True, description=(
+        "whether a fitted ending (world.endings) may end a run while its model is in a loop "
+        "(false: only once it is out)"))
     talk: Prob = Field(0.0, description="probability a call is a message to the task-giver "
                                         "(conversations only)")
     self_end: Prob = Field(0.0, description="probability the model ends a finished "

@@ -183,13 +183,12 @@ class SimulatedTask:
         """The reply's content: the model's decision at this call (one uniform
         of the model stream, after a stuck model's escape draw)."""
         w = self.world
-        if w.endings and self.ending != NONE:  # RESOLVE or GIVE_UP: a final answer
-            self.stuck = False
+        ending = self.ending != NONE  # RESOLVE or GIVE_UP: a final answer (in a loop: if it may)
+        if self.stuck and not (ending and w.ends_in_loop) and self._stays_stuck(request):
+            return [self._repeat_loop_call()]
+        self.stuck = False
+        if ending:
             return [self._answer(self.ending == RESOLVE)]
-        if self.stuck:
-            if self._stays_stuck(request):
-                return [self._repeat_loop_call()]
-            self.stuck = False
         r = self.model.uniform()
         if r < w.c_validation:
             return [self._faulty_call(r)]

@@ -100,6 +100,7 @@ class World:
         self.premature_after = policy.premature_after
         self.escape = policy.escape_after_nudge
         self.self_escape = policy.self_escape
+        self.ends_in_loop = policy.ends_in_loop
         self.self_end = policy.self_end
         self.retry_success = params.retry_success
 
