@@ -51,7 +51,10 @@ def count(tree: Path, scenario: str, tasks: int, engine: str) -> tuple[int, int]
     process under callgrind."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
-        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+        # one BLAS thread: numpy's idle BLAS threads spin for a varying number of
+        # instructions (a few million per run), noise in a count of ~100,000 per step
+        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0",
+                   OPENBLAS_NUM_THREADS="1")
         run = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
              "-c", _CHILD, str(Path(scenario).resolve()), str(tasks), engine],

@@ -5,7 +5,7 @@ estimates from every run, classes (clusters fitted to the sample, every run
 given its most probable one), then the simulate-and-compare search
 (:mod:`sim.calibration.search`) against the runs of the sample
 (:mod:`sim.calibration.sample`; every run when the sample is all of them),
-with ``max(1000, 4 x sampled runs)`` simulated runs per evaluation unless
+with ``4 x sampled runs`` (1,000 to 4,000) simulated runs per evaluation unless
 :attr:`Settings.search_runs` says. :func:`fit_fold` fits the world of one
 fold (on the other folds) and simulates it against the fold's held-out runs
 of the sample (the pipeline passes the sample's runs alone: its folds are
@@ -25,6 +25,7 @@ import numpy as np
 
 from sim.calibration import folds as fl
 from sim.calibration import structure as st
+from sim.calibration import tolerance
 from sim.calibration.build import Adjustment, scenario_document
 from sim.calibration.data import Traces
 from sim.calibration.estimate import Estimates, estimate
@@ -39,7 +40,7 @@ MIN_FOLD_SIM = 200
 @dataclass
 class Settings:
     """How each world is fitted: search simulations and runs per evaluation
-    (None: four times the sampled fitted runs, at least 1,000), simulated runs
+    (None: four times the sampled fitted runs, 1,000 to 4,000), simulated runs
     per held-out run of the sample (at least ``min_fold_sim`` per fold), runs
     of each fold world's common-random-number simulation for the fit's
     variance (``jackknife_runs``), the scenario's name and prices date, and
@@ -86,17 +87,18 @@ class FoldFit:
 
 def search_runs(settings: Settings, sampled: int) -> int:
     """Simulated runs per search evaluation for ``sampled`` runs searched against."""
-    return settings.search_runs or max(1000, 4 * sampled)
+    return settings.search_runs or tolerance.search_runs(sampled)
 
 
 def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Settings,
               description: str = "", sampled: np.ndarray | None = None, *,
-              error_seed: int | None = None) -> tuple[np.ndarray, Estimates, SearchResult,
-                                                      dict[str, Any], dict[str, str]]:
+              error_seed: int | None = None, start: tuple[np.ndarray, np.ndarray] | None = None
+              ) -> tuple[np.ndarray, Estimates, SearchResult, dict[str, Any], dict[str, str]]:
     """Fit one world to ``train``: ``(labels, estimates, search, doc, comments)``.
     ``sampled``: which of the runs the search compares against (None: all);
     ``error_seed``: also measure the search's sampling error
-    (``search.sim`` is kept for it; otherwise dropped)."""
+    (``search.sim`` is kept for it; otherwise dropped); ``start``: the
+    search's start and first-simplex steps (None: the direct estimates)."""
     labels = structure.labels(train, fl.seed_for(seed, "classes"), sampled)
     est = estimate(train, labels)
     real_runs = train
@@ -111,7 +113,9 @@ def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Setti
 
     crn = fl.seed_for(seed, "search")
     found = search(real, lambda a: simulate(document(a, runs)[0], runs, crn),
-                   max_evaluations=settings.evaluations, progress=settings.progress)
+                   max_evaluations=settings.evaluations, progress=settings.progress,
+                   start=None if start is None else start[0],
+                   steps=None if start is None else start[1])
     doc, comments = document(found.adjustment, runs)
     if error_seed is not None and found.sim is not None:
         sim = found.sim

@@ -123,14 +123,16 @@ def ladder_job(world: FoldWorld, recorded: dict[str, Any], rungs: list[Budget],
 
 
 def final_job(spec: Spec, structure: st.Structure, seed: int, settings: Settings,
-              description: str, runs: int) -> tuple[Any, ...]:
-    """The chosen structure fitted on all runs (its search on the sample, its
+              description: str, runs: int,
+              start: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Any, ...]:
+    """The chosen structure fitted on all runs (its search on the sample, from
+    ``start``: a start and first-simplex steps, None: the direct estimates; its
     sampling error measured) and simulated afresh for ``runs`` runs:
     ``(labels, estimates, search, doc, comments, sim)``."""
     c = context(spec)
     labels, est, found, doc, comments = fit_world(
         c.traces, structure, seed, settings, description, c.sampled,
-        error_seed=fl.seed_for(seed, "sampling error"))
+        error_seed=fl.seed_for(seed, "sampling error"), start=start)
     doc = {**doc, "tasks": runs}
     sim: Sample = simulate(doc, runs, fl.seed_for(seed, "simulation"))
     return labels, est, found, doc, comments, sim

@@ -53,11 +53,19 @@ from typing import Any
 from sim.calibration import folds as fl
 from sim.calibration import jobs as jb
 from sim.calibration import structure as st
-from sim.calibration.fitting import MIN_FOLD_SIM, FoldFit, Settings, fit_fold, fit_world
+from sim.calibration.fitting import (
+    MIN_FOLD_SIM,
+    FoldFit,
+    Settings,
+    fit_fold,
+    fit_world,
+    search_runs,
+)
 from sim.calibration.jobs import Context, Spec
 from sim.calibration.ladder import Budget, FoldWorld, budgets, pool_rungs
 from sim.calibration.result import Calibration, _header
 from sim.calibration.sample import PER_MODEL
+from sim.calibration.search import warm_start
 from sim.calibration.verdict import judge, pooled
 
 __all__ = ["MIN_FOLD_SIM", "Calibration", "FoldFit", "Settings", "calibrate", "cross_validate",
@@ -143,7 +151,7 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
         # the final fit first: the longest job (direct estimates on all runs)
         # starts while the other workers take the ladder's folds
         second: list[tuple[Any, ...]] = [("final", spec, chosen, fl.seed_for(seed, "final"),
-                                          settings, description, final_runs)]
+                                          settings, description, final_runs, _start(fits))]
         second += _ladder_jobs(ctx, fits, rungs) if with_ladder else []
         if progress:
             print(f"ladder of {len(rungs)} budgets and the final fit ({final_runs} runs "
@@ -169,7 +177,20 @@ def _search_runs(settings: Settings, fits: list[FoldFit]) -> int | None:
     """Simulated runs per search evaluation of the fold fits (None: no search)."""
     if settings.evaluations <= 0:
         return None
-    return settings.search_runs or max(1000, 4 * min(f.sampled for f in fits))
+    return search_runs(settings, min(f.sampled for f in fits))
+
+
+def _start(fits: list[FoldFit]) -> tuple[Any, Any] | None:
+    """The final search's warm start: from the chosen structure's fold optima
+    (:func:`sim.calibration.search.warm_start`), None when no fold's search
+    moved (the direct estimates stand). The folds' worlds are fitted on the
+    sample's runs, which the final fit reads too, and the final world is not
+    what the verdict judges (the folds' worlds are), so the held-out runs never
+    inform the fit used to predict them. The other way round, a fold search
+    started from the final optimum, would let its held-out runs do so."""
+    if not any(f.search.fatol is not None for f in fits):
+        return None
+    return warm_start([f.search.adjustment for f in fits])
 
 
 def _ladder_jobs(ctx: Context, fits: list[FoldFit], rungs: list[Budget]) -> list[tuple[Any, ...]]:

@@ -15,6 +15,14 @@ where known). Every evaluation simulates the same tasks with the same random
 streams (common random numbers: one root seed), so the loss is a
 deterministic function of the parameters and differences between evaluations
 come from the parameters alone.
+
+The search stops when its simplex's losses can no longer be told apart from
+sampling error: ``fatol`` is the loss's noise floor at the sizes compared and
+``xatol`` the matching move of the parameters
+(:mod:`sim.calibration.tolerance`), at most ``max_evaluations`` simulations.
+It starts from the direct estimates (all zero) or, given ``start``, from
+there with a first simplex of the given ``steps`` (the final fit starts from
+its folds' optima: :func:`warm_start`).
 """
 
 from __future__ import annotations
@@ -63,7 +71,8 @@ class SearchResult:
     adjustment found (for the search's own sampling error,
     :func:`sim.calibration.sample.loss_error`; None once dropped); ``error``:
     that sampling error when measured, and ``sampled`` the runs searched
-    against."""
+    against; ``fatol`` and ``xatol`` the tolerances it stopped at (the loss's
+    noise floor and the matching parameter move; None: no search ran)."""
 
     adjustment: Adjustment
     loss: float
@@ -72,17 +81,48 @@ class SearchResult:
     sim: Sample | None = None
     error: dict[str, float] | None = None
     sampled: int | None = None
+    fatol: float | None = None
+    xatol: float | None = None
+
+
+DEFAULT_STEPS = np.array([0.15, -0.25, 0.2])
+"""The first simplex's steps from the direct estimates (need shift, log sigma
+scale, log unsolvable scale)."""
+MIN_STEP = 0.02
+"""Smallest first-simplex step of a warm start (log units)."""
+
+
+def position(a: Adjustment) -> np.ndarray:
+    """An adjustment as the search's parameters (need shift, log sigma scale,
+    log unsolvable scale)."""
+    return np.array([a.need_shift, math.log(a.sigma_scale), math.log(a.unsolvable_scale)])
+
+
+def warm_start(found: list[Adjustment]) -> tuple[np.ndarray, np.ndarray]:
+    """A start and first-simplex steps from earlier searches' optima (the
+    folds'): their coordinate-wise median, and per coordinate their largest
+    distance from it (at least :data:`MIN_STEP`, at most the default step,
+    in the default step's direction)."""
+    points = np.array([position(a) for a in found])
+    centre = np.median(points, axis=0)
+    spread = np.abs(points - centre).max(axis=0)
+    steps = np.sign(DEFAULT_STEPS) * np.clip(spread, MIN_STEP, np.abs(DEFAULT_STEPS))
+    return centre, steps
 
 
 def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
-           max_evaluations: int = 45, progress: bool = True) -> SearchResult:
+           max_evaluations: int = 45, progress: bool = True,
+           start: np.ndarray | None = None, steps: np.ndarray | None = None) -> SearchResult:
     """Minimise :func:`loss` over (need shift, log sigma scale, log unsolvable
-    scale) from the direct estimates (all zero), with ``simulate`` giving the
-    simulated runs of an adjustment (always on the same random streams).
-    When no step of the first simplex changes the loss (a world whose endings
-    are fitted directly and have no frailty: the adjustment acts on nothing),
-    the direct estimates stand after those four simulations."""
+    scale) from ``start`` (None: the direct estimates, all zero; see the module
+    docstring), with ``simulate`` giving the simulated runs of an adjustment
+    (always on the same random streams). When no step of the first simplex
+    changes the loss (a world whose endings are fitted directly and have no
+    frailty: the adjustment acts on nothing), the start stands after those
+    four simulations."""
     from scipy.optimize import minimize
+
+    from sim.calibration.tolerance import noise_floor, x_tolerance
 
     seen: dict[tuple[float, ...], float] = {}
     best: list[Sample] = []  # the simulation of the first point with the lowest loss
@@ -104,21 +144,27 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
                       end="", file=sys.stderr, flush=True)
         return seen[key]
 
-    x0 = np.zeros(3)
-    start = objective(x0)
+    x0 = np.zeros(3) if start is None else np.asarray(start, dtype=float)
+    step = DEFAULT_STEPS if steps is None else np.asarray(steps, dtype=float)
+    start_loss = objective(x0)
     if max_evaluations <= 1:
-        return SearchResult(adjustment(x0), start, start, len(seen), best[0])
-    simplex = np.array([x0, [0.15, 0, 0], [0, -0.25, 0], [0, 0, 0.2]])
-    if all(objective(x) == start for x in simplex[1:]):
+        return SearchResult(adjustment(x0), start_loss, start_loss, len(seen), best[0])
+    simplex = np.vstack([x0, x0 + np.diag(step)])
+    changes = np.array([objective(x) - start_loss for x in simplex[1:]])
+    if not changes.any():
         # nothing the search changes moves the loss (endings fitted directly,
-        # no frailty): the direct estimates stand
+        # no frailty): the start stands
         if progress:
             print(file=sys.stderr)
-        return SearchResult(adjustment(x0), start, start, len(seen), best[0])
+        return SearchResult(adjustment(x0), start_loss, start_loss, len(seen), best[0])
+    fatol = noise_floor({"steps": real.steps, "prompt": real.prompt, "output": real.output,
+                         "cost": real.cost}, real.category, real.resolved, best[0].n)
+    xatol = x_tolerance(fatol, step, changes)
     minimize(objective, x0, method="Nelder-Mead",
              options={"initial_simplex": simplex, "maxfev": max_evaluations,
-                      "xatol": 0.01, "fatol": 1e-4})
+                      "xatol": xatol, "fatol": fatol})
     if progress:
         print(file=sys.stderr)
     found = min(seen, key=seen.__getitem__)
-    return SearchResult(adjustment(np.array(found)), seen[found], start, len(seen), best[0])
+    return SearchResult(adjustment(np.array(found)), seen[found], start_loss, len(seen), best[0],
+                        fatol=fatol, xatol=xatol)

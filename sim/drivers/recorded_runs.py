@@ -55,11 +55,24 @@ class RecordedTool:
         raw string that is not JSON, None when unrecorded."""
         if self.arguments is None:
             return None
-        try:
-            value = json.loads(self.arguments)
-        except ValueError:
-            return {"arguments": self.arguments}
-        return value if isinstance(value, dict) else {"arguments": value}
+        parsed = _PARSED.get(self.arguments)
+        if parsed is None:
+            try:
+                value = json.loads(self.arguments)
+            except ValueError:
+                value = {"arguments": self.arguments}
+            parsed = value if isinstance(value, dict) else {"arguments": value}
+            if len(_PARSED) >= _PARSED_KEPT:
+                _PARSED.clear()
+            _PARSED[self.arguments] = parsed
+        return parsed
+
+
+_PARSED: dict[str, dict[str, Any]] = {}
+"""The objects of the last few thousand argument texts parsed: tool calls
+repeat their arguments, and a block's arguments are never altered (blocks
+are values), so equal texts share one object."""
+_PARSED_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)

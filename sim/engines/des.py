@@ -49,6 +49,7 @@ from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
 from sim.engines.des_result import DesResult
 from sim.engines.direct import Tracer
+from sim.engines.gateway import ModelGateway
 from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
@@ -56,9 +57,7 @@ from sim.engines.slots import SlotPool
 from sim.engines.tenant_budget import TenantLedger, refusal
 from sim.harness.effects import (
     Checkpoint,
-    ModelError,
     ModelRequest,
-    ModelResponse,
     Result,
 )
 from sim.harness.loop import Loop, agent_loop, cancel
@@ -101,8 +100,6 @@ class DesEngine:
         # tasks of each tenant holding a sandbox (running), as "running:<tenant>"
         self.running = {t.name: Series(f"running:{t.name}") for t in des.tenants}
         self.series.update((s.name, s) for s in self.running.values())
-        self.model_queue = self.series["model_queue"]
-        self.busy_model_slots = self.series["busy_model_slots"]
         self.paused: set[str] = set()
         self.resumed = self.env.event()
         self.processes: dict[int, simpy.Process] = {}
@@ -113,10 +110,13 @@ class DesEngine:
         self.pool = StreamPool()
         self.params_by_round = [cell.params]
         self.detector = cell.make_detector
+        self._plans: dict[type, dict[type, tuple[Any, Any, Series | None]]] = {}
 
     # ---------------------------------------------------------------- run
     def run(self) -> DesResult:
         """Simulate until every task has ended; return the results."""
+        self.gateway = ModelGateway(self.env, self.model_slots, self.limiter,
+                                    self.series["model_queue"], self.series["busy_model_slots"])
         self.env.process(self._arrive())
         if self.des.operations:
             self.env.process(self._operate())
@@ -274,7 +274,9 @@ class DesEngine:
         if wrap is not None:
             loop = wrap(loop)
         send = loop.send
-        answer = answers(type(task))
+        plan = self._plan(type(task))
+        model_call = self.gateway.call
+        timeout = env.timeout
         # a pool of model slots or rate limits: a model call queues (else it just takes time)
         queued_model = self.model_slots is not None or self.limiter is not None
         ledger = self.ledgers.get(arrival.tenant)
@@ -301,21 +303,34 @@ class DesEngine:
                     result = None
                     continue
                 began = env.now
-                if queued_model and type(effect) is ModelRequest:
-                    result = yield from self._model_call(effect, task, waits)
+                if queued_model and kind is ModelRequest:
+                    result = yield from model_call(effect, task, waits)  # type: ignore[arg-type]
                     continue
-                result = answer[kind](task, effect, began)
-                how = EFFECTS[kind]
-                seconds = how.seconds(effect, result)
+                respond, seconds_of, counted = plan[kind]
+                result = respond(task, effect, began)
+                seconds = seconds_of(effect, result)
                 if seconds is None:  # no time passes
                     continue
-                if how.series is None:
-                    yield env.timeout(seconds)
+                if counted is None:
+                    yield timeout(seconds)
                 else:  # counted in a time series while it lasts
-                    yield from self._held(self.series[how.series], seconds)
+                    yield from self._held(counted, seconds)
             except simpy.Interrupt:  # an operator cancelled the task: abort the call in flight
                 request_abort(state)
                 result = EFFECTS[kind].cancelled(0.0 if began is None else env.now - began)
+
+    def _plan(self, answerer: type) -> dict[type, tuple[Any, Any, Series | None]]:
+        """Effect type -> (the function answering it, the seconds it takes,
+        the series counting it or None) for tasks of class ``answerer``: the
+        dispatch table (:data:`sim.engines.perform.EFFECTS`) read once."""
+        plan = self._plans.get(answerer)
+        if plan is None:
+            answer = answers(answerer)
+            plan = self._plans[answerer] = {
+                kind: (answer[kind], how.seconds,
+                       None if how.series is None else self.series[how.series])
+                for kind, how in EFFECTS.items()}
+        return plan
 
     def _held(self, series: Series, seconds: float) -> Generator[simpy.Event, Any, None]:
         """Let ``seconds`` pass, counted in ``series`` meanwhile (a model slot
@@ -325,53 +340,6 @@ class DesEngine:
             yield self.env.timeout(seconds)
         finally:
             series.add(self.env.now, -1)
-
-    def _model_call(self, request: ModelRequest, task: SimulatedTask, waits: list[float]
-                    ) -> Generator[simpy.Event, Any, ModelResponse | ModelError]:
-        """A model call in a pool of slots (queued for one) or behind rate
-        limits (a 429 with Retry-After when they refuse it): the reported
-        latency includes the wait for a slot."""
-        env = self.env
-        slots = self.model_slots
-        t0 = env.now
-        slot = None
-        asked = False
-        try:
-            if slots is not None:
-                slot = slots.take()
-                asked = True
-                queue = self.model_queue
-                if slot is None:  # granted at once
-                    queue.pulse(t0)
-                else:
-                    queue.add(t0, 1)
-                    try:
-                        yield slot
-                    finally:
-                        now = env.now
-                        queue.add(now, -1)
-                        waits[1] += now - t0
-            now = env.now
-            busy = self.busy_model_slots
-            busy.add(now, 1)
-            try:
-                limiter = self.limiter
-                retry_after = 0.0 if limiter is None else limiter.admit(now, request.prompt_tokens)
-                if retry_after:
-                    return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
-                                      now - t0)
-                result = task.respond(request, now)  # the model's own path
-                yield env.timeout(result.latency_s)
-                result.latency_s = env.now - t0  # includes the wait for a model slot
-                return result
-            finally:
-                busy.add(env.now, -1)
-        except GeneratorExit:  # closed, not ended: like simpy.Resource, nothing released
-            asked = False
-            raise
-        finally:
-            if asked:
-                slots.release(slot)  # type: ignore[union-attr]
 
     def _park(self, arrival: Arrival, state: HarnessState):
         """Wait at a step boundary while an operator pauses the task's scope;

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from sim.engines.cell import Cell
 from sim.engines.perform import answers
-from sim.harness.effects import Checkpoint, ModelRequest, Result
+from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.state import HarnessState, new_state
 from sim.task_record import TaskRecord, make_record
@@ -74,16 +74,18 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
         loop = wrap(loop)
     send = loop.send
     answer = answers(type(task))
-    respond = answer[ModelRequest]
+    respond, execute = answer[ModelRequest], answer[ToolRequest]
     result: Result = None
     try:
         while True:
             effect = send(result)
             kind = type(effect)
-            if kind is ModelRequest:  # the table's answers, the commonest two looked up once
+            if kind is ModelRequest:  # the table's answers, the commonest three looked up once
                 result = respond(task, effect, state.active_s + state.parked_s)
             elif kind is Checkpoint:
                 result = None
+            elif kind is ToolRequest:
+                result = execute(task, effect, state.active_s + state.parked_s)
             else:
                 result = answer[kind](task, effect, state.active_s + state.parked_s)
     except StopIteration as stop:

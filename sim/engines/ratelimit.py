@@ -50,23 +50,37 @@ class RateLimiter:
         """Admit a request (consuming from the buckets) and return 0, or reject
         it and return the Retry-After in whole seconds (at least 1). Each
         bucket is refilled and asked for its wait as by :meth:`TokenBucket.refill`
-        and :meth:`TokenBucket.wait`, inline (one model call each)."""
+        and :meth:`TokenBucket.wait`, inline and without ``min``/``max``
+        calls (one model call each; the same floats)."""
         wait = 0.0  # the longer of the two buckets' waits (each >= 0)
-        requests, tokens = self.requests, self.tokens
+        requests = self.requests
         if requests is not None:
-            level = requests.level = min(requests.capacity,
-                                         requests.level + (now - requests.last) * requests.rate)
+            capacity = requests.capacity
+            level = requests.level + (now - requests.last) * requests.rate
+            if level > capacity:  # min() without the call, as in refill
+                level = capacity
+            requests.level = level
             requests.last = now
-            need = min(1.0, requests.capacity) - level
+            need = (1.0 if capacity > 1.0 else capacity) - level
             if need > 0:
                 wait = need / requests.rate
+        tokens = self.tokens
+        amount = 0.0
         if tokens is not None:
-            level = tokens.level = min(tokens.capacity,
-                                       tokens.level + (now - tokens.last) * tokens.rate)
+            capacity = tokens.capacity
+            level = tokens.level + (now - tokens.last) * tokens.rate
+            if level > capacity:
+                level = capacity
+            tokens.level = level
             tokens.last = now
-            need = min(float(prompt_tokens), tokens.capacity) - level
+            amount = float(prompt_tokens)
+            if amount > capacity:  # an amount above the capacity waits for a full bucket
+                amount = capacity
+            need = amount - level
             if need > 0:
-                wait = max(wait, need / tokens.rate)
+                need /= tokens.rate
+                if need > wait:
+                    wait = need
         if wait > 0:
             self.rejected += 1
             return float(max(1, math.ceil(wait)))
@@ -75,5 +89,5 @@ class RateLimiter:
         if requests is not None:
             requests.level -= 1.0
         if tokens is not None:
-            tokens.level -= min(float(prompt_tokens), tokens.capacity)
+            tokens.level -= amount
         return 0.0

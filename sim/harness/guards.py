@@ -215,12 +215,17 @@ def account(run: Run, model: str, usage: Usage) -> None:
     state.thinking_tokens += thinking
     params = run.params
     prices = run.flat_prices
-    if prices is None:
+    if prices is not None:  # prices.cost(...), written out
+        think = prices.output if prices.thinking is None else prices.thinking
+        state.money_usd += (uncached * prices.input + output * prices.output
+                            + read * prices.cache_read + write * prices.cache_write
+                            + thinking * think) / 1e6
+    else:
         prices = (params.prices if params.retry.fallback_prices is None
                   and not params.model_prices else prices_of(params, model))
         if prices.tiers:
             prices = prices.at(uncached + read + write)
-    state.money_usd += prices.cost(uncached, output, read, write, thinking)
+        state.money_usd += prices.cost(uncached, output, read, write, thinking)
     cap = run.token_cap
     if cap is not None:  # overshot's answer when only this budget can be overshot
         if state.input_tokens + state.cache_read_tokens + state.cache_write_tokens > cap:

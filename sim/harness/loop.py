@@ -54,6 +54,7 @@ and :mod:`sim.harness.tool_calls` (9, 10).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator, Sequence
 
 from sim.harness import events as ev
@@ -63,7 +64,6 @@ from sim.harness.effects import (
     Checkpoint,
     Effect,
     ModelError,
-    ModelRequest,
     ModelResponse,
     Result,
     UserTurn,
@@ -92,7 +92,7 @@ from sim.harness.messages import (
     make_message,
     text_block,
 )
-from sim.harness.model_calls import answered, took_reply
+from sim.harness.model_calls import answered, step_request, took_reply
 from sim.harness.params import HarnessParams
 from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
@@ -135,10 +135,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
               budgets.active_s is not None or budgets.wall_s is not None, params.cache_ttl_s,
               params.thinking.budget_tokens if params.thinking.enabled else 0,
               token_cap(params), flat_prices(params))
-    compact_at = params.context.compact_at_tokens
-    max_steps = budgets.steps
-    max_output, tools, tool_choice = (params.max_output_tokens, params.tool_definitions,
-                                      params.tool_choice)
+    compact_at = _limit(params.context.compact_at_tokens)
+    max_steps = _limit(budgets.steps)
     checkpoints, shared = CHECKPOINTS, len(CHECKPOINTS)
     state.status = RUNNING
     if not state.model:
@@ -147,18 +145,15 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         while True:
             if state.abort_requested:                                            # 1
                 stop(CANCELLED, "external_signal")
-            if max_steps is not None and state.turns >= max_steps:
+            if state.turns >= max_steps:
                 stop(BUDGET_EXHAUSTED, "steps")                                  # 2
-            if compact_at is not None and state.context_tokens > compact_at:     # 3
+            if state.context_tokens > compact_at:                                # 3
                 yield from compact_history(run, "context_budget")
             check_budgets(run, state.context_tokens, params.max_output_tokens)   # 4
             if state.context_tokens > params.context_window:                     # 5
                 yield from overflow(run)
                 continue
-            request = ModelRequest(state.model, state.messages, state.context_tokens,  # 6
-                                   max_output, "step", state.turns, 0, run.cache_ttl_s,
-                                   run.thinking, params.system_prompt, tools, tool_choice,
-                                   params.temperature, params.top_p, params.provider)
+            request = step_request(run)                                          # 6
             answer = yield request
             if took_reply(answer, run):  # the common reply, on a fast path
                 response: ModelResponse | ModelError = answer
@@ -181,6 +176,11 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     except Stop as end:
         yield from _finish(run, end)
     return state
+
+
+def _limit(value: int | None) -> float:
+    """``value``, or math.inf for an unset limit (never reached)."""
+    return math.inf if value is None else value
 
 
 def cancel(params: HarnessParams, state: HarnessState, *,

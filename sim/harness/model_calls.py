@@ -80,6 +80,35 @@ def model_request(run: Run, messages: list[Message], prompt_tokens: int, max_out
                         params.temperature, params.top_p, params.provider)
 
 
+def step_request(run: Run) -> ModelRequest:
+    """The first try of a step's model call: what
+    ``model_request(run, state.messages, state.context_tokens,
+    params.max_output_tokens, "step")`` returns, built field by field (every
+    field set, as ``__init__`` sets them): CPython 3.11 calls a dataclass's
+    ``__init__`` through a slow path, and this runs once per step."""
+    params, state = run.params, run.state
+    request: ModelRequest = _new(ModelRequest)
+    request.model = state.model
+    request.messages = state.messages
+    request.prompt_tokens = state.context_tokens
+    request.max_output_tokens = params.max_output_tokens
+    request.purpose = "step"
+    request.turn = state.turns
+    request.attempt = 0
+    request.cache_ttl_s = run.cache_ttl_s
+    request.thinking_budget = run.thinking
+    request.system_prompt = params.system_prompt
+    request.tools = params.tool_definitions
+    request.tool_choice = params.tool_choice
+    request.temperature = params.temperature
+    request.top_p = params.top_p
+    request.provider = params.provider
+    return request
+
+
+_new = object.__new__
+
+
 def took_reply(answer: Result, run: Run) -> TypeGuard[ModelResponse]:
     """The common answer on a fast path: True when ``answer`` is a
     well-formed :class:`ModelResponse` with usable content, within the model

@@ -12,6 +12,7 @@ nudge, then with needs_human:no_progress.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from math import isfinite
 from typing import Any, TypeGuard
 
 from sim.harness import events as ev
@@ -45,7 +46,7 @@ from sim.harness.messages import (
 )
 from sim.harness.params import HarnessParams, ToolSpec
 from sim.harness.policy import ALLOW, APPROVE, REJECT, check_call
-from sim.harness.protocol import MAX_SECONDS, well_formed_tool_result
+from sim.harness.protocol import MAX_SECONDS, MAX_TOKENS
 from sim.harness.state import (
     BUDGET_EXHAUSTED,
     CANCELLED,
@@ -71,7 +72,9 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
     for call in calls:
         spec = run.tools.get(call.name)
         if spec is not None and check_call(params, call, spec)[0] == ALLOW:
-            check_ready(run, spec.timeout_s)  # the common call, its first try on a fast path
+            # the common call, its first try on a fast path (check_ready only when it can stop)
+            if state.abort_requested or run.timed:
+                check_ready(run, spec.timeout_s)
             request = ToolRequest(call, spec.timeout_s, 0, state.turns)
             answer = yield request
             if _took_result(answer, run, request, blocks):
@@ -109,9 +112,14 @@ def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Bl
     :class:`ToolResult` (within the tool's timeout when a time budget is set),
     which is then counted and observed as :func:`_tries` would; False, with
     nothing done, for anything else (:func:`_tries` takes it)."""
-    if not (type(answer) is ToolResult and well_formed_tool_result(answer)):
+    if type(answer) is not ToolResult:
         return False
-    duration = answer.duration_s
+    duration, tokens, metric = answer.duration_s, answer.tokens, answer.metric
+    if not ((type(duration) is float or type(duration) is int)  # well_formed_tool_result
+            and 0.0 <= duration <= MAX_SECONDS and type(answer.output) is str
+            and type(tokens) is int and 0 <= tokens < MAX_TOKENS
+            and (metric is None or (type(metric) is float and isfinite(metric)))):
+        return False
     if run.timed and not (type(duration) is float and duration <= request.timeout_s):
         return False
     state = run.state
@@ -123,7 +131,7 @@ def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Bl
     state.tool_failures.pop(call.name, None)
     if run.emit:
         _executed(run.emit, request, answer)
-    blocks.append(ToolResultBlock(call.id, answer.output, False, answer.tokens))
+    blocks.append(ToolResultBlock(call.id, answer.output, False, tokens))
     return True
 
 

@@ -79,6 +79,8 @@ class _Driver:
         self.reported: dict[int, Block] = {}  # injected blocks already reported, by id
         self.check_prompt = True
         self.stop = options.after_intervention == "stop"
+        self.priced_calls = [call_cost(prices_of(params, c.model), c) for c in calls]
+        """Each recorded call's cost at the run's prices (USD)."""
         first = calls[self.steps[0]].usage.prompt_tokens if self.steps else 0
         self.state = new_state(params.prefix_tokens, params.model, "recorded run",
                                task_tokens=first)
@@ -174,8 +176,9 @@ class _Driver:
 
     def _recorded_response(self, call: RecordedCall, content: list[Block], reason: str
                            ) -> fx.ModelResponse:
-        """The response of a recorded call, its cost counted."""
-        priced = call_cost(prices_of(self.params, call.model), call)
+        """The response of a recorded call (the one just taken: number
+        ``next_call - 1``), its cost counted."""
+        priced = self.priced_calls[self.next_call - 1]
         self.costs.append(priced if call.cost_usd is None else call.cost_usd)
         self.priced.append(priced)
         return fx.ModelResponse(content, call.usage, reason, call.latency_s or 0.0,
@@ -309,7 +312,7 @@ class _Driver:
         if loop is not None:
             loop.close()
         run = self.run
-        priced = [call_cost(prices_of(self.params, c.model), c) for c in run.calls]
+        priced = self.priced_calls
         steps_made = state.turns
         mid_step = self.tools_run < self.tools_due
         stopped_at = None

@@ -1,0 +1,104 @@
+"""The harness's per-step fast paths give what its general paths give.
+
+A step's model request is built field by field (:func:`step_request`); the
+common answers (a well-formed reply, a tool's result) are accepted on quick
+tests, and the budget checks take a short way when only the prompt-token
+budget can refuse. Each must agree with the path it shortens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from sim.harness.effects import ModelRequest, ModelResponse
+from sim.harness.guards import Run, flat_prices, token_cap
+from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from sim.harness.model_calls import model_request, step_request
+from sim.harness.params import Budgets, HarnessParams, ThinkingConfig
+from sim.harness.prices import Prices
+from sim.harness.protocol import content_problem, usable_reply, well_formed_response
+from sim.harness.state import new_state
+
+
+def _run(params: HarnessParams) -> Run:
+    state = new_state(params.prefix_tokens, params.model, "Do it.", 12)
+    state.turns = 3
+    return Run(params, state, None, None, {}, False, params.cache_ttl_s,  # type: ignore[arg-type]
+               params.thinking.budget_tokens if params.thinking.enabled else 0)
+
+
+@pytest.mark.parametrize("params", [
+    HarnessParams(),
+    HarnessParams(system_prompt="Be brief.", temperature=0.5, top_p=0.9, tool_choice="any",
+                  prompt_cache="1h", provider="openai", max_output_tokens=4000),
+    HarnessParams(prompt_cache="5m", thinking=ThinkingConfig(enabled=True, budget_tokens=1024)),
+])
+def test_step_request_is_the_general_request(params: HarnessParams) -> None:
+    run = _run(params)
+    state = run.state
+    fast = step_request(run)
+    general = model_request(run, state.messages, state.context_tokens,
+                            params.max_output_tokens, "step")
+    assert type(fast) is ModelRequest
+    # every field is set (an unset slot would raise here) and equal
+    for f in dataclasses.fields(ModelRequest):
+        assert getattr(fast, f.name) == getattr(general, f.name), f.name
+    assert fast == general
+    assert fast.messages is state.messages
+
+
+def _reply(content: object, usage: object = None, latency: object = 1.5) -> ModelResponse:
+    return ModelResponse(content, usage if usage is not None else Usage(10, 5),  # type: ignore[arg-type]
+                         "end_turn", latency)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("reply", [
+    _reply([TextBlock("done", 5)]),
+    _reply([ToolUseBlock("t1", "read", {"a": 1}, 5)]),
+    _reply([ThinkingBlock("hm", 2, "sig"), TextBlock("done", 3)]),
+    _reply([ToolUseBlock("t1", "read", {}, 5), ToolUseBlock("t1", "read", {}, 5)]),
+    _reply([ToolUseBlock("", "read", {}, 5)]),
+    _reply([ToolUseBlock("t1", None, {}, 5)]),  # type: ignore[arg-type]
+    _reply([TextBlock(None, 5)]),  # type: ignore[arg-type]
+    _reply([TextBlock("x", -1)]),
+    _reply([TextBlock("x", True)]),
+    _reply(["not a block"]),
+    _reply([]),
+    _reply(None),
+    _reply("text"),
+    _reply([TextBlock("x", 1)], Usage(1.0, 2)),  # type: ignore[arg-type]
+    _reply([TextBlock("x", 1)], Usage(-1, 2)),
+    _reply([TextBlock("x", 1)], Usage(True, 2)),
+    _reply([TextBlock("x", 1)], latency=math.nan),
+    _reply([TextBlock("x", 1)], latency=-0.5),
+    _reply([TextBlock("x", 1)], latency=2e9),
+    _reply([TextBlock("x", 1)], latency=3),
+])
+def test_usable_reply_accepts_only_what_both_checks_accept(reply: ModelResponse) -> None:
+    both = well_formed_response(reply) and content_problem(reply.content) is None
+    assert usable_reply(reply) == both
+
+
+@pytest.mark.parametrize("budgets, cap", [
+    (Budgets(), math.inf),
+    (Budgets(tokens=1000, steps=5, retries=2), 1000),
+    (Budgets(tokens=1000, output_tokens=50), None),
+    (Budgets(money_usd=1.0), None),
+    (Budgets(active_s=10.0), None),
+    (Budgets(wall_s=10.0), None),
+    (Budgets(tool_errors=3), None),
+])
+def test_token_cap_only_when_no_other_budget_can_refuse(budgets: Budgets,
+                                                        cap: float | None) -> None:
+    assert token_cap(HarnessParams(budgets=budgets)) == cap
+
+
+def test_flat_prices_only_for_one_untiered_list() -> None:
+    plain = HarnessParams()
+    assert flat_prices(plain) is plain.prices
+    tiered = Prices(tiers=((1000, Prices(input=6.0)),))
+    assert flat_prices(HarnessParams(prices=tiered)) is None
+    assert flat_prices(HarnessParams(model_prices=(("other", Prices()),))) is None
