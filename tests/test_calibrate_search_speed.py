@@ -1,6 +1,6 @@
 """The search's stopping rule, runs per evaluation, warm start and simulation
 shortcuts (:mod:`sim.calibration.tolerance`, :mod:`sim.calibration.search`,
-:func:`sim.calibration.simulate.simulator`)."""
+:func:`sim.calibration.simulate.simulate` without calls)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sim.calibration import tolerance as tl
 from sim.calibration.build import Adjustment
 from sim.calibration.exits import CATEGORIES
 from sim.calibration.search import DEFAULT_STEPS, MIN_STEP, loss, position, warm_start
-from sim.calibration.simulate import Sample, simulate, simulator
+from sim.calibration.simulate import Sample, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,8 +85,8 @@ def test_the_warm_start_is_the_folds_median_with_their_spread_as_steps():
     assert position(found[1]) == pytest.approx([0.2, -0.1, 0.0])
 
 
-def test_the_search_simulation_skips_calls_and_repeats_of_one_scenario():
-    """Without the call log the runs are the same; an equal mapping is simulated once."""
+def test_the_search_simulation_skips_the_call_log():
+    """Without the call log (the search's simulations) the runs are the same."""
     doc = yaml.safe_load((ROOT / "scenarios" / "bounded.yaml").read_text(encoding="utf-8"))
     full = simulate(doc, 60, 5)
     bare = simulate(doc, 60, 5, calls=False)
@@ -95,8 +95,3 @@ def test_the_search_simulation_skips_calls_and_repeats_of_one_scenario():
     assert list(full.category) == list(bare.category)
     assert full.call_output.size > 0
     assert bare.call_output.size == 0 == bare.call_run.size
-    sim = simulator(60, 5)
-    first = sim(doc)
-    assert sim(dict(doc)) is first
-    assert np.array_equal(first.steps, bare.steps)
-    assert sim({**doc, "name": "other"}) is not first

@@ -31,7 +31,7 @@ from sim.calibration.data import Traces
 from sim.calibration.estimate import Estimates, estimate
 from sim.calibration.sample import loss_error
 from sim.calibration.search import SearchResult, loss, search
-from sim.calibration.simulate import Sample, from_traces, simulate, simulator
+from sim.calibration.simulate import Sample, from_traces, simulate
 
 MIN_FOLD_SIM = 200
 """Fewest simulated runs per fold."""
@@ -111,8 +111,8 @@ def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Setti
         return scenario_document(est, adjust, name=settings.name, description=description,
                                  tasks=tasks, seed=seed, prices_date=settings.prices_date)
 
-    simulated = simulator(runs, fl.seed_for(seed, "search"))
-    found = search(real, lambda a: simulated(document(a, runs)[0]),
+    crn = fl.seed_for(seed, "search")
+    found = search(real, lambda a: simulate(document(a, runs)[0], runs, crn, calls=False),
                    max_evaluations=settings.evaluations, progress=settings.progress,
                    start=None if start is None else start[0],
                    steps=None if start is None else start[1])

@@ -12,8 +12,6 @@ simulated run is resolved when its task was truly done).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -104,24 +102,6 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True) -> S
             call_run.extend([i] * len(log))
     return Sample(steps, prompt, output, cost, cats, resolved,
                   np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64))
-
-
-def simulator(runs: int, seed: int) -> Callable[[dict[str, Any]], Sample]:
-    """:func:`simulate` of ``runs`` runs at ``seed`` as a function of the
-    scenario mapping alone, without the per-call arrays, remembering what it
-    simulated: a mapping equal to one already simulated (an adjustment that
-    changes nothing in the scenario, such as a need shift for endings fitted
-    directly) gives the same runs without simulating them again (the
-    simulation is a function of the mapping, the runs and the seed)."""
-    seen: dict[str, Sample] = {}
-
-    def simulated(doc: dict[str, Any]) -> Sample:
-        key = json.dumps(doc, sort_keys=True, default=repr)
-        if key not in seen:
-            seen[key] = simulate(doc, runs, seed, calls=False)
-        return seen[key]
-
-    return simulated
 
 
 def pooled(samples: list[Sample]) -> Sample:
