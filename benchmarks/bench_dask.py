@@ -8,18 +8,21 @@ runner (:func:`sim.sweeps.chunks.run_chunks`, the path of ``sim run``) on
 the local pool of each worker count in ``--local`` (1: in this process) and
 on a ``distributed.LocalCluster`` of each process count in ``--dask``
 (started as ``--scheduler dask`` starts it, :class:`DaskScheduler`),
-alternating, ``rounds`` times, and prints each one's wall time in seconds
-(median over rounds; the cluster's start and stop counted, as a user waits
-for them, and shown apart too: a LocalCluster starts in the background
-while this process runs the first chunks, so its start shows mostly inside
-the run) and its ratio to the local pool of the same worker count measured
-in the same round. Every run's records are checked
-equal to the first one's (the scheduler and worker count never change a
-result). The ratio, not the absolute time, is the measure: this machine is
-shared and noisy; the load average is printed with the results. The first
-LocalCluster of a process also starts Dask's fork server (as every
-``--scheduler dask`` command does); later ones reuse it, so the first count
-in ``--dask`` (of the first round) shows what a command pays.
+``rounds`` times, the local pool first in odd rounds and Dask first in even
+ones (so a drifting load cancels over pairs of rounds). For each run it
+prints the wall time, the CPU seconds of all its processes (on a shared
+machine the fairer measure of the work each does) and the load then; at the
+end each one's median wall time in seconds over the rounds (the cluster's
+start and stop counted, as a user waits for them, and shown apart too: a
+LocalCluster starts in the background while this process runs the first
+chunks, so its start shows mostly inside the run) and its ratio to the local
+pool of the same worker count measured in the same round. Every run's
+records are checked equal to the first one's (the scheduler and worker count
+never change a result). The ratio, not the absolute time, is the measure:
+this machine is shared and noisy. On Linux the LocalCluster's workers are
+forked from this process (:data:`sim.sweeps.on_dask.START_METHOD`), so every
+cluster starts alike; elsewhere the first one of a process also starts
+Dask's fork server, as every ``--scheduler dask`` command does.
 
 Target (issue 26, item 4): a 2-process LocalCluster within 1.2x of the
 2-worker local pool at 200,000 tasks.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -41,6 +45,15 @@ from sim.scenario.model import load_scenario
 from sim.sweeps.cells import CellRun
 from sim.sweeps.chunks import Job, plan, run_chunks
 from sim.sweeps.schedulers import make_scheduler
+
+
+def cpu_s() -> tuple[float, float]:
+    """CPU seconds (user and system) of this process, and of its children
+    waited for: the local pool's workers, and the LocalCluster's (forked by
+    its nannies in this process) once the cluster is closed."""
+    return tuple(r.ru_utime + r.ru_stime  # type: ignore[return-value]
+                 for r in (resource.getrusage(resource.RUSAGE_SELF),
+                           resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def one_run(runs: list[CellRun], tasks: int, scheduler: str | None, workers: int
@@ -84,12 +97,18 @@ def main() -> None:
     overhead: dict[tuple[str, int], list[float]] = {}
     ratios: dict[int, list[float]] = {}
     first: pa.Table | None = None
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
         measured: dict[tuple[str, int], float] = {}
-        for kind, counts in (("local", local), ("dask", dask)):
+        order = [("local", local), ("dask", dask)]
+        for kind, counts in order if r % 2 == 0 else order[::-1]:  # ABBA: drift cancels
             for n in counts:
+                cpu = cpu_s()
                 wall, fixed, table = one_run(runs, args.tasks,
                                              None if kind == "local" else "dask", n)
+                own, workers = (b - a for a, b in zip(cpu, cpu_s(), strict=True))
+                print(f"  round {r + 1}: {kind} {n}: {wall:.2f} s wall, {own + workers:.1f} "
+                      f"CPU-s ({own:.1f} in this process), load {os.getloadavg()[0]:.1f}",
+                      flush=True)
                 if first is None:
                     first = table
                 elif not table.equals(first):
@@ -100,6 +119,7 @@ def main() -> None:
         for n in dask:
             if ("local", n) in measured:
                 ratios.setdefault(n, []).append(measured["dask", n] / measured["local", n])
+                print(f"  round {r + 1}: Dask {n} / local {n}: {ratios[n][-1]:.2f}x", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} (1 min) after the runs")
     print(f"{'scheduler':<28}{'wall s':>9}{'start+stop s':>14}{'vs local':>10}")
     for (kind, n), values in walls.items():

@@ -18,8 +18,9 @@ the measure: the machine is shared; the load average is printed with them.
 Issue 26 asks for a replay of 100,000 runs under 60 s with 2 workers, and
 memory flat in the number of runs.
 
-Measured 2026-12-02 (load 16-23 on 2 cores shared by six sessions, so wall
-times are several times an idle machine's; CPU seconds are not inflated):
+Measured 2026-12-02, session 3 (load 16-23 on 2 cores shared by six
+sessions, so wall times are several times an idle machine's; CPU seconds
+are not inflated):
 
 =========  ==========  =====================  ======================  ===============
 runs       read (s)    1 worker: wall / CPU   2 workers: wall / CPU   dask, 2: wall
@@ -29,9 +30,14 @@ runs       read (s)    1 worker: wall / CPU   2 workers: wall / CPU   dask, 2: w
 100,000    14.61       428 s / 62.3 s         216 s / 65.2 s          315 s
 =========  ==========  =====================  ======================  ===============
 
-Results identical at 1 and 2 workers and on Dask at every size. Peak RSS
-307 / 436 / 1,452 MiB: not flat; at 100k it is the parent's checked read of
-the whole folder (``pq.read_table`` of calls.parquet alone peaks at 745 MiB).
+Peak RSS then 307 / 436 / 1,452 MiB: the parent read the whole folder.
+Session 4 (the folder streamed: checked a batch at a time, each worker
+reading its chunk's calls by row range), load 9-19: 10,000 runs 53.7 s /
+7.9 CPU s at 1 worker (410 MiB, 1.42x the read's 288 MiB), 38.2 s / 7.9 CPU
+s at 2 workers (333 MiB, 1.16x); 100,000 runs at 2 workers (``/usr/bin/time
+-v``) 215 s wall at load 9-12, 71.2 CPU s, peak RSS 578 MiB, 0.40x the
+read's 1,460 MiB (what remains grows with the results rows the parent holds,
+about 200 MiB at 100k). Results identical at 1 and 2 workers and on Dask.
 """
 
 from __future__ import annotations

@@ -98,19 +98,22 @@ def test_the_folds_are_dealt_over_the_sample_and_the_scenario_over_every_run(tmp
     the sample; the scenario's direct estimates read every run (its classes
     count all 60 runs) and calibration.json says what was fitted on what,
     with the verdict's power at the sample's size; a local pool of 2 workers
-    and a Dask cluster of 2 give the same calibration.json."""
+    and a Dask cluster of 2 give the same calibration.json (searches, their
+    noise-floor stopping and the final search's warm start included)."""
     pytest.importorskip("distributed")
     folder = two_models(tmp_path)
     texts = {}
     for name, flags in (("local", ["--workers", "2"]),
                         ("dask", ["--workers", "2", "--scheduler", "dask"])):
         assert main(["calibrate", folder, "--out", str(tmp_path / f"{name}.yaml"), "--quiet",
-                     "--by", "model", "--folds", "2", "--evaluations", "0", "--search-runs",
+                     "--by", "model", "--folds", "2", "--evaluations", "6", "--search-runs",
                      "40", "--no-ladder", "--name", "fit", "--sample", "15", *flags]) in (0, 1)
         texts[name] = (tmp_path / f"{name}_calibration" / "calibration.json").read_text()
     capsys.readouterr()
     assert texts["local"] == texts["dask"]
     summary = json.loads(texts["local"])
+    stopping = summary["search"]["stopping"]
+    assert len(stopping["fold_simulations"]) == 2 and stopping["runs_per_simulation"] in (None, 40)
     on = summary["fitted_on"]
     assert on["scenario"]["direct_estimates"] == 60 and on["folds"]["runs"] == 30
     assert summary["runs"]["fitted"] == 60 and summary["runs"]["held_out"] == 30

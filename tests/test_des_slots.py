@@ -150,3 +150,23 @@ def test_eliding_pool_serves_like_simpy_resource(seed):
     grants, in the same order, at the same times, ties included."""
     capacity = 1 + seed % 5
     assert _plain_workload("elide", seed, capacity) == _plain_workload("simpy", seed, capacity)
+
+
+def test_a_model_call_closed_while_queued_withdraws_its_request():
+    """Like simpy.Resource's context manager: a call whose generator is
+    closed while it waits for a slot leaves the queue and releases nothing."""
+    from sim.engines.gateway import ModelGateway
+    from sim.engines.monitor import Series
+    from sim.harness.effects import ModelRequest
+
+    env = simpy.Environment()
+    pool = SlotPool(env, 1, elide=True)
+    holder = pool.take()
+    gateway = ModelGateway(env, pool, None, Series("model_queue"), Series("busy_model_slots"))
+    call = gateway.call(ModelRequest.__new__(ModelRequest), None, [0.0, 0.0])  # type: ignore[arg-type]
+    waiting = next(call)
+    assert list(pool.queue) == [waiting] and pool.count == 1
+    call.close()
+    assert not pool.queue and pool.count == 1 and gateway.queue.value == 0
+    pool.release(holder)
+    assert pool.count == 0

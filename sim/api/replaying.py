@@ -139,6 +139,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
                               _Where(workers, scheduler, progress))
         with folder.replace(target) as staging:
             summary = _write(staging, s, runs, cells, provenance)
+        del cells  # the rows are read back from the folder: one copy at a time
     finally:
         del runs
         forget_folders()

@@ -112,7 +112,7 @@ def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Setti
                                  tasks=tasks, seed=seed, prices_date=settings.prices_date)
 
     crn = fl.seed_for(seed, "search")
-    found = search(real, lambda a: simulate(document(a, runs)[0], runs, crn),
+    found = search(real, lambda a: simulate(document(a, runs)[0], runs, crn, calls=False),
                    max_evaluations=settings.evaluations, progress=settings.progress,
                    start=None if start is None else start[0],
                    steps=None if start is None else start[1])

@@ -210,6 +210,14 @@ def _intro_lines(c: Calibration) -> list[str]:
                   f"(bootstrap standard error) {error['total']:.4f}: {error['runs']:.4f} from "
                   f"the runs sampled (0 when every run is searched against), "
                   f"{error['simulation']:.4f} from its simulated runs.", ""]
+    if c.search.fatol is not None:
+        lines += [f"The search stopped when its losses were within the loss's noise floor "
+                  f"{c.search.fatol:.4f} (its standard deviation under sampling alone) and its "
+                  f"points within {c.search.xatol:.3f} (log units), after "
+                  f"{c.search.evaluations} simulations of {c.search.simulated} runs"
+                  + (" from the folds' optima" if c.search.start is not None else "")
+                  + "; the folds' searches took "
+                  + ", ".join(str(f.search.evaluations) for f in c.folds) + ".", ""]
     return lines
 
 

@@ -158,7 +158,8 @@ class Calibration:
                        "loss_before": self.search.start_loss, "loss": self.search.loss,
                        "simulations": self.search.evaluations,
                        "sampled_runs": self.search.sampled,
-                       "sampling_error": self.search.error},
+                       "sampling_error": self.search.error,
+                       "stopping": _stopping(self.search, self.folds)},
             "simulated_runs": {"folds": [f.sim_runs for f in self.folds],
                                "final": self.sim.n},
             "metrics": {m.key: {
@@ -184,7 +185,10 @@ class Calibration:
                        "tv_critical_95": f.tv_critical, "tv_p": f.tv_p,
                        "loss": self.folds[f.fold].loss,
                        "search": {"need_shift": self.folds[f.fold].search.adjustment.need_shift,
-                                  "loss": self.folds[f.fold].search.loss}}
+                                  "loss": self.folds[f.fold].search.loss,
+                                  "simulations": self.folds[f.fold].search.evaluations,
+                                  "fatol": self.folds[f.fold].search.fatol,
+                                  "xatol": self.folds[f.fold].search.xatol}}
                       for f in j.folds],
             "ladder": [{"budget": r.budget.label, "kind": r.budget.kind,
                         "value": r.budget.value, "forecast": r.forecast, "replay": r.replay,
@@ -297,3 +301,18 @@ def _sample_lines(c: Calibration) -> list[str]:
             f"{error.get('total', math.nan):.4f} (runs sampled {error.get('runs', math.nan):.4f},"
             f" simulated {error.get('simulation', math.nan):.4f}; bootstrap standard errors)."]
 
+
+def _stopping(search: SearchResult, folds: list[FoldFit]) -> dict[str, Any]:
+    """How the searches stopped (:mod:`sim.calibration.tolerance`): the final
+    search's tolerances, its simulated runs per simulation and warm start, the
+    folds' simulations."""
+    return {"rule": "Nelder-Mead stops when its simplex's losses are within the loss's noise "
+                    "floor (fatol: the loss's standard deviation under sampling alone at the "
+                    "sizes compared) and its points within the matching parameter move "
+                    "(xatol: fatol over the first simplex's steepest slope, 0.01-0.1)",
+            "fatol": search.fatol, "xatol": search.xatol,
+            "runs_per_simulation": search.simulated,
+            "warm_start": search.start,
+            "warm_start_from": "the chosen structure's fold optima (median)"
+            if search.start is not None else None,
+            "fold_simulations": [f.search.evaluations for f in folds]}

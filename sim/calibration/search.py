@@ -72,7 +72,9 @@ class SearchResult:
     :func:`sim.calibration.sample.loss_error`; None once dropped); ``error``:
     that sampling error when measured, and ``sampled`` the runs searched
     against; ``fatol`` and ``xatol`` the tolerances it stopped at (the loss's
-    noise floor and the matching parameter move; None: no search ran)."""
+    noise floor and the matching parameter move; None: no search ran),
+    ``simulated`` the runs of each simulation and ``start`` the warm start's
+    parameters (None: the direct estimates)."""
 
     adjustment: Adjustment
     loss: float
@@ -83,6 +85,8 @@ class SearchResult:
     sampled: int | None = None
     fatol: float | None = None
     xatol: float | None = None
+    simulated: int | None = None
+    start: list[float] | None = None
 
 
 DEFAULT_STEPS = np.array([0.15, -0.25, 0.2])
@@ -167,4 +171,5 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
         print(file=sys.stderr)
     found = min(seen, key=seen.__getitem__)
     return SearchResult(adjustment(np.array(found)), seen[found], start_loss, len(seen), best[0],
-                        fatol=fatol, xatol=xatol)
+                        fatol=fatol, xatol=xatol, simulated=best[0].n,
+                        start=None if start is None else [float(v) for v in x0])

@@ -64,13 +64,17 @@ def from_traces(traces: Traces) -> Sample:
                   calls["run_id"].map(index).to_numpy(np.int64))
 
 
-def simulate(doc: dict[str, Any], runs: int, seed: int) -> Sample:
-    """``runs`` simulated runs of the scenario mapping ``doc`` at root seed ``seed``."""
+def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True) -> Sample:
+    """``runs`` simulated runs of the scenario mapping ``doc`` at root seed
+    ``seed``; ``calls`` False leaves the per-call arrays empty (no call is
+    logged: the runs' quantities are the same, the search's loss needs no
+    more)."""
     from sim.engines.direct import run_task_with_world
     from sim.scenario.model import validate
     from sim.sweeps.cells import build_cell, cells_of
     from sim.world.call_log import RecordingTask
     from sim.world.streams import StreamPool
+    from sim.world.task import SimulatedTask
 
     scenario = validate({**doc, "seed": seed, "tasks": runs}, doc.get("name") or "calibration")
     cell = build_cell(cells_of(scenario)[0])
@@ -83,18 +87,19 @@ def simulate(doc: dict[str, Any], runs: int, seed: int) -> Sample:
     resolved = np.zeros(runs)
     call_output: list[int] = []
     call_run: list[int] = []
+    task_type = RecordingTask if calls else SimulatedTask
     for i in range(runs):
-        record, simulated = run_task_with_world(cell, i, pool, task_type=RecordingTask)
-        task = cast(RecordingTask, simulated)  # the task is a task_type
+        record, simulated = run_task_with_world(cell, i, pool, task_type=task_type)
         steps[i] = record.steps
         prompt[i] = record.prompt_tokens
         output[i] = record.output_tokens
         cost[i] = record.cost_usd
         cats[i] = category(f"{record.state}:{record.reason}")
         resolved[i] = float(record.truly_done)
-        for call in task.log:
-            call_output.append(call.output_tokens)
-        call_run.extend([i] * len(task.log))
+        if calls:
+            log = cast(RecordingTask, simulated).log  # the task is a task_type
+            call_output.extend([call.output_tokens for call in log])
+            call_run.extend([i] * len(log))
     return Sample(steps, prompt, output, cost, cats, resolved,
                   np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64))
 

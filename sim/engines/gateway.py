@@ -72,8 +72,10 @@ class ModelGateway:
                 return result
             finally:
                 busy.add(env.now, -1)
-        except GeneratorExit:  # closed, not ended: like simpy.Resource, nothing released
-            asked = False
+        except GeneratorExit:  # closed, not ended: like simpy.Resource, withdrawn if
+            asked = False      # still queued, else not released
+            if slot is not None:
+                slots.cancel(slot)  # type: ignore[union-attr]
             raise
         finally:
             if asked:

@@ -230,7 +230,9 @@ def _take_reply(run: Run, response: ModelResponse) -> list[ToolUseBlock]:
     usage = response.usage
     billed = usage.output_tokens + usage.thinking_tokens
     if len(content) == 1 and content[0].tokens == billed:  # the common case, kept as is
-        state.messages.append(Message("assistant", content, billed))  # state.append's effect
+        message: Message = _new(Message)  # Message("assistant", content, billed), by field
+        message.role, message.content, message.tokens = "assistant", content, billed
+        state.messages.append(message)  # state.append's effect
         state.context_tokens += billed
         only = content[0]
         calls = [only] if only.type == "tool_use" else []
@@ -245,6 +247,12 @@ def _take_reply(run: Run, response: ModelResponse) -> list[ToolUseBlock]:
                                      "output_tokens": usage.output_tokens,
                                      "tool_calls": len(calls)})
     return calls
+
+
+_new = object.__new__
+"""Per-step objects are built field by field (every field set, as ``__init__``
+sets them): CPython 3.11 calls a dataclass's ``__init__`` through a slow path
+(see :func:`~sim.harness.model_calls.step_request`)."""
 
 
 def _final_answer(run: Run, content: list[Block]) -> Generator[Effect, Result, None]:

@@ -59,6 +59,10 @@ from sim.harness.state import (
 
 NUDGE_PREFIX = "[harness] No progress detected"
 
+_new = object.__new__
+"""The fast paths build their per-step objects field by field (every field
+set, as ``__init__`` sets them; see :func:`~sim.harness.model_calls.step_request`)."""
+
 
 def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, None]:
     """Run the step's tool calls in order (9) and show each to the no-progress
@@ -75,7 +79,9 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
             # the common call, its first try on a fast path (check_ready only when it can stop)
             if state.abort_requested or run.timed:
                 check_ready(run, spec.timeout_s)
-            request = ToolRequest(call, spec.timeout_s, 0, state.turns)
+            request = _new(ToolRequest)  # ToolRequest(call, spec.timeout_s, 0, state.turns)
+            request.call, request.timeout_s = call, spec.timeout_s
+            request.attempt, request.turn = 0, state.turns
             answer = yield request
             if _took_result(answer, run, request, blocks):
                 observation, metric = answer.output, answer.metric
@@ -102,7 +108,9 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
     for block in blocks:
         tokens += block.tokens
     # after the step's assistant message: state.append of make_message("user", blocks)
-    state.messages.append(Message("user", blocks, tokens))
+    message: Message = _new(Message)  # Message("user", blocks, tokens)
+    message.role, message.content, message.tokens = "user", blocks, tokens
+    state.messages.append(message)
     state.context_tokens += tokens
 
 
@@ -131,7 +139,10 @@ def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Bl
     state.tool_failures.pop(call.name, None)
     if run.emit:
         _executed(run.emit, request, answer)
-    blocks.append(ToolResultBlock(call.id, answer.output, False, tokens))
+    block: ToolResultBlock = _new(ToolResultBlock)  # (call.id, output, False, tokens)
+    block.tool_use_id, block.content, block.is_error = call.id, answer.output, False
+    block.tokens, block.type = tokens, "tool_result"
+    blocks.append(block)
     return True
 
 

@@ -21,6 +21,7 @@ from sim.harness.messages import Block, TextBlock, ThinkingBlock, ToolUseBlock, 
 from sim.world.difficulty import sample_need
 from sim.world.distributions import BaseDistribution
 from sim.world.prompt_cache import PromptCache
+from sim.world.replies import model_reply, tool_result
 from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
 from sim.world.world import MADE_CALLS, World
@@ -315,9 +316,9 @@ class SimulatedTask:
                 cache = self.cache = PromptCache()
             usage = cache.usage(w, self.sizes, request, now, output, thinking,
                                 w.cache_ttl_s if ttl is None else ttl, ttl is not None)
-        else:
-            usage = Usage(request.prompt_tokens, output, 0, 0, thinking)
-        return ModelResponse(content, usage, stop, latency, request.model)
+            return ModelResponse(content, usage, stop, latency, request.model)
+        return model_reply(content, request.prompt_tokens, output, thinking, stop, latency,
+                           request.model)
 
     def _summary(self, request: fx.ModelRequest) -> ModelResponse:
         w = self.world
@@ -345,14 +346,13 @@ class SimulatedTask:
         kind = self.kinds.get(call.id, LOOP)
         if kind == PRODUCTIVE:
             self.progress += 1
-            return ToolResult(f"{name} {call.input['target']}: ok", size, duration)
+            return tool_result(f"{name} {call.input['target']}: ok", size, duration)
         if kind == LOOP:
-            return ToolResult(f"{name} {call.input['target']}: same as before",
-                              size, duration)
+            return tool_result(f"{name} {call.input['target']}: same as before", size, duration)
         if kind == TRANSIENT:
             if request.attempt > 0 and self.tools.uniform() < w.retry_success:
                 self.progress += 1
-                return ToolResult(f"{name} {call.input['target']}: ok", size, duration)
+                return tool_result(f"{name} {call.input['target']}: ok", size, duration)
             return ToolError("transient", f"503 Service Unavailable ({call.id})",
                              size, duration, 503)
         return ToolError("validation", f"{call.input['target']} is not a valid target "

@@ -108,6 +108,8 @@ def folder_index(folder: str) -> FolderIndex | None:
             row += table.num_rows
     except Restart:
         return None
+    finally:
+        pa.default_memory_pool().release_unused()  # the batches' memory, back to the system
     return FolderIndex(folder, runs.num_rows, tools, hashes, tuple(models))
 
 
