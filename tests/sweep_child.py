@@ -3,11 +3,10 @@ killed): ``python tests/sweep_child.py SCENARIO TASKS WORKERS OUT [PAUSE_S]``
 streams the records of SCENARIO's sweep to OUT/results.parquet, keeping its
 chunks in OUT/.partial (resuming what is kept there); PAUSE_S seconds of
 sleep after each chunk make the run last long enough to be interrupted.
-Run as a program it hears Ctrl-C even when started with SIGINT ignored, as
-the ``sim`` command does (:func:`sim.sweeps.ctrl_c.hear_ctrl_c`).
 
 It also holds what the Ctrl-C tests of tests/test_sweeps*.py share: a command
-prefix that starts a child with SIGINT ignored, and their time bound."""
+prefix that starts a child as a terminal starts a command, and their time
+bound."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ from sim.output.table import RECORD_SCHEMA
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import cells_of
 from sim.sweeps.chunks import fingerprint, plan, run_chunks
-from sim.sweeps.ctrl_c import hear_ctrl_c
 from sim.sweeps.schedulers import make_scheduler
 
 
@@ -45,12 +43,17 @@ def sweep(scenario: str, tasks: int, workers: int, out: Path, pause_s: float = 0
     return out / "results.parquet"
 
 
-IGNORING_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
-                   "signal.signal(signal.SIGINT, signal.SIG_IGN); "
-                   "os.execv(sys.argv[1], sys.argv[1:])"]
-"""A prefix that starts a command with SIGINT ignored, as a non-interactive
-shell starts a background job (``cmd &`` in a script, a CI step run in the
-background): the case in which Ctrl-C once did nothing at all."""
+AS_FROM_A_TERMINAL = [sys.executable, "-c", "import os, signal, sys; "
+                      "signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                      "os.execv(sys.argv[1], sys.argv[1:])"]
+"""A prefix that starts a command with SIGINT at its default, as a terminal
+starts a foreground command, whatever this test process inherited. A
+non-interactive shell starts its background jobs (``cmd &`` in a script, a CI
+step run in the background, as this suite once was) with SIGINT ignored, so
+that Ctrl-C to the script leaves them running; Python and ``sim`` keep that
+ignore, as programs should (such a run is stopped with ``kill``: SIGTERM ends
+it at once, its finished chunks kept for ``--resume``). Without this prefix
+the Ctrl-C tests ran to their end in CI (24-37 s) and failed."""
 
 STOP_S = 3.0
 """The longest a sweep may take from Ctrl-C to its exit on a machine whose
@@ -68,7 +71,6 @@ def stop_bound_s() -> float:
 
 
 if __name__ == "__main__":
-    hear_ctrl_c()
     args = sys.argv[1:]
     sweep(args[0], int(args[1]), int(args[2]), Path(args[3]),
           float(args[4]) if len(args) > 4 else 0.0)

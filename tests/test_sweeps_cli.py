@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sweep_child import IGNORING_SIGINT, stop_bound_s
+from sweep_child import AS_FROM_A_TERMINAL, stop_bound_s
 
 from sim.cli import main
 from sim.output.chunks import partial_folder
@@ -103,15 +103,15 @@ def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path) 
     message naming the kept chunks and --resume, no results folder, and no
     chunk kept after the signal beyond those already running.
 
-    The command starts with SIGINT ignored, as a background job of a script
-    or a CI step does: ``sim`` puts Python's handler back (without that the
-    sweep ran to its end, 24-37 s in CI). The bound is 3 s scaled by the load
+    The command starts as a terminal starts it (:data:`AS_FROM_A_TERMINAL`:
+    SIGINT at its default even where this suite runs as a background job,
+    which ignores it). The bound is 3 s scaled by the load
     per core (:func:`stop_bound_s`). The run is 200,000 tasks (about 38 s of
     work on 2 quiet workers, and as much longer under load as the bound), so a
     sweep that went on with its remaining chunks fails.
     """
     out = tmp_path / "stopped"
-    child = subprocess.Popen([*IGNORING_SIGINT, sys.executable, "-m", "sim", "run", BOUNDED,
+    child = subprocess.Popen([*AS_FROM_A_TERMINAL, sys.executable, "-m", "sim", "run", BOUNDED,
                               "--tasks", "200000", "--workers", "2", "--quiet", "--out",
                               str(out)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                              start_new_session=True, stdout=subprocess.PIPE,

@@ -123,10 +123,6 @@ def _log_to_stderr(verbose: int) -> None:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
-    if argv is None:  # run as a program: Ctrl-C stops it even if started with SIGINT ignored
-        from sim.sweeps.ctrl_c import hear_ctrl_c
-
-        hear_ctrl_c()
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(argv)
     parser = build_parser(prog)
