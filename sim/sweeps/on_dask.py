@@ -35,6 +35,7 @@ The chunks, hence the results, are the same wherever each one runs.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -81,6 +82,37 @@ CLUSTER_OPTIONS: dict[str, Any] = {"threads_per_worker": 1, "processes": True,
                                    "dashboard_address": ":0"}
 """How our LocalCluster is made: one single-threaded worker process per
 ``--workers`` (a chunk is pure Python, so threads would share one core)."""
+
+class _ForkedWorkers:
+    """Registered with :mod:`multiprocessing` (once, by the first LocalCluster
+    of ours started with fork) so that Ctrl-C ends every process it forks from
+    this one at once, without a word, as it ended the fork server's workers
+    (SIGINT's default action); this process, which hears it too, closes the
+    cluster and keeps the finished chunks. A forked worker otherwise keeps
+    this process's handler and answers Ctrl-C with a KeyboardInterrupt
+    traceback on stderr (2.5-2.8 s to stop at load 21, against 1.7 s with
+    the fork server's workers), and one ignoring it finishes its chunk first
+    (3.1 s, 2 CPU-s)."""
+
+    registered = False
+
+    @staticmethod
+    def end_on_ctrl_c(_: object) -> None:
+        """In the forked child: SIGINT's default action (the process ends)."""
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    @classmethod
+    def register(cls) -> None:
+        """Register :meth:`end_on_ctrl_c` to run in every process forked from now on."""
+        if not cls.registered:
+            from multiprocessing import util
+
+            util.register_after_fork(_FORKED_WORKERS, cls.end_on_ctrl_c)
+            cls.registered = True
+
+
+_FORKED_WORKERS = _ForkedWorkers()  # multiprocessing holds its hooks' objects weakly
+
 
 FORKSERVER_PRELOAD = ("distributed", "sim.sweeps.chunks")
 """Modules the LocalCluster's fork server imports before forking workers:
@@ -196,6 +228,8 @@ class DaskScheduler:
             with dask.config.set(LOCAL_CLUSTER_CONFIG):
                 if START_METHOD == "forkserver":
                     _preload_forkserver()
+                else:
+                    _ForkedWorkers.register()
                 self._cluster = LocalCluster(n_workers=workers, **CLUSTER_OPTIONS)
             self._client = Client(self._cluster)
         except BaseException as error:  # reported by run or close, in the caller's thread
