@@ -8,19 +8,23 @@ Where a Dask run spends more than the local pool (measured with
 what this module does about it:
 
 - **starting the LocalCluster**: the one place a Dask run waits. Timed per
-  chunk in every process (200,000 and 100,000 tasks of bounded.yaml at load
-  13-14), the workers go from one chunk to the next with 0.6 s of gaps in
-  80 s and spend the CPU per chunk the local pool's workers do (within the
-  noise: 0.43 s a chunk for Dask's workers and for this process's own, 0.38 s
-  for the pool a minute before); Dask's extra wall time is the start, when
-  one process computes instead of two. Workers forked from a fork server
-  (a new interpreter importing Dask and sim: 3.8-4.1 s to a cluster up at
-  load 14) are now forked from this process on Linux (:data:`START_METHOD`:
-  0.5-0.8 s), as the local pool's are. The cluster starts in a background
-  thread while this process runs the first chunks itself, as
-  :class:`~sim.sweeps.schedulers.InProcess` would; once it is up, every chunk
-  not yet begun goes to it at once (:class:`_Handoff`), so no worker waits
-  for this process's chunk;
+  chunk in every process (100,000 tasks of bounded.yaml at load 13-14), the
+  workers go from one chunk to the next with 0.6 s of gaps in 80 s and spend
+  the CPU per chunk the local pool's workers do (within the noise: 0.43 s a
+  chunk for Dask's workers and for this process's own, 0.38 s for the pool a
+  minute before); Dask's extra wall time is the start, when one process
+  computes instead of two. Workers forked from a fork server (a new
+  interpreter importing Dask and sim: 3.8-4.1 s to a cluster up at load 14)
+  are now forked from this process on Linux (:data:`START_METHOD`: 0.5-0.8
+  s), as the local pool's are. (At 200,000 tasks and load 9-22,
+  ``benchmarks/bench_dask.py`` then measured Dask/pool wall ratios of 0.89x
+  to 1.41x, median 1.1x; the rounds over 1.2x ran Dask at a higher load
+  than the pool, and in one pair of rounds Dask's processes took 20-30% more
+  CPU seconds, in another the same; where that CPU goes is not measured
+  yet.) The cluster starts in a background thread while this process runs
+  the first chunks itself, as :class:`~sim.sweeps.schedulers.InProcess`
+  would; once it is up, every chunk not yet begun goes to it at once
+  (:class:`_Handoff`), so no worker waits for this process's chunk;
 - **the arguments every chunk shares** (a cell's scenario and compiled
   world: 10 KB for bounded.yaml, 365 KB and 60 ms to unpickle for
   tau2.yaml) are scattered to the workers once, not sent with every chunk;
