@@ -98,10 +98,14 @@ def test_a_run_killed_with_sigkill_and_resumed_writes_the_bytes_of_an_uninterrup
 
 
 @pytest.mark.untraced
-def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path) -> None:
-    """SIGINT (Ctrl-C) to a running sweep: exit status 130 within seconds, a
-    message naming the kept chunks and --resume, no results folder, and no
-    chunk kept after the signal beyond those already running.
+@pytest.mark.parametrize("scheduler", ["local", "dask"])
+def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path,
+                                                                 scheduler: str) -> None:
+    """SIGINT (Ctrl-C) to a running sweep, on the local pool or on --scheduler
+    dask (whose workers are forked from the sweep): exit status 130 within
+    seconds, a message naming the kept chunks and --resume and no traceback,
+    no results folder, and no chunk kept after the signal beyond those
+    already running.
 
     The command starts as a terminal starts it (:data:`AS_FROM_A_TERMINAL`:
     SIGINT at its default even where this suite runs as a background job,
@@ -110,12 +114,14 @@ def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path) 
     work on 2 quiet workers, and as much longer under load as the bound), so a
     sweep that went on with its remaining chunks fails.
     """
+    if scheduler == "dask":
+        pytest.importorskip("distributed")
     out = tmp_path / "stopped"
     child = subprocess.Popen([*AS_FROM_A_TERMINAL, sys.executable, "-m", "sim", "run", BOUNDED,
-                              "--tasks", "200000", "--workers", "2", "--quiet", "--out",
-                              str(out)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                             start_new_session=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                              "--tasks", "200000", "--workers", "2", "--scheduler", scheduler,
+                              "--quiet", "--out", str(out)], cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_chunks(out, 2, child)
     kept, bound, start = _kept(out), stop_bound_s(), time.monotonic()
     os.killpg(child.pid, signal.SIGINT)

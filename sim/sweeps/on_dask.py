@@ -8,19 +8,23 @@ Where a Dask run spends more than the local pool (measured with
 what this module does about it:
 
 - **starting the LocalCluster**: the one place a Dask run waits. Timed per
-  chunk in every process (200,000 and 100,000 tasks of bounded.yaml at load
-  13-14), the workers go from one chunk to the next with 0.6 s of gaps in
-  80 s and spend the CPU per chunk the local pool's workers do (within the
-  noise: 0.43 s a chunk for Dask's workers and for this process's own, 0.38 s
-  for the pool a minute before); Dask's extra wall time is the start, when
-  one process computes instead of two. Workers forked from a fork server
-  (a new interpreter importing Dask and sim: 3.8-4.1 s to a cluster up at
-  load 14) are now forked from this process on Linux (:data:`START_METHOD`:
-  0.5-0.8 s), as the local pool's are. The cluster starts in a background
-  thread while this process runs the first chunks itself, as
-  :class:`~sim.sweeps.schedulers.InProcess` would; once it is up, every chunk
-  not yet begun goes to it at once (:class:`_Handoff`), so no worker waits
-  for this process's chunk;
+  chunk in every process (100,000 tasks of bounded.yaml at load 13-14), the
+  workers go from one chunk to the next with 0.6 s of gaps in 80 s and spend
+  the CPU per chunk the local pool's workers do (within the noise: 0.43 s a
+  chunk for Dask's workers and for this process's own, 0.38 s for the pool a
+  minute before); Dask's extra wall time is the start, when one process
+  computes instead of two. Workers forked from a fork server (a new
+  interpreter importing Dask and sim: 3.8-4.1 s to a cluster up at load 14)
+  are now forked from this process on Linux (:data:`START_METHOD`: 0.5-0.8
+  s), as the local pool's are. (At 200,000 tasks and load 9-22,
+  ``benchmarks/bench_dask.py`` then measured Dask/pool wall ratios of 0.89x
+  to 1.41x, median 1.1x; the rounds over 1.2x ran Dask at a higher load
+  than the pool, and in one pair of rounds Dask's processes took 20-30% more
+  CPU seconds, in another the same; where that CPU goes is not measured
+  yet.) The cluster starts in a background thread while this process runs
+  the first chunks itself, as :class:`~sim.sweeps.schedulers.InProcess`
+  would; once it is up, every chunk not yet begun goes to it at once
+  (:class:`_Handoff`), so no worker waits for this process's chunk;
 - **the arguments every chunk shares** (a cell's scenario and compiled
   world: 10 KB for bounded.yaml, 365 KB and 60 ms to unpickle for
   tau2.yaml) are scattered to the workers once, not sent with every chunk;
@@ -35,6 +39,7 @@ The chunks, hence the results, are the same wherever each one runs.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -81,6 +86,40 @@ CLUSTER_OPTIONS: dict[str, Any] = {"threads_per_worker": 1, "processes": True,
                                    "dashboard_address": ":0"}
 """How our LocalCluster is made: one single-threaded worker process per
 ``--workers`` (a chunk is pure Python, so threads would share one core)."""
+
+class _ForkedWorkers:
+    """Registered with :mod:`multiprocessing` (once, by the first LocalCluster
+    of ours started with fork) so that Ctrl-C ends every process it forks from
+    this one at once, without a word, as it ended the fork server's workers
+    (SIGINT's default action); this process, which hears it too, closes the
+    cluster and keeps the finished chunks. A forked worker otherwise keeps
+    this process's handler and answers Ctrl-C with a KeyboardInterrupt
+    traceback on stderr (2.5-2.8 s to stop at load 21, against 1.7 s with
+    the fork server's workers), and one ignoring it finishes its chunk first
+    (3.1 s, 2 CPU-s)."""
+
+    registered = False
+
+    @staticmethod
+    def end_on_ctrl_c(_: object) -> None:
+        """In the forked child: SIGINT's default action (the process ends),
+        unless this process ignores SIGINT (a background job): then the
+        workers ignore it too, and ``kill`` stops the sweep."""
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    @classmethod
+    def register(cls) -> None:
+        """Register :meth:`end_on_ctrl_c` to run in every process forked from now on."""
+        if not cls.registered:
+            from multiprocessing import util
+
+            util.register_after_fork(_FORKED_WORKERS, cls.end_on_ctrl_c)
+            cls.registered = True
+
+
+_FORKED_WORKERS = _ForkedWorkers()  # multiprocessing holds its hooks' objects weakly
+
 
 FORKSERVER_PRELOAD = ("distributed", "sim.sweeps.chunks")
 """Modules the LocalCluster's fork server imports before forking workers:
@@ -196,6 +235,8 @@ class DaskScheduler:
             with dask.config.set(LOCAL_CLUSTER_CONFIG):
                 if START_METHOD == "forkserver":
                     _preload_forkserver()
+                else:
+                    _ForkedWorkers.register()
                 self._cluster = LocalCluster(n_workers=workers, **CLUSTER_OPTIONS)
             self._client = Client(self._cluster)
         except BaseException as error:  # reported by run or close, in the caller's thread
