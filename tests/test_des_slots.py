@@ -170,3 +170,26 @@ def test_a_model_call_closed_while_queued_withdraws_its_request():
     assert not pool.queue and pool.count == 1 and gateway.queue.value == 0
     pool.release(holder)
     assert pool.count == 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_series_pulse_is_add_one_then_minus_one(seed):
+    """Series.pulse(t) leaves a series exactly as add(t, 1); add(t, -1) does:
+    times, values, peak and integral, at repeated times too."""
+    from sim.engines.monitor import Series
+
+    rng = random.Random(seed)
+    pulsed, added = Series("q"), Series("q")
+    now = 0.0
+    for _ in range(200):
+        now += rng.choice((0.0, 0.0, 0.5, rng.random()))
+        if rng.random() < 0.4:
+            pulsed.pulse(now)
+            added.add(now, 1)
+            added.add(now, -1)
+        else:
+            delta = rng.choice((1, -1)) if pulsed.value > 0 else 1
+            pulsed.add(now, delta)
+            added.add(now, delta)
+    assert (pulsed.times, pulsed.values, pulsed.peak) == (added.times, added.values, added.peak)
+    assert pulsed.integral(now + 1.0) == added.integral(now + 1.0)

@@ -46,17 +46,10 @@ class Series:
         """``add(now, 1)`` then ``add(now, -1)`` (a request granted the
         instant it was made: counted in a queue for no time), in one call
         with the same result."""
-        last = self._last
-        if now < last:
-            raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
         value = self._value
-        self._area += value * (now - last)
-        self._last = now
-        if value + 1 > self.peak:
-            self.peak = value + 1
-        if last != now:  # else values[-1] is the value already
-            self.times.append(now)
-            self.values.append(value)
+        self.add(now, 1)
+        self._value = value  # the second add: no time passes, back to the value
+        self.values[-1] = value
 
     @property
     def value(self) -> float:
