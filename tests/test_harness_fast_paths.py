@@ -14,7 +14,7 @@ import math
 import pytest
 
 from sim.harness.effects import ModelRequest, ModelResponse
-from sim.harness.guards import Run, flat_prices, token_cap
+from sim.harness.guards import Run, Stop, flat_prices, token_cap
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.harness.model_calls import model_request, step_request
 from sim.harness.params import Budgets, HarnessParams, ThinkingConfig
@@ -40,6 +40,7 @@ def test_step_request_is_the_general_request(params: HarnessParams) -> None:
     run = _run(params)
     state = run.state
     fast = step_request(run)
+    assert fast is not None
     general = model_request(run, state.messages, state.context_tokens,
                             params.max_output_tokens, "step")
     assert type(fast) is ModelRequest
@@ -48,6 +49,23 @@ def test_step_request_is_the_general_request(params: HarnessParams) -> None:
         assert getattr(fast, f.name) == getattr(general, f.name), f.name
     assert fast == general
     assert fast.messages is state.messages
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_step_request_checks_budgets_then_the_window(capped: bool) -> None:
+    params = HarnessParams(budgets=Budgets(tokens=5000), context_window=3000, max_output_tokens=500,
+                           system_prompt_tokens=100)
+    run = _run(params)
+    if capped:
+        run.token_cap = token_cap(params)
+    run.state.context_tokens = 2999
+    assert step_request(run) is not None
+    run.state.context_tokens = 3001  # past the window, within the budget: compact
+    assert step_request(run) is None
+    run.state.input_tokens = 2000  # 2000 + 3001 > 5000: the budget ends the run first
+    with pytest.raises(Stop) as end:
+        step_request(run)
+    assert (end.value.status, end.value.reason) == ("budget_exhausted", "tokens")
 
 
 def _reply(content: object, usage: object = None, latency: object = 1.5) -> ModelResponse:
