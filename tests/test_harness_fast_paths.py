@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,45 @@ def test_flat_prices_only_for_one_untiered_list() -> None:
     tiered = Prices(tiers=((1000, Prices(input=6.0)),))
     assert flat_prices(HarnessParams(prices=tiered)) is None
     assert flat_prices(HarnessParams(model_prices=(("other", Prices()),))) is None
+
+
+def test_objects_built_field_by_field_equal_constructed_ones() -> None:
+    """Every message, tool-result block and tool request the fast paths build
+    has all its fields set and equals the one its constructor builds."""
+    from sim.engines.direct import run_task
+    from sim.harness.effects import ToolRequest
+    from sim.harness.messages import Message, ToolResultBlock
+    from sim.scenario.model import load_scenario
+    from sim.sweeps.cells import build_cell, cells_of
+
+    cell = build_cell(cells_of(load_scenario("scenarios/bounded.yaml"))[0])
+    requests: list[ToolRequest] = []
+    states: list[Any] = []
+
+    def tracer(index: int, state: Any, clock: Any) -> Any:
+        states.append(state)
+
+        def wrap(loop: Any) -> Any:
+            result = None
+            try:
+                while True:
+                    effect = loop.send(result)
+                    if type(effect) is ToolRequest:
+                        requests.append(effect)
+                    result = yield effect
+            except StopIteration as stop:
+                return stop.value
+        return wrap
+
+    for i in range(3):
+        assert run_task(cell, i, tracer=tracer).steps > 0
+    assert requests
+    for r in requests:
+        assert r == ToolRequest(r.call, r.timeout_s, r.attempt, r.turn)
+    for state in states:
+        for message in state.messages:
+            assert message == Message(message.role, message.content, message.tokens)
+            for block in message.content:
+                if type(block) is ToolResultBlock:
+                    assert block == ToolResultBlock(block.tool_use_id, block.content,
+                                                    block.is_error, block.tokens)
