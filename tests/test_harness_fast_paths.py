@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 
 from sim.harness.effects import ModelRequest, ModelResponse
-from sim.harness.guards import Run, flat_prices, token_cap
+from sim.harness.guards import Run, Stop, flat_prices, token_cap
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.harness.model_calls import model_request, step_request
 from sim.harness.params import Budgets, HarnessParams, ThinkingConfig
@@ -40,6 +41,7 @@ def test_step_request_is_the_general_request(params: HarnessParams) -> None:
     run = _run(params)
     state = run.state
     fast = step_request(run)
+    assert fast is not None
     general = model_request(run, state.messages, state.context_tokens,
                             params.max_output_tokens, "step")
     assert type(fast) is ModelRequest
@@ -48,6 +50,23 @@ def test_step_request_is_the_general_request(params: HarnessParams) -> None:
         assert getattr(fast, f.name) == getattr(general, f.name), f.name
     assert fast == general
     assert fast.messages is state.messages
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_step_request_checks_budgets_then_the_window(capped: bool) -> None:
+    params = HarnessParams(budgets=Budgets(tokens=5000), context_window=3000, max_output_tokens=500,
+                           system_prompt_tokens=100)
+    run = _run(params)
+    if capped:
+        run.token_cap = token_cap(params)
+    run.state.context_tokens = 2999
+    assert step_request(run) is not None
+    run.state.context_tokens = 3001  # past the window, within the budget: compact
+    assert step_request(run) is None
+    run.state.input_tokens = 2000  # 2000 + 3001 > 5000: the budget ends the run first
+    with pytest.raises(Stop) as end:
+        step_request(run)
+    assert (end.value.status, end.value.reason) == ("budget_exhausted", "tokens")
 
 
 def _reply(content: object, usage: object = None, latency: object = 1.5) -> ModelResponse:
@@ -102,3 +121,45 @@ def test_flat_prices_only_for_one_untiered_list() -> None:
     tiered = Prices(tiers=((1000, Prices(input=6.0)),))
     assert flat_prices(HarnessParams(prices=tiered)) is None
     assert flat_prices(HarnessParams(model_prices=(("other", Prices()),))) is None
+
+
+def test_objects_built_field_by_field_equal_constructed_ones() -> None:
+    """Every message, tool-result block and tool request the fast paths build
+    has all its fields set and equals the one its constructor builds."""
+    from sim.engines.direct import run_task
+    from sim.harness.effects import ToolRequest
+    from sim.harness.messages import Message, ToolResultBlock
+    from sim.scenario.model import load_scenario
+    from sim.sweeps.cells import build_cell, cells_of
+
+    cell = build_cell(cells_of(load_scenario("scenarios/bounded.yaml"))[0])
+    requests: list[ToolRequest] = []
+    states: list[Any] = []
+
+    def tracer(index: int, state: Any, clock: Any) -> Any:
+        states.append(state)
+
+        def wrap(loop: Any) -> Any:
+            result = None
+            try:
+                while True:
+                    effect = loop.send(result)
+                    if type(effect) is ToolRequest:
+                        requests.append(effect)
+                    result = yield effect
+            except StopIteration as stop:
+                return stop.value
+        return wrap
+
+    for i in range(3):
+        assert run_task(cell, i, tracer=tracer).steps > 0
+    assert requests
+    for r in requests:
+        assert r == ToolRequest(r.call, r.timeout_s, r.attempt, r.turn)
+    for state in states:
+        for message in state.messages:
+            assert message == Message(message.role, message.content, message.tokens)
+            for block in message.content:
+                if type(block) is ToolResultBlock:
+                    assert block == ToolResultBlock(block.tool_use_id, block.content,
+                                                    block.is_error, block.tokens)

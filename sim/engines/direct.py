@@ -75,16 +75,18 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
     send = loop.send
     answer = answers(type(task))
     respond, execute = answer[ModelRequest], answer[ToolRequest]
+    # the commonest three effects' types, and ``type``, as locals
+    model_request, checkpoint, tool_request, type_of = ModelRequest, Checkpoint, ToolRequest, type
     result: Result = None
     try:
         while True:
             effect = send(result)
-            kind = type(effect)
-            if kind is ModelRequest:  # the table's answers, the commonest three looked up once
+            kind = type_of(effect)
+            if kind is model_request:  # the table's answers, the commonest three looked up once
                 result = respond(task, effect, state.active_s + state.parked_s)
-            elif kind is Checkpoint:
+            elif kind is checkpoint:
                 result = None
-            elif kind is ToolRequest:
+            elif kind is tool_request:
                 result = execute(task, effect, state.active_s + state.parked_s)
             else:
                 result = answer[kind](task, effect, state.active_s + state.parked_s)

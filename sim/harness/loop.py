@@ -149,11 +149,10 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
                 stop(BUDGET_EXHAUSTED, "steps")                                  # 2
             if state.context_tokens > compact_at:                                # 3
                 yield from compact_history(run, "context_budget")
-            check_budgets(run, state.context_tokens, params.max_output_tokens)   # 4
-            if state.context_tokens > params.context_window:                     # 5
+            request = step_request(run)  # 4; None when the context overflows (5), else 6
+            if request is None:
                 yield from overflow(run)
                 continue
-            request = step_request(run)                                          # 6
             answer = yield request
             if took_reply(answer, run):  # the common reply, on a fast path
                 response: ModelResponse | ModelError = answer

@@ -80,17 +80,27 @@ def model_request(run: Run, messages: list[Message], prompt_tokens: int, max_out
                         params.temperature, params.top_p, params.provider)
 
 
-def step_request(run: Run) -> ModelRequest:
-    """The first try of a step's model call: what
-    ``model_request(run, state.messages, state.context_tokens,
-    params.max_output_tokens, "step")`` returns, built field by field (every
-    field set, as ``__init__`` sets them): CPython 3.11 calls a dataclass's
-    ``__init__`` through a slow path, and this runs once per step."""
+def step_request(run: Run) -> ModelRequest | None:
+    """A step's call, once the budgets allow it (step 4: else the run ends):
+    None when the prompt exceeds the context window (step 5), else the first
+    try's request (step 6), what ``model_request(run, state.messages,
+    state.context_tokens, params.max_output_tokens, "step")`` returns, built
+    field by field (every field set, as ``__init__`` sets them): CPython 3.11
+    calls a dataclass's ``__init__`` through a slow path, and this runs once
+    per step."""
     params, state = run.params, run.state
+    prompt = state.context_tokens
+    cap = run.token_cap
+    if cap is None:
+        check_budgets(run, prompt, params.max_output_tokens)
+    elif state.input_tokens + state.cache_read_tokens + state.cache_write_tokens + prompt > cap:
+        stop(BUDGET_EXHAUSTED, "tokens")  # check_budgets' short way, written out
+    if prompt > params.context_window:
+        return None
     request: ModelRequest = _new(ModelRequest)
     request.model = state.model
     request.messages = state.messages
-    request.prompt_tokens = state.context_tokens
+    request.prompt_tokens = prompt
     request.max_output_tokens = params.max_output_tokens
     request.purpose = "step"
     request.turn = state.turns

@@ -136,7 +136,8 @@ def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Bl
         stop(CANCELLED, "external_signal")
     state.tool_calls += 1
     call = request.call
-    state.tool_failures.pop(call.name, None)
+    if state.tool_failures:  # no failures to forget in the common case
+        state.tool_failures.pop(call.name, None)
     if run.emit:
         _executed(run.emit, request, answer)
     block: ToolResultBlock = _new(ToolResultBlock)  # (call.id, output, False, tokens)
