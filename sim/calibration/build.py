@@ -22,6 +22,7 @@ import yaml
 
 from sim.calibration.estimate import ClassEstimate, Estimates
 from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal
+from sim.world.ranges import MAX_LOG_SD
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def _first_prompt(values: list[int]) -> dict[str, Any] | None:
 def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, Any]:
     sections: dict[str, Any] = {
         "difficulty": {"distribution": "lognormal", "mu": round(c.need_mu + a.need_shift, 6),
-                       "sigma": round(max(0.05, c.need_sigma * a.sigma_scale), 6), "min": 1},
+                       "sigma": round(min(MAX_LOG_SD, max(0.05, c.need_sigma * a.sigma_scale)),
+                                      6), "min": 1},
         "policy": {"loop": round(c.loop, 6), "transient": 0.0,
                    "validation": round(c.validation, 6), "premature": 0.0,
                    "talk": round(c.talk, 6), "self_escape": round(c.self_escape, 6),
@@ -141,7 +143,12 @@ def _harness(est: Estimates, prices_date: str | None, comments: dict[str, str]
         comments[f"harness.model_prices.{m}"] = est.prices[m].source
     comments["harness.budgets"] = "; ".join(
         ["the limits the traces state (steps: " + est.notes.get("steps", "the step limit")
-         + ")", *(est.notes[k] for k in ("prompt_tokens", "output_tokens") if k in est.notes)])
+         + ")", *(est.notes[k] for k in ("tool_errors", "prompt_tokens", "output_tokens")
+           if k in est.notes)])
+    if est.context_window is not None:  # the recorded harness failed on an overflow
+        harness["context_window"] = est.context_window
+        harness["context"] = {"emergency_compaction": False}
+        comments["harness.context_window"] = est.notes["context"]
     if est.token_limit is not None:
         harness["budgets"]["tokens"] = est.token_limit
     if est.output_limit is not None:

@@ -21,7 +21,8 @@ every later stage reads (units: tokens, USD, seconds):
   its tool calls ran, NaN when not recorded);
 - per run: ``steps``, ``prompt`` and ``output`` (sums), ``cost`` (NaN when not
   recorded), ``exit`` (the label) and ``category`` (:mod:`sim.calibration.exits`),
-  ``resolved``, ``model``, ``first_prompt``, and ``P`` and ``h``: the least-
+  ``resolved``, ``model``, ``first_prompt``, ``trailing_repeats`` (repeats
+  of one call that end the run: its final loop), and ``P`` and ``h``: the least-
   squares fit of the run's prompts ``prompt(n) = P + h n`` (n the 0-based call).
 
 Only a run's loop steps are calls here (a simulated run's compaction and
@@ -276,6 +277,11 @@ def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) 
     for c in ("step_limit", "cost_limit_usd", "error_limit", "message_limit", "duration_s"):
         values = runs[c] if c in runs else pd.Series(np.nan, index=runs.index)
         out[c] = pd.to_numeric(values, errors="coerce").astype(float)
+    position = calls.groupby("run_id", sort=False).cumcount().to_numpy()
+    fresh = pd.Series(np.where(calls["repeat"].to_numpy(bool), -1, position),
+                      index=calls.index).groupby(calls["run_id"], sort=False).max()
+    out["trailing_repeats"] = (out["steps"] - 1 - fresh.reindex(out.index).fillna(
+        -1)).clip(lower=0).astype(np.int64)  # the final loop's repeats (0: none)
     first = g["prompt"].first()
     out["first_prompt"] = first.reindex(out.index).fillna(0).astype(np.int64)
     p, h = _lines(calls)

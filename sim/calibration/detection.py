@@ -98,53 +98,57 @@ def _replay(detector: NoProgressDetector, keys: list[tuple[str, ...]], nudges: i
     return None, given
 
 
-def fit_detector(traces: Traces) -> DetectorFit | None:
-    """The recorded detector of ``traces`` (None when no run was stopped by one)."""
-    runs, calls = traces.runs, traces.calls
-    stopped_ids = set(runs.loc[runs["category"] == "no_progress", "run_id"])
-    if not stopped_ids or "keys" not in calls:
-        return None
+def _sequences(traces: Traces) -> tuple[dict[str, list[int]], dict[str, list[tuple[str, ...]]]]:
+    """Per run with a recurring tool call: its calls' rows and their keys."""
+    calls = traces.calls
     keys = calls["keys"].to_numpy(object)
     run_of = calls["run_id"].to_numpy(object)
-    has = np.flatnonzero([k is not None for k in keys])
     by_run: dict[str, list[int]] = {}
-    for i in has.tolist():
+    for i in np.flatnonzero([k is not None for k in keys]).tolist():
         by_run.setdefault(run_of[i], []).append(i)
-    sequences = {r: [keys[i] for i in rows] for r, rows in by_run.items()}
-    streaks = [_final_streak(sequences[r]) for r in stopped_ids if r in sequences]
-    streaks = [s for s in streaks if s >= 2]
+    return by_run, {r: [keys[i] for i in rows] for r, rows in by_run.items()}
+
+
+def _score(sequences: dict[str, list[tuple[str, ...]]], stopped: set[str], k: int, m: int
+           ) -> tuple[int, int, dict[str, list[int]]]:
+    """``(runs that end as recorded, stops explained, nudges by run)`` under
+    ``repeat_threshold`` ``k`` and ``m`` nudges."""
+    detector = NoProgressDetector(DetectorParams(repeat_threshold=k, max_nudges=m))
+    agree = explained = 0
+    marks: dict[str, list[int]] = {}
+    for run, seq in sequences.items():
+        stop, given = _replay(detector, seq, m)
+        ok = stop == len(seq) - 1 if run in stopped else stop is None
+        agree += ok
+        explained += ok and run in stopped
+        if given:
+            marks[run] = given
+    return agree, explained, marks
+
+
+def fit_detector(traces: Traces) -> DetectorFit | None:
+    """The recorded detector of ``traces`` (None when no run was stopped by one,
+    or no candidate explains a stop)."""
+    runs = traces.runs
+    stopped = set(runs.loc[runs["category"] == "no_progress", "run_id"])
+    if not stopped or "keys" not in traces.calls:
+        return None
+    by_run, sequences = _sequences(traces)
+    streaks = [s for s in (_final_streak(sequences[r]) for r in stopped if r in sequences)
+               if s >= 2]
     top = min(MAX_THRESHOLD, min(streaks)) if streaks else 2
-    best: tuple[tuple[int, int, int], int, int, dict[str, list[int]]] | None = None
-    for m in range(MAX_NUDGES + 1):
-        for k in range(2, top + 1):
-            detector = NoProgressDetector(DetectorParams(repeat_threshold=k, max_nudges=m))
-            agree = explained = 0
-            marks: dict[str, list[int]] = {}
-            for run, seq in sequences.items():
-                stop, given = _replay(detector, seq, m)
-                if run in stopped_ids:
-                    ok = stop == len(seq) - 1
-                    explained += ok
-                else:
-                    ok = stop is None
-                agree += ok
-                if given:
-                    marks[run] = given
-            score = (agree, -m, -k)
-            if best is None or score > best[0]:
-                best = (score, agree, explained, marks)
-    assert best is not None
-    (_, neg_m, neg_k), agree, explained, marks = best
+    scored = [(_score(sequences, stopped, k, m), -m, -k)
+              for m in range(MAX_NUDGES + 1) for k in range(2, top + 1)]
+    (agree, explained, marks), neg_m, neg_k = max(scored, key=lambda s: (s[0][0], s[1], s[2]))
     if explained == 0:
         return None
-    nudged = np.zeros(len(calls), dtype=bool)
+    nudged = np.zeros(len(traces.calls), dtype=bool)
     for run, given in marks.items():
-        rows = by_run[run]
-        nudged[[rows[i] for i in given]] = True
-    checked = len(sequences) + len(stopped_ids - set(sequences))
+        nudged[[by_run[run][i] for i in given]] = True
+    checked = len(sequences) + len(stopped - set(sequences))
     k, m = -neg_k, -neg_m
-    note = (f"the recorded detector read back from its {len(stopped_ids)} stops: repetition "
+    note = (f"the recorded detector read back from its {len(stopped)} stops: repetition "
             f"threshold {k}, {m} nudge(s) before the stop; replayed over the {checked} runs "
             f"with a recurring tool call or a stop, {agree} end as recorded "
-            f"({explained} of the {len(stopped_ids)} stops); {int(nudged.sum())} nudges")
-    return DetectorFit(k, m, len(stopped_ids), checked, agree, explained, nudged, note)
+            f"({explained} of the {len(stopped)} stops); {int(nudged.sum())} nudges")
+    return DetectorFit(k, m, len(stopped), checked, agree, explained, nudged, note)

@@ -2,8 +2,7 @@
 
 For each task class (:mod:`sim.calibration.classes`), from its runs:
 
-- **first prompt**: the runs' first prompts (an empirical distribution; the
-  class's prefix is the smallest);
+- **first prompt**: the runs' first prompts (empirical; the prefix the smallest);
 - **sizes**: ``log size = run effect + call effect``. The run effect is a
   random effect estimated from the outputs (the variance between runs of the
   mean log output less its within-run part, method of moments; each run's
@@ -45,8 +44,7 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   share of the prompt the others read is an empirical distribution (101
   quantiles of ``cache_read_tokens / prompt``);
 - **latency**: ``latency_s = ttft + output / decode + prompt / prefill`` by
-  non-negative least squares over calls with timestamps; the task-giver's time
-  to reply and each tool's duration from the gaps between calls.
+  NNLS over timed calls; replies' and tools' times from the gaps between calls.
 
 Across classes: **prices** per model by non-negative least squares of the
 recorded call costs on the token counts (the cache prices, when the traces
@@ -149,9 +147,10 @@ class Estimates:
     max_output: int
     max_prompt: int
     notes: dict[str, str] = field(default_factory=dict)
-    token_limit: int | None = None
+    token_limit: int | None = None  # prompt tokens (output_limit: output tokens)
     output_limit: int | None = None
     detector: DetectorFit | None = None
+    context_window: int | None = None
 
 
 # ------------------------------------------------------------------ classes
@@ -397,4 +396,5 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
         conversation=conversation, cached=cached,
         max_output=int((calls["output"] + calls["reasoning"]).max()),
         max_prompt=int(calls["prompt"].max()), notes=known.notes,
-        token_limit=known.tokens, output_limit=known.output_tokens, detector=detector)
+        token_limit=known.tokens, output_limit=known.output_tokens, detector=detector,
+        context_window=known.context_window)

@@ -8,6 +8,10 @@ failed). Every other ending (the recorded harness's own step, message,
 error, cost, token or time limit, a detector stop, an unknown label) is a
 **censored** observation at ``T = steps``: the run survived that many calls
 and would have gone on; the limit is the harness's budget, not the world's.
+A run stopped while in a loop (its last calls repeats of one call) is
+censored where the loop began (``T = steps - trailing_repeats``): a model in
+a loop is at risk of no ending until it is out (``world.policy.ends_in_loop``
+false in a calibrated world), so its loop's calls are no time at risk.
 A natural ending whose resolution is unknown counts as ``resolve`` with
 weight ``p`` and ``give_up`` with weight ``1 - p``, ``p`` the resolved share
 of the natural endings that are known (1 when none is).
@@ -101,6 +105,8 @@ def observations(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     ``category``, ``resolved``): cause -1 for a censored run; a natural ending
     of unknown resolution gives two rows (see the module docstring)."""
     steps = runs["steps"].to_numpy(np.int64)
+    stuck = (runs["trailing_repeats"].to_numpy(np.int64) if "trailing_repeats" in runs
+             else np.zeros(len(steps), dtype=np.int64))
     cats = runs["category"].to_numpy(object)
     resolved = runs["resolved"].to_numpy(object)
     natural = np.isin(cats, _NATURAL)
@@ -108,7 +114,7 @@ def observations(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     good = known & np.array([r is True for r in resolved], dtype=bool)
     p = float(good.sum() / known.sum()) if known.any() else 1.0
     times, causes, weights = [], [], []
-    for t, c, r, nat in zip(steps, cats, resolved, natural, strict=True):
+    for t, c, r, nat, k in zip(steps, cats, resolved, natural, stuck, strict=True):
         if nat:
             t = max(int(t), 1)
             if r is None:
@@ -123,8 +129,8 @@ def observations(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
         elif c == "model_error":
             times.append(int(t) + 1)
             causes.append(2)
-        else:
-            times.append(int(t))
+        else:  # censored: at risk of an ending until its final loop began
+            times.append(max(1, int(t) - int(k)) if t > 0 else 0)
             causes.append(-1)
         weights.append(1.0)
     return (np.asarray(times, dtype=np.int64), np.asarray(causes, dtype=np.int64),
