@@ -24,6 +24,21 @@ CPU no longer grows with the runs (direct estimates on all 100k runs: 6.7
 CPU-s; reading and deriving them: 6.8 CPU-s); the searches on the sample
 (up to 45 evaluations x 6,400 simulated runs per fold) are most of it, so
 the 120 s target is not met.
+
+Session 4 (search stopping at the loss's noise floor, at most 4,000 simulated
+runs per evaluation, the final search warm-started from the folds' optima, the
+search's simulations without the call log; :mod:`sim.calibration.tolerance`).
+Measured 2026-12-02 at load 10-21 (six helpers on 2 cores, so wall seconds
+are several times an idle machine's): bounded 1k, one process, in-process
+calibration: 121.5 -> 114.1 CPU-s, 297,000 -> 245,800 simulated runs
+(py-spy of the new code: searches 57% of CPU, the ladder 18%, direct
+estimates 9%). On bounded's calibrated world the one-class searches stop
+after their first simplex (the adjustment does not move the loss), before and
+after; the saving there is in runs per evaluation (the 4,000 cap binds from
+1,000 sampled runs: at 100k the fold searches simulate 4,000 runs per
+evaluation instead of 6,400, the final search 4,000 instead of 8,000) and in
+the clusters' searches, which stop at the noise floor (about 0.02 in loss
+units at these sizes; the old ``fatol`` was 1e-4).
 """
 
 from __future__ import annotations
