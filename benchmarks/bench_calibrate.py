@@ -43,7 +43,8 @@ units at these sizes; the old ``fatol`` was 1e-4).
 ``python -m benchmarks.bench_calibrate --sizes 100000,10000,1000`` at commit
 bf0c7b8, 2 workers: 100,000 runs **169.1 CPU-s** (was 348), 1,380 s wall at
 load 15 -> 11.5, read 73.8 s at that load (ratio 19); 10,000 runs 182.5 CPU-s
-(was 353), 233.5 s wall at load 11.5 -> 7.0, read 1.6 s; peak RSS 2.35 GiB;
+(was 353), 233.5 s wall at load 11.5 -> 7.0, read 1.6 s; 1,000 runs 84.6 CPU-s,
+128.7 s wall at load 7.0 -> 6.5, read 0.68 s; peak RSS 2.35 GiB;
 exit 1 (bounded's calibrated world is rejected on its exit mix, before and
 after: a fidelity matter). At an idle machine 169 CPU-s over 2 workers is
 about 85 s of parallel work plus the serial read and direct estimates (about
