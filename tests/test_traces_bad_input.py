@@ -243,3 +243,20 @@ def test_generated_documents_import_or_fail_with_an_input_error(doc):
             assert str(path) in str(error)
         else:
             assert report.runs >= 1
+
+
+@pytest.mark.parametrize("messages", [None, []])
+def test_a_lone_surrogate_in_a_run_id_imports_or_fails_with_an_input_error(
+        tmp_path: Path, messages) -> None:
+    """A run id read from ``"\\ud800"`` (a lone surrogate, valid JSON that UTF-8
+    cannot hold) never gives a traceback, skipped (hypothesis found it) or kept."""
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps({"simulations": [{"messages": []},
+                                                {"messages": messages, "id": "\ud800 x"}]}))
+    try:
+        report = import_traces([path], tmp_path / "out")
+    except InputError as error:
+        assert str(path) in str(error)
+    else:
+        assert report.runs >= 1
+        json.loads((tmp_path / "out" / "import.json").read_text())  # written, and JSON

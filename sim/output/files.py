@@ -113,10 +113,12 @@ def json_default(value: Any) -> Any:
 
 def json_bytes(obj: Any) -> bytes:
     """UTF-8 JSON: sorted keys, indent 2, trailing newline, ``repr`` floats
-    (shortest round-trip, stable); NaN and infinities are refused."""
+    (shortest round-trip, stable); NaN and infinities are refused. A lone
+    surrogate (a string read from ``"\\ud800"`` in a JSON file) is written as
+    its JSON escape, the same JSON value, where UTF-8 cannot hold it."""
     text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False,
                       default=json_default)
-    return (text + "\n").encode("utf-8")
+    return (text + "\n").encode("utf-8", "backslashreplace")
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

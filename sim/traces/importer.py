@@ -122,7 +122,8 @@ def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
             writer.abort()
             raise
         text = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
-        (tmp / REPORT_FILE).write_text(text + "\n", encoding="utf-8")
+        # a lone surrogate (a run id read from "\\ud800" in JSON) is written as its JSON escape
+        (tmp / REPORT_FILE).write_bytes((text + "\n").encode("utf-8", "backslashreplace"))
     return report
 
 
