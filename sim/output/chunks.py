@@ -11,7 +11,7 @@ and the results are the same bytes as an uninterrupted run's (each chunk's
 records depend only on its tasks, and the results file only on the records).
 
 A chunk is one file, ``<key>.arrow``: its records and side tables as Arrow
-IPC files laid end to end, then a trailer (their byte lengths, their count
+IPC streams laid end to end, then a trailer (their byte lengths, their count
 and a magic string), written to a temporary file and renamed into place, so
 after a kill a chunk is whole or absent. (A DES cell's extras are a JSON file
 written before it.) The file is not fsynced: a kill leaves the page cache
@@ -43,10 +43,10 @@ from sim.bad_input import InputError
 from sim.output.files import FILE_MODE, json_bytes, write_atomic
 
 MANIFEST = "manifest.json"
-FORMAT = 2
+FORMAT = 3
 _TABLE = ".arrow"
 _EXTRAS = ".json"
-_MAGIC = b"SIMCHNK2"
+_MAGIC = b"SIMCHNK3"
 _COUNTS = struct.Struct("<II")  # tables, bytes of the side tables' names
 _LENGTH = struct.Struct("<Q")
 
@@ -212,17 +212,10 @@ class MemoryStore:
         self._chunks.clear()
 
 
-def _ipc_buffer(table: pa.Table) -> pa.Buffer:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue()
-
-
 def _write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None:
     """Write ``table`` and ``side`` (in the order of their names) to ``path``
-    as one chunk file (see the module): IPC files end to end, then the side
-    tables' names (JSON), each IPC file's length, the counts and the magic;
+    as one chunk file (see the module): IPC streams end to end, then the side
+    tables' names (JSON), each stream's length, the counts and the magic;
     to a temporary file beside it, renamed into place. A full or read-only
     disk is an InputError saying so (:func:`sim.output.folder.disk_errors`)."""
     from sim.output.folder import disk_errors
@@ -231,12 +224,15 @@ def _write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None
     with disk_errors(path, f"{path.name} is as it was"):
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as handle:
-                lengths = []
+            # Arrow writes its buffers straight into the file (no copy in
+            # between); a full disk is Python's OSError, told as such
+            with os.fdopen(fd, "wb") as raw, pa.PythonFile(raw, mode="w") as handle:
+                lengths, at = [], 0
                 for part in (table, *(side[name] for name in names)):
-                    buffer = _ipc_buffer(part)
-                    handle.write(buffer)
-                    lengths.append(buffer.size)
+                    with pa.ipc.new_stream(handle, part.schema) as writer:
+                        writer.write_table(part)
+                    lengths.append(handle.tell() - at)
+                    at = handle.tell()
                 named = json.dumps(names).encode("utf-8")
                 handle.write(named + b"".join(_LENGTH.pack(n) for n in lengths)
                              + _COUNTS.pack(len(lengths), len(named)) + _MAGIC)
@@ -266,6 +262,6 @@ def _read_chunk(path: Path) -> tuple[pa.Table, dict[str, pa.Table]]:
         raise ValueError(f"{path} is not a whole chunk file")
     tables, offset = [], 0
     for length in lengths:
-        tables.append(pa.ipc.open_file(data.slice(offset, length)).read_all())
+        tables.append(pa.ipc.open_stream(data.slice(offset, length)).read_all())
         offset += length
     return tables[0], dict(zip(names, tables[1:], strict=True))
