@@ -6,8 +6,11 @@
 Runs ``python -m sim run SCENARIO --tasks N --workers W --quiet`` with and
 without ``--traces``, alternating, ``rounds`` times (a fresh process each,
 the command a user runs), and prints the median wall seconds and CPU seconds
-(user + system of the command and its workers) and the peak resident memory
-(MiB, the largest of its processes, over the rounds) of each and their ratios,
+(user + system of the command and its workers), the parent's own CPU seconds
+(the command's process alone: ``getrusage(RUSAGE_SELF)`` at its end; with
+``--workers`` above 1 the parent merges and writes the chunks) and the peak
+resident memory (MiB, the largest of its processes, over the rounds) of each
+and their ratios,
 with the load average at the start and end: this machine is shared, so the
 CPU ratio is the steadier measure. Issue 26's target: ``run --traces`` at
 most 1.5x ``run`` (it was 5.2x at 10,000 tasks).
@@ -22,19 +25,36 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+PARENT = ("import resource, sys\n"
+          "from sim.cli import main\n"
+          "try:\n"
+          "    code = main(sys.argv[2:], prog='python -m sim')\n"
+          "finally:\n"
+          "    use = resource.getrusage(resource.RUSAGE_SELF)\n"
+          "    with open(sys.argv[1], 'w') as out:\n"
+          "        out.write(repr(use.ru_utime + use.ru_stime))\n"
+          "sys.exit(code)\n")
+"""Runs ``python -m sim ARGS`` as ``python -c PARENT FILE ARGS`` and writes the
+process's own CPU seconds (not its workers') to FILE as it ends."""
 
 
-def timed(command: list[str]) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak RSS in MiB) of one command: its own
-    figures and those of the workers it waited for (``wait4``)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        raise subprocess.CalledProcessError(child.returncode, command)
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+def timed(command: list[str]) -> tuple[float, float, float, float]:
+    """(wall seconds, CPU seconds, parent CPU seconds, peak RSS in MiB) of one
+    ``python -m sim`` command: its own figures and those of the workers it
+    waited for (``wait4``), and the parent's alone (:data:`PARENT`)."""
+    with tempfile.NamedTemporaryFile(suffix=".cpu") as parent:
+        argv = [command[0], "-c", PARENT, parent.name, *command[3:]]  # drop "-m sim"
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            raise subprocess.CalledProcessError(child.returncode, argv)
+        own = float(Path(parent.name).read_text())
+    return wall, usage.ru_utime + usage.ru_stime, own, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -48,18 +68,20 @@ def main() -> None:
     command = [sys.executable, "-m", "sim", "run", args.scenario, "--tasks", str(args.tasks),
                "--seed", "5", "--workers", str(args.workers), "--quiet", "--force"]
     print(f"load average at start: {os.getloadavg()}")
-    runs: dict[str, list[tuple[float, float, float]]] = {"run": [], "run --traces": []}
+    runs: dict[str, list[tuple[float, float, float, float]]] = {"run": [], "run --traces": []}
     for _ in range(args.rounds):
         runs["run"].append(timed([*command, "--out", f"{out}/plain"]))
         runs["run --traces"].append(timed([*command, "--out", f"{out}/traced", "--traces"]))
-    wall = {k: statistics.median(w for w, _, _ in v) for k, v in runs.items()}
-    cpu = {k: statistics.median(c for _, c, _ in v) for k, v in runs.items()}
-    rss = {k: max(m for _, _, m in v) for k, v in runs.items()}
+    wall = {k: statistics.median(w for w, _, _, _ in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(c for _, c, _, _ in v) for k, v in runs.items()}
+    own = {k: statistics.median(p for _, _, p, _ in v) for k, v in runs.items()}
+    rss = {k: max(m for _, _, _, m in v) for k, v in runs.items()}
     for name in runs:
         print(f"{name:>14}: wall {wall[name]:7.2f} s   cpu {cpu[name]:7.2f} s   "
-              f"peak RSS {rss[name]:7.0f} MiB")
+              f"parent cpu {own[name]:7.2f} s   peak RSS {rss[name]:7.0f} MiB")
     print(f"ratio --traces / plain: wall {wall['run --traces'] / wall['run']:.2f}x, "
           f"cpu {cpu['run --traces'] / cpu['run']:.2f}x, "
+          f"parent cpu {own['run --traces'] / own['run']:.2f}x, "
           f"peak RSS {rss['run --traces'] / rss['run']:.2f}x "
           f"({args.tasks:,} tasks, {args.workers} workers, {args.rounds} rounds)")
     print(f"load average at end: {os.getloadavg()}")

@@ -301,6 +301,29 @@ def test_a_kept_chunk_reads_back_as_written(tmp_path: Path) -> None:
     assert extras["capacity"]["W"] == 1.5 and extras["capacity"]["L"] != extras["capacity"]["L"]
 
 
+def test_a_traced_chunk_is_one_file_whole_or_dropped_on_resume(tmp_path: Path) -> None:
+    """A traced chunk's records, runs and calls are one file and read back
+    unchanged; that file cut short anywhere is dropped on resume (recomputed),
+    the other chunks kept."""
+    runs = cells_of(load_scenario(BOUNDED))
+    job = plan(runs, 60)[0]
+    table, _, side = sim.sweeps.chunks.run_chunk(runs[0], build_cell(runs[0]), job, "sim")
+    assert side is not None and side["calls"].num_rows > 0
+    store = ChunkStore(tmp_path / "p", "x", resume=False)
+    store.put("k", table, None, side)
+    store.put("plain", table)
+    assert [p.name for p in sorted((tmp_path / "p").glob("k.*"))] == ["k.arrow"]
+    back = store.sides("k")
+    assert store.get("k")[0].equals(table) and store.sides("plain") == {}
+    assert sorted(back) == sorted(side) and all(back[n].equals(side[n]) for n in side)
+    whole = (tmp_path / "p" / "k.arrow").read_bytes()
+    for cut in (0, 7, len(whole) // 3, len(whole) // 2, len(whole) - 1):
+        (tmp_path / "p" / "k.arrow").write_bytes(whole[:cut])
+        resumed = ChunkStore(tmp_path / "p", "x", resume=True)
+        assert resumed.dropped == ["k"] and resumed.keys() == {"plain"}, cut
+        (tmp_path / "p" / "k.arrow").write_bytes(whole)
+
+
 # ------------------------------------------------------------ the stream
 def test_the_stream_writes_the_same_bytes_however_the_rows_are_cut(tmp_path: Path) -> None:
     """Row groups are fixed by row count, so the same rows give the same file

@@ -10,9 +10,16 @@ chunks there; run again with ``--resume`` and only the missing chunks run,
 and the results are the same bytes as an uninterrupted run's (each chunk's
 records depend only on its tasks, and the results file only on the records).
 
+A chunk is one file, ``<key>.arrow``: its records and side tables as Arrow
+IPC streams laid end to end, then a trailer (their byte lengths, their count
+and a magic string), written to a temporary file and renamed into place, so
+after a kill a chunk is whole or absent. (A DES cell's extras are a JSON file
+written before it.) The file is not fsynced: a kill leaves the page cache
+with the kernel, and what a power loss could cut short is caught on resume.
+
 On ``--resume`` every kept chunk is read back first: one that cannot be read
-whole (truncated by a full disk or a copy cut short) is removed and computed
-again, never fatal.
+whole (truncated by a full disk, a power loss or a copy cut short) is removed
+and computed again, never fatal.
 
 The folder records a fingerprint of the run (the resolved scenario, task
 count, seed, chunk plan and sim version): kept chunks of a different run are
@@ -24,6 +31,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
+import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,13 +40,15 @@ import numpy as np
 import pyarrow as pa
 
 from sim.bad_input import InputError
-from sim.output.files import json_bytes, write_atomic
+from sim.output.files import FILE_MODE, json_bytes, write_atomic
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 3
 _TABLE = ".arrow"
 _EXTRAS = ".json"
-_SIDE = ".side"
+_MAGIC = b"SIMCHNK3"
+_COUNTS = struct.Struct("<II")  # tables, bytes of the side tables' names
+_LENGTH = struct.Struct("<Q")
 
 
 def partial_folder(out_dir: str | os.PathLike) -> Path:
@@ -61,7 +72,7 @@ class Store(Protocol):
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]: ...
 
-    def side(self, key: str, name: str) -> pa.Table: ...
+    def sides(self, key: str) -> dict[str, pa.Table]: ...
 
 
 def _plain(value: Any) -> Any:
@@ -105,8 +116,8 @@ class ChunkStore:
             files = [p for p in self.folder.iterdir() if p.name.startswith(f"{key}.")]
             try:
                 for path in files:
-                    if path.suffix in (_TABLE, _SIDE):
-                        _read_ipc(path)
+                    if path.suffix == _TABLE:
+                        _read_chunk(path)
                     elif path.suffix == _EXTRAS:
                         json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError, pa.ArrowException):
@@ -135,27 +146,26 @@ class ChunkStore:
 
     def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
             side: dict[str, pa.Table] | None = None) -> None:
-        """Keep chunk ``key``: its extras and ``side`` tables (by name: the
-        runs and calls of a traced sweep) first, then its records, each
-        written atomically (a chunk counts as kept once its records are there)."""
+        """Keep chunk ``key``: its extras first, then one file holding its
+        records and ``side`` tables (by name: the runs and calls of a traced
+        sweep), written atomically (a chunk counts as kept once that file is
+        there)."""
         if extras is not None:  # NaN allowed: a measurement may be undefined
             write_atomic(self.folder / f"{key}{_EXTRAS}", json.dumps(
                 extras, sort_keys=True, allow_nan=True, default=_plain).encode("utf-8"))
-        for name, side_table in sorted((side or {}).items()):
-            write_atomic(self.folder / f"{key}.{name}{_SIDE}", _ipc_bytes(side_table))
-        write_atomic(self.folder / f"{key}{_TABLE}", _ipc_bytes(table))
+        _write_chunk(self.folder / f"{key}{_TABLE}", table, side or {})
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
         """Chunk ``key``'s records (memory-mapped) and extras (None without)."""
-        table = _read_ipc(self.folder / f"{key}{_TABLE}")
+        table = _read_chunk(self.folder / f"{key}{_TABLE}")[0]
         extras_path = self.folder / f"{key}{_EXTRAS}"
         extras = (json.loads(extras_path.read_text(encoding="utf-8"))
                   if extras_path.is_file() else None)
         return table, extras
 
-    def side(self, key: str, name: str) -> pa.Table:
-        """Chunk ``key``'s side table ``name`` (memory-mapped)."""
-        return _read_ipc(self.folder / f"{key}.{name}{_SIDE}")
+    def sides(self, key: str) -> dict[str, pa.Table]:
+        """Chunk ``key``'s side tables by name (memory-mapped)."""
+        return _read_chunk(self.folder / f"{key}{_TABLE}")[1]
 
     def remove(self) -> None:
         """Delete the folder (the sweep finished and its results are written)."""
@@ -193,21 +203,65 @@ class MemoryStore:
         self._chunks[key] = (table.schema.empty_table(), None, side)
         return table, extras
 
-    def side(self, key: str, name: str) -> pa.Table:
-        """Chunk ``key``'s side table ``name``."""
-        return self._chunks[key][2][name]
+    def sides(self, key: str) -> dict[str, pa.Table]:
+        """Chunk ``key``'s side tables by name."""
+        return self._chunks[key][2]
 
     def remove(self) -> None:
         """Drop every chunk."""
         self._chunks.clear()
 
 
-def _ipc_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+def _write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None:
+    """Write ``table`` and ``side`` (in the order of their names) to ``path``
+    as one chunk file (see the module): IPC streams end to end, then the side
+    tables' names (JSON), each stream's length, the counts and the magic;
+    to a temporary file beside it, renamed into place. A full or read-only
+    disk is an InputError saying so (:func:`sim.output.folder.disk_errors`)."""
+    from sim.output.folder import disk_errors
+
+    names = sorted(side)
+    with disk_errors(path, f"{path.name} is as it was"):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            # Arrow writes its buffers straight into the file (no copy in
+            # between); a full disk is Python's OSError, told as such
+            with os.fdopen(fd, "wb") as raw, pa.PythonFile(raw, mode="w") as handle:
+                lengths, at = [], 0
+                for part in (table, *(side[name] for name in names)):
+                    with pa.ipc.new_stream(handle, part.schema) as writer:
+                        writer.write_table(part)
+                    lengths.append(handle.tell() - at)
+                    at = handle.tell()
+                named = json.dumps(names).encode("utf-8")
+                handle.write(named + b"".join(_LENGTH.pack(n) for n in lengths)
+                             + _COUNTS.pack(len(lengths), len(named)) + _MAGIC)
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
-def _read_ipc(path: Path) -> pa.Table:
-    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+def _read_chunk(path: Path) -> tuple[pa.Table, dict[str, pa.Table]]:
+    """The records and side tables of the chunk file ``path`` (memory-mapped);
+    a ValueError if it is not a whole chunk file."""
+    data = pa.memory_map(str(path)).read_buffer()
+    end = data.size - len(_MAGIC) - _COUNTS.size
+    if end < 0 or data.slice(end + _COUNTS.size).to_pybytes() != _MAGIC:
+        raise ValueError(f"{path} is not a whole chunk file")
+    count, named = _COUNTS.unpack(data.slice(end, _COUNTS.size).to_pybytes())
+    lengths_at = end - count * _LENGTH.size
+    start = lengths_at - named
+    if count < 1 or start < 0:
+        raise ValueError(f"{path} is not a whole chunk file")
+    names = json.loads(data.slice(start, named).to_pybytes())
+    lengths = [n for (n,) in _LENGTH.iter_unpack(data.slice(lengths_at, end - lengths_at)
+                                                  .to_pybytes())]
+    if not isinstance(names, list) or len(names) != count - 1 or sum(lengths) != start:
+        raise ValueError(f"{path} is not a whole chunk file")
+    tables, offset = [], 0
+    for length in lengths:
+        tables.append(pa.ipc.open_stream(data.slice(offset, length)).read_all())
+        offset += length
+    return tables[0], dict(zip(names, tables[1:], strict=True))

@@ -208,8 +208,7 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
         while written < len(jobs) and jobs[written].key in done:
             job = jobs[written]
             table, extras = store.get(job.key)
-            side = None if traces is None else {name: store.side(job.key, name)
-                                                for name in TRACE_TABLES}
+            side = None if traces is None else store.sides(job.key)
             sink(job, table, extras, side)
             written += 1
 
