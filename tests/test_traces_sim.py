@@ -214,3 +214,15 @@ def test_the_recorder_keeps_numbers_and_strings_only():
     assert len(columns) > 20
     values = [v for name in columns.__slots__ for v in getattr(columns, name)]
     assert values and not any(gc.is_tracked(v) for v in values)
+
+
+def test_a_tool_calls_arguments_are_recorded_whatever_their_values() -> None:
+    """The recorder's cache of one-pair arguments never mixes values that are
+    equal as keys (1, 1.0, True) and takes values that are not hashable (a
+    provider's nested object): each is its own canonical JSON."""
+    from sim.traces.model import canonical_json
+    from sim.traces.simulated import _arguments
+
+    for arguments in ({"x": 1}, {"x": True}, {"x": 1.0}, {"x": "1"}, {"a": {"a": {}}},
+                      {"a": [1, 2]}, {"x": 1}, {"x": True}, {}, {"a": 1, "b": 2}):
+        assert _arguments(arguments) == canonical_json(arguments)

@@ -250,10 +250,14 @@ _ARGUMENTS_KEPT = 4096
 
 def _arguments(arguments: Any) -> str:
     """:func:`~sim.traces.model.canonical_json` of a tool call's arguments;
-    those of one pair, the simulated worlds' ``{"target": ...}``, from a
-    cache of the last few thousand (cleared when full)."""
+    those of one pair of strings, the simulated worlds' ``{"target": "..."}``,
+    from a cache of the last few thousand (cleared when full). Only strings:
+    other values may be unhashable (a provider's nested object), and ``1``,
+    ``1.0`` and ``True`` are equal keys with different JSON."""
     if type(arguments) is dict and len(arguments) == 1:
         for pair in arguments.items():
+            if type(pair[1]) is not str:
+                break
             text = _ARGUMENTS.get(pair)
             if text is None:
                 if len(_ARGUMENTS) >= _ARGUMENTS_KEPT:
