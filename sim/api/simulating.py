@@ -18,6 +18,7 @@ import pandas as pd
 
 from sim.api.scenarios import Overrides, prepare
 from sim.bad_input import InputError
+from sim.output.files import read_parquet
 from sim.output.html import summary_frame
 from sim.output.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, table_frame
 from sim.scenario.limits import check_workers
@@ -111,7 +112,7 @@ def read_folder(folder: Path) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
             raise InputError(f"not a results folder: {path.name} is missing",
                              source=str(folder))
     try:
-        rows = pd.read_parquet(parquet)
+        rows = read_parquet(parquet)  # never pd.read_parquet: see read_parquet
         cells = json.loads(summary.read_text(encoding="utf-8"))["cells"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise InputError(f"cannot read the results ({error.__class__.__name__}: {error})",

@@ -235,9 +235,11 @@ def _prices_date(folder: str) -> str | None:
     not change with the day the scenario is run), if the traces say."""
     import pandas as pd
 
+    from sim.output.files import read_parquet  # not pd.read_parquet: see it
+
     path = Path(folder) / "runs.parquet"
     try:
-        started = pd.read_parquet(path, columns=["started_at"])["started_at"].dropna()
+        started = read_parquet(path, columns=["started_at"])["started_at"].dropna()
     except (KeyError, ValueError, OSError):
         return None
     return None if started.empty else str(pd.Timestamp(started.max()).date())

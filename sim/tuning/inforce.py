@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from sim.bad_input import InputError
+from sim.output.files import read_parquet
 from sim.scenario.model import HarnessConfig
 from sim.tuning import knobs as kn
 from sim.tuning.replayed import ReplayEvaluator
@@ -34,7 +35,7 @@ def default_harness(folder: str | Path) -> HarnessConfig:
     USD, ``error_limit`` as tool errors; the largest where runs differ), the
     detector off, a window larger than any recorded prompt, no "do without
     this tool" message, prices as of the newest run's day."""
-    runs = pd.read_parquet(Path(folder) / "runs.parquet")
+    runs = read_parquet(Path(folder) / "runs.parquet")  # not pd.read_parquet: see it
     budgets: dict[str, Any] = {}
     for column, name, kind in _RECORDED_LIMITS:
         if column in runs.columns:
