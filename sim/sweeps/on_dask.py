@@ -24,7 +24,11 @@ what this module does about it:
   yet.) The cluster starts in a background thread while this process runs
   the first chunks itself, as :class:`~sim.sweeps.schedulers.InProcess`
   would; once it is up, every chunk not yet begun goes to it at once
-  (:class:`_Handoff`), so no worker waits for this process's chunk;
+  (:class:`_Handoff`), so no worker waits for this process's chunk. The
+  workers are forked only while this process's thread is parked, before
+  its first chunk (:mod:`sim.sweeps.fork_gate`: a worker forked mid-chunk
+  could copy a lock held, pandas's import lock, and hang at its first
+  chunk);
 - **the arguments every chunk shares** (a cell's scenario and compiled
   world: 10 KB for bounded.yaml, 365 KB and 60 ms to unpickle for
   tau2.yaml) are scattered to the workers once, not sent with every chunk;
@@ -46,6 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sim.bad_input import InputError
+from sim.sweeps.fork_gate import GATE
 from sim.sweeps.schedulers import LostWorker
 
 START_METHOD = "fork" if sys.platform.startswith("linux") else "forkserver"
@@ -211,6 +216,8 @@ class DaskScheduler:
         self.workers = workers
         if address is None:
             self.name = f"a Dask LocalCluster of {workers} workers"
+            if START_METHOD == "fork" and CLUSTER_OPTIONS["processes"]:
+                GATE.open(workers)  # forks wait until this thread is parked (fork_gate)
             self._starting = threading.Thread(target=self._start, args=(workers,),
                                               name="sim-dask-start", daemon=True)
             self._starting.start()  # it imports Dask too: this thread goes on to the chunks
@@ -241,6 +248,7 @@ class DaskScheduler:
             self._client = Client(self._cluster)
         except BaseException as error:  # reported by run or close, in the caller's thread
             self._failed = error
+        GATE.close()
         with self._lock:
             self._up.set()
             on_up, self._on_up = self._on_up, None
@@ -268,6 +276,7 @@ class DaskScheduler:
                 submit_rest()
             else:
                 self._on_up = submit_rest
+        GATE.park_until_forked()  # no worker is forked while this thread runs a chunk
         while (i := handoff.claim()) is not None:
             yield i, work(*jobs[i])
         submitted.wait()
@@ -311,6 +320,7 @@ class DaskScheduler:
         """Cancel what still runs and disconnect (a LocalCluster of ours is shut
         down, once started: closing waits for a start under way)."""
         if self._starting is not None:
+            GATE.park()
             self._starting.join()
         self._cancel()
         if self._client is not None:

@@ -1,0 +1,65 @@
+"""The fork gate of --scheduler dask's LocalCluster (sim.sweeps.fork_gate):
+a worker is forked only while the sweep's thread holds nothing, so no lock
+that thread takes (an import's, say) is copied held into the worker."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from sim.sweeps.fork_gate import ForkGate
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the LocalCluster forks its workers on Linux only")
+
+
+def _fork_trying(lock: threading.Lock, forked: threading.Event, status: list[int]) -> None:
+    """Fork a child that exits 0 if it can take ``lock`` within a second, 1 if not."""
+    pid = os.fork()
+    if pid == 0:  # the child: one thread, the lock as it was copied
+        os._exit(0 if lock.acquire(timeout=1.0) else 1)
+    forked.set()
+    status.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+
+
+def test_a_fork_waits_until_the_sweeps_thread_parks_and_copies_no_held_lock() -> None:
+    """A fork by another thread while this one holds a lock (mid-chunk) waits
+    until this thread parks; the child then finds the lock free. Once the
+    expected forks are done, later forks no longer wait."""
+    gate, lock, forked, status = ForkGate(), threading.Lock(), threading.Event(), []
+    gate.open(1)
+    with lock:  # this thread mid-chunk, in an import say
+        forker = threading.Thread(target=_fork_trying, args=(lock, forked, status))
+        forker.start()
+        assert not forked.wait(0.3)  # the fork waits
+    gate.park_until_forked()  # returns once the fork happened
+    forker.join(5)
+    assert forked.is_set() and status == [0]  # the child could take the lock
+
+    again, status2 = threading.Event(), []
+    with lock:  # the gate is closed now: a late fork does not wait (and copies the held lock)
+        late = threading.Thread(target=_fork_trying, args=(lock, again, status2))
+        late.start()
+        assert again.wait(5)
+    late.join(5)
+    assert status2 == [1]
+
+
+def test_a_closed_gate_lets_forks_through_and_parking_returns_at_once() -> None:
+    """close (the cluster up, or its start failed) ends the waiting on both sides."""
+    gate, lock, forked, status = ForkGate(), threading.Lock(), threading.Event(), []
+    gate.open(2)
+    forker = threading.Thread(target=_fork_trying, args=(lock, forked, status))
+    forker.start()
+    time.sleep(0.1)
+    assert not forked.is_set()
+    gate.close()
+    forker.join(5)
+    assert forked.is_set() and status == [0]
+    started = time.perf_counter()
+    gate.park_until_forked()
+    assert time.perf_counter() - started < 0.5
