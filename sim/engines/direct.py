@@ -36,17 +36,20 @@ def run_task(cell: Cell, index: int, pool: StreamPool | None = None,
 
 def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
                         tracer: Tracer | None = None,
-                        task_type: type[SimulatedTask] | None = None
-                        ) -> tuple[TaskRecord, SimulatedTask]:
+                        task_type: type[SimulatedTask] | None = None, *,
+                        prefix_tokens: int | None = None) -> tuple[TaskRecord, SimulatedTask]:
     """Run task ``index`` of ``cell``; return its record and the world's side
     of the task (a ``task_type``, e.g. one that records every call; default
     :class:`SimulatedTask`). The run's model is its task class's, if it names
-    one; its task statement the task's own size."""
+    one; its task statement the task's own size. ``prefix_tokens`` is the
+    cell's ``params.prefix_tokens`` when the caller looked it up once for many
+    tasks (None: looked up here)."""
     pool = pool if pool is not None else StreamPool()
     streams = pool.acquire(cell.seed, index)
     task = (task_type or SimulatedTask)(cell.world, streams)
     params = cell.params
-    state = new_state(params.prefix_tokens, task.model_id or params.model, "Complete the task.",
+    prefix = params.prefix_tokens if prefix_tokens is None else prefix_tokens
+    state = new_state(prefix, task.model_id or params.model, "Complete the task.",
                       task.task_tokens)
     wrap = None if tracer is None else tracer(index, state,
                                               lambda: state.active_s + state.parked_s)
@@ -60,7 +63,9 @@ def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
               ) -> list[TaskRecord]:
     """Run the given tasks of ``cell`` one after another, in order."""
     pool = StreamPool()
-    return [run_task(cell, i, pool, tracer) for i in indices]
+    prefix = cell.params.prefix_tokens  # a sum over the tools: once per cell, not per task
+    return [run_task_with_world(cell, i, pool, tracer, prefix_tokens=prefix)[0]
+            for i in indices]
 
 
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,

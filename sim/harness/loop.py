@@ -233,8 +233,9 @@ def _take_reply(run: Run, response: ModelResponse) -> list[ToolUseBlock]:
         message.role, message.content, message.tokens = "assistant", content, billed
         state.messages.append(message)  # state.append's effect
         state.context_tokens += billed
-        only = content[0]
-        calls = [only] if only.type == "tool_use" else []
+        only = content[0]  # a tool_use block: the step's one call, in the message's own list
+        calls: list[ToolUseBlock] = (
+            content if only.type == "tool_use" else [])  # type: ignore[assignment]
     else:
         message = billed_message(content, usage.output_tokens, usage.thinking_tokens)
         state.append(message)

@@ -19,9 +19,8 @@ from sim.harness import effects as fx
 from sim.harness.effects import ModelError, ModelResponse, ToolError, ToolResult
 from sim.harness.messages import Block, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.world.difficulty import sample_need
-from sim.world.distributions import BaseDistribution
 from sim.world.prompt_cache import PromptCache
-from sim.world.replies import model_reply, tool_result
+from sim.world.sizes import TaskSizes
 from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
 from sim.world.world import MADE_CALLS, World
@@ -30,20 +29,14 @@ PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
 NONE, RESOLVE, GIVE_UP, ERROR = 0, 1, 2, 3
 """The endings of a world with ``endings``: none at this step, or its cause."""
 
+_new = object.__new__  # the commonest replies are built field by field (see _response)
 _MADE = MADE_CALLS  # the call ids and targets of a run's first calls, made once per process
 _CALL_IDS = tuple(f"toolu_{n}" for n in range(_MADE))
 _TARGETS = (tuple(f"/work/src/item_{n}" for n in range(_MADE)),
             tuple(f"/work/notes/item_{n}" for n in range(_MADE)))
 
 
-def _drawn(dist: BaseDistribution | None, draws: Draws) -> float:
-    """A draw of ``dist`` (a size with no fixed value always has one)."""
-    if dist is None:
-        raise ValueError("a size with neither a fixed value nor a distribution")
-    return dist.sample(draws)
-
-
-class SimulatedTask:
+class SimulatedTask(TaskSizes):
     """The world as one task sees it. ``respond``, ``execute``, ``verify``,
     ``approve`` and ``reply`` answer the kinds of effect that reach the world,
     each called as ``method(request, now)`` (the engines' dispatch table,
@@ -92,30 +85,6 @@ class SimulatedTask:
         self.claim: bool | None = None
         self.failing_turn = -1
         self.cache: PromptCache | None = None  # the prompt cache's entry, once a call caches
-
-    # ------------------------------------------------------------- sizes
-    def _size(self, fixed: int | None, dist: BaseDistribution | None, floor: int) -> int:
-        """One size in tokens: ``fixed`` or a draw of ``dist`` (sizes stream),
-        times the run's multiplier, rounded, at least ``floor``."""
-        x: float = fixed if fixed is not None else _drawn(dist, self.sizes)
-        if self.scale != 1.0:
-            x *= self.scale
-        return max(floor, int(x + 0.5))
-
-    def _output(self) -> int:
-        w = self.world
-        return w.fixed.output if w.fixed else self._size(w.output_tokens, w.output_dist, 1)
-
-    def _answer_size(self) -> int:
-        w = self.world
-        return w.fixed.answer if w.fixed else self._size(w.answer_tokens, w.answer_dist, 1)
-
-    def _result_size(self, name: str) -> int:
-        w = self.world
-        if w.fixed:
-            return w.fixed.results[name]
-        fixed, dist = w.tool_result[name]
-        return self._size(fixed, dist, 0)
 
     @property
     def model_id(self) -> str | None:
@@ -317,8 +286,16 @@ class SimulatedTask:
             usage = cache.usage(w, self.sizes, request, now, output, thinking,
                                 w.cache_ttl_s if ttl is None else ttl, ttl is not None)
             return ModelResponse(content, usage, stop, latency, request.model)
-        return model_reply(content, request.prompt_tokens, output, thinking, stop, latency,
-                           request.model)
+        # ModelResponse(content, Usage(prompt, output, 0, 0, thinking), stop, latency, model),
+        # field by field (a dataclass's __init__ is a slow call in CPython 3.11)
+        uncached: Usage = _new(Usage)
+        uncached.input_tokens, uncached.output_tokens, uncached.thinking_tokens = (
+            request.prompt_tokens, output, thinking)
+        uncached.cache_read_tokens = uncached.cache_write_tokens = 0
+        reply: ModelResponse = _new(ModelResponse)
+        reply.content, reply.usage, reply.stop_reason = content, uncached, stop
+        reply.latency_s, reply.model = latency, request.model
+        return reply
 
     def _summary(self, request: fx.ModelRequest) -> ModelResponse:
         w = self.world
@@ -346,17 +323,22 @@ class SimulatedTask:
         kind = self.kinds.get(call.id, LOOP)
         if kind == PRODUCTIVE:
             self.progress += 1
-            return tool_result(f"{name} {call.input['target']}: ok", size, duration)
-        if kind == LOOP:
-            return tool_result(f"{name} {call.input['target']}: same as before", size, duration)
-        if kind == TRANSIENT:
-            if request.attempt > 0 and self.tools.uniform() < w.retry_success:
-                self.progress += 1
-                return tool_result(f"{name} {call.input['target']}: ok", size, duration)
+            outcome = "ok"
+        elif kind == LOOP:
+            outcome = "same as before"
+        elif kind == TRANSIENT and request.attempt > 0 and self.tools.uniform() < w.retry_success:
+            self.progress += 1
+            outcome = "ok"
+        elif kind == TRANSIENT:
             return ToolError("transient", f"503 Service Unavailable ({call.id})",
                              size, duration, 503)
-        return ToolError("validation", f"{call.input['target']} is not a valid target "
-                         f"for {call.name}", size, duration, 400)
+        else:
+            return ToolError("validation", f"{call.input['target']} is not a valid target "
+                             f"for {call.name}", size, duration, 400)
+        result: ToolResult = _new(ToolResult)  # ToolResult(output, size, duration), by field
+        result.output = f"{name} {call.input['target']}: {outcome}"
+        result.tokens, result.duration_s, result.metric = size, duration, None
+        return result
 
     # ------------------------------------------------------------ the task-giver
     def reply(self, request: fx.UserTurn, now: float = 0.0) -> fx.UserReply:

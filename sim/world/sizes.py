@@ -1,0 +1,54 @@
+"""The token sizes a simulated task draws (tokens).
+
+:class:`TaskSizes` is the part of :class:`~sim.world.task.SimulatedTask`
+that sizes its calls: a fixed size, or a draw of the size's distribution from
+the task's sizes stream, times the run's size multiplier. A world whose every
+size is fixed (``World.fixed``) is read without any draw.
+"""
+
+from __future__ import annotations
+
+from sim.world.distributions import BaseDistribution
+from sim.world.streams import Draws
+from sim.world.world import World
+
+
+def _drawn(dist: BaseDistribution | None, draws: Draws) -> float:
+    """A draw of ``dist`` (a size with no fixed value always has one)."""
+    if dist is None:
+        raise ValueError("a size with neither a fixed value nor a distribution")
+    return dist.sample(draws)
+
+
+class TaskSizes:
+    """Sizes of one task's outputs, answers and tool results (tokens). The
+    task sets ``world``, ``sizes`` (its sizes stream) and ``scale`` (the
+    run's size multiplier, 1.0 for none)."""
+
+    __slots__ = ()
+    world: World
+    sizes: Draws
+    scale: float
+
+    def _size(self, fixed: int | None, dist: BaseDistribution | None, floor: int) -> int:
+        """One size in tokens: ``fixed`` or a draw of ``dist`` (sizes stream),
+        times the run's multiplier, rounded, at least ``floor``."""
+        x: float = fixed if fixed is not None else _drawn(dist, self.sizes)
+        if self.scale != 1.0:
+            x *= self.scale
+        return max(floor, int(x + 0.5))
+
+    def _output(self) -> int:
+        w = self.world
+        return w.fixed.output if w.fixed else self._size(w.output_tokens, w.output_dist, 1)
+
+    def _answer_size(self) -> int:
+        w = self.world
+        return w.fixed.answer if w.fixed else self._size(w.answer_tokens, w.answer_dist, 1)
+
+    def _result_size(self, name: str) -> int:
+        w = self.world
+        if w.fixed:
+            return w.fixed.results[name]
+        fixed, dist = w.tool_result[name]
+        return self._size(fixed, dist, 0)
