@@ -241,15 +241,18 @@ def _recurring_keys(runs: np.ndarray, tools: Any) -> np.ndarray:
     arguments = pc.fill_null(pc.struct_field(flat, "arguments"), "")
     key = np.asarray(pc.binary_join_element_wise(names, arguments, "\0").to_pandas(),
                      dtype=object)
-    owner = runs[parent]
+    run_code = pd.factorize(runs)[0]  # the runs as integers: hashed once, compared as ints
+    owner = run_code[parent]
     recurs = pd.DataFrame({"run": owner, "name": names.to_pandas(),  # not the keys: pandas
                            "arguments": arguments.to_pandas()}  # hashes stop at a NUL
                           ).duplicated(keep=False).to_numpy()
     if not recurs.any():
         return keys
-    chosen = np.isin(owner, np.unique(owner[recurs]))
+    recurring = np.zeros(int(run_code.max()) + 1, dtype=bool)
+    recurring[owner[recurs]] = True
+    chosen = recurring[owner]
     call_of = parent[chosen]
-    in_runs = np.isin(runs, np.unique(owner[recurs]))
+    in_runs = recurring[run_code]
     for i in np.flatnonzero(in_runs).tolist():
         keys[i] = ()
     for call, k in zip(call_of.tolist(), key[chosen].tolist(), strict=True):
