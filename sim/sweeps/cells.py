@@ -91,13 +91,13 @@ class RunTracer:
 
     def __init__(self) -> None:
         from sim.traces.columns import CallColumns
-
-        self.columns = CallColumns()
-
-    def __call__(self, index: int, state, clock):
         from sim.traces.simulated import RunRecorder
 
-        return RunRecorder(state, clock, self.columns, index).wrap
+        self.columns = CallColumns()
+        self._recorder = RunRecorder  # imported once, not per task
+
+    def __call__(self, index: int, state, clock):
+        return self._recorder(state, clock, self.columns, index).wrap
 
 
 def traced_tables(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord],

@@ -1,8 +1,8 @@
-"""Model calls recorded as columns: one Python list per column of ``calls.parquet``.
+"""Model calls recorded as flat lists of fields, turned into ``calls.parquet``'s columns.
 
 :class:`CallColumns` is the buffer :class:`~sim.traces.simulated.RunRecorder`
-writes into while runs are simulated: a recorded call is one entry appended to
-each column list (and one per tool call to the tool calls' lists), never an
+writes into while runs are simulated: a recorded call is one run of entries
+appended to one list (and one per tool call to a second list), never an
 object of its own, and no object of the harness is kept (the buffer holds
 numbers and strings only, which the garbage collector need not walk). Several
 runs (a chunk's) may share one buffer, their calls interleaved (the DES
@@ -10,8 +10,10 @@ engine); :meth:`CallColumns.table` orders them by run and builds the Arrow
 table of :data:`~sim.traces.model.CALLS_SCHEMA` in one go, with each run's
 call count and token sums for ``runs.parquet``.
 
-Hashes of texts are kept in a small cache (:func:`text_sha256`): a simulated
-world says the same few sentences over and over.
+Texts are recorded as they are and hashed when the table is built
+(:func:`hashed`): each distinct text of a chunk once, from a small cache of
+the last few thousand (:func:`text_sha256`; a simulated world says the same
+few sentences over and over).
 """
 
 from __future__ import annotations
@@ -50,18 +52,41 @@ def text_sha256(text: str) -> str:
     return digest
 
 
-def texts_sha256(texts: list[str]) -> str:
-    """The hash of ``texts`` concatenated (a response's text blocks)."""
-    if len(texts) == 1:
-        return text_sha256(texts[0])
-    return text_sha256("".join(texts))
-
-
-def observed_sha256(texts: Sequence[str | None]) -> str | None:
-    """:func:`~sim.traces.model.joined_sha256` of ``texts``, cached."""
+def observed_text(texts: Sequence[str | None]) -> str | None:
+    """The texts of an observation joined as :func:`~sim.traces.model.joined_sha256`
+    hashes them (None when there is none)."""
     recorded = [t for t in texts if t is not None]
-    return text_sha256(OBSERVATION_JOIN.join(recorded)) if recorded else None
+    return OBSERVATION_JOIN.join(recorded) if recorded else None
 
+
+def hashed(texts: list[str | None]) -> list[str | None]:
+    """:func:`text_sha256` of each of ``texts`` (None stays None), each
+    distinct text hashed once."""
+    digests: dict[str | None, str | None] = {text: text_sha256(text) for text in set(texts)
+                                             if text is not None}
+    return list(map(digests.get, texts))
+
+
+HASHED = frozenset({"text_sha256", "observation_sha256", "result_sha256"})
+"""Fields recorded as their texts, hashed when the calls are turned into a
+table or objects (:func:`hashed`: a text the world repeats is hashed once)."""
+
+
+ROW = ("run", *TOKEN_COLUMNS, "model", "cost_usd", "finish_reason", "started_s", "latency_s",
+       "text_tokens", "tools", "observation_tokens", "purpose", "text_sha256",
+       "observation_sha256")
+"""The fields of a recorded call, in their order in :attr:`CallColumns.rows`."""
+RUN, COST, TOOLS, OBSERVATION_TOKENS, OBSERVATION_SHA256 = (
+    ROW.index(name) for name in ("run", "cost_usd", "tools", "observation_tokens",
+                                 "observation_sha256"))
+WIDTH = len(ROW)
+TOOL_ROW = tuple(field.name for field in TOOL_CALL_TYPE)
+"""The fields of a recorded tool call, in their order in :attr:`CallColumns.tool_rows`
+(``id``, ``name``, ``arguments``, ``result_tokens``, ``result_sha256``, ``error``,
+``duration_s``)."""
+TOOL_WIDTH = len(TOOL_ROW)
+RESULT = TOOL_ROW.index("result_tokens")
+"""Where a tool call's result fields start (set once its result is seen)."""
 
 _PLAIN = (*TOKEN_COLUMNS, "model", "cost_usd", "finish_reason", "started_s", "latency_s",
           "text_tokens", "observation_tokens", "purpose", "text_sha256", "observation_sha256")
@@ -69,51 +94,41 @@ _PLAIN = (*TOKEN_COLUMNS, "model", "cost_usd", "finish_reason", "started_s", "la
 
 
 class CallColumns:
-    """The calls of one or more runs, a list per column. A call is row ``i``
-    of every row column; ``run`` holds its run's key (its index in the run
-    is its place among the run's rows), the token columns its usage,
-    ``tools`` how many tool calls it made: those are the next entries of
-    the tool columns (the call's id, the tool's name, the canonical JSON
-    arguments; the result's size in tokens, hash, error flag and the tool's
-    time in seconds, None until seen). ``dropped`` lists rows the harness
-    did not account (left out of every table)."""
+    """The calls of one or more runs, flat. A call is :data:`WIDTH`
+    consecutive entries of ``rows`` (the fields of :data:`ROW`: its run's
+    key, its usage, ..., ``tools``: how many tool calls it made), call ``i``
+    at ``rows[i * WIDTH:(i + 1) * WIDTH]``; its place in its run is its place
+    among the run's calls. Its tool calls are the next :data:`TOOL_WIDTH`
+    entries each of ``tool_rows`` (the fields of :data:`TOOL_ROW`: the call's
+    id, the tool's name, the canonical JSON arguments; the result's size in
+    tokens, hash, error flag and the tool's time in seconds, None until seen).
+    ``dropped`` lists calls the harness did not account (left out of every
+    table). One entry appended per call (and per tool call), not one object:
+    the buffer holds numbers and strings only."""
 
-    __slots__ = ("arguments", "cache_read_tokens", "cache_write_tokens", "cost_usd",
-                 "dropped", "duration_s", "error", "finish_reason", "input_tokens",
-                 "latency_s", "model", "observation_sha256", "observation_tokens",
-                 "output_tokens", "purpose", "reasoning_tokens", "result_sha256",
-                 "result_tokens", "run", "started_s", "text_sha256", "text_tokens",
-                 "tool_id", "tool_name", "tools")
+    __slots__ = ("dropped", "rows", "tool_rows")
 
     def __init__(self) -> None:
-        self.run: list[Any] = []
-        self.input_tokens: list[int] = []
-        self.cache_read_tokens: list[int] = []
-        self.cache_write_tokens: list[int] = []
-        self.output_tokens: list[int] = []
-        self.reasoning_tokens: list[int] = []
-        self.model: list[str | None] = []
-        self.cost_usd: list[float | None] = []
-        self.finish_reason: list[str | None] = []
-        self.started_s: list[float | None] = []
-        self.latency_s: list[float | None] = []
-        self.text_tokens: list[int | None] = []
-        self.tools: list[int] = []
-        self.observation_tokens: list[int | None] = []
-        self.purpose: list[str | None] = []
-        self.text_sha256: list[str | None] = []
-        self.observation_sha256: list[str | None] = []
-        self.tool_id: list[str | None] = []
-        self.tool_name: list[str] = []
-        self.arguments: list[str | None] = []
-        self.result_tokens: list[int | None] = []
-        self.result_sha256: list[str | None] = []
-        self.error: list[bool | None] = []
-        self.duration_s: list[float | None] = []
+        self.rows: list[Any] = []
+        self.tool_rows: list[Any] = []
         self.dropped: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.run)
+        return len(self.rows) // WIDTH
+
+    def column(self, name: str) -> list[Any]:
+        """The field ``name`` of :data:`ROW` (or of :data:`TOOL_ROW`) of every
+        call (tool call) recorded, in order; texts hashed (:data:`HASHED`)."""
+        if name in ROW:
+            values = self.rows[ROW.index(name)::WIDTH]
+        else:
+            values = self.tool_rows[TOOL_ROW.index(name)::TOOL_WIDTH]
+        return hashed(values) if name in HASHED else values
+
+    @property
+    def run(self) -> list[Any]:
+        """Each call's run key, in the order they were recorded."""
+        return self.column("run")
 
     # ------------------------------------------------------------ tables
     def table(self, keys: Sequence[Any], run_ids: Sequence[str]
@@ -122,18 +137,14 @@ class CallColumns:
         ids) as a table of :data:`CALLS_SCHEMA`, grouped by run in order;
         with each run's call count and its sums of every token column."""
         position = {key: i for i, key in enumerate(keys)}
-        runs = np.fromiter((position[k] for k in self.run), dtype=np.int64, count=len(self.run))
-        tools = np.asarray(self.tools, dtype=np.int64)
+        keyed = self.column("run")
+        runs = np.fromiter(map(position.__getitem__, keyed), dtype=np.int64, count=len(keyed))
+        tools = np.asarray(self.column("tools"), dtype=np.int64)
         offsets = np.zeros(len(tools) + 1, dtype=np.int64)
         np.cumsum(tools, out=offsets[1:])
-        children = pa.StructArray.from_arrays([
-            pa.array(self.tool_id, pa.string()),
-            pa.array(self.tool_name, pa.string()),
-            pa.array(self.arguments, pa.string()),
-            pa.array(self.result_tokens, pa.int64()),
-            pa.array(self.result_sha256, pa.string()),
-            pa.array(self.error, pa.bool_()),
-            pa.array(self.duration_s, pa.float64())], fields=list(TOOL_CALL_TYPE))
+        children = pa.StructArray.from_arrays(
+            [pa.array(self.column(f.name), f.type) for f in TOOL_CALL_TYPE],
+            fields=list(TOOL_CALL_TYPE))
         columns: dict[str, Any] = {
             "run_id": pa.array(run_ids, pa.string()).take(pa.array(runs)),
             "call": pa.nulls(len(runs), pa.int64()),  # numbered once ordered, below
@@ -141,7 +152,7 @@ class CallColumns:
                                                    type=CALLS_SCHEMA.field("tool_calls").type),
             "agent": pa.nulls(len(runs), pa.string())}
         for name in _PLAIN:
-            columns[name] = pa.array(getattr(self, name), CALLS_SCHEMA.field(name).type)
+            columns[name] = pa.array(self.column(name), CALLS_SCHEMA.field(name).type)
         table = pa.Table.from_arrays([columns[name] for name in CALLS_SCHEMA.names],
                                      schema=CALLS_SCHEMA)
         if self.dropped:
@@ -168,22 +179,20 @@ class CallColumns:
         key, each run's in order (for code that wants objects: a live run's
         recorder, or the writer's careful path)."""
         dropped = set(self.dropped)
+        calls = dict(zip(ROW, map(self.column, ROW), strict=True))
+        tools = dict(zip(TOOL_ROW, map(self.column, TOOL_ROW), strict=True))
         out: dict[Any, list[CallRecord]] = {}
         child = 0
-        for row in range(len(self.run)):
-            count = self.tools[row]
-            tools = [ToolCallRecord(name=self.tool_name[i], id=self.tool_id[i],
-                                    arguments=self.arguments[i],
-                                    result_tokens=self.result_tokens[i],
-                                    result_sha256=self.result_sha256[i], error=self.error[i],
-                                    duration_s=self.duration_s[i])
-                     for i in range(child, child + count)]
+        for row in range(len(self)):
+            count = calls["tools"][row]
+            made = [ToolCallRecord(**{name: tools[name][i] for name in TOOL_ROW})
+                    for i in range(child, child + count)]
             child += count
             if row in dropped:
                 continue
-            usage = Usage(**{attribute: getattr(self, name)[row]
+            usage = Usage(**{attribute: calls[name][row]
                              for name, attribute in USAGE_ATTRIBUTES.items()})
-            out.setdefault(self.run[row], []).append(CallRecord(
-                usage, tool_calls=tools, agent=None,
-                **{name: getattr(self, name)[row] for name in _PLAIN[len(TOKEN_COLUMNS):]}))
+            out.setdefault(calls["run"][row], []).append(CallRecord(
+                usage, tool_calls=made, agent=None,
+                **{name: calls[name][row] for name in _PLAIN[len(TOKEN_COLUMNS):]}))
         return out

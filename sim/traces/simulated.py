@@ -47,14 +47,23 @@ from sim.harness.effects import (
     VerifyRequest,
 )
 from sim.harness.loop import Loop
-from sim.harness.messages import Message, Usage
+from sim.harness.messages import Block, Message, Usage
 from sim.harness.state import HarnessState
-from sim.traces.columns import CallColumns, observed_sha256, text_sha256, texts_sha256
+from sim.traces.columns import (
+    COST,
+    OBSERVATION_SHA256,
+    OBSERVATION_TOKENS,
+    RESULT,
+    TOOL_WIDTH,
+    TOOLS,
+    WIDTH,
+    CallColumns,
+    observed_text,
+)
 from sim.traces.model import RUNS_SCHEMA, CallRecord, RunRecord, canonical_json
 from sim.traces.reading import check_values
 
 SOURCE = "sim"
-_EMPTY_SHA256 = text_sha256("")
 
 
 class RunRecorder:
@@ -64,8 +73,7 @@ class RunRecorder:
     under this run's ``key``; a buffer of its own when not given);
     :attr:`calls` gives them as objects."""
 
-    __slots__ = ("_assistant", "_durations", "_open", "_position", "_step", "_step_tools", "clock",
-                 "columns", "key", "state", "t0")
+    __slots__ = ("clock", "columns", "key", "state", "t0")
 
     def __init__(self, state: HarnessState, clock: Callable[[], float],
                  columns: CallColumns | None = None, key: Any = 0) -> None:
@@ -74,12 +82,6 @@ class RunRecorder:
         self.t0 = clock()
         self.columns = CallColumns() if columns is None else columns
         self.key = key
-        self._open: tuple[int, float, int, Usage] | None = None  # row, spend, tokens before
-        self._step: int | None = None  # the last step call's row, awaiting what came back
-        self._step_tools = 0  # its first tool call's entry in the tool columns
-        self._assistant: Message | None = None  # its message in the history
-        self._position = 0  # where that message was
-        self._durations: dict[str, float] = {}
 
     @property
     def calls(self) -> list[CallRecord]:
@@ -87,161 +89,165 @@ class RunRecorder:
         return self.columns.records().get(self.key, [])
 
     def wrap(self, loop: Loop) -> Loop:
-        """``loop`` with every effect and result seen by the recorder."""
-        result = None
+        """``loop`` with every effect and result seen by the recorder.
+
+        A call is appended to the columns when its answer comes back
+        (:func:`_answer`); its cost once the harness has taken the answer
+        (the change of the run's spend; a call whose tokens the harness did
+        not account, cancelled in flight, is dropped); what came back for a
+        step call (:func:`_observe`) is read from the history until the next
+        step call and at the end. The recorder's state is in local variables
+        (no object per call, no attribute per effect)."""
+        state, clock, t0, key = self.state, self.clock, self.t0, self.key
+        rows, tool_rows, dropped = self.columns.rows, self.columns.tool_rows, self.columns.dropped
+        durations: dict[str, float] = {}  # a tool call's seconds, summed over retries
         send = loop.send
-        state, clock, durations = self.state, self.clock, self._durations
+        result: Any = None
+        done, value = False, None  # the loop's end and its value (the final state)
+        pending = -1  # the call awaiting its cost (its offset in ``rows``); -1: none
+        spent, tokens, usage = 0.0, 0, Usage()  # the spend and tokens before it, its usage
+        step, tools = -1, 0  # the last step call, awaiting what came back; its tool calls
+        assistant: Message | None = None  # its message in the history
+        position = 0  # where that message was
         while True:
             try:
                 effect = send(result)
-            except StopIteration as stop:
-                if self._open is not None:
-                    self._settle()
-                self._observe()
-                self._step = self._assistant = None  # the run's history is not kept alive
-                durations.clear()
-                return stop.value
-            if self._open is not None:
-                self._settle()
+            except StopIteration as stop:  # the exception is not kept: it holds this frame
+                done, value = True, stop.value
+            if pending >= 0:  # the harness has taken the last answer
+                if state.money_usd == spent and _unaccounted(state, tokens, usage):
+                    dropped.append(pending // WIDTH)
+                    if step == pending:
+                        step = -1
+                else:
+                    rows[pending + COST] = state.money_usd - spent
+                    if pending == step:
+                        assistant, position = _reply(state.messages)
+                pending = -1
+            if done:
+                if assistant is not None:  # (None when no step call awaits)
+                    _observe(state.messages, rows, tool_rows, durations, step, tools,
+                             assistant, position)
+                return value  # type: ignore[return-value]
             kind = type(effect)
             if kind is ToolRequest:
                 result = yield effect
-                duration = getattr(result, "duration_s", 0.0) or 0.0
                 call_id = effect.call.id  # type: ignore[union-attr]
-                durations[call_id] = durations.get(call_id, 0.0) + duration
+                durations[call_id] = (durations.get(call_id, 0.0)
+                                      + (getattr(result, "duration_s", 0.0) or 0.0))
             elif kind is ModelRequest:
-                if self._step is not None:
-                    self._observe()
+                if assistant is not None:
+                    _observe(state.messages, rows, tool_rows, durations, step, tools,
+                             assistant, position)
                 began, spent = clock(), state.money_usd
                 tokens = (state.input_tokens + state.output_tokens + state.cache_read_tokens
                           + state.cache_write_tokens + state.thinking_tokens)
                 result = yield effect
                 if type(result) is ModelResponse:
-                    self._model_call(effect, result, began, spent,  # type: ignore[arg-type]
-                                     tokens)
+                    pending, first = len(rows), len(tool_rows)
+                    usage, purpose = result.usage, effect.purpose  # type: ignore[union-attr]
+                    text, texts = _answer(result.content, tool_rows)
+                    rows.extend((key, usage.input_tokens, usage.cache_read_tokens,
+                                 usage.cache_write_tokens, usage.output_tokens,
+                                 usage.thinking_tokens,
+                                 result.model or effect.model,  # type: ignore[union-attr]
+                                 None, result.stop_reason, began - t0, result.latency_s, text,
+                                 (len(tool_rows) - first) // TOOL_WIDTH, 0, purpose, texts,
+                                 None))
+                    if purpose == "step":
+                        step, tools, assistant = pending, first, None
             elif kind is VerifyRequest:
-                began, spent, tokens = clock(), state.money_usd, self._tokens()
+                began, spent = clock(), state.money_usd
+                tokens = (state.input_tokens + state.output_tokens + state.cache_read_tokens
+                          + state.cache_write_tokens + state.thinking_tokens)
                 result = yield effect
                 if type(result) is Verdict and result.usage is not None:
-                    self._open = (self._append(result.usage, state.model, None,
-                                               began - self.t0, result.duration_s, None,
-                                               "verifier", None), spent, tokens, result.usage)
+                    pending, usage = len(rows), result.usage
+                    rows.extend(_verdict_row(key, result, state.model, began - t0))
             else:
                 result = yield effect
 
-    def _tokens(self) -> int:
-        s = self.state
-        return (s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens
-                + s.thinking_tokens)
 
-    def _append(self, usage: Usage, model: str | None, finish_reason: str | None,
-                started_s: float, latency_s: float | None, text_tokens: int | None,
-                purpose: str | None, text_hash: str | None, tools: int = 0) -> int:
-        """One call appended to every row column (its cost and observation
-        to come); returns its row."""
-        c = self.columns
-        row = len(c.run)
-        c.run.append(self.key)
-        c.input_tokens.append(usage.input_tokens)
-        c.cache_read_tokens.append(usage.cache_read_tokens)
-        c.cache_write_tokens.append(usage.cache_write_tokens)
-        c.output_tokens.append(usage.output_tokens)
-        c.reasoning_tokens.append(usage.thinking_tokens)
-        c.model.append(model)
-        c.cost_usd.append(None)
-        c.finish_reason.append(finish_reason)
-        c.started_s.append(started_s)
-        c.latency_s.append(latency_s)
-        c.text_tokens.append(text_tokens)
-        c.tools.append(tools)
-        c.observation_tokens.append(0)
-        c.purpose.append(purpose)
-        c.text_sha256.append(text_hash)
-        c.observation_sha256.append(None)
-        return row
+def _unaccounted(state: HarnessState, tokens: int, usage: Usage) -> bool:
+    """Whether the harness left a call's ``usage`` out of its counters (a call
+    cancelled in flight): they still add up to ``tokens``, and the call used some."""
+    return (state.input_tokens + state.output_tokens + state.cache_read_tokens
+            + state.cache_write_tokens + state.thinking_tokens == tokens) and bool(
+                usage.prompt_tokens or usage.output_tokens or usage.thinking_tokens)
 
-    def _model_call(self, request: ModelRequest, response: ModelResponse, began: float,
-                    spent: float, tokens: int) -> None:
-        c = self.columns
-        first = len(c.tool_id)
-        text = 0
-        texts = []
-        for block in response.content:
-            if block.type == "text":
-                text += block.tokens
-                texts.append(block.text)
-            elif block.type == "tool_use":
-                c.tool_id.append(block.id)
-                c.tool_name.append(block.name)
-                c.arguments.append(_arguments(block.input))
-                c.result_tokens.append(None)
-                c.result_sha256.append(None)
-                c.error.append(None)
-                c.duration_s.append(None)
-        usage = response.usage
-        row = self._append(usage, response.model or request.model, response.stop_reason,
-                           began - self.t0, response.latency_s, text, request.purpose,
-                           texts_sha256(texts) if texts else _EMPTY_SHA256,
-                           len(c.tool_id) - first)
-        self._open = (row, spent, tokens, usage)
-        if request.purpose == "step":
-            self._step, self._step_tools, self._assistant = row, first, None
 
-    def _settle(self) -> None:
-        """After the harness has taken the last result: the call's cost, or the
-        call dropped when the harness did not account it (cancelled in flight)."""
-        assert self._open is not None
-        row, spent, tokens, usage = self._open
-        self._open = None
-        c = self.columns
-        s = self.state
-        if (s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens
-                + s.thinking_tokens == tokens) and (usage.prompt_tokens or usage.output_tokens
-                                                    or usage.thinking_tokens):
-            c.dropped.append(row)
-            if self._step == row:
-                self._step = None
+def _verdict_row(key: Any, verdict: Verdict, model: str, started_s: float) -> tuple[Any, ...]:
+    """The fields (:data:`~sim.traces.columns.ROW`) of a model grader's check,
+    priced like a call (its cost to come)."""
+    usage = verdict.usage
+    assert usage is not None
+    return (key, usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+            usage.output_tokens, usage.thinking_tokens, model, None, None, started_s,
+            verdict.duration_s, None, 0, 0, "verifier", None, None)
+
+
+def _reply(messages: list[Message]) -> tuple[Message | None, int]:
+    """The step call's message in the history (the last one, if the harness
+    kept the reply) and its position; None when it did not."""
+    if messages and messages[-1].role == "assistant":
+        return messages[-1], len(messages) - 1
+    return None, 0
+
+
+def _answer(content: list[Block], tool_rows: list[Any]) -> tuple[int, str]:
+    """A response's text blocks' size in tokens and their texts concatenated
+    (hashed when the table is built); its tool calls appended to
+    ``tool_rows`` (their results to come)."""
+    text = 0
+    texts = ""
+    for block in content:
+        kind = block.type
+        if kind == "text":
+            text += block.tokens  # type: ignore[union-attr]
+            texts += block.text  # type: ignore[union-attr]
+        elif kind == "tool_use":
+            tool_rows.extend((block.id, block.name,  # type: ignore[union-attr]
+                              _arguments(block.input),  # type: ignore[union-attr]
+                              None, None, None, None))
+    return text, texts
+
+
+def _observe(messages: list[Message], rows: list[Any], tool_rows: list[Any],
+             durations: dict[str, float], row: int, first: int, message: Message,
+             position: int) -> None:
+    """What came back for the step call at ``row`` of ``rows`` (its message
+    ``message``, at ``position`` in the history when last seen; its tool calls
+    from ``first`` in ``tool_rows``): the tool results (their texts, hashed
+    when the table is built) and the other text in the history after its
+    message. Nothing when the message was compacted away (what was seen
+    before stays)."""
+    if position >= len(messages) or messages[position] is not message:
+        for position in range(len(messages) - 1, -1, -1):  # moved by a compaction
+            if messages[position] is message:
+                break
+        else:
             return
-        c.cost_usd[row] = self.state.money_usd - spent
-        if row == self._step:
-            messages = self.state.messages
-            if messages and messages[-1].role == "assistant":
-                self._assistant, self._position = messages[-1], len(messages) - 1
-
-    def _observe(self) -> None:
-        """What came back for the last step call: the tool results and other
-        text in the history after its message (re-read until the next step)."""
-        row, message = self._step, self._assistant
-        if row is None or message is None:
-            return
-        messages = self.state.messages
-        position = self._position
-        if position >= len(messages) or messages[position] is not message:
-            for position in range(len(messages) - 1, -1, -1):  # moved by a compaction
-                if messages[position] is message:
-                    break
-            else:
-                return  # compacted away: keep what was seen before
-        c = self.columns
-        tools = range(self._step_tools + c.tools[row] - 1, self._step_tools - 1, -1)
-        observed = 0
-        texts = []
-        for later in messages[position + 1:]:
-            for block in later.content:
-                if block.type == "tool_result":
-                    for i in tools:  # the last tool call of that id, as a dict by id would
-                        if c.tool_id[i] == block.tool_use_id:
-                            c.result_tokens[i] = block.tokens
-                            c.result_sha256[i] = (None if block.content is None
-                                                  else text_sha256(block.content))
-                            c.error[i] = block.is_error
-                            c.duration_s[i] = self._durations.get(block.tool_use_id)
-                            break
-                elif block.type == "text":
-                    observed += block.tokens
-                    texts.append(block.text)
-        c.observation_tokens[row] = observed
-        c.observation_sha256[row] = observed_sha256(texts) if texts else None
+    last = first + (rows[row + TOOLS] - 1) * TOOL_WIDTH
+    observed = 0
+    texts: list[str] = []
+    for later in messages[position + 1:]:
+        for block in later.content:
+            kind = block.type
+            if kind == "tool_result":
+                call_id = block.tool_use_id  # type: ignore[union-attr]
+                i = last
+                while i >= first and tool_rows[i] != call_id:  # the last call of that id
+                    i -= TOOL_WIDTH
+                if i >= first:
+                    tool_rows[i + RESULT] = block.tokens
+                    tool_rows[i + RESULT + 1] = block.content  # type: ignore[union-attr]
+                    tool_rows[i + RESULT + 2] = block.is_error  # type: ignore[union-attr]
+                    tool_rows[i + RESULT + 3] = durations.get(call_id)
+            elif kind == "text":
+                observed += block.tokens  # type: ignore[union-attr]
+                texts.append(block.text)  # type: ignore[union-attr]
+    rows[row + OBSERVATION_TOKENS] = observed
+    rows[row + OBSERVATION_SHA256] = observed_text(texts) if texts else None
 
 
 _ARGUMENTS: dict[tuple[Any, Any], str] = {}
@@ -258,13 +264,16 @@ def _arguments(arguments: Any) -> str:
         for pair in arguments.items():
             if type(pair[1]) is not str:
                 break
-            text = _ARGUMENTS.get(pair)
-            if text is None:
-                if len(_ARGUMENTS) >= _ARGUMENTS_KEPT:
-                    _ARGUMENTS.clear()
-                text = _ARGUMENTS[pair] = canonical_json(arguments)
-            return text
+            return _ARGUMENTS.get(pair) or _cached_arguments(pair, arguments)
     return canonical_json(arguments)
+
+
+def _cached_arguments(pair: tuple[str, str], arguments: dict[str, str]) -> str:
+    """The canonical JSON of ``arguments`` (one ``pair`` of strings), kept in the cache."""
+    if len(_ARGUMENTS) >= _ARGUMENTS_KEPT:
+        _ARGUMENTS.clear()
+    text = _ARGUMENTS[pair] = canonical_json(arguments)
+    return text
 
 
 def simulated_run(calls: list[CallRecord], *, run_id: str, file: str, task_id: str,
