@@ -16,7 +16,8 @@ end each one's median wall time in seconds over the rounds (the cluster's
 start and stop counted, as a user waits for them, and shown apart too: a
 LocalCluster starts in the background while this process runs the first
 chunks, so its start shows mostly inside the run) and its ratio to the local
-pool of the same worker count measured in the same round. Every run's
+pool of the same worker count measured in the same round (of wall time,
+and of CPU seconds in all processes: less sensitive to the load). Every run's
 records are checked equal to the first one's (the scheduler and worker count
 never change a result). The ratio, not the absolute time, is the measure:
 this machine is shared and noisy. On Linux the LocalCluster's workers are
@@ -56,15 +57,23 @@ def cpu_s() -> tuple[float, float]:
                            resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
+def _own_cpu_s() -> float:
+    """CPU seconds of the calling process (run in each Dask worker)."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
 def one_run(runs: list[CellRun], tasks: int, scheduler: str | None, workers: int
-            ) -> tuple[float, float, pa.Table]:
+            ) -> tuple[float, float, float | None, pa.Table]:
     """(wall seconds in all, of which starting and stopping the scheduler,
-    the records) of one sweep."""
+    the CPU seconds the Dask workers report for themselves (None for the
+    local pool), the records) of one sweep."""
     tables: list[pa.Table] = []
 
     def sink(job: Job, table: pa.Table, extras: Any, side: Any) -> None:
         tables.append(table)
 
+    reported = None
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as folder:
         made = make_scheduler(scheduler, workers)
@@ -72,8 +81,12 @@ def one_run(runs: list[CellRun], tasks: int, scheduler: str | None, workers: int
         with made:
             run_chunks(runs, tasks, made, MemoryStore(folder), sink, progress=False)
             ran = time.perf_counter()
+            client = getattr(made, "_client", None)
+            if client is not None:
+                reported = sum(client.run(_own_cpu_s).values())
+                ran = time.perf_counter()
     end = time.perf_counter()
-    return end - start, (started - start) + (end - ran), pa.concat_tables(tables)
+    return end - start, (started - start) + (end - ran), reported, pa.concat_tables(tables)
 
 
 def main() -> None:
@@ -96,19 +109,23 @@ def main() -> None:
     walls: dict[tuple[str, int], list[float]] = {}
     overhead: dict[tuple[str, int], list[float]] = {}
     ratios: dict[int, list[float]] = {}
+    cpu_ratios: dict[int, list[float]] = {}
     first: pa.Table | None = None
     for r in range(args.rounds):
         measured: dict[tuple[str, int], float] = {}
+        cpus: dict[tuple[str, int], float] = {}
         order = [("local", local), ("dask", dask)]
         for kind, counts in order if r % 2 == 0 else order[::-1]:  # ABBA: drift cancels
             for n in counts:
                 cpu = cpu_s()
-                wall, fixed, table = one_run(runs, args.tasks,
-                                             None if kind == "local" else "dask", n)
+                wall, fixed, reported, table = one_run(runs, args.tasks,
+                                                       None if kind == "local" else "dask", n)
                 own, workers = (b - a for a, b in zip(cpu, cpu_s(), strict=True))
+                said = "" if reported is None else f"; the workers report {reported:.1f}"
                 print(f"  round {r + 1}: {kind} {n}: {wall:.2f} s wall, {own + workers:.1f} "
-                      f"CPU-s ({own:.1f} in this process), load {os.getloadavg()[0]:.1f}",
-                      flush=True)
+                      f"CPU-s ({own:.1f} in this process, {workers:.1f} in its workers"
+                      f"{said}), load {os.getloadavg()[0]:.1f}", flush=True)
+                cpus[kind, n] = own + workers
                 if first is None:
                     first = table
                 elif not table.equals(first):
@@ -119,16 +136,19 @@ def main() -> None:
         for n in dask:
             if ("local", n) in measured:
                 ratios.setdefault(n, []).append(measured["dask", n] / measured["local", n])
-                print(f"  round {r + 1}: Dask {n} / local {n}: {ratios[n][-1]:.2f}x", flush=True)
+                cpu_ratios.setdefault(n, []).append(cpus["dask", n] / cpus["local", n])
+                print(f"  round {r + 1}: Dask {n} / local {n}: {ratios[n][-1]:.2f}x wall, "
+                      f"{cpu_ratios[n][-1]:.2f}x CPU-s", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} (1 min) after the runs")
-    print(f"{'scheduler':<28}{'wall s':>9}{'start+stop s':>14}{'vs local':>10}")
+    print(f"{'scheduler':<28}{'wall s':>9}{'start+stop s':>14}{'vs local':>10}{'CPU-s vs':>10}")
     for (kind, n), values in walls.items():
         name = (f"local pool, {n} workers" if kind == "local" and n > 1 else
                 "local, in process" if kind == "local" else f"Dask LocalCluster, {n} procs")
-        ratio = (f"{statistics.median(ratios[n]):.2f}x" if kind == "dask" and n in ratios
-                 else "")
+        ratio, cpu_ratio = ((f"{statistics.median(ratios[n]):.2f}x",
+                             f"{statistics.median(cpu_ratios[n]):.2f}x")
+                            if kind == "dask" and n in ratios else ("", ""))
         print(f"{name:<28}{statistics.median(values):>9.2f}"
-              f"{statistics.median(overhead[kind, n]):>14.2f}{ratio:>10}")
+              f"{statistics.median(overhead[kind, n]):>14.2f}{ratio:>10}{cpu_ratio:>10}")
 
 
 if __name__ == "__main__":
