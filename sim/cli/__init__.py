@@ -15,7 +15,6 @@ No command gives help and exit 2.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import json
 import logging
@@ -123,21 +122,7 @@ def _log_to_stderr(verbose: int) -> None:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Run one command; return its exit status (see the module docstring).
-    Run as a program (``argv`` None), it collects garbage before returning:
-    Arrow readers dropped but not yet freed otherwise reach the interpreter's
-    exit with their threads alive, and the process aborted there now and then
-    ("terminate called without an active exception", apache/arrow#34314; 1 in
-    25 replays of a 20-run folder) after its results were written."""
-    try:
-        return _command(argv, prog)
-    finally:
-        if argv is None:
-            gc.collect()
-
-
-def _command(argv: list[str] | None, prog: str | None) -> int:
-    """:func:`main`'s work: parse, run the command, map failures to exit statuses."""
+    """Run one command; return its exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(argv)
     parser = build_parser(prog)
