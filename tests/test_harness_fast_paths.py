@@ -12,10 +12,11 @@ import dataclasses
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sim.harness.effects import ModelRequest, ModelResponse
-from sim.harness.guards import Run, Stop, flat_prices, token_cap
+from sim.harness.guards import Run, Stop, account, flat_prices, token_cap
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.harness.model_calls import model_request, step_request
 from sim.harness.params import Budgets, HarnessParams, ThinkingConfig
@@ -121,6 +122,31 @@ def test_flat_prices_only_for_one_untiered_list() -> None:
     tiered = Prices(tiers=((1000, Prices(input=6.0)),))
     assert flat_prices(HarnessParams(prices=tiered)) is None
     assert flat_prices(HarnessParams(model_prices=(("other", Prices()),))) is None
+
+
+@pytest.mark.parametrize("prices", [Prices(), Prices(input=0.1, output=0.7, cache_read=0.0,
+                                                  cache_write=1.3, thinking=2.9)])
+def test_account_prices_a_call_as_prices_cost(prices: Prices) -> None:
+    """A call's price, on the short way (no cache or thinking tokens) or the
+    written-out one, is exactly ``prices.cost`` of its usage, and the counters
+    add its tokens."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        params = HarnessParams(prices=prices)
+        run = _run(params)
+        run.flat_prices = flat_prices(params)
+        assert run.flat_prices is prices
+        start = float(rng.uniform(0.0, 5.0))
+        run.state.money_usd = start
+        counts = rng.integers(0, 40_000, 5) * (rng.random(5) < 0.6)
+        usage = Usage(*(int(c) for c in counts))
+        before = (run.state.input_tokens, run.state.output_tokens, run.state.cache_read_tokens,
+                  run.state.cache_write_tokens, run.state.thinking_tokens)
+        account(run, params.model, usage)
+        assert run.state.money_usd == start + prices.cost(*(int(c) for c in counts))
+        after = (run.state.input_tokens, run.state.output_tokens, run.state.cache_read_tokens,
+                 run.state.cache_write_tokens, run.state.thinking_tokens)
+        assert [a - b for a, b in zip(after, before, strict=True)] == [int(c) for c in counts]
 
 
 def test_objects_built_field_by_field_equal_constructed_ones() -> None:

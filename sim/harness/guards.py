@@ -210,12 +210,17 @@ def account(run: Run, model: str, usage: Usage) -> None:
     thinking = usage.thinking_tokens
     state.input_tokens += uncached
     state.output_tokens += output
-    state.cache_read_tokens += read
-    state.cache_write_tokens += write
-    state.thinking_tokens += thinking
+    more = read or write or thinking  # most calls have neither cache nor thinking tokens
+    if more:
+        state.cache_read_tokens += read
+        state.cache_write_tokens += write
+        state.thinking_tokens += thinking
     params = run.params
     prices = run.flat_prices
-    if prices is not None:  # prices.cost(...), written out
+    if prices is not None and not more:  # prices.cost(...) of a call with only these two:
+        # its other terms are 0 tokens times a finite price, sums that add exactly 0.0
+        state.money_usd += (uncached * prices.input + output * prices.output) / 1e6
+    elif prices is not None:  # prices.cost(...), written out
         think = prices.output if prices.thinking is None else prices.thinking
         state.money_usd += (uncached * prices.input + output * prices.output
                             + read * prices.cache_read + write * prices.cache_write
