@@ -92,3 +92,47 @@ def test_forecasts_agree_with_replay_within_sampling_error_on_a_known_world(fitt
         assert lo <= r.replay["stopped"] <= hi
     stopped = [r.replay["stopped"] for r in result if r.budget.kind == "steps"]
     assert np.all(np.diff(stopped) <= 0)  # looser budgets stop fewer runs
+
+
+def _full_forecast(world, budget):
+    """The forecast as a full re-simulation under the budget makes it (every
+    run simulated again), for holding the ladder's shortcut to it."""
+    from sim.calibration.simulate import simulate
+
+    cut = simulate(budget.apply(world.doc), world.runs, world.seed)
+    base = world.base
+    return ((cut.steps < base.steps) | (cut.category != base.category),
+            (base.resolved == 1) & (cut.resolved != 1),
+            np.nan_to_num(base.cost.astype(float)) - np.nan_to_num(cut.cost.astype(float)))
+
+
+@pytest.mark.parametrize("source", ["fold", "scenarios/bounded.yaml", "scenarios/cached.yaml",
+                                    "scenarios/tail.yaml"])
+def test_the_forecast_simulates_again_only_runs_a_budget_can_touch(fitted, source):
+    """The forecast under a budget (its runs that the budget cannot reach kept
+    from the simulation without it, :mod:`sim.calibration.reach`) is, run by
+    run, the forecast of a full re-simulation under the budget: every rung of
+    the ladder (prompt tokens, steps, cost), and tight budgets of each kind,
+    on a fold world and on shipped scenarios (caching, retries, a tail)."""
+    from sim.calibration.ladder import forecast_side
+    from sim.calibration.simulate import simulate
+
+    traces, fits = fitted
+    if source == "fold":
+        world = _worlds(fits)[0]
+    else:
+        with open(source, encoding="utf-8") as handle:
+            doc = yaml.safe_load(handle)
+        doc.pop("sweep", None)
+        world = FoldWorld(doc, [], simulate(doc, 150, 7), 150, 7)
+    base = world.base
+    rungs = budgets(traces) + [
+        Budget("steps", float(np.percentile(base.steps, q)), "s") for q in (10, 50, 90)] + [
+        Budget("tokens", float(np.percentile(base.prompt, q)), "t") for q in (10, 50, 90)] + [
+        Budget("money_usd", float(np.nanpercentile(base.cost, q)), "m") for q in (10, 50, 90)]
+    for budget in rungs:
+        side = forecast_side(world, budget, 0)
+        stopped, lost, saved = _full_forecast(world, budget)
+        assert np.array_equal(side.stopped, stopped), budget
+        assert np.array_equal(side.lost, lost), budget
+        assert np.array_equal(side.saved, saved), budget

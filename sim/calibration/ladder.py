@@ -31,6 +31,7 @@ import numpy as np
 
 from sim.analysis.stats import percentile
 from sim.calibration.data import Traces
+from sim.calibration.reach import touched
 from sim.calibration.simulate import Sample, simulate
 
 PERCENTILES: tuple[float, ...] = (0.5, 0.75, 0.9, 0.95)
@@ -174,14 +175,24 @@ class FoldWorld:
 
 
 def forecast_side(world: FoldWorld, budget: Budget, fold: int) -> Side:
-    """The fold world's runs under ``budget`` against its runs without it."""
+    """The fold world's runs under ``budget`` against its runs without it:
+    only the runs the budget can touch are simulated again
+    (:func:`sim.calibration.reach.touched`; the others are the same runs on
+    common random numbers), without the call log."""
     base = world.base
-    cut = simulate(budget.apply(world.doc), world.runs, world.seed)
-    stopped = (cut.steps < base.steps) | (cut.category != base.category)
+    steps, category = base.steps.copy(), base.category.copy()
+    resolved, cost = base.resolved.copy(), base.cost.copy()
+    again = np.flatnonzero(touched(budget.kind, budget.value, base.steps, base.reach_tokens,
+                                   base.reach_money))  # the others are the same runs
+    if again.size:
+        cut = simulate(budget.apply(world.doc), world.runs, world.seed, calls=False, only=again)
+        steps[again], category[again] = cut.steps, cut.category
+        resolved[again], cost[again] = cut.resolved, cut.cost
+    stopped = (steps < base.steps) | (category != base.category)
     base_cost = np.nan_to_num(base.cost.astype(float))
-    return Side(stopped=stopped, lost=(base.resolved == 1) & (cut.resolved != 1),
+    return Side(stopped=stopped, lost=(base.resolved == 1) & (resolved != 1),
                 known=np.ones(base.n, bool),
-                saved=base_cost - np.nan_to_num(cut.cost.astype(float)), cost=base_cost,
+                saved=base_cost - np.nan_to_num(cost.astype(float)), cost=base_cost,
                 fold=np.full(base.n, fold))
 
 

@@ -33,6 +33,11 @@ class Sample:
     resolved: np.ndarray
     call_output: np.ndarray
     call_run: np.ndarray
+    reach_tokens: np.ndarray | None = None
+    """Per run, its reach towards a prompt-token budget (:mod:`sim.calibration.reach`;
+    NaN unknown; None: not watched)."""
+    reach_money: np.ndarray | None = None
+    """Per run, a bound of its reach towards a money budget (USD; as above)."""
 
     @property
     def n(self) -> int:
@@ -64,11 +69,16 @@ def from_traces(traces: Traces) -> Sample:
                   calls["run_id"].map(index).to_numpy(np.int64))
 
 
-def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True) -> Sample:
+def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
+             only: np.ndarray | None = None) -> Sample:
     """``runs`` simulated runs of the scenario mapping ``doc`` at root seed
     ``seed``; ``calls`` False leaves the per-call arrays empty (no call is
     logged: the runs' quantities are the same, the search's loss needs no
-    more)."""
+    more), True also keeps each run's reach towards the budgets
+    (:mod:`sim.calibration.reach`); ``only`` (run indices, ascending) simulates
+    those runs alone, each the same run as in the full simulation (its own
+    random streams), the sample's runs in that order."""
+    from sim.calibration.reach import WatchedTask, reach_usd, unscreened
     from sim.engines.direct import run_task_with_world
     from sim.scenario.model import validate
     from sim.sweeps.cells import build_cell, cells_of
@@ -79,29 +89,41 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True) -> S
     scenario = validate({**doc, "seed": seed, "tasks": runs}, doc.get("name") or "calibration")
     cell = build_cell(cells_of(scenario)[0])
     pool = StreamPool()
-    steps = np.zeros(runs, dtype=np.int64)
-    prompt = np.zeros(runs, dtype=np.int64)
-    output = np.zeros(runs, dtype=np.int64)
-    cost = np.zeros(runs)
-    cats = np.empty(runs, dtype=object)
-    resolved = np.zeros(runs)
+    indices = range(runs) if only is None else [int(i) for i in only]
+    n = len(indices)
+    steps = np.zeros(n, dtype=np.int64)
+    prompt = np.zeros(n, dtype=np.int64)
+    output = np.zeros(n, dtype=np.int64)
+    cost = np.zeros(n)
+    cats = np.empty(n, dtype=object)
+    resolved = np.zeros(n)
+    reach = np.full(n, np.nan) if calls else None
+    money = np.full(n, np.nan) if calls else None
+    blind = unscreened(cell.params)
     call_output: list[int] = []
     call_run: list[int] = []
-    task_type = RecordingTask if calls else SimulatedTask
-    for i in range(runs):
+    task_type = WatchedTask if calls else SimulatedTask
+    for j, i in enumerate(indices):
         record, simulated = run_task_with_world(cell, i, pool, task_type=task_type)
-        steps[i] = record.steps
-        prompt[i] = record.prompt_tokens
-        output[i] = record.output_tokens
-        cost[i] = record.cost_usd
-        cats[i] = category(f"{record.state}:{record.reason}")
-        resolved[i] = float(record.truly_done)
+        steps[j] = record.steps
+        prompt[j] = record.prompt_tokens
+        output[j] = record.output_tokens
+        cost[j] = record.cost_usd
+        cats[j] = category(f"{record.state}:{record.reason}")
+        resolved[j] = float(record.truly_done)
         if calls:
             log = cast(RecordingTask, simulated).log  # the task is a task_type
             call_output.extend([call.output_tokens for call in log])
-            call_run.extend([i] * len(log))
+            call_run.extend([j] * len(log))
+            watched = cast(WatchedTask, simulated)
+            if not blind and watched.spent == record.prompt_tokens:  # all usage seen
+                assert reach is not None and money is not None
+                reach[j] = watched.reach
+                money[j] = reach_usd(cell.params, float(record.cost_usd), watched.top_prompt,
+                                     watched.top_output)
     return Sample(steps, prompt, output, cost, cats, resolved,
-                  np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64))
+                  np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64),
+                  reach, money)
 
 
 def pooled(samples: list[Sample]) -> Sample:
