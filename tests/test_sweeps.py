@@ -375,3 +375,21 @@ def test_the_local_cluster_settings_name_real_dask_settings() -> None:
     assert unknown == []
     for module in FORKSERVER_PRELOAD:
         importlib.import_module(module)
+
+
+def test_the_local_cluster_and_client_options_are_ones_they_take() -> None:
+    """The options our LocalCluster and its client are made with are parameters
+    of this Distributed's classes (a misspelt one would be an error at start,
+    or, for the scheduler's, silently ignored), and they turn the dashboard off."""
+    import inspect
+
+    distributed = pytest.importorskip("distributed")
+    from distributed.scheduler import Scheduler
+
+    from sim.sweeps.on_dask import CLIENT_OPTIONS, CLUSTER_OPTIONS
+
+    cluster = inspect.signature(distributed.LocalCluster).parameters
+    assert set(CLUSTER_OPTIONS) <= set(cluster)
+    assert set(CLUSTER_OPTIONS["scheduler_kwargs"]) <= set(inspect.signature(Scheduler).parameters)
+    assert CLUSTER_OPTIONS["scheduler_kwargs"]["dashboard"] is False
+    assert set(CLIENT_OPTIONS) <= set(inspect.signature(distributed.Client).parameters)
