@@ -157,15 +157,17 @@ def test_a_model_call_closed_while_queued_withdraws_its_request():
     closed while it waits for a slot leaves the queue and releases nothing."""
     from sim.engines.gateway import ModelGateway
     from sim.engines.monitor import Series
-    from sim.harness.effects import ModelRequest
 
     env = simpy.Environment()
     pool = SlotPool(env, 1, elide=True)
     holder = pool.take()
     gateway = ModelGateway(env, pool, None, Series("model_queue"), Series("busy_model_slots"))
-    call = gateway.call(ModelRequest.__new__(ModelRequest), None, [0.0, 0.0])  # type: ignore[arg-type]
+    slot = gateway.take(0.0)
+    assert slot is not None  # none free: the call queues
+    call = gateway.queued(slot, 0.0, [0.0, 0.0])
     waiting = next(call)
-    assert list(pool.queue) == [waiting] and pool.count == 1
+    assert waiting is slot and list(pool.queue) == [waiting] and pool.count == 1
+    assert gateway.queue.value == 1
     call.close()
     assert not pool.queue and pool.count == 1 and gateway.queue.value == 0
     pool.release(holder)
