@@ -195,3 +195,45 @@ def test_series_pulse_is_add_one_then_minus_one(seed):
             added.add(now, delta)
     assert (pulsed.times, pulsed.values, pulsed.peak) == (added.times, added.values, added.peak)
     assert pulsed.integral(now + 1.0) == added.integral(now + 1.0)
+
+
+def _timer_workload(kind: str, seed: int) -> list[tuple[float, int, int]]:
+    """Processes waiting on timers (ties frequent), one interrupted now and
+    then: the order in which they wake, with ``env.timeout`` or a reused
+    :class:`~sim.engines.ticks.Tick`."""
+    from sim.engines.ticks import Tick
+
+    rng = random.Random(seed)
+    env = simpy.Environment()
+    woke: list[tuple[float, int, int]] = []
+
+    def worker(i: int):
+        tick = Tick(env)
+        for n in range(20):
+            try:
+                wait = env.timeout if kind == "timeout" else tick.after
+                yield wait(rng.choice((0.0, 1.0, 1.5)))
+                woke.append((env.now, i, n))
+            except simpy.Interrupt:
+                woke.append((env.now, i, -n))
+                tick = Tick(env)  # the old one is still due: a new timer
+
+    procs = [env.process(worker(i)) for i in range(8)]
+
+    def interrupter():
+        for _ in range(10):
+            yield env.timeout(rng.choice((0.5, 1.0, 2.0)))
+            target = procs[rng.randrange(len(procs))]
+            if target.is_alive:
+                target.interrupt()
+
+    env.process(interrupter())
+    env.run()
+    return woke
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_reused_tick_wakes_like_a_new_timeout(seed):
+    """Tick.after schedules as env.timeout does: the same wake-ups in the same
+    order at the same times, ties and interrupts included."""
+    assert _timer_workload("tick", seed) == _timer_workload("timeout", seed)
