@@ -157,15 +157,17 @@ def test_a_model_call_closed_while_queued_withdraws_its_request():
     closed while it waits for a slot leaves the queue and releases nothing."""
     from sim.engines.gateway import ModelGateway
     from sim.engines.monitor import Series
-    from sim.harness.effects import ModelRequest
 
     env = simpy.Environment()
     pool = SlotPool(env, 1, elide=True)
     holder = pool.take()
     gateway = ModelGateway(env, pool, None, Series("model_queue"), Series("busy_model_slots"))
-    call = gateway.call(ModelRequest.__new__(ModelRequest), None, [0.0, 0.0])  # type: ignore[arg-type]
+    slot = gateway.take(0.0)
+    assert slot is not None  # none free: the call queues
+    call = gateway.queued(slot, 0.0, [0.0, 0.0])
     waiting = next(call)
-    assert list(pool.queue) == [waiting] and pool.count == 1
+    assert waiting is slot and list(pool.queue) == [waiting] and pool.count == 1
+    assert gateway.queue.value == 1
     call.close()
     assert not pool.queue and pool.count == 1 and gateway.queue.value == 0
     pool.release(holder)
@@ -193,3 +195,45 @@ def test_series_pulse_is_add_one_then_minus_one(seed):
             added.add(now, delta)
     assert (pulsed.times, pulsed.values, pulsed.peak) == (added.times, added.values, added.peak)
     assert pulsed.integral(now + 1.0) == added.integral(now + 1.0)
+
+
+def _timer_workload(kind: str, seed: int) -> list[tuple[float, int, int]]:
+    """Processes waiting on timers (ties frequent), one interrupted now and
+    then: the order in which they wake, with ``env.timeout`` or a reused
+    :class:`~sim.engines.ticks.Tick`."""
+    from sim.engines.ticks import Tick
+
+    rng = random.Random(seed)
+    env = simpy.Environment()
+    woke: list[tuple[float, int, int]] = []
+
+    def worker(i: int):
+        tick = Tick(env)
+        for n in range(20):
+            try:
+                wait = env.timeout if kind == "timeout" else tick.after
+                yield wait(rng.choice((0.0, 1.0, 1.5)))
+                woke.append((env.now, i, n))
+            except simpy.Interrupt:
+                woke.append((env.now, i, -n))
+                tick = Tick(env)  # the old one is still due: a new timer
+
+    procs = [env.process(worker(i)) for i in range(8)]
+
+    def interrupter():
+        for _ in range(10):
+            yield env.timeout(rng.choice((0.5, 1.0, 2.0)))
+            target = procs[rng.randrange(len(procs))]
+            if target.is_alive:
+                target.interrupt()
+
+    env.process(interrupter())
+    env.run()
+    return woke
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_reused_tick_wakes_like_a_new_timeout(seed):
+    """Tick.after schedules as env.timeout does: the same wake-ups in the same
+    order at the same times, ties and interrupts included."""
+    assert _timer_workload("tick", seed) == _timer_workload("timeout", seed)
