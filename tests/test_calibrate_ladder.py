@@ -136,3 +136,29 @@ def test_the_forecast_simulates_again_only_runs_a_budget_can_touch(fitted, sourc
         assert np.array_equal(side.stopped, stopped), budget
         assert np.array_equal(side.lost, lost), budget
         assert np.array_equal(side.saved, saved), budget
+
+
+def test_the_replay_replays_again_only_runs_a_budget_can_touch(fitted):
+    """The held-out runs' replay under a budget (runs the budget cannot reach
+    kept from their replay without it) is, run by run, a full replay of every
+    run under the budget: every rung, and tight budgets of each kind."""
+    from sim.calibration.ladder import _template, replay_side
+    from sim.drivers.replay import replay_runs
+
+    traces, fits = fitted
+    recorded = _recorded(traces)
+    world = _worlds(fits)[0]
+    runs = [recorded[r] for r in world.held_out if r in recorded]
+    baseline = replay_side(world, None, recorded, 0)[1]
+    steps, prompt = traces.runs["steps"], traces.runs["prompt"]
+    rungs = budgets(traces) + [
+        Budget("steps", float(np.percentile(steps, q)), "s") for q in (5, 50)] + [
+        Budget("tokens", float(np.percentile(prompt, q)), "t") for q in (5, 50)]
+    for budget in rungs:
+        side = replay_side(world, budget, recorded, 0, baseline)[0]
+        template, prices_for = _template(budget.apply(world.doc))
+        full = replay_runs(runs, template, prices_for=prices_for)
+        assert np.array_equal(side.stopped, [r.chosen.stopped and not b.chosen.stopped
+                                             for r, b in zip(full, baseline, strict=True)])
+        assert np.array_equal(side.saved, [r.chosen.saved_usd - b.chosen.saved_usd
+                                           for r, b in zip(full, baseline, strict=True)])

@@ -147,7 +147,8 @@ def fit_fold(traces: Traces, fold_of: np.ndarray, sampled: np.ndarray, structure
     sim_seed = fl.seed_for(fold_seed, "simulation")
     sim = simulate(doc, runs, sim_seed)
     real = from_traces(held)
-    jack = simulate(doc, settings.jackknife_runs, fl.seed_for(seed, "jackknife"))
+    jack = simulate(doc, settings.jackknife_runs, fl.seed_for(seed, "jackknife"),
+                    calls=False)  # the fit's variance reads the per-run metrics alone
     return FoldFit(fold, train.n, int(sampled[train_mask].sum()), int(held_mask.sum()),
                    [str(r) for r in held.runs["run_id"]], labels, est, found, doc, sim, runs,
                    sim_seed, real, loss(real, sim), jack)

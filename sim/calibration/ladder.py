@@ -31,7 +31,7 @@ import numpy as np
 
 from sim.analysis.stats import percentile
 from sim.calibration.data import Traces
-from sim.calibration.reach import touched
+from sim.calibration.reach import replay_touched, touched, unscreened
 from sim.calibration.simulate import Sample, simulate
 
 PERCENTILES: tuple[float, ...] = (0.5, 0.75, 0.9, 0.95)
@@ -200,13 +200,24 @@ def replay_side(world: FoldWorld, budget: Budget | None, recorded: dict[str, Any
                 fold: int, baseline: list[Any] | None = None) -> tuple[Side, list[Any]]:
     """The fold's held-out runs replayed under the fitted harness with
     ``budget`` (None: without one) against the same harness without it
-    (``baseline``, the replays of ``budget=None``); also the replays."""
+    (``baseline``, the replays of ``budget=None``); also the replays. Given
+    the baseline, only the runs the budget can touch are replayed again
+    (:func:`sim.calibration.reach.replay_touched`; the others are their
+    baseline replay: the recording answers them alike)."""
     from sim.drivers.replay import replay_runs
+    from sim.drivers.replay.pricing import price_models
 
     runs = [recorded[r] for r in world.held_out if r in recorded]
     doc = world.doc if budget is None else budget.apply(world.doc)
     template, prices_for = _template(doc)
-    replays = replay_runs(runs, template, prices_for=prices_for)
+    pricing = price_models(runs, template, prices_for)  # of all the runs, as before
+    again = list(range(len(runs)))
+    if budget is not None and baseline is not None and not unscreened(template):
+        again = [i for i, b in enumerate(baseline) if replay_touched(budget, b.chosen)]
+    redone = replay_runs([runs[i] for i in again], template, pricing=pricing)
+    replays: list[Any] = list(baseline) if baseline is not None else [None] * len(runs)
+    for i, r in zip(again, redone, strict=True):
+        replays[i] = r
     base = baseline if baseline is not None else replays
     stopped = np.array([r.chosen.stopped and not b.chosen.stopped
                         for r, b in zip(replays, base, strict=True)], bool)

@@ -134,10 +134,14 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
     fixed = st.forced(classes, by)
     structures = [fixed] if fixed is not None else st.candidates(traces)
     with make_scheduler(scheduler, workers) as pool:
+        # the most complex structures' folds first (their searches take
+        # longest): no long fold is left to run alone at the end
+        queue = structures[::-1]
         jobs = [(spec, s, fold, fl.seed_for(seed, s.name), settings)
-                for s in structures for fold in range(folds)]
+                for s in queue for fold in range(folds)]
         done = jb.run_jobs(pool, jb.fold_job, jobs)
-        tried = {s.name: done[i * folds:(i + 1) * folds] for i, s in enumerate(structures)}
+        at = {s.name: i * folds for i, s in enumerate(queue)}
+        tried = {s.name: done[at[s.name]:at[s.name] + folds] for s in structures}
         if fixed is not None:
             choice = st.Choice(fixed, {}, f"{fixed.name}: forced by {fixed.flags()}")
         else:

@@ -23,6 +23,10 @@ report: a paid grader) has no reach (NaN) and is always simulated again, as
 is every run when the harness checks a paid grader against the budgets or
 prices by prompt tiers. The test (``tests/test_calibrate_ladder.py``) holds
 the forecast made this way to the forecast of a full re-simulation.
+
+The replay of held-out runs is screened alike from each run's replay without
+the budget (:func:`replay_touched`): the harness's own prompt counts and
+final counters; runs that compacted, and money budgets, are replayed again.
 """
 
 from __future__ import annotations
@@ -101,3 +105,22 @@ def touched(kind: str, value: float, steps: np.ndarray, reach_tokens: np.ndarray
     if reach is None:
         return np.ones(steps.size, dtype=bool)
     return ~(reach <= value)  # NaN: unknown, touched
+
+
+def replay_touched(budget: Any, replay: Any) -> bool:
+    """Whether ``budget`` (a :class:`sim.calibration.ladder.Budget`) may end a
+    replay that ran without it as ``replay`` (a
+    :class:`sim.drivers.replay.replayed.Replay`) did: steps, when it reached
+    the budget's steps (a step check at its last turn included); prompt
+    tokens, when its prompt tokens so far plus the largest prompt the harness
+    counted for a request (its steps' prompts, and the context it ended with,
+    a request the recording may not have answered) exceed the budget, or when
+    it compacted (a summary's prompt is not counted there); money: always
+    (prices differ by run)."""
+    state = replay.state
+    if budget.kind == "steps":
+        return bool(state.turns >= budget.value)
+    if budget.kind != "tokens" or state.compactions:
+        return True
+    spent = state.input_tokens + state.cache_read_tokens + state.cache_write_tokens
+    return bool(spent + max([state.context_tokens, *replay.prompt_counts]) > budget.value)

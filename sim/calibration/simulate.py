@@ -47,12 +47,15 @@ class Sample:
     def take(self, runs: np.ndarray) -> Sample:
         """The sample of the runs at positions ``runs`` (with repeats, in
         order: a bootstrap resample), calls renumbered to match."""
+        runs = np.asarray(runs, dtype=np.int64)
         order = np.argsort(self.call_run, kind="stable")
         starts = np.searchsorted(self.call_run[order], np.arange(self.n))
         ends = np.searchsorted(self.call_run[order], np.arange(self.n), side="right")
-        pieces = [order[starts[r]:ends[r]] for r in runs]
-        idx = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
-        new_run = np.repeat(np.arange(len(runs)), [len(p) for p in pieces])
+        lengths = (ends - starts)[runs]  # each taken run's calls, as one index array
+        offsets = np.cumsum(lengths) - lengths
+        idx = order[np.repeat(starts[runs] - offsets, lengths)
+                    + np.arange(int(lengths.sum()), dtype=np.int64)]
+        new_run = np.repeat(np.arange(len(runs)), lengths)
         return Sample(self.steps[runs], self.prompt[runs], self.output[runs], self.cost[runs],
                       self.category[runs], self.resolved[runs], self.call_output[idx], new_run)
 
