@@ -220,12 +220,17 @@ def test_a_tool_calls_arguments_are_recorded_whatever_their_values() -> None:
     """The recorder's cache of one-pair arguments never mixes values that are
     equal as keys (1, 1.0, True) and takes values that are not hashable (a
     provider's nested object): each is its own canonical JSON."""
+    from sim.harness.messages import ToolUseBlock
     from sim.traces.model import canonical_json
-    from sim.traces.simulated import _arguments
+    from sim.traces.simulated import _answer, _arguments
 
     for arguments in ({"x": 1}, {"x": True}, {"x": 1.0}, {"x": "1"}, {"a": {"a": {}}},
-                      {"a": [1, 2]}, {"x": 1}, {"x": True}, {}, {"a": 1, "b": 2}):
+                      {"a": [1, 2]}, {"x": 1}, {"x": True}, {}, {"a": 1, "b": 2},
+                      {"x": "1"}, {"y": "1"}):
         assert _arguments(arguments) == canonical_json(arguments)
+        tool_rows: list = []  # as a response's tool call records them
+        _answer([ToolUseBlock("toolu_1", "t", arguments)], tool_rows)
+        assert tool_rows[2] == canonical_json(arguments)
 
 
 def test_a_traced_run_leaves_no_cycles_for_the_collector():

@@ -206,8 +206,15 @@ def _answer(content: list[Block], tool_rows: list[Any]) -> tuple[int, str]:
             text += block.tokens  # type: ignore[union-attr]
             texts += block.text  # type: ignore[union-attr]
         elif kind == "tool_use":
-            tool_rows.extend((block.id, block.name,  # type: ignore[union-attr]
-                              _arguments(block.input),  # type: ignore[union-attr]
+            arguments = block.input  # type: ignore[union-attr]
+            if type(arguments) is dict and len(arguments) == 1:  # _arguments' cache, inlined
+                pair, = arguments.items()
+                json = _ARGUMENTS.get(pair) if type(pair[1]) is str else None
+                if json is None:
+                    json = _arguments(arguments)
+            else:
+                json = _arguments(arguments)
+            tool_rows.extend((block.id, block.name, json,  # type: ignore[union-attr]
                               None, None, None, None))
     return text, texts
 
