@@ -13,7 +13,13 @@ had handed Arrow as a Python file object, while the interpreter exited
 with ``--keep DIR`` the stderr of each failing run is kept there. Prints the
 runs, the statuses and how many of each (0: clean; 134 or -6: an abort), and
 the load average at the start and the end: the abort is a race, far more
-frequent on a loaded machine, so compare variants at similar loads.
+frequent on a loaded machine, so compare variants at similar loads (or
+alternate them). The runs import the ``sim`` of the current directory first,
+then ``PYTHONPATH``'s: to measure another tree, run this file by its path from
+a directory without ``sim`` (``cd /tmp && PYTHONPATH=TREE python
+.../benchmarks/exit_aborts.py ...``). Measured on the replay of a 20-run
+folder at load 8-20: 28 aborts in 100 before the fix, 0 in 100 after,
+alternating runs.
 """
 
 from __future__ import annotations
