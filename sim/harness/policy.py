@@ -17,6 +17,7 @@ APPROVE = "approve"
 REJECT = "reject"
 _ALLOWED = (ALLOW, "")  # the decisions without a message, made once
 _APPROVED = (APPROVE, "")
+_NESTED = (dict, list)  # argument values that nest (made once, not per call)
 
 
 def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None = None
@@ -35,7 +36,7 @@ def check_call(params: HarnessParams, call: ToolUseBlock, spec: ToolSpec | None 
         if type(key) is not str:
             return REJECT, _not_an_object(call.name, "an object with non-string keys")
     for value in arguments.values():  # scalar values (the common case) need no walk
-        if isinstance(value, (dict, list)):
+        if isinstance(value, _NESTED):
             if not argument_depth_ok(arguments):
                 return REJECT, (f"{call.name} rejected its arguments: they nest deeper than "
                                 f"{MAX_ARGUMENT_DEPTH} levels. Call it again with flatter "

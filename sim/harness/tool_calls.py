@@ -104,9 +104,8 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
         if run.emit:
             run.emit(ev.NUDGE, {"signal": signal, "tool": calls[-1].name})
     run.open_calls = run.blocks = None
-    tokens = 0
-    for block in blocks:
-        tokens += block.tokens
+    # the tokens of the observations (a step of one call has one block)
+    tokens = blocks[0].tokens if len(blocks) == 1 else sum(b.tokens for b in blocks)
     # after the step's assistant message: state.append of make_message("user", blocks)
     message: Message = _new(Message)  # Message("user", blocks, tokens)
     message.role, message.content, message.tokens = "user", blocks, tokens

@@ -211,7 +211,9 @@ class SimulatedTask(TaskSizes):
         every run (blocks are values: nothing alters one once made)."""
         w = self.world
         self.calls = n = self.calls + 1
-        tool = min(bisect_right(w.tool_cumulative, u), w.last_tool)  # pick_tool
+        tool = bisect_right(w.tool_cumulative, u)  # pick_tool
+        if tool > w.last_tool:  # u rounded up to 1.0
+            tool = w.last_tool
         loop = kind == LOOP
         made = w.made_calls
         if n < _MADE:
