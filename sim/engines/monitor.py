@@ -11,53 +11,100 @@ from __future__ import annotations
 
 
 class Series:
-    """A piecewise-constant quantity, changed by increments at given times."""
+    """A piecewise-constant quantity, changed by increments at given times.
 
-    __slots__ = ("name", "times", "values", "_value", "_area", "_last", "peak")
+    A change is logged as it comes (:meth:`add`, :meth:`pulse`: one append)
+    and folded into the step function when the series is read (``times``,
+    ``values``, ``peak``, ``value``, :meth:`integral`), in the same order and
+    with the same arithmetic as if it had been applied at once, so the floats
+    are the same."""
+
+    __slots__ = ("name", "_times", "_values", "_value", "_area", "_last", "_peak", "_log",
+                 "_seen")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.times: list[float] = [0.0]
-        self.values: list[float] = [0.0]
+        self._times: list[float] = [0.0]
+        self._values: list[float] = [0.0]
         self._value = 0.0
         self._area = 0.0
         self._last = 0.0
-        self.peak = 0.0
+        self._peak = 0.0
+        self._log: list[tuple[float, float | None]] = []  # (time, delta; None: a pulse)
+        self._seen = 0.0  # the time of the last change logged
 
     def add(self, now: float, delta: float) -> None:
         """Change the value by ``delta`` at time ``now`` (seconds, non-decreasing)."""
-        last = self._last
-        if now < last:
-            raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
-        value = self._value
-        self._area += value * (now - last)
-        self._last = now
-        value += delta
-        self._value = value
-        if value > self.peak:
-            self.peak = value
-        if last == now:  # times[-1] is always the last change (0.0 at first)
-            self.values[-1] = value
-        else:
-            self.times.append(now)
-            self.values.append(value)
+        if now < self._seen:
+            raise ValueError(f"{self.name}: time went backwards ({now} < {self._seen})")
+        self._seen = now
+        self._log.append((now, delta))
 
     def pulse(self, now: float) -> None:
         """``add(now, 1)`` then ``add(now, -1)`` (a request granted the
         instant it was made: counted in a queue for no time), in one call
         with the same result."""
-        value = self._value
-        self.add(now, 1)
-        self._value = value  # the second add: no time passes, back to the value
-        self.values[-1] = value
+        if now < self._seen:
+            raise ValueError(f"{self.name}: time went backwards ({now} < {self._seen})")
+        self._seen = now
+        self._log.append((now, None))
+
+    def _fold(self) -> None:
+        """Apply the logged changes: each moves the area on to its time, then
+        changes the value (a pulse: up by one, for no time) and the peak, and
+        records the new value at its time (replacing the last point when
+        that is at the same time; ``_times[-1]`` is always the last change)."""
+        log = self._log
+        if not log:
+            return
+        times, values = self._times, self._values
+        value, area, last, peak = self._value, self._area, self._last, self._peak
+        for now, delta in log:
+            area += value * (now - last)
+            same = last == now
+            last = now
+            if delta is None:  # a pulse: peak at value + 1, back to value
+                if value + 1 > peak:
+                    peak = value + 1
+            else:
+                value += delta
+                if value > peak:
+                    peak = value
+            if same:
+                values[-1] = value
+            else:
+                times.append(now)
+                values.append(value)
+        self._value, self._area, self._last, self._peak = value, area, last, peak
+        log.clear()
+
+    @property
+    def times(self) -> list[float]:
+        """The times of the changes (seconds; 0.0 first)."""
+        self._fold()
+        return self._times
+
+    @property
+    def values(self) -> list[float]:
+        """The value from each of :attr:`times` on."""
+        self._fold()
+        return self._values
+
+    @property
+    def peak(self) -> float:
+        """The highest value reached (a pulse counts, for no time)."""
+        self._fold()
+        return self._peak
 
     @property
     def value(self) -> float:
         """The current value."""
+        self._fold()
         return self._value
 
     def integral(self, until: float) -> float:
         """The area under the series from 0 to ``until`` (value x seconds)."""
+        self._fold()
         return self._area + self._value * (until - self._last)
 
     def time_average(self, until: float) -> float:
