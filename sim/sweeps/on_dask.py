@@ -16,12 +16,19 @@ what this module does about it:
   computes instead of two. Workers forked from a fork server (a new
   interpreter importing Dask and sim: 3.8-4.1 s to a cluster up at load 14)
   are now forked from this process on Linux (:data:`START_METHOD`: 0.5-0.8
-  s), as the local pool's are. (At 200,000 tasks and load 9-22,
-  ``benchmarks/bench_dask.py`` then measured Dask/pool wall ratios of 0.89x
-  to 1.41x, median 1.1x; the rounds over 1.2x ran Dask at a higher load
-  than the pool, and in one pair of rounds Dask's processes took 20-30% more
-  CPU seconds, in another the same; where that CPU goes is not measured
-  yet.) The cluster starts in a background thread while this process runs
+  s), as the local pool's are. Where Dask's CPU goes (200,000 tasks at
+  load 9-10, per thread from /proc and per chunk with ``thread_time``): a
+  chunk costs a Dask worker what it costs a pool worker (median 0.457 s
+  against 0.467 s of CPU), and Dask adds about 7%: this process's event
+  loop (scheduler, nannies, client: 2.1 CPU-s in 140 s, 8 ms a second when
+  idle) and each worker's own loop (1.0 CPU-s each; heartbeats twice a
+  second, 3 ms a second idle). The CPU seconds a chunk takes grow with
+  the machine's load (0.32 s at load 7, 0.46 s at load 10): the local
+  pool's five runs below took 34.9-46.1 CPU-s for the same work, which is
+  the 20-30% that earlier rounds saw on either side. (With the changes
+  below, five interleaved rounds at load 10-20 measured 0.92x-1.17x wall,
+  median 1.07x, and 0.87x-1.07x CPU seconds.) The cluster starts in a
+  background thread while this process runs
   the first chunks itself, as :class:`~sim.sweeps.schedulers.InProcess`
   would; once it is up, every chunk not yet begun goes to it at once
   (:class:`_Handoff`), so no worker waits for this process's chunk. The
@@ -32,8 +39,11 @@ what this module does about it:
 - **the arguments every chunk shares** (a cell's scenario and compiled
   world: 10 KB for bounded.yaml, 365 KB and 60 ms to unpickle for
   tau2.yaml) are scattered to the workers once, not sent with every chunk;
+- **results through the scheduler**: each chunk's records (470 KB for
+  2,000 tasks) come straight from its worker (:data:`CLIENT_OPTIONS`);
 - **Dask's own housekeeping** (its statistical profiler, GIL monitor, work
-  stealing, frequent ticks: :data:`LOCAL_CLUSTER_CONFIG`), and the imports
+  stealing, frequent ticks, the dashboard: :data:`LOCAL_CLUSTER_CONFIG`,
+  :data:`CLUSTER_OPTIONS`), and the imports
   Distributed makes to choose the fork server's preload (pandas and every
   optional package, about a second in this process): off.
 
