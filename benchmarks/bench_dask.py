@@ -89,6 +89,36 @@ def one_run(runs: list[CellRun], tasks: int, scheduler: str | None, workers: int
     return end - start, (started - start) + (end - ran), reported, pa.concat_tables(tables)
 
 
+def measure(runs: list[CellRun], tasks: int, kind: str, n: int, label: str
+            ) -> tuple[float, float, float, pa.Table]:
+    """(wall s, start+stop s, CPU-s of all its processes, records) of one run,
+    printed with the load."""
+    cpu = cpu_s()
+    wall, fixed, reported, table = one_run(runs, tasks, None if kind == "local" else "dask", n)
+    own, workers = (b - a for a, b in zip(cpu, cpu_s(), strict=True))
+    said = "" if reported is None else f"; the workers report {reported:.1f}"
+    print(f"  {label}: {kind} {n}: {wall:.2f} s wall, {own + workers:.1f} "
+          f"CPU-s ({own:.1f} in this process, {workers:.1f} in its workers"
+          f"{said}), load {os.getloadavg()[0]:.1f}", flush=True)
+    return wall, fixed, own + workers, table
+
+
+def summary(walls: dict[tuple[str, int], list[float]],
+            overhead: dict[tuple[str, int], list[float]],
+            ratios: dict[int, list[float]], cpu_ratios: dict[int, list[float]]) -> None:
+    """Print each scheduler's median wall, start+stop and ratios to the pool."""
+    print(f"load average {os.getloadavg()[0]:.1f} (1 min) after the runs")
+    print(f"{'scheduler':<28}{'wall s':>9}{'start+stop s':>14}{'vs local':>10}{'CPU-s vs':>10}")
+    for (kind, n), values in walls.items():
+        name = (f"local pool, {n} workers" if kind == "local" and n > 1 else
+                "local, in process" if kind == "local" else f"Dask LocalCluster, {n} procs")
+        ratio, cpu_ratio = ((f"{statistics.median(ratios[n]):.2f}x",
+                             f"{statistics.median(cpu_ratios[n]):.2f}x")
+                            if kind == "dask" and n in ratios else ("", ""))
+        print(f"{name:<28}{statistics.median(values):>9.2f}"
+              f"{statistics.median(overhead[kind, n]):>14.2f}{ratio:>10}{cpu_ratio:>10}")
+
+
 def main() -> None:
     """Measure and print the walls and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -112,44 +142,24 @@ def main() -> None:
     cpu_ratios: dict[int, list[float]] = {}
     first: pa.Table | None = None
     for r in range(args.rounds):
-        measured: dict[tuple[str, int], float] = {}
-        cpus: dict[tuple[str, int], float] = {}
+        measured: dict[tuple[str, int], tuple[float, float]] = {}
         order = [("local", local), ("dask", dask)]
         for kind, counts in order if r % 2 == 0 else order[::-1]:  # ABBA: drift cancels
             for n in counts:
-                cpu = cpu_s()
-                wall, fixed, reported, table = one_run(runs, args.tasks,
-                                                       None if kind == "local" else "dask", n)
-                own, workers = (b - a for a, b in zip(cpu, cpu_s(), strict=True))
-                said = "" if reported is None else f"; the workers report {reported:.1f}"
-                print(f"  round {r + 1}: {kind} {n}: {wall:.2f} s wall, {own + workers:.1f} "
-                      f"CPU-s ({own:.1f} in this process, {workers:.1f} in its workers"
-                      f"{said}), load {os.getloadavg()[0]:.1f}", flush=True)
-                cpus[kind, n] = own + workers
-                if first is None:
-                    first = table
-                elif not table.equals(first):
+                wall, fixed, cpu, table = measure(runs, args.tasks, kind, n, f"round {r + 1}")
+                first = table if first is None else first
+                if not table.equals(first):
                     raise SystemExit(f"{kind} {n}: records differ from the first run's")
-                measured[kind, n] = wall
+                measured[kind, n] = wall, cpu
                 walls.setdefault((kind, n), []).append(wall)
                 overhead.setdefault((kind, n), []).append(fixed)
-        for n in dask:
-            if ("local", n) in measured:
-                ratios.setdefault(n, []).append(measured["dask", n] / measured["local", n])
-                cpu_ratios.setdefault(n, []).append(cpus["dask", n] / cpus["local", n])
-                print(f"  round {r + 1}: Dask {n} / local {n}: {ratios[n][-1]:.2f}x wall, "
-                      f"{cpu_ratios[n][-1]:.2f}x CPU-s", flush=True)
-    print(f"load average {os.getloadavg()[0]:.1f} (1 min) after the runs")
-    print(f"{'scheduler':<28}{'wall s':>9}{'start+stop s':>14}{'vs local':>10}{'CPU-s vs':>10}")
-    for (kind, n), values in walls.items():
-        name = (f"local pool, {n} workers" if kind == "local" and n > 1 else
-                "local, in process" if kind == "local" else f"Dask LocalCluster, {n} procs")
-        ratio, cpu_ratio = ((f"{statistics.median(ratios[n]):.2f}x",
-                             f"{statistics.median(cpu_ratios[n]):.2f}x")
-                            if kind == "dask" and n in ratios else ("", ""))
-        print(f"{name:<28}{statistics.median(values):>9.2f}"
-              f"{statistics.median(overhead[kind, n]):>14.2f}{ratio:>10}{cpu_ratio:>10}")
-
+        for n in (n for n in dask if ("local", n) in measured):
+            (dask_wall, dask_cpu), (pool_wall, pool_cpu) = measured["dask", n], measured["local", n]
+            ratios.setdefault(n, []).append(dask_wall / pool_wall)
+            cpu_ratios.setdefault(n, []).append(dask_cpu / pool_cpu)
+            print(f"  round {r + 1}: Dask {n} / local {n}: {ratios[n][-1]:.2f}x wall, "
+                  f"{cpu_ratios[n][-1]:.2f}x CPU-s", flush=True)
+    summary(walls, overhead, ratios, cpu_ratios)
 
 if __name__ == "__main__":
     main()
