@@ -19,7 +19,9 @@ worst case of its largest request at the highest prices the harness knows).
 A run is taken as untouched only when its reach is at most the budget
 (steps: fewer steps than the budget). A run whose accounted prompt tokens are
 not the ones its requests were answered with (usage the world's model did not
-report: a paid grader) has no reach (NaN) and is always simulated again, as
+report: a paid grader), and a run that compacted or overflowed its context
+window (a budget check passed before a prompt too long to send: no request
+shows it), has no reach (NaN) and is always simulated again, as
 is every run when the harness checks a paid grader against the budgets or
 prices by prompt tiers. The test (``tests/test_calibrate_ladder.py``) holds
 the forecast made this way to the forecast of a full re-simulation.

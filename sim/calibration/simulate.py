@@ -119,7 +119,9 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
             call_output.extend([call.output_tokens for call in log])
             call_run.extend([j] * len(log))
             watched = cast(WatchedTask, simulated)
-            if not blind and watched.spent == record.prompt_tokens:  # all usage seen
+            if (not blind and watched.spent == record.prompt_tokens  # all usage seen
+                    and not record.compactions and record.reason != "context_overflow"):
+                # (an overflow's check is not followed by the request it checked)
                 assert reach is not None and money is not None
                 reach[j] = watched.reach
                 money[j] = reach_usd(cell.params, float(record.cost_usd), watched.top_prompt,
