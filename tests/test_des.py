@@ -27,6 +27,7 @@ from scipy import stats
 from sim.analysis.capacity import check_drained, value_at
 from sim.bad_input import InputError
 from sim.engines.des import DesEngine, arrival_schedule
+from sim.engines.gateway import ModelGateway
 from sim.engines.monitor import Series
 from sim.engines.ratelimit import RateLimiter, TokenBucket
 from sim.scenario.model import load_scenario
@@ -67,18 +68,30 @@ ONE_TENANT = "des.tenants=[{name: a, rate_per_hour: 600}]"
 
 # ----------------------------------------------------------- rate limits
 class RecordingLimiter(RateLimiter):
-    """A rate limiter that logs every decision: (task process, time, prompt
-    tokens, Retry-After or 0 when admitted)."""
+    """A rate limiter that logs every decision: (the task asking, time, prompt
+    tokens, Retry-After or 0 when admitted). The task asking is the
+    :class:`~sim.world.task.SimulatedTask` the gateway answers for, set in
+    ``caller`` by :func:`recording_callers`."""
 
-    def __init__(self, env, rpm, tpm) -> None:
+    def __init__(self, rpm, tpm) -> None:
         super().__init__(rpm, tpm)
-        self.env = env
+        self.caller: object = None
         self.log: list[tuple[object, float, int, float]] = []
 
     def admit(self, now: float, prompt_tokens: int) -> float:
         retry_after = super().admit(now, prompt_tokens)
-        self.log.append((self.env.active_process, now, prompt_tokens, retry_after))
+        self.log.append((self.caller, now, prompt_tokens, retry_after))
         return retry_after
+
+
+def recording_callers(monkeypatch) -> None:
+    """Make the model gateway tell a :class:`RecordingLimiter` which task asks."""
+    answer = ModelGateway.answer
+
+    def telling(gateway, request, task, *args):
+        gateway.limiter.caller = task
+        return answer(gateway, request, task, *args)
+    monkeypatch.setattr(ModelGateway, "answer", telling)
 
 
 def conforms(times: np.ndarray, amounts: np.ndarray, per_minute: float) -> bool:
@@ -94,7 +107,7 @@ def conforms(times: np.ndarray, amounts: np.ndarray, per_minute: float) -> bool:
     return bool(np.all(worst <= per_minute * (1 + 1e-9)))
 
 
-def test_rate_limits_answer_429_and_the_harness_backs_off():
+def test_rate_limits_answer_429_and_the_harness_backs_off(monkeypatch):
     """Above the requests- and tokens-per-minute buckets the provider answers
     429 with a whole-second Retry-After; the harness waits exactly that long
     before trying again; no admitted request ever exceeds either bucket; and
@@ -104,9 +117,10 @@ def test_rate_limits_answer_429_and_the_harness_backs_off():
     overrides = ["des.tenants=[{name: a, rate_per_hour: 1500}]",
                  "harness.retry.max_attempts=1000"]  # never give up: only delays
     _, free, _ = simulate(overrides)
+    recording_callers(monkeypatch)
     _, limited, _ = simulate([*overrides, f"des.capacity.requests_per_minute={rpm}",
                               f"des.capacity.tokens_per_minute={tpm}"],
-                             limiter=lambda engine: RecordingLimiter(engine.env, rpm, tpm))
+                             limiter=lambda engine: RecordingLimiter(rpm, tpm))
     log = limited.limiter.log
     admitted = [(t, tokens) for _, t, tokens, wait in log if not wait]
     rejected = [(p, t, wait) for p, t, _, wait in log if wait]
@@ -115,11 +129,12 @@ def test_rate_limits_answer_429_and_the_harness_backs_off():
     times = np.array([t for t, _ in admitted])
     assert conforms(times, np.ones(len(times)), rpm)
     assert conforms(times, np.minimum(np.array([k for _, k in admitted], float), tpm), tpm)
-    # the same process's next request comes Retry-After seconds after a 429
-    by_process: dict[object, list[tuple[float, float]]] = {}
-    for process, t, _, wait in log:
-        by_process.setdefault(process, []).append((t, wait))
-    gaps = [(t2 - t1, wait) for calls in by_process.values()
+    # the same task's next request comes Retry-After seconds after a 429
+    by_task: dict[object, list[tuple[float, float]]] = {}
+    for task, t, _, wait in log:
+        by_task.setdefault(task, []).append((t, wait))
+    assert len(by_task) > 100
+    gaps = [(t2 - t1, wait) for calls in by_task.values()
             for (t1, wait), (t2, _) in itertools.pairwise(calls) if wait]
     assert gaps and all(gap == pytest.approx(wait, abs=1e-6) for gap, wait in gaps)
     assert [work(r) for r in limited.records] == [work(r) for r in free.records]

@@ -22,7 +22,7 @@ class _SimpyPool:
     def request(self):
         return self.resource.request()
 
-    def release(self, request) -> None:
+    def release(self, request, now: float = 0.0) -> None:
         if not request.triggered:
             request.cancel()
         self.resource.release(request)
@@ -51,7 +51,7 @@ def _workload(make_pool, seed: int, capacity: int) -> list[tuple]:
                 except simpy.Interrupt:
                     log.append((env.now, pid, cycle, "gave up", request.triggered))
                     if request.triggered:
-                        pool.release(request)
+                        pool.release(request, env.now)
                     else:
                         pool.cancel(request)
                     continue
@@ -59,7 +59,7 @@ def _workload(make_pool, seed: int, capacity: int) -> list[tuple]:
                 try:
                     yield env.timeout(rng.choice((0, 1, 1, 2, 4)))
                 finally:
-                    pool.release(request)
+                    pool.release(request, env.now)
                     log.append((env.now, pid, cycle, "released"))
             except simpy.Interrupt:
                 log.append((env.now, pid, cycle, "interrupted"))
@@ -94,7 +94,7 @@ def test_slot_pool_counts_and_rejects_no_capacity():
     first, second, third = pool.request(), pool.request(), pool.request()
     assert first.triggered and second.triggered and not third.triggered
     assert pool.count == 2 and list(pool.queue) == [third]
-    pool.release(first)
+    pool.release(first, env.now)
     env.run()
     assert third.triggered and pool.count == 2 and not pool.queue
     with pytest.raises(ValueError, match="at least one slot"):
@@ -123,14 +123,14 @@ def _plain_workload(pool_kind: str, seed: int, capacity: int) -> list[tuple]:
                 ticket = pool.request()
                 yield ticket
             else:
-                ticket = pool.take()
+                ticket = pool.take(env.now)
                 if ticket is not None:
                     yield ticket
             log.append((env.now, pid, cycle, pools.index(pool), "got"))
             hold = rng.choice((0, 1, 1, 2, 4, None))
             if hold is not None:
                 yield env.timeout(hold)
-            pool.release(ticket)
+            pool.release(ticket, env.now)
             log.append((env.now, pid, cycle, "released"))
 
     def arrivals():
@@ -150,28 +150,6 @@ def test_eliding_pool_serves_like_simpy_resource(seed):
     grants, in the same order, at the same times, ties included."""
     capacity = 1 + seed % 5
     assert _plain_workload("elide", seed, capacity) == _plain_workload("simpy", seed, capacity)
-
-
-def test_a_model_call_closed_while_queued_withdraws_its_request():
-    """Like simpy.Resource's context manager: a call whose generator is
-    closed while it waits for a slot leaves the queue and releases nothing."""
-    from sim.engines.gateway import ModelGateway
-    from sim.engines.monitor import Series
-
-    env = simpy.Environment()
-    pool = SlotPool(env, 1, elide=True)
-    holder = pool.take()
-    gateway = ModelGateway(env, pool, None, Series("model_queue"), Series("busy_model_slots"))
-    slot = gateway.take(0.0)
-    assert slot is not None  # none free: the call queues
-    call = gateway.queued(slot, 0.0, [0.0, 0.0])
-    waiting = next(call)
-    assert waiting is slot and list(pool.queue) == [waiting] and pool.count == 1
-    assert gateway.queue.value == 1
-    call.close()
-    assert not pool.queue and pool.count == 1 and gateway.queue.value == 0
-    pool.release(holder)
-    assert pool.count == 0
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -195,45 +173,3 @@ def test_series_pulse_is_add_one_then_minus_one(seed):
             added.add(now, delta)
     assert (pulsed.times, pulsed.values, pulsed.peak) == (added.times, added.values, added.peak)
     assert pulsed.integral(now + 1.0) == added.integral(now + 1.0)
-
-
-def _timer_workload(kind: str, seed: int) -> list[tuple[float, int, int]]:
-    """Processes waiting on timers (ties frequent), one interrupted now and
-    then: the order in which they wake, with ``env.timeout`` or a reused
-    :class:`~sim.engines.ticks.Tick`."""
-    from sim.engines.ticks import Tick
-
-    rng = random.Random(seed)
-    env = simpy.Environment()
-    woke: list[tuple[float, int, int]] = []
-
-    def worker(i: int):
-        tick = Tick(env)
-        for n in range(20):
-            try:
-                wait = env.timeout if kind == "timeout" else tick.after
-                yield wait(rng.choice((0.0, 1.0, 1.5)))
-                woke.append((env.now, i, n))
-            except simpy.Interrupt:
-                woke.append((env.now, i, -n))
-                tick = Tick(env)  # the old one is still due: a new timer
-
-    procs = [env.process(worker(i)) for i in range(8)]
-
-    def interrupter():
-        for _ in range(10):
-            yield env.timeout(rng.choice((0.5, 1.0, 2.0)))
-            target = procs[rng.randrange(len(procs))]
-            if target.is_alive:
-                target.interrupt()
-
-    env.process(interrupter())
-    env.run()
-    return woke
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_a_reused_tick_wakes_like_a_new_timeout(seed):
-    """Tick.after schedules as env.timeout does: the same wake-ups in the same
-    order at the same times, ties and interrupts included."""
-    assert _timer_workload("tick", seed) == _timer_workload("timeout", seed)

@@ -39,7 +39,7 @@ with the same random streams.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -49,25 +49,16 @@ from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
 from sim.engines.des_result import DesResult
+from sim.engines.des_task import TaskRun, at_once
 from sim.engines.direct import Tracer
 from sim.engines.gateway import ModelGateway
 from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.slots import SlotPool
-from sim.engines.tenant_budget import TenantLedger, refusal
-from sim.engines.ticks import Tick
-from sim.harness.effects import (
-    Checkpoint,
-    ModelRequest,
-    Result,
-)
-from sim.harness.loop import Loop, agent_loop, cancel
-from sim.harness.params import HarnessParams
-from sim.harness.state import RESUMABLE, HarnessState, new_state, park, request_abort, resume
-from sim.task_record import TaskRecord, make_record
-from sim.world.streams import OPERATIONS, StreamPool
-from sim.world.task import SimulatedTask
+from sim.engines.tenant_budget import TenantLedger
+from sim.task_record import TaskRecord
+from sim.world.streams import StreamPool
 
 __all__ = ["Arrival", "DesEngine", "DesResult", "arrival_schedule"]
 
@@ -104,11 +95,10 @@ class DesEngine:
         self.series.update((s.name, s) for s in self.running.values())
         self.paused: set[str] = set()
         self.resumed = self.env.event()
-        self.processes: dict[int, simpy.Process] = {}
+        self.runs: dict[int, TaskRun] = {}  # the tasks in the system, by index
         self.records: list[TaskRecord | None] = [None] * len(arrivals)
         self.sandbox_hold = [0.0] * len(arrivals)
         self.sandbox_wait = [0.0] * len(arrivals)
-        self.holdings: dict[int, list] = {}
         self.pool = StreamPool()
         self.params_by_round = [cell.params]
         self.detector = cell.make_detector
@@ -119,6 +109,8 @@ class DesEngine:
         """Simulate until every task has ended; return the results."""
         self.gateway = ModelGateway(self.env, self.model_slots, self.limiter,
                                     self.series["model_queue"], self.series["busy_model_slots"])
+        # a pool of model slots or rate limits: a model call queues (else it just takes time)
+        self.queued_model = self.model_slots is not None or self.limiter is not None
         self.env.process(self._arrive())
         if self.des.operations:
             self.env.process(self._operate())
@@ -151,7 +143,8 @@ class DesEngine:
         for arrival in self.arrivals:
             if arrival.time_s > env.now:
                 yield env.timeout(arrival.time_s - env.now)
-            self.processes[arrival.index] = env.process(self._task(arrival))
+            run = self.runs[arrival.index] = TaskRun(self, arrival)
+            env.process(at_once(run.start))
 
     def _operate(self):
         env = self.env
@@ -165,183 +158,9 @@ class DesEngine:
                 self.resumed.succeed()
                 self.resumed = env.event()
             else:
-                for index, process in list(self.processes.items()):
-                    if process.is_alive and op.scope in self.arrivals[index].scopes:
-                        process.interrupt("cancel")
-
-    # --------------------------------------------------------------- a task
-    def _task(self, arrival: Arrival):
-        env, series = self.env, self.series
-        cell = self.cell
-        series["tasks_in_system"].add(env.now, 1)
-        streams = self.pool.acquire(cell.seed, arrival.index)
-        task = SimulatedTask(cell.world, streams)
-        params = cell.params
-        state = new_state(params.prefix_tokens, task.model_id or params.model,
-                          "Complete the task.", task.task_tokens)
-        waits = [0.0, 0.0]  # queue before the start, waits for model slots
-        start = None
-        wrap = None
-        resumptions = 0
-        try:
-            while True:
-                asked = env.now
-                begun = yield from self._acquire(arrival, waits)
-                if start is None:
-                    start = begun
-                    if self.tracer is not None:
-                        wrap = self.tracer(arrival.index, state, lambda: env.now)
-                else:  # resumed by a human: the wait for a sandbox again is parked time
-                    park(state, begun - asked)
-                try:
-                    state = yield from self._drive(arrival, task, state, params, waits, wrap)
-                finally:
-                    self._release(arrival, begun)
-                if (state.status not in RESUMABLE
-                        or resumptions >= self.des.resume.max_times
-                        or streams[OPERATIONS].uniform() >= self.des.resume.share):
-                    break
-                delay = self._human_delay(streams[OPERATIONS])
-                parked_at = env.now
-                series["parked"].add(parked_at, 1)
-                try:
-                    yield env.timeout(delay)
-                finally:
-                    series["parked"].add(env.now, -1)
-                    park(state, env.now - parked_at)
-                resumptions += 1
-                params = self._extended(resumptions)
-                resume(state)
-        except simpy.Interrupt:  # cancelled while queued or while waiting for a human
-            state = cancel(params, state)
-        series["tasks_in_system"].add(env.now, -1)
-        self.pool.release(streams)
-        self.records[arrival.index] = make_record(
-            cell.name, arrival.index, state, ground_truth=task.need,
-            truly_done=task.answer_correct, tenant=arrival.tenant,
-            agent_type=arrival.agent_type, arrival_s=arrival.time_s,
-            start_s=env.now if start is None else start, end_s=env.now, queue_s=waits[0],
-            model_wait_s=waits[1], resumptions=resumptions)
-        if self.on_task_end is not None:
-            self.on_task_end()
-
-    def _acquire(self, arrival: Arrival, waits: list[float]):
-        """Wait for the tenant's cap and a sandbox (both held until
-        :meth:`_release`); return the time the task got them."""
-        env, series = self.env, self.series
-        t0 = env.now
-        held = self.holdings[arrival.index] = []
-        try:
-            cap = self.tenant_caps.get(arrival.tenant)
-            if cap is not None:
-                request = cap.take()
-                held.append((cap, request))
-                if request is not None:
-                    yield request
-            if self.sandboxes is not None:
-                request = self.sandboxes.take()
-                held.append((self.sandboxes, request))
-                asked = env.now
-                if request is None:  # granted at once
-                    series["sandbox_queue"].pulse(asked)
-                else:
-                    series["sandbox_queue"].add(asked, 1)
-                    try:
-                        yield request
-                    finally:
-                        series["sandbox_queue"].add(env.now, -1)
-                        self.sandbox_wait[arrival.index] += env.now - asked
-        except simpy.Interrupt:
-            for resource, request in self.holdings.pop(arrival.index):
-                if request is None or request.triggered:
-                    resource.release(request)
-                else:
-                    resource.cancel(request)
-            raise
-        finally:
-            waits[0] += env.now - t0
-        now = env.now
-        series["busy_sandboxes"].add(now, 1)
-        self.running[arrival.tenant].add(now, 1)
-        return now
-
-    def _release(self, arrival: Arrival, begun: float) -> None:
-        """Give back the cap and the sandbox of a task that held them since ``begun``."""
-        for resource, request in self.holdings.pop(arrival.index, ()):
-            resource.release(request)
-        now = self.env.now
-        self.series["busy_sandboxes"].add(now, -1)
-        self.running[arrival.tenant].add(now, -1)
-        self.sandbox_hold[arrival.index] += now - begun
-
-    def _drive(self, arrival: Arrival, task: SimulatedTask, state: HarnessState,
-               params: HarnessParams, waits: list[float], wrap: Callable[[Loop], Loop] | None
-               ) -> Generator[simpy.Event, Any, HarnessState]:
-        """Drive one harness loop (wrapped by ``wrap`` if given) to its end,
-        answering each effect through the dispatch table
-        (:data:`sim.engines.perform.EFFECTS`) and letting the time it takes
-        pass; return the final state."""
-        env = self.env
-        loop = agent_loop(params, state, detector=self.detector(params))
-        if wrap is not None:
-            loop = wrap(loop)
-        send = loop.send
-        plan = self._plan(type(task))
-        gateway = self.gateway
-        after = Tick(env).after  # the task's timer, scheduled anew for each wait
-        # a pool of model slots or rate limits: a model call queues (else it just takes time)
-        queued_model = self.model_slots is not None or self.limiter is not None
-        ledger = self.ledgers.get(arrival.tenant)
-        result: Result = None
-        while True:
-            try:
-                effect = send(result)
-            except StopIteration as stop:
-                final: HarnessState = stop.value
-                if ledger is not None:
-                    ledger.settle(arrival.index, final.money_usd)
-                return final
-            if ledger is not None:  # the tenant's shared budget, checked before each call
-                refused = refusal(ledger, arrival.index, params, state, effect)
-                if refused is not None:
-                    result = refused
-                    continue
-            began = None
-            kind = type(effect)
-            try:
-                if self.paused and self.paused & arrival.scopes:
-                    yield from self._park(arrival, state)
-                if kind is Checkpoint:  # answered with None, no time passes
-                    result = None
-                    continue
-                began = env.now
-                if queued_model and kind is ModelRequest:  # through the gateway, in place
-                    slot = gateway.take(began)
-                    if slot is not None:  # none free: wait in the queue
-                        yield from gateway.queued(slot, began, waits)
-                    result, seconds = gateway.answer(effect, task, began, slot)  # type: ignore[arg-type]
-                    if seconds is not None:
-                        try:
-                            yield after(seconds)
-                        except simpy.Interrupt:
-                            gateway.done(slot)
-                            raise
-                        gateway.done(slot)
-                        result.latency_s = env.now - began  # includes the wait for a slot
-                    continue
-                respond, seconds_of, counted = plan[kind]
-                result = respond(task, effect, began)
-                seconds = seconds_of(effect, result)
-                if seconds is None:  # no time passes
-                    continue
-                if counted is None:
-                    yield after(seconds)
-                else:  # counted in a time series while it lasts
-                    yield from self._held(counted, seconds, after)
-            except simpy.Interrupt:  # an operator cancelled the task: abort the call in flight
-                after = Tick(env).after  # the old one may still be due: a new timer
-                request_abort(state)
-                result = EFFECTS[kind].cancelled(0.0 if began is None else env.now - began)
+                for index, run in list(self.runs.items()):
+                    if run.alive and op.scope in self.arrivals[index].scopes:
+                        env.process(at_once(run.cancel))
 
     def _plan(self, answerer: type) -> dict[type, tuple[Any, Any, Series | None]]:
         """Effect type -> (the function answering it, the seconds it takes,
@@ -355,30 +174,6 @@ class DesEngine:
                        None if how.series is None else self.series[how.series])
                 for kind, how in EFFECTS.items()}
         return plan
-
-    def _held(self, series: Series, seconds: float, after: Callable[[float], Tick]
-              ) -> Generator[simpy.Event, Any, None]:
-        """Let ``seconds`` pass (on the task's timer ``after``), counted in
-        ``series`` meanwhile (a model slot of an unlimited pool, a parked
-        approval)."""
-        series.add(self.env.now, 1)
-        try:
-            yield after(seconds)
-        finally:
-            series.add(self.env.now, -1)
-
-    def _park(self, arrival: Arrival, state: HarnessState):
-        """Wait at a step boundary while an operator pauses the task's scope;
-        the time counts as parked (wall time, not active time)."""
-        series, env = self.series, self.env
-        t0 = env.now
-        series["parked"].add(t0, 1)
-        try:
-            while self.paused & arrival.scopes:
-                yield self.resumed
-        finally:
-            series["parked"].add(env.now, -1)
-            park(state, env.now - t0)
 
     def _extended(self, round_: int):
         while len(self.params_by_round) <= round_:

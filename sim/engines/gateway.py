@@ -2,17 +2,15 @@
 passes the provider's rate limits (or is answered 429 with Retry-After) and
 holds its slot while the model answers (:class:`ModelGateway`).
 
-The engine drives a call in place, without a generator of its own: it takes
-a slot (:meth:`ModelGateway.take`, or waits in :meth:`ModelGateway.queued`
-when none is free), asks :meth:`ModelGateway.answer` for the model's reply
-and the seconds it holds the slot, lets them pass and gives the slot back
-with :meth:`ModelGateway.done` (an interrupt while it waits gives it back
-too)."""
+The engine drives a call in place (:mod:`sim.engines.des_task`): it takes a
+slot (:meth:`ModelGateway.take`; when none is free, it waits for the request
+and calls :meth:`ModelGateway.left` once granted or cancelled), asks
+:meth:`ModelGateway.answer` for the model's reply and the seconds it holds
+the slot, lets them pass and gives the slot back with
+:meth:`ModelGateway.done` (a cancel while it waits gives it back too). Each
+method is told the clock (``now``, seconds) by its caller."""
 
 from __future__ import annotations
-
-from collections.abc import Generator
-from typing import Any
 
 import simpy
 from simpy.events import Event
@@ -39,65 +37,48 @@ class ModelGateway:
         self.queue = queue
         self.busy = busy
 
-    def take(self, t0: float) -> Event | None:
-        """Ask for a slot at ``t0`` (seconds): None when it is granted at once
-        (or there is no pool), else the request event to wait for in
-        :meth:`queued`."""
+    def take(self, now: float) -> Event | None:
+        """Ask for a slot now (``now``: the clock, seconds): None when it is
+        granted at once (or there is no pool), else the request event to
+        wait for (counted in ``queue`` meanwhile, until :meth:`left`)."""
         slots = self.slots
         if slots is None:
             return None
-        slot = slots.take()
+        slot = slots.take(now)
         if slot is None:
-            self.queue.pulse(t0)
+            self.queue.pulse(now)
+        else:
+            self.queue.add(now, 1)
         return slot
 
-    def queued(self, slot: Event, t0: float, waits: list[float]
-               ) -> Generator[Event, Any, None]:
-        """Wait in the queue for ``slot`` (asked for at ``t0``), counted in
-        ``queue`` meanwhile and added to ``waits[1]``. Interrupted, the
-        request is given back; closed (not ended), it is withdrawn if still
-        queued and not released, like :class:`simpy.Resource`'s."""
-        queue = self.queue
-        queue.add(t0, 1)
-        try:
-            yield slot
-        except simpy.Interrupt:
-            self._leave(t0, waits)
-            self.slots.release(slot)  # type: ignore[union-attr]
-            raise
-        except GeneratorExit:
-            self._leave(t0, waits)
-            self.slots.cancel(slot)  # type: ignore[union-attr]
-            raise
-        self._leave(t0, waits)
-
-    def _leave(self, t0: float, waits: list[float]) -> None:
-        now = self.env.now
+    def left(self, t0: float, waits: list[float], now: float) -> None:
+        """A call that asked for a slot at ``t0`` left the queue at ``now``
+        (granted or cancelled): counted out of ``queue``, its wait added to
+        ``waits[1]``."""
         self.queue.add(now, -1)
         waits[1] += now - t0
 
-    def answer(self, request: ModelRequest, task: SimulatedTask, t0: float, slot: Event | None
-               ) -> tuple[ModelResponse | ModelError, float | None]:
-        """With the slot granted now (``slot``: :meth:`take`'s or
-        :meth:`queued`'s request, None for one granted at once): the model's
+    def answer(self, request: ModelRequest, task: SimulatedTask, t0: float, slot: Event | None,
+               now: float) -> tuple[ModelResponse | ModelError, float | None]:
+        """With the slot granted at ``now`` (``slot``: :meth:`take`'s request,
+        None for one granted at once): the model's
         reply and the seconds it holds the slot, after which the caller sets
         the reply's latency (from ``t0``, so it includes the wait for a slot)
         and calls :meth:`done`; or a 429 (Retry-After) when the rate limits
         refuse the call, with None seconds and the slot given back."""
-        now = self.env.now
         busy = self.busy
         busy.add(now, 1)
         limiter = self.limiter
         retry_after = 0.0 if limiter is None else limiter.admit(now, request.prompt_tokens)
         if retry_after:
-            self.done(slot)
+            self.done(slot, now)
             return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",
                               now - t0), None
         result = task.respond(request, now)  # the model's own path
         return result, result.latency_s
 
-    def done(self, slot: Event | None) -> None:
-        """The call holding ``slot`` ended now: give the slot back."""
-        self.busy.add(self.env.now, -1)
+    def done(self, slot: Event | None, now: float) -> None:
+        """The call holding ``slot`` ended at ``now``: give the slot back."""
+        self.busy.add(now, -1)
         if self.slots is not None:
-            self.slots.release(slot)
+            self.slots.release(slot, now)

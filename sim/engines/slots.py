@@ -67,27 +67,28 @@ class SlotPool:
             queue.append(event)
         return event
 
-    def take(self) -> Event | None:
+    def take(self, now: float) -> Event | None:
         """A slot at once, with no event (None), when the pool elides, a
-        slot is free, nobody queues and no other event is due now; else
-        :meth:`request`'s event, to wait for."""
+        slot is free, nobody queues and no other event is due at ``now``
+        (the clock, seconds); else :meth:`request`'s event, to wait for."""
         if (self.elide and not self.queue and self.count < self.capacity
-                and self._peek() > self.env.now):
+                and self._peek() > now):
             self.count += 1
             return None
         return self.request()
 
-    def release(self, request: Event | None) -> None:
+    def release(self, request: Event | None, now: float) -> None:
         """Give back ``request``'s slot if it was granted (None: a slot
         :meth:`take` granted without an event; a request still queued is
         withdrawn instead); then, as with SimPy's ``Release``, an event is
         scheduled now whose processing grants a free slot to the head of the
-        queue, unless the pool elides and that event could grant nothing."""
+        queue, unless the pool elides and that event could grant nothing
+        (``now``: the clock, seconds)."""
         if request is None or request.triggered:
             self.count -= 1
         else:
             self.queue.remove(request)
-        if self.elide and not self.queue and self._peek() > self.env.now:
+        if self.elide and not self.queue and self._peek() > now:
             return
         marker = Event(self.env)
         marker.callbacks.append(self._grant_head)

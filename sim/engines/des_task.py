@@ -1,0 +1,382 @@
+"""One task of the DES, driven by the callbacks of the events it waits for
+(:class:`TaskRun`), not by a SimPy process of its own.
+
+A task is a state machine: each wait appends one of its methods to the
+callbacks of the event it waits for (a request for a slot, its timer, the
+operators' resume), and that method, called when SimPy processes the event,
+does what the task does next until it must wait again. It schedules exactly
+the events a process per task did, in the same order, so the simulation gives
+the same results: what it leaves out is a generator frame per layer of the
+task and SimPy's ``Process._resume`` on each of its some 30 wake-ups.
+
+- A task starts when it arrives, inside a process that does only that
+  (:func:`at_once`): SimPy runs a new process at once, before any event of
+  normal priority due at the same time, as it started a task's process.
+- Its timer is one :class:`simpy.Timeout`, scheduled again (with
+  :meth:`simpy.Environment.schedule`, at normal priority, as a timeout is)
+  each time it has been processed; a timeout is triggered with value None
+  when it is made, so rescheduling it needs no private field.
+- An operator's cancel (:meth:`TaskRun.cancel`) also runs in a process of its
+  own, as SimPy's interrupt did (urgent, in the order the operator gave
+  them): it takes the task's callback off the event it waits for and does
+  what the interrupted process did at that wait (gives back a queued or held
+  slot, counts parked time, aborts the call in flight), then the task goes on.
+
+Units: seconds throughout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from simpy.events import NORMAL, Event
+
+from sim.engines.perform import EFFECTS
+from sim.engines.tenant_budget import refusal
+from sim.harness.effects import Checkpoint, ModelRequest, Result
+from sim.harness.loop import Loop, agent_loop, cancel
+from sim.harness.state import RESUMABLE, new_state, park, request_abort, resume
+from sim.task_record import make_record
+from sim.world.streams import OPERATIONS
+from sim.world.task import SimulatedTask
+
+if TYPE_CHECKING:
+    from sim.engines.arrivals import Arrival
+    from sim.engines.des import DesEngine
+
+# what a task waits for (TaskRun.mode), to undo it when cancelled
+CAP, SANDBOX, PARK, QUEUED, MODEL, TIMER, HELD, HUMAN = range(8)
+_WAIT: Any = object()  # returned by a step that waits: the task goes on in a callback
+
+
+def at_once(action: Callable[[], None]) -> Generator[Event, Any, None]:
+    """A SimPy process that calls ``action`` as soon as it starts, then ends."""
+    action()
+    return
+    yield  # pragma: no cover - a generator that never waits
+
+
+class TaskRun:
+    """One task of ``engine``: waits for its tenant's cap and a sandbox, drives
+    the harness loop, answers each effect, waits for a human to resume it;
+    ends with its record in ``engine.records``. Started with :meth:`start`,
+    cancelled with :meth:`cancel`."""
+
+    __slots__ = (
+        "engine", "env", "arrival", "index", "alive", "streams", "task", "params", "state",
+        "waits", "start_s", "wrap", "resumptions", "asked", "sandbox_asked", "held", "begun",
+        "send", "plan", "ledger", "effect", "kind", "began", "slot", "result", "counted",
+        "tick", "target", "waiting", "mode", "parked_at")
+    effect: Any  # the effect waiting to be performed (parked, queued)
+    began: float  # when the effect in flight began (seconds)
+    waiting: Callable[[Event], None] | None  # the callback waiting on ``target``
+
+    def __init__(self, engine: DesEngine, arrival: Arrival) -> None:
+        self.engine = engine
+        self.env = engine.env
+        self.arrival = arrival
+        self.index = arrival.index
+        self.alive = True
+        self.tick: Event | None = None  # the task's timer (a Timeout, rescheduled)
+        self.target: Event | None = None  # the event waited for
+        self.mode = -1
+
+    # ------------------------------------------------------------ waiting
+    def _wait(self, event: Event, callback: Callable[[Event], None], mode: int) -> None:
+        event.callbacks.append(callback)  # type: ignore[union-attr]
+        self.target, self.waiting, self.mode = event, callback, mode
+
+    def _sleep(self, seconds: float, callback: Callable[[Event], None], mode: int) -> None:
+        """Wait ``seconds`` on the task's timer, as ``env.timeout(seconds)`` would."""
+        tick = self.tick
+        if tick is None:
+            tick = self.tick = self.env.timeout(seconds)
+            tick.callbacks.append(callback)  # type: ignore[union-attr]
+        else:  # processed: schedule it again
+            tick.callbacks = [callback]
+            self.env.schedule(tick, NORMAL, seconds)
+        self.target, self.waiting, self.mode = tick, callback, mode
+
+    # ----------------------------------------------------- start, capacity
+    def start(self) -> None:
+        """The task arrives: it enters the system and asks for capacity."""
+        engine, arrival = self.engine, self.arrival
+        cell = engine.cell
+        engine.series["tasks_in_system"].add(self.env.now, 1)
+        self.streams = engine.pool.acquire(cell.seed, self.index)
+        self.task = task = SimulatedTask(cell.world, self.streams)
+        self.params = params = cell.params
+        self.state = new_state(params.prefix_tokens, task.model_id or params.model,
+                               "Complete the task.", task.task_tokens)
+        self.waits = [0.0, 0.0]  # queue before the start, waits for model slots
+        self.start_s: float | None = None
+        self.wrap: Callable[[Loop], Loop] | None = None
+        self.resumptions = 0
+        self.ledger = engine.ledgers.get(arrival.tenant)
+        self.plan = engine._plan(type(task))
+        self.acquire()
+
+    def acquire(self) -> None:
+        """Ask for the tenant's cap, then a sandbox (held until :meth:`release`)."""
+        self.asked = now = self.env.now
+        self.held: list = []
+        cap = self.engine.tenant_caps.get(self.arrival.tenant)
+        if cap is not None:
+            request = cap.take(now)
+            self.held.append((cap, request))
+            if request is not None:
+                self._wait(request, self.got_cap, CAP)
+                return
+        self.got_cap(None)
+
+    def got_cap(self, _: Event | None) -> None:
+        sandboxes = self.engine.sandboxes
+        if sandboxes is not None:
+            now = self.env.now
+            request = sandboxes.take(now)
+            self.held.append((sandboxes, request))
+            queue = self.engine.series["sandbox_queue"]
+            if request is None:  # granted at once
+                queue.pulse(now)
+            else:
+                queue.add(now, 1)
+                self.sandbox_asked = now
+                self._wait(request, self.got_sandbox, SANDBOX)
+                return
+        self.acquired()
+
+    def got_sandbox(self, _: Event | None) -> None:
+        self._left_sandbox_queue()
+        self.acquired()
+
+    def _left_sandbox_queue(self) -> None:
+        now = self.env.now
+        self.engine.series["sandbox_queue"].add(now, -1)
+        self.engine.sandbox_wait[self.index] += now - self.sandbox_asked
+
+    def acquired(self) -> None:
+        """Cap and sandbox held: start (or resume) driving the harness."""
+        engine, env = self.engine, self.env
+        now = env.now
+        self.waits[0] += now - self.asked
+        engine.series["busy_sandboxes"].add(now, 1)
+        engine.running[self.arrival.tenant].add(now, 1)
+        self.begun = now
+        if self.start_s is None:
+            self.start_s = now
+            if engine.tracer is not None:
+                self.wrap = engine.tracer(self.index, self.state, lambda: env.now)
+        else:  # resumed by a human: the wait for a sandbox again is parked time
+            park(self.state, now - self.asked)
+        params = self.params
+        loop = agent_loop(params, self.state, detector=engine.detector(params))
+        if self.wrap is not None:
+            loop = self.wrap(loop)
+        self.send = loop.send
+        self.advance(None, now)
+
+    def release(self, now: float) -> None:
+        """Give back the cap and the sandbox held since :attr:`begun`."""
+        engine = self.engine
+        for resource, request in self.held:
+            resource.release(request, now)
+        engine.series["busy_sandboxes"].add(now, -1)
+        engine.running[self.arrival.tenant].add(now, -1)
+        engine.sandbox_hold[self.index] += now - self.begun
+
+    # ------------------------------------------------------------ driving
+    def advance(self, result: Result, now: float) -> None:
+        """Send ``result`` to the harness and perform the effects it asks
+        for until one takes time (then return: its callback goes on); the
+        clock reads ``now`` (seconds) throughout."""
+        send, ledger, engine = self.send, self.ledger, self.engine
+        while True:
+            try:
+                effect = send(result)
+            except StopIteration as stop:
+                self.drove(stop.value, now)
+                return
+            if ledger is not None:  # the tenant's shared budget, checked before each call
+                refused = refusal(ledger, self.index, self.params, self.state, effect)
+                if refused is not None:
+                    result = refused
+                    continue
+            kind = self.kind = type(effect)
+            if engine.paused and engine.paused & self.arrival.scopes:
+                self.effect = effect
+                self.parked_at = now
+                engine.series["parked"].add(now, 1)
+                self._wait(engine.resumed, self.resumed, PARK)
+                return
+            if kind is Checkpoint:  # answered with None, no time passes
+                result = None
+                continue
+            result = self.perform(effect, kind, now)
+            if result is _WAIT:
+                return
+
+    def perform(self, effect: Any, kind: type, now: float) -> Result:
+        """Answer ``effect`` (of type ``kind``, not a checkpoint) at ``now``,
+        or start its wait and return ``_WAIT``."""
+        self.began = now
+        engine = self.engine
+        if kind is ModelRequest and engine.queued_model:  # through the gateway
+            slot = self.slot = engine.gateway.take(now)
+            if slot is not None:  # none free: wait in the queue
+                self.effect = effect
+                self._wait(slot, self.got_slot, QUEUED)
+                return _WAIT
+            return self.call(effect, now)
+        respond, seconds_of, counted = self.plan[kind]
+        result = respond(self.task, effect, now)
+        seconds = seconds_of(effect, result)
+        if seconds is None:  # no time passes
+            return result
+        self.result = result
+        if counted is None:
+            self._sleep(seconds, self.timed, TIMER)
+        else:  # counted in a time series while it lasts
+            counted.add(now, 1)
+            self.counted = counted
+            self._sleep(seconds, self.released, HELD)
+        return _WAIT
+
+    def resumed(self, _: Event) -> None:
+        """The operators resumed a scope: go on unless the task's is still paused."""
+        engine = self.engine
+        if engine.paused & self.arrival.scopes:
+            self._wait(engine.resumed, self.resumed, PARK)
+            return
+        now = self.env.now
+        self._unpark(now)
+        result = (None if self.kind is Checkpoint
+                  else self.perform(self.effect, self.kind, now))
+        if result is not _WAIT:
+            self.advance(result, now)
+
+    def _unpark(self, now: float) -> None:
+        self.engine.series["parked"].add(now, -1)
+        park(self.state, now - self.parked_at)
+
+    def call(self, effect: ModelRequest, now: float) -> Result:
+        """With a model slot granted at ``now``: the reply, or start the call's wait."""
+        result, seconds = self.engine.gateway.answer(effect, self.task, self.began, self.slot,
+                                                     now)
+        if seconds is None:  # a 429: no time passes
+            return result
+        self.result = result
+        self._sleep(seconds, self.answered, MODEL)
+        return _WAIT
+
+    def got_slot(self, _: Event) -> None:
+        now = self.env.now
+        self.engine.gateway.left(self.began, self.waits, now)
+        result = self.call(self.effect, now)
+        if result is not _WAIT:
+            self.advance(result, now)
+
+    def answered(self, _: Event) -> None:
+        now = self.env.now
+        self.engine.gateway.done(self.slot, now)
+        result = self.result
+        result.latency_s = now - self.began  # includes the wait for a slot
+        self.advance(result, now)
+
+    def timed(self, _: Event) -> None:
+        self.advance(self.result, self.env.now)
+
+    def released(self, _: Event) -> None:
+        now = self.env.now
+        self.counted.add(now, -1)
+        self.advance(self.result, now)
+
+    # ---------------------------------------------------- end, resumption
+    def drove(self, final: Any, now: float) -> None:
+        """The harness loop ended: settle, give capacity back, then end or
+        wait for a human to resume the run."""
+        if self.ledger is not None:
+            self.ledger.settle(self.index, final.money_usd)
+        self.state = final
+        self.release(now)
+        engine = self.engine
+        rules = engine.des.resume
+        if (final.status not in RESUMABLE or self.resumptions >= rules.max_times
+                or self.streams[OPERATIONS].uniform() >= rules.share):
+            self.end(now)
+            return
+        delay = engine._human_delay(self.streams[OPERATIONS])
+        self.parked_at = now
+        engine.series["parked"].add(now, 1)
+        self._sleep(delay, self.human_back, HUMAN)
+
+    def human_back(self, _: Event) -> None:
+        self._unpark(self.env.now)
+        self.resumptions += 1
+        self.params = self.engine._extended(self.resumptions)
+        resume(self.state)
+        self.acquire()
+
+    def end(self, now: float) -> None:
+        """Leave the system at ``now`` and write the task's record."""
+        self.alive = False
+        self.waiting = None  # a method of this task: no reference cycle is left
+        engine, arrival = self.engine, self.arrival
+        engine.series["tasks_in_system"].add(now, -1)
+        engine.pool.release(self.streams)
+        del engine.runs[self.index]
+        waits = self.waits
+        engine.records[self.index] = make_record(
+            engine.cell.name, self.index, self.state, ground_truth=self.task.need,
+            truly_done=self.task.answer_correct, tenant=arrival.tenant,
+            agent_type=arrival.agent_type, arrival_s=arrival.time_s,
+            start_s=now if self.start_s is None else self.start_s, end_s=now,
+            queue_s=waits[0], model_wait_s=waits[1], resumptions=self.resumptions)
+        if engine.on_task_end is not None:
+            engine.on_task_end()
+
+    # ------------------------------------------------------------- cancel
+    def cancel(self) -> None:
+        """An operator cancels the task wherever it waits (nothing if it has
+        ended): queued for capacity or waiting for a human, it ends as
+        cancelled; in a step, the call in flight is aborted and answered as
+        cancelled after the seconds it ran, and the harness ends the run."""
+        if not self.alive:
+            return
+        self.target.callbacks.remove(self.waiting)  # type: ignore[union-attr, arg-type]
+        mode, now = self.mode, self.env.now
+        if mode in (CAP, SANDBOX):
+            if mode == SANDBOX:
+                self._left_sandbox_queue()
+            for resource, request in self.held:
+                if request is None or request.triggered:
+                    resource.release(request, now)
+                else:
+                    resource.cancel(request)
+            self.waits[0] += now - self.asked
+        elif mode == HUMAN:
+            self._unpark(now)
+        else:
+            self._abort(mode, now)
+            return
+        self.state = cancel(self.params, self.state)
+        self.end(now)
+
+    def _abort(self, mode: int, now: float) -> None:
+        """Cancelled in a step at ``now``: undo the wait, answer the effect as
+        cancelled."""
+        gateway = self.engine.gateway
+        if mode == PARK:
+            self._unpark(now)
+        elif mode == QUEUED:
+            gateway.left(self.began, self.waits, now)
+            gateway.slots.release(self.slot, now)  # type: ignore[union-attr]
+        elif mode == MODEL:
+            gateway.done(self.slot, now)
+        elif mode == HELD:
+            self.counted.add(now, -1)
+        self.tick = None  # the old timer may still be due: a new one
+        request_abort(self.state)
+        # parked at a step boundary, the effect had not begun
+        elapsed = 0.0 if mode == PARK else now - self.began
+        self.advance(EFFECTS[self.kind].cancelled(elapsed), now)
