@@ -70,6 +70,7 @@ class TaskRun:
         "tick", "target", "waiting", "mode", "parked_at")
     effect: Any  # the effect waiting to be performed (parked, queued)
     began: float  # when the effect in flight began (seconds)
+    result: Any  # the answer the harness gets when the wait ends
     waiting: Callable[[Event], None] | None  # the callback waiting on ``target``
 
     def __init__(self, engine: DesEngine, arrival: Arrival) -> None:
@@ -186,61 +187,61 @@ class TaskRun:
         engine.sandbox_hold[self.index] += now - self.begun
 
     # ------------------------------------------------------------ driving
-    def advance(self, result: Result, now: float) -> None:
+    def advance(self, result: Result, now: float, effect: Any = None) -> None:
         """Send ``result`` to the harness and perform the effects it asks
         for until one takes time (then return: its callback goes on); the
-        clock reads ``now`` (seconds) throughout."""
+        clock reads ``now`` (seconds) throughout. ``effect``: one the task
+        parked before, performed first."""
         send, ledger, engine = self.send, self.ledger, self.engine
         while True:
-            try:
-                effect = send(result)
-            except StopIteration as stop:
-                self.drove(stop.value, now)
-                return
-            if ledger is not None:  # the tenant's shared budget, checked before each call
-                refused = refusal(ledger, self.index, self.params, self.state, effect)
-                if refused is not None:
-                    result = refused
-                    continue
-            kind = self.kind = type(effect)
-            if engine.paused and engine.paused & self.arrival.scopes:
-                self.effect = effect
-                self.parked_at = now
-                engine.series["parked"].add(now, 1)
-                self._wait(engine.resumed, self.resumed, PARK)
-                return
+            if effect is None:
+                try:
+                    effect = send(result)
+                except StopIteration as stop:
+                    self.drove(stop.value, now)
+                    return
+                if ledger is not None:  # the tenant's shared budget, checked before each call
+                    refused = refusal(ledger, self.index, self.params, self.state, effect)
+                    if refused is not None:
+                        result, effect = refused, None
+                        continue
+                kind = self.kind = type(effect)
+                if engine.paused and engine.paused & self.arrival.scopes:
+                    self.effect = effect
+                    self.parked_at = now
+                    engine.series["parked"].add(now, 1)
+                    self._wait(engine.resumed, self.resumed, PARK)
+                    return
+            else:
+                kind = self.kind
             if kind is Checkpoint:  # answered with None, no time passes
-                result = None
+                result = effect = None
                 continue
-            result = self.perform(effect, kind, now)
-            if result is _WAIT:
+            self.began = now
+            if kind is ModelRequest and engine.queued_model:  # through the gateway
+                slot = self.slot = engine.gateway.take(now)
+                if slot is not None:  # none free: wait in the queue
+                    self.effect = effect
+                    self._wait(slot, self.got_slot, QUEUED)
+                    return
+                result = self.call(effect, now)
+                if result is _WAIT:
+                    return
+                effect = None
+                continue
+            respond, seconds_of, counted = self.plan[kind]
+            result = respond(self.task, effect, now)
+            seconds = seconds_of(effect, result)
+            effect = None
+            if seconds is not None:  # else no time passes
+                self.result = result
+                if counted is None:
+                    self._sleep(seconds, self.timed, TIMER)
+                else:  # counted in a time series while it lasts
+                    counted.add(now, 1)
+                    self.counted = counted
+                    self._sleep(seconds, self.released, HELD)
                 return
-
-    def perform(self, effect: Any, kind: type, now: float) -> Result:
-        """Answer ``effect`` (of type ``kind``, not a checkpoint) at ``now``,
-        or start its wait and return ``_WAIT``."""
-        self.began = now
-        engine = self.engine
-        if kind is ModelRequest and engine.queued_model:  # through the gateway
-            slot = self.slot = engine.gateway.take(now)
-            if slot is not None:  # none free: wait in the queue
-                self.effect = effect
-                self._wait(slot, self.got_slot, QUEUED)
-                return _WAIT
-            return self.call(effect, now)
-        respond, seconds_of, counted = self.plan[kind]
-        result = respond(self.task, effect, now)
-        seconds = seconds_of(effect, result)
-        if seconds is None:  # no time passes
-            return result
-        self.result = result
-        if counted is None:
-            self._sleep(seconds, self.timed, TIMER)
-        else:  # counted in a time series while it lasts
-            counted.add(now, 1)
-            self.counted = counted
-            self._sleep(seconds, self.released, HELD)
-        return _WAIT
 
     def resumed(self, _: Event) -> None:
         """The operators resumed a scope: go on unless the task's is still paused."""
@@ -250,10 +251,7 @@ class TaskRun:
             return
         now = self.env.now
         self._unpark(now)
-        result = (None if self.kind is Checkpoint
-                  else self.perform(self.effect, self.kind, now))
-        if result is not _WAIT:
-            self.advance(result, now)
+        self.advance(None, now, self.effect)
 
     def _unpark(self, now: float) -> None:
         self.engine.series["parked"].add(now, -1)
