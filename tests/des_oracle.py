@@ -50,7 +50,10 @@ class ProcessEngine(DesEngine):
         self.processes: dict[int, simpy.Process] = {}
         self.holdings: dict[int, list] = {}
 
-    def _arrive(self):
+    def _start_arrivals(self) -> None:
+        self.env.process(self._arrivals())
+
+    def _arrivals(self):
         env = self.env
         for arrival in self.arrivals:
             if arrival.time_s > env.now:

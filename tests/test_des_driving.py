@@ -10,6 +10,7 @@ acting at the same instant), across seeds."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
@@ -107,3 +108,22 @@ def test_without_operators_the_results_are_the_process_engines(seed):
     money = ["des.tenants=[{name: a, rate_per_hour: 900, money_usd: 10, max_concurrency: 20},"
              " {name: b, rate_per_hour: 500, money_usd: 5}]"]
     assert outputs(DesEngine, money, 150, seed) == outputs(ProcessEngine, money, 150, seed)
+
+
+@pytest.mark.parametrize("seed", [8, 9])
+def test_csv_arrivals_on_whole_seconds_give_the_process_engines_results(seed, tmp_path):
+    """Arrivals on whole seconds, often several at once, with a rate limit
+    whose Retry-After is whole seconds too (so a retry can fall due exactly
+    when tasks arrive), with and without operators."""
+    rng = random.Random(seed)
+    times = sorted(rng.choice((0, 0, 1, 2, 5)) + 3 * k for k in range(60) for _ in range(2))
+    path = tmp_path / "arrivals.csv"
+    path.write_text("arrival_s,tenant\n" + "".join(
+        f"{t},{rng.choice(('acme', 'globex', 'initech'))}\n" for t in times), encoding="utf-8")
+    csv = [*TIGHT, f"des.arrivals={{kind: csv, path: {path}}}"]
+    for overrides in (csv, [*csv, "des.operations=[{at_s: 60, action: pause, scope: "
+                                  "'tenant:acme'}, {at_s: 90, action: cancel, scope: "
+                                  "'tenant:globex'}, {at_s: 120, action: resume, scope: "
+                                  "'tenant:acme'}]"]):
+        assert outputs(DesEngine, overrides, 120, seed) == outputs(ProcessEngine, overrides,
+                                                                   120, seed)

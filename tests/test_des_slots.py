@@ -173,3 +173,30 @@ def test_series_pulse_is_add_one_then_minus_one(seed):
             added.add(now, delta)
     assert (pulsed.times, pulsed.values, pulsed.peak) == (added.times, added.values, added.peak)
     assert pulsed.integral(now + 1.0) == added.integral(now + 1.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_series_record_is_add(seed):
+    """Series.record((t, d)) leaves a series as add(t, d) does and
+    record((t, None)) as pulse(t); a change recorded out of time order is
+    refused when the series is read."""
+    from sim.engines.monitor import Series
+
+    rng = random.Random(seed)
+    recorded, added = Series("q"), Series("q")
+    now = 0.0
+    for _ in range(200):
+        now += rng.choice((0.0, 0.5, rng.random()))
+        if rng.random() < 0.3:
+            recorded.record((now, None))
+            added.pulse(now)
+        else:
+            delta = rng.choice((1, -1)) if added.value > 0 else 1
+            recorded.record((now, delta))
+            added.add(now, delta)
+    assert (recorded.times, recorded.values, recorded.peak) == (added.times, added.values,
+                                                                added.peak)
+    assert recorded.integral(now + 1.0) == added.integral(now + 1.0)
+    recorded.record((now - 1.0, 1))
+    with pytest.raises(ValueError, match="backwards"):
+        recorded.value  # noqa: B018 - reading folds the log

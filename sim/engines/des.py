@@ -1,9 +1,11 @@
-"""The discrete-event engine: the same harness generator inside SimPy processes,
+"""The discrete-event engine: the same harness generator on a SimPy clock,
 with arrivals, shared capacity, rate limits, approvals, operator controls and
 human resumption.
 
-One SimPy process per task. It waits for its tenant's concurrency cap and a
-sandbox (held for the task's life), then drives the harness generator: a model
+Each task is a state machine driven by the callbacks of the SimPy events it
+waits for (:class:`~sim.engines.des_task.TaskRun`; no process per task). It
+waits for its tenant's concurrency cap and a sandbox (held for the task's
+life), then drives the harness generator: a model
 call queues for a model slot, passes the provider's rate limits (or gets a 429
 with Retry-After, which the harness's real classifier and backoff handle) and
 holds the slot for time to first token plus decode time; a tool call, a
@@ -44,6 +46,7 @@ from dataclasses import replace
 from typing import Any
 
 import simpy
+from simpy.events import Event
 
 from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
@@ -111,7 +114,7 @@ class DesEngine:
                                     self.series["model_queue"], self.series["busy_model_slots"])
         # a pool of model slots or rate limits: a model call queues (else it just takes time)
         self.queued_model = self.model_slots is not None or self.limiter is not None
-        self.env.process(self._arrive())
+        self._start_arrivals()
         if self.des.operations:
             self.env.process(self._operate())
         # the cyclic garbage collector is paused for the run: a DES run makes
@@ -138,13 +141,35 @@ class DesEngine:
                          self.sandbox_wait, self.limiter, offered,
                          {name: ledger.summary() for name, ledger in self.ledgers.items()})
 
-    def _arrive(self):
-        env = self.env
-        for arrival in self.arrivals:
-            if arrival.time_s > env.now:
-                yield env.timeout(arrival.time_s - env.now)
+    def _start_arrivals(self) -> None:
+        """Start arriving (a process started first, at time 0)."""
+        self._next = 0  # the next arrival to start
+        self.env.process(at_once(self._arrive))
+
+    def _arrive(self, due: Event | None = None) -> None:
+        """Start the tasks arriving now and schedule the next arrival, as a
+        process that waited for each arrival with ``env.timeout`` did. Called
+        at time 0 (``due`` None: only tasks due then start) and by the
+        timeout of each later arrival (``due``: that arrival starts). A lone
+        arrival starts in this callback: that process would start it in a
+        process of its own, processed next (urgent), with the same events
+        pending; tasks arriving together each start in a process of their
+        own, in order, as there."""
+        env, arrivals = self.env, self.arrivals
+        now, first = env.now, self._next
+        last = first + 1 if due is not None else first
+        while last < len(arrivals) and not arrivals[last].time_s > now:
+            last += 1
+        self._next = last
+        if last < len(arrivals):
+            env.timeout(arrivals[last].time_s - now).callbacks.append(  # type: ignore[union-attr]
+                self._arrive)
+        for arrival in arrivals[first:last]:
             run = self.runs[arrival.index] = TaskRun(self, arrival)
-            env.process(at_once(run.start))
+            if last - first == 1:
+                run.start()
+            else:
+                env.process(at_once(run.start))
 
     def _operate(self):
         env = self.env

@@ -67,10 +67,11 @@ class TaskRun:
         "engine", "env", "arrival", "index", "alive", "streams", "task", "params", "state",
         "waits", "start_s", "wrap", "resumptions", "asked", "sandbox_asked", "held", "begun",
         "send", "plan", "ledger", "effect", "kind", "began", "slot", "result", "counted",
-        "tick", "target", "waiting", "mode", "parked_at")
+        "tick", "due", "target", "waiting", "mode", "parked_at")
     effect: Any  # the effect waiting to be performed (parked, queued)
     began: float  # when the effect in flight began (seconds)
     result: Any  # the answer the harness gets when the wait ends
+    due: float  # when the task's timer fires (seconds)
     waiting: Callable[[Event], None] | None  # the callback waiting on ``target``
 
     def __init__(self, engine: DesEngine, arrival: Arrival) -> None:
@@ -88,8 +89,11 @@ class TaskRun:
         event.callbacks.append(callback)  # type: ignore[union-attr]
         self.target, self.waiting, self.mode = event, callback, mode
 
-    def _sleep(self, seconds: float, callback: Callable[[Event], None], mode: int) -> None:
-        """Wait ``seconds`` on the task's timer, as ``env.timeout(seconds)`` would."""
+    def _sleep(self, seconds: float, callback: Callable[[Event], None], mode: int,
+               now: float) -> None:
+        """Wait ``seconds`` from ``now`` on the task's timer, as
+        ``env.timeout(seconds)`` would; the clock will read :attr:`due` then
+        (the same sum SimPy makes)."""
         tick = self.tick
         if tick is None:
             tick = self.tick = self.env.timeout(seconds)
@@ -97,6 +101,7 @@ class TaskRun:
         else:  # processed: schedule it again
             tick.callbacks = [callback]
             self.env.schedule(tick, NORMAL, seconds)
+        self.due = now + seconds
         self.target, self.waiting, self.mode = tick, callback, mode
 
     # ----------------------------------------------------- start, capacity
@@ -104,7 +109,7 @@ class TaskRun:
         """The task arrives: it enters the system and asks for capacity."""
         engine, arrival = self.engine, self.arrival
         cell = engine.cell
-        engine.series["tasks_in_system"].add(self.env.now, 1)
+        engine.series["tasks_in_system"].record((self.env.now, 1))
         self.streams = engine.pool.acquire(cell.seed, self.index)
         self.task = task = SimulatedTask(cell.world, self.streams)
         self.params = params = cell.params
@@ -139,9 +144,9 @@ class TaskRun:
             self.held.append((sandboxes, request))
             queue = self.engine.series["sandbox_queue"]
             if request is None:  # granted at once
-                queue.pulse(now)
+                queue.record((now, None))  # a pulse
             else:
-                queue.add(now, 1)
+                queue.record((now, 1))
                 self.sandbox_asked = now
                 self._wait(request, self.got_sandbox, SANDBOX)
                 return
@@ -153,7 +158,7 @@ class TaskRun:
 
     def _left_sandbox_queue(self) -> None:
         now = self.env.now
-        self.engine.series["sandbox_queue"].add(now, -1)
+        self.engine.series["sandbox_queue"].record((now, -1))
         self.engine.sandbox_wait[self.index] += now - self.sandbox_asked
 
     def acquired(self) -> None:
@@ -161,8 +166,8 @@ class TaskRun:
         engine, env = self.engine, self.env
         now = env.now
         self.waits[0] += now - self.asked
-        engine.series["busy_sandboxes"].add(now, 1)
-        engine.running[self.arrival.tenant].add(now, 1)
+        engine.series["busy_sandboxes"].record((now, 1))
+        engine.running[self.arrival.tenant].record((now, 1))
         self.begun = now
         if self.start_s is None:
             self.start_s = now
@@ -182,8 +187,8 @@ class TaskRun:
         engine = self.engine
         for resource, request in self.held:
             resource.release(request, now)
-        engine.series["busy_sandboxes"].add(now, -1)
-        engine.running[self.arrival.tenant].add(now, -1)
+        engine.series["busy_sandboxes"].record((now, -1))
+        engine.running[self.arrival.tenant].record((now, -1))
         engine.sandbox_hold[self.index] += now - self.begun
 
     # ------------------------------------------------------------ driving
@@ -209,7 +214,7 @@ class TaskRun:
                 if engine.paused and engine.paused & self.arrival.scopes:
                     self.effect = effect
                     self.parked_at = now
-                    engine.series["parked"].add(now, 1)
+                    engine.series["parked"].record((now, 1))
                     self._wait(engine.resumed, self.resumed, PARK)
                     return
             else:
@@ -235,12 +240,20 @@ class TaskRun:
             effect = None
             if seconds is not None:  # else no time passes
                 self.result = result
-                if counted is None:
-                    self._sleep(seconds, self.timed, TIMER)
-                else:  # counted in a time series while it lasts
-                    counted.add(now, 1)
+                if counted is not None:  # counted in a time series while it lasts
+                    counted.record((now, 1))
                     self.counted = counted
-                    self._sleep(seconds, self.released, HELD)
+                    self._sleep(seconds, self.released, HELD, now)
+                    return
+                tick, wake = self.tick, self.timed  # self._sleep(seconds, wake, TIMER, now)
+                if tick is None:
+                    tick = self.tick = self.env.timeout(seconds)
+                    tick.callbacks.append(wake)  # type: ignore[union-attr]
+                else:
+                    tick.callbacks = [wake]
+                    self.env.schedule(tick, NORMAL, seconds)
+                self.due = now + seconds
+                self.target, self.waiting, self.mode = tick, wake, TIMER
                 return
 
     def resumed(self, _: Event) -> None:
@@ -254,7 +267,7 @@ class TaskRun:
         self.advance(None, now, self.effect)
 
     def _unpark(self, now: float) -> None:
-        self.engine.series["parked"].add(now, -1)
+        self.engine.series["parked"].record((now, -1))
         park(self.state, now - self.parked_at)
 
     def call(self, effect: ModelRequest, now: float) -> Result:
@@ -264,7 +277,7 @@ class TaskRun:
         if seconds is None:  # a 429: no time passes
             return result
         self.result = result
-        self._sleep(seconds, self.answered, MODEL)
+        self._sleep(seconds, self.answered, MODEL, now)
         return _WAIT
 
     def got_slot(self, _: Event) -> None:
@@ -275,18 +288,18 @@ class TaskRun:
             self.advance(result, now)
 
     def answered(self, _: Event) -> None:
-        now = self.env.now
+        now = self.due
         self.engine.gateway.done(self.slot, now)
         result = self.result
         result.latency_s = now - self.began  # includes the wait for a slot
         self.advance(result, now)
 
     def timed(self, _: Event) -> None:
-        self.advance(self.result, self.env.now)
+        self.advance(self.result, self.due)
 
     def released(self, _: Event) -> None:
-        now = self.env.now
-        self.counted.add(now, -1)
+        now = self.due
+        self.counted.record((now, -1))
         self.advance(self.result, now)
 
     # ---------------------------------------------------- end, resumption
@@ -305,11 +318,11 @@ class TaskRun:
             return
         delay = engine._human_delay(self.streams[OPERATIONS])
         self.parked_at = now
-        engine.series["parked"].add(now, 1)
-        self._sleep(delay, self.human_back, HUMAN)
+        engine.series["parked"].record((now, 1))
+        self._sleep(delay, self.human_back, HUMAN, now)
 
     def human_back(self, _: Event) -> None:
-        self._unpark(self.env.now)
+        self._unpark(self.due)
         self.resumptions += 1
         self.params = self.engine._extended(self.resumptions)
         resume(self.state)
@@ -320,7 +333,7 @@ class TaskRun:
         self.alive = False
         self.waiting = None  # a method of this task: no reference cycle is left
         engine, arrival = self.engine, self.arrival
-        engine.series["tasks_in_system"].add(now, -1)
+        engine.series["tasks_in_system"].record((now, -1))
         engine.pool.release(self.streams)
         del engine.runs[self.index]
         waits = self.waits
@@ -372,7 +385,7 @@ class TaskRun:
         elif mode == MODEL:
             gateway.done(self.slot, now)
         elif mode == HELD:
-            self.counted.add(now, -1)
+            self.counted.record((now, -1))
         self.tick = None  # the old timer may still be due: a new one
         request_abort(self.state)
         # parked at a step boundary, the effect had not begun

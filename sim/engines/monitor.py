@@ -20,7 +20,7 @@ class Series:
     are the same."""
 
     __slots__ = ("name", "_times", "_values", "_value", "_area", "_last", "_peak", "_log",
-                 "_seen")
+                 "_seen", "record")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -32,6 +32,9 @@ class Series:
         self._peak = 0.0
         self._log: list[tuple[float, float | None]] = []  # (time, delta; None: a pulse)
         self._seen = 0.0  # the time of the last change logged
+        # record((now, delta)): add(now, delta) in one C call, (now, None) a
+        # pulse; the time order is checked when the log is folded instead
+        self.record = self._log.append
 
     def add(self, now: float, delta: float) -> None:
         """Change the value by ``delta`` at time ``now`` (seconds, non-decreasing)."""
@@ -60,6 +63,9 @@ class Series:
         times, values = self._times, self._values
         value, area, last, peak = self._value, self._area, self._last, self._peak
         for now, delta in log:
+            if now < last:  # a change recorded out of order
+                log.clear()
+                raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
             area += value * (now - last)
             same = last == now
             last = now
