@@ -67,11 +67,12 @@ class TaskRun:
         "engine", "env", "arrival", "index", "alive", "streams", "task", "params", "state",
         "waits", "start_s", "wrap", "resumptions", "asked", "sandbox_asked", "held", "begun",
         "send", "plan", "ledger", "effect", "kind", "began", "slot", "result", "counted",
-        "tick", "due", "target", "waiting", "mode", "parked_at")
+        "tick", "due", "pending", "target", "waiting", "mode", "parked_at")
     effect: Any  # the effect waiting to be performed (parked, queued)
     began: float  # when the effect in flight began (seconds)
     result: Any  # the answer the harness gets when the wait ends
-    due: float  # when the task's timer fires (seconds)
+    due: float  # when the task's timer fires, the clock of its next step (seconds)
+    pending: Any  # an effect to perform before asking the harness for the next
     waiting: Callable[[Event], None] | None  # the callback waiting on ``target``
 
     def __init__(self, engine: DesEngine, arrival: Arrival) -> None:
@@ -180,7 +181,7 @@ class TaskRun:
         if self.wrap is not None:
             loop = self.wrap(loop)
         self.send = loop.send
-        self.advance(None, now)
+        self.go_on(None, now)
 
     def release(self, now: float) -> None:
         """Give back the cap and the sandbox held since :attr:`begun`."""
@@ -192,12 +193,19 @@ class TaskRun:
         engine.sandbox_hold[self.index] += now - self.begun
 
     # ------------------------------------------------------------ driving
-    def advance(self, result: Result, now: float, effect: Any = None) -> None:
-        """Send ``result`` to the harness and perform the effects it asks
-        for until one takes time (then return: its callback goes on); the
-        clock reads ``now`` (seconds) throughout. ``effect``: one the task
-        parked before, performed first."""
+    def go_on(self, result: Result, now: float, effect: Any = None) -> None:
+        """:meth:`advance` with ``result`` for the harness at ``now``
+        (``effect``: one the task parked before, performed first)."""
+        self.result, self.due, self.pending = result, now, effect
+        self.advance(None)
+
+    def advance(self, _: Event | None) -> None:
+        """Send :attr:`result` to the harness and perform the effects it
+        asks for until one takes time (then return: its callback goes on);
+        the clock reads :attr:`due` throughout. The callback of a timed wait
+        (a tool call, a backoff, a verification) that needs nothing undone."""
         send, ledger, engine = self.send, self.ledger, self.engine
+        result, now, effect = self.result, self.due, self.pending
         while True:
             if effect is None:
                 try:
@@ -219,6 +227,7 @@ class TaskRun:
                     return
             else:
                 kind = self.kind
+                self.pending = None
             if kind is Checkpoint:  # answered with None, no time passes
                 result = effect = None
                 continue
@@ -229,23 +238,23 @@ class TaskRun:
                     self.effect = effect
                     self._wait(slot, self.got_slot, QUEUED)
                     return
-                result = self.call(effect, now)
-                if result is _WAIT:
-                    return
-                effect = None
-                continue
-            respond, seconds_of, counted = self.plan[kind]
-            result = respond(self.task, effect, now)
-            seconds = seconds_of(effect, result)
-            effect = None
-            if seconds is not None:  # else no time passes
-                self.result = result
-                if counted is not None:  # counted in a time series while it lasts
+                result, seconds = engine.gateway.answer(effect, self.task, now, None, now)
+                wake, mode = self.answered, MODEL
+            else:
+                respond, seconds_of, counted = self.plan[kind]
+                result = respond(self.task, effect, now)
+                seconds = seconds_of(effect, result)
+                if counted is not None and seconds is not None:  # counted while it lasts
                     counted.record((now, 1))
                     self.counted = counted
+                    self.result = result
                     self._sleep(seconds, self.released, HELD, now)
                     return
-                tick, wake = self.tick, self.timed  # self._sleep(seconds, wake, TIMER, now)
+                wake, mode = self.advance, TIMER
+            effect = None
+            if seconds is not None:  # else no time passes (a 429 among them)
+                self.result = result
+                tick = self.tick  # self._sleep(seconds, wake, mode, now), written out
                 if tick is None:
                     tick = self.tick = self.env.timeout(seconds)
                     tick.callbacks.append(wake)  # type: ignore[union-attr]
@@ -253,7 +262,7 @@ class TaskRun:
                     tick.callbacks = [wake]
                     self.env.schedule(tick, NORMAL, seconds)
                 self.due = now + seconds
-                self.target, self.waiting, self.mode = tick, wake, TIMER
+                self.target, self.waiting, self.mode = tick, wake, mode
                 return
 
     def resumed(self, _: Event) -> None:
@@ -264,43 +273,33 @@ class TaskRun:
             return
         now = self.env.now
         self._unpark(now)
-        self.advance(None, now, self.effect)
+        self.go_on(None, now, self.effect)
 
     def _unpark(self, now: float) -> None:
         self.engine.series["parked"].record((now, -1))
         park(self.state, now - self.parked_at)
 
-    def call(self, effect: ModelRequest, now: float) -> Result:
-        """With a model slot granted at ``now``: the reply, or start the call's wait."""
-        result, seconds = self.engine.gateway.answer(effect, self.task, self.began, self.slot,
-                                                     now)
-        if seconds is None:  # a 429: no time passes
-            return result
-        self.result = result
-        self._sleep(seconds, self.answered, MODEL, now)
-        return _WAIT
-
     def got_slot(self, _: Event) -> None:
+        """A model slot was granted: the call goes ahead."""
         now = self.env.now
-        self.engine.gateway.left(self.began, self.waits, now)
-        result = self.call(self.effect, now)
-        if result is not _WAIT:
-            self.advance(result, now)
+        gateway = self.engine.gateway
+        gateway.left(self.began, self.waits, now)
+        result, seconds = gateway.answer(self.effect, self.task, self.began, self.slot, now)
+        if seconds is None:  # a 429: no time passes
+            self.go_on(result, now)
+        else:
+            self.result = result
+            self._sleep(seconds, self.answered, MODEL, now)
 
     def answered(self, _: Event) -> None:
         now = self.due
         self.engine.gateway.done(self.slot, now)
-        result = self.result
-        result.latency_s = now - self.began  # includes the wait for a slot
-        self.advance(result, now)
-
-    def timed(self, _: Event) -> None:
-        self.advance(self.result, self.due)
+        self.result.latency_s = now - self.began  # includes the wait for a slot
+        self.advance(None)
 
     def released(self, _: Event) -> None:
-        now = self.due
-        self.counted.record((now, -1))
-        self.advance(self.result, now)
+        self.counted.record((self.due, -1))
+        self.advance(None)
 
     # ---------------------------------------------------- end, resumption
     def drove(self, final: Any, now: float) -> None:
@@ -390,4 +389,4 @@ class TaskRun:
         request_abort(self.state)
         # parked at a step boundary, the effect had not begun
         elapsed = 0.0 if mode == PARK else now - self.began
-        self.advance(EFFECTS[self.kind].cancelled(elapsed), now)
+        self.go_on(EFFECTS[self.kind].cancelled(elapsed), now)
