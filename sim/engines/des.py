@@ -46,7 +46,7 @@ from dataclasses import replace
 from typing import Any
 
 import simpy
-from simpy.events import Event
+from simpy.events import NORMAL, Event
 
 from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
@@ -104,6 +104,7 @@ class DesEngine:
         self.sandbox_wait = [0.0] * len(arrivals)
         self.pool = StreamPool()
         self.params_by_round = [cell.params]
+        self.prefix_tokens = cell.params.prefix_tokens  # a sum over the tools: once
         self.detector = cell.make_detector
         self._plans: dict[type, dict[type, tuple[Any, Any, Series | None]]] = {}
 
@@ -162,8 +163,12 @@ class DesEngine:
             last += 1
         self._next = last
         if last < len(arrivals):
-            env.timeout(arrivals[last].time_s - now).callbacks.append(  # type: ignore[union-attr]
-                self._arrive)
+            delay = arrivals[last].time_s - now
+            if due is None:
+                env.timeout(delay).callbacks.append(self._arrive)  # type: ignore[union-attr]
+            else:  # the timeout just processed, scheduled again (as env.timeout would be)
+                due.callbacks = [self._arrive]
+                env.schedule(due, NORMAL, delay)
         for arrival in arrivals[first:last]:
             run = self.runs[arrival.index] = TaskRun(self, arrival)
             if last - first == 1:

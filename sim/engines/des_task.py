@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 # what a task waits for (TaskRun.mode), to undo it when cancelled
 CAP, SANDBOX, PARK, QUEUED, MODEL, TIMER, HELD, HUMAN = range(8)
-_WAIT: Any = object()  # returned by a step that waits: the task goes on in a callback
+_TIMED = frozenset((MODEL, TIMER, HELD, HUMAN))  # waits on the task's timer
 
 
 def at_once(action: Callable[[], None]) -> Generator[Event, Any, None]:
@@ -82,7 +82,7 @@ class TaskRun:
         self.index = arrival.index
         self.alive = True
         self.tick: Event | None = None  # the task's timer (a Timeout, rescheduled)
-        self.target: Event | None = None  # the event waited for
+        self.target: Event | None = None  # the event waited for (other than the timer)
         self.mode = -1
 
     # ------------------------------------------------------------ waiting
@@ -103,7 +103,7 @@ class TaskRun:
             tick.callbacks = [callback]
             self.env.schedule(tick, NORMAL, seconds)
         self.due = now + seconds
-        self.target, self.waiting, self.mode = tick, callback, mode
+        self.mode = mode  # on its own timer: cancel finds the tick
 
     # ----------------------------------------------------- start, capacity
     def start(self) -> None:
@@ -114,7 +114,7 @@ class TaskRun:
         self.streams = engine.pool.acquire(cell.seed, self.index)
         self.task = task = SimulatedTask(cell.world, self.streams)
         self.params = params = cell.params
-        self.state = new_state(params.prefix_tokens, task.model_id or params.model,
+        self.state = new_state(engine.prefix_tokens, task.model_id or params.model,
                                "Complete the task.", task.task_tokens)
         self.waits = [0.0, 0.0]  # queue before the start, waits for model slots
         self.start_s: float | None = None
@@ -262,7 +262,7 @@ class TaskRun:
                     tick.callbacks = [wake]
                     self.env.schedule(tick, NORMAL, seconds)
                 self.due = now + seconds
-                self.target, self.waiting, self.mode = tick, wake, mode
+                self.mode = mode
                 return
 
     def resumed(self, _: Event) -> None:
@@ -353,8 +353,11 @@ class TaskRun:
         cancelled after the seconds it ran, and the harness ends the run."""
         if not self.alive:
             return
-        self.target.callbacks.remove(self.waiting)  # type: ignore[union-attr, arg-type]
         mode, now = self.mode, self.env.now
+        if mode in _TIMED:  # only this task's callback is on its timer
+            self.tick.callbacks.clear()  # type: ignore[union-attr]
+        else:
+            self.target.callbacks.remove(self.waiting)  # type: ignore[union-attr, arg-type]
         if mode in (CAP, SANDBOX):
             if mode == SANDBOX:
                 self._left_sandbox_queue()

@@ -13,10 +13,11 @@ import math
 class TokenBucket:
     """One bucket: ``per_minute`` capacity, refilled continuously."""
 
-    __slots__ = ("capacity", "rate", "level", "last")
+    __slots__ = ("capacity", "rate", "level", "last", "unit")
 
     def __init__(self, per_minute: float) -> None:
         self.capacity = per_minute
+        self.unit = min(1.0, per_minute)  # one request, or a full bucket if smaller
         self.rate = per_minute / 60.0
         self.level = per_minute
         self.last = 0.0
@@ -53,41 +54,42 @@ class RateLimiter:
         and :meth:`TokenBucket.wait`, inline and without ``min``/``max``
         calls (one model call each; the same floats)."""
         wait = 0.0  # the longer of the two buckets' waits (each >= 0)
-        requests = self.requests
+        requests, tokens = self.requests, self.tokens
         if requests is not None:
             capacity = requests.capacity
             level = requests.level + (now - requests.last) * requests.rate
             if level > capacity:  # min() without the call, as in refill
                 level = capacity
-            requests.level = level
             requests.last = now
-            need = (1.0 if capacity > 1.0 else capacity) - level
+            need = requests.unit - level
             if need > 0:
                 wait = need / requests.rate
-        tokens = self.tokens
         amount = 0.0
         if tokens is not None:
             capacity = tokens.capacity
-            level = tokens.level + (now - tokens.last) * tokens.rate
-            if level > capacity:
-                level = capacity
-            tokens.level = level
+            held = tokens.level + (now - tokens.last) * tokens.rate
+            if held > capacity:
+                held = capacity
             tokens.last = now
             amount = float(prompt_tokens)
             if amount > capacity:  # an amount above the capacity waits for a full bucket
                 amount = capacity
-            need = amount - level
+            need = amount - held
             if need > 0:
                 need /= tokens.rate
                 if need > wait:
                     wait = need
-        if wait > 0:
+        if wait > 0:  # refilled, nothing taken
+            if requests is not None:
+                requests.level = level
+            if tokens is not None:
+                tokens.level = held
             self.rejected += 1
             return float(max(1, math.ceil(wait)))
         self.admitted += 1
         self.admitted_tokens += prompt_tokens
         if requests is not None:
-            requests.level -= 1.0
+            requests.level = level - 1.0
         if tokens is not None:
-            tokens.level -= amount
+            tokens.level = held - amount
         return 0.0

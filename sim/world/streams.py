@@ -185,6 +185,8 @@ def _state_words(rng: np.random.Generator, state: dict[str, Any]) -> Any:
         if not address:
             return None
         raw = (ctypes.c_uint64 * 2).from_address(address)
+        if _LAYOUT_CHECKED:  # the same layout for every PCG64 of this numpy
+            return raw
         probe = 0x0123456789ABCDEF_FEDCBA9876543210
         raw[0], raw[1] = probe & (2**64 - 1), probe >> 64
         read = bits.state
@@ -193,7 +195,12 @@ def _state_words(rng: np.random.Generator, state: dict[str, Any]) -> Any:
     ok = (read["state"]["state"] == probe and read["state"]["inc"] == state["state"]["inc"]
           and not read["has_uint32"])
     rng.bit_generator.state = state
+    if ok:
+        _LAYOUT_CHECKED.append(True)
     return raw if ok else None
+
+
+_LAYOUT_CHECKED: list[bool] = []  # not empty once a PCG64's layout read back right
 
 
 def task_states(seed: int, task: int) -> list[int]:
@@ -206,6 +213,9 @@ def task_states(seed: int, task: int) -> list[int]:
 
 
 _BLOCK_TASKS = 256
+
+
+_ZERO = np.random.SeedSequence(0)  # a pooled generator's first state, replaced at once
 
 
 class StreamPool:
@@ -240,7 +250,7 @@ class StreamPool:
         """The streams of ``task`` under ``seed`` (one per concern), freshly positioned."""
         words = self._words(seed, task)
         streams = self._free.pop() if self._free else tuple(
-            Draws(np.random.Generator(np.random.PCG64(0)), k) for k in range(len(CONCERNS)))
+            Draws(np.random.Generator(np.random.PCG64(_ZERO)), k) for k in range(len(CONCERNS)))
         for draws in streams:  # Draws.reset, inline
             draws._words = words
             draws._ui = draws._zi = _BLOCK
