@@ -11,8 +11,8 @@ tokens and cost), alternating, ``rounds`` times in one process, and prints
 simulated steps per CPU second of each (``time.process_time``: time other
 processes take from this one does not count; median over rounds) and their
 ratio. The ratio, not the absolute speed, is the measure: this machine is
-shared and noisy. The DES engine pays for SimPy's event queue, one process
-per task and the time series it keeps.
+shared and noisy. The DES engine pays for SimPy's event queue, a callback
+per wake-up of each task and the time series it keeps.
 Target (issue "Time and capacity"): the DES engine at no less than 1/4 of the
 direct engine.
 

@@ -20,7 +20,9 @@ slower than the plain interpreter).
 
 Measured at ec2ec0b (2026-12-02, one BLAS thread): the direct engine 80,061
 instructions per step on bounded.yaml against d1ffa1d's 108,958 (1.361x);
-the DES 2,045,501 per task on capacity.yaml (2,068,339 at 9f960f4). Counts of
+the DES 2,045,501 per task on capacity.yaml (2,068,339 at 9f960f4); with
+tasks driven by callbacks (sim/engines/des_task.py, 2026-12-02) 1,677,309
+against d1ffa1d's 3,289,633 (1.961x). Counts of
 one tree move by a few hundred per step with the tree's location on disk, so
 compare trees measured the same way (both through this module).
 """
