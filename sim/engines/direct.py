@@ -69,15 +69,15 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
     prefix = params.prefix_tokens if prefix_tokens is None else prefix_tokens
     state = new_state(prefix, task.model_id or params.model, "Complete the task.",
                       task.task_tokens)
-    inline = getattr(tracer, "drive", None)
-    if inline is not None:  # recorded in the loop that drives it
+    if tracer is None:
+        final = drive(cell, task, state)
+    elif (inline := getattr(tracer, "drive", None)) is not None:  # recorded as it is driven
         final = inline(index, state, agent_loop(cell.params, state,
                                                 detector=cell.make_detector(cell.params)),
                        task, answers(type(task)))
     else:
-        wrap = None if tracer is None else tracer(index, state,
-                                                  lambda: state.active_s + state.parked_s)
-        final = drive(cell, task, state, wrap)
+        final = drive(cell, task, state,
+                      tracer(index, state, lambda: state.active_s + state.parked_s))
     pool.release(streams)
     return make_record(cell.name, index, final, ground_truth=task.need,
                        truly_done=task.answer_correct), task

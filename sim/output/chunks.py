@@ -156,7 +156,7 @@ class ChunkStore:
         _write_chunk(self.folder / f"{key}{_TABLE}", table, side or {})
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
-        """Chunk ``key``'s records (memory-mapped) and extras (None without)."""
+        """Chunk ``key``'s records and extras (None without)."""
         table = _read_chunk(self.folder / f"{key}{_TABLE}")[0]
         extras_path = self.folder / f"{key}{_EXTRAS}"
         extras = (json.loads(extras_path.read_text(encoding="utf-8"))
@@ -164,7 +164,7 @@ class ChunkStore:
         return table, extras
 
     def sides(self, key: str) -> dict[str, pa.Table]:
-        """Chunk ``key``'s side tables by name (memory-mapped)."""
+        """Chunk ``key``'s side tables by name."""
         return _read_chunk(self.folder / f"{key}{_TABLE}")[1]
 
     def remove(self) -> None:
@@ -244,7 +244,10 @@ def _write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None
 
 
 def _read_chunk(path: Path) -> tuple[pa.Table, dict[str, pa.Table]]:
-    """The records and side tables of the chunk file ``path`` (memory-mapped);
+    """The records and side tables of the chunk file ``path``, each in memory
+    of its own (read through a memory map; a table that stayed a slice of the
+    map would keep the whole file mapped while a stream holds it for its row
+    group: every chunk of a sweep, side tables and all, for the small tables);
     a ValueError if it is not a whole chunk file."""
     data = pa.memory_map(str(path)).read_buffer()
     end = data.size - len(_MAGIC) - _COUNTS.size
@@ -262,6 +265,7 @@ def _read_chunk(path: Path) -> tuple[pa.Table, dict[str, pa.Table]]:
         raise ValueError(f"{path} is not a whole chunk file")
     tables, offset = [], 0
     for length in lengths:
-        tables.append(pa.ipc.open_stream(data.slice(offset, length)).read_all())
+        part = pa.py_buffer(data.slice(offset, length).to_pybytes())
+        tables.append(pa.ipc.open_stream(part).read_all())
         offset += length
     return tables[0], dict(zip(names, tables[1:], strict=True))
