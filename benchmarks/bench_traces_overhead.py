@@ -14,6 +14,20 @@ and their ratios,
 with the load average at the start and end: this machine is shared, so the
 CPU ratio is the steadier measure. Issue 26's target: ``run --traces`` at
 most 1.5x ``run`` (it was 5.2x at 10,000 tasks).
+
+Measured 2026-12-02 (session 6; 3 rounds each, CPU ratio, load average):
+
+- before (71a2f2a, the recorder a generator wrapped around the harness loop):
+  20k tasks, 1 worker 1.56x (load 0.2-1.0); 100k tasks, 2 workers 1.51-1.70x
+  (three runs, session 5).
+- e1c4ba1 (recorded in the direct engine's drive loop, sys-allocator columns,
+  side tables as IPC streams): 20k, 1 worker 1.33x (load 2.7-3.0; 1.35-1.37x
+  at d72daac, load 2.6-3.8); 100k, 2 workers 1.57x, 1.65x, 1.72x, 1.80x in
+  four runs at load 3-6 (plain 15.4-16.3 CPU-s, traced 24.8-27.9; the parent's
+  share +1.4 to +2.8 CPU-s), peak RSS 342-358 MiB against 694 before. The
+  workers' extra is ~80-95 us per task against ~50 measured in one process
+  (recording ~228k instructions per task on top of 980k, building the tables
+  ~137k): the 100k bar is not met yet.
 """
 
 from __future__ import annotations

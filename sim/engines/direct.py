@@ -9,10 +9,11 @@ fast engine; :mod:`sim.engines.des` adds queues, rate limits and arrivals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from sim.engines.cell import Cell
-from sim.engines.perform import answers
+from sim.engines.perform import Answer, answers
 from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.state import HarnessState, new_state
@@ -23,14 +24,31 @@ from sim.world.task import SimulatedTask
 Tracer = Callable[[int, HarnessState, Callable[[], float]], Callable[[Loop], Loop]]
 """Given a task's index, its state and the engine's clock (seconds since the
 task started), a wrapper for its loop generator that sees every effect and
-result (:class:`sim.traces.simulated.RunRecorder` is one)."""
+result (:class:`sim.traces.simulated.RunRecorder` is one). A tracer with a
+``drive`` method (:class:`InlineTracer`) drives the loop itself instead."""
+
+
+class InlineTracer(Protocol):
+    """A tracer that records a task's run in the loop that drives it, rather
+    than in a wrapper around the harness loop (the ``--traces`` path:
+    :class:`sim.sweeps.cells.RunTracer`)."""
+
+    def __call__(self, index: int, state: HarnessState, clock: Callable[[], float]
+                 ) -> Callable[[Loop], Loop]: ...
+
+    def drive(self, index: int, state: HarnessState, loop: Loop, task: SimulatedTask,
+              answer: Mapping[type, Answer]) -> HarnessState:
+        """Drive ``loop`` (task ``index``'s, of ``state``) against ``task``,
+        answering each effect with ``answer[type(effect)](task, effect, now)``
+        (``now``: the task's wall seconds); return the final state."""
 
 
 def run_task(cell: Cell, index: int, pool: StreamPool | None = None,
              tracer: Tracer | None = None, task_type: type[SimulatedTask] | None = None
              ) -> TaskRecord:
     """Run task ``index`` of ``cell`` to its terminal state; return its record.
-    ``tracer``, when given, wraps the task's loop (none: the loop runs bare)."""
+    ``tracer``, when given, wraps the task's loop, or drives it when it has a
+    ``drive`` method (:class:`InlineTracer`; none: the loop runs bare)."""
     return run_task_with_world(cell, index, pool, tracer, task_type)[0]
 
 
@@ -51,9 +69,15 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
     prefix = params.prefix_tokens if prefix_tokens is None else prefix_tokens
     state = new_state(prefix, task.model_id or params.model, "Complete the task.",
                       task.task_tokens)
-    wrap = None if tracer is None else tracer(index, state,
-                                              lambda: state.active_s + state.parked_s)
-    final = drive(cell, task, state, wrap)
+    if tracer is None:
+        final = drive(cell, task, state)
+    elif (inline := getattr(tracer, "drive", None)) is not None:  # recorded as it is driven
+        final = inline(index, state, agent_loop(cell.params, state,
+                                                detector=cell.make_detector(cell.params)),
+                       task, answers(type(task)))
+    else:
+        final = drive(cell, task, state,
+                      tracer(index, state, lambda: state.active_s + state.parked_s))
     pool.release(streams)
     return make_record(cell.name, index, final, ground_truth=task.need,
                        truly_done=task.answer_correct), task

@@ -87,17 +87,26 @@ def default_workers() -> int:
 class RunTracer:
     """A :data:`sim.engines.direct.Tracer` giving each task a recorder, all
     writing into one :class:`~sim.traces.columns.CallColumns` (a chunk's)
-    under the task's index."""
+    under the task's index: the direct engine records in the loop that drives
+    the task (:meth:`drive`), the DES engine through a wrapper around the
+    harness loop (the same rows either way)."""
 
     def __init__(self) -> None:
         from sim.traces.columns import CallColumns
+        from sim.traces.driven import drive_recorded
         from sim.traces.simulated import RunRecorder
 
         self.columns = CallColumns()
         self._recorder = RunRecorder  # imported once, not per task
+        self._drive = drive_recorded
 
     def __call__(self, index: int, state, clock):
         return self._recorder(state, clock, self.columns, index).wrap
+
+    def drive(self, index: int, state, loop, task, answer):
+        """Drive task ``index``'s ``loop`` against ``task``, recording its calls
+        (:func:`~sim.traces.driven.drive_recorded`); its final state."""
+        return self._drive(loop, task, answer, state, self.columns, index)
 
 
 def traced_tables(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord],

@@ -6,7 +6,9 @@ through unchanged, and records one row per model call the harness accounted
 for, as entries of column lists (:class:`~sim.traces.columns.CallColumns`,
 shared by a chunk's runs; no object per call), so a simulated run can be
 imported, summarised and calibrated like a real one. Engines use it only when traces are
-asked for; without it the loop runs unwrapped.
+asked for; without it the loop runs unwrapped. The DES engine wraps its loops with it;
+the direct engine records the same rows in the loop that drives each task
+(:func:`sim.traces.driven.drive_recorded`, which shares the helpers below).
 
 What a simulated call records:
 
