@@ -3,6 +3,7 @@ and after a resume; Ctrl-C, SIGKILL and a lost worker keep what finished."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -120,19 +121,25 @@ def test_a_local_dask_cluster_gives_the_same_records(tmp_path: Path, wait: bool)
     """--scheduler dask's LocalCluster (worker processes forked from this one
     on Linux, the cell scattered to them once) gives the records of one
     worker: with every chunk on the cluster, and with the workers forked while
-    this process runs the first chunks itself (the path of ``sim run``)."""
+    this process runs the first chunks itself (the path of ``sim run``). No
+    fork waits for the fork gate's time-out: waiting for the cluster without
+    parking stalled each fork 120 s (this test took two minutes)."""
     pytest.importorskip("distributed")
     import pyarrow as pa
 
+    from sim.sweeps.fork_gate import GATE
+
     runs = cells_of(load_scenario(BOUNDED, ["tasks=600"]))
     tables: dict[str, list] = {"one": [], "dask": []}
+    stalls = GATE.timed_out
     for kind, scheduler, workers in (("one", None, 1), ("dask", "dask", 2)):
         with make_scheduler(scheduler, workers) as where:
             if kind == "dask" and wait:
-                where._up.wait()  # every chunk to the cluster, none to this process
+                where.wait_until_up()  # every chunk to the cluster, none to this process
             run_chunks(runs, 600, where, ChunkStore(tmp_path / kind, "x", resume=False),
                        lambda job, table, *_, k=kind: tables[k].append(table), progress=False)
     assert pa.concat_tables(tables["dask"]).equals(pa.concat_tables(tables["one"]))
+    assert GATE.timed_out == stalls
 
 
 def _square_where(i: int, shared: list[int]) -> tuple[int, str]:
@@ -164,6 +171,85 @@ def test_this_process_runs_the_first_chunks_while_the_cluster_starts(monkeypatch
     here = [i for i, (_, thread) in out if thread == threading.main_thread().name]
     assert here == list(range(len(here)))
     assert 1 <= len(here) < 40
+
+
+def _quick(i: int) -> int:
+    """A chunk stand-in of 20 ms."""
+    time.sleep(0.02)
+    return i
+
+
+class _Caught(logging.Handler):
+    """Keeps the records logged to it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_ctrl_c_while_dask_is_busy_logs_no_traceback(monkeypatch) -> None:
+    """Ctrl-C while Dask's event loop is busy (as under load) ends the
+    sweep's results with KeyboardInterrupt and nothing logged. The sweep's
+    thread once fetched each result with a blocking Client call: a Ctrl-C
+    landing there before the busy loop had begun the call made Distributed
+    log a NameError traceback (the Dask Ctrl-C test's flake). Here the sink
+    is slower than the chunks, so finished chunks wait when the loop is made
+    busy for a second and SIGINT comes 0.2 s later."""
+    pytest.importorskip("distributed")
+    from sim.sweeps import on_dask
+
+    monkeypatch.setitem(on_dask.CLUSTER_OPTIONS, "processes", False)  # threads: fast to start
+    caught = _Caught()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # even in a background job
+    loggers = [logging.getLogger(name) for name in ("tornado.application", "distributed")]
+    for logger in loggers:
+        logger.addHandler(caught)
+    try:
+        with pytest.raises(KeyboardInterrupt), make_scheduler("dask", 1) as where:
+            where.wait_until_up()
+            for n, _ in enumerate(where.run(_quick, [(i,) for i in range(200)])):
+                time.sleep(0.1)  # the sink: chunks finish faster than it takes them
+                if n == 3:
+                    where._client.loop.add_callback(time.sleep, 1.0)  # the loop busy
+                    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+                assert n < 100, "no Ctrl-C"
+        time.sleep(1.0)  # a callback failing in the loop would have been logged by now
+    finally:
+        signal.signal(signal.SIGINT, before)
+        for logger in loggers:
+            logger.removeHandler(caught)
+    assert [r.getMessage() for r in caught.records] == []
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_dask_worker_ended_by_ctrl_c_stays_ended_and_one_killed_is_restarted() -> None:
+    """Our LocalCluster's nanny leaves a worker process that SIGINT ended
+    (Ctrl-C: the sweep is stopping) ended, where Distributed's forked a new one
+    and logged it; a worker that died otherwise (SIGKILL: out of memory, say)
+    is still restarted."""
+    pytest.importorskip("distributed")
+    with make_scheduler("dask", 2) as where:
+        where.wait_until_up()
+        scheduler = where._cluster.scheduler
+        pids = sorted(where._client.run(os.getpid).values())
+        assert len(pids) == 2
+        os.kill(pids[0], signal.SIGKILL)
+        assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
+        assert _wait_for(lambda: len(scheduler.workers) == 2, 60)  # restarted
+        os.kill(pids[1], signal.SIGINT)
+        assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
+        assert not _wait_for(lambda: len(scheduler.workers) == 2, 2.0)  # not restarted
 
 
 def test_a_sweep_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path: Path) -> None:
@@ -213,6 +299,7 @@ def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_fil
     assert took < bound, f"stopped {took:.1f} s after Ctrl-C (bound {bound:.1f} s)"
     assert "chunks finished and kept" in err and "--resume" in err
     assert sorted(p.name for p in out.iterdir()) == [".partial"]
+    assert not [p.name for p in (out / ".partial").iterdir() if p.name.startswith(".")]  # no temp
     assert kept <= _kept(out) <= kept + 2 * 2  # at most two chunks per worker were queued
     with pytest.raises(ProcessLookupError):
         os.killpg(child.pid, 0)  # nothing of the group is left

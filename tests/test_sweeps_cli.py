@@ -104,8 +104,8 @@ def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path,
     """SIGINT (Ctrl-C) to a running sweep, on the local pool or on --scheduler
     dask (whose workers are forked from the sweep): exit status 130 within
     seconds, a message naming the kept chunks and --resume and no traceback,
-    no results folder, and no chunk kept after the signal beyond those
-    already running.
+    no results folder, no temporary file beside the kept chunks, and no
+    chunk kept after the signal beyond those already running.
 
     The command starts as a terminal starts it (:data:`AS_FROM_A_TERMINAL`:
     SIGINT at its default even where this suite runs as a background job,
@@ -131,6 +131,7 @@ def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path,
     assert child.returncode == 130
     assert "chunks finished and kept" in err and "--resume" in err and "Traceback" not in err
     assert not out.exists()
+    assert not [p.name for p in partial_folder(out).iterdir() if p.name.startswith(".")]  # no temp
     assert kept <= _kept(out) <= kept + 2 * 2  # at most two chunks per worker were queued
 
 
