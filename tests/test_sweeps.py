@@ -249,19 +249,25 @@ def test_a_dask_worker_ended_by_ctrl_c_stays_ended_and_one_killed_is_restarted()
     """Our LocalCluster's nanny leaves a worker process that SIGINT ended
     (Ctrl-C: the sweep is stopping) ended, where Distributed's forked a new one
     and logged it; a worker that died otherwise (SIGKILL: out of memory, say)
-    is still restarted."""
+    is still restarted. (SIGINT is at Python's handler while the workers are
+    forked: they would keep the ignore of a suite run as a background job.)"""
     pytest.importorskip("distributed")
-    with make_scheduler("dask", 2) as where:
-        where.wait_until_up()
-        scheduler = where._cluster.scheduler
-        pids = sorted(where._client.run(os.getpid).values())
-        assert len(pids) == 2
-        os.kill(pids[0], signal.SIGKILL)
-        assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
-        assert _wait_for(lambda: len(scheduler.workers) == 2, 60)  # restarted
-        os.kill(pids[1], signal.SIGINT)
-        assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
-        assert not _wait_for(lambda: len(scheduler.workers) == 2, 2.0)  # not restarted
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with make_scheduler("dask", 2) as where:
+            where.wait_until_up()
+            signal.signal(signal.SIGINT, before)
+            scheduler = where._cluster.scheduler
+            pids = sorted(where._client.run(os.getpid).values())
+            assert len(pids) == 2
+            os.kill(pids[0], signal.SIGKILL)
+            assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
+            assert _wait_for(lambda: len(scheduler.workers) == 2, 60)  # restarted
+            os.kill(pids[1], signal.SIGINT)
+            assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
+            assert not _wait_for(lambda: len(scheduler.workers) == 2, 2.0)  # not restarted
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_sweep_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path: Path) -> None:
@@ -450,6 +456,53 @@ def test_a_stream_left_on_an_error_leaves_no_file(tmp_path: Path) -> None:
         s.write(records_table([]))
         raise RuntimeError("stop")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stream_that_never_opens_leaves_no_file(tmp_path: Path, monkeypatch) -> None:
+    """A Ctrl-C (or any error) while the stream opens its writer leaves no
+    temporary file (one was left in the kept chunks' folder by a Ctrl-C at a
+    sweep's start)."""
+    import pyarrow.parquet
+
+    def interrupted(*_, **__):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pyarrow.parquet, "ParquetWriter", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ParquetStream(tmp_path / "r.parquet", RECORD_SCHEMA)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ctrl_c_in_the_import_systems_code_is_raised_just_after_it() -> None:
+    """The Ctrl-C handler of a Dask sweep raises KeyboardInterrupt, except in
+    the import system's own code (where it could leave the import lock taken:
+    a sweep stopped at its start hung so): that Ctrl-C is sent again and
+    raised a moment later. Once one is raised, Distributed's log handlers
+    pass only CRITICAL records, until the handler is restored."""
+    from sim.sweeps.dask_workers import IMPORT_CODE, CtrlCHandler
+
+    quiet = _Caught()
+    logging.getLogger("distributed").addHandler(quiet)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # even in a background job
+    handler = CtrlCHandler()
+    try:
+        assert signal.getsignal(signal.SIGINT) == handler._on_ctrl_c
+        space: dict = {}
+        exec(compile("import sys\nframe = sys._getframe()", f"{IMPORT_CODE}._bootstrap>",
+                     "exec"), space)
+        handler._on_ctrl_c(signal.SIGINT, space["frame"])  # not raised there
+        with pytest.raises(KeyboardInterrupt):
+            time.sleep(10)  # raised here, as the Ctrl-C comes again
+        with pytest.raises(KeyboardInterrupt):
+            handler._on_ctrl_c(signal.SIGINT, sys._getframe())
+        assert not quiet.filter(logging.makeLogRecord({"levelno": logging.ERROR}))
+        handler.restore()
+        assert quiet.filter(logging.makeLogRecord({"levelno": logging.ERROR}))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        handler.restore()
+        logging.getLogger("distributed").removeHandler(quiet)
+        signal.signal(signal.SIGINT, before)
 
 
 def test_an_unknown_scheduler_is_bad_input() -> None:

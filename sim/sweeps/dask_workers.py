@@ -18,16 +18,26 @@ restart a worker ended by SIGINT (only Ctrl-C ends one so: the sweep's
 process hears it too and closes the cluster; a worker dying of anything
 else, killed or out of memory, is restarted as before).
 
-Once Ctrl-C has ended the workers, Dask's reports of what that did (a worker
-removed, the scattered cell lost, a result it could not fetch, as ERROR and
-WARNING lines) say nothing the user did not ask for: :class:`QuietAfterCtrlC`
-keeps them off stderr from the Ctrl-C on, so a stopped sweep says only what
-was kept. Dask is imported only when these are used.
+While our LocalCluster lives, :class:`CtrlCHandler` is SIGINT's handler in
+the sweep's process. It raises KeyboardInterrupt as Python's does, with two
+differences. Once Ctrl-C has ended the workers, Dask's reports of what that
+did (a worker removed, the scattered cell lost, a result it could not fetch,
+as ERROR and WARNING lines) say nothing the user did not ask for: they are
+kept off stderr from the Ctrl-C on, so a stopped sweep says only what was
+kept. And a Ctrl-C that comes while the main thread runs the import
+system's own code is raised a moment later, outside it: raised there, it can
+leave the global import lock taken (``importlib._bootstrap`` takes it, then
+enters the ``try`` that releases it), and the thread starting the cluster
+then waits at its next import forever, while the main thread, closing the
+scheduler, waits for that thread (seen: a sweep stopped 1-2 s after its
+start hung with both threads so, in ``_get_module_lock``). Dask is imported
+only when these are used.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -139,12 +149,22 @@ def _critical_only(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.CRITICAL
 
 
-class QuietAfterCtrlC:
-    """From a Ctrl-C on, Distributed's log handlers pass only CRITICAL records
-    (see the module), until :meth:`restore`. Installed only in the main thread
-    while SIGINT has Python's own handler (a background job ignoring SIGINT
-    is left as it is); the Ctrl-C still raises KeyboardInterrupt, as Python's
-    handler does. Tornado's loggers are left alone: an error there is a bug."""
+IMPORT_CODE = "<frozen importlib"
+"""How the file names of the import system's own code begin."""
+
+AGAIN_S = 0.01
+"""How long after a Ctrl-C that came during the import system's code it is
+taken again (seconds)."""
+
+
+class CtrlCHandler:
+    """SIGINT's handler while our LocalCluster lives (see the module), until
+    :meth:`restore`: KeyboardInterrupt, as Python's handler raises, but a
+    Ctrl-C during the import system's code is sent again :data:`AGAIN_S`
+    later, and from the first one raised on, Distributed's log handlers pass
+    only CRITICAL records (Tornado's loggers are left alone: an error there
+    is a bug). Installed only in the main thread while SIGINT has Python's
+    own handler (a background job ignoring SIGINT is left as it is)."""
 
     def __init__(self) -> None:
         self._before: Any = None
@@ -154,6 +174,9 @@ class QuietAfterCtrlC:
             self._before = signal.signal(signal.SIGINT, self._on_ctrl_c)
 
     def _on_ctrl_c(self, signum: int, frame: Any) -> None:
+        if frame is not None and frame.f_code.co_filename.startswith(IMPORT_CODE):
+            threading.Timer(AGAIN_S, os.kill, (os.getpid(), signum)).start()
+            return
         if not self._handlers:
             loggers = [logger for name, logger in list(logging.root.manager.loggerDict.items())
                        if name.split(".")[0] == "distributed"

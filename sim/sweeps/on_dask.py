@@ -75,7 +75,7 @@ from sim.bad_input import InputError
 from sim.sweeps.dask_workers import (
     FORKSERVER_PRELOAD,
     START_METHOD,
-    QuietAfterCtrlC,
+    CtrlCHandler,
     nanny_class,
     prepare_start,
 )
@@ -200,7 +200,7 @@ class DaskScheduler:
         self._closing = False  # set by close: chunks not yet submitted never are
         self._stop = threading.Event()  # set when the sweep stops taking results
         self._fetcher: threading.Thread | None = None
-        self._quiet = QuietAfterCtrlC()  # until close
+        self._quiet = CtrlCHandler()  # until close
         self.workers = workers
         if address is None:
             self.name = f"a Dask LocalCluster of {workers} workers"
