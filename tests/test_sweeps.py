@@ -473,6 +473,29 @@ def test_a_stream_that_never_opens_leaves_no_file(tmp_path: Path, monkeypatch) -
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_ctrl_c_while_a_file_is_created_is_raised_when_it_is() -> None:
+    """held_ctrl_c (around the sweep's file creations) holds a Ctrl-C back
+    until its block ends, then raises it; SIGINT's handler is as before."""
+    from sim.sweeps.uninterrupted import held_ctrl_c
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # even in a background job
+    finished = []
+    try:
+        with pytest.raises(KeyboardInterrupt), held_ctrl_c():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # the signal is handled meanwhile: recorded, not raised
+            finished.append(True)
+        assert finished == [True]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with held_ctrl_c():  # ignored: left ignored
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def test_a_ctrl_c_in_the_import_systems_code_is_raised_just_after_it() -> None:
     """The Ctrl-C handler of a Dask sweep raises KeyboardInterrupt, except in
     the import system's own code (where it could leave the import lock taken:

@@ -110,9 +110,10 @@ def _sweep_to_stop(scheduler: str, out: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _no_temporary_file(out: Path) -> bool:
+def _temporary_files(out: Path) -> list[str]:
+    """The temporary files (hidden) in the folder of ``out``'s kept chunks."""
     folder = partial_folder(out)
-    return not folder.exists() or not [p for p in folder.iterdir() if p.name.startswith(".")]
+    return [p.name for p in folder.iterdir() if p.name.startswith(".")] if folder.exists() else []
 
 
 @pytest.mark.untraced
@@ -141,7 +142,7 @@ def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path,
     assert child.returncode == 130
     assert "chunks finished and kept" in err and "--resume" in err and "Traceback" not in err
     assert " - ERROR - " not in err, err  # nothing of Dask's since the Ctrl-C (see dask_workers)
-    assert not out.exists() and _no_temporary_file(out)
+    assert not out.exists() and _temporary_files(out) == []
     assert kept <= _kept(out) <= kept + 2 * 2  # at most two chunks per worker were queued
 
 
@@ -169,7 +170,7 @@ def test_ctrl_c_at_the_start_exits_130_and_writes_nothing(tmp_path: Path, schedu
     assert child.returncode == 130, err
     assert "Traceback" not in err and " - ERROR - " not in err, err
     assert err.splitlines()[-1].startswith(("interrupted", "stopped: interrupted")), err
-    assert not out.exists() and _no_temporary_file(out)
+    assert not out.exists() and _temporary_files(out) == []
 
 
 def test_resume_refuses_the_kept_chunks_of_another_run(tmp_path: Path) -> None:
