@@ -138,8 +138,8 @@ def test_ctrl_c_exits_130_says_what_was_kept_and_writes_nothing(tmp_path: Path,
     os.killpg(child.pid, signal.SIGINT)
     _, err = child.communicate(timeout=300)
     took = time.monotonic() - start
-    assert took < bound, f"stopped {took:.1f} s after Ctrl-C (bound {bound:.1f} s)"
-    assert child.returncode == 130
+    assert took < bound, f"stopped {took:.1f} s after Ctrl-C (bound {bound:.1f} s): {err}"
+    assert child.returncode == 130, err
     assert "chunks finished and kept" in err and "--resume" in err and "Traceback" not in err
     assert " - ERROR - " not in err, err  # nothing of Dask's since the Ctrl-C (see dask_workers)
     assert not out.exists() and _temporary_files(out) == []
