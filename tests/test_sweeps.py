@@ -258,13 +258,12 @@ def test_a_dask_worker_ended_by_ctrl_c_stays_ended_and_one_killed_is_restarted()
             where.wait_until_up()
             signal.signal(signal.SIGINT, before)
             scheduler = where._cluster.scheduler
-            pids = sorted(where._client.run(os.getpid).values())
-            assert len(pids) == 2
-            os.kill(pids[0], signal.SIGKILL)
-            assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
+            (killed, pid), (ended, other) = sorted(where._client.run(os.getpid).items())
+            os.kill(pid, signal.SIGKILL)
+            assert _wait_for(lambda: killed not in scheduler.workers, 30)
             assert _wait_for(lambda: len(scheduler.workers) == 2, 60)  # restarted
-            os.kill(pids[1], signal.SIGINT)
-            assert _wait_for(lambda: len(scheduler.workers) == 1, 30)
+            os.kill(other, signal.SIGINT)
+            assert _wait_for(lambda: ended not in scheduler.workers, 30)
             assert not _wait_for(lambda: len(scheduler.workers) == 2, 2.0)  # not restarted
     finally:
         signal.signal(signal.SIGINT, before)
