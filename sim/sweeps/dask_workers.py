@@ -36,6 +36,7 @@ only when these are used.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -184,13 +185,19 @@ class CtrlCHandler:
             self._handlers = [handler for logger in loggers for handler in logger.handlers]
             for handler in self._handlers:
                 handler.addFilter(_critical_only)
+            logging.getLogger("asyncio").addFilter(_critical_only)  # its futures cut short
         signal.default_int_handler(signum, frame)
 
     def restore(self) -> None:
-        """SIGINT's handler and the log handlers as they were."""
+        """SIGINT's handler and the log handlers as they were (after a Ctrl-C,
+        once the asyncio futures it cut short are collected: each would say
+        at collection, with a traceback, that its error was never read)."""
         if self._before is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, self._before)
             self._before = None
+        if self._handlers:
+            gc.collect()
+            logging.getLogger("asyncio").removeFilter(_critical_only)
         for handler in self._handlers:
             handler.removeFilter(_critical_only)
         self._handlers = []

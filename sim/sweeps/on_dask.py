@@ -345,17 +345,22 @@ class DaskScheduler:
 
     def close(self) -> None:
         """Cancel what still runs and disconnect (a LocalCluster of ours is shut
-        down, once started: closing waits for a start under way, and submits
-        nothing once it is up)."""
+        down, once started: closing waits for a start under way, but not for
+        the chunks' submission that follows it, which the close cuts short:
+        a submission under way when Ctrl-C ended the workers scattered to them
+        for 30 s, Distributed's time-out to connect, before it failed)."""
         self._closing = True
         if self._starting is not None:
             GATE.park()
-            self._starting.join()
+            self._up.wait()  # set once the start has ended, up or failed
         self._cancel()
         if self._client is not None:
             self._client.close(timeout=5)
         if self._cluster is not None:
             self._cluster.close(timeout=5)
+        if self._starting is not None:  # a submission cut short ends with the cluster
+            self._starting.join(timeout=FETCH_END_S)
+        self._failed = None  # its traceback may hold futures the close cut short
         self._quiet.restore()
 
     def __enter__(self) -> DaskScheduler:
