@@ -61,5 +61,5 @@ def test_a_closed_gate_lets_forks_through_and_parking_returns_at_once() -> None:
     forker.join(5)
     assert forked.is_set() and status == [0]
     started = time.perf_counter()
-    gate.park_until_forked()
-    assert time.perf_counter() - started < 0.5
+    gate.park_until_forked()  # one fork of two happened: a wait for the other never ends
+    assert time.perf_counter() - started < 5.0  # at once (0.5 s was a bound load could break)

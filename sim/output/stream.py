@@ -49,10 +49,19 @@ class ParquetStream:
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
                                    suffix=TEMP_SUFFIX)
         self._tmp = Path(tmp)
-        self._handle = os.fdopen(fd, "wb")
-        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
-            self._handle, self._schema, compression=COMPRESSION,
-            compression_level=COMPRESSION_LEVEL, version="2.6")
+        handle = None
+        try:  # a stream that never opened (Ctrl-C, a full disk) leaves no temporary file
+            self._handle = handle = os.fdopen(fd, "wb")
+            self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+                self._handle, self._schema, compression=COMPRESSION,
+                compression_level=COMPRESSION_LEVEL, version="2.6")
+        except BaseException:
+            if handle is None:
+                os.close(fd)
+            else:
+                handle.close()
+            self._tmp.unlink(missing_ok=True)
+            raise
         self._buffer: list[pa.Table] = []
         self._buffered = 0
 

@@ -49,6 +49,7 @@ from sim.output.table import RECORD_SCHEMA, records_table
 from sim.sweeps.cells import CellRun, build_cell
 from sim.sweeps.progress import ChunkProgress, TaskCounter
 from sim.sweeps.schedulers import LostWorker
+from sim.sweeps.uninterrupted import held_ctrl_c
 
 CHUNK_TASKS = 2_000
 """The most tasks of a direct cell in one chunk (a fraction of a second of work)."""
@@ -197,10 +198,11 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
     cells = [build_cell(r) for r in runs]
     missing = [j for j in jobs if not store.has(j.key)]
     done = {j.key for j in jobs} - {j.key for j in missing}
-    bar = progress_bar(total=sum(j.tasks for j in jobs), initial=sum(j.tasks for j in jobs
-                                                             if j.key in done),
-               unit="task", file=sys.stderr, disable=not progress, desc="simulating",
-               mininterval=0.25, smoothing=0.1)
+    with held_ctrl_c():  # a bar half made says so at exit, with a traceback
+        bar = progress_bar(total=sum(j.tasks for j in jobs),
+                           initial=sum(j.tasks for j in jobs if j.key in done),
+                           unit="task", file=sys.stderr, disable=not progress,
+                           desc="simulating", mininterval=0.25, smoothing=0.1)
     counting = {j.key: store.folder / f"{j.key}.count" for j in missing if j.des and progress}
     watch = ChunkProgress(bar, counting)
     written = 0
@@ -223,7 +225,8 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
         try:
             for i, (table, extras, side) in finished:
                 job = missing[i]
-                store.put(job.key, table, extras, side)
+                with held_ctrl_c():  # no temporary file left by a Ctrl-C
+                    store.put(job.key, table, extras, side)
                 done.add(job.key)
                 watch.finished(job)
                 drain()
@@ -288,8 +291,9 @@ def _run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: A
     from sim.output.stream import ParquetStream, stale_temporaries
 
     jobs = plan(runs, tasks)
-    store = ChunkStore(partial_folder(out_dir), fingerprint(runs, tasks, jobs, traces),
-                       resume=resume)
+    with held_ctrl_c():  # no temporary manifest left by a Ctrl-C
+        store = ChunkStore(partial_folder(out_dir), fingerprint(runs, tasks, jobs, traces),
+                           resume=resume)
     names = ["results.parquet"]
     if traces is not None:
         from sim.traces.model import CALLS_FILE, CALLS_SCHEMA, RUNS_FILE, RUNS_SCHEMA
@@ -306,14 +310,16 @@ def _run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: A
     kept = (f"the finished chunks are kept in {store.folder}: make room and run the same "
             f"command with --resume; {out_dir} is as it was")
     with disk_errors(store.folder, kept), contextlib.ExitStack() as files:
-        stream = files.enter_context(ParquetStream(result.path, RECORD_SCHEMA,
-                                                   metadata=metadata))
+        with held_ctrl_c():  # each stream open and in the stack, or neither
+            stream = files.enter_context(ParquetStream(result.path, RECORD_SCHEMA,
+                                                       metadata=metadata))
         side_streams: dict[str, ParquetStream] = {}
         if traces is not None:
             for table_name, file_name, schema in (("runs", RUNS_FILE, RUNS_SCHEMA),
                                                   ("calls", CALLS_FILE, CALLS_SCHEMA)):
                 path = store.folder / file_name
-                side_streams[table_name] = files.enter_context(ParquetStream(path, schema))
+                with held_ctrl_c():
+                    side_streams[table_name] = files.enter_context(ParquetStream(path, schema))
                 result.traces[file_name] = path
 
         def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None,

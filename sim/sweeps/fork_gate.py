@@ -28,12 +28,18 @@ import threading
 
 WAIT_S = 120.0
 """The longest a fork waits for the sweep's thread to park (seconds): a
-safety net against a caller that neither runs nor closes the scheduler."""
+safety net against a caller that neither runs nor closes the scheduler (nor
+waits for it with :meth:`~sim.sweeps.on_dask.DaskScheduler.wait_until_up`).
+Every wait that ends so is counted (:attr:`ForkGate.timed_out`): it is a
+stall of that long, a bug of the caller's (a test once waited for the cluster
+without parking, and each run took 120 s)."""
 
 
 class ForkGate:
     """Forks that wait for one thread to park (see the module). Inactive
-    until :meth:`open`; closed again once the expected forks have happened."""
+    until :meth:`open`; closed again once the expected forks have happened.
+    ``timed_out`` counts the forks that went ahead after :data:`WAIT_S`
+    without the thread parking."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -43,6 +49,7 @@ class ForkGate:
         self._expected = 0
         self._owner = 0
         self._hooked = False
+        self.timed_out = 0
 
     def open(self, forks: int) -> None:
         """From now on forks by other threads wait for this thread to park,
@@ -83,8 +90,10 @@ class ForkGate:
 
     def _before(self) -> None:
         with self._cond:
-            if self._active and threading.get_ident() != self._owner:
-                self._cond.wait_for(lambda: self._parked or not self._active, timeout=WAIT_S)
+            if (self._active and threading.get_ident() != self._owner
+                    and not self._cond.wait_for(lambda: self._parked or not self._active,
+                                                timeout=WAIT_S)):
+                self.timed_out += 1
 
     def _after_in_parent(self) -> None:
         with self._cond:

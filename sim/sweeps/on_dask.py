@@ -15,7 +15,8 @@ what this module does about it:
   minute before); Dask's extra wall time is the start, when one process
   computes instead of two. Workers forked from a fork server (a new
   interpreter importing Dask and sim: 3.8-4.1 s to a cluster up at load 14)
-  are now forked from this process on Linux (:data:`START_METHOD`: 0.5-0.8
+  are now forked from this process on Linux
+  (:data:`~sim.sweeps.dask_workers.START_METHOD`: 0.5-0.8
   s), as the local pool's are. Where Dask's CPU goes (200,000 tasks at
   load 9-10, per thread from /proc and per chunk with ``thread_time``): a
   chunk costs a Dask worker what it costs a pool worker (median 0.457 s
@@ -48,26 +49,41 @@ what this module does about it:
   optional package, about a second in this process): off.
 
 The chunks, hence the results, are the same wherever each one runs.
+
+Ctrl-C (SIGINT to the sweep's process group) ends the workers of our
+LocalCluster at once (:mod:`sim.sweeps.dask_workers`: their nannies leave
+them ended) and raises KeyboardInterrupt in this process's main thread,
+which then closes the cluster, the finished chunks kept. That thread never
+waits inside Distributed's ``sync`` (every blocking call of its Client: a
+result, a scatter) while a sweep runs: a KeyboardInterrupt landing there
+before Distributed's event loop has begun the call makes Distributed log a
+``NameError`` traceback (its ``sync`` cancels a future not yet made; seen
+under load as a failure of the Ctrl-C test). It waits on a queue instead,
+filled by a thread that fetches the results (:meth:`DaskScheduler._fetch`),
+and chunks are submitted by the starting thread or one of their own.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import sys
+import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sim.bad_input import InputError
+from sim.sweeps.dask_workers import (
+    FORKSERVER_PRELOAD,
+    START_METHOD,
+    CtrlCHandler,
+    nanny_class,
+    prepare_start,
+)
 from sim.sweeps.fork_gate import GATE
 from sim.sweeps.schedulers import LostWorker
 
-START_METHOD = "fork" if sys.platform.startswith("linux") else "forkserver"
-"""How our LocalCluster's worker processes start: forked from this process
-on Linux (everything a chunk needs is imported already, as for the local
-pool's workers), elsewhere from a fork server that imports Dask and sim once
-(:data:`FORKSERVER_PRELOAD`; fork is unsafe on macOS)."""
+__all__ = ["CLIENT_OPTIONS", "CLUSTER_OPTIONS", "FORKSERVER_PRELOAD", "LOCAL_CLUSTER_CONFIG",
+           "START_METHOD", "DaskScheduler"]
 
 LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.worker.multiprocessing-method": START_METHOD,
@@ -81,9 +97,10 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.client.scheduler-info-interval": "10s",
 }
 """Dask settings of the LocalCluster that ``--scheduler dask`` starts (measured
-with ``benchmarks/bench_dask.py``): workers started by :data:`START_METHOD`
+with ``benchmarks/bench_dask.py``): workers started by
+:data:`~sim.sweeps.dask_workers.START_METHOD`
 (forked from this process on Linux; elsewhere from a server that has
-imported Dask and sim once, :data:`FORKSERVER_PRELOAD`, the chunk path
+imported Dask and sim once, :data:`~sim.sweeps.dask_workers.FORKSERVER_PRELOAD`, the chunk path
 importing no pandas), instead of each spawned worker importing them again
 (on 2 cores at load 15-23: start and stop 4-12 s became about 5 s with the
 fork server, and 0.5-0.8 s forked at load 14), and
@@ -111,65 +128,13 @@ chunk's result from the worker that has it, instead of through the
 scheduler (which, in this same process, would read every result from the
 worker and write it again to the client: 470 KB a chunk of 2,000 tasks)."""
 
-class _ForkedWorkers:
-    """Registered with :mod:`multiprocessing` (once, by the first LocalCluster
-    of ours started with fork) so that Ctrl-C ends every process it forks from
-    this one at once, without a word, as it ended the fork server's workers
-    (SIGINT's default action); this process, which hears it too, closes the
-    cluster and keeps the finished chunks. A forked worker otherwise keeps
-    this process's handler and answers Ctrl-C with a KeyboardInterrupt
-    traceback on stderr (2.5-2.8 s to stop at load 21, against 1.7 s with
-    the fork server's workers), and one ignoring it finishes its chunk first
-    (3.1 s, 2 CPU-s)."""
+_END = object()
+"""What :meth:`DaskScheduler._fetch` puts on its queue last."""
 
-    registered = False
-
-    @staticmethod
-    def end_on_ctrl_c(_: object) -> None:
-        """In the forked child: SIGINT's default action (the process ends),
-        unless this process ignores SIGINT (a background job): then the
-        workers ignore it too, and ``kill`` stops the sweep."""
-        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-    @classmethod
-    def register(cls) -> None:
-        """Register :meth:`end_on_ctrl_c` to run in every process forked from now on."""
-        if not cls.registered:
-            from multiprocessing import util
-
-            util.register_after_fork(_FORKED_WORKERS, cls.end_on_ctrl_c)
-            cls.registered = True
-
-
-_FORKED_WORKERS = _ForkedWorkers()  # multiprocessing holds its hooks' objects weakly
-
-
-FORKSERVER_PRELOAD = ("distributed", "sim.sweeps.chunks")
-"""Modules the LocalCluster's fork server imports before forking workers:
-Dask and everything a chunk needs, so a worker runs its first chunk at once."""
-
-
-def _preload_forkserver() -> None:
-    """Have the fork server that starts our LocalCluster's workers import
-    :data:`FORKSERVER_PRELOAD`. Distributed sets its own preload list on its
-    first call of ``get_mp_context``, importing every optional package it
-    knows in this process to build it (pandas among them); we mark that done
-    and set ours instead. Another Distributed (no such mark) sets its list
-    first and ours replaces it: slower to start, the same results."""
-    import multiprocessing
-
-    try:
-        from distributed import utils
-    except ImportError:  # pragma: no cover - checked by the caller
-        return
-    if hasattr(utils, "_forkserver_preload_set"):
-        utils._forkserver_preload_set = True  # type: ignore[attr-defined]
-        context: Any = multiprocessing.get_context("forkserver")
-    else:  # pragma: no cover - depends on the Distributed version
-        context = utils.get_mp_context()
-    if context.get_start_method() == "forkserver":
-        context.set_forkserver_preload(list(FORKSERVER_PRELOAD))
+FETCH_END_S = 5.0
+"""The longest closing waits for the fetching thread to end (seconds): it
+ends at its next cancelled future, at once; a thread still waiting after
+this (a cluster gone mid-fetch) is left to end with the process."""
 
 
 class _Handoff:
@@ -232,6 +197,10 @@ class DaskScheduler:
         self._up = threading.Event()
         self._on_up: Any = None  # called in the starting thread once the cluster is up
         self._lock = threading.Lock()
+        self._closing = False  # set by close: chunks not yet submitted never are
+        self._stop = threading.Event()  # set when the sweep stops taking results
+        self._fetcher: threading.Thread | None = None
+        self._quiet = CtrlCHandler()  # until close
         self.workers = workers
         if address is None:
             self.name = f"a Dask LocalCluster of {workers} workers"
@@ -246,6 +215,7 @@ class DaskScheduler:
         try:
             self._client = Client(address, timeout="10s")
         except (OSError, TimeoutError, ValueError) as error:
+            self._quiet.restore()
             raise InputError(f"cannot reach the Dask scheduler at {address}: {error}",
                              path="--scheduler") from None
         self.name = f"the Dask cluster at {address}"
@@ -259,11 +229,11 @@ class DaskScheduler:
 
         try:
             with dask.config.set(LOCAL_CLUSTER_CONFIG):
-                if START_METHOD == "forkserver":
-                    _preload_forkserver()
-                else:
-                    _ForkedWorkers.register()
-                self._cluster = LocalCluster(n_workers=workers, **CLUSTER_OPTIONS)
+                prepare_start()
+                options = dict(CLUSTER_OPTIONS)
+                if options["processes"]:  # worker processes: no restart after Ctrl-C
+                    options["worker_class"] = nanny_class()
+                self._cluster = LocalCluster(n_workers=workers, **options)
             self._client = Client(self._cluster, **CLIENT_OPTIONS)
         except BaseException as error:  # reported by run or close, in the caller's thread
             self._failed = error
@@ -274,16 +244,23 @@ class DaskScheduler:
         if on_up is not None:
             on_up()
 
+    def wait_until_up(self) -> None:
+        """Wait, parked (:mod:`sim.sweeps.fork_gate`: the workers are forked
+        meanwhile), until the cluster is up or has failed to start; every chunk
+        of a later :meth:`run` then goes to the cluster."""
+        GATE.park()
+        self._up.wait()
+
     def run(self, work: Any, jobs: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
         """``(index, work(*job))`` as chunks finish: in this process while our
         LocalCluster starts, then on the cluster (see the module)."""
         handoff = _Handoff(len(jobs))
         submitted = threading.Event()
 
-        def submit_rest() -> None:  # in the starting thread, or here when the cluster is up
+        def submit_rest() -> None:  # in the starting thread, or one of its own
             try:
                 rest = handoff.rest()
-                if self._failed is None:
+                if self._failed is None and not self._closing:
                     self._submit(work, jobs, rest)
             except BaseException as error:  # raised by run, in the caller's thread
                 self._failed = error
@@ -291,8 +268,8 @@ class DaskScheduler:
                 submitted.set()
 
         with self._lock:
-            if self._up.is_set():
-                submit_rest()
+            if self._up.is_set():  # not in this thread: it waits inside no Client call
+                threading.Thread(target=submit_rest, name="sim-dask-submit", daemon=True).start()
             else:
                 self._on_up = submit_rest
         GATE.park_until_forked()  # no worker is forked while this thread runs a chunk
@@ -315,37 +292,76 @@ class DaskScheduler:
         self._index = {future.key: i for future, i in zip(self._futures, indices, strict=True)}
 
     def _gather(self) -> Iterator[tuple[int, Any]]:
-        """The submitted chunks' results as they finish."""
-        from dask.distributed import as_completed
-
-        futures, index = self._futures, self._index
+        """The submitted chunks' results as they finish, fetched by
+        :meth:`_fetch` in a thread of its own: this thread only waits on a
+        queue (see the module), and raises what the fetching raised."""
+        results: queue.Queue[Any] = queue.Queue()
+        self._stop.clear()
+        self._fetcher = threading.Thread(target=self._fetch, name="sim-dask-fetch", daemon=True,
+                                         args=(self._futures, self._index, results))
+        self._fetcher.start()
         try:
-            for future in as_completed(futures):
-                try:
-                    result = future.result()
-                except (OSError, TimeoutError) as error:
-                    raise LostWorker(f"the Dask cluster lost a chunk: {error}") from error
-                yield index[future.key], result
-                future.release()
+            while (item := results.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
         finally:
             self._cancel()
 
+    def _fetch(self, futures: list[Any], index: dict[str, int], results: queue.Queue[Any]
+               ) -> None:
+        """Put ``(index, result)`` of each of ``futures`` on ``results`` as they
+        finish, then :data:`_END`; a lost chunk (a connection or time-out
+        error) as :class:`LostWorker` and any other error as itself, then
+        :data:`_END`. Ends early, quietly, once the sweep stops taking results."""
+        from dask.distributed import as_completed
+
+        try:
+            for future in as_completed(futures):
+                if self._stop.is_set():
+                    return
+                try:
+                    result = future.result()
+                except (OSError, TimeoutError) as error:
+                    lost = LostWorker(f"the Dask cluster lost a chunk: {error}")
+                    lost.__cause__ = error
+                    results.put(lost)
+                    return
+                results.put((index[future.key], result))
+                future.release()
+        except BaseException as error:  # raised by _gather, in the sweep's thread
+            results.put(error)
+        finally:
+            results.put(_END)
+
     def _cancel(self) -> None:
+        self._stop.set()
         futures, self._futures = self._futures, []
         if futures and self._client is not None:
             self._client.cancel(futures, force=True)
+        if self._fetcher is not None:  # it ends at its next cancelled future
+            self._fetcher.join(timeout=FETCH_END_S)
+            self._fetcher = None
 
     def close(self) -> None:
         """Cancel what still runs and disconnect (a LocalCluster of ours is shut
-        down, once started: closing waits for a start under way)."""
+        down, once started: closing waits for a start under way, but not for
+        the chunks' submission that follows it, which the close cuts short:
+        a submission under way when Ctrl-C ended the workers scattered to them
+        for 30 s, Distributed's time-out to connect, before it failed)."""
+        self._closing = True
         if self._starting is not None:
             GATE.park()
-            self._starting.join()
+            self._up.wait()  # set once the start has ended, up or failed
         self._cancel()
         if self._client is not None:
             self._client.close(timeout=5)
         if self._cluster is not None:
             self._cluster.close(timeout=5)
+        if self._starting is not None:  # a submission cut short ends with the cluster
+            self._starting.join(timeout=FETCH_END_S)
+        self._failed = None  # its traceback may hold futures the close cut short
+        self._quiet.restore()
 
     def __enter__(self) -> DaskScheduler:
         return self
