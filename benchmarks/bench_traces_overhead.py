@@ -27,7 +27,15 @@ Measured 2026-12-02 (session 6; 3 rounds each, CPU ratio, load average):
   share +1.4 to +2.8 CPU-s), peak RSS 342-358 MiB against 694 before. The
   workers' extra is ~80-95 us per task against ~50 measured in one process
   (recording ~228k instructions per task on top of 980k, building the tables
-  ~137k): the 100k bar is not met yet.
+  ~137k).
+- The lead, the same day, machine idle (load 0.8-2.2), 100k tasks, 2 workers,
+  3 rounds each, one tree after another: 71a2f2a 1.67x CPU (wall 1.60x);
+  d72daac 1.54x (1.48x); 43167b7 1.53x (1.48x); e1c4ba1 1.71x (1.65x), the
+  parent's CPU 4.83 s against 3.26 at 43167b7: sending the side tables as IPC
+  streams cost the parent more than it saved the workers, so it was reverted.
+  The merged tree without it: **1.55x CPU, 1.51x wall** (plain 15.68 CPU-s,
+  traced 24.27; parent 2.12 and 3.43), peak RSS 332 MiB against 272 plain.
+  The 1.5x bar is not met in CPU time.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ import shutil
 import struct
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -49,24 +49,6 @@ _EXTRAS = ".json"
 _MAGIC = b"SIMCHNK3"
 _COUNTS = struct.Struct("<II")  # tables, bytes of the side tables' names
 _LENGTH = struct.Struct("<Q")
-
-Side: TypeAlias = "pa.Table | pa.Buffer"
-"""A side table as a worker sends it: a table, or its Arrow IPC stream
-(:func:`ipc_stream`), which costs a fraction of a table's pickling to send and
-is written into the chunk file as it is."""
-
-
-def ipc_stream(table: pa.Table) -> pa.Buffer:
-    """``table`` as one Arrow IPC stream (what a chunk file holds of it)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue()
-
-
-def _table(side: Side) -> pa.Table:
-    """A side table, read from its IPC stream if it came as one."""
-    return side if isinstance(side, pa.Table) else pa.ipc.open_stream(side).read_all()
 
 
 def partial_folder(out_dir: str | os.PathLike) -> Path:
@@ -86,7 +68,7 @@ class Store(Protocol):
     def has(self, key: str) -> bool: ...
 
     def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
-            side: dict[str, Side] | None = None) -> None: ...
+            side: dict[str, pa.Table] | None = None) -> None: ...
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]: ...
 
@@ -163,11 +145,11 @@ class ChunkStore:
         return (self.folder / f"{key}{_TABLE}").is_file()
 
     def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
-            side: dict[str, Side] | None = None) -> None:
+            side: dict[str, pa.Table] | None = None) -> None:
         """Keep chunk ``key``: its extras first, then one file holding its
         records and ``side`` tables (by name: the runs and calls of a traced
-        sweep, as tables or IPC streams), written atomically (a chunk counts
-        as kept once that file is there)."""
+        sweep), written atomically (a chunk counts as kept once that file is
+        there)."""
         if extras is not None:  # NaN allowed: a measurement may be undefined
             write_atomic(self.folder / f"{key}{_EXTRAS}", json.dumps(
                 extras, sort_keys=True, allow_nan=True, default=_plain).encode("utf-8"))
@@ -175,8 +157,7 @@ class ChunkStore:
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
         """Chunk ``key``'s records and extras (None without)."""
-        table = _read_chunk(self.folder / f"{key}{_TABLE}", sides=False)[0]
-        assert table is not None
+        table = _read_chunk(self.folder / f"{key}{_TABLE}")[0]
         extras_path = self.folder / f"{key}{_EXTRAS}"
         extras = (json.loads(extras_path.read_text(encoding="utf-8"))
                   if extras_path.is_file() else None)
@@ -184,7 +165,7 @@ class ChunkStore:
 
     def sides(self, key: str) -> dict[str, pa.Table]:
         """Chunk ``key``'s side tables by name."""
-        return _read_chunk(self.folder / f"{key}{_TABLE}", records=False)[1]
+        return _read_chunk(self.folder / f"{key}{_TABLE}")[1]
 
     def remove(self) -> None:
         """Delete the folder (the sweep finished and its results are written)."""
@@ -212,10 +193,9 @@ class MemoryStore:
         return key in self._chunks
 
     def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
-            side: dict[str, Side] | None = None) -> None:
+            side: dict[str, pa.Table] | None = None) -> None:
         """Keep chunk ``key``."""
-        self._chunks[key] = (table, extras, {name: _table(part)
-                                             for name, part in (side or {}).items()})
+        self._chunks[key] = (table, extras, dict(side or {}))
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
         """Chunk ``key``'s records and extras, handed over: the store lets go of them."""
@@ -232,7 +212,7 @@ class MemoryStore:
         self._chunks.clear()
 
 
-def _write_chunk(path: Path, table: pa.Table, side: dict[str, Side]) -> None:
+def _write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None:
     """Write ``table`` and ``side`` (in the order of their names) to ``path``
     as one chunk file (see the module): IPC streams end to end, then the side
     tables' names (JSON), each stream's length, the counts and the magic;
@@ -249,11 +229,8 @@ def _write_chunk(path: Path, table: pa.Table, side: dict[str, Side]) -> None:
             with os.fdopen(fd, "wb") as raw, pa.PythonFile(raw, mode="w") as handle:
                 lengths, at = [], 0
                 for part in (table, *(side[name] for name in names)):
-                    if isinstance(part, pa.Table):
-                        with pa.ipc.new_stream(handle, part.schema) as writer:
-                            writer.write_table(part)
-                    else:  # already an IPC stream
-                        handle.write(part)
+                    with pa.ipc.new_stream(handle, part.schema) as writer:
+                        writer.write_table(part)
                     lengths.append(handle.tell() - at)
                     at = handle.tell()
                 named = json.dumps(names).encode("utf-8")
@@ -266,14 +243,12 @@ def _write_chunk(path: Path, table: pa.Table, side: dict[str, Side]) -> None:
             raise
 
 
-def _read_chunk(path: Path, *, records: bool = True, sides: bool = True
-                ) -> tuple[pa.Table | None, dict[str, pa.Table]]:
-    """The records and side tables of the chunk file ``path`` (None and none
-    for those not asked for), each in memory of its own (read through a memory
-    map; a table that stayed a slice of the map would keep the whole file
-    mapped while a stream holds it for its row group: every chunk of a sweep,
-    side tables and all, for the small tables); a ValueError if it is not a
-    whole chunk file."""
+def _read_chunk(path: Path) -> tuple[pa.Table, dict[str, pa.Table]]:
+    """The records and side tables of the chunk file ``path``, each in memory
+    of its own (read through a memory map; a table that stayed a slice of the
+    map would keep the whole file mapped while a stream holds it for its row
+    group: every chunk of a sweep, side tables and all, for the small tables);
+    a ValueError if it is not a whole chunk file."""
     data = pa.memory_map(str(path)).read_buffer()
     end = data.size - len(_MAGIC) - _COUNTS.size
     if end < 0 or data.slice(end + _COUNTS.size).to_pybytes() != _MAGIC:
@@ -288,14 +263,9 @@ def _read_chunk(path: Path, *, records: bool = True, sides: bool = True
                                                   .to_pybytes())]
     if not isinstance(names, list) or len(names) != count - 1 or sum(lengths) != start:
         raise ValueError(f"{path} is not a whole chunk file")
-    tables: list[pa.Table | None] = []
-    offset = 0
-    for i, length in enumerate(lengths):
-        if records if i == 0 else sides:
-            part = pa.py_buffer(data.slice(offset, length).to_pybytes())
-            tables.append(pa.ipc.open_stream(part).read_all())
-        else:
-            tables.append(None)
+    tables, offset = [], 0
+    for length in lengths:
+        part = pa.py_buffer(data.slice(offset, length).to_pybytes())
+        tables.append(pa.ipc.open_stream(part).read_all())
         offset += length
-    named_tables = {name: t for name, t in zip(names, tables[1:], strict=True) if t is not None}
-    return tables[0], named_tables
+    return tables[0], dict(zip(names, tables[1:], strict=True))

@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
-from sim.output.chunks import ChunkStore, Side, Store, ipc_stream
+from sim.output.chunks import ChunkStore, Store
 from sim.output.progress import progress_bar
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.sweeps.cells import CellRun, build_cell
@@ -132,13 +132,12 @@ TRACE_TABLES = ("runs", "calls")
 
 def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
               progress_file: str | None = None
-              ) -> tuple[pa.Table, dict[str, Any] | None, dict[str, Side] | None]:
+              ) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]:
     """Run one chunk (in a worker): its records as Arrow columns; for a DES
     cell its extras (``capacity``: the measurements; ``series``: the resampled
     time series as ``[[name, bin start times, values], ...]`` in the engine's
     order); with ``traces`` (the name recorded as each run's ``file``) its runs
-    in the trace model as the ``runs`` and ``calls`` tables (as Arrow IPC
-    streams: :func:`~sim.output.chunks.ipc_stream`). A DES cell with
+    in the trace model as the ``runs`` and ``calls`` tables. A DES cell with
     ``progress_file`` counts its finished tasks there as it runs
     (:class:`TaskCounter`)."""
     from sim.sweeps.cells import RunTracer, traced_tables
@@ -162,8 +161,7 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
                        for name, s in result.series.items()],  # a list: the series keep order
         }
     tables = traced_tables(tracer, cell, records, traces)
-    side = None if tables is None else dict(zip(TRACE_TABLES, map(ipc_stream, tables),
-                                                strict=True))  # sent as IPC streams
+    side = None if tables is None else dict(zip(TRACE_TABLES, tables, strict=True))
     return records_table(records), extras, side
 
 
