@@ -20,7 +20,7 @@ from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS
 from sim.engines.tenant_budget import refusal
 from sim.harness.effects import Checkpoint, ModelRequest, Result
-from sim.harness.loop import Loop, agent_loop, cancel
+from sim.harness.loop import Loop, cancel
 from sim.harness.params import HarnessParams
 from sim.harness.state import RESUMABLE, HarnessState, new_state, park, request_abort, resume
 from sim.task_record import make_record
@@ -189,7 +189,7 @@ class ProcessEngine(DesEngine):
         (:data:`sim.engines.perform.EFFECTS`) and letting the time it takes
         pass; return the final state."""
         env = self.env
-        loop = agent_loop(params, state, detector=self.detector(params))
+        loop = self.cell.loop(state, params)
         if wrap is not None:
             loop = wrap(loop)
         send = loop.send

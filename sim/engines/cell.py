@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.harness.detector import Detector
+from sim.harness.loop import Loop, agent_loop
 from sim.harness.params import HarnessParams
+from sim.harness.state import HarnessState
 from sim.world.world import World
 
 
@@ -22,3 +24,10 @@ class Cell:
     make_detector: Callable[[HarnessParams], Detector]
     seed: int
     values: tuple[tuple[str, object], ...] = ()
+
+    def loop(self, state: HarnessState, params: HarnessParams | None = None) -> Loop:
+        """The harness loop of a task of this cell, run on ``state`` with
+        ``params`` (default: the cell's; a resumed DES task's are extended)
+        and a fresh detector of :attr:`make_detector`."""
+        params = self.params if params is None else params
+        return agent_loop(params, state, detector=self.make_detector(params))

@@ -105,7 +105,6 @@ class DesEngine:
         self.pool = StreamPool()
         self.params_by_round = [cell.params]
         self.prefix_tokens = cell.params.prefix_tokens  # a sum over the tools: once
-        self.detector = cell.make_detector
         self._plans: dict[type, dict[type, tuple[Any, Any, Series | None]]] = {}
 
     # ---------------------------------------------------------------- run

@@ -35,7 +35,7 @@ from simpy.events import NORMAL, Event
 from sim.engines.perform import EFFECTS
 from sim.engines.tenant_budget import refusal
 from sim.harness.effects import Checkpoint, ModelRequest, Result
-from sim.harness.loop import Loop, agent_loop, cancel
+from sim.harness.loop import Loop, cancel
 from sim.harness.state import RESUMABLE, new_state, park, request_abort, resume
 from sim.task_record import make_record
 from sim.world.streams import OPERATIONS
@@ -177,7 +177,7 @@ class TaskRun:
         else:  # resumed by a human: the wait for a sandbox again is parked time
             park(self.state, now - self.asked)
         params = self.params
-        loop = agent_loop(params, self.state, detector=engine.detector(params))
+        loop = engine.cell.loop(self.state, params)
         if self.wrap is not None:
             loop = self.wrap(loop)
         self.send = loop.send

@@ -15,7 +15,7 @@ from typing import Protocol
 from sim.engines.cell import Cell
 from sim.engines.perform import Answer, answers
 from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
-from sim.harness.loop import Loop, agent_loop
+from sim.harness.loop import Loop
 from sim.harness.state import HarnessState, new_state
 from sim.task_record import TaskRecord, make_record
 from sim.world.streams import StreamPool
@@ -72,9 +72,7 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
     if tracer is None:
         final = drive(cell, task, state)
     elif (inline := getattr(tracer, "drive", None)) is not None:  # recorded as it is driven
-        final = inline(index, state, agent_loop(cell.params, state,
-                                                detector=cell.make_detector(cell.params)),
-                       task, answers(type(task)))
+        final = inline(index, state, cell.loop(state), task, answers(type(task)))
     else:
         final = drive(cell, task, state,
                       tracer(index, state, lambda: state.active_s + state.parked_s))
@@ -98,7 +96,7 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
     ``task`` until it returns, answering each effect through the dispatch
     table (:func:`sim.engines.perform.answers`). The task's clock is the
     harness's wall time (active plus parked seconds)."""
-    loop = agent_loop(cell.params, state, detector=cell.make_detector(cell.params))
+    loop = cell.loop(state)
     if wrap is not None:
         loop = wrap(loop)
     send = loop.send
