@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 # what a task waits for (TaskRun.mode), to undo it when cancelled
 CAP, SANDBOX, PARK, QUEUED, MODEL, TIMER, HELD, HUMAN = range(8)
 _TIMED = frozenset((MODEL, TIMER, HELD, HUMAN))  # waits on the task's timer
+FOLD_EVERY = 256  # tasks ended between two folds of the engine's series
 
 
 def at_once(action: Callable[[], None]) -> Generator[Event, Any, None]:
@@ -342,6 +343,10 @@ class TaskRun:
             agent_type=arrival.agent_type, arrival_s=arrival.time_s,
             start_s=now if self.start_s is None else self.start_s, end_s=now,
             queue_s=waits[0], model_wait_s=waits[1], resumptions=self.resumptions)
+        engine.ended += 1
+        if not engine.ended % FOLD_EVERY:  # keep the series' logs small (Series.fold)
+            for series in engine.series_list:
+                series.fold()
         if engine.on_task_end is not None:
             engine.on_task_end()
 

