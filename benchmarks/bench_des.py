@@ -21,36 +21,49 @@ direct engine.
 and prints DES tasks per CPU second against the direct engine's on the same
 tasks (which ignores capacity, so their results differ): the measure of
 issue 26 item 3. ``--baseline DIR`` (a source tree of an earlier commit)
-also runs that tree's DES on the same scenario and this tree's, each in a
-fresh subprocess, alternating, and prints the speed-up (target 2x against
-d1ffa1d) with the load average. ``python -m benchmarks.instructions --engine
-des`` counts instructions per task instead, which the load does not move.
+also measures that tree's DES against this tree's, in rounds that alternate
+which tree goes first, each run in a fresh process, and prints the speed-up
+in CPU time: the median and the range of the per-round ratios, the ratio of
+each tree's best (least) CPU time, and the load average before and after.
+A child's CPU time is counted from after its imports and the scenario's
+load until its results are read (the arrivals drawn, the run, every series
+folded), so start-up is not in it; ``--end-to-end`` also times
+``python -m sim run SCENARIO --tasks N --workers 1`` of each tree (CPU time
+of the whole command, start-up and result files included). The default
+size, 20,000 tasks, is large enough that memory the run fills shows in the
+figure. ``python -m benchmarks.instructions --engine des`` counts
+instructions per task instead, which the load does not move.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from sim.engines.cell import Cell
 from sim.engines.des import DesEngine, arrival_schedule
+from sim.engines.des_params import DesParams
 from sim.engines.direct import run_tasks
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import build_cell, cells_of
 
 
-def measure_direct(cell, tasks: int) -> tuple[int, float]:
+def measure_direct(cell: Cell, tasks: int) -> tuple[int, float]:
     """(steps simulated, seconds) for the direct engine on ``tasks`` tasks."""
     start = time.process_time()
     records = run_tasks(cell, range(tasks))
     return sum(r.steps for r in records), time.process_time() - start
 
 
-def measure_des(cell, des, tasks: int) -> tuple[int, float]:
+def measure_des(cell: Cell, des: DesParams, tasks: int) -> tuple[int, float]:
     """(steps simulated, seconds) for the DES engine on ``tasks`` tasks,
     arrivals included."""
     start = time.process_time()
@@ -68,14 +81,17 @@ scenario = load_scenario(sys.argv[1])
 cell = build_cell(cells_of(scenario)[0])
 tasks = int(sys.argv[2])
 start = time.process_time()
-DesEngine(cell, scenario.des, arrival_schedule(scenario.des, tasks, cell.seed)).run()
-print(tasks / (time.process_time() - start))
+result = DesEngine(cell, scenario.des, arrival_schedule(scenario.des, tasks, cell.seed)).run()
+for series in result.series.values():
+    series.times, series.values, series.peak
+print(time.process_time() - start)
 """
 
 
 def des_tree(tree: Path, scenario: str, tasks: int) -> float:
-    """DES tasks per CPU second of source tree ``tree`` on ``scenario``, in a
-    fresh process."""
+    """CPU seconds of source tree ``tree``'s DES on ``tasks`` tasks of
+    ``scenario``, in a fresh process, from after its imports and the
+    scenario's load until every series is read."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     out = subprocess.run([sys.executable, "-c", _CHILD, str(Path(scenario).resolve()),
                           str(tasks)], cwd=tree, env=env, capture_output=True, text=True,
@@ -83,13 +99,54 @@ def des_tree(tree: Path, scenario: str, tasks: int) -> float:
     return float(out.stdout.split()[-1])
 
 
+def sim_run_tree(tree: Path, scenario: str, tasks: int) -> float:
+    """CPU seconds (user + system, of the command and every process it
+    started) of ``python -m sim run scenario --tasks tasks --workers 1`` with
+    source tree ``tree``, results written to a temporary folder."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    with tempfile.TemporaryDirectory() as tmp:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([sys.executable, "-m", "sim", "run", str(Path(scenario).resolve()),
+                        "--tasks", str(tasks), "--workers", "1", "--quiet",
+                        "--out", str(Path(tmp) / "out")],
+                       cwd=tree, env=env, capture_output=True, text=True, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def interleaved(measure: Callable[[Path], float], here: Path, base: Path,
+                rounds: int) -> tuple[list[float], list[float]]:
+    """CPU seconds of ``measure`` on each tree, ``rounds`` times, the tree
+    that goes first alternating from round to round (so a change of load
+    falls on both alike): (this tree's, the baseline's)."""
+    mine: list[float] = []
+    theirs: list[float] = []
+    for k in range(rounds):
+        if k % 2:
+            theirs.append(measure(base))
+            mine.append(measure(here))
+        else:
+            mine.append(measure(here))
+            theirs.append(measure(base))
+    return mine, theirs
+
+
+def speedup_line(what: str, mine: list[float], theirs: list[float]) -> str:
+    """The speed-up of this tree over the baseline: median and range of the
+    per-round ratios, and the ratio of each tree's least CPU time."""
+    ratios = [b / a for a, b in zip(mine, theirs, strict=True)]
+    return (f"{what}: {statistics.median(ratios):.3f}x median of {len(ratios)} rounds "
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f}; per round "
+            f"{', '.join(f'{r:.3f}' for r in ratios)}); best CPU {min(mine):.2f} s vs "
+            f"{min(theirs):.2f} s = {min(theirs) / min(mine):.3f}x")
+
+
 def shared(args: argparse.Namespace) -> None:
     """DES tasks/s on the scenario's shared capacity against the direct engine
     (and against a baseline tree's DES, if given)."""
     scenario = load_scenario(args.scenario)
     cell = build_cell(cells_of(scenario)[0])
-    des_rates, direct_rates, ratios, speedups = [], [], [], []
-    here = Path(__file__).resolve().parent.parent
+    des_rates, direct_rates, ratios = [], [], []
     for _ in range(args.rounds):
         start = time.process_time()
         run_tasks(cell, range(args.tasks))
@@ -101,26 +158,36 @@ def shared(args: argparse.Namespace) -> None:
         direct_rates.append(direct)
         des_rates.append(des)
         ratios.append(des / direct)
-        if args.baseline is not None:
-            base = des_tree(args.baseline, args.scenario, args.tasks)
-            speedups.append(des_tree(here, args.scenario, args.tasks) / base)
     median = statistics.median
     print(f"scenario {args.scenario}, {args.tasks} tasks x {args.rounds} rounds, shared capacity")
     print(f"direct engine  {median(direct_rates):>10,.0f} tasks/s (no capacity)")
     print(f"DES engine     {median(des_rates):>10,.0f} tasks/s "
           f"({60 * median(des_rates):,.0f} tasks per CPU minute)")
     print(f"ratio          1/{1 / median(ratios):.2f} (median of per-round ratios)")
-    if speedups:
-        print(f"speed-up over {args.baseline}: {median(speedups):.3f}x (median of per-round "
-              f"ratios {', '.join(f'{r:.3f}' for r in speedups)}); load average "
-              f"{os.getloadavg()[0]:.2f}")
+    if args.baseline is None:
+        return
+    here = Path(__file__).resolve().parent.parent
+    base = args.baseline.resolve()
+    load = os.getloadavg()[0]
+    mine, theirs = interleaved(lambda tree: des_tree(tree, args.scenario, args.tasks),
+                               here, base, args.rounds)
+    print(f"DES in fresh processes: this tree {args.tasks / median(mine):,.0f} tasks/s, "
+          f"{base} {args.tasks / median(theirs):,.0f} tasks/s (medians)")
+    print(speedup_line(f"speed-up over {base}, CPU time", mine, theirs))
+    if args.end_to_end:
+        mine, theirs = interleaved(lambda tree: sim_run_tree(tree, args.scenario, args.tasks),
+                                   here, base, args.rounds)
+        print(speedup_line(f"sim run --tasks {args.tasks} --workers 1, CPU time", mine,
+                           theirs))
+    print(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after")
 
 
 def main() -> None:
     """Measure and print the ratio."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="scenarios/bounded.yaml")
-    parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--tasks", type=int, default=None,
+                        help="default 2,000 (20,000 with --shared)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--rate", type=float, default=600.0,
                         help="Poisson arrivals, tasks per hour (default 600: about 20 "
@@ -129,7 +196,11 @@ def main() -> None:
                         help="the scenario's own DES set-up (default scenarios/capacity.yaml)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="with --shared: a source tree to compare this tree's DES with")
+    parser.add_argument("--end-to-end", action="store_true",
+                        help="with --baseline: also time each tree's 'sim run' of the scenario")
     args = parser.parse_args()
+    if args.tasks is None:
+        args.tasks = 20000 if args.shared else 2000
     if args.shared:
         if args.scenario == "scenarios/bounded.yaml":
             args.scenario = "scenarios/capacity.yaml"

@@ -68,25 +68,32 @@ class Series:
             return
         times, values = self._times, self._values
         value, area, last, peak = self._value, self._area, self._last, self._peak
+        add_time, add_value = times.append, values.append
         for now, delta in log:
-            if now < last:  # a change recorded out of order
-                log.clear()
-                raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
-            area += value * (now - last)
-            same = last == now
-            last = now
-            if delta is None:  # a pulse: peak at value + 1, back to value
-                if value + 1 > peak:
-                    peak = value + 1
-            else:
-                value += delta
-                if value > peak:
-                    peak = value
-            if same:
+            if now != last:  # a new point
+                if now < last:  # a change recorded out of order
+                    log.clear()
+                    raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
+                area += value * (now - last)
+                last = now
+                if delta is None:  # a pulse: peak at value + 1, back to value
+                    if value + 1 > peak:
+                        peak = value + 1
+                else:
+                    value += delta
+                    if value > peak:
+                        peak = value
+                add_time(now)
+                add_value(value)
+            else:  # at the last point's time: no area (it would add 0.0), its value replaced
+                if delta is None:
+                    if value + 1 > peak:
+                        peak = value + 1
+                else:
+                    value += delta
+                    if value > peak:
+                        peak = value
                 values[-1] = value
-            else:
-                times.append(now)
-                values.append(value)
         self._value, self._area, self._last, self._peak = value, area, last, peak
         log.clear()
 
