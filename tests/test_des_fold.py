@@ -1,0 +1,87 @@
+"""The DES folds its time series' logs every few hundred ended tasks
+(sim/engines/des_task.py, ``FOLD_EVERY``; :meth:`Series.fold`) instead of
+once when they are read. Where the folds fall must change nothing: a series
+folded in pieces equals one folded at once and one whose changes are applied
+one by one; a run folding after every few tasks gives the process-per-task
+oracle's results exactly, with and without operators, across seeds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sim.engines import des_task
+from sim.engines.des import DesEngine
+from sim.engines.monitor import Series
+from tests.des_oracle import ProcessEngine
+from tests.test_des_driving import OPERATIONS, TIGHT, outputs
+
+
+def changes(seed: int, n: int) -> list[tuple[float, float | None]]:
+    """``n`` random changes of a count (never below 0) at non-decreasing
+    times, many of them at equal times, with pulses (None) among them."""
+    rng = random.Random(seed)
+    now, value, out = 0.0, 0, []
+    for _ in range(n):
+        if rng.random() < 0.6:
+            now += rng.choice((rng.random() * 10, 0.1, 1.0))
+        delta = rng.choice((1, -1, None)) if value else rng.choice((1, None))
+        value += delta or 0
+        out.append((now, delta))
+    return out
+
+
+def state(series: Series, until: float) -> tuple:
+    return (series.times, series.values, series.peak, series.value, series.integral(until))
+
+
+def applied_one_by_one(log: list[tuple[float, float | None]], until: float) -> tuple:
+    """The step function by definition: the value, the area under it and the
+    peak updated change by change; one point per distinct time."""
+    times, values = [0.0], [0.0]
+    value = area = last = peak = 0.0
+    for now, delta in log:
+        area += value * (now - last)
+        peak = max(peak, value + 1 if delta is None else value + delta)
+        value += delta or 0
+        if now == last:
+            values[-1] = value
+        else:
+            times.append(now)
+            values.append(value)
+        last = now
+    return times, values, peak, value, area + value * (until - last)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_folding_in_pieces_changes_nothing(seed):
+    log = changes(seed, 400)
+    until = log[-1][0] + 5.0
+    whole, pieces = Series("whole"), Series("pieces")
+    rng = random.Random(seed + 100)
+    for change in log:
+        whole.record(change)
+        pieces.record(change)
+        if rng.random() < 0.05:
+            pieces.fold()
+    assert state(pieces, until) == state(whole, until) == applied_one_by_one(log, until)
+
+
+def test_a_change_out_of_order_is_refused_when_folded():
+    s = Series("x")
+    s.record((5.0, 1))
+    s.fold()
+    s.record((4.0, -1))
+    with pytest.raises(ValueError, match="x: time went backwards"):
+        s.fold()
+
+
+@pytest.mark.parametrize("seed", [12, 13])
+def test_folding_every_few_tasks_gives_the_oracles_results(seed, monkeypatch):
+    """Folds after every 7 ended tasks, mid-run and at equal times, with
+    operators pausing and cancelling, and on capacity.yaml as shipped."""
+    monkeypatch.setattr(des_task, "FOLD_EVERY", 7)
+    for overrides, tasks in (([*TIGHT, OPERATIONS], 120), ([], 150)):
+        assert outputs(DesEngine, overrides, tasks, seed) == outputs(ProcessEngine, overrides,
+                                                                     tasks, seed)
