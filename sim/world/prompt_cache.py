@@ -13,6 +13,8 @@ from sim.harness.messages import Message, Usage
 from sim.world.streams import Draws
 from sim.world.world import World
 
+_new = object.__new__
+
 
 class PromptCache:
     """The cache entry of one run: ``history`` (the message list the last
@@ -61,6 +63,13 @@ class PromptCache:
         self.history = request.messages
         self.tokens = prompt
         self.expires_s = now + ttl_s
+        # Usage(0, output, read, prompt - read, thinking) if writes, else
+        # Usage(prompt - read, output, read, 0, thinking): field by field (a
+        # dataclass's __init__ is a slow call in CPython 3.11)
+        usage: Usage = _new(Usage)
+        usage.output_tokens, usage.cache_read_tokens, usage.thinking_tokens = output, read, thinking
         if writes:
-            return Usage(0, output, read, prompt - read, thinking)
-        return Usage(prompt - read, output, read, 0, thinking)
+            usage.input_tokens, usage.cache_write_tokens = 0, prompt - read
+        else:
+            usage.input_tokens, usage.cache_write_tokens = prompt - read, 0
+        return usage

@@ -287,15 +287,15 @@ class SimulatedTask(TaskSizes):
                 cache = self.cache = PromptCache()
             usage = cache.usage(w, self.sizes, request, now, output, thinking,
                                 w.cache_ttl_s if ttl is None else ttl, ttl is not None)
-            return ModelResponse(content, usage, stop, latency, request.model)
-        # ModelResponse(content, Usage(prompt, output, 0, 0, thinking), stop, latency, model),
-        # field by field (a dataclass's __init__ is a slow call in CPython 3.11)
-        uncached: Usage = _new(Usage)
-        uncached.input_tokens, uncached.output_tokens, uncached.thinking_tokens = (
-            request.prompt_tokens, output, thinking)
-        uncached.cache_read_tokens = uncached.cache_write_tokens = 0
+        else:  # Usage(prompt, output, 0, 0, thinking), field by field
+            usage = _new(Usage)
+            usage.input_tokens, usage.output_tokens, usage.thinking_tokens = (
+                request.prompt_tokens, output, thinking)
+            usage.cache_read_tokens = usage.cache_write_tokens = 0
+        # ModelResponse(content, usage, stop, latency, model), field by field (a
+        # dataclass's __init__ is a slow call in CPython 3.11)
         reply: ModelResponse = _new(ModelResponse)
-        reply.content, reply.usage, reply.stop_reason = content, uncached, stop
+        reply.content, reply.usage, reply.stop_reason = content, usage, stop
         reply.latency_s, reply.model = latency, request.model
         return reply
 
