@@ -43,7 +43,12 @@ fixed costs (imports, report.html, the results files, about 2.5 CPU-s) are
 the same in both trees. Instructions per task 1,738,987 vs 3,291,712
 (1.893x), so CPU time still gains less than the count; cachegrind at 1,500
 tasks finds no cache behind it (D1 miss rate 2.7% vs 2.9%, I1 1.47% vs
-1.59%, last-level misses near zero in both).
+1.59%, last-level misses near zero in both). After the prompt-cached reply
+was built field by field (1,721,222 instructions per task, 1.912x), 5 more
+rounds at load 1.6 before and 3.7 after: 1.900x median (per round 1.900,
+1.942, 2.016, 1.814, 1.782; best 7.83 s vs 14.21 s, 1.814x), ``sim run``
+1.609x: at that load each round moves by 10%, so compare medians of 5 or
+more rounds.
 """
 
 from __future__ import annotations
