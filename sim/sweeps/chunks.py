@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,9 @@ from sim.sweeps.uninterrupted import held_ctrl_c
 
 CHUNK_TASKS = 2_000
 """The most tasks of a direct cell in one chunk (a fraction of a second of work)."""
+HELD_CHUNKS = 4
+"""A chunk kept on disk whose turn to be written is at most this many chunks
+away when it arrives is also held in memory until then, not read back."""
 MIN_CHUNK_TASKS = 50
 
 
@@ -128,18 +132,28 @@ def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job],
 TRACE_TABLES = ("runs", "calls")
 """The side tables of a traced chunk, in the order of their files
 (:data:`sim.traces.model.RUNS_FILE`, :data:`~sim.traces.model.CALLS_FILE`)."""
+DISTINCT_COLUMNS = {"runs": ("run_id", "task_id", "duration_s"),
+                    "calls": ("started_s", "tool_calls.list.element.duration_s")}
+"""The columns of the side tables whose values are nearly all distinct
+(ids, times on a continuous clock): written to Parquet without a dictionary,
+which would be built and abandoned page by page (the values are the same)."""
 
 
 def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
-              progress_file: str | None = None
-              ) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]:
+              progress_file: str | None = None, keep: str | None = None
+              ) -> tuple[pa.Table | None, dict[str, Any] | None, dict[str, pa.Table] | None]:
     """Run one chunk (in a worker): its records as Arrow columns; for a DES
     cell its extras (``capacity``: the measurements; ``series``: the resampled
     time series as ``[[name, bin start times, values], ...]`` in the engine's
     order); with ``traces`` (the name recorded as each run's ``file``) its runs
     in the trace model as the ``runs`` and ``calls`` tables. A DES cell with
     ``progress_file`` counts its finished tasks there as it runs
-    (:class:`TaskCounter`)."""
+    (:class:`TaskCounter`). With ``keep`` (the chunk's file in the store, on
+    this machine) a traced chunk without extras is written there by the
+    worker (:func:`~sim.output.chunks.write_chunk`: atomically) and
+    :data:`KEPT` returned, so its tables never travel to the parent; if that
+    write fails, the tables are returned (the parent keeps them, or says
+    why it cannot)."""
     from sim.sweeps.cells import RunTracer, traced_tables
 
     tracer = None if traces is None else RunTracer()
@@ -162,7 +176,19 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
         }
     tables = traced_tables(tracer, cell, records, traces)
     side = None if tables is None else dict(zip(TRACE_TABLES, tables, strict=True))
-    return records_table(records), extras, side
+    table = records_table(records)
+    if keep is not None and side is not None and extras is None:
+        from sim.bad_input import InputError
+        from sim.output.chunks import write_chunk
+
+        with contextlib.suppress(OSError, InputError):  # (a full disk: the parent says so)
+            write_chunk(Path(keep), table, side)
+            return KEPT
+    return table, extras, side
+
+
+KEPT = (None, None, None)
+"""What :func:`run_chunk` returns for a chunk the worker kept in the store itself."""
 
 
 def series_of(extras: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -204,27 +230,39 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
     counting = {j.key: store.folder / f"{j.key}.count" for j in missing if j.des and progress}
     watch = ChunkProgress(bar, counting)
     written = 0
+    # chunks kept on disk and still in memory (received from a worker, due
+    # soon): handed to the sink from here rather than read back from the store
+    hold, order = isinstance(store, ChunkStore), {j.key: n for n, j in enumerate(jobs)}
+    held: dict[str, tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]] = {}
 
     def drain() -> None:
         nonlocal written
         while written < len(jobs) and jobs[written].key in done:
             job = jobs[written]
-            table, extras = store.get(job.key)
-            side = None if traces is None else store.sides(job.key)
-            sink(job, table, extras, side)
+            table, extras, side = held.pop(job.key) if job.key in held else store.take(job.key)
+            sink(job, table, extras, None if traces is None else side)
             written += 1
 
     try:
         drain()
+        # traced chunks of direct cells are kept by the workers themselves when
+        # they write to this machine's disk (not pickled to the parent and back)
+        keep_at = (store.chunk_path if traces is not None and isinstance(store, ChunkStore)
+                   and getattr(scheduler, "shares_disk", False) else None)
         work = [(runs[j.cell], cells[j.cell], j, traces,
-                 str(counting[j.key]) if j.key in counting else None) for j in missing]
+                 str(counting[j.key]) if j.key in counting else None,
+                 str(keep_at(j.key)) if keep_at is not None and not j.des else None)
+                for j in missing]
         watch.start()
         finished = scheduler.run(run_chunk, work)
         try:
             for i, (table, extras, side) in finished:
                 job = missing[i]
-                with held_ctrl_c():  # no temporary file left by a Ctrl-C
-                    store.put(job.key, table, extras, side)
+                if table is not None:  # (None: the worker kept the chunk itself)
+                    with held_ctrl_c():  # no temporary file left by a Ctrl-C
+                        store.put(job.key, table, extras, side)
+                    if hold and order[job.key] < written + HELD_CHUNKS:
+                        held[job.key] = (table, extras, side or {})
                 done.add(job.key)
                 watch.finished(job)
                 drain()
@@ -317,7 +355,8 @@ def _run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: A
                                                   ("calls", CALLS_FILE, CALLS_SCHEMA)):
                 path = store.folder / file_name
                 with held_ctrl_c():
-                    side_streams[table_name] = files.enter_context(ParquetStream(path, schema))
+                    side_streams[table_name] = files.enter_context(
+                        ParquetStream(path, schema, plain=DISTINCT_COLUMNS[table_name]))
                 result.traces[file_name] = path
 
         def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None,
