@@ -36,6 +36,25 @@ Measured 2026-12-02 (session 6; 3 rounds each, CPU ratio, load average):
   The merged tree without it: **1.55x CPU, 1.51x wall** (plain 15.68 CPU-s,
   traced 24.27; parent 2.12 and 3.43), peak RSS 332 MiB against 272 plain.
   The 1.5x bar is not met in CPU time.
+
+Session 7 (2026-12-02), 4c6b0b4: local workers keep their traced chunks in the
+store themselves (no pickling of the tables to the parent, no write there), the
+parent reads each chunk once (or hands it over from memory when it is due), and
+the side tables' nearly distinct columns get no Parquet dictionary. Trees run
+interleaved (``/tmp/trc/ab.py``-style: base 12f5404 and this one, plain and
+traced, each round), median CPU-s: 100k tasks, 2 workers, 3 rounds, load
+2.3-3.6: 12f5404 1.73x (plain 16.97, traced 29.41; parent 2.13 and 3.92), this
+tree 1.47x (plain 17.75, traced 26.09; parent 2.21 and 2.87). 20k tasks, 1
+worker, 5 rounds, load 2.8-3.1: 12f5404 1.44x (4.56, 6.55), this tree 1.37x
+(4.58, 6.27). This script alone at 100k/2 workers (load 1.2-2.6): 1.46x CPU,
+1.40x wall (plain 16.77, traced 24.55; parent 2.15 and 2.84), peak RSS 310 MiB
+against 287 plain. Per process (100k/2 workers, load 2.5-3.0): the workers'
+CPU outside the chunk function (pickling, sending) 0.15 s against 1.0; their
+minor page faults 62-95k against 297-333k. In one process the recording is
+still ~220k instructions per task on the plain ~1.02M (callgrind, 100 and 300
+tasks) and ~47 us of ~120 (its extra branch mispredictions, ~7k per task in
+valgrind's model, weigh more than its instructions); building a chunk's
+tables ~12-15 us per task.
 """
 
 from __future__ import annotations
