@@ -13,7 +13,9 @@ records depend only on its tasks, and the results file only on the records).
 A chunk is one file, ``<key>.arrow``: its records and side tables as Arrow
 IPC streams laid end to end, then a trailer (their byte lengths, their count
 and a magic string), written to a temporary file and renamed into place, so
-after a kill a chunk is whole or absent. (A DES cell's extras are a JSON file
+after a kill a chunk is whole or absent (a worker on this machine may write
+its chunk's file itself, :func:`write_chunk`, the same way; a temporary file a
+kill left is removed on resume). (A DES cell's extras are a JSON file
 written before it.) The file is not fsynced: a kill leaves the page cache
 with the kernel, and what a power loss could cut short is caught on resume.
 

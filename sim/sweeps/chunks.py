@@ -7,13 +7,18 @@ simulation, so it runs in one process; independent DES cells, such as the
 replications of a sweep over ``seed``, run side by side). A scheduler
 (:mod:`sim.sweeps.schedulers`) runs the chunks in this process, on local worker
 processes or on Dask; each worker sends back its chunk as Arrow columns
-(:mod:`sim.output.table`), never record objects.
+(:mod:`sim.output.table`), never record objects. A traced chunk of a direct
+cell on this machine's worker processes is instead kept in the store by the
+worker itself (its tables are large: they are not pickled to the parent and
+written again there).
 
 :func:`run_chunks` keeps every finished chunk in a store
 (:class:`~sim.output.chunks.Store`: on disk, or in memory for the Python API)
 as it arrives, then hands the chunks to a sink in plan order (cells in order,
-tasks by index), reading each back from the store, so the parent
-holds no more than one chunk whatever the order chunks finish in. The
+tasks by index), reading each back from the store once (a chunk received
+when its turn is at most :data:`HELD_CHUNKS` away is handed over from
+memory), so the parent holds a few chunks at most whatever the order chunks
+finish in. The
 records therefore reach the sink identically for any scheduler, worker count
 or resumption; a sweep stopped by Ctrl-C, a SIGKILL or a lost worker keeps
 its finished chunks, and run again with ``resume`` runs only the missing ones.
