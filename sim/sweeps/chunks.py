@@ -15,10 +15,9 @@ written again there).
 :func:`run_chunks` keeps every finished chunk in a store
 (:class:`~sim.output.chunks.Store`: on disk, or in memory for the Python API)
 as it arrives, then hands the chunks to a sink in plan order (cells in order,
-tasks by index), reading each back from the store once (a chunk received
-when its turn is at most :data:`HELD_CHUNKS` away is handed over from
-memory), so the parent holds a few chunks at most whatever the order chunks
-finish in. The
+tasks by index), reading each back from the store once or handing it over
+from memory when its turn is near (:mod:`sim.sweeps.handover`), so the parent
+holds a few chunks at most whatever the order chunks finish in. The
 records therefore reach the sink identically for any scheduler, worker count
 or resumption; a sweep stopped by Ctrl-C, a SIGKILL or a lost worker keeps
 its finished chunks, and run again with ``resume`` runs only the missing ones.
@@ -53,15 +52,13 @@ from sim.output.chunks import ChunkStore, Store
 from sim.output.progress import progress_bar
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.sweeps.cells import CellRun, build_cell
+from sim.sweeps.handover import Handover, worker_files
 from sim.sweeps.progress import ChunkProgress, TaskCounter
 from sim.sweeps.schedulers import LostWorker
 from sim.sweeps.uninterrupted import held_ctrl_c
 
 CHUNK_TASKS = 2_000
 """The most tasks of a direct cell in one chunk (a fraction of a second of work)."""
-HELD_CHUNKS = 4
-"""A chunk kept on disk whose turn to be written is at most this many chunks
-away when it arrives is also held in memory until then, not read back."""
 MIN_CHUNK_TASKS = 50
 
 
@@ -234,43 +231,20 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
                            desc="simulating", mininterval=0.25, smoothing=0.1)
     counting = {j.key: store.folder / f"{j.key}.count" for j in missing if j.des and progress}
     watch = ChunkProgress(bar, counting)
-    written = 0
-    # chunks kept on disk and still in memory (received from a worker, due
-    # soon): handed to the sink from here rather than read back from the store
-    hold, order = isinstance(store, ChunkStore), {j.key: n for n, j in enumerate(jobs)}
-    held: dict[str, tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]] = {}
-
-    def drain() -> None:
-        nonlocal written
-        while written < len(jobs) and jobs[written].key in done:
-            job = jobs[written]
-            table, extras, side = held.pop(job.key) if job.key in held else store.take(job.key)
-            sink(job, table, extras, None if traces is None else side)
-            written += 1
-
+    handover = Handover(jobs, store, sink, traces, done)
+    kept_by_worker = worker_files(store, scheduler, traces)
     try:
-        drain()
-        # traced chunks of direct cells are kept by the workers themselves when
-        # they write to this machine's disk (not pickled to the parent and back)
-        keep_at = (store.chunk_path if traces is not None and isinstance(store, ChunkStore)
-                   and getattr(scheduler, "shares_disk", False) else None)
+        handover.drain()
         work = [(runs[j.cell], cells[j.cell], j, traces,
-                 str(counting[j.key]) if j.key in counting else None,
-                 str(keep_at(j.key)) if keep_at is not None and not j.des else None)
+                 str(counting[j.key]) if j.key in counting else None, kept_by_worker(j))
                 for j in missing]
         watch.start()
         finished = scheduler.run(run_chunk, work)
         try:
             for i, (table, extras, side) in finished:
-                job = missing[i]
-                if table is not None:  # (None: the worker kept the chunk itself)
-                    with held_ctrl_c():  # no temporary file left by a Ctrl-C
-                        store.put(job.key, table, extras, side)
-                    if hold and order[job.key] < written + HELD_CHUNKS:
-                        held[job.key] = (table, extras, side or {})
-                done.add(job.key)
-                watch.finished(job)
-                drain()
+                handover.keep(missing[i], table, extras, side)
+                watch.finished(missing[i])
+                handover.drain()
         finally:
             finished.close()  # stops the workers when the sweep stops early
     except KeyboardInterrupt:
