@@ -13,7 +13,9 @@ records depend only on its tasks, and the results file only on the records).
 A chunk is one file, ``<key>.arrow``: its records and side tables as Arrow
 IPC streams laid end to end, then a trailer (their byte lengths, their count
 and a magic string), written to a temporary file and renamed into place, so
-after a kill a chunk is whole or absent. (A DES cell's extras are a JSON file
+after a kill a chunk is whole or absent (a worker on this machine may write
+its chunk's file itself, :func:`write_chunk`, the same way; a temporary file a
+kill left is removed on resume). (A DES cell's extras are a JSON file
 written before it.) The file is not fsynced: a kill leaves the page cache
 with the kernel, and what a power loss could cut short is caught on resume.
 
@@ -74,6 +76,8 @@ class Store(Protocol):
 
     def sides(self, key: str) -> dict[str, pa.Table]: ...
 
+    def take(self, key: str) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table]]: ...
+
 
 def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
@@ -111,6 +115,8 @@ class ChunkStore:
         """Remove every kept chunk that cannot be read back whole (a truncated
         or corrupt file: a full disk, a copy cut short, a bad sector), so it
         is computed again; return their keys."""
+        for leftover in self.folder.glob(f".*{_TABLE}.*.tmp"):  # a write a kill cut short
+            leftover.unlink(missing_ok=True)
         dropped = []
         for key in sorted(self.keys()):
             files = [p for p in self.folder.iterdir() if p.name.startswith(f"{key}.")]
@@ -144,6 +150,11 @@ class ChunkStore:
         """Whether chunk ``key`` is kept."""
         return (self.folder / f"{key}{_TABLE}").is_file()
 
+    def chunk_path(self, key: str) -> Path:
+        """The file of chunk ``key``: a worker on this machine may keep a chunk
+        without extras itself, with :func:`write_chunk` there."""
+        return self.folder / f"{key}{_TABLE}"
+
     def put(self, key: str, table: pa.Table, extras: dict[str, Any] | None = None,
             side: dict[str, pa.Table] | None = None) -> None:
         """Keep chunk ``key``: its extras first, then one file holding its
@@ -153,19 +164,26 @@ class ChunkStore:
         if extras is not None:  # NaN allowed: a measurement may be undefined
             write_atomic(self.folder / f"{key}{_EXTRAS}", json.dumps(
                 extras, sort_keys=True, allow_nan=True, default=_plain).encode("utf-8"))
-        _write_chunk(self.folder / f"{key}{_TABLE}", table, side or {})
+        write_chunk(self.folder / f"{key}{_TABLE}", table, side or {})
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
         """Chunk ``key``'s records and extras (None without)."""
-        table = _read_chunk(self.folder / f"{key}{_TABLE}")[0]
-        extras_path = self.folder / f"{key}{_EXTRAS}"
-        extras = (json.loads(extras_path.read_text(encoding="utf-8"))
-                  if extras_path.is_file() else None)
-        return table, extras
+        return _read_chunk(self.folder / f"{key}{_TABLE}")[0], self._extras(key)
+
+    def _extras(self, key: str) -> dict[str, Any] | None:
+        """Chunk ``key``'s extras (None without)."""
+        path = self.folder / f"{key}{_EXTRAS}"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     def sides(self, key: str) -> dict[str, pa.Table]:
         """Chunk ``key``'s side tables by name."""
         return _read_chunk(self.folder / f"{key}{_TABLE}")[1]
+
+    def take(self, key: str) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table]]:
+        """Chunk ``key``'s records, extras (None without) and side tables by
+        name, from one read of its file."""
+        table, side = _read_chunk(self.folder / f"{key}{_TABLE}")
+        return table, self._extras(key), side
 
     def remove(self) -> None:
         """Delete the folder (the sweep finished and its results are written)."""
@@ -207,12 +225,17 @@ class MemoryStore:
         """Chunk ``key``'s side tables by name."""
         return self._chunks[key][2]
 
+    def take(self, key: str) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table]]:
+        """Chunk ``key``'s records, extras and side tables, handed over (see :meth:`get`)."""
+        table, extras = self.get(key)
+        return table, extras, self._chunks[key][2]
+
     def remove(self) -> None:
         """Drop every chunk."""
         self._chunks.clear()
 
 
-def _write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None:
+def write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None:
     """Write ``table`` and ``side`` (in the order of their names) to ``path``
     as one chunk file (see the module): IPC streams end to end, then the side
     tables' names (JSON), each stream's length, the counts and the magic;

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -39,7 +39,11 @@ class ParquetStream:
 
     def __init__(self, path: str | os.PathLike, schema: pa.Schema, *,
                  metadata: Mapping[str, Any] | Mapping[bytes, Any] | None = None,
-                 row_group_rows: int = ROW_GROUP_ROWS) -> None:
+                 row_group_rows: int = ROW_GROUP_ROWS, plain: Sequence[str] = ()) -> None:
+        """``plain``: the columns (Parquet paths, e.g. ``started_s`` or
+        ``tool_calls.list.element.duration_s``) written without a dictionary
+        (values nearly all distinct, where one would be tried and given up
+        per page); every other column gets one."""
         if row_group_rows < 1:
             raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
         self.path = Path(path)
@@ -54,7 +58,8 @@ class ParquetStream:
             self._handle = handle = os.fdopen(fd, "wb")
             self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
                 self._handle, self._schema, compression=COMPRESSION,
-                compression_level=COMPRESSION_LEVEL, version="2.6")
+                compression_level=COMPRESSION_LEVEL, version="2.6",
+                use_dictionary=dictionary_columns(schema, plain) if plain else True)
         except BaseException:
             if handle is None:
                 os.close(fd)
@@ -128,6 +133,31 @@ class ParquetStream:
             self.abort()
         elif self._writer is not None:
             self.close()
+
+
+def dictionary_columns(schema: pa.Schema, plain: Sequence[str]) -> list[str]:
+    """The Parquet paths of ``schema``'s leaf columns (a list's items under
+    ``NAME.list.element``, a struct's fields under ``NAME.FIELD``), but those in
+    ``plain`` (a name there that is no column of ``schema`` is a ValueError)."""
+    paths = [path for field in schema for path in _leaves(field.name, field.type)]
+    unknown = set(plain) - set(paths)
+    if unknown:
+        raise ValueError(f"no such columns: {sorted(unknown)}")
+    return [path for path in paths if path not in plain]
+
+
+def _leaves(path: str, kind: pa.DataType) -> Iterator[str]:
+    """The Parquet paths of the leaf columns of a column ``path`` of type ``kind``."""
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        yield from _leaves(f"{path}.list.element", kind.value_type)
+    elif pa.types.is_struct(kind):
+        for field in kind:
+            yield from _leaves(f"{path}.{field.name}", field.type)
+    elif pa.types.is_map(kind):
+        yield from _leaves(f"{path}.key_value.key", kind.key_type)
+        yield from _leaves(f"{path}.key_value.value", kind.item_type)
+    else:
+        yield path
 
 
 def fsync_dir(directory: Path) -> None:

@@ -7,13 +7,17 @@ simulation, so it runs in one process; independent DES cells, such as the
 replications of a sweep over ``seed``, run side by side). A scheduler
 (:mod:`sim.sweeps.schedulers`) runs the chunks in this process, on local worker
 processes or on Dask; each worker sends back its chunk as Arrow columns
-(:mod:`sim.output.table`), never record objects.
+(:mod:`sim.output.table`), never record objects. A traced chunk of a direct
+cell on this machine's worker processes is instead kept in the store by the
+worker itself (its tables are large: they are not pickled to the parent and
+written again there).
 
 :func:`run_chunks` keeps every finished chunk in a store
 (:class:`~sim.output.chunks.Store`: on disk, or in memory for the Python API)
 as it arrives, then hands the chunks to a sink in plan order (cells in order,
-tasks by index), reading each back from the store, so the parent
-holds no more than one chunk whatever the order chunks finish in. The
+tasks by index), reading each back from the store once or handing it over
+from memory when its turn is near (:mod:`sim.sweeps.handover`), so the parent
+holds a few chunks at most whatever the order chunks finish in. The
 records therefore reach the sink identically for any scheduler, worker count
 or resumption; a sweep stopped by Ctrl-C, a SIGKILL or a lost worker keeps
 its finished chunks, and run again with ``resume`` runs only the missing ones.
@@ -36,6 +40,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +52,7 @@ from sim.output.chunks import ChunkStore, Store
 from sim.output.progress import progress_bar
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.sweeps.cells import CellRun, build_cell
+from sim.sweeps.handover import Handover, worker_files
 from sim.sweeps.progress import ChunkProgress, TaskCounter
 from sim.sweeps.schedulers import LostWorker
 from sim.sweeps.uninterrupted import held_ctrl_c
@@ -128,18 +134,28 @@ def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job],
 TRACE_TABLES = ("runs", "calls")
 """The side tables of a traced chunk, in the order of their files
 (:data:`sim.traces.model.RUNS_FILE`, :data:`~sim.traces.model.CALLS_FILE`)."""
+DISTINCT_COLUMNS = {"runs": ("run_id", "task_id", "duration_s"),
+                    "calls": ("started_s", "tool_calls.list.element.duration_s")}
+"""The columns of the side tables whose values are nearly all distinct
+(ids, times on a continuous clock): written to Parquet without a dictionary,
+which would be built and abandoned page by page (the values are the same)."""
 
 
 def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
-              progress_file: str | None = None
-              ) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table] | None]:
+              progress_file: str | None = None, keep: str | None = None
+              ) -> tuple[pa.Table | None, dict[str, Any] | None, dict[str, pa.Table] | None]:
     """Run one chunk (in a worker): its records as Arrow columns; for a DES
     cell its extras (``capacity``: the measurements; ``series``: the resampled
     time series as ``[[name, bin start times, values], ...]`` in the engine's
     order); with ``traces`` (the name recorded as each run's ``file``) its runs
     in the trace model as the ``runs`` and ``calls`` tables. A DES cell with
     ``progress_file`` counts its finished tasks there as it runs
-    (:class:`TaskCounter`)."""
+    (:class:`TaskCounter`). With ``keep`` (the chunk's file in the store, on
+    this machine) a traced chunk without extras is written there by the
+    worker (:func:`~sim.output.chunks.write_chunk`: atomically) and
+    :data:`KEPT` returned, so its tables never travel to the parent; if that
+    write fails, the tables are returned (the parent keeps them, or says
+    why it cannot)."""
     from sim.sweeps.cells import RunTracer, traced_tables
 
     tracer = None if traces is None else RunTracer()
@@ -162,7 +178,19 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
         }
     tables = traced_tables(tracer, cell, records, traces)
     side = None if tables is None else dict(zip(TRACE_TABLES, tables, strict=True))
-    return records_table(records), extras, side
+    table = records_table(records)
+    if keep is not None and side is not None and extras is None:
+        from sim.bad_input import InputError
+        from sim.output.chunks import write_chunk
+
+        with contextlib.suppress(OSError, InputError):  # (a full disk: the parent says so)
+            write_chunk(Path(keep), table, side)
+            return KEPT
+    return table, extras, side
+
+
+KEPT = (None, None, None)
+"""What :func:`run_chunk` returns for a chunk the worker kept in the store itself."""
 
 
 def series_of(extras: dict[str, Any]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -203,31 +231,20 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
                            desc="simulating", mininterval=0.25, smoothing=0.1)
     counting = {j.key: store.folder / f"{j.key}.count" for j in missing if j.des and progress}
     watch = ChunkProgress(bar, counting)
-    written = 0
-
-    def drain() -> None:
-        nonlocal written
-        while written < len(jobs) and jobs[written].key in done:
-            job = jobs[written]
-            table, extras = store.get(job.key)
-            side = None if traces is None else store.sides(job.key)
-            sink(job, table, extras, side)
-            written += 1
-
+    handover = Handover(jobs, store, sink, traces, done)
+    kept_by_worker = worker_files(store, scheduler, traces)
     try:
-        drain()
+        handover.drain()
         work = [(runs[j.cell], cells[j.cell], j, traces,
-                 str(counting[j.key]) if j.key in counting else None) for j in missing]
+                 str(counting[j.key]) if j.key in counting else None, kept_by_worker(j))
+                for j in missing]
         watch.start()
         finished = scheduler.run(run_chunk, work)
         try:
             for i, (table, extras, side) in finished:
-                job = missing[i]
-                with held_ctrl_c():  # no temporary file left by a Ctrl-C
-                    store.put(job.key, table, extras, side)
-                done.add(job.key)
-                watch.finished(job)
-                drain()
+                handover.keep(missing[i], table, extras, side)
+                watch.finished(missing[i])
+                handover.drain()
         finally:
             finished.close()  # stops the workers when the sweep stops early
     except KeyboardInterrupt:
@@ -317,7 +334,8 @@ def _run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: A
                                                   ("calls", CALLS_FILE, CALLS_SCHEMA)):
                 path = store.folder / file_name
                 with held_ctrl_c():
-                    side_streams[table_name] = files.enter_context(ParquetStream(path, schema))
+                    side_streams[table_name] = files.enter_context(
+                        ParquetStream(path, schema, plain=DISTINCT_COLUMNS[table_name]))
                 result.traces[file_name] = path
 
         def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None,

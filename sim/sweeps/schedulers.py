@@ -81,7 +81,10 @@ def _start_worker(parent: int) -> None:
 
 
 class LocalPool:
-    """Forked worker processes; results as they finish (see the module)."""
+    """Forked worker processes; results as they finish (see the module).
+    They write to this machine's disk (``shares_disk``)."""
+
+    shares_disk = True
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
