@@ -29,6 +29,7 @@ HELD_CHUNKS = 4
 """A chunk kept on disk whose turn to be written is at most this many chunks
 away when it arrives is also held in memory until then, not read back."""
 
+
 class Handover:
     """The chunks of ``jobs`` (in plan order) to ``sink``, with their side
     tables when ``traces``; ``done`` holds the keys of the chunks kept so far
