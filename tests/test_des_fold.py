@@ -33,7 +33,8 @@ def changes(seed: int, n: int) -> list[tuple[float, float | None]]:
 
 
 def state(series: Series, until: float) -> tuple:
-    return (series.times, series.values, series.peak, series.value, series.integral(until))
+    return (list(series.times), list(series.values), series.peak, series.value,
+            series.integral(until))
 
 
 def applied_one_by_one(log: list[tuple[float, float | None]], until: float) -> tuple:
