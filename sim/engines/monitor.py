@@ -86,23 +86,20 @@ class Series:
                     raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
                 area += value * (now - last)
                 last = now
-                if delta is None:  # a pulse: peak at value + 1, back to value
-                    if value + 1 > peak:
-                        peak = value + 1
-                else:
-                    value += delta
-                    if value > peak:
-                        peak = value
+                new = True
+            else:  # at the last point's time: no area (it would add 0.0), its value replaced
+                new = False
+            if delta is None:  # a pulse: peak at value + 1, back to value
+                if value + 1 > peak:
+                    peak = value + 1
+            else:
+                value += delta
+                if value > peak:
+                    peak = value
+            if new:
                 add_time(now)
                 add_value(value)
-            else:  # at the last point's time: no area (it would add 0.0), its value replaced
-                if delta is None:
-                    if value + 1 > peak:
-                        peak = value + 1
-                else:
-                    value += delta
-                    if value > peak:
-                        peak = value
+            else:
                 values[-1] = value
         self._times.fromlist(times)
         self._values.fromlist(values)
