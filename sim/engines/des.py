@@ -96,7 +96,6 @@ class DesEngine:
         # tasks of each tenant holding a sandbox (running), as "running:<tenant>"
         self.running = {t.name: Series(f"running:{t.name}") for t in des.tenants}
         self.series.update((s.name, s) for s in self.running.values())
-        self.series_list = list(self.series.values())
         self.ended = 0  # tasks ended so far
         self.paused: set[str] = set()
         self.resumed = self.env.event()

@@ -345,7 +345,7 @@ class TaskRun:
             queue_s=waits[0], model_wait_s=waits[1], resumptions=self.resumptions)
         engine.ended += 1
         if not engine.ended % FOLD_EVERY:  # keep the series' logs small (Series.fold)
-            for series in engine.series_list:
+            for series in engine.series.values():
                 series.fold()
         if engine.on_task_end is not None:
             engine.on_task_end()
