@@ -45,11 +45,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import simpy
 from simpy.events import NORMAL, Event
 
 from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
+from sim.engines.des_clock import Clock
 from sim.engines.des_params import DesParams
 from sim.engines.des_result import DesResult
 from sim.engines.des_task import TaskRun, at_once
@@ -76,7 +76,7 @@ class DesEngine:
         self.on_task_end = on_task_end  # called as each task ends (progress)
         self.des = des
         self.arrivals = arrivals
-        self.env = simpy.Environment()
+        self.env = Clock()
         cap = des.capacity
         # without operators, the pools leave out the events that change nothing
         elide = not des.operations
@@ -125,7 +125,7 @@ class DesEngine:
         paused = gc.isenabled()
         gc.disable()
         try:
-            self.env.run()
+            self.env.run_all()
         finally:
             if paused:
                 gc.enable()

@@ -28,13 +28,14 @@ Units: seconds throughout.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from simpy.events import NORMAL, Event
 
 from sim.engines.perform import EFFECTS
 from sim.engines.tenant_budget import refusal
-from sim.harness.effects import Checkpoint, ModelRequest, Result
+from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
 from sim.harness.loop import Loop, cancel
 from sim.harness.state import RESUMABLE, new_state, park, request_abort, resume
 from sim.task_record import make_record
@@ -68,7 +69,7 @@ class TaskRun:
         "engine", "env", "arrival", "index", "alive", "streams", "task", "params", "state",
         "waits", "start_s", "wrap", "resumptions", "asked", "sandbox_asked", "held", "begun",
         "send", "plan", "ledger", "effect", "kind", "began", "slot", "result", "counted",
-        "tick", "due", "pending", "target", "waiting", "mode", "parked_at")
+        "tick", "due", "pending", "target", "waiting", "mode", "parked_at", "go", "done")
     effect: Any  # the effect waiting to be performed (parked, queued)
     began: float  # when the effect in flight began (seconds)
     result: Any  # the answer the harness gets when the wait ends
@@ -83,6 +84,10 @@ class TaskRun:
         self.index = arrival.index
         self.alive = True
         self.tick: Event | None = None  # the task's timer (a Timeout, rescheduled)
+        # the timer's two commonest callbacks, bound once (not at each step);
+        # end() drops them, so no reference cycle outlives the task
+        self.go: Callable[[Event | None], None] | None = self.advance
+        self.done: Callable[[Event], None] | None = self.answered
         self.target: Event | None = None  # the event waited for (other than the timer)
         self.mode = -1
 
@@ -97,13 +102,14 @@ class TaskRun:
         ``env.timeout(seconds)`` would; the clock will read :attr:`due` then
         (the same sum SimPy makes)."""
         tick = self.tick
+        due = self.due = now + seconds
         if tick is None:
             tick = self.tick = self.env.timeout(seconds)
             tick.callbacks.append(callback)  # type: ignore[union-attr]
-        else:  # processed: schedule it again
+        else:  # processed: schedule it again (env.schedule, written out)
             tick.callbacks = [callback]
-            self.env.schedule(tick, NORMAL, seconds)
-        self.due = now + seconds
+            clock = self.env
+            heappush(clock.queue, (due, NORMAL, next(clock.ids), tick))
         self.mode = mode  # on its own timer: cancel finds the tick
 
     # ----------------------------------------------------- start, capacity
@@ -206,6 +212,8 @@ class TaskRun:
         the clock reads :attr:`due` throughout. The callback of a timed wait
         (a tool call, a backoff, a verification) that needs nothing undone."""
         send, ledger, engine = self.send, self.ledger, self.engine
+        clock = self.env
+        queue, ids = clock.queue, clock.ids
         result, now, effect = self.result, self.due, self.pending
         while True:
             if effect is None:
@@ -240,29 +248,32 @@ class TaskRun:
                     self._wait(slot, self.got_slot, QUEUED)
                     return
                 result, seconds = engine.gateway.answer(effect, self.task, now, None, now)
-                wake, mode = self.answered, MODEL
+                wake, mode = self.done, MODEL
             else:
                 respond, seconds_of, counted = self.plan[kind]
                 result = respond(self.task, effect, now)
-                seconds = seconds_of(effect, result)
-                if counted is not None and seconds is not None:  # counted while it lasts
-                    counted.record((now, 1))
-                    self.counted = counted
-                    self.result = result
-                    self._sleep(seconds, self.released, HELD, now)
-                    return
-                wake, mode = self.advance, TIMER
+                if kind is ToolRequest:  # the commonest: EFFECTS' seconds, written out
+                    seconds = result.duration_s
+                else:
+                    seconds = seconds_of(effect, result)
+                    if counted is not None and seconds is not None:  # counted while it lasts
+                        counted.record((now, 1))
+                        self.counted = counted
+                        self.result = result
+                        self._sleep(seconds, self.released, HELD, now)
+                        return
+                wake, mode = self.go, TIMER
             effect = None
             if seconds is not None:  # else no time passes (a 429 among them)
                 self.result = result
                 tick = self.tick  # self._sleep(seconds, wake, mode, now), written out
+                due = self.due = now + seconds
                 if tick is None:
                     tick = self.tick = self.env.timeout(seconds)
                     tick.callbacks.append(wake)  # type: ignore[union-attr]
                 else:
                     tick.callbacks = [wake]
-                    self.env.schedule(tick, NORMAL, seconds)
-                self.due = now + seconds
+                    heappush(queue, (due, NORMAL, next(ids), tick))
                 self.mode = mode
                 return
 
@@ -331,7 +342,7 @@ class TaskRun:
     def end(self, now: float) -> None:
         """Leave the system at ``now`` and write the task's record."""
         self.alive = False
-        self.waiting = None  # a method of this task: no reference cycle is left
+        self.waiting = self.go = self.done = None  # methods of this task: no cycle is left
         engine, arrival = self.engine, self.arrival
         engine.series["tasks_in_system"].record((now, -1))
         engine.pool.release(self.streams)
