@@ -172,6 +172,23 @@ def test_the_quick_tool_outcome_check_finds_exactly_what_the_thorough_check_find
     assert result_problem(outcome) == _diagnose(outcome)
 
 
+MODEL_ERROR = st.builds(
+    ModelError, st.sampled_from(["rate_limit", "server", "timeout", None, 3]),
+    st.sampled_from([429, 500, None, "429", True]),
+    st.one_of(*[st.none() | st.floats(0.0, 120.0) | st.integers(0, 60)] * 4,
+              st.sampled_from([float("nan"), float("inf"), -1.0, "5", False])),
+    st.sampled_from(["rate limit exceeded", "", None]), SECONDS)
+
+
+@FUZZ
+@given(error=MODEL_ERROR)
+def test_the_quick_model_error_check_finds_exactly_what_the_thorough_check_finds(
+        error) -> None:
+    """The same for a ModelError (a 429 or a server error, answered on the
+    retry path)."""
+    assert result_problem(error) == _diagnose(error)
+
+
 VERDICT = st.builds(
     Verdict, st.sampled_from([True, False, 1, None]), st.sampled_from(["", "no", None, 3]),
     COUNT, SECONDS, st.one_of(st.none(), USAGE))

@@ -241,11 +241,16 @@ def timed_out_reply(params: HarnessParams, answer: Result) -> Result:
     return answer
 
 
+_CONTENT_JSON = json.JSONEncoder(sort_keys=True, default=str).encode
+"""``json.dumps(content, sort_keys=True, default=str)`` with the encoder made
+once (``dumps`` with options makes a new one at every call)."""
+
+
 def diagnostic(messages: list[Message], errors: list[str]) -> dict[str, Any]:
     """The failing request with each message's content replaced by its SHA-256
     hash (privacy), plus the raw errors."""
     wire = normalize(messages, "anthropic")
     hashes = [{"role": m["role"], "sha256": hashlib.sha256(
-        json.dumps(m["content"], sort_keys=True, default=str).encode()).hexdigest()}
+        _CONTENT_JSON(m["content"]).encode()).hexdigest()}
         for m in wire]
     return {"request": hashes, "errors": errors}

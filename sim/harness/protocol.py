@@ -257,6 +257,15 @@ def _well_formed_tool_error(r: fx.ToolError) -> bool:
             and (r.status is None or type(r.status) is int) and r.retry_after_s is None)
 
 
+def _well_formed_model_error(r: fx.ModelError) -> bool:  # a 429, a server error
+    t, after = r.latency_s, r.retry_after_s
+    return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
+            and type(r.kind) is str and type(r.message) is str
+            and (r.status is None or type(r.status) is int)
+            and (after is None or ((type(after) is float or type(after) is int)
+                                   and 0.0 <= after < math.inf)))
+
+
 def _well_formed_verdict(r: fx.Verdict) -> bool:  # once per claimed success
     t, n, u = r.duration_s, r.feedback_tokens, r.usage
     return ((type(t) is float or type(t) is int) and 0.0 <= t <= _MAX_S
@@ -268,6 +277,7 @@ WELL_FORMED: dict[type, Callable[[Any], bool]] = {
     fx.ModelResponse: well_formed_response,
     fx.ToolResult: well_formed_tool_result,
     fx.ToolError: _well_formed_tool_error,
+    fx.ModelError: _well_formed_model_error,
     fx.Verdict: _well_formed_verdict,
 }
 """Per exact result type, a quick test that passes only results the thorough
