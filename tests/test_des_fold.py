@@ -76,6 +76,16 @@ def test_a_change_out_of_order_is_refused_when_folded():
     s.record((4.0, -1))
     with pytest.raises(ValueError, match="x: time went backwards"):
         s.fold()
+    assert (list(s.times), list(s.values), s.value) == ([0.0, 5.0], [0.0, 1.0], 1.0)
+
+
+def test_a_change_at_a_nan_time_is_refused_when_folded():
+    s = Series("x")
+    s.record((1.0, 1))
+    s.record((float("nan"), 1))
+    with pytest.raises(ValueError, match="x: time went backwards"):
+        s.fold()
+    assert (list(s.times), list(s.values)) == ([0.0, 1.0], [0.0, 1.0])
 
 
 @pytest.mark.parametrize("seed", [12, 13])

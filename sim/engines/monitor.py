@@ -13,6 +13,7 @@ a copy.
 from __future__ import annotations
 
 from array import array
+from struct import pack
 
 
 class Series:
@@ -67,44 +68,54 @@ class Series:
         per task on capacity.yaml) cost about 10% more CPU time at 20,000
         tasks than folding as it goes, from the memory it fills. (Folding on
         numpy arrays was slower than this loop: 0.18 against 0.12 us per
-        entry.) The new points are gathered in lists, starting from the last
-        point (which a change at its time replaces), and moved to the arrays
-        at the end in one C loop each (``fromlist``: appending to an
-        ``array('d')`` one float at a time costs more than to a list)."""
+        entry; ``np.array(log, dtype=float)`` alone costs more instructions
+        than the loop.) The new points are gathered in lists, starting from
+        the last point, and moved to the arrays at the end as bytes
+        (``struct.pack``: ``array.fromlist`` parses each float through
+        ``PyArg_Parse``, some 450 machine instructions a point). In the loop,
+        each entry appends its point; a change at the last point's time (rare)
+        first drops that point, so the common path tests no flag. ``value +
+        1.0`` (not ``+ 1``: the same float) keeps a pulse's addition on
+        CPython's float-float fast path. Measured by replaying a capacity.yaml
+        run's logs under callgrind: 1,980 instructions an entry before, 1,460
+        with these changes."""
         log = self._log
         if not log:
             return
         value, area, last, peak = self._value, self._area, self._last, self._peak
         times, values = [self._times.pop()], [self._values.pop()]
-        add_time, add_value = times.append, values.append
         for now, delta in log:
-            if now != last:  # a new point
-                if now < last:  # a change recorded out of order
-                    log.clear()
-                    self._times.fromlist(times)
-                    self._values.fromlist(values)
-                    raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
+            if now > last:  # a new point
                 area += value * (now - last)
                 last = now
-                new = True
-            else:  # at the last point's time: no area (it would add 0.0), its value replaced
-                new = False
+            elif now == last:  # no area (it would add 0.0); the last point is replaced
+                del times[-1], values[-1]
+            else:  # a change recorded out of order (or at a NaN time)
+                log.clear()
+                self._extend(times, values)
+                raise ValueError(f"{self.name}: time went backwards ({now} < {last})")
             if delta is None:  # a pulse: peak at value + 1, back to value
-                if value + 1 > peak:
-                    peak = value + 1
+                if value + 1.0 > peak:
+                    peak = value + 1.0
             else:
                 value += delta
                 if value > peak:
                     peak = value
-            if new:
-                add_time(now)
-                add_value(value)
-            else:
-                values[-1] = value
-        self._times.fromlist(times)
-        self._values.fromlist(values)
+            times.append(now)  # list.append by name: CPython's specialised call
+            values.append(value)
+        self._extend(times, values)
         self._value, self._area, self._last, self._peak = value, area, last, peak
         log.clear()
+
+    def _extend(self, times: list[float], values: list[float]) -> None:
+        """Append points to the arrays, as bytes (``struct.pack``: cheaper
+        than ``array.fromlist``, see :meth:`fold`). A separate method so that
+        :meth:`fold`'s loop stays short enough for its jumps to need no
+        ``EXTENDED_ARG`` (one more instruction an entry, 30 machine
+        instructions)."""
+        count = f"{len(times)}d"
+        self._times.frombytes(pack(count, *times))
+        self._values.frombytes(pack(count, *values))
 
     @property
     def times(self) -> array[float]:
