@@ -178,9 +178,9 @@ def test_series_pulse_is_add_one_then_minus_one(seed):
 @pytest.mark.parametrize("seed", range(5))
 def test_series_record_is_add(seed):
     """Series.record((t, d)) leaves a series as add(t, d) does and
-    record((t, None)) as pulse(t); a change recorded out of time order is
+    record((t, PULSE)) as pulse(t); a change recorded out of time order is
     refused when the series is read."""
-    from sim.engines.monitor import Series
+    from sim.engines.monitor import PULSE, Series
 
     rng = random.Random(seed)
     recorded, added = Series("q"), Series("q")
@@ -188,7 +188,7 @@ def test_series_record_is_add(seed):
     for _ in range(200):
         now += rng.choice((0.0, 0.5, rng.random()))
         if rng.random() < 0.3:
-            recorded.record((now, None))
+            recorded.record((now, PULSE))
             added.pulse(now)
         else:
             delta = rng.choice((1, -1)) if added.value > 0 else 1

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from simpy.events import NORMAL, Event
 
+from sim.engines.monitor import PULSE
 from sim.engines.perform import EFFECTS
 from sim.engines.tenant_budget import refusal
 from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
@@ -152,7 +153,7 @@ class TaskRun:
             self.held.append((sandboxes, request))
             queue = self.engine.series["sandbox_queue"]
             if request is None:  # granted at once
-                queue.record((now, None))  # a pulse
+                queue.record((now, PULSE))  # a pulse
             else:
                 queue.record((now, 1))
                 self.sandbox_asked = now

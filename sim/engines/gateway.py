@@ -15,7 +15,7 @@ from __future__ import annotations
 import simpy
 from simpy.events import Event
 
-from sim.engines.monitor import Series
+from sim.engines.monitor import PULSE, Series
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.slots import SlotPool
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
@@ -46,7 +46,7 @@ class ModelGateway:
         if slots is None:
             return None
         slot = slots.take(now)
-        self._queued((now, None if slot is None else 1))  # a pulse when granted at once
+        self._queued((now, PULSE if slot is None else 1))  # a pulse when granted at once
         return slot
 
     def left(self, t0: float, waits: list[float], now: float) -> None:
