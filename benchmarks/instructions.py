@@ -29,9 +29,15 @@ run (every tree's: a log not yet folded is folded then), so that work is
 counted whichever tree does it: see bench_des.py for the figures. With
 the series' points kept as C doubles (array('d'), 5af888a): 1,741,360
 (against 1,721,127 with lists of floats, measured the same way; the
-points then cost 35% less memory and numpy reads them without a copy). Counts of
-one tree move by a few hundred per step with the tree's location on disk, so
-compare trees measured the same way (both through this module).
+points then cost 35% less memory and numpy reads them without a copy).
+Session 8 (2026-12-02): the DES clock's run loop (sim/engines/des_clock.py)
+and the timer's callbacks bound once, 1,693,385; the rate limiter, the prompt
+cache and the fold's loop cut, 1,645,466 (2.000x); the series folded with
+numpy, 1,598,182 (2.060x). Per task both trees count less in longer runs:
+between 1,000 and 3,000 tasks, 1,556,787 against d1ffa1d's 3,268,137 (2.099x;
+``--tasks 1000,3000``, some 5 minutes a tree). Counts of one tree move by a
+few hundred per step (a few thousand per DES task) with the tree's location
+on disk, so compare trees measured the same way (both through this module).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ with arrivals, shared capacity, rate limits, approvals, operator controls and
 human resumption.
 
 Each task is a state machine driven by the callbacks of the SimPy events it
-waits for (:class:`~sim.engines.des_task.TaskRun`; no process per task). It
+waits for (:class:`~sim.engines.des_task.TaskRun`; no process per task), on a
+SimPy environment with a cheaper run loop
+(:class:`~sim.engines.des_clock.Clock`). It
 waits for its tenant's concurrency cap and a sandbox (held for the task's
 life), then drives the harness generator: a model
 call queues for a model slot, passes the provider's rate limits (or gets a 429
