@@ -49,6 +49,15 @@ rounds at load 1.6 before and 3.7 after: 1.900x median (per round 1.900,
 1.942, 2.016, 1.814, 1.782; best 7.83 s vs 14.21 s, 1.814x), ``sim run``
 1.609x: at that load each round moves by 10%, so compare medians of 5 or
 more rounds.
+
+Measured 2026-12-02 (session 8: the DES clock's run loop, the series folded
+with numpy; 1,598,182 instructions per task), 5 rounds at load 1.1 before
+and 1.0 after: DES 3,379 tasks/s in one process (202,744 per CPU minute),
+direct 1/2.09; speed-up over d1ffa1d in CPU time 2.105x median (per round
+2.153, 2.152, 2.029, 2.105, 2.080; best 5.67 s vs 12.21 s, 2.153x). ``sim run
+scenarios/capacity.yaml --tasks 200000 --workers 1``, one round each at load
+1.0: 156.2 CPU-s (d1ffa1d) against 70.6 (2.21x; wall 155 s against 70 s;
+peak RSS 1,353 MB against 576 MB).
 """
 
 from __future__ import annotations
