@@ -21,14 +21,14 @@ from itertools import count
 
 import simpy
 from simpy.core import SimTime
-from simpy.events import Event
+from simpy.events import Event, EventPriority
 
 
 class Clock(simpy.Environment):
     """A SimPy environment with a cheaper run loop (:meth:`run_all`); every
     other method is SimPy's."""
 
-    queue: list[tuple[SimTime, int, int, Event]]  # the heap of scheduled events
+    queue: list[tuple[SimTime, EventPriority, int, Event]]  # the heap of scheduled events
     ids: count  # the counter that orders events due at the same time and priority
 
     def __init__(self, initial_time: SimTime = 0) -> None:

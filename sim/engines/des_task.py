@@ -53,6 +53,11 @@ _TIMED = frozenset((MODEL, TIMER, HELD, HUMAN))  # waits on the task's timer
 FOLD_EVERY = 256  # tasks ended between two folds of the engine's series
 
 
+def _ended(_: Event | None) -> None:
+    """What an ended task's timer callbacks become (not its bound methods:
+    they would keep the task alive in a reference cycle)."""
+
+
 def at_once(action: Callable[[], None]) -> Generator[Event, Any, None]:
     """A SimPy process that calls ``action`` as soon as it starts, then ends."""
     action()
@@ -87,8 +92,8 @@ class TaskRun:
         self.tick: Event | None = None  # the task's timer (a Timeout, rescheduled)
         # the timer's two commonest callbacks, bound once (not at each step);
         # end() drops them, so no reference cycle outlives the task
-        self.go: Callable[[Event | None], None] | None = self.advance
-        self.done: Callable[[Event], None] | None = self.answered
+        self.go: Callable[[Event | None], None] = self.advance
+        self.done: Callable[[Event], None] = self.answered
         self.target: Event | None = None  # the event waited for (other than the timer)
         self.mode = -1
 
@@ -343,7 +348,8 @@ class TaskRun:
     def end(self, now: float) -> None:
         """Leave the system at ``now`` and write the task's record."""
         self.alive = False
-        self.waiting = self.go = self.done = None  # methods of this task: no cycle is left
+        self.waiting = None  # methods of this task: no reference cycle is left
+        self.go = self.done = _ended
         engine, arrival = self.engine, self.arrival
         engine.series["tasks_in_system"].record((now, -1))
         engine.pool.release(self.streams)
