@@ -21,6 +21,7 @@ from sim.harness.effects import (
     ModelRequest,
     ModelResponse,
     ToolRequest,
+    ToolResult,
     Verdict,
     VerifyRequest,
 )
@@ -59,8 +60,8 @@ def drive_recorded(loop: Loop, task: Any, answer: Mapping[type, Callable[[Any, A
     durations: dict[str, float] = {}  # a tool call's seconds, summed over retries
     respond, execute = answer[ModelRequest], answer[ToolRequest]
     extend, tool_extend = rows.extend, tool_rows.extend
-    model_request, checkpoint, tool_request, model_response, tool_use, type_of = (
-        ModelRequest, Checkpoint, ToolRequest, ModelResponse, ToolUseBlock, type)
+    model_request, checkpoint, tool_request, model_response, tool_use, tool_result, type_of = (
+        ModelRequest, Checkpoint, ToolRequest, ModelResponse, ToolUseBlock, ToolResult, type)
     arguments = _arguments
     send = loop.send
     t0 = state.active_s + state.parked_s
@@ -121,8 +122,9 @@ def drive_recorded(loop: Loop, task: Any, answer: Mapping[type, Callable[[Any, A
         elif kind is tool_request:
             result = execute(task, effect, state.active_s + state.parked_s)
             call_id = effect.call.id
-            durations[call_id] = (durations.get(call_id, 0.0)
-                                  + (getattr(result, "duration_s", 0.0) or 0.0))
+            seconds = (result.duration_s if type_of(result) is tool_result
+                       else getattr(result, "duration_s", 0.0))
+            durations[call_id] = durations.get(call_id, 0.0) + (seconds or 0.0)
         elif kind is VerifyRequest:
             spent, tokens = state.money_usd, _tokens(state)
             result = answer[kind](task, effect, state.active_s + state.parked_s)
@@ -170,8 +172,11 @@ def _came_back(messages: list[Message], rows: list[Any], tool_rows: list[Any],
         later = messages[-1].content
         block: Any = later[0] if len(later) == 1 else None
         if type(block) is ToolResultBlock and tool_rows[tools] == block.tool_use_id:
-            tool_rows[tools + RESULT:tools + TOOL_WIDTH] = (
-                block.tokens, block.content, block.is_error, durations.get(block.tool_use_id))
+            at = tools + RESULT  # its result fields, set one by one (no slice object)
+            tool_rows[at] = block.tokens
+            tool_rows[at + 1] = block.content  # hashed when the table is built
+            tool_rows[at + 2] = block.is_error
+            tool_rows[at + 3] = durations.get(block.tool_use_id)
             rows[step + OBSERVATION_TOKENS] = 0
             rows[step + OBSERVATION_SHA256] = None
             return
