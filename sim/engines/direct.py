@@ -9,6 +9,7 @@ fast engine; :mod:`sim.engines.des` adds queues, rate limits and arrivals.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
@@ -83,11 +84,23 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
 
 def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
               ) -> list[TaskRecord]:
-    """Run the given tasks of ``cell`` one after another, in order."""
+    """Run the given tasks of ``cell`` one after another, in order. The
+    cyclic garbage collector is paused meanwhile, as in the DES engine and
+    a replay: runs make next to no cycles (7 unreachable cyclic objects in
+    2,000 tasks of bounded.yaml, tau2.yaml or cached.yaml, traced or not,
+    apart from a first traced chunk's 410), and its full passes walk every
+    object alive, a traced chunk's recorded rows among them (some 4% of a
+    traced run's CPU time on bounded.yaml, 1-2% of an untraced one's)."""
     pool = StreamPool()
     prefix = cell.params.prefix_tokens  # a sum over the tools: once per cell, not per task
-    return [run_task_with_world(cell, i, pool, tracer, prefix_tokens=prefix)[0]
-            for i in indices]
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return [run_task_with_world(cell, i, pool, tracer, prefix_tokens=prefix)[0]
+                for i in indices]
+    finally:
+        if paused:
+            gc.enable()
 
 
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
