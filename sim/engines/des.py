@@ -42,7 +42,6 @@ with the same random streams.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -57,6 +56,7 @@ from sim.engines.des_result import DesResult
 from sim.engines.des_task import TaskRun, at_once
 from sim.engines.direct import Tracer
 from sim.engines.gateway import ModelGateway
+from sim.engines.gc_paused import gc_paused
 from sim.engines.monitor import Series
 from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
@@ -124,13 +124,8 @@ class DesEngine:
         # next to no cycles (about 35 cyclic objects in 5,000 tasks, with or
         # without a tracer), and its passes over the tasks alive at once took
         # about 6% of a task's instructions
-        paused = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             self.env.run_all()
-        finally:
-            if paused:
-                gc.enable()
         records = [r for r in self.records if r is not None]
         if len(records) < len(self.records):  # pragma: no cover - a bug, never silently dropped
             first = self.records.index(None)

@@ -12,11 +12,13 @@ task and SimPy's ``Process._resume`` on each of its some 30 wake-ups.
 - A task starts when it arrives, inside a process that does only that
   (:func:`at_once`): SimPy runs a new process at once, before any event of
   normal priority due at the same time, as it started a task's process.
-- Its timer is one :class:`simpy.Timeout`, scheduled again (with
-  :meth:`simpy.Environment.schedule`, at normal priority, as a timeout is)
-  each time it has been processed; a timeout is triggered with value None
-  when it is made, so rescheduling it needs no private field.
-- An operator's cancel (:meth:`TaskRun.cancel`) also runs in a process of its
+- Its timer is one :class:`simpy.Timeout`, scheduled again (pushed on the
+  clock's heap as :meth:`simpy.Environment.schedule` pushes it, at normal
+  priority, as a timeout is: :class:`~sim.engines.des_clock.Clock`) each
+  time it has been processed; a timeout is triggered with value None when
+  it is made, so rescheduling it needs no private field.
+- An operator's cancel (:meth:`TaskRun.cancel`:
+  :mod:`sim.engines.des_cancel`) also runs in a process of its
   own, as SimPy's interrupt did (urgent, in the order the operator gave
   them): it takes the task's callback off the event it waits for and does
   what the interrupted process did at that wait (gives back a queued or held
@@ -33,12 +35,22 @@ from typing import TYPE_CHECKING, Any
 
 from simpy.events import NORMAL, Event
 
+from sim.engines.des_cancel import (
+    CAP,
+    HELD,
+    HUMAN,
+    MODEL,
+    PARK,
+    QUEUED,
+    SANDBOX,
+    TIMER,
+    cancel_task,
+)
 from sim.engines.monitor import PULSE
-from sim.engines.perform import EFFECTS
 from sim.engines.tenant_budget import refusal
 from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
-from sim.harness.loop import Loop, cancel
-from sim.harness.state import RESUMABLE, new_state, park, request_abort, resume
+from sim.harness.loop import Loop
+from sim.harness.state import RESUMABLE, new_state, park, resume
 from sim.task_record import make_record
 from sim.world.streams import OPERATIONS
 from sim.world.task import SimulatedTask
@@ -47,9 +59,6 @@ if TYPE_CHECKING:
     from sim.engines.arrivals import Arrival
     from sim.engines.des import DesEngine
 
-# what a task waits for (TaskRun.mode), to undo it when cancelled
-CAP, SANDBOX, PARK, QUEUED, MODEL, TIMER, HELD, HUMAN = range(8)
-_TIMED = frozenset((MODEL, TIMER, HELD, HUMAN))  # waits on the task's timer
 FOLD_EVERY = 256  # tasks ended between two folds of the engine's series
 
 
@@ -167,10 +176,10 @@ class TaskRun:
         self.acquired()
 
     def got_sandbox(self, _: Event | None) -> None:
-        self._left_sandbox_queue()
+        self.left_sandbox_queue()
         self.acquired()
 
-    def _left_sandbox_queue(self) -> None:
+    def left_sandbox_queue(self) -> None:
         now = self.env.now
         self.engine.series["sandbox_queue"].record((now, -1))
         self.engine.sandbox_wait[self.index] += now - self.sandbox_asked
@@ -290,10 +299,10 @@ class TaskRun:
             self._wait(engine.resumed, self.resumed, PARK)
             return
         now = self.env.now
-        self._unpark(now)
+        self.unpark(now)
         self.go_on(None, now, self.effect)
 
-    def _unpark(self, now: float) -> None:
+    def unpark(self, now: float) -> None:
         self.engine.series["parked"].record((now, -1))
         park(self.state, now - self.parked_at)
 
@@ -339,7 +348,7 @@ class TaskRun:
         self._sleep(delay, self.human_back, HUMAN, now)
 
     def human_back(self, _: Event) -> None:
-        self._unpark(self.due)
+        self.unpark(self.due)
         self.resumptions += 1
         self.params = self.engine._extended(self.resumptions)
         resume(self.state)
@@ -371,48 +380,5 @@ class TaskRun:
     # ------------------------------------------------------------- cancel
     def cancel(self) -> None:
         """An operator cancels the task wherever it waits (nothing if it has
-        ended): queued for capacity or waiting for a human, it ends as
-        cancelled; in a step, the call in flight is aborted and answered as
-        cancelled after the seconds it ran, and the harness ends the run."""
-        if not self.alive:
-            return
-        mode, now = self.mode, self.env.now
-        if mode in _TIMED:  # only this task's callback is on its timer
-            self.tick.callbacks.clear()  # type: ignore[union-attr]
-        else:
-            self.target.callbacks.remove(self.waiting)  # type: ignore[union-attr, arg-type]
-        if mode in (CAP, SANDBOX):
-            if mode == SANDBOX:
-                self._left_sandbox_queue()
-            for resource, request in self.held:
-                if request is None or request.triggered:
-                    resource.release(request, now)
-                else:
-                    resource.cancel(request)
-            self.waits[0] += now - self.asked
-        elif mode == HUMAN:
-            self._unpark(now)
-        else:
-            self._abort(mode, now)
-            return
-        self.state = cancel(self.params, self.state)
-        self.end(now)
-
-    def _abort(self, mode: int, now: float) -> None:
-        """Cancelled in a step at ``now``: undo the wait, answer the effect as
-        cancelled."""
-        gateway = self.engine.gateway
-        if mode == PARK:
-            self._unpark(now)
-        elif mode == QUEUED:
-            gateway.left(self.began, self.waits, now)
-            gateway.slots.release(self.slot, now)  # type: ignore[union-attr]
-        elif mode == MODEL:
-            gateway.done(self.slot, now)
-        elif mode == HELD:
-            self.counted.record((now, -1))
-        self.tick = None  # the old timer may still be due: a new one
-        request_abort(self.state)
-        # parked at a step boundary, the effect had not begun
-        elapsed = 0.0 if mode == PARK else now - self.began
-        self.go_on(EFFECTS[self.kind].cancelled(elapsed), now)
+        ended): :func:`sim.engines.des_cancel.cancel_task`."""
+        cancel_task(self)

@@ -9,11 +9,11 @@ fast engine; :mod:`sim.engines.des` adds queues, rate limits and arrivals.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from sim.engines.cell import Cell
+from sim.engines.gc_paused import gc_paused
 from sim.engines.perform import Answer, answers
 from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
 from sim.harness.loop import Loop
@@ -93,14 +93,9 @@ def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
     traced run's CPU time on bounded.yaml, 1-2% of an untraced one's)."""
     pool = StreamPool()
     prefix = cell.params.prefix_tokens  # a sum over the tools: once per cell, not per task
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return [run_task_with_world(cell, i, pool, tracer, prefix_tokens=prefix)[0]
                 for i in indices]
-    finally:
-        if paused:
-            gc.enable()
 
 
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,7 @@ from sim.drivers.replay.pricing import ModelPricing
 from sim.drivers.replay.runs import RunReplay, replay_runs
 from sim.drivers.replay.streamed import streamed_runs
 from sim.drivers.replay.tables import TraceTables
+from sim.engines.gc_paused import gc_paused
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams
 from sim.task_record import TaskRecord
@@ -167,12 +167,7 @@ def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
     garbage collector is paused for the chunk (a replay makes many
     short-lived objects and few cycles; its passes over the live heap took
     about a sixth of the time)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         runs = (streamed_runs(folder, start, stop) if streamed
                 else folder_tables(folder).recorded(start, stop))
         return replay_rows(runs, template, options, pricing, make_detector, cell, start)
-    finally:
-        if paused:
-            gc.enable()
