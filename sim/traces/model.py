@@ -98,7 +98,8 @@ from sim.traces.schema import (
 )
 
 __all__ = [
-    "CALLS_FILE", "CALLS_SCHEMA", "CALL_COLUMNS", "CallRecord", "EARLIEST",
+    "CALLS_FILE", "CALLS_SCHEMA", "CALL_COLUMNS", "CallRecord", "DERIVED", "EARLIEST",
+    "ESTIMATED", "EXACT", "PROVENANCES", "PROVENANCE_FIELDS", "UNKNOWN",
     "LATER_CALL_COLUMNS", "LATEST", "LIMIT_COLUMNS", "MAX_COUNT", "MAX_LIMIT", "MAX_SECONDS",
     "MAX_TOTAL", "MAX_USD", "MONEY_COLUMNS", "OBSERVATION_JOIN", "REPORT_FILE", "RUNS_FILE",
     "RUNS_SCHEMA", "RUN_COLUMNS", "RunRecord", "SECONDS_COLUMNS", "SIZE_COLUMNS", "SOURCES",
@@ -108,6 +109,20 @@ __all__ = [
     "canonical_json", "content_text", "finite_or_none", "is_trace_folder", "joined_sha256",
     "load_tables", "parse_utc", "read_traces", "sha256_text", "tool_result", "utc_from_unix",
 ]
+
+# ------------------------------------------------------------ provenance
+
+EXACT = "exact"
+DERIVED = "derived"
+ESTIMATED = "estimated"
+UNKNOWN = "unknown"
+PROVENANCES: tuple[str, ...] = (EXACT, DERIVED, ESTIMATED, UNKNOWN)
+"""How a call's figure was obtained (:attr:`CallRecord.provenance`), from the
+most to the least trustworthy."""
+
+PROVENANCE_FIELDS: tuple[str, ...] = (*TOKEN_COLUMNS, "cost_usd")
+"""The call columns whose provenance is recorded: the five token columns and
+the cost."""
 
 # -------------------------------------------------------------- records
 
@@ -146,6 +161,14 @@ class CallRecord:
     text_sha256: str | None = None
     observation_sha256: str | None = None
     agent: str | None = None
+    provenance: dict[str, str] = field(default_factory=dict)
+    """How each figure of the call was obtained, by column of
+    :data:`PROVENANCE_FIELDS`: :data:`EXACT` (as the source records it),
+    :data:`DERIVED` (computed from recorded figures: prompt minus cache,
+    completion minus reasoning), :data:`ESTIMATED` (from the content's length,
+    or a partial count) or :data:`UNKNOWN` (not recorded: the writer writes
+    null for a token column). A column not listed is exact when it holds a
+    value and unknown when it is null (``cost_usd``)."""
 
 
 @dataclass(slots=True)
