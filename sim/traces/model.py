@@ -194,6 +194,18 @@ class RunRecord:
     repairs: list[tuple[str, str]] = field(default_factory=list)
     """Values the importer repaired or nulled while reading the run, as
     ``(dotted field, reason)`` (:mod:`sim.traces.repairs`); not written."""
+    totals: dict[str, int] | None = None
+    """The run's token totals as the source records them (by token column),
+    for a source whose calls do not all record usage (SWE-agent's run-level
+    ``model_stats``, a trace with some generations without usage): the run
+    row's column is this total rather than the sum of its calls' known
+    counts. None: the run's totals are the sums of its calls'."""
+    conventions: dict[str, str] = field(default_factory=dict)
+    """How the importer read this run where a source's convention varies, as
+    ``{what: how}`` (``{"input_tokens": "excludes cache (inspect_ai >=
+    0.3.184)"}``, ``{"output_tokens": "estimated from content: streaming
+    partial counts"}``); counted per source in ``import.json``; not written
+    to the tables."""
 
 
 # -------------------------------------------------- sizes and canonical forms
