@@ -44,7 +44,8 @@ import pyarrow as pa
 from sim.output.chunks import MemoryStore
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import CellRun
-from sim.sweeps.chunks import Job, plan, run_chunks
+from sim.sweeps.chunks import run_chunks
+from sim.sweeps.plan import Job, plan
 from sim.sweeps.schedulers import make_scheduler
 
 

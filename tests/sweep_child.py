@@ -20,7 +20,8 @@ from sim.output.stream import ParquetStream
 from sim.output.table import RECORD_SCHEMA
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import cells_of
-from sim.sweeps.chunks import fingerprint, plan, run_chunks
+from sim.sweeps.chunks import fingerprint, run_chunks
+from sim.sweeps.plan import plan
 from sim.sweeps.schedulers import make_scheduler
 
 

@@ -25,7 +25,8 @@ from sim.output.stream import ParquetStream
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import build_cell, cells_of
-from sim.sweeps.chunks import CHUNK_TASKS, Interrupted, chunk_size, fingerprint, plan, run_chunks
+from sim.sweeps.chunks import Interrupted, fingerprint, run_chunks
+from sim.sweeps.plan import CHUNK_TASKS, chunk_size, plan
 from sim.sweeps.schedulers import LocalPool, LostWorker, make_scheduler
 
 ROOT = Path(__file__).parents[1]

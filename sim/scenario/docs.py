@@ -41,7 +41,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from sim.scenario import docs_text
-from sim.scenario.loading import MAX_FILE_BYTES
+from sim.scenario.limits import MAX_FILE_BYTES
 from sim.scenario.schema import Scenario
 from sim.scenario.shared import is_section, schema_fields
 from sim.world.distributions import KINDS, BaseDistribution

@@ -42,11 +42,13 @@ from sim.harness import params as _harness_params
 from sim.world.params import MIN_RATE
 from sim.world.ranges import MAX_LOG_MEDIAN, MAX_LOG_SD, join
 
-__all__ = ["MAX_ATTEMPTS", "MAX_CELLS", "MAX_DEPTH", "MAX_LOG_MEDIAN", "MAX_LOG_SD",
-           "MAX_NODES", "MAX_NUMBER", "MAX_RESAMPLES", "MAX_RUN_RETRIES", "MAX_RUN_STEPS",
-           "MAX_STRING", "MAX_TASKS", "MAX_TOTAL_TASKS", "MAX_WORKERS", "MIN_RATE",
+__all__ = ["MAX_ATTEMPTS", "MAX_CELLS", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_LOG_MEDIAN",
+           "MAX_LOG_SD", "MAX_NODES", "MAX_NUMBER", "MAX_RESAMPLES", "MAX_RUN_RETRIES",
+           "MAX_RUN_STEPS", "MAX_STRING", "MAX_TASKS", "MAX_TOTAL_TASKS", "MAX_WORKERS", "MIN_RATE",
            "check_document", "check_number", "check_workers", "join"]
 
+MAX_FILE_BYTES = 5_000_000
+"""The largest scenario file read (bytes)."""
 MAX_NUMBER = 1e12
 MAX_STRING = 10_000
 MAX_DEPTH = 32

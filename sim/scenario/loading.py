@@ -19,14 +19,13 @@ from typing import Any
 from sim.bad_input import InputError
 from sim.scenario.catalog import resolve
 from sim.scenario.dotted import parse_override, set_dotted
+from sim.scenario.limits import MAX_FILE_BYTES
 from sim.scenario.safeyaml import key_lines, parse
 from sim.scenario.schema import Scenario
 from sim.scenario.validation import validate
 
 __all__ = ["MAX_FILE_BYTES", "load_scenario", "read_text", "read_yaml"]
 
-MAX_FILE_BYTES = 5_000_000
-"""The largest scenario file read (bytes)."""
 
 
 def load_scenario(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (), *,

@@ -1,9 +1,10 @@
 """Sweeps in chunks: run anywhere, kept as they finish, streamed to Parquet in order.
 
-A sweep's work is cut into :class:`Job` chunks by :func:`plan`: a direct cell
-into ranges of tasks (:func:`chunk_size`, a function of the task count alone,
-never of the workers), a DES cell whole (one shared-capacity system is one
-simulation, so it runs in one process; independent DES cells, such as the
+A sweep's work is cut into :class:`~sim.sweeps.plan.Job` chunks by
+:func:`~sim.sweeps.plan.plan` (:mod:`sim.sweeps.plan`): a direct cell into
+ranges of tasks (a function of the task count alone, never of the
+workers), a DES cell whole (one shared-capacity system is one simulation, so
+it runs in one process; independent DES cells, such as the
 replications of a sweep over ``seed``, run side by side). A scheduler
 (:mod:`sim.sweeps.schedulers`) runs the chunks in this process, on local worker
 processes or on Dask; each worker sends back its chunk as Arrow columns
@@ -23,7 +24,7 @@ or resumption; a sweep stopped by Ctrl-C, a SIGKILL or a lost worker keeps
 its finished chunks, and run again with ``resume`` runs only the missing ones.
 
 Progress (tasks done, tasks/s and the time left) goes to stderr as chunks
-finish: a chunk is at most :data:`CHUNK_TASKS` tasks, a fraction of a second
+finish: a chunk is at most :data:`~sim.sweeps.plan.CHUNK_TASKS` tasks, a fraction of a second
 of work. A DES cell, one chunk however long, counts its finished tasks into a
 small file beside the kept chunks as it runs (:class:`TaskCounter`), and the
 parent reads those counts four times a second, so its progress moves too
@@ -37,7 +38,7 @@ import contextlib
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -53,55 +54,10 @@ from sim.output.progress import progress_bar
 from sim.output.table import RECORD_SCHEMA, records_table
 from sim.sweeps.cells import CellRun, build_cell
 from sim.sweeps.handover import Handover, worker_files
+from sim.sweeps.plan import Job, Sink, plan
 from sim.sweeps.progress import ChunkProgress, TaskCounter
 from sim.sweeps.schedulers import LostWorker
 from sim.sweeps.uninterrupted import held_ctrl_c
-
-CHUNK_TASKS = 2_000
-"""The most tasks of a direct cell in one chunk (a fraction of a second of work)."""
-MIN_CHUNK_TASKS = 50
-
-
-def chunk_size(tasks: int) -> int:
-    """Tasks per chunk of a direct cell of ``tasks`` tasks: about 64 chunks,
-    at least :data:`MIN_CHUNK_TASKS` and at most :data:`CHUNK_TASKS` tasks.
-    It depends on the task count only, so every scheduler and worker count
-    runs the same chunks."""
-    return max(MIN_CHUNK_TASKS, min(CHUNK_TASKS, -(-tasks // 64)))
-
-
-@dataclass(frozen=True)
-class Job:
-    """One chunk: tasks ``[start, stop)`` of cell number ``cell``; ``des``
-    when the cell runs on the DES engine (then the chunk is the whole cell)."""
-
-    cell: int
-    start: int
-    stop: int
-    des: bool
-
-    @property
-    def key(self) -> str:
-        """The chunk's name in the store."""
-        return f"c{self.cell:05d}-t{self.start:010d}"
-
-    @property
-    def tasks(self) -> int:
-        """Tasks in the chunk."""
-        return self.stop - self.start
-
-
-def plan(runs: Sequence[CellRun], tasks: int) -> list[Job]:
-    """The sweep's chunks, in the order their records are written."""
-    size = chunk_size(tasks)
-    jobs = []
-    for c, run in enumerate(runs):
-        if run.scenario.engine == "des":
-            jobs.append(Job(c, 0, tasks, True))
-        else:
-            jobs.extend(Job(c, start, min(start + size, tasks), False)
-                        for start in range(0, tasks, size))
-    return jobs
 
 
 def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job],
@@ -208,9 +164,6 @@ class Interrupted(Exception):
         self.why, self.kept, self.total, self.folder = why, kept, total, folder
         super().__init__(f"{why}: {kept} of {total} chunks finished and kept in {folder}; "
                          f"run the same command with --resume to run only the rest")
-
-
-Sink = Callable[[Job, pa.Table, "dict[str, Any] | None", "dict[str, pa.Table] | None"], None]
 
 
 def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store,

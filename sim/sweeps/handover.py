@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from sim.output.chunks import ChunkStore, Store
+from sim.sweeps.plan import Job, Sink
 from sim.sweeps.uninterrupted import held_ctrl_c
-
-if TYPE_CHECKING:
-    from sim.sweeps.chunks import Job, Sink
 
 HELD_CHUNKS = 4
 """A chunk kept on disk whose turn to be written is at most this many chunks

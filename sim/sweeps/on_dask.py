@@ -80,7 +80,7 @@ from sim.sweeps.dask_workers import (
     prepare_start,
 )
 from sim.sweeps.fork_gate import GATE
-from sim.sweeps.schedulers import LostWorker
+from sim.sweeps.lost_worker import LostWorker
 
 __all__ = ["CLIENT_OPTIONS", "CLUSTER_OPTIONS", "FORKSERVER_PRELOAD", "LOCAL_CLUSTER_CONFIG",
            "START_METHOD", "DaskScheduler"]

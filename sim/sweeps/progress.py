@@ -10,12 +10,10 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-if TYPE_CHECKING:
-    from sim.sweeps.chunks import Job
+from sim.sweeps.plan import Job
 
 PROGRESS_INTERVAL_S = 0.25
 """How often a DES chunk writes its count of finished tasks, and the parent reads it (seconds)."""

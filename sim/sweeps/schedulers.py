@@ -35,15 +35,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from sim.bad_input import InputError
+from sim.sweeps.lost_worker import LostWorker
 
 if TYPE_CHECKING:
     from sim.sweeps.on_dask import DaskScheduler
 
 Work = Callable[..., Any]
 
-
-class LostWorker(RuntimeError):
-    """A worker process (or the Dask cluster) went away before its chunk finished."""
+__all__ = ["InProcess", "LocalPool", "LostWorker", "Work", "make_scheduler"]
 
 
 class InProcess:

@@ -48,7 +48,7 @@ from sim.tuning.evidence import pct_interval
 from sim.tuning.inforce import default_harness, grids, harness_in_force, setting_in_force
 from sim.tuning.inforce import notes as inforce_notes
 from sim.tuning.replayed import ReplayEvaluator, apply
-from sim.tuning.thin import judge_thin
+from sim.tuning.thin import STATUS_THIN, judge_thin
 from sim.tuning.world import DEFAULT_RUNS, CalibratedWorld, ForecastEvaluator, calibrated_world
 
 OBJECTIVES: dict[str, str] = {"cost": "cost_mean", "p95-cost": "cost_p95", "time": "time_mean"}
@@ -269,7 +269,10 @@ def tune(traces: str | os.PathLike[str], *,
         notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
     result.overshoot = _overshoot(result.recommendation.harness, runs)
-    judge_thin(result, base, candidates, score.limit)
+    thin = judge_thin(result.recommendation.row, base, candidates, score.limit)
+    if thin is not None:
+        result.status, result.thin = STATUS_THIN, thin.why
+        result.runs_to_decide = thin.runs_to_decide
     return result
 
 

@@ -11,17 +11,15 @@ observed loss is the true one and the interval's half-width shrinks as
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from scipy import stats as scipy_stats
 
 from sim.analysis.compare import POWER
 from sim.tuning.evidence import pct_interval
 
-if TYPE_CHECKING:
-    from sim.tuning.search import TuneResult
-
-__all__ = ["STATUS_THIN", "judge_thin", "runs_to_decide"]
+__all__ = ["STATUS_THIN", "Thin", "judge_thin", "runs_to_decide"]
 
 ALPHA = 0.05
 MAX_RUNS_TO_DECIDE = 10**9
@@ -43,34 +41,39 @@ def runs_to_decide(n: int, share: float, high: float, limit: float) -> int | Non
     return int(-(-planned // scale) * scale)
 
 
-def judge_thin(result: TuneResult, base: dict[str, Any], candidates: list[dict[str, Any]],
-                limit: float) -> None:
-    """Status 3 when the traces are too few to tell (module docstring)."""
+@dataclass(frozen=True)
+class Thin:
+    """The verdict of thin evidence (status :data:`STATUS_THIN`): why the runs
+    are too few to tell and, when more runs could decide, about how many."""
+
+    why: str
+    runs_to_decide: int | None = None
+
+
+def judge_thin(recommended: dict[str, Any], base: dict[str, Any],
+               candidates: list[dict[str, Any]], limit: float) -> Thin | None:
+    """Thin evidence for the recommended frontier row ``recommended`` among
+    ``candidates`` (module docstring), or None when the evidence suffices."""
     if not base["base_successes"]:
-        result.status = STATUS_THIN
-        result.thin = ("no recorded run succeeded under the harness in force: there are no "
-                       "successes to keep, so no limit can be judged")
-        return
-    if result.recommendation.row["objective_ratio"] < 1.0:
-        return
+        return Thin("no recorded run succeeded under the harness in force: there are no "
+                    "successes to keep, so no limit can be judged")
+    if recommended["objective_ratio"] < 1.0:
+        return None
     hopeful = [r for r in candidates if r["objective_ratio"] < 1.0 and r["lost_share"] <= limit
                and not r["keeps_successes"]]
     if not hopeful:
-        return
+        return None
     needs = [(runs_to_decide(r["runs"], r["lost_share"], r["lost_high"], limit), r)
              for r in hopeful]
     decidable = [(n, r) for n, r in needs if n is not None]
-    result.status = STATUS_THIN
     if decidable:
         n, r = min(decidable, key=lambda nr: nr[0])
-        result.runs_to_decide = n
         forecast = r["method"] == "forecast"
         which = "simulated runs (--forecast-runs)" if forecast else "runs like these"
-        result.thin = (f"too few runs to tell: {r['setting']} ({r['method']}) loses "
-                       f"{pct_interval(r['lost_share'], r['lost_low'], r['lost_high'])} of "
-                       f"{r['base_successes']:,} {'simulated' if forecast else 'recorded'} "
-                       f"successes, within the {100 * limit:g}% allowed but not surely; about "
-                       f"{n:,} {which} would decide (80% power), against {r['runs']:,} now")
-    else:
-        result.thin = ("too few runs to tell: every cheaper setting's loss of successes is "
-                       "at its limit, which more runs cannot decide")
+        return Thin(f"too few runs to tell: {r['setting']} ({r['method']}) loses "
+                    f"{pct_interval(r['lost_share'], r['lost_low'], r['lost_high'])} of "
+                    f"{r['base_successes']:,} {'simulated' if forecast else 'recorded'} "
+                    f"successes, within the {100 * limit:g}% allowed but not surely; about "
+                    f"{n:,} {which} would decide (80% power), against {r['runs']:,} now", n)
+    return Thin("too few runs to tell: every cheaper setting's loss of successes is "
+                "at its limit, which more runs cannot decide")

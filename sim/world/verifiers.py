@@ -31,7 +31,19 @@ from sim.harness.messages import Usage
 from sim.world.streams import Draws
 
 if TYPE_CHECKING:
-    from sim.world.world import World
+    from sim.world.params import WorldParams
+
+
+class World(Protocol):
+    """What a verifier reads of the world it runs in (:class:`sim.world.world.World`
+    provides it): the grader's parameters, the model's timing (seconds,
+    seconds per token) and the bound on a final answer's size (tokens)."""
+
+    params: WorldParams
+    ttft_s: float
+    decode_s_per_token: float
+    prefill_s_per_token: float
+    answer_bound: int | None
 
 
 @dataclass(frozen=True, slots=True)
