@@ -7,7 +7,7 @@ Each fold's runs are held out once; the world is fitted to the others
 make: :mod:`sim.calibration`; without the simulate-and-compare search, which
 for this world only scales a frailty) and simulated afresh (2,000 runs). Per
 fold it prints the KS distances of steps, prompt, output and cost per run
-with their 5% critical values (:func:`sim.calibration.measure.compare`), the
+with their 5% critical values (:func:`sim.calibration.verdict.compare`), the
 resolved share by step tercile and successes lost at 50k/100k/200k
 prompt-token budgets, forecast against replay (see ``world_tau2.py``: the
 share of all runs resolved and over the budget), then the means over folds.
@@ -36,8 +36,8 @@ def main() -> None:
     from sim.calibration.build import scenario_document
     from sim.calibration.data import load
     from sim.calibration.estimate import estimate
-    from sim.calibration.measure import compare
     from sim.calibration.simulate import from_traces, simulate
+    from sim.calibration.verdict import compare
 
     traces = load(args.traces)
     ids = traces.runs["run_id"].to_numpy()

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from sim.calibration.exits import total_variation
-from sim.calibration.measure import ExitMix, tv_critical
+from sim.calibration.verdict import ExitMix, tv_critical
 
 MIX = {"agent": 0.55, "task_giver": 0.25, "steps": 0.12, "errors": 0.05, "model_error": 0.03}
 N, M = 170, 3400  # held-out and simulated runs, as in the tau2 calibration

@@ -17,8 +17,8 @@ from sim.calibration.classes import assign
 from sim.calibration.data import Traces
 from sim.calibration.estimate import call_level
 from sim.calibration.exits import category, mix, total_variation
-from sim.calibration.measure import _ks_sorted, _permutation_critical, critical_value
 from sim.calibration.simulate import Sample
+from sim.calibration.verdict import _ks_sorted, _permutation_critical, critical_value
 
 ALPHA = 1e-3
 Z = float(stats.norm.ppf(1 - ALPHA / 2))

@@ -19,9 +19,9 @@ import pytest
 import yaml
 from scipy import stats
 
-from sim.calibration.measure import compare
 from sim.calibration.pipeline import calibrate
 from sim.calibration.simulate import simulate
+from sim.calibration.verdict import compare
 from sim.cli import main
 from sim.world.distributions import Lognormal
 

@@ -134,7 +134,7 @@ def test_frontier_line_joins_exactly_the_cells_no_other_cell_beats(points):
     one strictly) by another cell; every other cell is beaten by a frontier cell."""
     cost = np.array([p[0] for p in points], dtype=float)
     success = np.array([p[1] for p in points], dtype=float)
-    front = set(figures._pareto(cost, success).tolist())
+    front = set(figures.pareto(cost, success).tolist())
 
     def beats(i: int, j: int) -> bool:
         return (cost[i] <= cost[j] and success[i] >= success[j]

@@ -14,8 +14,8 @@ cross-validation (every run held out once). The Python entry point is
   clusters of run features);
 - :mod:`~sim.calibration.estimate`: what can be estimated directly (prefix and
   growth per run by least squares, sizes, rates of errors, loops, messages
-  and faults, the exit mix, latencies), with :mod:`~sim.calibration.sizes`
-  (the per-value fits) and :mod:`~sim.calibration.prices` (prices per model);
+  and faults, the exit mix, latencies; the per-value fits of sizes, durations
+  and latencies), with :mod:`~sim.calibration.prices` (prices per model);
 - :mod:`~sim.calibration.sample`: the fixed-size stratified sample of runs the
   searches and held-out comparisons use, and the search's own sampling error;
 - :mod:`~sim.calibration.build`: the scenario those estimates make;
@@ -23,9 +23,8 @@ cross-validation (every run held out once). The Python entry point is
   quantities;
 - :mod:`~sim.calibration.search`: a simulate-and-compare search over the few
   parameters direct estimates cannot give, on common random numbers;
-- :mod:`~sim.calibration.measure`: KS distances with critical values, quantiles,
-  exit-mix distance, bootstrap intervals;
-- :mod:`~sim.calibration.verdict`: the one cross-validated verdict (Holm over
+- :mod:`~sim.calibration.verdict`: KS distances with critical values, quantiles,
+  exit-mix distance, bootstrap intervals, and the one cross-validated verdict (Holm over
   the per-run metrics and the exit mix, critical values that count the fit's
   own error) and the per-fold checks;
 - :mod:`~sim.calibration.ladder`: budgets at percentiles of the recorded runs,

@@ -63,7 +63,7 @@ from sim.calibration.fitting import (
 )
 from sim.calibration.jobs import Context, Spec
 from sim.calibration.ladder import Budget, FoldWorld, budgets, pool_rungs
-from sim.calibration.result import Calibration, _header
+from sim.calibration.result import Calibration, header_lines
 from sim.calibration.sample import PER_MODEL
 from sim.calibration.search import warm_start
 from sim.calibration.verdict import judge, pooled
@@ -173,7 +173,7 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
     result = Calibration(str(folder), options, traces, ctx.sample, traces.dropped, labels, est,
                          found, doc, comments, judgement, pooled([f.real for f in fits]), sim,
                          fits, choice, ladder, sampled=ctx.sampled)
-    result.header = _header(result)
+    result.header = header_lines(result)
     return result
 
 

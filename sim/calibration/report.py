@@ -21,8 +21,8 @@ import numpy as np
 
 from sim.bad_input import InputError
 from sim.calibration.exits import CATEGORIES
-from sim.calibration.measure import Metric
 from sim.calibration.pipeline import Calibration
+from sim.calibration.verdict import Metric
 
 REPORT_FILES = ("calibration.json", "calibration.md", "calibration.html")
 

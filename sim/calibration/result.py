@@ -20,11 +20,10 @@ from sim.calibration.data import Traces
 from sim.calibration.estimate import Estimates
 from sim.calibration.fitting import FoldFit
 from sim.calibration.ladder import Rung
-from sim.calibration.measure import ExitMix, Metric
 from sim.calibration.sample import PER_MODEL
 from sim.calibration.search import SearchResult
 from sim.calibration.simulate import Sample
-from sim.calibration.verdict import Judgement
+from sim.calibration.verdict import ExitMix, Judgement, Metric
 
 
 @dataclass
@@ -237,7 +236,7 @@ def _import_sources(folder: str) -> list[str]:
     return [str(s) for s in sources] if isinstance(sources, list) else []
 
 
-def _header(c: Calibration) -> list[str]:
+def header_lines(c: Calibration) -> list[str]:
     opts = c.options
     flags = f"--folds {opts['folds']} --seed {opts['seed']}"
     if c.structure.forced:

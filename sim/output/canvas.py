@@ -23,7 +23,7 @@ WIDTH_IN = 8.0
 DPI = 100
 
 
-def _agg_figure(figsize: tuple[float, float]) -> Figure:
+def agg_figure(figsize: tuple[float, float]) -> Figure:
     """A Figure (``figsize`` in inches) on its own Agg canvas, which Jupyter displays
     as a PNG without pyplot."""
     fig = Figure(figsize=figsize, dpi=DPI, layout="constrained")
@@ -34,7 +34,7 @@ def _agg_figure(figsize: tuple[float, float]) -> Figure:
 
 def new_figure(height_in: float, ncols: int = 1) -> tuple[Figure, list]:
     """A Figure on its own Agg canvas with ``ncols`` axes side by side."""
-    fig = _agg_figure(figsize=(WIDTH_IN, height_in))
+    fig = agg_figure(figsize=(WIDTH_IN, height_in))
     axes = fig.subplots(1, ncols, squeeze=False)[0]
     return fig, list(axes)
 
@@ -55,7 +55,7 @@ def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
 
 def _png(fig: Figure, dpi: int) -> bytes:
     buffer = io.BytesIO()
-    with _plain_text(fig):
+    with plain_text(fig):
         fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()
 
@@ -64,7 +64,7 @@ _PLAIN: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 
 
 @contextlib.contextmanager
-def _plain_text(fig: Figure) -> Iterator[None]:
+def plain_text(fig: Figure) -> Iterator[None]:
     """Every text of ``fig``, and those made while it draws (tick labels),
     as plain text while the block runs (rcParams restored after it)."""
     for text in fig.findobj(Text):
@@ -74,7 +74,7 @@ def _plain_text(fig: Figure) -> Iterator[None]:
         yield
 
 
-def _never_fails(build: Callable[P, Figure]) -> Callable[P, Figure]:
+def never_fails(build: Callable[P, Figure]) -> Callable[P, Figure]:
     """``build``, returning a figure that says why when it cannot draw one."""
     @functools.wraps(build)
     def safe(*args: P.args, **kwargs: P.kwargs) -> Figure:
@@ -88,7 +88,7 @@ def _never_fails(build: Callable[P, Figure]) -> Callable[P, Figure]:
 
 def _failed_figure(error: Exception) -> Figure:
     """A small figure saying that a figure could not be drawn, and why."""
-    fig = _agg_figure(figsize=(WIDTH_IN, 1.2))
+    fig = agg_figure(figsize=(WIDTH_IN, 1.2))
     reason = f"{type(error).__name__}: {error}".splitlines()[0][:150]
     fig.text(0.5, 0.5, f"this figure could not be drawn ({reason})", ha="center",
              va="center", wrap=True, parse_math=False)

@@ -25,18 +25,18 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from numpy.typing import ArrayLike
 
-from sim.output.canvas import DPI, WIDTH_IN, _never_fails, new_figure, png_bytes
+from sim.output.canvas import DPI, WIDTH_IN, never_fails, new_figure, png_bytes
 from sim.output.frontier import (
     MIN_SHARE_SPAN_PP,
-    _pareto,
     best_under_ceiling,
     frontier,
+    pareto,
     share_limits,
 )
 from sim.task_record import FALSE_SUCCESS
 
 __all__ = [
-    "CCDF_POINTS", "DPI", "MIN_SHARE_SPAN_PP", "WIDTH_IN", "_pareto", "best_under_ceiling",
+    "CCDF_POINTS", "DPI", "MIN_SHARE_SPAN_PP", "WIDTH_IN", "pareto", "best_under_ceiling",
     "cost_ccdf", "frontier", "new_figure", "outcome_bars", "outcome_colors", "png_bytes",
     "share_changes", "share_limits", "steps_histogram"]
 
@@ -77,7 +77,7 @@ def _outcome_order(shares: Mapping[str, Mapping[str, float]]) -> list[str]:
     return sorted(totals, key=lambda o: (o != "succeeded", o == FALSE_SUCCESS, -totals[o], o))
 
 
-@_never_fails
+@never_fails
 def outcome_bars(shares: Mapping[str, Mapping[str, float]], *,
                  title: str = "Outcome shares") -> Figure:
     """Stacked horizontal bars, one per entry of ``shares`` ({bar label:
@@ -113,7 +113,7 @@ the rest evenly sampled, which at this figure size looks the same and keeps a
 million-task report small."""
 
 
-@_never_fails
+@never_fails
 def cost_ccdf(costs: Mapping[str, ArrayLike], *,
               title: str = "Cost tail: share of tasks costing more than x") -> Figure:
     """The complementary CDF of per-task cost on log-log axes, one line per
@@ -160,7 +160,7 @@ def cost_ccdf(costs: Mapping[str, ArrayLike], *,
     return fig
 
 
-@_never_fails
+@never_fails
 def steps_histogram(steps: Mapping[str, ArrayLike], *,
                     title: str = "Model steps per task") -> Figure:
     """Histograms of steps per task as outlines, one per entry of ``steps``
@@ -185,7 +185,7 @@ def steps_histogram(steps: Mapping[str, ArrayLike], *,
     return fig
 
 
-@_never_fails
+@never_fails
 def share_changes(outcomes: pd.DataFrame, *, threshold_pp: float | None = None,
                   title: str = "Change in outcome shares (candidate - base)") -> Figure:
     """Changes of outcome shares with their intervals, one row per (cell,

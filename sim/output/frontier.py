@@ -12,10 +12,10 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import Bbox
 from numpy.typing import ArrayLike
 
-from sim.output.canvas import WIDTH_IN, _agg_figure, _never_fails, _plain_text
+from sim.output.canvas import WIDTH_IN, agg_figure, never_fails, plain_text
 
 
-def _pareto(cost: np.ndarray, success: np.ndarray) -> np.ndarray:
+def pareto(cost: np.ndarray, success: np.ndarray) -> np.ndarray:
     """Indices of the cells no other cell beats (cheaper or equal and at least
     as successful, one strictly), sorted by cost."""
     order = np.lexsort((-success, cost))
@@ -52,7 +52,7 @@ def share_limits(shares_pct: ArrayLike, min_span: float = MIN_SHARE_SPAN_PP
     return low, high
 
 
-@_never_fails
+@never_fails
 def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
              title: str = "Success against cost across cells") -> Figure:
     """Succeeded share against mean cost (left) and p95 cost (right), one point
@@ -71,7 +71,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
     names = summary["cell"].astype(str).tolist()
     labelled = len(names) <= 40
     key = _key_lines(names) if labelled else []
-    fig = _agg_figure(figsize=(WIDTH_IN, 4.2 + 0.17 * len(key)))
+    fig = agg_figure(figsize=(WIDTH_IN, 4.2 + 0.17 * len(key)))
     grid = fig.add_gridspec(2 if key else 1, 2, height_ratios=[4.2, 0.17 * len(key)]
                             if key else [1])
     axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])]
@@ -87,7 +87,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
                         ecolor="#1f5f99", alpha=0.4, capsize=2, zorder=2)
         ax.set_ylim(*share_limits(np.concatenate([success, low, high]) if has_ci
                                   else success))
-        front = _pareto(cost, success)
+        front = pareto(cost, success)
         ax.plot(cost[front], success[front], color="#1f5f99", alpha=0.5, zorder=2)
         numbered.append((ax, cost))
         if ceiling is not None:
@@ -111,7 +111,7 @@ def frontier(summary: pd.DataFrame, *, ceiling: float | None = None,
                   transform=text.transAxes)
     fig.suptitle(title)
     if labelled:
-        with _plain_text(fig):
+        with plain_text(fig):
             fig.draw_without_rendering()  # settle the layout and the axis limits first
         for ax, cost in numbered:
             _number_points(ax, cost, success)
