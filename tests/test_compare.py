@@ -547,7 +547,7 @@ def test_bounded_against_itself_under_another_seed_is_no_regression(tmp_path):
     assert (tmp_path / "s.md").read_text(encoding="utf-8").startswith("## ✅ no regression")
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "**unpaired**" in report and "Fisher" in report and "chi-square" in report
-    assert "bounded (seed 7) vs bounded (seed 8)" in report
+    assert report.startswith("# Comparison: bounded: seed: 7 -> 8\n")  # what changed
 
 
 def test_identical_sides_of_few_tasks_are_inconclusive_and_of_many_no_regression():

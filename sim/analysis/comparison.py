@@ -144,6 +144,31 @@ class Comparison:
     metrics: pd.DataFrame
     tests: pd.DataFrame
     checks: pd.DataFrame
+    changes: tuple[tuple[str, str, str], ...] = ()
+    """The settings that differ between the sides, ``(dotted path, base
+    value, candidate value)`` as text (:func:`sim.scenario.diff.setting_changes`);
+    empty when they are the same or unknown (task rows without a scenario)."""
+
+    @property
+    def changed(self) -> str:
+        """The changes in one line (``harness.detector.nudges: 1 -> 2; ...``,
+        at most four and how many more), or "" when none are known."""
+        if not self.changes:
+            return ""
+        shown = "; ".join(f"{p}: {a} -> {b}" for p, a, b in self.changes[:4])
+        more = len(self.changes) - 4
+        return shown + (f"; and {more} more" if more > 0 else "")
+
+    @property
+    def title(self) -> str:
+        """What is compared, for headlines: the cells' name and what changed
+        (``bounded: harness.detector.nudges: 1 -> 2``) when the settings are
+        known to differ, else ``BASE vs CANDIDATE`` by their labels."""
+        if self.changes:
+            names = [b for b, _ in self.cell_pairs]
+            where = names[0] if len(names) == 1 else f"{len(names)} cells"
+            return f"{where}: {self.changed}"
+        return f"{self.base.label} vs {self.candidate.label}"
 
     @property
     def regression(self) -> bool:
@@ -206,6 +231,7 @@ class Comparison:
             "candidate": {"label": self.candidate.label, "source": self.candidate.source,
                           "seed": self.candidate.seed},
             "cells": [{"base": b, "candidate": c} for b, c in self.cell_pairs],
+            "changes": [{"path": p, "base": a, "candidate": b} for p, a, b in self.changes],
             "paired": self.paired,
             "pairing": self.pairing_note,
             "thresholds": {"max_share_drop_pp": self.thresholds.max_share_drop_pp,

@@ -7,8 +7,9 @@ carries a plan out (``python -m sim compare`` runs the two in turn).
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,6 +19,8 @@ from sim.analysis.compare import PAIRINGS, Comparison, Side, Thresholds, compare
 from sim.api.scenarios import Overrides, prepare, with_overrides
 from sim.api.simulating import SweepFrames, read_folder, run_cells
 from sim.bad_input import InputError
+from sim.output.results import SUMMARY_NAME
+from sim.scenario.diff import setting_changes
 from sim.scenario.model import Scenario
 from sim.sweeps.cells import cells_of
 
@@ -157,7 +160,29 @@ def run_comparison(plan: ComparisonPlan, *, workers: int | None = None,
     if plan.specs[0].kind == "folder" and plan.specs[1].kind == "folder":
         _same_counts(sides[0], sides[1])
     b, c = _distinct_labels(*sides)
-    return compare_sides(b, c, plan.thresholds, pairing=plan.pairing)
+    result = compare_sides(b, c, plan.thresholds, pairing=plan.pairing)
+    documents = [_settings(spec, scenario) for spec, scenario in zip(plan.specs, plan.scenarios,
+                                                                     strict=True)]
+    if documents[0] is None or documents[1] is None:
+        return result
+    changes = setting_changes(documents[0], documents[1])
+    return replace(result, changes=tuple((c.path, c.base, c.candidate) for c in changes))
+
+
+def _settings(spec: _Spec, scenario: Scenario | None) -> dict[str, Any] | None:
+    """A side's resolved scenario document: the scenario simulated, or the one
+    a results folder's ``summary.json`` records (None for task rows, or a
+    folder that records none)."""
+    if scenario is not None:
+        return scenario.model_dump(mode="json")
+    if spec.kind != "folder":
+        return None
+    try:
+        summary = json.loads((Path(spec.value) / SUMMARY_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    recorded = summary.get("provenance", {}).get("scenario") if isinstance(summary, dict) else None
+    return recorded if isinstance(recorded, dict) else None
 
 
 def compare(base: Any, candidate: Any, *, tasks: int | None = None, seed: int | None = None,

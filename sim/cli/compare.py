@@ -218,8 +218,12 @@ def format_comparison(result: Comparison) -> str:
     from sim.analysis.compare import METRICS, check_sentence, format_p
 
     level = round(100 * (1 - result.thresholds.alpha))
-    lines = [f"base:      {result.base.source}", f"candidate: {result.candidate.source}",
-             f"pairing:   {result.pairing_note}"]
+    headline = {"regression": "REGRESSION", "no regression": "no regression",
+                "inconclusive": "INCONCLUSIVE"}[result.outcome]
+    lines = [f"{headline} (exit status {result.exit_status}): {result.title}"]
+    lines += [f"changed:   {path}: {old} -> {new}" for path, old, new in result.changes]
+    lines += [f"base:      {result.base.source}", f"candidate: {result.candidate.source}",
+              f"pairing:   {result.pairing_note}"]
     labels = dict(METRICS)
     for b, c in result.cell_pairs:
         outcomes = result.outcomes[result.outcomes["cell"] == b]
@@ -256,8 +260,6 @@ def format_comparison(result: Comparison) -> str:
         cost = frames.row(metrics, ("cost_usd", "mean"))
         lines.append(f"  mean cost change {cost['change']:+,.4f} USD, {level}% interval "
                      f"{cost['ci_low']:+,.4f} to {cost['ci_high']:+,.4f}")
-    headline = {"regression": "REGRESSION", "no regression": "no regression",
-                "inconclusive": "INCONCLUSIVE"}[result.outcome]
     lines += ["", f"verdict: {headline} (exit status {result.exit_status})"]
     if not result.regression:  # a regression's verdict is the list of failing checks below
         lines.append(f"  {result.verdict}")

@@ -41,7 +41,7 @@ def junit_xml(result: Comparison) -> bytes:
     skipped = sum(c["status"] == INCONCLUSIVE for c in checks)
     counts = {"tests": str(len(checks)), "failures": str(failures), "errors": "0",
               "skipped": str(skipped)}
-    name = f"sim compare: {result.base.label} vs {result.candidate.label}"
+    name = f"sim compare: {result.title}"
     root = ET.Element("testsuites", {"name": name, **counts})
     suite = ET.SubElement(root, "testsuite", {"name": name, **counts, "time": "0"})
     properties = ET.SubElement(suite, "properties")
@@ -49,7 +49,9 @@ def junit_xml(result: Comparison) -> bytes:
     for key, value in (("verdict", result.outcome), ("exit_status", str(result.exit_status)),
                        ("paired", str(result.paired).lower()),
                        ("tasks_to_decide", "" if need is None else str(need)),
-                       ("base", result.base.source), ("candidate", result.candidate.source)):
+                       ("base", result.base.source), ("candidate", result.candidate.source),
+                       *((f"changed {path}", f"{old} -> {new}")
+                         for path, old, new in result.changes)):
         ET.SubElement(properties, "property", {"name": key, "value": value})
     for check in checks:
         case = ET.SubElement(suite, "testcase", {
@@ -69,9 +71,12 @@ def summary_markdown(result: Comparison) -> str:
     """Markdown for a CI step summary: the verdict first (see the module docstring)."""
     checks = frames.records(result.checks)
     level = round(100 * (1 - result.thresholds.alpha))
-    lines = [f"## {_HEADLINE[result.outcome]}: {result.base.label} vs {result.candidate.label}",
-             "", f"{result.verdict[0].upper()}{result.verdict[1:]}. Exit status "
-             f"{result.exit_status}.", ""]
+    lines = [f"## {_HEADLINE[result.outcome]}: {result.title}", ""]
+    if result.changes:
+        lines += ["Changed: " + ", ".join(f"`{path}` {old} -> {new}"
+                                          for path, old, new in result.changes) + ".", ""]
+    lines += [f"{result.verdict[0].upper()}{result.verdict[1:]}. Exit status "
+              f"{result.exit_status}.", ""]
     flagged = [c for c in checks if c["status"] != "within"]
     lines += [f"- {'**regression**' if c['status'] == REGRESSION else 'undecided'}: "
               f"{check_sentence(c)}" for c in flagged]

@@ -178,9 +178,13 @@ def comparison_markdown(result: Comparison, figure_names: list[str] | None = Non
               "inconclusive": "inconclusive"}[result.outcome]
     flagged = frames.records(result.checks[result.checks["status"] != "within"])
     better = frames.records(result.checks[result.checks["improvement"]])
-    lines = [f"# Comparison: {result.base.label} vs {result.candidate.label}", "",
+    lines = [f"# Comparison: {result.title}", "",
              f"**Verdict: {status}** (exit status {result.exit_status})"
              + ("." if result.regression else f": {result.verdict.split(': ', 1)[1]}."), ""]
+    if result.changes:
+        lines += ["**Changed** (base -> candidate):", ""]
+        lines += [f"- `{path}`: {old} -> {new}" for path, old, new in result.changes]
+        lines.append("")
     lines += [f"- {check_sentence(r)}" for r in flagged]
     if better:
         lines += ["", "Significant improvements:", ""]
@@ -234,7 +238,7 @@ def write_comparison(out_dir: str | os.PathLike, result: Comparison,
         write_atomic(out / source, data)
         paths.append(out / source)
     markdown = comparison_markdown(result, list(figs))
-    title = f"Comparison: {result.base.label} vs {result.candidate.label}"
+    title = f"Comparison: {result.title}"
     for name, data in ((MARKDOWN_NAME, markdown.encode("utf-8")),
                        (HTML_NAME, markdown_to_html(markdown, images, title=title)
                         .encode("utf-8"))):
