@@ -208,13 +208,21 @@ def test_an_agent_that_is_the_only_child_of_a_root_span_is_the_run_itself(tmp_pa
             obs(14, "SPAN", "o11", name="node.nodeSendToolResult", trace="koog"),
             obs(15, "GENERATION", "o14", name="llm.chat", model="gpt-4o", trace="koog",
                 usage_details={"input": 168, "output": 19, "total": 187})]
+    two = [obs(20, "SPAN", name="main", trace="two"),
+           obs(21, "AGENT", "o20", name="planner", trace="two"),
+           obs(22, "GENERATION", "o21", model="gpt-4o", trace="two",
+               usage_details={"input": 5, "output": 1}),
+           obs(23, "AGENT", "o20", name="writer", trace="two"),
+           obs(24, "GENERATION", "o23", model="gpt-4o", trace="two",
+               usage_details={"input": 6, "output": 2})]
     path = tmp_path / "observations.json"  # GET /api/public/v2/observations
-    path.write_text(json.dumps({"data": adk + koog, "meta": {"cursor": None}}))
+    path.write_text(json.dumps({"data": adk + koog + two, "meta": {"cursor": None}}))
     collector = langfuse.Collector()
     collector.add([json.loads(path.read_text())], str(path))
     runs = {r.run_id: r for r in collector.runs()}
     assert [c.agent for c in runs["adk"].calls] == [None, None]
     assert [c.agent for c in runs["koog"].calls] == [None, None]
+    assert [c.agent for c in runs["two"].calls] == [None, None]
     assert (runs["adk"].model, runs["koog"].model) == ("gemini-2.0-flash", "gpt-4o")
 
 

@@ -307,8 +307,8 @@ def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRe
 def run_model(calls: list[CallRecord]) -> str | None:
     """The most common model of the run's own calls (``agent`` null), of all
     its calls when it has none of its own (the first seen breaks a tie)."""
-    own = [c.model for c in calls if c.model and c.agent is None]
-    models = own or [c.model for c in calls if c.model]
+    named = [c for c in calls if isinstance(c.model, str) and c.model]
+    models = [c.model for c in named if c.agent is None] or [c.model for c in named]
     return Counter(models).most_common(1)[0][0] if models else None
 
 

@@ -53,8 +53,13 @@ v3.175.0 (cache) and v4.7.0 (reasoning) stored them, raw beside the prompt
 and completion totals; later servers convert them into the disjoint keys
 above. A run read so says it in :attr:`~sim.traces.model.RunRecord.conventions`.
 An OpenAI-style usage (``prompt_tokens``, ``completion_tokens``, as the
-Langfuse SDK's OpenAI integration records it before the server converts it)
-is read with :func:`sim.traces.usage.from_openai`.
+Langfuse SDK's OpenAI integration records it in its spans before the server
+converts it) is read with :func:`sim.traces.usage.from_openai`, and the
+Responses API's (``input_tokens`` with ``input_tokens_details``,
+``output_tokens`` with ``output_tokens_details``) the same way, the cached
+tokens inside ``input_tokens`` and the reasoning inside ``output_tokens``.
+Values that are not counts (a nested object the server would drop) are
+passed over.
 
 **Provenance** (:attr:`~sim.traces.model.CallRecord.provenance`): a column
 computed from recorded figures (a count subtracted or parts added) is
