@@ -24,10 +24,11 @@ from langfuse.api import ObservationV2, Score_Boolean, Score_Numeric
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 
-from sim.traces import import_traces, langfuse, read_traces
+from sim.traces import import_traces, langfuse, read_traces, spantree
 from sim.traces.langfuse_usage import cost, counts
 from sim.traces.model import DERIVED, EXACT, UNKNOWN
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE
+from sim.traces.sources import read_json
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 TRACE = "fee618f96dc31e0ca38b2f7b26eb8b29"
@@ -352,7 +353,8 @@ def test_a_trace_with_three_of_five_generations_with_usage_is_kept(tmp_path):
 
 def test_sdk_spans_keep_a_trace_whose_generation_lacks_usage(tmp_path):
     """Item 4, the SDK's OpenTelemetry spans: a generation without
-    usage_details no longer drops its trace; its call is unknown."""
+    usage_details no longer drops its trace; its call is unknown (tokens and
+    cost), the other's cost exact."""
     path = tmp_path / "spans.jsonl"
     lf = Langfuse(public_key=f"pk-lf-{uuid.uuid4().hex}", secret_key="sk-lf-test",
                   base_url="http://127.0.0.1:9", span_exporter=FileSpanExporter(str(path)),
@@ -372,6 +374,12 @@ def test_sdk_spans_keep_a_trace_whose_generation_lacks_usage(tmp_path):
     assert calls["input_tokens"].tolist() == [7, 0]
     assert calls["cost_usd"].tolist()[0] == 0.001 and calls["cost_usd"].isna().tolist() == [
         False, True]
+    gatherer = spantree.Gatherer(langfuse.DIALECT)
+    for value in read_json(path):
+        gatherer.add(value, str(path))
+    (run,) = gatherer.runs()
+    assert [c.provenance for c in run.calls] == [{"cost_usd": EXACT},
+                                                 {**ALL_UNKNOWN, "cost_usd": UNKNOWN}]
 
 
 # ------------------------------------------------------------ cost, scores
