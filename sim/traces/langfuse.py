@@ -2,32 +2,13 @@
 
 Two kinds of file, told apart by content:
 
-- **observations as JSON**, in every shape Langfuse writes them (JSON
-  values, one document or one per line):
-
-  - ``GET /api/public/observations`` (v1 and v2) and list exports: an object
-    with ``data`` (a list of observations, or of traces with
-    ``observations``), a list of observations, or observations one per line;
-  - ``GET /api/public/traces/{id}``: one trace (``id``) with
-    ``observations`` and ``scores``;
-  - the trace view's download (web app, ``downloadLegacyTraceAsJson``):
-    ``{"trace": {...}, "observations": [...]}``, the trace object being
-    what the web app loaded (it may hold ``observations`` and ``scores`` of
-    its own);
-  - the download route ``/api/traces/{id}/download``
-    (``buildTraceExport``): ``{"observations": [...], "scores": [...]}``,
-    each observation naming its ``traceId``;
-  - the web app's tRPC responses (``traces.byIdWithObservationsAndScores``,
-    ``events.byTraceId``), saved from the browser:
-    ``{"result": {"data": {"json": {...}}}}`` (superjson), or a batch list
-    of those, around one of the shapes above.
-
-  An observation listed twice (nested and at the top, or in two files)
-  counts once, its copies merged (a copy's missing fields, such as the
-  ``output`` a tRPC copy leaves out, filled from the other). Keys are read
-  in camelCase (``traceId``, ``startTime``, ``usageDetails``,
-  ``costDetails``, ``parentObservationId``...) or snake_case as exports
-  write them;
+- **observations as JSON**, in every shape Langfuse writes them (the public
+  API's observations and traces, list and blob-storage exports, the trace
+  view's download, the download route, the web app's tRPC responses: read by
+  :mod:`sim.traces.langfuse_documents`). An observation listed twice (nested
+  and at the top, or in two files) counts once, its copies merged (a copy's
+  missing fields, such as the ``output`` a tRPC copy leaves out, filled from
+  the other);
 - **the Langfuse SDK's spans** in OTLP JSON (v3 and later SDKs are
   OpenTelemetry-based): ``langfuse.observation.type``,
   ``langfuse.observation.usage_details`` and ``cost_details`` (JSON text),
@@ -49,10 +30,9 @@ provenance. A generation without usage (``usageDetails`` missing or empty)
 keeps its place in the run with its token columns ``unknown``: a trace is
 never dropped because some (or all) of its generations lack usage.
 
-**Scores**: a trace's score named ``resolved``, ``success`` or ``correct``
-(any case), of type ``BOOLEAN`` or a ``NUMERIC`` 0 or 1, not attached to an
-observation, is the run's ``resolved`` (several such scores must agree);
-other scores are not read.
+**Scores**: a trace's success score (``resolved``, ``success`` or
+``correct``, :func:`sim.traces.langfuse_documents.resolved`) is the run's
+``resolved``; others are not read.
 """
 
 from __future__ import annotations
@@ -63,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sim.traces import langfuse_documents as documents
 from sim.traces import spantree
 from sim.traces.assemble import (
     extent,
@@ -72,6 +53,7 @@ from sim.traces.assemble import (
     seconds,
     text_fields,
 )
+from sim.traces.langfuse_documents import value_of
 from sim.traces.langfuse_usage import Counted, cost, counts, unknown
 from sim.traces.model import (
     CallRecord,
@@ -81,7 +63,6 @@ from sim.traces.model import (
     as_list,
     canonical_arguments,
     content_text,
-    finite_or_none,
     parse_utc,
     tool_result,
 )
@@ -93,101 +74,13 @@ SOURCE = "langfuse"
 CALL_TYPES = frozenset({"GENERATION"})
 TOOL_TYPE = "TOOL"
 AGENT_TYPE = "AGENT"
-RESOLVED_SCORES = frozenset({"resolved", "success", "correct"})
-"""Score names (lower case) read as the run's ``resolved``."""
 _ATTR = "langfuse.observation."
 
 
 # ------------------------------------------------------------ API / exports
-def _get(obs: dict, camel: str, snake: str) -> Any:
-    return obs[camel] if camel in obs else obs.get(snake)
-
-
-def _is_observation(value: Any, trace: Any = None) -> bool:
-    """Whether ``value`` is an observation (of the trace ``trace`` when it
-    names none itself)."""
-    return (isinstance(value, dict) and isinstance(value.get("type"), str)
-            and (_get(value, "traceId", "trace_id") is not None or trace is not None)
-            and ("startTime" in value or "start_time" in value))
-
-
-def _unwrap(value: Any) -> Any:
-    """The data of a tRPC response (``{"result": {"data": {"json": ...}}}``,
-    superjson's ``json`` optional); else ``value``."""
-    if isinstance(value, dict) and isinstance(value.get("result"), dict) \
-            and "data" in value["result"]:
-        data = value["result"]["data"]
-        return data["json"] if isinstance(data, dict) and "json" in data else data
-    return value
-
-
-@dataclass
-class _Trace:
-    """One trace's observations and scores as a document holds them."""
-
-    id: str | None
-    observations: list[dict]
-    scores: list[dict]
-
-
-def _trace(value: Any) -> _Trace | None:
-    """``value`` as a trace with observations (the API's trace, the trace
-    view's download, the download route's document, a tRPC trace), or None."""
-    value = _unwrap(value)
-    if not isinstance(value, dict) or not isinstance(value.get("observations"), list):
-        return None
-    inner = as_dict(value.get("trace"))
-    trace_id = value.get("id", inner.get("id"))
-    items = value["observations"] + as_list(inner.get("observations"))
-    observations = [o for o in items if isinstance(o, dict)]
-    if any(not isinstance(o, dict | str) for o in items):
-        return None
-    if trace_id is None:
-        if not observations or not all(_is_observation(o) for o in observations):
-            return None
-    elif not all(_is_observation(o, trace_id) for o in observations):
-        return None
-    scores = [s for s in as_list(value.get("scores")) + as_list(inner.get("scores"))
-              if isinstance(s, dict)]
-    return _Trace(None if trace_id is None else str(trace_id), observations, scores)
-
-
-def _items(values: list[Any]) -> list[Any]:
-    """The documents of a file's values: ``data`` lists and lists (a tRPC
-    batch) flattened, tRPC responses unwrapped."""
-    items: list[Any] = []
-    for value in values:
-        value = _unwrap(value)
-        if isinstance(value, dict) and isinstance(value.get("data"), list):
-            items.extend(value["data"])
-        elif isinstance(value, list):
-            items.extend(_unwrap(v) for v in value)
-        else:
-            items.append(value)
-    return items
-
-
-def detect(values: list[Any]) -> bool:
-    """Whether a file's JSON ``values`` are Langfuse observations or traces."""
-    if len(values) > 1:
-        return all(_is_observation(v) for v in values)
-    items = _items(values)
-    return bool(items) and all(_is_observation(v) or _trace(v) is not None for v in items)
-
-
-def observations(values: list[Any]) -> Iterator[tuple[dict, list[dict]]]:
-    """The observations of a file's values, each with the scores its
-    document lists (traces flattened; a trace's id fills an observation's
-    missing ``traceId``)."""
-    for item in _items(values):
-        trace = _trace(item)
-        if trace is not None:
-            for obs in trace.observations:
-                if _get(obs, "traceId", "trace_id") is None:
-                    obs = {**obs, "traceId": trace.id}
-                yield obs, trace.scores
-        elif _is_observation(item):
-            yield item, []
+detect = documents.detect
+"""Whether a file's JSON values are Langfuse observations or traces
+(:func:`sim.traces.langfuse_documents.detect`)."""
 
 
 @dataclass
@@ -199,11 +92,11 @@ class Collector:
     scores: dict[str, dict[str, dict]] = field(default_factory=lambda: defaultdict(dict))
 
     def add(self, values: list[Any], file: str) -> None:
-        for obs, scores in observations(values):
-            trace = str(_get(obs, "traceId", "trace_id"))
+        for obs, scores in documents.observations(values):
+            trace = str(value_of(obs, "traceId", "trace_id"))
             self.traces[trace].append((obs, file))
             for score in scores:
-                owner = str(_get(score, "traceId", "trace_id") or trace)
+                owner = str(value_of(score, "traceId", "trace_id") or trace)
                 self.scores[owner].setdefault(str(score.get("id")), score)
 
     def runs(self) -> Iterator[RunRecord | Skip]:
@@ -218,17 +111,17 @@ class Collector:
 
 
 def _start(obs: dict) -> float:
-    moment = parse_utc(_get(obs, "startTime", "start_time"))
+    moment = parse_utc(value_of(obs, "startTime", "start_time"))
     return moment.timestamp() if moment is not None else float("inf")
 
 
 def _parent(obs: dict) -> Any:
-    return _get(obs, "parentObservationId", "parent_observation_id")
+    return value_of(obs, "parentObservationId", "parent_observation_id")
 
 
 def _times(obs: dict) -> tuple[datetime | None, datetime | None]:
-    return (parse_utc(_get(obs, "startTime", "start_time")),
-            parse_utc(_get(obs, "endTime", "end_time")))
+    return (parse_utc(value_of(obs, "startTime", "start_time")),
+            parse_utc(value_of(obs, "endTime", "end_time")))
 
 
 def _merged(items: list[tuple[dict, str]]) -> dict[str, dict]:
@@ -294,12 +187,12 @@ def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRe
                    tree.own_agents(), tree.agent_of, first, notes, conventions)
     if not calls:
         raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION")
-    resolved, how = _resolved(scores)
+    verdict, how = documents.resolved(scores)
     if how is not None:
         conventions["resolved"] = how
     return RunRecord(
         run_id=trace, source=SOURCE, file=items[0][1], calls=calls, model=run_model(calls),
-        cost_usd=run_cost(calls), exit=_exit(obs_list), resolved=resolved, started_at=first,
+        cost_usd=run_cost(calls), exit=_exit(obs_list), resolved=verdict, started_at=first,
         duration_s=(last - first).total_seconds() if first and last else None,
         repairs=notes, conventions=conventions)
 
@@ -337,56 +230,22 @@ def _exit(obs_list: list[dict]) -> str | None:
     root = next((o for o in obs_list if _parent(o) is None), None)
     if root is None or str(root.get("level", "")).upper() != "ERROR":
         return None
-    return str(_get(root, "statusMessage", "status_message") or "error")
-
-
-def _resolved(scores: list[dict]) -> tuple[bool | None, str | None]:
-    """The run's ``resolved`` from its trace-level success scores (see the
-    module) and how it was read; ``(None, None)`` when none says it clearly
-    or they disagree."""
-    verdicts: set[bool] = set()
-    names: list[str] = []
-    for score in scores:
-        name = str(score.get("name", ""))
-        if name.lower() not in RESOLVED_SCORES or _get(score, "observationId",
-                                                       "observation_id") is not None:
-            continue
-        verdict = _verdict(score)
-        if verdict is not None:
-            verdicts.add(verdict)
-            names.append(name)
-    if len(verdicts) != 1:
-        return None, None
-    return verdicts.pop(), f"from the trace's score {', '.join(sorted(set(names)))}"
-
-
-def _verdict(score: dict) -> bool | None:
-    """A score's clear yes or no: a BOOLEAN's value (or ``stringValue``
-    True/False), a NUMERIC of exactly 0 or 1; None otherwise."""
-    kind = str(_get(score, "dataType", "data_type") or "").upper()
-    value = finite_or_none(score.get("value"))
-    text = str(_get(score, "stringValue", "string_value") or "").lower()
-    if kind == "BOOLEAN":
-        if value in (0.0, 1.0):
-            return value == 1.0
-        return {"true": True, "false": False}.get(text)
-    if kind == "NUMERIC" and value in (0.0, 1.0):
-        return value == 1.0
-    return None
+    return str(value_of(root, "statusMessage", "status_message") or "error")
 
 
 def _call(obs: dict, first: datetime | None, agent: str | None, notes: list[Repair],
           conventions: dict[str, str]) -> CallRecord:
     where = f"observation {obs.get('id')}"
-    usage = _get(obs, "usageDetails", "usage_details")
+    usage = value_of(obs, "usageDetails", "usage_details")
     read = counts(usage, where, notes) if isinstance(usage, dict) and usage else unknown()
     conventions.update(read.conventions)
     start, end = _times(obs)
-    cost_usd, how = cost(_get(obs, "costDetails", "cost_details"),
-                         _get(obs, "totalCost", "total_cost"),
-                         _get(obs, "calculatedTotalCost", "calculated_total_cost"))
+    cost_usd, how = cost(value_of(obs, "costDetails", "cost_details"),
+                         value_of(obs, "totalCost", "total_cost"),
+                         value_of(obs, "calculatedTotalCost", "calculated_total_cost"))
     return CallRecord(
-        usage=read.usage, model=_get(obs, "model", "provided_model_name"), cost_usd=cost_usd,
+        usage=read.usage, model=value_of(obs, "model", "provided_model_name"),
+        cost_usd=cost_usd,
         started_s=seconds(start, first), latency_s=seconds(end, start),
         **text_fields(_text(obs.get("output"))), agent=agent,
         provenance=_provenance(read, how))
