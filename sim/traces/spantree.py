@@ -208,7 +208,8 @@ def _call(facts: CallFacts, span: Span, start: int, agent: str | None) -> CallRe
         usage=facts.usage, model=facts.model, cost_usd=facts.cost_usd,
         finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
         latency_s=(span.end - span.start) / 1e9, **text_fields(facts.text), agent=agent,
-        provenance=dict(facts.provenance), tool_calls=[ToolCallRecord(name=t.name, id=t.id,
+        provenance=dict(facts.provenance),
+        tool_calls=[ToolCallRecord(name=t.name, id=t.id,
                                    arguments=canonical_arguments(t.arguments))
                     for t in facts.tools])
 
