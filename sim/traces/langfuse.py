@@ -16,14 +16,16 @@ Two kinds of file, told apart by content:
 
 Either way **one run is one trace**; an observation of type ``GENERATION`` is
 a model call, ``TOOL`` a tool call (its input the arguments, its output the
-result), ``AGENT`` an agent. The agents that are **the run itself**, not a
-subagent: an agent at the trace's root, and an agent reached from a root by
-only children (a framework's wrapper: the OpenAI Agents SDK's ``Agent
-workflow`` over its agent, Koog's agent over its run, Google ADK's
-invocation over its agent), and any agent with no agent above it; their calls
-have ``agent`` null. A call under another, nested agent is that subagent's
-(``agent`` its id). The run's ``model`` is the most common model of its own
-calls (of all its calls when it has none of its own).
+result), ``AGENT`` an agent. In observations as JSON, the agents that are
+**the run itself**, not a subagent: an agent at the trace's root, an agent
+reached from a root by only children (a framework's wrapper: the OpenAI
+Agents SDK's ``Agent workflow`` over its agent, Koog's agent over its run,
+Google ADK's invocation over its agent), and any agent with no agent above
+it; their calls have ``agent`` null. A call under another, nested agent is
+that subagent's (``agent`` its id). The run's ``model`` is the most common
+model of its own calls (of all its calls when it has none of its own). In
+the SDK's spans, :mod:`sim.traces.spantree` decides (the outermost agent that
+made calls is the run's own; the model the first of its calls').
 
 **Usage and cost** are read by :mod:`sim.traces.langfuse_usage`, with their
 provenance. A generation without usage (``usageDetails`` missing or empty)
