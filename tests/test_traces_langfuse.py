@@ -171,24 +171,35 @@ def api_json(path):
     return path
 
 
-def test_api_json_imports_with_usage_cost_and_tools_and_skips_a_trace_without_usage(tmp_path):
+def test_api_json_imports_with_usage_cost_and_tools_and_keeps_a_trace_without_usage(tmp_path):
     """Trace t1: two calls (cost from costDetails' parts, then totalCost), the
-    tool on the first; trace t2's generation has no usage: skipped, counted."""
-    from sim.traces import import_traces
+    tool on the first; trace t2's only generation has no usage: the run is
+    kept, its call's token columns unknown (0 in the usage), nothing skipped."""
+    from sim.traces import import_traces, langfuse
 
     path = api_json(tmp_path / "observations.json")
     report = import_traces([path], tmp_path / "traces")
-    assert report.runs_by_source == {"langfuse": 1}
-    assert [s.reason for s in report.skips] == ["no token usage"]
+    assert report.runs_by_source == {"langfuse": 2}
+    assert report.skips == []
     _, calls = read_traces(tmp_path / "traces")
     assert [(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, r.output_tokens)
-            for r in calls.itertuples()] == [(10, 300, 50, 20), (12, 350, 0, 7)]
+            for r in calls.itertuples()][:2] == [(10, 300, 50, 20), (12, 350, 0, 7)]
     assert math.isclose(calls["cost_usd"].iloc[0], 0.0004)
     assert calls["cost_usd"].iloc[1] == 0.0002
     (tool,) = calls["tool_calls"].iloc[0]
     assert tool["name"] == "read_file" and json.loads(tool["arguments"]) == {"path": "a.py"}
-    assert calls["started_s"].tolist() == [1.0, 3.0]
-    assert calls["latency_s"].tolist() == [0.5, 0.5]
+    assert calls["started_s"].tolist()[:2] == [1.0, 3.0]
+    assert calls["latency_s"].tolist()[:2] == [0.5, 0.5]
+    collector = langfuse.Collector()
+    collector.add([json.loads(path.read_text())], str(path))
+    t1, t2 = collector.runs()
+    assert [c.provenance for c in t1.calls] == [{"cost_usd": "derived"},
+                                                {"cost_usd": "exact"}]
+    assert t2.calls[0].provenance == {
+        "input_tokens": "unknown", "cache_read_tokens": "unknown",
+        "cache_write_tokens": "unknown", "output_tokens": "unknown",
+        "reasoning_tokens": "unknown", "cost_usd": "unknown"}
+    assert t2.calls[0].usage.prompt_tokens == 0 and t2.calls[0].usage.output_tokens == 0
 
 
 def test_api_json_round_trips(tmp_path, capsys):

@@ -1,15 +1,14 @@
-"""Langfuse: observations from the public API and exports, and the SDK's OpenTelemetry spans.
+"""Langfuse: observations from the public API, the web app and exports, and the SDK's spans.
 
-Two shapes, told apart by content:
+Two kinds of file, told apart by content:
 
-- **observations as JSON** (what ``GET /api/public/observations`` (v1 and
-  v2) and ``GET /api/public/traces/{id}`` return, the UI's and blob-storage
-  exports' JSON and JSON Lines): an object with ``data`` (a list of
-  observations, or of traces with ``observations``), one trace with
-  ``observations``, a list of observations, or observations one per line.
-  Keys are read in camelCase (``traceId``, ``startTime``, ``usageDetails``,
-  ``costDetails``, ``parentObservationId``...) or snake_case as exports
-  write them;
+- **observations as JSON**, in every shape Langfuse writes them (the public
+  API's observations and traces, list and blob-storage exports, the trace
+  view's download, the download route, the web app's tRPC responses: read by
+  :mod:`sim.traces.langfuse_documents`). An observation listed twice (nested
+  and at the top, or in two files) counts once, its copies merged (a copy's
+  missing fields, such as the ``output`` a tRPC copy leaves out, filled from
+  the other);
 - **the Langfuse SDK's spans** in OTLP JSON (v3 and later SDKs are
   OpenTelemetry-based): ``langfuse.observation.type``,
   ``langfuse.observation.usage_details`` and ``cost_details`` (JSON text),
@@ -17,176 +16,90 @@ Two shapes, told apart by content:
 
 Either way **one run is one trace**; an observation of type ``GENERATION`` is
 a model call, ``TOOL`` a tool call (its input the arguments, its output the
-result), ``AGENT`` an agent (the outermost is the run's; calls under a nested
-one are a subagent's, :mod:`sim.traces.spantree`).
+result), ``AGENT`` an agent. In observations as JSON, the agents that are
+**the run itself**, not a subagent: an agent at the trace's root, an agent
+reached from a root by only children (a framework's wrapper: the OpenAI
+Agents SDK's ``Agent workflow`` over its agent, Koog's agent over its run,
+Google ADK's invocation over its agent), and any agent with no agent above
+it; their calls have ``agent`` null. A call under another, nested agent is
+that subagent's (``agent`` its id). The run's ``model`` is the most common
+model of its own calls (of all its calls when it has none of its own). In
+the SDK's spans, :mod:`sim.traces.spantree` decides (the outermost agent that
+made calls is the run's own; the model the first of its calls').
 
-**Usage** (``usageDetails``) is Langfuse's: disjoint keys priced one by one.
-``input`` is the uncached prompt and ``output`` the output without the detail
-keys split from them (Langfuse's integrations subtract
-``input_cached_tokens``, ``output_reasoning_tokens``... from ``input`` and
-``output``). Cache reads are ``input_cached_tokens``, ``input_cache_read``,
-``cache_read_input_tokens``; cache writes ``input_cache_creation``,
-``input_cache_write``, ``cache_creation_input_tokens``; reasoning
-``output_reasoning_tokens``/``output_reasoning``; other ``input_*`` and
-``output_*`` keys (audio...) count as input and output. An OpenAI-style usage
-(``prompt_tokens``, ``completion_tokens``, which Langfuse's server converts
-itself) is read with the prompt including its cached tokens. ``total`` is not
-used. **Cost** as recorded: ``costDetails.total`` (else the sum of its parts,
-else ``totalCost``/``calculatedTotalCost``).
+**Usage and cost** are read by :mod:`sim.traces.langfuse_usage`, with their
+provenance. A generation without usage (``usageDetails`` missing or empty)
+keeps its place in the run with its token columns ``unknown``: a trace is
+never dropped because some (or all) of its generations lack usage.
+
+**Scores**: a trace's success score (``resolved``, ``success`` or
+``correct``, :func:`sim.traces.langfuse_documents.resolved`) is the run's
+``resolved``; others are not read.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sim.traces import langfuse_documents as documents
 from sim.traces import spantree
 from sim.traces.assemble import (
     extent,
-    main_model,
     nearest,
     owner_before,
     run_cost,
     seconds,
     text_fields,
 )
+from sim.traces.langfuse_documents import value_of
+from sim.traces.langfuse_usage import Counted, cost, counts, unknown
 from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
-    Usage,
     as_dict,
     as_list,
     canonical_arguments,
     content_text,
-    finite_or_none,
     parse_utc,
     tool_result,
 )
 from sim.traces.otel import Span
-from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
-from sim.traces.usage import count, from_openai
+from sim.traces.repairs import Repair
+from sim.traces.skips import NO_CALLS, Skip, Unusable
 
 SOURCE = "langfuse"
 CALL_TYPES = frozenset({"GENERATION"})
 TOOL_TYPE = "TOOL"
 AGENT_TYPE = "AGENT"
-_READ = ("input_cached_tokens", "input_cache_read", "cache_read_input_tokens", "cache_read")
-_WRITE = ("input_cache_creation", "input_cache_write", "cache_creation_input_tokens",
-          "cache_creation", "input_cache_creation_tokens")
-_REASONING = ("output_reasoning_tokens", "output_reasoning", "reasoning_tokens")
 _ATTR = "langfuse.observation."
 
 
-# ------------------------------------------------------------------ usage
-def counts(usage: dict[str, Any], where: str) -> Usage:
-    """A Langfuse ``usageDetails`` object in the trace model's convention."""
-    if "prompt_tokens" in usage or "completion_tokens" in usage:
-        return from_openai(usage, where)
-    if "input" not in usage and "output" not in usage:
-        raise Unusable(NO_USAGE, f"{where}: usage has neither input nor output")
-    uncached = count(usage.get("input"), "usage.input", where, default=0)
-    output = count(usage.get("output"), "usage.output", where, default=0)
-    read = write = reasoning = 0
-    for key, value in usage.items():
-        if key in ("input", "output", "total"):
-            continue
-        if key in _READ:
-            read += count(value, f"usage.{key}", where)
-        elif key in _WRITE:
-            write += count(value, f"usage.{key}", where)
-        elif key in _REASONING:
-            reasoning += count(value, f"usage.{key}", where)
-        elif key.startswith("input_"):
-            uncached += count(value, f"usage.{key}", where)
-        elif key.startswith("output_"):
-            output += count(value, f"usage.{key}", where)
-    return Usage(input_tokens=uncached, cache_read_tokens=read, cache_write_tokens=write,
-                 output_tokens=output, thinking_tokens=reasoning)
-
-
-def cost(details: Any, *fallbacks: Any) -> float | None:
-    """The recorded cost: ``costDetails.total``, else its parts summed, else
-    the first finite fallback."""
-    details = as_dict(details)
-    total = finite_or_none(details.get("total"))
-    if total is not None:
-        return total
-    parts = [finite_or_none(v) for v in details.values()]
-    if parts and None not in parts:
-        return float(sum(p for p in parts if p is not None))
-    for value in fallbacks:
-        number = finite_or_none(value)
-        if number is not None:
-            return number
-    return None
-
-
 # ------------------------------------------------------------ API / exports
-def _get(obs: dict, camel: str, snake: str) -> Any:
-    return obs[camel] if camel in obs else obs.get(snake)
-
-
-def _is_observation(value: Any) -> bool:
-    return (isinstance(value, dict) and isinstance(value.get("type"), str)
-            and ("traceId" in value or "trace_id" in value)
-            and ("startTime" in value or "start_time" in value))
-
-
-def _is_trace(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("observations"), list) \
-        and "id" in value
-
-
-def detect(values: list[Any]) -> bool:
-    """Whether a file's JSON ``values`` are Langfuse observations or traces."""
-    if len(values) > 1:
-        return all(_is_observation(v) for v in values)
-    doc = values[0] if values else None
-    if isinstance(doc, dict) and isinstance(doc.get("data"), list):
-        items = doc["data"]
-        return bool(items) and all(_is_observation(v) or _is_trace(v) for v in items)
-    if isinstance(doc, list):
-        return bool(doc) and all(_is_observation(v) or _is_trace(v) for v in doc)
-    return _is_trace(doc) or _is_observation(doc)
-
-
-def observations(values: list[Any]) -> Iterator[dict]:
-    """The observation objects of a file's values (traces' lists flattened);
-    a trace's own name and time fill an observation's missing ``traceName``."""
-    items: list[Any] = []
-    for value in values:
-        if isinstance(value, dict) and isinstance(value.get("data"), list):
-            items.extend(value["data"])
-        elif isinstance(value, list):
-            items.extend(value)
-        else:
-            items.append(value)
-    for item in items:
-        if _is_trace(item):
-            for obs in item["observations"]:
-                if isinstance(obs, dict):
-                    obs = dict(obs)
-                    obs.setdefault("traceId", item["id"])
-                    yield obs
-        elif _is_observation(item):
-            yield item
+detect = documents.detect
+"""Whether a file's JSON values are Langfuse observations or traces
+(:func:`sim.traces.langfuse_documents.detect`)."""
 
 
 @dataclass
 class Collector:
-    """Langfuse observations (API JSON) gathered across files, by trace."""
+    """Langfuse observations (and scores) gathered across files, by trace."""
 
     traces: dict[str, list[tuple[dict, str]]] = field(
         default_factory=lambda: defaultdict(list))
+    scores: dict[str, dict[str, dict]] = field(default_factory=lambda: defaultdict(dict))
 
     def add(self, values: list[Any], file: str) -> None:
-        for obs in observations(values):
-            trace = _get(obs, "traceId", "trace_id")
-            self.traces[str(trace)].append((obs, file))
+        for obs, scores in documents.observations(values):
+            trace = str(value_of(obs, "traceId", "trace_id"))
+            self.traces[trace].append((obs, file))
+            for score in scores:
+                owner = str(value_of(score, "traceId", "trace_id") or trace)
+                self.scores[owner].setdefault(str(score.get("id")), score)
 
     def runs(self) -> Iterator[RunRecord | Skip]:
         order = sorted(self.traces, key=lambda t: (min(_start(o) for o, _ in self.traces[t]),
@@ -194,53 +107,109 @@ class Collector:
         for trace in order:
             items = self.traces[trace]
             try:
-                yield _run(trace, items)
+                yield _run(trace, items, list(self.scores.get(trace, {}).values()))
             except Unusable as problem:
                 yield Skip(items[0][1], problem.reason, problem.detail, trace)
 
 
 def _start(obs: dict) -> float:
-    moment = parse_utc(_get(obs, "startTime", "start_time"))
+    moment = parse_utc(value_of(obs, "startTime", "start_time"))
     return moment.timestamp() if moment is not None else float("inf")
 
 
 def _parent(obs: dict) -> Any:
-    return _get(obs, "parentObservationId", "parent_observation_id")
+    return value_of(obs, "parentObservationId", "parent_observation_id")
 
 
 def _times(obs: dict) -> tuple[datetime | None, datetime | None]:
-    return (parse_utc(_get(obs, "startTime", "start_time")),
-            parse_utc(_get(obs, "endTime", "end_time")))
+    return (parse_utc(value_of(obs, "startTime", "start_time")),
+            parse_utc(value_of(obs, "endTime", "end_time")))
 
 
-def _run(trace: str, items: list[tuple[dict, str]]) -> RunRecord:
+def _merged(items: list[tuple[dict, str]]) -> dict[str, dict]:
+    """The observations by id, each listed once: the first copy, its missing
+    (or null) fields filled from later copies."""
     seen: dict[str, dict] = {}
-    for obs, _ in items:  # one observation listed twice (two exports) counts once
-        seen.setdefault(str(obs.get("id")), obs)
-    obs_list = sorted(seen.values(), key=lambda o: (_start(o), str(o.get("id"))))
-    by_id = {str(o.get("id")): o for o in obs_list}
-    kind = {k: str(o.get("type", "")).upper() for k, o in by_id.items()}
+    for obs, _ in items:
+        key = str(obs.get("id"))
+        if key not in seen:
+            seen[key] = dict(obs)
+            continue
+        first = seen[key]
+        for name, value in obs.items():
+            if first.get(name) is None and value is not None:
+                first[name] = value
+    return seen
 
-    def agent_of(obs: dict) -> str | None:
-        return nearest(_parent(obs), lambda i: _parent(by_id[i]),
-                       lambda i: kind[i] == AGENT_TYPE, by_id.__contains__)
 
+class _Tree:
+    """One trace's observations by id, with their kinds and agents."""
+
+    def __init__(self, obs_list: list[dict]) -> None:
+        self.by_id = {str(o.get("id")): o for o in obs_list}
+        self.kind = {k: str(o.get("type", "")).upper() for k, o in self.by_id.items()}
+        self.children: dict[str | None, list[str]] = defaultdict(list)
+        for key, obs in self.by_id.items():
+            self.children[self._parent_id(obs)].append(key)
+
+    def _parent_id(self, obs: dict) -> str | None:
+        parent = _parent(obs)
+        return str(parent) if parent is not None and str(parent) in self.by_id else None
+
+    def agent_of(self, obs: dict) -> str | None:
+        """The nearest agent above ``obs`` (itself excluded)."""
+        return nearest(_parent(obs), lambda i: _parent(self.by_id[i]),
+                       lambda i: self.kind[i] == AGENT_TYPE, self.by_id.__contains__)
+
+    def own_agents(self) -> set[str]:
+        """The agents that are the run itself: those with no agent above, and
+        those on a root's chain of only children (wrappers)."""
+        own = {a for a, t in self.kind.items()
+               if t == AGENT_TYPE and self.agent_of(self.by_id[a]) is None}
+        for root in self.children[None]:
+            node: str | None = root
+            hops = 0
+            while node is not None and hops < len(self.by_id):
+                if self.kind[node] == AGENT_TYPE:
+                    own.add(node)
+                below = self.children.get(node, [])
+                node, hops = (below[0] if len(below) == 1 else None), hops + 1
+        return own
+
+
+def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRecord:
+    obs_list = sorted(_merged(items).values(), key=lambda o: (_start(o), str(o.get("id"))))
+    tree = _Tree(obs_list)
     times = [_times(o) for o in obs_list]
     first, last = extent((t[0] for t in times), (t[1] for t in times))
-    calls = _calls([o for o in obs_list if kind[str(o.get("id"))] in CALL_TYPES],
-                   [o for o in obs_list if kind[str(o.get("id"))] == TOOL_TYPE],
-                   {a for a, t in kind.items() if t == AGENT_TYPE and agent_of(by_id[a]) is None},
-                   agent_of, first)
+    notes: list[Repair] = []
+    conventions: dict[str, str] = {}
+    calls = _calls([o for o in obs_list if tree.kind[str(o.get("id"))] in CALL_TYPES],
+                   [o for o in obs_list if tree.kind[str(o.get("id"))] == TOOL_TYPE],
+                   tree.own_agents(), tree.agent_of, first, notes, conventions)
     if not calls:
         raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION")
+    verdict, how = documents.resolved(scores)
+    if how is not None:
+        conventions["resolved"] = how
     return RunRecord(
-        run_id=trace, source=SOURCE, file=items[0][1], calls=calls, model=main_model(calls),
-        cost_usd=run_cost(calls), exit=_exit(obs_list), started_at=first,
-        duration_s=(last - first).total_seconds() if first and last else None)
+        run_id=trace, source=SOURCE, file=items[0][1], calls=calls, model=run_model(calls),
+        cost_usd=run_cost(calls), exit=_exit(obs_list), resolved=verdict, started_at=first,
+        duration_s=(last - first).total_seconds() if first and last else None,
+        repairs=notes, conventions=conventions)
 
 
-def _calls(generations: list[dict], tools: list[dict], outermost: set[str],
-           agent_of: Callable[[dict], str | None], first: datetime | None) -> list[CallRecord]:
+def run_model(calls: list[CallRecord]) -> str | None:
+    """The most common model of the run's own calls (``agent`` null), of all
+    its calls when it has none of its own (the first seen breaks a tie)."""
+    named = [c for c in calls if isinstance(c.model, str) and c.model]
+    models = [c.model for c in named if c.agent is None] or [c.model for c in named]
+    return Counter(models).most_common(1)[0][0] if models else None
+
+
+def _calls(generations: list[dict], tools: list[dict], own: set[str],
+           agent_of: Callable[[dict], str | None], first: datetime | None,
+           notes: list[Repair], conventions: dict[str, str]) -> list[CallRecord]:
     """The generations as calls (a nested agent's marked), each with the tool
     observations that answered it: the last call of the same agent that
     started at or before the tool."""
@@ -248,7 +217,7 @@ def _calls(generations: list[dict], tools: list[dict], outermost: set[str],
     owners: dict[str | None, list[int]] = defaultdict(list)
     for obs in generations:
         agent = agent_of(obs)
-        calls.append(_call(obs, first, None if agent in outermost else agent))
+        calls.append(_call(obs, first, None if agent in own else agent, notes, conventions))
         owners[agent].append(len(calls) - 1)
     for obs in tools:
         owner = owner_before(calls, owners.get(agent_of(obs), []),
@@ -263,22 +232,30 @@ def _exit(obs_list: list[dict]) -> str | None:
     root = next((o for o in obs_list if _parent(o) is None), None)
     if root is None or str(root.get("level", "")).upper() != "ERROR":
         return None
-    return str(_get(root, "statusMessage", "status_message") or "error")
+    return str(value_of(root, "statusMessage", "status_message") or "error")
 
 
-def _call(obs: dict, first: datetime | None, agent: str | None) -> CallRecord:
+def _call(obs: dict, first: datetime | None, agent: str | None, notes: list[Repair],
+          conventions: dict[str, str]) -> CallRecord:
     where = f"observation {obs.get('id')}"
-    usage = _get(obs, "usageDetails", "usage_details")
-    if not isinstance(usage, dict) or not usage:
-        raise Unusable(NO_USAGE, f"{where}: no usageDetails")
+    usage = value_of(obs, "usageDetails", "usage_details")
+    read = counts(usage, where, notes) if isinstance(usage, dict) and usage else unknown()
+    conventions.update(read.conventions)
     start, end = _times(obs)
+    cost_usd, how = cost(value_of(obs, "costDetails", "cost_details"),
+                         value_of(obs, "totalCost", "total_cost"),
+                         value_of(obs, "calculatedTotalCost", "calculated_total_cost"))
     return CallRecord(
-        usage=counts(usage, where), model=_get(obs, "model", "provided_model_name"),
-        cost_usd=cost(_get(obs, "costDetails", "cost_details"),
-                      _get(obs, "totalCost", "total_cost"),
-                      _get(obs, "calculatedTotalCost", "calculated_total_cost")),
+        usage=read.usage, model=value_of(obs, "model", "provided_model_name"),
+        cost_usd=cost_usd,
         started_s=seconds(start, first), latency_s=seconds(end, start),
-        **text_fields(_text(obs.get("output"))), agent=agent)
+        **text_fields(_text(obs.get("output"))), agent=agent,
+        provenance=_provenance(read, how))
+
+
+def _provenance(read: Counted, cost_how: str) -> dict[str, str]:
+    """A call's provenance: its usage's, and its cost's."""
+    return {**read.provenance, "cost_usd": cost_how}
 
 
 def _text(output: Any) -> str | None:
@@ -323,13 +300,13 @@ def _span_call(span: Span) -> spantree.CallFacts | None:
     a = span.attributes
     where = f"span {span.span} ({span.name})"
     usage = spantree.json_value(a.get(f"{_ATTR}usage_details"))
-    if not isinstance(usage, dict) or not usage:
-        raise Unusable(NO_USAGE, f"{where}: no {_ATTR}usage_details")
+    read = counts(usage, where) if isinstance(usage, dict) and usage else unknown()
     model = a.get(f"{_ATTR}model.name")
+    cost_usd, how = cost(spantree.json_value(a.get(f"{_ATTR}cost_details")))
     return spantree.CallFacts(
-        counts(usage, where), model=None if model is None else str(model),
-        cost_usd=cost(spantree.json_value(a.get(f"{_ATTR}cost_details"))),
-        text=_text(spantree.json_value(a.get(f"{_ATTR}output"))))
+        read.usage, model=None if model is None else str(model), cost_usd=cost_usd,
+        text=_text(spantree.json_value(a.get(f"{_ATTR}output"))),
+        provenance=_provenance(read, how))
 
 
 def _span_tool(span: Span) -> spantree.ToolFacts | None:

@@ -66,7 +66,8 @@ class ToolFacts:
 @dataclass(frozen=True)
 class CallFacts:
     """What a dialect reads from a model-call span (tokens in the trace
-    model's convention, cost in USD as recorded)."""
+    model's convention, cost in USD as recorded; ``provenance`` the call's,
+    :attr:`~sim.traces.model.CallRecord.provenance`)."""
 
     usage: Usage
     model: str | None = None
@@ -74,6 +75,7 @@ class CallFacts:
     finish_reason: str | None = None
     text: str | None = None
     tools: list[ToolFacts] = field(default_factory=list)
+    provenance: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,7 @@ def _call(facts: CallFacts, span: Span, start: int, agent: str | None) -> CallRe
         usage=facts.usage, model=facts.model, cost_usd=facts.cost_usd,
         finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
         latency_s=(span.end - span.start) / 1e9, **text_fields(facts.text), agent=agent,
+        provenance=dict(facts.provenance),
         tool_calls=[ToolCallRecord(name=t.name, id=t.id,
                                    arguments=canonical_arguments(t.arguments))
                     for t in facts.tools])
