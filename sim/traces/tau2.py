@@ -4,7 +4,9 @@ Three shapes are recognised (by content): a results object with a
 ``simulations`` list (tau2's own ``Results``), a bare list of simulation
 records (``id``, ``messages``, ``termination_reason``/``reward_info``...), and
 aggregated evaluation results (a list of per-model summaries with
-``task_results``), which hold no trajectory and are skipped as such.
+``task_results``), which hold no trajectory and are skipped as such. A
+results object whose ``simulations`` list is empty is a file skipped as
+``no runs``.
 
 One simulation is one run. Its **model calls** are the assistant messages that
 carry ``usage``; tau2's scripted greeting (an assistant message at position 0
@@ -73,7 +75,7 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import PARTS_KEPT, Repair
-from sim.traces.skips import NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
+from sim.traces.skips import NO_RUNS, NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
 from sim.traces.usage import from_disjoint, from_openai, needs_apart
 
 SOURCE = "tau2"
@@ -102,6 +104,9 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
     if shape == "results":
         info = as_dict(doc.get("info"))
         simulations = doc["simulations"]
+        if not simulations:
+            raise Unusable(NO_RUNS, 'a results file with "simulations": [] (no simulation '
+                                    "was recorded)")
         file_model = doc.get("model") if isinstance(doc.get("model"), str) else None
     else:
         info, simulations, file_model = {}, doc, None
