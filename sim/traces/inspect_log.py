@@ -52,9 +52,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
-    DERIVED,
-    PROVENANCE_FIELDS,
     UNKNOWN,
     CallRecord,
     RunRecord,
@@ -292,7 +291,7 @@ def _usage(usage: Any, provider: str, version: Version | None, where: str,
     """A call's counts in the trace model's convention and their provenance;
     its convention's label added to ``labels``."""
     if usage is None:
-        return Usage(), {name: UNKNOWN for name in PROVENANCE_FIELDS}
+        return unknown_usage()
     including, label = input_convention(usage, provider, version)
     labels[label] = None
     parts = {"cache_read": usage.input_tokens_cache_read,
@@ -302,11 +301,7 @@ def _usage(usage: Any, provider: str, version: Version | None, where: str,
     counts = (from_total_prompt(usage.input_tokens, usage.output_tokens,
                                 names=("input_tokens", "output_tokens"), **parts)
               if including else from_disjoint(usage.input_tokens, usage.output_tokens, **parts))
-    provenance = {}
-    if counts.input_tokens != usage.input_tokens:
-        provenance["input_tokens"] = DERIVED
-    if counts.output_tokens != usage.output_tokens:
-        provenance["output_tokens"] = DERIVED
+    provenance = derived(counts, usage.input_tokens, usage.output_tokens, where)
     if label == GOOGLE_UNRECORDED:
         provenance["cache_read_tokens"] = UNKNOWN
     return counts, provenance

@@ -62,10 +62,8 @@ from sim.traces.assemble import (
     seconds,
     text_fields,
 )
+from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
-    DERIVED,
-    PROVENANCE_FIELDS,
-    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -80,7 +78,7 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable
-from sim.traces.usage import count, from_openai, from_total_prompt
+from sim.traces.usage import from_openai, from_total_prompt
 
 SOURCE = "langsmith"
 
@@ -237,14 +235,9 @@ def counts(step: dict, where: str) -> tuple[Usage, dict[str, str]]:
     column ``unknown`` (counts 0) when the step records no usage."""
     found = _recorded(step, where)
     if found is None:
-        return Usage(), dict.fromkeys(PROVENANCE_FIELDS, UNKNOWN)
+        return unknown_usage()
     usage, prompt, output = found
-    provenance = {}
-    if usage.input_tokens != count(prompt, "prompt", where):
-        provenance["input_tokens"] = DERIVED
-    if usage.output_tokens != count(output, "output", where):
-        provenance["output_tokens"] = DERIVED
-    return usage, provenance
+    return usage, derived(usage, prompt, output, where)
 
 
 def _recorded(step: dict, where: str) -> tuple[Usage, Any, Any] | None:
