@@ -185,3 +185,29 @@ def test_versions_are_read_from_their_leading_numbers():
     assert parse_version("0.3.95") == (0, 3, 95) < (0, 3, 184)
     assert parse_version("0.3.184.dev12+gabcdef") == (0, 3, 184)
     assert parse_version("") is None and parse_version(None) is None
+
+
+def test_an_old_eval_archive_is_read_by_its_recorded_version_too(tmp_path):
+    """The same 0.3.95 OpenAI call in an ``.eval`` archive (rewritten with
+    inspect_ai's own reader and writer): the header's version decides there
+    as in a JSON log (6,147 uncached of the 15,235 prompt)."""
+    output = ModelOutput.from_content(model=MOCK, content="3")
+    output.usage = OPENAI_OLD
+    task = Task(dataset=[Sample(input="What is 1+2?", target="3", id="s")],
+                solver=[generate()], scorer=match())
+    [written] = inspect_eval(task, model=get_model(MOCK, custom_outputs=[output]),
+                             log_dir=str(tmp_path / "eval"), display="none")
+    log = read_eval_log(written.location)
+    log.eval.packages["inspect_ai"] = "0.3.95"
+    log.eval.model = "openai/gpt-4o"
+    for sample in log.samples or []:
+        for event in sample.events:
+            if event.event == "model":
+                event.model = "openai/gpt-4o"
+    path = tmp_path / "old.eval"
+    write_eval_log(log, str(path), format="eval")
+    assert read_eval_log(str(path), header_only=True).eval.packages["inspect_ai"] == "0.3.95"
+    [record] = list(runs(path, str(path), "eval"))
+    [call] = record.calls
+    assert (call.usage.input_tokens, call.usage.cache_read_tokens) == (6_147, 9_088)
+    assert record.conventions == {"input_tokens": INCLUDES}
