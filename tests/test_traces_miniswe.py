@@ -122,18 +122,24 @@ def test_calls_carry_per_call_cost_times_and_tool_results(samples):
     assert row["duration_s"] > mine["latency_s"].sum()
 
 
-def test_an_assistant_message_without_usage_skips_that_run_only(tmp_path):
+def test_an_assistant_message_without_usage_is_a_call_with_unknown_counts(tmp_path):
+    """The run is kept: that call's counts 0 with every provenance unknown,
+    the run's other calls as recorded; nothing skipped."""
+    from sim.traces import miniswe
+    from sim.traces.model import PROVENANCE_FIELDS, UNKNOWN
+
     bad = load(SAMPLES[0])
-    for m in bad["messages"]:
-        if m["role"] == "assistant":
-            del m["extra"]["response"]["usage"]
-            break
-    lay_out(tmp_path, {SAMPLES[0]: bad, SAMPLES[1]: load(SAMPLES[1])})
+    assistant = [m for m in bad["messages"] if m["role"] == "assistant"]
+    del assistant[0]["extra"]["response"]["usage"]
+    path = lay_out(tmp_path, {SAMPLES[0]: bad, SAMPLES[1]: load(SAMPLES[1])})
     report = import_traces([tmp_path], tmp_path / "out")
-    assert report.runs == 1
-    [skip] = report.skips
-    assert skip.reason == "no token usage" and "message 2" in skip.detail
-    assert skip.file.endswith(f"{SAMPLES[0]}.traj.json")
+    assert report.runs == 2 and report.skips == []
+    record = miniswe.run(bad, path / SAMPLES[0] / f"{SAMPLES[0]}.traj.json", "f")
+    assert len(record.calls) == len(assistant)
+    first = record.calls[0]
+    assert first.usage.prompt_tokens == 0 and first.usage.output_tokens == 0
+    assert first.provenance == dict.fromkeys(PROVENANCE_FIELDS, UNKNOWN)
+    assert all(UNKNOWN not in c.provenance.values() for c in record.calls[1:])
 
 
 def test_cache_counts_above_the_prompt_read_the_run_with_the_cache_apart(tmp_path):
@@ -201,3 +207,20 @@ def test_a_user_note_after_a_call_is_its_observation_hash(tmp_path):
     assert first["observation_sha256"] == hashlib.sha256(
         b"Format error: one command per response.").hexdigest()
     assert calls["observation_sha256"].notna().sum() == 1
+
+
+def test_input_is_derived_exactly_when_a_cache_count_was_subtracted():
+    """mini-swe-agent records OpenAI-style usage (prompt_tokens include the
+    cache): a call whose raw usage has a cache hit has its uncached input
+    derived; one without keeps it exact (not listed)."""
+    from sim.traces import miniswe
+    from sim.traces.model import DERIVED
+
+    doc = load(SAMPLES[0])
+    raw = [m["extra"]["response"]["usage"] for m in doc["messages"]
+           if m["role"] == "assistant"]
+    cached = [bool((u.get("prompt_tokens_details") or {}).get("cached_tokens")
+                   or u.get("prompt_cache_hit_tokens")) for u in raw]
+    record = miniswe.run(doc, Path(f"{SAMPLES[0]}.traj.json"), "f")
+    got = [c.provenance.get("input_tokens") == DERIVED for c in record.calls]
+    assert got == cached and any(cached)

@@ -374,6 +374,28 @@ def test_openai_cached_and_reasoning_tokens_are_taken_out_of_the_totals(tmp_path
     assert (first["output_tokens"], first["reasoning_tokens"]) == (3, 5)
 
 
+def test_provenance_marks_what_was_subtracted_from_the_recorded_totals():
+    """OpenAI-style: prompt 100 with 64 cached gives the uncached input 36
+    (derived), completion 8 with 5 reasoning the output 3 (derived); the
+    second call (no cache, no reasoning) is exact. Anthropic's own usage:
+    its input_tokens as recorded (exact), output 8 as recorded."""
+    from sim.traces import tau2
+    from sim.traces.model import DERIVED
+
+    msgs = conversation()
+    msgs[2]["raw_data"] = {"usage": {"prompt_tokens": 100, "completion_tokens": 8,
+                                     "prompt_tokens_details": {"cached_tokens": 64},
+                                     "completion_tokens_details": {"reasoning_tokens": 5}}}
+    [record] = list(tau2.runs({"simulations": [simulation(messages=msgs)]}, "f"))
+    assert [c.provenance for c in record.calls] == [
+        {"input_tokens": DERIVED, "output_tokens": DERIVED}, {}]
+    msgs = conversation()
+    msgs[2]["raw_data"] = {"usage": {"input_tokens": 10, "cache_read_input_tokens": 80,
+                                     "cache_creation_input_tokens": 10, "output_tokens": 8}}
+    [record] = list(tau2.runs({"simulations": [simulation(messages=msgs)]}, "f"))
+    assert [c.provenance for c in record.calls] == [{}, {}]
+
+
 def test_cache_above_the_prompt_reads_every_call_of_the_run_without_the_cache(tmp_path):
     """LiteLLM's older Anthropic usage: prompt_tokens 46 with 6,989 cached. The
     source counts the cache apart, so every call of the run is read so (the

@@ -24,6 +24,35 @@ class ImportReport:
     repairs: Counter = field(default_factory=Counter)
     """``{(dotted field, reason): count}``: impossible values repaired or set
     to null in the runs imported (:mod:`sim.traces.repairs`)."""
+    gathered: list[str] = field(default_factory=list)
+    """Files handed to a format that gathers runs across files (OpenTelemetry,
+    Claude Code, Langfuse, LangSmith, span dialects); not written."""
+    merged: list[str] = field(default_factory=list)
+    """Gathered files whose records all went into runs (or skips) named by
+    another file: a LangSmith patch file, a trace's later spans."""
+    inputs: int = 0
+    """How many inputs (files and trace folders) were read."""
+
+    def entries(self) -> tuple[int, int, int, int]:
+        """What the import has recorded so far: runs, skips, companions and
+        ignored files (an input that changes none of them gave nothing)."""
+        return self.runs, len(self.skips), len(self.companions), len(self.ignored)
+
+    def account(self, quiet: list[str], reason: str, detail: str) -> None:
+        """Account for the ``quiet`` inputs (those that gave nothing while read)
+        once every gathered run is in: one named by a run or a skip is
+        accounted for; a gathered one is ``merged``; any other is skipped as a
+        file with ``reason``. So every input is exactly one of imported (it
+        names a run), skipped, ignored, a companion or merged."""
+        named = set(self.run_files) | {s.file for s in self.skips}
+        gathered = set(self.gathered)
+        for file in quiet:
+            if file in named:
+                continue
+            if file in gathered:
+                self.merged.append(file)
+            else:
+                self.skips.append(Skip(file, reason, detail))
 
     def repairs_by_field(self) -> dict[str, dict[str, int]]:
         """``{field: {reason: count}}``, fields sorted, reasons most frequent first."""
@@ -70,6 +99,9 @@ class ImportReport:
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
                        "mini-swe-agent predictions, Claude Code subagent metadata)")
+        if self.merged:
+            out.append(f"merged {len(self.merged)} files into runs named by other files "
+                       "(their steps or spans belong to traces begun elsewhere)")
         if self.ignored:
             out.append(f"ignored {len(self.ignored)} files found in folders that are not "
                        "JSON, an Inspect log or a trace folder")
@@ -87,6 +119,7 @@ class ImportReport:
             "skipped_runs": {"count": len(runs), "by_reason": counts(s.reason for s in runs)},
             "skips": [s.to_dict() for s in self.skips],
             "companions": self.companions, "ignored": self.ignored,
+            "inputs": self.inputs, "merged_files": self.merged,
             "repairs": {"count": sum(self.repairs.values()),
                         "by_field": self.repairs_by_field()},
         }

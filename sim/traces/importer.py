@@ -29,7 +29,10 @@ across files, since a conversation may span several, and assembled at the end.
 What cannot be used is skipped and counted by reason (:mod:`sim.traces.skips`);
 with ``strict`` any skip is an :class:`~sim.bad_input.InputError`. Files found
 inside a folder whose content is not JSON, an Inspect log or Parquet (logs,
-YAML...) are ignored and listed as such. The folder is written atomically
+YAML...) are ignored and listed as such. Every input is accounted for
+(:meth:`~sim.traces.import_report.ImportReport.account`): a file that gave no
+run, skip, companion or ignored entry is skipped as ``no runs``, unless its
+records were gathered into runs named by another file (``merged``). The folder is written atomically
 (:func:`~sim.traces.writer.atomic_folder`): an import that fails, or imports no
 run, writes nothing.
 """
@@ -39,7 +42,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,7 @@ from sim.traces.import_report import ImportReport
 from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import (
     DUPLICATE,
+    NO_RUNS,
     TOO_DEEP,
     UNKNOWN_FORMAT,
     Skip,
@@ -162,23 +166,19 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     alone = scheduler if len(items) == 1 else None  # a single folder: read on the workers
     bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
                mininterval=0.5)
+    quiet: list[str] = []  # inputs that gave nothing while read
+    report.inputs = len(items)
     for item, read in zip(bar, _read_ahead(items, scheduler), strict=True):
         file = os.fspath(item.path)
+        before = report.entries()
         if read is not None:  # read by a worker: runs and skips in the file's order
             for record in read:
                 accept(record)
-            continue
-        try:
-            if item.folder and add_folder(item.path, writer, report, first_file,
-                                          file in whole, alone):
-                continue
-            for record in _read(item, file, collector, reports, report, gathered):
-                accept(record)
-        except Unusable as problem:
-            report.skips.append(Skip(file, problem.reason, problem.detail))
-        except RecursionError:  # a structure nested deeper than Python walks
-            report.skips.append(Skip(file, TOO_DEEP, "values nested deeper than the importer "
-                                                     "reads"))
+        else:
+            _read_input(item, file, whole, alone, writer, report, first_file, collector,
+                        reports, gathered, accept)
+        if report.entries() == before:
+            quiet.append(file)
     bar.close()
     for record in collector.runs():
         accept(record)
@@ -190,6 +190,27 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
         row["resolved"] = reports.verdict(path, instance, miniswe.run_folder(path, instance),
                                           model, folders)
     report.repairs.update(writer.repairs)
+    report.account(quiet, NO_RUNS, "it holds no run (an empty log, folder or list of runs)")
+
+
+def _read_input(item: Input, file: str, whole: frozenset[str] | set[str],
+                alone: Scheduler | None, writer: TraceWriter, report: ImportReport,
+                first_file: dict[str, str], collector: otel.Collector,
+                reports: miniswe.Reports, gathered: Gathered,
+                accept: Callable[[RunRecord | Skip], None]) -> None:
+    """Read one input in this process, its runs to ``accept``; a whole-file
+    problem is a skip of the file."""
+    try:
+        if item.folder and add_folder(item.path, writer, report, first_file,
+                                      file in whole, alone):
+            return
+        for record in _read(item, file, collector, reports, report, gathered):
+            accept(record)
+    except Unusable as problem:
+        report.skips.append(Skip(file, problem.reason, problem.detail))
+    except RecursionError:  # a structure nested deeper than Python walks
+        report.skips.append(Skip(file, TOO_DEEP, "values nested deeper than the importer "
+                                                 "reads"))
 
 
 FILES_PER_CHUNK = 32
@@ -302,6 +323,7 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
     values = read_json(item.path)
     gathered = gathered if gathered is not None else Gathered()
     if _gather(values, file, gathered, collector):
+        report.gathered.append(file)
         return
     yield from _read_document(values[0], item, file, collector, reports, report)
 
@@ -364,6 +386,7 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
         report.companions.append(file)
     elif otel.detect(doc):
         collector.add(doc, file)
+        report.gathered.append(file)
     elif isinstance(doc, dict) and {"eval", "version", "status"} <= doc.keys():
         yield from inspect_log.runs(item.path, file, "json")
     else:

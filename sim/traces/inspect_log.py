@@ -8,12 +8,22 @@ the log is opened with inspect_ai's own reader
 One sample epoch is one run (``run_id`` the sample's ``uuid``, else
 ``EVAL_ID/SAMPLE_ID/EPOCH``; ``task_id`` the sample id). Its **model calls** are
 its ``model`` events outside the scorers (a grader's calls are not the
-agent's), except failed ones (``error`` set, no output): Inspect's
-``input_tokens`` exclude the cache counts (``input_tokens_cache_read``,
-``input_tokens_cache_write``) and its ``output_tokens`` include
-``reasoning_tokens`` (a sample any of whose calls has more reasoning than
-output, as Gemini's thoughts are counted apart, is read with the reasoning
-apart: :mod:`sim.traces.usage`); an output without choices has no finish
+agent's), except failed ones (``error`` set, no output); a call whose output
+records no usage is kept with its token counts unknown (provenance
+``unknown``, counts 0). Inspect's ``output_tokens`` include
+``reasoning_tokens``, taken out (``derived``; a sample any of whose calls has
+more reasoning than output, as Gemini's thoughts are counted apart, is read
+with the reasoning apart: :mod:`sim.traces.usage`). Whether its
+``input_tokens`` include the cache read (``input_tokens_cache_read``) depends
+on the version that wrote the log (see :func:`input_convention`): since
+inspect_ai 0.3.184 they exclude it for every provider; before, the
+OpenAI-style providers (:data:`INCLUDING_PROVIDERS`: OpenAI's Chat
+Completions, o1 and Responses APIs, Grok and the OpenAI-compatible ones)
+reported the whole prompt, and the cache is subtracted (``derived``); a
+recorded ``total_tokens`` decides against the version when its arithmetic
+tells. Each run says in ``conventions["input_tokens"]`` how it was read.
+Google's usage recorded no cache before inspect_ai 0.3.208 (its prompt count
+included any): the cache read is unknown there. An output without choices has no finish
 reason, text or tool calls; ``total_cost`` is the call's cost; the event's
 ``timestamp`` and ``completed`` give ``started_s`` (from the sample's start) and
 ``latency_s``. The tool calls are those of the call's output message, answered
@@ -36,15 +46,19 @@ cost limits of the sample or the eval.
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
+    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     approx_tokens,
     canonical_arguments,
     finite_or_none,
@@ -54,11 +68,48 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import MISSING_EXTRA, NO_USAGE, UNREADABLE, Skip, Unusable
-from sim.traces.usage import from_disjoint, needs_apart
+from sim.traces.skips import MISSING_EXTRA, UNREADABLE, Skip, Unusable
+from sim.traces.usage import from_disjoint, from_total_prompt, needs_apart
 
 SOURCE = "inspect"
 SCORER_SPANS = frozenset({"scorers", "scorer"})
+
+CACHE_EXCLUDED_SINCE = (0, 3, 184)
+"""The inspect_ai release (28 February 2026) from which ``ModelUsage.input_tokens``
+exclude the cache read for every provider (changelog: "input tokens now
+excludes cached tokens whereas previously it included them for some
+providers"; commit bf26615, UKGovernmentBEIS/inspect_ai#3341)."""
+
+INCLUDING_PROVIDERS = frozenset({
+    "openai", "openai-api", "grok", "together", "fireworks", "sambanova", "ollama",
+    "openrouter", "perplexity", "llama-cpp-python", "vllm", "sglang",
+    "hf-inference-providers", "cf", "sagemaker"})
+"""The model providers (the model name's prefix, ``openai/gpt-4o``) whose
+``input_tokens`` included the cache read before :data:`CACHE_EXCLUDED_SINCE`:
+OpenAI (Chat Completions, o1, Responses; Azure OpenAI runs as ``openai``),
+Grok, and those built on inspect_ai's OpenAI conversion
+(``model_output_from_openai``: ``openai-api`` and the OpenAI-compatible
+providers, SageMaker). Anthropic and Bedrock always reported the parts
+apart; Groq, Mistral and Azure AI recorded no cache."""
+
+GOOGLE_CACHE_SINCE = (0, 3, 208)
+"""The inspect_ai release (19 April 2026) from which Google's usage records
+its cache read (``cached_content_token_count``) and takes it out of
+``input_tokens``; before, the cache was neither recorded nor taken out."""
+
+EXCLUDES = "excludes cache (inspect_ai >= 0.3.184, or a provider that never included it)"
+INCLUDES = "includes cache read, subtracted (inspect_ai < 0.3.184, OpenAI-style provider)"
+INCLUDES_BY_TOTAL = ("includes cache read, subtracted: total_tokens = input + output "
+                     "(the recorded inspect_ai version says excludes)")
+EXCLUDES_BY_TOTAL = ("excludes cache: total_tokens = input + cache + output "
+                     "(the recorded inspect_ai version says includes)")
+GOOGLE_UNRECORDED = "includes any cache, not recorded (google, inspect_ai < 0.3.208)"
+CONVENTIONS: tuple[str, ...] = (EXCLUDES, INCLUDES, INCLUDES_BY_TOTAL, EXCLUDES_BY_TOTAL,
+                                GOOGLE_UNRECORDED)
+"""The values of a run's ``conventions["input_tokens"]`` (several joined with
+``"; "`` when its calls were read differently)."""
+
+Version = tuple[int, int, int]
 
 
 def available() -> bool:
@@ -75,6 +126,7 @@ def runs(path: Path, file: str, fmt: Literal["eval", "json"]) -> Iterator[RunRec
 
     with _reading():
         eval_ = read_eval_log(path, header_only=True, format=fmt).eval
+        version = parse_version(as_str(getattr(eval_, "packages", None), "inspect_ai"))
         samples = read_eval_log_samples(path, all_samples_required=False,
                                         resolve_attachments=True, format=fmt)
     while True:
@@ -84,10 +136,10 @@ def runs(path: Path, file: str, fmt: Literal["eval", "json"]) -> Iterator[RunRec
             return
         run_id = sample.uuid or f"{eval_.eval_id}/{sample.id}/{sample.epoch}"
         try:
-            record = _run(sample, eval_, run_id, file)
+            record = _run(sample, eval_, run_id, file, version)
             apart = needs_apart(record.repairs)
             if apart[1]:  # the reasoning is counted apart: every call is read so
-                record = _run(sample, eval_, run_id, file, apart[1])
+                record = _run(sample, eval_, run_id, file, version, apart[1])
             yield record
         except Unusable as problem:
             yield Skip(file, problem.reason, problem.detail, run_id)
@@ -103,7 +155,62 @@ def _reading() -> Iterator[None]:
                                    f"({type(error).__name__}: {error})") from None
 
 
-def _run(sample: Any, eval_: Any, run_id: str, file: str, apart: bool = False) -> RunRecord:
+def parse_version(text: str | None) -> Version | None:
+    """``"0.3.95"`` (or ``"0.3.184.dev3+g1a2b"``) as ``(0, 3, 95)``; None when
+    missing or not a version.
+
+    >>> parse_version("0.3.184.dev3+g1a2b"), parse_version("unknown")
+    ((0, 3, 184), None)
+    """
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", text or "")
+    return None if found is None else (int(found[1]), int(found[2]), int(found[3]))
+
+
+def as_str(packages: Any, name: str) -> str | None:
+    """The recorded version of package ``name`` in an eval's ``packages``."""
+    value = packages.get(name) if isinstance(packages, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def input_convention(usage: Any, provider: str, version: Version | None) -> tuple[bool, str]:
+    """Whether a call's ``input_tokens`` include its cache read, and the
+    convention's label (one of :data:`CONVENTIONS`). The recorded inspect_ai
+    ``version`` and the ``provider`` decide (:data:`CACHE_EXCLUDED_SINCE`,
+    :data:`INCLUDING_PROVIDERS`; an unrecorded version reads as today's),
+    unless the call's ``total_tokens`` tells otherwise: with a cache count,
+    ``total = input + output`` (plus reasoning, for providers that count it
+    apart) says the input included the cache, ``total = input + cache +
+    output`` that it did not; the arithmetic wins."""
+    if provider == "google" and usage.input_tokens_cache_read is None and \
+            version is not None and version < GOOGLE_CACHE_SINCE:
+        return False, GOOGLE_UNRECORDED
+    by_version = version is not None and version < CACHE_EXCLUDED_SINCE \
+        and provider in INCLUDING_PROVIDERS
+    by_total = _total_says(usage)
+    if by_total is None or by_total == by_version:
+        return by_version, INCLUDES if by_version else EXCLUDES
+    return by_total, INCLUDES_BY_TOTAL if by_total else EXCLUDES_BY_TOTAL
+
+
+def _total_says(usage: Any) -> bool | None:
+    """Whether ``total_tokens`` shows the input including the cache (True),
+    excluding it (False), or cannot tell (None: no cache, no total, or both
+    readings add up)."""
+    numbers = (usage.input_tokens, usage.output_tokens, usage.total_tokens,
+               usage.input_tokens_cache_read or 0, usage.input_tokens_cache_write or 0,
+               usage.reasoning_tokens or 0)
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        return None
+    inp, out, total, read, write, reasoning = numbers
+    if not read + write or not total:
+        return None
+    including = total in (inp + out, inp + out + reasoning)
+    excluding = total in (inp + read + write + out, inp + read + write + out + reasoning)
+    return including if including != excluding else None
+
+
+def _run(sample: Any, eval_: Any, run_id: str, file: str, version: Version | None,
+         apart: bool = False) -> RunRecord:
     spans: dict[str, tuple[str | None, str | None]] = {}
     events = []
     tools: dict[str, Any] = {}
@@ -119,7 +226,9 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str, apart: bool = False) -
     started_at = parse_utc(sample.started_at)
     start = started_at or (events[0].timestamp if events else None)
     notes: list[Repair] = []
-    calls = [_call(event, i, start, tools, notes, apart) for i, event in enumerate(events)]
+    labels: dict[str, None] = {}
+    calls = [_call(event, i, start, tools, notes, apart, version, labels)
+             for i, event in enumerate(events)]
     for i, call in enumerate(calls):
         following = events[i + 1].input if i + 1 < len(events) else sample.messages
         call.observation_tokens, call.observation_sha256 = _observations(events[i].input,
@@ -133,7 +242,8 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str, apart: bool = False) -
         duration_s=finite_or_none(sample.total_time),
         message_limit=_first_int(getattr(sample, "message_limit", None),
                                  getattr(config, "message_limit", None)),
-        cost_limit_usd=finite_or_none(getattr(config, "cost_limit", None)), repairs=notes)
+        cost_limit_usd=finite_or_none(getattr(config, "cost_limit", None)), repairs=notes,
+        conventions={"input_tokens": "; ".join(labels)} if labels else {})
 
 
 def _in_scorer(span_id: str | None, spans: dict[str, tuple[str | None, str | None]]) -> bool:
@@ -147,16 +257,10 @@ def _in_scorer(span_id: str | None, spans: dict[str, tuple[str | None, str | Non
 
 
 def _call(event: Any, index: int, start: Any, tools: dict[str, Any], notes: list[Repair],
-          apart: bool) -> CallRecord:
+          apart: bool, version: Version | None, labels: dict[str, None]) -> CallRecord:
     where = f"model event {index} ({event.model})"
-    usage = event.output.usage
-    if usage is None:
-        raise Unusable(NO_USAGE, f"{where}: no usage")
-    counts = from_disjoint(usage.input_tokens, usage.output_tokens,
-                           cache_read=usage.input_tokens_cache_read,
-                           cache_write=usage.input_tokens_cache_write,
-                           reasoning=usage.reasoning_tokens, where=where, notes=notes,
-                           reasoning_apart=apart)
+    counts, provenance = _usage(event.output.usage, str(event.model or "").split("/")[0],
+                                version, where, notes, apart, labels)
     message = event.output.message if event.output.choices else None
     records = []
     for call in (getattr(message, "tool_calls", None) or ()):
@@ -171,12 +275,36 @@ def _call(event: Any, index: int, start: Any, tools: dict[str, Any], notes: list
                                          answer.working_time)
         records.append(record)
     text = message.text if message is not None else None
+    usage = event.output.usage
     return CallRecord(
-        usage=counts, model=event.model, cost_usd=finite_or_none(usage.total_cost),
+        usage=counts, model=event.model, provenance=provenance,
+        cost_usd=None if usage is None else finite_or_none(usage.total_cost),
         finish_reason=event.output.choices[0].stop_reason if event.output.choices else None,
         started_s=(event.timestamp - start).total_seconds(),
         latency_s=_elapsed(event.timestamp, event.completed, event.working_time),
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=records)
+
+
+def _usage(usage: Any, provider: str, version: Version | None, where: str,
+           notes: list[Repair], apart: bool, labels: dict[str, None]
+           ) -> tuple[Usage, dict[str, str]]:
+    """A call's counts in the trace model's convention and their provenance;
+    its convention's label added to ``labels``."""
+    if usage is None:
+        return unknown_usage()
+    including, label = input_convention(usage, provider, version)
+    labels[label] = None
+    parts = {"cache_read": usage.input_tokens_cache_read,
+             "cache_write": usage.input_tokens_cache_write,
+             "reasoning": usage.reasoning_tokens, "where": where, "notes": notes,
+             "reasoning_apart": apart}
+    counts = (from_total_prompt(usage.input_tokens, usage.output_tokens,
+                                names=("input_tokens", "output_tokens"), **parts)
+              if including else from_disjoint(usage.input_tokens, usage.output_tokens, **parts))
+    provenance = derived(counts, usage.input_tokens, usage.output_tokens, where)
+    if label == GOOGLE_UNRECORDED:
+        provenance["cache_read_tokens"] = UNKNOWN
+    return counts, provenance
 
 
 def _elapsed(begun: Any, completed: Any, working: float | None) -> float | None:

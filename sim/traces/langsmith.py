@@ -5,6 +5,14 @@ Recognised by content:
 - **batch posts** (the body the SDK sends to ``POST /runs/batch``):
   ``{"post": [run...], "patch": [run...]}``, one per file or one per line
   (a capture of several posts); a patch updates the run of its ``id``;
+- **PATCH bodies**: the JS SDK's ``updateRun`` sends ``PATCH /runs/{id}``
+  with the id in the URL only, so a captured body (``RunTree.patchRun``:
+  ``name``, ``run_type``, ``end_time``, ``outputs``, ``extra``, ``trace_id``,
+  ``dotted_order``...) has no ``id``; neither has a patch entry exported
+  from such a body. Such a step is matched to its post by its
+  ``dotted_order``, whose last segment is ``{time}Z{run id}``
+  (:func:`step_id`); a body with neither is skipped (``no per-call
+  trajectory``: it cannot be placed);
 - **exported runs**: a list of run objects (``id``, ``run_type``,
   ``trace_id``...), ``{"runs": [...]}`` as ``POST /runs/query`` returns, or
   one run per line.
@@ -17,8 +25,10 @@ once with later fields overriding earlier ones:
 - **a model call** is an ``llm`` step. Its usage is LangChain's
   ``usage_metadata`` (in ``outputs``, else ``extra.metadata``):
   ``input_tokens`` is the whole prompt (``input_token_details.cache_read`` and
-  ``cache_creation`` are subtracted) and ``output_tokens`` the whole output
-  (``output_token_details.reasoning`` is subtracted); else an export's
+  ``cache_creation`` are subtracted: input provenance ``derived``) and
+  ``output_tokens`` the whole output (``output_token_details.reasoning`` is
+  subtracted: ``derived``); a step with no usage is a call whose counts are
+  unknown (provenance ``unknown``, counts 0), its trace kept; else an export's
   ``prompt_tokens``/``completion_tokens`` with ``prompt_token_details`` and
   ``completion_token_details`` alike; else an OpenAI ``usage`` in
   ``outputs``. Cost as recorded: the step's ``total_cost``, else
@@ -31,7 +41,8 @@ once with later fields overriding earlier ones:
 - **subagents**: LangSmith has no agent step type; a model call nested under a
   ``tool`` step was made by an agent the tool ran (a subagent): ``agent`` is
   that tool step's id, and the tool call keeps its place in the parent;
-- run fields: the trace's root ``error`` as ``exit``; times from the steps.
+- run fields: the trace's root ``error`` as ``exit``; times from the steps
+  (ISO strings, or the JS SDK's epoch milliseconds: :func:`moment`).
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ from sim.traces.assemble import (
     seconds,
     text_fields,
 )
+from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -63,16 +75,50 @@ from sim.traces.model import (
     finite_or_none,
     parse_utc,
     tool_result,
+    utc_from_unix,
 )
-from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
+from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable
 from sim.traces.usage import from_openai, from_total_prompt
 
 SOURCE = "langsmith"
 
 
+def step_id(step: dict) -> str | None:
+    """A step's run id: its ``id``, else the run id its ``dotted_order`` ends
+    with (the last segment is ``{%Y%m%dT%H%M%S%f}Z{run id}``, the id after the
+    first ``Z``); None when it has neither.
+
+    >>> step_id({"dotted_order": "20250101T000000000000Za.20250101T000001000000Zb"})
+    'b'
+    """
+    if step.get("id") is not None:
+        return str(step["id"])
+    order = step.get("dotted_order")
+    if isinstance(order, str):
+        stamp, zulu, ident = order.rsplit(".", 1)[-1].partition("Z")
+        if zulu and ident and stamp[:8].isdigit():
+            return ident
+    return None
+
+
+def moment(value: Any) -> datetime | None:
+    """A step's ``start_time`` or ``end_time``: an ISO 8601 string (the Python
+    SDK, and the JS SDK's start), or a number of milliseconds since the
+    epoch (the JS SDK's ``end_time``, ``Date.now()``); None otherwise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return utc_from_unix(value / 1000)
+    return parse_utc(value)
+
+
 def _is_step(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("run_type"), str) \
-        and "id" in value
+    """A run object, or a PATCH body that names its run only by ``dotted_order``
+    (with its ``run_type``, or its ``trace_id`` as LangChain's tracer sends)."""
+    if not isinstance(value, dict):
+        return False
+    ordered = isinstance(value.get("dotted_order"), str)
+    if isinstance(value.get("run_type"), str):
+        return "id" in value or ordered
+    return ordered and isinstance(value.get("trace_id"), str)
 
 
 def _is_batch(value: Any) -> bool:
@@ -115,15 +161,24 @@ class Collector:
 
     steps: dict[str, dict] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    unplaced: dict[str, int] = field(default_factory=dict)
+    """Per file, the steps with neither ``id`` nor ``dotted_order``."""
 
     def add(self, values: list[Any], file: str) -> None:
         for step in steps(values):
-            ident = str(step.get("id"))
+            ident = step_id(step)
+            if ident is None:
+                self.unplaced[file] = self.unplaced.get(file, 0) + 1
+                continue
             merged = self.steps.setdefault(ident, {})
             merged.update({k: v for k, v in step.items() if v is not None})
+            merged["id"] = ident
             self.files.setdefault(ident, file)
 
     def runs(self) -> Iterator[RunRecord | Skip]:
+        for file, n in self.unplaced.items():
+            yield Skip(file, NO_TRAJECTORY, f"{n} step{'' if n == 1 else 's'} without id or "
+                                            "dotted_order: not matched to any run")
         traces: dict[str, list[dict]] = defaultdict(list)
         for ident, step in self.steps.items():
             traces[str(step.get("trace_id") or ident)].append(step)
@@ -138,8 +193,8 @@ class Collector:
 
 
 def _start(step: dict) -> float:
-    moment = parse_utc(step.get("start_time"))
-    return moment.timestamp() if moment is not None else float("inf")
+    began = moment(step.get("start_time"))
+    return began.timestamp() if began is not None else float("inf")
 
 
 def _run(trace: str, items: list[dict], file: str) -> RunRecord:
@@ -149,8 +204,8 @@ def _run(trace: str, items: list[dict], file: str) -> RunRecord:
         return nearest(step.get("parent_run_id"), lambda i: by_id[i].get("parent_run_id"),
                        lambda i: by_id[i].get("run_type") == "tool", by_id.__contains__)
 
-    first, last = extent((parse_utc(s.get("start_time")) for s in items),
-                         (parse_utc(s.get("end_time")) for s in items))
+    first, last = extent((moment(s.get("start_time")) for s in items),
+                         (moment(s.get("end_time")) for s in items))
     calls: list[CallRecord] = []
     owners: dict[str | None, list[int]] = defaultdict(list)
     for step in (s for s in items if s.get("run_type") == "llm"):
@@ -161,7 +216,7 @@ def _run(trace: str, items: list[dict], file: str) -> RunRecord:
         raise Unusable(NO_CALLS, f"{len(items)} steps, none of run_type llm")
     for step in (s for s in items if s.get("run_type") == "tool"):
         owner = owner_before(calls, owners.get(tool_above(step), []),
-                             seconds(parse_utc(step.get("start_time")), first))
+                             seconds(moment(step.get("start_time")), first))
         if owner is not None:
             calls[owner].tool_calls.append(_tool(step))
     root = next((s for s in items if not s.get("parent_run_id")), None)
@@ -173,8 +228,21 @@ def _run(trace: str, items: list[dict], file: str) -> RunRecord:
         duration_s=seconds(last, first))
 
 
-def counts(step: dict, where: str) -> Usage:
-    """A step's usage in the trace model's convention (see the module docstring)."""
+def counts(step: dict, where: str) -> tuple[Usage, dict[str, str]]:
+    """A step's usage in the trace model's convention (see the module
+    docstring) and its provenance: the input ``derived`` when a cache count
+    was subtracted from the prompt, the output when reasoning was; every
+    column ``unknown`` (counts 0) when the step records no usage."""
+    found = _recorded(step, where)
+    if found is None:
+        return unknown_usage()
+    usage, prompt, output = found
+    return usage, derived(usage, prompt, output, where)
+
+
+def _recorded(step: dict, where: str) -> tuple[Usage, Any, Any] | None:
+    """A step's usage, with the prompt and output totals it was read from;
+    None when it records none."""
     outputs = as_dict(step.get("outputs"))
     usage = outputs.get("usage_metadata")
     if not isinstance(usage, dict):
@@ -187,18 +255,21 @@ def counts(step: dict, where: str) -> Usage:
                                  cache_write=prompt_details.get("cache_creation"),
                                  reasoning=output_details.get("reasoning"), where=where,
                                  names=("usage_metadata.input_tokens",
-                                        "usage_metadata.output_tokens"))
+                                        "usage_metadata.output_tokens")), \
+            usage.get("input_tokens"), usage.get("output_tokens")
     if step.get("prompt_tokens") is not None:
         prompt_details = as_dict(step.get("prompt_token_details"))
         output_details = as_dict(step.get("completion_token_details"))
         return from_total_prompt(step.get("prompt_tokens"), step.get("completion_tokens", 0),
                                  cache_read=prompt_details.get("cache_read"),
                                  cache_write=prompt_details.get("cache_creation"),
-                                 reasoning=output_details.get("reasoning"), where=where)
+                                 reasoning=output_details.get("reasoning"), where=where), \
+            step.get("prompt_tokens"), step.get("completion_tokens", 0)
     openai = outputs.get("usage")
     if isinstance(openai, dict) and "prompt_tokens" in openai:
-        return from_openai(openai, where)
-    raise Unusable(NO_USAGE, f"{where}: no usage_metadata, prompt_tokens or usage")
+        return from_openai(openai, where), openai.get("prompt_tokens"), \
+            openai.get("completion_tokens")
+    return None
 
 
 def _call(step: dict, first: datetime | None, agent: str | None) -> CallRecord:
@@ -210,11 +281,13 @@ def _call(step: dict, first: datetime | None, agent: str | None) -> CallRecord:
     if cost is None:
         cost = finite_or_none(as_dict(outputs.get("usage_metadata")).get("total_cost"))
     text, finish = _response(outputs)
-    start = parse_utc(step.get("start_time"))
+    start = moment(step.get("start_time"))
+    usage, provenance = counts(step, where)
     return CallRecord(
-        usage=counts(step, where), model=None if model is None else str(model), cost_usd=cost,
+        usage=usage, provenance=provenance, model=None if model is None else str(model),
+        cost_usd=cost,
         finish_reason=finish, started_s=seconds(start, first),
-        latency_s=seconds(parse_utc(step.get("end_time")), start), **text_fields(text),
+        latency_s=seconds(moment(step.get("end_time")), start), **text_fields(text),
         agent=agent)
 
 
@@ -239,9 +312,9 @@ def _tool(step: dict) -> ToolCallRecord:
     if result is not None and not isinstance(result, str):
         result = canonical_arguments(result)
     tokens, sha, _ = tool_result(result)
-    start = parse_utc(step.get("start_time"))
+    start = moment(step.get("start_time"))
     return ToolCallRecord(name=str(step.get("name")), id=str(step.get("id")),
                           arguments=canonical_arguments(step.get("inputs")),
                           result_tokens=tokens, result_sha256=sha,
                           error=bool(step.get("error")),
-                          duration_s=seconds(parse_utc(step.get("end_time")), start))
+                          duration_s=seconds(moment(step.get("end_time")), start))

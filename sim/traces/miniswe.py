@@ -17,7 +17,11 @@ whole prompt, cache included) with the cache read from
 ``completion_tokens_details.reasoning_tokens`` (a run any of whose calls has
 more cache than prompt, or more reasoning than output, is read with them
 counted apart: :mod:`sim.traces.usage`); ``extra.cost``; the finish reason of
-the first choice. A message without usage makes the run unusable. In format
+the first choice. Provenance (:mod:`sim.traces.derivation`): the uncached
+input is derived when a cache count was subtracted from ``prompt_tokens``,
+the output when reasoning was subtracted from ``completion_tokens``. A
+message whose response records no usage is a call with its counts unknown
+(0, provenance ``unknown``), its run kept. In format
 ``-1.1`` a response that failed to parse is not an assistant message but the
 ``user`` message of the format error (``extra.interrupt_type`` ``FormatError``)
 carrying the billed ``extra.response``: it is a call too, without tool calls
@@ -77,6 +81,7 @@ from typing import Any
 import regex
 
 from sim.traces.assemble import number_or_none
+from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -93,7 +98,6 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_USAGE, Unusable
 from sim.traces.swebench import REPORTS_FOLDER, Reports
 from sim.traces.usage import from_openai, needs_apart
 
@@ -315,14 +319,17 @@ def _call(message: dict, response: dict, position: int, model: str | None,
           notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
     where = f"message {position}"
     usage = response.get("usage")
-    if not isinstance(usage, dict):
-        raise Unusable(NO_USAGE, f"{where}: assistant message without extra.response.usage")
-    counts = from_openai(usage, where, notes=notes, apart=apart)
+    if isinstance(usage, dict):
+        counts = from_openai(usage, where, notes=notes, apart=apart)
+        provenance = derived(counts, usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                             where)
+    else:
+        counts, provenance = unknown_usage()
     choices = response.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else {}
     finish = first.get("finish_reason") if isinstance(first, dict) else None
     return CallRecord(
-        usage=counts,
+        usage=counts, provenance=provenance,
         model=response.get("model") if isinstance(response.get("model"), str) else model,
         cost_usd=number_or_none(as_dict(message.get("extra")).get("cost")),
         finish_reason=None if finish is None else str(finish),

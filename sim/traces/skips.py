@@ -18,6 +18,7 @@ UNKNOWN_FORMAT = "unknown format"
 INVALID_JSON = "invalid or truncated JSON"
 NO_USAGE = "no token usage"
 NO_CALLS = "no model calls"
+NO_RUNS = "no runs"
 NO_TRAJECTORY = "no per-call trajectory"
 CACHE_EXCEEDS = "cache fields exceed prompt tokens"
 CACHE_MISMATCH = "cache fields do not add up"
@@ -29,7 +30,8 @@ UNREADABLE = "unreadable file"
 TOO_LARGE = "file too large"
 TOO_DEEP = "nested too deep"
 
-REASONS: tuple[str, ...] = (UNKNOWN_FORMAT, INVALID_JSON, NO_USAGE, NO_CALLS, NO_TRAJECTORY,
+REASONS: tuple[str, ...] = (UNKNOWN_FORMAT, INVALID_JSON, NO_USAGE, NO_CALLS, NO_RUNS,
+                            NO_TRAJECTORY,
                             CACHE_EXCEEDS, CACHE_MISMATCH, REASONING_EXCEEDS, BAD_COUNT, DUPLICATE,
                             MISSING_EXTRA, UNREADABLE,
                             TOO_LARGE, TOO_DEEP)

@@ -4,7 +4,9 @@ Three shapes are recognised (by content): a results object with a
 ``simulations`` list (tau2's own ``Results``), a bare list of simulation
 records (``id``, ``messages``, ``termination_reason``/``reward_info``...), and
 aggregated evaluation results (a list of per-model summaries with
-``task_results``), which hold no trajectory and are skipped as such.
+``task_results``), which hold no trajectory and are skipped as such. A
+results object whose ``simulations`` list is empty is a file skipped as
+``no runs``.
 
 One simulation is one run. Its **model calls** are the assistant messages that
 carry ``usage``; tau2's scripted greeting (an assistant message at position 0
@@ -26,7 +28,10 @@ the greeting) is a run of zero calls, with its exit, cost and reward. Per call:
   reasoning than output is read with those counted apart, every call of it
   (:mod:`sim.traces.usage`); Anthropic parts that do not add up to
   ``prompt_tokens`` are kept as the provider gave them; either way counted as
-  repairs;
+  repairs. Provenance (:mod:`sim.traces.derivation`): the input is derived
+  when a cache count was subtracted from ``prompt_tokens`` (exact when it is
+  Anthropic's own ``input_tokens``), the output when reasoning was
+  subtracted from ``completion_tokens``;
 - ``cost`` as recorded; ``finish_reason`` from the raw response;
 - times from the message timestamps: a call starts when the message before it
   was recorded and ends when its own was (``started_s``, ``latency_s``);
@@ -56,6 +61,7 @@ from datetime import datetime
 from typing import Any
 
 from sim.traces.assemble import number_or_none, seconds
+from sim.traces.derivation import derived
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -73,7 +79,7 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import PARTS_KEPT, Repair
-from sim.traces.skips import NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
+from sim.traces.skips import NO_RUNS, NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
 from sim.traces.usage import from_disjoint, from_openai, needs_apart
 
 SOURCE = "tau2"
@@ -102,6 +108,9 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
     if shape == "results":
         info = as_dict(doc.get("info"))
         simulations = doc["simulations"]
+        if not simulations:
+            raise Unusable(NO_RUNS, 'a results file with "simulations": [] (no simulation '
+                                    "was recorded)")
         file_model = doc.get("model") if isinstance(doc.get("model"), str) else None
     else:
         info, simulations, file_model = {}, doc, None
@@ -211,7 +220,7 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
     if not isinstance(usage, dict):
         raise Unusable(NO_USAGE, f"{where}: usage is not an object")
     raw = as_dict(message.get("raw_data"))
-    counts = _counts(usage, as_dict(raw.get("usage")), where, notes, apart)
+    counts, provenance = _counts(usage, as_dict(raw.get("usage")), where, notes, apart)
     tool_calls = []
     for call in as_list(message.get("tool_calls")):
         if isinstance(call, dict):
@@ -222,14 +231,16 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
     latency = seconds(moment, before)
     text = content_text(message.get("content"))
     return CallRecord(
-        usage=counts, model=raw.get("model") if isinstance(raw.get("model"), str) else model,
+        usage=counts, provenance=provenance,
+        model=raw.get("model") if isinstance(raw.get("model"), str) else model,
         cost_usd=number_or_none(message.get("cost")), finish_reason=_finish_reason(raw),
         started_s=started, latency_s=latency,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text), tool_calls=tool_calls)
 
 
 def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
-            apart: tuple[bool, bool]) -> Usage:
+            apart: tuple[bool, bool]) -> tuple[Usage, dict[str, str]]:
+    """A call's counts and their provenance (see the module)."""
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     details = raw.get("completion_tokens_details")
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
@@ -241,8 +252,9 @@ def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
                                reasoning_apart=apart[1])
         if prompt is not None and counts.prompt_tokens != prompt:
             notes.append(("calls.input_tokens", PARTS_KEPT))
-        return counts
-    return from_openai(usage, where, details=raw, notes=notes, apart=apart)
+        return counts, derived(counts, raw.get("input_tokens"), completion, where)
+    counts = from_openai(usage, where, details=raw, notes=notes, apart=apart)
+    return counts, derived(counts, prompt, completion, where)
 
 
 def _answer(record: ToolCallRecord, message: dict, before: datetime | None,
