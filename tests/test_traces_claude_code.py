@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cc_lines import collected
 from fake_providers import FakeProvider, Reply
 from roundtrip import imported, round_trip
 
-from sim.bad_input import InputError
 from sim.drivers.recorded_runs import read_trace_folder
 from sim.traces import read_traces
-from sim.traces.model import canonical_json, sha256_text
+from sim.traces.model import EXACT, TOKEN_COLUMNS, UNKNOWN, canonical_json, sha256_text
 
 PACKAGE = "@anthropic-ai/claude-code"
 MODEL = "claude-sonnet-4-5"
@@ -201,13 +201,12 @@ def _edited(projects: Path, out: Path, edit) -> Path:
     return out
 
 
-def test_synthetic_messages_are_not_calls_and_a_message_without_usage_skips_the_session(
+def test_synthetic_messages_are_not_calls_and_a_message_without_usage_is_an_unknown_call(
         session, tmp_path):
     """A ``<synthetic>`` assistant message (no request made) adds no call; an
-    assistant message of a model without usage makes the session unusable,
-    counted as 'no token usage' with the line named."""
-    from sim.traces import import_traces
-
+    assistant message of a model without usage (on none of its lines) is kept
+    as a call whose five token counts are 0 with provenance unknown, and its
+    session is kept with its other calls' counts as recorded."""
     def synthetic(lines):
         extra = {"type": "assistant", "sessionId": lines[-1]["sessionId"], "uuid": "x",
                  "timestamp": "2030-01-01T00:00:00Z", "isSidechain": False,
@@ -221,14 +220,24 @@ def test_synthetic_messages_are_not_calls_and_a_message_without_usage_skips_the_
     assert len(read_traces(tmp_path / "a")[1]) == len(SCRIPT)
 
     def no_usage(lines):
-        first = next(x for x in lines if x.get("type") == "assistant")
-        del first["message"]["usage"]
+        first = next(x for x in lines if x.get("type") == "assistant")["message"]["id"]
+        for line in lines:
+            if line.get("type") == "assistant" and line["message"]["id"] == first:
+                del line["message"]["usage"]
         return lines
 
     folder = _edited(session[0], tmp_path / "no_usage", no_usage)
-    with pytest.raises(InputError, match="no token usage"):
-        import_traces([folder], tmp_path / "b")
-    assert not (tmp_path / "b").exists()
+    (run,) = collected(folder)
+    assert len(run.calls) == len(SCRIPT)
+    first = run.calls[0]
+    assert (first.usage.input_tokens, first.usage.cache_read_tokens,
+            first.usage.cache_write_tokens, first.usage.output_tokens,
+            first.usage.thinking_tokens) == (0, 0, 0, 0, 0)
+    assert first.provenance == {**dict.fromkeys(TOKEN_COLUMNS, UNKNOWN), "cost_usd": UNKNOWN}
+    second = run.calls[1]
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (90, 22)
+    assert second.provenance == {**dict.fromkeys(TOKEN_COLUMNS, EXACT), "cost_usd": UNKNOWN}
+    imported([folder], tmp_path / "b", source="claude-code", runs=1)
 
 
 def _env(home: Path, server: FakeProvider) -> dict[str, str]:
