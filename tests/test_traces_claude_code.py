@@ -26,26 +26,41 @@ from roundtrip import imported, round_trip
 
 from sim.drivers.recorded_runs import read_trace_folder
 from sim.traces import read_traces
-from sim.traces.model import EXACT, TOKEN_COLUMNS, UNKNOWN, canonical_json, sha256_text
+from sim.traces.claude_code import ESTIMATED_OUTPUT
+from sim.traces.model import (
+    ESTIMATED,
+    EXACT,
+    TOKEN_COLUMNS,
+    UNKNOWN,
+    approx_tokens,
+    canonical_json,
+    parse_utc,
+    sha256_text,
+)
 
 PACKAGE = "@anthropic-ai/claude-code"
 MODEL = "claude-sonnet-4-5"
 
 
-def claude_binary() -> Path:
-    """The ``claude`` CLI, installed with npm into the cache folder if needed."""
+def claude_binary(version: str | None = None) -> Path:
+    """The ``claude`` CLI, installed with npm into the cache folder if needed:
+    the latest, or ``version`` (in a folder of its own, beside it)."""
     prefix = Path(os.environ.get("SIM_NODE_PREFIX") or Path.home() / ".cache" / "sim" / "node")
+    package, flags = PACKAGE, []
+    if version is not None:
+        prefix, package, flags = prefix / f"claude-code-{version}", f"{PACKAGE}@{version}", [
+            "--omit=optional"]
     binary = prefix / "node_modules" / ".bin" / "claude"
     if binary.exists():
         return binary
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip(f"node and npm are needed to install {PACKAGE} (not found on PATH): "
+        pytest.skip(f"node and npm are needed to install {package} (not found on PATH): "
                     f"install them, or set SIM_NODE_PREFIX to a folder where npm installed it "
                     f"(looked in {prefix})")
     prefix.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
-                    PACKAGE], check=True, capture_output=True, timeout=600)
-    assert binary.exists(), f"npm installed {PACKAGE} but {binary} is missing"
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", *flags, "--prefix", str(prefix),
+                    package], check=True, capture_output=True, timeout=600)
+    assert binary.exists(), f"npm installed {package} but {binary} is missing"
     return binary
 
 
@@ -352,3 +367,75 @@ def test_the_older_layout_sidechains_in_the_session_file_with_recorded_cost(sess
     assert agents == [None, None, "sidechain", "sidechain", None]
     assert calls["cost_usd"].tolist() == [0.001] * len(SCRIPT)
     assert runs["cost_usd"].iloc[0] == pytest.approx(0.001 * len(SCRIPT))
+
+
+# a reply streamed slowly: three content blocks, the tool call in the middle
+SLOW = [Reply([("text", "Let me run it."),
+               ("tool_use", "toolu_slow", "Bash", {"command": "echo hello", "description": "hi"}),
+               ("text", "more text")],
+              stop_reason="tool_use", input_tokens=120, output_tokens=300, chunk_delay_s=0.25),
+        Reply([("text", "done")], input_tokens=10, output_tokens=7)]
+
+
+def _run_slow(binary: Path, tmp_path: Path) -> Path:
+    """Run the CLI on :data:`SLOW`; its transcripts folder."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with FakeProvider(list(SLOW), lifetime_s=120) as server:
+        done = subprocess.run([str(binary), "-p", "Say hello with Bash.", "--output-format",
+                               "json", "--model", MODEL, "--allowedTools", "Bash"], cwd=work,
+                              env=_env(home, server), capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert len(server.answers) == len(SLOW)
+    return home / ".claude" / "projects"
+
+
+def _lines(projects: Path) -> list[dict]:
+    return [json.loads(x) for f in sorted(projects.rglob("*.jsonl"))
+            for x in f.read_text().splitlines() if x.strip()]
+
+
+def test_a_tool_run_while_its_reply_streams_is_timed_from_its_own_line(tmp_path):
+    """The CLI runs a tool as soon as its block is complete, while the reply's
+    next block still streams: the tool's duration runs from the line holding
+    its tool_use block to its result's line (never from the reply's last
+    line, which may come after the result)."""
+    projects = _run_slow(claude_binary(), tmp_path)
+    lines = _lines(projects)
+    called = next(x for x in lines if x.get("type") == "assistant"
+                  and x["message"]["content"][0].get("id") == "toolu_slow")
+    answered = next(x for x in lines if x.get("type") == "user"
+                    and "toolu_slow" in json.dumps(x["message"]["content"]))
+    (run,) = collected(projects)
+    tool = run.calls[0].tool_calls[0]
+    expected = (parse_utc(answered["timestamp"]) - parse_utc(called["timestamp"])).total_seconds()
+    assert tool.duration_s == expected and expected >= 0
+
+
+PARTIAL_VERSION = "2.1.90"
+
+
+def test_start_counts_written_by_claude_code_2_1_90_are_estimated(tmp_path):
+    """Claude Code 2.1.90 writes each block's line when the block ends, with
+    the stream's start counts: the slow reply's three lines say stop_reason
+    null and output_tokens 1 though the server counted 300. The import
+    estimates that call's output from its content (text, tool name and
+    canonical input), marks it estimated and the run notes it; its input
+    count (known at the stream's start) is exact."""
+    projects = _run_slow(claude_binary(PARTIAL_VERSION), tmp_path)
+    slow = [x for x in _lines(projects) if x.get("type") == "assistant"
+            and x["message"]["id"] == next(x for x in _lines(projects)
+                                           if x.get("type") == "assistant")["message"]["id"]]
+    assert len(slow) == 3
+    assert all(x["version"] == PARTIAL_VERSION and x["message"]["stop_reason"] is None
+               and x["message"]["usage"]["output_tokens"] == 1 for x in slow)
+    (run,) = collected(projects)
+    first = run.calls[0]
+    content = "Let me run it." + "Bash" + canonical_json(
+        {"command": "echo hello", "description": "hi"}) + "more text"
+    assert first.usage.output_tokens == approx_tokens(content) == 18
+    assert (first.usage.input_tokens, first.provenance["output_tokens"],
+            first.provenance["input_tokens"]) == (120, ESTIMATED, EXACT)
+    assert run.conventions["output_tokens"] == ESTIMATED_OUTPUT
