@@ -26,7 +26,7 @@ from roundtrip import imported, round_trip
 
 from sim.drivers.recorded_runs import read_trace_folder
 from sim.traces import read_traces
-from sim.traces.claude_code import ESTIMATED_OUTPUT
+from sim.traces.claude_code import COMPACTION, ESTIMATED_OUTPUT
 from sim.traces.model import (
     ESTIMATED,
     EXACT,
@@ -40,6 +40,8 @@ from sim.traces.model import (
 
 PACKAGE = "@anthropic-ai/claude-code"
 MODEL = "claude-sonnet-4-5"
+PARTIAL_VERSION = "2.1.90"
+"""A version that writes streaming start counts and the compaction fork's transcript."""
 
 
 def claude_binary(version: str | None = None) -> Path:
@@ -264,12 +266,48 @@ def _env(home: Path, server: FakeProvider) -> dict[str, str]:
 
 def test_a_compacted_session_keeps_its_calls_and_the_summary_is_an_observation(tmp_path):
     """Three turns, ``/compact`` and one more turn, resumed in one session: the
-    transcript does not record the compaction request (Claude Code writes only
-    the summary it produced), so the import has every other call the server
+    latest Claude Code's transcript (2.1.197 when written) does not record the
+    compaction request (only the summary it produced), so the import has every other call the server
     answered, with its tokens, and the summary's text counts as an
     observation of the call before it."""
-    binary = claude_binary()
     summary = "The user greeted the assistant three times."
+    projects, answers, compaction = _compacted(claude_binary(), tmp_path, summary)
+    assert not list(projects.rglob("agent-acompact-*.jsonl"))
+    imported([projects], tmp_path / "traces", source="claude-code", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    kept = [a for i, a in enumerate(answers) if i not in compaction]
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
+            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
+                                             for a in kept]
+    (run,) = read_trace_folder(tmp_path / "traces")
+    before = run.calls[2]  # the last call before the compaction
+    assert before.observation_tokens is not None and before.observation_tokens > 0
+    lines = [json.loads(x) for f in projects.rglob("*.jsonl") for x in f.read_text().splitlines()]
+    assert any(summary in str(x.get("message")) for x in lines)
+
+
+def test_claude_code_2_1_90_records_the_compaction_request_as_a_compaction_call(tmp_path):
+    """Claude Code 2.1.90 runs ``/compact`` as a forked agent whose transcript
+    (``subagents/agent-acompact-<hex>.jsonl``) starts with a copy of the
+    conversation and holds the compaction request's reply: the import has
+    every call the server answered, once, the compaction request's of
+    purpose compaction with agent null, not a subagent's."""
+    projects, answers, compaction = _compacted(claude_binary(PARTIAL_VERSION), tmp_path,
+                                               "The user greeted the assistant three times.")
+    assert len(list(projects.rglob("agent-acompact-*.jsonl"))) == 1
+    imported([projects], tmp_path / "traces", source="claude-code", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
+            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
+                                             for a in answers]
+    assert [None if pd.isna(p) else p for p in calls["purpose"]] == [
+        COMPACTION if i in compaction else None for i in range(len(answers))]
+    assert calls["agent"].isna().all()
+
+
+def _compacted(binary: Path, tmp_path: Path, summary: str) -> tuple[Path, list, list[int]]:
+    """Three turns, ``/compact`` and one more turn, resumed in one session:
+    ``(transcripts folder, the server's answers, the compaction request's index)``."""
     script = [Reply([("text", f"answer {i}")], input_tokens=100 + i, output_tokens=20 + i)
               for i in range(3)]
     script += [Reply([("text", f"<analysis>greetings</analysis>\n<summary>{summary}</summary>")],
@@ -293,18 +331,7 @@ def test_a_compacted_session_keeps_its_calls_and_the_summary_is_an_observation(t
     assert len(answers) == len(script)
     compaction = [i for i, text in enumerate(asked) if "<summary>" in text]
     assert compaction == [3]
-    imported([home / ".claude" / "projects"], tmp_path / "traces", source="claude-code", runs=1)
-    _, calls = read_traces(tmp_path / "traces")
-    kept = [a for i, a in enumerate(answers) if i not in compaction]
-    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
-            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
-                                             for a in kept]
-    (run,) = read_trace_folder(tmp_path / "traces")
-    before = run.calls[2]  # the last call before the compaction
-    assert before.observation_tokens is not None and before.observation_tokens > 0
-    lines = [json.loads(x) for f in (home / ".claude" / "projects").rglob("*.jsonl")
-             for x in f.read_text().splitlines()]
-    assert any(summary in str(x.get("message")) for x in lines)
+    return home / ".claude" / "projects", answers, compaction
 
 
 def test_a_forked_session_does_not_count_its_parents_calls_twice(tmp_path):
@@ -413,8 +440,6 @@ def test_a_tool_run_while_its_reply_streams_is_timed_from_its_own_line(tmp_path)
     expected = (parse_utc(answered["timestamp"]) - parse_utc(called["timestamp"])).total_seconds()
     assert tool.duration_s == expected and expected >= 0
 
-
-PARTIAL_VERSION = "2.1.90"
 
 
 def test_start_counts_written_by_claude_code_2_1_90_are_estimated(tmp_path):
