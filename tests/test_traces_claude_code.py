@@ -26,7 +26,7 @@ from roundtrip import imported, round_trip
 
 from sim.drivers.recorded_runs import read_trace_folder
 from sim.traces import read_traces
-from sim.traces.claude_code import COMPACTION, ESTIMATED_OUTPUT
+from sim.traces.claude_code import COMPACTION, ESTIMATED_OUTPUT, SUBAGENTS_FROM_PROGRESS
 from sim.traces.model import (
     ESTIMATED,
     EXACT,
@@ -165,6 +165,31 @@ def test_subagent_calls_belong_to_the_parent_run_and_are_marked(session, tmp_pat
     for tool in tools:
         assert sent[tool["id"]].startswith(recorded[tool["id"]]), tool["name"]
         assert tool["result_sha256"] == sha256_text(recorded[tool["id"]]), tool["name"]
+
+
+def test_a_session_copied_without_its_subagents_folder_keeps_the_subagents_last_reply(
+        session, tmp_path):
+    """The session's main file alone (its ``subagents/`` folder not copied):
+    the CLI wrote no progress line for the subagent, but its Agent tool result
+    holds the subagent's last reply (content, usage, model): the run has the
+    main agent's three calls and that reply, with the server's counts, marked
+    with the agentId, and notes where it was read. With the folder, the same
+    reply is not added again (the other tests: five calls)."""
+    projects, _, answers, _ = session
+    copy = tmp_path / "copy"
+    shutil.copytree(projects, copy, ignore=shutil.ignore_patterns("subagents"))
+    assert not list(copy.rglob("agent-*.jsonl"))
+    (run,) = collected(copy)
+    agent_id = next(projects.rglob("agent-*.jsonl")).stem.removeprefix("agent-")
+    last = answers[3]  # the subagent's last reply
+    assert [(c.usage.input_tokens, c.usage.cache_read_tokens, c.usage.cache_write_tokens,
+             c.usage.output_tokens) for c in run.calls] == [
+        (a.input_tokens, a.cache_read, a.cache_write, a.output_tokens)
+        for a in (answers[0], answers[1], last, answers[4])]
+    assert [c.agent for c in run.calls] == [None, None, agent_id, None]
+    assert run.calls[2].text_sha256 == sha256_text("The command printed: sub")
+    assert run.calls[2].model == MODEL and run.calls[2].provenance["output_tokens"] == EXACT
+    assert run.conventions == {"subagents": SUBAGENTS_FROM_PROGRESS}
 
 
 def _text(content) -> str:

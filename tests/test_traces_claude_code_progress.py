@@ -26,7 +26,7 @@ from cc_lines import (
 
 from sim.traces import import_traces, read_traces
 from sim.traces.claude_code import MODEL_FROM_SUBAGENTS, SUBAGENTS_FROM_PROGRESS
-from sim.traces.model import sha256_text
+from sim.traces.model import EXACT, sha256_text
 
 AGENT = "a6047be"
 HAIKU = "claude-haiku-4-5-20251001"
@@ -72,27 +72,38 @@ def _main():
                  [s["s1a"], s["su2"], s["s2a"], s["s2b"]]),
         progress("p5", "p4", 7.0, AGENT, "toolu_task", s["su3"],
                  [s["s1a"], s["su2"], s["s2a"], s["s2b"], s["su3"]]),
-        user("u2", "a1", 9.0, result("toolu_task", "All 3 tests pass.")),
+        user("u2", "a1", 9.0, result("toolu_task", "All 3 tests pass."), toolUseResult={
+            "status": "completed", "prompt": "Run the tests.", "agentId": AGENT,
+            "content": [text("All 3 tests pass.")], "totalDurationMs": 7000,
+            "totalTokens": 569, "totalToolUseCount": 2,
+            "usage": {**usage(40, 9, cache_read=520), "service_tier": "standard"}}),
         assistant("a2", "u2", 10.0, "msg_M2", text("Tests pass."),
                   usage(60, 8, cache_read=1000), stop="end_turn"),
     ]
 
 
 def test_without_the_subagents_folder_its_calls_are_read_from_progress_lines(tmp_path):
-    """Main file alone: the main agent's two calls and the subagent's S1 and
-    S2 (each message once, though the progress lines repeat them; S2's two
-    lines one call with its text and its Bash call), marked with the agentId;
-    the run notes where they were read. S3, in no progress line, is missing."""
+    """Main file alone: the main agent's two calls, the subagent's S1 and S2
+    from its progress lines (each message once, though the lines repeat them;
+    S2's two lines one call with its text and its Bash call), and its last
+    reply S3 (in no progress line: it made no tool call) from the Task tool
+    result's usage and content, final, with the model of the subagent's
+    calls; all marked with the agentId, and the run notes where they were read."""
     main = write(tmp_path / "project" / f"{SESSION}.jsonl", _main())
     (run,) = collected(main)
-    assert [(c.usage.input_tokens, c.usage.output_tokens) for c in run.calls] == [
-        (50, 20), (30, 12), (20, 15), (60, 8)]
-    assert [c.agent for c in run.calls] == [None, AGENT, AGENT, None]
+    assert [(c.usage.input_tokens, c.usage.cache_read_tokens, c.usage.output_tokens)
+            for c in run.calls] == [(50, 0, 20), (30, 0, 12), (20, 500, 15), (40, 520, 9),
+                                    (60, 1000, 8)]
+    assert [c.agent for c in run.calls] == [None, AGENT, AGENT, AGENT, None]
     assert [[t.id for t in c.tool_calls] for c in run.calls] == [
-        ["toolu_task"], ["toolu_s1"], ["toolu_s2"], []]
+        ["toolu_task"], ["toolu_s1"], ["toolu_s2"], [], []]
     assert run.calls[2].text_sha256 == sha256_text("Checking the log.")
     assert run.calls[1].tool_calls[0].result_sha256 == sha256_text("3 passed")
     assert run.calls[1].tool_calls[0].duration_s == 1.0  # 3.0 s to 4.0 s
+    last = run.calls[3]
+    assert last.text_sha256 == sha256_text("All 3 tests pass.")
+    assert (last.model, last.provenance["output_tokens"]) == (HAIKU, EXACT)
+    assert (last.started_s, last.latency_s) == (7.0, 2.0)  # its thread's last line to the result
     assert run.conventions == {"subagents": SUBAGENTS_FROM_PROGRESS}
     assert run.model == "claude-sonnet-4-5"
 

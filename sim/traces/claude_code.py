@@ -65,10 +65,15 @@ companions.
   copied without its ``subagents/`` folder) is read from the session's
   ``progress`` lines of ``data.type`` ``agent_progress`` (``data.agentId``;
   ``data.normalizedMessages`` and ``data.message``, each message once by its
-  ``uuid``), and the run's ``conventions["subagents"]`` says so
-  (:data:`SUBAGENTS_FROM_PROGRESS`); when the file is present its progress
-  lines are not read. Claude Code writes progress only for a subagent's tool
-  calls and results, so a last reply without a tool call is not there;
+  ``uuid``); Claude Code writes progress only for a subagent's tool calls
+  and results, so its last reply (no tool call) is read from the Agent
+  (``Task``) tool result's ``toolUseResult`` (``agentId``, ``content``,
+  ``usage``, final as written when the subagent ended, ``resolvedModel``),
+  unless a subagent call of the session has its input and cache counts. It
+  starts at its thread's last line (unknown without progress lines) and ends
+  at the result's line. The run's ``conventions["subagents"]`` says so
+  (:data:`SUBAGENTS_FROM_PROGRESS`); when the file is present neither is
+  read;
 - **compaction**: the compaction request Claude Code 2.1.x runs as a forked
   agent (``agentId`` ``acompact-<hex>``, file
   ``subagents/agent-acompact-<hex>.jsonl``) is a call of ``purpose``
@@ -140,9 +145,10 @@ AGENT_PROGRESS = "agent_progress"
 ESTIMATED_OUTPUT = ("estimated from content: streaming partial counts (stop_reason null, "
                     "message_start usage)")
 """``conventions["output_tokens"]`` of a run with a call whose output count was estimated."""
-SUBAGENTS_FROM_PROGRESS = ("read from agent_progress lines: subagent transcript files absent "
-                           "(a subagent's last reply without a tool call is not there)")
-"""``conventions["subagents"]`` of a run with a subagent read from its progress lines."""
+SUBAGENTS_FROM_PROGRESS = ("subagent transcript file absent: its calls read from agent_progress "
+                           "lines (tool calls and results) and its last reply from the Agent "
+                           "tool result; calls in neither are missing")
+"""``conventions["subagents"]`` of a run with a subagent read from the main file's lines."""
 MODEL_FROM_SUBAGENTS = "taken from its subagents' calls: the main agent made no call"
 MODEL_UNKNOWN = "unknown: no call of the session names a model"
 _USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
@@ -181,6 +187,7 @@ class _Call:
     first: datetime | None
     model: str | None
     compaction: bool = False
+    settled: bool = False
     end: datetime | None = None
     stop: str | None = None
     recorded: bool = False
@@ -224,8 +231,9 @@ class _Call:
     @property
     def final(self) -> bool:
         """Whether the output count is final: a line gave a stop reason, or
-        the lines' counts differ (a count written after ``message_start``)."""
-        return self.stop is not None or len(self.outputs) > 1
+        the lines' counts differ (a count written after ``message_start``), or
+        the count is the Agent tool result's (``settled``)."""
+        return self.settled or self.stop is not None or len(self.outputs) > 1
 
 
 def _is_count(value: Any) -> TypeGuard[int]:
@@ -243,6 +251,16 @@ class _Progress:
 
 
 @dataclass
+class _Reply:
+    """A subagent's last reply as its Agent (``Task``) tool result gives it
+    (``toolUseResult``: ``agentId``, ``content``, ``usage``, ``resolvedModel``)."""
+
+    outcome: dict
+    moment: datetime | None
+    where: str
+
+
+@dataclass
 class _Session:
     """What is known of one session so far."""
 
@@ -255,6 +273,7 @@ class _Session:
     last: datetime | None = None
     progress: list[_Progress] = field(default_factory=list)
     file_agents: set[str] = field(default_factory=set)
+    replies: dict[str, _Reply] = field(default_factory=dict)
     conventions: dict[str, str] = field(default_factory=dict)
 
 
@@ -326,7 +345,7 @@ class Collector:
             if call is not None:
                 last_call = call
         elif line.get("type") == "user":
-            self._user(session, line, last_call, moment)
+            self._user(session, line, last_call, moment, where)
         else:
             return
         previous[thread] = (moment, last_call)
@@ -351,7 +370,11 @@ class Collector:
         return call
 
     def _user(self, session: _Session, line: dict, last_call: _Call | None,
-              moment: datetime | None) -> None:
+              moment: datetime | None, where: str) -> None:
+        outcome = as_dict(line.get("toolUseResult"))
+        agent = outcome.get("agentId")
+        if isinstance(agent, str) and agent and isinstance(outcome.get("usage"), dict):
+            session.replies.setdefault(agent, _Reply(outcome, moment, where))
         content = as_dict(line.get("message")).get("content")
         texts: list[str] = []
         if isinstance(content, str):
@@ -374,8 +397,9 @@ class Collector:
             last_call.observations.append("".join(texts))
 
     def _read_progress(self, session_id: str, session: _Session) -> None:
-        """Read the progress lines' messages of the subagents without a file of
-        their own, each message once (by its ``uuid``)."""
+        """Read what the session's own lines say of its subagents without a
+        file of their own: their progress lines' messages, each once (by its
+        ``uuid``), then each one's last reply from its Agent tool result."""
         previous: _Thread = {}
         seen: set[tuple[str, str]] = set()
         for item in session.progress:
@@ -395,6 +419,36 @@ class Collector:
             if line.get("type") == "assistant":
                 session.conventions["subagents"] = SUBAGENTS_FROM_PROGRESS
         session.progress.clear()
+        for agent, reply in session.replies.items():
+            if agent not in session.file_agents and self._last_reply(
+                    session, (session_id, agent), reply, previous):
+                session.conventions["subagents"] = SUBAGENTS_FROM_PROGRESS
+
+    def _last_reply(self, session: _Session, thread: tuple[str, str], reply: _Reply,
+                    previous: _Thread) -> bool:
+        """Add a subagent's last reply, read from its Agent tool result (a reply
+        without a tool call has no progress line), unless a subagent's call of
+        the session is that request (the same input and cache counts: a
+        sidechain of the older layout, or a last reply with a tool call). Its counts are
+        final (the result is written when the subagent ends); it started at the
+        thread's last line, ended at the result's."""
+        usage = as_dict(reply.outcome.get("usage"))
+        before, last_call = previous.get(thread, (None, None))
+        if any(c.thread is not None and all(c.usage.get(name) == usage.get(name)
+                                            for name in _USAGE_FIELDS[:3])
+               for c in session.calls.values()):
+            return False
+        model = reply.outcome.get("resolvedModel")
+        if not isinstance(model, str):
+            model = last_call.model if last_call is not None else None
+        agent = thread[1]
+        self._order += 1
+        key = f"{agent}:last reply"
+        call = session.calls[(agent, key)] = _Call(key, agent, self._order, before,
+                                                   reply.moment, model, settled=True,
+                                                   line=f"{reply.where} (Agent tool result)")
+        call.merge({"content": reply.outcome.get("content")}, usage, reply.moment, None)
+        return True
 
     def runs(self) -> Iterator[RunRecord | Skip]:
         """One run per session, in the order sessions were first met; a
@@ -448,7 +502,8 @@ def _rank(call: _Call) -> tuple[float, bool, int]:
 
 
 def _run(session_id: str, session: _Session, kept: list[_Call]) -> RunRecord:
-    gathered = sorted(kept, key=lambda c: (_sort_time(c), c.order))
+    # a call known only by its end (no line before it in its thread) began before it
+    gathered = sorted(kept, key=lambda c: (_sort_time(c), c.before is not None, c.order))
     if not gathered:
         raise Unusable(NO_CALLS, "no assistant message")
     start = session.first
