@@ -11,9 +11,12 @@ timestamp, and carry the fork's ``agentId``); counts are worked out by hand.
 
 from __future__ import annotations
 
+import json
+
 from cc_lines import SESSION, assistant, collected, stamp, text, usage, user, write
 
 from sim.traces.claude_code import COMPACTION
+from sim.traces.model import sha256_text
 
 COMPACT = "acompact-1f2e3d4c5b6a7988"
 SUGGEST = "aprompt_suggestion-0a1b2c3d4e5f6071"
@@ -93,3 +96,16 @@ def test_copies_are_not_calls_whatever_the_order_files_are_read_in(tmp_path):
         c.observation_sha256 for c in first.calls]
     # the summary's text is an observation of the main agent's reply B (before it)
     assert run.calls[1].observation_tokens > 0
+
+
+def test_a_line_written_again_in_its_thread_is_read_once(tmp_path):
+    """The fork's file holding its lines twice (a transcript appended to
+    again with the same lines): each line is read once, the reply K one call
+    with one text block."""
+    main, compact, _ = _folder(tmp_path)
+    lines = [json.loads(x) for x in compact.read_text().splitlines()]
+    write(compact, lines + lines)
+    (run,) = collected(main, compact)
+    assert [(c.usage.input_tokens, c.purpose) for c in run.calls] == [
+        (100, None), (20, None), (6, COMPACTION), (400, None)]
+    assert run.calls[2].text_sha256 == sha256_text(SUMMARY)

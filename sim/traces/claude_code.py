@@ -27,7 +27,8 @@ companions.
   agent's transcript starts with the conversation it was forked from; a
   ``--fork-session`` session with its parent's) is a call of the thread that
   wrote it first (by the time of its first line; on a tie, the main agent's),
-  once. Messages of model ``<synthetic>`` (written by Claude Code itself, no
+  once; a line written again in its thread (same ``uuid``) is read once.
+  Messages of model ``<synthetic>`` (written by Claude Code itself, no
   request made) are not calls;
 - **usage** is Anthropic's, as recorded (provenance exact): ``input_tokens``
   (uncached), ``cache_read_input_tokens``, ``cache_creation_input_tokens``
@@ -118,7 +119,6 @@ from sim.traces.model import (
     as_dict,
     as_list,
     canonical_arguments,
-    canonical_json,
     content_text,
     finite_or_none,
     joined_sha256,
@@ -274,6 +274,7 @@ class _Session:
     progress: list[_Progress] = field(default_factory=list)
     file_agents: set[str] = field(default_factory=set)
     replies: dict[str, _Reply] = field(default_factory=dict)
+    lines: set[tuple[str | None, str]] = field(default_factory=set)
     conventions: dict[str, str] = field(default_factory=dict)
 
 
@@ -333,7 +334,13 @@ class Collector:
 
     def _line(self, session: _Session, session_id: str, line: dict, agent: str | None,
               previous: _Thread, where: str) -> None:
-        """Read one ``user`` or ``assistant`` line of ``agent``'s thread."""
+        """Read one ``user`` or ``assistant`` line of ``agent``'s thread, once
+        (a line of the same ``uuid`` written again in the thread is a copy)."""
+        uuid = line.get("uuid")
+        if isinstance(uuid, str):
+            if (agent, uuid) in session.lines:
+                return
+            session.lines.add((agent, uuid))
         moment = parse_utc(line.get("timestamp"))
         if moment is not None:
             session.first = moment if session.first is None else min(session.first, moment)
@@ -406,7 +413,9 @@ class Collector:
             if item.agent in session.file_agents:
                 continue
             entry = item.entry
-            ident = (item.agent, str(entry.get("uuid") or canonical_json(entry)))
+            ident = (item.agent, str(entry.get("uuid") or (
+                entry.get("type"), as_dict(entry.get("message")).get("id"),
+                entry.get("timestamp"))))
             if ident in seen:
                 continue
             seen.add(ident)
