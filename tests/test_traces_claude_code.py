@@ -20,32 +20,49 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cc_lines import collected
 from fake_providers import FakeProvider, Reply
 from roundtrip import imported, round_trip
 
-from sim.bad_input import InputError
 from sim.drivers.recorded_runs import read_trace_folder
 from sim.traces import read_traces
-from sim.traces.model import canonical_json, sha256_text
+from sim.traces.claude_code import COMPACTION, ESTIMATED_OUTPUT, SUBAGENTS_FROM_PROGRESS
+from sim.traces.model import (
+    ESTIMATED,
+    EXACT,
+    TOKEN_COLUMNS,
+    UNKNOWN,
+    approx_tokens,
+    canonical_json,
+    parse_utc,
+    sha256_text,
+)
 
 PACKAGE = "@anthropic-ai/claude-code"
 MODEL = "claude-sonnet-4-5"
+PARTIAL_VERSION = "2.1.90"
+"""A version that writes streaming start counts and the compaction fork's transcript."""
 
 
-def claude_binary() -> Path:
-    """The ``claude`` CLI, installed with npm into the cache folder if needed."""
+def claude_binary(version: str | None = None) -> Path:
+    """The ``claude`` CLI, installed with npm into the cache folder if needed:
+    the latest, or ``version`` (in a folder of its own, beside it)."""
     prefix = Path(os.environ.get("SIM_NODE_PREFIX") or Path.home() / ".cache" / "sim" / "node")
+    package, flags = PACKAGE, []
+    if version is not None:
+        prefix, package, flags = prefix / f"claude-code-{version}", f"{PACKAGE}@{version}", [
+            "--omit=optional"]
     binary = prefix / "node_modules" / ".bin" / "claude"
     if binary.exists():
         return binary
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip(f"node and npm are needed to install {PACKAGE} (not found on PATH): "
+        pytest.skip(f"node and npm are needed to install {package} (not found on PATH): "
                     f"install them, or set SIM_NODE_PREFIX to a folder where npm installed it "
                     f"(looked in {prefix})")
     prefix.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
-                    PACKAGE], check=True, capture_output=True, timeout=600)
-    assert binary.exists(), f"npm installed {PACKAGE} but {binary} is missing"
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", *flags, "--prefix", str(prefix),
+                    package], check=True, capture_output=True, timeout=600)
+    assert binary.exists(), f"npm installed {package} but {binary} is missing"
     return binary
 
 
@@ -150,6 +167,31 @@ def test_subagent_calls_belong_to_the_parent_run_and_are_marked(session, tmp_pat
         assert tool["result_sha256"] == sha256_text(recorded[tool["id"]]), tool["name"]
 
 
+def test_a_session_copied_without_its_subagents_folder_keeps_the_subagents_last_reply(
+        session, tmp_path):
+    """The session's main file alone (its ``subagents/`` folder not copied):
+    the CLI wrote no progress line for the subagent, but its Agent tool result
+    holds the subagent's last reply (content, usage, model): the run has the
+    main agent's three calls and that reply, with the server's counts, marked
+    with the agentId, and notes where it was read. With the folder, the same
+    reply is not added again (the other tests: five calls)."""
+    projects, _, answers, _ = session
+    copy = tmp_path / "copy"
+    shutil.copytree(projects, copy, ignore=shutil.ignore_patterns("subagents"))
+    assert not list(copy.rglob("agent-*.jsonl"))
+    (run,) = collected(copy)
+    agent_id = next(projects.rglob("agent-*.jsonl")).stem.removeprefix("agent-")
+    last = answers[3]  # the subagent's last reply
+    assert [(c.usage.input_tokens, c.usage.cache_read_tokens, c.usage.cache_write_tokens,
+             c.usage.output_tokens) for c in run.calls] == [
+        (a.input_tokens, a.cache_read, a.cache_write, a.output_tokens)
+        for a in (answers[0], answers[1], last, answers[4])]
+    assert [c.agent for c in run.calls] == [None, None, agent_id, None]
+    assert run.calls[2].text_sha256 == sha256_text("The command printed: sub")
+    assert run.calls[2].model == MODEL and run.calls[2].provenance["output_tokens"] == EXACT
+    assert run.conventions == {"subagents": SUBAGENTS_FROM_PROGRESS}
+
+
 def _text(content) -> str:
     if isinstance(content, str):
         return content
@@ -201,13 +243,12 @@ def _edited(projects: Path, out: Path, edit) -> Path:
     return out
 
 
-def test_synthetic_messages_are_not_calls_and_a_message_without_usage_skips_the_session(
+def test_synthetic_messages_are_not_calls_and_a_message_without_usage_is_an_unknown_call(
         session, tmp_path):
     """A ``<synthetic>`` assistant message (no request made) adds no call; an
-    assistant message of a model without usage makes the session unusable,
-    counted as 'no token usage' with the line named."""
-    from sim.traces import import_traces
-
+    assistant message of a model without usage (on none of its lines) is kept
+    as a call whose five token counts are 0 with provenance unknown, and its
+    session is kept with its other calls' counts as recorded."""
     def synthetic(lines):
         extra = {"type": "assistant", "sessionId": lines[-1]["sessionId"], "uuid": "x",
                  "timestamp": "2030-01-01T00:00:00Z", "isSidechain": False,
@@ -221,14 +262,24 @@ def test_synthetic_messages_are_not_calls_and_a_message_without_usage_skips_the_
     assert len(read_traces(tmp_path / "a")[1]) == len(SCRIPT)
 
     def no_usage(lines):
-        first = next(x for x in lines if x.get("type") == "assistant")
-        del first["message"]["usage"]
+        first = next(x for x in lines if x.get("type") == "assistant")["message"]["id"]
+        for line in lines:
+            if line.get("type") == "assistant" and line["message"]["id"] == first:
+                del line["message"]["usage"]
         return lines
 
     folder = _edited(session[0], tmp_path / "no_usage", no_usage)
-    with pytest.raises(InputError, match="no token usage"):
-        import_traces([folder], tmp_path / "b")
-    assert not (tmp_path / "b").exists()
+    (run,) = collected(folder)
+    assert len(run.calls) == len(SCRIPT)
+    first = run.calls[0]
+    assert (first.usage.input_tokens, first.usage.cache_read_tokens,
+            first.usage.cache_write_tokens, first.usage.output_tokens,
+            first.usage.thinking_tokens) == (0, 0, 0, 0, 0)
+    assert first.provenance == {**dict.fromkeys(TOKEN_COLUMNS, UNKNOWN), "cost_usd": UNKNOWN}
+    second = run.calls[1]
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (90, 22)
+    assert second.provenance == {**dict.fromkeys(TOKEN_COLUMNS, EXACT), "cost_usd": UNKNOWN}
+    imported([folder], tmp_path / "b", source="claude-code", runs=1)
 
 
 def _env(home: Path, server: FakeProvider) -> dict[str, str]:
@@ -240,12 +291,48 @@ def _env(home: Path, server: FakeProvider) -> dict[str, str]:
 
 def test_a_compacted_session_keeps_its_calls_and_the_summary_is_an_observation(tmp_path):
     """Three turns, ``/compact`` and one more turn, resumed in one session: the
-    transcript does not record the compaction request (Claude Code writes only
-    the summary it produced), so the import has every other call the server
+    latest Claude Code's transcript (2.1.197 when written) does not record the
+    compaction request (only the summary it produced), so the import has every other call the server
     answered, with its tokens, and the summary's text counts as an
     observation of the call before it."""
-    binary = claude_binary()
     summary = "The user greeted the assistant three times."
+    projects, answers, compaction = _compacted(claude_binary(), tmp_path, summary)
+    assert not list(projects.rglob("agent-acompact-*.jsonl"))
+    imported([projects], tmp_path / "traces", source="claude-code", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    kept = [a for i, a in enumerate(answers) if i not in compaction]
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
+            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
+                                             for a in kept]
+    (run,) = read_trace_folder(tmp_path / "traces")
+    before = run.calls[2]  # the last call before the compaction
+    assert before.observation_tokens is not None and before.observation_tokens > 0
+    lines = [json.loads(x) for f in projects.rglob("*.jsonl") for x in f.read_text().splitlines()]
+    assert any(summary in str(x.get("message")) for x in lines)
+
+
+def test_claude_code_2_1_90_records_the_compaction_request_as_a_compaction_call(tmp_path):
+    """Claude Code 2.1.90 runs ``/compact`` as a forked agent whose transcript
+    (``subagents/agent-acompact-<hex>.jsonl``) starts with a copy of the
+    conversation and holds the compaction request's reply: the import has
+    every call the server answered, once, the compaction request's of
+    purpose compaction with agent null, not a subagent's."""
+    projects, answers, compaction = _compacted(claude_binary(PARTIAL_VERSION), tmp_path,
+                                               "The user greeted the assistant three times.")
+    assert len(list(projects.rglob("agent-acompact-*.jsonl"))) == 1
+    imported([projects], tmp_path / "traces", source="claude-code", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
+            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
+                                             for a in answers]
+    assert [None if pd.isna(p) else p for p in calls["purpose"]] == [
+        COMPACTION if i in compaction else None for i in range(len(answers))]
+    assert calls["agent"].isna().all()
+
+
+def _compacted(binary: Path, tmp_path: Path, summary: str) -> tuple[Path, list, list[int]]:
+    """Three turns, ``/compact`` and one more turn, resumed in one session:
+    ``(transcripts folder, the server's answers, the compaction request's index)``."""
     script = [Reply([("text", f"answer {i}")], input_tokens=100 + i, output_tokens=20 + i)
               for i in range(3)]
     script += [Reply([("text", f"<analysis>greetings</analysis>\n<summary>{summary}</summary>")],
@@ -269,18 +356,7 @@ def test_a_compacted_session_keeps_its_calls_and_the_summary_is_an_observation(t
     assert len(answers) == len(script)
     compaction = [i for i, text in enumerate(asked) if "<summary>" in text]
     assert compaction == [3]
-    imported([home / ".claude" / "projects"], tmp_path / "traces", source="claude-code", runs=1)
-    _, calls = read_traces(tmp_path / "traces")
-    kept = [a for i, a in enumerate(answers) if i not in compaction]
-    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens)
-            for r in calls.itertuples()] == [(a.input_tokens, a.cache_read, a.output_tokens)
-                                             for a in kept]
-    (run,) = read_trace_folder(tmp_path / "traces")
-    before = run.calls[2]  # the last call before the compaction
-    assert before.observation_tokens is not None and before.observation_tokens > 0
-    lines = [json.loads(x) for f in (home / ".claude" / "projects").rglob("*.jsonl")
-             for x in f.read_text().splitlines()]
-    assert any(summary in str(x.get("message")) for x in lines)
+    return home / ".claude" / "projects", answers, compaction
 
 
 def test_a_forked_session_does_not_count_its_parents_calls_twice(tmp_path):
@@ -343,3 +419,73 @@ def test_the_older_layout_sidechains_in_the_session_file_with_recorded_cost(sess
     assert agents == [None, None, "sidechain", "sidechain", None]
     assert calls["cost_usd"].tolist() == [0.001] * len(SCRIPT)
     assert runs["cost_usd"].iloc[0] == pytest.approx(0.001 * len(SCRIPT))
+
+
+# a reply streamed slowly: three content blocks, the tool call in the middle
+SLOW = [Reply([("text", "Let me run it."),
+               ("tool_use", "toolu_slow", "Bash", {"command": "echo hello", "description": "hi"}),
+               ("text", "more text")],
+              stop_reason="tool_use", input_tokens=120, output_tokens=300, chunk_delay_s=0.25),
+        Reply([("text", "done")], input_tokens=10, output_tokens=7)]
+
+
+def _run_slow(binary: Path, tmp_path: Path) -> Path:
+    """Run the CLI on :data:`SLOW`; its transcripts folder."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with FakeProvider(list(SLOW), lifetime_s=120) as server:
+        done = subprocess.run([str(binary), "-p", "Say hello with Bash.", "--output-format",
+                               "json", "--model", MODEL, "--allowedTools", "Bash"], cwd=work,
+                              env=_env(home, server), capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert len(server.answers) == len(SLOW)
+    return home / ".claude" / "projects"
+
+
+def _lines(projects: Path) -> list[dict]:
+    return [json.loads(x) for f in sorted(projects.rglob("*.jsonl"))
+            for x in f.read_text().splitlines() if x.strip()]
+
+
+def test_a_tool_run_while_its_reply_streams_is_timed_from_its_own_line(tmp_path):
+    """The CLI runs a tool as soon as its block is complete, while the reply's
+    next block still streams: the tool's duration runs from the line holding
+    its tool_use block to its result's line (never from the reply's last
+    line, which may come after the result)."""
+    projects = _run_slow(claude_binary(), tmp_path)
+    lines = _lines(projects)
+    called = next(x for x in lines if x.get("type") == "assistant"
+                  and x["message"]["content"][0].get("id") == "toolu_slow")
+    answered = next(x for x in lines if x.get("type") == "user"
+                    and "toolu_slow" in json.dumps(x["message"]["content"]))
+    (run,) = collected(projects)
+    tool = run.calls[0].tool_calls[0]
+    expected = (parse_utc(answered["timestamp"]) - parse_utc(called["timestamp"])).total_seconds()
+    assert tool.duration_s == expected and expected >= 0
+
+
+
+def test_start_counts_written_by_claude_code_2_1_90_are_estimated(tmp_path):
+    """Claude Code 2.1.90 writes each block's line when the block ends, with
+    the stream's start counts: the slow reply's three lines say stop_reason
+    null and output_tokens 1 though the server counted 300. The import
+    estimates that call's output from its content (text, tool name and
+    canonical input), marks it estimated and the run notes it; its input
+    count (known at the stream's start) is exact."""
+    projects = _run_slow(claude_binary(PARTIAL_VERSION), tmp_path)
+    slow = [x for x in _lines(projects) if x.get("type") == "assistant"
+            and x["message"]["id"] == next(x for x in _lines(projects)
+                                           if x.get("type") == "assistant")["message"]["id"]]
+    assert len(slow) == 3
+    assert all(x["version"] == PARTIAL_VERSION and x["message"]["stop_reason"] is None
+               and x["message"]["usage"]["output_tokens"] == 1 for x in slow)
+    (run,) = collected(projects)
+    first = run.calls[0]
+    content = "Let me run it." + "Bash" + canonical_json(
+        {"command": "echo hello", "description": "hi"}) + "more text"
+    assert first.usage.output_tokens == approx_tokens(content) == 18
+    assert (first.usage.input_tokens, first.provenance["output_tokens"],
+            first.provenance["input_tokens"]) == (120, ESTIMATED, EXACT)
+    assert run.conventions["output_tokens"] == ESTIMATED_OUTPUT

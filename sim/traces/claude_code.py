@@ -3,71 +3,118 @@
 Claude Code (and the Claude Agent SDK, which runs it) writes one JSON Lines
 file per session, ``<project>/<sessionId>.jsonl``: one object per line with a
 ``type`` (``user``, ``assistant``, ``attachment``, ``system``, ``summary``,
-``queue-operation``, ``last-prompt``...), the ``sessionId``, a ``uuid`` and a
-``timestamp``. A subagent (the ``Agent`` tool, formerly ``Task``) writes its
-own lines, marked ``isSidechain`` with an ``agentId``: in
+``progress``, ``queue-operation``, ``last-prompt``...), the ``sessionId``, a
+``uuid`` and a ``timestamp``. A subagent (the ``Agent`` tool, formerly
+``Task``) writes its own lines, marked ``isSidechain`` with an ``agentId``: in
 ``<sessionId>/subagents/agent-<agentId>.jsonl`` beside an
 ``agent-<agentId>.meta.json`` (``agentType``, ``toolUseId``) in current
-versions, in the session's own file in older ones. Recognised by content: JSON
-Lines whose objects have a ``type`` and at least one a ``sessionId`` with a
-transcript ``type``; a ``.meta.json`` and a project's ``sessions-index.json``
-are read as companions.
+versions, in the session's own file in older ones. A *forked* agent (2.1.x:
+the compaction request, prompt suggestions, memory extraction...) writes
+``agent-a<label>-<hex>.jsonl`` there too, starting with a copy of the
+conversation it was forked from. Recognised by content: JSON Lines whose
+objects have a ``type`` and at least one a ``sessionId`` with a transcript
+``type``; a ``.meta.json`` and a project's ``sessions-index.json`` are read as
+companions.
 
 - **One run per session** (``run_id`` the ``sessionId``): its lines are
   gathered across files (a resumed session appends to its file; a subagent's
-  file holds the parent's ``sessionId``) and assembled once all are read. A
-  forked session (``--fork-session``) starts with a copy of its parent's
-  messages: a message (by id) is a call of the session that has it first;
-- **a model call** is an ``assistant`` line's ``message`` with ``usage``.
-  Claude Code writes a streamed message as several lines, one per content
-  block, sharing ``message.id``: they are **one call** (their blocks joined in
-  order, each usage count the largest the lines give). Messages of model
-  ``<synthetic>`` (written by Claude Code itself, no request made) are not
-  calls. Usage is Anthropic's: ``input_tokens`` (uncached),
-  ``cache_read_input_tokens``, ``cache_creation_input_tokens`` and
-  ``output_tokens`` (thinking included: ``reasoning_tokens`` 0);
-  ``stop_reason`` as ``finish_reason``; a line's ``costUSD`` (older versions)
-  as the call's cost;
+  file holds the parent's ``sessionId``) and assembled once all are read;
+- **a model call** is an ``assistant`` line's ``message``, one per message id
+  (``message.id``, else ``requestId``). Claude Code writes a streamed message
+  as several lines, one per content block, sharing that id: they are **one
+  call** (their blocks joined in order, each usage count the largest the
+  lines give). A message copied into another thread or session (a forked
+  agent's transcript starts with the conversation it was forked from; a
+  ``--fork-session`` session with its parent's) is a call of the thread that
+  wrote it first (by the time of its first line; on a tie, the main agent's),
+  once; a line written again in its thread (same ``uuid``) is read once.
+  Messages of model ``<synthetic>`` (written by Claude Code itself, no
+  request made) are not calls;
+- **usage** is Anthropic's, as recorded (provenance exact): ``input_tokens``
+  (uncached), ``cache_read_input_tokens``, ``cache_creation_input_tokens``
+  and ``output_tokens`` (thinking included: ``reasoning_tokens`` 0);
+  ``stop_reason`` as ``finish_reason``; a line's ``costUSD`` (versions before
+  2.x) as the call's cost, else the cost is null (unknown). An assistant
+  message without usage is kept as a call with every token count 0 and
+  unknown (its run is kept);
+- **streaming partial counts**: versions 1.x to 2.1.x write each line as
+  soon as its content block ends, with the usage of the stream's
+  ``message_start`` (``stop_reason`` null, ``output_tokens`` 1 to 25 whatever
+  the reply's length); newer ones write the final usage. A message's output
+  count is final when one of its lines has a ``stop_reason``, or its lines
+  give different counts (the largest is taken); otherwise it is
+  **estimated** from the content (:func:`~sim.traces.model.approx_tokens` of
+  its text, thinking, and tool calls' names and inputs as canonical JSON,
+  together; at least the partial count), its ``output_tokens`` provenance is
+  ``estimated``, and the run's ``conventions["output_tokens"]`` says so
+  (:data:`ESTIMATED_OUTPUT`). The input and cache counts of ``message_start``
+  are final;
 - a call **starts** when the line before it in its agent's thread was written
   and ends when its last line was (``started_s``, ``latency_s``, seconds);
 - **tool calls** are the ``tool_use`` blocks (name, id, input as canonical
   JSON), answered by the ``tool_result`` blocks of later ``user`` lines
-  (matched by id): the result's text, its ``is_error``, and the time from the
-  call's end to the result as the tool's duration (the result as the tool
-  returned it: Claude Code appends its reminders, recorded as ``attachment``
-  lines, to a result when it sends it, and those are not counted);
+  (matched by id; the earliest when a forked agent copied it): the result's
+  text, its ``is_error``, and as the tool's duration the time from the line
+  that holds the ``tool_use`` block to the result's line (Claude Code starts
+  a tool as soon as its block is complete, while the rest of the message may
+  still stream). The result is taken as the tool returned it: Claude Code
+  appends its reminders, recorded as ``attachment`` lines, to a result when
+  it sends it, and those are not counted;
 - **subagents**: their calls are calls of the parent's run, in time order,
   with ``agent`` set to the ``agentId`` (``sidechain`` when an older
-  transcript gives none);
+  transcript gives none). A subagent whose own file is absent (a transcript
+  copied without its ``subagents/`` folder) is read from the session's
+  ``progress`` lines of ``data.type`` ``agent_progress`` (``data.agentId``;
+  ``data.normalizedMessages`` and ``data.message``, each message once by its
+  ``uuid``); Claude Code writes progress only for a subagent's tool calls
+  and results, so its last reply (no tool call) is read from the Agent
+  (``Task``) tool result's ``toolUseResult`` (``agentId``, ``content``,
+  ``usage``, final as written when the subagent ended, ``resolvedModel``),
+  unless a subagent call of the session has its input and cache counts. It
+  starts at its thread's last line (unknown without progress lines) and ends
+  at the result's line. The run's ``conventions["subagents"]`` says so
+  (:data:`SUBAGENTS_FROM_PROGRESS`); when the file is present neither is
+  read;
+- **compaction**: the compaction request Claude Code 2.1.x runs as a forked
+  agent (``agentId`` ``acompact-<hex>``, file
+  ``subagents/agent-acompact-<hex>.jsonl``) is a call of ``purpose``
+  ``compaction`` with ``agent`` null, not a subagent's; versions that do not
+  write it record only the summary it produced, and then there is no call;
 - **observations**: a ``user`` line's own text (a new prompt, a compaction
   summary ``isCompactSummary``, an injected note) counts in the
   ``observation_tokens``/``observation_sha256`` of the call before it in its
   thread; meta lines (``isMeta``) do not reach the model as such and are not
-  counted. Claude Code does not record its compaction request itself (only
-  the summary it produced), so it is no call;
-- run fields: the main agent's most frequent model, ``cost_usd`` the sum of
-  the calls' costs when every call has one, ``started_at`` and ``duration_s``
-  from the first and last timestamps. A transcript records no task, exit or
-  limits: those stay null.
+  counted;
+- run fields: the main agent's most frequent model (when the main agent made
+  no call, as when its file is empty: its subagents', noted in
+  ``conventions["model"]``), ``cost_usd`` the sum of the calls' costs when
+  every call has one, ``started_at`` and ``duration_s`` from the first and
+  last timestamps. A transcript records no task, exit or limits: those stay
+  null.
 
-An assistant message from a model (not ``<synthetic>``) without usage, or
-with counts that are not non-negative integers, makes its session unusable
-(counted, with the reason).
+An assistant message whose counts are not non-negative integers makes its
+session unusable (counted, with the reason).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from pathlib import PurePath
+from typing import Any, TypeGuard
 
 from sim.traces.assemble import run_cost, seconds
 from sim.traces.model import (
+    ESTIMATED,
+    EXACT,
+    TOKEN_COLUMNS,
+    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     approx_tokens,
     as_dict,
     as_list,
@@ -79,7 +126,7 @@ from sim.traces.model import (
     sha256_text,
     tool_result,
 )
-from sim.traces.skips import NO_CALLS, NO_USAGE, Skip, Unusable
+from sim.traces.skips import NO_CALLS, Skip, Unusable
 from sim.traces.usage import from_disjoint
 
 SOURCE = "claude-code"
@@ -89,6 +136,21 @@ LINE_TYPES = frozenset({"user", "assistant", "attachment", "system", "summary",
 """The ``type`` values of transcript lines (those that are not messages are passed over)."""
 SYNTHETIC_MODEL = "<synthetic>"
 SIDECHAIN = "sidechain"
+COMPACTION = "compaction"
+"""The ``purpose`` of a compaction call."""
+COMPACT_AGENT = "acompact-"
+"""How the ``agentId`` of Claude Code's compaction fork begins (its file is
+``agent-acompact-<hex>.jsonl``)."""
+AGENT_PROGRESS = "agent_progress"
+ESTIMATED_OUTPUT = ("estimated from content: streaming partial counts (stop_reason null, "
+                    "message_start usage)")
+"""``conventions["output_tokens"]`` of a run with a call whose output count was estimated."""
+SUBAGENTS_FROM_PROGRESS = ("subagent transcript file absent: its calls read from agent_progress "
+                           "lines (tool calls and results) and its last reply from the Agent "
+                           "tool result; calls in neither are missing")
+"""``conventions["subagents"]`` of a run with a subagent read from the main file's lines."""
+MODEL_FROM_SUBAGENTS = "taken from its subagents' calls: the main agent made no call"
+MODEL_UNKNOWN = "unknown: no call of the session names a model"
 _USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
                  "output_tokens")
 
@@ -116,39 +178,86 @@ def detect_meta(doc: Any) -> bool:
 
 @dataclass
 class _Call:
-    """One model call as its lines are gathered."""
+    """One model call (one message id in one thread) as its lines are gathered."""
 
     key: str
-    agent: str | None
+    thread: str | None
     order: int
     before: datetime | None
-    end: datetime | None
+    first: datetime | None
     model: str | None
+    compaction: bool = False
+    settled: bool = False
+    end: datetime | None = None
     stop: str | None = None
+    recorded: bool = False
     usage: dict[str, Any] = field(default_factory=dict)
+    outputs: set[int] = field(default_factory=set)
     blocks: list[dict] = field(default_factory=list)
+    tool_lines: dict[str, datetime | None] = field(default_factory=dict)
     cost: float | None = None
     observations: list[str] = field(default_factory=list)
     line: str = ""
 
-    def merge(self, message: dict, usage: dict, moment: datetime | None,
+    def merge(self, message: dict, usage: dict | None, moment: datetime | None,
               cost: float | None) -> None:
         """Take one more line of the call (a response is written as several
         lines, one per content block): usage counts and the cost as their
-        largest, content blocks appended, the stop reason and end time updated."""
-        for name in _USAGE_FIELDS:
-            value = usage.get(name)
-            old = self.usage.get(name)
-            if isinstance(old, int) and isinstance(value, int) and not isinstance(value, bool):
-                value = max(old, value)
-            self.usage[name] = value if value is not None else old
-        self.blocks.extend(b for b in as_list(message.get("content")) if isinstance(b, dict))
+        largest, content blocks appended (each tool_use block's line time
+        kept), the stop reason and end time updated."""
+        if usage is not None:
+            self.recorded = True
+            for name in _USAGE_FIELDS:
+                value = usage.get(name)
+                old = self.usage.get(name)
+                if _is_count(old) and _is_count(value):
+                    value = max(old, value)
+                self.usage[name] = value if value is not None else old
+            if _is_count(usage.get("output_tokens")):
+                self.outputs.add(usage["output_tokens"])
+        for block in as_list(message.get("content")):
+            if not isinstance(block, dict):
+                continue
+            self.blocks.append(block)
+            if block.get("type") == "tool_use":
+                self.tool_lines.setdefault(str(block.get("id")), moment)
         if message.get("stop_reason") is not None:
             self.stop = str(message["stop_reason"])
         if moment is not None:
             self.end = moment if self.end is None else max(self.end, moment)
         if cost is not None:
             self.cost = cost if self.cost is None else max(self.cost, cost)
+
+    @property
+    def final(self) -> bool:
+        """Whether the output count is final: a line gave a stop reason, or
+        the lines' counts differ (a count written after ``message_start``), or
+        the count is the Agent tool result's (``settled``)."""
+        return self.settled or self.stop is not None or len(self.outputs) > 1
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass
+class _Progress:
+    """One message of a subagent as an ``agent_progress`` line gives it."""
+
+    agent: str
+    entry: dict
+    moment: datetime | None
+    where: str
+
+
+@dataclass
+class _Reply:
+    """A subagent's last reply as its Agent (``Task``) tool result gives it
+    (``toolUseResult``: ``agentId``, ``content``, ``usage``, ``resolvedModel``)."""
+
+    outcome: dict
+    moment: datetime | None
+    where: str
 
 
 @dataclass
@@ -157,12 +266,20 @@ class _Session:
 
     file: str
     main_file: bool
-    calls: dict[str, _Call] = field(default_factory=dict)
+    calls: dict[tuple[str | None, str], _Call] = field(default_factory=dict)
     results: dict[str, tuple[str | None, bool | None, datetime | None]] = \
         field(default_factory=dict)
     first: datetime | None = None
     last: datetime | None = None
-    problem: Unusable | None = None
+    progress: list[_Progress] = field(default_factory=list)
+    file_agents: set[str] = field(default_factory=set)
+    replies: dict[str, _Reply] = field(default_factory=dict)
+    lines: set[tuple[str | None, str]] = field(default_factory=set)
+    conventions: dict[str, str] = field(default_factory=dict)
+
+
+_Thread = dict[tuple[str, str | None], tuple[datetime | None, _Call | None]]
+"""Per ``(sessionId, agent)`` thread: the time of its last line and its last call."""
 
 
 @dataclass
@@ -175,32 +292,70 @@ class Collector:
 
     def add(self, values: list[Any], file: str) -> None:
         """Read one transcript file's lines (see the module docstring)."""
-        previous: dict[tuple[str, str | None], tuple[datetime | None, _Call | None]] = {}
+        previous: _Thread = {}
+        compact_file = PurePath(file).name.startswith("agent-" + COMPACT_AGENT)
         for number, line in enumerate(values, 1):
             line = as_dict(line)
             session_id = line.get("sessionId")
-            if not isinstance(session_id, str) or line.get("type") not in ("user", "assistant"):
+            kind = line.get("type")
+            if not isinstance(session_id, str):
                 continue
-            agent = _agent(line)
-            session = self.sessions.get(session_id)
-            if session is None:
-                session = self.sessions[session_id] = _Session(file, agent is None)
-            elif agent is None and not session.main_file:
-                session.file, session.main_file = file, True
-            moment = parse_utc(line.get("timestamp"))
-            if moment is not None:
-                session.first = moment if session.first is None else min(session.first, moment)
-                session.last = moment if session.last is None else max(session.last, moment)
-            thread = (session_id, agent)
-            before, last_call = previous.get(thread, (None, None))
-            where = f"line {number}"
-            if line["type"] == "assistant":
-                call = self._assistant(session, line, agent, before, moment, where)
-                if call is not None:
-                    last_call = call
-            else:
-                self._user(session, line, last_call, moment)
-            previous[thread] = (moment, last_call)
+            if kind == "progress":
+                self._progress(session_id, line, file, f"line {number}")
+                continue
+            if kind not in ("user", "assistant"):
+                continue
+            agent = _agent(line, compact_file)
+            session = self._session(session_id, file, agent)
+            if agent is not None and agent != SIDECHAIN:
+                session.file_agents.add(agent)
+            self._line(session, session_id, line, agent, previous, f"line {number}")
+
+    def _session(self, session_id: str, file: str, agent: str | None) -> _Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.sessions[session_id] = _Session(file, agent is None)
+        elif agent is None and not session.main_file:
+            session.file, session.main_file = file, True
+        return session
+
+    def _progress(self, session_id: str, line: dict, file: str, where: str) -> None:
+        """Keep the subagent messages of an ``agent_progress`` line (read in
+        :meth:`runs` for a subagent whose own file is absent)."""
+        data = as_dict(line.get("data"))
+        agent = data.get("agentId")
+        if data.get("type") != AGENT_PROGRESS or not isinstance(agent, str) or not agent:
+            return
+        session = self._session(session_id, file, None)
+        moment = parse_utc(line.get("timestamp"))
+        for entry in [*as_list(data.get("normalizedMessages")), data.get("message")]:
+            if isinstance(entry, dict):
+                session.progress.append(_Progress(agent, entry, moment, where))
+
+    def _line(self, session: _Session, session_id: str, line: dict, agent: str | None,
+              previous: _Thread, where: str) -> None:
+        """Read one ``user`` or ``assistant`` line of ``agent``'s thread, once
+        (a line of the same ``uuid`` written again in the thread is a copy)."""
+        uuid = line.get("uuid")
+        if isinstance(uuid, str):
+            if (agent, uuid) in session.lines:
+                return
+            session.lines.add((agent, uuid))
+        moment = parse_utc(line.get("timestamp"))
+        if moment is not None:
+            session.first = moment if session.first is None else min(session.first, moment)
+            session.last = moment if session.last is None else max(session.last, moment)
+        thread = (session_id, agent)
+        before, last_call = previous.get(thread, (None, None))
+        if line.get("type") == "assistant":
+            call = self._assistant(session, line, agent, before, moment, where)
+            if call is not None:
+                last_call = call
+        elif line.get("type") == "user":
+            self._user(session, line, last_call, moment, where)
+        else:
+            return
+        previous[thread] = (moment, last_call)
 
     def _assistant(self, session: _Session, line: dict, agent: str | None,
                    before: datetime | None, moment: datetime | None,
@@ -211,22 +366,22 @@ class Collector:
             return None
         usage = message.get("usage")
         key = str(message.get("id") or line.get("requestId") or line.get("uuid") or where)
-        if not isinstance(usage, dict):
-            if session.problem is None:
-                session.problem = Unusable(NO_USAGE, f"{where}: assistant message {key} has "
-                                                     "no usage")
-            return None
-        call = session.calls.get(key)
+        call = session.calls.get((agent, key))
         if call is None:
             self._order += 1
-            call = session.calls[key] = _Call(key, agent, self._order, before, moment,
-                                              None if model is None else str(model),
-                                              line=where)
-        call.merge(message, usage, moment, finite_or_none(line.get("costUSD")))
+            call = session.calls[(agent, key)] = _Call(
+                key, agent, self._order, before, moment, None if model is None else str(model),
+                compaction=agent is not None and agent.startswith(COMPACT_AGENT), line=where)
+        call.merge(message, usage if isinstance(usage, dict) else None, moment,
+                   finite_or_none(line.get("costUSD")))
         return call
 
     def _user(self, session: _Session, line: dict, last_call: _Call | None,
-              moment: datetime | None) -> None:
+              moment: datetime | None, where: str) -> None:
+        outcome = as_dict(line.get("toolUseResult"))
+        agent = outcome.get("agentId")
+        if isinstance(agent, str) and agent and isinstance(outcome.get("usage"), dict):
+            session.replies.setdefault(agent, _Reply(outcome, moment, where))
         content = as_dict(line.get("message")).get("content")
         texts: list[str] = []
         if isinstance(content, str):
@@ -235,59 +390,146 @@ class Collector:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result":
+                ident = str(block.get("tool_use_id"))
+                known = session.results.get(ident)
+                if known is not None and (moment is None or known[2] is None
+                                          or known[2] <= moment):
+                    continue  # a copy (a forked agent's transcript): the first is kept
                 error = block.get("is_error")
-                session.results[str(block.get("tool_use_id"))] = (
-                    content_text(block.get("content")),
-                    bool(error) if error is not None else False, moment)
+                session.results[ident] = (content_text(block.get("content")),
+                                          bool(error) if error is not None else False, moment)
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
                 texts.append(block["text"])
         if texts and last_call is not None and not line.get("isMeta"):
             last_call.observations.append("".join(texts))
 
+    def _read_progress(self, session_id: str, session: _Session) -> None:
+        """Read what the session's own lines say of its subagents without a
+        file of their own: their progress lines' messages, each once (by its
+        ``uuid``), then each one's last reply from its Agent tool result."""
+        previous: _Thread = {}
+        seen: set[tuple[str, str]] = set()
+        for item in session.progress:
+            if item.agent in session.file_agents:
+                continue
+            entry = item.entry
+            ident = (item.agent, str(entry.get("uuid") or (
+                entry.get("type"), as_dict(entry.get("message")).get("id"),
+                entry.get("timestamp"))))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            line = {**entry, "sessionId": session_id, "isSidechain": True,
+                    "agentId": item.agent}
+            if parse_utc(line.get("timestamp")) is None:
+                line["timestamp"] = item.moment
+            self._line(session, session_id, line, item.agent, previous,
+                       f"{item.where} (agent_progress)")
+            if line.get("type") == "assistant":
+                session.conventions["subagents"] = SUBAGENTS_FROM_PROGRESS
+        session.progress.clear()
+        for agent, reply in session.replies.items():
+            if agent not in session.file_agents and self._last_reply(
+                    session, (session_id, agent), reply, previous):
+                session.conventions["subagents"] = SUBAGENTS_FROM_PROGRESS
+
+    def _last_reply(self, session: _Session, thread: tuple[str, str], reply: _Reply,
+                    previous: _Thread) -> bool:
+        """Add a subagent's last reply, read from its Agent tool result (a reply
+        without a tool call has no progress line), unless a subagent's call of
+        the session is that request (the same input and cache counts: a
+        sidechain of the older layout, or a last reply with a tool call). Its counts are
+        final (the result is written when the subagent ends); it started at the
+        thread's last line, ended at the result's."""
+        usage = as_dict(reply.outcome.get("usage"))
+        before, last_call = previous.get(thread, (None, None))
+        if any(c.thread is not None and all(c.usage.get(name) == usage.get(name)
+                                            for name in _USAGE_FIELDS[:3])
+               for c in session.calls.values()):
+            return False
+        model = reply.outcome.get("resolvedModel")
+        if not isinstance(model, str):
+            model = last_call.model if last_call is not None else None
+        agent = thread[1]
+        self._order += 1
+        key = f"{agent}:last reply"
+        call = session.calls[(agent, key)] = _Call(key, agent, self._order, before,
+                                                   reply.moment, model, settled=True,
+                                                   line=f"{reply.where} (Agent tool result)")
+        call.merge({"content": reply.outcome.get("content")}, usage, reply.moment, None)
+        return True
+
     def runs(self) -> Iterator[RunRecord | Skip]:
         """One run per session, in the order sessions were first met; a
-        message copied into several sessions (a forked session starts with a
-        copy of its parent's history) is a call of the first only."""
+        message copied into several threads or sessions (a forked agent's or
+        session's transcript starts with a copy of its parent's) is a call of
+        the first only."""
+        kept: dict[str, dict[str, _Call]] = {}
+        for session_id, session in self.sessions.items():
+            self._read_progress(session_id, session)
+            mine: dict[str, _Call] = {}
+            for call in session.calls.values():
+                other = mine.get(call.key)
+                if other is None or _rank(call) < _rank(other):
+                    mine[call.key] = call
+            kept[session_id] = mine
         owner: dict[str, tuple[float, int, str]] = {}
+        for session_id, calls in kept.items():
+            for key, call in calls.items():
+                rank = (_sort_time(call), call.order, session_id)
+                if key not in owner or rank < owner[key]:
+                    owner[key] = rank
         for session_id, session in self.sessions.items():
-            for key, call in session.calls.items():
-                mine = (_sort_time(call), call.order, session_id)
-                if key not in owner or mine < owner[key]:
-                    owner[key] = mine
-        for session_id, session in self.sessions.items():
-            copies = [k for k in session.calls if owner[k][2] != session_id]
+            calls = kept[session_id]
+            copies = [k for k in calls if owner[k][2] != session_id]
             for key in copies:
-                del session.calls[key]
+                del calls[key]
             try:
-                if copies and not session.calls and session.problem is None:
+                if copies and not calls:
                     raise Unusable(NO_CALLS, f"its {len(copies)} calls are copies of another "
                                              "session's (a fork that made no call)")
-                yield _run(session_id, session)
+                yield _run(session_id, session, list(calls.values()))
             except Unusable as problem:
                 yield Skip(session.file, problem.reason, problem.detail, session_id)
 
 
-def _agent(line: dict) -> str | None:
+def _agent(line: dict, compact_file: bool) -> str | None:
     if not line.get("isSidechain"):
         return None
     agent = line.get("agentId")
-    return str(agent) if agent else SIDECHAIN
+    if agent:
+        return str(agent)
+    return COMPACT_AGENT if compact_file else SIDECHAIN
 
 
-def _run(session_id: str, session: _Session) -> RunRecord:
-    if session.problem is not None:
-        raise session.problem
-    gathered = sorted(session.calls.values(), key=lambda c: (_sort_time(c), c.order))
+def _rank(call: _Call) -> tuple[float, bool, int]:
+    """Which of a message's copies in several threads is the call: the first
+    written, the main agent's on a tie."""
+    moment = call.first or call.end
+    return (moment.timestamp() if moment is not None else float("inf"),
+            call.thread is not None, call.order)
+
+
+def _run(session_id: str, session: _Session, kept: list[_Call]) -> RunRecord:
+    # a call known only by its end (no line before it in its thread) began before it
+    gathered = sorted(kept, key=lambda c: (_sort_time(c), c.before is not None, c.order))
     if not gathered:
-        raise Unusable(NO_CALLS, "no assistant message with usage")
+        raise Unusable(NO_CALLS, "no assistant message")
     start = session.first
     calls = [_call(c, session, start) for c in gathered]
+    conventions = dict(session.conventions)
+    if any(c.provenance.get("output_tokens") == ESTIMATED for c in calls):
+        conventions["output_tokens"] = ESTIMATED_OUTPUT
     models = Counter(c.model for c, g in zip(calls, gathered, strict=True)
-                     if c.model and g.agent is None)
+                     if c.model and g.thread is None)
+    if not models:
+        models = Counter(c.model for c in calls if c.model)
+        conventions["model"] = MODEL_FROM_SUBAGENTS if models else MODEL_UNKNOWN
     return RunRecord(
         run_id=session_id, source=SOURCE, file=session.file, calls=calls,
         model=models.most_common(1)[0][0] if models else None, cost_usd=run_cost(calls),
-        started_at=start, duration_s=seconds(session.last, session.first))
+        started_at=start, duration_s=seconds(session.last, session.first),
+        conventions=conventions)
 
 
 def _sort_time(call: _Call) -> float:
@@ -295,12 +537,43 @@ def _sort_time(call: _Call) -> float:
     return moment.timestamp() if moment is not None else float("inf")
 
 
-def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRecord:
-    where = f"{gathered.line}: message {gathered.key}"
+def _content_tokens(blocks: list[dict]) -> int:
+    """:func:`approx_tokens` of a response's text, thinking, and tool calls'
+    names and inputs (canonical JSON), together: its output estimated from
+    its content."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            parts.append(block["thinking"])
+        elif kind == "tool_use":
+            parts.append(str(block.get("name") or ""))
+            parts.append(canonical_arguments(block.get("input")) or "")
+    return approx_tokens("".join(parts))
+
+
+def _usage(gathered: _Call, where: str) -> tuple[Usage, dict[str, str]]:
+    """The call's usage and each token column's provenance (and the cost's)."""
+    provenance = dict.fromkeys(TOKEN_COLUMNS, EXACT)
+    provenance["cost_usd"] = EXACT if gathered.cost is not None else UNKNOWN
+    if not gathered.recorded:
+        return Usage(), {**provenance, **dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)}
     u = gathered.usage
     counts = from_disjoint(u.get("input_tokens"), u.get("output_tokens"),
                            cache_read=u.get("cache_read_input_tokens"),
                            cache_write=u.get("cache_creation_input_tokens"), where=where)
+    if not gathered.final:
+        counts = replace(counts, output_tokens=max(counts.output_tokens,
+                                                   _content_tokens(gathered.blocks)))
+        provenance["output_tokens"] = ESTIMATED
+    return counts, provenance
+
+
+def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRecord:
+    where = f"{gathered.line}: message {gathered.key}"
+    counts, provenance = _usage(gathered, where)
     texts = [b["text"] for b in gathered.blocks
              if b.get("type") == "text" and isinstance(b.get("text"), str)]
     tools = []
@@ -316,7 +589,7 @@ def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRec
             text, error, moment = answer
             record.result_tokens, record.result_sha256, record.error = tool_result(
                 text, error=error)
-            record.duration_s = seconds(moment, gathered.end)
+            record.duration_s = seconds(moment, gathered.tool_lines.get(str(ident)))
         tools.append(record)
     observations = gathered.observations
     return CallRecord(
@@ -326,4 +599,6 @@ def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRec
         text_tokens=sum(approx_tokens(t) for t in texts),
         text_sha256=sha256_text("".join(texts)), tool_calls=tools,
         observation_tokens=sum(approx_tokens(t) for t in observations),
-        observation_sha256=joined_sha256(observations), agent=gathered.agent)
+        observation_sha256=joined_sha256(observations),
+        purpose=COMPACTION if gathered.compaction else None,
+        agent=None if gathered.compaction else gathered.thread, provenance=provenance)
