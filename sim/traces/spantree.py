@@ -26,8 +26,10 @@ the rest, the same way for all of them:
   call has one (else null); ``exit`` the ``error.type`` (else the status
   message) of the root span when it failed; times from the spans.
 
-A trace whose call spans lack usage is skipped as ``no token usage``; one
-without call spans as ``no model calls``.
+A trace with a call span whose usage the dialect cannot read
+(:class:`~sim.traces.skips.Unusable`) is skipped with the dialect's reason
+(a dialect that keeps calls without usage marks them ``unknown`` in their
+provenance instead); one without call spans as ``no model calls``.
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ class ToolFacts:
 @dataclass(frozen=True)
 class CallFacts:
     """What a dialect reads from a model-call span (tokens in the trace
-    model's convention, cost in USD as recorded)."""
+    model's convention, cost in USD as recorded, ``provenance`` as
+    :attr:`sim.traces.model.CallRecord.provenance`)."""
 
     usage: Usage
     model: str | None = None
@@ -74,6 +77,7 @@ class CallFacts:
     finish_reason: str | None = None
     text: str | None = None
     tools: list[ToolFacts] = field(default_factory=list)
+    provenance: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,7 @@ def _call(facts: CallFacts, span: Span, start: int, agent: str | None) -> CallRe
         usage=facts.usage, model=facts.model, cost_usd=facts.cost_usd,
         finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
         latency_s=(span.end - span.start) / 1e9, **text_fields(facts.text), agent=agent,
+        provenance=dict(facts.provenance),
         tool_calls=[ToolCallRecord(name=t.name, id=t.id,
                                    arguments=canonical_arguments(t.arguments))
                     for t in facts.tools])
