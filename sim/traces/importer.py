@@ -10,7 +10,8 @@ format              recognised by
                     records, or aggregated results (skipped: no trajectory)
 ``mini-swe-agent``  ``trajectory_format`` ``mini-swe-agent-*``; SWE-bench reports
                     (``resolved_ids``) and ``preds.json`` are read as companions
-``otel-genai``      OTLP JSON (``resourceSpans``), one document or JSON Lines
+``otel-genai``      OTLP JSON (``resourceSpans``), one document or JSON Lines;
+                    the SDK's ``ConsoleSpanExporter`` output (printed spans)
 ``inspect``         an Inspect AI ``.eval`` archive or JSON log (optional extra)
 ``claude-code``     Claude Code / Agent SDK session transcripts (JSON Lines of
                     ``sessionId`` lines; subagents' ``.meta.json`` as companions)
@@ -53,6 +54,7 @@ from sim.traces import (
     miniswe,
     openinference,
     otel,
+    otel_console,
     otel_legacy,
     spantree,
     tau2,
@@ -275,6 +277,16 @@ class Gathered:
                 return True
         return False
 
+    def take_spans(self, spans: list[otel.Span], collector: otel.Collector) -> None:
+        """Spans read from another container (printed by the SDK's console
+        exporter) go where their OTLP JSON would: to the first span dialect
+        one of them belongs to, else to the GenAI ``collector``."""
+        for gatherer in self.spans:
+            if any(gatherer.dialect.claims(s.attributes) for s in spans):
+                gatherer.spans.spans.extend(spans)
+                return
+        collector.spans.extend(spans)
+
     def count(self) -> int:
         """How many sessions, traces, steps and spans were gathered."""
         return (len(self.claude.sessions) + len(self.langfuse.traces)
@@ -335,6 +347,9 @@ def _gather(values: list[Any], file: str, gathered: Gathered, collector: otel.Co
         if detect(values):
             collected.add(values, file)
             return True
+    if all(otel_console.detect(v) for v in values):
+        gathered.take_spans(otel_console.spans(values, file), collector)
+        return True
     spans = all(otel.detect(v) for v in values)
     if spans and gathered.claim_spans(values, file):
         return True
