@@ -18,6 +18,8 @@ format              recognised by
 ``langfuse``        Langfuse observations (public API JSON, exports) and the
                     Langfuse SDK's spans (``langfuse.observation.*``)
 ``langsmith``       LangSmith batch posts (``post``/``patch``) and exported runs
+``swe-agent``       SWE-agent ``.traj`` (``trajectory``, ``history``, ``info.model_stats``):
+                    run-level usage only
 ``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
@@ -57,6 +59,7 @@ from sim.traces import (
     otel_console,
     otel_legacy,
     spantree,
+    sweagent,
     tau2,
 )
 from sim.traces import folder as trace_folder
@@ -372,6 +375,8 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
         yield from tau2.runs(doc, file)
     elif shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
+    elif sweagent.detect(doc):
+        yield sweagent.run(doc, item.path, file)
     elif claude_code.detect_meta(doc) or shape == "predictions":
         report.companions.append(file)
     elif shape == "report":
