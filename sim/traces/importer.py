@@ -20,7 +20,8 @@ format              recognised by
 ``langsmith``       LangSmith batch posts (``post``/``patch``) and exported runs
 ``swe-agent``       SWE-agent ``.traj`` (``trajectory``, ``history``, ``info.model_stats``):
                     run-level usage only
-``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
+``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``;
+                    Phoenix's spans dataframe (Parquet, JSON Lines) and REST list
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
                     what ``python -m sim run --traces`` writes
@@ -58,6 +59,7 @@ from sim.traces import (
     otel,
     otel_console,
     otel_legacy,
+    phoenix,
     spantree,
     sweagent,
     tau2,
@@ -311,11 +313,14 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from trace_folder.runs(item.path)
         return
     kind = sniff(item.path)
+    gathered = gathered if gathered is not None else Gathered()
+    if kind == "parquet" and phoenix.is_dataframe(item.path):
+        gathered.take_spans(phoenix.parquet_spans(item.path, file), collector)
+        return
     if kind != "json":
         yield from _read_other(item, file, kind, report)
         return
     values = read_json(item.path)
-    gathered = gathered if gathered is not None else Gathered()
     if _gather(values, file, gathered, collector):
         return
     yield from _read_document(values[0], item, file, collector, reports, report)
@@ -334,7 +339,8 @@ def _read_other(item: Input, file: str, kind: str, report: ImportReport
     elif not item.named:
         report.ignored.append(file)
     else:
-        raise Unusable(UNKNOWN_FORMAT, "a Parquet file that is not part of a trace folder"
+        raise Unusable(UNKNOWN_FORMAT, "a Parquet file that is not part of a trace folder "
+                       "nor a Phoenix spans dataframe"
                        if kind == "parquet" else
                        "not JSON, JSON Lines, an Inspect log or a trace folder")
 
@@ -352,6 +358,9 @@ def _gather(values: list[Any], file: str, gathered: Gathered, collector: otel.Co
             return True
     if all(otel_console.detect(v) for v in values):
         gathered.take_spans(otel_console.spans(values, file), collector)
+        return True
+    if phoenix.detect(values):
+        gathered.take_spans(phoenix.spans(values, file), collector)
         return True
     spans = all(otel.detect(v) for v in values)
     if spans and gathered.claim_spans(values, file):

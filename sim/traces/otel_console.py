@@ -82,8 +82,8 @@ def _span(raw: dict, file: str) -> tuple[Span, bool]:
     context = as_dict(raw.get("context"))
     status = as_dict(raw.get("status"))
     attributes = {str(k): v for k, v in as_dict(raw.get("attributes")).items()}
-    start = _nanos(raw.get("start_time"))
-    end = _nanos(raw.get("end_time"))
+    start = unix_nanos(raw.get("start_time"))
+    end = unix_nanos(raw.get("end_time"))
     operation = attributes.get("gen_ai.operation.name")
     return Span(trace=_hex(context.get("trace_id")), span=_hex(context.get("span_id")),
                 parent=_hex(raw.get("parent_id")), name=str(raw.get("name", "")),
@@ -101,9 +101,10 @@ def _hex(value: Any) -> str:
     return text[2:] if text.lower().startswith("0x") else text
 
 
-def _nanos(value: Any) -> int:
-    """A printed time (ISO 8601, UTC) as Unix nanoseconds; 0 when missing or
-    not a time (or before 1970)."""
+def unix_nanos(value: Any) -> int:
+    """A time (an ISO 8601 string, a naive one taken as UTC, or a datetime)
+    as Unix nanoseconds (to the microsecond); 0 when missing, not a time or
+    before 1970."""
     moment = parse_utc(value)
     if moment is None or moment < _EPOCH:
         return 0
