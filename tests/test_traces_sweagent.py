@@ -174,3 +174,20 @@ def test_a_trajectory_without_model_stats_is_not_recognised(tmp_path):
     del doc["info"]["model_stats"]
     path = write(tmp_path / "x.traj", doc)
     assert main(["traces", "import", str(path), "--out", str(tmp_path / "out")]) == 2
+
+
+def test_a_retry_loops_file_says_its_stats_sum_every_attempt(tmp_path):
+    """RetryAgent's .traj: the chosen attempt's steps (4) beside model_stats
+    summed over both attempts (9 calls): 9 calls, the last 5 without tool
+    calls, and a convention note."""
+    chosen = v1_doc()
+    doc = {"attempts": [v1_doc(), chosen], **chosen}
+    doc["info"] = dict(chosen["info"], best_attempt_idx=1,
+                       model_stats={"instance_cost": 0.9, "tokens_sent": 100000,
+                                    "tokens_received": 700, "api_calls": 9})
+    path = write(tmp_path / "x.traj", doc)
+    record = sweagent.run(doc, path, str(path))
+    assert len(record.calls) == 9 and [len(c.tool_calls) for c in record.calls[3:]] == [
+        1, 0, 0, 0, 0, 0]
+    assert record.conventions["attempts"] == sweagent.ATTEMPTS[1]
+    assert "attempts" not in sweagent.run(v1_doc(), path, str(path)).conventions

@@ -39,7 +39,11 @@ the step's ``response`` gives the call's ``text_tokens`` and ``text_sha256``.
 Calls beyond the steps (requeries after a format error or a blocked action,
 which count in ``api_calls`` but are not steps) come last, without tool
 calls; when ``api_calls`` is missing, fewer than the steps or above
-:data:`MAX_CALLS` there is one call per step.
+:data:`MAX_CALLS` there is one call per step. A retry loop's file (1.x
+``RetryAgent``: an ``attempts`` list beside the chosen attempt's
+``trajectory``, ``history`` and ``info``) has ``model_stats`` summed over
+every attempt, said in the conventions; its extra calls come last too. One
+saved without a chosen attempt (``attempts`` alone) is not recognised.
 
 Run fields: ``run_id`` is ``RUN_DIR/INSTANCE`` when the file sits in that
 layout, else the instance id (``replay_config``'s ``problem_statement.id``,
@@ -84,6 +88,8 @@ MAX_CALLS = 100_000
 one call per step)."""
 
 PER_CALL = ("calls", "per-call usage absent: run-level info.model_stats only")
+ATTEMPTS = ("attempts", "info.model_stats sums every attempt of a retry loop; the steps "
+                        "are the chosen attempt's")
 COUNTED_LOCALLY = {
     "input_tokens": "tokens_sent: every call's whole prompt (cache included), counted "
                     "locally with litellm.utils.token_counter (SWE-agent 1.x)",
@@ -128,6 +134,8 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
               if (value := _count(stats.get(key))) is not None}
     version = "swe_agent_version" in info
     conventions = dict([PER_CALL], **(COUNTED_LOCALLY if version else PROVIDER_COUNTED))
+    if len(as_list(doc.get("attempts"))) > 1:
+        conventions.update([ATTEMPTS])
     exit_label = info.get("exit_status")
     model = model_config.get("name")
     return RunRecord(
