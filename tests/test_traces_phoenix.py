@@ -177,6 +177,32 @@ def test_rest_pages_import_alike_across_files(tmp_path):
     check_imported(tmp_path, first, second)
 
 
+def nested(flat: dict) -> dict:
+    """Dotted keys as nested objects (how a span's attributes may be stored)."""
+    out: dict = {}
+    for key, value in flat.items():
+        *parts, last = key.split(".")
+        node = out
+        for part in parts:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def test_span_json_lines_with_nested_attributes_import_alike(tmp_path):
+    """spans_to_jsonl's lines: the REST span shape, one per line, with the
+    attributes nested objects (an index a key of its own: "0")."""
+    path = tmp_path / "trace.jsonl"
+    lines = []
+    for span in rest_page(rows(), None)["data"]:
+        span = dict(span, attributes=nested(span["attributes"]), conversation=None)
+        del span["id"]
+        lines.append(json.dumps(span))
+    path.write_text("\n".join(lines))
+    assert '"token_count": {"prompt": 1500' in lines[0]
+    check_imported(tmp_path, path)
+
+
 def test_provenance_and_the_call_without_token_counts(tmp_path):
     """s1's calls had cache (and the second reasoning) subtracted: derived; the
     t2 call records no token counts: all five columns unknown, its run kept."""

@@ -1,6 +1,6 @@
-"""Arize Phoenix span exports: the spans dataframe (Parquet, JSON Lines) and the REST spans list.
+"""Arize Phoenix span exports: the spans dataframe, span JSON Lines, the REST spans list.
 
-Phoenix stores OpenInference spans and hands them out in two shapes (read
+Phoenix stores OpenInference spans and hands them out in these shapes (read
 from Phoenix's source, ``src/phoenix/trace/dsl/query.py`` ``get_spans_dataframe``
 and ``src/phoenix/server/api/routers/v1/spans.py``, at 9478f95, 2026-08):
 
@@ -25,7 +25,11 @@ and ``src/phoenix/server/api/routers/v1/spans.py``, at 9478f95, 2026-08):
   "span_id"}, "span_kind", "parent_id", "start_time", "end_time",
   "status_code", "status_message", "attributes": {...}, "events"}`` with the
   attributes fully flattened (``llm.output_messages.0.message.content``) and
-  ``openinference.span.kind`` moved out of them into ``span_kind``.
+  ``openinference.span.kind`` moved out of them into ``span_kind``;
+- **span JSON Lines** (``phoenix.trace.span_json_encoder.spans_to_jsonl``, the
+  ``trace.jsonl`` a ``TraceDataset`` is read from): one span per line in the
+  REST list's shape (``conversation`` instead of ``id``), its attributes
+  possibly nested (``{"llm": {"token_count": {"prompt": 10}}}``).
 
 Both are turned back into the flattened attributes OpenInference's OTLP
 spans carry (a list of objects under ``key`` becomes ``key.0.…``, ``key.1.…``;
@@ -69,10 +73,11 @@ _MAX_DEPTH = 64
 
 def detect(values: list[Any]) -> bool:
     """Whether a JSON file's values are Phoenix spans: dataframe rows (objects
-    with ``context.span_id`` and ``span_kind``) or REST pages (``data``, a
-    non-empty list of spans with ``context`` and ``span_kind``, beside
-    ``next_cursor``)."""
+    with ``context.span_id`` and ``span_kind``), spans (objects with a
+    ``context`` object and ``span_kind``) or REST pages (``data``, a non-empty
+    list of spans, beside ``next_cursor``)."""
     return bool(values) and (all(_is_row(v) for v in values)
+                             or all(_is_span(v) for v in values)
                              or all(_is_page(v) for v in values))
 
 
@@ -80,31 +85,36 @@ def _is_row(value: Any) -> bool:
     return isinstance(value, dict) and SPAN_ID in value and "span_kind" in value
 
 
+def _is_span(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("context"), dict)
+            and "span_kind" in value)
+
+
 def _is_page(value: Any) -> bool:
     if not isinstance(value, dict) or "next_cursor" not in value:
         return False
     data = value.get("data")
-    return isinstance(data, list) and bool(data) and all(
-        isinstance(s, dict) and isinstance(s.get("context"), dict) and "span_kind" in s
-        for s in data)
+    return isinstance(data, list) and bool(data) and all(_is_span(s) for s in data)
 
 
 def spans(values: list[Any], file: str) -> list[Span]:
     """The spans of a JSON file's values (those :func:`detect` accepts)."""
-    out: list[Span] = []
+    out: list[Span | None] = []
     for value in values:
         if _is_page(value):
-            for raw in value["data"]:
-                context = as_dict(raw.get("context"))
-                span = _span(raw, context.get("trace_id"), context.get("span_id"),
-                             flatten(as_dict(raw.get("attributes"))), file)
-                if span is not None:
-                    out.append(span)
+            out.extend(_span_json(raw, file) for raw in value["data"])
+        elif _is_span(value):
+            out.append(_span_json(value, file))
         elif _is_row(value):
-            span = _row(value, file)
-            if span is not None:
-                out.append(span)
-    return out
+            out.append(_row(value, file))
+    return [s for s in out if s is not None]
+
+
+def _span_json(raw: dict, file: str) -> Span | None:
+    """A span in the REST list's (or span JSON's) shape."""
+    context = as_dict(raw.get("context"))
+    return _span(raw, context.get("trace_id"), context.get("span_id"),
+                 flatten(as_dict(raw.get("attributes"))), file)
 
 
 def is_dataframe(path: Path) -> bool:
