@@ -177,6 +177,13 @@ def test_rest_pages_import_alike_across_files(tmp_path):
     check_imported(tmp_path, first, second)
 
 
+def test_a_json_list_of_client_spans_imports_alike(tmp_path):
+    """json.dump of the phoenix client's spans.get_spans(): the REST spans as a list."""
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(rest_page(rows(), None)["data"], indent=2))
+    check_imported(tmp_path, path)
+
+
 def nested(flat: dict) -> dict:
     """Dotted keys as nested objects (how a span's attributes may be stored)."""
     out: dict = {}

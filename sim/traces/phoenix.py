@@ -29,7 +29,10 @@ and ``src/phoenix/server/api/routers/v1/spans.py``, at 9478f95, 2026-08):
 - **span JSON Lines** (``phoenix.trace.span_json_encoder.spans_to_jsonl``, the
   ``trace.jsonl`` a ``TraceDataset`` is read from): one span per line in the
   REST list's shape (``conversation`` instead of ``id``), its attributes
-  possibly nested (``{"llm": {"token_count": {"prompt": 10}}}``).
+  possibly nested (``{"llm": {"token_count": {"prompt": 10}}}``);
+- **a JSON list of such spans**, as ``json.dump`` writes what the
+  ``arize-phoenix-client``'s ``spans.get_spans()`` returns (the REST list's
+  ``data``).
 
 Both are turned back into the flattened attributes OpenInference's OTLP
 spans carry (a list of objects under ``key`` becomes ``key.0.…``, ``key.1.…``;
@@ -75,10 +78,10 @@ def detect(values: list[Any]) -> bool:
     """Whether a JSON file's values are Phoenix spans: dataframe rows (objects
     with ``context.span_id`` and ``span_kind``), spans (objects with a
     ``context`` object and ``span_kind``) or REST pages (``data``, a non-empty
-    list of spans, beside ``next_cursor``)."""
+    list of spans, beside ``next_cursor``) or lists of spans."""
     return bool(values) and (all(_is_row(v) for v in values)
                              or all(_is_span(v) for v in values)
-                             or all(_is_page(v) for v in values))
+                             or all(_is_page(v) or _is_list(v) for v in values))
 
 
 def _is_row(value: Any) -> bool:
@@ -94,15 +97,20 @@ def _is_page(value: Any) -> bool:
     if not isinstance(value, dict) or "next_cursor" not in value:
         return False
     data = value.get("data")
-    return isinstance(data, list) and bool(data) and all(_is_span(s) for s in data)
+    return _is_list(data)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(_is_span(s) for s in value)
 
 
 def spans(values: list[Any], file: str) -> list[Span]:
     """The spans of a JSON file's values (those :func:`detect` accepts)."""
     out: list[Span | None] = []
     for value in values:
-        if _is_page(value):
-            out.extend(_span_json(raw, file) for raw in value["data"])
+        if _is_page(value) or _is_list(value):
+            data = value["data"] if isinstance(value, dict) else value
+            out.extend(_span_json(raw, file) for raw in data)
         elif _is_span(value):
             out.append(_span_json(value, file))
         elif _is_row(value):
