@@ -6,9 +6,15 @@ hand-made file where each span is printed at its start and again at its end."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.fuzz_traces import REPLACEMENTS, mutate, run_case
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="needs the 'otel' extra")
 from opentelemetry.sdk.trace import TracerProvider
@@ -193,3 +199,42 @@ def test_a_printed_value_that_is_not_a_span_makes_the_file_unknown(tmp_path):
     report = import_traces([mixed, printed(tmp_path / "ok.txt")], tmp_path / "out")
     assert report.runs == 1
     assert [(s.file, s.reason) for s in report.skips] == [(str(mixed), "unknown format")]
+
+
+PICKS = st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
+                           st.integers(0, 10**6), st.integers(0, 10**6),
+                           st.integers(0, 4 * len(REPLACEMENTS))), min_size=1, max_size=3)
+
+
+@pytest.fixture(scope="module")
+def printed_values(tmp_path_factory):
+    from sim.traces.sources import read_json
+
+    return read_json(printed(tmp_path_factory.mktemp("console") / "console.txt"))
+
+
+def test_mutated_prints_exit_0_or_2_and_what_is_written_reads_back(printed_values):
+    """The generator of tests/test_traces_fuzz.py on the printed spans (values
+    replaced by deep nesting, huge or non-finite numbers, wrong types;
+    swapped; deleted), written back as the exporter prints them: every case
+    is imported or refused, never a traceback."""
+
+    @settings(max_examples=16, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(picks=PICKS)
+    def check(picks):
+        values = mutate(printed_values, picks)
+        try:
+            text = "\n".join(json.dumps(v, indent=4, allow_nan=True) for v in values)
+        except (RecursionError, ValueError):
+            assume(False)
+        work = Path(tempfile.mkdtemp(prefix="fuzz-"))
+        try:
+            (work / "in").mkdir()
+            (work / "in" / "console.txt").write_text(text)
+            outcome, detail = run_case(work / "in", work, 20.0)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
+
+    check()

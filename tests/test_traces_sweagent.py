@@ -10,8 +10,14 @@ tests/test_data/trajectories."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.fuzz_traces import REPLACEMENTS, run_case, write_case
 from sim.traces import import_traces, read_traces, sweagent
 from sim.traces.model import PROVENANCE_FIELDS, UNKNOWN, Usage, approx_tokens, sha256_text
 
@@ -191,3 +197,22 @@ def test_a_retry_loops_file_says_its_stats_sum_every_attempt(tmp_path):
         1, 0, 0, 0, 0, 0]
     assert record.conventions["attempts"] == sweagent.ATTEMPTS[1]
     assert "attempts" not in sweagent.run(v1_doc(), path, str(path)).conventions
+
+
+@settings(max_examples=16, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(picks=st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
+                                st.integers(0, 10**6), st.integers(0, 10**6),
+                                st.integers(0, 4 * len(REPLACEMENTS))), min_size=1,
+                      max_size=3))
+def test_mutated_trajectories_exit_0_or_2_and_what_is_written_reads_back(picks):
+    """The generator of tests/test_traces_fuzz.py on a 1.x trajectory: values
+    replaced (deep nesting, huge or non-finite numbers, wrong types),
+    swapped or deleted; every case is imported or refused, never a traceback."""
+    work = Path(tempfile.mkdtemp(prefix="fuzz-"))
+    try:
+        source = write_case(work, "swe-agent.traj", v1_doc(), picks, False)
+        outcome, detail = run_case(source, work, 20.0)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
