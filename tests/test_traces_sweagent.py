@@ -143,6 +143,23 @@ def test_without_api_calls_there_is_one_call_per_step(tmp_path):
     record = sweagent.run(doc, path, str(path))
     assert len(record.calls) == 3
     assert record.totals == {"input_tokens": 9000}  # a count that is not one is left out
+    assert record.repairs == [("runs.output_tokens", "wrong type: set to null")]
+
+
+def test_an_impossible_total_or_cost_is_noted_and_the_run_kept(tmp_path):
+    """A negative tokens_sent and a NaN instance_cost: the total left out
+    (noted), the cost nulled by the writer and counted: the run imports."""
+    doc = v0_doc()
+    doc["info"]["model_stats"].update(tokens_sent=-5, instance_cost=float("nan"))
+    path = write(tmp_path / "in" / "x.traj", doc)
+    record = sweagent.run(doc, path, str(path))
+    assert record.totals == {"output_tokens": 120}
+    assert record.repairs == [("runs.input_tokens", "negative: set to null")]
+    report = import_traces([path], tmp_path / "out")
+    assert report.runs == 1
+    runs, _ = read_traces(tmp_path / "out")
+    assert runs["cost_usd"].isna().all()
+    assert report.repairs_by_field()["runs.cost_usd"] == {"not a finite number: set to null": 1}
 
 
 def test_traj_files_import_by_content_as_swe_agent_runs(tmp_path):

@@ -30,9 +30,13 @@ in the run's ``conventions``:
   include any cache and reasoning), or a local ``count_tokens`` for some.
 
 Neither splits out cache or reasoning, so ``RunRecord.totals`` has no such
-columns. The calls' **tool calls**: the ``i``-th trajectory step's
-``action`` (when not empty) is the ``i``-th call's tool call, named after the
-action's first word (the command: ``find_file``, ``edit``, ``submit``,
+columns; a total that is not a token count is left out and noted as a repair
+(``runs.input_tokens``, ``runs.output_tokens``). ``instance_cost`` is taken as
+recorded (the writer nulls and counts an impossible one).
+
+The calls' **tool calls**: the ``i``-th trajectory step's ``action`` (when
+not empty) is the ``i``-th call's tool call, named after the action's first
+word (the command: ``find_file``, ``edit``, ``submit``,
 ``str_replace_editor``...) with arguments ``{"command": action}``, its result
 the step's ``observation`` and its duration the step's ``execution_time``;
 the step's ``response`` gives the call's ``text_tokens`` and ``text_sha256``.
@@ -60,12 +64,14 @@ calls with every token column unknown and the run totals, and must refuse it.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from sim.traces.assemble import number_or_none, text_fields
 from sim.traces.miniswe import run_folder
 from sim.traces.model import (
+    MAX_COUNT,
     PROVENANCE_FIELDS,
     UNKNOWN,
     CallRecord,
@@ -78,6 +84,7 @@ from sim.traces.model import (
     finite_or_none,
     tool_result,
 )
+from sim.traces.repairs import BAD_TYPE, NEGATIVE, NOT_FINITE, TOO_LARGE, Repair
 
 SOURCE = "swe-agent"
 SUFFIX = ".traj"
@@ -129,9 +136,7 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
     if api_calls is not None and api_calls >= len(steps):
         calls += [CallRecord(usage=Usage(), provenance=dict(UNKNOWN_CALL))
                   for _ in range(api_calls - len(steps))]
-    totals = {column: value for column, key in (("input_tokens", "tokens_sent"),
-                                                 ("output_tokens", "tokens_received"))
-              if (value := _count(stats.get(key))) is not None}
+    totals, notes = _totals(stats)
     version = "swe_agent_version" in info
     conventions = dict([PER_CALL], **(COUNTED_LOCALLY if version else PROVIDER_COUNTED))
     if len(as_list(doc.get("attempts"))) > 1:
@@ -142,11 +147,11 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
         run_id=f"{folder}/{instance}" if folder is not None else instance, source=SOURCE,
         file=file, calls=calls, task_id=instance,
         model=model if isinstance(model, str) else None,
-        cost_usd=finite_or_none(stats.get("instance_cost")),
+        cost_usd=number_or_none(stats.get("instance_cost")),
         exit=None if exit_label is None else str(exit_label),
         step_limit=_limit(model_config.get("per_instance_call_limit")),
         cost_limit_usd=_limit(model_config.get("per_instance_cost_limit")),
-        totals=totals or None, conventions=conventions)
+        totals=totals or None, conventions=conventions, repairs=notes)
 
 
 def _call(step: dict) -> CallRecord:
@@ -164,6 +169,32 @@ def _call(step: dict) -> CallRecord:
     response = step.get("response")
     return CallRecord(usage=Usage(), tool_calls=tools, provenance=dict(UNKNOWN_CALL),
                       **text_fields(response if isinstance(response, str) else None))
+
+
+def _totals(stats: dict) -> tuple[dict[str, int], list[Repair]]:
+    """``RunRecord.totals`` from ``model_stats``, and a repair note
+    (``runs.input_tokens``/``runs.output_tokens``) for a recorded total that
+    is not a count (left out of the totals)."""
+    totals: dict[str, int] = {}
+    notes: list[Repair] = []
+    for column, key in (("input_tokens", "tokens_sent"), ("output_tokens", "tokens_received")):
+        value = stats.get(key)
+        number = _count(value)
+        if number is not None and number <= MAX_COUNT:
+            totals[column] = number
+        elif value is not None:
+            notes.append((f"runs.{column}", _why(value)))
+    return totals, notes
+
+
+def _why(value: Any) -> str:
+    """The repair reason for a total that is not a count."""
+    number = number_or_none(value)
+    if number is None:
+        return BAD_TYPE
+    if not math.isfinite(number):
+        return NOT_FINITE
+    return NEGATIVE if number < 0 else TOO_LARGE if number > MAX_COUNT else BAD_TYPE
 
 
 def _replay_config(value: Any) -> dict:
