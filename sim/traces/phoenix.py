@@ -37,10 +37,11 @@ and ``src/phoenix/server/api/routers/v1/spans.py``, at 9478f95, 2026-08):
 Both are turned back into the flattened attributes OpenInference's OTLP
 spans carry (a list of objects under ``key`` becomes ``key.0.…``, ``key.1.…``;
 objects Phoenix parsed from JSON strings, ``metadata``, ``tool.parameters``,
-``llm.prompt_template.variables``, stay whole; null and NaN values are
-absent), with ``openinference.span.kind`` from ``span_kind`` (unless it is
-``UNKNOWN``), as :class:`sim.traces.otel.Span` objects: the runs are then
-assembled exactly as for OpenInference's OTLP JSON
+``llm.prompt_template.variables``, stay whole; null and NaN values, and
+values nested more than 64 levels deep, are absent), with
+``openinference.span.kind`` from ``span_kind`` (unless it is ``UNKNOWN``),
+as :class:`sim.traces.otel.Span` objects: the runs are then assembled
+exactly as for OpenInference's OTLP JSON
 (:mod:`sim.traces.openinference`, source ``openinference``: one run per trace
 or ``session.id``). Spans without OpenInference attributes (GenAI spans sent
 to Phoenix) go to the reading that claims them, as their OTLP JSON would.
