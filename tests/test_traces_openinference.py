@@ -20,8 +20,10 @@ from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from sim.traces import read_traces
-from sim.traces.model import canonical_json, sha256_text
+from sim.traces import read_traces, spantree
+from sim.traces.model import DERIVED, TOKEN_COLUMNS, UNKNOWN, canonical_json, sha256_text
+from sim.traces.openinference import DIALECT
+from sim.traces.sources import read_json
 
 TOOLS = [{"type": "function", "function": {"name": "search", "parameters": {
     "type": "object", "properties": {"q": {"type": "string"}}}}}]
@@ -168,3 +170,36 @@ def test_the_openai_agents_sdk_with_an_agent_as_tool(tmp_path):
     assert first[0]["result_sha256"] == sha256_text("found x")
     assert [(t["name"], t["id"]) for t in second] == [("researcher", "call_2")]
     assert second[0]["result_sha256"] == sha256_text("sub answer")
+
+
+def test_provenance_says_which_counts_were_derived(tmp_path):
+    """The first call's prompt included 400 cached tokens and its completion
+    4 reasoning ones (both subtracted: derived); the subagent's call had
+    neither (exact, nothing listed); the last call's 500 cached were
+    subtracted from its prompt (input derived)."""
+    spans(tmp_path / "spans.jsonl")
+    gatherer = spantree.Gatherer(DIALECT)
+    for value in read_json(tmp_path / "spans.jsonl"):
+        gatherer.add(value, "spans.jsonl")
+    (run,) = gatherer.runs()
+    assert [c.provenance for c in run.calls] == [
+        {"input_tokens": DERIVED, "output_tokens": DERIVED}, {}, {"input_tokens": DERIVED}]
+
+
+def test_an_llm_span_without_token_counts_is_kept_with_them_unknown():
+    """An LLM span without llm.token_count.* is a call of unknown usage, not
+    a reason to drop its trace; llm.finish_reason held as a JSON list is read
+    as the plain reason."""
+    attributes = [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                  {"key": "llm.model_name", "value": {"stringValue": "gpt-4o"}},
+                  {"key": "llm.finish_reason", "value": {"stringValue": '["tool_calls"]'}}]
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "t1", "spanId": "s1", "name": "ChatCompletion",
+        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
+        "attributes": attributes}]}]}]}
+    gatherer = spantree.Gatherer(DIALECT)
+    gatherer.add(doc, "x.json")
+    (run,) = gatherer.runs()
+    (call,) = run.calls
+    assert call.provenance == dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)
+    assert call.usage.prompt_tokens == 0 and call.finish_reason == "tool_calls"

@@ -21,7 +21,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 from opentelemetry.trace import Status, StatusCode
 
 from sim.traces import import_traces, read_traces
-from sim.traces.model import approx_tokens, sha256_text
+from sim.traces.model import (
+    DERIVED,
+    TOKEN_COLUMNS,
+    UNKNOWN,
+    RunRecord,
+    Usage,
+    approx_tokens,
+    sha256_text,
+)
+from sim.traces.otel import Collector
+from sim.traces.skips import Skip
+from sim.traces.sources import read_json
 
 # per conversation: calls of (input incl. cache, cache read, cache write, output, reasoning)
 CONVERSATIONS = {
@@ -182,26 +193,86 @@ def test_inconsistent_usage_is_read_as_counted_apart_and_counted(tmp_path, calls
     assert report.repairs_by_field() == {field: {reason: 1}}
 
 
-def test_a_chat_span_without_usage_is_no_token_usage(tmp_path):
+def collected(path: Path) -> dict:
+    """The runs of an OTLP JSON Lines file as RunRecords, by run id (skips by run id too)."""
+    collector = Collector()
+    for value in read_json(path):
+        collector.add(value, str(path))
+    return {r.run_id if isinstance(r, RunRecord) else r.run: r for r in collector.runs()}
+
+
+def test_a_chat_span_without_usage_is_kept_with_its_counts_unknown(tmp_path):
+    """A chat span without gen_ai.usage.* keeps its run: the call's five token
+    columns are unknown (0 in its usage); a span with only the output count
+    has its three prompt columns unknown and its output exact; an
+    embeddings-only conversation is still no model calls."""
     provider = TracerProvider()
     path = tmp_path / "s.jsonl"
     provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
     tracer = provider.get_tracer("agent")
-    with tracer.start_as_current_span("chat", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c"}):
-        pass
-    with tracer.start_as_current_span("chat", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "d",
-            "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1}):
-        pass
+    for conversation, usage in (("c", {}), ("d", {"gen_ai.usage.input_tokens": 10,
+                                                  "gen_ai.usage.output_tokens": 1}),
+                                ("o", {"gen_ai.usage.output_tokens": 7})):
+        with tracer.start_as_current_span("chat", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.conversation.id": conversation,
+                **usage}):
+            pass
     with tracer.start_as_current_span("embeddings", attributes={
             "gen_ai.operation.name": "embeddings", "gen_ai.conversation.id": "e"}):
         pass
     provider.shutdown()
-    report, runs, _ = imported(tmp_path, path)
-    assert runs["run_id"].tolist() == ["d"]
-    assert sorted((s.run, s.reason) for s in report.skips) == [
-        ("c", "no token usage"), ("e", "no model calls")]  # e: embeddings only
+    runs = collected(path)
+    assert isinstance(runs["e"], Skip) and runs["e"].reason == "no model calls"
+    (c,), (d,), (o,) = runs["c"].calls, runs["d"].calls, runs["o"].calls
+    assert c.usage == Usage() and c.provenance == dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)
+    assert d.usage == Usage(input_tokens=10, output_tokens=1) and d.provenance == {}
+    assert o.usage == Usage(output_tokens=7)
+    assert o.provenance == dict.fromkeys(("input_tokens", "cache_read_tokens",
+                                          "cache_write_tokens"), UNKNOWN)
+    report, imported_runs, _ = imported(tmp_path, path)
+    assert imported_runs["run_id"].tolist() == ["c", "d", "o"]
+    assert [(s.run, s.reason) for s in report.skips] == [("e", "no model calls")]
+
+
+def test_the_uncached_input_and_output_are_derived_where_something_was_subtracted(tmp_path):
+    """conv-a's calls: (1200 in, 1000 cached), (1500, 1100 + 300, 10 of 60
+    reasoning), (1800, 1400): every input is derived, the second call's output
+    too; conv-b's first call (900 written of 900) is derived, its second (880
+    read, 5 reasoning) derived in both. Nothing else is listed."""
+    runs = collected(jsonl(tmp_path / "spans.jsonl"))
+    assert [c.provenance for c in runs["conv-a"].calls] == [
+        {"input_tokens": DERIVED}, {"input_tokens": DERIVED, "output_tokens": DERIVED},
+        {"input_tokens": DERIVED}]
+    assert [c.provenance for c in runs["conv-b"].calls] == [
+        {"input_tokens": DERIVED}, {"input_tokens": DERIVED, "output_tokens": DERIVED}]
+
+
+def test_a_call_without_cache_or_reasoning_is_exact(tmp_path):
+    runs = collected(jsonl(tmp_path / "spans.jsonl",
+                           conversations={"plain": [(500, 0, 0, 20, 0)]}))
+    assert runs["plain"].calls[0].provenance == {}
+
+
+@pytest.mark.parametrize(("recorded", "expected"), [
+    ('["tool_calls"]', "tool_calls"), ('["stop", "length"]', "stop,length"),
+    (["tool_calls"], "tool_calls"), ("stop", "stop"), ("[not json", "[not json"),
+    ("[]", None), ([], None)])
+def test_finish_reasons_stored_as_json_text_read_as_the_plain_reason(tmp_path, recorded,
+                                                                     expected):
+    """gen_ai.response.finish_reasons as a string attribute holding a JSON list
+    (as some instrumentations store it) is read as its reasons joined by
+    commas, like the list attribute; a string that is not a JSON list is kept
+    as is; an empty list is no finish reason."""
+    provider = TracerProvider()
+    path = tmp_path / "s.jsonl"
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
+    with provider.get_tracer("agent").start_as_current_span("chat", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c",
+            "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1,
+            "gen_ai.response.finish_reasons": recorded}):
+        pass
+    provider.shutdown()
+    assert collected(path)["c"].calls[0].finish_reason == expected
 
 
 def test_text_hashes_come_from_captured_output_text_only(tmp_path):

@@ -15,8 +15,10 @@ from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from sim.traces import read_traces
-from sim.traces.model import sha256_text
+from sim.traces import read_traces, spantree
+from sim.traces.model import DERIVED, sha256_text
+from sim.traces.otel_legacy import DIALECT
+from sim.traces.sources import read_json
 
 # (naming set, prompt incl. cache, cache read, cache write, completion, reasoning, subagent)
 CALLS = [("first", 1400, 1000, 200, 40, 0, False),
@@ -94,3 +96,16 @@ def test_older_names_round_trip(tmp_path, capsys):
     emit(tmp_path / "spans.jsonl")
     imported([tmp_path / "spans.jsonl"], tmp_path / "traces", source="otel-genai", runs=1)
     round_trip(tmp_path / "traces", tmp_path, capsys)
+
+
+def test_provenance_says_which_counts_were_derived(tmp_path):
+    """Every call's prompt included cache tokens (subtracted: input derived);
+    only the second recorded reasoning (10 of 25, subtracted: output derived)."""
+    emit(tmp_path / "spans.jsonl")
+    gatherer = spantree.Gatherer(DIALECT)
+    for value in read_json(tmp_path / "spans.jsonl"):
+        gatherer.add(value, "spans.jsonl")
+    (run,) = gatherer.runs()
+    assert [c.provenance for c in run.calls] == [
+        {"input_tokens": DERIVED}, {"input_tokens": DERIVED, "output_tokens": DERIVED},
+        {"input_tokens": DERIVED}]

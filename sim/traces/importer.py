@@ -10,14 +10,18 @@ format              recognised by
                     records, or aggregated results (skipped: no trajectory)
 ``mini-swe-agent``  ``trajectory_format`` ``mini-swe-agent-*``; SWE-bench reports
                     (``resolved_ids``) and ``preds.json`` are read as companions
-``otel-genai``      OTLP JSON (``resourceSpans``), one document or JSON Lines
+``otel-genai``      OTLP JSON (``resourceSpans``), one document or JSON Lines;
+                    the SDK's ``ConsoleSpanExporter`` output (printed spans)
 ``inspect``         an Inspect AI ``.eval`` archive or JSON log (optional extra)
 ``claude-code``     Claude Code / Agent SDK session transcripts (JSON Lines of
                     ``sessionId`` lines; subagents' ``.meta.json`` as companions)
 ``langfuse``        Langfuse observations (public API JSON, exports) and the
                     Langfuse SDK's spans (``langfuse.observation.*``)
 ``langsmith``       LangSmith batch posts (``post``/``patch``) and exported runs
-``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
+``swe-agent``       SWE-agent ``.traj`` (``trajectory``, ``history``, ``info.model_stats``):
+                    run-level usage only
+``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``;
+                    Phoenix's spans dataframe (Parquet, JSON Lines) and REST list
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
                     what ``python -m sim run --traces`` writes
@@ -56,8 +60,11 @@ from sim.traces import (
     miniswe,
     openinference,
     otel,
+    otel_console,
     otel_legacy,
+    phoenix,
     spantree,
+    sweagent,
     tau2,
 )
 from sim.traces import folder as trace_folder
@@ -296,6 +303,16 @@ class Gathered:
                 return True
         return False
 
+    def take_spans(self, spans: list[otel.Span], collector: otel.Collector) -> None:
+        """Spans read from another container (printed by the SDK's console
+        exporter) go where their OTLP JSON would: to the first span dialect
+        one of them belongs to, else to the GenAI ``collector``."""
+        for gatherer in self.spans:
+            if any(gatherer.dialect.claims(s.attributes) for s in spans):
+                gatherer.spans.spans.extend(spans)
+                return
+        collector.spans.extend(spans)
+
     def count(self) -> int:
         """How many sessions, traces, steps and spans were gathered."""
         return (len(self.claude.sessions) + len(self.langfuse.traces)
@@ -317,11 +334,14 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from trace_folder.runs(item.path)
         return
     kind = sniff(item.path)
+    gathered = gathered if gathered is not None else Gathered()
+    if kind == "parquet" and phoenix.is_dataframe(item.path):
+        gathered.take_spans(phoenix.parquet_spans(item.path, file), collector)
+        return
     if kind != "json":
         yield from _read_other(item, file, kind, report)
         return
     values = read_json(item.path)
-    gathered = gathered if gathered is not None else Gathered()
     if _gather(values, file, gathered, collector):
         report.gathered.append(file)
         return
@@ -341,7 +361,8 @@ def _read_other(item: Input, file: str, kind: str, report: ImportReport
     elif not item.named:
         report.ignored.append(file)
     else:
-        raise Unusable(UNKNOWN_FORMAT, "a Parquet file that is not part of a trace folder"
+        raise Unusable(UNKNOWN_FORMAT, "a Parquet file that is not part of a trace folder "
+                       "nor a Phoenix spans dataframe"
                        if kind == "parquet" else
                        "not JSON, JSON Lines, an Inspect log or a trace folder")
 
@@ -357,6 +378,12 @@ def _gather(values: list[Any], file: str, gathered: Gathered, collector: otel.Co
         if detect(values):
             collected.add(values, file)
             return True
+    if all(otel_console.detect(v) for v in values):
+        gathered.take_spans(otel_console.spans(values, file), collector)
+        return True
+    if phoenix.detect(values):
+        gathered.take_spans(phoenix.spans(values, file), collector)
+        return True
     spans = all(otel.detect(v) for v in values)
     if spans and gathered.claim_spans(values, file):
         return True
@@ -379,6 +406,8 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
         yield from tau2.runs(doc, file)
     elif shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
+    elif sweagent.detect(doc):
+        yield sweagent.run(doc, item.path, file)
     elif claude_code.detect_meta(doc) or shape == "predictions":
         report.companions.append(file)
     elif shape == "report":

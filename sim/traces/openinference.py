@@ -10,12 +10,16 @@ under a nested ``AGENT`` span are a subagent's. Per span kind:
   ``cache_write`` are subtracted), ``llm.token_count.completion`` the output
   (``llm.token_count.completion_details.reasoning`` is subtracted);
   ``llm.model_name``; ``llm.cost.total`` as the recorded cost when present;
+  the provenance as :func:`sim.traces.otel.span_usage` gives it (the
+  uncached input ``derived`` when cache was subtracted, a missing count
+  ``unknown``);
   the response's text and requested tool calls from
   ``llm.output_messages.{i}.message.content`` and
   ``...message.tool_calls.{j}.tool_call.{id,function.name,function.arguments}``;
   the finish reason from ``llm.finish_reason``, else from ``output.value``
   (the provider's response as JSON: ``choices[0].finish_reason`` or
-  ``stop_reason``);
+  ``stop_reason``), a JSON list read as its reasons
+  (:func:`sim.traces.otel.finish_reasons`);
 - ``TOOL``: a tool the application ran (``tool.name``, its ``input.value``
   (else ``tool.parameters``) the arguments, ``output.value`` the result,
   ``tool_call.id`` when recorded): it answers the requested tool call of
@@ -29,9 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from sim.traces import spantree
-from sim.traces.otel import Span
-from sim.traces.skips import NO_USAGE, Unusable
-from sim.traces.usage import from_total_prompt
+from sim.traces.otel import Span, finish_reasons, span_usage
 
 SOURCE = "openinference"
 KIND = "openinference.span.kind"
@@ -49,14 +51,12 @@ def _call(span: Span) -> spantree.CallFacts | None:
     a = span.attributes
     if _kind(span) != "LLM" and not (KIND not in a and "llm.token_count.prompt" in a):
         return None
-    where = f"span {span.span} ({span.name})"
-    if "llm.token_count.prompt" not in a or "llm.token_count.completion" not in a:
-        raise Unusable(NO_USAGE, f"{where}: no llm.token_count.prompt/completion")
-    counts = from_total_prompt(
-        a["llm.token_count.prompt"], a["llm.token_count.completion"],
+    counts, provenance = span_usage(
+        a.get("llm.token_count.prompt"), a.get("llm.token_count.completion"),
         cache_read=a.get("llm.token_count.prompt_details.cache_read"),
         cache_write=a.get("llm.token_count.prompt_details.cache_write"),
-        reasoning=a.get("llm.token_count.completion_details.reasoning"), where=where,
+        reasoning=a.get("llm.token_count.completion_details.reasoning"),
+        where=f"span {span.span} ({span.name})",
         names=("llm.token_count.prompt", "llm.token_count.completion"))
     texts, tools = _output_messages(a)
     model = a.get("llm.model_name")
@@ -64,7 +64,8 @@ def _call(span: Span) -> spantree.CallFacts | None:
                               cost_usd=_number(a.get("llm.cost.total")),
                               finish_reason=_finish(a.get("llm.finish_reason"),
                                                     a.get("output.value")),
-                              text="".join(texts) if texts else None, tools=tools)
+                              text="".join(texts) if texts else None, tools=tools,
+                              provenance=provenance)
 
 
 def _output_messages(a: dict[str, Any]) -> tuple[list[str], list[spantree.ToolFacts]]:
@@ -91,16 +92,14 @@ def _output_messages(a: dict[str, Any]) -> tuple[list[str], list[spantree.ToolFa
 
 def _finish(recorded: Any, output: Any) -> str | None:
     if recorded is not None:
-        return str(recorded)
+        return finish_reasons(recorded)
     value = spantree.json_value(output)
     if not isinstance(value, dict):
         return None
     choices = value.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        reason = choices[0].get("finish_reason")
-        return None if reason is None else str(reason)
-    reason = value.get("stop_reason")
-    return None if reason is None else str(reason)
+        return finish_reasons(choices[0].get("finish_reason"))
+    return finish_reasons(value.get("stop_reason"))
 
 
 def _number(value: Any) -> float | None:

@@ -15,12 +15,16 @@ conventions:
   (which *includes* ``gen_ai.usage.cache_read.input_tokens`` and
   ``gen_ai.usage.cache_creation.input_tokens``: they are subtracted) and
   ``gen_ai.usage.output_tokens`` (which includes
-  ``gen_ai.usage.reasoning.output_tokens``; a conversation any of whose
+  ``gen_ai.usage.reasoning.output_tokens``: the uncached input and the
+  output without reasoning are so ``derived`` in the call's provenance when
+  something was subtracted; a chat span without a count is kept, the
+  count's columns ``unknown``: :func:`span_usage`; a conversation any of whose
   calls has more cache than input, or more reasoning than output, as some
   instrumentations of Anthropic and Gemini report them, is read with those
   counted apart: :mod:`sim.traces.usage`); the model from
   ``gen_ai.response.model`` else ``gen_ai.request.model``;
-  ``gen_ai.response.finish_reasons`` joined with commas; the span's start and
+  ``gen_ai.response.finish_reasons`` joined with commas (a list, or a string
+  holding a JSON list: :func:`finish_reasons`); the span's start and
   length as ``started_s`` and ``latency_s``; ``text_tokens`` (the parts' sizes
   summed) and ``text_sha256`` (of the parts' texts concatenated in order) from
   the text parts of ``gen_ai.output.messages`` when content capture recorded
@@ -49,9 +53,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.traces.model import (
+    DERIVED,
+    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     approx_tokens,
     as_dict,
     as_list,
@@ -61,8 +68,8 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_CALLS, NO_USAGE, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import from_total_prompt, needs_apart
+from sim.traces.skips import NO_CALLS, TOO_DEEP, Skip, Unusable
+from sim.traces.usage import count, from_total_prompt, needs_apart
 
 SOURCE = "otel-genai"
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -247,26 +254,78 @@ def _agent_fields(spans: list[Span], calls: list[CallRecord]) -> tuple[str | Non
 
 def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
     a = span.attributes
-    where = f"span {span.span} ({span.name})"
-    if "gen_ai.usage.input_tokens" not in a or "gen_ai.usage.output_tokens" not in a:
-        raise Unusable(NO_USAGE, f"{where}: no gen_ai.usage.input_tokens/output_tokens")
-    counts = from_total_prompt(
-        a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"],
+    counts, provenance = span_usage(
+        a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens"),
         cache_read=a.get("gen_ai.usage.cache_read.input_tokens"),
         cache_write=a.get("gen_ai.usage.cache_creation.input_tokens"),
-        reasoning=a.get("gen_ai.usage.reasoning.output_tokens"), where=where,
+        reasoning=a.get("gen_ai.usage.reasoning.output_tokens"),
+        where=f"span {span.span} ({span.name})",
         names=("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"), notes=notes,
-        cache_apart=apart[0], reasoning_apart=apart[1])
-    reasons = a.get("gen_ai.response.finish_reasons")
-    if isinstance(reasons, list):
-        reasons = ",".join(str(r) for r in reasons)
+        apart=apart)
     model = a.get("gen_ai.response.model", a.get("gen_ai.request.model"))
     parts = _output_text_parts(a.get("gen_ai.output.messages"))
     return CallRecord(
         usage=counts, model=None if model is None else str(model),
-        finish_reason=None if reasons is None else str(reasons),
+        finish_reason=finish_reasons(a.get("gen_ai.response.finish_reasons")),
         started_s=(span.start - start) / 1e9, latency_s=(span.end - span.start) / 1e9,
-        **_text_fields(parts))
+        provenance=provenance, **_text_fields(parts))
+
+
+PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
+OUTPUT_COLUMNS = ("output_tokens", "reasoning_tokens")
+
+
+def span_usage(prompt: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
+               reasoning: Any = None, where: str, names: tuple[str, str],
+               notes: list[Repair] | None = None, apart: tuple[bool, bool] = (False, False)
+               ) -> tuple[Usage, dict[str, str]]:
+    """A call span's usage (:func:`sim.traces.usage.from_total_prompt`: a
+    prompt total that includes the cache, an output that includes reasoning)
+    and its provenance (:attr:`sim.traces.model.CallRecord.provenance`), the
+    one reading of every span dialect whose prompt count includes the cache:
+    the uncached input is ``derived`` when cache tokens were subtracted from
+    the prompt, the output when reasoning was subtracted. A span without a
+    prompt count (None) has its three prompt columns ``unknown`` (0 in the
+    usage), one without an output count its output and reasoning; a present
+    count that is not a token count is Unusable, as before."""
+    unknown: dict[str, str] = {}
+    if prompt is None:
+        unknown.update(dict.fromkeys(PROMPT_COLUMNS, UNKNOWN))
+        prompt, cache_read, cache_write = 0, None, None
+    if output is None:
+        unknown.update(dict.fromkeys(OUTPUT_COLUMNS, UNKNOWN))
+        output, reasoning = 0, None
+    usage = from_total_prompt(prompt, output, cache_read=cache_read, cache_write=cache_write,
+                              reasoning=reasoning, where=where, names=names, notes=notes,
+                              cache_apart=apart[0], reasoning_apart=apart[1])
+    provenance: dict[str, str] = {}
+    if usage.input_tokens != count(prompt, names[0], where):
+        provenance["input_tokens"] = DERIVED
+    if usage.output_tokens != count(output, names[1], where):
+        provenance["output_tokens"] = DERIVED
+    return usage, provenance | unknown
+
+
+def finish_reasons(value: Any) -> str | None:
+    """A span's finish reasons as one plain string: a list joined with commas
+    (``["tool_calls"]`` gives ``tool_calls``), a string holding a JSON list
+    (an instrumentation that stores the list as JSON text) read so, any other
+    string as is; None when none is recorded (missing or an empty list).
+
+    >>> finish_reasons('["tool_calls"]'), finish_reasons(["stop", "length"]), finish_reasons("stop")
+    ('tool_calls', 'stop,length', 'stop')
+    """
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, list):
+            value = parsed
+    if isinstance(value, (list, tuple)):
+        reasons = [str(r) for r in value if r is not None]
+        return ",".join(reasons) if reasons else None
+    return None if value is None else str(value)
 
 
 def _text_fields(parts: list[str] | None) -> dict[str, Any]:

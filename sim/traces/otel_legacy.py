@@ -19,7 +19,9 @@ with ``gen_ai.usage.prompt_tokens``, ``gen_ai.usage.completion_tokens``,
   the prompt; OpenAI's ``prompt_tokens`` includes its
   cached tokens): they are subtracted; reasoning
   (``gen_ai.usage.reasoning_tokens``, ``llm.usage.reasoning_tokens``) is
-  subtracted from the output;
+  subtracted from the output (the provenance as
+  :func:`sim.traces.otel.span_usage` gives it: ``derived`` where
+  subtracted; a call span without a count is kept, its columns ``unknown``);
 - a **model call** is a span with ``llm.request.type`` (``chat``,
   ``completion``) or with those usage counts; the model from
   ``gen_ai.response.model`` else ``gen_ai.request.model``; the response's text,
@@ -34,9 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from sim.traces import spantree
-from sim.traces.otel import Span
-from sim.traces.skips import NO_USAGE, Unusable
-from sim.traces.usage import from_total_prompt
+from sim.traces.otel import Span, finish_reasons, span_usage
 
 SOURCE = "otel-genai"
 """Runs read with the older names are OpenTelemetry GenAI runs like any other."""
@@ -57,13 +57,10 @@ def _call(span: Span) -> spantree.CallFacts | None:
     if a.get("llm.request.type") not in ("chat", "completion") and prompt is None \
             and output is None:
         return None
-    where = f"span {span.span} ({span.name})"
-    if prompt is None or output is None:
-        raise Unusable(NO_USAGE, f"{where}: no gen_ai.usage.prompt_tokens/completion_tokens")
     names = (("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens")
              if "gen_ai.usage.prompt_tokens" in a
              else ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"))
-    counts = from_total_prompt(
+    counts, provenance = span_usage(
         prompt, output,
         cache_read=_first(a, "gen_ai.usage.cache_read_input_tokens",
                           "gen_ai.usage.cache_read.input_tokens"),
@@ -71,7 +68,7 @@ def _call(span: Span) -> spantree.CallFacts | None:
                            "gen_ai.usage.cache_creation.input_tokens"),
         reasoning=_first(a, "gen_ai.usage.reasoning_tokens", "llm.usage.reasoning_tokens",
                          "gen_ai.usage.reasoning.output_tokens"),
-        where=where, names=names)
+        where=f"span {span.span} ({span.name})", names=names)
     texts: list[str] = []
     tools: list[spantree.ToolFacts] = []
     finish = None
@@ -82,7 +79,7 @@ def _call(span: Span) -> spantree.CallFacts | None:
         if isinstance(a.get(base + "content"), str):
             texts.append(a[base + "content"])
         if finish is None and a.get(base + "finish_reason") is not None:
-            finish = str(a[base + "finish_reason"])
+            finish = finish_reasons(a[base + "finish_reason"])
         for j in range(256):
             name = a.get(f"{base}tool_calls.{j}.name")
             if name is None:
@@ -93,7 +90,7 @@ def _call(span: Span) -> spantree.CallFacts | None:
     model = a.get("gen_ai.response.model", a.get("gen_ai.request.model"))
     return spantree.CallFacts(counts, model=None if model is None else str(model),
                               finish_reason=finish, text="".join(texts) if texts else None,
-                              tools=tools)
+                              tools=tools, provenance=provenance)
 
 
 def _first(attributes: dict[str, Any], *names: str) -> Any:

@@ -26,8 +26,10 @@ the rest, the same way for all of them:
   call has one (else null); ``exit`` the ``error.type`` (else the status
   message) of the root span when it failed; times from the spans.
 
-A trace whose call spans lack usage is skipped as ``no token usage``; one
-without call spans as ``no model calls``.
+A trace with a call span whose usage the dialect cannot read
+(:class:`~sim.traces.skips.Unusable`) is skipped with the dialect's reason
+(a dialect that keeps calls without usage marks them ``unknown`` in their
+provenance instead); one without call spans as ``no model calls``.
 """
 
 from __future__ import annotations
