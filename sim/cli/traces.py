@@ -66,12 +66,14 @@ def run_import(args: argparse.Namespace) -> int:
             report = import_traces(args.sources, args.out, strict=args.strict,
                                    force=args.force, progress=not args.quiet,
                                    scheduler=scheduler)
-    for line in report.lines():
+    for line in (*report.warning_lines(), *report.lines()):
         print(line, file=sys.stderr)
     if args.format == "json":
         json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
+        for line in report.warning_lines():
+            print(line)
         print(f"traces in {args.out}/ (runs.parquet, calls.parquet, import.json)")
     return 0
 

@@ -72,7 +72,10 @@ from sim.traces.schema import (
     CALL_COLUMNS,
     CALLS_FILE,
     CALLS_SCHEMA,
+    DERIVED,
     EARLIEST,
+    ESTIMATED,
+    EXACT,
     LATER_CALL_COLUMNS,
     LATEST,
     LIMIT_COLUMNS,
@@ -83,6 +86,10 @@ from sim.traces.schema import (
     MAX_USD,
     MONEY_COLUMNS,
     OBSERVATION_JOIN,
+    PROVENANCE_CALL_COLUMNS,
+    PROVENANCE_FIELDS,
+    PROVENANCE_TYPE,
+    PROVENANCES,
     REPORT_FILE,
     RUN_COLUMNS,
     RUNS_FILE,
@@ -94,12 +101,15 @@ from sim.traces.schema import (
     TOKEN_COLUMNS,
     TOOL_CALL_FIELDS,
     TOOL_CALL_TYPE,
+    UNDETERMINED,
+    UNKNOWN,
     USAGE_ATTRIBUTES,
 )
 
 __all__ = [
     "CALLS_FILE", "CALLS_SCHEMA", "CALL_COLUMNS", "CallRecord", "DERIVED", "EARLIEST",
-    "ESTIMATED", "EXACT", "PROVENANCES", "PROVENANCE_FIELDS", "UNKNOWN",
+    "ESTIMATED", "EXACT", "PROVENANCES", "PROVENANCE_CALL_COLUMNS", "PROVENANCE_FIELDS",
+    "PROVENANCE_TYPE", "UNDETERMINED", "UNKNOWN",
     "LATER_CALL_COLUMNS", "LATEST", "LIMIT_COLUMNS", "MAX_COUNT", "MAX_LIMIT", "MAX_SECONDS",
     "MAX_TOTAL", "MAX_USD", "MONEY_COLUMNS", "OBSERVATION_JOIN", "REPORT_FILE", "RUNS_FILE",
     "RUNS_SCHEMA", "RUN_COLUMNS", "RunRecord", "SECONDS_COLUMNS", "SIZE_COLUMNS", "SOURCES",
@@ -109,20 +119,6 @@ __all__ = [
     "canonical_json", "content_text", "finite_or_none", "is_trace_folder", "joined_sha256",
     "load_tables", "parse_utc", "read_traces", "sha256_text", "tool_result", "utc_from_unix",
 ]
-
-# ------------------------------------------------------------ provenance
-
-EXACT = "exact"
-DERIVED = "derived"
-ESTIMATED = "estimated"
-UNKNOWN = "unknown"
-PROVENANCES: tuple[str, ...] = (EXACT, DERIVED, ESTIMATED, UNKNOWN)
-"""How a call's figure was obtained (:attr:`CallRecord.provenance`), from the
-most to the least trustworthy."""
-
-PROVENANCE_FIELDS: tuple[str, ...] = (*TOKEN_COLUMNS, "cost_usd")
-"""The call columns whose provenance is recorded: the five token columns and
-the cost."""
 
 # -------------------------------------------------------------- records
 
