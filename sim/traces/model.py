@@ -48,6 +48,16 @@ response's text content (the text ``text_tokens`` measures) and
 source records no such text. Folders written before these two columns existed
 read with them null (:data:`LATER_CALL_COLUMNS`).
 
+**Provenance.** Every call records how each of its five token counts and its
+cost was obtained (``provenance``: exact, derived, estimated or unknown;
+:mod:`sim.traces.provenance`). A count the source does not record for a call
+is null in ``calls.parquet`` (``Usage`` holds 0), never a made-up 0; the run's
+column is then the source's run total (``RunRecord.totals``) or the sum of the
+known counts. ``import.json`` counts the provenance per source and figure and
+warns when a figure downstream commands rely on is estimated or unknown for
+more than 1% of a source's calls. Folders written before the column existed
+read with each figure exact when it holds a value, unknown when null.
+
 **Subagents.** One run is one agent session (or trace). The calls a subagent
 made for it (Claude Code's ``Agent``/``Task`` tool, a child run or
 observation) are rows of the parent's run, in time order, with ``agent`` naming
