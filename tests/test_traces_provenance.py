@@ -431,3 +431,38 @@ def test_replay_of_a_folder_whose_every_run_lacks_usage_is_exit_2_with_the_reaso
     err = capsys.readouterr().err
     assert "1 run not replayed: 1 per-call usage absent (run totals only)" in err
     assert "Traceback" not in err
+
+
+def test_a_provenance_column_written_by_another_tool_with_nullable_fields_reads(tmp_path):
+    """A struct of plain nullable strings (what a dataframe library writes
+    back) is read as the model's type; a struct of numbers (cast to "0") is
+    an InputError naming the dotted field and the allowed values."""
+    write_runs(tmp_path, [exact_run()])
+    table = pq.read_table(tmp_path / CALLS_FILE)
+    index = table.schema.get_field_index("provenance")
+    loose = pa.struct([pa.field(name, pa.string()) for name in PROVENANCE_FIELDS])
+    values = table.column("provenance").to_pylist()
+    pq.write_table(table.set_column(index, "provenance", pa.array(values, loose)),
+                   tmp_path / CALLS_FILE)
+    assert load_tables(tmp_path)[1].column("provenance").to_pylist() == values
+    numbers = pa.struct([pa.field(name, pa.int8()) for name in PROVENANCE_FIELDS])
+    pq.write_table(table.set_column(index, "provenance", pa.array(
+        [dict.fromkeys(PROVENANCE_FIELDS, 0)] * 2, numbers)), tmp_path / CALLS_FILE)
+    with pytest.raises(InputError) as raised:
+        load_tables(tmp_path)
+    assert raised.value.path == "provenance.input_tokens"
+    assert "not one of exact, derived, estimated, unknown" in raised.value.message
+
+
+def test_a_folder_of_two_sources_is_counted_per_source_as_columns(tmp_path):
+    """Imported as Arrow columns (add_tables), a folder holding tau2's mixed
+    run (3 calls, 1 unknown) and a sim run (2 exact calls): each source's
+    calls counted apart."""
+    source = tmp_path / "folder"
+    source.mkdir()
+    write_runs(source, [mixed_run(), exact_run("s", "sim")])
+    report = import_traces([source], tmp_path / "out").to_dict()["provenance"]
+    assert report["tau2"]["calls"] == 3 and report["sim"]["calls"] == 2
+    assert report["tau2"]["by_field"]["input_tokens"][UNKNOWN] == 1
+    assert report["sim"]["by_field"]["input_tokens"] == {EXACT: 2, DERIVED: 0, ESTIMATED: 0,
+                                                         UNKNOWN: 0}
