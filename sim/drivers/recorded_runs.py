@@ -291,7 +291,8 @@ def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
     checked by :func:`sim.traces.reading.load_tables` (a missing folder or
     file, a file that is not Parquet, a missing column or a bad value is an
     :class:`InputError` naming the file), built from its Arrow columns
-    (:class:`sim.drivers.replay.tables.TraceTables`)."""
+    (:class:`sim.drivers.replay.tables.TraceTables`); runs with a call whose
+    usage is unknown are left out (``TraceTables.refused`` counts them)."""
     from sim.drivers.replay.tables import TraceTables
 
     tables = TraceTables.load(folder)

@@ -197,6 +197,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
         row["resolved"] = reports.verdict(path, instance, miniswe.run_folder(path, instance),
                                           model, folders)
     report.repairs.update(writer.repairs)
+    report.provenance, report.conventions = writer.provenance, writer.conventions
     report.account(quiet, NO_RUNS, "it holds no run (an empty log, folder or list of runs)")
 
 

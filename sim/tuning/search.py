@@ -41,7 +41,7 @@ from typing import Any
 import pandas as pd
 
 from sim.bad_input import InputError
-from sim.drivers.recorded_runs import read_trace_folder
+from sim.drivers.replay.tables import TraceTables, refused_note
 from sim.scenario.model import HarnessConfig
 from sim.tuning import knobs as kn
 from sim.tuning.evidence import pct_interval
@@ -239,9 +239,13 @@ def tune(traces: str | os.PathLike[str], *,
     _check(keep_successes, objective)
     chosen = kn.parse_knobs(knobs)
     folder = Path(traces)
-    runs = read_trace_folder(folder)
+    tables = TraceTables.load(folder)
+    runs = tables.recorded(0, len(tables))
+    refused = refused_note(tables.refused)  # runs without recorded usage: not replayed
     if not runs:
-        raise InputError("the trace folder holds no runs", source=str(folder))
+        raise InputError("the trace folder holds no runs" + (
+            f" to replay ({refused.removeprefix('warning: ')})" if refused else ""),
+            source=str(folder))
     say = (lambda text: print(f"tune: {text}", file=sys.stderr)) if progress else None
     replay = ReplayEvaluator(runs, harness_in_force(scenario, folder))
     in_force = setting_in_force(replay.harness_in_force, chosen)
@@ -254,6 +258,8 @@ def tune(traces: str | os.PathLike[str], *,
     score.base = base
     _search(chosen, grids(chosen, replay, dict(in_force), grid), in_force, evaluate, score)
     notes = inforce_notes(replay)
+    if refused:
+        notes.insert(0, refused.removeprefix("warning: "))
     if evaluate.unforecastable is not None:
         notes.append(evaluate.unforecastable)
     rows = list(evaluate.rows.values())
