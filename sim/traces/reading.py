@@ -74,7 +74,7 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
             table = pq.read_table(path)
         except (OSError, pa.ArrowException) as error:
             raise InputError(f"not a readable Parquet file ({error})", source=str(path)) from None
-        tables.append(_check_table(table, schema, path, later))
+        tables.append(check_table(table, schema, path, later))
     runs, calls = tables
     check_values(runs, calls, folder)
     provenance.check(calls, folder / layout.CALLS_FILE)
@@ -160,7 +160,7 @@ def _pandas_type(kind: pa.DataType) -> Any:
     return mapping.get(kind)
 
 
-def _check_table(table: pa.Table, schema: pa.Schema, path: Path,
+def check_table(table: pa.Table, schema: pa.Schema, path: Path,
                  later: frozenset[str] = frozenset()) -> pa.Table:
     """The table with the model's columns first (extras after), or an InputError;
     a missing column named in ``later`` is added, all null."""

@@ -52,7 +52,7 @@ from sim.traces.model import (
     SUBAGENT_CALL_COLUMNS,
     TOKEN_COLUMNS,
 )
-from sim.traces.reading import _check_table, check_values, total_wrong
+from sim.traces.reading import check_table, check_values, total_wrong
 from sim.traces.writer import TraceWriter
 
 BATCH_CALLS = 50_000
@@ -91,23 +91,23 @@ def stream_folder(folder: Path, fits: Callable[[pa.Table], bool],
     readable as a whole (the caller's whole read reports it). Raises
     :class:`Restart` when a problem shows only after calls were added."""
     try:
-        runs = _runs(folder)
+        runs = checked_runs(folder)
         calls = pq.ParquetFile(folder / CALLS_FILE)
     except (InputError, OSError, pa.ArrowException):
         return None
     if runs is None or not fits(runs):
         return None
     steps = runs.column("steps").to_numpy().astype(np.int64, copy=False)
-    add(runs, _slices(folder, calls, runs, steps, scheduler))
+    add(runs, call_slices(folder, calls, runs, steps, scheduler))
     return runs
 
 
-def _runs(folder: Path) -> pa.Table | None:
+def checked_runs(folder: Path) -> pa.Table | None:
     """runs.parquet checked alone (None when it must go the whole way); read
     in batches, which holds less memory than a whole read."""
     batches = pq.ParquetFile(folder / RUNS_FILE).iter_batches(batch_size=8192,
                                                                use_threads=False)
-    runs = _check_table(pa.Table.from_batches(list(batches)), RUNS_SCHEMA, folder / RUNS_FILE)
+    runs = check_table(pa.Table.from_batches(list(batches)), RUNS_SCHEMA, folder / RUNS_FILE)
     runs = runs.select(list(RUN_COLUMNS))
     check_values(runs, CALLS_SCHEMA.empty_table(), folder)
     source = runs.column("source")
@@ -124,7 +124,7 @@ def _runs(folder: Path) -> pa.Table | None:
     return runs
 
 
-def _slices(folder: Path, calls: pq.ParquetFile, runs: pa.Table, steps: np.ndarray,
+def call_slices(folder: Path, calls: pq.ParquetFile, runs: pa.Table, steps: np.ndarray,
             scheduler: Scheduler | None) -> Iterator[pa.Table]:
     """The checked calls, in order; the token sums checked at the end."""
     ends = np.cumsum(steps)
@@ -195,7 +195,7 @@ def checked_calls(table: pa.Table, path: Path) -> pa.Table:
     """A slice of ``calls.parquet`` (at ``path``) with the model's columns
     typed (an InputError otherwise) and first; a column added later that an
     older folder lacks is added, all null."""
-    return _check_table(table, CALLS_SCHEMA, path, _LATER)
+    return check_table(table, CALLS_SCHEMA, path, _LATER)
 
 
 def check_slice(folder: Path, table: pa.Table, first: int, run_ids: Any, ends: np.ndarray

@@ -134,6 +134,17 @@ SOME_UNKNOWN = "usage unknown for some calls"
 records no totals, or only run totals), or some do not."""
 
 
+def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
+    """The runs of a trace folder, in the order of ``runs.parquet``, read and
+    checked by :func:`sim.traces.reading.load_tables` (a missing folder or
+    file, a file that is not Parquet, a missing column or a bad value is an
+    :class:`InputError` naming the file), built from its Arrow columns
+    (:class:`sim.drivers.replay.tables.TraceTables`); runs with a call whose
+    usage is unknown are left out (``TraceTables.refused`` counts them)."""
+    tables = TraceTables.load(folder)
+    return tables.recorded(0, len(tables))
+
+
 def without_unknown_usage(runs: pa.Table, calls: pa.Table
                           ) -> tuple[pa.Table, pa.Table, dict[str, int]]:
     """``(runs, calls, refused)``: the runs whose calls all record their
