@@ -17,6 +17,10 @@ format              recognised by
 ``langfuse``        Langfuse observations (public API JSON, exports) and the
                     Langfuse SDK's spans (``langfuse.observation.*``)
 ``langsmith``       LangSmith batch posts (``post``/``patch``) and exported runs
+``openhands``       OpenHands event lists (``source`` + ``action``/``observation``)
+                    and evaluation ``output.jsonl`` lines (``instance_id``, ``history``)
+``harbor``          Harbor ATIF trajectories (``schema_version`` ``ATIF-v1.*``);
+                    a trial's or job's ``result.json`` as companions
 ``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
@@ -47,10 +51,12 @@ from typing import Any
 from sim.bad_input import InputError
 from sim.traces import (
     claude_code,
+    harbor,
     inspect_log,
     langfuse,
     langsmith,
     miniswe,
+    openhands,
     openinference,
     otel,
     otel_legacy,
@@ -300,6 +306,9 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from _read_other(item, file, kind, report)
         return
     values = read_json(item.path)
+    if openhands.detect(values):  # a trajectory, or evaluation output lines
+        yield from openhands.runs(values, file)
+        return
     gathered = gathered if gathered is not None else Gathered()
     if _gather(values, file, gathered, collector):
         return
@@ -353,11 +362,15 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
                    ) -> Iterator[RunRecord | Skip]:
     """The runs of one JSON document, by its format."""
     shape = miniswe.detect(doc)
+    atif = harbor.detect(doc)
     if tau2.detect(doc):
         yield from tau2.runs(doc, file)
     elif shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
-    elif claude_code.detect_meta(doc) or shape == "predictions":
+    elif atif == "trajectory":
+        yield harbor.run(doc, item.path, file)
+    elif atif is not None or claude_code.detect_meta(doc) or shape == "predictions":
+        # Harbor's trial and job result.json are read beside their trajectories
         report.companions.append(file)
     elif shape == "report":
         reports.add(doc, item.path)

@@ -19,7 +19,8 @@ CALLS_FILE = "calls.parquet"
 REPORT_FILE = "import.json"
 
 SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "sim",
-                            "claude-code", "langfuse", "langsmith", "openinference")
+                            "claude-code", "langfuse", "langsmith", "openinference",
+                            "openhands", "harbor")
 """Values of ``runs.source``: the format a run was imported from."""
 
 TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "cache_read_tokens", "cache_write_tokens",
