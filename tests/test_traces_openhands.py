@@ -297,3 +297,28 @@ def test_a_run_whose_cache_exceeds_its_prompt_is_read_with_the_prompt_apart():
     assert (first.usage.input_tokens, first.usage.cache_read_tokens) == (200, 800)
     assert "input_tokens" not in first.provenance
     assert record.repairs and record.repairs[0][0] == "calls.input_tokens"
+
+
+def test_eval_infers_copy_of_output_jsonl_gives_its_verdict_instead_of_duplicates(
+        tmp_path: Path):
+    """output.jsonl (no verdict) and output.swebench_eval.jsonl (the same
+    lines with test_result.report): one run per instance, its verdict from the
+    copy, the copy a companion; a different run under the same id is still a
+    duplicate."""
+    plain = [output_line("a"), output_line("b")]
+    for line in plain:
+        line["test_result"] = {"git_patch": "diff"}
+    judged = [output_line("a"), output_line("b")]
+    judged[1]["test_result"]["report"]["resolved"] = False
+    other = dict(output_line("a"), history=history()[:5])  # one call, not three
+    (tmp_path / "output.jsonl").write_text("".join(json.dumps(x) + "\n" for x in plain))
+    (tmp_path / "output.swebench_eval.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in judged))
+    (tmp_path / "rerun.jsonl").write_text(json.dumps(other) + "\n")
+    report = import_traces([tmp_path], tmp_path / "out")
+    assert report.runs == 2 and report.calls == 6
+    assert [s.reason for s in report.skips] == ["duplicate run_id"]
+    assert str(tmp_path / "output.swebench_eval.jsonl") in report.companions
+    table, _ = read_traces(tmp_path / "out")
+    verdicts = dict(zip(table["run_id"], table["resolved"], strict=True))
+    assert verdicts == {"a": True, "b": False}

@@ -143,10 +143,16 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     reports = miniswe.Reports()
     trajectories: list[tuple[dict, Path, str, str | None]] = []
     first_file: dict[str, str] = {}
+    openhands_rows: dict[str, dict] = {}
 
     def accept(record: RunRecord | Skip) -> None:
         if isinstance(record, Skip):
             report.skips.append(record)
+        elif record.run_id in openhands_rows and openhands.rewritten(
+                openhands_rows[record.run_id], record):  # eval_infer's copy, with a verdict
+            openhands.take_verdict(openhands_rows[record.run_id], record)
+            if record.file not in report.companions:
+                report.companions.append(record.file)
         elif writer.has(record.run_id):
             report.skips.append(Skip(record.file, DUPLICATE, "already imported from "
                                      f"{first_file[record.run_id]}", record.run_id))
@@ -164,6 +170,8 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
             report.run_files[record.file] = report.run_files.get(record.file, 0) + 1
             if record.source == miniswe.SOURCE and record.resolved is None:
                 trajectories.append((row, *_instance(record)))
+            elif record.source == openhands.SOURCE:
+                openhands_rows[record.run_id] = row
 
     alone = scheduler if len(items) == 1 else None  # a single folder: read on the workers
     bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",

@@ -16,7 +16,10 @@ serialisation, ``openhands/events/serialization/event.py`` ``event_to_dict``,
   ``token_usages``, ``accumulated_token_usage``), ``metadata``
   (``llm_config.model``, ``max_iterations``), ``test_result`` (with
   ``report.resolved`` once evaluated) and ``error``. One line is one run,
-  ``run_id`` and ``task_id`` its ``instance_id``.
+  ``run_id`` and ``task_id`` its ``instance_id``. eval_infer copies every line
+  into ``output.swebench_eval.jsonl`` with its verdict: a line whose run was
+  already imported with the same calls (:func:`rewritten`) gives that run its
+  verdict and the file is a companion, not a duplicate.
 
 **Model calls.** An agent action carrying ``tool_call_metadata`` holds the
 LiteLLM ``model_response`` it came from; parallel tool calls give one action
@@ -101,7 +104,7 @@ NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
                        "condensation_request", "recall", "null"})
 """Agent actions that are not a model's reply (OpenHands' ``ActionType``)."""
 
-__all__ = ["NOT_CALLS", "SOURCE", "detect", "runs"]
+__all__ = ["NOT_CALLS", "SOURCE", "detect", "rewritten", "runs", "take_verdict"]
 
 
 def detect(values: list[Any]) -> str | None:
@@ -152,6 +155,22 @@ def runs(values: list[Any], file: str) -> Iterator[RunRecord | Skip]:
             yield Skip(file, problem.reason, problem.detail, run_id)
         except RecursionError:
             yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads", run_id)
+
+
+def rewritten(row: dict[str, Any], record: RunRecord) -> bool:
+    """Whether ``record`` is the run of an imported ``row`` written again:
+    eval_infer copies each line of ``output.jsonl`` into
+    ``output.swebench_eval.jsonl``, adding the verdict (same instance, same
+    calls). The importer then reads the second as a companion, not a
+    duplicate."""
+    return (row.get("source") == SOURCE and record.source == SOURCE
+            and row.get("run_id") == record.run_id and row.get("steps") == len(record.calls))
+
+
+def take_verdict(row: dict[str, Any], record: RunRecord) -> None:
+    """Give ``row`` the verdict of its copy ``record`` when it has none."""
+    if row.get("resolved") is None and record.resolved is not None:
+        row["resolved"] = record.resolved
 
 
 def _read(build: Callable[[tuple[bool, bool]], RunRecord]) -> RunRecord:
