@@ -322,3 +322,26 @@ def test_eval_infers_copy_of_output_jsonl_gives_its_verdict_instead_of_duplicate
     table, _ = read_traces(tmp_path / "out")
     verdicts = dict(zip(table["run_id"], table["resolved"], strict=True))
     assert verdicts == {"a": True, "b": False}
+
+
+def test_a_sessions_event_store_is_one_run_with_its_pages_and_metadata_as_companions(
+        tmp_path: Path):
+    """sessions/SID/events/N.json, one event per file (written out of order
+    here), is one run named SID with the three calls of the history; the
+    event_cache page repeating the events and metadata.json are companions."""
+    store = tmp_path / "sessions" / "4f2a9c"
+    (store / "events").mkdir(parents=True)
+    (store / "event_cache").mkdir()
+    for event in reversed(history()):
+        (store / "events" / f"{event['id']}.json").write_text(json.dumps(event))
+    (store / "event_cache" / "0-25.json").write_text(json.dumps(history()))
+    (store / "metadata.json").write_text(json.dumps(
+        {"conversation_id": "4f2a9c", "selected_repository": None, "title": "Fix",
+         "llm_model": "claude-sonnet-4", "accumulated_cost": 0.06}))
+    report = import_traces([tmp_path / "sessions"], tmp_path / "out")
+    assert report.runs == 1 and report.calls == 3 and not report.skips
+    assert len(report.companions) == 2
+    table, calls = read_traces(tmp_path / "out")
+    assert list(table["run_id"]) == ["4f2a9c"]
+    assert [len(t) for t in calls["tool_calls"]] == [2, 0, 1]
+    assert table["input_tokens"].iloc[0] == 200 + 0 + 200

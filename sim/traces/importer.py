@@ -17,8 +17,9 @@ format              recognised by
 ``langfuse``        Langfuse observations (public API JSON, exports) and the
                     Langfuse SDK's spans (``langfuse.observation.*``)
 ``langsmith``       LangSmith batch posts (``post``/``patch``) and exported runs
-``openhands``       OpenHands event lists (``source`` + ``action``/``observation``)
-                    and evaluation ``output.jsonl`` lines (``instance_id``, ``history``)
+``openhands``       OpenHands event lists (``source`` + ``action``/``observation``),
+                    a session's event store (one event per file, gathered) and
+                    evaluation ``output.jsonl`` lines (``instance_id``, ``history``)
 ``harbor``          Harbor ATIF trajectories (``schema_version`` ``ATIF-v1.*``);
                     a trial's or job's ``result.json`` as companions
 ``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
@@ -274,6 +275,7 @@ class Gathered:
     claude: claude_code.Collector = field(default_factory=claude_code.Collector)
     langfuse: langfuse.Collector = field(default_factory=langfuse.Collector)
     langsmith: langsmith.Collector = field(default_factory=langsmith.Collector)
+    openhands: openhands.Collector = field(default_factory=openhands.Collector)
     spans: list[spantree.Gatherer] = field(default_factory=lambda: [
         spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
                                        otel_legacy.DIALECT)])
@@ -292,12 +294,14 @@ class Gathered:
     def count(self) -> int:
         """How many sessions, traces, steps and spans were gathered."""
         return (len(self.claude.sessions) + len(self.langfuse.traces)
-                + len(self.langsmith.steps) + sum(len(g.spans.spans) for g in self.spans))
+                + len(self.langsmith.steps) + len(self.openhands.sessions)
+                + sum(len(g.spans.spans) for g in self.spans))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
         yield from self.claude.runs()
         yield from self.langfuse.runs()
         yield from self.langsmith.runs()
+        yield from self.openhands.runs()
         for gatherer in self.spans:
             yield from gatherer.runs()
 
@@ -314,10 +318,17 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from _read_other(item, file, kind, report)
         return
     values = read_json(item.path)
-    if openhands.detect(values):  # a trajectory, or evaluation output lines
+    gathered = gathered if gathered is not None else Gathered()
+    shape = openhands.detect(values, item.path)
+    if shape == "event":  # one event of a session's store, gathered by session
+        gathered.openhands.add(values[0], item.path, file)
+        return
+    if shape in ("cache-page", "metadata"):  # the store's pages repeat its events
+        report.companions.append(file)
+        return
+    if shape is not None:  # a trajectory, or evaluation output lines
         yield from openhands.runs(values, file)
         return
-    gathered = gathered if gathered is not None else Gathered()
     if _gather(values, file, gathered, collector):
         return
     yield from _read_document(values[0], item, file, collector, reports, report)

@@ -9,6 +9,10 @@ serialisation, ``openhands/events/serialization/event.py`` ``event_to_dict``,
   and ``action`` or ``observation``; the older evaluation history, a list of
   ``[action, observation]`` pairs, is read as the same events in order. One
   file is one run, named by its file.
+- a session's **event store** (``sessions/SID/events/N.json``, one event per
+  file; :class:`Collector`): one run per session, ``run_id`` its SID; the
+  store's ``event_cache/`` pages (the same events again) and its
+  ``metadata.json`` are companions.
 - an **evaluation output** (``output.jsonl``, and eval_infer's
   ``output.swebench_eval.jsonl``): one JSON line per instance with
   ``instance_id``, ``history`` (the event list), ``metrics``
@@ -73,6 +77,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from sim.traces.assemble import number_or_none, seconds
@@ -103,18 +108,30 @@ SOURCE = "openhands"
 NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
                        "condensation_request", "recall", "null"})
 """Agent actions that are not a model's reply (OpenHands' ``ActionType``)."""
+CACHE_FOLDER = "event_cache"
+"""Where a session's store keeps pages of its events (``START-END.json``)."""
 
-__all__ = ["NOT_CALLS", "SOURCE", "detect", "rewritten", "runs", "take_verdict"]
+__all__ = ["CACHE_FOLDER", "NOT_CALLS", "SOURCE", "Collector", "detect", "rewritten", "runs",
+           "take_verdict"]
 
 
-def detect(values: list[Any]) -> str | None:
-    """``"events"`` (one JSON list of events or ``[action, observation]``
-    pairs), ``"output"`` (evaluation output lines) or None."""
+def detect(values: list[Any], path: Path | None = None) -> str | None:
+    """What the JSON ``values`` of a file at ``path`` are: ``"events"`` (one
+    JSON list of events or ``[action, observation]`` pairs), ``"output"``
+    (evaluation output lines), ``"event"`` (one event of a session's store),
+    ``"cache-page"`` (an event list in the store's ``event_cache/``),
+    ``"metadata"`` (a session's ``metadata.json``), or None."""
     if len(values) == 1 and isinstance(values[0], list) and values[0]:
         events = _flatten(values[0])
         if events is not None and all(_is_event(e) for e in events):
-            return "events"
+            in_cache = path is not None and path.parent.name == CACHE_FOLDER
+            return "cache-page" if in_cache else "events"
         return None
+    if len(values) == 1 and _is_event(values[0]) and "id" in values[0]:
+        return "event"
+    if len(values) == 1 and isinstance(values[0], dict) \
+            and {"conversation_id", "selected_repository"} <= values[0].keys():
+        return "metadata"
     if values and all(isinstance(v, dict) and "instance_id" in v and "history" in v
                       and ("metrics" in v or "test_result" in v) for v in values):
         return "output"
@@ -155,6 +172,44 @@ def runs(values: list[Any], file: str) -> Iterator[RunRecord | Skip]:
             yield Skip(file, problem.reason, problem.detail, run_id)
         except RecursionError:
             yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads", run_id)
+
+
+class Collector:
+    """The events of sessions' stores (``sessions/SID/events/N.json``: one
+    event per file, as OpenHands' ``EventStream`` writes them), gathered by
+    folder; each session is one run, ``run_id`` its ``SID``, its events in
+    ``id`` order (an id met twice counts once)."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[Path, dict[Any, dict]] = {}
+        self.files: dict[Path, str] = {}
+
+    def add(self, event: dict, path: Path, file: str) -> None:
+        """Take the event read from the file at ``path``."""
+        folder = path.parent
+        self.sessions.setdefault(folder, {}).setdefault(_key(event.get("id")), event)
+        self.files.setdefault(folder, str(Path(file).parent))
+
+    def runs(self) -> Iterator[RunRecord | Skip]:
+        """One run per session, in folder order."""
+        for folder in sorted(self.sessions):
+            events = [self.sessions[folder][k] for k in sorted(self.sessions[folder])]
+            file = self.files[folder]
+            session = folder.parent.name if folder.name == "events" else folder.name
+            try:
+                yield _read(partial(_run, session, file, None, events, {}))
+            except Unusable as problem:
+                yield Skip(file, problem.reason, problem.detail, session)
+            except RecursionError:
+                yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads",
+                           session)
+
+
+def _key(event_id: Any) -> tuple[int, int, str]:
+    """An order of event ids: integers by value, then anything else by text."""
+    if isinstance(event_id, int) and not isinstance(event_id, bool):
+        return (0, event_id, "")
+    return (1, 0, str(event_id))
 
 
 def rewritten(row: dict[str, Any], record: RunRecord) -> bool:
