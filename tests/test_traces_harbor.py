@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from benchmarks.fuzz_traces import REPLACEMENTS, run_case, write_case
 from sim.traces import import_traces, read_traces
 from sim.traces.harbor import detect, run
 from sim.traces.model import DERIVED, ESTIMATED, TOKEN_COLUMNS, UNKNOWN
@@ -118,6 +123,10 @@ def test_atif_trajectories_and_harbor_results_are_recognised():
     assert detect(trial_result("t", 1.0)) == "trial-result"
     assert detect({"id": "j", "started_at": "x", "n_total_trials": 2, "stats": {}}) \
         == "job-result"
+    assert detect({"schema_version": 1, "task": {}, "trial_name": "t__1", "agent": {},
+                   "timeout_multiplier": 1.0}) == "config"
+    assert detect({"job_name": "j", "jobs_dir": "jobs", "timeout_multiplier": 1.0}) == "config"
+    assert detect({"schema_version": 3, "n_concurrent_trials": 4, "trials": []}) == "config"
     assert detect({"schema_version": "1.0", "steps": []}) is None
     assert detect([claude_trajectory()]) is None
 
@@ -244,9 +253,15 @@ def test_importing_a_harbor_job_folder_reads_trajectories_with_results_as_compan
     (tmp_path / "job" / "result.json").write_text(json.dumps(
         {"id": "j", "started_at": "2025-10-11T10:00:00Z", "n_total_trials": 2,
          "stats": {"n_completed_trials": 2}}))
+    (tmp_path / "job" / "config.json").write_text(json.dumps(
+        {"job_name": "job", "jobs_dir": "jobs", "n_attempts": 1, "timeout_multiplier": 1.0,
+         "agents": [{"name": "claude-code"}]}))
+    (tmp_path / "job" / "hello__AbC12" / "config.json").write_text(json.dumps(
+        {"task": {"path": "tasks/hello"}, "trial_name": "hello__AbC12", "trials_dir": "job",
+         "timeout_multiplier": 1.0, "agent": {"name": "claude-code"}}))
     report = import_traces([tmp_path / "job"], tmp_path / "out")
     assert report.runs == 2 and report.calls == 3 and not report.skips
-    assert len(report.companions) == 3
+    assert len(report.companions) == 5
     runs_table, _ = read_traces(tmp_path / "out")
     by_id = runs_table.set_index("run_id")
     assert set(runs_table["source"]) == {"harbor"}
@@ -255,3 +270,35 @@ def test_importing_a_harbor_job_folder_reads_trajectories_with_results_as_compan
     assert by_id.loc["hello__AbC12", "cache_write_tokens"] == 1500
     assert by_id.loc["build__XyZ9", "reasoning_tokens"] == 250
     assert by_id.loc["build__XyZ9", "cost_usd"] == pytest.approx(0.004)
+
+
+
+SAMPLES = {"harbor-claude-code": claude_trajectory(),
+           "harbor-terminus": terminus_trajectory()}
+"""Valid files of the format, for the fuzzer's mutations."""
+MUTATIONS = st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
+                               st.integers(0, 10**6), st.integers(0, 10**6),
+                               st.integers(0, 4 * len(REPLACEMENTS))), min_size=1, max_size=3)
+
+
+@pytest.mark.parametrize("fmt", sorted(SAMPLES))
+def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Path):
+    """The fuzzer's mutations (values replaced, swapped, deleted) of a valid
+    file: the CLI exits 0 with tables every reader accepts, or 2 with a
+    message; never a traceback or a hang. The file itself imports cleanly."""
+    assert run_case(write_case(tmp_path, fmt, SAMPLES[fmt], [], False), tmp_path,
+                    20.0) == ("ok", "")
+
+    @settings(max_examples=16, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(picks=MUTATIONS)
+    def check(picks):
+        work = Path(tempfile.mkdtemp(prefix="fuzz-"))
+        try:
+            outcome, detail = run_case(write_case(work, fmt, SAMPLES[fmt], picks, False),
+                                       work, 20.0)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
+
+    check()

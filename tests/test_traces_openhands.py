@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from benchmarks.fuzz_traces import REPLACEMENTS, run_case, write_case
 from sim.traces import import_traces, read_traces
 from sim.traces.model import DERIVED, TOKEN_COLUMNS, UNKNOWN
 from sim.traces.openhands import detect, runs
@@ -345,3 +350,34 @@ def test_a_sessions_event_store_is_one_run_with_its_pages_and_metadata_as_compan
     assert list(table["run_id"]) == ["4f2a9c"]
     assert [len(t) for t in calls["tool_calls"]] == [2, 0, 1]
     assert table["input_tokens"].iloc[0] == 200 + 0 + 200
+
+
+
+SAMPLES = {"openhands-events": history(), "openhands-output": output_line("x")}
+"""Valid files of the format, for the fuzzer's mutations."""
+MUTATIONS = st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
+                               st.integers(0, 10**6), st.integers(0, 10**6),
+                               st.integers(0, 4 * len(REPLACEMENTS))), min_size=1, max_size=3)
+
+
+@pytest.mark.parametrize("fmt", sorted(SAMPLES))
+def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Path):
+    """The fuzzer's mutations (values replaced, swapped, deleted) of a valid
+    file: the CLI exits 0 with tables every reader accepts, or 2 with a
+    message; never a traceback or a hang. The file itself imports cleanly."""
+    assert run_case(write_case(tmp_path, fmt, SAMPLES[fmt], [], False), tmp_path,
+                    20.0) == ("ok", "")
+
+    @settings(max_examples=16, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(picks=MUTATIONS)
+    def check(picks):
+        work = Path(tempfile.mkdtemp(prefix="fuzz-"))
+        try:
+            outcome, detail = run_case(write_case(work, fmt, SAMPLES[fmt], picks, False),
+                                       work, 20.0)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
+
+    check()

@@ -7,8 +7,8 @@ Trajectory Interchange Format (RFC 0001; the pydantic models of
 ``model_name``), ``steps`` and ``final_metrics``. It is recognised by its
 ``schema_version``. Harbor lays a trial out as ``TRIAL/agent/trajectory.json``
 beside ``TRIAL/result.json`` (its ``TrialResult``) and
-``TRIAL/verifier/reward.txt``; the trial's and the job's ``result.json`` are
-recognised too and read as companions.
+``TRIAL/verifier/reward.txt``; the trial's and the job's ``result.json``,
+``config.json`` and ``lock.json`` are recognised too and read as companions.
 
 One trajectory file is one run: ``run_id`` is the trial folder's name when the
 file is ``TRIAL/agent/trajectory.json`` (``TRIAL/STEM`` for another file there:
@@ -102,7 +102,8 @@ MAX_SIDE_FILE = 1 << 20
 
 
 def detect(doc: Any) -> str | None:
-    """``"trajectory"`` (ATIF), ``"trial-result"``, ``"job-result"`` or None."""
+    """``"trajectory"`` (ATIF), ``"trial-result"``, ``"job-result"``,
+    ``"config"`` (a trial's or job's ``config.json`` or ``lock.json``) or None."""
     if not isinstance(doc, dict):
         return None
     version = doc.get("schema_version")
@@ -113,6 +114,9 @@ def detect(doc: Any) -> str | None:
         return "trial-result"
     if "n_total_trials" in doc and isinstance(doc.get("stats"), dict):
         return "job-result"
+    if ("timeout_multiplier" in doc and ({"agent", "agents", "job_name"} & doc.keys())) \
+            or {"n_concurrent_trials", "trials"} <= doc.keys():
+        return "config"
     return None
 
 

@@ -21,7 +21,8 @@ format              recognised by
                     a session's event store (one event per file, gathered) and
                     evaluation ``output.jsonl`` lines (``instance_id``, ``history``)
 ``harbor``          Harbor ATIF trajectories (``schema_version`` ``ATIF-v1.*``);
-                    a trial's or job's ``result.json`` as companions
+                    a trial's or job's ``result.json``, ``config.json`` and
+                    ``lock.json`` as companions
 ``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
@@ -389,7 +390,7 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
     elif atif == "trajectory":
         yield harbor.run(doc, item.path, file)
     elif atif is not None or claude_code.detect_meta(doc) or shape == "predictions":
-        # Harbor's trial and job result.json are read beside their trajectories
+        # Harbor's trial and job files are read beside their trajectories
         report.companions.append(file)
     elif shape == "report":
         reports.add(doc, item.path)
