@@ -225,6 +225,31 @@ def test_unmatched_token_usages_are_not_guessed_when_their_number_differs():
     assert record.totals is not None and record.totals["input_tokens"] == 1600
 
 
+def test_after_a_condensation_unnamed_token_usages_are_not_given_to_calls():
+    """A condenser's own model calls are in token_usages too: with one in the
+    history, the one unnamed entry may be the condenser's, so the message
+    stays unknown."""
+    line = output_line("x")
+    line["history"].insert(7, {"id": 11, "timestamp": T0 + "6", "source": "agent",
+                               "action": "condensation",
+                               "args": {"forgotten_event_ids": [1, 2], "summary": "s"}})
+    record = only_run([line])
+    assert len(record.calls) == 3
+    assert record.calls[1].provenance == dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)
+
+
+def test_unhashable_actions_ids_and_causes_name_nothing():
+    """Found by the fuzzer: an ``action``, ``id`` or ``cause`` that is a list
+    is not a call and names no event, instead of a TypeError."""
+    events = history()
+    events[7] = dict(events[7], action=["message"])  # the message: no longer a call
+    events[3] = dict(events[3], id=[3])
+    events[5] = dict(events[5], cause={"id": 3})
+    record = only_run([events])
+    assert len(record.calls) == 2
+    assert record.calls[0].tool_calls[0].result_tokens == 3  # still by its tool_call_id
+
+
 def test_a_line_without_history_is_skipped_and_an_empty_history_is_a_run_of_no_calls():
     empty = dict(output_line("b"), history=[])
     broken = dict(output_line("c"), history=None)

@@ -40,7 +40,8 @@ without calling a tool; any action of a non-function-calling agent) is a model
 call whose usage the event stream does not record: its token columns are
 ``unknown``, unless the evaluation output's ``token_usages`` has an entry for
 it (matched by ``response_id``; the entries no action names, in order, go to
-the calls without a response when there are exactly as many; OpenHands'
+the calls without a response when there are exactly as many and no condenser
+ran, whose calls are in ``token_usages`` too; OpenHands'
 ``TokenUsage.prompt_tokens`` is LiteLLM's ``prompt_tokens``, the cache
 included, so the input is derived there too). Agent actions that are not model
 replies (:data:`NOT_CALLS`: the system prompt, state changes, condensation,
@@ -205,6 +206,12 @@ class Collector:
                            session)
 
 
+def _scalar(value: Any) -> bool:
+    """Whether an event's ``id`` or ``cause`` can name an event (a number or a
+    string; anything else in an untrusted file names none)."""
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
 def _key(event_id: Any) -> tuple[int, int, str]:
     """An order of event ids: integers by value, then anything else by text."""
     if isinstance(event_id, int) and not isinstance(event_id, bool):
@@ -287,6 +294,7 @@ class _Stream:
         self.moments: list[datetime | None] = []
         self.previous: datetime | None = None
         self.state: str | None = None
+        self.condensed = False  # a condenser ran: its model calls are in token_usages too
         self.latencies = {str(r.get("response_id")): number_or_none(r.get("latency"))
                           for r in as_list(metrics.get("response_latencies"))
                           if isinstance(r, dict)}
@@ -301,7 +309,8 @@ class _Stream:
         self.moments.append(moment)
         source, action = event.get("source"), event.get("action")
         if "action" in event:
-            if source == "agent" and action not in NOT_CALLS:
+            self.condensed |= action in ("condensation", "condensation_request")
+            if source == "agent" and isinstance(action, str) and action not in NOT_CALLS:
                 self._action(event, str(action), moment)
             elif source == "user" and action == "message" and self.calls:
                 self.texts[-1].append(content_text(as_dict(event.get("args")).get("content")))
@@ -328,7 +337,7 @@ class _Stream:
             tool = call.tool_calls[-1]
         else:
             return
-        if event.get("id") is not None:
+        if _scalar(event.get("id")):
             self.by_event[event["id"]] = (tool, moment)
 
     def _call(self, event: dict, action: str, response: dict, rid: str | None,
@@ -374,7 +383,7 @@ class _Stream:
             return
         meta = as_dict(event.get("tool_call_metadata"))
         answered = self.by_tool_id.pop(str(meta.get("tool_call_id")), None) if meta else None
-        if answered is None and event.get("cause") is not None:
+        if answered is None and _scalar(event.get("cause")):
             answered = self.by_event.pop(event["cause"], None)
         text = content_text(event.get("content"))
         if answered is not None:
@@ -395,7 +404,8 @@ class _Stream:
         named = {rid for rid in self.responses if rid is not None}
         spare = [i for i, u in enumerate(usages) if str(u.get("response_id")) not in named]
         blind = [c for c, rid in zip(self.calls, self.responses, strict=True) if rid is None]
-        matches = list(zip(blind, spare, strict=True)) if len(blind) == len(spare) else []
+        matches = list(zip(blind, spare, strict=True)) \
+            if len(blind) == len(spare) and not self.condensed else []
         for call, rid in zip(self.calls, self.responses, strict=True):
             index = by_id.get(rid) if rid is not None else None
             if index is not None:
