@@ -69,7 +69,8 @@ class ImportReport:
                        f"(runs kept): {parts}")
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
-                       "mini-swe-agent predictions, Claude Code subagent metadata)")
+                       "mini-swe-agent predictions, Claude Code subagent metadata, Harbor "
+                       "results and configs, OpenHands event caches and evaluated copies)")
         if self.ignored:
             out.append(f"ignored {len(self.ignored)} files found in folders that are not "
                        "JSON, an Inspect log or a trace folder")
