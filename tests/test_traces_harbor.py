@@ -197,6 +197,81 @@ def test_terminus_reasoning_is_split_and_copied_and_dispatch_steps_are_not_calls
     assert "cache_write_tokens" in record.conventions
 
 
+def openhands_trajectory() -> dict:
+    """Harbor's OpenHands converter (events path): one agent step per event;
+    a response's second parallel tool call has empty metrics (the difference
+    of accumulated usage is 0); observations it could not merge are agent
+    steps of their own, without metrics, repeating their tool call."""
+    def agent(step_id: int, message: str, **fields: object) -> dict:
+        return {"step_id": step_id, "timestamp": f"{T}{step_id}Z", "source": "agent",
+                "message": message, **fields}
+
+    def tool(call_id: str, name: str, **arguments: object) -> list[dict]:
+        return [{"tool_call_id": call_id, "function_name": name, "arguments": arguments}]
+
+    def result(call_id: str, content: str) -> dict:
+        return {"results": [{"source_call_id": call_id, "content": content}]}
+
+    return {
+        "schema_version": "ATIF-v1.5", "session_id": "oh-session",
+        "agent": {"name": "openhands", "version": "0.62.0", "model_name": "gpt-5"},
+        "steps": [
+            {"step_id": 1, "timestamp": T + "1Z", "source": "system", "message": "You are"},
+            {"step_id": 2, "timestamp": T + "2Z", "source": "user", "message": "Fix the bug"},
+            agent(3, "Let me look", tool_calls=tool("a", "execute_bash", command="ls"),
+                  metrics={"prompt_tokens": 1000, "completion_tokens": 50,
+                           "cached_tokens": 800, "cost_usd": 0.01}),
+            agent(4, "Reading", tool_calls=tool("b", "str_replace_editor", path="/a.py"),
+                  metrics={}),
+            agent(5, "Command finished", tool_calls=tool("a", "execute_bash", command="ls"),
+                  observation=result("a", "a.py\nb.py")),
+            agent(6, "I read the file", tool_calls=tool("b", "str_replace_editor",
+                                                       path="/a.py"),
+                  observation=result("b", "print(1)\n")),
+            agent(7, "Which version?", metrics={"prompt_tokens": 1200, "completion_tokens": 40,
+                                                "cost_usd": 0.02}),
+            {"step_id": 8, "timestamp": T + "8Z", "source": "user", "message": "Version 2"},
+            agent(9, "Done", tool_calls=tool("c", "finish", message="Done"),
+                  metrics={"prompt_tokens": 1300, "completion_tokens": 30,
+                           "cached_tokens": 1000}),
+        ],
+        "final_metrics": {"total_prompt_tokens": 3500, "total_completion_tokens": 120,
+                          "total_cached_tokens": 1800, "total_cost_usd": 0.06},
+    }
+
+
+def test_steps_without_metrics_among_steps_with_them_belong_to_the_call_before():
+    """Steps 4-6 (empty or no metrics) are part of step 3's call: three calls
+    (steps 3, 7, 9); the repeated tool calls count once, and the observation
+    steps answer them."""
+    record = run(openhands_trajectory(), Path("x.json"), "x.json")
+    assert len(record.calls) == 3
+    first, message, last = record.calls
+    assert [(t.id, t.name) for t in first.tool_calls] == [("a", "execute_bash"),
+                                                         ("b", "str_replace_editor")]
+    assert [t.result_tokens for t in first.tool_calls] == [3, 3]  # 9 characters each
+    assert (first.usage.input_tokens, first.usage.cache_read_tokens,
+            first.usage.output_tokens) == (200, 800, 50)
+    assert (message.usage.input_tokens, message.usage.output_tokens) == (1200, 40)
+    assert message.observation_tokens == 3  # "Version 2"
+    assert [len(c.tool_calls) for c in record.calls] == [2, 0, 1]
+    assert (last.usage.input_tokens, last.usage.cache_read_tokens) == (300, 1000)
+    assert "calls" in record.conventions and record.totals is None
+
+
+def test_a_trajectory_without_any_metrics_has_one_call_per_agent_step():
+    doc = openhands_trajectory()
+    for step in doc["steps"]:
+        step.pop("metrics", None)
+    record = run(doc, Path("x.json"), "x.json")
+    assert len(record.calls) == 6  # steps 3 to 7 and 9
+    assert all(c.provenance == dict.fromkeys(TOKEN_COLUMNS, UNKNOWN) for c in record.calls)
+    assert sum(len(c.tool_calls) for c in record.calls) == 3
+    assert record.totals == {"input_tokens": 1700, "cache_read_tokens": 1800,
+                             "cache_write_tokens": 0, "output_tokens": 120,
+                             "reasoning_tokens": 0}
+
+
 def test_mini_swe_agent_step_costs_are_estimated():
     doc = terminus_trajectory()
     doc["agent"]["name"] = "mini-swe-agent"

@@ -19,7 +19,16 @@ subagents are runs of their own), else the ``session_id``, else the file.
 0 (a dispatch without a model, ATIF-v1.7) and those marked
 ``is_copied_context`` (steps copied from an earlier trajectory, counted
 there). A step with ``llm_call_count`` above 1 holds metrics summed over its
-inferences and is read as one call (noted in the run's conventions). Per call,
+inferences and is read as one call (noted in the run's conventions). In a
+trajectory whose agent steps record token counts, an agent step without any
+(no ``metrics``, or empty ones) and without ``llm_call_count`` is part of the
+call before it, not a call of its own: Harbor's OpenHands converter writes
+one step per event (a response's second parallel tool call, with empty
+metrics; an observation it could not merge, repeating its tool call), and
+older Claude Code conversions one step per content block with the metrics on
+the first; its tool calls join that call's (an id seen before counts once)
+and its results answer them (noted). Where no agent step records counts,
+each is a call of unknown usage. Per call,
 from the step's ``metrics``: ``prompt_tokens`` is the whole prompt and
 ``cached_tokens`` the part read from the cache (so stated from ATIF-v1.2;
 earlier versions are read the same way, noted), the cache write is
@@ -40,8 +49,8 @@ tokens). When some call's usage is unknown, the run's totals are
 :attr:`RunRecord.totals`.
 
 Tool calls are the step's ``tool_calls`` (``function_name``,
-``tool_call_id``, ``arguments``), answered by the step's
-``observation.results`` with that ``source_call_id`` (ATIF records no error
+``tool_call_id``, ``arguments``), answered by the ``observation.results``
+with that ``source_call_id`` (of that step or a later one; ATIF records no error
 flag: an error only when the result's ``extra`` says ``is_error``; no
 duration). Results that answer no tool call (Terminus-2's terminal screen,
 text actions), and ``user`` steps after the call, are the call's
@@ -209,6 +218,13 @@ def _resolved(result: dict, trial: Path | None) -> bool | None:
     return None if reward is None else reward == 1.0
 
 
+def _counted(step: dict) -> bool:
+    """Whether an agent step's metrics record a token count."""
+    metrics = as_dict(step.get("metrics"))
+    return metrics.get("prompt_tokens") is not None or \
+        metrics.get("completion_tokens") is not None
+
+
 def _totals(final: dict, agent_result: dict) -> dict[str, int] | None:
     """The run's recorded token totals (``final_metrics``, else the trial's
     ``agent_result``, whose input includes the cache), or None."""
@@ -248,11 +264,13 @@ class _Steps:
 
     def read(self, steps: list, agent: str | None) -> None:
         """Take one trajectory's steps (a subagent's with its ``agent`` label)."""
+        steps = [s for s in steps if isinstance(s, dict)]
+        records = any(_counted(s) for s in steps if s.get("source") == "agent")
         previous: datetime | None = None
         mine = -1  # the index of this trajectory's last call
+        pending: dict[str, ToolCallRecord] = {}  # its tool calls not yet answered, by id
+        known: set[str] = set()  # the ids of all its tool calls
         for step in steps:
-            if not isinstance(step, dict):
-                continue
             moment = parse_utc(step.get("timestamp"))
             if moment is not None:
                 self.first = moment if self.first is None else min(self.first, moment)
@@ -260,11 +278,50 @@ class _Steps:
             source = step.get("source")
             if source == "agent" and step.get("llm_call_count") != 0 \
                     and step.get("is_copied_context") is not True:
-                self._call(step, agent, previous, moment)
-                mine = len(self.calls) - 1
+                if mine < 0 or not records or _counted(step) \
+                        or step.get("llm_call_count") is not None:
+                    self._call(step, agent, previous, moment)
+                    mine = len(self.calls) - 1
+                else:  # no metrics where the others have some: part of the call before
+                    self.conventions["calls"] = (
+                        "an agent step without metrics or llm_call_count, in a trajectory "
+                        "whose other steps record them, read as part of the call before it")
+                self._tools(step, mine, pending, known)
             elif source == "user" and mine >= 0:
                 self.texts[mine].append(content_text(step.get("message")))
             previous = moment or previous
+
+    def _tools(self, step: dict, mine: int, pending: dict[str, ToolCallRecord],
+               known: set[str]) -> None:
+        """The step's tool calls, added to call ``mine`` (an id seen before in
+        the trajectory is the same call repeated, as Harbor's OpenHands
+        converter repeats it with its observation), and its observation's
+        results: answers to the trajectory's tool calls by id, else what the
+        model read next."""
+        call = self.calls[mine]
+        for item in as_list(step.get("tool_calls")):
+            if isinstance(item, dict):
+                tool_id = None if item.get("tool_call_id") is None else str(item["tool_call_id"])
+                if tool_id in known:
+                    continue
+                if tool_id is not None:
+                    known.add(tool_id)
+                record = ToolCallRecord(name=str(item.get("function_name")), id=tool_id,
+                                        arguments=canonical_arguments(item.get("arguments")))
+                call.tool_calls.append(record)
+                if tool_id is not None:
+                    pending[tool_id] = record
+        for result in as_list(as_dict(step.get("observation")).get("results")):
+            if not isinstance(result, dict):
+                continue
+            text = content_text(result.get("content"))
+            tool = pending.pop(str(result.get("source_call_id")), None)
+            if tool is not None:
+                flag = as_dict(result.get("extra")).get("is_error")
+                tool.result_tokens, tool.result_sha256, tool.error = tool_result(
+                    text, error=flag if isinstance(flag, bool) else False)
+            elif text is not None:
+                self.texts[mine].append(text)
 
     def _call(self, step: dict, agent: str | None, previous: datetime | None,
               moment: datetime | None) -> None:
@@ -279,33 +336,14 @@ class _Steps:
         if cost is not None and self.estimated_cost is not None:
             provenance["cost_usd"] = ESTIMATED
             self.conventions["cost_usd"] = self.estimated_cost
-        tools: dict[str, ToolCallRecord] = {}
-        for item in as_list(step.get("tool_calls")):
-            if isinstance(item, dict):
-                tool_id = None if item.get("tool_call_id") is None else str(item["tool_call_id"])
-                record = ToolCallRecord(name=str(item.get("function_name")), id=tool_id,
-                                        arguments=canonical_arguments(item.get("arguments")))
-                tools[tool_id if tool_id is not None else f"#{len(tools)}"] = record
-        texts: list[str | None] = []
-        for result in as_list(as_dict(step.get("observation")).get("results")):
-            if not isinstance(result, dict):
-                continue
-            text = content_text(result.get("content"))
-            tool = tools.get(str(result.get("source_call_id")))
-            if tool is not None and tool.result_sha256 is None and tool.result_tokens is None:
-                flag = as_dict(result.get("extra")).get("is_error")
-                tool.result_tokens, tool.result_sha256, tool.error = tool_result(
-                    text, error=flag if isinstance(flag, bool) else False)
-            elif text is not None:
-                texts.append(text)
         text = content_text(step.get("message"))
         model = step.get("model_name")
         self.calls.append(CallRecord(
             usage=counts, model=model if isinstance(model, str) else None, cost_usd=cost,
             started_s=seconds(previous, self.first), latency_s=seconds(moment, previous),
             text_tokens=approx_tokens(text), text_sha256=sha256_text(text),
-            tool_calls=list(tools.values()), provenance=provenance, agent=agent))
-        self.texts.append(texts)
+            provenance=provenance, agent=agent))
+        self.texts.append([])
         self.stamps.append(moment)
 
     def _usage(self, metrics: dict, where: str) -> tuple[Usage, dict[str, str]]:
