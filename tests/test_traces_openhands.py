@@ -252,10 +252,13 @@ def test_unhashable_actions_ids_and_causes_name_nothing():
 
 def test_a_line_without_history_is_skipped_and_an_empty_history_is_a_run_of_no_calls():
     empty = dict(output_line("b"), history=[])
+    failed = dict(output_line("d"), error="RuntimeError: sandbox died",
+                  history=history()[:2])
     broken = dict(output_line("c"), history=None)
-    got = list(runs([output_line("a"), empty, broken], "output.jsonl"))
-    assert [type(g).__name__ for g in got] == ["RunRecord", "RunRecord", "Skip"]
-    assert got[1].calls == [] and got[1].resolved is True
+    got = list(runs([output_line("a"), empty, broken, failed], "output.jsonl"))
+    assert [type(g).__name__ for g in got] == ["RunRecord", "RunRecord", "Skip", "RunRecord"]
+    assert got[3].exit == "RuntimeError: sandbox died" and got[3].calls == []
+    assert got[1].calls == [] and got[1].resolved is True and got[1].exit is None
     assert isinstance(got[2], Skip) and got[2].reason == NO_TRAJECTORY and got[2].run == "c"
 
 

@@ -66,8 +66,9 @@ tool, are the call's ``observation_tokens``.
 
 Run fields: ``cost_usd`` the ``accumulated_cost``; ``exit`` the last
 ``agent_state_changed`` state (``finished``, ``error``, ``stopped``...)
-verbatim; ``resolved`` from ``test_result.report.resolved`` (or a top-level
-``report.resolved`` / ``resolved``); ``step_limit`` the metadata's
+verbatim, else the output line's ``error``; ``resolved`` from
+``test_result.report.resolved`` (or a top-level ``report.resolved`` /
+``resolved``); ``step_limit`` the metadata's
 ``max_iterations``; ``cost_limit_usd`` the metrics' ``max_budget_per_task``;
 the start and duration from the first and last event timestamps (OpenHands
 writes local times without a zone: taken as UTC).
@@ -259,11 +260,13 @@ def _run(run_id: str, file: str, task: str | None, events: list, line: dict,
     if not isinstance(model, str):
         model = next((c.model for c in calls if c.model), None)
     limit: Any = number_or_none(metadata.get("max_iterations"))  # the writer checks it
+    exit_label = stream.state if stream.state is not None else (
+        line["error"] if isinstance(line.get("error"), str) else None)
     starts = [m for m in stream.moments if m is not None]
     first, last = (min(starts), max(starts)) if starts else (None, None)
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=task, model=model,
-        cost_usd=number_or_none(metrics.get("accumulated_cost")), exit=stream.state,
+        cost_usd=number_or_none(metrics.get("accumulated_cost")), exit=exit_label,
         resolved=_resolved(line), started_at=first, duration_s=seconds(last, first),
         step_limit=limit,
         cost_limit_usd=number_or_none(metrics.get("max_budget_per_task")),
