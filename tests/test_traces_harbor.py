@@ -272,6 +272,17 @@ def test_a_trajectory_without_any_metrics_has_one_call_per_agent_step():
                              "reasoning_tokens": 0}
 
 
+@pytest.mark.parametrize("extra", [{"reasoning_output_tokens": 250},
+                                   {"thoughts_tokens": 250, "tool_tokens": 0},
+                                   {"completion_tokens_details": {"reasoning_tokens": 250}}])
+def test_each_agents_reasoning_count_is_split_from_the_completion(extra):
+    """Codex, Gemini CLI and mini-swe-agent name the reasoning count apart."""
+    doc = terminus_trajectory()
+    doc["steps"][1]["metrics"]["extra"] = extra
+    (call,) = run(doc, Path("x.json"), "x.json").calls
+    assert (call.usage.output_tokens, call.usage.thinking_tokens) == (50, 250)
+
+
 def test_mini_swe_agent_step_costs_are_estimated():
     doc = terminus_trajectory()
     doc["agent"]["name"] = "mini-swe-agent"

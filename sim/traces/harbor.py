@@ -35,9 +35,11 @@ earlier versions are read the same way, noted), the cache write is
 ``metrics.extra.cache_creation_input_tokens`` (Claude Code) or
 ``cache_write_input_tokens`` (Codex) when the agent records it (else 0: a
 write is then counted in the input, noted), and ``completion_tokens`` include
-the reasoning, ``extra.reasoning_tokens`` / ``reasoning_output_tokens`` /
-``completion_tokens_details.reasoning_tokens`` (:func:`sim.traces.usage.from_total_prompt`,
-with its repairs when a count cannot include another). The uncached input and
+the reasoning, ``extra.reasoning_tokens`` / ``reasoning_output_tokens``
+(Codex) / ``thoughts_tokens`` (Gemini CLI) /
+``completion_tokens_details.reasoning_tokens`` (mini-swe-agent)
+(:func:`sim.traces.usage.from_total_prompt`, with its repairs when a count
+cannot include another). The uncached input and
 the output without reasoning are ``derived`` where a count was subtracted; a
 step without ``prompt_tokens`` has its prompt columns ``unknown``, one without
 ``completion_tokens`` its output columns; Harbor's OpenHands converter writes
@@ -363,8 +365,10 @@ class _Steps:
                 "not recorded (ATIF has no field; Claude Code and Codex put it in "
                 "metrics.extra): 0, any write counted in input_tokens")
         details = as_dict(extra.get("completion_tokens_details"))
-        reasoning = extra.get("reasoning_tokens", extra.get("reasoning_output_tokens",
-                                                            details.get("reasoning_tokens")))
+        reasoning = next((v for v in (extra.get("reasoning_tokens"),
+                                      extra.get("reasoning_output_tokens"),
+                                      extra.get("thoughts_tokens"),
+                                      details.get("reasoning_tokens")) if v is not None), None)
         counts = from_total_prompt(
             prompt if prompt is not None else 0, completion if completion is not None else 0,
             cache_read=metrics.get("cached_tokens") if prompt is not None else None,
