@@ -411,3 +411,27 @@ def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Pa
         assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
 
     check()
+
+
+def test_a_session_inside_a_harbor_trial_is_left_to_its_atif_trajectory(tmp_path: Path):
+    """TRIAL/agent/sessions/SID/events beside TRIAL/agent/trajectory.json:
+    the session is skipped as a duplicate (Harbor's trajectory is the run);
+    a completion log is a companion."""
+    agent = tmp_path / "job" / "fix__AbC" / "agent"
+    store = agent / "sessions" / "sid1" / "events"
+    store.mkdir(parents=True)
+    for event in history():
+        (store / f"{event['id']}.json").write_text(json.dumps(event))
+    (agent / "completions").mkdir()
+    (agent / "completions" / "c1.json").write_text(json.dumps(
+        {"messages": [], "response": R1, "kwargs": {}, "timestamp": 1.0, "cost": 0.01}))
+    (agent / "trajectory.json").write_text(json.dumps({
+        "schema_version": "ATIF-v1.5", "session_id": "sid1",
+        "agent": {"name": "openhands", "version": "0.62.0"},
+        "steps": [{"step_id": 1, "source": "user", "message": "Fix the bug"},
+                  {"step_id": 2, "source": "agent", "message": "Done",
+                   "metrics": {"prompt_tokens": 10, "completion_tokens": 2}}]}))
+    report = import_traces([tmp_path / "job"], tmp_path / "out")
+    assert report.runs == 1 and dict(report.runs_by_source) == {"harbor": 1}
+    assert [(s.reason, s.run) for s in report.skips] == [("duplicate run_id", "sid1")]
+    assert report.companions == [str(agent / "completions" / "c1.json")]

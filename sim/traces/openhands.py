@@ -11,8 +11,11 @@ serialisation, ``openhands/events/serialization/event.py`` ``event_to_dict``,
   file is one run, named by its file.
 - a session's **event store** (``sessions/SID/events/N.json``, one event per
   file; :class:`Collector`): one run per session, ``run_id`` its SID; the
-  store's ``event_cache/`` pages (the same events again) and its
-  ``metadata.json`` are companions.
+  store's ``event_cache/`` pages (the same events again), its
+  ``metadata.json`` and ``log_completions``' files are companions. A store
+  inside a Harbor trial (:func:`harbor_trajectory`) is skipped as a duplicate:
+  Harbor converted it into the trial's ATIF ``trajectory.json``, which is
+  imported (with the trial's verdict) as source ``harbor``.
 - an **evaluation output** (``output.jsonl``, and eval_infer's
   ``output.swebench_eval.jsonl``): one JSON line per instance with
   ``instance_id``, ``history`` (the event list), ``metrics``
@@ -103,7 +106,7 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_TRAJECTORY, TOO_DEEP, Skip, Unusable
+from sim.traces.skips import DUPLICATE, NO_TRAJECTORY, TOO_DEEP, Skip, Unusable
 from sim.traces.usage import count, from_openai, from_total_prompt, needs_apart
 
 SOURCE = "openhands"
@@ -113,8 +116,8 @@ NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
 CACHE_FOLDER = "event_cache"
 """Where a session's store keeps pages of its events (``START-END.json``)."""
 
-__all__ = ["CACHE_FOLDER", "NOT_CALLS", "SOURCE", "Collector", "detect", "rewritten", "runs",
-           "take_verdict"]
+__all__ = ["CACHE_FOLDER", "NOT_CALLS", "SOURCE", "Collector", "detect", "harbor_trajectory",
+           "rewritten", "runs", "take_verdict"]
 
 
 def detect(values: list[Any], path: Path | None = None) -> str | None:
@@ -122,7 +125,8 @@ def detect(values: list[Any], path: Path | None = None) -> str | None:
     JSON list of events or ``[action, observation]`` pairs), ``"output"``
     (evaluation output lines), ``"event"`` (one event of a session's store),
     ``"cache-page"`` (an event list in the store's ``event_cache/``),
-    ``"metadata"`` (a session's ``metadata.json``), or None."""
+    ``"metadata"`` (a session's ``metadata.json``, or a completion that
+    ``log_completions`` wrote: the same call as an event's), or None."""
     if len(values) == 1 and isinstance(values[0], list) and values[0]:
         events = _flatten(values[0])
         if events is not None and all(_is_event(e) for e in events):
@@ -131,8 +135,9 @@ def detect(values: list[Any], path: Path | None = None) -> str | None:
         return None
     if len(values) == 1 and _is_event(values[0]) and "id" in values[0]:
         return "event"
-    if len(values) == 1 and isinstance(values[0], dict) \
-            and {"conversation_id", "selected_repository"} <= values[0].keys():
+    if len(values) == 1 and isinstance(values[0], dict) and (
+            {"conversation_id", "selected_repository"} <= values[0].keys()
+            or {"messages", "response", "kwargs", "timestamp", "cost"} <= values[0].keys()):
         return "metadata"
     if values and all(isinstance(v, dict) and "instance_id" in v and "history" in v
                       and ("metrics" in v or "test_result" in v) for v in values):
@@ -198,6 +203,11 @@ class Collector:
             events = [self.sessions[folder][k] for k in sorted(self.sessions[folder])]
             file = self.files[folder]
             session = folder.parent.name if folder.name == "events" else folder.name
+            atif = harbor_trajectory(folder)
+            if atif is not None:
+                yield Skip(file, DUPLICATE, f"the session of Harbor's trajectory {atif}, "
+                                            "imported from there", session)
+                continue
             try:
                 yield _read(partial(_run, session, file, None, events, {}))
             except Unusable as problem:
@@ -205,6 +215,16 @@ class Collector:
             except RecursionError:
                 yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads",
                            session)
+
+
+def harbor_trajectory(events: Path) -> Path | None:
+    """The ATIF trajectory Harbor converted a session's store into, when the
+    store lies in a Harbor trial (``TRIAL/agent/sessions/SID/events``, beside
+    ``TRIAL/agent/trajectory.json``): the same run, read as source ``harbor``."""
+    agent = events.parent.parent.parent
+    path = agent / "trajectory.json"
+    inside = events.name == "events" and events.parent.parent.name == "sessions"
+    return path if inside and agent.name == "agent" and path.is_file() else None
 
 
 def _scalar(value: Any) -> bool:
