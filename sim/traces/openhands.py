@@ -348,8 +348,8 @@ class _Stream:
         call = self.by_response.get(rid) if rid is not None else None
         if call is None:
             call = self._call(event, action, response, rid, moment)
-        if meta:
-            wanted = str(meta.get("tool_call_id"))
+        if meta.get("tool_call_id") is not None:
+            wanted = str(meta["tool_call_id"])
             tool = next((t for t in call.tool_calls if t.id == wanted), None)
             if tool is None:
                 tool = ToolCallRecord(name=str(meta.get("function_name")), id=wanted,
@@ -405,7 +405,8 @@ class _Stream:
             self.state = None if state is None else str(state)
             return
         meta = as_dict(event.get("tool_call_metadata"))
-        answered = self.by_tool_id.pop(str(meta.get("tool_call_id")), None) if meta else None
+        answered = None if meta.get("tool_call_id") is None else \
+            self.by_tool_id.pop(str(meta["tool_call_id"]), None)
         if answered is None and _scalar(event.get("cause")):
             answered = self.by_event.pop(event["cause"], None)
         text = content_text(event.get("content"))
