@@ -388,3 +388,27 @@ def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Pa
         assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
 
     check()
+
+
+def test_the_claude_code_session_harbor_converted_is_skipped_as_its_duplicate(tmp_path):
+    """Harbor keeps Claude Code's own transcript under TRIAL/agent/sessions/;
+    it is the run of TRIAL/agent/trajectory.json, so importing the job reads
+    the run once (source harbor, with its verdict) and skips the transcript."""
+    lay_out(tmp_path, "hello__AbC12", claude_trajectory(), trial_result("hello", 1.0))
+    sessions = tmp_path / "job" / "hello__AbC12" / "agent" / "sessions" / "projects" / "-app"
+    sessions.mkdir(parents=True)
+    lines = [
+        {"type": "user", "sessionId": "cc1", "uuid": "u1", "parentUuid": None,
+         "timestamp": T + "1Z", "message": {"role": "user", "content": "Create hello.txt"}},
+        {"type": "assistant", "sessionId": "cc1", "uuid": "a1", "parentUuid": "u1",
+         "timestamp": T + "3Z", "message": {
+             "id": "msg_1", "type": "message", "role": "assistant",
+             "model": "claude-sonnet-4-5-20250929", "stop_reason": "end_turn",
+             "content": [{"type": "text", "text": "Done"}],
+             "usage": {"input_tokens": 500, "cache_read_input_tokens": 3000,
+                       "cache_creation_input_tokens": 1500, "output_tokens": 120}}}]
+    (sessions / "cc1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    report = import_traces([tmp_path / "job"], tmp_path / "out")
+    assert report.runs == 1 and dict(report.runs_by_source) == {"harbor": 1}
+    assert [s.reason for s in report.skips] == ["duplicate run_id"]
+    assert "hello__AbC12/agent/trajectory.json" in report.skips[0].detail

@@ -415,8 +415,8 @@ def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Pa
 
 def test_a_session_inside_a_harbor_trial_is_left_to_its_atif_trajectory(tmp_path: Path):
     """TRIAL/agent/sessions/SID/events beside TRIAL/agent/trajectory.json:
-    the session is skipped as a duplicate (Harbor's trajectory is the run);
-    a completion log is a companion."""
+    the session is skipped as a duplicate (Harbor's trajectory is the run:
+    sim.traces.harbor.converted); a completion log is a companion."""
     agent = tmp_path / "job" / "fix__AbC" / "agent"
     store = agent / "sessions" / "sid1" / "events"
     store.mkdir(parents=True)

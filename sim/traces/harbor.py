@@ -9,6 +9,9 @@ Trajectory Interchange Format (RFC 0001; the pydantic models of
 beside ``TRIAL/result.json`` (its ``TrialResult``) and
 ``TRIAL/verifier/reward.txt``; the trial's and the job's ``result.json``,
 ``config.json`` and ``lock.json`` are recognised too and read as companions.
+The agent's own logs that Harbor converted (Claude Code's or OpenHands'
+sessions under ``TRIAL/agent/``) hold the same run: the importer skips a run
+read from them as a duplicate (:func:`converted`).
 
 One trajectory file is one run: ``run_id`` is the trial folder's name when the
 file is ``TRIAL/agent/trajectory.json`` (``TRIAL/STEM`` for another file there:
@@ -101,7 +104,7 @@ from sim.traces.sources import read_json, read_text
 from sim.traces.usage import count, from_total_prompt, needs_apart
 
 SOURCE = "harbor"
-__all__ = ["SOURCE", "detect", "run", "trial_folder"]
+__all__ = ["SOURCE", "converted", "detect", "run", "trial_folder"]
 
 PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
 OUTPUT_COLUMNS = ("output_tokens", "reasoning_tokens")
@@ -129,6 +132,21 @@ def detect(doc: Any) -> str | None:
             or {"n_concurrent_trials", "trials"} <= doc.keys():
         return "config"
     return None
+
+
+def converted(file: str) -> Path | None:
+    """The ATIF trajectory Harbor wrote for the agent run that ``file``, a
+    file of another format, belongs to: a file under a trial's ``agent/``
+    folder (the agent's own logs Harbor converts: Claude Code's and
+    OpenHands' ``sessions/``) beside ``agent/trajectory.json``. The importer
+    skips such a run as a duplicate of the ATIF one, which has the trial's
+    verdict; None elsewhere."""
+    path = Path(file)
+    agent = next((p for p in path.parents if p.name == "agent"), None)
+    if agent is None:
+        return None
+    trajectory = agent / "trajectory.json"
+    return trajectory if trajectory != path and trajectory.is_file() else None
 
 
 def trial_folder(path: Path) -> Path | None:

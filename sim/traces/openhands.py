@@ -12,10 +12,9 @@ serialisation, ``openhands/events/serialization/event.py`` ``event_to_dict``,
 - a session's **event store** (``sessions/SID/events/N.json``, one event per
   file; :class:`Collector`): one run per session, ``run_id`` its SID; the
   store's ``event_cache/`` pages (the same events again), its
-  ``metadata.json`` and ``log_completions``' files are companions. A store
-  inside a Harbor trial (:func:`harbor_trajectory`) is skipped as a duplicate:
-  Harbor converted it into the trial's ATIF ``trajectory.json``, which is
-  imported (with the trial's verdict) as source ``harbor``.
+  ``metadata.json`` and ``log_completions``' files are companions. (A store
+  inside a Harbor trial is the run of the trial's ATIF trajectory:
+  :func:`sim.traces.harbor.converted`.)
 - an **evaluation output** (``output.jsonl``, and eval_infer's
   ``output.swebench_eval.jsonl``): one JSON line per instance with
   ``instance_id``, ``history`` (the event list), ``metrics``
@@ -106,7 +105,7 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import DUPLICATE, NO_TRAJECTORY, TOO_DEEP, Skip, Unusable
+from sim.traces.skips import NO_TRAJECTORY, TOO_DEEP, Skip, Unusable
 from sim.traces.usage import count, from_openai, from_total_prompt, needs_apart
 
 SOURCE = "openhands"
@@ -116,8 +115,8 @@ NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
 CACHE_FOLDER = "event_cache"
 """Where a session's store keeps pages of its events (``START-END.json``)."""
 
-__all__ = ["CACHE_FOLDER", "NOT_CALLS", "SOURCE", "Collector", "detect", "harbor_trajectory",
-           "rewritten", "runs", "take_verdict"]
+__all__ = ["CACHE_FOLDER", "NOT_CALLS", "SOURCE", "Collector", "detect", "rewritten", "runs",
+           "take_verdict"]
 
 
 def detect(values: list[Any], path: Path | None = None) -> str | None:
@@ -203,11 +202,6 @@ class Collector:
             events = [self.sessions[folder][k] for k in sorted(self.sessions[folder])]
             file = self.files[folder]
             session = folder.parent.name if folder.name == "events" else folder.name
-            atif = harbor_trajectory(folder)
-            if atif is not None:
-                yield Skip(file, DUPLICATE, f"the session of Harbor's trajectory {atif}, "
-                                            "imported from there", session)
-                continue
             try:
                 yield _read(partial(_run, session, file, None, events, {}))
             except Unusable as problem:
@@ -215,16 +209,6 @@ class Collector:
             except RecursionError:
                 yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads",
                            session)
-
-
-def harbor_trajectory(events: Path) -> Path | None:
-    """The ATIF trajectory Harbor converted a session's store into, when the
-    store lies in a Harbor trial (``TRIAL/agent/sessions/SID/events``, beside
-    ``TRIAL/agent/trajectory.json``): the same run, read as source ``harbor``."""
-    agent = events.parent.parent.parent
-    path = agent / "trajectory.json"
-    inside = events.name == "events" and events.parent.parent.name == "sessions"
-    return path if inside and agent.name == "agent" and path.is_file() else None
 
 
 def _scalar(value: Any) -> bool:
