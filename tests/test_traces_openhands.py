@@ -271,6 +271,28 @@ def test_the_older_history_of_action_observation_pairs_reads_as_the_same_events(
     assert [len(c.tool_calls) for c in paired.calls] == [2, 0, 1]
 
 
+def test_a_delegates_calls_are_marked_with_its_agent_name():
+    """A delegate action (a call of the run's agent), the delegate's own
+    message, its result, then the run's finish: the middle call is
+    BrowsingAgent's."""
+    events = [
+        {"id": 1, "timestamp": T0 + "1", "source": "user", "action": "message",
+         "args": {"content": "Find the docs"}},
+        {"id": 2, "timestamp": T0 + "2", "source": "agent", "action": "delegate",
+         "args": {"agent": "BrowsingAgent", "inputs": {"task": "docs"}, "thought": ""}},
+        {"id": 3, "timestamp": T0 + "3", "source": "agent", "action": "message",
+         "args": {"content": "Found them"}},
+        {"id": 4, "timestamp": T0 + "4", "source": "agent", "cause": 2,
+         "observation": "delegate", "content": "Found them", "extras": {"outputs": {}}},
+        {"id": 5, "timestamp": T0 + "5", "source": "agent", "action": "finish",
+         "args": {"final_thought": "done"}},
+    ]
+    record = only_run([events])
+    assert [c.agent for c in record.calls] == [None, "BrowsingAgent", None]
+    assert record.calls[0].tool_calls[0].name == "delegate"
+    assert record.calls[0].tool_calls[0].result_tokens == 3  # "Found them"
+
+
 def test_a_failed_command_and_an_error_observation_are_tool_errors():
     events = history()
     events[5] = dict(events[5], success=False,

@@ -64,7 +64,10 @@ by ``cause`` (the action's event ``id``): the result is the observation's
 is false, or when its command's ``extras.metadata.exit_code`` is neither 0 nor
 -1 (unknown); the tool's duration from its action to its observation. A
 user's ``message`` after a call, and an ``error`` observation answering no
-tool, are the call's ``observation_tokens``.
+tool, are the call's ``observation_tokens``. The calls between a
+``delegate`` action and its ``delegate`` observation are the delegated
+agent's (the history holds its events too): ``agent`` is its name (the
+action's ``args.agent``).
 
 Run fields: ``cost_usd`` the ``accumulated_cost``; ``exit`` the last
 ``agent_state_changed`` state (``finished``, ``error``, ``stopped``...)
@@ -302,6 +305,7 @@ class _Stream:
         self.previous: datetime | None = None
         self.state: str | None = None
         self.condensed = False  # a condenser ran: its model calls are in token_usages too
+        self.delegates: list[str] = []  # the agents delegated to and not yet back, innermost last
         self.latencies = {str(r.get("response_id")): number_or_none(r.get("latency"))
                           for r in as_list(metrics.get("response_latencies"))
                           if isinstance(r, dict)}
@@ -319,6 +323,8 @@ class _Stream:
             self.condensed |= action in ("condensation", "condensation_request")
             if source == "agent" and isinstance(action, str) and action not in NOT_CALLS:
                 self._action(event, str(action), moment)
+                if action == "delegate":
+                    self.delegates.append(str(as_dict(event.get("args")).get("agent")))
             elif source == "user" and action == "message" and self.calls:
                 self.texts[-1].append(content_text(as_dict(event.get("args")).get("content")))
         elif "observation" in event:
@@ -373,7 +379,8 @@ class _Stream:
             started_s=seconds(self.previous, self.start),
             latency_s=latency if latency is not None else seconds(moment, self.previous),
             text_tokens=approx_tokens(text), text_sha256=sha256_text(text),
-            tool_calls=tools, provenance=provenance)
+            tool_calls=tools, provenance=provenance,
+            agent=self.delegates[-1] if self.delegates else None)
         self.calls.append(call)
         self.texts.append([])
         self.responses.append(rid)
@@ -384,6 +391,8 @@ class _Stream:
     def _observation(self, event: dict, moment: datetime | None) -> None:
         kind = event.get("observation")
         extras = as_dict(event.get("extras"))
+        if kind == "delegate" and self.delegates:  # the delegate is done
+            self.delegates.pop()
         if kind == "agent_state_changed":
             state = extras.get("agent_state")
             self.state = None if state is None else str(state)
