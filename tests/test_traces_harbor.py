@@ -172,12 +172,18 @@ def test_the_trial_result_gives_task_verdict_times_and_exit(tmp_path: Path):
     assert record.started_at is not None and record.started_at.minute == 29
 
 
-def test_without_a_result_json_the_verdict_comes_from_reward_txt(tmp_path: Path):
+def test_without_a_result_json_the_verdict_comes_from_reward_txt_or_json(tmp_path: Path):
     doc = claude_trajectory()
     passed = run(doc, lay_out(tmp_path, "a__1", doc, reward_txt="1\n"), "a")
     failed = run(doc, lay_out(tmp_path, "b__2", doc, reward_txt="0"), "b")
     unknown = run(doc, lay_out(tmp_path, "c__3", doc), "c")
+    json_path = lay_out(tmp_path, "d__4", doc)
+    (json_path.parent.parent / "verifier").mkdir()
+    (json_path.parent.parent / "verifier" / "reward.json").write_text('{"reward": 1}')
+    from_json = run(doc, json_path, "d")
     assert (passed.resolved, failed.resolved, unknown.resolved) == (True, False, None)
+    assert from_json.resolved is True
+    assert detect({"reward": 1, "partial": 0.5}) == "reward"
     assert passed.duration_s == 8.0  # the steps' first and last timestamps
 
 

@@ -8,7 +8,8 @@ Trajectory Interchange Format (RFC 0001; the pydantic models of
 ``schema_version``. Harbor lays a trial out as ``TRIAL/agent/trajectory.json``
 beside ``TRIAL/result.json`` (its ``TrialResult``) and
 ``TRIAL/verifier/reward.txt``; the trial's and the job's ``result.json``,
-``config.json`` and ``lock.json`` are recognised too and read as companions.
+``config.json`` and ``lock.json`` and the verifier's ``reward.json`` are
+recognised too and read as companions.
 The agent's own logs that Harbor converted (Claude Code's or OpenHands'
 sessions under ``TRIAL/agent/``) hold the same run: the importer skips a run
 read from them as a duplicate (:func:`converted`).
@@ -67,7 +68,8 @@ Run fields from the trajectory and the trial's ``result.json``: ``task_id``
 the ``task_name``; ``model`` the agent's ``model_name``; ``cost_usd``
 ``final_metrics.total_cost_usd`` (else ``agent_result.cost_usd``); ``exit``
 the ``exception_info.exception_type`` of a trial that raised; ``resolved``
-when the verifier's ``rewards.reward`` (else ``verifier/reward.txt``) is 1;
+when the verifier's ``rewards.reward`` (else ``verifier/reward.txt``, else
+``verifier/reward.json``'s ``reward``) is 1;
 the start and duration from the result's ``started_at``/``finished_at``, else
 from the steps' timestamps.
 """
@@ -117,7 +119,8 @@ MAX_SIDE_FILE = 1 << 20
 
 def detect(doc: Any) -> str | None:
     """``"trajectory"`` (ATIF), ``"trial-result"``, ``"job-result"``,
-    ``"config"`` (a trial's or job's ``config.json`` or ``lock.json``) or None."""
+    ``"config"`` (a trial's or job's ``config.json`` or ``lock.json``),
+    ``"reward"`` (a verifier's ``reward.json``: numbers by name) or None."""
     if not isinstance(doc, dict):
         return None
     version = doc.get("schema_version")
@@ -131,6 +134,9 @@ def detect(doc: Any) -> str | None:
     if ("timeout_multiplier" in doc and ({"agent", "agents", "job_name"} & doc.keys())) \
             or {"n_concurrent_trials", "trials"} <= doc.keys():
         return "config"
+    if "reward" in doc and all(isinstance(v, int | float) and not isinstance(v, bool)
+                               for v in doc.values()):
+        return "reward"
     return None
 
 
@@ -225,7 +231,8 @@ def _side_json(path: Path) -> dict:
 
 def _resolved(result: dict, trial: Path | None) -> bool | None:
     """Whether the verifier's reward is 1: ``result.json``'s
-    ``verifier_result.rewards.reward``, else ``verifier/reward.txt``."""
+    ``verifier_result.rewards.reward``, else ``verifier/reward.txt``, else
+    ``verifier/reward.json``'s ``reward``."""
     reward = finite_or_none(as_dict(as_dict(result.get("verifier_result")).get("rewards"))
                             .get("reward"))
     if reward is None and trial is not None:
@@ -235,6 +242,8 @@ def _resolved(result: dict, trial: Path | None) -> bool | None:
                 reward = finite_or_none(read_text(text_path, MAX_SIDE_FILE).strip())
         except (Unusable, OSError):
             reward = None
+        if reward is None:
+            reward = finite_or_none(_side_json(trial / "verifier" / "reward.json").get("reward"))
     return None if reward is None else reward == 1.0
 
 
