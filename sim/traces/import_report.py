@@ -134,7 +134,8 @@ class ImportReport:
                        f"(runs kept): {parts}")
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
-                       "mini-swe-agent predictions, Claude Code subagent metadata)")
+                       "mini-swe-agent predictions, Claude Code subagent metadata, Harbor "
+                       "results and configs, OpenHands event caches and evaluated copies)")
         if self.merged:
             out.append(f"merged {len(self.merged)} files into runs named by other files "
                        "(their steps or spans belong to traces begun elsewhere)")

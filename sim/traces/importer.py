@@ -22,6 +22,12 @@ format              recognised by
                     run-level usage only
 ``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``;
                     Phoenix's spans dataframe (Parquet, JSON Lines) and REST list
+``openhands``       OpenHands event lists (``source`` + ``action``/``observation``),
+                    a session's event store (one event per file, gathered) and
+                    evaluation ``output.jsonl`` lines (``instance_id``, ``history``)
+``harbor``          Harbor ATIF trajectories (``schema_version`` ``ATIF-v1.*``);
+                    a trial's or job's ``result.json``, ``config.json`` and
+                    ``lock.json`` as companions
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
                     what ``python -m sim run --traces`` writes
@@ -54,10 +60,12 @@ from typing import Any
 from sim.bad_input import InputError
 from sim.traces import (
     claude_code,
+    harbor,
     inspect_log,
     langfuse,
     langsmith,
     miniswe,
+    openhands,
     openinference,
     otel,
     otel_console,
@@ -148,10 +156,19 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     reports = miniswe.Reports()
     trajectories: list[tuple[dict, Path, str, str | None]] = []
     first_file: dict[str, str] = {}
+    openhands_rows: dict[str, dict] = {}
 
     def accept(record: RunRecord | Skip) -> None:
         if isinstance(record, Skip):
             report.skips.append(record)
+        elif record.run_id in openhands_rows and openhands.rewritten(
+                openhands_rows[record.run_id], record):  # eval_infer's copy, with a verdict
+            openhands.take_verdict(openhands_rows[record.run_id], record)
+            if record.file not in report.companions:
+                report.companions.append(record.file)
+        elif record.source != harbor.SOURCE and (atif := harbor.converted(record.file)):
+            report.skips.append(Skip(record.file, DUPLICATE, f"the agent run of Harbor's "
+                                     f"{atif}, imported from there", record.run_id))
         elif writer.has(record.run_id):
             report.skips.append(Skip(record.file, DUPLICATE, "already imported from "
                                      f"{first_file[record.run_id]}", record.run_id))
@@ -169,6 +186,8 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
             report.run_files[record.file] = report.run_files.get(record.file, 0) + 1
             if record.source == miniswe.SOURCE and record.resolved is None:
                 trajectories.append((row, *_instance(record)))
+            elif record.source == openhands.SOURCE:
+                openhands_rows[record.run_id] = row
 
     alone = scheduler if len(items) == 1 else None  # a single folder: read on the workers
     bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
@@ -289,6 +308,7 @@ class Gathered:
     claude: claude_code.Collector = field(default_factory=claude_code.Collector)
     langfuse: langfuse.Collector = field(default_factory=langfuse.Collector)
     langsmith: langsmith.Collector = field(default_factory=langsmith.Collector)
+    openhands: openhands.Collector = field(default_factory=openhands.Collector)
     spans: list[spantree.Gatherer] = field(default_factory=lambda: [
         spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
                                        otel_legacy.DIALECT)])
@@ -317,12 +337,14 @@ class Gathered:
     def count(self) -> int:
         """How many sessions, traces, steps and spans were gathered."""
         return (len(self.claude.sessions) + len(self.langfuse.traces)
-                + len(self.langsmith.steps) + sum(len(g.spans.spans) for g in self.spans))
+                + len(self.langsmith.steps) + len(self.openhands.sessions)
+                + sum(len(g.spans.spans) for g in self.spans))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
         yield from self.claude.runs()
         yield from self.langfuse.runs()
         yield from self.langsmith.runs()
+        yield from self.openhands.runs()
         for gatherer in self.spans:
             yield from gatherer.runs()
 
@@ -343,6 +365,17 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from _read_other(item, file, kind, report)
         return
     values = read_json(item.path)
+    shape = openhands.detect(values, item.path)
+    if shape == "event":  # one event of a session's store, gathered by session
+        gathered.openhands.add(values[0], item.path, file)
+        report.gathered.append(file)
+        return
+    if shape in ("cache-page", "metadata"):  # the store's pages repeat its events
+        report.companions.append(file)
+        return
+    if shape is not None:  # a trajectory, or evaluation output lines
+        yield from openhands.runs(values, file)
+        return
     if _gather(values, file, gathered, collector):
         report.gathered.append(file)
         return
@@ -403,13 +436,17 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
                    ) -> Iterator[RunRecord | Skip]:
     """The runs of one JSON document, by its format."""
     shape = miniswe.detect(doc)
+    atif = harbor.detect(doc)
     if tau2.detect(doc):
         yield from tau2.runs(doc, file)
     elif shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
     elif sweagent.detect(doc):
         yield sweagent.run(doc, item.path, file)
-    elif claude_code.detect_meta(doc) or shape == "predictions":
+    elif atif == "trajectory":
+        yield harbor.run(doc, item.path, file)
+    elif atif is not None or claude_code.detect_meta(doc) or shape == "predictions":
+        # Harbor's trial and job files are read beside their trajectories
         report.companions.append(file)
     elif shape == "report":
         reports.add(doc, item.path)
