@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -34,7 +35,7 @@ from sim.harness import (
     VerifierParams,
     Wait,
 )
-from sim.harness.budgets import refuse_duration, refuse_model_call, worst_case_cost
+from sim.harness.budgets import Limits, worst_case_cost
 
 BUDGET_OF = {"steps": "steps", "tokens": "tokens", "output_tokens": "output_tokens",
              "money": "money_usd", "active_time": "active_s", "wall_time": "wall_s"}
@@ -275,10 +276,16 @@ def test_a_retry_on_the_fallback_model_is_priced_at_fallback_prices() -> None:
     assert [r.model for r in run.of(ModelRequest)] == [params.model]
 
 
-def test_budget_helpers_return_none_when_unlimited(params, state) -> None:
-    """With no budgets set, no call is ever refused."""
-    assert refuse_model_call(params, state, 10**9, 10**6, params.prices) is None
-    assert refuse_duration(params, state, 10**9) is None
+def test_limits_refuse_nothing_when_unlimited(params, state) -> None:
+    """With no budgets set, no call, wait or retry is ever refused."""
+    limits = Limits(params)
+    state.retries = state.tool_errors = state.turns = 10**9
+    limits.check_before_step(state)
+    limits.check_before_model_call(state, 10**9, 10**6)
+    limits.check_duration(state, 10**9)
+    limits.check_usage(state)
+    assert limits.may_retry(state)
+    assert limits.time_left(state) == math.inf and limits.wall_left(state) is None
 
 
 def test_worst_case_cost_bounds_every_split_of_the_prompt() -> None:
