@@ -145,10 +145,7 @@ def answered(run: Run, request: ModelRequest, answer: Result
                                            request.max_output_tokens)
     tries: _Tries | None = None
     while True:
-        if run.limits.timed and not (type(answer) is ModelResponse
-                                     and type(answer.latency_s) is float
-                                     and answer.latency_s <= run.limits.model_timeout_s):
-            # a reply after the model timeout is a timeout: no budget overshot
+        if run.limits.timed:  # a reply after the model timeout is a timeout: no budget overshot
             answer = timed_out_reply(run.params, answer)
         result = receive(request, answer)
         state.active_s += result.latency_s

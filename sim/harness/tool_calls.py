@@ -173,10 +173,7 @@ def _tries(run: Run, call: ToolUseBlock, spec: ToolSpec, blocks: list[Block],
     params, state = run.params, run.state
     attempt = 0
     while True:
-        if run.limits.timed and not (type(answer) is ToolResult
-                                     and type(answer.duration_s) is float
-                                     and answer.duration_s <= spec.timeout_s):
-            # a result after the tool's timeout is a timeout: no budget overshot
+        if run.limits.timed:  # a result after the tool's timeout is a timeout
             answer = _timed_out_tool(spec, call, answer)
         result = receive(request, answer)
         state.active_s += result.duration_s
