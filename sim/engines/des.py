@@ -41,7 +41,7 @@ with the same random streams.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import replace
 from typing import Any
 
@@ -60,8 +60,9 @@ from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.slots import SlotPool
 from sim.engines.tenant_budget import TenantLedger
+from sim.harness.params import HarnessParams
 from sim.task_record import TaskRecord
-from sim.world.streams import StreamPool
+from sim.world.streams import Draws, StreamPool
 
 __all__ = ["Arrival", "DesEngine", "DesResult", "arrival_schedule"]
 
@@ -141,7 +142,7 @@ class DesEngine:
         """Start the arrivals' process (first, at time 0)."""
         self.env.process(self._arrivals())
 
-    def _arrivals(self):
+    def _arrivals(self) -> Generator[simpy.Event, None, None]:
         """Each task's process, started as it arrives (in arrival order)."""
         env, runs = self.env, self.runs
         for arrival in self.arrivals:
@@ -149,7 +150,9 @@ class DesEngine:
                 yield env.timeout(arrival.time_s - env.now)
             runs[arrival.index] = TaskRun(self, arrival)
 
-    def _operate(self):
+    def _operate(self) -> Generator[simpy.Event, None, None]:
+        """The operators' actions, each at its time (in time order): pause or
+        resume a scope, or cancel the tasks in it (an interrupt each)."""
         env = self.env
         for op in sorted(self.des.operations, key=lambda o: o.at_s):
             if op.at_s > env.now:
@@ -178,13 +181,17 @@ class DesEngine:
                 for kind, how in EFFECTS.items()}
         return plan
 
-    def extended(self, round_: int):
+    def extended(self, round_: int) -> HarnessParams:
+        """The harness parameters of a run's round ``round_`` (0: the cell's;
+        each human resumption multiplies the budgets by the scenario's
+        ``des.resume.budget_factor``)."""
         while len(self.params_by_round) <= round_:
             base = self.params_by_round[-1]
             factor = self.des.resume.budget_factor
             self.params_by_round.append(replace(base, budgets=base.budgets.scaled(factor)))
         return self.params_by_round[round_]
 
-    def human_delay(self, draws) -> float:
+    def human_delay(self, draws: Draws) -> float:
+        """Seconds until a human resumes a stopped run, drawn from ``draws``."""
         return self.des.resume.delay.sample(draws)
 

@@ -50,7 +50,7 @@ from sim.harness.state import (
     resume,
 )
 from sim.task_record import make_record
-from sim.world.streams import OPERATIONS
+from sim.world.streams import OPERATIONS, Draws
 from sim.world.task import SimulatedTask
 
 if TYPE_CHECKING:
@@ -316,8 +316,8 @@ class TaskRun:
                 elapsed = 0.0 if self.mode == PARK else now - began
                 result, effect = EFFECTS[kind].cancelled(elapsed), None
 
-    def end(self, state: HarnessState, task: SimulatedTask, streams: Any, now: float,
-            start_s: float | None, waits: list[float], resumptions: int) -> None:
+    def end(self, state: HarnessState, task: SimulatedTask, streams: tuple[Draws, ...],
+            now: float, start_s: float | None, waits: list[float], resumptions: int) -> None:
         """Leave the system at ``now`` and write the task's record."""
         engine, arrival = self.engine, self.arrival
         engine.series["tasks_in_system"].record((now, -1))
