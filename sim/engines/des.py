@@ -2,10 +2,8 @@
 with arrivals, shared capacity, rate limits, approvals, operator controls and
 human resumption.
 
-Each task is a state machine driven by the callbacks of the SimPy events it
-waits for (:class:`~sim.engines.des_task.TaskRun`; no process per task), on a
-SimPy environment with a cheaper run loop
-(:class:`~sim.engines.des_clock.Clock`). It
+Each task is a SimPy process (:class:`~sim.engines.des_task.TaskRun`) on a
+plain :class:`simpy.Environment`, run with its public API only. It
 waits for its tenant's concurrency cap and a sandbox (held for the task's
 life), then drives the harness generator: a model
 call queues for a model slot, passes the provider's rate limits (or gets a 429
@@ -20,8 +18,9 @@ for an operator's resume (a paused task parks at its next step boundary),
 for a human to resume a stopped run, and for a sandbox again after that; so
 for every task not cancelled by an operator, end - start equals the
 harness's active plus parked time. An operator's cancel interrupts the task
-wherever it is: an in-flight call is aborted and answered as cancelled after
-the seconds it had run, and the harness ends the run without paying for it.
+(:meth:`simpy.Process.interrupt`) wherever it is: an in-flight call is
+aborted and answered as cancelled after the seconds it had run, and the
+harness ends the run without paying for it.
 
 The engine never writes the harness's state: it reports parked time with
 :func:`~sim.harness.state.park`, cancels a running loop with
@@ -42,18 +41,17 @@ with the same random streams.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import replace
 from typing import Any
 
-from simpy.events import NORMAL, Event
+import simpy
 
 from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
-from sim.engines.des_clock import Clock
 from sim.engines.des_params import DesParams
 from sim.engines.des_result import DesResult
-from sim.engines.des_task import TaskRun, at_once
+from sim.engines.des_task import TaskRun
 from sim.engines.direct import Tracer
 from sim.engines.gateway import ModelGateway
 from sim.engines.gc_paused import gc_paused
@@ -62,8 +60,9 @@ from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.slots import SlotPool
 from sim.engines.tenant_budget import TenantLedger
+from sim.harness.params import HarnessParams
 from sim.task_record import TaskRecord
-from sim.world.streams import StreamPool
+from sim.world.streams import Draws, StreamPool
 
 __all__ = ["Arrival", "DesEngine", "DesResult", "arrival_schedule"]
 
@@ -78,7 +77,7 @@ class DesEngine:
         self.on_task_end = on_task_end  # called as each task ends (progress)
         self.des = des
         self.arrivals = arrivals
-        self.env = Clock()
+        self.env = simpy.Environment()
         cap = des.capacity
         # without operators, the pools leave out the events that change nothing
         elide = not des.operations
@@ -125,7 +124,7 @@ class DesEngine:
         # without a tracer), and its passes over the tasks alive at once took
         # about 6% of a task's instructions
         with gc_paused():
-            self.env.run_all()
+            self.env.run()
         records = [r for r in self.records if r is not None]
         if len(records) < len(self.records):  # pragma: no cover - a bug, never silently dropped
             first = self.records.index(None)
@@ -140,40 +139,20 @@ class DesEngine:
                          {name: ledger.summary() for name, ledger in self.ledgers.items()})
 
     def _start_arrivals(self) -> None:
-        """Start arriving (a process started first, at time 0)."""
-        self._next = 0  # the next arrival to start
-        self.env.process(at_once(self._arrive))
+        """Start the arrivals' process (first, at time 0)."""
+        self.env.process(self._arrivals())
 
-    def _arrive(self, due: Event | None = None) -> None:
-        """Start the tasks arriving now and schedule the next arrival, as a
-        process that waited for each arrival with ``env.timeout`` did. Called
-        at time 0 (``due`` None: only tasks due then start) and by the
-        timeout of each later arrival (``due``: that arrival starts). A lone
-        arrival starts in this callback: that process would start it in a
-        process of its own, processed next (urgent), with the same events
-        pending; tasks arriving together each start in a process of their
-        own, in order, as there."""
-        env, arrivals = self.env, self.arrivals
-        now, first = env.now, self._next
-        last = first + 1 if due is not None else first
-        while last < len(arrivals) and not arrivals[last].time_s > now:
-            last += 1
-        self._next = last
-        if last < len(arrivals):
-            delay = arrivals[last].time_s - now
-            if due is None:
-                env.timeout(delay).callbacks.append(self._arrive)  # type: ignore[union-attr]
-            else:  # the timeout just processed, scheduled again (as env.timeout would be)
-                due.callbacks = [self._arrive]
-                env.schedule(due, NORMAL, delay)
-        for arrival in arrivals[first:last]:
-            run = self.runs[arrival.index] = TaskRun(self, arrival)
-            if last - first == 1:
-                run.start()
-            else:
-                env.process(at_once(run.start))
+    def _arrivals(self) -> Generator[simpy.Event, None, None]:
+        """Each task's process, started as it arrives (in arrival order)."""
+        env, runs = self.env, self.runs
+        for arrival in self.arrivals:
+            if arrival.time_s > env.now:
+                yield env.timeout(arrival.time_s - env.now)
+            runs[arrival.index] = TaskRun(self, arrival)
 
-    def _operate(self):
+    def _operate(self) -> Generator[simpy.Event, None, None]:
+        """The operators' actions, each at its time (in time order): pause or
+        resume a scope, or cancel the tasks in it (an interrupt each)."""
         env = self.env
         for op in sorted(self.des.operations, key=lambda o: o.at_s):
             if op.at_s > env.now:
@@ -186,10 +165,10 @@ class DesEngine:
                 self.resumed = env.event()
             else:
                 for index, run in list(self.runs.items()):
-                    if run.alive and op.scope in self.arrivals[index].scopes:
-                        env.process(at_once(run.cancel))
+                    if op.scope in self.arrivals[index].scopes:
+                        run.cancel()
 
-    def _plan(self, answerer: type) -> dict[type, tuple[Any, Any, Series | None]]:
+    def plan(self, answerer: type) -> dict[type, tuple[Any, Any, Series | None]]:
         """Effect type -> (the function answering it, the seconds it takes,
         the series counting it or None) for tasks of class ``answerer``: the
         dispatch table (:data:`sim.engines.perform.EFFECTS`) read once."""
@@ -202,13 +181,17 @@ class DesEngine:
                 for kind, how in EFFECTS.items()}
         return plan
 
-    def _extended(self, round_: int):
+    def extended(self, round_: int) -> HarnessParams:
+        """The harness parameters of a run's round ``round_`` (0: the cell's;
+        each human resumption multiplies the budgets by the scenario's
+        ``des.resume.budget_factor``)."""
         while len(self.params_by_round) <= round_:
             base = self.params_by_round[-1]
             factor = self.des.resume.budget_factor
             self.params_by_round.append(replace(base, budgets=base.budgets.scaled(factor)))
         return self.params_by_round[round_]
 
-    def _human_delay(self, draws) -> float:
+    def human_delay(self, draws: Draws) -> float:
+        """Seconds until a human resumes a stopped run, drawn from ``draws``."""
         return self.des.resume.delay.sample(draws)
 
