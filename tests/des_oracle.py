@@ -2,7 +2,7 @@
 ``_drive`` -> ``_acquire``/``_held``/``_park``, with ``yield from``, a
 ``try``/``finally`` per wait), operator cancels as
 :meth:`simpy.Process.interrupt`, a new timeout for each wait. A test oracle:
-the engine's process (:mod:`sim.engines.des_task`, one flat generator whose
+the engine's process (:class:`sim.engines.des.TaskRun`, one flat generator whose
 waits are undone in one place) must give exactly its results
 (tests/test_des_driving.py).
 """

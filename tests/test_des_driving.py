@@ -1,5 +1,5 @@
 """The DES's tasks are SimPy processes, each one flat generator
-(sim/engines/des_task.py); tests/des_oracle.py writes the same process per
+(sim/engines/des.py); tests/des_oracle.py writes the same process per
 task independently, with a generator per layer (``yield from``) and a
 ``try``/``finally`` per wait. Both must give exactly the same results:
 every record, every time series (times, values, peak, integral), the
@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from sim.engines import des_task
+from sim.engines import des as des_task  # the task process lives in des.py
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.perform import EFFECTS
 from sim.harness.effects import ToolRequest, ToolResult
