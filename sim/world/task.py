@@ -286,7 +286,7 @@ class SimulatedTask(TaskSizes):
             if cache is None:
                 cache = self.cache = PromptCache()
             usage = cache.usage(w, self.sizes, request, now, output, thinking,
-                                w.cache_ttl_s if ttl is None else ttl, ttl is not None)
+                                w.cache_ttl_s if ttl is None else ttl, ttl is not None, latency)
         else:  # Usage(prompt, output, 0, 0, thinking), field by field
             usage = _new(Usage)
             usage.input_tokens, usage.output_tokens, usage.thinking_tokens = (

@@ -141,6 +141,14 @@ class World:
         self.cache_miss = cache.miss
         self.cache_share = cache.read_share
         self.partial_cache = self.cache_miss > 0 or self.cache_share is not None
+        hits = cache.hits  # the provider's own hits (None: the shares above)
+        self.cache_hits = hits is not None
+        if hits is not None:
+            self.hit_first, self.hit_first_share = hits.first_hit, hits.first_share
+            self.hit_edges, self.hit_gap_edges, self.hit_table = (
+                hits.edges, hits.gap_edges_s, hits.hit)
+            self.hit_ratio, self.hit_partial = hits.read_ratio, hits.partial
+            self.hit_partial_share = hits.partial_share
         # every size fixed and no per-run scale: the per-step code reads constants
         self.fixed: FixedSizes | None = None
         results = {name: fixed for name, (fixed, _) in self.tool_result.items()
