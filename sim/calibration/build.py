@@ -86,7 +86,9 @@ def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, A
         sections["tokens"]["thinking"] = _dist(c.thinking)
     sections["cache"] = {"automatic": c.automatic_cache,
                          "first_prompt_cached": round(c.first_prompt_cached, 6)}
-    if c.cache_share is not None:
+    if c.cache_hits is not None:  # the provider's own hits (the shares then do not apply)
+        sections["cache"] = {"automatic": c.automatic_cache, "hits": c.cache_hits}
+    elif c.cache_share is not None:
         sections["cache"]["miss"] = round(c.cache_miss, 6)
         sections["cache"]["read_share"] = c.cache_share.model_dump()
     if c.endings is not None:
