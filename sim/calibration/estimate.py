@@ -12,6 +12,12 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   outputs of calls with tool calls, outputs of calls without (answers and
   messages), the tool results of a call by its first tool, the task-giver's
   replies (observation tokens after a message);
+- **observations by step**: the tokens entering the history after a call
+  besides its output (tool results and replies, and the framing around
+  them) differ by step (a run's first tool result, a greeting's reply):
+  their mean per step bin over the mean the world draws per call multiplies
+  the sizes drawn at that step (``tokens.by_step``,
+  :func:`step_sizes`);
 - **rates per fresh decision** (a call that is not a repeat of the previous
   call, nor, with fitted endings, a run's final answer: the ending's, not a
   decision's): ``talk`` (messages to the task-giver other than the run's last
@@ -257,6 +263,7 @@ class ClassEstimate:
     cache_miss: float = 0.0
     cache_share: BaseDistribution | None = None
     cache_hits: dict[str, Any] | None = None
+    by_step: dict[str, Any] | None = None
     endings: EndingsFit | None = None
     notes: dict[str, str] = field(default_factory=dict)
 
@@ -359,6 +366,9 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
                 if thought.any() else None)
     model = runs["model"].value_counts().index[0] if len(runs) else ""
     automatic, writes, warm, miss, share = _cache(calls, notes)
+    by_step = step_sizes(calls)
+    if by_step is not None:
+        notes["by_step"] = by_step.pop("note")
     hits = cache_hits(calls) if (automatic or writes) else None
     if hits is not None:
         notes["cache"] = hits.pop("note")
@@ -376,7 +386,7 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
         reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
         first_prompt_cached=warm if (automatic or writes) else 0.0, cache_miss=miss,
-        cache_share=share, cache_hits=hits, endings=endings, notes=notes)
+        cache_share=share, cache_hits=hits, by_step=by_step, endings=endings, notes=notes)
 
 
 def _rates(text: np.ndarray, last: np.ndarray, repeat: np.ndarray, errors: np.ndarray,
@@ -463,6 +473,57 @@ def _merged(edges: list[float], values: np.ndarray) -> list[float]:
     if held < MIN_HIT_CELL and len(kept) > 1:
         kept.pop()
     return kept
+
+
+STEP_EDGES = (1, 2, 3, 6, 11, 21, 51, 101)
+"""The step bins observations are sized in (first model call of each, 1-based)."""
+
+
+def step_sizes(calls: pd.DataFrame, expected: np.ndarray | None = None
+               ) -> dict[str, Any] | None:
+    """The ``world.tokens.by_step`` mapping of a class's calls: per step bin
+    (:data:`STEP_EDGES`, bins of fewer than :data:`MIN_HIT_CELL` observations
+    merged), the mean tokens entering the history after a call besides its
+    output (the next prompt less this one and its output: tool results,
+    messages and their framing, each call's at least 0) over the mean the
+    world draws for a call (``expected``, per
+    call: the fitted reply's or its tool's result's mean; None: the observed
+    mean at every step), so that the world's observations have the traces'
+    mean in every bin; a ``note`` says what it was fitted from. None when
+    nothing enters, or one bin stays and the world's mean is the traces'."""
+    g = calls.groupby("run_id", sort=False)
+    n = g.cumcount().to_numpy() + 1
+    # what entered the history after a call besides the model's own output: its tool
+    # results and messages, and the framing the provider counts around them
+    entered = (g["prompt"].shift(-1) - calls["prompt"] - calls["output"]
+               - calls["reasoning"]).to_numpy(float)
+    answered = np.isfinite(entered)
+    obs = np.maximum(entered[answered], 0.0)
+    n = n[answered]
+    if obs.size == 0 or obs.mean() <= 0:
+        return None
+    mean = float(obs.mean()) if expected is None else float(expected[answered].mean())
+    edges = [int(e) for e in _merged(list(STEP_EDGES), n.astype(float))]
+    if (len(edges) < 2 and expected is None) or mean <= 0:
+        return None
+    b = np.searchsorted(edges, n, side="right") - 1
+    factors = [round(min(float(obs[b == i].mean()) / mean, 1e3), 6) for i in range(len(edges))]
+    note = (f"observations by step bin {edges}: mean tokens after a call over the "
+            f"world's mean per call ({mean:.0f}), {obs.size} calls: {factors}")
+    return {"edges": edges, "observation": factors, "note": note}
+
+
+def expected_observation(calls: pd.DataFrame, est: ClassEstimate, tools: list[ToolEstimate]
+                         ) -> np.ndarray:
+    """Per call of a class, the mean tokens the world draws after it (tokens):
+    a message's reply or its tool's result (the tool's fitted mean, or
+    ``other_tools``'), times the mean of the run's size multiplier."""
+    means = {t.name: t.result.mean for t in tools}
+    other = means.get(OTHER_TOOLS, float(np.mean(list(means.values()))) if means else 0.0)
+    tool = calls["tool"].to_numpy(object)
+    result = np.array([means.get(t, other) for t in tool], dtype=float)
+    out = np.where(calls["text"].to_numpy(bool), est.reply.mean, result)
+    return out * math.exp(est.run_sigma ** 2 / 2)
 
 
 GAP_SPLIT_CHI2 = 10.83
@@ -626,16 +687,22 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
     effects_all: dict[str, float] = {}
     taus: dict[str, float] = {}
     by_class: list[ClassEstimate] = []
+    class_calls: list[pd.DataFrame] = []
     tool_names = list(calls.loc[~calls["text"], "tool"].value_counts().index[:MAX_TOOLS])
     for name in sorted(set(labels), key=lambda k: (-int((labels == k).sum()), k)):
         ids = runs["run_id"].to_numpy()[labels == name]
         sub = traces.subset(ids)
         est = estimate_class(str(name), sub, tool_names, with_endings=endings)
         by_class.append(est)
+        class_calls.append(sub.calls)
         effects, tau = _run_effects(sub.calls)
         effects_all.update({cast(str, run): math.exp(v) for run, v in effects.items()})
         taus.update(dict.fromkeys(effects.index, tau))
     tools = estimate_tools(traces, effects_all, taus)
+    for est, sub_calls in zip(by_class, class_calls, strict=True):
+        est.by_step = step_sizes(sub_calls, expected_observation(sub_calls, est, tools))
+        if est.by_step is not None:
+            est.notes["by_step"] = est.by_step.pop("note")
     models = list(dict.fromkeys(c.model for c in by_class))
     prices = estimate_prices(traces, models, when)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from itertools import pairwise
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -41,7 +42,7 @@ from sim.world.task_params import (
 __all__ = ["MAX_NEED", "MIN_RATE", "ApprovalParams", "CacheHits", "CacheParams",
            "ChoiceDifficulty", "Difficulty", "DurationParams", "Effect", "EndingsParams",
            "FaultParams", "FixedDifficulty", "GraderParams", "LatencyParams", "LognormalDifficulty",
-           "PolicyParams", "Prob", "Size", "TaskClass", "TokenParams", "ToolParams",
+           "PolicyParams", "Prob", "Size", "StepSizes", "TaskClass", "TokenParams", "ToolParams",
            "UnsolvableParams", "UserParams", "WorldParams"]
 
 
@@ -124,6 +125,31 @@ def _default_tools() -> tuple[ToolParams, ...]:
     )
 
 
+class StepSizes(_Strict):
+    """Sizes that differ by step (``tokens.by_step``): the tool results and the
+    task-giver's replies that answer a run's ``n``-th model call (1-based) are
+    drawn as usual and multiplied by ``observation[b]``, ``b`` the call's step
+    bin (the last ``edges[b] <= n``). A run's first observation (a repository
+    listing, a greeting's reply) can so be larger or smaller than later ones."""
+
+    edges: tuple[int, ...] = Field((1,), min_length=1, description=(
+        "first model call of each step bin (1-based, increasing, starting at 1)"))
+    observation: tuple[Annotated[float, Field(ge=0.0, le=1e3)], ...] = Field(
+        (1.0,), min_length=1, description=(
+            "multiplier of the tool results and replies answering a call in each step bin"))
+
+    @model_validator(mode="after")
+    def _bins(self) -> StepSizes:
+        if self.edges[0] != 1:
+            raise ValueError(f"edges must start at 1, got {self.edges[0]}")
+        if any(b <= a for a, b in pairwise(self.edges)):
+            raise ValueError(f"edges must increase, got {list(self.edges)}")
+        if len(self.observation) != len(self.edges):
+            raise ValueError(f"observation has {len(self.observation)} values for "
+                             f"{len(self.edges)} step bins (edges)")
+        return self
+
+
 class TokenParams(_Strict):
     """Token sizes. The prompt of step n (0-based) is ``prefix + n * (output +
     tool_result)`` when nothing else enters the history (seed 001: 12,000 +
@@ -151,6 +177,9 @@ class TokenParams(_Strict):
         "each run's first prompt: stable prefix + its task statement (tokens; null: prefix)"))
     run_scale: Distribution | None = Field(None, description=(
         "per-run multiplier of output, thinking, tool-result and reply sizes (null: 1)"))
+    by_step: StepSizes | None = Field(None, description=(
+        "multipliers of the tool results and replies by step bin (null: the same at every "
+        "step)"))
 
 
 class GraderParams(_Strict):

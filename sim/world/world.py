@@ -134,6 +134,9 @@ class World:
         self.stable_prefix_tokens = tokens.prefix - tokens.task
         self.first_prompt = tokens.first_prompt
         self.run_scale = tokens.run_scale
+        by_step = tokens.by_step  # multipliers of observations by step bin (None: none)
+        self.obs_edges: tuple[int, ...] = (1,) if by_step is None else by_step.edges
+        self.obs_scale = None if by_step is None else by_step.observation
         cache = params.cache
         self.cache_automatic = cache.automatic
         self.cache_ttl_s = cache.ttl_s
@@ -155,6 +158,7 @@ class World:
                    if fixed is not None}
         if (self.output_tokens is not None and self.answer_tokens is not None
                 and self.thinking_tokens is not None and self.run_scale is None
+                and self.obs_scale is None
                 and len(results) == len(self.tool_result)):
             self.fixed = FixedSizes(self.output_tokens, self.answer_tokens,
                                     self.thinking_tokens, results)
