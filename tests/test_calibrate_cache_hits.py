@@ -1,15 +1,16 @@
 """Calibration fits the provider's cache hits (``world.cache.hits``) from a
 trace's per-call cache columns and recovers a known world's.
 
-The known world caches automatically; its runs all make 12 calls; a run's
-first call hits an earlier run's entry with probability 0.3 and then reads
-80% of its prompt; a later call hits by call bin (calls 2-5, 6+) and by the
-gap since the previous call (under 2 s, or more: one tool takes about 0.4 s,
-the other about 6 s). It runs through ``sim run --traces`` and the traces are
-read back as calibration reads them. Every fitted share lies within ``Z``
-binomial standard errors of the truth (``Z`` at a false-alarm rate of 1e-4
-per assertion), plus the pull of the fit's shrinkage toward its call bin's
-share (at most ``HIT_SHRINK / (n + HIT_SHRINK)`` for a cell of ``n`` calls).
+The known world caches automatically, 70% of its runs at all; its runs all
+make 12 calls; a cached run's first call hits an earlier run's entry with
+probability 0.3 and then reads 80% of its prompt; a later call hits by call
+bin (calls 2-5, 6+) and by the gap since the previous call (under 2 s, or
+more: one tool takes about 0.4 s, the other about 6 s). It runs through
+``sim run --traces`` and the traces are read back as calibration reads them.
+Every fitted share lies within ``Z`` binomial standard errors of the truth
+(``Z`` at a false-alarm rate of 1e-4 per assertion), plus the pull of the
+fit's shrinkage toward its call bin's share (at most
+``HIT_SHRINK / (n + HIT_SHRINK)`` for a cell of ``n`` calls).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from sim.scenario.model import validate
 Z = float(stats.norm.ppf(1 - 1e-4 / 2))
 TASKS = 300
 STEPS = 12
-FIRST_HIT, FIRST_SHARE = 0.3, 0.8
+RUN_SHARE, FIRST_HIT, FIRST_SHARE = 0.7, 0.3, 0.8
 HIT = ((0.2, 0.7), (0.5, 0.95))  # call bins [2, 6) and [6, ...) x gap bins [0, 2 s), [2 s, ...)
 
 KNOWN = {
@@ -53,7 +54,8 @@ KNOWN = {
                    "output": {"distribution": "lognormal", "median": 60, "sigma": 0.4}},
         "latency": {"ttft_s": 0.3, "decode_tps": 100.0},
         "cache": {"automatic": True,
-                  "hits": {"first_hit": FIRST_HIT, "first_share": FIRST_SHARE,
+                  "hits": {"run_share": RUN_SHARE, "first_hit": FIRST_HIT,
+                           "first_share": FIRST_SHARE,
                            "edges": [2, 6], "gap_edges_s": [0.0, 2.0],
                            "hit": [list(r) for r in HIT]}}},
 }
@@ -84,12 +86,21 @@ def test_the_traces_are_the_known_worlds(traces):
     assert traces.calls["cache_read_tokens"].sum() > 0
 
 
-def test_fit_recovers_first_call_hits_and_what_they_read(traces):
-    """The share of first calls that read is 0.3 within sampling error, and
-    they read 80% of their prompt (to a token's rounding)."""
+def cached_runs(calls) -> np.ndarray:
+    """Per call, whether any call of its run read the cache."""
+    return (calls["cache_read_tokens"] > 0).groupby(calls["run_id"]).transform(
+        "any").to_numpy(bool)
+
+
+def test_fit_recovers_the_cached_runs_first_call_hits_and_what_they_read(traces):
+    """The share of runs cached at all is 0.7 and, in them, the share of
+    first calls that read 0.3, within sampling error; they read 80% of their
+    prompt (to a token's rounding)."""
     hits = cache_hits(traces.calls)
     assert hits is not None
-    assert _close(hits["first_hit"], FIRST_HIT, TASKS, shrink=False)
+    assert _close(hits["run_share"], RUN_SHARE, TASKS, shrink=False)
+    runs = int(cached_runs(traces.calls).sum()) // STEPS
+    assert _close(hits["first_hit"], FIRST_HIT, runs, shrink=False)
     assert hits["first_share"] == pytest.approx(FIRST_SHARE, abs=1e-3)
 
 
@@ -111,7 +122,7 @@ def test_fit_finds_the_gap_split_and_recovers_each_cells_hit_probability(traces)
     for i, lo in enumerate(hits["edges"]):
         hi = hits["edges"][i + 1] if i + 1 < len(hits["edges"]) else math.inf
         for j, slow in enumerate((False, True)):
-            cell = (n >= lo) & (n < hi) & ((gap >= cut) == slow)
+            cell = (n >= lo) & (n < hi) & ((gap >= cut) == slow) & cached_runs(calls)
             truth = HIT[0 if lo < 6 else 1][j]
             assert _close(hits["hit"][i][j], truth, int(cell.sum())), (lo, slow, hits["hit"])
 
@@ -133,8 +144,9 @@ def test_the_calibrated_scenario_carries_the_hits_and_loads(traces):
 def test_a_class_reading_the_cache_on_few_calls_is_still_cached(traces):
     """The known world's traces with four of every five cache reads removed
     (a class whose calls read the cache a fifth of the time or less, never
-    writing) are still fitted as the provider's automatic caching, with a
-    pooled hit share of later calls equal to the traces' own."""
+    writing) are still fitted as the provider's automatic caching, whose
+    share of cached runs times their pooled hit share is the traces' share
+    of later calls that read."""
     calls = traces.calls.copy()
     keep = np.arange(len(calls)) % 5 == 0
     calls.loc[~keep, "cache_read_tokens"] = 0
@@ -151,4 +163,5 @@ def test_a_class_reading_the_cache_on_few_calls_is_still_cached(traces):
     sizes = [int(((n >= lo) & (n < hi)).sum()) for lo, hi in
              zip(hits["edges"], [*hits["edges"][1:], math.inf], strict=True)]
     pooled = [float(np.mean(row)) for row in hits["hit"]]
-    assert np.average(pooled, weights=sizes) == pytest.approx(share, abs=0.03)
+    assert hits["run_share"] * np.average(pooled, weights=sizes) == pytest.approx(share,
+                                                                                abs=0.03)

@@ -161,3 +161,16 @@ def test_inconsistent_hit_tables_are_refused_with_a_clear_message(fields, words)
     whose shape differs from the bins are refused, naming the problem."""
     with pytest.raises(ValidationError, match=words):
         CacheHits.model_validate(fields)
+
+
+def test_runs_the_provider_does_not_cache_read_nothing_at_any_call():
+    """``run_share`` 0.6: a share 0.6 of runs (within sampling error) hit at
+    every later call (hit 1), the others read nothing at any call."""
+    n = 600
+    _, tasks = simulate(scenario(4, {"run_share": 0.6, "first_hit": 1.0, "hit": [[1.0]]}), n)
+    cached = 0
+    for task in tasks:
+        reads = [c.cache_read_tokens for c in task.log]
+        assert all(reads) or not any(reads)
+        cached += all(reads)
+    assert within(cached / n, 0.6, n, z=Z)

@@ -46,7 +46,9 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
 - **cache**: a class whose traces read the cache and never write it has the
   provider's automatic caching. A cached class's hits are fitted as the
   provider makes them (``world.cache.hits``, :func:`cache_hits`): the share
-  of first calls that read (``first_hit``) and the token share they read;
+  of runs of two calls or more any of whose calls reads (``run_share``: hits
+  cluster by run), and in those runs the share of first calls that read
+  (``first_hit``) and the token share they read;
   the share of later calls that read, by call bin (calls 2, 3-5, 6-10,
   11-20, 21-50, 51-100, 101+, bins of fewer than :data:`MIN_HIT_CELL` calls
   merged into the one before) and by gap bin (the seconds since the previous
@@ -568,8 +570,15 @@ def cache_hits(calls: pd.DataFrame) -> dict[str, Any] | None:
     prev = g["prompt"].shift(1).to_numpy(float)
     gap = _gaps(calls).groupby(calls["run_id"], sort=False).shift(1).to_numpy(float)
     hit = read > 0
-    first = (n == 1) & (prompt > 0)
-    later = (n >= 2) & (prompt > 0) & ~(gap > CACHE_TTL_S)
+    # hits cluster by run: a run none of whose calls reads is one the provider did not cache
+    run_reads = pd.Series(hit).groupby(calls["run_id"].to_numpy(), sort=False).transform("any")
+    cached = run_reads.to_numpy(bool)
+    size = g["prompt"].transform("size").to_numpy()
+    several = (n == 1) & (size >= 2)  # one row per run of two calls or more
+    judged = several if several.any() else n == 1
+    run_share = float(cached[judged].mean()) if judged.any() else 1.0
+    first = (n == 1) & (prompt > 0) & cached
+    later = (n >= 2) & (prompt > 0) & ~(gap > CACHE_TTL_S) & cached
     if not first.any() and not later.any():
         return None
     first_hit = float(hit[first].mean()) if first.any() else 0.0
@@ -600,7 +609,8 @@ def cache_hits(calls: pd.DataFrame) -> dict[str, Any] | None:
         if full.any() else 1.0
     partial = float((~full).mean()) if hits.any() else 0.0
     out: dict[str, Any] = {
-        "first_hit": round(first_hit, 6), "first_share": round(min(first_share, 1.0), 6),
+        "run_share": round(run_share, 6), "first_hit": round(first_hit, 6),
+        "first_share": round(min(first_share, 1.0), 6),
         "edges": call_edges, "gap_edges_s": gap_edges, "hit": table,
         "read_ratio": round(read_ratio, 6), "partial": round(partial, 6)}
     if (~full).any():
@@ -610,7 +620,8 @@ def cache_hits(calls: pd.DataFrame) -> dict[str, Any] | None:
         out["partial_share"] = Empirical(values=tuple(round(float(v), 6)
                                                       for v in points)).model_dump()
     out["note"] = (
-        f"the provider's hits: {first_hit:.0%} of {int(first.sum())} first calls read "
+        f"the provider's hits: {run_share:.0%} of {int(judged.sum())} runs read the cache at "
+        f"all; in those, {first_hit:.0%} of {int(first.sum())} first calls read "
         f"({first_share:.0%} of their prompt); of {int(later.sum())} later calls, "
         f"{hit[later].mean() if later.any() else 0.0:.0%} read, by call bin "
         f"{call_edges} and gap bin {gap_edges} (seconds); a hit reads {read_ratio:.3f} x the "

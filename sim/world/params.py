@@ -212,8 +212,12 @@ class CacheHits(_Strict):
     automatic caching, sends as plain input) only the new suffix; misses and
     partial reads are events with fitted probabilities, not per-call shares.
 
-    A run's first call hits with probability ``first_hit`` (an entry earlier
-    runs left) and then reads ``round(first_share * prompt)`` tokens. A later
+    A share ``run_share`` of runs is cached at all (one uniform of the sizes
+    stream at a run's first call when it is below 1: hits cluster by run, as
+    when some runs reach a provider or a deployment that does not cache, and
+    such runs' cost makes the tail); the others read nothing at any call. In
+    a cached run, the first call hits with probability ``first_hit`` (an
+    entry earlier runs left) and then reads ``round(first_share * prompt)`` tokens. A later
     call, the ``n``-th of its run (1-based model calls, compactions and grader
     calls not counted), whose cache entry is alive (within the TTL of the
     previous call) hits with probability ``hit[b][g]``: ``b`` its call bin (the
@@ -228,6 +232,9 @@ class CacheHits(_Strict):
     sizes stream per call that may hit, and for a hit one more when
     ``partial`` > 0 (plus the share's draw for a partial one)."""
 
+    run_share: Prob = Field(1.0, description=(
+        "share of runs whose calls the provider caches at all (drawn once per run); the "
+        "others read nothing at any call"))
     first_hit: Prob = Field(0.0, description=(
         "probability a run's first call reads an entry earlier runs left"))
     first_share: Prob = Field(1.0, description=(

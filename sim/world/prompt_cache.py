@@ -23,13 +23,14 @@ class PromptCache:
     cached prompt ended with; None before the first), its ``tokens`` and the
     time it expires (``expires_s``, seconds on the task's clock)."""
 
-    __slots__ = ("history", "tokens", "expires_s", "ended_s")
+    __slots__ = ("history", "tokens", "expires_s", "ended_s", "uncached")
 
     def __init__(self) -> None:
         self.history: list[Message] | None = None
         self.tokens = 0
         self.expires_s = -1.0
         self.ended_s = 0.0  # when the last cached call ended (seconds; provider hits only)
+        self.uncached = False  # the provider caches none of this run's calls (provider hits)
 
     def usage(self, w: World, sizes: Draws, request: ModelRequest, now: float, output: int,
               thinking: int, ttl_s: float, writes: bool = True, latency: float = 0.0
@@ -96,18 +97,23 @@ class PromptCache:
 
     def _provider_read(self, w: World, sizes: Draws, request: ModelRequest, now: float) -> int:
         """Tokens a call reads under the provider's own hits
-        (:class:`~sim.world.params.CacheHits`): the first call of a run an
-        entry of earlier runs with ``first_hit``; a later call with a live
+        (:class:`~sim.world.params.CacheHits`): nothing in a run the provider
+        does not cache (drawn at its first call with ``run_share``); the first
+        call of a cached run an entry of earlier runs with ``first_hit``; a later call with a live
         entry (within the TTL) hits by its call and gap bin and reads the
         previous prompt times ``read_ratio`` (the stable prefix after a
         compaction), all of the prompt at most; a partial hit a drawn share of
         that. Draws from ``sizes`` as the class's docstring says."""
         prompt = request.prompt_tokens
         if self.history is None:
+            if w.hit_runs < 1.0 and sizes.uniform() >= w.hit_runs:
+                self.uncached = True
+            if self.uncached:
+                return 0
             if w.hit_first and sizes.uniform() < w.hit_first:
                 return min(int(w.hit_first_share * prompt + 0.5), prompt)
             return 0
-        if now > self.expires_s:
+        if now > self.expires_s or self.uncached:
             return 0
         n = request.turn + 1
         edges = w.hit_edges

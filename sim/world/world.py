@@ -147,6 +147,7 @@ class World:
         hits = cache.hits  # the provider's own hits (None: the shares above)
         self.cache_hits = hits is not None
         if hits is not None:
+            self.hit_runs = hits.run_share
             self.hit_first, self.hit_first_share = hits.first_hit, hits.first_share
             self.hit_edges, self.hit_gap_edges, self.hit_table = (
                 hits.edges, hits.gap_edges_s, hits.hit)
