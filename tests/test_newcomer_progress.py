@@ -64,14 +64,15 @@ def test_replay_writes_at_most_eleven_whole_lines(tmp_path, folder):
 
 
 def test_calibrate_folds_in_parallel_write_one_bar_per_phase(tmp_path, folder):
-    """Five folds on two workers: no ``\\r``; the folds' bar writes a line per
-    fold (5 jobs: 20%, 40%, ... 100%) and the final fit's bar (the final fit
-    and the five folds' ladder replays: 6 jobs) a line per job; no line comes
-    from a worker (no ``fold 1 of 5``, no ``searching``)."""
+    """Two folds on two workers: no ``\\r``; the folds' bar writes a line per
+    fold (2 jobs: 50%, 100%) and the final fit's bar (the final fit and the
+    two folds' ladder replays: 3 jobs) a line per job; no line comes from a
+    worker (no ``fold 1 of 2``, no ``searching``)."""
     status, err = stderr_of("calibrate", folder, "--out", str(tmp_path / "fit.yaml"),
-                            "--classes", "1", "--workers", "2", "--evaluations", "5")
+                            "--classes", "1", "--workers", "2", "--folds", "2",
+                            "--evaluations", "5")
     assert status in (0, 1)
     assert "\r" not in err
-    assert len(bar_lines(err, "fitting folds")) == 5
-    assert len(bar_lines(err, "final fit and ladder")) == 6
+    assert len(bar_lines(err, "fitting folds")) == 2
+    assert len(bar_lines(err, "final fit and ladder")) == 3
     assert "searching" not in err and "fold 1 of" not in err
