@@ -84,6 +84,9 @@ def import_traces(sources: Sources, out: str | os.PathLike[str], *, strict: bool
     from sim.traces.model import read_traces
 
     given = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
-    report = import_into(given, out, strict=strict, force=force, progress=progress)
+    from sim.output.progress import progress_bar
+
+    report = import_into(given, out, strict=strict, force=force,
+                         progress=progress_bar if progress else False)
     runs, calls = read_traces(out)
     return Imported(runs, calls, report, Path(out))

@@ -268,18 +268,15 @@ def _replay_cell(traces: str, streamed: bool, name: str, count: int,
     """One cell's rows (records, then the replay's columns): the ``count``
     runs of ``traces`` replayed in chunks on ``where`` (each worker reading
     its chunk's calls when ``streamed``) and put back in order."""
-    import sys
-
-    from tqdm import tqdm
-
+    from sim.output.progress import progress_bar
     from sim.sweeps.schedulers import make_scheduler
 
     size = chunk_size(count, where.workers)
     jobs = [(traces, streamed, start, min(start + size, count), *setting, name)
             for start in range(0, count, size)]
     parts: list[Any] = [None] * len(jobs)
-    with tqdm(total=count, desc=f"replay {name}", unit="run", file=sys.stderr,
-              disable=not where.progress, leave=False) as bar, \
+    with progress_bar(total=count, desc=f"replay {name}", unit="run",
+                      disable=not where.progress, leave=False) as bar, \
             make_scheduler(where.scheduler, where.workers) as scheduler:
         for i, part in scheduler.run(replay_chunk, jobs):
             parts[i] = part

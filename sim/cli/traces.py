@@ -58,16 +58,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Import the sources; the report goes to stderr (and stdout with --format json)."""
+    from sim.output.progress import progress_bar
     from sim.sweeps.schedulers import make_scheduler
     from sim.traces.importer import import_traces
 
+    progress = False if args.quiet else progress_bar
     if args.workers == 1 and args.scheduler in (None, "local"):
         report = import_traces(args.sources, args.out, strict=args.strict, force=args.force,
-                               progress=not args.quiet)
+                               progress=progress)
     else:
         with make_scheduler(args.scheduler, args.workers) as scheduler:
             report = import_traces(args.sources, args.out, strict=args.strict,
-                                   force=args.force, progress=not args.quiet,
+                                   force=args.force, progress=progress,
                                    scheduler=scheduler)
     for line in (*report.warning_lines(), *report.lines()):
         print(line, file=sys.stderr)

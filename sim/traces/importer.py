@@ -93,8 +93,13 @@ from sim.traces.writer import TraceWriter, atomic_folder
 
 def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, *,
                   strict: bool = False, force: bool = False,
-                  progress: bool = False, scheduler: Scheduler | None = None) -> ImportReport:
+                  progress: bool | Callable[..., Any] = False,
+                  scheduler: Scheduler | None = None) -> ImportReport:
     """Import ``sources`` (files and folders) into the trace folder ``out``.
+
+    ``progress``: a bar of the files read on stderr: True a tqdm bar, or a
+    factory taking tqdm's arguments (the CLI's and API's
+    ``sim.output.progress.progress_bar``: one line per tenth off a terminal).
 
     With a ``scheduler`` (:mod:`sim.sweeps.schedulers`: local worker
     processes or Dask), the files are read in chunks of
@@ -118,7 +123,8 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
 
 
 def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
-                 out: str | os.PathLike, strict: bool, force: bool, progress: bool,
+                 out: str | os.PathLike, strict: bool, force: bool,
+                 progress: bool | Callable[..., Any],
                  scheduler: Scheduler | None, whole: set[str]) -> ImportReport:
     """One attempt of :func:`import_traces`; the trace folders in ``whole``
     are read whole, the others streamed (:class:`Restart` when one cannot be)."""
@@ -147,7 +153,7 @@ def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
 
 
 def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
-            progress: bool, scheduler: Scheduler | None = None,
+            progress: bool | Callable[..., Any], scheduler: Scheduler | None = None,
             whole: frozenset[str] | set[str] = frozenset()) -> None:
     from tqdm import tqdm
 
@@ -190,8 +196,9 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
                 openhands_rows[record.run_id] = row
 
     alone = scheduler if len(items) == 1 else None  # a single folder: read on the workers
-    bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
-               mininterval=0.5)
+    make_bar = progress if callable(progress) else tqdm
+    bar = make_bar(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
+                   mininterval=0.5)
     quiet: list[str] = []  # inputs that gave nothing while read
     report.inputs = len(items)
     for item, read in zip(bar, _read_ahead(items, scheduler), strict=True):
