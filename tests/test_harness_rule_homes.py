@@ -80,10 +80,6 @@ ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("price of tokens", "calibration/costs.py", "price_unrecorded"):
         "prices repaired run totals by hand (thinking at the output price); to call "
         "Prices.cost",
-    ("price of tokens", "engines/tenant_budget.py", "prompt_cost"):
-        "a tenant's prompt cost; to call Prices.call_cost",
-    ("prices of a model", "engines/tenant_budget.py", "prompt_cost"):
-        "a copy of prices_for without the fallback; to call HarnessParams.prices_for",
     ("tier of a prompt", "cost/closed_forms.py", "_bands"):
         "not a copy: the closed form's step ranges per tier, an analytic result",
     ("tier of a prompt", "cost/prices.py", "_prices_at.price"):
