@@ -77,9 +77,6 @@ looked for in ``sim/harness`` only; the other rules in all of ``sim/``."""
 ELSEWHERE: dict[tuple[str, str, str], str] = {
     ("worst-case prices", "analysis/overshoot.py", "worst_overshoot"):
         "an analysis of how far a limit can be overshot; to call worst_case_cost",
-    ("price of tokens", "calibration/costs.py", "price_unrecorded"):
-        "prices repaired run totals by hand (thinking at the output price); to call "
-        "Prices.cost",
     ("tier of a prompt", "cost/closed_forms.py", "_bands"):
         "not a copy: the closed form's step ranges per tier, an analytic result",
     ("tier of a prompt", "cost/prices.py", "_prices_at.price"):
