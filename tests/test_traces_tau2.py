@@ -96,27 +96,30 @@ def test_each_call_matches_steps_csv(tau2):
 
 
 def test_unusable_files_and_runs_are_skipped_and_counted_by_reason(tau2):
-    """The 11 files outside runs.csv: 4 record no usage (one of them still has
-    a usable run: a user who stopped at the greeting, zero calls), 3 are
-    aggregated results, 4 had cache counts above their prompt (LiteLLM's older
-    Anthropic usage) and are now read with the cache apart, their runs kept;
-    the two adaptive-agent submissions hold 65 identical simulations twice."""
+    """The 11 files outside runs.csv: 4 record no usage on some or all of their
+    agent messages (their runs kept, those calls' counts unknown: 263 runs of
+    2,912 such calls), 3 are aggregated results, 4 had cache counts above their
+    prompt (LiteLLM's older Anthropic usage) and are now read with the cache
+    apart, their runs kept; the two adaptive-agent submissions hold 65
+    identical simulations twice."""
     report, runs, _, out, _ = tau2
     files = report.skipped_files()
-    assert sorted(files.values()) == sorted(["no token usage"] * 3 + ["no per-call trajectory"]
-                                            * 3)
+    assert sorted(files.values()) == ["no per-call trajectory"] * 3
     csv_files = {row["file"] for row in csv_rows("runs.csv")}
     imported = {Path(f).name.removesuffix(".gz") for f in runs["file"]}
-    assert csv_files <= imported and len(imported) == 24
+    assert csv_files <= imported and len(imported) == 27
     partial = [s for s in report.skipped_runs()]
-    assert Counter(s.reason for s in partial) == {"duplicate run_id": 65, "no token usage": 49}
+    assert Counter(s.reason for s in partial) == {"duplicate run_id": 65}
     for skip in report.skips:
         assert skip.file and skip.reason and skip.detail
     lines = report.lines()
-    assert lines[1] == "skipped 6 files: 3 no per-call trajectory, 3 no token usage"
+    assert report.warnings()[0].startswith("tau2: input tokens unknown for 26.0%")
+    assert lines[1] == "skipped 3 files: 3 no per-call trajectory"
     written = json.loads((out / "import.json").read_text())
-    assert written["skipped_files"]["count"] == 6
-    assert written["runs"] == len(runs) == 700
+    assert written["skipped_files"]["count"] == 3
+    assert written["runs"] == len(runs) == 963
+    unknown = written["provenance"]["tau2"]["by_field"]["input_tokens"]["unknown"]
+    assert unknown == 2912
     assert written["repairs"]["by_field"] == {"calls.input_tokens": {
         "cache above the prompt: the prompt taken as without the cache": 976}}
     assert len(report.run_files) + len(files) == RAW_FILES
@@ -146,7 +149,7 @@ def test_the_summary_shows_the_figures_of_the_tau2_readme(tau2):
     assert (steps["p50"], steps["p95"], steps["max"]) == (11, 24, 100)
     assert summary["prompt_fit"]["r2"] == pytest.approx(0.95, abs=0.01)
     assert summary["prompt_fit"]["h"] == pytest.approx(280, rel=0.05)
-    assert summary["skipped"]["files"]["count"] == 6
+    assert summary["skipped"]["files"]["count"] == 3
 
 
 def test_the_prompt_fit_agrees_with_numpy_polyfit_on_steps_csv(tau2):
@@ -181,9 +184,9 @@ def test_the_prompt_fit_agrees_with_numpy_polyfit_on_steps_csv(tau2):
 
 def _raw_calls(runs) -> dict[tuple[str, int], tuple[str | None, list[str | None]]]:
     """Read from the raw files directly, for every imported run: per agent call
-    (an assistant message with usage), its content text and the texts of the
-    simulated user's messages without tool calls that follow it before the
-    next call."""
+    (an assistant message, but for a greeting at position 0 without usage), its
+    content text and the texts of the simulated user's messages without tool
+    calls that follow it before the next call."""
     wanted = set(zip(runs["file"], runs["run_id"], strict=True))
     out: dict[tuple[str, int], tuple[str | None, list[str | None]]] = {}
     for file in sorted({f for f, _ in wanted}):
@@ -194,8 +197,10 @@ def _raw_calls(runs) -> dict[tuple[str, int], tuple[str | None, list[str | None]
             if (file, str(sim.get("id"))) not in wanted:
                 continue
             calls: list[tuple[str | None, list[str | None]]] = []
-            for m in sim["messages"]:
-                if m.get("role") == "assistant" and m.get("usage"):
+            for position, m in enumerate(sim["messages"]):
+                if m.get("role") == "assistant" and (m.get("usage") or position > 0
+                                                     or m.get("raw_data")):
+                    # a call (one without usage too), but not tau2's scripted greeting
                     calls.append((_text(m.get("content")), []))
                 elif m.get("role") == "user" and calls and not m.get("tool_calls"):
                     calls[-1][1].append(_text(m.get("content")))
@@ -480,14 +485,17 @@ def test_a_simulation_that_failed_before_its_first_reply_is_a_run(tmp_path):
     assert calls["run_id"].eq("good").all()
 
 
-def test_a_run_with_an_agent_message_without_usage_is_skipped(tmp_path):
+def test_a_run_with_an_agent_message_without_usage_is_kept_with_that_call_unknown(tmp_path):
+    """The message without usage is a call whose counts are null; the run is kept."""
     msgs = conversation()
     del msgs[7]["usage"]
-    report, runs, _ = imported(tmp_path, {"simulations": [simulation("bad", msgs),
-                                                          simulation("good")]})
-    assert runs["run_id"].tolist() == ["good"]
-    assert report.skips[0].reason == "no token usage"
-    assert "1 of 2 agent messages" in report.skips[0].detail
+    report, runs, calls = imported(tmp_path, {"simulations": [simulation("bad", msgs),
+                                                              simulation("good")]})
+    assert runs["run_id"].tolist() == ["bad", "good"] and not report.skips
+    bad = calls[calls["run_id"] == "bad"]
+    unknown = bad[bad["input_tokens"].isna()]
+    assert len(unknown) == 1 and unknown["output_tokens"].isna().all()
+    assert unknown["provenance"].iloc[0]["input_tokens"] == "unknown"
 
 
 def test_aggregated_results_are_a_file_without_trajectory(tmp_path):

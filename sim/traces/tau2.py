@@ -10,8 +10,9 @@ results object whose ``simulations`` list is empty is a file skipped as
 
 One simulation is one run. Its **model calls** are the assistant messages that
 carry ``usage``; tau2's scripted greeting (an assistant message at position 0
-without usage) is not a call, and any other assistant message without usage
-makes the run unusable (``no token usage``). A simulation without any model
+without usage) is not a call; any other assistant message without usage is a
+call whose token counts are unknown (null in ``calls.parquet``; the run is
+kept, and replay and calibration leave it out, counted). A simulation without any model
 call (an ``infrastructure_error`` before the first reply, a user who stops at
 the greeting) is a run of zero calls, with its exit, cost and reward. Per call:
 
@@ -61,7 +62,7 @@ from datetime import datetime
 from typing import Any
 
 from sim.traces.assemble import number_or_none, seconds
-from sim.traces.derivation import derived
+from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -192,9 +193,9 @@ class _Conversation:
 
     def _assistant(self, position: int, message: dict, moment: datetime | None) -> None:
         if not message.get("usage"):
-            if position > 0 or message.get("raw_data"):
-                self.missing += 1
-            return
+            if not (position > 0 or message.get("raw_data")):
+                return  # tau2's scripted greeting: no request was made
+            self.missing += 1  # a call whose usage is not recorded: kept, counts unknown
         call = _call(message, position, self.start, self.previous, moment, self.model,
                      self.notes, self.apart)
         self.calls.append(call)
@@ -202,10 +203,8 @@ class _Conversation:
         self.pending = {t.id: (t, moment) for t in call.tool_calls if t.id is not None}
 
     def finish(self) -> list[CallRecord]:
-        """The calls with their observations; Unusable if a call had no usage."""
-        if self.missing:
-            raise Unusable(NO_USAGE, f"{self.missing} of {self.missing + len(self.calls)} "
-                                     "agent messages record no usage")
+        """The calls with their observations (a call without usage has its
+        counts unknown: :func:`~sim.traces.derivation.unknown_usage`)."""
         for call, texts in zip(self.calls, self.replies, strict=True):
             call.observation_tokens = sum(approx_tokens(t) for t in texts)
             call.observation_sha256 = joined_sha256(texts)
@@ -216,11 +215,14 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
           moment: datetime | None, model: str | None, notes: list[Repair],
           apart: tuple[bool, bool]) -> CallRecord:
     where = f"message {position} (turn_idx {message.get('turn_idx', '?')})"
-    usage = message["usage"]
-    if not isinstance(usage, dict):
-        raise Unusable(NO_USAGE, f"{where}: usage is not an object")
+    usage = message.get("usage")
     raw = as_dict(message.get("raw_data"))
-    counts, provenance = _counts(usage, as_dict(raw.get("usage")), where, notes, apart)
+    if not usage:
+        counts, provenance = unknown_usage()
+    elif not isinstance(usage, dict):
+        raise Unusable(NO_USAGE, f"{where}: usage is not an object")
+    else:
+        counts, provenance = _counts(usage, as_dict(raw.get("usage")), where, notes, apart)
     tool_calls = []
     for call in as_list(message.get("tool_calls")):
         if isinstance(call, dict):
