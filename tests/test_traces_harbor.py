@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from benchmarks.fuzz_traces import REPLACEMENTS, run_case, write_case
+from benchmarks.fuzz_traces import run_case, write_case
 from sim.traces import import_traces, read_traces
 from sim.traces.harbor import detect, run
 from sim.traces.model import DERIVED, ESTIMATED, TOKEN_COLUMNS, UNKNOWN
+from tests.fuzz_helpers import MUTATIONS, outcome_of_sample
 
 T = "2025-10-11T10:30:0"
 
@@ -368,11 +366,6 @@ def test_importing_a_harbor_job_folder_reads_trajectories_with_results_as_compan
 SAMPLES = {"harbor-claude-code": claude_trajectory(),
            "harbor-terminus": terminus_trajectory()}
 """Valid files of the format, for the fuzzer's mutations."""
-MUTATIONS = st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
-                               st.integers(0, 10**6), st.integers(0, 10**6),
-                               st.integers(0, 4 * len(REPLACEMENTS))), min_size=1, max_size=3)
-
-
 @pytest.mark.parametrize("fmt", sorted(SAMPLES))
 def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Path):
     """The fuzzer's mutations (values replaced, swapped, deleted) of a valid
@@ -385,12 +378,7 @@ def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Pa
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(picks=MUTATIONS)
     def check(picks):
-        work = Path(tempfile.mkdtemp(prefix="fuzz-"))
-        try:
-            outcome, detail = run_case(write_case(work, fmt, SAMPLES[fmt], picks, False),
-                                       work, 20.0)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        outcome, detail = outcome_of_sample(fmt, SAMPLES[fmt], picks)
         assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
 
     check()

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from benchmarks.fuzz_traces import REPLACEMENTS, run_case, write_case
+from benchmarks.fuzz_traces import run_case, write_case
 from sim.traces import import_traces, read_traces
 from sim.traces.model import DERIVED, TOKEN_COLUMNS, UNKNOWN
 from sim.traces.openhands import detect, runs
 from sim.traces.skips import NO_TRAJECTORY, Skip
+from tests.fuzz_helpers import MUTATIONS, outcome_of_sample
 
 T0 = "2025-03-01T10:00:0"
 
@@ -408,11 +406,6 @@ SAMPLES = json.loads(json.dumps({"openhands-events": history(),
                                  "openhands-output": output_line("x")}))
 """Valid files of the format, for the fuzzer's mutations (through JSON, so
 that no two places share one object a swap could make into a cycle)."""
-MUTATIONS = st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
-                               st.integers(0, 10**6), st.integers(0, 10**6),
-                               st.integers(0, 4 * len(REPLACEMENTS))), min_size=1, max_size=3)
-
-
 @pytest.mark.parametrize("fmt", sorted(SAMPLES))
 def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Path):
     """The fuzzer's mutations (values replaced, swapped, deleted) of a valid
@@ -425,12 +418,7 @@ def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Pa
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(picks=MUTATIONS)
     def check(picks):
-        work = Path(tempfile.mkdtemp(prefix="fuzz-"))
-        try:
-            outcome, detail = run_case(write_case(work, fmt, SAMPLES[fmt], picks, False),
-                                       work, 20.0)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        outcome, detail = outcome_of_sample(fmt, SAMPLES[fmt], picks)
         assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
 
     check()

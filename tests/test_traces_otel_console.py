@@ -6,15 +6,13 @@ hand-made file where each span is printed at its start and again at its end."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
-from benchmarks.fuzz_traces import REPLACEMENTS, mutate, run_case
+from benchmarks.fuzz_traces import mutate
+from tests.fuzz_helpers import MUTATIONS, outcome_of_text
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="needs the 'otel' extra")
 from opentelemetry.sdk.trace import TracerProvider
@@ -201,11 +199,6 @@ def test_a_printed_value_that_is_not_a_span_makes_the_file_unknown(tmp_path):
     assert [(s.file, s.reason) for s in report.skips] == [(str(mixed), "unknown format")]
 
 
-PICKS = st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
-                           st.integers(0, 10**6), st.integers(0, 10**6),
-                           st.integers(0, 4 * len(REPLACEMENTS))), min_size=1, max_size=3)
-
-
 @pytest.fixture(scope="module")
 def printed_values(tmp_path_factory):
     from sim.traces.sources import read_json
@@ -221,20 +214,14 @@ def test_mutated_prints_exit_0_or_2_and_what_is_written_reads_back(printed_value
 
     @settings(max_examples=16, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(picks=PICKS)
+    @given(picks=MUTATIONS)
     def check(picks):
         values = mutate(printed_values, picks)
         try:
             text = "\n".join(json.dumps(v, indent=4, allow_nan=True) for v in values)
         except (RecursionError, ValueError):
             assume(False)
-        work = Path(tempfile.mkdtemp(prefix="fuzz-"))
-        try:
-            (work / "in").mkdir()
-            (work / "in" / "console.txt").write_text(text)
-            outcome, detail = run_case(work / "in", work, 20.0)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        outcome, detail = outcome_of_text("console.txt", text)
         assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
 
     check()

@@ -12,20 +12,18 @@ newest span first as Phoenix orders them; pandas writes the files."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
-from benchmarks.fuzz_traces import REPLACEMENTS, mutate, run_case, write_case
+from benchmarks.fuzz_traces import mutate
 from sim.traces import import_traces, phoenix, read_traces, spantree
 from sim.traces.model import DERIVED, TOKEN_COLUMNS, UNKNOWN, canonical_json, sha256_text
 from sim.traces.openinference import DIALECT
+from tests.fuzz_helpers import MUTATIONS, outcome_of_sample, outcome_of_text
 
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -261,29 +259,20 @@ def test_another_parquet_file_is_still_refused_when_named(tmp_path):
     assert main(["traces", "import", str(path), "--out", str(tmp_path / "out")]) == 2
 
 
-PICKS = st.lists(st.tuples(st.sampled_from(("replace", "replace", "swap", "delete")),
-                           st.integers(0, 10**6), st.integers(0, 10**6),
-                           st.integers(0, 4 * len(REPLACEMENTS))), min_size=1, max_size=3)
-
-
 @settings(max_examples=16, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(picks=PICKS)
+@given(picks=MUTATIONS)
 def test_mutated_rest_pages_exit_0_or_2_and_what_is_written_reads_back(picks):
     """The generator of tests/test_traces_fuzz.py on a REST page: every case
     is imported or refused, never a traceback."""
-    work = Path(tempfile.mkdtemp(prefix="fuzz-"))
-    try:
-        page = json.loads(json.dumps(rest_page(rows(), "next")))
-        outcome, detail = run_case(write_case(work, "phoenix", page, picks, False), work, 20.0)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    page = json.loads(json.dumps(rest_page(rows(), "next")))
+    outcome, detail = outcome_of_sample("phoenix", page, picks)
     assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
 
 
 @settings(max_examples=16, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(picks=PICKS)
+@given(picks=MUTATIONS)
 def test_mutated_dataframe_lines_exit_0_or_2_and_what_is_written_reads_back(picks):
     """The same on the dataframe's JSON Lines (epoch-millisecond times)."""
     values = mutate(json.loads(dataframe().to_json(orient="records")), picks)
@@ -291,11 +280,5 @@ def test_mutated_dataframe_lines_exit_0_or_2_and_what_is_written_reads_back(pick
         text = "\n".join(json.dumps(v, allow_nan=True) for v in values)
     except (RecursionError, ValueError):
         assume(False)
-    work = Path(tempfile.mkdtemp(prefix="fuzz-"))
-    try:
-        (work / "in").mkdir()
-        (work / "in" / "spans.jsonl").write_text(text)
-        outcome, detail = run_case(work / "in", work, 20.0)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    outcome, detail = outcome_of_text("spans.jsonl", text)
     assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
