@@ -30,6 +30,9 @@ cross-validation (every run held out once). The Python entry point is
   error) and the per-fold checks;
 - :mod:`~sim.calibration.ladder`: budgets at percentiles of the recorded runs,
   forecast (the fold worlds) against replay (the held-out runs);
+- :mod:`~sim.calibration.power`: the verdict's power at the sample's size;
+- :mod:`~sim.calibration.accuracy`: the forecast's errors on held-out runs
+  beside the sampling floor (the other folds' runs taken as the forecast);
 - :mod:`~sim.calibration.structure`: one class, per model or clusters, chosen
   by cross-validated loss;
 - :mod:`~sim.calibration.report`: the scenario YAML, ``calibration.json``,
