@@ -100,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     for m in c.metrics:
         if m.tested:
             print(f"  {m.label:<24} KS {m.ks:.3f} critical {m.critical:.3f} p {m.p_value:.3g} "
-                  f"Holm {m.p_adjusted:.3g}")
+                  f"adjusted {m.p_adjusted:.3g}")
     print(f"  exit mix TV {c.exits.tv:.3f} critical {c.exits.critical:.3f} "
-          f"Holm {c.exits.p_adjusted:.3g}")
+          f"adjusted {c.exits.p_adjusted:.3g}")
     return 0
 
 

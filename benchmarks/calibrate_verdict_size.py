@@ -9,7 +9,7 @@ calibration can express) with ``sim run --traces``, slices them into
 one class on the other folds (direct estimates and a reduced search of
 ``--evaluations`` simulations), and takes the cross-validated verdict
 (:func:`sim.calibration.verdict.judge`). Prints the rejection rate with its
-standard error against the 5% + 3 SE bound, and which tests rejected. With
+standard error against the 5% +/- 2 points the suite asks, and which tests rejected. With
 ``--wrong``, the world has two kinds of task (very short and very long) that
 one class cannot express: the rate is then the verdict's power.
 """
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     rate = rejected / args.trials
     se = math.sqrt(0.05 * 0.95 / args.trials)
     print(f"{'power' if args.wrong else 'size'}: {rejected}/{args.trials} = {rate:.3f} "
-          f"(bound for size 0.05 + 3 SE = {0.05 + 3 * se:.3f}); rejected tests: "
+          f"(the suite asks 0.05 +/- 0.02; standard error {se:.3f}); rejected tests: "
           f"{dict(which)}; {time.monotonic() - began:.0f} s")
     return 0
 

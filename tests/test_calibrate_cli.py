@@ -167,6 +167,14 @@ def test_the_default_structure_is_chosen_by_cross_validated_loss_and_said(tmp_pa
     md = (tmp_path / "fit_calibration" / "calibration.md").read_text()
     assert "## Structure" in md and "## Budgets: forecast against replay" in md
     assert "## Folds" in md
+    # the user's own runs' accuracy beside the sampling floor, and the power
+    assert "## Accuracy against the sampling floor" in md
+    accuracy = {row["key"]: row for row in summary["accuracy"]}
+    assert {"stopped", "lost", "steps", "prompt", "output"} <= set(accuracy)  # no cost here
+    assert all(row["error"] >= 0 and row["floor"] >= 0 for row in accuracy.values())
+    at_shift = summary["verdict"]["power"]["at_shift"]
+    assert {"steps", "prompt", "output"} <= set(at_shift)
+    assert all(0 <= v <= 1 for v in at_shift.values())
 
 
 @pytest.mark.slow  # calibrations at full size: 25-40 s each

@@ -19,7 +19,7 @@ another seed:
   two-sided per comparison; at most 8 comparisons, a family-wise false alarm
   under 1%);
 - the recorded detector and budgets are read back as set;
-- the cross-validated verdict (3 folds, Holm over the per-run metrics and the
+- the cross-validated verdict (3 folds, adjusted family-wise over the per-run metrics and the
   exit mix) on a slice of the traces does not reject.
 
 Power (``N`` = 2,000, ``M`` = 4,000): at ``p`` = 0.10 the bound is 3.5

@@ -24,11 +24,15 @@ cross-validation (every run held out once). The Python entry point is
 - :mod:`~sim.calibration.search`: a simulate-and-compare search over the few
   parameters direct estimates cannot give, on common random numbers;
 - :mod:`~sim.calibration.verdict`: KS distances with critical values, quantiles,
-  exit-mix distance, bootstrap intervals, and the one cross-validated verdict (Holm over
-  the per-run metrics and the exit mix, critical values that count the fit's
-  own error) and the per-fold checks;
+  exit-mix distance, bootstrap intervals, and the one cross-validated verdict (one
+  family-wise adjustment over the per-run metrics and the exit mix, critical
+  values from null replicates of each fold's world that count the fit's own
+  error) and the per-fold checks;
 - :mod:`~sim.calibration.ladder`: budgets at percentiles of the recorded runs,
   forecast (the fold worlds) against replay (the held-out runs);
+- :mod:`~sim.calibration.power`: the verdict's power at the sample's size;
+- :mod:`~sim.calibration.accuracy`: the forecast's errors on held-out runs
+  beside the sampling floor (the other folds' runs taken as the forecast);
 - :mod:`~sim.calibration.structure`: one class, per model or clusters, chosen
   by cross-validated loss;
 - :mod:`~sim.calibration.report`: the scenario YAML, ``calibration.json``,

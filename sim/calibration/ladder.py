@@ -142,7 +142,10 @@ def _wilson(k: int, n: int) -> tuple[float, float]:
 @dataclass
 class Rung:
     """One budget's forecast and replay, pooled (``forecast``, ``replay``:
-    :meth:`Side.figures`; ``*_interval``: :meth:`Side.intervals`) and per fold."""
+    :meth:`Side.figures`; ``*_interval``: :meth:`Side.intervals`) and per fold
+    (``folds[k]``: ``forecast``, ``replay`` and ``floor``, the replay of the
+    other folds' held-out runs taken as the forecast of fold ``k``'s: what a
+    perfect model fitted on those runs would miss by, the sampling floor)."""
 
     budget: Budget
     forecast: dict[str, float]
@@ -274,15 +277,18 @@ def fold_sides(world: FoldWorld, recorded: dict[str, Any], rungs: list[Budget],
 def pool_rungs(per_fold: list[list[tuple[Side, Side]]], rungs: list[Budget],
                seed: int) -> list[Rung]:
     """The rungs from every fold's sides (:func:`fold_sides`, folds in order):
-    pooled figures, intervals drawn in budget order, per-fold figures."""
+    pooled figures, intervals drawn in budget order, per-fold figures (the
+    forecast, the replay and the sampling floor: see :class:`Rung`)."""
     rng = np.random.default_rng(seed)
     out = []
     for i, budget in enumerate(rungs):
         fc = [sides[i][0] for sides in per_fold]
         rp = [sides[i][1] for sides in per_fold]
         f, r = _pool(fc), _pool(rp)
-        folds = [{"forecast": a.figures(), "replay": b.figures()}
-                 for a, b in zip(fc, rp, strict=True)]
+        folds = [{"forecast": a.figures(), "replay": b.figures(),
+                  "floor": _pool([o for j, o in enumerate(rp) if j != k]).figures()
+                  if len(rp) > 1 else {}}
+                 for k, (a, b) in enumerate(zip(fc, rp, strict=True))]
         out.append(Rung(budget, f.figures(), r.figures(), f.intervals(rng), r.intervals(rng),
                         folds))
     return out

@@ -16,9 +16,9 @@ the traces. Then:
   the one with the lowest held-out loss is used, a simpler one winning ties
   within a standard error (:mod:`sim.calibration.structure`);
 - **verdict**: the chosen structure's held-out runs of all folds against their
-  folds' simulations, one test with Holm's correction over the per-run metrics
-  and the exit mix, critical values that count the fit's own error
-  (:mod:`sim.calibration.verdict`);
+  folds' simulations, one test adjusted family-wise over the per-run metrics
+  and the exit mix, critical values from null replicates of each fold's world
+  that count the fit's own error (:mod:`sim.calibration.verdict`);
 - **ladder**: for budgets at percentiles of the recorded prompt tokens, steps
   and cost, the folds' forecasts of share stopped, successes lost and dollars
   saved against a replay of their held-out runs (:mod:`sim.calibration.ladder`);

@@ -1,6 +1,19 @@
 """The verdict's power at the sizes it was judged on.
 
-The folds, their simulations and their held-out comparisons use the
+**Power against a shift** (:func:`shift_power`, exact for the verdict as it
+is run): the verdict's null replicates (:class:`sim.calibration.verdict.FoldNull`:
+per fold, samples of the held-out size drawn from the fold's own world) are
+judged again with one metric of every drawn run multiplied by ``1 + shift``
+(a 10% change of each run's cost, say: of the mean cost too), the other
+metrics and the exit mix as drawn. Each shifted replicate's fold distances
+are referred to the fold's unshifted replicates, combined over folds and
+adjusted over the family exactly as the verdict does; the power is the share
+of shifted replicates rejected at :data:`~sim.calibration.verdict.ALPHA`. It
+reuses the samples the verdict drew: no simulation is run.
+
+**The distance detectable** (:func:`detectable`, an approximation):
+
+the folds, their simulations and their held-out comparisons use the
 stratified sample (:mod:`sim.calibration.sample`), so the verdict's power is
 set by the sample's size, not by the traces'. :func:`detectable` states it per
 per-run metric: the smallest KS distance between the real runs and the fitted
@@ -15,18 +28,20 @@ variance ``1 / (4 n_k)`` (the largest variance of a difference of two
 empirical distribution functions at one point, a quarter of ``1 / n + 1 / m``,
 with the fit's variance added). The folds' p-values are combined by Stouffer's
 method and the metric is rejected when the combined p-value is at most
-``alpha / tests`` (Holm's first step: the misfit alone among ``tests``
-tests). The power at ``D`` is the share of :data:`DRAWS` draws rejected (the
-same draws at every ``D``, so it grows with ``D``) and the distance of
-:data:`POWER` is found by bisection. It is an approximation of the verdict's
-power (the normal error and the largest variance are conservative for a
-distance well inside ``(0, 1)``); ``tests/test_calibrate_verdict.py`` measures
-the real size and power on known worlds.
+``alpha / tests`` (Bonferroni's bound on the verdict's family-wise
+adjustment: the misfit alone among ``tests`` tests). The power at ``D``
+is the share of :data:`DRAWS` draws rejected (the same draws at every
+``D``, so it grows with ``D``) and the distance of :data:`POWER` is found
+by bisection. It is an approximation of the verdict's power (the normal
+error and the largest variance are conservative for a distance well inside
+``(0, 1)``); ``tests/test_calibrate_verdict.py`` measures the real size and
+power on known worlds.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.special import kolmogi, kolmogorov
@@ -80,3 +95,39 @@ def verdict_power(folds: list, keys: list[str], alpha: float, tests: int
         sizes = effective_sizes([f.critical[key] for f in folds if key in f.critical], alpha)
         out[key] = detectable(sizes, alpha, tests)
     return out
+
+
+SHIFT = 0.1
+"""The relative change of a per-run metric :func:`shift_power` is reported at."""
+
+
+def shift_power(nulls: list[Any], family: np.ndarray, key: str, shift: float = SHIFT,
+                alpha: float = 0.05) -> float:
+    """The verdict's probability of rejecting a world whose runs' ``key``
+    (``steps``, ``prompt``, ``output``, ``cost``) is ``1 + shift`` times the
+    fitted world's (counts rounded to whole numbers), the rest right (see
+    the module docstring); ``nulls`` and ``family`` a judgement's
+    (:class:`sim.calibration.verdict.Judgement`). NaN when the verdict has
+    no replicates of ``key``."""
+    from sim.calibration.verdict import EXITS, adjusted, family_p, ks_rows
+
+    if not nulls or family.size == 0 or not all(key in n.replicates for n in nulls):
+        return math.nan
+    names = [k for k in nulls[0].replicates if k != EXITS and all(k in n.replicates
+                                                                    for n in nulls)] + [EXITS]
+    def moved(values: np.ndarray) -> np.ndarray:
+        out = values * (1.0 + shift)
+        return out if key == "cost" else np.round(out)  # counts stay whole
+
+    shifted = np.column_stack([
+        ks_rows(moved(n.world[key]), n.draws[:, :n.n[key]], n.sim[key])
+        + (1.0 - 1.0 / n.scale[key]) * n.replicates[key] for n in nulls])
+    combined = family_p(nulls, names, observed={key: shifted})
+    smallest = np.min(np.column_stack([combined[k] for k in names]), axis=1)
+    return float(np.mean([adjusted(float(p), family) <= alpha for p in smallest]))
+
+
+def shift_powers(nulls: list[Any], family: np.ndarray, keys: list[str], shift: float = SHIFT,
+                 alpha: float = 0.05) -> dict[str, float]:
+    """:func:`shift_power` of each of ``keys``."""
+    return {key: shift_power(nulls, family, key, shift, alpha) for key in keys}

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.bad_input import InputError
+from sim.calibration import accuracy
 from sim.calibration.exits import CATEGORIES
 from sim.calibration.pipeline import Calibration
 from sim.calibration.verdict import Metric
@@ -173,6 +174,23 @@ def _ladder_lines(c: Calibration) -> list[str]:
     return lines
 
 
+def _accuracy_lines(c: Calibration) -> list[str]:
+    """The forecast's errors on the user's own runs beside the sampling floor
+    (:mod:`sim.calibration.accuracy`)."""
+    table = accuracy.rows(c)
+    if not table:
+        return []
+    return ["## Accuracy against the sampling floor", "",
+            "Per question, the forecast's mean error on held-out runs (per fold and budget: "
+            "|forecast - replay|; per fold: the KS distance of the held-out runs to the "
+            "fold world's simulation) beside the sampling floor: the same error when the "
+            "other folds' runs themselves are the forecast (their replay under the budget, "
+            "their per-run values), what a perfect model fitted on them would miss by. "
+            "Ratio about 1: as good as these sample sizes allow. Benchmarks of other "
+            "agents: the README's Calibration section (`python -m benchmarks.accuracy`).", "",
+            *accuracy.markdown({Path(c.folder).name or c.folder: table}), ""]
+
+
 def _intro_lines(c: Calibration) -> list[str]:
     """The traces, the folds, the sample and the search's own sampling error."""
     dropped = ", ".join(f"{n} {why}" for why, n in c.dropped.items()) or "none"
@@ -202,8 +220,14 @@ def _intro_lines(c: Calibration) -> list[str]:
                   f"rejects a world whose runs differ from the real ones by a KS distance of "
                   f"{shown} (in one metric, the others right) with probability "
                   f"{power['probability']:.0%} (an approximation: folds' effective sizes "
-                  f"from their critical values, Stouffer, Holm's first step over "
+                  f"from their critical values, Stouffer, Bonferroni over "
                   f"{power['tests']} tests).", ""]
+    shifted = ", ".join(f"{k} {v:.0%}" for k, v in power["at_shift"].items()
+                        if math.isfinite(v))
+    if shifted:
+        lines += [f"Power against a {power['shift']:.0%} shift (every run's metric "
+                  f"{1 + power['shift']:.1f} times the fitted world's, the rest right), at "
+                  f"these sizes, from the verdict's own null replicates: {shifted}.", ""]
     if error:
         lines += [f"Search: loss {c.search.loss:.4f} against {c.search.sampled} runs "
                   f"(before the search {c.search.start_loss:.4f}); its own sampling error "
@@ -227,26 +251,28 @@ def report_markdown(c: Calibration) -> str:
     lines += ["## Verdict", ""]
     if c.reasons:
         lines.append("**Fit rejected** (exit status 1): the folds' tests, combined per metric "
-                     "and under Holm's correction over the metrics and the exit mix, reject")
+                     "and adjusted over the metrics and the exit mix, reject")
         lines.append("")
         lines += [f"- {why}" for why in c.reasons]
     else:
         lines.append("**Fit accepted** (exit status 0): no per-run metric and not the exit "
                      "mix differs, over the folds, beyond what a perfect model class fitted on "
                      "the other folds shows, at a 5% family-wise level (folds combined by "
-                     "Stouffer, Holm's correction over the metrics and the exit mix).")
+                     "Stouffer, adjusted over the metrics and the exit mix by the null "
+                     "replicates' smallest combined p-value).")
     lines += ["", *_structure_lines(c)]
     lines += ["## Held-out runs against simulated runs (all folds)", "",
               "All held-out runs against all fold simulations. Shown, not tested: the folds' "
               "worlds together are close to a fit of all runs, so these distances are nearly "
-              "in-sample (critical: the two-sample 5% value, for scale). p / Holm: the "
-              "metric's fold p-values combined (Stouffer; see Folds) and Holm-adjusted.", "",
-              "| metric | KS | 95% interval | critical | p / Holm | | median held out [95%] "
+              "in-sample (critical: the two-sample 5% value, for scale). p / adjusted: the "
+              "metric's fold p-values combined (Stouffer; see Folds) and adjusted over the "
+              "tests (family-wise).", "",
+              "| metric | KS | 95% interval | critical | p / adjusted | | median held out [95%] "
               "| median simulated | p95 held out [95%] | p95 simulated |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_metric_row(m) for m in c.metrics]
     e = c.exits
-    p = "" if e.p_value is None else (f"; folds combined p {e.p_value:.3g}, Holm "
+    p = "" if e.p_value is None else (f"; folds combined p {e.p_value:.3g}, adjusted "
                                       f"{e.p_adjusted:.3g}")
     lines += ["", f"Exit mix: total-variation distance **{e.tv:.3f}** (95% interval "
               f"[{e.interval[0]:.3f}, {e.interval[1]:.3f}]; critical value {e.critical:.3f}"
@@ -261,6 +287,7 @@ def report_markdown(c: Calibration) -> str:
               + " (categories: `sim/calibration/exits.py`).", ""]
     lines += _fold_lines(c)
     lines += _ladder_lines(c)
+    lines += _accuracy_lines(c)
     lines += ["## Classes and prices (the final fit)", "",
               "| class | fitted runs | model | input | output | cache read | cache write | "
               "prices from |", "|---|---|---|---|---|---|---|---|"]
@@ -287,13 +314,15 @@ def report_markdown(c: Calibration) -> str:
               "One verdict: in each fold, the per-run KS distances (steps, prompt tokens, "
               "output tokens, cost) and the exit mix's total-variation distance of its "
               "held-out runs against the world fitted on the other folds; each metric's fold "
-              "p-values combined by Stouffer's method; Holm's step-down correction at 5% over "
-              "the metrics and the exit mix. A fitted world is not the truth: the fold "
-              "worlds are a jackknife of the fit, whose spread gives the fit's own variance "
-              "v_fit (per unit of a CDF's variance, capped at a perfect model's 1/n + 1/search "
-              "runs; here " + fv + "); a fold's KS distance is referred to the Kolmogorov "
-              "distribution at the effective size 1 / (1/n_k + 1/m_k + K/(K-1) v_fit), its "
-              "exit mix to simulated multinomial draws that include it. Output "
+              "p-values combined by Stouffer's method; one family-wise adjustment at 5% over "
+              "the metrics and the exit mix. Critical values and p-values by parametric "
+              "bootstrap: per fold, null replicates (samples of the held-out size drawn "
+              "from the fold's own world, compared with its simulation as the held-out "
+              "runs are), widened by the fit's own error (the fold worlds are a jackknife "
+              "of the fit, whose spread gives its variance v_fit per unit of a CDF's "
+              "variance, capped at a perfect model's 1/n + 1/search runs; here " + fv + "); "
+              "the family-wise adjustment is the share of replicates whose smallest "
+              "combined p-value is at most the test's (single-step min-P). Output "
               "tokens per call are shown with a 5% run-level permutation value, not tested. "
               "Intervals: percentile bootstrap over the held-out runs. Percentiles: the "
               "project's definition (an observed value at rank floor(q n)). See "

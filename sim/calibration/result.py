@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.calibration import accuracy
 from sim.calibration import structure as st
 from sim.calibration.build import render_yaml
 from sim.calibration.data import Traces
@@ -86,7 +87,10 @@ class Calibration:
 
     def power(self) -> dict[str, Any]:
         """The verdict's power at the sample's size (:mod:`sim.calibration.power`):
-        per tested metric, the KS distance it rejects with probability 0.8."""
+        per tested metric, the KS distance it rejects with probability 0.8
+        (``detectable_ks``, an approximation) and its probability of rejecting
+        a world whose runs' metric is 10% higher, the rest right (``at_shift``,
+        from the verdict's own null replicates)."""
         from sim.calibration import power as pw
 
         j = self.judgement
@@ -94,7 +98,9 @@ class Calibration:
         tests = len(keys) + 1  # and the exit mix
         return {"probability": pw.POWER, "alpha": j.alpha, "tests": tests,
                 "held_out": self.real.n,
-                "detectable_ks": pw.verdict_power(j.folds, keys, j.alpha, tests)}
+                "detectable_ks": pw.verdict_power(j.folds, keys, j.alpha, tests),
+                "shift": pw.SHIFT,
+                "at_shift": pw.shift_powers(j.nulls, j.family, keys, pw.SHIFT, j.alpha)}
 
     def yaml_text(self) -> str:
         """The scenario file, commented."""
@@ -198,10 +204,14 @@ class Calibration:
             "verdict": {"status": self.status, "rejected": self.reasons,
                         "power": self.power(),
                         "method": "per fold, held-out runs against the world fitted on the "
-                                  "other folds (per-run KS, exit mix), critical values that "
-                                  "count the fit's own error (jackknife of the fold worlds, "
-                                  "capped at 1/n + 1/search runs); folds combined by "
-                                  "Stouffer; Holm at 5% over the metrics and the exit mix"},
+                                  "other folds (per-run KS, exit mix), each referred to "
+                                  "null replicates: held-out-sized samples of the fold's own "
+                                  "world, widened by the fit's own error (jackknife of the "
+                                  "fold worlds, capped at 1/n + 1/search runs); folds "
+                                  "combined by Stouffer; adjusted over the metrics and the "
+                                  "exit mix by the replicates' smallest combined p (5% "
+                                  "family-wise)"},
+            "accuracy": [r.summary() | {"key": r.key} for r in accuracy.rows(self)],
         })
 
 
@@ -258,10 +268,10 @@ def header_lines(c: Calibration) -> list[str]:
     lines.append("")
     lines.append(f"Fitted on {c.fit.n} runs; judged by {opts['folds']}-fold cross-validation "
                  f"(each run held out once, against the world fitted on the other folds, with "
-                 f"critical values that count the fit's own error; folds combined, one "
-                 f"verdict under Holm's correction). All held-out runs against all fold "
-                 f"simulations (two-sample 5% critical value, for scale; p: the folds' "
-                 f"combined, Holm-adjusted):")
+                 f"critical values from null replicates of each fold's world that count the "
+                 f"fit's own error; folds combined, one verdict adjusted over the tests). "
+                 f"All held-out runs against all fold simulations (two-sample 5% critical "
+                 f"value, for scale; p: the folds' combined, family-wise adjusted):")
     for m in c.metrics:
         lines.append(f"  {m.label:<24} KS {m.ks:.3f} (critical {m.critical:.3f}"
                      + (f", p {m.p_adjusted:.3g})" if m.p_adjusted is not None else ")")

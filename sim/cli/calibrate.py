@@ -5,7 +5,7 @@ Writes the scenario (commented: what was fitted from what) to ``--out`` and
 ``calibration.json``, ``calibration.md`` and ``calibration.html`` to
 ``--report`` (default: a folder ``<scenario name>_calibration`` beside the
 scenario). The fit is judged by k-fold cross-validation (``--folds``, default
-5): one verdict over the per-run metrics and the exit mix (Holm's correction),
+5): one verdict over the per-run metrics and the exit mix (family-wise adjusted),
 a forecast-vs-replay ladder of budgets, and the task-class structure chosen by
 cross-validated loss unless ``--classes`` or ``--by`` forces one. Exit status
 0 when the verdict accepts the fit, 1 when it rejects it (the report says which
@@ -29,10 +29,11 @@ _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "
     "direct estimates per task class and a simulate-and-compare search, judged by k-fold "
     "cross-validation: every run held out once against the world fitted on the other folds "
-    "(KS distances and the exit mix under one Holm-corrected verdict whose critical values "
-    "count the fit's own error; a ladder of budgets, forecast against replay). The task-class "
-    "structure is chosen by cross-validated loss unless --classes or --by forces one. Exit "
-    "status: 0 fit accepted, 1 fit rejected, 2 bad input.")
+    "(KS distances and the exit mix under one family-wise verdict whose critical values "
+    "come from null replicates of the fitted world and count the fit's own error; a "
+    "ladder of budgets, forecast against replay). The task-class structure is chosen by "
+    "cross-validated loss unless --classes or --by forces one. Exit status: 0 fit "
+    "accepted, 1 fit rejected, 2 bad input.")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -138,7 +139,7 @@ def _print_table(result: Calibration) -> None:
     """The verdict as a table on stdout: structure, metrics, exit mix, the
     fixed prompt-token budgets of the ladder."""
     print(f"structure: {result.structure.reason}")
-    print(f"{'metric (all folds held out)':<32} {'KS':>6} {'critical':>9} {'p (Holm)':>9}")
+    print(f"{'metric (all folds held out)':<32} {'KS':>6} {'critical':>9} {'p (adj.)':>9}")
     for m in result.metrics:
         p = f"{m.p_adjusted:>9.3g}" if m.p_adjusted is not None else f"{'untested':>9}"
         print(f"{m.label:<32} {m.ks:>6.3f} {m.critical:>9.3f} {p}"
