@@ -328,9 +328,14 @@ def _overshoot(h: HarnessConfig, runs: list[Any]) -> list[str]:
     largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tools),
                   default=0)
     biggest = max((c.usage.prompt_tokens for r in runs for c in r.calls), default=1)
-    # the largest recorded prompt stands for a window the harness leaves unbounded
-    params = replace(harness_params(h, WorldParams()),
-                     context_window=max(1, min(h.context_window, biggest)))
+    template = harness_params(h, WorldParams())
+    # the largest recorded prompt stands for a window the harness leaves unbounded; the
+    # window still holds what the harness's own caps need (one call's output, the prefix,
+    # the compaction threshold), so a folder of short prompts is no invalid harness
+    floor = max(template.max_output_tokens, template.prefix_tokens + 1,
+                template.context.compact_at_tokens or 0)
+    params = replace(template, context_window=min(template.context_window,
+                                                  max(1, biggest, floor)))
     found = worst_overshoot(params, parallel_tool_calls=parallel, tool_result_tokens=largest)
     return overshoot_lines({k: o for k, o in found.items() if o.limit is not None})
 
