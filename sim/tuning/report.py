@@ -61,8 +61,7 @@ def recommendation_yaml(result: TuneResult) -> str:
         f"{_usd(row['cost_mean_high'])}]; saved per run {_usd(row['saved_mean'])} "
         f"[{_usd(row['saved_low'])}, {_usd(row['saved_high'])}]",
     ]
-    if result.status:
-        header.append(f"INCONCLUSIVE: {result.thin}")
+    header.append(headline(result))
     text = "".join(f"# {line}\n" for line in header)
     return text + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
@@ -113,25 +112,70 @@ def frontier_table(result: TuneResult, limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def lead(result: TuneResult) -> list[str]:
-    """The recommendation in sentences (what the terminal and the report say first)."""
+def _keeps_in_force(result: TuneResult) -> bool:
+    return bool(result.recommendation.row["phase"] == "in force")
+
+
+def headline(result: TuneResult) -> str:
+    """The answer in one statement: what is safe to set now, what might save
+    more and how many runs would decide it (``INCONCLUSIVE (exit 3)`` first
+    when the evidence is thin)."""
     rec = result.recommendation
     row = rec.row
-    lines = [f"Recommended: {rec.label}",
-             f"  evaluated by {row['method']} ({row['fidelity']})",
-             f"  successes lost: {row['lost']} of {row['base_successes']} recorded, "
-             f"{pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])} "
-             f"(upper 95% bound {100 * row['lost_high']:.2f}%, allowed "
-             f"{100 * (1 - result.keep_successes):g}%)",
-             f"  {_UNITS[result.objective]}: "
-             f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
-             f"({100 * (row['objective_ratio'] - 1):+.1f}% against the harness in force)",
-             f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
-             f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
+    allowed = f"{100 * (1 - result.keep_successes):g}%"
+    if _keeps_in_force(result):
+        now = f"keep the harness in force ({rec.label})"
+        if row["base_successes"]:
+            now += (f": no other setting was shown to lower {_UNITS[result.objective]} while "
+                    f"keeping {100 * result.keep_successes:g}% of recorded successes")
+    else:
+        now = (f"set {rec.label}: {_UNITS[result.objective]} "
+               f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
+               f"({_change(row['objective_ratio'])} against the harness in force), losing "
+               f"{row['lost']} of {row['base_successes']} recorded successes (upper 95% bound "
+               f"{100 * row['lost_high']:.2f}%, allowed {allowed})")
+    text = ("INCONCLUSIVE (exit 3): " + now) if result.status else now[0].upper() + now[1:]
+    maybe = result.might_save
+    if maybe is not None:
+        decide = (f"about {result.runs_to_decide:,} "
+                  f"{'simulated runs' if maybe['method'] == 'forecast' else 'runs like these'}"
+                  f" would decide (against {maybe['runs']:,} now)"
+                  if result.runs_to_decide is not None else "more runs cannot decide it")
+        text += (f". Might save more: {maybe['setting']} ({maybe['method']}, "
+                 f"{_change(maybe['objective_ratio'])} against the harness in force) loses "
+                 f"{pct_interval(maybe['lost_share'], maybe['lost_low'], maybe['lost_high'])}"
+                 f" of successes, within the {allowed} allowed on these runs but not surely; "
+                 f"{decide}")
+    elif result.status and not row["base_successes"]:
+        text += ": no recorded run succeeded, so no limit can be judged"
+    return text + "."
+
+
+def _change(ratio: float) -> str:
+    return f"{100 * (ratio - 1):+.1f}%" if math.isfinite(ratio) else "n/a"
+
+
+def lead(result: TuneResult) -> list[str]:
+    """The answer (:func:`headline`), then its evidence in lines (what the
+    terminal and the report say first)."""
+    rec = result.recommendation
+    row = rec.row
+    lines = [headline(result),
+             f"  {'kept' if _keeps_in_force(result) else 'recommended'}: {rec.label}, "
+             f"evaluated by {row['method']} ({row['fidelity']})"]
+    if row["base_successes"] and not _keeps_in_force(result):
+        lines.append(f"  successes lost: {row['lost']} of {row['base_successes']} recorded, "
+                     f"{pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])} "
+                     f"(upper 95% bound {100 * row['lost_high']:.2f}%, allowed "
+                     f"{100 * (1 - result.keep_successes):g}%)")
+    if not _keeps_in_force(result):
+        lines += [f"  {_UNITS[result.objective]}: "
+                  f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
+                  f"({_change(row['objective_ratio'])} against the harness in force)",
+                  f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
+                  f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
     if result.refusal:
         lines.append(f"  next-cheaper setting refused: {result.refusal}")
-    if result.status:
-        lines.append(f"INCONCLUSIVE (exit 3): {result.thin}")
     lines += [f"note: {n}" for n in result.notes]
     if result.overshoot:
         lines.append("configured vs actual: sim's harness never passes these budgets; a harness "
@@ -199,7 +243,9 @@ def summary(result: TuneResult) -> dict[str, Any]:
     return {"traces": result.traces, "runs": result.runs, "knobs": list(result.knobs),
             "keep_successes": result.keep_successes, "objective": result.objective,
             "status": result.status, "thin": result.thin,
-            "runs_to_decide": result.runs_to_decide,
+            "runs_to_decide": result.runs_to_decide, "headline": headline(result),
+            "might_save": None if result.might_save is None else {
+                k: _plain(v) for k, v in result.might_save.items()},
             "recommendation": {"setting": result.recommendation.label,
                                "values": dict(result.recommendation.setting)},
             "refusal": result.refusal, "notes": result.notes,
@@ -235,5 +281,5 @@ def write_outputs(out: str | Path, result: TuneResult) -> Path:
     return folder
 
 
-__all__ = ["FILES", "frontier_table", "lead", "recommendation_yaml", "report_html",
+__all__ = ["FILES", "frontier_table", "headline", "lead", "recommendation_yaml", "report_html",
            "write_outputs"]

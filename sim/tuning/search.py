@@ -20,9 +20,12 @@ Objectives (per run): ``cost`` (mean USD), ``p95-cost`` (p95 USD), ``time``
 the harness in force evaluated the same way (replayed against replayed,
 forecast against forecast), so recorded dollars and forecast dollars are
 never compared with each other. The **recommendation** is the lowest-ranked
-candidate that keeps successes (ties: replayed before forecast, then the
-order evaluated); the **refusal** is the candidate just cheaper than it, with
-the successes it loses.
+candidate that keeps successes and costs less than the harness in force;
+when none does, it is the harness in force itself (**ties go to the harness
+in force**: a setting that changes nothing on these runs is not worth a
+change). Among those that cost less, ties go to replayed before forecast,
+then the tighter setting, then the order evaluated. The **refusal** is the
+candidate just cheaper than the recommendation, with the successes it loses.
 
 **Thin evidence** (status 3) is judged by :mod:`sim.tuning.thin`.
 """
@@ -48,7 +51,7 @@ from sim.tuning.evidence import pct_interval
 from sim.tuning.inforce import default_harness, grids, harness_in_force, setting_in_force
 from sim.tuning.inforce import notes as inforce_notes
 from sim.tuning.replayed import ReplayEvaluator, apply
-from sim.tuning.thin import STATUS_THIN, judge_thin
+from sim.tuning.thin import judge_thin
 from sim.tuning.world import DEFAULT_RUNS, CalibratedWorld, ForecastEvaluator, calibrated_world
 
 OBJECTIVES: dict[str, str] = {"cost": "cost_mean", "p95-cost": "cost_p95", "time": "time_mean"}
@@ -91,6 +94,10 @@ class TuneResult:
     status: int = STATUS_DONE
     thin: str | None = None
     runs_to_decide: int | None = None
+    might_save: dict[str, Any] | None = None
+    """The frontier row of a setting cheaper than the recommendation that
+    loses no more than allowed on these runs but not surely (``thin`` says
+    why, ``runs_to_decide`` how many runs would decide); None when none."""
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
     overshoot: list[str] = field(default_factory=list)
@@ -269,10 +276,12 @@ def tune(traces: str | os.PathLike[str], *,
         notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
     result.overshoot = _overshoot(result.recommendation.harness, runs)
-    thin = judge_thin(result.recommendation.row, base, candidates, score.limit)
+    thin = judge_thin(rec_row, base, candidates, score.limit)
     if thin is not None:
-        result.status, result.thin = STATUS_THIN, thin.why
+        result.status, result.thin = thin.status, thin.why
         result.runs_to_decide = thin.runs_to_decide
+        if thin.candidate is not None:
+            result.might_save = {k: v for k, v in thin.candidate.items() if k != "_setting"}
     return result
 
 
@@ -294,10 +303,12 @@ def _search(chosen: Sequence[str], grids: dict[str, list[kn.Value]], in_force: k
 
 def _recommended(rows: list[dict[str, Any]], candidates: list[dict[str, Any]],
                  base: dict[str, Any]) -> dict[str, Any]:
-    """The lowest-ranked candidate that keeps successes (ties: the order
-    evaluated), else the harness in force (``base``); marked ``recommended``."""
+    """The lowest-ranked candidate that keeps successes and costs less than
+    the harness in force (ties: the order evaluated), else the harness in
+    force (``base``); marked ``recommended``."""
     order = {id(r): i for i, r in enumerate(rows)}
-    feasible = [r for r in candidates if r["keeps_successes"]]
+    feasible = [r for r in candidates if r["keeps_successes"] and r is not base
+                and round(r["objective_ratio"], 9) < 1.0]
     rec = (min(feasible, key=lambda r: (*_rank(r, r["objective_ratio"]), order[id(r)]))
            if feasible else base)
     for r in rows:
