@@ -9,6 +9,7 @@ forecasts the others on a world calibrated to the same traces; the outputs
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
          keep_successes: float = 0.99, objective: str = "cost",
          knobs: str | Sequence[str] | None = None, world: World = None,
          grid: Mapping[str, Sequence[Value]] | None = None, forecast_runs: int = 2000,
-         seed: int = 0, progress: bool = False) -> Tuned:
+         seed: int = 0, progress: bool = False, force: bool = False) -> Tuned:
     """Recommend limits from the recorded runs of the trace folder ``traces``,
     write the outputs to ``out`` (default ``reports/tune_<traces name>``, or
     under ``$SIM_OUT``) and return a :class:`Tuned`.
@@ -86,13 +87,16 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     :class:`~sim.tuning.world.CalibratedWorld` or a function making one;
     default: calibrated to ``traces`` on first need); ``grid``: candidate
     values per knob instead of the derived grid; ``forecast_runs``: simulated
-    tasks per forecast candidate. Bad input raises
+    tasks per forecast candidate; ``force``: replace an ``out`` holding
+    another tune's outputs (without it, exit 2 before anything runs; the same
+    tune of the same traces may rewrite its folder). Bad input raises
     :class:`sim.bad_input.InputError` before anything runs.
 
     >>> frontier, recommendation = tune("traces/tau2")         # doctest: +SKIP
     >>> recommendation.label                                    # doctest: +SKIP
     'tokens=270,000 money=$1.2 steps=32'
     """
+    from sim.output import folder
     from sim.scenario.project import out_root
     from sim.tuning.report import write_outputs
     from sim.tuning.search import tune as search
@@ -102,11 +106,16 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     if not (Path(traces) / "runs.parquet").is_file():
         raise InputError("not a trace folder (no runs.parquet); import one with "
                          "'python -m sim traces import'", source=os.fspath(traces))
+    target = Path(out) if out is not None else out_root() / f"tune_{Path(traces).name}"
+    provenance = _provenance(traces, scenario, keep_successes=keep_successes,
+                             objective=objective, knobs=knobs, grid=grid,
+                             forecast_runs=forecast_runs, seed=seed)
+    folder.prepare(target, provenance, force=force)
     result = search(traces, scenario=scenario, keep_successes=keep_successes,
                     objective=objective, knobs=knobs, grid=grid, world=_world(world),
                     forecast_runs=forecast_runs, seed=seed, progress=progress)
-    target = Path(out) if out is not None else out_root() / f"tune_{Path(traces).name}"
-    write_outputs(target, result)
+    with folder.replace(target) as staging:
+        write_outputs(staging, result, provenance)
     return Tuned(result.frontier, result.recommendation, result.refusal, result.status,
                  result, target)
 
@@ -118,3 +127,30 @@ def _world(world: World) -> CalibratedWorld | Callable[[], CalibratedWorld] | No
     from sim.tuning.world import CalibratedWorld
 
     return CalibratedWorld(dict(world.result.doc), world.accepted, tuple(world.result.reasons))
+
+
+def _provenance(traces: str | os.PathLike[str],
+                scenario: str | os.PathLike[str] | HarnessConfig | None,
+                **options: Any) -> dict[str, Any]:
+    """What names a tune (:func:`sim.output.provenance.identity`): the command,
+    the trace folder by content, and as ``scenario`` the harness in force (a
+    file by content) with the options."""
+    from sim.output.provenance import folder_record, sim_version
+    from sim.scenario.model import HarnessConfig as Harness
+
+    if scenario is None:
+        in_force: Any = None
+    elif isinstance(scenario, Harness):
+        in_force = scenario.model_dump(mode="json")
+    else:
+        in_force = {"sha256": hashlib.sha256(Path(scenario).read_bytes()).hexdigest()
+                    if Path(scenario).is_file() else os.fspath(scenario)}
+    from sim.tuning.knobs import parse_knobs
+
+    options["knobs"] = list(parse_knobs(options.get("knobs")))
+    plain = {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()}
+    if plain.get("grid") is not None:
+        plain["grid"] = {k: list(v) for k, v in plain["grid"].items()}
+    return {"command": "tune", "traces": folder_record(traces),
+            "scenario": {"harness_in_force": in_force, **plain},
+            "sim_version": sim_version()}

@@ -42,6 +42,8 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                          "help": "simulated tasks per forecast candidate (default 2000)"}),
     ("--seed", {"type": int, "default": 0, "help": "seed of calibration and forecasts"}),
     ("--out", {"help": "output folder (default reports/tune_<traces name>, or under $SIM_OUT)"}),
+    ("--force", {"action": "store_true",
+                 "help": "replace an --out holding another tune's outputs"}),
     ("--format", {"choices": ("table", "json"), "default": "table",
                   "help": "stdout: the recommendation and frontier (default) or tune.json"}),
     ("--quiet", {"action": "store_true", "help": "no progress on stderr"}),
@@ -65,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
     tuned = tune(args.traces, out=args.out, scenario=args.scenario,
                  keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
-                 forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet)
+                 forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet,
+                 force=args.force)
     if args.format == "json":
         json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")

@@ -237,10 +237,14 @@ def _csv(result: TuneResult) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def summary(result: TuneResult) -> dict[str, Any]:
-    """``tune.json``: the recommendation, status and frontier rows."""
+def summary(result: TuneResult, provenance: Mapping[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """``tune.json``: the recommendation, status and frontier rows, and the
+    ``provenance`` of the folder (which traces and options: the same tune may
+    rewrite it, another needs ``--force``)."""
     frame = result.frontier.replace({np.nan: None})
-    return {"traces": result.traces, "runs": result.runs, "knobs": list(result.knobs),
+    head = {} if provenance is None else {"provenance": dict(provenance)}
+    return {**head, "traces": result.traces, "runs": result.runs, "knobs": list(result.knobs),
             "keep_successes": result.keep_successes, "objective": result.objective,
             "status": result.status, "thin": result.thin,
             "runs_to_decide": result.runs_to_decide, "headline": headline(result),
@@ -269,13 +273,15 @@ def report_html(result: TuneResult) -> str:
                             title=f"Tuning limits: {result.traces}")
 
 
-def write_outputs(out: str | Path, result: TuneResult) -> Path:
-    """Write :data:`FILES` into ``out`` (created if needed), each atomically."""
+def write_outputs(out: str | Path, result: TuneResult,
+                  provenance: Mapping[str, Any] | None = None) -> Path:
+    """Write :data:`FILES` into ``out`` (created if needed), each atomically;
+    ``provenance`` goes into ``tune.json``."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "recommended.yaml", recommendation_yaml(result).encode())
     write_atomic(folder / "frontier.csv", _csv(result))
-    write_atomic(folder / "tune.json", json_bytes(summary(result)))
+    write_atomic(folder / "tune.json", json_bytes(summary(result, provenance)))
     write_atomic(folder / "report.md", report_markdown(result).encode())
     write_atomic(folder / "report.html", report_html(result).encode())
     return folder
