@@ -148,9 +148,10 @@ def _provenance(traces: str | os.PathLike[str],
     from sim.tuning.knobs import parse_knobs
 
     options["knobs"] = list(parse_knobs(options.get("knobs")))
-    plain = {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()}
-    if plain.get("grid") is not None:
-        plain["grid"] = {k: list(v) for k, v in plain["grid"].items()}
+    grid = options.pop("grid", None)
+    plain: dict[str, Any] = {k: (list(v) if isinstance(v, tuple) else v)
+                             for k, v in options.items()}
+    plain["grid"] = None if grid is None else {k: list(v) for k, v in grid.items()}
     return {"command": "tune", "traces": folder_record(traces),
             "scenario": {"harness_in_force": in_force, **plain},
             "sim_version": sim_version()}
