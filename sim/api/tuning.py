@@ -71,7 +71,8 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
          keep_successes: float = 0.99, objective: str = "cost",
          knobs: str | Sequence[str] | None = None, world: World = None,
          grid: Mapping[str, Sequence[Value]] | None = None, forecast_runs: int = 2000,
-         seed: int = 0, progress: bool = False, force: bool = False) -> Tuned:
+         seed: int = 0, progress: bool = False, force: bool = False,
+         where: str | Sequence[str] | None = None) -> Tuned:
     """Recommend limits from the recorded runs of the trace folder ``traces``,
     write the outputs to ``out`` (default ``reports/tune_<traces name>``, or
     under ``$SIM_OUT``) and return a :class:`Tuned`.
@@ -87,9 +88,12 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     :class:`~sim.tuning.world.CalibratedWorld` or a function making one;
     default: calibrated to ``traces`` on first need); ``grid``: candidate
     values per knob instead of the derived grid; ``forecast_runs``: simulated
-    tasks per forecast candidate; ``force``: replace an ``out`` holding
-    another tune's outputs (without it, exit 2 before anything runs; the same
-    tune of the same traces may rewrite its folder). Bad input raises
+    tasks per forecast candidate; ``where``: conditions on ``runs.parquet``'s
+    columns (``["model=gpt-4o", "started>=2025-01-01"]``, see
+    :mod:`sim.tuning.where`): only the runs they select are tuned; ``force``:
+    replace an ``out`` holding another tune's outputs (without it, exit 2
+    before anything runs; the same tune of the same traces may rewrite its
+    folder). Bad input raises
     :class:`sim.bad_input.InputError` before anything runs.
 
     >>> frontier, recommendation = tune("traces/tau2")         # doctest: +SKIP
@@ -100,6 +104,7 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     from sim.scenario.project import out_root
     from sim.tuning.report import write_outputs
     from sim.tuning.search import tune as search
+    from sim.tuning.where import parse_where
 
     if forecast_runs < 1:
         raise InputError(f"must be at least 1, got {forecast_runs}", path="--forecast-runs")
@@ -109,11 +114,12 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     target = Path(out) if out is not None else out_root() / f"tune_{Path(traces).name}"
     provenance = _provenance(traces, scenario, keep_successes=keep_successes,
                              objective=objective, knobs=knobs, grid=grid,
-                             forecast_runs=forecast_runs, seed=seed)
+                             forecast_runs=forecast_runs, seed=seed,
+                             where=[c.text for c in parse_where(where)])
     folder.prepare(target, provenance, force=force)
     result = search(traces, scenario=scenario, keep_successes=keep_successes,
                     objective=objective, knobs=knobs, grid=grid, world=_world(world),
-                    forecast_runs=forecast_runs, seed=seed, progress=progress)
+                    forecast_runs=forecast_runs, seed=seed, progress=progress, where=where)
     with folder.replace(target) as staging:
         write_outputs(staging, result, provenance)
     return Tuned(result.frontier, result.recommendation, result.refusal, result.status,

@@ -38,6 +38,10 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                              "mean active time"}),
     ("--knobs", {"default": "budgets", "help": "comma-separated among tokens, money, steps, "
                                                "detector (default budgets: tokens,money,steps)"}),
+    ("--where", {"action": "append", "metavar": "COLUMN=VALUE",
+                 "help": "tune only the runs where a runs.parquet column has a value "
+                         "(=, !=, >=, <=, >, <; repeat: all hold), e.g. --where model=gpt-4o "
+                         "--where 'started>=2025-01-01'"}),
     ("--forecast-runs", {"type": int, "default": 2000, "metavar": "N",
                          "help": "simulated tasks per forecast candidate (default 2000)"}),
     ("--seed", {"type": int, "default": 0, "help": "seed of calibration and forecasts"}),
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     tuned = tune(args.traces, out=args.out, scenario=args.scenario,
                  keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
                  forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet,
-                 force=args.force)
+                 force=args.force, where=args.where)
     if args.format == "json":
         json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")

@@ -47,12 +47,12 @@ def recommendation_yaml(result: TuneResult) -> str:
     rec = result.recommendation
     harness = rec.harness.model_dump(mode="json", exclude_defaults=True)
     doc = {"name": "tuned", "description": f"Limits recommended by sim tune from "
-           f"{result.runs:,} runs of {result.traces}: {rec.label}.", "harness": harness}
+           f"{_runs(result)} of {result.traces}: {rec.label}.", "harness": harness}
     row = rec.row
     header = [
         f"Recommended by: python -m sim tune {result.traces} --keep-successes "
         f"{result.keep_successes:g} --objective {result.objective} --knobs "
-        f"{','.join(result.knobs)}",
+        f"{','.join(result.knobs)}" + "".join(f" --where '{w}'" for w in result.where),
         f"Setting: {rec.label} ({row['method']}: {row['fidelity']})",
         f"Successes lost: {row['lost']} of {row['base_successes']} "
         f"({pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])}; allowed "
@@ -163,6 +163,8 @@ def lead(result: TuneResult) -> list[str]:
     lines = [headline(result),
              f"  {'kept' if _keeps_in_force(result) else 'recommended'}: {rec.label}, "
              f"evaluated by {row['method']} ({row['fidelity']})"]
+    if result.where:
+        lines.insert(1, f"  tuned on {_runs(result)}")
     if row["base_successes"] and not _keeps_in_force(result):
         lines.append(f"  successes lost: {row['lost']} of {row['base_successes']} recorded, "
                      f"{pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])} "
@@ -212,11 +214,19 @@ def frontier_figure(result: TuneResult) -> Any:
     return fig
 
 
+def _runs(result: TuneResult) -> str:
+    """``567 recorded runs`` or ``20 recorded runs where model=gpt-4o (of 700)``."""
+    if not result.where:
+        return f"{result.runs:,} recorded runs"
+    return (f"{result.runs:,} recorded runs where {' '.join(result.where)} "
+            f"(of {result.runs_in_folder:,})")
+
+
 def report_markdown(result: TuneResult) -> str:
     """The report: recommendation first, the refusal, the figure, the table."""
     rows = table_rows(result)
     lines = [f"# Tuning limits: {result.traces}", "",
-             f"{result.runs:,} recorded runs; knobs {', '.join(result.knobs)}; objective "
+             f"{_runs(result)}; knobs {', '.join(result.knobs)}; objective "
              f"{result.objective}; keep {100 * result.keep_successes:g}% of successes, judged "
              f"by the upper end of the 95% interval of the share lost.", "",
              "## Recommendation", "", "```", *lead(result), "```", "",
@@ -244,7 +254,8 @@ def summary(result: TuneResult, provenance: Mapping[str, Any] | None = None
     rewrite it, another needs ``--force``)."""
     frame = result.frontier.replace({np.nan: None})
     head = {} if provenance is None else {"provenance": dict(provenance)}
-    return {**head, "traces": result.traces, "runs": result.runs, "knobs": list(result.knobs),
+    return {**head, "traces": result.traces, "runs": result.runs, "where": list(result.where),
+            "runs_in_folder": result.runs_in_folder, "knobs": list(result.knobs),
             "keep_successes": result.keep_successes, "objective": result.objective,
             "status": result.status, "thin": result.thin,
             "runs_to_decide": result.runs_to_decide, "headline": headline(result),

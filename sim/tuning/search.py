@@ -36,6 +36,7 @@ import itertools
 import math
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +53,7 @@ from sim.tuning.inforce import default_harness, grids, harness_in_force, setting
 from sim.tuning.inforce import notes as inforce_notes
 from sim.tuning.replayed import ReplayEvaluator, apply
 from sim.tuning.thin import judge_thin
+from sim.tuning.where import parse_where, slice_folder
 from sim.tuning.world import DEFAULT_RUNS, CalibratedWorld, ForecastEvaluator, calibrated_world
 
 OBJECTIVES: dict[str, str] = {"cost": "cost_mean", "p95-cost": "cost_p95", "time": "time_mean"}
@@ -100,6 +102,10 @@ class TuneResult:
     why, ``runs_to_decide`` how many runs would decide); None when none."""
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
+    where: tuple[str, ...] = ()
+    """The ``--where`` conditions that chose the runs tuned (empty: all)."""
+    runs_in_folder: int | None = None
+    """Runs in the trace folder before ``where`` (None: no slice)."""
     overshoot: list[str] = field(default_factory=list)
     """Configured against actual for the recommended harness: the worst case
     one run could pass its money and token budgets by under a spend-so-far
@@ -231,7 +237,7 @@ def tune(traces: str | os.PathLike[str], *,
          grid: Mapping[str, Sequence[kn.Value]] | None = None,
          world: CalibratedWorld | Callable[[], CalibratedWorld] | None = None,
          forecast_runs: int = DEFAULT_RUNS, seed: int = 0, calibration_evaluations: int = 45,
-         progress: bool = False) -> TuneResult:
+         progress: bool = False, where: str | Sequence[str] | None = None) -> TuneResult:
     """Recommend limits for the runs in the trace folder ``traces`` (see the
     module docstring). ``scenario``: the harness in force (a scenario file or
     a :class:`HarnessConfig`; default :func:`~sim.tuning.inforce.default_harness`);
@@ -241,11 +247,25 @@ def tune(traces: str | os.PathLike[str], *,
     ``world``: a calibrated world (or a function making one) for forecasts,
     default :func:`~sim.tuning.world.calibrated_world` of ``traces`` fitted on
     first need; ``forecast_runs``: simulated tasks per forecast candidate.
+    ``where``: ``--where`` conditions (:mod:`sim.tuning.where`): only the
+    runs they select are tuned (replayed, calibrated and counted).
     Returns a :class:`TuneResult` (``frontier, recommendation = tune(...)``
     unpacks)."""
     _check(keep_successes, objective)
     chosen = kn.parse_knobs(knobs)
     folder = Path(traces)
+    conditions = parse_where(where)
+    if conditions:
+        with tempfile.TemporaryDirectory(prefix="sim-tune-slice-") as tmp:
+            part, _, total = slice_folder(folder, conditions, tmp)
+            result = tune(part, scenario=scenario, keep_successes=keep_successes,
+                          objective=objective, knobs=chosen, grid=grid, world=world,
+                          forecast_runs=forecast_runs, seed=seed,
+                          calibration_evaluations=calibration_evaluations, progress=progress)
+        result.traces = str(folder)
+        result.where = tuple(c.text for c in conditions)
+        result.runs_in_folder = total
+        return result
     runs = read_trace_folder(folder)
     if not runs:
         raise InputError("the trace folder holds no runs", source=str(folder))
