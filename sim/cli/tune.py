@@ -81,5 +81,5 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(frontier_table(tuned.result, limit=12))
         print(f"\n{len(tuned.frontier)} candidates; outputs in {tuned.path}/ (recommended.yaml, "
-              "frontier.csv, tune.json, report.md, report.html)")
+              "stopped_runs.csv, frontier.csv, tune.json, report.md, report.html)")
     return tuned.status

@@ -21,15 +21,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from sim.output.figures import new_figure, png_bytes
 from sim.output.html import markdown_to_html
 from sim.output.results import json_bytes, write_atomic
 from sim.tuning.evidence import pct_interval
+from sim.tuning.replayed import STOPPED_COLUMNS
 from sim.tuning.search import OBJECTIVES, TuneResult
 
-FILES = ("recommended.yaml", "frontier.csv", "tune.json", "report.md", "report.html")
+FILES = ("recommended.yaml", "frontier.csv", "stopped_runs.csv", "tune.json", "report.md",
+         "report.html")
+DRILL_ROWS = 10
+"""Stopped runs listed in the report (all are in ``stopped_runs.csv``)."""
 _UNITS = {"cost": "USD per run (mean)", "p95-cost": "USD per run (p95)",
           "time": "active seconds per run (mean)"}
 
@@ -176,6 +181,13 @@ def lead(result: TuneResult) -> list[str]:
                   f"({_change(row['objective_ratio'])} against the harness in force)",
                   f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
                   f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
+    stopped = result.stopped_runs
+    if not _keeps_in_force(result) and stopped is not None and not stopped.empty:
+        first = stopped.iloc[0]
+        lines.append(f"  runs it stops: {len(stopped):,}, listed in stopped_runs.csv (first: "
+                     f"{first['run_id']}, {first['outcome_in_force']} in force, stopped at "
+                     f"call {first['stopped_at_call']} of {first['calls_recorded']} with "
+                     f"{first['prompt_tokens_at_stop']:,} prompt tokens)")
     if result.refusal:
         lines.append(f"  next-cheaper setting refused: {result.refusal}")
     lines += [f"note: {n}" for n in result.notes]
@@ -214,6 +226,42 @@ def frontier_figure(result: TuneResult) -> Any:
     return fig
 
 
+def _stopped_frame(result: TuneResult) -> pd.DataFrame:
+    if result.stopped_runs is None:
+        return pd.DataFrame(columns=list(STOPPED_COLUMNS))
+    return result.stopped_runs
+
+
+def _cell(value: Any, width: int = 60) -> str:
+    """A table cell: no ``|`` (it would split the row), at most ``width`` characters."""
+    text = "" if value is None or value is pd.NA else str(value).replace("|", "/")
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def drill_down(result: TuneResult, limit: int = DRILL_ROWS) -> list[str]:
+    """The runs the recommendation stops, as report lines: how many, of
+    which recorded outcome, and the first ``limit`` (successes lost first,
+    then the largest saving) with where each is stopped."""
+    frame = result.stopped_runs
+    if frame is None:
+        return ["The recommendation is a forecast: no recorded run is stopped by name."]
+    if frame.empty:
+        return ["The recommendation stops no recorded run."]
+    lost = int(frame["lost_success"].sum())
+    lines = [f"The recommendation stops {len(frame):,} recorded runs ({lost:,} of them "
+             f"successes in force); all are in `stopped_runs.csv`"
+             + (f", the first {limit} here:" if len(frame) > limit else ":"), "",
+             "| run | task | model | recorded exit | outcome in force -> now | stopped at call "
+             "| prompt tokens then | cost in force -> now |", "|---|---|---|---|---|---|---|---|"]
+    for r in frame.head(limit).to_dict("records"):
+        lines.append(f"| {_cell(r['run_id'])} | {_cell(r['task_id'])} | {_cell(r['model'])} | "
+                     f"{_cell(r['exit'])} | {r['outcome_in_force']} -> {r['outcome']} | "
+                     f"{r['stopped_at_call']} of {r['calls_recorded']} | "
+                     f"{r['prompt_tokens_at_stop']:,} | {_usd(r['cost_in_force_usd'])} -> "
+                     f"{_usd(r['cost_usd'])} |")
+    return lines
+
+
 def _runs(result: TuneResult) -> str:
     """``567 recorded runs`` or ``20 recorded runs where model=gpt-4o (of 700)``."""
     if not result.where:
@@ -232,6 +280,7 @@ def report_markdown(result: TuneResult) -> str:
              "## Recommendation", "", "```", *lead(result), "```", "",
              "The harness block is in `recommended.yaml`; replay it with "
              f"`python -m sim replay {result.traces} recommended.yaml`.", "",
+             "## Runs the recommendation stops", "", *drill_down(result), "",
              "## Frontier", "", "![frontier](frontier.png)", "",
              "Replayed rows are exact on the recorded runs (a setting that only tightens the "
              "harness in force); forecast rows come from the world calibrated to the same "
@@ -292,11 +341,12 @@ def write_outputs(out: str | Path, result: TuneResult,
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "recommended.yaml", recommendation_yaml(result).encode())
     write_atomic(folder / "frontier.csv", _csv(result))
+    write_atomic(folder / "stopped_runs.csv", _stopped_frame(result).to_csv(index=False).encode())
     write_atomic(folder / "tune.json", json_bytes(summary(result, provenance)))
     write_atomic(folder / "report.md", report_markdown(result).encode())
     write_atomic(folder / "report.html", report_html(result).encode())
     return folder
 
 
-__all__ = ["FILES", "frontier_table", "headline", "lead", "recommendation_yaml", "report_html",
-           "write_outputs"]
+__all__ = ["FILES", "drill_down", "frontier_table", "headline", "lead", "recommendation_yaml",
+           "report_html", "write_outputs"]

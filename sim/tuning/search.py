@@ -102,6 +102,10 @@ class TuneResult:
     why, ``runs_to_decide`` how many runs would decide); None when none."""
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
+    stopped_runs: pd.DataFrame | None = None
+    """The runs the recommendation stops (a replayed one:
+    :meth:`~sim.tuning.replayed.ReplayEvaluator.stopped_runs`); None for a
+    forecast, whose runs are simulated."""
     where: tuple[str, ...] = ()
     """The ``--where`` conditions that chose the runs tuned (empty: all)."""
     runs_in_folder: int | None = None
@@ -296,6 +300,8 @@ def tune(traces: str | os.PathLike[str], *,
         notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
     result.overshoot = _overshoot(result.recommendation.harness, runs)
+    if rec_row["method"] == "replayed":
+        result.stopped_runs = replay.stopped_runs(rec_row["_setting"])
     thin = judge_thin(rec_row, base, candidates, score.limit)
     if thin is not None:
         result.status, result.thin = thin.status, thin.why
