@@ -72,7 +72,9 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
          knobs: str | Sequence[str] | None = None, world: World = None,
          grid: Mapping[str, Sequence[Value]] | None = None, forecast_runs: int = 2000,
          seed: int = 0, progress: bool = False, force: bool = False,
-         where: str | Sequence[str] | None = None) -> Tuned:
+         where: str | Sequence[str] | None = None,
+         candidates: str | Sequence[str] | Mapping[str, Sequence[Value]] | None = None
+         ) -> Tuned:
     """Recommend limits from the recorded runs of the trace folder ``traces``,
     write the outputs to ``out`` (default ``reports/tune_<traces name>``, or
     under ``$SIM_OUT``) and return a :class:`Tuned`.
@@ -88,12 +90,13 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     :class:`~sim.tuning.world.CalibratedWorld` or a function making one;
     default: calibrated to ``traces`` on first need); ``grid``: candidate
     values per knob instead of the derived grid; ``forecast_runs``: simulated
-    tasks per forecast candidate; ``where``: conditions on ``runs.parquet``'s
-    columns (``["model=gpt-4o", "started>=2025-01-01"]``, see
-    :mod:`sim.tuning.where`): only the runs they select are tuned; ``force``:
-    replace an ``out`` holding another tune's outputs (without it, exit 2
-    before anything runs; the same tune of the same traces may rewrite its
-    folder). Bad input raises
+    tasks per forecast candidate; ``candidates``: values of your own added
+    to the grid (``"tokens=1.2M,1.5M steps=30"`` or ``{knob: values}``);
+    ``where``: conditions on ``runs.parquet``'s columns (``["model=gpt-4o",
+    "started>=2025-01-01"]``, see :mod:`sim.tuning.where`): only the runs
+    they select are tuned; ``force``: replace an ``out`` holding another
+    tune's outputs (without it, exit 2 before anything runs; the same tune of
+    the same traces may rewrite its folder). Bad input raises
     :class:`sim.bad_input.InputError` before anything runs.
 
     >>> frontier, recommendation = tune("traces/tau2")         # doctest: +SKIP
@@ -102,6 +105,7 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     """
     from sim.output import folder
     from sim.scenario.project import out_root
+    from sim.tuning.knobs import parse_candidates, parse_knobs
     from sim.tuning.report import write_outputs
     from sim.tuning.search import tune as search
     from sim.tuning.where import parse_where
@@ -115,11 +119,13 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     provenance = _provenance(traces, scenario, keep_successes=keep_successes,
                              objective=objective, knobs=knobs, grid=grid,
                              forecast_runs=forecast_runs, seed=seed,
-                             where=[c.text for c in parse_where(where)])
+                             where=[c.text for c in parse_where(where)],
+                             candidates=parse_candidates(candidates, parse_knobs(knobs)))
     folder.prepare(target, provenance, force=force)
     result = search(traces, scenario=scenario, keep_successes=keep_successes,
                     objective=objective, knobs=knobs, grid=grid, world=_world(world),
-                    forecast_runs=forecast_runs, seed=seed, progress=progress, where=where)
+                    forecast_runs=forecast_runs, seed=seed, progress=progress, where=where,
+                    candidates=candidates)
     with folder.replace(target) as staging:
         write_outputs(staging, result, provenance)
     return Tuned(result.frontier, result.recommendation, result.refusal, result.status,

@@ -38,6 +38,10 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                              "mean active time"}),
     ("--knobs", {"default": "budgets", "help": "comma-separated among tokens, money, steps, "
                                                "detector (default budgets: tokens,money,steps)"}),
+    ("--candidates", {"action": "append", "metavar": "KNOB=V,V",
+                      "help": "values of your own added to a knob's grid, e.g. --candidates "
+                              "tokens=1.2M,1.5M --candidates steps=30,40 (k and M suffixes; "
+                              "money in USD)"}),
     ("--where", {"action": "append", "metavar": "COLUMN=VALUE",
                  "help": "tune only the runs where a runs.parquet column has a value "
                          "(=, !=, >=, <=, >, <; repeat: all hold), e.g. --where model=gpt-4o "
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     tuned = tune(args.traces, out=args.out, scenario=args.scenario,
                  keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
                  forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet,
-                 force=args.force, where=args.where)
+                 force=args.force, where=args.where, candidates=args.candidates)
     if args.format == "json":
         json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")

@@ -190,6 +190,8 @@ def lead(result: TuneResult) -> list[str]:
                      f"{first['prompt_tokens_at_stop']:,} prompt tokens)")
     if result.refusal:
         lines.append(f"  next-cheaper setting refused: {result.refusal}")
+    lines += [f"  boundary: {b.sentence()}" for b in result.boundaries
+              if b.keeps is not None and b.refused is not None]
     lines += [f"note: {n}" for n in result.notes]
     if result.overshoot:
         lines.append("configured vs actual: sim's harness never passes these budgets; a harness "
@@ -281,6 +283,11 @@ def report_markdown(result: TuneResult) -> str:
              "The harness block is in `recommended.yaml`; replay it with "
              f"`python -m sim replay {result.traces} recommended.yaml`.", "",
              "## Runs the recommendation stops", "", *drill_down(result), "",
+             "## Boundaries", "",
+             "Each budget bisected between the tightest grid value that keeps successes and "
+             "the next tighter one, to the resolution a user sets (1 step; 3 significant "
+             "figures of tokens or dollars):", "",
+             *([f"- {b.sentence()}" for b in result.boundaries] or ["- none searched"]), "",
              "## Frontier", "", "![frontier](frontier.png)", "",
              "Replayed rows are exact on the recorded runs (a setting that only tightens the "
              "harness in force); forecast rows come from the world calibrated to the same "
@@ -313,6 +320,9 @@ def summary(result: TuneResult, provenance: Mapping[str, Any] | None = None
             "recommendation": {"setting": result.recommendation.label,
                                "values": dict(result.recommendation.setting)},
             "refusal": result.refusal, "notes": result.notes,
+            "boundaries": [{"knob": b.knob, "keeps": b.keeps, "refused": b.refused,
+                            "steps": [vars(step) for step in b.steps]}
+                           for b in result.boundaries],
             "worst_overshoot": result.overshoot,
             "frontier": [{k: _plain(v) for k, v in r.items()}
                          for r in frame.to_dict("records")]}

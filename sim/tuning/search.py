@@ -48,6 +48,7 @@ from sim.bad_input import InputError
 from sim.drivers.recorded_runs import read_trace_folder
 from sim.scenario.model import HarnessConfig
 from sim.tuning import knobs as kn
+from sim.tuning.boundary import Boundary, find_boundary
 from sim.tuning.evidence import pct_interval
 from sim.tuning.inforce import default_harness, grids, harness_in_force, setting_in_force
 from sim.tuning.inforce import notes as inforce_notes
@@ -102,6 +103,8 @@ class TuneResult:
     why, ``runs_to_decide`` how many runs would decide); None when none."""
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
+    boundaries: list[Boundary] = field(default_factory=list)
+    """Each budget knob's boundary search (:mod:`sim.tuning.boundary`)."""
     stopped_runs: pd.DataFrame | None = None
     """The runs the recommendation stops (a replayed one:
     :meth:`~sim.tuning.replayed.ReplayEvaluator.stopped_runs`); None for a
@@ -241,7 +244,9 @@ def tune(traces: str | os.PathLike[str], *,
          grid: Mapping[str, Sequence[kn.Value]] | None = None,
          world: CalibratedWorld | Callable[[], CalibratedWorld] | None = None,
          forecast_runs: int = DEFAULT_RUNS, seed: int = 0, calibration_evaluations: int = 45,
-         progress: bool = False, where: str | Sequence[str] | None = None) -> TuneResult:
+         progress: bool = False, where: str | Sequence[str] | None = None,
+         candidates: str | Sequence[str] | Mapping[str, Sequence[kn.Value]] | None = None
+         ) -> TuneResult:
     """Recommend limits for the runs in the trace folder ``traces`` (see the
     module docstring). ``scenario``: the harness in force (a scenario file or
     a :class:`HarnessConfig`; default :func:`~sim.tuning.inforce.default_harness`);
@@ -251,7 +256,9 @@ def tune(traces: str | os.PathLike[str], *,
     ``world``: a calibrated world (or a function making one) for forecasts,
     default :func:`~sim.tuning.world.calibrated_world` of ``traces`` fitted on
     first need; ``forecast_runs``: simulated tasks per forecast candidate.
-    ``where``: ``--where`` conditions (:mod:`sim.tuning.where`): only the
+    ``candidates``: values added to the grid (``--candidates
+    tokens=1.2M,1.5M``, :func:`~sim.tuning.knobs.parse_candidates`, or
+    ``{knob: values}``); ``where``: ``--where`` conditions (:mod:`sim.tuning.where`): only the
     runs they select are tuned (replayed, calibrated and counted).
     Returns a :class:`TuneResult` (``frontier, recommendation = tune(...)``
     unpacks)."""
@@ -259,13 +266,15 @@ def tune(traces: str | os.PathLike[str], *,
     chosen = kn.parse_knobs(knobs)
     folder = Path(traces)
     conditions = parse_where(where)
+    extra = kn.parse_candidates(candidates, chosen)
     if conditions:
         with tempfile.TemporaryDirectory(prefix="sim-tune-slice-") as tmp:
             part, _, total = slice_folder(folder, conditions, tmp)
             result = tune(part, scenario=scenario, keep_successes=keep_successes,
                           objective=objective, knobs=chosen, grid=grid, world=world,
                           forecast_runs=forecast_runs, seed=seed,
-                          calibration_evaluations=calibration_evaluations, progress=progress)
+                          calibration_evaluations=calibration_evaluations, progress=progress,
+                          candidates=extra)
         result.traces = str(folder)
         result.where = tuple(c.text for c in conditions)
         result.runs_in_folder = total
@@ -283,26 +292,28 @@ def tune(traces: str | os.PathLike[str], *,
     base = evaluate(in_force, "in force")
     assert base is not None  # the harness in force is always replayed
     score.base = base
-    _search(chosen, grids(chosen, replay, dict(in_force), grid), in_force, evaluate, score)
+    boundaries = _search(chosen, grids(chosen, replay, dict(in_force), grid, extra),
+                         in_force, evaluate, score, exact=frozenset(grid or ()))
     notes = inforce_notes(replay)
     if evaluate.unforecastable is not None:
         notes.append(evaluate.unforecastable)
     rows = list(evaluate.rows.values())
     score.finish(rows)
-    candidates = [r for r in rows if r["phase"] != "in force (forecast reference)"]
-    rec_row = _recommended(rows, candidates, base)
+    evaluated = [r for r in rows if r["phase"] != "in force (forecast reference)"]
+    rec_row = _recommended(rows, evaluated, base)
     result = TuneResult(
         frontier=_frame(rows), recommendation=Recommendation(
             rec_row["_setting"], apply(replay.harness_in_force, rec_row["_setting"]),
             {k: v for k, v in rec_row.items() if k != "_setting"}),
         in_force=in_force, knobs=chosen, keep_successes=keep_successes, objective=objective,
-        traces=str(folder), runs=len(runs), refusal=_refusal(candidates, rec_row, score.limit),
+        traces=str(folder), runs=len(runs), refusal=_refusal(evaluated, rec_row, score.limit),
         notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
+    result.boundaries = boundaries
     result.overshoot = _overshoot(result.recommendation.harness, runs)
     if rec_row["method"] == "replayed":
         result.stopped_runs = replay.stopped_runs(rec_row["_setting"])
-    thin = judge_thin(rec_row, base, candidates, score.limit)
+    thin = judge_thin(rec_row, base, evaluated, score.limit)
     if thin is not None:
         result.status, result.thin = thin.status, thin.why
         result.runs_to_decide = thin.runs_to_decide
@@ -312,19 +323,41 @@ def tune(traces: str | os.PathLike[str], *,
 
 
 def _search(chosen: Sequence[str], grids: dict[str, list[kn.Value]], in_force: kn.Setting,
-            evaluate: _Evaluations, score: _Score) -> None:
-    """Each knob alone over its grid, then jointly over each knob's best value
-    and its grid neighbours (module docstring); rows land in ``evaluate``."""
+            evaluate: _Evaluations, score: _Score, exact: frozenset[str] = frozenset()
+            ) -> list[Boundary]:
+    """Each knob alone over its grid and bisected at its boundary
+    (:mod:`sim.tuning.boundary`; the values found join its grid; not the
+    knobs in ``exact``, whose grid was given: those values only), then
+    jointly over each knob's best value and its grid neighbours (module
+    docstring); rows land in ``evaluate``; returns the boundaries searched."""
     best: dict[str, kn.Value] = {}
+    boundaries: list[Boundary] = []
+    forced = kn.InForce(dict(in_force))
     for knob in chosen:
-        rows = [evaluate(kn.setting({**dict(in_force), knob: value}), f"{knob} alone")
-                for value in grids[knob]]
-        pick = score.best([r for r in rows if r is not None])
+        def alone(value: kn.Value, phase: str, knob: str = knob) -> dict[str, Any] | None:
+            return evaluate(kn.setting({**dict(in_force), knob: value}), phase)
+
+        def at_boundary(value: kn.Value, knob: str = knob) -> dict[str, Any] | None:
+            return alone(value, f"{knob} boundary")
+
+        def replayable(value: kn.Value, knob: str = knob) -> bool:
+            return forced.tightens(kn.setting({**dict(in_force), knob: value}))
+
+        by_value = {value: alone(value, f"{knob} alone") for value in grids[knob]}
+        found = (Boundary(knob) if knob in exact else
+                 find_boundary(knob, grids[knob], by_value, at_boundary, score.ok, replayable))
+        if found.steps:
+            boundaries.append(found)
+            added = [s.value for s in found.steps if s.value not in by_value]
+            grids[knob] = kn.cheaper_first([*grids[knob], *added])
+            by_value.update({v: alone(v, f"{knob} boundary") for v in added})
+        pick = score.best([r for r in by_value.values() if r is not None])
         best[knob] = dict(pick["_setting"])[knob] if pick is not None else dict(in_force)[knob]
     if len(chosen) > 1:
         axes = [kn.neighbours(grids[k], best[k]) for k in chosen]
         for values in itertools.product(*axes):
             evaluate(kn.setting(dict(zip(chosen, values, strict=True))), "joint")
+    return boundaries
 
 
 def _recommended(rows: list[dict[str, Any]], candidates: list[dict[str, Any]],
