@@ -50,6 +50,9 @@ HOSTILE: dict[str, list[RunRecord]] = {
     "huge prompts": [_run(i, 3 + i, prompt=3_000_000) for i in range(10)],
     "zero-call runs only": [_run(i, 0) for i in range(5)],
     "zero-call runs among others": [_run(i, 0 if i % 2 else 4) for i in range(10)],
+    "two models of different lengths, one with one run": [
+        _run(i, 3 + (i % 2) * 9, model="gpt-4o" if i < 12 else "claude-3-5-sonnet-20241022")
+        for i in range(20)] + [_run(20, 4, model="solo")],
     "100 runs of tiny prompts": [_run(i, 2 + i % 7, prompt=10, resolved=i % 3 != 0)
                                  for i in range(100)],
 }

@@ -55,7 +55,7 @@ RESULT_ENTRIES = frozenset({
     "results.parquet", "summary.json", "report.md", "report.html", "timeseries.parquet",
     "comparison.json", "figures", "base", "candidate", "junit.xml", "summary.md",
     "runs.parquet", "calls.parquet",
-    "recommended.yaml", "frontier.csv", "tune.json", "stopped_runs.csv"})
+    "recommended.yaml", "frontier.csv", "tune.json", "stopped_runs.csv", "models"})
 """Names sim writes into a results folder; anything else makes a folder foreign."""
 
 IDENTITY_FILES = ("summary.json", "comparison.json", "tune.json")

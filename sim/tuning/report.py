@@ -28,6 +28,7 @@ from sim.output.figures import new_figure, png_bytes
 from sim.output.html import markdown_to_html
 from sim.output.results import json_bytes, write_atomic
 from sim.tuning.evidence import pct_interval
+from sim.tuning.models import slug
 from sim.tuning.replayed import STOPPED_COLUMNS
 from sim.tuning.search import OBJECTIVES, TuneResult
 
@@ -156,6 +157,16 @@ def headline(result: TuneResult) -> str:
     return text + "."
 
 
+def _models_lead(result: TuneResult) -> list[str]:
+    """What the top says of a folder of several models: per model when
+    their runs differ (each model's headline, ``models/<model>.yaml``)."""
+    if not result.per_model:
+        return [f"Models: {result.models_note}."] if result.models_note else []
+    lines = [f"Per model: {result.models_note} (models/<model>.yaml):"]
+    lines += [f"  {model}: {headline(r)}" for model, r in result.per_model.items()]
+    return [*lines, "All models pooled:"]
+
+
 def _change(ratio: float) -> str:
     return f"{100 * (ratio - 1):+.1f}%" if math.isfinite(ratio) else "n/a"
 
@@ -165,11 +176,11 @@ def lead(result: TuneResult) -> list[str]:
     terminal and the report say first)."""
     rec = result.recommendation
     row = rec.row
-    lines = [headline(result),
+    lines = [*_models_lead(result), headline(result),
              f"  {'kept' if _keeps_in_force(result) else 'recommended'}: {rec.label}, "
              f"evaluated by {row['method']} ({row['fidelity']})"]
     if result.where:
-        lines.insert(1, f"  tuned on {_runs(result)}")
+        lines.insert(len(lines) - 1, f"  tuned on {_runs(result)}")
     if row["base_successes"] and not _keeps_in_force(result):
         lines.append(f"  successes lost: {row['lost']} of {row['base_successes']} recorded, "
                      f"{pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])} "
@@ -319,7 +330,12 @@ def summary(result: TuneResult, provenance: Mapping[str, Any] | None = None
                 k: _plain(v) for k, v in result.might_save.items()},
             "recommendation": {"setting": result.recommendation.label,
                                "values": dict(result.recommendation.setting)},
-            "refusal": result.refusal, "notes": result.notes,
+            "refusal": result.refusal, "notes": result.notes, "models": result.models_note,
+            "per_model": {model: {"headline": headline(r), "status": r.status, "runs": r.runs,
+                                  "recommendation": {"setting": r.recommendation.label,
+                                                     "values": dict(r.recommendation.setting)},
+                                  "file": f"models/{slug(model)}.yaml"}
+                          for model, r in result.per_model.items()},
             "boundaries": [{"knob": b.knob, "keeps": b.keeps, "refused": b.refused,
                             "steps": [vars(step) for step in b.steps]}
                            for b in result.boundaries],
@@ -353,6 +369,10 @@ def write_outputs(out: str | Path, result: TuneResult,
     write_atomic(folder / "frontier.csv", _csv(result))
     write_atomic(folder / "stopped_runs.csv", _stopped_frame(result).to_csv(index=False).encode())
     write_atomic(folder / "tune.json", json_bytes(summary(result, provenance)))
+    if result.per_model:
+        (folder / "models").mkdir(exist_ok=True)
+        for model, r in result.per_model.items():
+            write_atomic(folder / "models" / f"{slug(model)}.yaml", recommendation_yaml(r).encode())
     write_atomic(folder / "report.md", report_markdown(result).encode())
     write_atomic(folder / "report.html", report_html(result).encode())
     return folder

@@ -52,6 +52,7 @@ from sim.tuning.boundary import Boundary, find_boundary
 from sim.tuning.evidence import pct_interval
 from sim.tuning.inforce import default_harness, grids, harness_in_force, setting_in_force
 from sim.tuning.inforce import notes as inforce_notes
+from sim.tuning.models import MIN_RUNS, split_by_model
 from sim.tuning.replayed import ReplayEvaluator, apply
 from sim.tuning.thin import judge_thin
 from sim.tuning.where import parse_where, slice_folder
@@ -103,6 +104,11 @@ class TuneResult:
     why, ``runs_to_decide`` how many runs would decide); None when none."""
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
+    models_note: str | None = None
+    """Whether the folder's models differ, and so are tuned each alone
+    (:mod:`sim.tuning.models`); None for a folder of one model."""
+    per_model: dict[str, TuneResult] = field(default_factory=dict)
+    """Each model's own result when the models differ (else empty)."""
     boundaries: list[Boundary] = field(default_factory=list)
     """Each budget knob's boundary search (:mod:`sim.tuning.boundary`)."""
     stopped_runs: pd.DataFrame | None = None
@@ -237,16 +243,43 @@ def _world_maker(world: CalibratedWorld | Callable[[], CalibratedWorld] | None, 
     return make
 
 
-def tune(traces: str | os.PathLike[str], *,
-         scenario: str | os.PathLike[str] | HarnessConfig | None = None,
-         keep_successes: float = 0.99, objective: str = "cost",
-         knobs: str | Sequence[str] | None = None,
-         grid: Mapping[str, Sequence[kn.Value]] | None = None,
-         world: CalibratedWorld | Callable[[], CalibratedWorld] | None = None,
-         forecast_runs: int = DEFAULT_RUNS, seed: int = 0, calibration_evaluations: int = 45,
-         progress: bool = False, where: str | Sequence[str] | None = None,
-         candidates: str | Sequence[str] | Mapping[str, Sequence[kn.Value]] | None = None
+def tune(traces: str | os.PathLike[str], *, by_model: bool = True, **options: Any
          ) -> TuneResult:
+    """Recommend limits for the runs in the trace folder ``traces``: the
+    search of :func:`tune_runs` (same keyword ``options``) on all the runs
+    (or the ``where`` slice) and, when ``by_model`` and the folder holds
+    several models whose runs differ (:func:`~sim.tuning.models.split_by_model`),
+    the same search on each model's runs alone (``per_model``); the test's
+    verdict is ``models_note``. Returns a :class:`TuneResult`."""
+    result = tune_runs(traces, **options)
+    if not by_model:
+        return result
+    conditions = parse_where(options.get("where"))
+    split = split_by_model(traces, conditions)
+    result.models_note = split.reason or None
+    if split.differ:
+        texts = [c.text for c in conditions]
+        for model in split.models:
+            if options.get("progress"):
+                print(f"tune: model {model}", file=sys.stderr)
+            result.per_model[model] = tune_runs(
+                traces, **{**options, "where": [*texts, f"model={model}"]})
+        if split.few:
+            result.models_note = (f"{split.reason}; too few runs for their own "
+                                  f"({MIN_RUNS} needed): " + ", ".join(split.few))
+    return result
+
+
+def tune_runs(traces: str | os.PathLike[str], *,
+              scenario: str | os.PathLike[str] | HarnessConfig | None = None,
+              keep_successes: float = 0.99, objective: str = "cost",
+              knobs: str | Sequence[str] | None = None,
+              grid: Mapping[str, Sequence[kn.Value]] | None = None,
+              world: CalibratedWorld | Callable[[], CalibratedWorld] | None = None,
+              forecast_runs: int = DEFAULT_RUNS, seed: int = 0, calibration_evaluations: int = 45,
+              progress: bool = False, where: str | Sequence[str] | None = None,
+              candidates: str | Sequence[str] | Mapping[str, Sequence[kn.Value]] | None = None
+              ) -> TuneResult:
     """Recommend limits for the runs in the trace folder ``traces`` (see the
     module docstring). ``scenario``: the harness in force (a scenario file or
     a :class:`HarnessConfig`; default :func:`~sim.tuning.inforce.default_harness`);
@@ -270,7 +303,7 @@ def tune(traces: str | os.PathLike[str], *,
     if conditions:
         with tempfile.TemporaryDirectory(prefix="sim-tune-slice-") as tmp:
             part, _, total = slice_folder(folder, conditions, tmp)
-            result = tune(part, scenario=scenario, keep_successes=keep_successes,
+            result = tune_runs(part, scenario=scenario, keep_successes=keep_successes,
                           objective=objective, knobs=chosen, grid=grid, world=world,
                           forecast_runs=forecast_runs, seed=seed,
                           calibration_evaluations=calibration_evaluations, progress=progress,
@@ -432,4 +465,4 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-__all__ = ["OBJECTIVES", "Recommendation", "TuneResult", "default_harness", "tune"]
+__all__ = ["OBJECTIVES", "Recommendation", "TuneResult", "default_harness", "tune", "tune_runs"]
