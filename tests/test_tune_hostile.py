@@ -53,12 +53,14 @@ HOSTILE: dict[str, list[RunRecord]] = {
     "two models of different lengths, one with one run": [
         _run(i, 3 + (i % 2) * 9, model="gpt-4o" if i < 12 else "claude-3-5-sonnet-20241022")
         for i in range(20)] + [_run(20, 4, model="solo")],
+    "a step limit in force (looser caps need a world; too few runs to fit)": [
+        _run(i, 3 + i, step_limit=12) for i in range(10)],
     "100 runs of tiny prompts": [_run(i, 2 + i % 7, prompt=10, resolved=i % 3 != 0)
                                  for i in range(100)],
 }
 """Folders whose largest prompt (but for 'huge prompts') is under the default
-output cap; none states a limit, so every candidate is replayed (no world to
-calibrate: fast)."""
+output cap; all but one state no limit, so every candidate is replayed (no
+world to calibrate: fast)."""
 
 
 def _tune(folder: Path, out: Path, capsys, *extra: str) -> tuple[int, str]:
