@@ -1,8 +1,10 @@
-"""The DES as it was before tasks were driven by callbacks: one SimPy process
-per task (``_task`` -> ``_drive`` -> ``_acquire``/``_held``/``_park``, with
-``yield from``), operator cancels as :meth:`simpy.Process.interrupt`, a new
-timeout for each wait. Kept as a test oracle: the callback-driven engine
-(:mod:`sim.engines.des_task`) must give exactly its results (tests/test_des_driving.py).
+"""The DES written plainly: one SimPy process per task (``_task`` ->
+``_drive`` -> ``_acquire``/``_held``/``_park``, with ``yield from``, a
+``try``/``finally`` per wait), operator cancels as
+:meth:`simpy.Process.interrupt`, a new timeout for each wait. A test oracle:
+the engine's process (:class:`sim.engines.des.TaskRun`, one flat generator whose
+waits are undone in one place) must give exactly its results
+(tests/test_des_driving.py).
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ class ProcessEngine(DesEngine):
                         or resumptions >= self.des.resume.max_times
                         or streams[OPERATIONS].uniform() >= self.des.resume.share):
                     break
-                delay = self._human_delay(streams[OPERATIONS])
+                delay = self.human_delay(streams[OPERATIONS])
                 parked_at = env.now
                 series["parked"].add(parked_at, 1)
                 try:
@@ -117,7 +119,7 @@ class ProcessEngine(DesEngine):
                     series["parked"].add(env.now, -1)
                     park(state, env.now - parked_at)
                 resumptions += 1
-                params = self._extended(resumptions)
+                params = self.extended(resumptions)
                 resume(state)
         except simpy.Interrupt:  # cancelled while queued or while waiting for a human
             state = cancel(params, state)
@@ -193,7 +195,7 @@ class ProcessEngine(DesEngine):
         if wrap is not None:
             loop = wrap(loop)
         send = loop.send
-        plan = self._plan(type(task))
+        plan = self.plan(type(task))
         gateway = self.gateway
         after = env.timeout  # a new timeout for each wait
         # a pool of model slots or rate limits: a model call queues (else it just takes time)

@@ -212,6 +212,7 @@ def readme_journey() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.slow  # the whole journey (30 s); test_newcomer_readme runs the README's block twice
 def test_the_readmes_journey_runs_as_written(source, tmp_path, monkeypatch, capsys):
     """The README's journey runs on a small folder of runs (the calibration
     and the forecasts at test sizes), and every step writes where it says."""

@@ -128,3 +128,117 @@ def test_importing_the_harness_pulls_in_nothing_else() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == ""
+
+
+# --------------------------------------------------- modules: circles, privacy
+
+def module_name(path: Path) -> str:
+    """The dotted module name of a source file under sim/ (a package's
+    ``__init__.py`` is the package)."""
+    parts = ("sim", *path.relative_to(SIM).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in FILES}
+
+
+def module_edges(path: Path, source: str | None = None) -> set[str]:
+    """The sim modules ``path`` imports (``from sim.a import b`` is the module
+    ``sim.a.b`` when that is a module, else ``sim.a``), at any depth of the file."""
+    edges = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(
+        ".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source, str(path))):
+        if isinstance(node, ast.Import):
+            edges |= {a.name for a in node.names if a.name in MODULES}
+        elif isinstance(node, ast.ImportFrom):
+            base = (package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    ) if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            for alias in node.names:
+                if f"{module}.{alias.name}" in MODULES:
+                    edges.add(f"{module}.{alias.name}")
+                elif module in MODULES:
+                    edges.add(module)
+    edges.discard(module_name(path))
+    return edges
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's
+    algorithm, iterative): each is an import circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_two_modules_of_sim_import_each_other_in_a_circle() -> None:
+    """The module import graph (imports inside functions and under
+    TYPE_CHECKING included) has no circle: a type two modules share lives in a
+    module below both (docs/architecture.md)."""
+    graph = {name: module_edges(path) for name, path in MODULES.items()}
+    assert circles(graph) == []
+
+
+def test_a_circle_is_caught() -> None:
+    """The circle finder sees a three-module circle and a self-contained chain."""
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def private_imports(path: Path, source: str | None = None) -> list[str]:
+    """``module.name`` of every private name (``_name``, not dunder) imported
+    from another sim module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source, str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sim"):
+            found += [f"{node.module}.{a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SIM)))
+def test_no_private_name_is_imported_from_another_module(path: Path) -> None:
+    """Privacy at module level (h11): a module's ``_name`` is its own."""
+    assert private_imports(path) == []
+
+
+def test_a_private_import_is_caught() -> None:
+    """The privacy check sees ``from sim.x import _y`` and lets dunders pass."""
+    source = "from sim.traces.repairs import _short, __all__, PUBLIC\n"
+    assert private_imports(FILES[0], source) == ["sim.traces.repairs._short"]

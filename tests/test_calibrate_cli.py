@@ -82,6 +82,7 @@ def test_out_must_be_a_yaml_file(tmp_path, capsys):
     assert ".yaml" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # calibrations at full size: 25-40 s each
 def test_a_fit_that_does_not_hold_is_exit_1_and_says_which_and_why(tmp_path, capsys):
     """Runs of 3 or of 40 steps and nothing between cannot be one lognormal
     class: exit 1; the table, calibration.json and calibration.md name the
@@ -138,6 +139,7 @@ def two_models(tmp_path):
     return write_folder(tmp_path / "t", runs)
 
 
+@pytest.mark.slow  # calibrations at full size: 25-40 s each
 def test_the_default_structure_is_chosen_by_cross_validated_loss_and_said(tmp_path, capsys):
     """Without --classes or --by, each candidate structure is cross-validated;
     the report names the one chosen, why, and every candidate's losses per
@@ -167,6 +169,7 @@ def test_the_default_structure_is_chosen_by_cross_validated_loss_and_said(tmp_pa
     assert "## Folds" in md
 
 
+@pytest.mark.slow  # calibrations at full size: 25-40 s each
 def test_same_traces_options_and_seed_give_identical_outputs(tmp_path, capsys):
     """Two calibrations with the same seed write the same scenario and report
     data; another seed deals other folds."""

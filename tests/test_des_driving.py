@@ -1,12 +1,14 @@
-"""The DES's tasks are driven by event callbacks (sim/engines/des_task.py);
-before, each was a SimPy process (kept as the oracle tests/des_oracle.py).
-Both must give exactly the same results: every record, every time series
-(times, values, peak, integral), the limiter's and ledgers' counts, for
-operator pauses and cancels that catch tasks in every kind of wait (queued
-for a tenant's cap, for a sandbox, for a model slot; holding a slot; on a
-tool; parked for an approval or by a pause; in a backoff; waiting for a
-human), and for ties at equal times (a batch arriving at once, operators
-acting at the same instant), across seeds."""
+"""The DES's tasks are SimPy processes, each one flat generator
+(sim/engines/des.py); tests/des_oracle.py writes the same process per
+task independently, with a generator per layer (``yield from``) and a
+``try``/``finally`` per wait. Both must give exactly the same results:
+every record, every time series (times, values, peak, integral), the
+limiter's and ledgers' counts, for operator pauses and cancels that catch
+tasks in every kind of wait (queued for a tenant's cap, for a sandbox, for
+a model slot; holding a slot; on a tool; parked for an approval or by a
+pause; in a backoff; waiting for a human), and for ties at equal times (a
+batch arriving at once, operators acting at the same instant), across
+seeds."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from collections import Counter
 
 import pytest
 
-from sim.engines import des_task
+from sim.engines import des as des_task  # the task process lives in des.py
 from sim.engines.des import DesEngine, arrival_schedule
+from sim.engines.perform import EFFECTS
+from sim.harness.effects import ToolRequest, ToolResult
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import build_cell, cells_of
 from tests.des_oracle import ProcessEngine
@@ -69,7 +73,7 @@ def cancelled_in(monkeypatch) -> Counter:
     cancel = des_task.TaskRun.cancel
 
     def counting(run: des_task.TaskRun) -> None:
-        if run.alive:
+        if run.process.is_alive:
             seen[run.mode] += 1
             if run.mode == des_task.TIMER:
                 seen[run.kind.__name__] += 1
@@ -127,3 +131,10 @@ def test_csv_arrivals_on_whole_seconds_give_the_process_engines_results(seed, tm
                                   "'tenant:acme'}]"]):
         assert outputs(DesEngine, overrides, 120, seed) == outputs(ProcessEngine, overrides,
                                                                    120, seed)
+
+
+def test_the_des_tool_seconds_are_the_effect_tables() -> None:
+    """The DES reads a tool call's seconds as ``result.duration_s`` without
+    the table's call (des_task.TaskRun.drive): the table must say the same."""
+    result = ToolResult("ok", 3, 2.5)
+    assert EFFECTS[ToolRequest].seconds(None, result) == result.duration_s

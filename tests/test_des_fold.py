@@ -1,5 +1,5 @@
 """The DES folds its time series' logs every few hundred ended tasks
-(sim/engines/des_task.py, ``FOLD_EVERY``; :meth:`Series.fold`) instead of
+(sim/engines/des.py, ``FOLD_EVERY``; :meth:`Series.fold`) instead of
 once when they are read. Where the folds fall must change nothing: a series
 folded in pieces equals one folded at once and one whose changes are applied
 one by one; a run folding after every few tasks gives the process-per-task
@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from sim.engines import des_task
+from sim.engines import des as des_task  # the task process lives in des.py
 from sim.engines.des import DesEngine
 from sim.engines.monitor import PULSE, Series
 from tests.des_oracle import ProcessEngine

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -34,7 +36,10 @@ from sim.harness import (
     VerifierParams,
     Wait,
 )
-from sim.harness.budgets import refuse_duration, refuse_model_call, worst_case_cost
+from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
+from sim.harness.detector import NoProgressDetector
+from sim.harness.guards import Run, check_ready, spend
+from sim.harness.state import Stop
 
 BUDGET_OF = {"steps": "steps", "tokens": "tokens", "output_tokens": "output_tokens",
              "money": "money_usd", "active_time": "active_s", "wall_time": "wall_s"}
@@ -275,10 +280,120 @@ def test_a_retry_on_the_fallback_model_is_priced_at_fallback_prices() -> None:
     assert [r.model for r in run.of(ModelRequest)] == [params.model]
 
 
-def test_budget_helpers_return_none_when_unlimited(params, state) -> None:
-    """With no budgets set, no call is ever refused."""
-    assert refuse_model_call(params, state, 10**9, 10**6, params.prices) is None
-    assert refuse_duration(params, state, 10**9) is None
+def test_limits_refuse_nothing_when_unlimited(params, state) -> None:
+    """With no budgets set, no call, wait or retry is ever refused."""
+    limits = Limits(params)
+    state.retries = state.tool_errors = state.turns = 10**9
+    limits.check_before_step(state)
+    limits.check_before_model_call(state, 10**9, 10**6)
+    limits.check_duration(state, 10**9)
+    limits.check_usage(state)
+    assert limits.may_retry(state)
+    assert limits.time_left(state) == math.inf and limits.wall_left(state) is None
+
+
+def _refused(check: Any, *args: Any) -> str | None:
+    """The limit ``check(*args)`` raised LimitExceeded for, or None."""
+    try:
+        check(*args)
+    except LimitExceeded as end:
+        assert isinstance(end, Stop) and end.status == "budget_exhausted"
+        assert end.reason == end.limit
+        return end.limit
+    return None
+
+
+def test_limits_name_the_first_budget_a_model_call_could_overshoot(params, state) -> None:
+    """Before a model call the budgets are checked in one order (tool errors,
+    prompt tokens, output tokens, money, time), each against the call's worst
+    case, and the one exception names the first that refuses."""
+    prices = Prices(input=2.0, output=10.0, cache_read=1.0, cache_write=4.0, thinking=20.0)
+    params = replace(params, prices=prices, model_timeout_s=30.0, budgets=Budgets(
+        tool_errors=3, tokens=10_000, output_tokens=2_000, money_usd=1.0, active_s=100.0,
+        wall_s=150.0))
+    limits = Limits(params)
+    state.input_tokens, state.cache_read_tokens, state.cache_write_tokens = 4_000, 2_000, 1_000
+    state.output_tokens, state.thinking_tokens, state.money_usd = 900, 100, 0.9
+    state.active_s, state.parked_s = 60.0, 50.0
+    check = limits.check_before_model_call
+    # prompt 7,000 so far; output 1,000; worst case of (2,000, 500) is
+    # (2,000 * 4 + 500 * 20) / 1e6 = 0.018 USD; 30 s more active time
+    assert _refused(check, state, 2_000, 500) is None
+    state.tool_errors = 3
+    assert _refused(check, state, 2_000, 500) == "errors"
+    state.tool_errors = 2
+    assert _refused(check, state, 3_001, 0) == "tokens"  # 7,000 + 3,001 > 10,000
+    assert _refused(check, state, 3_000, 1_001) == "output_tokens"  # 1,000 + 1,001 > 2,000
+    state.money_usd = 0.983  # 0.983 + 0.018 > 1.0
+    assert _refused(check, state, 2_000, 500) == "money"
+    state.money_usd = 0.9
+    state.active_s = 70.5  # 70.5 + 30 > 100
+    assert _refused(check, state, 2_000, 500) == "active_time"
+    state.active_s, state.parked_s = 60.0, 60.5  # 60 + 60.5 + 30 > 150
+    assert _refused(check, state, 2_000, 500) == "wall_time"
+    assert limits.time_left(state) == 150.0 - 120.5
+    assert limits.wall_left(state) == 150.0 - 120.5
+    state.parked_s = 200.0
+    assert limits.wall_left(state) == 0.0 and limits.time_left(state) == -110.0
+
+
+def test_limits_name_the_budget_a_reported_usage_exceeded(params, state) -> None:
+    """After a call, a usage past a budget (the provider reported more than
+    the worst case) is named; money has a relative slack of 1e-9 for
+    rounding, and time is not checked then."""
+    limits = Limits(replace(params, budgets=Budgets(tokens=1_000, output_tokens=100,
+                                                    money_usd=2.0, active_s=1.0)))
+    state.active_s = 5.0
+    state.input_tokens, state.cache_read_tokens, state.cache_write_tokens = 400, 300, 300
+    state.output_tokens, state.thinking_tokens, state.money_usd = 60, 40, 2.0 * (1 + 5e-10)
+    assert _refused(limits.check_usage, state) is None
+    state.cache_write_tokens = 301
+    assert _refused(limits.check_usage, state) == "tokens"
+    state.cache_write_tokens, state.thinking_tokens = 300, 41
+    assert _refused(limits.check_usage, state) == "output_tokens"
+    state.thinking_tokens, state.money_usd = 40, 2.0 * (1 + 2e-9)
+    assert _refused(limits.check_usage, state) == "money"
+
+
+def test_limits_of_steps_and_retries(params, state) -> None:
+    """The step budget refuses the step after the last allowed one; the retry
+    budget allows retries until that many were made."""
+    limits = Limits(replace(params, budgets=Budgets(steps=4, retries=2)))
+    state.turns = 3
+    assert _refused(limits.check_before_step, state) is None
+    state.turns = 4
+    assert _refused(limits.check_before_step, state) == "steps"
+    state.retries = 1
+    assert limits.may_retry(state)
+    state.retries = 2
+    assert not limits.may_retry(state)
+
+
+def test_spend_past_a_time_budget_counts_only_the_time_left(params, state) -> None:
+    """An effect that took longer than the time budgets left counts only the
+    time left (the harness stopped waiting then) and ends the run."""
+    params = replace(params, budgets=Budgets(active_s=100.0, wall_s=120.0))
+    run = Run(params, state, NoProgressDetector(params.detector), None, {}, Limits(params),
+              None)
+    state.active_s, state.parked_s = 90.0, 25.0  # wall leaves 5 s, active 10 s
+    spend(run, 3.0)
+    assert state.active_s == 93.0
+    with pytest.raises(LimitExceeded) as end:
+        spend(run, 4.0)
+    assert end.value.limit == "wall_time" and state.active_s == 95.0
+    check_ready(run, 0.0)  # nothing more is taken: 0 s fits
+    state.abort_requested = True
+    with pytest.raises(Stop) as cancelled:
+        check_ready(run, 0.0)
+    assert (cancelled.value.status, cancelled.value.reason) == ("cancelled", "external_signal")
+
+
+def test_worst_case_cost_is_priced_at_the_tier_the_prompt_reaches() -> None:
+    """A prompt past a tier's start is bounded at that tier's dearest prices."""
+    tier = Prices(input=6.0, output=22.5, cache_read=0.6, cache_write=7.5, thinking=None)
+    prices = Prices(tiers=((200_000, tier),))
+    assert worst_case_cost(prices, 200_000, 1_000) == (200_000 * 3.75 + 1_000 * 15.0) / 1e6
+    assert worst_case_cost(prices, 200_001, 1_000) == (200_001 * 7.5 + 1_000 * 22.5) / 1e6
 
 
 def test_worst_case_cost_bounds_every_split_of_the_prompt() -> None:

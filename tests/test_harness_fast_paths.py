@@ -1,9 +1,9 @@
 """The harness's per-step fast paths give what its general paths give.
 
-A step's model request is built field by field (:func:`step_request`); the
-common answers (a well-formed reply, a tool's result) are accepted on quick
-tests, and the budget checks take a short way when only the prompt-token
-budget can refuse. Each must agree with the path it shortens.
+A step's model request is built field by field (:func:`step_request`) and
+the common answers (a well-formed reply, a tool's result) are accepted on
+quick tests. Each must agree with the path it shortens. (Budget and price
+rules have no fast paths: each has one home, see test_harness_rule_homes.py.)
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sim.harness.budgets import Limits
 from sim.harness.effects import ModelRequest, ModelResponse
-from sim.harness.guards import Run, Stop, account, flat_prices, token_cap
+from sim.harness.guards import Run, Stop, account
 from sim.harness.messages import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from sim.harness.model_calls import model_request, step_request
 from sim.harness.params import Budgets, HarnessParams, ThinkingConfig
@@ -28,7 +29,8 @@ from sim.harness.state import new_state
 def _run(params: HarnessParams) -> Run:
     state = new_state(params.prefix_tokens, params.model, "Do it.", 12)
     state.turns = 3
-    return Run(params, state, None, None, {}, False, params.cache_ttl_s,  # type: ignore[arg-type]
+    return Run(params, state, None, None, {}, Limits(params),  # type: ignore[arg-type]
+               params.cache_ttl_s,
                params.thinking.budget_tokens if params.thinking.enabled else 0)
 
 
@@ -53,13 +55,12 @@ def test_step_request_is_the_general_request(params: HarnessParams) -> None:
     assert fast.messages is state.messages
 
 
-@pytest.mark.parametrize("capped", [False, True])
-def test_step_request_checks_budgets_then_the_window(capped: bool) -> None:
-    params = HarnessParams(budgets=Budgets(tokens=5000), context_window=3000, max_output_tokens=500,
+@pytest.mark.parametrize("budgets", [Budgets(tokens=5000), Budgets(tokens=5000, steps=9,
+                                                                  money_usd=100.0)])
+def test_step_request_checks_budgets_then_the_window(budgets: Budgets) -> None:
+    params = HarnessParams(budgets=budgets, context_window=3000, max_output_tokens=500,
                            system_prompt_tokens=100)
     run = _run(params)
-    if capped:
-        run.token_cap = token_cap(params)
     run.state.context_tokens = 2999
     assert step_request(run) is not None
     run.state.context_tokens = 3001  # past the window, within the budget: compact
@@ -102,51 +103,27 @@ def test_usable_reply_accepts_only_what_both_checks_accept(reply: ModelResponse)
     assert usable_reply(reply) == both
 
 
-@pytest.mark.parametrize("budgets, cap", [
-    (Budgets(), math.inf),
-    (Budgets(tokens=1000, steps=5, retries=2), 1000),
-    (Budgets(tokens=1000, output_tokens=50), None),
-    (Budgets(money_usd=1.0), None),
-    (Budgets(active_s=10.0), None),
-    (Budgets(wall_s=10.0), None),
-    (Budgets(tool_errors=3), None),
-])
-def test_token_cap_only_when_no_other_budget_can_refuse(budgets: Budgets,
-                                                        cap: float | None) -> None:
-    assert token_cap(HarnessParams(budgets=budgets)) == cap
-
-
-def test_flat_prices_only_for_one_untiered_list() -> None:
-    plain = HarnessParams()
-    assert flat_prices(plain) is plain.prices
-    tiered = Prices(tiers=((1000, Prices(input=6.0)),))
-    assert flat_prices(HarnessParams(prices=tiered)) is None
-    assert flat_prices(HarnessParams(model_prices=(("other", Prices()),))) is None
-
-
-@pytest.mark.parametrize("prices", [Prices(), Prices(input=0.1, output=0.7, cache_read=0.0,
-                                                  cache_write=1.3, thinking=2.9)])
-def test_account_prices_a_call_as_prices_cost(prices: Prices) -> None:
-    """A call's price, on the short way (no cache or thinking tokens) or the
-    written-out one, is exactly ``prices.cost`` of its usage, and the counters
-    add its tokens."""
+@pytest.mark.parametrize("prices", [
+    Prices(), Prices(input=0.1, output=0.7, cache_read=0.0, cache_write=1.3, thinking=2.9),
+    Prices(tiers=((20_000, Prices(input=6.0, output=22.5, cache_read=0.6, cache_write=7.5)),))])
+def test_account_prices_a_call_as_prices_call_cost(prices: Prices) -> None:
+    """A call's price is exactly ``prices.call_cost`` of its usage (``cost``
+    at the tier its prompt reaches), and the counters add its tokens."""
     rng = np.random.default_rng(3)
+    params = HarnessParams(prices=prices)
     for _ in range(300):
-        params = HarnessParams(prices=prices)
         run = _run(params)
-        run.flat_prices = flat_prices(params)
-        assert run.flat_prices is prices
         start = float(rng.uniform(0.0, 5.0))
         run.state.money_usd = start
-        counts = rng.integers(0, 40_000, 5) * (rng.random(5) < 0.6)
-        usage = Usage(*(int(c) for c in counts))
+        counts = [int(c) for c in rng.integers(0, 40_000, 5) * (rng.random(5) < 0.6)]
         before = (run.state.input_tokens, run.state.output_tokens, run.state.cache_read_tokens,
                   run.state.cache_write_tokens, run.state.thinking_tokens)
-        account(run, params.model, usage)
-        assert run.state.money_usd == start + prices.cost(*(int(c) for c in counts))
+        account(run, params.model, Usage(*counts))
+        tier = prices.at(counts[0] + counts[2] + counts[3])
+        assert run.state.money_usd == start + tier.cost(*counts)
         after = (run.state.input_tokens, run.state.output_tokens, run.state.cache_read_tokens,
                  run.state.cache_write_tokens, run.state.thinking_tokens)
-        assert [a - b for a, b in zip(after, before, strict=True)] == [int(c) for c in counts]
+        assert [a - b for a, b in zip(after, before, strict=True)] == counts
 
 
 def test_objects_built_field_by_field_equal_constructed_ones() -> None:

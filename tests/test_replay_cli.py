@@ -16,7 +16,8 @@ from recordings import conversation, recorded, tool, write_traces
 
 from sim.bad_input import InputError
 from sim.cli import main
-from sim.drivers.recorded_runs import read_trace_folder, recorded_runs
+from sim.drivers.recorded_runs import recorded_runs
+from sim.drivers.replay.tables import read_trace_folder
 from sim.task_record import RECORD_FIELDS
 
 SCENARIO = """\

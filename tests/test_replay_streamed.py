@@ -14,9 +14,8 @@ from recordings import PRICES, conversation, loose, recorded, tool, write_traces
 
 from sim.bad_input import InputError
 from sim.cli import main
-from sim.drivers.recorded_runs import read_trace_folder
 from sim.drivers.replay.streamed import folder_index, forget_groups, streamed_runs
-from sim.drivers.replay.tables import TraceTables
+from sim.drivers.replay.tables import TraceTables, read_trace_folder
 
 
 def _runs(count: int = 23):

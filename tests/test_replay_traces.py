@@ -20,7 +20,7 @@ import pytest
 from traces_helpers import data_folder
 
 from sim.cli import main
-from sim.drivers.recorded_runs import read_trace_folder
+from sim.drivers.replay.tables import read_trace_folder
 from sim.harness.detector import canonical_call
 
 SCENARIO = str(Path(__file__).resolve().parents[1] / "scenarios" / "replay.yaml")
@@ -188,6 +188,7 @@ def test_the_default_detector_with_repeat_threshold_2_matches_a_direct_count(tau
     assert math.isclose(block["saved"]["cost_usd"], math.fsum(saved), abs_tol=1e-12)
 
 
+@pytest.mark.slow  # two replays of the real tau2 runs and a comparison: 13 s
 def test_two_real_replays_compare_paired(tau2, tmp_path):
     """sim compare of a tight and a loose budget replay: paired, with a verdict."""
     replay(tau2, tmp_path / "loose")

@@ -18,6 +18,8 @@ from sim.analysis.stats import percentile
 from sim.api import simulate
 from sim.scenario.model import load_scenario
 
+pytestmark = pytest.mark.slow  # 10,000-task runs of naive and bounded against seed 001: 20-30 s
+
 N_SEED = 10_000
 Z = 4.0  # two-sided: a false alarm about once in 16,000 comparisons
 

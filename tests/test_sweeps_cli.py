@@ -49,6 +49,7 @@ def _wait_for_chunks(out: Path, count: int, child: subprocess.Popen) -> None:
     raise AssertionError(f"no {count} chunks kept in time (exit {child.poll()})")
 
 
+@pytest.mark.slow  # three runs and a Dask cluster: 20 s
 def test_run_writes_the_same_bytes_on_one_or_two_workers_and_on_a_dask_cluster(
         tmp_path: Path) -> None:
     """results.parquet, summary.json and report.md are identical for

@@ -4,9 +4,11 @@ the real ``@anthropic-ai/claude-code`` CLI writes in the test: run headless
 (tests/fake_providers.py), which scripts a tool call, a subagent (the
 ``Agent`` tool) that runs a tool of its own, and a final answer.
 
-The CLI is looked up in ``$SIM_NODE_PREFIX`` (default ``~/.cache/sim/node``,
-where ``.ci/run`` installs it) and installed there with npm when absent; the
-tests skip, naming what is missing, only where node or npm is not installed.
+The CLI is looked up in ``$SIM_NODE_PREFIX`` (where ``.ci/run`` installs it;
+without it, a temporary folder of the test run: tests/conftest.py) and
+installed there with npm when absent, never in the home folder; the tests
+skip, naming what is missing, where node or npm is not installed or npm
+cannot install it (no network).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from cc_lines import collected
 from fake_providers import FakeProvider, Reply
 from roundtrip import imported, round_trip
 
-from sim.drivers.recorded_runs import read_trace_folder
+from sim.drivers.replay.tables import read_trace_folder
 from sim.traces import read_traces
 from sim.traces.claude_code import COMPACTION, ESTIMATED_OUTPUT, SUBAGENTS_FROM_PROGRESS
 from sim.traces.model import (
@@ -47,7 +49,7 @@ PARTIAL_VERSION = "2.1.90"
 def claude_binary(version: str | None = None) -> Path:
     """The ``claude`` CLI, installed with npm into the cache folder if needed:
     the latest, or ``version`` (in a folder of its own, beside it)."""
-    prefix = Path(os.environ.get("SIM_NODE_PREFIX") or Path.home() / ".cache" / "sim" / "node")
+    prefix = Path(os.environ.get("SIM_NODE_PREFIX") or tempfile.mkdtemp(prefix="sim-node-"))
     package, flags = PACKAGE, []
     if version is not None:
         prefix, package, flags = prefix / f"claude-code-{version}", f"{PACKAGE}@{version}", [
@@ -60,8 +62,11 @@ def claude_binary(version: str | None = None) -> Path:
                     f"install them, or set SIM_NODE_PREFIX to a folder where npm installed it "
                     f"(looked in {prefix})")
     prefix.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", *flags, "--prefix", str(prefix),
-                    package], check=True, capture_output=True, timeout=600)
+    done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", *flags, "--prefix",
+                           str(prefix), package], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        pytest.skip(f"npm could not install {package} into {prefix}: {last}")
     assert binary.exists(), f"npm installed {package} but {binary} is missing"
     return binary
 

@@ -1,5 +1,5 @@
 """The direct engine's ``--traces`` path records in the loop that drives each
-task (sim/traces/driven.py); the DES engine records through a wrapper around
+task (sim/traces/simulated.py: drive_recorded); the DES engine records through a wrapper around
 the harness loop (sim/traces/simulated.py). Both must record the same rows:
 here the same tasks are recorded both ways and their tables compared."""
 

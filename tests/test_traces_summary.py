@@ -128,7 +128,8 @@ def test_the_import_command_reports_on_stderr_and_json_on_stdout(tmp_path, capsy
                          "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["runs"] == 1
-    assert captured.err.startswith("imported 1 runs (1 calls)")
+    assert captured.err.startswith("warning: tau2: cost unknown for 100.0% of 1 calls\n"
+                                   "imported 1 runs (1 calls)")
     summary = summarize(out)
     assert summary["skipped"] == {"files": {"count": 0, "by_reason": {}},
                                   "runs": {"count": 0, "by_reason": {}}}

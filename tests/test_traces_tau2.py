@@ -133,12 +133,6 @@ def test_runs_without_a_model_call_are_runs_of_zero_calls(tau2):
     assert (empty["input_tokens"] == 0).all()
 
 
-def test_importing_all_thirty_files_takes_seconds(tau2):
-    """Measured, generously bounded: the import streams one file at a time."""
-    *_, seconds = tau2
-    assert seconds < 30
-
-
 def test_the_summary_shows_the_figures_of_the_tau2_readme(tau2):
     """tau2/README.md, of the 530 runs of runs.csv: steps p50 11, p95 24, max
     100; median per-run R^2 of the linear prompt growth 0.95; h about 280

@@ -35,9 +35,12 @@ class Imported:
     ``runs`` (one row per run: ``run_id``, ``model``, ``steps``, ``cost_usd`` in
     USD, ``resolved``, ...) and ``calls`` (one row per model call: token counts
     per kind, ``cost_usd``, latency in seconds, ``tool_calls``) are the tables
-    as :func:`sim.traces.read_traces` reads them back; ``report`` counts the
-    runs imported and what was skipped or repaired, by reason (its ``lines()``
-    are what the command prints); ``path`` is the trace folder."""
+    as :func:`sim.traces.read_traces` reads them back (a call's token count
+    the source does not record is missing, ``<NA>``, and its ``provenance``
+    says how each figure was obtained); ``report`` counts the runs imported
+    and what was skipped or repaired, by reason, and the calls' provenance
+    per source (its ``warning_lines()`` and ``lines()`` are what the command
+    prints); ``path`` is the trace folder."""
 
     runs: pd.DataFrame
     calls: pd.DataFrame
@@ -48,7 +51,8 @@ class Imported:
         """The figures of ``python -m sim traces summary`` as a dict: steps
         p50/p95/max, the per-run fit of prompt tokens ``P + h*n``, output
         tokens per call, cache shares, the exit mix, the resolved share and the
-        recorded cost (USD) against catalogue prices."""
+        recorded cost (USD) against catalogue prices (calls of unknown usage
+        left out), the warnings and the flags on the data itself."""
         from sim.traces.summary import summarize
 
         return summarize(self.path)
@@ -80,6 +84,9 @@ def import_traces(sources: Sources, out: str | os.PathLike[str], *, strict: bool
     from sim.traces.model import read_traces
 
     given = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
-    report = import_into(given, out, strict=strict, force=force, progress=progress)
+    from sim.output.progress import progress_bar
+
+    report = import_into(given, out, strict=strict, force=force,
+                         progress=progress_bar if progress else False)
     runs, calls = read_traces(out)
     return Imported(runs, calls, report, Path(out))

@@ -108,6 +108,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS, ReplayOptions
     from sim.drivers.replay.rows import folder_tables, forget_folders
     from sim.drivers.replay.streamed import folder_index, forget_groups
+    from sim.drivers.replay.tables import refused_note
     from sim.output import folder
     from sim.output.provenance import folder_record, run_provenance
     from sim.scenario.limits import check_workers
@@ -121,8 +122,11 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     index = folder_index(os.fspath(traces))  # None: the folder is read whole
     runs: TraceTables | FolderIndex = (folder_tables(os.fspath(traces)) if index is None
                                        else index)  # forked workers inherit a whole read
+    refused = refused_note(getattr(runs, "refused", {}))  # runs without recorded usage
     if not len(runs):
-        raise InputError("the trace folder holds no runs to replay", source=str(traces))
+        raise InputError("the trace folder holds no runs to replay"
+                         + (f" ({refused.removeprefix('warning: ')})" if refused else ""),
+                         source=str(traces))
     target = Path(out) if out is not None else out_root() / f"replay_{s.name}"
     provenance = {**run_provenance(s, command="replay", overrides=_words(overrides)),
                   "traces": folder_record(traces)}
@@ -130,6 +134,8 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     notes = _Notes(notify)
     for note in candidate.notes:
         notes.add(note)
+    if refused:
+        notes.add(refused)
     if runs.tool_calls == 0 and s.harness.detector.enabled:
         notes.add(f"note: {traces} records no tool calls: the detector cannot be "
                   "judged (budgets are)")
@@ -262,18 +268,15 @@ def _replay_cell(traces: str, streamed: bool, name: str, count: int,
     """One cell's rows (records, then the replay's columns): the ``count``
     runs of ``traces`` replayed in chunks on ``where`` (each worker reading
     its chunk's calls when ``streamed``) and put back in order."""
-    import sys
-
-    from tqdm import tqdm
-
+    from sim.output.progress import progress_bar
     from sim.sweeps.schedulers import make_scheduler
 
     size = chunk_size(count, where.workers)
     jobs = [(traces, streamed, start, min(start + size, count), *setting, name)
             for start in range(0, count, size)]
     parts: list[Any] = [None] * len(jobs)
-    with tqdm(total=count, desc=f"replay {name}", unit="run", file=sys.stderr,
-              disable=not where.progress, leave=False) as bar, \
+    with progress_bar(total=count, desc=f"replay {name}", unit="run",
+                      disable=not where.progress, leave=False) as bar, \
             make_scheduler(where.scheduler, where.workers) as scheduler:
         for i, part in scheduler.run(replay_chunk, jobs):
             parts[i] = part

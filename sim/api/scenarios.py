@@ -34,21 +34,28 @@ def with_overrides(scenario: Scenario, overrides: Overrides = None, *,
     """
     if not overrides:
         return scenario
+    from sim.scenario.dotted import apply_overrides, blame
+
     raw = scenario.model_dump(mode="python")
     source = scenario.name or "scenario"
+    given: dict[str, str] = {}
     if isinstance(overrides, Mapping):
         for key, value in overrides.items():
-            set_dotted(raw, str(key), value, source)
+            try:
+                set_dotted(raw, str(key), value, source)
+            except InputError as error:
+                raise InputError(error.message, source=f"override {key}={value!r}",
+                                 path=error.path) from None
+            given[str(key)] = f"override {key}={value!r}"
     else:
-        from sim.scenario.model import parse_override
-
         if isinstance(overrides, str):
             raise InputError("overrides must be a dict or a list of 'path=value' strings, "
                              f"got the string {overrides!r}")
-        for item in overrides:
-            key, value = parse_override(item, source)
-            set_dotted(raw, key, value, source)
-    return validate(raw, source, allow_plugins=allow_plugins)
+        given = apply_overrides(raw, overrides, source, flag="override")
+    try:
+        return validate(raw, source, allow_plugins=allow_plugins)
+    except InputError as error:  # a bad override is its own fault, not the scenario's
+        raise blame(error, given, source) from None
 
 
 def load_scenario(source: str | os.PathLike | Scenario, overrides: Overrides = None, *,

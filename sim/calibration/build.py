@@ -84,9 +84,13 @@ def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, A
                                                     sigma=round(c.run_sigma, 6)).model_dump()
     if c.thinking is not None:
         sections["tokens"]["thinking"] = _dist(c.thinking)
+    if c.by_step is not None:
+        sections["tokens"]["by_step"] = c.by_step
     sections["cache"] = {"automatic": c.automatic_cache,
                          "first_prompt_cached": round(c.first_prompt_cached, 6)}
-    if c.cache_share is not None:
+    if c.cache_hits is not None:  # the provider's own hits (the shares then do not apply)
+        sections["cache"] = {"automatic": c.automatic_cache, "hits": c.cache_hits}
+    elif c.cache_share is not None:
         sections["cache"]["miss"] = round(c.cache_miss, 6)
         sections["cache"]["read_share"] = c.cache_share.model_dump()
     if c.endings is not None:
@@ -214,7 +218,8 @@ def _comment_class(comments: dict[str, str], path: str, c: ClassEstimate) -> Non
     comments[f"{path}.difficulty"] = c.notes.get("need", "")
     comments[f"{path}.policy"] = c.notes.get("rates", "")
     comments[f"{path}.tokens"] = (c.notes.get("output", "") + "; first prompts: the runs' own; "
-                                  + c.notes.get("run_scale", ""))
+                                  + c.notes.get("run_scale", "")
+                                  + ("; " + c.notes["by_step"] if "by_step" in c.notes else ""))
     comments[f"{path}.unsolvable"] = c.notes.get("exits", "")
     comments[f"{path}.latency"] = "non-negative least squares of call latencies"
     if c.notes.get("cache"):

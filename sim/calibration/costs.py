@@ -18,6 +18,7 @@ import numpy as np
 
 from sim.calibration.data import Traces
 from sim.calibration.estimate import estimate_prices
+from sim.harness.prices import Prices
 
 REASON = "runs recording $0 while using tokens, priced at their model's fitted prices"
 TOKEN_COLUMNS = ("input_tokens", "output", "reasoning", "cache_read_tokens",
@@ -50,9 +51,10 @@ def price_unrecorded(traces: Traces, when=None) -> Traces:
     for i in np.flatnonzero(mask):
         p = prices[str(runs.at[i, "model"])]
         row = sums.iloc[i]
-        usd = (row["input_tokens"] * p.input + (row["output"] + row["reasoning"]) * p.output
-               + row["cache_read_tokens"] * p.cache_read
-               + row["cache_write_tokens"] * p.cache_write) / 1e6
+        usd = Prices(input=p.input, output=p.output, cache_read=p.cache_read,
+                     cache_write=p.cache_write).cost(  # reasoning at the output price
+            int(row["input_tokens"]), int(row["output"]), int(row["cache_read_tokens"]),
+            int(row["cache_write_tokens"]), int(row["reasoning"]))
         if usd > 0:
             runs.at[i, "cost"] = float(usd)
             repaired += 1

@@ -28,8 +28,11 @@ every later stage reads (units: tokens, USD, seconds):
 Only a run's loop steps are calls here (a simulated run's compaction and
 grader calls, ``purpose`` other than ``step``, count in its sums but are no
 steps). Runs with no model calls or no token usage are dropped and counted
-(``Traces.dropped``), unless ``load(..., keep_empty=True)`` keeps the runs
-with no calls (zero steps). :func:`split` draws the held-out runs.
+(``Traces.dropped``), and so are runs with a call whose usage the source did
+not record (a null token count, provenance ``unknown``): their sums and
+prompt lines would count those calls as zero, so they are left out of every
+token fit, counted with the number of such calls. ``load(..., keep_empty=True)``
+keeps the runs with no calls (zero steps). :func:`split` draws the held-out runs.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ from sim.bad_input import InputError
 from sim.calibration.exits import category
 
 RUNS_FILE, CALLS_FILE = "runs.parquet", "calls.parquet"
+TOKENS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
+          "reasoning_tokens")
+"""A call's token columns; a null one is a count the source did not record."""
 MIN_RUNS = 10
 """Fewest usable runs calibration accepts: it fits on some and measures on the others."""
 
@@ -89,6 +95,8 @@ def load(folder: str | Path, *, keep_empty: bool = False) -> Traces:
         raise InputError("the trace folder has no runs", source=str(path))
     order = calls.sort_values(["run_id", "call"], kind="stable").index.to_numpy()
     calls = calls.take(order).reset_index(drop=True)
+    unknown_calls = calls[list(TOKENS)].isna().any(axis=1).to_numpy()  # null: not recorded
+    unknown = set(calls["run_id"].to_numpy()[unknown_calls])
     calls = _derive_calls(calls, tools.take(order))
     usage = calls.groupby("run_id", sort=False)[["prompt", "output"]].sum()
     totals = calls.groupby("run_id", sort=False)[["prompt", "output", "reasoning"]].sum()
@@ -100,14 +108,20 @@ def load(folder: str | Path, *, keep_empty: bool = False) -> Traces:
     if (~has_calls).any():
         dropped["no model calls"] = int((~has_calls).sum())
     used = usage.index[(usage["prompt"] > 0) | (usage["output"] > 0)]
-    no_usage = has_calls & ~runs["run_id"].isin(used)
+    partial = runs["run_id"].isin(unknown)
+    no_usage = has_calls & ~runs["run_id"].isin(used) & ~partial
     if no_usage.any():
         dropped["no token usage"] = int(no_usage.sum())
+    if partial.any():
+        dropped[f"calls of unknown token usage ({int(unknown_calls.sum())} calls)"] = int(
+            partial.sum())
     empty = runs[~has_calls]
-    runs = runs[runs["run_id"].isin(used)].reset_index(drop=True)
+    runs = runs[runs["run_id"].isin(used) & ~partial].reset_index(drop=True)
     if runs.empty:
+        why = (f"; {int(partial.sum())} runs have calls of unknown token usage, left out"
+               if partial.any() else "")
         raise InputError("no run records any token usage (every call has zero prompt and "
-                         "output tokens): nothing to fit", source=str(path))
+                         f"output tokens{why}): nothing to fit", source=str(path))
     if len(runs) < MIN_RUNS:
         raise InputError(f"calibration needs at least {MIN_RUNS} runs with token usage (it fits "
                          f"on some and measures the fit on the others); this folder has "
@@ -156,9 +170,7 @@ def _plain(table: Any) -> pd.DataFrame:
 def _derive_calls(calls: pd.DataFrame, tools: Any) -> pd.DataFrame:
     """The per-call quantities of the module docstring (``calls`` sorted by
     run and call; ``tools`` their ``tool_calls`` in the same order)."""
-    tokens = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
-              "reasoning_tokens")
-    for c in tokens:
+    for c in TOKENS:
         calls[c] = pd.to_numeric(calls[c], errors="coerce").fillna(0).astype(np.int64)
     calls["prompt"] = calls["input_tokens"] + calls["cache_read_tokens"] + calls[
         "cache_write_tokens"]

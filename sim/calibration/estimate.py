@@ -12,6 +12,12 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   outputs of calls with tool calls, outputs of calls without (answers and
   messages), the tool results of a call by its first tool, the task-giver's
   replies (observation tokens after a message);
+- **observations by step**: the tokens entering the history after a call
+  besides its output (tool results and replies, and the framing around
+  them) differ by step (a run's first tool result, a greeting's reply):
+  their mean per step bin over the mean the world draws per call multiplies
+  the sizes drawn at that step (``tokens.by_step``,
+  :func:`step_sizes`);
 - **rates per fresh decision** (a call that is not a repeat of the previous
   call, nor, with fitted endings, a run's final answer: the ending's, not a
   decision's): ``talk`` (messages to the task-giver other than the run's last
@@ -37,12 +43,25 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
 - **endings**: competing risks per step (resolution, giving up or a false
   claim, a fatal fault) with a per-run frailty, the recorded harness's own
   stops censored (:mod:`sim.calibration.survival`, with lifelines);
-- **cache**: a class whose traces read the cache on most later calls and never
-  write it has the provider's automatic caching; the share of the first
-  prompt read from the cache is the mean over its runs; of a cached class's
-  later calls, the share that read nothing is the miss probability, and the
-  share of the prompt the others read is an empirical distribution (101
-  quantiles of ``cache_read_tokens / prompt``);
+- **cache**: a class whose traces read the cache and never write it has the
+  provider's automatic caching. A cached class's hits are fitted as the
+  provider makes them (``world.cache.hits``, :func:`cache_hits`): the share
+  of runs of two calls or more any of whose calls reads (``run_share``: hits
+  cluster by run), and in those runs the share of first calls that read
+  (``first_hit``) and the token share they read;
+  the share of later calls that read, by call bin (calls 2, 3-5, 6-10,
+  11-20, 21-50, 51-100, 101+, bins of fewer than :data:`MIN_HIT_CELL` calls
+  merged into the one before) and by gap bin (the seconds since the previous
+  call ended, split in two where the hit shares differ most when the split
+  is significant, :func:`_gap_cut`), each cell
+  shrunk toward its call bin's share by :data:`HIT_SHRINK` pseudo-calls;
+  of the hits, the tokens read per token of the previous prompt
+  (``read_ratio``, token-weighted over the hits that read at least
+  :data:`PARTIAL_CUT` of it) and the share that read less (``partial``, with
+  the empirical distribution of what they read). Calls after a gap longer
+  than the cache's TTL are left out (the world's entry expires there). The
+  older per-call shares (``miss``, the share read, ``first_prompt_cached``)
+  are still estimated for the notes;
 - **latency**: ``latency_s = ttft + output / decode + prompt / prefill`` by
   NNLS over timed calls; replies' and tools' times from the gaps between calls.
 
@@ -57,9 +76,10 @@ can (endings, limits, exits) and add nothing to per-call estimates.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -244,6 +264,8 @@ class ClassEstimate:
     first_prompt_cached: float = 0.0
     cache_miss: float = 0.0
     cache_share: BaseDistribution | None = None
+    cache_hits: dict[str, Any] | None = None
+    by_step: dict[str, Any] | None = None
     endings: EndingsFit | None = None
     notes: dict[str, str] = field(default_factory=dict)
 
@@ -346,6 +368,12 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
                 if thought.any() else None)
     model = runs["model"].value_counts().index[0] if len(runs) else ""
     automatic, writes, warm, miss, share = _cache(calls, notes)
+    by_step = step_sizes(calls)
+    if by_step is not None:
+        notes["by_step"] = by_step.pop("note")
+    hits = cache_hits(calls) if (automatic or writes) else None
+    if hits is not None:
+        notes["cache"] = hits.pop("note")
     endings = fit_endings(runs) if with_endings else None
     if endings is not None:
         notes["endings"] = endings.note
@@ -360,7 +388,7 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
         reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
         first_prompt_cached=warm if (automatic or writes) else 0.0, cache_miss=miss,
-        cache_share=share, endings=endings, notes=notes)
+        cache_share=share, cache_hits=hits, by_step=by_step, endings=endings, notes=notes)
 
 
 def _rates(text: np.ndarray, last: np.ndarray, repeat: np.ndarray, errors: np.ndarray,
@@ -402,7 +430,7 @@ def _cache(calls: pd.DataFrame, notes: dict[str, str]
     later = ~calls["call"].eq(calls.groupby("run_id", sort=False)["call"].transform("min"))
     reads = calls["cache_read_tokens"].to_numpy() > 0
     writes = int(calls["cache_write_tokens"].sum())
-    automatic = bool(writes == 0 and later.any() and reads[later.to_numpy()].mean() >= 0.5)
+    automatic = bool(writes == 0 and reads.any())
     first = calls[~later]
     warm = float(np.clip((first["cache_read_tokens"] / np.maximum(first["prompt"], 1)).mean(),
                          0.0, 1.0))
@@ -418,6 +446,187 @@ def _cache(calls: pd.DataFrame, notes: dict[str, str]
                              f"{float(np.quantile(share.values, 0.1)):.0%}); ")
                           + f"first prompts {warm:.0%} cached")
     return automatic, writes, warm, miss, share
+
+
+CALL_EDGES = (2, 3, 6, 11, 21, 51, 101)
+"""The call bins a cached class's hits are fitted in (first call of each, 1-based)."""
+MIN_HIT_CELL = 30
+"""Fewest calls a call bin or a gap bin of the hits keeps (else merged)."""
+HIT_SHRINK = 10.0
+"""Pseudo-calls that pull a cell's hit share toward its call bin's share."""
+PARTIAL_CUT = 0.9
+"""A hit reading less than this share of the previous prompt is a partial one."""
+CACHE_TTL_S = 300.0
+"""The cache lifetime the fitted world has (seconds): later gaps outlive it."""
+
+
+def _merged(edges: list[float], values: np.ndarray) -> list[float]:
+    """``edges`` (bin starts, increasing; no value lies below the first) with
+    bins of fewer than :data:`MIN_HIT_CELL` of ``values`` merged: from the
+    first bin on, bins join the next until they hold that many, and a short
+    last bin joins the one before."""
+    counts = np.histogram(values, bins=[*edges, math.inf])[0]
+    kept, held = [edges[0]], 0
+    for lo, count in zip(edges, counts, strict=True):
+        if held >= MIN_HIT_CELL:
+            kept.append(lo)
+            held = 0
+        held += int(count)
+    if held < MIN_HIT_CELL and len(kept) > 1:
+        kept.pop()
+    return kept
+
+
+STEP_EDGES = (1, 2, 3, 6, 11, 21, 51, 101)
+"""The step bins observations are sized in (first model call of each, 1-based)."""
+
+
+def step_sizes(calls: pd.DataFrame, expected: np.ndarray | None = None
+               ) -> dict[str, Any] | None:
+    """The ``world.tokens.by_step`` mapping of a class's calls: per step bin
+    (:data:`STEP_EDGES`, bins of fewer than :data:`MIN_HIT_CELL` observations
+    merged), the mean tokens entering the history after a call besides its
+    output (the next prompt less this one and its output: tool results,
+    messages and their framing, each call's at least 0) over the mean the
+    world draws for a call (``expected``, per
+    call: the fitted reply's or its tool's result's mean; None: the observed
+    mean at every step), so that the world's observations have the traces'
+    mean in every bin; a ``note`` says what it was fitted from. None when
+    nothing enters, or one bin stays and the world's mean is the traces'."""
+    g = calls.groupby("run_id", sort=False)
+    n = g.cumcount().to_numpy() + 1
+    # what entered the history after a call besides the model's own output: its tool
+    # results and messages, and the framing the provider counts around them
+    entered = (g["prompt"].shift(-1) - calls["prompt"] - calls["output"]
+               - calls["reasoning"]).to_numpy(float)
+    answered = np.isfinite(entered)
+    obs = np.maximum(entered[answered], 0.0)
+    n = n[answered]
+    if obs.size == 0 or obs.mean() <= 0:
+        return None
+    mean = float(obs.mean()) if expected is None else float(expected[answered].mean())
+    edges = [int(e) for e in _merged(list(STEP_EDGES), n.astype(float))]
+    if (len(edges) < 2 and expected is None) or mean <= 0:
+        return None
+    b = np.searchsorted(edges, n, side="right") - 1
+    factors = [round(min(float(obs[b == i].mean()) / mean, 1e3), 6) for i in range(len(edges))]
+    note = (f"observations by step bin {edges}: mean tokens after a call over the "
+            f"world's mean per call ({mean:.0f}), {obs.size} calls: {factors}")
+    return {"edges": edges, "observation": factors, "note": note}
+
+
+def expected_observation(calls: pd.DataFrame, est: ClassEstimate, tools: list[ToolEstimate]
+                         ) -> np.ndarray:
+    """Per call of a class, the mean tokens the world draws after it (tokens):
+    a message's reply or its tool's result (the tool's fitted mean, or
+    ``other_tools``'), times the mean of the run's size multiplier."""
+    means = {t.name: t.result.mean for t in tools}
+    other = means.get(OTHER_TOOLS, float(np.mean(list(means.values()))) if means else 0.0)
+    tool = calls["tool"].to_numpy(object)
+    result = np.array([means.get(t, other) for t in tool], dtype=float)
+    out = np.where(calls["text"].to_numpy(bool), est.reply.mean, result)
+    return out * math.exp(est.run_sigma ** 2 / 2)
+
+
+GAP_SPLIT_CHI2 = 10.83
+"""The likelihood-ratio statistic (chi-square, 1 df: 0.1%) a gap split must beat."""
+
+
+def _gap_cut(gaps: np.ndarray, hit: np.ndarray) -> float | None:
+    """The gap (seconds, to 0.1 s) that best splits later calls into two bins
+    of different hit shares (the largest binomial likelihood over the
+    midpoints of consecutive deciles of ``gaps``, each side at least
+    :data:`MIN_HIT_CELL` calls), or None when no split beats
+    :data:`GAP_SPLIT_CHI2`."""
+    if gaps.size < 2 * MIN_HIT_CELL:
+        return None
+
+    def loglik(h: np.ndarray) -> float:
+        k, n = float(h.sum()), float(h.size)
+        return sum(c * math.log(c / n) for c in (k, n - k) if c > 0)
+
+    whole = loglik(hit)
+    deciles = np.unique(np.quantile(gaps, np.linspace(0.1, 0.9, 9)))
+    best, best_stat = None, GAP_SPLIT_CHI2
+    for a, b in itertools.pairwise(deciles):
+        cut = round(float(a + b) / 2, 1)
+        low = gaps < cut
+        if cut <= 0 or min(int(low.sum()), int((~low).sum())) < MIN_HIT_CELL:
+            continue
+        stat = 2 * (loglik(hit[low]) + loglik(hit[~low]) - whole)
+        if stat > best_stat:
+            best, best_stat = cut, stat
+    return best
+
+
+def cache_hits(calls: pd.DataFrame) -> dict[str, Any] | None:
+    """The ``world.cache.hits`` mapping of a cached class's calls (module
+    docstring), with a ``note`` saying what it was fitted from; None when no
+    call has a prompt. ``calls`` in run order, each run's calls in order."""
+    g = calls.groupby("run_id", sort=False)
+    n = g.cumcount().to_numpy() + 1
+    prompt = calls["prompt"].to_numpy(float)
+    read = calls["cache_read_tokens"].to_numpy(float)
+    prev = g["prompt"].shift(1).to_numpy(float)
+    gap = _gaps(calls).groupby(calls["run_id"], sort=False).shift(1).to_numpy(float)
+    hit = read > 0
+    # hits cluster by run: a run none of whose calls reads is one the provider did not cache
+    run_reads = pd.Series(hit).groupby(calls["run_id"].to_numpy(), sort=False).transform("any")
+    cached = run_reads.to_numpy(bool)
+    size = g["prompt"].transform("size").to_numpy()
+    several = (n == 1) & (size >= 2)  # one row per run of two calls or more
+    judged = several if several.any() else n == 1
+    run_share = float(cached[judged].mean()) if judged.any() else 1.0
+    first = (n == 1) & (prompt > 0) & cached
+    later = (n >= 2) & (prompt > 0) & ~(gap > CACHE_TTL_S) & cached
+    if not first.any() and not later.any():
+        return None
+    first_hit = float(hit[first].mean()) if first.any() else 0.0
+    hit_first = first & hit
+    first_share = float(read[hit_first].sum() / prompt[hit_first].sum()) if hit_first.any() \
+        else 1.0
+    call_edges = [int(e) for e in _merged(list(CALL_EDGES), n[later].astype(float))]
+    timed = later & np.isfinite(gap)
+    cut = _gap_cut(np.maximum(gap[timed], 0.0), hit[timed])
+    gap_edges = [0.0] if cut is None else [0.0, cut]
+    b = np.searchsorted(call_edges, n, side="right") - 1
+    k = np.searchsorted(gap_edges, np.maximum(np.nan_to_num(gap, nan=0.0), 0.0),
+                        side="right") - 1
+    table = []
+    for i in range(len(call_edges)):
+        row_calls = later & (b == i)
+        p_row = float(hit[row_calls].mean()) if row_calls.any() else 1.0
+        row = []
+        for j in range(len(gap_edges)):
+            cell = (row_calls & timed & (k == j)) if len(gap_edges) > 1 else row_calls
+            m = int(cell.sum())
+            row.append(round((int(hit[cell].sum()) + HIT_SHRINK * p_row) / (m + HIT_SHRINK), 6))
+        table.append(row)
+    hits = later & hit & (prev > 0)
+    ratio = read[hits] / prev[hits]
+    full = ratio >= PARTIAL_CUT
+    read_ratio = float(np.clip(read[hits][full].sum() / prev[hits][full].sum(), 0.0, 2.0)) \
+        if full.any() else 1.0
+    partial = float((~full).mean()) if hits.any() else 0.0
+    out: dict[str, Any] = {
+        "run_share": round(run_share, 6), "first_hit": round(first_hit, 6),
+        "first_share": round(min(first_share, 1.0), 6),
+        "edges": call_edges, "gap_edges_s": gap_edges, "hit": table,
+        "read_ratio": round(read_ratio, 6), "partial": round(partial, 6)}
+    if (~full).any():
+        shares = np.clip(ratio[~full], 0.0, 1.0)
+        points = np.quantile(shares, np.linspace(0.0, 1.0, 101)) if shares.size > 101 \
+            else shares
+        out["partial_share"] = Empirical(values=tuple(round(float(v), 6)
+                                                      for v in points)).model_dump()
+    out["note"] = (
+        f"the provider's hits: {run_share:.0%} of {int(judged.sum())} runs read the cache at "
+        f"all; in those, {first_hit:.0%} of {int(first.sum())} first calls read "
+        f"({first_share:.0%} of their prompt); of {int(later.sum())} later calls, "
+        f"{hit[later].mean() if later.any() else 0.0:.0%} read, by call bin "
+        f"{call_edges} and gap bin {gap_edges} (seconds); a hit reads {read_ratio:.3f} x the "
+        f"previous prompt, {partial:.1%} of hits read less than {PARTIAL_CUT:.0%} of it")
+    return out
 
 
 def _first_prompts(runs: pd.DataFrame) -> list[int]:
@@ -489,16 +698,22 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
     effects_all: dict[str, float] = {}
     taus: dict[str, float] = {}
     by_class: list[ClassEstimate] = []
+    class_calls: list[pd.DataFrame] = []
     tool_names = list(calls.loc[~calls["text"], "tool"].value_counts().index[:MAX_TOOLS])
     for name in sorted(set(labels), key=lambda k: (-int((labels == k).sum()), k)):
         ids = runs["run_id"].to_numpy()[labels == name]
         sub = traces.subset(ids)
         est = estimate_class(str(name), sub, tool_names, with_endings=endings)
         by_class.append(est)
+        class_calls.append(sub.calls)
         effects, tau = _run_effects(sub.calls)
         effects_all.update({cast(str, run): math.exp(v) for run, v in effects.items()})
         taus.update(dict.fromkeys(effects.index, tau))
     tools = estimate_tools(traces, effects_all, taus)
+    for est, sub_calls in zip(by_class, class_calls, strict=True):
+        est.by_step = step_sizes(sub_calls, expected_observation(sub_calls, est, tools))
+        if est.by_step is not None:
+            est.notes["by_step"] = est.by_step.pop("note")
     models = list(dict.fromkeys(c.model for c in by_class))
     prices = estimate_prices(traces, models, when)
 

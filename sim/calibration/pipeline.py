@@ -46,7 +46,6 @@ options and seed: identical outputs, whatever the worker count.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +128,10 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
 
     folder, folds, seed, sample = spec.folder, spec.folds, spec.seed, spec.per_model
     traces = ctx.traces
+    # the jobs print nothing (parallel folds would interleave): this process
+    # shows one bar per phase (sim.output.progress: one line per tenth off a terminal)
     settings = Settings(evaluations=evaluations, search_runs=search_runs, sim_ratio=sim_ratio,
-                        name=name, prices_date=_prices_date(traces.folder), progress=progress)
+                        name=name, prices_date=_prices_date(traces.folder), progress=False)
     fixed = st.forced(classes, by)
     structures = [fixed] if fixed is not None else st.candidates(traces)
     with make_scheduler(scheduler, workers) as pool:
@@ -139,7 +140,8 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
         queue = structures[::-1]
         jobs = [(spec, s, fold, fl.seed_for(seed, s.name), settings)
                 for s in queue for fold in range(folds)]
-        done = jb.run_jobs(pool, jb.fold_job, jobs)
+        done = _run_shown(pool, jb.fold_job, jobs, progress,
+                          "fitting folds")
         at = {s.name: i * folds for i, s in enumerate(queue)}
         tried = {s.name: done[at[s.name]:at[s.name] + folds] for s in structures}
         if fixed is not None:
@@ -157,10 +159,8 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
         second: list[tuple[Any, ...]] = [("final", spec, chosen, fl.seed_for(seed, "final"),
                                           settings, description, final_runs, _start(fits))]
         second += _ladder_jobs(ctx, fits, rungs) if with_ladder else []
-        if progress:
-            print(f"ladder of {len(rungs)} budgets and the final fit ({final_runs} runs "
-                  f"simulated)", file=sys.stderr)
-        results = jb.run_jobs(pool, _dispatch, second)
+        results = _run_shown(pool, _dispatch, second, progress,
+                             "final fit and ladder")
     labels, est, found, doc, comments, sim = results[0]
     judgement = judge([f.real for f in fits], [f.sim for f in fits], fl.seed_for(seed, "verdict"),
                       jackknife=[f.jackknife for f in fits],
@@ -175,6 +175,23 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
                          fits, choice, ladder, sampled=ctx.sampled)
     result.header = header_lines(result)
     return result
+
+
+def _run_shown(pool: Any, work: Any, jobs: list[tuple[Any, ...]], progress: bool,
+               desc: str) -> list[Any]:
+    """:func:`sim.calibration.jobs.run_jobs` with a bar of the jobs done on
+    stderr (when ``progress``)."""
+    from sim.output.progress import progress_bar
+
+    bar = progress_bar(total=len(jobs), desc=desc, unit="job", disable=not progress)
+
+    def one_more(done: int, total: int) -> None:
+        bar.update(1)
+
+    try:
+        return jb.run_jobs(pool, work, jobs, progress=one_more)
+    finally:
+        bar.close()
 
 
 def _search_runs(settings: Settings, fits: list[FoldFit]) -> int | None:

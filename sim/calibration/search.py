@@ -28,9 +28,9 @@ its folds' optima: :func:`warm_start`).
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -139,12 +139,25 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     changes the loss (a world whose endings are fitted directly and have no
     frailty: the adjustment acts on nothing), the start stands after those
     four simulations."""
-    from scipy.optimize import minimize
-
-    from sim.calibration.tolerance import noise_floor, x_tolerance
+    from sim.output.progress import progress_bar
 
     seen: dict[tuple[float, ...], float] = {}
     best: list[Sample] = []  # the simulation of the first point with the lowest loss
+    bar = progress_bar(total=max(1, max_evaluations), desc="searching", unit="simulation",
+                       disable=not progress)
+    try:
+        return _search(real, simulate, max_evaluations, start, steps, seen, best, bar)
+    finally:
+        bar.close()
+
+
+def _search(real: Sample, simulate: Callable[[Adjustment], Sample], max_evaluations: int,
+            start: np.ndarray | None, steps: np.ndarray | None,
+            seen: dict[tuple[float, ...], float], best: list[Sample], bar: Any) -> SearchResult:
+    """:func:`search`'s work, counting each new simulation on ``bar``."""
+    from scipy.optimize import minimize
+
+    from sim.calibration.tolerance import noise_floor, x_tolerance
 
     def adjustment(x: np.ndarray) -> Adjustment:
         return Adjustment(need_shift=float(x[0]), sigma_scale=math.exp(float(x[1])),
@@ -158,9 +171,8 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
             if not seen or value < min(seen.values()):
                 best[:] = [sim]
             seen[key] = value
-            if progress:
-                print(f"\rsearching: {len(seen)} simulations, best loss {min(seen.values()):.4f}",
-                      end="", file=sys.stderr, flush=True)
+            bar.set_postfix_str(f"best loss {min(seen.values()):.4f}", refresh=False)
+            bar.update(1)
         return seen[key]
 
     x0 = np.zeros(3) if start is None else np.asarray(start, dtype=float)
@@ -173,8 +185,6 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     if not changes.any():
         # nothing the search changes moves the loss (endings fitted directly,
         # no frailty): the start stands
-        if progress:
-            print(file=sys.stderr)
         return SearchResult(adjustment(x0), start_loss, start_loss, len(seen), best[0])
     fatol = noise_floor({"steps": real.steps, "prompt": real.prompt, "output": real.output,
                          "cost": real.cost}, real.category, real.resolved, best[0].n)
@@ -182,8 +192,6 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     minimize(objective, x0, method="Nelder-Mead",
              options={"initial_simplex": simplex, "maxfev": max_evaluations,
                       "xatol": xatol, "fatol": fatol})
-    if progress:
-        print(file=sys.stderr)
     found = min(seen, key=seen.__getitem__)
     return SearchResult(adjustment(np.array(found)), seen[found], start_loss, len(seen), best[0],
                         fatol=fatol, xatol=xatol, simulated=best[0].n,

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: ignoring the sweep of {scenario.name} (capacity runs the base cell)",
               file=sys.stderr)
     base = scenario.model_copy(update={"sweep": {}, "engine": "des"})
-    out = default_out(args, scenario.name)
+    out = default_out(args, scenario.name, "capacity")
     provenance = run_provenance(base, command="capacity", overrides=overrides_of(args))
     if target is not None:
         provenance["target_p95_wait_s"] = target

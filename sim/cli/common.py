@@ -19,8 +19,10 @@ if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it
 
 log = logging.getLogger(__name__)
 
-OUT_HELP = ("results folder (default: reports/<scenario name>, or under $SIM_OUT or "
-            "[tool.sim] out in pyproject.toml); checked before anything runs, "
+OUT_HELP = ("results folder (default: reports/<scenario name>[-<command>][-<overrides>]: "
+            "bounded for 'sweep bounded', bounded-run for 'run bounded', "
+            "bounded-run-tasks=100 with --tasks 100; under $SIM_OUT or "
+            "[tool.sim] out in pyproject.toml if set); checked before anything runs, "
             "written whole (a temporary folder swapped in), and never holding another run's "
             "results unless --force")
 
@@ -98,6 +100,17 @@ def overrides_of(args: argparse.Namespace) -> list[str]:
     return overrides
 
 
+def override_labels(args: argparse.Namespace) -> list[str]:
+    """How each override of :func:`overrides_of` is named in a message: the
+    flag as typed (``--set path=value``, ``--tasks 5``)."""
+    labels = [f"--set {item}" for item in args.overrides]
+    for flag in ("tasks", "seed"):
+        value = getattr(args, flag, None)
+        if value is not None:
+            labels.append(f"--{flag} {value}")
+    return labels
+
+
 def load(args: argparse.Namespace) -> Scenario:
     """The scenario with --set, --tasks and --seed applied, validated."""
     from sim.scenario.limits import check_workers
@@ -110,19 +123,29 @@ def load(args: argparse.Namespace) -> Scenario:
     from sim.scenario.model import load_scenario
 
     scenario = load_scenario(args.scenario, overrides_of(args),
-                             allow_plugins=args.allow_plugins)
+                             allow_plugins=args.allow_plugins, labels=override_labels(args))
     log.info("scenario %s: %s tasks per cell, seed %s, engine %s, %s sweep axes",
              scenario.name, f"{scenario.tasks:,}", scenario.seed, scenario.engine,
              len(scenario.sweep))
     return scenario
 
 
-def default_out(args: argparse.Namespace, name: str) -> Path:
-    """--out, or <root>/<name> where the root is $SIM_OUT, else ``out`` of
-    ``[tool.sim]`` in the nearest pyproject.toml, else ``reports``."""
+def default_out(args: argparse.Namespace, name: str, command: str | None = None) -> Path:
+    """--out, or <root>/<folder> where the root is $SIM_OUT, else ``out`` of
+    ``[tool.sim]`` in the nearest pyproject.toml, else ``reports``. The
+    folder is ``name``; with ``command``, the run's own folder
+    (:func:`sim.output.folder.run_folder_name` of ``name``, ``command`` and
+    the overrides: ``bounded`` for a plain sweep, ``bounded-run``,
+    ``bounded-harness.budgets.steps=30``...)."""
     from sim.scenario.project import out_root
 
-    return Path(args.out) if args.out else out_root() / name
+    if args.out:
+        return Path(args.out)
+    if command is None:
+        return out_root() / name
+    from sim.output.folder import run_folder_name
+
+    return out_root() / run_folder_name(name, command, overrides_of(args))
 
 
 def print_json(data: Any) -> None:
@@ -140,13 +163,15 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
     from sim.output import folder
     from sim.output.provenance import run_provenance
 
-    out = default_out(args, scenario.name)
+    out = default_out(args, scenario.name, command)
     provenance = run_provenance(scenario, command=command, overrides=overrides_of(args))
     folder.prepare(out, provenance, force=args.force)
     log.info("%d cell(s) into %s", len(runs), out)
     summary, series = _simulate_in_chunks(args, scenario, runs, out, provenance)
     if args.format == "json":
         print_json(summary)
+        if not args.quiet:  # stdout is the JSON alone
+            print(f"results in {out}/", file=sys.stderr)
     else:
         from sim.output.results import format_comparison, format_table
 

@@ -163,7 +163,41 @@ def run(args: argparse.Namespace) -> int:
         with disk_errors(args.otel, f"the runs' traces are in {out}/"):
             spans.write(args.otel)
     _report(args, result, batch, out, checkpoints)
-    return 130 if result.cancelled else 0
+    if result.cancelled:
+        return 130
+    failed = unreachable(result.runs, result.states)
+    if failed is not None:
+        print(f"error: {failed}; traces of the failed runs are in {out}/", file=sys.stderr)
+        return EXIT_ALL_FAILED
+    return 0
+
+
+PROVIDER_FAILURES = frozenset({"failed:model_error", "failed:retries_exhausted"})
+"""Exits of a run that ended because the provider could not be reached or
+refused the calls (the connection, a timeout, auth, a server error), not
+because of what the model did."""
+
+EXIT_ALL_FAILED = 1
+"""Exit status of a live batch whose every run failed at the provider."""
+
+
+def unreachable(runs: list[Any], states: list[Any]) -> str | None:
+    """What went wrong when every run of the batch (at least one) ended in
+    :data:`PROVIDER_FAILURES` (then the batch measured nothing but the
+    network: exit :data:`EXIT_ALL_FAILED`), naming the last provider error a
+    run recorded; None when any run ended otherwise."""
+    if not runs or any(r.exit not in PROVIDER_FAILURES for r in runs):
+        return None
+    last = ""
+    for state in states:
+        diagnostic = state.detail.get("diagnostic") if isinstance(state.detail, dict) else None
+        errors = diagnostic.get("errors") if isinstance(diagnostic, dict) else None
+        if errors:
+            last = str(errors[-1])
+    exits = ", ".join(sorted({str(r.exit) for r in runs}))
+    return (f"every run ({len(runs)} of {len(runs)}) failed at the provider ({exits}"
+            f"{'; last error: ' + last[:200] if last else ''}): check the network, "
+            f"--base-url and the API key")
 
 
 def check_file_target(value: str, flag: str) -> None:

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         from sim.cli.common import default_out
         from sim.drivers.live.otel import write_trace_spans
 
-        runs = write_trace_spans(default_out(args, scenario.name), args.otel)
+        runs = write_trace_spans(default_out(args, scenario.name, "run"), args.otel)
         if not args.quiet:
             print(f"spans of {runs} runs in {args.otel}", file=sys.stderr)
     return status

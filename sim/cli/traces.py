@@ -46,7 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "summary", help="the figures of a trace folder",
         description="Runs and calls, steps p50/p95/max, the per-run fit of prompt(n) = "
                     "P + h*n, output tokens per call, cache shares, the exit mix, the "
-                    "resolved share and recorded cost against catalogue prices.")
+                    "resolved share and recorded cost against catalogue prices (calls of "
+                    "unknown usage left out); first, a warning per source whose figures "
+                    "are estimated or unknown for over 1% of its calls; last, what looks "
+                    "wrong in the data, with the calls concerned and how to fix it.")
     summary.add_argument("folder", metavar="DIR", help="a trace folder")
     summary.add_argument("--format", choices=("table", "json"), default="table",
                          help="stdout: text (default) or JSON")
@@ -55,23 +58,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Import the sources; the report goes to stderr (and stdout with --format json)."""
+    from sim.output.progress import progress_bar
     from sim.sweeps.schedulers import make_scheduler
     from sim.traces.importer import import_traces
 
+    progress = False if args.quiet else progress_bar
     if args.workers == 1 and args.scheduler in (None, "local"):
         report = import_traces(args.sources, args.out, strict=args.strict, force=args.force,
-                               progress=not args.quiet)
+                               progress=progress)
     else:
         with make_scheduler(args.scheduler, args.workers) as scheduler:
             report = import_traces(args.sources, args.out, strict=args.strict,
-                                   force=args.force, progress=not args.quiet,
+                                   force=args.force, progress=progress,
                                    scheduler=scheduler)
-    for line in report.lines():
+    for line in (*report.warning_lines(), *report.lines()):
         print(line, file=sys.stderr)
     if args.format == "json":
         json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
+        for line in report.warning_lines():
+            print(line)
         print(f"traces in {args.out}/ (runs.parquet, calls.parquet, import.json)")
     return 0
 

@@ -2,10 +2,10 @@
 
 Built from the two tables of a trace folder (``runs.parquet`` and
 ``calls.parquet``, the trace model of :mod:`sim.traces`, read with its checked
-reader by :func:`read_trace_folder`) by :func:`recorded_runs`, which takes them
-as pandas DataFrames (with nullable dtypes or not; a missing value may be None,
-NaN or ``pd.NA``). Units: tokens are
-counts, money is USD, times are seconds.
+reader by :func:`sim.drivers.replay.tables.read_trace_folder`) by
+:func:`recorded_runs`, which takes them as pandas DataFrames (with nullable
+dtypes or not; a missing value may be None, NaN or ``pd.NA``). Units: tokens
+are counts, money is USD, times are seconds.
 
 Two nullable columns of ``calls.parquet`` are used where a source records the
 text: ``text_sha256`` (a hash of the response's text) and
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -284,15 +283,3 @@ def _money(value: Any, name: str, where: str, source: str) -> float | None:
 
 def _seconds(value: Any, name: str, where: str, source: str) -> float | None:
     return None if _missing(value) else _number(value, name, where, source)
-
-
-def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
-    """The runs of a trace folder, in the order of ``runs.parquet``, read and
-    checked by :func:`sim.traces.reading.load_tables` (a missing folder or
-    file, a file that is not Parquet, a missing column or a bad value is an
-    :class:`InputError` naming the file), built from its Arrow columns
-    (:class:`sim.drivers.replay.tables.TraceTables`)."""
-    from sim.drivers.replay.tables import TraceTables
-
-    tables = TraceTables.load(folder)
-    return tables.recorded(0, len(tables))

@@ -2,7 +2,7 @@
 passes the provider's rate limits (or is answered 429 with Retry-After) and
 holds its slot while the model answers (:class:`ModelGateway`).
 
-The engine drives a call in place (:mod:`sim.engines.des_task`): it takes a
+The engine drives a call in place (:class:`sim.engines.des.TaskRun`): it takes a
 slot (:meth:`ModelGateway.take`; when none is free, it waits for the request
 and calls :meth:`ModelGateway.left` once granted or cancelled), asks
 :meth:`ModelGateway.answer` for the model's reply and the seconds it holds

@@ -37,7 +37,7 @@ from simpy.events import Event
 class SlotPool:
     """``capacity`` slots, granted in request order (like :class:`simpy.Resource`)."""
 
-    __slots__ = ("env", "capacity", "count", "queue", "elide", "_grant_head", "_events")
+    __slots__ = ("env", "capacity", "count", "queue", "elide", "_grant_head", "_peek")
 
     def __init__(self, env: simpy.Environment, capacity: int, *, elide: bool = False) -> None:
         if capacity <= 0:
@@ -48,7 +48,7 @@ class SlotPool:
         self.queue: deque[Event] = deque()  # requests waiting, oldest first
         self.elide = elide  # leave out the events that change nothing (module docstring)
         self._grant_head = self._granting  # bound once: the callback of each release
-        self._events = env._queue  # the clock's heap: env.peek() is its head's time (if any)
+        self._peek = env.peek  # the time of the next event due (infinity: none)
 
     def request(self) -> Event:
         """An event triggered when a slot is granted to this request (at once
@@ -71,9 +71,8 @@ class SlotPool:
         """A slot at once, with no event (None), when the pool elides, a
         slot is free, nobody queues and no other event is due at ``now``
         (the clock, seconds); else :meth:`request`'s event, to wait for."""
-        events = self._events
         if (self.elide and not self.queue and self.count < self.capacity
-                and (not events or events[0][0] > now)):  # env.peek() > now, written out
+                and self._peek() > now):
             self.count += 1
             return None
         return self.request()
@@ -89,10 +88,8 @@ class SlotPool:
             self.count -= 1
         else:
             self.queue.remove(request)
-        if self.elide and not self.queue:
-            events = self._events
-            if not events or events[0][0] > now:  # env.peek() > now, written out
-                return
+        if self.elide and not self.queue and self._peek() > now:
+            return
         marker = Event(self.env)
         marker.callbacks.append(self._grant_head)
         marker.succeed()

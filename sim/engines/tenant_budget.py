@@ -82,14 +82,11 @@ class TenantLedger:
 
 
 def prompt_cost(params: HarnessParams, model: str, prompt_tokens: int) -> float:
-    """The cost in USD of ``prompt_tokens`` at ``model``'s uncached input
-    price (its entry in ``params.model_prices``, else the run's prices)."""
-    prices = params.prices
-    for name, listed in params.model_prices:
-        if name == model:
-            prices = listed
-            break
-    return prompt_tokens * prices.at(prompt_tokens).input / 1e6
+    """The cost in USD of ``prompt_tokens`` sent uncached to ``model``: the
+    harness's own rules, the prices it charges that model
+    (:meth:`~sim.harness.params.HarnessParams.prices_for`) at the tier the
+    prompt reaches (:meth:`~sim.harness.prices.Prices.call_cost`)."""
+    return params.prices_for(model).call_cost(prompt_tokens, 0)
 
 
 def refusal(ledger: TenantLedger, index: int, params: HarnessParams, state: HarnessState,

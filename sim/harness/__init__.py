@@ -3,9 +3,12 @@
 Start with :mod:`sim.harness.loop`, which shows one run from top to bottom.
 A driver performs the effects of :mod:`sim.harness.effects` and answers them
 as :mod:`sim.harness.protocol` says; it touches a run's state only through
-:func:`request_abort`, :func:`park`, :func:`resume` and :func:`cancel`.
+:func:`request_abort`, :func:`park`, :func:`resume` and :func:`cancel`. Every
+budget is checked by the harness itself (:class:`Limits`, which raises
+:class:`LimitExceeded`), never by a driver.
 """
 
+from sim.harness.budgets import LimitExceeded, Limits
 from sim.harness.checkpoint import CheckpointStore, MemoryStore, SQLiteStore
 from sim.harness.context import normalize
 from sim.harness.detector import NoProgressDetector, canonical_call
@@ -63,7 +66,8 @@ from sim.harness.state import (
 __all__ = [
     "ANSWERS", "CONTINUATION", "NUDGE_PREFIX", "OUTCOMES", "RESUMABLE", "TERMINAL_STATES",
     "ApprovalDecision", "ApprovalRequest", "Budgets", "Checkpoint", "CheckpointStore",
-    "ContextParams", "DetectorParams", "Event", "HarnessParams", "HarnessState", "MemoryStore",
+    "ContextParams", "DetectorParams", "Event", "HarnessParams", "HarnessState", "LimitExceeded",
+    "Limits", "MemoryStore",
     "Message", "ModelError", "ModelRequest", "ModelResponse", "NoProgressDetector",
     "ParameterError", "Prices", "ProtocolError", "RetryPolicy", "SQLiteStore", "TextBlock",
     "ThinkingBlock", "ThinkingConfig", "ToolDefinition", "ToolError", "ToolRequest",

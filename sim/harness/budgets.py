@@ -1,27 +1,72 @@
-"""Budget checks: refuse a call whose worst case would overshoot a budget.
+"""Budgets: the one home of every budget and limit rule of a run.
 
-Called before every model call and every tool call against the counters in
-:class:`~sim.harness.state.HarnessState`. The worst case of a model call is
-its known prompt plus ``max_output_tokens`` of output, priced at the highest of
-the input, cache-read and cache-write prices and of the output and thinking prices, taking
-``model_timeout_s`` seconds; the worst case of a tool call is its timeout.
-Each check returns the name of the budget that would be overshot (the reason
-recorded in ``budget_exhausted:<reason>``), or None.
+:class:`Limits` is a run's budgets (:class:`~sim.harness.params.Budgets`
+and the model timeout), read once when the run starts, with the checks that
+hold its usage to them. The usage is the run's counters in
+:class:`~sim.harness.state.HarnessState` (tokens, USD, seconds, retries,
+tool errors), which a call's usage adds itself to
+(:meth:`~sim.harness.state.HarnessState.add_usage`); a call is priced by
+:meth:`~sim.harness.prices.Prices.call_cost`. Every check that refuses
+raises one exception, :class:`LimitExceeded`, naming the budget (the
+reason recorded as ``budget_exhausted:<limit>``). Like pydantic-ai's
+``UsageLimits.check_before_request``, the checks run before a call, against
+its worst case:
+
+- before a step (:meth:`Limits.check_before_step`): the step budget;
+- before a model call (:meth:`Limits.check_before_model_call`): the tool
+  errors shown to the model, prompt tokens, output tokens, USD and time,
+  in that order. The worst case of a call is its known prompt plus
+  ``max_output_tokens`` of output, priced at the highest of the input,
+  cache-read and cache-write prices and of the output and thinking prices
+  (:func:`worst_case_cost`), taking ``model_timeout_s`` seconds;
+- before a tool call or a wait (:meth:`Limits.check_duration`): the time
+  budgets, against the effect's longest duration;
+- before a harness retry (:meth:`Limits.may_retry`): the retry budget.
 
 A provider may still report more than the worst case (a prompt it counted
-larger, more output than the cap): :func:`overshot` is checked after every
-accounted usage, so such a run ends at once, having spent no more than what
-was reported.
+larger, more output than the cap): :meth:`Limits.check_usage` is checked
+after every accounted usage, so such a run ends at once, having spent no
+more than what was reported.
+
+Units: tokens are counts, money is USD, time is seconds.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from sim.harness.params import HarnessParams, Prices
-from sim.harness.state import HarnessState
+from sim.harness.state import BUDGET_EXHAUSTED, HarnessState, Stop
+
+MONEY_TOLERANCE = 1e-9
+"""Relative slack of the money check after a call: the worst-case estimate and
+the priced usage round differently in the last bits of a float."""
+
+
+class LimitExceeded(Stop):
+    """The one exception of a budget that refuses: ``limit`` names it (one of
+    the ``budget_exhausted`` reasons of :data:`~sim.harness.state.OUTCOMES`).
+    A :class:`~sim.harness.state.Stop`, so the loop ends the run as
+    ``budget_exhausted:<limit>``."""
+
+    def __init__(self, limit: str, **detail: Any) -> None:
+        # no message: it is never shown (caught in agent_loop), and cheap to raise
+        self.status = BUDGET_EXHAUSTED
+        self.reason = limit
+        self.detail = detail
+
+    @property
+    def limit(self) -> str:
+        """The budget that refused (the outcome's reason)."""
+        return self.reason
 
 
 def worst_case_cost(prices: Prices, prompt_tokens: int, max_output_tokens: int) -> float:
-    """Upper bound in USD of one call with the given prompt and output cap."""
+    """Upper bound in USD of one call with the given prompt and output cap:
+    every prompt token at the dearest prompt price (uncached, cache read or
+    cache write), every output token at the dearest of output and thinking,
+    at the tier the prompt reaches."""
     if prices.tiers:
         prices = prices.at(prompt_tokens)
     think = prices.output if prices.thinking is None else prices.thinking
@@ -30,61 +75,101 @@ def worst_case_cost(prices: Prices, prompt_tokens: int, max_output_tokens: int) 
     return (prompt_tokens * per_in + max_output_tokens * per_out) / 1e6
 
 
-def refuse_model_call(params: HarnessParams, state: HarnessState, prompt_tokens: int,
-                      max_output_tokens: int, prices: Prices) -> str | None:
-    """The budget the next model call could overshoot, or None if all allow
-    it; ``"errors"`` when the run has already shown the model its limit of tool
-    errors."""
-    b = params.budgets
-    if b.tool_errors is not None and state.tool_errors >= b.tool_errors:
-        return "errors"
-    if (b.tokens is not None and state.input_tokens + state.cache_read_tokens
-            + state.cache_write_tokens + prompt_tokens > b.tokens):  # prompt tokens so far
-        return "tokens"
-    if (b.output_tokens is not None
-            and state.output_tokens + state.thinking_tokens + max_output_tokens > b.output_tokens):
-        return "output_tokens"
-    if (b.money_usd is not None and state.money_usd
-            + worst_case_cost(prices, prompt_tokens, max_output_tokens) > b.money_usd):
-        return "money"
-    if b.active_s is None and b.wall_s is None:  # no time budget
-        return None
-    return refuse_duration(params, state, params.model_timeout_s)
+class Limits:
+    """A run's budgets, read once from its parameters, and the checks that
+    hold the run's usage (the counters of a
+    :class:`~sim.harness.state.HarnessState`) to them. An unset count or
+    time budget is held as ``math.inf``, which nothing exceeds; the money
+    budget stays None when unset (it needs the call's prices).
 
+    ``timed`` says whether a time budget (active or wall) is set, so a check
+    of durations that no budget limits can be skipped by the caller."""
 
-def refuse_duration(params: HarnessParams, state: HarnessState, seconds: float) -> str | None:
-    """The time budget that ``seconds`` more of active time could overshoot, or None."""
-    b = params.budgets
-    if b.active_s is not None and state.active_s + seconds > b.active_s:
-        return "active_time"
-    if b.wall_s is not None and state.active_s + state.parked_s + seconds > b.wall_s:
-        return "wall_time"
-    return None
+    __slots__ = ("params", "steps", "tokens", "output_tokens", "money_usd", "active_s",
+                 "wall_s", "retries", "tool_errors", "timed", "model_timeout_s")
 
+    def __init__(self, params: HarnessParams) -> None:
+        b = params.budgets
+        inf = math.inf
+        self.params = params
+        self.steps: float = inf if b.steps is None else b.steps
+        self.tokens: float = inf if b.tokens is None else b.tokens
+        self.output_tokens: float = inf if b.output_tokens is None else b.output_tokens
+        self.money_usd: float | None = b.money_usd
+        self.active_s: float = inf if b.active_s is None else b.active_s
+        self.wall_s: float = inf if b.wall_s is None else b.wall_s
+        self.retries: float = inf if b.retries is None else b.retries
+        self.tool_errors: float = inf if b.tool_errors is None else b.tool_errors
+        self.timed: bool = b.active_s is not None or b.wall_s is not None
+        self.model_timeout_s: float = params.model_timeout_s
 
-def refuse_retry(params: HarnessParams, state: HarnessState) -> str | None:
-    """``"retries"`` when the run's retry budget is spent, else None."""
-    limit = params.budgets.retries
-    return "retries" if limit is not None and state.retries >= limit else None
+    # ------------------------------------------------------------ before
+    def check_before_step(self, state: HarnessState) -> None:
+        """Raise LimitExceeded("steps") when the run has made its budget of
+        model steps (turns)."""
+        if state.turns >= self.steps:
+            raise LimitExceeded("steps")
 
+    def check_before_model_call(self, state: HarnessState, prompt_tokens: int,
+                                max_output_tokens: int) -> None:
+        """Raise LimitExceeded naming the first budget that a model call of
+        ``prompt_tokens`` and at most ``max_output_tokens`` could overshoot:
+        ``"errors"`` once the model has been shown its limit of tool errors,
+        then ``"tokens"`` (prompt tokens so far plus this prompt),
+        ``"output_tokens"``, ``"money"`` (spend plus the call's
+        :func:`worst_case_cost` at the prices of ``state.model``), and the
+        time budgets for ``model_timeout_s`` more seconds."""
+        s = state
+        if s.tool_errors >= self.tool_errors:
+            raise LimitExceeded("errors")
+        if s.input_tokens + s.cache_read_tokens + s.cache_write_tokens + prompt_tokens \
+                > self.tokens:
+            raise LimitExceeded("tokens")
+        if s.output_tokens + s.thinking_tokens + max_output_tokens > self.output_tokens:
+            raise LimitExceeded("output_tokens")
+        money = self.money_usd
+        if money is not None and s.money_usd + worst_case_cost(
+                self.params.prices_for(s.model), prompt_tokens, max_output_tokens) > money:
+            raise LimitExceeded("money")
+        if self.timed:
+            self.check_duration(s, self.model_timeout_s)
 
-MONEY_TOLERANCE = 1e-9
-"""Relative slack of the money check after a call: the worst-case estimate and
-the priced usage round differently in the last bits of a float."""
+    def check_duration(self, state: HarnessState, seconds: float) -> None:
+        """Raise LimitExceeded("active_time" or "wall_time") when ``seconds``
+        more of active time could overshoot a time budget."""
+        if state.active_s + seconds > self.active_s:
+            raise LimitExceeded("active_time")
+        if state.active_s + state.parked_s + seconds > self.wall_s:
+            raise LimitExceeded("wall_time")
 
+    def may_retry(self, state: HarnessState) -> bool:
+        """Whether the run's retry budget allows one more harness retry."""
+        return state.retries < self.retries
 
-def overshot(params: HarnessParams, state: HarnessState) -> str | None:
-    """The budget that the usage reported so far already exceeds (tokens,
-    output_tokens or money, in that order), or None. Time budgets are not
-    checked here: a call's time is spent once it returns, and the next check
-    before any call or tool refuses to go on."""
-    b = params.budgets
-    if (b.tokens is not None and state.input_tokens + state.cache_read_tokens
-            + state.cache_write_tokens > b.tokens):
-        return "tokens"
-    if (b.output_tokens is not None
-            and state.output_tokens + state.thinking_tokens > b.output_tokens):
-        return "output_tokens"
-    if b.money_usd is not None and state.money_usd > b.money_usd * (1.0 + MONEY_TOLERANCE):
-        return "money"
-    return None
+    # ------------------------------------------------------------- after
+    def check_usage(self, state: HarnessState) -> None:
+        """Raise LimitExceeded naming the budget that the usage counted so far
+        already exceeds (tokens, output_tokens or money, in that order). Time
+        budgets are not checked here: a call's time is spent once it returns,
+        and the next check before any call or tool refuses to go on."""
+        s = state
+        if s.input_tokens + s.cache_read_tokens + s.cache_write_tokens > self.tokens:
+            raise LimitExceeded("tokens")
+        if s.output_tokens + s.thinking_tokens > self.output_tokens:
+            raise LimitExceeded("output_tokens")
+        money = self.money_usd
+        if money is not None and s.money_usd > money * (1.0 + MONEY_TOLERANCE):
+            raise LimitExceeded("money")
+
+    # -------------------------------------------------------- time left
+    def time_left(self, state: HarnessState) -> float:
+        """Seconds of active time the time budgets leave (math.inf when
+        none is set; may be negative once one is overshot)."""
+        return min(self.active_s - state.active_s, self.wall_s - state.wall_s)
+
+    def wall_left(self, state: HarnessState) -> float | None:
+        """Seconds the wall-time budget leaves (at least 0), or None when it
+        is unset: the longest a run may stay parked for an approval."""
+        if self.params.budgets.wall_s is None:
+            return None
+        return max(0.0, self.wall_s - state.wall_s)

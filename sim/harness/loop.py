@@ -33,8 +33,9 @@ One iteration (seed 000's order, with seed 001's controls):
 10. no-progress detector: nudge, then needs_human:no_progress
 11. append the results, checkpoint, go round again
 
-**One exit.** Wherever a run must end, :func:`~sim.harness.guards.stop`
-raises :class:`~sim.harness.guards.Stop`; :func:`agent_loop` catches it in
+**One exit.** Wherever a run must end, :func:`~sim.harness.state.stop`
+raises :class:`~sim.harness.state.Stop` (a spent budget its subclass
+:class:`~sim.harness.budgets.LimitExceeded`); :func:`agent_loop` catches it in
 one place, records the end
 (checked against the outcomes table), emits the terminal event, answers the
 tool calls of a step it interrupted and saves a checkpoint of a resumable
@@ -46,8 +47,9 @@ ending. No step re-checks whether the run has ended.
 non-finite usage or durations, fields of the wrong type) end the run as
 failed:invalid_response with a diagnostic.
 
-The steps' parts live beside this file: :mod:`sim.harness.guards` (what a
-run shares, the one exit, the checks each step repeats),
+The steps' parts live beside this file: :mod:`sim.harness.budgets` (every
+budget rule, 2 and 4), :mod:`sim.harness.guards` (what a run shares, the
+checks each step repeats),
 :mod:`sim.harness.model_calls` (6), :mod:`sim.harness.recovery` (3, 5, 7)
 and :mod:`sim.harness.tool_calls` (9, 10).
 """
@@ -58,6 +60,7 @@ import math
 from collections.abc import Generator, Sequence
 
 from sim.harness import events as ev
+from sim.harness.budgets import Limits
 from sim.harness.detector import Detector, NoProgressDetector
 from sim.harness.effects import (
     CHECKPOINTS,
@@ -74,14 +77,10 @@ from sim.harness.guards import (
     Stop,
     account,
     check_abort,
-    check_budgets,
-    check_duration,
     emitter,
-    flat_prices,
     receive,
     spend,
     stop,
-    token_cap,
 )
 from sim.harness.messages import (
     Block,
@@ -97,7 +96,6 @@ from sim.harness.params import HarnessParams
 from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
 from sim.harness.state import (
-    BUDGET_EXHAUSTED,
     CANCELLED,
     RESUMABLE,
     RUNNING,
@@ -128,15 +126,13 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     """
     if state.terminal:
         return state
-    budgets = params.budgets
+    limits = Limits(params)
     run = Run(params, state,
               detector if detector is not None else NoProgressDetector(params.detector),
               emitter(state, observers), {spec.name: spec for spec in params.tools},
-              budgets.active_s is not None or budgets.wall_s is not None, params.cache_ttl_s,
-              params.thinking.budget_tokens if params.thinking.enabled else 0,
-              token_cap(params), flat_prices(params))
+              limits, params.cache_ttl_s,
+              params.thinking.budget_tokens if params.thinking.enabled else 0)
     compact_at = _limit(params.context.compact_at_tokens)
-    max_steps = _limit(budgets.steps)
     checkpoints, shared = CHECKPOINTS, len(CHECKPOINTS)
     state.status = RUNNING
     if not state.model:
@@ -145,8 +141,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         while True:
             if state.abort_requested:                                            # 1
                 stop(CANCELLED, "external_signal")
-            if state.turns >= max_steps:
-                stop(BUDGET_EXHAUSTED, "steps")                                  # 2
+            limits.check_before_step(state)                                      # 2
             if state.context_tokens > compact_at:                                # 3
                 yield from compact_history(run, "context_budget")
             request = step_request(run)  # 4; None when the context overflows (5), else 6
@@ -277,9 +272,10 @@ def _verify(run: Run, content: list[Block]) -> Generator[Effect, Result, None]:
     if not check.enabled:
         stop(SUCCEEDED, "model_complete")
     if check.max_prompt_tokens or check.max_output_tokens:
-        check_budgets(run, check.max_prompt_tokens, check.max_output_tokens)
-    if check.max_duration_s:
-        check_duration(run, check.max_duration_s)
+        run.limits.check_before_model_call(state, check.max_prompt_tokens,
+                                           check.max_output_tokens)
+    if check.max_duration_s and run.limits.timed:
+        run.limits.check_duration(state, check.max_duration_s)
     answer = "".join(b.text for b in content if isinstance(b, TextBlock))
     request = VerifyRequest(answer, state.turns)
     verdict = receive(request, (yield request))

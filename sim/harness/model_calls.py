@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from sim.harness import events as ev
-from sim.harness.budgets import refuse_retry
+from sim.harness.budgets import LimitExceeded
 from sim.harness.classifier import SERVER, TRANSIENT, backoff_s, classify_model_error, jitter_draw
 from sim.harness.context import normalize
 from sim.harness.effects import Effect, ModelError, ModelRequest, ModelResponse, Result
-from sim.harness.guards import Run, account, check_abort, check_budgets, receive, stop, wait
+from sim.harness.guards import Run, account, check_abort, receive, stop, wait
 from sim.harness.messages import Message
 from sim.harness.params import HarnessParams
 from sim.harness.protocol import MAX_SECONDS, content_problem, usable_reply
-from sim.harness.state import BUDGET_EXHAUSTED, CANCELLED, FAILED
+from sim.harness.state import CANCELLED, FAILED
 
 MAX_DIAGNOSTIC_ERRORS = 20
 """The most errors a failed run's diagnostic lists (the first ones, each cut
@@ -81,7 +81,8 @@ def model_request(run: Run, messages: list[Message], prompt_tokens: int, max_out
 
 
 def step_request(run: Run) -> ModelRequest | None:
-    """A step's call, once the budgets allow it (step 4: else the run ends):
+    """A step's call, once the budgets allow it (step 4: else the run ends,
+    :meth:`~sim.harness.budgets.Limits.check_before_model_call`):
     None when the prompt exceeds the context window (step 5), else the first
     try's request (step 6), what ``model_request(run, state.messages,
     state.context_tokens, params.max_output_tokens, "step")`` returns, built
@@ -90,11 +91,7 @@ def step_request(run: Run) -> ModelRequest | None:
     per step."""
     params, state = run.params, run.state
     prompt = state.context_tokens
-    cap = run.token_cap
-    if cap is None:
-        check_budgets(run, prompt, params.max_output_tokens)
-    elif state.input_tokens + state.cache_read_tokens + state.cache_write_tokens + prompt > cap:
-        stop(BUDGET_EXHAUSTED, "tokens")  # check_budgets' short way, written out
+    run.limits.check_before_model_call(state, prompt, params.max_output_tokens)
     if prompt > params.context_window:
         return None
     request: ModelRequest = _new(ModelRequest)
@@ -128,7 +125,8 @@ def took_reply(answer: Result, run: Run) -> TypeGuard[ModelResponse]:
     if not (type(answer) is ModelResponse and usable_reply(answer)):
         return False
     latency = answer.latency_s
-    if run.timed and not (type(latency) is float and latency <= run.params.model_timeout_s):
+    limits = run.limits
+    if limits.timed and not (type(latency) is float and latency <= limits.model_timeout_s):
         return False
     state = run.state
     state.active_s += latency
@@ -147,9 +145,7 @@ def answered(run: Run, request: ModelRequest, answer: Result
                                            request.max_output_tokens)
     tries: _Tries | None = None
     while True:
-        if run.timed and not (type(answer) is ModelResponse and type(answer.latency_s) is float
-                              and answer.latency_s <= run.params.model_timeout_s):
-            # a reply after the model timeout is a timeout: no budget overshot
+        if run.limits.timed:  # a reply after the model timeout is a timeout: no budget overshot
             answer = timed_out_reply(run.params, answer)
         result = receive(request, answer)
         state.active_s += result.latency_s
@@ -174,7 +170,7 @@ def answered(run: Run, request: ModelRequest, answer: Result
         # every retry is a model call too: check it against the budgets, at the
         # prices of the model it goes to (it may follow a slow error or a switch
         # to the fallback model)
-        check_budgets(run, prompt_tokens, max_output)
+        run.limits.check_before_model_call(state, prompt_tokens, max_output)
         request = model_request(run, messages, prompt_tokens, max_output, request.purpose,
                                 tries.attempt)
         answer = yield request
@@ -218,8 +214,8 @@ def _transient_error(run: Run, tries: _Tries, error: ModelError,
                 run.emit(ev.ALERT, {"alert": "fallback_model", "model": state.model})
     if tries.attempt >= policy.max_attempts:
         stop(FAILED, "retries_exhausted", diagnostic=diagnostic(messages, tries.errors))
-    if refuse_retry(params, state) is not None:  # the run's retry budget
-        stop(BUDGET_EXHAUSTED, "retries")
+    if not run.limits.may_retry(state):  # the run's retry budget
+        raise LimitExceeded("retries")
     tries.attempt += 1
     return backoff_s(policy, tries.attempt, error.retry_after_s,
                      jitter_draw(f"model{state.turns}", tries.attempt) if policy.jitter else 1.0)

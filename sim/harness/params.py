@@ -301,6 +301,21 @@ class HarnessParams:
                 return t
         return None
 
+    def prices_for(self, model: str) -> Prices:
+        """The prices a call to ``model`` is charged at: the fallback's after a
+        switch to ``retry.fallback_model`` (when ``retry.fallback_prices`` is
+        set), those listed in ``model_prices``, else ``prices``."""
+        retry = self.retry
+        if retry.fallback_prices is None and not self.model_prices:
+            return self.prices  # one price list for every model
+        if retry.fallback_prices is not None and model == retry.fallback_model:
+            return retry.fallback_prices
+        if model != self.model:
+            for name, prices in self.model_prices:
+                if name == model:
+                    return prices
+        return self.prices
+
     def with_budgets(self, **changes: float | int | None) -> HarnessParams:
         """A copy with some budgets changed (for resuming with extended budgets)."""
         budgets: dict[str, Any] = dict(changes)

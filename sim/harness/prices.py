@@ -78,3 +78,10 @@ class Prices:
         return (input_tokens * self.input + output_tokens * self.output
                 + cache_read * self.cache_read + cache_write * self.cache_write
                 + thinking * think_price) / 1e6
+
+    def call_cost(self, input_tokens: int, output_tokens: int, cache_read: int = 0,
+                  cache_write: int = 0, thinking: int = 0) -> float:
+        """Cost in USD of one call's usage: :meth:`cost` at the tier its prompt
+        (``input_tokens + cache_read + cache_write``) reaches (:meth:`at`)."""
+        prices = self.at(input_tokens + cache_read + cache_write) if self.tiers else self
+        return prices.cost(input_tokens, output_tokens, cache_read, cache_write, thinking)

@@ -13,7 +13,7 @@ from collections.abc import Generator
 from sim.harness import events as ev
 from sim.harness.context import apply_compaction, plan_compaction
 from sim.harness.effects import Effect, ModelError, Result
-from sim.harness.guards import Run, check_budgets, stop
+from sim.harness.guards import Run, stop
 from sim.harness.messages import TextBlock, make_message, text_block
 from sim.harness.model_calls import call_model
 from sim.harness.state import FAILED
@@ -32,7 +32,7 @@ def compact(run: Run, drop_tokens: int, why: str) -> Generator[Effect, Result, b
     span = state.messages[1:plan.cut]
     prompt = state.prefix_tokens + plan.tokens
     max_out = params.context.summary_max_tokens
-    check_budgets(run, prompt, max_out)
+    run.limits.check_before_model_call(state, prompt, max_out)
     response = yield from call_model(run, span, prompt, max_out, "compaction")
     if isinstance(response, ModelError):
         return False

@@ -1,5 +1,9 @@
 """Mutable state of one run (history, counters, status) and its outcomes.
 
+The counters are the run's usage: a model call's usage adds itself to them
+(:meth:`HarnessState.add_usage`), and :class:`~sim.harness.budgets.Limits`
+holds them to the run's budgets.
+
 Everything the loop needs to resume lives here (including the detector's
 memory), so a checkpoint is this object serialised with :func:`to_dict` and
 restored with :func:`from_dict`.
@@ -8,13 +12,15 @@ restored with :func:`from_dict`.
 have; :func:`end_run` records a run's end and refuses anything not in it.
 Drivers touch a state only through :func:`request_abort`, :func:`park` and
 :func:`resume` (and by driving the loop); the loop owns every other field.
+:class:`Stop` is the one signal that ends a run, raised (:func:`stop`)
+wherever it must end and caught once in :func:`sim.harness.loop.agent_loop`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from sim.harness.messages import (
     Message,
@@ -22,10 +28,12 @@ from sim.harness.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    Usage,
     make_message,
     prompt_tokens_of,
     text_block,
 )
+from sim.harness.prices import Prices
 
 RUNNING = "running"
 WAITING_APPROVAL = "waiting_approval"
@@ -59,6 +67,24 @@ OUTCOMES: dict[str, frozenset[str]] = {
 ``status:reason``). A run ends in exactly one of them."""
 
 TERMINAL_STATES: tuple[str, ...] = tuple(OUTCOMES)
+
+
+class Stop(Exception):
+    """The stop signal: raised where a run must end as ``status:reason``
+    (with ``detail``), caught once in agent_loop. A spent budget raises its
+    subclass :class:`~sim.harness.budgets.LimitExceeded`."""
+
+    def __init__(self, status: str, reason: str, detail: dict[str, Any]) -> None:
+        # no message: it is never shown (caught in agent_loop), and cheap to raise
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+
+
+def stop(status: str, reason: str, **detail: Any) -> NoReturn:
+    """End the run as ``status:reason`` (with ``detail``) from wherever it is."""
+    raise Stop(status, reason, detail)
+
 RESUMABLE: frozenset[str] = frozenset({BUDGET_EXHAUSTED, NEEDS_HUMAN})
 """Terminal states a person may resume (with :func:`resume`): the loop saves a
 checkpoint when a run ends in one of them in the middle of a step."""
@@ -139,6 +165,23 @@ class HarnessState:
     def terminal(self) -> bool:
         """True once the run has reached a terminal state."""
         return self.status in TERMINAL_STATES
+
+    def add_usage(self, usage: Usage, prices: Prices) -> None:
+        """Add one model call's usage to the token counters and its cost at
+        ``prices`` (:meth:`~sim.harness.prices.Prices.call_cost`, USD) to
+        ``money_usd``."""
+        uncached = usage.input_tokens  # one name at a time: a 5-tuple unpacking builds a tuple
+        output = usage.output_tokens
+        read = usage.cache_read_tokens
+        write = usage.cache_write_tokens
+        thinking = usage.thinking_tokens
+        self.input_tokens += uncached
+        self.output_tokens += output
+        if read or write or thinking:  # most calls have neither cache nor thinking tokens
+            self.cache_read_tokens += read
+            self.cache_write_tokens += write
+            self.thinking_tokens += thinking
+        self.money_usd += prices.call_cost(uncached, output, read, write, thinking)
 
     def append(self, message: Message) -> None:
         """Append a message keeping user/assistant alternation: a user message

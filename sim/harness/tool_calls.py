@@ -16,7 +16,7 @@ from math import isfinite
 from typing import Any, TypeGuard
 
 from sim.harness import events as ev
-from sim.harness.budgets import refuse_retry
+from sim.harness.budgets import LimitExceeded
 from sim.harness.classifier import (
     FATAL,
     TRANSIENT,
@@ -48,7 +48,6 @@ from sim.harness.params import HarnessParams, ToolSpec
 from sim.harness.policy import ALLOW, APPROVE, REJECT, check_call
 from sim.harness.protocol import MAX_SECONDS, MAX_TOKENS
 from sim.harness.state import (
-    BUDGET_EXHAUSTED,
     CANCELLED,
     FAILED,
     NEEDS_HUMAN,
@@ -77,7 +76,7 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
         spec = run.tools.get(call.name)
         if spec is not None and check_call(params, call, spec)[0] == ALLOW:
             # the common call, its first try on a fast path (check_ready only when it can stop)
-            if state.abort_requested or run.timed:
+            if state.abort_requested or run.limits.timed:
                 check_ready(run, spec.timeout_s)
             request = _new(ToolRequest)  # ToolRequest(call, spec.timeout_s, 0, state.turns)
             request.call, request.timeout_s = call, spec.timeout_s
@@ -127,7 +126,7 @@ def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Bl
             and type(tokens) is int and 0 <= tokens < MAX_TOKENS
             and (metric is None or (type(metric) is float and isfinite(metric)))):
         return False
-    if run.timed and not (type(duration) is float and duration <= request.timeout_s):
+    if run.limits.timed and not (type(duration) is float and duration <= request.timeout_s):
         return False
     state = run.state
     state.active_s += duration
@@ -174,9 +173,7 @@ def _tries(run: Run, call: ToolUseBlock, spec: ToolSpec, blocks: list[Block],
     params, state = run.params, run.state
     attempt = 0
     while True:
-        if run.timed and not (type(answer) is ToolResult and type(answer.duration_s) is float
-                              and answer.duration_s <= spec.timeout_s):
-            # a result after the tool's timeout is a timeout: no budget overshot
+        if run.limits.timed:  # a result after the tool's timeout is a timeout
             answer = _timed_out_tool(spec, call, answer)
         result = receive(request, answer)
         state.active_s += result.duration_s
@@ -193,7 +190,7 @@ def _tries(run: Run, call: ToolUseBlock, spec: ToolSpec, blocks: list[Block],
         cls = classify_tool_error(result)
         if cls == FATAL:
             stop(FAILED, "tool_fatal", tool=call.name, error=result.message)
-        if not (cls == TRANSIENT and _may_retry(params, state, attempt)):
+        if not (cls == TRANSIENT and _may_retry(run, attempt)):
             text = actionable_tool_error(call.name, result, attempt + 1)
             return _failure(params, state, call, text, blocks, result.tokens)
         attempt += 1
@@ -206,11 +203,12 @@ def _tries(run: Run, call: ToolUseBlock, spec: ToolSpec, blocks: list[Block],
         answer = yield request
 
 
-def _may_retry(params: HarnessParams, state: HarnessState, attempt: int) -> bool:
+def _may_retry(run: Run, attempt: int) -> bool:
     """Whether the harness retries a transient tool error after ``attempt``
     retries: switched on, tries left, and the run's retry budget not spent."""
+    params = run.params
     return (params.retry.retry_tool_errors and attempt < params.tool_retries
-            and refuse_retry(params, state) is None)
+            and run.limits.may_retry(run.state))
 
 
 def _executed(emit: Callable[[str, dict[str, Any]], None], request: ToolRequest,
@@ -232,12 +230,12 @@ def _approval(run: Run, call: ToolUseBlock, spec: ToolSpec
     params, state = run.params, run.state
     state.status = WAITING_APPROVAL
     timeout = params.approval_timeout_s
-    wall = params.budgets.wall_s
-    if wall is not None:  # nobody may answer after the wall-time budget is spent
-        timeout = min(timeout, max(0.0, wall - state.wall_s))
+    wall_left = run.limits.wall_left(state)
+    if wall_left is not None:  # nobody may answer after the wall-time budget is spent
+        timeout = min(timeout, wall_left)
     request = ApprovalRequest(call, spec.effect, timeout)
     answer = receive(request, (yield request))
-    if wall is not None and answer.waited_s > timeout:  # past the wall budget: it stopped
+    if wall_left is not None and answer.waited_s > timeout:  # past the wall budget: it stopped
         answer = ApprovalDecision(False, timeout, True, "no decision in time")
     state.status = RUNNING
     state.parked_s += answer.waited_s
@@ -247,7 +245,7 @@ def _approval(run: Run, call: ToolUseBlock, spec: ToolSpec
     check_abort(state)
     if answer.timed_out:
         if timeout < params.approval_timeout_s:
-            stop(BUDGET_EXHAUSTED, "wall_time", tool=call.name)
+            raise LimitExceeded("wall_time", tool=call.name)
         stop(CANCELLED, "approval_timeout", tool=call.name)
     if answer.approved:
         return None

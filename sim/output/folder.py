@@ -19,6 +19,13 @@ one renamed into place, the old one deleted). A failure while writing leaves
 the previous results as they were and no temporary folder behind; a reader
 sees the old folder or the new one, never a mix.
 
+Without ``--out`` each distinct run gets its own folder under the results
+root (:func:`run_folder_name`): ``bounded`` for ``sweep bounded``,
+``bounded-run`` for ``run bounded``, ``bounded-run-harness.budgets.steps=30``
+for ``run bounded --set harness.budgets.steps=30``. So trying a variant never
+needs ``--force``, and the same command run again lands in the same folder
+(where :func:`prepare` still refuses a changed scenario without ``force``).
+
 Two commands writing one ``--out`` at once would trample each other's kept
 chunks and folders: :func:`prepare` takes an exclusive lock
 (``.<name>.lock`` beside the folder, ``flock``: released when the command
@@ -40,11 +47,13 @@ import atexit
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +122,42 @@ def disk_errors(target: str | os.PathLike, after: str = "") -> Iterator[None]:
         if not write_error(error):
             raise
         raise WriteFailed(target, describe_write_error(error), after) from None
+
+
+MAX_READABLE_SUFFIX = 48
+"""The longest suffix of overrides written as they are in a default folder's
+name; longer ones (or ones with characters unsafe in a name) are a hash."""
+_NAME_SAFE = re.compile(r"[A-Za-z0-9._=,+-]*")
+
+
+def run_folder_name(name: str, command: str = "", overrides: Sequence[str] = (), *,
+                    plain: str = "sweep") -> str:
+    """The default results folder name of ``command`` run on the scenario
+    ``name`` with ``overrides`` (``path=value`` as given, in order: ``--set``,
+    then ``tasks=``, ``seed=``): ``name``, then ``-command`` unless it is the
+    ``plain`` command (``sweep``: the scenario as its file says), then
+    ``-overrides`` joined by commas when that is short and safe in a file
+    name (at most :data:`MAX_READABLE_SUFFIX` characters of letters, digits
+    and ``._=,+-``), else ``-set-`` and the first 8 hex digits of their
+    SHA-256. Distinct commands and overrides give distinct names; the same
+    ones give the same name.
+
+    >>> run_folder_name("bounded", "sweep")
+    'bounded'
+    >>> run_folder_name("bounded", "run", ["harness.budgets.steps=30"])
+    'bounded-run-harness.budgets.steps=30'
+    """
+    parts = [name]
+    if command and command != plain:
+        parts.append(command)
+    if overrides:
+        text = ",".join(overrides)
+        if len(text) <= MAX_READABLE_SUFFIX and _NAME_SAFE.fullmatch(text):
+            parts.append(text)
+        else:
+            digest = hashlib.sha256(json.dumps(list(overrides)).encode("utf-8")).hexdigest()
+            parts.append(f"set-{digest[:8]}")
+    return "-".join(parts)
 
 
 _LOCKS: dict[str, int] = {}

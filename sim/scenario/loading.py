@@ -18,7 +18,7 @@ from typing import Any
 
 from sim.bad_input import InputError
 from sim.scenario.catalog import resolve
-from sim.scenario.dotted import parse_override, set_dotted
+from sim.scenario.dotted import apply_overrides, blame
 from sim.scenario.limits import MAX_FILE_BYTES
 from sim.scenario.safeyaml import key_lines, parse
 from sim.scenario.schema import Scenario
@@ -29,7 +29,7 @@ __all__ = ["MAX_FILE_BYTES", "load_scenario", "read_text", "read_yaml"]
 
 
 def load_scenario(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (), *,
-                  allow_plugins: bool = False) -> Scenario:
+                  allow_plugins: bool = False, labels: list[str] | None = None) -> Scenario:
     """Read, override (``dotted.path=value``, value parsed as YAML) and validate
     a scenario: a file, or a scenario name (see :mod:`sim.scenario.catalog`;
     a path that exists wins). Errors name the YAML line of the field where
@@ -38,13 +38,14 @@ def load_scenario(path: str | os.PathLike, overrides: list[str] | tuple[str, ...
     source = resolve(path)
     text = read_text(source)
     raw = _top_mapping(parse(text, source), source)
-    for item in overrides:
-        key, value = parse_override(item, source)
-        set_dotted(raw, key, value, source)
+    given = apply_overrides(raw, overrides, source, labels=labels)
     if raw.get("name", "") == "":  # absent or empty: the file's name (null, 0, [] are errors)
         raw["name"] = Path(source).stem
     _anchor_paths(raw, Path(source).parent)
-    return validate(raw, source, allow_plugins=allow_plugins, lines=key_lines(text))
+    try:
+        return validate(raw, source, allow_plugins=allow_plugins, lines=key_lines(text))
+    except InputError as error:  # a bad --set is the override's fault, not the file's
+        raise blame(error, given, source) from None
 
 
 def _anchor_paths(raw: dict[str, Any], base: Path) -> None:

@@ -93,8 +93,7 @@ class RunTracer:
 
     def __init__(self) -> None:
         from sim.traces.columns import CallColumns
-        from sim.traces.driven import drive_recorded
-        from sim.traces.simulated import RunRecorder
+        from sim.traces.simulated import RunRecorder, drive_recorded
 
         self.columns = CallColumns()
         self._recorder = RunRecorder  # imported once, not per task
@@ -105,7 +104,7 @@ class RunTracer:
 
     def drive(self, index: int, state, loop, task, answer):
         """Drive task ``index``'s ``loop`` against ``task``, recording its calls
-        (:func:`~sim.traces.driven.drive_recorded`); its final state."""
+        (:func:`~sim.traces.simulated.drive_recorded`); its final state."""
         return self._drive(loop, task, answer, state, self.columns, index)
 
 

@@ -35,6 +35,7 @@ from sim.traces.model import (
     ToolCallRecord,
     Usage,
 )
+from sim.traces.provenance import default_column
 
 POOL = pa.system_memory_pool()
 """The allocator of the columns built from the recorded lists: the C library's.
@@ -162,6 +163,7 @@ class CallColumns:
         for name in _PLAIN:
             columns[name] = pa.array(self.column(name), CALLS_SCHEMA.field(name).type,
                                      memory_pool=POOL)
+        columns["provenance"] = default_column(columns)  # sim's own figures: all exact
         table = pa.Table.from_arrays([columns[name] for name in CALLS_SCHEMA.names],
                                      schema=CALLS_SCHEMA)
         if self.dropped:

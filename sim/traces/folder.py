@@ -4,7 +4,8 @@ A folder holding ``runs.parquet`` and ``calls.parquet`` (what ``python -m sim
 run ... --traces`` writes beside ``results.parquet``, and what ``traces
 import`` writes) is read back with :func:`~sim.traces.model.load_tables`,
 checked, and its runs pass through unchanged, each keeping its ``source``
-(``sim`` for simulated runs) and ``file``. Columns beyond the model's are not
+(``sim`` for simulated runs) and ``file``, its calls their provenance and its
+run totals where some call's count is unknown. Columns beyond the model's are not
 carried over.
 """
 
@@ -20,9 +21,11 @@ import pyarrow.compute as pc
 from sim.bad_input import InputError
 from sim.traces.model import (
     CALL_COLUMNS,
+    EXACT,
     RUN_COLUMNS,
     SOURCES,
     TOKEN_COLUMNS,
+    UNKNOWN,
     USAGE_ATTRIBUTES,
     CallRecord,
     RunRecord,
@@ -34,7 +37,7 @@ from sim.traces.skips import UNREADABLE, Unusable
 
 _RUN_FIELDS = tuple(n for n in RUN_COLUMNS if n not in ("steps", *TOKEN_COLUMNS))
 _CALL_FIELDS = tuple(n for n in CALL_COLUMNS
-                     if n not in ("run_id", "call", "tool_calls", *TOKEN_COLUMNS))
+                     if n not in ("run_id", "call", "tool_calls", "provenance", *TOKEN_COLUMNS))
 
 
 def _load(folder: Path) -> tuple[pa.Table, pa.Table]:
@@ -78,8 +81,11 @@ def runs(folder: Path) -> Iterator[RunRecord]:
     numbers: dict[str, list[int]] = {}
     for row in calls_table.select(list(CALL_COLUMNS)).to_pylist():
         tools = [ToolCallRecord(**tool) for tool in row["tool_calls"]]
-        usage = Usage(**{attribute: row[name] for name, attribute in USAGE_ATTRIBUTES.items()})
-        call = CallRecord(usage, **{name: row[name] for name in _CALL_FIELDS}, tool_calls=tools)
+        usage = Usage(**{attribute: row[name] or 0  # an unknown count (null) is 0 in Usage
+                         for name, attribute in USAGE_ATTRIBUTES.items()})
+        listed = {name: how for name, how in row["provenance"].items() if how != EXACT}
+        call = CallRecord(usage, **{name: row[name] for name in _CALL_FIELDS}, tool_calls=tools,
+                          provenance=listed)
         by_run.setdefault(row["run_id"], []).append(call)
         numbers.setdefault(row["run_id"], []).append(row["call"])
     for row in runs_table.select(list(RUN_COLUMNS)).to_pylist():
@@ -88,4 +94,7 @@ def runs(folder: Path) -> Iterator[RunRecord]:
         if order != sorted(order):
             calls = [call for _, call in sorted(zip(order, calls, strict=True),
                                                 key=lambda pair: pair[0])]
-        yield RunRecord(**{name: row[name] for name in _RUN_FIELDS}, calls=calls)
+        unknown = {name for call in calls for name, how in call.provenance.items()
+                   if how == UNKNOWN}
+        totals = {name: row[name] for name in TOKEN_COLUMNS if name in unknown} or None
+        yield RunRecord(**{name: row[name] for name in _RUN_FIELDS}, calls=calls, totals=totals)

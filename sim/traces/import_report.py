@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.traces.provenance import PROVENANCES, warnings
 from sim.traces.skips import Skip, counts, phrase
 
 
@@ -33,6 +34,13 @@ class ImportReport:
     inputs: int = 0
     """How many inputs (files and trace folders) were read."""
 
+    provenance: dict[str, dict[str, Counter]] = field(default_factory=dict)
+    """``{source: {field: Counter(provenance)}}``: the calls imported, per
+    figure, by how it was obtained (:mod:`sim.traces.provenance`)."""
+    conventions: dict[str, dict[str, Counter]] = field(default_factory=dict)
+    """``{source: {what: Counter(how)}}``: the runs imported, by how the
+    importer read a convention that varies (``RunRecord.conventions``)."""
+
     def entries(self) -> tuple[int, int, int, int]:
         """What the import has recorded so far: runs, skips, companions and
         ignored files (an input that changes none of them gave nothing)."""
@@ -54,6 +62,29 @@ class ImportReport:
             else:
                 self.skips.append(Skip(file, reason, detail))
 
+    def warnings(self) -> list[str]:
+        """The sources whose relied-on figures are estimated or unknown for
+        more than 1% of their calls (:func:`sim.traces.provenance.warnings`)."""
+        return warnings(self.provenance)
+
+    def provenance_by_source(self) -> dict[str, dict[str, Any]]:
+        """``{source: {"calls": n, "by_field": {field: {provenance: calls}}}}``,
+        sources sorted, provenances in :data:`PROVENANCES` order (all four,
+        zeros kept, so a reader can tell 0 from missing)."""
+        out: dict[str, dict[str, Any]] = {}
+        for source, by_field in sorted(self.provenance.items()):
+            calls = sum(by_field.get("input_tokens", Counter()).values())
+            out[source] = {"calls": calls, "by_field": {
+                name: {value: int(found.get(value, 0)) for value in PROVENANCES}
+                for name, found in by_field.items()}}
+        return out
+
+    def conventions_by_source(self) -> dict[str, dict[str, dict[str, int]]]:
+        """``{source: {what: {how: runs}}}``, sorted, the most frequent ``how`` first."""
+        return {source: {what: dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+                         for what, found in sorted(by_what.items())}
+                for source, by_what in sorted(self.conventions.items()) if by_what}
+
     def repairs_by_field(self) -> dict[str, dict[str, int]]:
         """``{field: {reason: count}}``, fields sorted, reasons most frequent first."""
         out: dict[str, list[str]] = {}
@@ -73,6 +104,11 @@ class ImportReport:
     def skipped_runs(self) -> list[Skip]:
         """Runs skipped in files that other runs were imported from."""
         return [s for s in self.skips if s.file in self.run_files]
+
+    def warning_lines(self) -> list[str]:
+        """:meth:`warnings` as lines for the terminal (``warning: ...``),
+        printed before :meth:`lines`."""
+        return [f"warning: {line}" for line in self.warnings()]
 
     def lines(self) -> list[str]:
         """The report for stderr: runs imported, then files and runs skipped."""
@@ -98,7 +134,8 @@ class ImportReport:
                        f"(runs kept): {parts}")
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
-                       "mini-swe-agent predictions, Claude Code subagent metadata)")
+                       "mini-swe-agent predictions, Claude Code subagent metadata, Harbor "
+                       "results and configs, OpenHands event caches and evaluated copies)")
         if self.merged:
             out.append(f"merged {len(self.merged)} files into runs named by other files "
                        "(their steps or spans belong to traces begun elsewhere)")
@@ -122,4 +159,7 @@ class ImportReport:
             "inputs": self.inputs, "merged_files": self.merged,
             "repairs": {"count": sum(self.repairs.values()),
                         "by_field": self.repairs_by_field()},
+            "warnings": self.warnings(),
+            "provenance": self.provenance_by_source(),
+            "conventions": self.conventions_by_source(),
         }

@@ -22,6 +22,12 @@ format              recognised by
                     run-level usage only
 ``openinference``   OpenInference spans (Phoenix): ``openinference.span.kind``;
                     Phoenix's spans dataframe (Parquet, JSON Lines) and REST list
+``openhands``       OpenHands event lists (``source`` + ``action``/``observation``),
+                    a session's event store (one event per file, gathered) and
+                    evaluation ``output.jsonl`` lines (``instance_id``, ``history``)
+``harbor``          Harbor ATIF trajectories (``schema_version`` ``ATIF-v1.*``);
+                    a trial's or job's ``result.json``, ``config.json`` and
+                    ``lock.json`` as companions
 ``otel-genai``      (also) spans with OpenLLMetry's older GenAI names
 ``sim``             a trace folder (``runs.parquet`` + ``calls.parquet``), e.g.
                     what ``python -m sim run --traces`` writes
@@ -54,10 +60,12 @@ from typing import Any
 from sim.bad_input import InputError
 from sim.traces import (
     claude_code,
+    harbor,
     inspect_log,
     langfuse,
     langsmith,
     miniswe,
+    openhands,
     openinference,
     otel,
     otel_console,
@@ -85,8 +93,13 @@ from sim.traces.writer import TraceWriter, atomic_folder
 
 def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, *,
                   strict: bool = False, force: bool = False,
-                  progress: bool = False, scheduler: Scheduler | None = None) -> ImportReport:
+                  progress: bool | Callable[..., Any] = False,
+                  scheduler: Scheduler | None = None) -> ImportReport:
     """Import ``sources`` (files and folders) into the trace folder ``out``.
+
+    ``progress``: a bar of the files read on stderr: True a tqdm bar, or a
+    factory taking tqdm's arguments (the CLI's and API's
+    ``sim.output.progress.progress_bar``: one line per tenth off a terminal).
 
     With a ``scheduler`` (:mod:`sim.sweeps.schedulers`: local worker
     processes or Dask), the files are read in chunks of
@@ -110,7 +123,8 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
 
 
 def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
-                 out: str | os.PathLike, strict: bool, force: bool, progress: bool,
+                 out: str | os.PathLike, strict: bool, force: bool,
+                 progress: bool | Callable[..., Any],
                  scheduler: Scheduler | None, whole: set[str]) -> ImportReport:
     """One attempt of :func:`import_traces`; the trace folders in ``whole``
     are read whole, the others streamed (:class:`Restart` when one cannot be)."""
@@ -139,7 +153,7 @@ def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
 
 
 def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
-            progress: bool, scheduler: Scheduler | None = None,
+            progress: bool | Callable[..., Any], scheduler: Scheduler | None = None,
             whole: frozenset[str] | set[str] = frozenset()) -> None:
     from tqdm import tqdm
 
@@ -148,10 +162,19 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     reports = miniswe.Reports()
     trajectories: list[tuple[dict, Path, str, str | None]] = []
     first_file: dict[str, str] = {}
+    openhands_rows: dict[str, dict] = {}
 
     def accept(record: RunRecord | Skip) -> None:
         if isinstance(record, Skip):
             report.skips.append(record)
+        elif record.run_id in openhands_rows and openhands.rewritten(
+                openhands_rows[record.run_id], record):  # eval_infer's copy, with a verdict
+            openhands.take_verdict(openhands_rows[record.run_id], record)
+            if record.file not in report.companions:
+                report.companions.append(record.file)
+        elif record.source != harbor.SOURCE and (atif := harbor.converted(record.file)):
+            report.skips.append(Skip(record.file, DUPLICATE, f"the agent run of Harbor's "
+                                     f"{atif}, imported from there", record.run_id))
         elif writer.has(record.run_id):
             report.skips.append(Skip(record.file, DUPLICATE, "already imported from "
                                      f"{first_file[record.run_id]}", record.run_id))
@@ -169,10 +192,13 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
             report.run_files[record.file] = report.run_files.get(record.file, 0) + 1
             if record.source == miniswe.SOURCE and record.resolved is None:
                 trajectories.append((row, *_instance(record)))
+            elif record.source == openhands.SOURCE:
+                openhands_rows[record.run_id] = row
 
     alone = scheduler if len(items) == 1 else None  # a single folder: read on the workers
-    bar = tqdm(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
-               mininterval=0.5)
+    make_bar = progress if callable(progress) else tqdm
+    bar = make_bar(items, unit="file", file=sys.stderr, disable=not progress, desc="importing",
+                   mininterval=0.5)
     quiet: list[str] = []  # inputs that gave nothing while read
     report.inputs = len(items)
     for item, read in zip(bar, _read_ahead(items, scheduler), strict=True):
@@ -197,6 +223,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
         row["resolved"] = reports.verdict(path, instance, miniswe.run_folder(path, instance),
                                           model, folders)
     report.repairs.update(writer.repairs)
+    report.provenance, report.conventions = writer.provenance, writer.conventions
     report.account(quiet, NO_RUNS, "it holds no run (an empty log, folder or list of runs)")
 
 
@@ -288,6 +315,7 @@ class Gathered:
     claude: claude_code.Collector = field(default_factory=claude_code.Collector)
     langfuse: langfuse.Collector = field(default_factory=langfuse.Collector)
     langsmith: langsmith.Collector = field(default_factory=langsmith.Collector)
+    openhands: openhands.Collector = field(default_factory=openhands.Collector)
     spans: list[spantree.Gatherer] = field(default_factory=lambda: [
         spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
                                        otel_legacy.DIALECT)])
@@ -316,12 +344,14 @@ class Gathered:
     def count(self) -> int:
         """How many sessions, traces, steps and spans were gathered."""
         return (len(self.claude.sessions) + len(self.langfuse.traces)
-                + len(self.langsmith.steps) + sum(len(g.spans.spans) for g in self.spans))
+                + len(self.langsmith.steps) + len(self.openhands.sessions)
+                + sum(len(g.spans.spans) for g in self.spans))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
         yield from self.claude.runs()
         yield from self.langfuse.runs()
         yield from self.langsmith.runs()
+        yield from self.openhands.runs()
         for gatherer in self.spans:
             yield from gatherer.runs()
 
@@ -342,6 +372,17 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from _read_other(item, file, kind, report)
         return
     values = read_json(item.path)
+    shape = openhands.detect(values, item.path)
+    if shape == "event":  # one event of a session's store, gathered by session
+        gathered.openhands.add(values[0], item.path, file)
+        report.gathered.append(file)
+        return
+    if shape in ("cache-page", "metadata"):  # the store's pages repeat its events
+        report.companions.append(file)
+        return
+    if shape is not None:  # a trajectory, or evaluation output lines
+        yield from openhands.runs(values, file)
+        return
     if _gather(values, file, gathered, collector):
         report.gathered.append(file)
         return
@@ -402,13 +443,17 @@ def _read_document(doc: Any, item: Input, file: str, collector: otel.Collector,
                    ) -> Iterator[RunRecord | Skip]:
     """The runs of one JSON document, by its format."""
     shape = miniswe.detect(doc)
+    atif = harbor.detect(doc)
     if tau2.detect(doc):
         yield from tau2.runs(doc, file)
     elif shape == "trajectory":
         yield miniswe.run(doc, item.path, file)
     elif sweagent.detect(doc):
         yield sweagent.run(doc, item.path, file)
-    elif claude_code.detect_meta(doc) or shape == "predictions":
+    elif atif == "trajectory":
+        yield harbor.run(doc, item.path, file)
+    elif atif is not None or claude_code.detect_meta(doc) or shape == "predictions":
+        # Harbor's trial and job files are read beside their trajectories
         report.companions.append(file)
     elif shape == "report":
         reports.add(doc, item.path)

@@ -48,6 +48,16 @@ response's text content (the text ``text_tokens`` measures) and
 source records no such text. Folders written before these two columns existed
 read with them null (:data:`LATER_CALL_COLUMNS`).
 
+**Provenance.** Every call records how each of its five token counts and its
+cost was obtained (``provenance``: exact, derived, estimated or unknown;
+:mod:`sim.traces.provenance`). A count the source does not record for a call
+is null in ``calls.parquet`` (``Usage`` holds 0), never a made-up 0; the run's
+column is then the source's run total (``RunRecord.totals``) or the sum of the
+known counts. ``import.json`` counts the provenance per source and figure and
+warns when a figure downstream commands rely on is estimated or unknown for
+more than 1% of a source's calls. Folders written before the column existed
+read with each figure exact when it holds a value, unknown when null.
+
 **Subagents.** One run is one agent session (or trace). The calls a subagent
 made for it (Claude Code's ``Agent``/``Task`` tool, a child run or
 observation) are rows of the parent's run, in time order, with ``agent`` naming
@@ -72,7 +82,10 @@ from sim.traces.schema import (
     CALL_COLUMNS,
     CALLS_FILE,
     CALLS_SCHEMA,
+    DERIVED,
     EARLIEST,
+    ESTIMATED,
+    EXACT,
     LATER_CALL_COLUMNS,
     LATEST,
     LIMIT_COLUMNS,
@@ -83,6 +96,10 @@ from sim.traces.schema import (
     MAX_USD,
     MONEY_COLUMNS,
     OBSERVATION_JOIN,
+    PROVENANCE_CALL_COLUMNS,
+    PROVENANCE_FIELDS,
+    PROVENANCE_TYPE,
+    PROVENANCES,
     REPORT_FILE,
     RUN_COLUMNS,
     RUNS_FILE,
@@ -94,12 +111,15 @@ from sim.traces.schema import (
     TOKEN_COLUMNS,
     TOOL_CALL_FIELDS,
     TOOL_CALL_TYPE,
+    UNDETERMINED,
+    UNKNOWN,
     USAGE_ATTRIBUTES,
 )
 
 __all__ = [
     "CALLS_FILE", "CALLS_SCHEMA", "CALL_COLUMNS", "CallRecord", "DERIVED", "EARLIEST",
-    "ESTIMATED", "EXACT", "PROVENANCES", "PROVENANCE_FIELDS", "UNKNOWN",
+    "ESTIMATED", "EXACT", "PROVENANCES", "PROVENANCE_CALL_COLUMNS", "PROVENANCE_FIELDS",
+    "PROVENANCE_TYPE", "UNDETERMINED", "UNKNOWN",
     "LATER_CALL_COLUMNS", "LATEST", "LIMIT_COLUMNS", "MAX_COUNT", "MAX_LIMIT", "MAX_SECONDS",
     "MAX_TOTAL", "MAX_USD", "MONEY_COLUMNS", "OBSERVATION_JOIN", "REPORT_FILE", "RUNS_FILE",
     "RUNS_SCHEMA", "RUN_COLUMNS", "RunRecord", "SECONDS_COLUMNS", "SIZE_COLUMNS", "SOURCES",
@@ -109,20 +129,6 @@ __all__ = [
     "canonical_json", "content_text", "finite_or_none", "is_trace_folder", "joined_sha256",
     "load_tables", "parse_utc", "read_traces", "sha256_text", "tool_result", "utc_from_unix",
 ]
-
-# ------------------------------------------------------------ provenance
-
-EXACT = "exact"
-DERIVED = "derived"
-ESTIMATED = "estimated"
-UNKNOWN = "unknown"
-PROVENANCES: tuple[str, ...] = (EXACT, DERIVED, ESTIMATED, UNKNOWN)
-"""How a call's figure was obtained (:attr:`CallRecord.provenance`), from the
-most to the least trustworthy."""
-
-PROVENANCE_FIELDS: tuple[str, ...] = (*TOKEN_COLUMNS, "cost_usd")
-"""The call columns whose provenance is recorded: the five token columns and
-the cost."""
 
 # -------------------------------------------------------------- records
 

@@ -10,9 +10,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from sim.bad_input import InputError
+from sim.traces import provenance
 from sim.traces import schema as layout
 
 
@@ -45,10 +47,14 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
     exist and are Parquet; every column of :data:`RUN_COLUMNS` /
     :data:`CALL_COLUMNS` is present with its type (those of
     :data:`LATER_CALL_COLUMNS` may be absent, as in a folder written before
-    them: they are added, all null); required columns have no
+    them: they are added, all null; a missing ``provenance`` is added as
+    exact for every value and unknown for every null); required columns have no
     nulls; ``run_id`` is unique in runs; counts are non-negative; every call
     belongs to a run; each run's calls are numbered ``0..steps-1``; each
-    run's token columns are the sums of its calls'; and every value is
+    run's token columns are the sums of its calls' (at least the sum of
+    their known counts when some call's count is unknown, null); the
+    provenance agrees with the values (:func:`sim.traces.provenance.check`);
+    and every value is
     possible (the bounds above: token counts at most :data:`MAX_COUNT`, a
     column's total over the folder at most :data:`MAX_TOTAL`, so no sum wraps
     around; finite times and costs in range, limits at least 1, a start in
@@ -60,8 +66,7 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
         raise InputError("not a trace folder (no such directory)", source=str(folder))
     tables = []
     for name, schema, later in ((layout.RUNS_FILE, layout.RUNS_SCHEMA, frozenset()),
-                                (layout.CALLS_FILE, layout.CALLS_SCHEMA,
-                                 layout.LATER_CALL_COLUMNS | layout.SUBAGENT_CALL_COLUMNS)):
+                                (layout.CALLS_FILE, layout.CALLS_SCHEMA, LATER)):
         path = folder / name
         if not path.is_file():
             raise InputError(f"missing {name}: not a trace folder", source=str(folder))
@@ -69,11 +74,17 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
             table = pq.read_table(path)
         except (OSError, pa.ArrowException) as error:
             raise InputError(f"not a readable Parquet file ({error})", source=str(path)) from None
-        tables.append(_check_table(table, schema, path, later))
+        tables.append(check_table(table, schema, path, later))
     runs, calls = tables
     check_values(runs, calls, folder)
+    provenance.check(calls, folder / layout.CALLS_FILE)
     _check_consistency(runs, calls, folder)
     return runs, calls
+
+
+LATER: frozenset[str] = (layout.LATER_CALL_COLUMNS | layout.SUBAGENT_CALL_COLUMNS
+                         | layout.PROVENANCE_CALL_COLUMNS)
+"""The call columns a folder written before them may lack."""
 
 
 def check_values(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
@@ -149,7 +160,7 @@ def _pandas_type(kind: pa.DataType) -> Any:
     return mapping.get(kind)
 
 
-def _check_table(table: pa.Table, schema: pa.Schema, path: Path,
+def check_table(table: pa.Table, schema: pa.Schema, path: Path,
                  later: frozenset[str] = frozenset()) -> pa.Table:
     """The table with the model's columns first (extras after), or an InputError;
     a missing column named in ``later`` is added, all null."""
@@ -157,10 +168,16 @@ def _check_table(table: pa.Table, schema: pa.Schema, path: Path,
     for spec in schema:
         if spec.name not in names:
             if spec.name in later:  # a folder written before the column existed
-                table = table.append_column(spec, pa.nulls(table.num_rows, spec.type))
+                added = (provenance.default_column(table) if spec.name == "provenance"
+                         else pa.nulls(table.num_rows, spec.type))
+                table = table.append_column(spec, pa.chunked_array([added], spec.type))
                 continue
             raise InputError("missing column", source=str(path), path=spec.name)
         actual = table.schema.field(spec.name).type
+        if actual != spec.type and spec.name == "provenance":  # written by another tool
+            table = table.set_column(table.schema.get_field_index(spec.name), spec,
+                                     provenance.conform(table.column(spec.name), path))
+            actual = spec.type
         if actual != spec.type:
             if pa.types.is_null(actual) and spec.nullable:  # an all-null column
                 table = table.set_column(table.schema.get_field_index(spec.name), spec.name,
@@ -176,7 +193,7 @@ def _check_table(table: pa.Table, schema: pa.Schema, path: Path,
 
 
 def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
-    import numpy as np
+    import pyarrow.compute as pc
 
     runs_path, calls_path = str(folder / layout.RUNS_FILE), str(folder / layout.CALLS_FILE)
     run_ids = runs.column("run_id").to_pylist()
@@ -194,8 +211,11 @@ def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
             raise InputError(f"call of unknown run {run!r}", source=calls_path, path="run_id")
         codes[i] = code
 
-    def column(table: pa.Table, name: str) -> np.ndarray:
-        return table.column(name).to_numpy().astype(np.int64, copy=False)
+    def column(table: pa.Table, name: str) -> np.ndarray:  # a null (unknown) count as 0
+        values = table.column(name)
+        if values.null_count:
+            values = pc.fill_null(values, 0)
+        return values.to_numpy().astype(np.int64, copy=False)
 
     for table, path, ids, extra in ((runs, runs_path, run_ids, "steps"),
                                     (calls, calls_path, call_runs, "call")):
@@ -223,7 +243,20 @@ def _check_consistency(runs: pa.Table, calls: pa.Table, folder: Path) -> None:
     for name in layout.TOKEN_COLUMNS:
         sums = np.zeros(len(run_ids), dtype=np.int64)
         np.add.at(sums, codes, column(calls, name))
-        wrong = np.flatnonzero(sums != column(runs, name))
+        unknown = np.zeros(len(run_ids), dtype=bool)
+        missing = calls.column(name).null_count
+        if missing:
+            unknown[codes[pc.is_null(calls.column(name)).to_numpy(zero_copy_only=False)]] = True
+        wrong = np.flatnonzero(total_wrong(column(runs, name), sums, unknown))
         if wrong.size:
             raise InputError(f"run {run_ids[wrong[0]]!r}: the total is not the sum of its "
-                             "calls", source=runs_path, path=name)
+                             "calls" + (" (nor at least the sum of their known counts)"
+                                        if unknown[wrong[0]] else ""),
+                             source=runs_path, path=name)
+
+
+def total_wrong(totals: np.ndarray, sums: np.ndarray, unknown: np.ndarray) -> np.ndarray:
+    """Which runs' token totals disagree with their calls: ``totals`` must
+    equal ``sums`` (of the known counts) where no call's count is
+    ``unknown``, and be at least ``sums`` where some is."""
+    return np.where(unknown, totals < sums, totals != sums)

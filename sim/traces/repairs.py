@@ -82,7 +82,7 @@ def repair_run(run: RunRecord) -> list[Repair]:
             value = getattr(call.usage, USAGE_ATTRIBUTES[name])
             if (isinstance(value, bool) or not isinstance(value, int)
                     or not 0 <= value <= MAX_COUNT):
-                raise Unusable(BAD_COUNT, f"call {index}: {name} is {_short(value)}, not a "
+                raise Unusable(BAD_COUNT, f"call {index}: {name} is {short_repr(value)}, not a "
                                           f"token count in [0, {MAX_COUNT:,}]")
             sums[name] += value
         _record(call, "calls", out, _TEXT_CALL)
@@ -161,7 +161,7 @@ def _bounded(record: Any, name: str, high: float, where: str, out: list[Repair],
         out.append((where + name, reason))
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """``repr(value)`` cut to 60 characters (a huge int as its size in bits)."""
     if isinstance(value, int) and value.bit_length() > 100:
         return f"an integer of {value.bit_length():,} bits"

@@ -20,7 +20,7 @@ REPORT_FILE = "import.json"
 
 SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "sim",
                             "claude-code", "langfuse", "langsmith", "openinference",
-                            "swe-agent")
+                            "swe-agent", "openhands", "harbor")
 """Values of ``runs.source``: the format a run was imported from."""
 
 TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -33,6 +33,36 @@ USAGE_ATTRIBUTES: dict[str, str] = {
 """Each token column and the attribute of a call's
 :class:`~sim.harness.messages.Usage` it holds (the harness's
 ``thinking_tokens`` are the column ``reasoning_tokens``)."""
+
+
+# ------------------------------------------------------------ provenance
+
+EXACT = "exact"
+DERIVED = "derived"
+ESTIMATED = "estimated"
+UNKNOWN = "unknown"
+PROVENANCES: tuple[str, ...] = (EXACT, DERIVED, ESTIMATED, UNKNOWN)
+"""How a call's figure was obtained (``CallRecord.provenance``, the
+``provenance`` column of calls.parquet), from the most to the least
+trustworthy."""
+
+PROVENANCE_FIELDS: tuple[str, ...] = (*TOKEN_COLUMNS, "cost_usd")
+"""The call columns whose provenance is recorded: the five token columns and
+the cost."""
+
+PROVENANCE_VALUE = pa.string()
+"""The type of one figure's provenance in calls.parquet: a string, one of
+:data:`PROVENANCES` (Parquet's dictionary encoding stores it in a few bits;
+a struct of Arrow dictionaries cannot be read back in batches)."""
+
+PROVENANCE_TYPE = pa.struct([pa.field(name, PROVENANCE_VALUE, nullable=False)
+                             for name in PROVENANCE_FIELDS])
+"""The ``provenance`` column: one field per column of :data:`PROVENANCE_FIELDS`."""
+
+UNDETERMINED = "undetermined"
+"""How a ``RunRecord.conventions`` note begins when the importer could not tell
+the source's convention from the file (``{"cache_read_tokens": "undetermined:
+..."}``): ``traces summary`` flags it."""
 
 
 # ---------------------------------------------------------------- bounds
@@ -94,6 +124,9 @@ RUN_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
     "task_id": (pa.string(), True, "the task the run attempted"),
     "model": (pa.string(), True, "the agent's model"),
     "steps": (pa.int64(), False, "model calls (rows of calls.parquet for the run)"),
+    # the token totals: the sums of the calls' counts; when some calls' count is
+    # unknown (null), the source's run total if it records one, else the sum of
+    # the known counts (so at least that sum)
     "input_tokens": (pa.int64(), False, "uncached prompt tokens, summed over calls"),
     "cache_read_tokens": (pa.int64(), False, "prompt tokens read from cache, summed"),
     "cache_write_tokens": (pa.int64(), False, "prompt tokens written to cache, summed"),
@@ -115,11 +148,16 @@ CALL_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
     "run_id": (pa.string(), False, "the run (runs.run_id)"),
     "call": (pa.int64(), False, "0-based index of the call in its run"),
     "model": (pa.string(), True, "the model that answered"),
-    "input_tokens": (pa.int64(), False, "uncached prompt tokens"),
-    "cache_read_tokens": (pa.int64(), False, "prompt tokens read from cache"),
-    "cache_write_tokens": (pa.int64(), False, "prompt tokens written to cache"),
-    "output_tokens": (pa.int64(), False, "output tokens without reasoning"),
-    "reasoning_tokens": (pa.int64(), False, "reasoning tokens (0: not broken out)"),
+    "input_tokens": (pa.int64(), True, "uncached prompt tokens; null: unknown "
+                                        "(not recorded for this call)"),
+    "cache_read_tokens": (pa.int64(), True, "prompt tokens read from cache; null: unknown "
+                                             "(not recorded for this call)"),
+    "cache_write_tokens": (pa.int64(), True, "prompt tokens written to cache; null: unknown "
+                                              "(not recorded for this call)"),
+    "output_tokens": (pa.int64(), True, "output tokens without reasoning; null: unknown "
+                                         "(not recorded for this call)"),
+    "reasoning_tokens": (pa.int64(), True, "reasoning tokens (0: not broken out); null: unknown "
+                                            "(not recorded for this call)"),
     "cost_usd": (pa.float64(), True, "the call's cost as recorded"),
     "finish_reason": (pa.string(), True, "the provider's stop/finish reason, verbatim"),
     "started_s": (pa.float64(), True, "seconds from the run's start to the request"),
@@ -142,6 +180,11 @@ CALL_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
     "agent": (pa.string(), True, "the subagent that made the call, by its id in the source "
                                  "(a subagent's calls belong to their parent's run); null: "
                                  "the run's own agent"),
+    "provenance": (PROVENANCE_TYPE, False, "how each of the five token counts and the cost "
+                                           "was obtained: exact, derived (computed from "
+                                           "recorded figures), estimated (from content "
+                                           "length or a partial count) or unknown (the "
+                                           "column is null)"),
 }
 
 LATER_CALL_COLUMNS: frozenset[str] = frozenset({"text_sha256", "observation_sha256"})
@@ -152,6 +195,11 @@ SUBAGENT_CALL_COLUMNS: frozenset[str] = frozenset({"agent"})
 """Added later still, with the importers of sources that have subagents: a
 ``calls.parquet`` without it is read with it all null, like
 :data:`LATER_CALL_COLUMNS`."""
+
+PROVENANCE_CALL_COLUMNS: frozenset[str] = frozenset({"provenance"})
+"""Added with provenance (issue 36): a ``calls.parquet`` without it is read
+with each figure exact when it holds a value and unknown when it is null
+(:func:`sim.traces.provenance.default_column`)."""
 
 OBSERVATION_JOIN = "\n"
 """What ``observation_sha256`` puts between the texts of two messages that

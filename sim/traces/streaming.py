@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
 from sim.traces import folder as trace_folder
+from sim.traces import provenance
 from sim.traces.import_report import ImportReport
 from sim.traces.model import (
     CALL_COLUMNS,
@@ -43,6 +44,7 @@ from sim.traces.model import (
     CALLS_SCHEMA,
     LATER_CALL_COLUMNS,
     MAX_TOTAL,
+    PROVENANCE_CALL_COLUMNS,
     RUN_COLUMNS,
     RUNS_FILE,
     RUNS_SCHEMA,
@@ -50,7 +52,7 @@ from sim.traces.model import (
     SUBAGENT_CALL_COLUMNS,
     TOKEN_COLUMNS,
 )
-from sim.traces.reading import _check_table, check_values
+from sim.traces.reading import check_table, check_values, total_wrong
 from sim.traces.writer import TraceWriter
 
 BATCH_CALLS = 50_000
@@ -60,7 +62,7 @@ GROUP_CALLS = 4 * BATCH_CALLS
 """The largest row group sent to a worker whole: a folder with larger ones is
 read in batches by this process (a worker would hold a row group at a time)."""
 
-_LATER = LATER_CALL_COLUMNS | SUBAGENT_CALL_COLUMNS
+_LATER = LATER_CALL_COLUMNS | SUBAGENT_CALL_COLUMNS | PROVENANCE_CALL_COLUMNS
 
 
 class Restart(Exception):
@@ -89,23 +91,23 @@ def stream_folder(folder: Path, fits: Callable[[pa.Table], bool],
     readable as a whole (the caller's whole read reports it). Raises
     :class:`Restart` when a problem shows only after calls were added."""
     try:
-        runs = _runs(folder)
+        runs = checked_runs(folder)
         calls = pq.ParquetFile(folder / CALLS_FILE)
     except (InputError, OSError, pa.ArrowException):
         return None
     if runs is None or not fits(runs):
         return None
     steps = runs.column("steps").to_numpy().astype(np.int64, copy=False)
-    add(runs, _slices(folder, calls, runs, steps, scheduler))
+    add(runs, call_slices(folder, calls, runs, steps, scheduler))
     return runs
 
 
-def _runs(folder: Path) -> pa.Table | None:
+def checked_runs(folder: Path) -> pa.Table | None:
     """runs.parquet checked alone (None when it must go the whole way); read
     in batches, which holds less memory than a whole read."""
     batches = pq.ParquetFile(folder / RUNS_FILE).iter_batches(batch_size=8192,
                                                                use_threads=False)
-    runs = _check_table(pa.Table.from_batches(list(batches)), RUNS_SCHEMA, folder / RUNS_FILE)
+    runs = check_table(pa.Table.from_batches(list(batches)), RUNS_SCHEMA, folder / RUNS_FILE)
     runs = runs.select(list(RUN_COLUMNS))
     check_values(runs, CALLS_SCHEMA.empty_table(), folder)
     source = runs.column("source")
@@ -122,11 +124,12 @@ def _runs(folder: Path) -> pa.Table | None:
     return runs
 
 
-def _slices(folder: Path, calls: pq.ParquetFile, runs: pa.Table, steps: np.ndarray,
+def call_slices(folder: Path, calls: pq.ParquetFile, runs: pa.Table, steps: np.ndarray,
             scheduler: Scheduler | None) -> Iterator[pa.Table]:
     """The checked calls, in order; the token sums checked at the end."""
     ends = np.cumsum(steps)
     sums = {name: np.zeros(runs.num_rows, dtype=np.int64) for name in TOKEN_COLUMNS}
+    unknown = {name: np.zeros(runs.num_rows, dtype=bool) for name in TOKEN_COLUMNS}
     totals = dict.fromkeys(TOKEN_COLUMNS, 0.0)
     row = 0
     for table, first, partial in _checked(folder, calls, runs.column("run_id"), ends,
@@ -134,8 +137,9 @@ def _slices(folder: Path, calls: pq.ParquetFile, runs: pa.Table, steps: np.ndarr
         if first != row:  # pragma: no cover - the slices come in order
             raise Restart(str(folder), "calls out of order")
         row += table.num_rows
-        for name, (codes, values) in partial.items():
+        for name, (codes, values, missing) in partial.items():
             sums[name][codes] += values
+            unknown[name][codes] |= missing
             totals[name] += float(values.sum(dtype=np.float64))
         yield table
     if any(total > MAX_TOTAL for total in totals.values()):
@@ -143,7 +147,7 @@ def _slices(folder: Path, calls: pq.ParquetFile, runs: pa.Table, steps: np.ndarr
     if row != (int(ends[-1]) if len(ends) else 0):
         raise Restart(str(folder), "the runs' steps do not count the calls")
     for name in TOKEN_COLUMNS:
-        if not np.array_equal(sums[name], runs.column(name).to_numpy()):
+        if total_wrong(runs.column(name).to_numpy(), sums[name], unknown[name]).any():
             raise Restart(str(folder), f"{name}: a run's total is not the sum of its calls")
 
 
@@ -191,11 +195,11 @@ def checked_calls(table: pa.Table, path: Path) -> pa.Table:
     """A slice of ``calls.parquet`` (at ``path``) with the model's columns
     typed (an InputError otherwise) and first; a column added later that an
     older folder lacks is added, all null."""
-    return _check_table(table, CALLS_SCHEMA, path, _LATER)
+    return check_table(table, CALLS_SCHEMA, path, _LATER)
 
 
 def check_slice(folder: Path, table: pa.Table, first: int, run_ids: Any, ends: np.ndarray
-                ) -> tuple[pa.Table, int, dict[str, tuple[np.ndarray, np.ndarray]]]:
+                ) -> tuple[pa.Table, int, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """Calls ``first..first+len(table)`` of the folder checked: the model's
     columns with their types and values in bounds, each call the one the
     runs' order puts there (run and number), and no tool call without a
@@ -206,6 +210,7 @@ def check_slice(folder: Path, table: pa.Table, first: int, run_ids: Any, ends: n
         table = checked_calls(table, folder / CALLS_FILE)
         table = table.select(list(CALL_COLUMNS))
         check_values(RUNS_SCHEMA.empty_table(), table, folder)
+        provenance.check(table, folder / CALLS_FILE)
     except InputError as error:
         raise Restart(str(folder), error.message) from None
     rows = np.arange(first, first + table.num_rows, dtype=np.int64)
@@ -227,8 +232,12 @@ def check_slice(folder: Path, table: pa.Table, first: int, run_ids: Any, ends: n
         bounds = np.flatnonzero(np.diff(codes, prepend=-1))
         touched = codes[bounds]
         for name in TOKEN_COLUMNS:
-            values = table.column(name).to_numpy().astype(np.int64, copy=False)
-            partial[name] = (touched, np.add.reduceat(values, bounds))
+            column = table.column(name)
+            missing = (pc.is_null(column).to_numpy(zero_copy_only=False) if column.null_count
+                       else np.zeros(table.num_rows, dtype=bool))
+            values = pc.fill_null(column, 0).to_numpy().astype(np.int64, copy=False)
+            partial[name] = (touched, np.add.reduceat(values, bounds),
+                             np.add.reduceat(missing, bounds) > 0)
     return table, first, partial
 
 

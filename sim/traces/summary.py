@@ -19,6 +19,15 @@ and returns plain numbers (JSON-ready):
   prices, tiered by its prompt, at the prices of the run's start date, or of
   today for runs without a start), over the runs that record a cost and whose
   calls' models are all in the catalogue; models not found are listed;
+- ``warnings``: a line per source whose input, cache, output tokens or cost
+  are estimated or unknown for more than 1% of its calls (printed first), and
+  ``provenance``: per source, per figure, calls by how it was obtained;
+- ``calls_with_unknown_usage``: calls whose token counts are unknown (null);
+  they are left out of ``prompt_fit`` and ``cache`` (a call whose prompt
+  parts are not all known), ``output_per_call`` (unknown output) and the cost
+  comparison (their runs, ``runs_with_unknown_usage``);
+- ``flags``: what looks wrong in the data itself, each with the calls and runs
+  concerned and how to fix it (:func:`flags`);
 - ``skipped``: the import's skipped files and runs by reason, and
   ``repaired``: the impossible values it repaired or set to null, by dotted
   field and reason (runs kept), both from ``import.json`` when the folder has
@@ -40,7 +49,15 @@ import numpy as np
 
 from sim.analysis import stats
 from sim.bad_input import InputError
-from sim.traces.model import REPORT_FILE, read_traces
+from sim.traces.model import (
+    PROVENANCE_FIELDS,
+    REPORT_FILE,
+    TOKEN_COLUMNS,
+    UNDETERMINED,
+    approx_tokens,
+    read_traces,
+)
+from sim.traces.provenance import warnings
 
 MIN_FIT_CALLS = 3
 NO_EXIT = "(none)"
@@ -53,30 +70,121 @@ def summarize(directory: str | Path) -> dict[str, Any]:
     if runs.empty:
         raise InputError("the trace folder holds no runs", source=str(folder))
     calls = calls.sort_values(["run_id", "call"], kind="stable")
-    prompt = _prompt(calls)
+    counts = provenance_counts(runs, calls)
+    prompted = calls[calls[list(PROMPT_COLUMNS)].notna().all(axis=1)]  # known prompts
+    prompt = _prompt(prompted)
     total_prompt = int(prompt.sum())
+    output = calls["output_tokens"].dropna()
     out: dict[str, Any] = {
         "runs": len(runs), "calls": len(calls),
         "runs_by_source": {str(k): int(v) for k, v in
                            sorted(runs["source"].value_counts().items())},
+        "warnings": warnings(counts),
         "steps": stats.describe(runs["steps"].to_numpy(dtype=np.int64)),
-        "prompt_fit": prompt_fit(calls["run_id"].to_numpy(dtype=object),
-                                 calls["call"].to_numpy(dtype=np.int64), prompt),
-        "output_per_call": _percentiles(calls["output_tokens"].to_numpy(dtype=np.int64)),
+        "prompt_fit": prompt_fit(prompted["run_id"].to_numpy(dtype=object),
+                                 prompted["call"].to_numpy(dtype=np.int64), prompt),
+        "output_per_call": _percentiles(output.to_numpy(dtype=np.int64)),
         "cache": {
             "prompt_tokens": total_prompt,
-            "read_share": _share(int(calls["cache_read_tokens"].sum()), total_prompt),
-            "write_share": _share(int(calls["cache_write_tokens"].sum()), total_prompt),
+            "read_share": _share(int(prompted["cache_read_tokens"].sum()), total_prompt),
+            "write_share": _share(int(prompted["cache_write_tokens"].sum()), total_prompt),
         },
         "exit": stats.outcome_shares(runs["exit"].fillna(NO_EXIT).astype(str).tolist()),
         "resolved": _resolved(runs),
         "cost": cost_comparison(runs, calls),
+        "provenance": counts,
+        "calls_with_unknown_usage": int(calls[list(TOKEN_COLUMNS)].isna().any(axis=1).sum()),
     }
-    skipped = _skipped(folder)
+    report = _report(folder)
+    skipped = _skipped(folder, report)
     if skipped is not None:
         out["skipped"], repaired = skipped
         if repaired is not None:
             out["repaired"] = repaired
+    out["flags"] = flags(runs, calls, _conventions(folder, report))
+    return out
+
+
+PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
+"""The parts of a call's prompt: a call with any of them unknown is left out
+of the prompt fit and the cache shares."""
+
+OUTPUT_SHARE = 0.25
+"""A call's output count is flagged as implausibly small when it is below
+this share of the tokens its recorded text and tool-call arguments need
+(:func:`~sim.traces.model.approx_tokens` of each)."""
+
+
+def provenance_counts(runs: Any, calls: Any) -> dict[str, dict[str, dict[str, int]]]:
+    """``{source: {field: {provenance: calls}}}`` of the folder's calls (only
+    the provenances found)."""
+    import pandas as pd
+
+    if calls.empty:
+        return {}
+    source = calls["run_id"].map(dict(zip(runs["run_id"], runs["source"], strict=True)))
+    table = pd.DataFrame.from_records(calls["provenance"].tolist(), index=calls.index,
+                                      columns=list(PROVENANCE_FIELDS))
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for name, part in table.groupby(source.astype(str).to_numpy(), sort=True):
+        out[str(name)] = {field: {str(k): int(v) for k, v in
+                                  sorted(part[field].value_counts().items())}
+                          for field in PROVENANCE_FIELDS}
+    return out
+
+
+def flags(runs: Any, calls: Any, conventions: dict[str, dict[str, dict[str, int]]]
+          ) -> list[dict[str, Any]]:
+    """What looks wrong in the data itself, each ``{"flag", "calls", "runs",
+    "what", "fix"}`` (counts of calls and runs concerned; None where the
+    flag is about runs only): output counts implausibly small for the
+    content (:data:`OUTPUT_SHARE`), a cost of $0 recorded with tokens used,
+    a cache convention the importer could not tell from the file (its
+    ``UNDETERMINED`` notes in ``conventions``), calls with unknown usage."""
+    out: list[dict[str, Any]] = []
+
+    def flag(name: str, n_calls: int | None, n_runs: int, what: str, fix: str) -> None:
+        if n_calls or n_runs:
+            out.append({"flag": name, "calls": n_calls, "runs": n_runs, "what": what,
+                        "fix": fix})
+
+    run_ids = calls["run_id"].to_numpy(dtype=object)
+    needed = (calls["text_tokens"].fillna(0).to_numpy(dtype=np.int64)
+              + np.array([sum(approx_tokens(t["arguments"]) for t in tools)
+                          for tools in calls["tool_calls"]], dtype=np.int64))
+    output = calls["output_tokens"]
+    small = (output.notna().to_numpy() & (needed > 0)
+             & (output.fillna(0).to_numpy(dtype=np.float64) < OUTPUT_SHARE * needed))
+    flag("output_too_small", int(small.sum()), len(set(run_ids[small])),
+         f"output tokens below {OUTPUT_SHARE:g} of what the recorded text and tool-call "
+         "arguments need (approx_tokens)",
+         "the source's output counts look partial (a streaming export's first chunk?): "
+         "re-export with each response's final usage, or have the importer mark "
+         "output_tokens estimated")
+    tokens = calls[list(TOKEN_COLUMNS)].fillna(0).sum(axis=1).to_numpy(dtype=np.int64) > 0
+    free_calls = (calls["cost_usd"] == 0).fillna(False).to_numpy(dtype=bool) & tokens
+    run_tokens = runs[list(TOKEN_COLUMNS)].sum(axis=1).to_numpy(dtype=np.int64) > 0
+    free_runs = (runs["cost_usd"] == 0).fillna(False).to_numpy(dtype=bool) & run_tokens
+    flag("zero_cost", int(free_calls.sum()), int(free_runs.sum()),
+         "cost recorded as $0 although tokens were used",
+         "a free tier, a self-hosted model or a price the exporter lacked: compare with "
+         "catalogue prices (the cost lines above; replay --prices), or re-export with "
+         "the cost filled in")
+    undetermined = {(source, what): n for source, by_what in conventions.items()
+                    for what, by_how in by_what.items()
+                    for how, n in by_how.items() if how.startswith(UNDETERMINED)}
+    if undetermined:
+        shown = ", ".join(f"{source} {what}" for source, what in sorted(undetermined))
+        flag("cache_convention_undetermined", None, sum(undetermined.values()),
+             f"the provider's cache convention cannot be told from the file ({shown})",
+             "check in the provider's documentation whether its input count includes "
+             "cached tokens; until then cache shares and prices may be off by the "
+             "cached tokens")
+    unknown = calls[list(TOKEN_COLUMNS)].isna().any(axis=1).to_numpy()
+    flag("unknown_usage", int(unknown.sum()), len(set(run_ids[unknown])),
+         "calls whose source records no usage (their token counts are null)",
+         "they are left out of per-call statistics and calibration's token fits, and "
+         "replay and tune refuse their runs; re-export with usage per model call")
     return out
 
 
@@ -139,12 +247,16 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
                 if c is not None}
     priced: dict[str, float] = {}
     unpriced: set[str] = set()
+    unknown: set[str] = set()
     missing: set[str] = set()
     columns = ("run_id", "model", "input_tokens", "output_tokens", "cache_read_tokens",
                "cache_write_tokens", "reasoning_tokens")
     for run, model, inp, out, read, write, think in zip(
             *(_values(calls[c]) for c in columns), strict=True):
-        if run not in recorded or run in unpriced:
+        if run not in recorded or run in unpriced or run in unknown:
+            continue
+        if None in (inp, out, read, write, think):  # usage not recorded: cannot be priced
+            unknown.add(run)
             continue
         name = model if isinstance(model, str) else run_model[run]
         tiers = _tiers(name, _day(started[run])) if isinstance(name, str) else None
@@ -156,7 +268,7 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
         priced[run] = priced.get(run, 0.0) + prices.cost(inp, out, read, write, think)
     by_model: dict[str, dict[str, Any]] = {}
     for run, usd in priced.items():
-        if run in unpriced:
+        if run in unpriced or run in unknown:
             continue
         model = run_model[run] if isinstance(run_model[run], str) else "(unknown model)"
         entry = by_model.setdefault(model, {"runs": 0, "recorded_usd": 0.0,
@@ -169,7 +281,8 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
                           if entry["catalogue_usd"] else None)
     return {"by_model": dict(sorted(by_model.items())),
             "not_in_catalogue": sorted(missing),
-            "runs_without_cost": len(runs) - len(recorded)}
+            "runs_without_cost": len(runs) - len(recorded),
+            "runs_with_unknown_usage": len(unknown)}
 
 
 def _values(column: Any) -> list:
@@ -204,8 +317,8 @@ def _tiers(model: str, day: datetime) -> Any:
     return None
 
 
-def _skipped(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-    """``(skipped, repaired)`` from the folder's import report (None: no report)."""
+def _report(folder: Path) -> dict[str, Any] | None:
+    """The folder's import report as JSON (None: no report)."""
     path = folder / REPORT_FILE
     if not path.is_file():
         return None
@@ -213,6 +326,35 @@ def _skipped(folder: Path) -> tuple[dict[str, Any], dict[str, Any] | None] | Non
         if path.stat().st_size > 64 * 2**20:
             raise ValueError("too large")
         report = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(report, dict):
+            raise ValueError("not an object")
+        return report
+    except (ValueError, RecursionError, OSError):
+        raise InputError("not a valid import report", source=str(path)) from None
+
+
+def _conventions(folder: Path, report: dict[str, Any] | None
+                 ) -> dict[str, dict[str, dict[str, int]]]:
+    """``{source: {what: {how: runs}}}`` from the import report (empty: none,
+    or a report written before conventions were counted)."""
+    if report is None:
+        return {}
+    try:
+        return {str(source): {str(what): {str(how): int(n) for how, n in by_how.items()}
+                              for what, by_how in by_what.items()}
+                for source, by_what in report.get("conventions", {}).items()}
+    except (ValueError, TypeError, AttributeError):
+        raise InputError("not a valid import report", source=str(folder / REPORT_FILE),
+                         path="conventions") from None
+
+
+def _skipped(folder: Path, report: dict[str, Any] | None
+             ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """``(skipped, repaired)`` from the folder's import report (None: no report)."""
+    if report is None:
+        return None
+    path = folder / REPORT_FILE
+    try:
         files, runs = report["skipped_files"], report["skipped_runs"]
         skipped = {"files": {"count": int(files["count"]),
                              "by_reason": _by_count(files["by_reason"])},
@@ -244,7 +386,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     out = summary["output_per_call"] or {"p50": None, "p95": None}
     resolved = summary["resolved"]
     sources = ", ".join(f"{n} {k}" for k, n in summary["runs_by_source"].items())
-    lines = [
+    lines = [f"warning: {line}" for line in summary.get("warnings", [])]
+    lines += [
         f"runs {num(summary['runs'])} ({sources}), calls {num(summary['calls'])}",
         f"steps per run        p50 {num(s['p50'])}  p95 {num(s['p95'])}  max {num(s['max'])}",
         f"prompt(n) = P + h*n  P {num(fit['P'])}  h {num(fit['h'])}  "
@@ -262,6 +405,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"cost {model}: recorded ${entry['recorded_usd']:,.2f}, catalogue "
                      f"${entry['catalogue_usd']:,.2f} ({entry['runs']} runs, ratio "
                      f"{num(entry['ratio'], 2)})")
+    if cost.get("runs_with_unknown_usage"):
+        lines.append(f"cost: {cost['runs_with_unknown_usage']:,} runs with calls of unknown "
+                     "usage not priced")
     if cost["not_in_catalogue"]:
         lines.append("not in the price catalogue: " + ", ".join(cost["not_in_catalogue"]))
     skipped = summary.get("skipped")
@@ -277,6 +423,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         for name, by_reason in repaired["by_field"].items():
             reasons = ", ".join(f"{n:,} {r}" for r, n in by_reason.items())
             lines.append(f"  {name}: {reasons}")
+    for found in summary.get("flags", []):
+        counted = ", ".join(part for part in (
+            None if found["calls"] is None else f"{found['calls']:,} calls",
+            f"{found['runs']:,} runs") if part)
+        lines.append(f"check: {found['what']} ({counted})")
+        lines.append(f"  fix: {found['fix']}")
     return "\n".join(lines)
 
 

@@ -42,7 +42,7 @@ from typing import Any
 
 from sim.harness.messages import Usage
 from sim.traces.model import MAX_COUNT, as_dict
-from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair, _short
+from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair, short_repr
 from sim.traces.skips import BAD_COUNT, Unusable
 
 
@@ -61,8 +61,8 @@ def count(value: Any, name: str, where: str, *, default: int | None = None) -> i
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
     if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= MAX_COUNT:
-        raise Unusable(BAD_COUNT, f"{where}: {name} is {_short(value)}, not a non-negative integer"
-                                  f"{'' if not isinstance(number, int) else ' in range'}")
+        raise Unusable(BAD_COUNT, f"{where}: {name} is {short_repr(value)}, not a non-negative "
+                                  f"integer{'' if not isinstance(number, int) else ' in range'}")
     return number
 
 

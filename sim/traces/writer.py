@@ -33,6 +33,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -41,14 +42,27 @@ from sim.bad_input import InputError
 from sim.traces.model import (
     CALLS_FILE,
     CALLS_SCHEMA,
+    EXACT,
+    MAX_COUNT,
     MAX_TOTAL,
+    PROVENANCE_FIELDS,
     RUNS_FILE,
     RUNS_SCHEMA,
     SOURCES,
     TOKEN_COLUMNS,
+    UNKNOWN,
     USAGE_ATTRIBUTES,
     RunRecord,
 )
+from sim.traces.provenance import (
+    UNKNOWN_CODE,
+    add_counts,
+    codes_of,
+    count,
+    default_codes,
+    record_codes,
+)
+from sim.traces.provenance import column as provenance_column
 from sim.traces.reading import check_values
 from sim.traces.repairs import repair_run
 from sim.traces.skips import BAD_COUNT, Unusable
@@ -57,7 +71,7 @@ COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 3
 ROW_GROUP_CALLS = 50_000
 _CALL_FIELDS = tuple(name for name in CALLS_SCHEMA.names
-                     if name not in ("run_id", "call", *TOKEN_COLUMNS))
+                     if name not in ("run_id", "call", "provenance", *TOKEN_COLUMNS))
 _TOKENS = tuple(USAGE_ATTRIBUTES.items())
 _TOKEN_GETTERS = tuple((name, attrgetter(attribute)) for name, attribute in _TOKENS)
 _CALL_GETTERS = tuple((name, attrgetter(name)) for name in _CALL_FIELDS if name != "tool_calls")
@@ -84,6 +98,13 @@ class TraceWriter:
         self.repairs: Counter[tuple[str, str]] = Counter()
         """``{(dotted field, reason): count}`` of the values repaired or
         nulled in the runs added (the importer's notes and the writer's own)."""
+        self.provenance: dict[str, dict[str, Counter[str]]] = {}
+        """``{source: {field: Counter(provenance)}}``: the calls added, by
+        their runs' source, counted per figure of :data:`PROVENANCE_FIELDS`
+        by how it was obtained (as written: a null figure unknown)."""
+        self.conventions: dict[str, dict[str, Counter[str]]] = {}
+        """``{source: {what: Counter(how)}}``: the runs added, counted by
+        each convention note of theirs (``RunRecord.conventions``)."""
 
     def has(self, run_id: str) -> bool:
         """Whether a run with this id was added."""
@@ -96,16 +117,21 @@ class TraceWriter:
         if run.run_id in self._ids:
             raise ValueError(f"duplicate run_id {run.run_id!r}")
         repairs = repair_run(run)
+        given = run.totals or {}
         sums = {name: sum(getattr(call.usage, attribute) for call in run.calls)
                 for name, attribute in _TOKENS}
         for name, total in sums.items():  # the reader refuses a folder total past MAX_TOTAL
+            recorded = given.get(name)
+            if type(recorded) is int and recorded > total:  # at most what the row holds
+                total = min(recorded, MAX_COUNT)
             if self._totals[name] + total > MAX_TOTAL:
                 raise Unusable(BAD_COUNT, f"the folder's {name} would total "
                                           f"{self._totals[name] + total:.3g}, "
                                           f"above {MAX_TOTAL:,}")
-        for name, total in sums.items():
-            self._totals[name] += total
         row = _add_run(run, self._buffer, checked=True)
+        for name in TOKEN_COLUMNS:
+            self._totals[name] += row[name]
+        self._count(run)
         self.repairs.update(run.repairs)
         self.repairs.update(repairs)
         self._ids.add(run.run_id)
@@ -114,6 +140,39 @@ class TraceWriter:
             self._flush()
         self.runs.append(row)
         return row
+
+    def _count(self, run: RunRecord) -> None:
+        """Count ``run``'s calls' provenance and its conventions, by source."""
+        counts = self.provenance.setdefault(run.source, {})
+        tally = [counts.setdefault(name, Counter()) for name in PROVENANCE_FIELDS]
+        calls = run.calls
+        if not any(call.provenance for call in calls):
+            for name_counts in tally[:_COST]:
+                name_counts[EXACT] += len(calls)
+            unknown = sum(call.cost_usd is None for call in calls)
+            tally[_COST].update({EXACT: len(calls) - unknown, UNKNOWN: unknown})
+        else:
+            for call in calls:
+                listed = call.provenance
+                for name, name_counts in zip(PROVENANCE_FIELDS, tally, strict=True):
+                    name_counts[UNKNOWN if name == "cost_usd" and call.cost_usd is None
+                                else listed.get(name, EXACT)] += 1
+        conventions = self.conventions.setdefault(run.source, {})
+        for what, how in run.conventions.items():
+            conventions.setdefault(what, Counter())[how] += 1
+
+    def _count_tables(self, runs: pa.Table, calls: pa.Table) -> None:
+        """Count the provenance of ``calls`` (of the runs ``runs``), by source."""
+        sources = runs.column("source")
+        names = pc.unique(sources).to_pylist()
+        codes = codes_of(calls.column("provenance"))
+        if len(names) == 1:
+            add_counts(self.provenance.setdefault(names[0], {}), count(codes))
+            return
+        of_call = pc.take(sources, pc.index_in(calls.column("run_id"), runs.column("run_id")))
+        of_call = of_call.to_numpy(zero_copy_only=False)
+        for name in names:
+            add_counts(self.provenance.setdefault(name, {}), count(codes[:, of_call == name]))
 
     def add_tables(self, runs: pa.Table, calls: pa.Table) -> None:
         """Add whole runs as Arrow tables of :data:`RUNS_SCHEMA` and
@@ -132,6 +191,7 @@ class TraceWriter:
             self.runs = []
         self._pieces.append(runs.select(RUNS_SCHEMA.names).cast(RUNS_SCHEMA))
         self._flush()
+        self._count_tables(runs, calls)
         self._write_calls(calls.select(CALLS_SCHEMA.names).cast(CALLS_SCHEMA),
                           row_group_size=ROW_GROUP_CALLS)
 
@@ -151,6 +211,7 @@ class TraceWriter:
         held: list[pa.Table] = []
         rows = 0
         for piece in calls:
+            self._count_tables(runs, piece)
             held.append(piece.select(CALLS_SCHEMA.names).cast(CALLS_SCHEMA))
             rows += piece.num_rows
             self.calls += piece.num_rows
@@ -194,8 +255,7 @@ class TraceWriter:
         buffer = self._buffer
         if not buffer["run_id"] and not (final and self._writer is None):
             return
-        table = _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA),
-                       buffer)
+        table = _table(calls_table, buffer)
         for values in buffer.values():
             values.clear()
         self._write_calls(table, final)
@@ -214,32 +274,105 @@ class TraceWriter:
 
 def _add_run(run: RunRecord, buffer: dict[str, list], checked: bool = False
              ) -> dict[str, Any]:
-    """Append ``run``'s calls to ``buffer`` (a list per calls.parquet column)
-    and return its runs.parquet row, with ``steps`` and the token sums
-    computed from those calls (its impossible values nulled first, unless
-    ``checked``)."""
+    """Append ``run``'s calls to ``buffer`` (a list per calls.parquet column;
+    ``provenance`` a tuple of codes per call that lists any, else None) and
+    return its runs.parquet row, with ``steps`` and the token sums computed
+    from those calls (:func:`run_totals`; its impossible values nulled first,
+    unless ``checked``). A figure whose provenance is unknown is written null."""
     if run.source not in SOURCES:
         raise ValueError(f"unknown source {run.source!r}")
     if not checked:
         repair_run(run)
+    if run.totals and not run.totals.keys() <= set(TOKEN_COLUMNS):
+        raise ValueError(f"run totals: {sorted(run.totals)} are not all token columns")
     calls = run.calls
+    codes = listed_codes(run)
     buffer["run_id"].extend([run.run_id] * len(calls))
     buffer["call"].extend(range(len(calls)))
     usages = [call.usage for call in calls]
-    sums = {}
-    for name, get in _TOKEN_GETTERS:
+    sums: dict[str, int] = {}
+    unknown: set[str] = set()
+    for field, (name, get) in enumerate(_TOKEN_GETTERS):
         values = list(map(get, usages))
+        if codes is not None:
+            values = [None if c is not None and c[field] == UNKNOWN_CODE else v
+                      for v, c in zip(values, codes, strict=True)]
+            if None in values:
+                unknown.add(name)
+            sums[name] = sum(v for v in values if v is not None)
+        else:
+            sums[name] = sum(values)
         buffer[name].extend(values)
-        sums[name] = sum(values)
     for name, get in _CALL_GETTERS:
-        buffer[name].extend(map(get, calls))
+        values = list(map(get, calls))
+        if name == "cost_usd" and codes is not None:
+            values = [None if c is not None and c[_COST] == UNKNOWN_CODE else v
+                      for v, c in zip(values, codes, strict=True)]
+        buffer[name].extend(values)
+    buffer["provenance"].extend(codes if codes is not None else [None] * len(calls))
     buffer["tool_calls"].extend([[
         {"id": t.id, "name": t.name, "arguments": t.arguments, "result_tokens": t.result_tokens,
          "result_sha256": t.result_sha256, "error": t.error, "duration_s": t.duration_s}
         for t in call.tool_calls] for call in calls])
     row = {name: getattr(run, name, None) for name in RUNS_SCHEMA.names}
-    row.update(sums, steps=len(run.calls), started_at=_utc(run.started_at))
+    row.update(run_totals(run, sums, unknown), steps=len(run.calls),
+               started_at=_utc(run.started_at))
     return row
+
+
+_COST = PROVENANCE_FIELDS.index("cost_usd")
+
+TOTAL_IGNORED = "run total disagrees with the calls' counts: the calls' sum kept"
+"""Why a run's recorded total (``RunRecord.totals``) was not written: its
+calls all record the column (their sum is the total), or it is below the sum
+of their known counts or not a count."""
+
+
+def listed_codes(run: RunRecord) -> list[tuple[int, ...] | None] | None:
+    """Each call's listed provenance as codes (None for a call listing none),
+    or None when no call of ``run`` lists any (sim's own runs)."""
+    if not any(call.provenance for call in run.calls):
+        return None
+    return [record_codes(call.provenance) if call.provenance else None for call in run.calls]
+
+
+def run_totals(run: RunRecord, sums: dict[str, int], unknown: set[str]) -> dict[str, int]:
+    """The run row's token columns: the sums of its calls' known counts
+    (``sums``), except a column some call does not know (``unknown``) for
+    which the source records a run total (``run.totals``) of at least that
+    sum. A recorded total that cannot be used is noted in ``run.repairs``
+    (:data:`TOTAL_IGNORED`)."""
+    if not run.totals:
+        return sums
+    out = dict(sums)
+    for name, given in run.totals.items():
+        usable = (type(given) is int and sums[name] <= given <= MAX_COUNT
+                  and name in unknown)
+        if usable:
+            out[name] = given
+        elif given != sums[name]:
+            run.repairs.append((f"runs.{name}", TOTAL_IGNORED))
+    return out
+
+
+def calls_table(columns: dict[str, list]) -> pa.Table:
+    """A table of :data:`CALLS_SCHEMA` from a buffer of columns (see
+    :func:`_add_run`): its ``provenance`` the listed codes, and for calls
+    listing none (and any null figure) the defaults
+    (:func:`~sim.traces.provenance.default_codes`)."""
+    listed = columns["provenance"]
+    plain = pa.Table.from_pydict({k: v for k, v in columns.items() if k != "provenance"},
+                                 schema=_PLAIN_SCHEMA)
+    codes = default_codes(plain)
+    rows = [i for i, c in enumerate(listed) if c is not None]
+    if rows:
+        missing = codes == UNKNOWN_CODE
+        codes[:, rows] = np.array([listed[i] for i in rows], dtype=np.int8).T
+        codes[missing] = UNKNOWN_CODE
+    return plain.append_column(CALLS_SCHEMA.field("provenance"), provenance_column(codes))
+
+
+_PLAIN_SCHEMA = CALLS_SCHEMA.remove(CALLS_SCHEMA.get_field_index("provenance"))
 
 
 def trace_tables(runs: Iterable[RunRecord]) -> tuple[pa.Table, pa.Table]:
@@ -263,7 +396,7 @@ def _tables(runs: list[RunRecord], checked: bool) -> tuple[pa.Table, pa.Table]:
     buffer: dict[str, list] = {name: [] for name in CALLS_SCHEMA.names}
     rows = [_add_run(run, buffer, checked) for run in runs]
     return (_table(lambda r: pa.Table.from_pylist(r, schema=RUNS_SCHEMA), rows),
-            _table(lambda columns: pa.Table.from_pydict(columns, schema=CALLS_SCHEMA), buffer))
+            _table(calls_table, buffer))
 
 
 def _table(build: Any, data: Any) -> pa.Table:

@@ -45,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from sim.bad_input import InputError
-from sim.drivers.recorded_runs import read_trace_folder
+from sim.drivers.replay.tables import TraceTables, refused_note
 from sim.scenario.model import HarnessConfig
 from sim.tuning import knobs as kn
 from sim.tuning.boundary import Boundary, find_boundary
@@ -304,17 +304,21 @@ def tune_runs(traces: str | os.PathLike[str], *,
         with tempfile.TemporaryDirectory(prefix="sim-tune-slice-") as tmp:
             part, _, total = slice_folder(folder, conditions, tmp)
             result = tune_runs(part, scenario=scenario, keep_successes=keep_successes,
-                          objective=objective, knobs=chosen, grid=grid, world=world,
-                          forecast_runs=forecast_runs, seed=seed,
-                          calibration_evaluations=calibration_evaluations, progress=progress,
-                          candidates=extra)
+                               objective=objective, knobs=chosen, grid=grid, world=world,
+                               forecast_runs=forecast_runs, seed=seed,
+                               calibration_evaluations=calibration_evaluations,
+                               progress=progress, candidates=extra)
         result.traces = str(folder)
         result.where = tuple(c.text for c in conditions)
         result.runs_in_folder = total
         return result
-    runs = read_trace_folder(folder)
+    tables = TraceTables.load(folder)
+    runs = tables.recorded(0, len(tables))
+    refused = refused_note(tables.refused)  # runs without recorded usage: not replayed
     if not runs:
-        raise InputError("the trace folder holds no runs", source=str(folder))
+        raise InputError("the trace folder holds no runs" + (
+            f" to replay ({refused.removeprefix('warning: ')})" if refused else ""),
+            source=str(folder))
     say = (lambda text: print(f"tune: {text}", file=sys.stderr)) if progress else None
     replay = ReplayEvaluator(runs, harness_in_force(scenario, folder))
     in_force = setting_in_force(replay.harness_in_force, chosen)
@@ -328,6 +332,8 @@ def tune_runs(traces: str | os.PathLike[str], *,
     boundaries = _search(chosen, grids(chosen, replay, dict(in_force), grid, extra),
                          in_force, evaluate, score, exact=frozenset(grid or ()))
     notes = inforce_notes(replay)
+    if refused:
+        notes.insert(0, refused.removeprefix("warning: "))
     if evaluate.unforecastable is not None:
         notes.append(evaluate.unforecastable)
     rows = list(evaluate.rows.values())

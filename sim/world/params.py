@@ -15,6 +15,8 @@ The building blocks (probabilities, sizes, durations) are in
 from __future__ import annotations
 
 from functools import cached_property
+from itertools import pairwise
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -37,10 +39,10 @@ from sim.world.task_params import (
     UnsolvableParams,
 )
 
-__all__ = ["MAX_NEED", "MIN_RATE", "ApprovalParams", "CacheParams", "ChoiceDifficulty",
-           "Difficulty", "DurationParams", "Effect", "EndingsParams", "FaultParams",
-           "FixedDifficulty", "GraderParams", "LatencyParams", "LognormalDifficulty",
-           "PolicyParams", "Prob", "Size", "TaskClass", "TokenParams", "ToolParams",
+__all__ = ["MAX_NEED", "MIN_RATE", "ApprovalParams", "CacheHits", "CacheParams",
+           "ChoiceDifficulty", "Difficulty", "DurationParams", "Effect", "EndingsParams",
+           "FaultParams", "FixedDifficulty", "GraderParams", "LatencyParams", "LognormalDifficulty",
+           "PolicyParams", "Prob", "Size", "StepSizes", "TaskClass", "TokenParams", "ToolParams",
            "UnsolvableParams", "UserParams", "WorldParams"]
 
 
@@ -123,6 +125,31 @@ def _default_tools() -> tuple[ToolParams, ...]:
     )
 
 
+class StepSizes(_Strict):
+    """Sizes that differ by step (``tokens.by_step``): the tool results and the
+    task-giver's replies that answer a run's ``n``-th model call (1-based) are
+    drawn as usual and multiplied by ``observation[b]``, ``b`` the call's step
+    bin (the last ``edges[b] <= n``). A run's first observation (a repository
+    listing, a greeting's reply) can so be larger or smaller than later ones."""
+
+    edges: tuple[int, ...] = Field((1,), min_length=1, description=(
+        "first model call of each step bin (1-based, increasing, starting at 1)"))
+    observation: tuple[Annotated[float, Field(ge=0.0, le=1e3)], ...] = Field(
+        (1.0,), min_length=1, description=(
+            "multiplier of the tool results and replies answering a call in each step bin"))
+
+    @model_validator(mode="after")
+    def _bins(self) -> StepSizes:
+        if self.edges[0] != 1:
+            raise ValueError(f"edges must start at 1, got {self.edges[0]}")
+        if any(b <= a for a, b in pairwise(self.edges)):
+            raise ValueError(f"edges must increase, got {list(self.edges)}")
+        if len(self.observation) != len(self.edges):
+            raise ValueError(f"observation has {len(self.observation)} values for "
+                             f"{len(self.edges)} step bins (edges)")
+        return self
+
+
 class TokenParams(_Strict):
     """Token sizes. The prompt of step n (0-based) is ``prefix + n * (output +
     tool_result)`` when nothing else enters the history (seed 001: 12,000 +
@@ -150,6 +177,9 @@ class TokenParams(_Strict):
         "each run's first prompt: stable prefix + its task statement (tokens; null: prefix)"))
     run_scale: Distribution | None = Field(None, description=(
         "per-run multiplier of output, thinking, tool-result and reply sizes (null: 1)"))
+    by_step: StepSizes | None = Field(None, description=(
+        "multipliers of the tool results and replies by step bin (null: the same at every "
+        "step)"))
 
 
 class GraderParams(_Strict):
@@ -176,6 +206,76 @@ class FaultParams(_Strict):
     retry_after_s: float = Field(2.0, ge=0, description="Retry-After sent with a 429 (seconds)")
 
 
+class CacheHits(_Strict):
+    """Cache hits as a provider makes them (``cache.hits``): a call that hits
+    reads the cached prefix, the previous call's prompt, and writes (or, with
+    automatic caching, sends as plain input) only the new suffix; misses and
+    partial reads are events with fitted probabilities, not per-call shares.
+
+    A share ``run_share`` of runs is cached at all (one uniform of the sizes
+    stream at a run's first call when it is below 1: hits cluster by run, as
+    when some runs reach a provider or a deployment that does not cache, and
+    such runs' cost makes the tail); the others read nothing at any call. In
+    a cached run, the first call hits with probability ``first_hit`` (an
+    entry earlier runs left) and then reads ``round(first_share * prompt)`` tokens. A later
+    call, the ``n``-th of its run (1-based model calls, compactions and grader
+    calls not counted), whose cache entry is alive (within the TTL of the
+    previous call) hits with probability ``hit[b][g]``: ``b`` its call bin (the
+    last ``edges[b] <= n``), ``g`` its gap bin (the last ``gap_edges_s[g] <=``
+    the seconds from the end of the previous call to this one). A hit reads
+    ``min(prompt, round(read_ratio * previous prompt))`` tokens when the
+    history is the one the previous call sent, only the stable prefix (system
+    prompt and tools) when a compaction rewrote it; with probability
+    ``partial`` the hit is partial and reads ``round(share * that)``, the share
+    drawn from ``partial_share`` and cut to [0, 1]. A miss reads nothing; hit
+    or miss, the prompt becomes the cached entry. Draws: one uniform of the
+    sizes stream per call that may hit, and for a hit one more when
+    ``partial`` > 0 (plus the share's draw for a partial one)."""
+
+    run_share: Prob = Field(1.0, description=(
+        "share of runs whose calls the provider caches at all (drawn once per run); the "
+        "others read nothing at any call"))
+    first_hit: Prob = Field(0.0, description=(
+        "probability a run's first call reads an entry earlier runs left"))
+    first_share: Prob = Field(1.0, description=(
+        "share of the first prompt such a hit reads"))
+    edges: tuple[int, ...] = Field((2,), min_length=1, description=(
+        "first call of each call bin (1-based model calls of the run, increasing, starting at "
+        "2: the first call that can read its own run's previous prompt)"))
+    gap_edges_s: tuple[float, ...] = Field((0.0,), min_length=1, description=(
+        "start of each gap bin: seconds from the end of the previous call to this one "
+        "(increasing, starting at 0)"))
+    hit: tuple[tuple[Prob, ...], ...] = Field(((1.0,),), min_length=1, description=(
+        "probability a call with a live entry hits, one row per call bin, one value per gap "
+        "bin"))
+    read_ratio: float = Field(1.0, ge=0.0, le=2.0, description=(
+        "tokens a hit reads per token of the previous prompt (cut to the prompt)"))
+    partial: Prob = Field(0.0, description="probability a hit reads only part of the prefix")
+    partial_share: Distribution | None = Field(None, description=(
+        "share of the prefix a partial hit reads, drawn per partial hit and cut to [0, 1] "
+        "(null: none: a partial hit reads nothing)"))
+
+    @model_validator(mode="after")
+    def _bins(self) -> CacheHits:
+        if self.edges[0] != 2:
+            raise ValueError(f"edges must start at 2, got {self.edges[0]}")
+        if any(b <= a for a, b in pairwise(self.edges)):
+            raise ValueError(f"edges must increase, got {list(self.edges)}")
+        if self.gap_edges_s[0] != 0.0:
+            raise ValueError(f"gap_edges_s must start at 0, got {self.gap_edges_s[0]}")
+        gaps = self.gap_edges_s
+        if any(b <= a for a, b in pairwise(gaps)):
+            raise ValueError(f"gap_edges_s must increase, got {list(gaps)}")
+        if len(self.hit) != len(self.edges):
+            raise ValueError(f"hit has {len(self.hit)} rows for {len(self.edges)} call bins "
+                             f"(edges)")
+        for row in self.hit:
+            if len(row) != len(gaps):
+                raise ValueError(f"each row of hit needs {len(gaps)} values (one per gap bin, "
+                                 f"gap_edges_s), got {len(row)}")
+        return self
+
+
 class CacheParams(_Strict):
     """The provider's prompt cache. A harness that sets cache breakpoints
     (``harness.prompt_cache``) reads from it what the previous prompt of the
@@ -188,7 +288,9 @@ class CacheParams(_Strict):
     read only part of what is cached: with ``read_share`` set, a later call
     that hits reads ``round(share * prompt)`` tokens (the share drawn per call
     from the sizes stream), and with probability ``miss`` it reads nothing
-    (one uniform of the sizes stream per later call when ``miss`` > 0)."""
+    (one uniform of the sizes stream per later call when ``miss`` > 0). With
+    ``hits`` set the provider's own behaviour replaces these three
+    (:class:`CacheHits`)."""
 
     automatic: bool = Field(False, description="the provider caches without breakpoints")
     ttl_s: float = Field(300.0, gt=0, description="lifetime of an automatic cache entry "
@@ -200,6 +302,10 @@ class CacheParams(_Strict):
     read_share: Distribution | None = Field(None, description=(
         "share of a later call's prompt read from a live cache entry when it hits, drawn per "
         "call and cut to [0, 1] (null: all the previous prompt cached)"))
+    hits: CacheHits | None = Field(None, description=(
+        "cache hits as a provider makes them: fitted hit probabilities by call and gap bin, "
+        "a hit reading the previous prompt (null: the model above; miss, read_share and "
+        "first_prompt_cached then do not apply)"))
 
 
 class UserParams(_Strict):

@@ -286,7 +286,7 @@ class SimulatedTask(TaskSizes):
             if cache is None:
                 cache = self.cache = PromptCache()
             usage = cache.usage(w, self.sizes, request, now, output, thinking,
-                                w.cache_ttl_s if ttl is None else ttl, ttl is not None)
+                                w.cache_ttl_s if ttl is None else ttl, ttl is not None, latency)
         else:  # Usage(prompt, output, 0, 0, thinking), field by field
             usage = _new(Usage)
             usage.input_tokens, usage.output_tokens, usage.thinking_tokens = (
@@ -318,7 +318,7 @@ class SimulatedTask(TaskSizes):
         duration = (exp(lognormal[0] + lognormal[1] * self.latency.normal())  # Lognormal.sample
                     if lognormal is not None else w.tool_draw[name](self.latency))
         fixed = w.fixed
-        size = fixed.results[name] if fixed is not None else self._result_size(name)
+        size = fixed.results[name] if fixed is not None else self._result_size(name, request.turn)
         if duration > request.timeout_s:
             return ToolError("timeout", f"{name} timed out after {request.timeout_s:g} s",
                              size, request.timeout_s)
@@ -354,7 +354,7 @@ class SimulatedTask(TaskSizes):
         duration = 0.0 if w.reply_latency is None else w.reply_latency.sample(self.latency)
         if p and self.user.uniform() < p:
             return fx.UserReply(ended=True, duration_s=duration)
-        tokens = self._size(w.reply_tokens, w.reply_dist, 0)
+        tokens = self._size(w.reply_tokens, w.reply_dist, 0, self._step_scale(request.turn))
         return fx.UserReply("(the task-giver's reply)", tokens, False, duration)
 
     # ------------------------------------------------------- verifier, humans

@@ -134,6 +134,9 @@ class World:
         self.stable_prefix_tokens = tokens.prefix - tokens.task
         self.first_prompt = tokens.first_prompt
         self.run_scale = tokens.run_scale
+        by_step = tokens.by_step  # multipliers of observations by step bin (None: none)
+        self.obs_edges: tuple[int, ...] = (1,) if by_step is None else by_step.edges
+        self.obs_scale = None if by_step is None else by_step.observation
         cache = params.cache
         self.cache_automatic = cache.automatic
         self.cache_ttl_s = cache.ttl_s
@@ -141,12 +144,22 @@ class World:
         self.cache_miss = cache.miss
         self.cache_share = cache.read_share
         self.partial_cache = self.cache_miss > 0 or self.cache_share is not None
+        hits = cache.hits  # the provider's own hits (None: the shares above)
+        self.cache_hits = hits is not None
+        if hits is not None:
+            self.hit_runs = hits.run_share
+            self.hit_first, self.hit_first_share = hits.first_hit, hits.first_share
+            self.hit_edges, self.hit_gap_edges, self.hit_table = (
+                hits.edges, hits.gap_edges_s, hits.hit)
+            self.hit_ratio, self.hit_partial = hits.read_ratio, hits.partial
+            self.hit_partial_share = hits.partial_share
         # every size fixed and no per-run scale: the per-step code reads constants
         self.fixed: FixedSizes | None = None
         results = {name: fixed for name, (fixed, _) in self.tool_result.items()
                    if fixed is not None}
         if (self.output_tokens is not None and self.answer_tokens is not None
                 and self.thinking_tokens is not None and self.run_scale is None
+                and self.obs_scale is None
                 and len(results) == len(self.tool_result)):
             self.fixed = FixedSizes(self.output_tokens, self.answer_tokens,
                                     self.thinking_tokens, results)

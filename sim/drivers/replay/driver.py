@@ -18,7 +18,7 @@ from sim.drivers.replay.options import (
     reply_tool_name,
     stop_reason,
 )
-from sim.drivers.replay.pricing import call_cost, prices_of
+from sim.drivers.replay.pricing import call_cost
 from sim.drivers.replay.replayed import Replay
 from sim.engines.perform import answers
 from sim.harness import effects as fx
@@ -79,7 +79,8 @@ class _Driver:
         self.reported: dict[int, Block] = {}  # injected blocks already reported, by id
         self.check_prompt = True
         self.stop = options.after_intervention == "stop"
-        self.priced_calls = [call_cost(prices_of(params, c.model), c) for c in calls]
+        self.priced_calls = [call_cost(params.prices_for(c.model or params.model), c)
+                             for c in calls]
         """Each recorded call's cost at the run's prices (USD)."""
         first = calls[self.steps[0]].usage.prompt_tokens if self.steps else 0
         self.state = new_state(params.prefix_tokens, params.model, "recorded run",

@@ -107,18 +107,9 @@ def models_pricing(names: list[str], costed: Callable[[str], list[RecordedCall]]
     return ModelPricing(prices, tuple(catalogue), recorded, tuple(default))
 
 
-def prices_of(params: HarnessParams, model: str | None) -> Prices:
-    """The prices the harness charges ``model`` at: its ``model_prices``
-    entry, else the run's prices."""
-    if model and model != params.model:
-        for name, prices in params.model_prices:
-            if name == model:
-                return prices
-    return params.prices
-
-
 def call_cost(prices: Prices, call: RecordedCall) -> float:
-    """The cost in USD of a recorded call's usage at ``prices``."""
+    """The cost in USD of a recorded call's usage at ``prices``
+    (:meth:`~sim.harness.prices.Prices.call_cost`, the harness's one price rule)."""
     u = call.usage
-    return prices.at(u.prompt_tokens).cost(u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                                           u.cache_write_tokens, u.thinking_tokens)
+    return prices.call_cost(u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                            u.cache_write_tokens, u.thinking_tokens)

@@ -45,8 +45,8 @@ from sim.drivers.replay.tables import (
     recorded_calls,
 )
 from sim.harness.params import HarnessParams, Prices
-from sim.traces.schema import CALLS_FILE, CALLS_SCHEMA, RUNS_FILE
-from sim.traces.streaming import Restart, _runs, _slices, checked_calls
+from sim.traces.schema import CALLS_FILE, CALLS_SCHEMA, RUNS_FILE, TOKEN_COLUMNS
+from sim.traces.streaming import Restart, call_slices, checked_calls, checked_runs
 
 _RUN_COLUMNS = ("run_id", "source", "task_id", "model", "exit", "resolved", "cost_usd", "steps")
 
@@ -86,7 +86,7 @@ def folder_index(folder: str) -> FolderIndex | None:
     is an InputError naming the run and call."""
     path = Path(folder)
     try:
-        runs = _runs(path)
+        runs = checked_runs(path)
         calls = pq.ParquetFile(path / CALLS_FILE)
     except (InputError, OSError, pa.ArrowException):
         return None
@@ -98,7 +98,9 @@ def folder_index(folder: str) -> FolderIndex | None:
     tools, hashes, row = 0, False, 0
     models: dict[str | None, None] = {}
     try:
-        for table in _slices(path, calls, runs, steps, None):
+        for table in call_slices(path, calls, runs, steps, None):
+            if any(table.column(name).null_count for name in TOKEN_COLUMNS):
+                return None  # unknown usage: read whole, its runs left out (TraceTables)
             check_purposes(table, folder)
             tools += int(pc.sum(pc.list_value_length(table.column("tool_calls"))).as_py() or 0)
             hashes = hashes or _hashed(table)

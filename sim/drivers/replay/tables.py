@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from sim.drivers.recorded_runs import PURPOSES, RecordedCall, RecordedRun, Recor
 from sim.drivers.replay.pricing import ModelPricing, models_pricing
 from sim.harness.messages import Usage
 from sim.harness.params import HarnessParams, Prices
+from sim.traces.schema import TOKEN_COLUMNS
 
 _CALL_COLUMNS = ("call", "model", "input_tokens", "cache_read_tokens", "cache_write_tokens",
                  "output_tokens", "reasoning_tokens", "cost_usd", "finish_reason", "latency_s",
@@ -49,6 +50,9 @@ class TraceTables:
     order: np.ndarray
     offsets: np.ndarray
     source: str
+    refused: dict[str, int] = field(default_factory=dict)
+    """Runs of the folder left out, by reason (:func:`without_unknown_usage`):
+    the recording cannot answer a request with a usage it did not record."""
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> TraceTables:
@@ -59,13 +63,14 @@ class TraceTables:
         runs, calls = load_tables(folder)
         source = os.fspath(folder)
         check_purposes(calls, source)
+        runs, calls, refused = without_unknown_usage(runs, calls)
         codes = pc.index_in(calls.column("run_id"), value_set=runs.column("run_id"))
         code = codes.to_numpy(zero_copy_only=False).astype(np.int64)
         number = calls.column("call").to_numpy().astype(np.int64)
         order = np.lexsort((number, code))
         counts = np.bincount(code, minlength=runs.num_rows)
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        return cls(runs, call_columns(calls), order, offsets, source)
+        return cls(runs, call_columns(calls), order, offsets, source, refused)
 
     def __len__(self) -> int:
         return self.runs.num_rows
@@ -120,6 +125,64 @@ class TraceTables:
                             source=source[i] or "", task_id=task[i], model=model[i],
                             exit=exit_[i], resolved=resolved[i], cost_usd=cost[i])
                 for i in range(stop - start)]
+
+
+USAGE_ABSENT = "per-call usage absent"
+TOTALS_ONLY = "per-call usage absent (run totals only)"
+SOME_UNKNOWN = "usage unknown for some calls"
+"""Why a run is not replayed: none of its calls records usage (and the run
+records no totals, or only run totals), or some do not."""
+
+
+def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
+    """The runs of a trace folder, in the order of ``runs.parquet``, read and
+    checked by :func:`sim.traces.reading.load_tables` (a missing folder or
+    file, a file that is not Parquet, a missing column or a bad value is an
+    :class:`InputError` naming the file), built from its Arrow columns
+    (:class:`sim.drivers.replay.tables.TraceTables`); runs with a call whose
+    usage is unknown are left out (``TraceTables.refused`` counts them)."""
+    tables = TraceTables.load(folder)
+    return tables.recorded(0, len(tables))
+
+
+def without_unknown_usage(runs: pa.Table, calls: pa.Table
+                          ) -> tuple[pa.Table, pa.Table, dict[str, int]]:
+    """``(runs, calls, refused)``: the runs whose calls all record their
+    usage (no null token count) and their calls, and the others counted by
+    reason (:data:`USAGE_ABSENT`, :data:`TOTALS_ONLY`, :data:`SOME_UNKNOWN`)."""
+    missing = None
+    for name in TOKEN_COLUMNS:
+        null = pc.is_null(calls.column(name))
+        missing = null if missing is None else pc.or_(missing, null)
+    if missing is None or not pc.any(missing).as_py():
+        return runs, calls, {}
+    counted = pc.value_counts(pc.filter(calls.column("run_id"), missing))
+    unknown = dict(zip(counted.field("values").to_pylist(),
+                       counted.field("counts").to_pylist(), strict=True))
+    bad = pa.array(list(unknown), pa.string())
+    ids, steps = runs.column("run_id").to_pylist(), runs.column("steps").to_pylist()
+    totals = np.zeros(runs.num_rows, dtype=np.int64)
+    for name in TOKEN_COLUMNS:
+        totals += runs.column(name).to_numpy().astype(np.int64, copy=False)
+    refused: dict[str, int] = {}
+    for run, step, total in zip(ids, steps, totals.tolist(), strict=True):
+        if run in unknown:
+            why = (SOME_UNKNOWN if unknown[run] < step else TOTALS_ONLY if total
+                   else USAGE_ABSENT)
+            refused[why] = refused.get(why, 0) + 1
+    runs = runs.filter(pc.invert(pc.is_in(runs.column("run_id"), value_set=bad)))
+    calls = calls.filter(pc.invert(pc.is_in(calls.column("run_id"), value_set=bad)))
+    return runs, calls, dict(sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def refused_note(refused: dict[str, int]) -> str | None:
+    """The line that says which runs were not replayed, by reason (None: none)."""
+    if not refused:
+        return None
+    n = sum(refused.values())
+    reasons = ", ".join(f"{k:,} {why}" for why, k in refused.items())
+    return (f"warning: {n:,} run{'' if n == 1 else 's'} not replayed: {reasons} "
+            "(a replay answers each request with the call's recorded usage)")
 
 
 def call_columns(calls: pa.Table) -> pa.Table:
