@@ -61,3 +61,14 @@ def test_models_whose_runs_do_not_differ_share_one_recommendation(tmp_path):
     few = _folder(tmp_path, 12, 4)
     split = split_by_model(few)
     assert not split.differ and split.few == ("b/long",)
+
+
+def test_pooled_gives_one_answer_for_all(tmp_path, capsys):
+    """--pooled: no per-model search, no models/ folder."""
+    traces = _folder(tmp_path, 12)
+    out = tmp_path / "out"
+    assert main(["tune", str(traces), "--knobs", "steps", "--pooled", "--out", str(out),
+                 "--quiet"]) in (0, 3)
+    assert not capsys.readouterr().out.startswith("Per model")
+    assert not (out / "models").exists()
+    assert json.loads((out / "tune.json").read_text())["per_model"] == {}

@@ -73,8 +73,8 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
          grid: Mapping[str, Sequence[Value]] | None = None, forecast_runs: int = 2000,
          seed: int = 0, progress: bool = False, force: bool = False,
          where: str | Sequence[str] | None = None,
-         candidates: str | Sequence[str] | Mapping[str, Sequence[Value]] | None = None
-         ) -> Tuned:
+         candidates: str | Sequence[str] | Mapping[str, Sequence[Value]] | None = None,
+         by_model: bool = True) -> Tuned:
     """Recommend limits from the recorded runs of the trace folder ``traces``,
     write the outputs to ``out`` (default ``reports/tune_<traces name>``, or
     under ``$SIM_OUT``) and return a :class:`Tuned`.
@@ -94,9 +94,11 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     to the grid (``"tokens=1.2M,1.5M steps=30"`` or ``{knob: values}``);
     ``where``: conditions on ``runs.parquet``'s columns (``["model=gpt-4o",
     "started>=2025-01-01"]``, see :mod:`sim.tuning.where`): only the runs
-    they select are tuned; ``force``: replace an ``out`` holding another
-    tune's outputs (without it, exit 2 before anything runs; the same tune of
-    the same traces may rewrite its folder). Bad input raises
+    they select are tuned; ``by_model``: when the folder's models differ,
+    also tune each model alone (False: the pooled answer only); ``force``:
+    replace an ``out`` holding another tune's outputs (without it, exit 2
+    before anything runs; the same tune of the same traces may rewrite its
+    folder). Bad input raises
     :class:`sim.bad_input.InputError` before anything runs.
 
     >>> frontier, recommendation = tune("traces/tau2")         # doctest: +SKIP
@@ -120,12 +122,13 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
                              objective=objective, knobs=knobs, grid=grid,
                              forecast_runs=forecast_runs, seed=seed,
                              where=[c.text for c in parse_where(where)],
-                             candidates=parse_candidates(candidates, parse_knobs(knobs)))
+                             candidates=parse_candidates(candidates, parse_knobs(knobs)),
+                             by_model=by_model)
     folder.prepare(target, provenance, force=force)
     result = search(traces, scenario=scenario, keep_successes=keep_successes,
                     objective=objective, knobs=knobs, grid=grid, world=_world(world),
                     forecast_runs=forecast_runs, seed=seed, progress=progress, where=where,
-                    candidates=candidates)
+                    candidates=candidates, by_model=by_model)
     with folder.replace(target) as staging:
         write_outputs(staging, result, provenance)
     return Tuned(result.frontier, result.recommendation, result.refusal, result.status,

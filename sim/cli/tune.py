@@ -46,6 +46,9 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                  "help": "tune only the runs where a runs.parquet column has a value "
                          "(=, !=, >=, <=, >, <; repeat: all hold), e.g. --where model=gpt-4o "
                          "--where 'started>=2025-01-01'"}),
+    ("--pooled", {"action": "store_true",
+                  "help": "one answer for all models, even when their runs differ (default: "
+                          "each such model is also tuned alone)"}),
     ("--forecast-runs", {"type": int, "default": 2000, "metavar": "N",
                          "help": "simulated tasks per forecast candidate (default 2000)"}),
     ("--seed", {"type": int, "default": 0, "help": "seed of calibration and forecasts"}),
@@ -76,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     tuned = tune(args.traces, out=args.out, scenario=args.scenario,
                  keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
                  forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet,
-                 force=args.force, where=args.where, candidates=args.candidates)
+                 force=args.force, where=args.where, candidates=args.candidates,
+                 by_model=not args.pooled)
     if args.format == "json":
         json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
