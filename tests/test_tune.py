@@ -221,10 +221,10 @@ def test_bad_input_exits_2(tmp_path, traces, capsys):
         tune(traces, objective="fastest")
 
 
-def test_api_returns_frontier_and_recommendation(traces):
+def test_api_returns_frontier_and_recommendation(traces, tmp_path):
     """sim.tune unpacks as (frontier DataFrame, recommendation)."""
     frontier, recommendation = sim.tune(traces, knobs="steps", keep_successes=KEEP,
-                                        grid={"steps": [20, 30]})
+                                        grid={"steps": [20, 30]}, out=tmp_path / "tuned")
     assert {"setting", "method", "lost_share", "lost_high", "cost_mean", "cost_p95",
             "stopped"} <= set(frontier.columns)
     assert recommendation.label.startswith("steps=")

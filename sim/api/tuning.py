@@ -9,6 +9,7 @@ forecasts the others on a world calibrated to the same traces; the outputs
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,7 +71,10 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
          keep_successes: float = 0.99, objective: str = "cost",
          knobs: str | Sequence[str] | None = None, world: World = None,
          grid: Mapping[str, Sequence[Value]] | None = None, forecast_runs: int = 2000,
-         seed: int = 0, progress: bool = False) -> Tuned:
+         seed: int = 0, progress: bool = False, force: bool = False,
+         where: str | Sequence[str] | None = None,
+         candidates: str | Sequence[str] | Mapping[str, Sequence[Value]] | None = None,
+         by_model: bool = True) -> Tuned:
     """Recommend limits from the recorded runs of the trace folder ``traces``,
     write the outputs to ``out`` (default ``reports/tune_<traces name>``, or
     under ``$SIM_OUT``) and return a :class:`Tuned`.
@@ -86,27 +90,47 @@ def tune(traces: str | os.PathLike[str], *, out: str | os.PathLike[str] | None =
     :class:`~sim.tuning.world.CalibratedWorld` or a function making one;
     default: calibrated to ``traces`` on first need); ``grid``: candidate
     values per knob instead of the derived grid; ``forecast_runs``: simulated
-    tasks per forecast candidate. Bad input raises
+    tasks per forecast candidate; ``candidates``: values of your own added
+    to the grid (``"tokens=1.2M,1.5M steps=30"`` or ``{knob: values}``);
+    ``where``: conditions on ``runs.parquet``'s columns (``["model=gpt-4o",
+    "started>=2025-01-01"]``, see :mod:`sim.tuning.where`): only the runs
+    they select are tuned; ``by_model``: when the folder's models differ,
+    also tune each model alone (False: the pooled answer only); ``force``:
+    replace an ``out`` holding another tune's outputs (without it, exit 2
+    before anything runs; the same tune of the same traces may rewrite its
+    folder). Bad input raises
     :class:`sim.bad_input.InputError` before anything runs.
 
     >>> frontier, recommendation = tune("traces/tau2")         # doctest: +SKIP
     >>> recommendation.label                                    # doctest: +SKIP
     'tokens=270,000 money=$1.2 steps=32'
     """
+    from sim.output import folder
     from sim.scenario.project import out_root
+    from sim.tuning.knobs import parse_candidates, parse_knobs
     from sim.tuning.report import write_outputs
     from sim.tuning.search import tune as search
+    from sim.tuning.where import parse_where
 
     if forecast_runs < 1:
         raise InputError(f"must be at least 1, got {forecast_runs}", path="--forecast-runs")
     if not (Path(traces) / "runs.parquet").is_file():
         raise InputError("not a trace folder (no runs.parquet); import one with "
                          "'python -m sim traces import'", source=os.fspath(traces))
+    target = Path(out) if out is not None else out_root() / f"tune_{Path(traces).name}"
+    provenance = _provenance(traces, scenario, keep_successes=keep_successes,
+                             objective=objective, knobs=knobs, grid=grid,
+                             forecast_runs=forecast_runs, seed=seed,
+                             where=[c.text for c in parse_where(where)],
+                             candidates=parse_candidates(candidates, parse_knobs(knobs)),
+                             by_model=by_model)
+    folder.prepare(target, provenance, force=force)
     result = search(traces, scenario=scenario, keep_successes=keep_successes,
                     objective=objective, knobs=knobs, grid=grid, world=_world(world),
-                    forecast_runs=forecast_runs, seed=seed, progress=progress)
-    target = Path(out) if out is not None else out_root() / f"tune_{Path(traces).name}"
-    write_outputs(target, result)
+                    forecast_runs=forecast_runs, seed=seed, progress=progress, where=where,
+                    candidates=candidates, by_model=by_model)
+    with folder.replace(target) as staging:
+        write_outputs(staging, result, provenance)
     return Tuned(result.frontier, result.recommendation, result.refusal, result.status,
                  result, target)
 
@@ -118,3 +142,31 @@ def _world(world: World) -> CalibratedWorld | Callable[[], CalibratedWorld] | No
     from sim.tuning.world import CalibratedWorld
 
     return CalibratedWorld(dict(world.result.doc), world.accepted, tuple(world.result.reasons))
+
+
+def _provenance(traces: str | os.PathLike[str],
+                scenario: str | os.PathLike[str] | HarnessConfig | None,
+                **options: Any) -> dict[str, Any]:
+    """What names a tune (:func:`sim.output.provenance.identity`): the command,
+    the trace folder by content, and as ``scenario`` the harness in force (a
+    file by content) with the options."""
+    from sim.output.provenance import folder_record, sim_version
+    from sim.scenario.model import HarnessConfig as Harness
+
+    if scenario is None:
+        in_force: Any = None
+    elif isinstance(scenario, Harness):
+        in_force = scenario.model_dump(mode="json")
+    else:
+        in_force = {"sha256": hashlib.sha256(Path(scenario).read_bytes()).hexdigest()
+                    if Path(scenario).is_file() else os.fspath(scenario)}
+    from sim.tuning.knobs import parse_knobs
+
+    options["knobs"] = list(parse_knobs(options.get("knobs")))
+    grid = options.pop("grid", None)
+    plain: dict[str, Any] = {k: (list(v) if isinstance(v, tuple) else v)
+                             for k, v in options.items()}
+    plain["grid"] = None if grid is None else {k: list(v) for k, v in grid.items()}
+    return {"command": "tune", "traces": folder_record(traces),
+            "scenario": {"harness_in_force": in_force, **plain},
+            "sim_version": sim_version()}

@@ -38,10 +38,23 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                              "mean active time"}),
     ("--knobs", {"default": "budgets", "help": "comma-separated among tokens, money, steps, "
                                                "detector (default budgets: tokens,money,steps)"}),
+    ("--candidates", {"action": "append", "metavar": "KNOB=V,V",
+                      "help": "values of your own added to a knob's grid, e.g. --candidates "
+                              "tokens=1.2M,1.5M --candidates steps=30,40 (k and M suffixes; "
+                              "money in USD)"}),
+    ("--where", {"action": "append", "metavar": "COLUMN=VALUE",
+                 "help": "tune only the runs where a runs.parquet column has a value "
+                         "(=, !=, >=, <=, >, <; repeat: all hold), e.g. --where model=gpt-4o "
+                         "--where 'started>=2025-01-01'"}),
+    ("--pooled", {"action": "store_true",
+                  "help": "one answer for all models, even when their runs differ (default: "
+                          "each such model is also tuned alone)"}),
     ("--forecast-runs", {"type": int, "default": 2000, "metavar": "N",
                          "help": "simulated tasks per forecast candidate (default 2000)"}),
     ("--seed", {"type": int, "default": 0, "help": "seed of calibration and forecasts"}),
     ("--out", {"help": "output folder (default reports/tune_<traces name>, or under $SIM_OUT)"}),
+    ("--force", {"action": "store_true",
+                 "help": "replace an --out holding another tune's outputs"}),
     ("--format", {"choices": ("table", "json"), "default": "table",
                   "help": "stdout: the recommendation and frontier (default) or tune.json"}),
     ("--quiet", {"action": "store_true", "help": "no progress on stderr"}),
@@ -65,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
 
     tuned = tune(args.traces, out=args.out, scenario=args.scenario,
                  keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
-                 forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet)
+                 forecast_runs=args.forecast_runs, seed=args.seed, progress=not args.quiet,
+                 force=args.force, where=args.where, candidates=args.candidates,
+                 by_model=not args.pooled)
     if args.format == "json":
         json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
@@ -74,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(frontier_table(tuned.result, limit=12))
         print(f"\n{len(tuned.frontier)} candidates; outputs in {tuned.path}/ (recommended.yaml, "
-              "frontier.csv, tune.json, report.md, report.html)")
+              "stopped_runs.csv, frontier.csv, tune.json, report.md, report.html)")
     return tuned.status

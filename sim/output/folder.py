@@ -63,10 +63,11 @@ from sim.output.provenance import identity
 RESULT_ENTRIES = frozenset({
     "results.parquet", "summary.json", "report.md", "report.html", "timeseries.parquet",
     "comparison.json", "figures", "base", "candidate", "junit.xml", "summary.md",
-    "runs.parquet", "calls.parquet"})
+    "runs.parquet", "calls.parquet",
+    "recommended.yaml", "frontier.csv", "tune.json", "stopped_runs.csv", "models"})
 """Names sim writes into a results folder; anything else makes a folder foreign."""
 
-IDENTITY_FILES = ("summary.json", "comparison.json")
+IDENTITY_FILES = ("summary.json", "comparison.json", "tune.json")
 """Files whose ``provenance`` says which run a folder holds (:func:`identity`)."""
 
 

@@ -15,11 +15,18 @@ answers it from a trace folder, with the evidence for each number:
   force, evaluated exactly by replaying the recorded runs;
 - :mod:`~sim.tuning.world`: candidates that loosen it or change the detector,
   forecast by the world calibrated to the same traces (its fidelity attached);
+- :mod:`~sim.tuning.boundary`: each budget bisected between the last value
+  that keeps successes and the first that does not;
 - :mod:`~sim.tuning.search`: each knob alone, then jointly around the best;
-  the recommendation, why the next-cheaper setting was refused;
+  the recommendation (ties go to the harness in force), why the next-cheaper
+  setting was refused; per model when the models' runs differ;
+- :mod:`~sim.tuning.where`: ``--where`` slices of a trace folder (any
+  ``runs.parquet`` column; usable by any command);
+- :mod:`~sim.tuning.models`: whether a folder's models differ;
 - :mod:`~sim.tuning.thin`: thin evidence (status 3) and the runs that would decide;
-- :mod:`~sim.tuning.report`: the recommended harness block as scenario YAML,
-  the frontier table and the HTML report.
+- :mod:`~sim.tuning.report`: the answer in one statement, the recommended
+  harness block as scenario YAML (one per model in ``models/``), the
+  frontier table, the runs stopped (``stopped_runs.csv``) and the report.
 
 The package is ``sim.tuning`` (not ``sim.tune``) so that ``sim.tune`` stays
 the API function of :mod:`sim.api`.

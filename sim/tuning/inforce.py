@@ -82,10 +82,12 @@ def setting_in_force(h: HarnessConfig, knobs: Sequence[str]) -> kn.Setting:
 
 
 def grids(chosen: Sequence[str], replay: ReplayEvaluator, in_force: dict[str, kn.Value],
-          given: Mapping[str, Sequence[kn.Value]] | None) -> dict[str, list[kn.Value]]:
+          given: Mapping[str, Sequence[kn.Value]] | None,
+          extra: Mapping[str, Sequence[kn.Value]] | None = None) -> dict[str, list[kn.Value]]:
     """Each knob's candidate values: ``given`` (plus the value in force), or
     derived from what each recorded run needed (budgets) or around the
-    threshold in force (detector)."""
+    threshold in force (detector); ``extra`` values (a user's own
+    ``--candidates``) are added to either."""
     needs = replay.needs()
     out: dict[str, list[kn.Value]] = {}
     for knob in chosen:
@@ -98,6 +100,10 @@ def grids(chosen: Sequence[str], replay: ReplayEvaluator, in_force: dict[str, kn
             out[knob] = kn.detector_grid(in_force[knob])
         else:
             out[knob] = kn.budget_grid(knob, needs[knob], replay.base_success, in_force[knob])
+        if extra and extra.get(knob):
+            added = [v for v in extra[knob] if v not in out[knob]]
+            out[knob] = (kn.cheaper_first([*out[knob], *added]) if knob != "detector"
+                         else [*out[knob], *added])
     return out
 
 

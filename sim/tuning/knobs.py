@@ -74,6 +74,60 @@ def parse_knobs(text: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(k for k in KNOBS if k in names)
 
 
+_SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9}
+
+
+def _candidate(knob: str, text: str) -> Value:
+    """One ``--candidates`` value of ``knob`` (``1.2M``, ``$0.5``, ``30``,
+    ``unlimited``; ``off`` or a threshold for the detector)."""
+    word = text.strip().lower().replace(",", "").replace("_", "")
+    if word in ("unlimited", "none"):
+        if knob == "detector":
+            raise ValueError("the detector takes off or a repeat threshold")
+        return None
+    if knob == "detector" and word == "off":
+        return 0
+    word = word.removeprefix("$")
+    scale = _SUFFIX.get(word[-1:], 1.0)
+    number = float(word[:-1] if scale != 1.0 else word)
+    if not math.isfinite(number) or number < 0 or (number == 0 and knob != "detector"):
+        raise ValueError("must be positive")
+    value = round(number * scale, 6)
+    if knob == "money":
+        return value
+    if value != int(value):
+        raise ValueError("must be a whole number")
+    return int(value)
+
+
+def parse_candidates(text: str | Sequence[str] | Mapping[str, Sequence[Value]] | None,
+                     knobs: Sequence[str] = KNOBS) -> dict[str, list[Value]]:
+    """A user's own candidates: ``tokens=1.2M,1.5M steps=30,40 money=$0.5``
+    (one text or several; ``k``/``M`` suffixes, ``unlimited``), or a mapping;
+    an unknown knob, one not searched or a bad value is an InputError naming
+    ``--candidates``."""
+    if text is None:
+        return {}
+    if isinstance(text, Mapping):
+        return {k: list(v) for k, v in text.items()}
+    items = text.split() if isinstance(text, str) else [w for t in text for w in t.split()]
+    out: dict[str, list[Value]] = {}
+    for item in items:
+        knob, sep, values = item.partition("=")
+        if not sep or knob not in KNOBS:
+            raise InputError(f"{item!r} is not KNOB=VALUE,VALUE with KNOB among "
+                             f"{', '.join(KNOBS)} (e.g. tokens=1.2M,1.5M)", path="--candidates")
+        if knob not in knobs:
+            raise InputError(f"{knob} is not searched (--knobs {','.join(knobs)})",
+                             path="--candidates")
+        for value in filter(None, values.split(",")):
+            try:
+                out.setdefault(knob, []).append(_candidate(knob, value))
+            except (ValueError, IndexError) as error:
+                raise InputError(f"{knob}={value!r}: {error}", path="--candidates") from None
+    return out
+
+
 def setting(values: Mapping[str, Value]) -> Setting:
     """A setting from ``{knob: value}`` (knobs in :data:`KNOBS` order)."""
     return tuple((k, values[k]) for k in KNOBS if k in values)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
@@ -33,6 +34,11 @@ from sim.tuning.knobs import FIELDS, Setting
 from sim.world.params import WorldParams
 
 REPLAYED = "replayed"
+STOPPED_COLUMNS: tuple[str, ...] = (
+    "run_id", "task_id", "model", "exit", "resolved", "outcome_in_force", "outcome",
+    "lost_success", "stopped_at_call", "calls_recorded", "prompt_tokens_at_stop",
+    "cost_in_force_usd", "cost_usd", "saved_usd")
+"""The columns of ``stopped_runs.csv`` (:meth:`ReplayEvaluator.stopped_runs`)."""
 
 
 def fidelity(replays: list[Replay]) -> str:
@@ -106,6 +112,34 @@ class ReplayEvaluator:
             money.append(need)
         return {"steps": np.array(steps, dtype=float), "tokens": np.array(tokens, dtype=float),
                 "money": np.array(money, dtype=float)}
+
+    def stopped_runs(self, s: Setting) -> pd.DataFrame:
+        """The runs the candidate ``s`` stops earlier than the harness in
+        force, one row each (:data:`STOPPED_COLUMNS`): the run (``run_id``,
+        ``task_id``, ``model``), its recorded ``exit`` and ``resolved``, its
+        outcome in force (``outcome_in_force``) and under ``s``
+        (``outcome``), where ``s`` stops it (``stopped_at_call``: the index of
+        the recorded call it does not make, of ``calls_recorded``;
+        ``prompt_tokens_at_stop``: prompt tokens over the calls it made), its
+        cost in force and under ``s`` (USD) and the saving. Successes lost
+        first, then the largest saving."""
+        replays = self._replay(apply(self.harness, s))
+        rows = []
+        for base, cand in zip(self.baseline, replays, strict=True):
+            b, c = base.chosen, cand.chosen
+            if not c.stopped or (b.stopped and (b.stopped_at or 0) <= (c.stopped_at or 0)):
+                continue
+            run = c.run
+            rows.append({
+                "run_id": run.run_id, "task_id": run.task_id, "model": run.model,
+                "exit": run.exit, "resolved": run.resolved, "outcome_in_force": b.outcome,
+                "outcome": c.outcome, "lost_success": b.outcome == SUCCEEDED != c.outcome,
+                "stopped_at_call": c.stopped_at, "calls_recorded": len(run.calls),
+                "prompt_tokens_at_stop": c.state.prompt_tokens, "cost_in_force_usd": b.cost_usd,
+                "cost_usd": c.cost_usd, "saved_usd": b.cost_usd - c.cost_usd})
+        frame = pd.DataFrame(rows, columns=list(STOPPED_COLUMNS))
+        return frame.sort_values(["lost_success", "saved_usd"], ascending=[False, False],
+                                 kind="stable").reset_index(drop=True)
 
     def evaluate(self, s: Setting) -> dict[str, Any]:
         """The frontier row of the candidate ``s`` (exact on these runs)."""

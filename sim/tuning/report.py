@@ -21,15 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from sim.output.figures import new_figure, png_bytes
 from sim.output.html import markdown_to_html
 from sim.output.results import json_bytes, write_atomic
 from sim.tuning.evidence import pct_interval
+from sim.tuning.models import slug
+from sim.tuning.replayed import STOPPED_COLUMNS
 from sim.tuning.search import OBJECTIVES, TuneResult
 
-FILES = ("recommended.yaml", "frontier.csv", "tune.json", "report.md", "report.html")
+FILES = ("recommended.yaml", "frontier.csv", "stopped_runs.csv", "tune.json", "report.md",
+         "report.html")
+DRILL_ROWS = 10
+"""Stopped runs listed in the report (all are in ``stopped_runs.csv``)."""
 _UNITS = {"cost": "USD per run (mean)", "p95-cost": "USD per run (p95)",
           "time": "active seconds per run (mean)"}
 
@@ -47,12 +53,12 @@ def recommendation_yaml(result: TuneResult) -> str:
     rec = result.recommendation
     harness = rec.harness.model_dump(mode="json", exclude_defaults=True)
     doc = {"name": "tuned", "description": f"Limits recommended by sim tune from "
-           f"{result.runs:,} runs of {result.traces}: {rec.label}.", "harness": harness}
+           f"{_runs(result)} of {result.traces}: {rec.label}.", "harness": harness}
     row = rec.row
     header = [
         f"Recommended by: python -m sim tune {result.traces} --keep-successes "
         f"{result.keep_successes:g} --objective {result.objective} --knobs "
-        f"{','.join(result.knobs)}",
+        f"{','.join(result.knobs)}" + "".join(f" --where '{w}'" for w in result.where),
         f"Setting: {rec.label} ({row['method']}: {row['fidelity']})",
         f"Successes lost: {row['lost']} of {row['base_successes']} "
         f"({pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])}; allowed "
@@ -61,8 +67,7 @@ def recommendation_yaml(result: TuneResult) -> str:
         f"{_usd(row['cost_mean_high'])}]; saved per run {_usd(row['saved_mean'])} "
         f"[{_usd(row['saved_low'])}, {_usd(row['saved_high'])}]",
     ]
-    if result.status:
-        header.append(f"INCONCLUSIVE: {result.thin}")
+    header.append(headline(result))
     text = "".join(f"# {line}\n" for line in header)
     return text + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
@@ -113,25 +118,91 @@ def frontier_table(result: TuneResult, limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def lead(result: TuneResult) -> list[str]:
-    """The recommendation in sentences (what the terminal and the report say first)."""
+def _keeps_in_force(result: TuneResult) -> bool:
+    return bool(result.recommendation.row["phase"] == "in force")
+
+
+def headline(result: TuneResult) -> str:
+    """The answer in one statement: what is safe to set now, what might save
+    more and how many runs would decide it (``INCONCLUSIVE (exit 3)`` first
+    when the evidence is thin)."""
     rec = result.recommendation
     row = rec.row
-    lines = [f"Recommended: {rec.label}",
-             f"  evaluated by {row['method']} ({row['fidelity']})",
-             f"  successes lost: {row['lost']} of {row['base_successes']} recorded, "
-             f"{pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])} "
-             f"(upper 95% bound {100 * row['lost_high']:.2f}%, allowed "
-             f"{100 * (1 - result.keep_successes):g}%)",
-             f"  {_UNITS[result.objective]}: "
-             f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
-             f"({100 * (row['objective_ratio'] - 1):+.1f}% against the harness in force)",
-             f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
-             f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
+    allowed = f"{100 * (1 - result.keep_successes):g}%"
+    if _keeps_in_force(result):
+        now = f"keep the harness in force ({rec.label})"
+        if row["base_successes"]:
+            now += (f": no other setting was shown to lower {_UNITS[result.objective]} while "
+                    f"keeping {100 * result.keep_successes:g}% of recorded successes")
+    else:
+        now = (f"set {rec.label}: {_UNITS[result.objective]} "
+               f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
+               f"({_change(row['objective_ratio'])} against the harness in force), losing "
+               f"{row['lost']} of {row['base_successes']} recorded successes (upper 95% bound "
+               f"{100 * row['lost_high']:.2f}%, allowed {allowed})")
+    text = ("INCONCLUSIVE (exit 3): " + now) if result.status else now[0].upper() + now[1:]
+    maybe = result.might_save
+    if maybe is not None:
+        decide = (f"about {result.runs_to_decide:,} "
+                  f"{'simulated runs' if maybe['method'] == 'forecast' else 'runs like these'}"
+                  f" would decide (against {maybe['runs']:,} now)"
+                  if result.runs_to_decide is not None else "more runs cannot decide it")
+        text += (f". Might save more: {maybe['setting']} ({maybe['method']}, "
+                 f"{_change(maybe['objective_ratio'])} against the harness in force) loses "
+                 f"{pct_interval(maybe['lost_share'], maybe['lost_low'], maybe['lost_high'])}"
+                 f" of successes, within the {allowed} allowed on these runs but not surely; "
+                 f"{decide}")
+    elif result.status and not row["base_successes"]:
+        text += ": no recorded run succeeded, so no limit can be judged"
+    return text + "."
+
+
+def _models_lead(result: TuneResult) -> list[str]:
+    """What the top says of a folder of several models: per model when
+    their runs differ (each model's headline, ``models/<model>.yaml``)."""
+    if not result.per_model:
+        return [f"Models: {result.models_note}."] if result.models_note else []
+    lines = [f"Per model: {result.models_note} (models/<model>.yaml):"]
+    lines += [f"  {model}: {headline(r)}" for model, r in result.per_model.items()]
+    return [*lines, "All models pooled:"]
+
+
+def _change(ratio: float) -> str:
+    return f"{100 * (ratio - 1):+.1f}%" if math.isfinite(ratio) else "n/a"
+
+
+def lead(result: TuneResult) -> list[str]:
+    """The answer (:func:`headline`), then its evidence in lines (what the
+    terminal and the report say first)."""
+    rec = result.recommendation
+    row = rec.row
+    lines = [*_models_lead(result), headline(result),
+             f"  {'kept' if _keeps_in_force(result) else 'recommended'}: {rec.label}, "
+             f"evaluated by {row['method']} ({row['fidelity']})"]
+    if result.where:
+        lines.insert(len(lines) - 1, f"  tuned on {_runs(result)}")
+    if row["base_successes"] and not _keeps_in_force(result):
+        lines.append(f"  successes lost: {row['lost']} of {row['base_successes']} recorded, "
+                     f"{pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])} "
+                     f"(upper 95% bound {100 * row['lost_high']:.2f}%, allowed "
+                     f"{100 * (1 - result.keep_successes):g}%)")
+    if not _keeps_in_force(result):
+        lines += [f"  {_UNITS[result.objective]}: "
+                  f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
+                  f"({_change(row['objective_ratio'])} against the harness in force)",
+                  f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
+                  f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
+    stopped = result.stopped_runs
+    if not _keeps_in_force(result) and stopped is not None and not stopped.empty:
+        first = stopped.iloc[0]
+        lines.append(f"  runs it stops: {len(stopped):,}, listed in stopped_runs.csv (first: "
+                     f"{first['run_id']}, {first['outcome_in_force']} in force, stopped at "
+                     f"call {first['stopped_at_call']} of {first['calls_recorded']} with "
+                     f"{first['prompt_tokens_at_stop']:,} prompt tokens)")
     if result.refusal:
         lines.append(f"  next-cheaper setting refused: {result.refusal}")
-    if result.status:
-        lines.append(f"INCONCLUSIVE (exit 3): {result.thin}")
+    lines += [f"  boundary: {b.sentence()}" for b in result.boundaries
+              if b.keeps is not None and b.refused is not None]
     lines += [f"note: {n}" for n in result.notes]
     if result.overshoot:
         lines.append("configured vs actual: sim's harness never passes these budgets; a harness "
@@ -168,16 +239,66 @@ def frontier_figure(result: TuneResult) -> Any:
     return fig
 
 
+def _stopped_frame(result: TuneResult) -> pd.DataFrame:
+    if result.stopped_runs is None:
+        return pd.DataFrame(columns=list(STOPPED_COLUMNS))
+    return result.stopped_runs
+
+
+def _cell(value: Any, width: int = 60) -> str:
+    """A table cell: no ``|`` (it would split the row), at most ``width`` characters."""
+    text = "" if value is None or value is pd.NA else str(value).replace("|", "/")
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def drill_down(result: TuneResult, limit: int = DRILL_ROWS) -> list[str]:
+    """The runs the recommendation stops, as report lines: how many, of
+    which recorded outcome, and the first ``limit`` (successes lost first,
+    then the largest saving) with where each is stopped."""
+    frame = result.stopped_runs
+    if frame is None:
+        return ["The recommendation is a forecast: no recorded run is stopped by name."]
+    if frame.empty:
+        return ["The recommendation stops no recorded run."]
+    lost = int(frame["lost_success"].sum())
+    lines = [f"The recommendation stops {len(frame):,} recorded runs ({lost:,} of them "
+             f"successes in force); all are in `stopped_runs.csv`"
+             + (f", the first {limit} here:" if len(frame) > limit else ":"), "",
+             "| run | task | model | recorded exit | outcome in force -> now | stopped at call "
+             "| prompt tokens then | cost in force -> now |", "|---|---|---|---|---|---|---|---|"]
+    for r in frame.head(limit).to_dict("records"):
+        lines.append(f"| {_cell(r['run_id'])} | {_cell(r['task_id'])} | {_cell(r['model'])} | "
+                     f"{_cell(r['exit'])} | {r['outcome_in_force']} -> {r['outcome']} | "
+                     f"{r['stopped_at_call']} of {r['calls_recorded']} | "
+                     f"{r['prompt_tokens_at_stop']:,} | {_usd(r['cost_in_force_usd'])} -> "
+                     f"{_usd(r['cost_usd'])} |")
+    return lines
+
+
+def _runs(result: TuneResult) -> str:
+    """``567 recorded runs`` or ``20 recorded runs where model=gpt-4o (of 700)``."""
+    if not result.where:
+        return f"{result.runs:,} recorded runs"
+    return (f"{result.runs:,} recorded runs where {' '.join(result.where)} "
+            f"(of {result.runs_in_folder:,})")
+
+
 def report_markdown(result: TuneResult) -> str:
     """The report: recommendation first, the refusal, the figure, the table."""
     rows = table_rows(result)
     lines = [f"# Tuning limits: {result.traces}", "",
-             f"{result.runs:,} recorded runs; knobs {', '.join(result.knobs)}; objective "
+             f"{_runs(result)}; knobs {', '.join(result.knobs)}; objective "
              f"{result.objective}; keep {100 * result.keep_successes:g}% of successes, judged "
              f"by the upper end of the 95% interval of the share lost.", "",
              "## Recommendation", "", "```", *lead(result), "```", "",
              "The harness block is in `recommended.yaml`; replay it with "
              f"`python -m sim replay {result.traces} recommended.yaml`.", "",
+             "## Runs the recommendation stops", "", *drill_down(result), "",
+             "## Boundaries", "",
+             "Each budget bisected between the tightest grid value that keeps successes and "
+             "the next tighter one, to the resolution a user sets (1 step; 3 significant "
+             "figures of tokens or dollars):", "",
+             *([f"- {b.sentence()}" for b in result.boundaries] or ["- none searched"]), "",
              "## Frontier", "", "![frontier](frontier.png)", "",
              "Replayed rows are exact on the recorded runs (a setting that only tightens the "
              "harness in force); forecast rows come from the world calibrated to the same "
@@ -193,16 +314,31 @@ def _csv(result: TuneResult) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def summary(result: TuneResult) -> dict[str, Any]:
-    """``tune.json``: the recommendation, status and frontier rows."""
+def summary(result: TuneResult, provenance: Mapping[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """``tune.json``: the recommendation, status and frontier rows, and the
+    ``provenance`` of the folder (which traces and options: the same tune may
+    rewrite it, another needs ``--force``)."""
     frame = result.frontier.replace({np.nan: None})
-    return {"traces": result.traces, "runs": result.runs, "knobs": list(result.knobs),
+    head = {} if provenance is None else {"provenance": dict(provenance)}
+    return {**head, "traces": result.traces, "runs": result.runs, "where": list(result.where),
+            "runs_in_folder": result.runs_in_folder, "knobs": list(result.knobs),
             "keep_successes": result.keep_successes, "objective": result.objective,
             "status": result.status, "thin": result.thin,
-            "runs_to_decide": result.runs_to_decide,
+            "runs_to_decide": result.runs_to_decide, "headline": headline(result),
+            "might_save": None if result.might_save is None else {
+                k: _plain(v) for k, v in result.might_save.items()},
             "recommendation": {"setting": result.recommendation.label,
                                "values": dict(result.recommendation.setting)},
-            "refusal": result.refusal, "notes": result.notes,
+            "refusal": result.refusal, "notes": result.notes, "models": result.models_note,
+            "per_model": {model: {"headline": headline(r), "status": r.status, "runs": r.runs,
+                                  "recommendation": {"setting": r.recommendation.label,
+                                                     "values": dict(r.recommendation.setting)},
+                                  "file": f"models/{slug(model)}.yaml"}
+                          for model, r in result.per_model.items()},
+            "boundaries": [{"knob": b.knob, "keeps": b.keeps, "refused": b.refused,
+                            "steps": [vars(step) for step in b.steps]}
+                           for b in result.boundaries],
             "worst_overshoot": result.overshoot,
             "frontier": [{k: _plain(v) for k, v in r.items()}
                          for r in frame.to_dict("records")]}
@@ -223,17 +359,24 @@ def report_html(result: TuneResult) -> str:
                             title=f"Tuning limits: {result.traces}")
 
 
-def write_outputs(out: str | Path, result: TuneResult) -> Path:
-    """Write :data:`FILES` into ``out`` (created if needed), each atomically."""
+def write_outputs(out: str | Path, result: TuneResult,
+                  provenance: Mapping[str, Any] | None = None) -> Path:
+    """Write :data:`FILES` into ``out`` (created if needed), each atomically;
+    ``provenance`` goes into ``tune.json``."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "recommended.yaml", recommendation_yaml(result).encode())
     write_atomic(folder / "frontier.csv", _csv(result))
-    write_atomic(folder / "tune.json", json_bytes(summary(result)))
+    write_atomic(folder / "stopped_runs.csv", _stopped_frame(result).to_csv(index=False).encode())
+    write_atomic(folder / "tune.json", json_bytes(summary(result, provenance)))
+    if result.per_model:
+        (folder / "models").mkdir(exist_ok=True)
+        for model, r in result.per_model.items():
+            write_atomic(folder / "models" / f"{slug(model)}.yaml", recommendation_yaml(r).encode())
     write_atomic(folder / "report.md", report_markdown(result).encode())
     write_atomic(folder / "report.html", report_html(result).encode())
     return folder
 
 
-__all__ = ["FILES", "frontier_table", "lead", "recommendation_yaml", "report_html",
-           "write_outputs"]
+__all__ = ["FILES", "drill_down", "frontier_table", "headline", "lead", "recommendation_yaml",
+           "report_html", "write_outputs"]

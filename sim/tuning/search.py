@@ -20,9 +20,12 @@ Objectives (per run): ``cost`` (mean USD), ``p95-cost`` (p95 USD), ``time``
 the harness in force evaluated the same way (replayed against replayed,
 forecast against forecast), so recorded dollars and forecast dollars are
 never compared with each other. The **recommendation** is the lowest-ranked
-candidate that keeps successes (ties: replayed before forecast, then the
-order evaluated); the **refusal** is the candidate just cheaper than it, with
-the successes it loses.
+candidate that keeps successes and costs less than the harness in force;
+when none does, it is the harness in force itself (**ties go to the harness
+in force**: a setting that changes nothing on these runs is not worth a
+change). Among those that cost less, ties go to replayed before forecast,
+then the tighter setting, then the order evaluated. The **refusal** is the
+candidate just cheaper than the recommendation, with the successes it loses.
 
 **Thin evidence** (status 3) is judged by :mod:`sim.tuning.thin`.
 """
@@ -33,6 +36,7 @@ import itertools
 import math
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,11 +48,14 @@ from sim.bad_input import InputError
 from sim.drivers.replay.tables import TraceTables, refused_note
 from sim.scenario.model import HarnessConfig
 from sim.tuning import knobs as kn
+from sim.tuning.boundary import Boundary, find_boundary
 from sim.tuning.evidence import pct_interval
 from sim.tuning.inforce import default_harness, grids, harness_in_force, setting_in_force
 from sim.tuning.inforce import notes as inforce_notes
+from sim.tuning.models import MIN_RUNS, split_by_model
 from sim.tuning.replayed import ReplayEvaluator, apply
-from sim.tuning.thin import STATUS_THIN, judge_thin
+from sim.tuning.thin import judge_thin
+from sim.tuning.where import parse_where, slice_folder
 from sim.tuning.world import DEFAULT_RUNS, CalibratedWorld, ForecastEvaluator, calibrated_world
 
 OBJECTIVES: dict[str, str] = {"cost": "cost_mean", "p95-cost": "cost_p95", "time": "time_mean"}
@@ -91,8 +98,27 @@ class TuneResult:
     status: int = STATUS_DONE
     thin: str | None = None
     runs_to_decide: int | None = None
+    might_save: dict[str, Any] | None = None
+    """The frontier row of a setting cheaper than the recommendation that
+    loses no more than allowed on these runs but not surely (``thin`` says
+    why, ``runs_to_decide`` how many runs would decide); None when none."""
     notes: list[str] = field(default_factory=list)
     world_fidelity: str | None = None
+    models_note: str | None = None
+    """Whether the folder's models differ, and so are tuned each alone
+    (:mod:`sim.tuning.models`); None for a folder of one model."""
+    per_model: dict[str, TuneResult] = field(default_factory=dict)
+    """Each model's own result when the models differ (else empty)."""
+    boundaries: list[Boundary] = field(default_factory=list)
+    """Each budget knob's boundary search (:mod:`sim.tuning.boundary`)."""
+    stopped_runs: pd.DataFrame | None = None
+    """The runs the recommendation stops (a replayed one:
+    :meth:`~sim.tuning.replayed.ReplayEvaluator.stopped_runs`); None for a
+    forecast, whose runs are simulated."""
+    where: tuple[str, ...] = ()
+    """The ``--where`` conditions that chose the runs tuned (empty: all)."""
+    runs_in_folder: int | None = None
+    """Runs in the trace folder before ``where`` (None: no slice)."""
     overshoot: list[str] = field(default_factory=list)
     """Configured against actual for the recommended harness: the worst case
     one run could pass its money and token budgets by under a spend-so-far
@@ -217,14 +243,43 @@ def _world_maker(world: CalibratedWorld | Callable[[], CalibratedWorld] | None, 
     return make
 
 
-def tune(traces: str | os.PathLike[str], *,
-         scenario: str | os.PathLike[str] | HarnessConfig | None = None,
-         keep_successes: float = 0.99, objective: str = "cost",
-         knobs: str | Sequence[str] | None = None,
-         grid: Mapping[str, Sequence[kn.Value]] | None = None,
-         world: CalibratedWorld | Callable[[], CalibratedWorld] | None = None,
-         forecast_runs: int = DEFAULT_RUNS, seed: int = 0, calibration_evaluations: int = 45,
-         progress: bool = False) -> TuneResult:
+def tune(traces: str | os.PathLike[str], *, by_model: bool = True, **options: Any
+         ) -> TuneResult:
+    """Recommend limits for the runs in the trace folder ``traces``: the
+    search of :func:`tune_runs` (same keyword ``options``) on all the runs
+    (or the ``where`` slice) and, when ``by_model`` and the folder holds
+    several models whose runs differ (:func:`~sim.tuning.models.split_by_model`),
+    the same search on each model's runs alone (``per_model``); the test's
+    verdict is ``models_note``. Returns a :class:`TuneResult`."""
+    result = tune_runs(traces, **options)
+    if not by_model:
+        return result
+    conditions = parse_where(options.get("where"))
+    split = split_by_model(traces, conditions)
+    result.models_note = split.reason or None
+    if split.differ:
+        texts = [c.text for c in conditions]
+        for model in split.models:
+            if options.get("progress"):
+                print(f"tune: model {model}", file=sys.stderr)
+            result.per_model[model] = tune_runs(
+                traces, **{**options, "where": [*texts, f"model={model}"]})
+        if split.few:
+            result.models_note = (f"{split.reason}; too few runs for their own "
+                                  f"({MIN_RUNS} needed): " + ", ".join(split.few))
+    return result
+
+
+def tune_runs(traces: str | os.PathLike[str], *,
+              scenario: str | os.PathLike[str] | HarnessConfig | None = None,
+              keep_successes: float = 0.99, objective: str = "cost",
+              knobs: str | Sequence[str] | None = None,
+              grid: Mapping[str, Sequence[kn.Value]] | None = None,
+              world: CalibratedWorld | Callable[[], CalibratedWorld] | None = None,
+              forecast_runs: int = DEFAULT_RUNS, seed: int = 0, calibration_evaluations: int = 45,
+              progress: bool = False, where: str | Sequence[str] | None = None,
+              candidates: str | Sequence[str] | Mapping[str, Sequence[kn.Value]] | None = None
+              ) -> TuneResult:
     """Recommend limits for the runs in the trace folder ``traces`` (see the
     module docstring). ``scenario``: the harness in force (a scenario file or
     a :class:`HarnessConfig`; default :func:`~sim.tuning.inforce.default_harness`);
@@ -234,11 +289,29 @@ def tune(traces: str | os.PathLike[str], *,
     ``world``: a calibrated world (or a function making one) for forecasts,
     default :func:`~sim.tuning.world.calibrated_world` of ``traces`` fitted on
     first need; ``forecast_runs``: simulated tasks per forecast candidate.
+    ``candidates``: values added to the grid (``--candidates
+    tokens=1.2M,1.5M``, :func:`~sim.tuning.knobs.parse_candidates`, or
+    ``{knob: values}``); ``where``: ``--where`` conditions (:mod:`sim.tuning.where`): only the
+    runs they select are tuned (replayed, calibrated and counted).
     Returns a :class:`TuneResult` (``frontier, recommendation = tune(...)``
     unpacks)."""
     _check(keep_successes, objective)
     chosen = kn.parse_knobs(knobs)
     folder = Path(traces)
+    conditions = parse_where(where)
+    extra = kn.parse_candidates(candidates, chosen)
+    if conditions:
+        with tempfile.TemporaryDirectory(prefix="sim-tune-slice-") as tmp:
+            part, _, total = slice_folder(folder, conditions, tmp)
+            result = tune_runs(part, scenario=scenario, keep_successes=keep_successes,
+                               objective=objective, knobs=chosen, grid=grid, world=world,
+                               forecast_runs=forecast_runs, seed=seed,
+                               calibration_evaluations=calibration_evaluations,
+                               progress=progress, candidates=extra)
+        result.traces = str(folder)
+        result.where = tuple(c.text for c in conditions)
+        result.runs_in_folder = total
+        return result
     tables = TraceTables.load(folder)
     runs = tables.recorded(0, len(tables))
     refused = refused_note(tables.refused)  # runs without recorded usage: not replayed
@@ -256,7 +329,8 @@ def tune(traces: str | os.PathLike[str], *,
     base = evaluate(in_force, "in force")
     assert base is not None  # the harness in force is always replayed
     score.base = base
-    _search(chosen, grids(chosen, replay, dict(in_force), grid), in_force, evaluate, score)
+    boundaries = _search(chosen, grids(chosen, replay, dict(in_force), grid, extra),
+                         in_force, evaluate, score, exact=frozenset(grid or ()))
     notes = inforce_notes(replay)
     if refused:
         notes.insert(0, refused.removeprefix("warning: "))
@@ -264,46 +338,75 @@ def tune(traces: str | os.PathLike[str], *,
         notes.append(evaluate.unforecastable)
     rows = list(evaluate.rows.values())
     score.finish(rows)
-    candidates = [r for r in rows if r["phase"] != "in force (forecast reference)"]
-    rec_row = _recommended(rows, candidates, base)
+    evaluated = [r for r in rows if r["phase"] != "in force (forecast reference)"]
+    rec_row = _recommended(rows, evaluated, base)
     result = TuneResult(
         frontier=_frame(rows), recommendation=Recommendation(
             rec_row["_setting"], apply(replay.harness_in_force, rec_row["_setting"]),
             {k: v for k, v in rec_row.items() if k != "_setting"}),
         in_force=in_force, knobs=chosen, keep_successes=keep_successes, objective=objective,
-        traces=str(folder), runs=len(runs), refusal=_refusal(candidates, rec_row, score.limit),
+        traces=str(folder), runs=len(runs), refusal=_refusal(evaluated, rec_row, score.limit),
         notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
+    result.boundaries = boundaries
     result.overshoot = _overshoot(result.recommendation.harness, runs)
-    thin = judge_thin(result.recommendation.row, base, candidates, score.limit)
+    if rec_row["method"] == "replayed":
+        result.stopped_runs = replay.stopped_runs(rec_row["_setting"])
+    thin = judge_thin(rec_row, base, evaluated, score.limit)
     if thin is not None:
-        result.status, result.thin = STATUS_THIN, thin.why
+        result.status, result.thin = thin.status, thin.why
         result.runs_to_decide = thin.runs_to_decide
+        if thin.candidate is not None:
+            result.might_save = {k: v for k, v in thin.candidate.items() if k != "_setting"}
     return result
 
 
 def _search(chosen: Sequence[str], grids: dict[str, list[kn.Value]], in_force: kn.Setting,
-            evaluate: _Evaluations, score: _Score) -> None:
-    """Each knob alone over its grid, then jointly over each knob's best value
-    and its grid neighbours (module docstring); rows land in ``evaluate``."""
+            evaluate: _Evaluations, score: _Score, exact: frozenset[str] = frozenset()
+            ) -> list[Boundary]:
+    """Each knob alone over its grid and bisected at its boundary
+    (:mod:`sim.tuning.boundary`; the values found join its grid; not the
+    knobs in ``exact``, whose grid was given: those values only), then
+    jointly over each knob's best value and its grid neighbours (module
+    docstring); rows land in ``evaluate``; returns the boundaries searched."""
     best: dict[str, kn.Value] = {}
+    boundaries: list[Boundary] = []
+    forced = kn.InForce(dict(in_force))
     for knob in chosen:
-        rows = [evaluate(kn.setting({**dict(in_force), knob: value}), f"{knob} alone")
-                for value in grids[knob]]
-        pick = score.best([r for r in rows if r is not None])
+        def alone(value: kn.Value, phase: str, knob: str = knob) -> dict[str, Any] | None:
+            return evaluate(kn.setting({**dict(in_force), knob: value}), phase)
+
+        def at_boundary(value: kn.Value, knob: str = knob) -> dict[str, Any] | None:
+            return alone(value, f"{knob} boundary")
+
+        def replayable(value: kn.Value, knob: str = knob) -> bool:
+            return forced.tightens(kn.setting({**dict(in_force), knob: value}))
+
+        by_value = {value: alone(value, f"{knob} alone") for value in grids[knob]}
+        found = (Boundary(knob) if knob in exact else
+                 find_boundary(knob, grids[knob], by_value, at_boundary, score.ok, replayable))
+        if found.steps:
+            boundaries.append(found)
+            added = [s.value for s in found.steps if s.value not in by_value]
+            grids[knob] = kn.cheaper_first([*grids[knob], *added])
+            by_value.update({v: alone(v, f"{knob} boundary") for v in added})
+        pick = score.best([r for r in by_value.values() if r is not None])
         best[knob] = dict(pick["_setting"])[knob] if pick is not None else dict(in_force)[knob]
     if len(chosen) > 1:
         axes = [kn.neighbours(grids[k], best[k]) for k in chosen]
         for values in itertools.product(*axes):
             evaluate(kn.setting(dict(zip(chosen, values, strict=True))), "joint")
+    return boundaries
 
 
 def _recommended(rows: list[dict[str, Any]], candidates: list[dict[str, Any]],
                  base: dict[str, Any]) -> dict[str, Any]:
-    """The lowest-ranked candidate that keeps successes (ties: the order
-    evaluated), else the harness in force (``base``); marked ``recommended``."""
+    """The lowest-ranked candidate that keeps successes and costs less than
+    the harness in force (ties: the order evaluated), else the harness in
+    force (``base``); marked ``recommended``."""
     order = {id(r): i for i, r in enumerate(rows)}
-    feasible = [r for r in candidates if r["keeps_successes"]]
+    feasible = [r for r in candidates if r["keeps_successes"] and r is not base
+                and round(r["objective_ratio"], 9) < 1.0]
     rec = (min(feasible, key=lambda r: (*_rank(r, r["objective_ratio"]), order[id(r)]))
            if feasible else base)
     for r in rows:
@@ -334,9 +437,14 @@ def _overshoot(h: HarnessConfig, runs: list[Any]) -> list[str]:
     largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tools),
                   default=0)
     biggest = max((c.usage.prompt_tokens for r in runs for c in r.calls), default=1)
-    # the largest recorded prompt stands for a window the harness leaves unbounded
-    params = replace(harness_params(h, WorldParams()),
-                     context_window=max(1, min(h.context_window, biggest)))
+    template = harness_params(h, WorldParams())
+    # the largest recorded prompt stands for a window the harness leaves unbounded; the
+    # window still holds what the harness's own caps need (one call's output, the prefix,
+    # the compaction threshold), so a folder of short prompts is no invalid harness
+    floor = max(template.max_output_tokens, template.prefix_tokens + 1,
+                template.context.compact_at_tokens or 0)
+    params = replace(template, context_window=min(template.context_window,
+                                                  max(1, biggest, floor)))
     found = worst_overshoot(params, parallel_tool_calls=parallel, tool_result_tokens=largest)
     return overshoot_lines({k: o for k, o in found.items() if o.limit is not None})
 
@@ -363,4 +471,4 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-__all__ = ["OBJECTIVES", "Recommendation", "TuneResult", "default_harness", "tune"]
+__all__ = ["OBJECTIVES", "Recommendation", "TuneResult", "default_harness", "tune", "tune_runs"]

@@ -1,11 +1,18 @@
 """Thin evidence: when the traces are too few to tell.
 
-**Thin evidence** (status 3): no candidate cheaper than the harness in force
-keeps successes, yet one of them loses no more than the allowed share on these
-runs: the traces are too few to tell. The runs that would decide are those
-giving the allowed share's test 80% power for that candidate, assuming its
-observed loss is the true one and the interval's half-width shrinks as
-``1/sqrt(n)`` (:mod:`sim.analysis.compare`'s planning rule).
+A candidate **might save more** than the recommendation when it is cheaper
+than it and loses no more than the allowed share of successes on these runs,
+yet the upper end of its interval is above the allowed share: more runs could
+show it keeps successes. The runs that would decide are those giving the
+allowed share's test 80% power for that candidate, assuming its observed loss
+is the true one and the interval's half-width shrinks as ``1/sqrt(n)``
+(:mod:`sim.analysis.compare`'s planning rule).
+
+**Thin evidence** (status 3): the recommendation is to keep the harness in
+force (nothing that differs was shown to cost less and keep successes) while
+such a candidate exists, or no recorded run succeeded. When the
+recommendation already saves, a candidate that might save more is reported
+(:attr:`Thin.candidate`) with status 0: there is a setting to act on now.
 """
 
 from __future__ import annotations
@@ -43,37 +50,45 @@ def runs_to_decide(n: int, share: float, high: float, limit: float) -> int | Non
 
 @dataclass(frozen=True)
 class Thin:
-    """The verdict of thin evidence (status :data:`STATUS_THIN`): why the runs
-    are too few to tell and, when more runs could decide, about how many."""
+    """What more runs could decide: ``why`` in a sentence, about how many
+    runs would decide (``runs_to_decide``, None when more runs cannot), the
+    frontier row that might save more (``candidate``, None when no run
+    succeeded), and whether the evidence is thin (``status`` 3) or only
+    leaves a cheaper setting open beside a recommendation that saves (0)."""
 
     why: str
     runs_to_decide: int | None = None
+    candidate: dict[str, Any] | None = None
+    status: int = STATUS_THIN
 
 
 def judge_thin(recommended: dict[str, Any], base: dict[str, Any],
                candidates: list[dict[str, Any]], limit: float) -> Thin | None:
-    """Thin evidence for the recommended frontier row ``recommended`` among
-    ``candidates`` (module docstring), or None when the evidence suffices."""
+    """What more runs could decide beside the recommended frontier row
+    ``recommended`` (``base`` is the harness in force) among ``candidates``
+    (module docstring), or None when nothing cheaper is open."""
     if not base["base_successes"]:
         return Thin("no recorded run succeeded under the harness in force: there are no "
                     "successes to keep, so no limit can be judged")
-    if recommended["objective_ratio"] < 1.0:
-        return None
-    hopeful = [r for r in candidates if r["objective_ratio"] < 1.0 and r["lost_share"] <= limit
-               and not r["keeps_successes"]]
+    status = STATUS_THIN if recommended is base else 0
+    hopeful = [r for r in candidates
+               if r["objective_ratio"] < recommended["objective_ratio"] - 1e-9
+               and r["lost_share"] <= limit and not r["keeps_successes"]]
     if not hopeful:
         return None
     needs = [(runs_to_decide(r["runs"], r["lost_share"], r["lost_high"], limit), r)
              for r in hopeful]
     decidable = [(n, r) for n, r in needs if n is not None]
     if decidable:
-        n, r = min(decidable, key=lambda nr: nr[0])
+        n, r = min(decidable, key=lambda nr: (nr[0], nr[1]["objective_ratio"]))
         forecast = r["method"] == "forecast"
         which = "simulated runs (--forecast-runs)" if forecast else "runs like these"
         return Thin(f"too few runs to tell: {r['setting']} ({r['method']}) loses "
                     f"{pct_interval(r['lost_share'], r['lost_low'], r['lost_high'])} of "
                     f"{r['base_successes']:,} {'simulated' if forecast else 'recorded'} "
                     f"successes, within the {100 * limit:g}% allowed but not surely; about "
-                    f"{n:,} {which} would decide (80% power), against {r['runs']:,} now", n)
+                    f"{n:,} {which} would decide (80% power), against {r['runs']:,} now",
+                    n, r, status)
+    r = min(hopeful, key=lambda row: row["objective_ratio"])
     return Thin("too few runs to tell: every cheaper setting's loss of successes is "
-                "at its limit, which more runs cannot decide")
+                "at its limit, which more runs cannot decide", None, r, status)
