@@ -113,10 +113,19 @@ def cut(source: Path, out: Path, run_ids: list[str]) -> Path:
 
 @pytest.mark.parametrize("size", [1, 2, 10, 100])
 def test_tau2_cuts_of_1_2_10_and_100_runs_exit_0_or_3(tau2, size, tmp_path, capsys):
-    """The first ``size`` runs of tau2-bench, and ``size`` runs taken from the
-    end (other models, other domains): exit 0 or 3 each."""
-    ids = pq.read_table(tau2 / "runs.parquet", columns=["run_id"]).column("run_id").to_pylist()
+    """The first ``size`` runs of tau2-bench whose calls all record usage, and
+    ``size`` such runs taken from the end (other models, other domains): exit
+    0 or 3 each; ``size`` runs none of whose calls record usage: exit 2, saying
+    so (no run can be replayed)."""
+    runs = pq.read_table(tau2 / "runs.parquet", columns=["run_id"]).column("run_id").to_pylist()
+    calls = pq.read_table(tau2 / "calls.parquet", columns=["run_id", "input_tokens"])
+    unknown = set(pc.filter(calls.column("run_id"),
+                            pc.is_null(calls.column("input_tokens"))).to_pylist())
+    ids = [r for r in runs if r not in unknown]
     for name, chosen in (("head", ids[:size]), ("tail", ids[-size:])):
         folder = cut(tau2, tmp_path / name, chosen)
         status, printed = _tune(folder, tmp_path / f"{name}_out", capsys)
         assert status in (0, 3), (name, printed)
+    folder = cut(tau2, tmp_path / "unknown", [r for r in runs if r in unknown][:size])
+    status, printed = _tune(folder, tmp_path / "unknown_out", capsys)
+    assert status == 2 and "per-call usage absent" in printed, printed

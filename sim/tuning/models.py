@@ -47,10 +47,13 @@ class ModelSplit:
 def split_by_model(folder: str | os.PathLike[str], conditions: Sequence[Condition] = ()
                    ) -> ModelSplit:
     """The test of the module docstring on the runs of ``folder`` that
-    ``conditions`` select."""
+    ``conditions`` select and that a replay can use (every call's usage
+    recorded: :func:`~sim.drivers.replay.tables.without_unknown_usage`), so a
+    model whose runs all lack usage gets no search of its own."""
+    from sim.drivers.replay.tables import without_unknown_usage
     from sim.traces.reading import load_tables
 
-    runs, _ = load_tables(folder)
+    runs, _, _ = without_unknown_usage(*load_tables(folder))
     columns = ["model", "steps", "input_tokens", "cache_read_tokens", "cache_write_tokens",
                *(c.column for c in conditions if c.column in runs.column_names)]
     frame = runs.select(list(dict.fromkeys(columns))).to_pandas()
