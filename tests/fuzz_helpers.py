@@ -43,3 +43,23 @@ def outcome_of_text(name: str, text: str) -> tuple[str, str]:
         return run_case(work / "in", work, TIMEOUT_S)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def check_mutations(fmt: str, sample: Any, tmp_path: Path) -> None:
+    """``sample`` (a valid document of the fuzzer's format ``fmt``) imports
+    cleanly, and 16 of its mutations each import (exit 0, tables every reader
+    accepts) or are refused (exit 2 with a message): never a traceback or a
+    hang."""
+    from hypothesis import HealthCheck, given, settings
+
+    assert run_case(write_case(tmp_path, fmt, sample, [], False), tmp_path,
+                    TIMEOUT_S) == ("ok", "")
+
+    @settings(max_examples=16, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(picks=MUTATIONS)
+    def check(picks: list) -> None:
+        outcome, detail = outcome_of_sample(fmt, sample, picks)
+        assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
+
+    check()

@@ -10,13 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
-from benchmarks.fuzz_traces import run_case, write_case
 from sim.traces import import_traces, read_traces
 from sim.traces.harbor import detect, run
 from sim.traces.model import DERIVED, ESTIMATED, TOKEN_COLUMNS, UNKNOWN
-from tests.fuzz_helpers import MUTATIONS, outcome_of_sample
+from tests.fuzz_helpers import check_mutations
 
 T = "2025-10-11T10:30:0"
 
@@ -362,26 +360,17 @@ def test_importing_a_harbor_job_folder_reads_trajectories_with_results_as_compan
     assert by_id.loc["build__XyZ9", "cost_usd"] == pytest.approx(0.004)
 
 
-
 SAMPLES = {"harbor-claude-code": claude_trajectory(),
            "harbor-terminus": terminus_trajectory()}
 """Valid files of the format, for the fuzzer's mutations."""
+
+
 @pytest.mark.parametrize("fmt", sorted(SAMPLES))
 def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Path):
     """The fuzzer's mutations (values replaced, swapped, deleted) of a valid
     file: the CLI exits 0 with tables every reader accepts, or 2 with a
     message; never a traceback or a hang. The file itself imports cleanly."""
-    assert run_case(write_case(tmp_path, fmt, SAMPLES[fmt], [], False), tmp_path,
-                    20.0) == ("ok", "")
-
-    @settings(max_examples=16, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(picks=MUTATIONS)
-    def check(picks):
-        outcome, detail = outcome_of_sample(fmt, SAMPLES[fmt], picks)
-        assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
-
-    check()
+    check_mutations(fmt, SAMPLES[fmt], tmp_path)
 
 
 def test_the_claude_code_session_harbor_converted_is_skipped_as_its_duplicate(tmp_path):

@@ -10,14 +10,12 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
-from benchmarks.fuzz_traces import run_case, write_case
 from sim.traces import import_traces, read_traces
 from sim.traces.model import DERIVED, TOKEN_COLUMNS, UNKNOWN
 from sim.traces.openhands import detect, runs
 from sim.traces.skips import NO_TRAJECTORY, Skip
-from tests.fuzz_helpers import MUTATIONS, outcome_of_sample
+from tests.fuzz_helpers import check_mutations
 
 T0 = "2025-03-01T10:00:0"
 
@@ -401,27 +399,18 @@ def test_a_sessions_event_store_is_one_run_with_its_pages_and_metadata_as_compan
     assert table["input_tokens"].iloc[0] == 1600
 
 
-
 SAMPLES = json.loads(json.dumps({"openhands-events": history(),
                                  "openhands-output": output_line("x")}))
 """Valid files of the format, for the fuzzer's mutations (through JSON, so
 that no two places share one object a swap could make into a cycle)."""
+
+
 @pytest.mark.parametrize("fmt", sorted(SAMPLES))
 def test_mutated_files_import_or_are_refused_never_a_traceback(fmt, tmp_path: Path):
     """The fuzzer's mutations (values replaced, swapped, deleted) of a valid
     file: the CLI exits 0 with tables every reader accepts, or 2 with a
     message; never a traceback or a hang. The file itself imports cleanly."""
-    assert run_case(write_case(tmp_path, fmt, SAMPLES[fmt], [], False), tmp_path,
-                    20.0) == ("ok", "")
-
-    @settings(max_examples=16, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(picks=MUTATIONS)
-    def check(picks):
-        outcome, detail = outcome_of_sample(fmt, SAMPLES[fmt], picks)
-        assert outcome in ("ok", "refused"), f"{outcome}: {detail}"
-
-    check()
+    check_mutations(fmt, SAMPLES[fmt], tmp_path)
 
 
 def test_a_session_inside_a_harbor_trial_is_left_to_its_atif_trajectory(tmp_path: Path):
