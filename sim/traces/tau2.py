@@ -174,7 +174,6 @@ class _Conversation:
         self.replies: list[list[str | None]] = []  # per call, the user's texts after it
         self.pending: dict[str, tuple[ToolCallRecord, datetime | None]] = {}
         self.previous: datetime | None = start
-        self.missing = 0
 
     def read(self, position: int, message: dict) -> None:
         """Take one message: a call, a tool's answer or the user's reply."""
@@ -192,10 +191,9 @@ class _Conversation:
         self.previous = moment or self.previous
 
     def _assistant(self, position: int, message: dict, moment: datetime | None) -> None:
-        if not message.get("usage"):
-            if not (position > 0 or message.get("raw_data")):
-                return  # tau2's scripted greeting: no request was made
-            self.missing += 1  # a call whose usage is not recorded: kept, counts unknown
+        if not message.get("usage") and position == 0 and not message.get("raw_data"):
+            return  # tau2's scripted greeting: no request was made
+        # any other message without usage is a call whose counts are unknown (_call)
         call = _call(message, position, self.start, self.previous, moment, self.model,
                      self.notes, self.apart)
         self.calls.append(call)
