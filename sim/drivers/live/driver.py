@@ -186,16 +186,17 @@ class LiveDriver:
                 except StopIteration as stop:
                     final: HarnessState = stop.value
                     break
-                result = await answer[type(effect)](self, effect, self._now())
+                result = await answer[type(effect)](self, effect, self.elapsed_s())
         finally:
             self._loop = self._event = None
             self._params = self._state = None
-        end = self._now()
+        end = self.elapsed_s()
         for listener in self.listeners:
             listener.run_end(final, end)
         return final
 
-    def _now(self) -> float:
+    def elapsed_s(self) -> float:
+        """Seconds of wall clock since the run started (time.monotonic)."""
         return time.monotonic() - self._start
 
     # ------------------------------------------- effects (the engines' table)
@@ -210,7 +211,7 @@ class LiveDriver:
                                                                     params.model_timeout_s))
         if not isinstance(answer, Answer):  # cancelled
             answer = Answer(answer)
-        end = self._now()
+        end = self.elapsed_s()
         for listener in self.listeners:
             listener.model_call(request, answer, now, end)
         return answer.result
@@ -220,7 +221,7 @@ class LiveDriver:
         call = request.call
         result = await self._unless_cancelled(request, run_tool(
             self.toolbox.get(call.name), call.name, call.input, self.context, request.timeout_s))
-        end = self._now()
+        end = self.elapsed_s()
         for listener in self.listeners:
             listener.tool_call(request, result, now, end)
         return result  # type: ignore[no-any-return]
@@ -251,7 +252,7 @@ class LiveDriver:
         aborted (a stream closed, a command killed), the run's abort flag set
         and the effect answered as cancelled
         (:attr:`sim.engines.perform.EffectKind.cancelled`)."""
-        start = self._now()
+        start = self.elapsed_s()
         task = asyncio.ensure_future(work)
         stop = asyncio.ensure_future(self._event.wait())  # type: ignore[union-attr]
         try:
@@ -265,7 +266,7 @@ class LiveDriver:
             await task
         assert self._state is not None
         request_abort(self._state)
-        return EFFECTS[type(effect)].cancelled(self._now() - start)
+        return EFFECTS[type(effect)].cancelled(self.elapsed_s() - start)
 
     async def _sleep(self, seconds: float) -> None:
         """A backoff wait: never longer than the harness's longest wait
