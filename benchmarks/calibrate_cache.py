@@ -21,7 +21,8 @@ Recorded $0 costs are priced as calibration prices them
   from the forecast's own costs); the p95 and p99 cost of the forecast
   against the held-out quantile's 95% bootstrap interval; the largest
   held-out cost by its rank: ``P(max of n forecast draws >= observed max)``
-  (n the held-out runs), inside (2.5%, 97.5%) when the tail matches;
+  (n the held-out runs), inside (2.5%, 97.5%) when the tail matches; the
+  same for output tokens per run (the output-length tail's share of it);
 - the runs stopped by a money limit: forecast runs whose run ended on the
   money budget, and held-out runs as costly as the fitted limit.
 """
@@ -51,7 +52,7 @@ BINS = ((1, 1), (2, 5), (6, 10), (11, 20), (21, 10**9))
 
 def simulate(doc: dict, tasks: int, seed: int) -> list[tuple]:
     """``(model, prompt, cache read, cost, [(call n, prompt, read)], stopped by
-    the money budget)`` per simulated run."""
+    the money budget, output tokens)`` per simulated run."""
     scenario = validate({**doc, "tasks": tasks, "seed": seed}, "fold")
     cell = build_cell(cells_of(scenario)[0])
     pool = StreamPool()
@@ -61,7 +62,8 @@ def simulate(doc: dict, tasks: int, seed: int) -> list[tuple]:
         model = task.world.model or doc["harness"]["model"]
         calls = [(n + 1, c.prompt_tokens, c.cache_read_tokens) for n, c in enumerate(task.log)]
         out.append((model, float(record.prompt_tokens), float(record.cache_read_tokens),
-                    float(record.cost_usd), calls, "money" in record.reason))
+                    float(record.cost_usd), calls, "money" in record.reason,
+                    float(record.output_tokens)))
     return out
 
 
@@ -74,11 +76,11 @@ def real_runs(traces, ids) -> list[tuple[str, float, float, float, list]]:
                                     calls["prompt"], calls["cache_read_tokens"], strict=True):
         by_run[run].append((int(n), float(prompt), float(read)))
     out = []
-    for run, model, cost in zip(sub.runs["run_id"], sub.runs["model"], sub.runs["cost"],
-                                strict=True):
+    for run, model, cost, output in zip(sub.runs["run_id"], sub.runs["model"],
+                                        sub.runs["cost"], sub.runs["output"], strict=True):
         c = by_run.get(run, [])
         out.append((str(model), sum(p for _, p, _ in c), sum(r for _, _, r in c), float(cost),
-                    c, False))
+                    c, False, float(output)))
     return out
 
 
@@ -97,7 +99,7 @@ def per_model(rows) -> dict[str, tuple[float, float, float]]:
 def by_bin(rows) -> dict[str, list[float]]:
     """model -> token-weighted read share per call bin."""
     acc: dict[str, np.ndarray] = defaultdict(lambda: np.zeros((len(BINS), 2)))
-    for model, _, _, _, calls, _ in rows:
+    for model, _, _, _, calls, *_ in rows:
         for n, prompt, read in calls:
             for b, (lo, hi) in enumerate(BINS):
                 if lo <= n <= hi:
@@ -145,21 +147,24 @@ def ks_null(sim: np.ndarray, n: int, rng: np.random.Generator, reps: int = 400) 
                               .statistic for _ in range(reps)], 0.95))
 
 
-def tail_line(label: str, real: np.ndarray, sim: np.ndarray, rng: np.random.Generator) -> str:
-    """One fold's (or the pool's) cost-tail figures (see the module docstring)."""
+def tail_line(label: str, real: np.ndarray, sim: np.ndarray, rng: np.random.Generator,
+              digits: int = 3) -> str:
+    """One fold's (or the pool's) tail figures of a per-run value (see the module
+    docstring), printed to ``digits`` decimals."""
     ks = float(stats.ks_2samp(real, sim).statistic)
     crit = ks_null(sim, real.size, rng)
+    d = digits
     parts = [f"{label:<6} n {real.size:>4}  KS {ks:.3f} (perfect 95th {crit:.3f}: "
              f"{'within' if ks <= crit else 'beyond'})"]
     for q in (0.95, 0.99):
         v, lo, hi = interval(real, q, rng)
         f = float(np.quantile(sim, q))
-        parts.append(f"p{round(q * 100)} {v:.3f} [{lo:.3f}, {hi:.3f}] forecast {f:.3f} "
+        parts.append(f"p{round(q * 100)} {v:.{d}f} [{lo:.{d}f}, {hi:.{d}f}] forecast {f:.{d}f} "
                      f"({'in' if lo <= f <= hi else 'OUT'})")
     top = float(real.max())
     below = float((sim < top).mean())
     p_max = 1.0 - below ** real.size
-    parts.append(f"max {top:.3f}, forecast max {sim.max():.3f}, P(max of {real.size} "
+    parts.append(f"max {top:.{d}f}, forecast max {sim.max():.{d}f}, P(max of {real.size} "
                  f"forecast >= it) {p_max:.3f} ({'in' if 0.025 < p_max < 0.975 else 'OUT'})")
     return "  ".join(parts)
 
@@ -219,6 +224,12 @@ def main() -> None:
     for fold, (held, sim) in enumerate(per_fold):
         print("  " + tail_line(f"fold {fold}", costs(held), costs(sim), rng))
     print("  " + tail_line("all", costs(real_all), costs(sim_all), rng))
+    print("per-run output tokens (held-out vs forecast):")
+    for fold, (held, sim) in enumerate(per_fold):
+        print("  " + tail_line(f"fold {fold}", np.array([r[6] for r in held]),
+                               np.array([r[6] for r in sim]), rng, 0))
+    print("  " + tail_line("all", np.array([r[6] for r in real_all]),
+                           np.array([r[6] for r in sim_all]), rng, 0))
     for fold, (limit, stopped, m, reached, n) in enumerate(money):
         print(f"  fold {fold}: money limit {limit}: {stopped} of {m} forecast runs stopped by "
               f"it ({stopped / m:.1%}); {reached} of {n} held-out runs cost as much")
