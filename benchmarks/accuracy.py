@@ -2,6 +2,7 @@
 
     python -m benchmarks.accuracy [--folds 5] [--seed 0] [--tasks 700] [--workers 1]
         [--tau2 DIR] [--out accuracy.md] [--tau2-scenario scenarios/tau2.yaml]
+        [--tau2-report reports/examples/tau2_calibration]
 
 Calibrates (``sim.calibration.pipeline.calibrate``, default options: k-fold
 cross-validation, structure chosen by cross-validated loss, the ladder of
@@ -21,7 +22,8 @@ sampling floor (the other folds' runs taken as the forecast) and their ratio
 (:mod:`sim.calibration.accuracy`), then each set's verdict, its power against
 a 10% shift and the time taken. ``--out`` also writes the table as Markdown;
 ``--tau2-scenario`` writes tau2's fitted scenario (named ``tau2``, with the
-provenance header calibration writes), as ``python -m sim calibrate`` would.
+provenance header calibration writes) and ``--tau2-report`` its calibration
+report, as ``python -m sim calibrate`` would.
 
 Long (minutes per trace set): a benchmark, not a test.
 """
@@ -61,11 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["tau2", "sim"], help="one trace set")
     parser.add_argument("--out", help="also write the table (Markdown) here")
     parser.add_argument("--tau2-scenario", help="also write tau2's fitted scenario here")
+    parser.add_argument("--tau2-report", help="also write tau2's calibration report here")
     args = parser.parse_args(argv)
 
     from sim.calibration import accuracy
     from sim.calibration.pipeline import calibrate
-    from sim.calibration.report import write_scenario
+    from sim.calibration.report import write_report, write_scenario
     from sim.cli import main as sim_main
 
     sets: dict[str, Path] = {}
@@ -86,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         took = time.monotonic() - began
         if name == "tau2" and args.tau2_scenario:
             write_scenario(args.tau2_scenario, c.yaml_text())
+        if name == "tau2" and args.tau2_report:
+            write_report(args.tau2_report, c)
         tables[f"{name} ({c.real.n} runs)"] = accuracy.rows(c)
         power = c.power()
         shifted = ", ".join(f"{k} {v:.0%}" for k, v in power["at_shift"].items())

@@ -12,7 +12,8 @@ Recorded $0 costs are priced as calibration prices them
   tokens) and dollars per million prompt tokens, the forecast's relative
   error, and the held-out figure's 95% bootstrap interval (runs resampled,
   as a relative half-width). The bar is 3%: a model whose interval is wider
-  than 3% is "not enough runs to tell" (neither a pass nor a miss), else it
+  than 3% (or with fewer than 10 held-out runs) is "not enough runs to tell"
+  (neither a pass nor a miss), else it
   passes when the error is within 3%. Then, by call index bin, the
   token-weighted read share (calls 1, 2-5, 6-10, 11-20, 21+);
 - **per fold** (and all folds pooled): the per-run cost KS distance between
@@ -21,10 +22,36 @@ Recorded $0 costs are priced as calibration prices them
   from the forecast's own costs); the p95 and p99 cost of the forecast
   against the held-out quantile's 95% bootstrap interval; the largest
   held-out cost by its rank: ``P(max of n forecast draws >= observed max)``
-  (n the held-out runs), inside (2.5%, 97.5%) when the tail matches; the
+  (n the held-out runs; within 0.1% counts as reaching it), inside (2.5%,
+  97.5%) when the tail matches, or both at one limit (a budget that caps
+  both: the two maxima within 0.1%); the
   same for output tokens per run (the output-length tail's share of it);
 - the runs stopped by a money limit: forecast runs whose run ended on the
   money budget, and held-out runs as costly as the fitted limit.
+
+Measured on the shipped tau2 runs (``python -m sim traces import
+/work/shared/data/traces/tau2/raw``: 963 runs, 697 with usage and a cost),
+5 folds, seed 0, hits partially pooled within a provider family:
+
+- read share / dollars per million prompt tokens, forecast against held-out:
+  claude-opus-4-6 (223 runs) -1.8% / +1.6%, intervals +/-15% and +/-11% (hits
+  cluster by run: 57% of its runs are cached): not enough runs to tell at 3%;
+  deepseek-chat (35) +0.1% (interval +/-0.6%: within) / -0.2% (+/-4%);
+  claude-sonnet-4-6 (10, 3 cached) -13.9% / +3.8% (+/-100%, +/-39%; it was
+  -25.9% / +8.5% fitted alone); the uncached models' $/M within 2.2%
+  (gpt-4.1 and claude-sonnet-4-5 within, intervals under 3%);
+- per-run cost KS within a perfect model's 95th percentile in 4 of 5 folds
+  (fold 2: 0.132 against 0.119) and pooled (0.024 against 0.057);
+- p95 cost inside the held-out interval pooled (0.480 in [0.425, 0.522]) and
+  in 2 of 5 folds (folds 0 and 1 high, fold 4 low); p99 pooled 0.870 in
+  [0.617, 0.938], in 3 of 5 folds; the held-out max by its rank inside
+  (2.5%, 97.5%) pooled (0.33) and in 4 of 5 folds (fold 2's 1.97, a run of
+  opus's, beyond every forecast);
+- output tokens per run: pooled KS 0.047 (perfect 95th 0.056), p95 and p99
+  inside their intervals, the max's rank 0.75: the output tail matches; the
+  forecast's cost tail comes from long uncached opus runs' prompts;
+- no money limit is fitted (none stated or reached in the traces): no run
+  stopped by one.
 """
 
 from __future__ import annotations
@@ -48,6 +75,9 @@ from sim.world.call_log import RecordingTask
 from sim.world.streams import StreamPool
 
 BINS = ((1, 1), (2, 5), (6, 10), (11, 20), (21, 10**9))
+TIE = 0.001
+"""Values within this share of the held-out max count as reaching it (a limit
+both the runs and the forecast stop at, priced a hair apart)."""
 
 
 def simulate(doc: dict, tasks: int, seed: int) -> list[tuple]:
@@ -130,12 +160,17 @@ def ratio_interval(rows, column: int, rng: np.random.Generator, boots: int = 200
                                                              - 1)
 
 
-def verdict(error: float, low: float, high: float, bar: float = 0.03) -> str:
+MIN_RUNS = 10
+"""Fewer held-out runs than this: a bootstrap interval is not trusted."""
+
+
+def verdict(error: float, low: float, high: float, runs: int, bar: float = 0.03) -> str:
     """"not enough runs to tell" when the interval is wider than ``bar`` on either
-    side, else "within" or "miss" by ``|error| <= bar``."""
+    side or there are fewer than :data:`MIN_RUNS` ``runs``, else "within" or
+    "miss" by ``|error| <= bar``."""
     if math.isnan(error) or math.isnan(low):
         return "-"
-    if max(-low, high) > bar:
+    if max(-low, high) > bar or runs < MIN_RUNS:
         return "not enough runs to tell"
     return "within" if abs(error) <= bar else "miss"
 
@@ -162,10 +197,13 @@ def tail_line(label: str, real: np.ndarray, sim: np.ndarray, rng: np.random.Gene
         parts.append(f"p{round(q * 100)} {v:.{d}f} [{lo:.{d}f}, {hi:.{d}f}] forecast {f:.{d}f} "
                      f"({'in' if lo <= f <= hi else 'OUT'})")
     top = float(real.max())
-    below = float((sim < top).mean())
+    below = float((sim < top * (1 - TIE)).mean())
     p_max = 1.0 - below ** real.size
+    at_limit = abs(float(sim.max()) - top) <= TIE * top
     parts.append(f"max {top:.{d}f}, forecast max {sim.max():.{d}f}, P(max of {real.size} "
-                 f"forecast >= it) {p_max:.3f} ({'in' if 0.025 < p_max < 0.975 else 'OUT'})")
+                 f"forecast >= it) {p_max:.3f} ("
+                 + ("in" if 0.025 < p_max < 0.975 else "both at one limit" if at_limit
+                    else "OUT") + ")")
     return "  ".join(parts)
 
 
@@ -208,7 +246,7 @@ def main() -> None:
             err = s[k] / r[k] - 1 if r[k] else float("nan")
             lo, hi = ratio_interval(rows, col, rng)
             cells.append(f"{r[k]:>7.3f} {s[k]:>7.3f} {err:>+7.1%} [{lo:+.1%}, {hi:+.1%}] "
-                         f"{verdict(err, lo, hi)}")
+                         f"{verdict(err, lo, hi, len(rows))}")
         print(f"{model[:40]:<40} {len(rows):>5}  " + "  |  ".join(cells))
         if r[1] > 0:
             print("    by call bin (real / forecast): " + "  ".join(
