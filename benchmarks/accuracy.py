@@ -1,7 +1,8 @@
 """The forecast's accuracy against the sampling floor, per agent and question.
 
     python -m benchmarks.accuracy [--folds 5] [--seed 0] [--tasks 700] [--workers 1]
-        [--tau2 DIR] [--out accuracy.md]
+        [--tau2 DIR] [--out accuracy.md] [--tau2-scenario scenarios/tau2.yaml]
+        [--tau2-report reports/examples/tau2_calibration]
 
 Calibrates (``sim.calibration.pipeline.calibrate``, default options: k-fold
 cross-validation, structure chosen by cross-validated loss, the ladder of
@@ -19,7 +20,10 @@ dollars saved over the ladder's budgets; per-run KS of steps, prompt tokens,
 output tokens and cost), the forecast's mean error on held-out runs beside the
 sampling floor (the other folds' runs taken as the forecast) and their ratio
 (:mod:`sim.calibration.accuracy`), then each set's verdict, its power against
-a 10% shift and the time taken. ``--out`` also writes the table as Markdown.
+a 10% shift and the time taken. ``--out`` also writes the table as Markdown;
+``--tau2-scenario`` writes tau2's fitted scenario (named ``tau2``, with the
+provenance header calibration writes) and ``--tau2-report`` its calibration
+report, as ``python -m sim calibrate`` would.
 
 Long (minutes per trace set): a benchmark, not a test.
 """
@@ -58,10 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--only", choices=["tau2", "sim"], help="one trace set")
     parser.add_argument("--out", help="also write the table (Markdown) here")
+    parser.add_argument("--tau2-scenario", help="also write tau2's fitted scenario here")
+    parser.add_argument("--tau2-report", help="also write tau2's calibration report here")
     args = parser.parse_args(argv)
 
     from sim.calibration import accuracy
     from sim.calibration.pipeline import calibrate
+    from sim.calibration.report import write_report, write_scenario
     from sim.cli import main as sim_main
 
     sets: dict[str, Path] = {}
@@ -78,8 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, folder in sets.items():
         began = time.monotonic()
         c = calibrate(folder, folds=args.folds, seed=args.seed, workers=args.workers,
-                      progress=True)
+                      progress=True, name="tau2" if name == "tau2" else "calibrated")
         took = time.monotonic() - began
+        if name == "tau2" and args.tau2_scenario:
+            write_scenario(args.tau2_scenario, c.yaml_text())
+        if name == "tau2" and args.tau2_report:
+            write_report(args.tau2_report, c)
         tables[f"{name} ({c.real.n} runs)"] = accuracy.rows(c)
         power = c.power()
         shifted = ", ".join(f"{k} {v:.0%}" for k, v in power["at_shift"].items())

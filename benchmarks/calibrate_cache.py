@@ -1,35 +1,57 @@
-"""How well a calibrated world forecasts what caching does to cost, per model,
-on runs it did not see (issue 38): ``python benchmarks/calibrate_cache.py TRACES``.
+"""The done-when figures of issue 38 on runs a calibrated world did not see,
+per model and per fold: ``python -m benchmarks.calibrate_cache TRACES``.
 
 The trace folder's runs are dealt into k folds as ``python -m sim calibrate``
 deals them (one class per model); each fold's world is fitted on the other
-folds and simulated (the direct engine, 5 simulated runs per held-out run),
-and per model it prints, for the held-out runs and their forecast:
-
-- the token-weighted cache-read share (cache-read tokens / prompt tokens);
-- dollars per million prompt tokens (the runs' cost / their prompt tokens);
-- by call index bin, the token-weighted read share (calls 1, 2-5, 6-10,
-  11-20, 21+), pooled over the folds;
-
-and over all models the per-run cost KS distance (pooled held-out runs
-against the pooled forecasts) with the two-sample 5% critical value, and the
-p95 and p99 cost with their bootstrap 95% intervals over held-out runs.
+folds and simulated (the direct engine, 5 simulated runs per held-out run).
 Recorded $0 costs are priced as calibration prices them
-(:mod:`sim.calibration.costs`).
+(:mod:`sim.calibration.costs`). It prints:
+
+- **per model** (pooled over the folds), for the held-out runs and their
+  forecast: the token-weighted cache-read share (cache-read tokens / prompt
+  tokens) and dollars per million prompt tokens, the forecast's relative
+  error, and the held-out figure's 95% bootstrap interval (runs resampled,
+  as a relative half-width). The bar is 3%: a model whose interval is wider
+  than 3% (or with fewer than 10 held-out runs) is "not enough runs to tell"
+  (neither a pass nor a miss), else it
+  passes when the error is within 3%. Then, by call index bin, the
+  token-weighted read share (calls 1, 2-5, 6-10, 11-20, 21+);
+- **per fold** (and all folds pooled): the per-run cost KS distance between
+  the held-out runs and the forecast against a perfect model's 95th
+  percentile (400 pairs of samples of the held-out and forecast sizes drawn
+  from the forecast's own costs); the p95 and p99 cost of the forecast
+  against the held-out quantile's 95% bootstrap interval; the largest
+  held-out cost by its rank: ``P(max of n forecast draws >= observed max)``
+  (n the held-out runs; within 0.1% counts as reaching it), inside (2.5%,
+  97.5%) when the tail matches, or both at one limit (a budget that caps
+  both: the two maxima within 0.1%); the
+  same for output tokens per run (the output-length tail's share of it);
+- the runs stopped by a money limit: forecast runs whose run ended on the
+  money budget, and held-out runs as costly as the fitted limit.
 
 Measured on the shipped tau2 runs (``python -m sim traces import
-/work/shared/data/traces/tau2/raw``: 700 runs), 5 folds, seed 0, before
-(i.i.d. per-call read shares) and after (``cache.hits`` with ``run_share``,
-``tokens.by_step``); read share and dollars per million prompt tokens of the
-forecast against the held-out runs:
+/work/shared/data/traces/tau2/raw``: 963 runs, 697 with usage and a cost),
+5 folds, seed 0, hits partially pooled within a provider family:
 
-- claude-opus-4-6 (223 runs): -0.5% / +1.6% before, -1.6% / +1.5% after;
-- deepseek-chat (35 runs): -0.2% / -1.4% before, +0.1% / -0.2% after;
-- claude-sonnet-4-6 (10 runs, 3 of them cached): -100% / +38.1% before (fitted
-  as uncached), -25.8% / +8.4% after;
-- per-run cost KS 0.048 before, 0.023 after (critical 0.056); p95 cost 0.412
-  before, outside the held-out interval [0.425, 0.522], 0.480 after, inside;
-  p99 0.692 and 0.870, both inside [0.617, 0.939].
+- read share / dollars per million prompt tokens, forecast against held-out:
+  claude-opus-4-6 (223 runs) -1.8% / +1.6%, intervals +/-15% and +/-11% (hits
+  cluster by run: 57% of its runs are cached): not enough runs to tell at 3%;
+  deepseek-chat (35) +0.1% (interval +/-0.6%: within) / -0.2% (+/-4%);
+  claude-sonnet-4-6 (10, 3 cached) -13.9% / +3.8% (+/-100%, +/-39%; it was
+  -25.9% / +8.5% fitted alone); the uncached models' $/M within 2.2%
+  (gpt-4.1 and claude-sonnet-4-5 within, intervals under 3%);
+- per-run cost KS within a perfect model's 95th percentile in 4 of 5 folds
+  (fold 2: 0.132 against 0.119) and pooled (0.024 against 0.057);
+- p95 cost inside the held-out interval pooled (0.480 in [0.425, 0.522]) and
+  in 2 of 5 folds (folds 0 and 1 high, fold 4 low); p99 pooled 0.870 in
+  [0.617, 0.938], in 3 of 5 folds; the held-out max by its rank inside
+  (2.5%, 97.5%) pooled (0.33) and in 4 of 5 folds (fold 2's 1.97, a run of
+  opus's, beyond every forecast);
+- output tokens per run: pooled KS 0.047 (perfect 95th 0.056), p95 and p99
+  inside their intervals, the max's rank 0.75: the output tail matches; the
+  forecast's cost tail comes from long uncached opus runs' prompts;
+- no money limit is fitted (none stated or reached in the traces): no run
+  stopped by one.
 """
 
 from __future__ import annotations
@@ -53,10 +75,14 @@ from sim.world.call_log import RecordingTask
 from sim.world.streams import StreamPool
 
 BINS = ((1, 1), (2, 5), (6, 10), (11, 20), (21, 10**9))
+TIE = 0.001
+"""Values within this share of the held-out max count as reaching it (a limit
+both the runs and the forecast stop at, priced a hair apart)."""
 
 
-def simulate(doc: dict, tasks: int, seed: int) -> list[tuple[str, float, float, float, list]]:
-    """``(model, prompt, cache read, cost, [(call n, prompt, read)])`` per simulated run."""
+def simulate(doc: dict, tasks: int, seed: int) -> list[tuple]:
+    """``(model, prompt, cache read, cost, [(call n, prompt, read)], stopped by
+    the money budget, output tokens)`` per simulated run."""
     scenario = validate({**doc, "tasks": tasks, "seed": seed}, "fold")
     cell = build_cell(cells_of(scenario)[0])
     pool = StreamPool()
@@ -66,7 +92,8 @@ def simulate(doc: dict, tasks: int, seed: int) -> list[tuple[str, float, float, 
         model = task.world.model or doc["harness"]["model"]
         calls = [(n + 1, c.prompt_tokens, c.cache_read_tokens) for n, c in enumerate(task.log)]
         out.append((model, float(record.prompt_tokens), float(record.cache_read_tokens),
-                    float(record.cost_usd), calls))
+                    float(record.cost_usd), calls, "money" in record.reason,
+                    float(record.output_tokens)))
     return out
 
 
@@ -79,18 +106,18 @@ def real_runs(traces, ids) -> list[tuple[str, float, float, float, list]]:
                                     calls["prompt"], calls["cache_read_tokens"], strict=True):
         by_run[run].append((int(n), float(prompt), float(read)))
     out = []
-    for run, model, cost in zip(sub.runs["run_id"], sub.runs["model"], sub.runs["cost"],
-                                strict=True):
+    for run, model, cost, output in zip(sub.runs["run_id"], sub.runs["model"],
+                                        sub.runs["cost"], sub.runs["output"], strict=True):
         c = by_run.get(run, [])
         out.append((str(model), sum(p for _, p, _ in c), sum(r for _, _, r in c), float(cost),
-                    c))
+                    c, False, float(output)))
     return out
 
 
 def per_model(rows) -> dict[str, tuple[float, float, float]]:
     """model -> (prompt tokens, read share, USD per million prompt tokens)."""
     acc: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for model, prompt, read, cost, _ in rows:
+    for model, prompt, read, cost, *_ in rows:
         a = acc[model]
         a[0] += prompt
         a[1] += read
@@ -102,7 +129,7 @@ def per_model(rows) -> dict[str, tuple[float, float, float]]:
 def by_bin(rows) -> dict[str, list[float]]:
     """model -> token-weighted read share per call bin."""
     acc: dict[str, np.ndarray] = defaultdict(lambda: np.zeros((len(BINS), 2)))
-    for model, _, _, _, calls in rows:
+    for model, _, _, _, calls, *_ in rows:
         for n, prompt, read in calls:
             for b, (lo, hi) in enumerate(BINS):
                 if lo <= n <= hi:
@@ -118,6 +145,68 @@ def interval(x: np.ndarray, q: float, rng: np.random.Generator) -> tuple[float, 
         np.quantile(boot, 0.975))
 
 
+def ratio_interval(rows, column: int, rng: np.random.Generator, boots: int = 2000
+                   ) -> tuple[float, float]:
+    """The 95% bootstrap interval (runs resampled) of ``sum(column) / sum(prompt)``
+    over ``rows``, relative to its value: ``(low, high)`` as ratios - 1."""
+    prompt = np.array([r[1] for r in rows])
+    value = np.array([0.0 if math.isnan(r[column]) else r[column] for r in rows])
+    whole = value.sum() / max(prompt.sum(), 1.0)
+    if whole == 0:
+        return float("nan"), float("nan")
+    pick = rng.integers(0, len(rows), size=(boots, len(rows)))
+    boot = value[pick].sum(axis=1) / np.maximum(prompt[pick].sum(axis=1), 1.0)
+    return float(np.quantile(boot, 0.025) / whole - 1), float(np.quantile(boot, 0.975) / whole
+                                                             - 1)
+
+
+MIN_RUNS = 10
+"""Fewer held-out runs than this: a bootstrap interval is not trusted."""
+
+
+def verdict(error: float, low: float, high: float, runs: int, bar: float = 0.03) -> str:
+    """"not enough runs to tell" when the interval is wider than ``bar`` on either
+    side or there are fewer than :data:`MIN_RUNS` ``runs``, else "within" or
+    "miss" by ``|error| <= bar``."""
+    if math.isnan(error) or math.isnan(low):
+        return "-"
+    if max(-low, high) > bar or runs < MIN_RUNS:
+        return "not enough runs to tell"
+    return "within" if abs(error) <= bar else "miss"
+
+
+def ks_null(sim: np.ndarray, n: int, rng: np.random.Generator, reps: int = 400) -> float:
+    """A perfect model's 95th percentile of the two-sample KS distance: ``n``
+    held-out and ``sim.size`` forecast costs both drawn from ``sim``."""
+    return float(np.quantile([stats.ks_2samp(rng.choice(sim, n), rng.choice(sim, sim.size))
+                              .statistic for _ in range(reps)], 0.95))
+
+
+def tail_line(label: str, real: np.ndarray, sim: np.ndarray, rng: np.random.Generator,
+              digits: int = 3) -> str:
+    """One fold's (or the pool's) tail figures of a per-run value (see the module
+    docstring), printed to ``digits`` decimals."""
+    ks = float(stats.ks_2samp(real, sim).statistic)
+    crit = ks_null(sim, real.size, rng)
+    d = digits
+    parts = [f"{label:<6} n {real.size:>4}  KS {ks:.3f} (perfect 95th {crit:.3f}: "
+             f"{'within' if ks <= crit else 'beyond'})"]
+    for q in (0.95, 0.99):
+        v, lo, hi = interval(real, q, rng)
+        f = float(np.quantile(sim, q))
+        parts.append(f"p{round(q * 100)} {v:.{d}f} [{lo:.{d}f}, {hi:.{d}f}] forecast {f:.{d}f} "
+                     f"({'in' if lo <= f <= hi else 'OUT'})")
+    top = float(real.max())
+    below = float((sim < top * (1 - TIE)).mean())
+    p_max = 1.0 - below ** real.size
+    at_limit = abs(float(sim.max()) - top) <= TIE * top
+    parts.append(f"max {top:.{d}f}, forecast max {sim.max():.{d}f}, P(max of {real.size} "
+                 f"forecast >= it) {p_max:.3f} ("
+                 + ("in" if 0.025 < p_max < 0.975 else "both at one limit" if at_limit
+                    else "OUT") + ")")
+    return "  ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces")
@@ -129,43 +218,59 @@ def main() -> None:
     traces = price_unrecorded(load(args.traces))
     fold_of = fl.assign(traces, args.folds, args.seed)
     ids = traces.runs["run_id"].to_numpy()
-    real_all, sim_all = [], []
+    real_all, sim_all, per_fold, money = [], [], [], []
     for fold in range(args.folds):
         train = traces.subset(ids[fold_of != fold])
         seed = fl.seed_for(args.seed, "fold", fold)
         _, _, _, doc, _ = fit_world(train, PER_MODEL, seed, Settings(
             evaluations=args.evaluations))
         held = real_runs(traces, ids[fold_of == fold])
+        sim = simulate(doc, max(200, math.ceil(args.ratio * len(held))),
+                       fl.seed_for(seed, "simulation"))
         real_all += held
-        sim_all += simulate(doc, max(200, math.ceil(args.ratio * len(held))),
-                            fl.seed_for(seed, "simulation"))
+        sim_all += sim
+        per_fold.append((held, sim))
+        limit = (doc["harness"].get("budgets") or {}).get("money_usd")
+        money.append((limit, sum(1 for r in sim if r[5]), len(sim),
+                      sum(1 for r in held if limit is not None and r[3] >= limit), len(held)))
+    rng = np.random.default_rng(args.seed)
     real_m, sim_m = per_model(real_all), per_model(sim_all)
     real_b, sim_b = by_bin(real_all), by_bin(sim_all)
-    print(f"{'model':<52} {'runs':>5} {'read share':>21} {'$/M prompt':>23}")
+    print(f"{'model':<40} {'runs':>5} {'read share: real fcst err [interval]':>44} "
+          f"{'$/M prompt: real fcst err [interval]':>44}")
     for model in sorted(real_m, key=lambda m: -real_m[m][0]):
         r, s = real_m[model], sim_m.get(model, (0.0, float("nan"), float("nan")))
-        runs = sum(1 for row in real_all if row[0] == model)
-        print(f"{model[:52]:<52} {runs:>5} {r[1]:>6.3f} {s[1]:>6.3f} "
-              f"{s[1] / r[1] - 1 if r[1] else float('nan'):>+7.1%} "
-              f"{r[2]:>6.3f} {s[2]:>6.3f} {s[2] / r[2] - 1 if r[2] else float('nan'):>+7.1%}")
+        rows = [row for row in real_all if row[0] == model]
+        cells = []
+        for col, k in ((2, 1), (3, 2)):
+            err = s[k] / r[k] - 1 if r[k] else float("nan")
+            lo, hi = ratio_interval(rows, col, rng)
+            cells.append(f"{r[k]:>7.3f} {s[k]:>7.3f} {err:>+7.1%} [{lo:+.1%}, {hi:+.1%}] "
+                         f"{verdict(err, lo, hi, len(rows))}")
+        print(f"{model[:40]:<40} {len(rows):>5}  " + "  |  ".join(cells))
         if r[1] > 0:
             print("    by call bin (real / forecast): " + "  ".join(
                 f"{lo}-{hi if hi < 10**9 else ''}: {a:.2f}/{b:.2f}" for (lo, hi), a, b in
                 zip(BINS, real_b[model], sim_b.get(model, [float("nan")] * len(BINS)),
                     strict=True)))
-    real_cost = np.array([row[3] for row in real_all])
-    real_cost = real_cost[np.isfinite(real_cost)]
-    sim_cost = np.array([row[3] for row in sim_all])
-    ks = stats.ks_2samp(real_cost, sim_cost).statistic
-    n, m = real_cost.size, sim_cost.size
-    critical = 1.358 * math.sqrt((n + m) / (n * m))
-    print(f"per-run cost KS {ks:.4f} (critical 5% {critical:.4f}; {n} held-out, {m} forecast)")
-    rng = np.random.default_rng(args.seed)
-    for q in (0.95, 0.99):
-        v, lo, hi = interval(real_cost, q, rng)
-        f = float(np.quantile(sim_cost, q))
-        print(f"p{round(q * 100)} cost: held-out {v:.4f} [{lo:.4f}, {hi:.4f}], forecast "
-              f"{f:.4f} ({'within' if lo <= f <= hi else 'outside'})")
+    print("per-run cost (held-out vs forecast):")
+
+    def costs(rows) -> np.ndarray:
+        c = np.array([row[3] for row in rows])
+        return c[np.isfinite(c)]
+
+    for fold, (held, sim) in enumerate(per_fold):
+        print("  " + tail_line(f"fold {fold}", costs(held), costs(sim), rng))
+    print("  " + tail_line("all", costs(real_all), costs(sim_all), rng))
+    print("per-run output tokens (held-out vs forecast):")
+    for fold, (held, sim) in enumerate(per_fold):
+        print("  " + tail_line(f"fold {fold}", np.array([r[6] for r in held]),
+                               np.array([r[6] for r in sim]), rng, 0))
+    print("  " + tail_line("all", np.array([r[6] for r in real_all]),
+                           np.array([r[6] for r in sim_all]), rng, 0))
+    for fold, (limit, stopped, m, reached, n) in enumerate(money):
+        print(f"  fold {fold}: money limit {limit}: {stopped} of {m} forecast runs stopped by "
+              f"it ({stopped / m:.1%}); {reached} of {n} held-out runs cost as much")
 
 
 if __name__ == "__main__":

@@ -58,8 +58,13 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   of the hits, the tokens read per token of the previous prompt
   (``read_ratio``, token-weighted over the hits that read at least
   :data:`PARTIAL_CUT` of it) and the share that read less (``partial``, with
-  the empirical distribution of what they read). Calls after a gap longer
-  than the cache's TTL are left out (the world's entry expires there). The
+  the empirical distribution of what they read). The gap bins' prior edges
+  are the TTLs providers document (:data:`PROVIDER_TTLS_S`), and the entry's
+  lifetime (``ttl_s``) is the first of them after which the calls stop
+  hitting, when the gaps reach that far (:func:`_fitted_ttl`). Classes of one
+  provider family share strength: each class's hit parameters are shrunk
+  toward the family's pooled fit by an empirical-Bayes weight of its run
+  count (:func:`cache_hits`, :func:`prior_runs`). The
   older per-call shares (``miss``, the share read, ``first_prompt_cached``)
   are still estimated for the notes;
 - **latency**: ``latency_s = ttft + output / decode + prompt / prefill`` by
@@ -78,6 +83,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -456,8 +462,6 @@ HIT_SHRINK = 10.0
 """Pseudo-calls that pull a cell's hit share toward its call bin's share."""
 PARTIAL_CUT = 0.9
 """A hit reading less than this share of the previous prompt is a partial one."""
-CACHE_TTL_S = 300.0
-"""The cache lifetime the fitted world has (seconds): later gaps outlive it."""
 
 
 def _merged(edges: list[float], values: np.ndarray) -> list[float]:
@@ -564,36 +568,70 @@ def _gap_cut(gaps: np.ndarray, hit: np.ndarray) -> float | None:
     return best
 
 
-def cache_hits(calls: pd.DataFrame) -> dict[str, Any] | None:
-    """The ``world.cache.hits`` mapping of a cached class's calls (module
-    docstring), with a ``note`` saying what it was fitted from; None when no
-    call has a prompt. ``calls`` in run order, each run's calls in order."""
+PROVIDER_TTLS_S = (300.0, 600.0, 3600.0, 86400.0)
+"""The cache lifetimes providers document (seconds): Anthropic's 5 minutes
+(default) and 1 hour (``ttl: "1h"``); OpenAI's automatic cache 5-10 minutes of
+inactivity, at most 1 hour in memory, 24 hours extended. Prior gap-bin edges
+of the hits and the candidates for a fitted TTL."""
+EXPIRED_SHARE = 0.1
+"""Calls after a gap of at least a candidate TTL whose hit share is below this
+times the share before it: the entry expired there."""
+
+
+def _hit_frame(calls: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per call of ``calls`` (run order): its 1-based index in its run ``n``,
+    ``prompt``, ``read``, the previous prompt ``prev``, the ``gap`` (seconds
+    since the previous call ended; NaN untimed), ``hit``, ``cached`` (its run
+    reads at some call) and ``judged`` (one row per run of two calls or more,
+    or per run when none has two)."""
     g = calls.groupby("run_id", sort=False)
     n = g.cumcount().to_numpy() + 1
-    prompt = calls["prompt"].to_numpy(float)
     read = calls["cache_read_tokens"].to_numpy(float)
-    prev = g["prompt"].shift(1).to_numpy(float)
-    gap = _gaps(calls).groupby(calls["run_id"], sort=False).shift(1).to_numpy(float)
     hit = read > 0
-    # hits cluster by run: a run none of whose calls reads is one the provider did not cache
     run_reads = pd.Series(hit).groupby(calls["run_id"].to_numpy(), sort=False).transform("any")
-    cached = run_reads.to_numpy(bool)
     size = g["prompt"].transform("size").to_numpy()
-    several = (n == 1) & (size >= 2)  # one row per run of two calls or more
-    judged = several if several.any() else n == 1
+    several = (n == 1) & (size >= 2)
+    return {"n": n, "prompt": calls["prompt"].to_numpy(float), "read": read,
+            "prev": g["prompt"].shift(1).to_numpy(float),
+            "gap": _gaps(calls).groupby(calls["run_id"], sort=False).shift(1).to_numpy(float),
+            "hit": hit, "cached": run_reads.to_numpy(bool),
+            "judged": several if several.any() else n == 1}
+
+
+def _fitted_ttl(gap: np.ndarray, hit: np.ndarray, edges: list[float]) -> float | None:
+    """The cache lifetime later calls show (seconds), or None when their gaps
+    cannot tell (no candidate of :data:`PROVIDER_TTLS_S` is a kept gap edge):
+    the smallest candidate that is a gap edge and after which the hit share
+    is below :data:`EXPIRED_SHARE` times the share before it; when hits go on
+    after every candidate edge, the smallest candidate above the longest gap
+    that hit (twice that gap beyond the last candidate). ``gap`` and ``hit``
+    of the timed later calls of cached runs."""
+    kept = [t for t in PROVIDER_TTLS_S if t in edges]
+    if not kept:
+        return None
+    for t in kept:
+        after, before = gap >= t, gap < t
+        if not before.any() or hit[after].mean() < EXPIRED_SHARE * hit[before].mean():
+            return t
+    longest = float(gap[hit].max())
+    return next((t for t in PROVIDER_TTLS_S if t > longest), 2.0 * longest)
+
+
+def _hit_fit(f: dict[str, np.ndarray], call_edges: list[int], gap_edges: list[float]
+             ) -> dict[str, Any]:
+    """The hit parameters of the calls ``f`` (:func:`_hit_frame`) in the given
+    call and gap bins (see :func:`cache_hits`), with their counts
+    (``_runs``, ``_first``, ``_later``: runs judged, first and later calls)."""
+    n, prompt, read, prev, gap, hit, cached, judged = (
+        f[k] for k in ("n", "prompt", "read", "prev", "gap", "hit", "cached", "judged"))
     run_share = float(cached[judged].mean()) if judged.any() else 1.0
     first = (n == 1) & (prompt > 0) & cached
-    later = (n >= 2) & (prompt > 0) & ~(gap > CACHE_TTL_S) & cached
-    if not first.any() and not later.any():
-        return None
+    later = (n >= 2) & (prompt > 0) & cached
     first_hit = float(hit[first].mean()) if first.any() else 0.0
     hit_first = first & hit
     first_share = float(read[hit_first].sum() / prompt[hit_first].sum()) if hit_first.any() \
         else 1.0
-    call_edges = [int(e) for e in _merged(list(CALL_EDGES), n[later].astype(float))]
     timed = later & np.isfinite(gap)
-    cut = _gap_cut(np.maximum(gap[timed], 0.0), hit[timed])
-    gap_edges = [0.0] if cut is None else [0.0, cut]
     b = np.searchsorted(call_edges, n, side="right") - 1
     k = np.searchsorted(gap_edges, np.maximum(np.nan_to_num(gap, nan=0.0), 0.0),
                         side="right") - 1
@@ -605,7 +643,7 @@ def cache_hits(calls: pd.DataFrame) -> dict[str, Any] | None:
         for j in range(len(gap_edges)):
             cell = (row_calls & timed & (k == j)) if len(gap_edges) > 1 else row_calls
             m = int(cell.sum())
-            row.append(round((int(hit[cell].sum()) + HIT_SHRINK * p_row) / (m + HIT_SHRINK), 6))
+            row.append((int(hit[cell].sum()) + HIT_SHRINK * p_row) / (m + HIT_SHRINK))
         table.append(row)
     hits = later & hit & (prev > 0)
     ratio = read[hits] / prev[hits]
@@ -614,23 +652,98 @@ def cache_hits(calls: pd.DataFrame) -> dict[str, Any] | None:
         if full.any() else 1.0
     partial = float((~full).mean()) if hits.any() else 0.0
     out: dict[str, Any] = {
-        "run_share": round(run_share, 6), "first_hit": round(first_hit, 6),
-        "first_share": round(min(first_share, 1.0), 6),
-        "edges": call_edges, "gap_edges_s": gap_edges, "hit": table,
-        "read_ratio": round(read_ratio, 6), "partial": round(partial, 6)}
+        "run_share": run_share, "first_hit": first_hit, "first_share": min(first_share, 1.0),
+        "hit": table, "read_ratio": read_ratio, "partial": partial, "partial_share": None,
+        "_runs": int(judged.sum()), "_first": int(first.sum()), "_later": int(later.sum()),
+        "_later_hit": float(hit[later].mean()) if later.any() else 0.0}
     if (~full).any():
         shares = np.clip(ratio[~full], 0.0, 1.0)
         points = np.quantile(shares, np.linspace(0.0, 1.0, 101)) if shares.size > 101 \
             else shares
         out["partial_share"] = Empirical(values=tuple(round(float(v), 6)
                                                       for v in points)).model_dump()
+    return out
+
+
+def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
+               strength: float = math.inf) -> dict[str, Any] | None:
+    """The ``world.cache.hits`` mapping of a cached class's calls (module
+    docstring), with a ``note`` saying what it was fitted from; None when no
+    call has a prompt. ``calls`` in run order, each run's calls in order.
+
+    Gap bins start at 0, at the split :func:`_gap_cut` finds below the first
+    provider TTL (if any), and at each of :data:`PROVIDER_TTLS_S` (the prior
+    edges), bins of fewer than :data:`MIN_HIT_CELL` timed later calls merged;
+    the entry's lifetime ``ttl_s`` is fitted where the gaps can tell
+    (:func:`_fitted_ttl`), else left to the world (the harness's TTL).
+
+    ``pooled``: the calls of every class of the same provider family and
+    caching kind (this one's among them). Then each hit parameter
+    (``run_share``, ``first_hit``, ``first_share``, every cell of ``hit``,
+    ``read_ratio``, ``partial``) is partially pooled: ``w * own + (1 - w) *
+    pooled``, the pooled value fitted on the pooled calls in this class's
+    bins, with ``w = R / (R + strength)`` for a class of ``R`` runs (of two
+    calls or more): a beta-binomial posterior mean's weight, the pooled fit
+    counted as ``strength`` runs of prior evidence (estimated from the classes'
+    spread, :func:`prior_runs`), so a class of few runs borrows strength from
+    the others and one of hundreds keeps its own fit. A TTL the class's own
+    gaps cannot tell is the pooled calls'.
+    """
+    f = _hit_frame(calls)
+    n, prompt, gap, hit, cached = f["n"], f["prompt"], f["gap"], f["hit"], f["cached"]
+    first = (n == 1) & (prompt > 0) & cached
+    later = (n >= 2) & (prompt > 0) & cached
+    if not first.any() and not later.any():
+        return None
+    call_edges = [int(e) for e in _merged(list(CALL_EDGES), n[later].astype(float))]
+    timed = later & np.isfinite(gap)
+    gaps = np.maximum(gap[timed], 0.0)
+    cut = _gap_cut(gaps, hit[timed])
+    prior = [0.0, *([] if cut is None or cut >= PROVIDER_TTLS_S[0] else [cut]),
+             *PROVIDER_TTLS_S]
+    gap_edges = [float(e) for e in _merged(prior, gaps)]
+    ttl = _fitted_ttl(gaps, hit[timed], gap_edges)
+    own = _hit_fit(f, call_edges, gap_edges)
+    fit = own
+    w = 1.0
+    if pooled is not None:
+        shared = _hit_fit(_hit_frame(pooled), call_edges, gap_edges)
+        runs = own["_runs"]
+        w = runs / (runs + strength) if math.isfinite(strength) else 0.0
+        fit = {k: (w * v + (1 - w) * shared[k]) for k, v in own.items()
+               if k in ("run_share", "first_hit", "first_share", "read_ratio", "partial")}
+        fit["hit"] = [[w * a + (1 - w) * c for a, c in zip(ro, rp, strict=True)]
+                      for ro, rp in zip(own["hit"], shared["hit"], strict=True)]
+        fit["partial_share"] = own["partial_share"] or shared["partial_share"]
+        if ttl is None:
+            pf = _hit_frame(pooled)
+            pl = (pf["n"] >= 2) & (pf["prompt"] > 0) & pf["cached"] & np.isfinite(pf["gap"])
+            pg = np.maximum(pf["gap"][pl], 0.0)
+            ttl = _fitted_ttl(pg, pf["hit"][pl], [float(e) for e in _merged(
+                [0.0, *PROVIDER_TTLS_S], pg)])
+    out: dict[str, Any] = {
+        "run_share": round(fit["run_share"], 6), "first_hit": round(fit["first_hit"], 6),
+        "first_share": round(fit["first_share"], 6),
+        "edges": call_edges, "gap_edges_s": gap_edges,
+        "hit": [[round(v, 6) for v in row] for row in fit["hit"]],
+        "read_ratio": round(fit["read_ratio"], 6), "partial": round(fit["partial"], 6)}
+    if fit["partial_share"] is not None:
+        out["partial_share"] = fit["partial_share"]
+    if ttl is not None:
+        out["ttl_s"] = ttl
+    pooling = "" if pooled is None else (
+        f"; partially pooled with the classes of its provider family (weight {w:.2f} on its "
+        f"own {own['_runs']} runs against {strength:.1f} pseudo-runs)")
     out["note"] = (
-        f"the provider's hits: {run_share:.0%} of {int(judged.sum())} runs read the cache at "
-        f"all; in those, {first_hit:.0%} of {int(first.sum())} first calls read "
-        f"({first_share:.0%} of their prompt); of {int(later.sum())} later calls, "
-        f"{hit[later].mean() if later.any() else 0.0:.0%} read, by call bin "
-        f"{call_edges} and gap bin {gap_edges} (seconds); a hit reads {read_ratio:.3f} x the "
-        f"previous prompt, {partial:.1%} of hits read less than {PARTIAL_CUT:.0%} of it")
+        f"the provider's hits: {own['run_share']:.0%} of {own['_runs']} runs read the cache at "
+        f"all; in those, {own['first_hit']:.0%} of {own['_first']} first calls read "
+        f"({own['first_share']:.0%} of their prompt); of {own['_later']} later calls, "
+        f"{own['_later_hit']:.0%} read, by call bin "
+        f"{call_edges} and gap bin {gap_edges} (seconds); a hit reads "
+        f"{own['read_ratio']:.3f} x the previous prompt, {own['partial']:.1%} of hits read "
+        f"less than {PARTIAL_CUT:.0%} of it; TTL "
+        + ("not told by the gaps (the harness's)" if ttl is None else f"{ttl:.0f} s")
+        + pooling)
     return out
 
 
@@ -689,6 +802,57 @@ def estimate_tools(traces: Traces, scale_by_run: dict[str, float] | None = None,
     return out
 
 
+def cache_family(model: str) -> str:
+    """The provider family of a model name, whose classes share one provider's
+    cache: the name's first word (after any ``provider/`` route and ``ft:``
+    prefix), the OpenAI o-series counted as ``gpt`` (``claude-opus-4-6`` and
+    ``claude-sonnet-4-6``: ``claude``; ``deepseek/deepseek-chat``: ``deepseek``)."""
+    name = model.lower().rsplit("/", 1)[-1].removeprefix("ft:")
+    word = re.split(r"[-:._ ]", name, maxsplit=1)[0]
+    return "gpt" if re.fullmatch(r"o\d+|chatgpt", word) else word
+
+
+def prior_runs(runs: np.ndarray, shares: np.ndarray) -> float:
+    """The empirical-Bayes prior strength (pseudo-runs) of classes' run-level
+    cached shares ``shares`` over ``runs`` runs each: a beta-binomial's
+    ``M = p(1 - p) / tau^2 - 1``, ``p`` the pooled share and ``tau^2`` the
+    between-class variance by the method of moments (DerSimonian-Laird):
+    ``(sum R_i (p_i - p)^2 - (k - 1) p (1 - p)) / (N - sum R_i^2 / N)``; infinite
+    (pool fully) when that is not positive, at least 0."""
+    total = float(runs.sum())
+    p = float((runs * shares).sum() / total)
+    spread = float((runs * (shares - p) ** 2).sum()) - (len(runs) - 1) * p * (1 - p)
+    denominator = total - float((runs ** 2).sum()) / total
+    if spread <= 0 or denominator <= 0 or p * (1 - p) == 0:
+        return math.inf
+    return max(p * (1 - p) / (spread / denominator) - 1.0, 0.0)
+
+
+def _pool_hits(by_class: list[ClassEstimate], class_calls: list[pd.DataFrame]) -> None:
+    """Refits the cache hits of each class that has them, partially pooled
+    with the other classes of the same provider family (:func:`cache_family`)
+    and caching kind (automatic, or breakpoints) when there are two or more
+    (:func:`cache_hits` with ``pooled`` and the group's :func:`prior_runs`)."""
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for i, est in enumerate(by_class):
+        if est.cache_hits is not None:
+            key = (cache_family(est.model), est.automatic_cache)
+            groups.setdefault(key, []).append(i)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        runs = np.array([float(_hit_frame(class_calls[i])["judged"].sum()) for i in group])
+        shares = np.array([float(by_class[i].cache_hits["run_share"])  # type: ignore[index]
+                           for i in group])
+        strength = prior_runs(runs, shares)
+        pooled = pd.concat([class_calls[i] for i in group], ignore_index=True)
+        for i in group:
+            hits = cache_hits(class_calls[i], pooled, strength)
+            if hits is not None:
+                by_class[i].notes["cache"] = hits.pop("note")
+            by_class[i].cache_hits = hits
+
+
 def estimate(traces: Traces, labels: np.ndarray, when=None, *,
              endings: bool = True) -> Estimates:
     """All direct estimates of ``traces`` with runs in the classes ``labels``
@@ -719,6 +883,7 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
         est.by_step = step_sizes(sub_calls, expected_observation(sub_calls, est, tools))
         if est.by_step is not None:
             est.notes["by_step"] = est.by_step.pop("note")
+    _pool_hits(by_class, class_calls)
     models = list(dict.fromkeys(c.model for c in by_class))
     prices = estimate_prices(traces, models, when)
 

@@ -230,7 +230,13 @@ class CacheHits(_Strict):
     drawn from ``partial_share`` and cut to [0, 1]. A miss reads nothing; hit
     or miss, the prompt becomes the cached entry. Draws: one uniform of the
     sizes stream per call that may hit, and for a hit one more when
-    ``partial`` > 0 (plus the share's draw for a partial one)."""
+    ``partial`` > 0 (plus the share's draw for a partial one).
+
+    ``ttl_s`` is the entry's lifetime fitted from the traces (seconds from
+    the start of the previous call of the run; a calibration picks it among
+    the lifetimes providers document): a call after it finds no live entry and
+    reads nothing. None (the default): the lifetime the harness asks for
+    (``harness.prompt_cache``), or ``cache.ttl_s`` with automatic caching."""
 
     run_share: Prob = Field(1.0, description=(
         "share of runs whose calls the provider caches at all (drawn once per run); the "
@@ -251,6 +257,9 @@ class CacheHits(_Strict):
     read_ratio: float = Field(1.0, ge=0.0, le=2.0, description=(
         "tokens a hit reads per token of the previous prompt (cut to the prompt)"))
     partial: Prob = Field(0.0, description="probability a hit reads only part of the prefix")
+    ttl_s: float | None = Field(None, gt=0, description=(
+        "lifetime of a cache entry fitted from the traces (seconds; null: the harness's "
+        "prompt_cache TTL, or cache.ttl_s with automatic caching)"))
     partial_share: Distribution | None = Field(None, description=(
         "share of the prefix a partial hit reads, drawn per partial hit and cut to [0, 1] "
         "(null: none: a partial hit reads nothing)"))

@@ -49,7 +49,8 @@ class PromptCache:
         (no more than the stable prefix after a compaction). Partial reads draw
         from ``sizes`` (the task's sizes stream). A world with the provider's
         own hits (``cache.hits``) reads what :meth:`_provider_read` says
-        instead; ``latency`` (seconds) dates the call's end, from which the
+        instead, its entry living ``hits.ttl_s`` when that is set (else
+        ``ttl_s``); ``latency`` (seconds) dates the call's end, from which the
         next call's gap is measured.
 
         The common call (the same message list, the entry alive, no partial
@@ -62,6 +63,8 @@ class PromptCache:
         messages = request.messages
         read = 0
         if w.cache_hits:
+            if w.hit_ttl_s is not None:  # the lifetime fitted from the traces
+                ttl_s = w.hit_ttl_s
             read = self._provider_read(w, sizes, request, now)
             self.ended_s = now + latency
         elif now <= self.expires_s:

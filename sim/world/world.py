@@ -153,6 +153,7 @@ class World:
                 hits.edges, hits.gap_edges_s, hits.hit)
             self.hit_ratio, self.hit_partial = hits.read_ratio, hits.partial
             self.hit_partial_share = hits.partial_share
+            self.hit_ttl_s = hits.ttl_s
         # every size fixed and no per-run scale: the per-step code reads constants
         self.fixed: FixedSizes | None = None
         results = {name: fixed for name, (fixed, _) in self.tool_result.items()
