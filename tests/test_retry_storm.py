@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from sim.analysis.capacity import check_drained, littles_law, request_rate, storm
+from sim.bad_input import InputError
 from sim.engines.des import DesEngine, DesResult, arrival_schedule
 from sim.harness.effects import ModelRequest, Wait
 from sim.scenario.model import load_scenario
@@ -168,3 +169,28 @@ def test_littles_law_holds_while_a_rate_limit_binds() -> None:
     law = littles_law(result)
     assert law is not None and law["steady"]
     assert law["holds"], law
+
+
+# ---------------------------------------------------------------- bursts
+def test_burst_arrivals_come_size_at_a_time_every_interval() -> None:
+    """kind burst, size 10, every_s 30: 25 tasks arrive 10 at 0 s, 10 at 30 s
+    and 5 at 60 s; a burst without its interval is refused naming the field."""
+    scenario = load_scenario(BOUNDED, ["engine=des", "des.arrivals={kind: burst, size: 10, "
+                                                     "every_s: 30}"])
+    times = [a.time_s for a in arrival_schedule(scenario.des, 25, 1)]
+    assert times == [0.0] * 10 + [30.0] * 10 + [60.0] * 5
+    with pytest.raises(InputError, match=r"des\.arrivals.*burst needs a size and every_s"):
+        load_scenario(BOUNDED, ["engine=des", "des.arrivals={kind: burst, size: 10}"])
+
+
+def test_bursts_below_the_bucket_are_never_rejected() -> None:
+    """Bursts of 5 runs every 600 s against a bucket of 60 requests (refilled
+    at 1/s): a burst's first calls take 5 tokens of 60, and the runs of one
+    burst make about 13 calls each over a few minutes (about 0.3/s, below the
+    refill): no 429 at all."""
+    result = simulate(["des.arrivals={kind: burst, size: 5, every_s: 600}",
+                       "des.tenants=[{name: a}]", "des.capacity.requests_per_minute=60",
+                       "harness.retry.max_attempts=0"], tasks=20)
+    section = storm(result)
+    assert (section["rejected"], section["runs_died"]) == (0, 0)
+    assert section["peak_requests_per_s"] == 5.0

@@ -77,3 +77,23 @@ def test_the_base_cell_is_a_storm_and_a_cap_of_8_calms_it(tmp_path: Path) -> Non
     assert storm["peak_requests_per_s"] >= 40  # the 40 first calls at t=0
     assert (capped["rejected"], capped["runs_died"]) == (0, 0)
     assert capped["peak_requests_per_s"] <= 8
+
+
+def _cell(policy: str, cap: int | None, share: float, died: int) -> dict:
+    """A summary cell of a storm sweep with the given storm numbers."""
+    return {"params": {"harness.retry.max_attempts": policy, "des.capacity.model_slots": cap},
+            "capacity": {"storm": {"share_429": share, "runs_died": died,
+                                   "time_to_finish_s": {"p95": 100.0}}}}
+
+
+def test_the_knee_is_the_largest_calm_cap_and_none_is_said_so() -> None:
+    """Policy a: calm at 4 and 8 (0.5% < 1%, no deaths), a storm from 12
+    (2%) and with no cap: the knee is 8, the storm from 12. Policy b: a run
+    dies at every cap: no swept cap keeps the storm away."""
+    cells = [_cell("a", None, 0.30, 3), _cell("a", 12, 0.02, 0), _cell("a", 8, 0.005, 0),
+             _cell("a", 4, 0.0, 0), _cell("b", 4, 0.0, 1), _cell("b", None, 0.5, 9)]
+    a, b = storm_knee(cells, "des.capacity.model_slots")
+    assert a["settings"] == {"harness.retry.max_attempts": "a"}
+    assert (a["caps"], a["calm"]) == ([4, 8, 12, None], [True, True, False, False])
+    assert (a["ok"], a["knee"], a["storm_from"]) == (True, 8, 12)
+    assert (b["caps"], b["ok"], b["storm_from"]) == ([4, None], False, 4)

@@ -8,6 +8,7 @@ provider answers 429 with a Retry-After of the whole seconds until they will.
 from __future__ import annotations
 
 import math
+from array import array
 
 
 class TokenBucket:
@@ -50,8 +51,8 @@ class RateLimiter:
         self.admitted = 0
         self.admitted_tokens = 0
         self.rejected_tokens = 0
-        self.asked_at: list[float] = []
-        self.rejected_at: list[float] = []
+        self.asked_at = array("d")  # 8 bytes a request
+        self.rejected_at = array("d")
 
     def admit(self, now: float, prompt_tokens: int) -> float:
         """Admit a request (consuming from the buckets) and return 0, or reject
