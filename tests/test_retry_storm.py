@@ -123,7 +123,12 @@ def test_retries_without_backoff_multiply_the_request_rate() -> None:
     assert len(died) == 40
     starts, rate, refused = request_rate(result)
     assert (starts[0], rate[0], refused[0]) == (0.0, 220.0, 160.0)
-    assert storm(result)["peak_requests_per_s"] == 220.0
+    assert sum(a == 0.0 for a in limiter.retried_at) == 120  # the retries, counted apart
+    section = storm(result)
+    assert (section["peak_requests_per_s"], section["peak_retries_per_s"]) == (220.0, 120.0)
+    assert section["retries"] == len(limiter.retried_at)
+    assert section["amplification"] == pytest.approx(
+        section["requests"] / (section["requests"] - section["retries"]))
 
 
 # ------------------------------------------------------------ jitter spreads

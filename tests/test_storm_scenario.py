@@ -75,7 +75,9 @@ def test_the_base_cell_is_a_storm_and_a_cap_of_8_calms_it(tmp_path: Path) -> Non
     storm, capped = sections["storm"], sections["capped"]
     assert storm["runs_died"] > 0 and storm["share_429"] > 0.01
     assert storm["peak_requests_per_s"] >= 40  # the 40 first calls at t=0
-    assert (capped["rejected"], capped["runs_died"]) == (0, 0)
+    assert storm["retries"] > 0 and storm["amplification"] > 1
+    assert (capped["rejected"], capped["runs_died"], capped["retries"]) == (0, 0, 0)
+    assert capped["amplification"] == 1.0
     assert capped["peak_requests_per_s"] <= 8
 
 

@@ -146,7 +146,10 @@ def storm(result: DesResult, bin_s: float = STORM_BIN_S) -> dict[str, Any]:
     (:func:`request_rate`; times in seconds): ``requests`` at the provider
     (admitted or answered 429), ``rejected`` and their ``share_429``, the
     ``peak_requests_per_s`` and ``mean_requests_per_s`` over bins of
-    ``bin_s`` seconds (the mean over [0, horizon]), ``rejected_prompt_tokens``
+    ``bin_s`` seconds (the mean over [0, horizon]), ``retries`` (requests
+    that were harness retries), ``amplification`` (requests per first try:
+    how much the retries multiply the request rate), ``peak_retries_per_s``,
+    ``rejected_prompt_tokens``
     (the prompts of rejected requests: sent, never processed nor billed),
     ``runs_died``: runs ended as ``failed:retries_exhausted`` and their
     ``share_died``, and ``time_to_finish_s`` (end - arrival of every run:
@@ -155,7 +158,9 @@ def storm(result: DesResult, bin_s: float = STORM_BIN_S) -> dict[str, Any]:
     assert limiter is not None, "a storm needs the rate limiter's counts"
     records = result.records
     requests = limiter.admitted + limiter.rejected
-    _, asked, _ = request_rate(result, bin_s)
+    starts, asked, _ = request_rate(result, bin_s)
+    retried = np.histogram(limiter.retried_at, np.append(starts, starts[-1] + bin_s))[0]
+    retries = len(limiter.retried_at)
     died = sum(r.outcome == DIED for r in records)
     return {
         "bin_s": bin_s,
@@ -164,6 +169,9 @@ def storm(result: DesResult, bin_s: float = STORM_BIN_S) -> dict[str, Any]:
         "share_429": limiter.rejected / requests if requests else 0.0,
         "peak_requests_per_s": float(asked.max()) if asked.size else 0.0,
         "mean_requests_per_s": requests / result.horizon_s if result.horizon_s > 0 else 0.0,
+        "retries": retries,
+        "amplification": requests / (requests - retries) if requests > retries else 0.0,
+        "peak_retries_per_s": float(retried.max()) / bin_s if retried.size else 0.0,
         "rejected_prompt_tokens": limiter.rejected_tokens,
         "runs_died": died,
         "share_died": died / len(records) if records else 0.0,

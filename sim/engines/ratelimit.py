@@ -41,7 +41,9 @@ class RateLimiter:
     and those it ``rejected`` with a 429 (and their prompt
     ``rejected_tokens``: sent, never processed nor billed); ``asked_at`` and
     ``rejected_at`` are the times (seconds, in order) of every request and of
-    every rejected one: the provider's request rate over time."""
+    every rejected one: the provider's request rate over time;
+    ``retried_at`` those of the requests that were harness retries, noted by
+    the caller (the limiter cannot tell a retry from a first try)."""
 
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None
                  ) -> None:
@@ -53,6 +55,7 @@ class RateLimiter:
         self.rejected_tokens = 0
         self.asked_at = array("d")  # 8 bytes a request
         self.rejected_at = array("d")
+        self.retried_at = array("d")  # noted by the caller (the DES gateway)
 
     def admit(self, now: float, prompt_tokens: int) -> float:
         """Admit a request (consuming from the buckets) and return 0, or reject

@@ -112,6 +112,9 @@ def storm_rows(storm: Mapping[str, Any] | None) -> list[str]:
             f"{storm['rejected']:,} ({100 * storm['share_429']:.1f}%) |",
             f"| provider requests/s: peak ({storm['bin_s']:g} s bins) / mean | "
             f"{storm['peak_requests_per_s']:,.1f} / {storm['mean_requests_per_s']:,.2f} |",
+            f"| harness retries among them: requests per first try / peak retries/s | "
+            f"{storm['retries']:,}: {storm['amplification']:.2f} / "
+            f"{storm['peak_retries_per_s']:,.1f} |",
             f"| runs dead of exhausted retries (failed:retries_exhausted) | "
             f"{storm['runs_died']:,} ({100 * storm['share_died']:.1f}%) |",
             f"| prompt tokens sent in rejected requests (not billed) | "
