@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sim.analysis.capacity import storm_knee
 from sim.cli import main
+from sim.output.markdown import storm_markdown
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import cells_of
 
@@ -99,3 +100,16 @@ def test_the_knee_is_the_largest_calm_cap_and_none_is_said_so() -> None:
     assert (a["caps"], a["calm"]) == ([4, 8, 12, None], [True, True, False, False])
     assert (a["ok"], a["knee"], a["storm_from"]) == (True, 8, 12)
     assert (b["caps"], b["ok"], b["storm_from"]) == ([4, None], False, 4)
+
+
+def test_the_report_finds_a_swept_cap_on_concurrent_runs_too() -> None:
+    """A sweep over a tenant's max_concurrency (runs at once) gets its own
+    "Retry storm" section naming its knee; a sweep without a cap gets none."""
+    cells = [{**c, "params": {"des.tenants.0.max_concurrency": c["params"][
+        "des.capacity.model_slots"], "harness.retry.max_attempts": 2}}
+        for c in (_cell("a", 8, 0.0, 0), _cell("a", 16, 0.2, 5))]
+    section = storm_markdown(cells)
+    assert section[0] == "## Retry storm"
+    assert "`des.tenants.0.max_concurrency`" in section[1]
+    assert section[1].splitlines()[-1].endswith("| 8 | 16 |")
+    assert storm_markdown([{**cells[0], "params": {"harness.retry.max_attempts": 2}}]) == []

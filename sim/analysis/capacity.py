@@ -118,8 +118,11 @@ STORM_BIN_S = 1.0
 DIED = "failed:retries_exhausted"
 """The outcome of a run that died of exhausted retries
 (:data:`~sim.harness.state.OUTCOMES`)."""
-STORM_CAPS = ("des.capacity.model_slots", "des.capacity.sandboxes")
-"""The swept concurrency caps a storm report looks for (dotted paths)."""
+STORM_CAPS = ("model_slots", "sandboxes", "max_concurrency")
+"""The concurrency caps a storm report looks for among the swept paths, by
+their last name: ``des.capacity.model_slots`` (model calls at once),
+``des.capacity.sandboxes`` and a tenant's ``max_concurrency`` (runs at once,
+e.g. ``des.tenants.0.max_concurrency``)."""
 STORM_FREE_SHARE = 0.01
 """The share of requests answered 429 below which a cell has no storm (with no run dead)."""
 

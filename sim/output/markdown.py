@@ -110,9 +110,9 @@ def storm_markdown(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     the swept caps does; empty for any other sweep."""
     from sim.analysis.capacity import STORM_CAPS, STORM_FREE_SHARE, storm_knee  # simpy: lazily
 
-    swept = {k for c in cells for k in c.get("params", {})}
+    swept = sorted({k for c in cells for k in c.get("params", {})})
     parts = []
-    for cap in (c for c in STORM_CAPS if c in swept):
+    for cap in (k for k in swept if k.rsplit(".", 1)[-1] in STORM_CAPS):
         rows = storm_knee(cells, cap)
         if not rows:
             continue
