@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,7 +109,121 @@ def measurements(result: DesResult, capacity: dict[str, int | None]) -> dict[str
         "tenants": _tenants(records),
         "while_arriving": _while_arriving(result, capacity),
         **({"tenant_budgets": result.tenant_budgets} if result.tenant_budgets else {}),
+        **({"storm": storm(result)} if result.limiter is not None else {}),
     }
+
+
+STORM_BIN_S = 1.0
+"""The bin of the provider's request rate (seconds): requests per second."""
+DIED = "failed:retries_exhausted"
+"""The outcome of a run that died of exhausted retries
+(:data:`~sim.harness.state.OUTCOMES`)."""
+STORM_CAPS = ("model_slots", "sandboxes", "max_concurrency")
+"""The concurrency caps a storm report looks for among the swept paths, by
+their last name: ``des.capacity.model_slots`` (model calls at once),
+``des.capacity.sandboxes`` and a tenant's ``max_concurrency`` (runs at once,
+e.g. ``des.tenants.0.max_concurrency``)."""
+STORM_FREE_SHARE = 0.01
+"""The share of requests answered 429 below which a cell has no storm (with no run dead)."""
+
+
+def request_rate(result: DesResult, bin_s: float = STORM_BIN_S
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The provider's request rate over [0, horizon]: the start of each bin
+    of ``bin_s`` seconds, the requests per second arriving in it (admitted
+    or not) and those answered 429 per second. Empty arrays without a rate
+    limiter (nothing counts the requests)."""
+    limiter = result.limiter
+    if limiter is None:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    end = max(result.horizon_s, max(limiter.asked_at, default=0.0))
+    bins = math.floor(end / bin_s) + 1  # the last request falls in the last bin
+    edges = np.arange(bins + 1) * bin_s
+    asked = np.histogram(limiter.asked_at, edges)[0] / bin_s
+    rejected = np.histogram(limiter.rejected_at, edges)[0] / bin_s
+    return edges[:-1], asked, rejected
+
+
+def storm(result: DesResult, bin_s: float = STORM_BIN_S) -> dict[str, Any]:
+    """What a retry storm at the provider's rate limit does to a cell
+    (:func:`request_rate`; times in seconds): ``requests`` at the provider
+    (admitted or answered 429), ``rejected`` and their ``share_429``, the
+    ``peak_requests_per_s`` and ``mean_requests_per_s`` over bins of
+    ``bin_s`` seconds (the mean over [0, horizon]), ``retries`` (requests
+    that were harness retries), ``amplification`` (requests per first try:
+    how much the retries multiply the request rate), ``peak_retries_per_s``,
+    ``rejected_prompt_tokens``
+    (the prompts of rejected requests: sent, never processed nor billed),
+    ``runs_died``: runs ended as ``failed:retries_exhausted`` and their
+    ``share_died``, and ``time_to_finish_s`` (end - arrival of every run:
+    p50, p95, max, mean)."""
+    limiter = result.limiter
+    assert limiter is not None, "a storm needs the rate limiter's counts"
+    records = result.records
+    requests = limiter.admitted + limiter.rejected
+    starts, asked, _ = request_rate(result, bin_s)
+    retried = np.histogram(limiter.retried_at, np.append(starts, starts[-1] + bin_s))[0]
+    retries = len(limiter.retried_at)
+    died = sum(r.outcome == DIED for r in records)
+    return {
+        "bin_s": bin_s,
+        "requests": requests,
+        "rejected": limiter.rejected,
+        "share_429": limiter.rejected / requests if requests else 0.0,
+        "peak_requests_per_s": float(asked.max()) if asked.size else 0.0,
+        "mean_requests_per_s": requests / result.horizon_s if result.horizon_s > 0 else 0.0,
+        "retries": retries,
+        "amplification": requests / (requests - retries) if requests > retries else 0.0,
+        "peak_retries_per_s": float(retried.max()) / bin_s if retried.size else 0.0,
+        "rejected_prompt_tokens": limiter.rejected_tokens,
+        "runs_died": died,
+        "share_died": died / len(records) if records else 0.0,
+        "time_to_finish_s": describe([r.end_s - r.arrival_s for r in records])
+        if records else {},
+    }
+
+
+def storm_knee(cells: Sequence[Mapping[str, Any]], cap: str,
+               max_share_429: float = STORM_FREE_SHARE) -> list[dict[str, Any]]:
+    """The cap that keeps the storm away, from the summary ``cells`` of a
+    sweep over the dotted path ``cap`` (e.g. ``des.capacity.model_slots``):
+    the cells grouped by their other swept values (e.g. the retry policy),
+    one row per group: ``settings`` (those values); the ``caps`` swept in
+    increasing order (None, no cap, last) with each one's ``share_429``,
+    ``runs_died`` and ``p95_finish_s`` (time to finish); ``calm``, whether
+    each is storm-free (a share of 429s below ``max_share_429`` and no run
+    dead); ``knee``: the largest storm-free cap (None: no cap needed) and
+    ``ok``: whether any swept cap is storm-free (else ``knee`` means
+    nothing); ``storm_from``: the smallest cap above the knee with a storm
+    (None: none swept). Cells without a ``storm`` section (no rate limit) are
+    left out."""
+    groups: dict[str, dict[str, Any]] = {}
+    for cell in cells:
+        section = cell.get("capacity", {}).get("storm")
+        params = cell.get("params", {})
+        if section is None or cap not in params:
+            continue
+        others = {k: v for k, v in sorted(params.items()) if k != cap}
+        group = groups.setdefault(repr(others), {"settings": others, "points": []})
+        group["points"].append((params[cap], section))
+    rows = []
+    for group in groups.values():
+        points = sorted(group["points"], key=lambda p: (p[0] is None, p[0] or 0))
+        caps = [c for c, _ in points]
+        calm = [section["share_429"] < max_share_429 and section["runs_died"] == 0
+                for _, section in points]
+        safe = [c for c, ok in zip(caps, calm, strict=True) if ok]
+        knee = safe[-1] if safe else None
+        above = caps[caps.index(knee) + 1:] if safe else caps
+        rows.append({"settings": group["settings"], "caps": caps,
+                     "share_429": [section["share_429"] for _, section in points],
+                     "runs_died": [section["runs_died"] for _, section in points],
+                     "p95_finish_s": [section["time_to_finish_s"].get("p95")
+                                      for _, section in points],
+                     "calm": calm, "ok": bool(safe), "knee": knee,
+                     "storm_from": next((c for c, ok in zip(caps, calm, strict=True)
+                                         if not ok and c in above), None)})
+    return rows
 
 
 WINDOW = (0.10, 0.90)

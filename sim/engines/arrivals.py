@@ -1,5 +1,6 @@
 """When the tasks of a DES cell arrive: Poisson per tenant, a batch at time 0,
-or the rows of a CSV file (:func:`arrival_schedule`)."""
+bursts of a given size at a fixed interval, or the rows of a CSV file
+(:func:`arrival_schedule`)."""
 
 from __future__ import annotations
 
@@ -38,19 +39,24 @@ def arrival_schedule(des: DesParams, tasks: int, seed: int, base_dir: Path | Non
     Poisson: each tenant's inter-arrival times are exponential at its rate,
     drawn from its own stream ``SeedSequence(seed, spawn_key=(2**63, t))``;
     the first ``tasks`` arrivals over all tenants are kept. Batch: ``tasks``
-    arrivals at time 0, tenants assigned in proportion to their weights. CSV:
+    arrivals at time 0, tenants assigned in proportion to their weights.
+    Burst: as a batch, but task i arrives at ``(i // size) * every_s``
+    seconds (bursts of ``size`` tasks, the last one perhaps smaller). CSV:
     the file's rows (at most ``tasks``).
     """
     tenants = des.tenants
-    if des.arrivals.kind == "csv":
+    arrivals = des.arrivals
+    if arrivals.kind == "csv":
         return _csv_arrivals(des, tasks, base_dir)
-    if des.arrivals.kind == "batch":
+    if arrivals.kind in ("batch", "burst"):
         weights = np.array([t.weight for t in tenants], dtype=float)
         edges = np.cumsum(weights / weights.sum())
+        size, every = arrivals.size or tasks, arrivals.every_s or 0.0
         out = []
         for i in range(tasks):
             k = min(int(np.searchsorted(edges, (i + 0.5) / tasks)), len(tenants) - 1)
-            out.append(Arrival(i, 0.0, tenants[k].name, tenants[k].agent_type))
+            time_s = (i // size) * every if arrivals.kind == "burst" else 0.0
+            out.append(Arrival(i, time_s, tenants[k].name, tenants[k].agent_type))
         return out
     times: list[tuple[float, int]] = []
     for k, tenant in enumerate(tenants):

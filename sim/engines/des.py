@@ -90,6 +90,7 @@ from sim.engines.tenant_budget import TenantLedger, refusal
 from sim.harness.effects import Checkpoint, ModelRequest, ToolRequest
 from sim.harness.loop import Loop, cancel
 from sim.harness.params import HarnessParams
+from sim.harness.retry_budget import RetryBudget
 from sim.harness.state import (
     RESUMABLE,
     HarnessState,
@@ -129,6 +130,10 @@ class DesEngine:
                         if cap.requests_per_minute or cap.tokens_per_minute else None)
         self.ledgers = {t.name: TenantLedger(t.money_usd) for t in des.tenants
                         if t.money_usd is not None}
+        # a retry bucket per tenant (a client), shared by its runs (retry.quota)
+        quota = cell.params.retry.quota
+        self.retry_budgets = {} if quota is None else {
+            t.name: RetryBudget(quota, self.clock) for t in des.tenants}
         self.series = {name: Series(name) for name in (
             "tasks_in_system", "busy_model_slots", "busy_sandboxes", "model_queue",
             "sandbox_queue", "parked")}
@@ -146,6 +151,10 @@ class DesEngine:
         self.params_by_round = [cell.params]
         self.prefix_tokens = cell.params.prefix_tokens  # a sum over the tools: once
         self._plans: dict[type, dict[type, tuple[Any, Any, Series | None]]] = {}
+
+    def clock(self) -> float:
+        """The simulated time now (seconds)."""
+        return float(self.env.now)
 
     # ---------------------------------------------------------------- run
     def run(self) -> DesResult:
@@ -295,7 +304,8 @@ class TaskRun:
                     wrap = engine.tracer(index, state, lambda: env.now)
             else:  # resumed by a human: the wait for a sandbox again is parked time
                 park(state, now - asked)
-            loop = cell.loop(state, params)
+            loop = cell.loop(state, params, retry_budget=engine.retry_budgets.get(arrival.tenant),
+                             retry_key=f"{index}:")
             if wrap is not None:
                 loop = wrap(loop)
             state = yield from self.drive(loop, state, params, waits, task)

@@ -39,16 +39,27 @@ class TenantParams(_Strict):
 
 class ArrivalParams(_Strict):
     """How tasks arrive: ``poisson`` (each tenant at its rate), ``batch`` (all
-    at time zero) or ``csv`` (times read from ``path``: a column ``arrival_s``
-    and optional ``tenant`` and ``agent_type`` columns)."""
+    at time zero), ``burst`` (``size`` tasks at once every ``every_s``
+    seconds, from time zero) or ``csv`` (times read from ``path``: a column
+    ``arrival_s`` and optional ``tenant`` and ``agent_type`` columns)."""
 
-    kind: Literal["poisson", "batch", "csv"] = Field("poisson", description="arrival process")
+    kind: Literal["poisson", "batch", "burst", "csv"] = Field(
+        "poisson", description="arrival process")
     path: str | None = Field(None, description="CSV file of arrival times (kind csv)")
+    # left out of written settings when unset, so settings written before they existed
+    # are written the same
+    size: int | None = Field(None, ge=1, exclude_if=lambda v: v is None,
+                             description="tasks arriving together (kind burst)")
+    every_s: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                  exclude_if=lambda v: v is None,
+                                  description="seconds between bursts (kind burst)")
 
     @model_validator(mode="after")
     def _csv_needs_path(self) -> ArrivalParams:
         if self.kind == "csv" and not self.path:
             raise ValueError("kind csv needs a path")
+        if self.kind == "burst" and (self.size is None or self.every_s is None):
+            raise ValueError("kind burst needs a size and every_s")
         return self
 
 

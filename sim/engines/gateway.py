@@ -63,10 +63,16 @@ class ModelGateway:
         reply and the seconds it holds the slot, after which the caller sets
         the reply's latency (from ``t0``, so it includes the wait for a slot)
         and calls :meth:`done`; or a 429 (Retry-After) when the rate limits
-        refuse the call, with None seconds and the slot given back."""
+        refuse the call, with None seconds and the slot given back. A
+        retry's time (``request.attempt`` > 0) is noted in the limiter's
+        ``retried_at``."""
         self._busy((now, 1))
         limiter = self.limiter
-        retry_after = 0.0 if limiter is None else limiter.admit(now, request.prompt_tokens)
+        retry_after = 0.0
+        if limiter is not None:
+            retry_after = limiter.admit(now, request.prompt_tokens)
+            if request.attempt:  # a harness retry (admitted or not)
+                limiter.retried_at.append(now)
         if retry_after:
             self.done(slot, now)
             return ModelError("rate_limit", 429, retry_after, "rate limit exceeded",

@@ -46,12 +46,14 @@ from sim.harness.params import (
     ParameterError,
     Prices,
     RetryPolicy,
+    RetryQuota,
     ThinkingConfig,
     ToolDefinition,
     ToolSpec,
     VerifierParams,
 )
 from sim.harness.protocol import ANSWERS, ProtocolError
+from sim.harness.retry_budget import RetryBudget
 from sim.harness.state import (
     OUTCOMES,
     RESUMABLE,
@@ -69,7 +71,8 @@ __all__ = [
     "ContextParams", "DetectorParams", "Event", "HarnessParams", "HarnessState", "LimitExceeded",
     "Limits", "MemoryStore",
     "Message", "ModelError", "ModelRequest", "ModelResponse", "NoProgressDetector",
-    "ParameterError", "Prices", "ProtocolError", "RetryPolicy", "SQLiteStore", "TextBlock",
+    "ParameterError", "Prices", "ProtocolError", "RetryBudget", "RetryPolicy", "RetryQuota",
+    "SQLiteStore", "TextBlock",
     "ThinkingBlock", "ThinkingConfig", "ToolDefinition", "ToolError", "ToolRequest",
     "ToolResult", "ToolResultBlock", "ToolSpec", "ToolUseBlock", "Usage", "UserReply",
     "UserTurn", "Verdict",

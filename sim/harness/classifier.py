@@ -71,19 +71,31 @@ def _by_status(status: int | None) -> str:
 
 
 def backoff_s(policy: RetryPolicy, attempt: int, retry_after_s: float | None = None,
-              jitter_draw: float = 1.0) -> float:
-    """Seconds to wait before retry number ``attempt`` (1-based).
+              jitter_draw: float = 1.0, previous_s: float | None = None) -> float:
+    """Seconds to wait before retry number ``attempt`` (1-based), by the
+    rules stated on :class:`~sim.harness.params.RetryPolicy`.
 
-    ``min(base * 2**(attempt-1), cap)``, scaled by ``1 - jitter * (1 - jitter_draw)``
-    where ``jitter_draw`` in [0, 1] comes from the caller (the harness owns no
-    random source); a server's Retry-After (finite, >= 0) overrides the
-    computed delay. No wait is longer than :data:`MAX_WAIT_S` (a Retry-After
-    of 10^9 seconds, or a far-future HTTP date, is waited for 5 minutes,
-    then the call is retried as usual; time budgets still refuse a wait
-    that would overshoot them).
+    A server's Retry-After (finite, >= 0) overrides the computed delay when
+    ``policy.honor_retry_after``; without ``policy.backoff`` the delay is 0.
+    Otherwise ``min(base * 2**(attempt-1), cap)``, scaled by ``1 - jitter *
+    (1 - jitter_draw)`` where ``jitter_draw`` in [0, 1] comes from the caller
+    (the harness owns no random source); with ``policy.decorrelated``,
+    ``min(cap, base + jitter_draw * (3 * previous_s - base))``
+    (``previous_s``: the delay before the previous retry, None for the
+    first: ``base``). No wait is longer than :data:`MAX_WAIT_S` (a
+    Retry-After of 10^9 seconds, or a far-future HTTP date, is waited for 5
+    minutes, then the call is retried as usual; time budgets still refuse a
+    wait that would overshoot them).
     """
-    if retry_after_s is not None and 0 <= retry_after_s < math.inf:
+    if (retry_after_s is not None and 0 <= retry_after_s < math.inf
+            and policy.honor_retry_after):
         return float(min(retry_after_s, MAX_WAIT_S))  # min first: an int may not fit a float
+    if not policy.backoff:
+        return 0.0
+    if policy.decorrelated:
+        base = policy.base_s
+        high = 3.0 * (base if previous_s is None else previous_s)
+        return float(min(base + jitter_draw * max(0.0, high - base), policy.cap_s, MAX_WAIT_S))
     exponent = min(attempt - 1, 1023)  # 2.0 ** 1024 overflows; the cap binds long before
     delay = min(policy.base_s * 2.0 ** exponent, policy.cap_s, MAX_WAIT_S)
     if policy.jitter:

@@ -26,6 +26,7 @@ from sim.harness.detector import Detector
 from sim.harness.messages import Block, ToolUseBlock, Usage
 from sim.harness.params import HarnessParams, ToolSpec
 from sim.harness.protocol import ANSWERS, WELL_FORMED, ProtocolError, result_problem
+from sim.harness.retry_budget import RetryBudget
 from sim.harness.state import CANCELLED, FAILED, HarnessState, Stop, stop
 
 __all__ = ["Emit", "Run", "Stop", "account", "check_abort", "check_ready", "emitter",
@@ -41,9 +42,11 @@ class Run:
     event emitter (None without observers), the tools by name, the run's
     :class:`~sim.harness.budgets.Limits` (its budgets, read once), and,
     while a step's tool calls run, those calls and their observations so
-    far. ``cache_ttl_s`` is the parameters' prompt-cache lifetime and
-    ``thinking`` a step's thinking budget in tokens (0: off), looked up
-    once."""
+    far. ``retry_budget`` is the retry bucket shared with the client's other
+    runs (None: none) and ``retry_key`` the run's key for jitter draws
+    (``retry.jitter_scope: run``). ``cache_ttl_s`` is the parameters'
+    prompt-cache lifetime and ``thinking`` a step's thinking budget in tokens
+    (0: off), looked up once."""
 
     params: HarnessParams
     state: HarnessState
@@ -55,6 +58,8 @@ class Run:
     thinking: int = 0
     open_calls: list[ToolUseBlock] | None = None
     blocks: list[Block] | None = None
+    retry_budget: RetryBudget | None = None
+    retry_key: str = ""
 
 
 def emitter(state: HarnessState, observers: Sequence[ev.Observer]) -> Emit:

@@ -95,6 +95,7 @@ from sim.harness.model_calls import answered, step_request, took_reply
 from sim.harness.params import HarnessParams
 from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
+from sim.harness.retry_budget import RetryBudget
 from sim.harness.state import (
     CANCELLED,
     RESUMABLE,
@@ -113,7 +114,8 @@ Loop = Generator[Effect, Result, HarnessState]
 
 
 def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector | None = None,
-               observers: Sequence[ev.Observer] = ()) -> Loop:
+               observers: Sequence[ev.Observer] = (), retry_budget: RetryBudget | None = None,
+               retry_key: str = "") -> Loop:
     """Run the loop until a terminal state; return the final state.
 
     ``state`` is a fresh state (:func:`~sim.harness.state.new_state`) or one
@@ -122,7 +124,9 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     checkpoint of a finished run) is returned unchanged, without any effect.
     ``params`` are valid by construction. ``detector`` replaces the default
     :class:`~sim.harness.detector.NoProgressDetector`; ``params.detector.enabled``
-    False switches any detector off.
+    False switches any detector off. ``retry_budget``: the retry bucket this
+    run shares with the other runs of its client (None: none); ``retry_key``:
+    the run's key for jitter draws (``params.retry.jitter_scope: run``).
     """
     if state.terminal:
         return state
@@ -131,7 +135,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
               detector if detector is not None else NoProgressDetector(params.detector),
               emitter(state, observers), {spec.name: spec for spec in params.tools},
               limits, params.cache_ttl_s,
-              params.thinking.budget_tokens if params.thinking.enabled else 0)
+              params.thinking.budget_tokens if params.thinking.enabled else 0,
+              retry_budget=retry_budget, retry_key=retry_key)
     compact_at = _limit(params.context.compact_at_tokens)
     checkpoints, shared = CHECKPOINTS, len(CHECKPOINTS)
     state.status = RUNNING

@@ -2,8 +2,15 @@
 
 :func:`call_model` asks the driver for a reply and checks what comes back
 (:func:`~sim.harness.guards.receive`, then the content); transient errors
-(429, timeouts, overload) are retried with exponential backoff, without a
-model step; a server error or a malformed reply is retried at once, up to
+(429, timeouts, overload) are retried after the delay the retry policy gives
+(:class:`~sim.harness.params.RetryPolicy`: backoff and jitter, Retry-After),
+without a model step, while the policy's limits allow: ``max_attempts``
+retries, the call's time budget ``max_retry_s``, and the retry bucket shared
+with the client's other runs (:class:`~sim.harness.retry_budget.RetryBudget`,
+which every success refills a little); past them the run fails as
+``failed:retries_exhausted`` (its detail's ``exhausted`` names
+``max_retry_s`` or ``retry_quota`` when one of those ended it). A server
+error or a malformed reply is retried at once, up to
 ``retry.model_error_retries`` times; then the run fails with a diagnostic
 that hashes the request's messages (privacy) and lists the errors.
 """
@@ -35,13 +42,18 @@ to 500 characters): a run retried a thousand times keeps a small record."""
 @dataclass(slots=True)
 class _Tries:
     """The retries of one call so far (made at its first error): the retry
-    number of the next try, the server errors and rate limits met, and the
-    errors' texts for a diagnostic."""
+    number of the next try, the server errors and rate limits met, the
+    errors' texts for a diagnostic, the seconds since the first try began
+    (tries' latencies and delays), the last delay (seconds, None before the
+    first) and the shared retry bucket's tokens its retries took."""
 
     attempt: int = 0
     server_errors: int = 0
     rate_limits: int = 0
     errors: list[str] = field(default_factory=list)
+    spent_s: float = 0.0
+    delay_s: float | None = None
+    taken: float = 0.0
 
 
 def call_model(run: Run, messages: list[Message], prompt_tokens: int, max_output: int,
@@ -133,6 +145,9 @@ def took_reply(answer: Result, run: Run) -> TypeGuard[ModelResponse]:
     if state.abort_requested:  # cancelled in flight: the driver aborted the call
         stop(CANCELLED, "external_signal")
     account(run, answer.model or state.model, answer.usage)
+    budget = run.retry_budget
+    if budget is not None:  # a first-try success refills the shared retry bucket
+        budget.give_back(budget.quota.success_refund)
     return True
 
 
@@ -154,9 +169,11 @@ def answered(run: Run, request: ModelRequest, answer: Result
             account(run, result.model or state.model, result.usage)
             problem = content_problem(result.content)
             if problem is None:
+                _succeeded(run, tries)
                 return result
             result = ModelError(problem[0], message=problem[1], latency_s=result.latency_s)
         tries = _noted(tries, result)
+        tries.spent_s += result.latency_s
         cls = classify_model_error(result)
         if cls == SERVER:  # seed 000: retry once immediately, then fail with a diagnostic
             _server_error(run, tries, result, messages)
@@ -167,6 +184,7 @@ def answered(run: Run, request: ModelRequest, answer: Result
         else:
             delay = _transient_error(run, tries, result, messages)
             yield from wait(run, delay, "model", result.kind)
+            tries.spent_s += delay
         # every retry is a model call too: check it against the budgets, at the
         # prices of the model it goes to (it may follow a slow error or a switch
         # to the fallback model)
@@ -174,6 +192,15 @@ def answered(run: Run, request: ModelRequest, answer: Result
         request = model_request(run, messages, prompt_tokens, max_output, request.purpose,
                                 tries.attempt)
         answer = yield request
+
+
+def _succeeded(run: Run, tries: _Tries | None) -> None:
+    """A call succeeded: refill the shared retry bucket (when there is one)
+    with what its retries took, or ``success_refund`` if it made none."""
+    budget = run.retry_budget
+    if budget is not None:
+        budget.give_back(tries.taken if tries is not None and tries.taken
+                         else budget.quota.success_refund)
 
 
 def _noted(tries: _Tries | None, error: ModelError) -> _Tries:
@@ -198,9 +225,13 @@ def _server_error(run: Run, tries: _Tries, error: ModelError, messages: list[Mes
 
 def _transient_error(run: Run, tries: _Tries, error: ModelError,
                      messages: list[Message]) -> float:
-    """The backoff in seconds before retrying a transient error, after a
-    switch to the fallback model when rate limits say so; ends the run when
-    the attempts or the run's retry budget are spent."""
+    """The delay in seconds before retrying a transient error
+    (:func:`~sim.harness.classifier.backoff_s`), after a switch to the
+    fallback model when rate limits say so; ends the run when the attempts,
+    the run's retry budget, the call's time budget (``max_retry_s``: the next
+    try would begin after it) or the shared retry bucket are spent (checked
+    in that order; the bucket is asked last, so a refused retry takes
+    nothing from it)."""
     params, state = run.params, run.state
     policy = params.retry
     if error.kind == "rate_limit" or error.status == 429:
@@ -216,9 +247,24 @@ def _transient_error(run: Run, tries: _Tries, error: ModelError,
         stop(FAILED, "retries_exhausted", diagnostic=diagnostic(messages, tries.errors))
     if not run.limits.may_retry(state):  # the run's retry budget
         raise LimitExceeded("retries")
-    tries.attempt += 1
-    return backoff_s(policy, tries.attempt, error.retry_after_s,
-                     jitter_draw(f"model{state.turns}", tries.attempt) if policy.jitter else 1.0)
+    attempt = tries.attempt + 1
+    key = f"{run.retry_key}model{state.turns}" if policy.jitter_scope == "run" else \
+        f"model{state.turns}"
+    delay = backoff_s(policy, attempt, error.retry_after_s,
+                      jitter_draw(key, attempt) if policy.jitter else 1.0, tries.delay_s)
+    if policy.max_retry_s is not None and tries.spent_s + delay > policy.max_retry_s:
+        stop(FAILED, "retries_exhausted", diagnostic=diagnostic(messages, tries.errors),
+             exhausted="max_retry_s")
+    budget = run.retry_budget
+    if budget is not None:
+        cost = budget.cost(error.kind)
+        if not budget.take(cost):
+            stop(FAILED, "retries_exhausted", diagnostic=diagnostic(messages, tries.errors),
+                 exhausted="retry_quota")
+        tries.taken += cost
+    tries.attempt = attempt
+    tries.delay_s = delay
+    return delay
 
 
 def timed_out_reply(params: HarnessParams, answer: Result) -> Result:

@@ -27,7 +27,8 @@ from sim.harness.tool_spec import EFFECT_CLASSES, EffectClass, ToolDefinition, T
 
 __all__ = ["CACHE_TTLS", "EFFECT_CLASSES", "MAX_ATTEMPTS", "Budgets", "ContextParams",
            "DetectorParams", "EffectClass", "HarnessParams", "ParameterError", "Prices",
-           "RetryPolicy", "ThinkingConfig", "ToolDefinition", "ToolSpec", "VerifierParams"]
+           "RetryPolicy", "RetryQuota", "ThinkingConfig", "ToolDefinition", "ToolSpec",
+           "VerifierParams"]
 
 CACHE_TTLS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 MAX_ATTEMPTS = 1_000
@@ -83,26 +84,87 @@ class Budgets:
         return replace(self, **changes)
 
 
+def _unwritten(default: Any, description: str, **bounds: Any) -> Any:
+    """A parameter field (:func:`~sim.harness.fields.param`) that a schema
+    leaves out when writing a value equal to its ``default``."""
+    return field(default=default, metadata={**spec(description, **bounds),
+                                            "exclude_if": lambda v: v == default})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryQuota:
+    """A retry token bucket shared by every run of one client (the AWS SDKs'
+    "retry quota", gRPC's retry throttling), held by a
+    :class:`~sim.harness.retry_budget.RetryBudget` that the engine shares.
+
+    The bucket starts full at ``capacity`` tokens. Each retry of a transient
+    model error takes ``retry_cost`` tokens (``timeout_cost`` for a timeout);
+    when the bucket holds less, the retry is not made and the run fails as
+    ``failed:retries_exhausted`` (exhausted: ``retry_quota``). A call that
+    succeeds at its first try puts ``success_refund`` tokens back; one that
+    succeeds after retries puts back what its retries took. With
+    ``refill_per_s`` > 0 the bucket also refills by that many tokens per second
+    of the clock the engine passes in. Nothing exceeds ``capacity``.
+    AWS standard mode: 500, 5, 10, 1, 0.
+    """
+
+    __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
+
+    capacity: float = param(500.0, "tokens in the full bucket", gt=0)
+    retry_cost: float = param(5.0, "tokens a retry takes", gt=0)
+    timeout_cost: float = param(10.0, "tokens a retry after a timeout takes", gt=0)
+    success_refund: float = param(1.0, "tokens a first-try success puts back", ge=0)
+    refill_per_s: float = param(0.0, "tokens added per second of engine time", ge=0)
+
+    def __post_init__(self) -> None:
+        validated(self)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Harness retries of transient errors, without a model step.
 
-    Backoff before retry k (k = 1, 2, ...) is ``min(base_s * 2**(k-1), cap_s)``
-    seconds, times a jitter factor drawn in [1 - jitter, 1] when ``jitter`` > 0;
-    a Retry-After from the server overrides it. ``max_attempts`` bounds the
-    retries of one call (``tool_max_attempts``, when set, those of a tool
-    call); after ``fallback_after`` rate-limit retries of one model call the
-    harness switches to ``fallback_model`` if one is set (priced at
-    ``fallback_prices`` when given). ``model_error_retries``: immediate retries
-    of a server error (5xx, malformed or empty response) before the run fails
-    (seed 000: one).
+    Delay before retry k (k = 1, 2, ...; seconds), never above
+    :data:`~sim.harness.classifier.MAX_WAIT_S`:
+
+    * a server's Retry-After (seconds) when ``honor_retry_after`` (the
+      default) and the error carries one;
+    * else 0 (retry at once) when ``backoff`` is false;
+    * else, with ``decorrelated`` false, exponential backoff:
+      ``t_k = min(base_s * 2**(k-1), cap_s)`` times ``1 - jitter * (1 - u)``
+      for a draw u uniform on [0, 1), i.e. uniform on
+      ``[(1 - jitter) t_k, t_k]``. ``jitter: 0`` is no jitter, ``jitter: 1``
+      AWS's *full jitter* (uniform(0, t_k)), ``jitter: 0.5`` its *equal
+      jitter* (t_k/2 + uniform(0, t_k/2));
+    * else AWS's *decorrelated jitter*: ``d_k = min(cap_s, base_s + u *
+      (3 d_(k-1) - base_s))`` (uniform(base_s, 3 d_(k-1)) capped), with
+      ``d_0 = base_s``; it needs ``jitter: 1`` (every delay drawn).
+
+    The draws come from :func:`~sim.harness.classifier.jitter_draw`
+    (deterministic: the harness owns no random source), keyed by the call's
+    turn and retry number; with ``jitter_scope: run`` also by the run's key
+    (given by the engine), so runs rejected together spread out; with
+    ``call`` (the default) every run draws alike.
+
+    The retries of one model call stop (``failed:retries_exhausted``) after
+    ``max_attempts`` of them (the OpenAI and Anthropic SDKs' ``max_retries``,
+    2 by default there), or, with ``max_retry_s`` set, when the next retry
+    would start more than ``max_retry_s`` seconds after the call's first try
+    began (its tries' latencies plus the delays), or when the shared
+    ``quota`` (:class:`RetryQuota`) is empty. ``tool_max_attempts``, when
+    set, bounds the retries of a tool call instead; after ``fallback_after``
+    rate-limit retries of one model call the harness switches to
+    ``fallback_model`` if one is set (priced at ``fallback_prices`` when
+    given). ``model_error_retries``: immediate retries of a server error (5xx,
+    malformed or empty response) before the run fails (seed 000: one).
     """
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
     base_s: float = param(1.0, "first backoff (seconds)", gt=0)
     cap_s: float = param(64.0, "longest backoff (seconds)", gt=0)
-    jitter: float = param(0.0, "share of a backoff that jitter may remove", ge=0, le=1)
+    jitter: float = param(0.0, "share of a backoff that jitter may remove (1: full jitter, "
+                               "0.5: equal jitter)", ge=0, le=1)
     max_attempts: int = param(5, "retries of one model call (and of a tool call unless "
                                  "tool_max_attempts is set)", ge=0, le=MAX_ATTEMPTS)
     tool_max_attempts: int | None = param(None, "retries of one tool call (null: max_attempts)",
@@ -116,6 +178,19 @@ class RetryPolicy:
                                      le=MAX_ATTEMPTS)
     retry_tool_errors: bool = param(True, "retry transient tool errors in the harness (false: "
                                           "the model sees them)")
+    # the fields below are left out of a written scenario at their defaults, so
+    # settings written before they existed are written the same
+    backoff: bool = _unwritten(True, "back off before a retry (false: retry at once, or after "
+                                     "the Retry-After when honoured)")
+    honor_retry_after: bool = _unwritten(True, "wait the server's Retry-After when it gives one")
+    decorrelated: bool = _unwritten(False, "AWS decorrelated jitter (needs jitter: 1)")
+    jitter_scope: str = _unwritten("call", "what a jitter draw is keyed by: call (turn and "
+                                           "retry) or run (also the run)")
+    max_retry_s: float | None = _unwritten(None, "time budget of one model call's tries "
+                                                 "(seconds; null: none)", gt=0)
+    quota: RetryQuota | None = field(default=None, metadata={
+        **spec("retry token bucket shared by a client's runs (null: none)"),
+        "exclude_if": _is_none})
 
     def __post_init__(self) -> None:
         validated(self, self._problems())
@@ -124,6 +199,16 @@ class RetryPolicy:
         if not self.cap_s >= self.base_s:
             yield "base_s", (f"need 0 < base_s <= cap_s, got base_s={self.base_s}, "
                              f"cap_s={self.cap_s}")
+        if self.decorrelated and self.jitter != 1:
+            yield "decorrelated", f"decorrelated jitter draws every delay: needs jitter 1, " \
+                                  f"got {self.jitter}"
+        if self.jitter_scope not in JITTER_SCOPES:
+            yield "jitter_scope", f"must be one of {', '.join(JITTER_SCOPES)}, got " \
+                                  f"{self.jitter_scope!r}"
+
+
+JITTER_SCOPES = ("call", "run")
+"""What a retry's jitter draw is keyed by (:attr:`RetryPolicy.jitter_scope`)."""
 
 
 @dataclass(frozen=True, slots=True)

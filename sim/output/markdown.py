@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.analysis import stats
@@ -92,6 +92,7 @@ def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> s
               for c in cells if c.get("sizing")]
     if len(cells) > 1:
         parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
+    parts += storm_markdown(cells)
     parts += [_cell_section(c) for c in cells]
     about = [summary["description"].strip()] if summary.get("description") else []
     params = cells[0].get("params") if len(cells) == 1 else None
@@ -99,6 +100,42 @@ def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> s
     parts += ["## Settings", *about, *([settings] if settings else []),
               f"{len(cells)} cell(s).", "## Definitions", _REPORT_NOTES.strip()]
     return "\n\n".join(parts) + "\n"
+
+
+def storm_markdown(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The "Retry storm" section of a sweep over a concurrency cap with a rate
+    limit (:func:`sim.analysis.capacity.storm_knee`): per setting of the
+    other swept values, the 429 share, dead runs and p95 time to finish at
+    each cap, and the largest cap that keeps the storm away, or that none of
+    the swept caps does; empty for any other sweep."""
+    from sim.analysis.capacity import STORM_CAPS, STORM_FREE_SHARE, storm_knee  # simpy: lazily
+
+    swept = sorted({k for c in cells for k in c.get("params", {})})
+    parts = []
+    for cap in (k for k in swept if k.rsplit(".", 1)[-1] in STORM_CAPS):
+        rows = storm_knee(cells, cap)
+        if not rows:
+            continue
+        lines = [f"Cap swept: `{cap}` (unlimited: no cap). A cap keeps the storm away when "
+                 f"fewer than {100 * STORM_FREE_SHARE:g}% of the requests are answered 429 "
+                 f"and no run dies of exhausted retries (failed:retries_exhausted); the "
+                 f"answer is the largest such cap swept (the knee), and the cap at which "
+                 f"the storm starts.", "",
+                 "| other settings | cap: 429 share, runs dead, p95 time to finish | "
+                 "largest cap without a storm | storm from |",
+                 "|---|---|---|---|"]
+        for row in rows:
+            settings = json.dumps(row["settings"], sort_keys=True, default=json_default)
+            points = "; ".join(
+                f"{_pool(c)}: {100 * share:.1f}%, {died}, "
+                f"{'n/a' if p95 is None else f'{p95:,.0f} s'}"
+                for c, share, died, p95 in zip(row["caps"], row["share_429"], row["runs_died"],
+                                               row["p95_finish_s"], strict=True))
+            knee = _pool(row["knee"]) if row["ok"] else "none of the swept caps"
+            start = "none swept" if row["storm_from"] is None else _pool(row["storm_from"])
+            lines.append(f"| `{settings}` | {points} | {knee} | {start} |")
+        parts += ["## Retry storm", "\n".join(lines)]
+    return parts
 
 
 def sizing_markdown(sizing: Mapping[str, Any], cell: str = "") -> str:

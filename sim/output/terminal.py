@@ -102,6 +102,29 @@ def _change(value: float, base: float) -> str:
     return "n/a" if base == 0 else f"{100 * (value - base) / base:+.1f}%"
 
 
+def storm_rows(storm: Mapping[str, Any] | None) -> list[str]:
+    """Rows of :func:`capacity_rows` for the provider's side of a rate limit
+    (:func:`sim.analysis.capacity.storm`); none without a rate limit."""
+    if not storm:
+        return []
+    finish = storm["time_to_finish_s"]
+    rows = [f"| requests at the provider: answered 429 | {storm['requests']:,}: "
+            f"{storm['rejected']:,} ({100 * storm['share_429']:.1f}%) |",
+            f"| provider requests/s: peak ({storm['bin_s']:g} s bins) / mean | "
+            f"{storm['peak_requests_per_s']:,.1f} / {storm['mean_requests_per_s']:,.2f} |",
+            f"| harness retries among them: requests per first try / peak retries/s | "
+            f"{storm['retries']:,}: {storm['amplification']:.2f} / "
+            f"{storm['peak_retries_per_s']:,.1f} |",
+            f"| runs dead of exhausted retries (failed:retries_exhausted) | "
+            f"{storm['runs_died']:,} ({100 * storm['share_died']:.1f}%) |",
+            f"| prompt tokens sent in rejected requests (not billed) | "
+            f"{storm['rejected_prompt_tokens']:,} |"]
+    if finish:
+        rows.append(f"| time to finish p50 / p95 (s) | {finish['p50']:,.1f} / "
+                    f"{finish['p95']:,.1f} |")
+    return rows
+
+
 def capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
     """Markdown table of a DES cell's capacity measurements (see sim.analysis.capacity)."""
     util = capacity["utilisation"]
@@ -140,6 +163,7 @@ def capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
         rows.append(f"| model-slot waiting per task p50 / p95 / max (s) | {model['p50']:,.1f} "
                     f"/ {model['p95']:,.1f} / {model['max']:,.1f} |")
     rows.append(f"| calls answered 429 by the rate limits | {capacity['rate_limited_calls']} |")
+    rows += storm_rows(capacity.get("storm"))
     rows.append(f"| longest 5% of tasks: share of sandbox time | "
                 f"{100 * capacity['tail_share_5pct']:.1f}% |")
     return rows
