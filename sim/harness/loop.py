@@ -95,6 +95,7 @@ from sim.harness.model_calls import answered, step_request, took_reply
 from sim.harness.params import HarnessParams
 from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
+from sim.harness.scopes import Ledger
 from sim.harness.state import (
     CANCELLED,
     RESUMABLE,
@@ -113,7 +114,8 @@ Loop = Generator[Effect, Result, HarnessState]
 
 
 def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector | None = None,
-               observers: Sequence[ev.Observer] = ()) -> Loop:
+               observers: Sequence[ev.Observer] = (), ledgers: Sequence[Ledger] | None = None,
+               started_s: float = 0.0) -> Loop:
     """Run the loop until a terminal state; return the final state.
 
     ``state`` is a fresh state (:func:`~sim.harness.state.new_state`) or one
@@ -122,11 +124,14 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     checkpoint of a finished run) is returned unchanged, without any effect.
     ``params`` are valid by construction. ``detector`` replaces the default
     :class:`~sim.harness.detector.NoProgressDetector`; ``params.detector.enabled``
-    False switches any detector off.
+    False switches any detector off. ``ledgers`` are the shared budgets' ledgers
+    the run charges (its session's, its tenant's; None: its own, one per
+    ``params.shared_budgets``), ``started_s`` the driver's clock at its start
+    (:class:`~sim.harness.budgets.Limits`).
     """
     if state.terminal:
         return state
-    limits = Limits(params)
+    limits = Limits(params, ledgers, started_s)
     run = Run(params, state,
               detector if detector is not None else NoProgressDetector(params.detector),
               emitter(state, observers), {spec.name: spec for spec in params.tools},
@@ -202,6 +207,8 @@ def _finish(run: Run, end: Stop) -> Generator[Effect, Result, None]:
     """Record the end, tell the observers, and leave a valid, resumable history."""
     state = run.state
     end_run(state, end.status, end.reason, end.detail)
+    if run.limits.ledgers:
+        run.limits.release(state)
     if run.emit:
         run.emit(ev.TERMINAL, {"status": end.status, "reason": end.reason, **end.detail})
     if run.open_calls is not None and run.blocks is not None:
