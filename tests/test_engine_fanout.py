@@ -146,3 +146,76 @@ def test_session_budget_covers_children_in_the_direct_engine() -> None:
                           task.task_tokens)
         final = direct.drive(cell, task, state, path=(i,))
         assert final.total_tokens + final.children_tokens <= 200_000
+
+
+# ---------------------------------------------------------------- DES
+def des_run(raw: dict[str, Any], tasks: int, des: dict[str, Any]) -> tuple[Any, Any]:
+    """Run ``raw`` in the DES with ``des``; assert the drained-run invariants
+    (conservation, Little's law for the system and each pool and queue)."""
+    from sim.analysis.capacity import check_drained
+    from sim.engines.des import DesEngine, arrival_schedule
+    scenario = validate({**raw, "engine": "des", "tasks": tasks, "des": des}, "fanout-des")
+    cell = build_cell(cells_of(scenario)[0])
+    arrivals = arrival_schedule(scenario.des, tasks, cell.seed)
+    result = DesEngine(cell, scenario.des, arrivals).run()
+    assert check_drained(result, scenario.des, arrivals) == []
+    return result, cell
+
+
+def test_des_with_unlimited_capacity_matches_the_direct_engine_children_included() -> None:
+    """Unlimited capacity, 2-3 children per root, all at once: every root
+    does the same work and takes the same wall time in both engines (the
+    parent waits its longest child), and the DES ran 2 or 3 children per
+    root, each its own process."""
+    raw = fanout_scenario([0.0, 0.0, 0.5, 0.5])
+    result, cell = des_run(raw, 30, {"tenants": [{"name": "a", "rate_per_hour": 600}]})
+    direct_records = run_tasks(cell, range(30))
+    for a, b in zip(result.records, direct_records, strict=True):
+        assert (a.outcome, a.steps, a.tool_calls, a.input_tokens, a.cost_usd) == (
+            b.outcome, b.steps, b.tool_calls, b.input_tokens, b.cost_usd)
+        assert a.wall_s == pytest.approx(b.wall_s)
+    assert 60 <= len(result.child_times) <= 90
+    assert result.series["runs_in_system"].peak >= 3
+
+
+def test_des_children_compete_for_model_slots() -> None:
+    """With 2 model slots shared by roots and children, roots wait longer
+    for slots than with 50 (the children's calls queue with everyone's)."""
+    raw = fanout_scenario([0.0, 0.0, 0.0, 1.0])
+    tight, _ = des_run(raw, 40, {"tenants": [{"name": "a", "rate_per_hour": 600}],
+                                 "capacity": {"model_slots": 2}})
+    loose, _ = des_run(raw, 40, {"tenants": [{"name": "a", "rate_per_hour": 600}],
+                                 "capacity": {"model_slots": 50}})
+    assert len(tight.child_times) == len(loose.child_times) == 120
+    assert sum(r.model_wait_s for r in tight.records) > sum(
+        r.model_wait_s for r in loose.records)
+
+
+def test_littles_law_holds_with_nested_runs() -> None:
+    """L = lambda W on all runs, children included, over a steady-state
+    window [10%, 70%] of the horizon: L is the monitor's time-average of
+    runs_in_system; lambda the scenario's root arrival rate times 4 (every
+    root spawns exactly 3 children); W the mean time in system of the runs
+    arriving in the window, measured per run (roots: end - arrival from the
+    records; children: end - spawn). Tolerance: z(0.001) = 3.29 times the
+    relative standard error of lambda-hat W-hat, sqrt(1/N + cv(W)^2/n), N
+    the roots and n the runs arriving in the window."""
+    import math
+    import statistics
+
+    from sim.analysis.capacity import window_average
+    raw = fanout_scenario([0.0, 0.0, 0.0, 1.0], max_concurrent=2)
+    raw["seed"] = 5
+    result, _ = des_run(raw, 1200, {"tenants": [{"name": "a", "rate_per_hour": 360}],
+                                    "capacity": {"model_slots": 12}})
+    horizon = result.horizon_s
+    t1, t2 = 0.1 * horizon, 0.7 * horizon
+    level = window_average(result.series["runs_in_system"], t2, t1)
+    rate = result.offered_rate_per_s * 4
+    roots = [r.end_s - r.arrival_s for r in result.records if t1 <= r.arrival_s < t2]
+    kids = [end - start for start, end in result.child_times if t1 <= start < t2]
+    times = roots + kids
+    mean = statistics.mean(times)
+    cv = statistics.stdev(times) / mean
+    tolerance = 3.29 * math.sqrt(1 / len(roots) + cv ** 2 / len(times))
+    assert abs(level / (rate * mean) - 1) < tolerance, (level, rate * mean, tolerance)

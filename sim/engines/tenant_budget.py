@@ -24,6 +24,8 @@ kind ``tenant_budget`` (HTTP 402), which ends the run as
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from sim.harness.effects import Effect, ModelError, ModelRequest
 from sim.harness.params import HarnessParams
 from sim.harness.scopes import Ledger, ScopedBudget
@@ -40,7 +42,7 @@ class TenantLedger:
     def __init__(self, budget_usd: float) -> None:
         self.budget_usd = budget_usd
         self.ledger = Ledger(ScopedBudget(scope="tenant", money_usd=budget_usd))
-        self.seen: dict[int, float] = {}
+        self.seen: dict[Hashable, float] = {}
         self.peak_in_flight = 0
 
     @property
@@ -49,9 +51,9 @@ class TenantLedger:
         return self.ledger.usd
 
     @property
-    def in_flight(self) -> dict[int, float]:
+    def in_flight(self) -> dict[Hashable, float]:
         """Run -> the prompt cost of its call in flight (USD)."""
-        return self.ledger.reserved_usd  # type: ignore[return-value]
+        return self.ledger.reserved_usd
 
     @property
     def refused(self) -> int:
@@ -73,7 +75,7 @@ class TenantLedger:
         """How far the tenant's spend ended above its budget (USD, >= 0)."""
         return max(0.0, self.spent_usd - self.budget_usd)
 
-    def admit(self, run: int, prompt_cost_usd: float) -> bool:
+    def admit(self, run: Hashable, prompt_cost_usd: float) -> bool:
         """Whether run ``run``'s next call (its prompt costing
         ``prompt_cost_usd``) may be made; if so it is committed as in flight
         (the harness's rule: :meth:`~sim.harness.scopes.Ledger.reserve`)."""
@@ -82,7 +84,7 @@ class TenantLedger:
         self.peak_in_flight = max(self.peak_in_flight, len(self.ledger.reserved_usd))
         return True
 
-    def settle(self, run: int, run_spend_usd: float) -> None:
+    def settle(self, run: Hashable, run_spend_usd: float) -> None:
         """Record run ``run``'s spend so far as the harness counts it: the
         increase since the last settle is spent, and its in-flight prompt
         cost, if any, is released."""
@@ -105,7 +107,7 @@ def prompt_cost(params: HarnessParams, model: str, prompt_tokens: int) -> float:
     return params.prices_for(model).call_cost(prompt_tokens, 0)
 
 
-def refusal(ledger: TenantLedger, index: int, params: HarnessParams, state: HarnessState,
+def refusal(ledger: TenantLedger, index: Hashable, params: HarnessParams, state: HarnessState,
             effect: Effect) -> ModelError | None:
     """The error that answers run ``index``'s model call ``effect`` when the
     tenant's money budget cannot admit it (None: go ahead, or not a model
