@@ -104,6 +104,23 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
                        truly_done=task.answer_correct), task
 
 
+def run_task_state(cell: Cell, index: int, pool: StreamPool | None = None
+                   ) -> tuple[TaskRecord, HarnessState]:
+    """Run task ``index`` of ``cell`` (untraced); return its record and its
+    final harness state (which holds what its subagents did: children,
+    their outcomes, tokens and cost)."""
+    pool = pool if pool is not None else StreamPool()
+    streams = pool.acquire(cell.seed, index)
+    task = SimulatedTask(cell.world, streams)
+    params = cell.params
+    state = new_state(params.prefix_tokens, task.model_id or params.model,
+                      "Complete the task.", task.task_tokens)
+    final = drive(cell, task, state, path=(index,))
+    pool.release(streams)
+    return make_record(cell.name, index, final, ground_truth=task.need,
+                       truly_done=task.answer_correct), final
+
+
 def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
               ) -> list[TaskRecord]:
     """Run the given tasks of ``cell`` one after another, in order. The

@@ -130,7 +130,8 @@ class HarnessState:
     ``descendants`` every run below it (children and theirs);
     ``children_tokens`` and ``children_cost_usd`` what its descendants used
     (tokens: prompt plus output and thinking; USD), not counted in its own
-    token and money counters.
+    token and money counters; ``children_outcomes`` its children's endings
+    (``status:reason``, or ``succeeded``) and how many ended so.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -160,6 +161,7 @@ class HarnessState:
     descendants: int = 0
     children_tokens: int = 0
     children_cost_usd: float = 0.0
+    children_outcomes: dict[str, int] = field(default_factory=dict)
     tool_failures: dict[str, int] = field(default_factory=dict)
     detector: DetectorMemory = field(default_factory=DetectorMemory)
     abort_requested: bool = False

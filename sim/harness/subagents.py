@@ -134,6 +134,10 @@ def _count(state: HarnessState, results: list[ChildResult]) -> None:
     state.descendants += sum(r.runs for r in results)
     state.children_tokens += sum(r.tokens for r in results)
     state.children_cost_usd += sum(r.cost_usd for r in results)
+    outcomes = state.children_outcomes
+    for r in results:
+        label = SUCCEEDED if r.status == SUCCEEDED else f"{r.status}:{r.reason}"
+        outcomes[label] = outcomes.get(label, 0) + 1
 
 
 def _refused(call: ToolUseBlock, kind: str, what: str) -> tuple[str, bool, int]:
