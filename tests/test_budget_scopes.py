@@ -26,7 +26,7 @@ from sim.harness.effects import (
     ToolRequest,
 )
 from sim.harness.params import ParameterError, ScopedBudget, SubagentParams, ToolSpec
-from sim.harness.scopes import Ledger, window_index
+from sim.harness.scopes import Ledger, overshoot_bound, window_index
 from sim.harness.state import HarnessState
 from sim.harness.subagents import child_result, child_state
 
@@ -148,6 +148,7 @@ def test_between_turns_overshoot_with_four_runs_is_hand_computed() -> None:
     states, _ = run_concurrently(params(budget), ledger, 4)
     assert ledger.peak_tokens == 13_000
     assert ledger.overshoot() == (3_000, 0.0)
+    assert overshoot_bound(budget, 4, CALL_IN + CALL_OUT, 0.0) == (4_000, 0.0)
     assert ledger.overshoot()[0] <= 4 * (CALL_IN + CALL_OUT)
     assert {(s.status, s.reason) for s in states} == {("budget_exhausted", "session")}
     assert [s.turns for s in states] == [4, 3, 3, 3]
@@ -171,6 +172,7 @@ def test_before_call_is_never_passed_with_four_runs_in_flight() -> None:
     ledger = Ledger(budget)
     states, _ = run_concurrently(params(budget), ledger, 4)
     assert ledger.peak_tokens <= 10_000 and ledger.overshoot() == (0, 0.0)
+    assert overshoot_bound(budget, 4, 10**6, 1.0) == (0, 0.0)
     assert ledger.refused >= 1
     largest_worst = max(s.context_tokens for s in states) + 1_000
     assert 10_000 - ledger.peak_tokens < 4 * largest_worst
@@ -269,3 +271,50 @@ def _drive_tree(p: HarnessParams, state: HarnessState, ledgers: list[Ledger],
     except StopIteration as end:
         final: HarnessState = end.value
         return final
+
+
+# ------------------------------------------ a tenant's budget in the DES
+def _des_tenant(check: str, limit: int) -> tuple[Any, Any]:
+    """200 tasks of one tenant arriving 1 a second (many at once), sharing a
+    tenant token budget of ``limit`` checked by ``check``; the engine and
+    its result."""
+    from sim.analysis.capacity import check_drained
+    from sim.engines.des import DesEngine, arrival_schedule
+    from sim.scenario.model import validate
+    from sim.sweeps.cells import build_cell, cells_of
+    raw = {"seed": 2, "tasks": 200, "engine": "des",
+           "harness": {"max_output_tokens": 600, "shared_budgets": [
+               {"scope": "tenant", "tokens": limit, "check": check}]},
+           "des": {"tenants": [{"name": "a", "rate_per_hour": 3600}]}}
+    scenario = validate(raw, "tenant-budget")
+    cell = build_cell(cells_of(scenario)[0])
+    arrivals = arrival_schedule(scenario.des, 200, cell.seed)
+    engine = DesEngine(cell, scenario.des, arrivals)
+    result = engine.run()
+    assert check_drained(result, scenario.des, arrivals) == []
+    return engine, result
+
+
+def test_des_tenant_budget_before_call_is_never_passed_under_concurrency() -> None:
+    """A tenant's 5M tokens shared by 200 concurrent runs, checked before
+    each call with reservations: the tenant's spend never passes 5M, and
+    runs are stopped as budget_exhausted:tenant."""
+    engine, result = _des_tenant("before_call", 5_000_000)
+    ledger = engine.tenant_scoped["a"][0]
+    assert ledger.peak_tokens <= 5_000_000
+    assert any(r.reason == "tenant" for r in result.records)
+
+
+def test_des_tenant_budget_between_turns_overshoots_by_at_most_a_call_per_run() -> None:
+    """The same, checked between turns: the overshoot is at most one call
+    (a full context window plus the output cap) per run in the system at
+    its peak, the bound computed from the parameters and the series."""
+    engine, result = _des_tenant("between_turns", 5_000_000)
+    ledger = engine.tenant_scoped["a"][0]
+    params = engine.cell.params
+    in_system = int(result.series["tasks_in_system"].peak)
+    bound = overshoot_bound(ledger.budget, in_system,
+                            params.context_window + params.max_output_tokens, 0.0)[0]
+    assert bound == in_system * 200_600
+    assert ledger.overshoot()[0] <= bound
+    assert any(r.reason == "tenant" for r in result.records)

@@ -75,6 +75,14 @@ duration. An operator's cancel of the parent interrupts its children. With
 the system, children included (a child from its spawn to its end), and
 :attr:`DesResult.child_times` lists each child's ``(spawned, ended)``.
 
+**Shared budgets.** With ``harness.shared_budgets``, each root run gets a
+fresh ledger per session budget (shared with its descendants) and its
+tenant's ledger of each tenant budget (shared by all the tenant's runs,
+children included: :attr:`DesEngine.tenant_scoped`), on the engine's clock
+(a run's clock starts at its start). The DES's own tenant money budget
+(``des.tenants[].money_usd``, :mod:`sim.engines.tenant_budget`) is checked
+by the driver as before, with the same harness rule.
+
 Units: seconds throughout.
 """
 
@@ -110,6 +118,7 @@ from sim.harness.effects import (
 )
 from sim.harness.loop import Loop, agent_loop, cancel
 from sim.harness.params import HarnessParams
+from sim.harness.scopes import Ledger
 from sim.harness.state import (
     RESUMABLE,
     SUCCEEDED,
@@ -163,6 +172,8 @@ class DesEngine:
         if self.runs_series is not None:
             self.series["runs_in_system"] = self.runs_series
         self.child_times: list[tuple[float, float]] = []  # (spawned, ended) per child
+        # harness.shared_budgets of scope tenant: one ledger each per tenant, shared
+        self.tenant_scoped: dict[str, list[Ledger]] = {}
         self.ended = 0  # tasks ended so far
         self.paused: set[str] = set()
         self.resumed = self.env.event()
@@ -259,6 +270,20 @@ class DesEngine:
             self.params_by_round.append(replace(base, budgets=base.budgets.scaled(factor)))
         return self.params_by_round[round_]
 
+    def run_ledgers(self, tenant: str) -> list[Ledger] | None:
+        """The shared budgets' ledgers of a new root run of ``tenant``: a
+        fresh one per session budget (the run and its descendants share it)
+        and the tenant's own (every run of the tenant shares it); None
+        without ``harness.shared_budgets``."""
+        budgets = self.cell.params.shared_budgets
+        if not budgets:
+            return None
+        shared = self.tenant_scoped.get(tenant)
+        if shared is None:
+            shared = self.tenant_scoped[tenant] = [Ledger(b) for b in budgets
+                                                   if b.scope == "tenant"]
+        return [Ledger(b) for b in budgets if b.scope == "session"] + shared
+
     def human_delay(self, draws: Draws) -> float:
         """Seconds until a human resumes a stopped run, drawn from ``draws``."""
         return self.des.resume.delay.sample(draws)
@@ -314,6 +339,7 @@ class TaskRun:
         wrap: Callable[[Loop], Loop] | None = None
         resumptions = 0
         rules = engine.des.resume
+        ledgers = engine.run_ledgers(arrival.tenant)  # kept over resumptions
         while True:  # a round: capacity, the harness loop, perhaps a human after it
             held: list = []
             asked = now
@@ -328,7 +354,9 @@ class TaskRun:
                     wrap = engine.tracer(index, state, lambda: env.now)
             else:  # resumed by a human: the wait for a sandbox again is parked time
                 park(state, now - asked)
-            loop = cell.loop(state, params)
+            loop = (cell.loop(state, params) if ledgers is None else agent_loop(
+                params, state, detector=cell.make_detector(params), ledgers=ledgers,
+                started_s=start_s))
             if wrap is not None:
                 loop = wrap(loop)
             state = yield from self.drive(loop, state, params, waits, task)

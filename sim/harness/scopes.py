@@ -50,7 +50,8 @@ from typing import Any, ClassVar
 
 from sim.harness.fields import PYDANTIC_CONFIG, param, validated
 
-__all__ = ["CALENDARS", "CHECKS", "SCOPES", "Ledger", "ScopedBudget", "window_index"]
+__all__ = ["CALENDARS", "CHECKS", "SCOPES", "Ledger", "ScopedBudget", "overshoot_bound",
+           "window_index"]
 
 SCOPES: tuple[str, ...] = ("session", "tenant")
 CHECKS: tuple[str, ...] = ("before_call", "between_turns")
@@ -63,8 +64,8 @@ MONDAY_S = 4 * DAY_S
 
 @dataclass(frozen=True, slots=True)
 class ScopedBudget:
-    """A budget shared by the runs of a session or of a tenant (see the
-    module docstring). ``tokens`` and ``money_usd``: the limits (null:
+    """A budget shared by the runs of a session or of a tenant (rules:
+    ``sim.harness.scopes``). ``tokens`` and ``money_usd``: the limits (null:
     unlimited); ``hard``: stop runs at the limit (false: alert only);
     ``alert_at``: share of the limit left at which one alert per window is
     raised (null: no alert); ``check``: ``before_call`` or
@@ -114,6 +115,21 @@ def window_index(budget: ScopedBudget, now: float, epoch_s: float = 0.0) -> int:
     if budget.calendar == "week":
         return math.floor((epoch_s + now - MONDAY_S) / WEEK_S)
     return 0
+
+
+def overshoot_bound(budget: ScopedBudget, runs: int, call_tokens: int, call_usd: float
+                    ) -> tuple[int, float]:
+    """The most a hard ``budget``'s window spend can end past its limits
+    (``(tokens, USD)``) when ``runs`` runs share it and no call uses more
+    than ``call_tokens`` tokens or ``call_usd`` USD: nothing for
+    ``before_call`` (each call's worst case is reserved before it is made);
+    ``runs`` calls for ``between_turns`` (every run may pass its check just
+    below the limit and make one more call). A soft budget has no bound."""
+    if not budget.hard:
+        return (2**63 - 1, math.inf)
+    if budget.check == "before_call":
+        return (0, 0.0)
+    return (runs * call_tokens, runs * call_usd)
 
 
 class Ledger:
