@@ -238,8 +238,8 @@ class SubagentParams:
     default: 20); more are queued by the driver and run as earlier ones end.
     ``max_total``: children one run may start in all, counting its own
     children only (a child's children count against the child's own
-    ``max_total``; a tree holds at most ``max_total ** max_depth`` runs below
-    its root). ``max_depth``: how deep children may go (1: children cannot
+    ``max_total``, so a tree holds at most ``m + m**2 + ... + m**max_depth``
+    runs below its root, ``m`` = ``max_total``). ``max_depth``: how deep children may go (1: children cannot
     spawn). A spawn past ``max_total`` or ``max_depth`` is refused to the
     model as a tool error it sees. The parent waits for its children's
     results (one tool result per spawn call)."""
