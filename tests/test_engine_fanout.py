@@ -219,3 +219,33 @@ def test_littles_law_holds_with_nested_runs() -> None:
     cv = statistics.stdev(times) / mean
     tolerance = 3.29 * math.sqrt(1 / len(roots) + cv ** 2 / len(times))
     assert abs(level / (rate * mean) - 1) < tolerance, (level, rate * mean, tolerance)
+
+
+# ------------------------------------------------- without waiting
+def test_without_waiting_the_parent_goes_on_and_collects_later() -> None:
+    """wait false, the same tasks: every root still counts its 3 children
+    and their endings (none left pending: an answer that comes while a child
+    still runs is not taken before it ends), succeeds, and takes no longer
+    than when it waits at the spawn."""
+    waiting = run_tasks(cell_of(fanout_scenario([0.0, 0.0, 0.0, 1.0])), range(6))
+    raw = fanout_scenario([0.0, 0.0, 0.0, 1.0])
+    raw["harness"]["subagents"]["wait"] = False
+    cell = cell_of(raw)
+    from sim.engines.direct import run_task_state
+    for i, before in enumerate(waiting):
+        record, state = run_task_state(cell, i)
+        assert (state.children, state.pending_children) == (3, 0)
+        assert sum(state.children_outcomes.values()) == 3
+        assert record.wall_s <= before.wall_s + 1e-9
+        assert record.outcome == "succeeded"
+
+
+def test_des_without_waiting_collects_every_child() -> None:
+    """The DES with wait false: every root ends having collected its 3
+    children (the drained-run invariants hold), and 3 children ran per root."""
+    raw = fanout_scenario([0.0, 0.0, 0.0, 1.0])
+    raw["harness"]["subagents"]["wait"] = False
+    result, _ = des_run(raw, 20, {"tenants": [{"name": "a", "rate_per_hour": 600}],
+                                  "capacity": {"model_slots": 4}})
+    assert len(result.child_times) == 60
+    assert all(r.outcome == "succeeded" for r in result.records)

@@ -264,3 +264,59 @@ def test_budgets_do_not_count_childrens_usage_per_run() -> None:
     final = drive(p, state, spawner(["a"]),
                   lambda e: ChildResults([ChildResult("succeeded", "verified", 5, 10**6)], 1.0))
     assert final.status == "succeeded" and final.children_tokens == 10**6
+
+
+# ------------------------------------------------- without waiting
+def test_without_waiting_results_come_back_as_a_later_message() -> None:
+    """wait false: the spawn of 2 returns at once ('started'); before the
+    next model call the harness collects (CollectChildren, not waiting) and
+    gets one result, shown as a message naming it; at the final answer the
+    other still runs, so the harness waits for it (CollectChildren, wait),
+    shows it and goes round again; the next answer is taken."""
+    p = params(wait=False)
+    state = new_state(p.prefix_tokens, p.model, "go", 10)
+    collects: list[bool] = []
+    loop = agent_loop(p, state)
+    effect = next(loop)
+    assert isinstance(effect, ModelRequest)
+    effect = loop.send(reply(effect, ToolUseBlock("t0", "agent", {"tasks": ["a", "b"]})))
+    assert isinstance(effect, SpawnRequest) and effect.wait is False
+    effect = loop.send(ChildResults([], 0.0))
+    assert isinstance(effect, Checkpoint)
+    effect = loop.send(None)
+    assert effect.__class__.__name__ == "CollectChildren" and effect.wait is False
+    collects.append(effect.wait)
+    effect = loop.send(ChildResults([ChildResult("succeeded", "verified", 40)], 0.0))
+    assert isinstance(effect, ModelRequest)
+    assert "1 subagent(s) ended: subagent succeeded" in effect.messages[-1].content[-1].text
+    effect = loop.send(reply(effect, TextBlock("done", 7)))  # a final answer: 1 still runs
+    assert effect.__class__.__name__ == "CollectChildren" and effect.wait is True
+    effect = loop.send(ChildResults([ChildResult("failed", "model_error")], 5.0))
+    assert isinstance(effect, Checkpoint)
+    effect = loop.send(None)
+    assert isinstance(effect, ModelRequest)  # round again: no collection, nothing pending
+    assert "subagent failed:model_error" in effect.messages[-1].content[-1].text
+    try:
+        loop.send(reply(effect, TextBlock("done", 7)))
+    except StopIteration as end:
+        final: HarnessState = end.value
+    assert (final.status, final.children, final.children_failed) == ("succeeded", 2, 1)
+    assert final.pending_children == 0
+    assert final.children_outcomes == {"succeeded": 1, "failed:model_error": 1}
+    assert final.active_s == pytest.approx(3 * 1.0 + 5.0)  # three calls and the wait
+
+
+def test_a_collection_with_too_many_results_fails_the_run() -> None:
+    """A driver handing back more results than children pending fails the
+    run as failed:invalid_response."""
+    p = params(wait=False)
+    state = new_state(p.prefix_tokens, p.model, "go", 10)
+    loop = agent_loop(p, state)
+    effect = loop.send(None)
+    effect = loop.send(reply(effect, ToolUseBlock("t0", "agent", {"task": "a"})))
+    loop.send(ChildResults([], 0.0))
+    effect = loop.send(None)  # the collection
+    two = [ChildResult("succeeded", "verified"), ChildResult("succeeded", "verified")]
+    with pytest.raises(StopIteration) as end:
+        loop.send(ChildResults(two, 0.0))
+    assert (end.value.value.status, end.value.value.reason) == ("failed", "invalid_response")

@@ -70,7 +70,10 @@ with everyone). A child holds no sandbox or tenant slot of its own (it runs
 in its parent's), and at most ``max_concurrent`` children of one spawn run at
 once (a :class:`simpy.Resource` per spawn; the rest queue). The parent waits
 on :class:`simpy.AllOf` of its children, and its wait is the spawn's
-duration. An operator's cancel of the parent interrupts its children. With
+duration; without waiting (``harness.subagents.wait`` false), the spawn is
+answered at once and a collection hands over the children that have ended
+(waiting on :class:`simpy.AllOf` of the rest before a final answer). An
+operator's cancel of the parent interrupts its children. With
 ``harness.subagents`` set, the series ``runs_in_system`` counts every run in
 the system, children included (a child from its spawn to its end), and
 :attr:`DesResult.child_times` lists each child's ``(spawned, ended)``.
@@ -112,6 +115,7 @@ from sim.harness.effects import (
     Checkpoint,
     ChildResults,
     ChildSpec,
+    CollectChildren,
     ModelRequest,
     SpawnRequest,
     ToolRequest,
@@ -305,7 +309,7 @@ class TaskRun:
     was), :attr:`kind` the type of the effect it performs (or last
     performed): what an operator's cancel finds."""
 
-    __slots__ = ("engine", "arrival", "mode", "kind", "process", "key")
+    __slots__ = ("engine", "arrival", "mode", "kind", "process", "key", "background")
 
     def __init__(self, engine: DesEngine, arrival: Arrival) -> None:
         self.engine = engine
@@ -313,6 +317,7 @@ class TaskRun:
         self.mode = CAP
         self.kind: type | None = None
         self.key: tuple[int, ...] = (arrival.index,)  # the run's spawn key (child_streams)
+        self.background: list[ChildRun] = []  # children started without waiting
         self.process = engine.env.process(self.life())
 
     def cancel(self) -> None:
@@ -513,6 +518,12 @@ class TaskRun:
                     effect = None
                     now = env.now
                     continue
+                if kind is CollectChildren:  # children started without waiting
+                    self.mode = HELD
+                    result = yield from self.collect(effect.wait, began)
+                    effect = None
+                    now = env.now
+                    continue
                 if kind is ModelRequest and queued_model:  # through the gateway
                     slot = gateway.take(now)
                     if slot is not None:  # none free: wait in the queue
@@ -577,6 +588,9 @@ class TaskRun:
         world = engine.cell.world.child_world(task.world)
         kids = [ChildRun(engine, self, (*self.key, state.children + j), spec, world, cap,
                          effect, waits) for j, spec in enumerate(effect.children)]
+        if not effect.wait:  # collected later (collect)
+            self.background.extend(kids)
+            return ChildResults([], 0.0)
         try:
             yield simpy.AllOf(env, [kid.process for kid in kids])
         except Interrupt:
@@ -586,6 +600,25 @@ class TaskRun:
             raise
         return ChildResults([kid.result for kid in kids if kid.result is not None],
                             env.now - began)
+
+    def collect(self, wait: bool, began: float) -> Generator[Event, Any, ChildResults]:
+        """The results of the children started without waiting that have
+        ended (with ``wait``: all, waited for), in the order they ended;
+        cancelled while waiting, they are cancelled too."""
+        env = self.engine.env
+        if wait and any(kid.process.is_alive for kid in self.background):
+            try:
+                yield simpy.AllOf(env, [kid.process for kid in self.background])
+            except Interrupt:
+                for kid in self.background:
+                    if kid.process.is_alive:
+                        kid.cancel()
+                raise
+        ended = sorted((kid for kid in self.background if kid.result is not None),
+                       key=lambda kid: kid.ended)
+        for kid in ended:
+            self.background.remove(kid)
+        return ChildResults([kid.result for kid in ended], env.now - began)
 
     def end(self, state: HarnessState, task: SimulatedTask, streams: tuple[Draws, ...],
             now: float, start_s: float | None, waits: list[float], resumptions: int) -> None:
@@ -620,7 +653,7 @@ class ChildRun(TaskRun):
     ``model_wait_s``. Its :class:`~sim.harness.effects.ChildResult` is in
     :attr:`result` once it has ended."""
 
-    __slots__ = ("result",)
+    __slots__ = ("result", "ended")
 
     def __init__(self, engine: DesEngine, parent: TaskRun, key: tuple[int, ...],
                  spec: ChildSpec, world: Any, cap: simpy.Resource, spawn: SpawnRequest,
@@ -630,7 +663,9 @@ class ChildRun(TaskRun):
         self.mode = CAP
         self.kind = None
         self.key = key
+        self.background = []
         self.result: Any = None
+        self.ended = 0.0
         self.process = engine.env.process(self.child_life(spec, world, cap, spawn, waits))
 
     def child_life(self, spec: ChildSpec, world: Any, cap: simpy.Resource,
@@ -663,5 +698,6 @@ class ChildRun(TaskRun):
         if runs is not None:
             runs.record((ended, -1))
         engine.child_times.append((spawned, ended))
+        self.ended = ended
         answer = task.answer_tokens if state.status == SUCCEEDED else 0
         self.result = child_result(state, answer, state.wall_s)

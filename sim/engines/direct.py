@@ -17,6 +17,10 @@ clock. The parent waits as if the children ran side by side, at most
 order (:func:`makespan`): the parent's elapsed time is the longest child's
 when all fit at once, the sum of theirs when ``max_concurrent`` is 1. Without
 shared capacity, the children's own clocks are not delayed by the queue.
+Children started without waiting (``harness.subagents.wait`` false) run at
+once too; each ends, on the parent's clock, where its slot in that schedule
+ends (:func:`finish_times`), and a collection hands over those ended by the
+parent's clock (all of them, the parent waiting for the last, when it waits).
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from sim.engines.gc_paused import gc_paused
 from sim.engines.perform import Answer, answers
 from sim.harness.effects import (
     Checkpoint,
+    ChildResult,
     ChildResults,
     ChildSpec,
+    CollectChildren,
     ModelRequest,
     Result,
     SpawnRequest,
@@ -157,6 +163,7 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
     # the commonest three effects' types, and ``type``, as locals
     model_request, checkpoint, tool_request, type_of = ModelRequest, Checkpoint, ToolRequest, type
     result: Result = None
+    background: list[tuple[float, ChildResult]] = []  # children not waited for: (end, result)
     try:
         while True:
             effect = send(result)
@@ -169,6 +176,15 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
                 result = execute(task, effect, state.active_s + state.parked_s)
             elif isinstance(effect, SpawnRequest):  # child runs, performed here
                 result = run_children(cell, task, state, effect, path)
+                if not effect.wait:  # they end later on the parent's clock
+                    now = state.active_s + state.parked_s
+                    ends = finish_times([r.duration_s for r in result.results],
+                                        effect.max_concurrent)
+                    background.extend((now + end, r)
+                                      for end, r in zip(ends, result.results, strict=True))
+                    result = ChildResults([], 0.0)
+            elif isinstance(effect, CollectChildren):
+                result = collected(background, state.active_s + state.parked_s, effect.wait)
             else:
                 result = answer[kind](task, effect, state.active_s + state.parked_s)
     except StopIteration as stop:
@@ -199,14 +215,34 @@ def run_children(cell: Cell, parent: SimulatedTask, state: HarnessState, spawn: 
                                           spawn.max_concurrent))
 
 
-def makespan(durations: Sequence[float], slots: int) -> float:
-    """Seconds until the last of ``durations`` ends when they run ``slots``
-    at a time, each in order taking the first slot free (0 for none): the
-    longest when all fit at once, the sum with one slot."""
+def finish_times(durations: Sequence[float], slots: int) -> list[float]:
+    """When each of ``durations`` ends when they run ``slots`` at a time,
+    each in order taking the first slot free (seconds from the start)."""
     free = [0.0] * min(slots, len(durations))
-    end = 0.0
+    ends = []
     for d in durations:
         start = heapq.heappop(free)
-        end = max(end, start + d)
+        ends.append(start + d)
         heapq.heappush(free, start + d)
-    return end
+    return ends
+
+
+def makespan(durations: Sequence[float], slots: int) -> float:
+    """Seconds until the last of ``durations`` ends when they run ``slots``
+    at a time (:func:`finish_times`; 0 for none): the longest when all fit
+    at once, the sum with one slot."""
+    return max(finish_times(durations, slots), default=0.0)
+
+
+def collected(background: list[tuple[float, ChildResult]], now: float, wait: bool
+              ) -> ChildResults:
+    """The results in ``background`` (``(end, result)`` pairs) that have
+    ended by ``now``, in the order they ended, removed from it; with
+    ``wait``, all of them and the seconds until the last ends."""
+    ended = sorted(background, key=lambda pair: pair[0])
+    if not wait:
+        ended = [pair for pair in ended if pair[0] <= now]
+    for pair in ended:
+        background.remove(pair)
+    last = max((end for end, _ in ended), default=now)
+    return ChildResults([r for _, r in ended], max(0.0, last - now) if wait else 0.0)

@@ -136,7 +136,9 @@ class SpawnRequest:
     depth (:func:`~sim.harness.subagents.child_state`), sharing the parent's
     session ledgers (``ledgers``: pass them as ``agent_loop``'s ``ledgers``)
     and starting at ``now_s`` on the driver's clock (its ``started_s``).
-    Answer with :class:`ChildResults`, one result per child in order."""
+    Answer with :class:`ChildResults`, one result per child in order; with
+    ``wait`` false, start them and answer at once with no results (they are
+    collected later: :class:`CollectChildren`)."""
 
     call: ToolUseBlock
     children: tuple[ChildSpec, ...]
@@ -144,6 +146,18 @@ class SpawnRequest:
     turn: int = 0
     ledgers: tuple[Any, ...] = ()
     now_s: float = 0.0
+    wait: bool = True
+
+
+@dataclass(slots=True)
+class CollectChildren:
+    """Hand over the results of the run's children started without waiting
+    that have ended by now (``wait`` false), or wait for all of them
+    (``wait`` true). Answer with :class:`ChildResults` (in the order they
+    ended; its ``duration_s`` the seconds waited)."""
+
+    wait: bool
+    turn: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +181,7 @@ def checkpoint(turn: int) -> Checkpoint:
 
 
 Effect = (ModelRequest | ToolRequest | Wait | ApprovalRequest | VerifyRequest | UserTurn
-          | Checkpoint | SpawnRequest)
+          | Checkpoint | SpawnRequest | CollectChildren)
 
 
 # ----------------------------------------------------------------- results

@@ -239,10 +239,13 @@ class SubagentParams:
     ``max_total``: children one run may start in all, counting its own
     children only (a child's children count against the child's own
     ``max_total``, so a tree holds at most ``m + m**2 + ... + m**max_depth``
-    runs below its root, ``m`` = ``max_total``). ``max_depth``: how deep children may go (1: children cannot
-    spawn). A spawn past ``max_total`` or ``max_depth`` is refused to the
-    model as a tool error it sees. The parent waits for its children's
-    results (one tool result per spawn call)."""
+    runs below its root, ``m`` = ``max_total``). ``max_depth``: how deep
+    children may go (1: children cannot spawn). A spawn past ``max_total``
+    or ``max_depth`` is refused to the model as a tool error it sees.
+    ``wait``: the parent waits for its children's results (one tool result
+    per spawn call); false: the spawn returns at once and the children's
+    results come back as a later message (collected before each model call,
+    and waited for before a final answer is taken)."""
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
@@ -252,6 +255,8 @@ class SubagentParams:
                                         "descendants; null: unlimited)", ge=0)
     max_depth: int = param(1, "levels of children below a root run (1: children cannot "
                               "spawn)", ge=0)
+    wait: bool = param(True, "the parent waits for its children (false: their results come "
+                             "back later, as a message)")
 
     def __post_init__(self) -> None:
         validated(self, [("tool", "must be a non-empty string")]

@@ -38,6 +38,7 @@ ANSWERS: dict[type, tuple[type, ...]] = {
     fx.UserTurn: (fx.UserReply,),
     fx.Checkpoint: (type(None),),
     fx.SpawnRequest: (fx.ChildResults,),
+    fx.CollectChildren: (fx.ChildResults,),
 }
 """The result types a driver may answer each effect with (a Wait: None, or the
 seconds that really passed when it was cut short)."""

@@ -131,7 +131,9 @@ class HarnessState:
     ``children_tokens`` and ``children_cost_usd`` what its descendants used
     (tokens: prompt plus output and thinking; USD), not counted in its own
     token and money counters; ``children_outcomes`` its children's endings
-    (``status:reason``, or ``succeeded``) and how many ended so.
+    (``status:reason``, or ``succeeded``) and how many ended so;
+    ``pending_children`` those started without waiting whose results have
+    not come back yet.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -162,6 +164,7 @@ class HarnessState:
     children_tokens: int = 0
     children_cost_usd: float = 0.0
     children_outcomes: dict[str, int] = field(default_factory=dict)
+    pending_children: int = 0
     tool_failures: dict[str, int] = field(default_factory=dict)
     detector: DetectorMemory = field(default_factory=DetectorMemory)
     abort_requested: bool = False

@@ -21,7 +21,13 @@ the SAME loop (:func:`~sim.harness.loop.agent_loop`), the parent's parameters
    a tool error (kind ``subagent``, classified like any other tool error:
    the model is told to plan around it) whose text names each failed
    child's ``state:reason``. A driver that answers with a wrong number of
-   results fails the run as ``failed:invalid_response``.
+   results fails the run as ``failed:invalid_response``;
+6. without waiting (``wait`` false), the spawn's tool result says the
+   children started; before each later model call the harness collects the
+   results of those that have ended (:func:`collect`) and shows them to the
+   model as a message (the same texts: answers, or the failed children's
+   ``state:reason``); a final answer while children still run is not taken:
+   the harness waits for them, shows their results and goes round again.
 
 Every refusal and failure counts as a tool error of the subagent tool (the
 error budget and "do without it" apply). The run's state counts its
@@ -35,24 +41,25 @@ run of the tree.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, NoReturn
 
 from sim.harness import events as ev
 from sim.harness.classifier import actionable_tool_error
 from sim.harness.effects import (
     ChildResult,
     ChildSpec,
+    CollectChildren,
     Effect,
     Result,
     SpawnRequest,
     ToolError,
 )
 from sim.harness.guards import Run, check_abort, receive, spend
-from sim.harness.messages import ToolUseBlock, text_block
+from sim.harness.messages import TextBlock, ToolUseBlock, make_message, text_block
 from sim.harness.params import SubagentParams
 from sim.harness.state import FAILED, SUCCEEDED, HarnessState, new_state, stop
 
-__all__ = ["child_result", "child_state", "child_tasks", "spawn"]
+__all__ = ["child_result", "child_state", "child_tasks", "collect", "spawn"]
 
 
 def child_tasks(arguments: Any) -> list[str] | None:
@@ -102,11 +109,20 @@ def spawn(run: Run, call: ToolUseBlock, rules: SubagentParams
                      for task in tasks)
     limits = run.limits
     request = SpawnRequest(call, children, rules.max_concurrent, state.turns, limits.ledgers,
-                           limits.now(state))
+                           limits.now(state), rules.wait)
     answer = receive(request, (yield request))
     results = answer.results
     spend(run, answer.duration_s)
     check_abort(state)  # cancelled while the children ran (a cancelled spawn has no results)
+    if not rules.wait:
+        if results:
+            _wrong_count(len(results), 0)
+        state.children += len(children)
+        state.pending_children += len(children)
+        state.tool_calls += 1
+        text = (f"{len(children)} subagent(s) started; their results will come back as a "
+                f"message when they end.")
+        return text, False, text_block(text).tokens
     if len(results) != len(children):
         stop(FAILED, "invalid_response", diagnostic={
             "effect": "SpawnRequest", "field": "results", "value": f"{len(results)} results",
@@ -125,6 +141,39 @@ def spawn(run: Run, call: ToolUseBlock, rules: SubagentParams
     text, error, tokens = _refused(call, "subagent",
                                    f"{len(failed)} of {len(results)} failed ({ended})")
     return text, error, tokens + answers
+
+
+def collect(run: Run, wait: bool) -> Generator[Effect, Result, None]:
+    """Collect the results of the run's children started without waiting
+    that have ended (all of them, waited for, when ``wait``), and show them
+    to the model as a message (see the module docstring, rule 6)."""
+    state = run.state
+    request = CollectChildren(wait, state.turns)
+    answer = receive(request, (yield request))
+    results = answer.results
+    spend(run, answer.duration_s)
+    check_abort(state)
+    if len(results) > state.pending_children or (wait and
+                                                  len(results) != state.pending_children):
+        _wrong_count(len(results), state.pending_children)
+    if not results:
+        return
+    state.pending_children -= len(results)
+    state.children -= len(results)  # counted when started; _count counts them again
+    _count(state, results)
+    answers = sum(r.answer_tokens for r in results if r.status == SUCCEEDED)
+    ended = "; ".join(f"subagent {r.status}:{r.reason}" if r.status != SUCCEEDED
+                      else "subagent succeeded" for r in results)
+    text = f"[harness] {len(results)} subagent(s) ended: {ended}."
+    state.append(make_message("user", [TextBlock(text, text_block(text).tokens + answers,
+                                                 "subagents")]))
+
+
+def _wrong_count(got: int, expected: int) -> NoReturn:
+    """Fail the run: a driver answered with the wrong number of results."""
+    stop(FAILED, "invalid_response", diagnostic={
+        "effect": "SpawnRequest", "field": "results", "value": f"{got} results",
+        "expected": f"{expected}"})
 
 
 def _count(state: HarnessState, results: list[ChildResult]) -> None:
