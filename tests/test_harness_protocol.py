@@ -42,6 +42,7 @@ from sim.harness import (
     Wait,
     agent_loop,
 )
+from sim.harness.effects import ChildResults, CollectChildren, SpawnRequest
 from sim.harness.protocol import WELL_FORMED, _diagnose, result_problem
 
 WRONG = [ToolError("transient", "503", 1), ToolResult("ok", 1), ModelError("server", 500),
@@ -105,7 +106,8 @@ def test_every_effect_type_has_its_answers() -> None:
     really waited, a checkpoint only with None, a task-giver's turn only with
     its reply."""
     assert set(ANSWERS) == {ModelRequest, ToolRequest, Wait, ApprovalRequest, VerifyRequest,
-                            UserTurn, Checkpoint}
+                            UserTurn, Checkpoint, SpawnRequest, CollectChildren}
+    assert ANSWERS[SpawnRequest] == ANSWERS[CollectChildren] == (ChildResults,)
     assert ANSWERS[UserTurn] == (UserReply,)
     assert ANSWERS[Checkpoint] == (type(None),)
     assert float in ANSWERS[Wait] and type(None) in ANSWERS[Wait]

@@ -17,7 +17,9 @@ The homes:
 - the budgets (steps, prompt tokens, output tokens, money, active and wall
   time, retries, tool errors), checked before a call and after its usage:
   :class:`sim.harness.budgets.Limits`; the one exception a spent budget
-  raises: :class:`sim.harness.budgets.LimitExceeded`;
+  raises: :class:`sim.harness.budgets.LimitExceeded`; budgets shared by
+  several runs (a session's, a tenant's window), checked before a call or
+  between turns: :class:`sim.harness.scopes.Ledger`;
 - a call's worst-case price: :func:`sim.harness.budgets.worst_case_cost`;
 - the price of tokens: :meth:`sim.harness.prices.Prices.cost`; the tier a
   prompt reaches: :meth:`sim.harness.prices.Prices.at`; a call's price (the
@@ -46,13 +48,15 @@ TIME_COUNTERS = frozenset({"active_s", "parked_s", "wall_s"})
 ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 BUDGETS = "harness/budgets.py"
+SCOPES = "harness/scopes.py"
 HOMES: dict[str, set[tuple[str, str]]] = {
     "prompt-token budget": {(BUDGETS, "Limits.check_before_model_call"),
                             (BUDGETS, "Limits.check_usage")},
     "output-token budget": {(BUDGETS, "Limits.check_before_model_call"),
                             (BUDGETS, "Limits.check_usage")},
     "money budget": {(BUDGETS, "Limits.check_before_model_call"),
-                     (BUDGETS, "Limits.check_usage")},
+                     (BUDGETS, "Limits.check_usage"),
+                     (SCOPES, "Ledger.reserve"), (SCOPES, "Ledger.spent")},
     "step budget": {(BUDGETS, "Limits.check_before_step")},
     "time budgets": {(BUDGETS, "Limits.check_duration")},
     "retry budget": {(BUDGETS, "Limits.may_retry")},

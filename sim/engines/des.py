@@ -62,12 +62,36 @@ The process schedules no event that nothing waits on beyond SimPy's own
 an event when none could matter (the pools' ``elide``), and an effect that
 takes no time (a checkpoint, a 429) is answered without a timeout.
 
+**Subagents.** A spawn (:class:`~sim.harness.effects.SpawnRequest`) starts
+one SimPy process per child (:class:`ChildRun`): the same harness loop with
+the cell's parameters, driven by the same :meth:`TaskRun.drive`, so a child
+queues for model slots and rate-limit tokens like any run (children compete
+with everyone). A child holds no sandbox or tenant slot of its own (it runs
+in its parent's), and at most ``max_concurrent`` children of one spawn run at
+once (a :class:`simpy.Resource` per spawn; the rest queue). The parent waits
+on :class:`simpy.AllOf` of its children, and its wait is the spawn's
+duration; without waiting (``harness.subagents.wait`` false), the spawn is
+answered at once and a collection hands over the children that have ended
+(waiting on :class:`simpy.AllOf` of the rest before a final answer). An
+operator's cancel of the parent interrupts its children. With
+``harness.subagents`` set, the series ``runs_in_system`` counts every run in
+the system, children included (a child from its spawn to its end), and
+:attr:`DesResult.child_times` lists each child's ``(spawned, ended)``.
+
+**Shared budgets.** With ``harness.shared_budgets``, each root run gets a
+fresh ledger per session budget (shared with its descendants) and its
+tenant's ledger of each tenant budget (shared by all the tenant's runs,
+children included: :attr:`DesEngine.tenant_scoped`), on the engine's clock
+(a run's clock starts at its start). The DES's own tenant money budget
+(``des.tenants[].money_usd``, :mod:`sim.engines.tenant_budget`) is checked
+by the driver as before, with the same harness rule.
+
 Units: seconds throughout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import replace
 from typing import Any
 
@@ -87,20 +111,31 @@ from sim.engines.perform import EFFECTS, answers
 from sim.engines.ratelimit import RateLimiter
 from sim.engines.slots import SlotPool
 from sim.engines.tenant_budget import TenantLedger, refusal
-from sim.harness.effects import Checkpoint, ModelRequest, ToolRequest
+from sim.harness.effects import (
+    Checkpoint,
+    ChildResults,
+    ChildSpec,
+    CollectChildren,
+    ModelRequest,
+    SpawnRequest,
+    ToolRequest,
+)
 from sim.harness.loop import Loop, cancel
 from sim.harness.params import HarnessParams
 from sim.harness.retry_budget import RetryBudget
+from sim.harness.scopes import Ledger
 from sim.harness.state import (
     RESUMABLE,
+    SUCCEEDED,
     HarnessState,
     new_state,
     park,
     request_abort,
     resume,
 )
+from sim.harness.subagents import child_result, child_state
 from sim.task_record import TaskRecord, make_record
-from sim.world.streams import OPERATIONS, Draws, StreamPool
+from sim.world.streams import OPERATIONS, Draws, StreamPool, child_streams
 from sim.world.task import SimulatedTask
 
 __all__ = ["Arrival", "DesEngine", "DesResult", "arrival_schedule"]
@@ -140,6 +175,14 @@ class DesEngine:
         # tasks of each tenant holding a sandbox (running), as "running:<tenant>"
         self.running = {t.name: Series(f"running:{t.name}") for t in des.tenants}
         self.series.update((s.name, s) for s in self.running.values())
+        # every run in the system, children included (only with subagents)
+        self.runs_series = (Series("runs_in_system") if cell.params.subagents is not None
+                            else None)
+        if self.runs_series is not None:
+            self.series["runs_in_system"] = self.runs_series
+        self.child_times: list[tuple[float, float]] = []  # (spawned, ended) per child
+        # harness.shared_budgets of scope tenant: one ledger each per tenant, shared
+        self.tenant_scoped: dict[str, list[Ledger]] = {}
         self.ended = 0  # tasks ended so far
         self.paused: set[str] = set()
         self.resumed = self.env.event()
@@ -180,10 +223,12 @@ class DesEngine:
         horizon = max((r.end_s for r in records), default=0.0)
         offered = (sum(t.rate_per_hour for t in self.des.tenants) / 3600.0
                    if self.des.arrivals.kind == "poisson" else None)
-        return DesResult(records, self.series, horizon,
-                         self.limiter.rejected if self.limiter else 0, self.sandbox_hold,
-                         self.sandbox_wait, self.limiter, offered,
-                         {name: ledger.summary() for name, ledger in self.ledgers.items()})
+        result = DesResult(records, self.series, horizon,
+                           self.limiter.rejected if self.limiter else 0, self.sandbox_hold,
+                           self.sandbox_wait, self.limiter, offered,
+                           {name: ledger.summary() for name, ledger in self.ledgers.items()})
+        result.child_times = self.child_times
+        return result
 
     def _start_arrivals(self) -> None:
         """Start the arrivals' process (first, at time 0)."""
@@ -238,6 +283,20 @@ class DesEngine:
             self.params_by_round.append(replace(base, budgets=base.budgets.scaled(factor)))
         return self.params_by_round[round_]
 
+    def run_ledgers(self, tenant: str) -> list[Ledger] | None:
+        """The shared budgets' ledgers of a new root run of ``tenant``: a
+        fresh one per session budget (the run and its descendants share it)
+        and the tenant's own (every run of the tenant shares it); None
+        without ``harness.shared_budgets``."""
+        budgets = self.cell.params.shared_budgets
+        if not budgets:
+            return None
+        shared = self.tenant_scoped.get(tenant)
+        if shared is None:
+            shared = self.tenant_scoped[tenant] = [Ledger(b) for b in budgets
+                                                   if b.scope == "tenant"]
+        return [Ledger(b) for b in budgets if b.scope == "session"] + shared
+
     def human_delay(self, draws: Draws) -> float:
         """Seconds until a human resumes a stopped run, drawn from ``draws``."""
         return self.des.resume.delay.sample(draws)
@@ -259,13 +318,15 @@ class TaskRun:
     was), :attr:`kind` the type of the effect it performs (or last
     performed): what an operator's cancel finds."""
 
-    __slots__ = ("engine", "arrival", "mode", "kind", "process")
+    __slots__ = ("engine", "arrival", "mode", "kind", "process", "key", "background")
 
     def __init__(self, engine: DesEngine, arrival: Arrival) -> None:
         self.engine = engine
         self.arrival = arrival
         self.mode = CAP
         self.kind: type | None = None
+        self.key: tuple[int, ...] = (arrival.index,)  # the run's spawn key (child_streams)
+        self.background: list[ChildRun] = []  # children started without waiting
         self.process = engine.env.process(self.life())
 
     def cancel(self) -> None:
@@ -280,6 +341,8 @@ class TaskRun:
         cell = engine.cell
         now = env.now
         engine.series["tasks_in_system"].record((now, 1))
+        if engine.runs_series is not None:
+            engine.runs_series.record((now, 1))
         streams = engine.pool.acquire(cell.seed, index)
         task = SimulatedTask(cell.world, streams)
         params = cell.params
@@ -290,6 +353,7 @@ class TaskRun:
         wrap: Callable[[Loop], Loop] | None = None
         resumptions = 0
         rules = engine.des.resume
+        ledgers = engine.run_ledgers(arrival.tenant)  # kept over resumptions
         while True:  # a round: capacity, the harness loop, perhaps a human after it
             held: list = []
             asked = now
@@ -305,7 +369,7 @@ class TaskRun:
             else:  # resumed by a human: the wait for a sandbox again is parked time
                 park(state, now - asked)
             loop = cell.loop(state, params, retry_budget=engine.retry_budgets.get(arrival.tenant),
-                             retry_key=f"{index}:")
+                             retry_key=f"{index}:", ledgers=ledgers, started_s=start_s)
             if wrap is not None:
                 loop = wrap(loop)
             state = yield from self.drive(loop, state, params, waits, task)
@@ -409,7 +473,8 @@ class TaskRun:
         env = engine.env
         timeout = env.timeout
         send = loop.send
-        index = self.arrival.index
+        # the run's key in its tenant's ledger: a root's index, a child's spawn key
+        index: Hashable = self.arrival.index if len(self.key) == 1 else self.key
         scopes = self.arrival.scopes
         ledger = engine.ledgers.get(self.arrival.tenant)
         plan = engine.plan(type(task))
@@ -455,6 +520,18 @@ class TaskRun:
                     result = effect = None
                     continue
                 began = now
+                if kind is SpawnRequest:  # child runs: each its own process
+                    self.mode = HELD
+                    result = yield from self.spawn(effect, task, state, began, waits)
+                    effect = None
+                    now = env.now
+                    continue
+                if kind is CollectChildren:  # children started without waiting
+                    self.mode = HELD
+                    result = yield from self.collect(effect.wait, began)
+                    effect = None
+                    now = env.now
+                    continue
                 if kind is ModelRequest and queued_model:  # through the gateway
                     slot = gateway.take(now)
                     if slot is not None:  # none free: wait in the queue
@@ -505,11 +582,59 @@ class TaskRun:
                 elapsed = 0.0 if self.mode == PARK else now - began
                 result, effect = EFFECTS[kind].cancelled(elapsed), None
 
+    def spawn(self, effect: SpawnRequest, task: SimulatedTask, state: HarnessState,
+              began: float, waits: list[float]) -> Generator[Event, Any, ChildResults]:
+        """Start a :class:`ChildRun` per child of ``effect`` (made by this
+        run, of ``state``, against ``task``), at most ``max_concurrent`` at
+        once, and wait for them all; answer with their results and the wait.
+        The children's waits for model slots add to ``waits[1]`` (the root
+        task's record counts its whole tree's). Cancelled meanwhile, the
+        children still running are cancelled too."""
+        engine = self.engine
+        env = engine.env
+        cap = simpy.Resource(env, capacity=effect.max_concurrent)
+        world = engine.cell.world.child_world(task.world)
+        kids = [ChildRun(engine, self, (*self.key, state.children + j), spec, world, cap,
+                         effect, waits) for j, spec in enumerate(effect.children)]
+        if not effect.wait:  # collected later (collect)
+            self.background.extend(kids)
+            return ChildResults([], 0.0)
+        try:
+            yield simpy.AllOf(env, [kid.process for kid in kids])
+        except Interrupt:
+            for kid in kids:
+                if kid.process.is_alive:
+                    kid.cancel()
+            raise
+        return ChildResults([kid.result for kid in kids if kid.result is not None],
+                            env.now - began)
+
+    def collect(self, wait: bool, began: float) -> Generator[Event, Any, ChildResults]:
+        """The results of the children started without waiting that have
+        ended (with ``wait``: all, waited for), in the order they ended;
+        cancelled while waiting, they are cancelled too."""
+        env = self.engine.env
+        if wait and any(kid.process.is_alive for kid in self.background):
+            try:
+                yield simpy.AllOf(env, [kid.process for kid in self.background])
+            except Interrupt:
+                for kid in self.background:
+                    if kid.process.is_alive:
+                        kid.cancel()
+                raise
+        ended = sorted((kid for kid in self.background if kid.result is not None),
+                       key=lambda kid: kid.ended)
+        for kid in ended:
+            self.background.remove(kid)
+        return ChildResults([kid.result for kid in ended], env.now - began)
+
     def end(self, state: HarnessState, task: SimulatedTask, streams: tuple[Draws, ...],
             now: float, start_s: float | None, waits: list[float], resumptions: int) -> None:
         """Leave the system at ``now`` and write the task's record."""
         engine, arrival = self.engine, self.arrival
         engine.series["tasks_in_system"].record((now, -1))
+        if engine.runs_series is not None:
+            engine.runs_series.record((now, -1))
         engine.pool.release(streams)
         del engine.runs[arrival.index]
         engine.records[arrival.index] = make_record(
@@ -524,3 +649,65 @@ class TaskRun:
                 series.fold()
         if engine.on_task_end is not None:
             engine.on_task_end()
+
+
+class ChildRun(TaskRun):
+    """One child run of a spawn (a subagent), run as its own SimPy process:
+    it waits for a place among its spawn's ``max_concurrent`` (``cap``),
+    then is driven like any task (:meth:`TaskRun.drive`: model slots, rate
+    limits, tools, pauses of its root's scopes) against a task of ``world``
+    drawn from its own streams (``key``: its root's index, then its ordinal
+    at each level). Its waits for model slots add to its root's
+    ``model_wait_s``. Its :class:`~sim.harness.effects.ChildResult` is in
+    :attr:`result` once it has ended."""
+
+    __slots__ = ("result", "ended")
+
+    def __init__(self, engine: DesEngine, parent: TaskRun, key: tuple[int, ...],
+                 spec: ChildSpec, world: Any, cap: simpy.Resource, spawn: SpawnRequest,
+                 waits: list[float]) -> None:
+        self.engine = engine
+        self.arrival = parent.arrival  # its root's tenant and scopes
+        self.mode = CAP
+        self.kind = None
+        self.key = key
+        self.background = []
+        self.result: Any = None
+        self.ended = 0.0
+        self.process = engine.env.process(self.child_life(spec, world, cap, spawn, waits))
+
+    def child_life(self, spec: ChildSpec, world: Any, cap: simpy.Resource,
+                   spawn: SpawnRequest, waits: list[float]) -> Generator[Event, Any, None]:
+        """The child from its spawn to its end (see the class docstring)."""
+        engine = self.engine
+        env, cell = engine.env, engine.cell
+        params = cell.params
+        spawned = env.now
+        runs = engine.runs_series
+        if runs is not None:
+            runs.record((spawned, 1))
+        task = SimulatedTask(world, child_streams(cell.seed, self.key), child=True)
+        state = child_state(engine.prefix_tokens, task.model_id or params.model,
+                            ChildSpec(spec.task, task.task_tokens, spec.depth))
+        request = cap.request()
+        try:
+            yield request
+        except Interrupt:  # cancelled while queued for its place
+            cap.release(request)
+            state = cancel(params, state)
+        else:
+            start = env.now
+            park(state, start - spawned)  # the wait for its place: parked time
+            loop = cell.loop(state, params,
+                             retry_budget=engine.retry_budgets.get(self.arrival.tenant),
+                             retry_key=":".join(map(str, self.key)) + ":",
+                             ledgers=spawn.ledgers, started_s=spawn.now_s)
+            state = yield from self.drive(loop, state, params, waits, task)
+            cap.release(request)
+        ended = env.now
+        if runs is not None:
+            runs.record((ended, -1))
+        engine.child_times.append((spawned, ended))
+        self.ended = ended
+        answer = task.answer_tokens if state.status == SUCCEEDED else 0
+        self.result = child_result(state, answer, state.wall_s)

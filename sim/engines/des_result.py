@@ -32,6 +32,9 @@ class DesResult:
     tenant_budgets: dict[str, dict[str, float | int]] = field(default_factory=dict)
     """Per tenant with a shared money budget, its ledger's summary
     (:meth:`~sim.engines.tenant_budget.TenantLedger.summary`)."""
+    child_times: list[tuple[float, float]] = field(default_factory=list)
+    """Per child run (subagent), when it was spawned and when it ended
+    (seconds), in the order the children ended."""
 
 
 # -------------------------------------------------------------------- engine

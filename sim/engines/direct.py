@@ -5,21 +5,49 @@ Time is the sum of the durations the world reports (model latency, tool
 durations, backoff waits; approval waits as parked time), so a task's wall time
 is what it would take with unlimited sandboxes and model slots. This is the
 fast engine; :mod:`sim.engines.des` adds queues, rate limits and arrivals.
+
+**Subagents.** A spawn (:class:`~sim.harness.effects.SpawnRequest`) is
+performed inline: each child runs the same harness loop with the cell's
+parameters, to its end, one after another in virtual time, against a task of
+``world.fanout.child_class`` drawn from its own streams
+(:func:`~sim.world.streams.child_streams`: the root task's index and the
+child's ordinals), sharing the parent's ledgers and starting on the parent's
+clock. The parent waits as if the children ran side by side, at most
+``max_concurrent`` at once, each queued child taking the first slot free in
+order (:func:`makespan`): the parent's elapsed time is the longest child's
+when all fit at once, the sum of theirs when ``max_concurrent`` is 1. Without
+shared capacity, the children's own clocks are not delayed by the queue.
+Children started without waiting (``harness.subagents.wait`` false) run at
+once too; each ends, on the parent's clock, where its slot in that schedule
+ends (:func:`finish_times`), and a collection hands over those ended by the
+parent's clock (all of them, the parent waiting for the last, when it waits).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import heapq
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from sim.engines.cell import Cell
 from sim.engines.gc_paused import gc_paused
 from sim.engines.perform import Answer, answers
-from sim.harness.effects import Checkpoint, ModelRequest, Result, ToolRequest
+from sim.harness.effects import (
+    Checkpoint,
+    ChildResult,
+    ChildResults,
+    ChildSpec,
+    CollectChildren,
+    ModelRequest,
+    Result,
+    SpawnRequest,
+    ToolRequest,
+)
 from sim.harness.loop import Loop
-from sim.harness.state import HarnessState, new_state
+from sim.harness.state import SUCCEEDED, HarnessState, new_state
+from sim.harness.subagents import child_result, child_state
 from sim.task_record import TaskRecord, make_record
-from sim.world.streams import StreamPool
+from sim.world.streams import StreamPool, child_streams
 from sim.world.task import SimulatedTask
 
 Tracer = Callable[[int, HarnessState, Callable[[], float]], Callable[[Loop], Loop]]
@@ -71,15 +99,33 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
     state = new_state(prefix, task.model_id or params.model, "Complete the task.",
                       task.task_tokens)
     if tracer is None:
-        final = drive(cell, task, state)
+        final = drive(cell, task, state, path=(index,))
     elif (inline := getattr(tracer, "drive", None)) is not None:  # recorded as it is driven
-        final = inline(index, state, cell.loop(state), task, answers(type(task)))
+        final = inline(index, state, cell.loop(state, retry_key=f"{index}:"), task,
+                       answers(type(task)))
     else:
         final = drive(cell, task, state,
                       tracer(index, state, lambda: state.active_s + state.parked_s))
     pool.release(streams)
     return make_record(cell.name, index, final, ground_truth=task.need,
                        truly_done=task.answer_correct), task
+
+
+def run_task_state(cell: Cell, index: int, pool: StreamPool | None = None
+                   ) -> tuple[TaskRecord, HarnessState]:
+    """Run task ``index`` of ``cell`` (untraced); return its record and its
+    final harness state (which holds what its subagents did: children,
+    their outcomes, tokens and cost)."""
+    pool = pool if pool is not None else StreamPool()
+    streams = pool.acquire(cell.seed, index)
+    task = SimulatedTask(cell.world, streams)
+    params = cell.params
+    state = new_state(params.prefix_tokens, task.model_id or params.model,
+                      "Complete the task.", task.task_tokens)
+    final = drive(cell, task, state, path=(index,))
+    pool.release(streams)
+    return make_record(cell.name, index, final, ground_truth=task.need,
+                       truly_done=task.answer_correct), final
 
 
 def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
@@ -99,12 +145,17 @@ def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
 
 
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
-          wrap: Callable[[Loop], Loop] | None = None) -> HarnessState:
-    """Drive the harness generator (wrapped by ``wrap`` if given) against
-    ``task`` until it returns, answering each effect through the dispatch
-    table (:func:`sim.engines.perform.answers`). The task's clock is the
+          wrap: Callable[[Loop], Loop] | None = None, *, path: tuple[int, ...] = (),
+          loop: Loop | None = None) -> HarnessState:
+    """Drive the harness generator (``loop``, default the cell's loop on
+    ``state``; wrapped by ``wrap`` if given) against ``task`` until it
+    returns, answering each effect through the dispatch table
+    (:func:`sim.engines.perform.answers`) and a spawn by running the
+    children (:func:`run_children`; ``path`` is the run's spawn key: its
+    task's index, then its ordinal at each level). The task's clock is the
     harness's wall time (active plus parked seconds)."""
-    loop = cell.loop(state)
+    if loop is None:
+        loop = cell.loop(state, retry_key=":".join(map(str, path)) + ":" if path else "")
     if wrap is not None:
         loop = wrap(loop)
     send = loop.send
@@ -113,6 +164,7 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
     # the commonest three effects' types, and ``type``, as locals
     model_request, checkpoint, tool_request, type_of = ModelRequest, Checkpoint, ToolRequest, type
     result: Result = None
+    background: list[tuple[float, ChildResult]] = []  # children not waited for: (end, result)
     try:
         while True:
             effect = send(result)
@@ -123,8 +175,75 @@ def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
                 result = None
             elif kind is tool_request:
                 result = execute(task, effect, state.active_s + state.parked_s)
+            elif isinstance(effect, SpawnRequest):  # child runs, performed here
+                result = run_children(cell, task, state, effect, path)
+                if not effect.wait:  # they end later on the parent's clock
+                    now = state.active_s + state.parked_s
+                    ends = finish_times([r.duration_s for r in result.results],
+                                        effect.max_concurrent)
+                    background.extend((now + end, r)
+                                      for end, r in zip(ends, result.results, strict=True))
+                    result = ChildResults([], 0.0)
+            elif isinstance(effect, CollectChildren):
+                result = collected(background, state.active_s + state.parked_s, effect.wait)
             else:
                 result = answer[kind](task, effect, state.active_s + state.parked_s)
     except StopIteration as stop:
         final: HarnessState = stop.value
         return final
+
+
+def run_children(cell: Cell, parent: SimulatedTask, state: HarnessState, spawn: SpawnRequest,
+                 path: tuple[int, ...]) -> ChildResults:
+    """Run the children of ``spawn`` (made by the run of ``state``, against
+    ``parent``, whose spawn key is ``path``) to their ends, one after
+    another; answer with their results and the parent's wait
+    (:func:`makespan` of their wall times)."""
+    params = cell.params
+    world = cell.world.child_world(parent.world)
+    results = []
+    for j, spec in enumerate(spawn.children):
+        key = (*path, state.children + j)
+        task = SimulatedTask(world, child_streams(cell.seed, key), child=True)
+        child = child_state(params.prefix_tokens, task.model_id or params.model,
+                            ChildSpec(spec.task, task.task_tokens, spec.depth))
+        loop = cell.loop(child, retry_key=":".join(map(str, key)) + ":",
+                         ledgers=spawn.ledgers, started_s=spawn.now_s)
+        final = drive(cell, task, child, path=key, loop=loop)
+        answer = task.answer_tokens if final.status == SUCCEEDED else 0
+        results.append(child_result(final, answer, final.wall_s))
+    return ChildResults(results, makespan([r.duration_s for r in results],
+                                          spawn.max_concurrent))
+
+
+def finish_times(durations: Sequence[float], slots: int) -> list[float]:
+    """When each of ``durations`` ends when they run ``slots`` at a time,
+    each in order taking the first slot free (seconds from the start)."""
+    free = [0.0] * min(slots, len(durations))
+    ends = []
+    for d in durations:
+        start = heapq.heappop(free)
+        ends.append(start + d)
+        heapq.heappush(free, start + d)
+    return ends
+
+
+def makespan(durations: Sequence[float], slots: int) -> float:
+    """Seconds until the last of ``durations`` ends when they run ``slots``
+    at a time (:func:`finish_times`; 0 for none): the longest when all fit
+    at once, the sum with one slot."""
+    return max(finish_times(durations, slots), default=0.0)
+
+
+def collected(background: list[tuple[float, ChildResult]], now: float, wait: bool
+              ) -> ChildResults:
+    """The results in ``background`` (``(end, result)`` pairs) that have
+    ended by ``now``, in the order they ended, removed from it; with
+    ``wait``, all of them and the seconds until the last ends."""
+    ended = sorted(background, key=lambda pair: pair[0])
+    if not wait:
+        ended = [pair for pair in ended if pair[0] <= now]
+    for pair in ended:
+        background.remove(pair)
+    last = max((end for end, _ in ended), default=now)
+    return ChildResults([r for _, r in ended], max(0.0, last - now) if wait else 0.0)

@@ -8,7 +8,9 @@ switching on the effect's type:
 - the direct engine answers each effect with :func:`answers`, the table bound
   to the answering object's class (``SimulatedTask``: ``respond``,
   ``execute``, ``verify``, ``approve``, ``reply``; checkpoints and backoff
-  waits are answered with None);
+  waits are answered with None); a spawn of child runs (``spawn``) and the
+  collection of children started without waiting (``collect``) are
+  performed by the engine itself, which runs the children's loops;
 - the DES engine answers the same way and lets :meth:`EffectKind.seconds`
   pass on its shared clock (a model call in a pool of slots or behind rate
   limits takes its own path: :mod:`sim.engines.des`), and answers an effect
@@ -93,6 +95,12 @@ EFFECTS: dict[type, EffectKind] = {
     fx.ApprovalRequest: EffectKind(
         "approve", lambda effect, result: result.waited_s,
         lambda elapsed: fx.ApprovalDecision(False, elapsed, False, "cancelled"), "parked"),
+    fx.SpawnRequest: EffectKind(
+        "spawn", lambda effect, result: result.duration_s,
+        lambda elapsed: fx.ChildResults([], elapsed)),
+    fx.CollectChildren: EffectKind(
+        "collect", lambda effect, result: result.duration_s,
+        lambda elapsed: fx.ChildResults([], elapsed)),
 }
 """Every effect type the harness yields, and how it is performed."""
 

@@ -24,54 +24,72 @@ kind ``tenant_budget`` (HTTP 402), which ends the run as
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Hashable
 
 from sim.harness.effects import Effect, ModelError, ModelRequest
 from sim.harness.params import HarnessParams
+from sim.harness.scopes import Ledger, ScopedBudget
 from sim.harness.state import HarnessState
 
 
-@dataclass
 class TenantLedger:
     """One tenant's shared money budget (``budget_usd``) and what is
-    committed against it (see the module docstring)."""
+    committed against it (see the module docstring): the harness's shared
+    ledger (:class:`~sim.harness.scopes.Ledger`, a hard ``before_call``
+    tenant budget that never resets), to which each call's prompt cost is
+    reserved and whose spend is settled from the runs' own counters."""
 
-    budget_usd: float
-    spent_usd: float = 0.0
-    in_flight: dict[int, float] = field(default_factory=dict)
-    seen: dict[int, float] = field(default_factory=dict)
-    refused: int = 0
-    admitted: int = 0
-    peak_in_flight: int = 0
+    def __init__(self, budget_usd: float) -> None:
+        self.budget_usd = budget_usd
+        self.ledger = Ledger(ScopedBudget(scope="tenant", money_usd=budget_usd))
+        self.seen: dict[Hashable, float] = {}
+        self.peak_in_flight = 0
+
+    @property
+    def spent_usd(self) -> float:
+        """Spend of the completed calls (USD)."""
+        return self.ledger.usd
+
+    @property
+    def in_flight(self) -> dict[Hashable, float]:
+        """Run -> the prompt cost of its call in flight (USD)."""
+        return self.ledger.reserved_usd
+
+    @property
+    def refused(self) -> int:
+        """Calls refused."""
+        return self.ledger.refused
+
+    @property
+    def admitted(self) -> int:
+        """Calls admitted."""
+        return self.ledger.admitted
 
     @property
     def committed_usd(self) -> float:
         """Completed spend plus the prompt cost of the calls in flight (USD)."""
-        return self.spent_usd + sum(self.in_flight.values())
+        return self.ledger.committed_usd()
 
     @property
     def overshoot_usd(self) -> float:
         """How far the tenant's spend ended above its budget (USD, >= 0)."""
         return max(0.0, self.spent_usd - self.budget_usd)
 
-    def admit(self, run: int, prompt_cost_usd: float) -> bool:
+    def admit(self, run: Hashable, prompt_cost_usd: float) -> bool:
         """Whether run ``run``'s next call (its prompt costing
-        ``prompt_cost_usd``) may be made; if so it is committed as in flight."""
-        if self.committed_usd + prompt_cost_usd > self.budget_usd:
-            self.refused += 1
+        ``prompt_cost_usd``) may be made; if so it is committed as in flight
+        (the harness's rule: :meth:`~sim.harness.scopes.Ledger.reserve`)."""
+        if not self.ledger.reserve(run, 0, prompt_cost_usd, 0.0):
             return False
-        self.in_flight[run] = prompt_cost_usd
-        self.admitted += 1
-        self.peak_in_flight = max(self.peak_in_flight, len(self.in_flight))
+        self.peak_in_flight = max(self.peak_in_flight, len(self.ledger.reserved_usd))
         return True
 
-    def settle(self, run: int, run_spend_usd: float) -> None:
+    def settle(self, run: Hashable, run_spend_usd: float) -> None:
         """Record run ``run``'s spend so far as the harness counts it: the
         increase since the last settle is spent, and its in-flight prompt
         cost, if any, is released."""
-        self.spent_usd += run_spend_usd - self.seen.get(run, 0.0)
+        self.ledger.charge(run, 0, run_spend_usd - self.seen.get(run, 0.0), 0.0)
         self.seen[run] = run_spend_usd
-        self.in_flight.pop(run, None)
 
     def summary(self) -> dict[str, float | int]:
         """``{"budget_usd", "spent_usd", "overshoot_usd", "refused_calls",
@@ -89,7 +107,7 @@ def prompt_cost(params: HarnessParams, model: str, prompt_tokens: int) -> float:
     return params.prices_for(model).call_cost(prompt_tokens, 0)
 
 
-def refusal(ledger: TenantLedger, index: int, params: HarnessParams, state: HarnessState,
+def refusal(ledger: TenantLedger, index: Hashable, params: HarnessParams, state: HarnessState,
             effect: Effect) -> ModelError | None:
     """The error that answers run ``index``'s model call ``effect`` when the
     tenant's money budget cannot admit it (None: go ahead, or not a model

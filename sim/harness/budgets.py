@@ -23,6 +23,14 @@ its worst case:
   budgets, against the effect's longest duration;
 - before a harness retry (:meth:`Limits.may_retry`): the retry budget.
 
+Budgets shared with other runs (a session's, a tenant's window) are
+:class:`~sim.harness.scopes.Ledger` objects given to the run: a
+``before_call`` ledger reserves the call's worst case in
+:meth:`Limits.check_before_model_call`, a ``between_turns`` ledger is
+checked in :meth:`Limits.check_before_step`, and every accounted usage is
+charged to all of them (:meth:`Limits.charge`); a hard one that refuses
+ends the run as ``budget_exhausted:session`` or ``budget_exhausted:tenant``.
+
 A provider may still report more than the worst case (a prompt it counted
 larger, more output than the cap): :meth:`Limits.check_usage` is checked
 after every accounted usage, so such a run ends at once, having spent no
@@ -34,9 +42,12 @@ Units: tokens are counts, money is USD, time is seconds.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
+from sim.harness.messages import Usage
 from sim.harness.params import HarnessParams, Prices
+from sim.harness.scopes import Ledger
 from sim.harness.state import BUDGET_EXHAUSTED, HarnessState, Stop
 
 MONEY_TOLERANCE = 1e-9
@@ -75,6 +86,14 @@ def worst_case_cost(prices: Prices, prompt_tokens: int, max_output_tokens: int) 
     return (prompt_tokens * per_in + max_output_tokens * per_out) / 1e6
 
 
+def _scope_spent(ledger: Ledger, rule: str) -> LimitExceeded:
+    """The refusal of a hard shared budget: ``budget_exhausted:tenant`` for a
+    tenant's, ``budget_exhausted:session`` for a session's, with the rule."""
+    if ledger.budget.scope == "tenant":
+        return LimitExceeded("tenant", rule=rule)
+    return LimitExceeded("session", rule=rule)
+
+
 class Limits:
     """A run's budgets, read once from its parameters, and the checks that
     hold the run's usage (the counters of a
@@ -83,12 +102,20 @@ class Limits:
     budget stays None when unset (it needs the call's prices).
 
     ``timed`` says whether a time budget (active or wall) is set, so a check
-    of durations that no budget limits can be skipped by the caller."""
+    of durations that no budget limits can be skipped by the caller.
+
+    ``ledgers``: the shared budgets' ledgers this run charges (given by the
+    driver; None: one private ledger per ``params.shared_budgets``);
+    ``started_s``: the driver's clock when the run started, so the run's
+    ``now`` is ``started_s`` plus its wall seconds (a tenant window's
+    clock)."""
 
     __slots__ = ("params", "steps", "tokens", "output_tokens", "money_usd", "active_s",
-                 "wall_s", "retries", "tool_errors", "timed", "model_timeout_s")
+                 "wall_s", "retries", "tool_errors", "timed", "model_timeout_s", "ledgers",
+                 "before_call", "between_turns", "started_s")
 
-    def __init__(self, params: HarnessParams) -> None:
+    def __init__(self, params: HarnessParams, ledgers: Sequence[Ledger] | None = None,
+                 started_s: float = 0.0) -> None:
         b = params.budgets
         inf = math.inf
         self.params = params
@@ -102,6 +129,17 @@ class Limits:
         self.tool_errors: float = inf if b.tool_errors is None else b.tool_errors
         self.timed: bool = b.active_s is not None or b.wall_s is not None
         self.model_timeout_s: float = params.model_timeout_s
+        self.ledgers: tuple[Ledger, ...] = (
+            tuple(Ledger(b) for b in params.shared_budgets) if ledgers is None
+            else tuple(ledgers))
+        self.before_call = tuple(g for g in self.ledgers if g.budget.check == "before_call")
+        self.between_turns = tuple(g for g in self.ledgers
+                                   if g.budget.check == "between_turns")
+        self.started_s = started_s
+
+    def now(self, state: HarnessState) -> float:
+        """The driver's clock for this run: ``started_s`` plus its wall seconds."""
+        return self.started_s + state.active_s + state.parked_s
 
     # ------------------------------------------------------------ before
     def check_before_step(self, state: HarnessState) -> None:
@@ -109,6 +147,11 @@ class Limits:
         model steps (turns)."""
         if state.turns >= self.steps:
             raise LimitExceeded("steps")
+        if self.between_turns:
+            now = self.now(state)
+            for ledger in self.between_turns:
+                if ledger.spent(now):
+                    raise _scope_spent(ledger, "between_turns")
 
     def check_before_model_call(self, state: HarnessState, prompt_tokens: int,
                                 max_output_tokens: int) -> None:
@@ -133,6 +176,31 @@ class Limits:
             raise LimitExceeded("money")
         if self.timed:
             self.check_duration(s, self.model_timeout_s)
+        if self.before_call:
+            self._reserve(s, prompt_tokens, max_output_tokens)
+
+    def _reserve(self, state: HarnessState, prompt_tokens: int, max_output_tokens: int
+                 ) -> None:
+        """Reserve the call's worst case (tokens, USD) in every ``before_call``
+        ledger; raise LimitExceeded naming the scope of the first that refuses."""
+        now = self.now(state)
+        usd = worst_case_cost(self.params.prices_for(state.model), prompt_tokens,
+                              max_output_tokens)
+        for ledger in self.before_call:
+            if not ledger.reserve(id(state), prompt_tokens + max_output_tokens, usd, now):
+                raise _scope_spent(ledger, "before_call")
+
+    def charge(self, state: HarnessState, usage: Usage, usd: float) -> int:
+        """Charge a call's ``usage`` and price (``usd``) to every shared
+        ledger, releasing its reservation; return the alerts this raised."""
+        now = self.now(state)
+        tokens = usage.prompt_tokens + usage.output_tokens + usage.thinking_tokens
+        return sum(ledger.charge(id(state), tokens, usd, now) for ledger in self.ledgers)
+
+    def release(self, state: HarnessState) -> None:
+        """Drop the run's reservations in every shared ledger (it ended)."""
+        for ledger in self.ledgers:
+            ledger.release(id(state))
 
     def check_duration(self, state: HarnessState, seconds: float) -> None:
         """Raise LimitExceeded("active_time" or "wall_time") when ``seconds``

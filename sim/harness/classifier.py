@@ -29,7 +29,7 @@ SERVER = "server"
 _TOOL_CLASSES = {
     "transient": TRANSIENT, "timeout": TRANSIENT, "rate_limit": TRANSIENT,
     "connection": TRANSIENT, "validation": NEEDS_PLAN, "not_found": NEEDS_PLAN,
-    "permission": NEEDS_PLAN, "fatal": FATAL,
+    "permission": NEEDS_PLAN, "fatal": FATAL, "subagent": NEEDS_PLAN,
 }
 _MODEL_CLASSES = {
     "rate_limit": TRANSIENT, "overloaded": TRANSIENT, "timeout": TRANSIENT,
@@ -128,4 +128,7 @@ def actionable_tool_error(name: str, error: ToolError, attempts: int) -> str:
     if error.kind == "permission":
         return (f"{name}: permission denied: {what}. This action is not allowed; choose an "
                 f"action within your permissions.")
+    if error.kind == "subagent":
+        return (f"{name}: {what}. Use the results that came back, retry the failed part "
+                f"differently, or continue without it.")
     return f"{name} failed: {what}."

@@ -11,6 +11,7 @@ driver's clock, as the driver measured them; token counts are integers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sim.harness.messages import Block, Message, ToolUseBlock, Usage
 from sim.harness.params import ToolDefinition
@@ -115,6 +116,51 @@ class UserTurn:
 
 
 @dataclass(frozen=True, slots=True)
+class ChildSpec:
+    """One child run a spawn call asks for: its task statement (``task``,
+    ``task_tokens`` long, the arguments of the call) and its depth below the
+    root run (1 for a root's children)."""
+
+    task: str
+    task_tokens: int
+    depth: int
+
+
+@dataclass(slots=True)
+class SpawnRequest:
+    """Start the child runs ``children`` (the subagent tool call ``call``)
+    and wait for them all; at most ``max_concurrent`` run at once, the rest
+    queued. The driver runs each child with the SAME loop
+    (:func:`~sim.harness.loop.agent_loop`) and the parent's parameters
+    (its own limits, its own detector), from a fresh state at the child's
+    depth (:func:`~sim.harness.subagents.child_state`), sharing the parent's
+    session ledgers (``ledgers``: pass them as ``agent_loop``'s ``ledgers``)
+    and starting at ``now_s`` on the driver's clock (its ``started_s``).
+    Answer with :class:`ChildResults`, one result per child in order; with
+    ``wait`` false, start them and answer at once with no results (they are
+    collected later: :class:`CollectChildren`)."""
+
+    call: ToolUseBlock
+    children: tuple[ChildSpec, ...]
+    max_concurrent: int
+    turn: int = 0
+    ledgers: tuple[Any, ...] = ()
+    now_s: float = 0.0
+    wait: bool = True
+
+
+@dataclass(slots=True)
+class CollectChildren:
+    """Hand over the results of the run's children started without waiting
+    that have ended by now (``wait`` false), or wait for all of them
+    (``wait`` true). Answer with :class:`ChildResults` (in the order they
+    ended; its ``duration_s`` the seconds waited)."""
+
+    wait: bool
+    turn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     """Persist the run's state durably before the loop continues. ``turn`` is
     the number of completed steps. Answer with None. Immutable, so the loop
@@ -135,7 +181,7 @@ def checkpoint(turn: int) -> Checkpoint:
 
 
 Effect = (ModelRequest | ToolRequest | Wait | ApprovalRequest | VerifyRequest | UserTurn
-          | Checkpoint)
+          | Checkpoint | SpawnRequest | CollectChildren)
 
 
 # ----------------------------------------------------------------- results
@@ -228,7 +274,35 @@ class UserReply:
     duration_s: float = 0.0
 
 
+@dataclass(slots=True)
+class ChildResult:
+    """How one child run ended: its terminal ``status`` and ``reason`` (an
+    outcome of :data:`~sim.harness.state.OUTCOMES`), the tokens of its final
+    answer (``answer_tokens``, the tool result the parent sees on success),
+    ``tokens`` it used in all (prompt plus output and thinking, its own
+    descendants included), ``cost_usd`` (USD, descendants included),
+    ``duration_s`` (its wall seconds) and ``runs`` (1 plus its descendants)."""
+
+    status: str
+    reason: str
+    answer_tokens: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    runs: int = 1
+
+
+@dataclass(slots=True)
+class ChildResults:
+    """The answer to a :class:`SpawnRequest`: one :class:`ChildResult` per
+    child, in the order asked, and ``duration_s``, the seconds the parent
+    waited for them all."""
+
+    results: list[ChildResult]
+    duration_s: float = 0.0
+
+
 Result = (ModelResponse | ModelError | ToolResult | ToolError | ApprovalDecision | Verdict
-          | UserReply | float | None)
+          | UserReply | ChildResults | float | None)
 """What a driver may send back; which result answers which effect is
 :data:`sim.harness.protocol.ANSWERS`."""

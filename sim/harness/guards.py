@@ -91,6 +91,10 @@ def receive(effect: fx.UserTurn, result: fx.Result) -> fx.UserReply: ...
 def receive(effect: fx.Wait, result: fx.Result) -> float | None: ...
 @overload
 def receive(effect: fx.Checkpoint, result: fx.Result) -> None: ...
+@overload
+def receive(effect: fx.SpawnRequest, result: fx.Result) -> fx.ChildResults: ...
+@overload
+def receive(effect: fx.CollectChildren, result: fx.Result) -> fx.ChildResults: ...
 def receive(effect: fx.Effect, result: fx.Result) -> fx.Result:
     """``result`` if it may answer ``effect`` (else ProtocolError) and holds
     nothing impossible (else the run fails as failed:invalid_response)."""
@@ -141,9 +145,18 @@ def account(run: Run, model: str, usage: Usage) -> None:
     """Add a call's usage and its price (at ``model``'s prices) to the run's
     usage; a usage that took the run past a budget (the provider reported
     more than the harness allowed for) ends it at once."""
-    state = run.state
-    state.add_usage(usage, run.params.prices_for(model))
-    run.limits.check_usage(state)
+    state, limits = run.state, run.limits
+    if limits.ledgers:  # shared budgets: charge them what the call cost
+        before = state.money_usd
+        state.add_usage(usage, run.params.prices_for(model))
+        alerts = limits.charge(state, usage, state.money_usd - before)
+        if alerts:
+            state.alerts += alerts
+            if run.emit:
+                run.emit(ev.ALERT, {"kind": "shared_budget", "alerts": alerts})
+    else:
+        state.add_usage(usage, run.params.prices_for(model))
+    limits.check_usage(state)
 
 
 def wait(run: Run, delay: float, target: str, kind: str

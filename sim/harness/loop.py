@@ -11,8 +11,9 @@ One iteration (seed 000's order, with seed 001's controls):
 
 1. external abort flag                      -> cancelled:external_signal
 2. turn limit                               -> budget_exhausted:steps
-3. assemble context: compact the oldest history when over
-   ``context.compact_at_tokens``
+3. assemble context: the results of children started without waiting
+   that have ended (sim.harness.subagents), then compact the oldest
+   history when over ``context.compact_at_tokens``
 4. budgets against the worst case of the call -> budget_exhausted:<budget>
 5. context overflow: emergency compaction to half the window plus an alert,
    or failed:context_overflow when that is switched off
@@ -20,7 +21,8 @@ One iteration (seed 000's order, with seed 001's controls):
    model step; a server error (or a malformed reply) is retried once, then
    failed:model_error; a reported usage past a budget ends the run at once
 7. stop_reason max_tokens: compact the oldest 60% and ask to continue
-8. no tool call: a final answer; the verifier checks it (succeeded:verified)
+8. no tool call: a final answer (taken once no child started without
+   waiting still runs); the verifier checks it (succeeded:verified)
    or it is accepted unverified (succeeded:model_complete); a rejection goes
    back to the model as an observation. In a conversation (``end_marker``
    set) a reply without the marker goes to the task-giver instead, whose
@@ -96,6 +98,7 @@ from sim.harness.params import HarnessParams
 from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
 from sim.harness.retry_budget import RetryBudget
+from sim.harness.scopes import Ledger
 from sim.harness.state import (
     CANCELLED,
     RESUMABLE,
@@ -105,6 +108,7 @@ from sim.harness.state import (
     end_run,
     request_abort,
 )
+from sim.harness.subagents import collect
 from sim.harness.tool_calls import NUDGE_PREFIX, close_unanswered, run_tools
 
 __all__ = ["CONTINUATION", "NUDGE_PREFIX", "Loop", "agent_loop", "cancel"]
@@ -115,7 +119,8 @@ Loop = Generator[Effect, Result, HarnessState]
 
 def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector | None = None,
                observers: Sequence[ev.Observer] = (), retry_budget: RetryBudget | None = None,
-               retry_key: str = "") -> Loop:
+               retry_key: str = "", ledgers: Sequence[Ledger] | None = None,
+               started_s: float = 0.0) -> Loop:
     """Run the loop until a terminal state; return the final state.
 
     ``state`` is a fresh state (:func:`~sim.harness.state.new_state`) or one
@@ -127,10 +132,14 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
     False switches any detector off. ``retry_budget``: the retry bucket this
     run shares with the other runs of its client (None: none); ``retry_key``:
     the run's key for jitter draws (``params.retry.jitter_scope: run``).
+    ``ledgers`` are the shared budgets' ledgers the run charges (its
+    session's, its tenant's; None: its own, one per
+    ``params.shared_budgets``), ``started_s`` the driver's clock at its start
+    (:class:`~sim.harness.budgets.Limits`).
     """
     if state.terminal:
         return state
-    limits = Limits(params)
+    limits = Limits(params, ledgers, started_s)
     run = Run(params, state,
               detector if detector is not None else NoProgressDetector(params.detector),
               emitter(state, observers), {spec.name: spec for spec in params.tools},
@@ -147,6 +156,8 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
             if state.abort_requested:                                            # 1
                 stop(CANCELLED, "external_signal")
             limits.check_before_step(state)                                      # 2
+            if state.pending_children:  # results of children started without waiting
+                yield from collect(run, False)
             if state.context_tokens > compact_at:                                # 3
                 yield from compact_history(run, "context_budget")
             request = step_request(run)  # 4; None when the context overflows (5), else 6
@@ -207,6 +218,8 @@ def _finish(run: Run, end: Stop) -> Generator[Effect, Result, None]:
     """Record the end, tell the observers, and leave a valid, resumable history."""
     state = run.state
     end_run(state, end.status, end.reason, end.detail)
+    if run.limits.ledgers:
+        run.limits.release(state)
     if run.emit:
         run.emit(ev.TERMINAL, {"status": end.status, "reason": end.reason, **end.detail})
     if run.open_calls is not None and run.blocks is not None:
@@ -259,6 +272,9 @@ def _final_answer(run: Run, content: list[Block]) -> Generator[Effect, Result, N
     """A reply without tool calls (8): in a conversation (``end_marker`` set)
     one without the marker goes to the task-giver, anything else to the
     verifier."""
+    if run.state.pending_children:  # not before the children have ended: go round again
+        yield from collect(run, True)
+        return
     marker = run.params.end_marker
     if marker is not None and not any(isinstance(b, TextBlock) and marker in b.text
                                       for b in content):

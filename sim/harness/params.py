@@ -23,12 +23,13 @@ from typing import Any, ClassVar
 
 from sim.harness.fields import PYDANTIC_CONFIG, ParameterError, param, spec, validated
 from sim.harness.prices import Prices
+from sim.harness.scopes import ScopedBudget
 from sim.harness.tool_spec import EFFECT_CLASSES, EffectClass, ToolDefinition, ToolSpec
 
 __all__ = ["CACHE_TTLS", "EFFECT_CLASSES", "MAX_ATTEMPTS", "Budgets", "ContextParams",
            "DetectorParams", "EffectClass", "HarnessParams", "ParameterError", "Prices",
-           "RetryPolicy", "RetryQuota", "ThinkingConfig", "ToolDefinition", "ToolSpec",
-           "VerifierParams"]
+           "RetryPolicy", "RetryQuota", "ScopedBudget", "SubagentParams", "ThinkingConfig",
+           "ToolDefinition", "ToolSpec", "VerifierParams"]
 
 CACHE_TTLS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 MAX_ATTEMPTS = 1_000
@@ -39,6 +40,11 @@ and its error is kept for the diagnostic)."""
 def _is_none(value: object) -> bool:
     """True for None (a schema leaves such an optional section out when writing)."""
     return value is None
+
+
+def _is_empty(value: object) -> bool:
+    """True for an empty tuple (left out when writing, like a None section)."""
+    return value == ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +314,48 @@ class VerifierParams:
 
 
 @dataclass(frozen=True, slots=True)
+class SubagentParams:
+    """Child runs the model may start by calling the subagent tool ``tool``
+    (rules: :mod:`sim.harness.subagents`).
+
+    ``max_concurrent``: children of one spawn call run at once (Claude Code's
+    default: 20); more are queued by the driver and run as earlier ones end.
+    ``max_total``: children one run may start in all, counting its own
+    children only (a child's children count against the child's own
+    ``max_total``, so a tree holds at most ``m + m**2 + ... + m**max_depth``
+    runs below its root, ``m`` = ``max_total``). ``max_depth``: how deep
+    children may go (1: children cannot spawn). A spawn past ``max_total``
+    or ``max_depth`` is refused to the model as a tool error it sees.
+    ``wait``: the parent waits for its children's results (one tool result
+    per spawn call); false: the spawn returns at once and the children's
+    results come back as a later message (collected before each model call,
+    and waited for before a final answer is taken)."""
+
+    __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
+
+    tool: str = param("agent", "name of the subagent tool the model calls")
+    max_concurrent: int = param(20, "children of one spawn call running at once", ge=1)
+    max_total: int | None = param(None, "children one run may start (its own, not its "
+                                        "descendants; null: unlimited)", ge=0)
+    max_depth: int = param(1, "levels of children below a root run (1: children cannot "
+                              "spawn)", ge=0)
+    wait: bool = param(True, "the parent waits for its children (false: their results come "
+                             "back later, as a message)")
+
+    def __post_init__(self) -> None:
+        validated(self, [("tool", "must be a non-empty string")]
+                  if not self.tool.strip() else [])
+
+    def definition(self) -> ToolDefinition:
+        """The subagent tool as a provider call declares it: one required
+        argument, ``tasks``, a list of task statements (one child each)."""
+        schema = {"type": "object", "required": ["tasks"], "properties": {"tasks": {
+            "type": "array", "items": {"type": "string"}, "minItems": 1}}}
+        return ToolDefinition(self.tool, "Start subagents, one per task, and wait for "
+                              "their answers.", schema)
+
+
+@dataclass(frozen=True, slots=True)
 class HarnessParams:
     """All immutable parameters of one run (seed 000's parameter list).
 
@@ -325,6 +373,12 @@ class HarnessParams:
     ``model_prices``: prices of models other than ``model`` that runs may use
     (``((model id, Prices), ...)``, e.g. the models of a pooled population); a
     model without an entry is priced at ``prices``.
+    ``subagents``: the subagent tool and its caps (None: the model cannot
+    start child runs; a call of a tool named ``agent`` is then an unknown tool).
+    ``shared_budgets``: budgets shared with the other runs of a session (a
+    parent and its descendants) or a tenant (:mod:`sim.harness.scopes`); the
+    driver gives each run the ledgers it shares, a run given none keeps its
+    own.
     """
 
     model: str = param("claude-sonnet-4-20250514", "model id")
@@ -353,6 +407,11 @@ class HarnessParams:
                                            "(null: off)")
     end_marker: str | None = None
     model_prices: tuple[tuple[str, Prices], ...] = ()
+    subagents: SubagentParams | None = field(default=None, metadata={
+        **spec("child runs the model may start (null: none)"), "exclude_if": _is_none})
+    shared_budgets: tuple[ScopedBudget, ...] = field(default=(), metadata={
+        **spec("budgets shared by a session or a tenant (sim.harness.scopes)"),
+        "exclude_if": _is_empty})
     tool_definitions: tuple[ToolDefinition, ...] = field(
         init=False, repr=False, compare=False, hash=False)
     """The tools as every model call declares them, derived from ``tools`` at
@@ -360,8 +419,10 @@ class HarnessParams:
 
     def __post_init__(self) -> None:
         self.validate()
-        object.__setattr__(self, "tool_definitions",
-                           tuple(t.definition() for t in self.tools))
+        definitions = tuple(t.definition() for t in self.tools)
+        if self.subagents is not None:
+            definitions += (self.subagents.definition(),)
+        object.__setattr__(self, "tool_definitions", definitions)
 
     @property
     def tool_retries(self) -> int:
@@ -467,6 +528,8 @@ def _tool_problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     names = [t.name for t in p.tools]
     if len(set(names)) != len(names):
         yield "tools", f"tool names must be unique, got {names}"
+    if p.subagents is not None and p.subagents.tool in names:
+        yield "subagents.tool", f"{p.subagents.tool!r} is also the name of a tool"
     if p.tool_choice in ("auto", "any", "none"):
         return
     if not p.tool_choice.startswith("tool:"):

@@ -37,6 +37,8 @@ ANSWERS: dict[type, tuple[type, ...]] = {
     fx.VerifyRequest: (fx.Verdict,),
     fx.UserTurn: (fx.UserReply,),
     fx.Checkpoint: (type(None),),
+    fx.SpawnRequest: (fx.ChildResults,),
+    fx.CollectChildren: (fx.ChildResults,),
 }
 """The result types a driver may answer each effect with (a Wait: None, or the
 seconds that really passed when it was cut short)."""
@@ -113,6 +115,20 @@ def _is_bool(value: object) -> bool:
     return isinstance(value, bool)
 
 
+def _is_child_result(r: object) -> bool:
+    """A :class:`~sim.harness.effects.ChildResult` whose outcome is named by
+    strings and whose counts, cost and seconds are finite and >= 0."""
+    return (isinstance(r, fx.ChildResult) and _is_str(r.status) and _is_str(r.reason)
+            and _is_count(r.answer_tokens) and _is_count(r.tokens) and _is_count(r.runs)
+            and r.runs >= 1 and _is_seconds(r.duration_s)
+            and isinstance(r.cost_usd, int | float) and not isinstance(r.cost_usd, bool)
+            and 0.0 <= r.cost_usd < math.inf)
+
+
+def _is_child_results(value: object) -> bool:
+    return isinstance(value, list) and all(_is_child_result(r) for r in value)
+
+
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                  "thinking_tokens")
 Check = tuple[str, Callable[[object], bool], str]
@@ -137,6 +153,10 @@ _FIELDS: dict[type, tuple[Check, ...]] = {
               ("usage", lambda u: u is None or isinstance(u, Usage), "None or a Usage")),
     fx.UserReply: (("text", _is_str, "a string"), ("tokens", _is_count, _COUNT),
                 ("ended", _is_bool, "a bool"), ("duration_s", _is_seconds, _SECONDS)),
+    fx.ChildResults: (("results", _is_child_results,
+                       "a list of ChildResult (strings status and reason; counts, cost and "
+                       "seconds finite and >= 0; runs >= 1)"),
+                      ("duration_s", _is_seconds, _SECONDS)),
 }
 """Per result type, each field with the test it must pass and what it must be."""
 

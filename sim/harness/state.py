@@ -51,9 +51,11 @@ OUTCOMES: dict[str, frozenset[str]] = {
     NEEDS_HUMAN: frozenset({"no_progress"}),
     # the budget a call would overshoot (checked before it) or that a reported
     # usage overshot (checked after it); "retries" is the run's retry budget,
-    # "errors" its limit on tool errors shown to the model
+    # "errors" its limit on tool errors shown to the model; "session" a budget
+    # a parent shares with its descendants, "tenant" a tenant's budget of a
+    # window (sim.harness.scopes; a hard one: a soft one only alerts)
     BUDGET_EXHAUSTED: frozenset({"steps", "tokens", "output_tokens", "money", "active_time",
-                                 "wall_time", "retries", "errors"}),
+                                 "wall_time", "retries", "errors", "session", "tenant"}),
     # a server error after its retry, a fatal model or tool error, transient
     # errors past max_attempts, a context that cannot be made to fit, a result
     # with impossible values (negative or non-finite usage or durations), or
@@ -121,6 +123,17 @@ class HarnessState:
     tool that failed, ...). ``tool_failures`` counts consecutive failures per
     tool; ``nudges`` all nudges the run was given; ``tool_errors`` the error
     observations the model was shown.
+
+    Subagents (:mod:`sim.harness.subagents`): ``depth`` is the run's depth
+    below its root run (0: a root); ``children`` the child runs it started,
+    ``children_failed`` those that ended in any state but succeeded;
+    ``descendants`` every run below it (children and theirs);
+    ``children_tokens`` and ``children_cost_usd`` what its descendants used
+    (tokens: prompt plus output and thinking; USD), not counted in its own
+    token and money counters; ``children_outcomes`` its children's endings
+    (``status:reason``, or ``succeeded``) and how many ended so;
+    ``pending_children`` those started without waiting whose results have
+    not come back yet.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -144,6 +157,14 @@ class HarnessState:
     verifier_rejections: int = 0
     compactions: int = 0
     alerts: int = 0
+    depth: int = 0
+    children: int = 0
+    children_failed: int = 0
+    descendants: int = 0
+    children_tokens: int = 0
+    children_cost_usd: float = 0.0
+    children_outcomes: dict[str, int] = field(default_factory=dict)
+    pending_children: int = 0
     tool_failures: dict[str, int] = field(default_factory=dict)
     detector: DetectorMemory = field(default_factory=DetectorMemory)
     abort_requested: bool = False
@@ -155,6 +176,12 @@ class HarnessState:
     def prompt_tokens(self) -> int:
         """All prompt tokens sent so far, cached or not."""
         return prompt_tokens_of(self)
+
+    @property
+    def total_tokens(self) -> int:
+        """Tokens the run used itself: prompt (cached or not) plus output and
+        thinking."""
+        return prompt_tokens_of(self) + self.output_tokens + self.thinking_tokens
 
     @property
     def wall_s(self) -> float:

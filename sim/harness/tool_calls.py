@@ -44,7 +44,7 @@ from sim.harness.messages import (
     make_message,
     text_block,
 )
-from sim.harness.params import HarnessParams, ToolSpec
+from sim.harness.params import HarnessParams, SubagentParams, ToolSpec
 from sim.harness.policy import ALLOW, APPROVE, REJECT, check_call
 from sim.harness.protocol import MAX_SECONDS, MAX_TOKENS
 from sim.harness.state import (
@@ -55,6 +55,7 @@ from sim.harness.state import (
     WAITING_APPROVAL,
     HarnessState,
 )
+from sim.harness.subagents import spawn
 
 NUDGE_PREFIX = "[harness] No progress detected"
 
@@ -72,9 +73,12 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
     run.open_calls, run.blocks = calls, blocks  # answered by agent_loop if the run stops here
     detecting = params.detector.enabled  # off means off, for custom detectors too
     signal = None
+    rules = params.subagents
     for call in calls:
         spec = run.tools.get(call.name)
-        if spec is not None and check_call(params, call, spec)[0] == ALLOW:
+        if rules is not None and call.name == rules.tool:  # a child run: sim.harness.subagents
+            observation, metric = yield from _spawn(run, call, rules, blocks)
+        elif spec is not None and check_call(params, call, spec)[0] == ALLOW:
             # the common call, its first try on a fast path (check_ready only when it can stop)
             if state.abort_requested or run.limits.timed:
                 check_ready(run, spec.timeout_s)
@@ -110,6 +114,19 @@ def run_tools(run: Run, calls: list[ToolUseBlock]) -> Generator[Effect, Result, 
     message.role, message.content, message.tokens = "user", blocks, tokens
     state.messages.append(message)
     state.context_tokens += tokens
+
+
+def _spawn(run: Run, call: ToolUseBlock, rules: SubagentParams, blocks: list[Block]
+           ) -> Generator[Effect, Result, tuple[str, None]]:
+    """Run the subagent call ``call`` (:func:`~sim.harness.subagents.spawn`)
+    and append its observation: a tool result, or a tool error counted as
+    :func:`_failure` counts any."""
+    text, error, tokens = yield from spawn(run, call, rules)
+    if error:
+        return _failure(run.params, run.state, call, text, blocks, tokens)
+    run.state.tool_failures.pop(call.name, None)
+    blocks.append(ToolResultBlock(call.id, text, False, tokens))
+    return text, None
 
 
 def _took_result(answer: Result, run: Run, request: ToolRequest, blocks: list[Block]

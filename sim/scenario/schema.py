@@ -117,6 +117,15 @@ class HarnessConfig(_Strict):
         default_factory=dict, description="model id -> price overrides, for the models of "
                                           "world.classes (a model not listed: its catalogue "
                                           "prices)")
+    subagents: hp.SubagentParams | None = Field(
+        None, exclude_if=lambda value: value is None,
+        description="child runs the model may start with the subagent tool (null: none; "
+                    "world.fanout says when the simulated model does)")
+    shared_budgets: tuple[hp.ScopedBudget, ...] = Field(
+        (), exclude_if=lambda value: value == (),
+        description="budgets shared by a session (a parent and its descendants) or a "
+                    "tenant over a window, each hard or soft, checked before_call or "
+                    "between_turns")
 
 
 class Scenario(_Strict):

@@ -41,7 +41,8 @@ from sim.world.task_params import (
 
 __all__ = ["MAX_NEED", "MIN_RATE", "ApprovalParams", "CacheHits", "CacheParams",
            "ChoiceDifficulty", "Difficulty", "DurationParams", "Effect", "EndingsParams",
-           "FaultParams", "FixedDifficulty", "GraderParams", "LatencyParams", "LognormalDifficulty",
+           "FanoutParams", "FaultParams", "FixedDifficulty", "GraderParams", "LatencyParams",
+           "LognormalDifficulty",
            "PolicyParams", "Prob", "Size", "StepSizes", "TaskClass", "TokenParams", "ToolParams",
            "UnsolvableParams", "UserParams", "WorldParams"]
 
@@ -147,6 +148,53 @@ class StepSizes(_Strict):
         if len(self.observation) != len(self.edges):
             raise ValueError(f"observation has {len(self.observation)} values for "
                              f"{len(self.edges)} step bins (edges)")
+        return self
+
+
+class FanoutParams(_Strict):
+    """When the simulated model starts subagents (``world.fanout``; the
+    harness side: ``harness.subagents``). A root run's productive model call
+    is a call of the subagent tool ``tool`` instead with probability
+    ``spawn`` (or, with ``edges``, ``spawn_by_step[b]`` for a call in step
+    bin ``b``: the last ``edges[b] <= n`` for the run's ``n``-th model call,
+    1-based). Such a call asks for ``k`` children with probability
+    ``children[k]`` (``children[0]`` must be 0) and counts as one productive
+    step of the parent (the delegated work). Each child is a task of class
+    ``child_class`` of ``world.classes`` (null: a task of the parent's
+    class), with its own random streams; children never spawn. The draws
+    (two uniforms of the model stream) are made only when ``fanout`` is set,
+    so a world without it draws exactly what it drew before."""
+
+    tool: str = Field("agent", min_length=1, description="the subagent tool's name (as "
+                                                          "harness.subagents.tool)")
+    spawn: Prob = Field(0.0, description="probability a productive call is a spawn call")
+    edges: tuple[int, ...] | None = Field(None, min_length=1, description=(
+        "first model call of each step bin (1-based, increasing, starting at 1; null: one "
+        "bin)"))
+    spawn_by_step: tuple[Prob, ...] | None = Field(None, min_length=1, description=(
+        "spawn probability per step bin (with edges; replaces spawn)"))
+    children: tuple[Prob, ...] = Field((0.0, 1.0), min_length=2, description=(
+        "probability of k children per spawn call, k = 0, 1, ... (index 0 must be 0)"))
+    child_class: str | None = Field(None, description=(
+        "the world.classes class children draw from (null: the parent's class)"))
+
+    @model_validator(mode="after")
+    def _bins(self) -> FanoutParams:
+        if self.children[0] != 0.0:
+            raise ValueError(f"children[0] must be 0 (a spawn starts at least one child), "
+                             f"got {self.children[0]}")
+        if abs(sum(self.children) - 1.0) > 1e-9:
+            raise ValueError(f"children must sum to 1, got {sum(self.children)}")
+        if (self.edges is None) != (self.spawn_by_step is None):
+            raise ValueError("set edges and spawn_by_step together")
+        if self.edges is not None and self.spawn_by_step is not None:
+            if self.edges[0] != 1:
+                raise ValueError(f"edges must start at 1, got {self.edges[0]}")
+            if any(b <= a for a, b in pairwise(self.edges)):
+                raise ValueError(f"edges must increase, got {list(self.edges)}")
+            if len(self.spawn_by_step) != len(self.edges):
+                raise ValueError(f"spawn_by_step has {len(self.spawn_by_step)} values for "
+                                 f"{len(self.edges)} step bins (edges)")
         return self
 
 
@@ -419,6 +467,9 @@ class WorldParams(_Strict):
         "drawn need is done)"))
     classes: tuple[TaskClass, ...] = Field((), description=(
         "task classes: a weighted mixture of kinds of task (empty: one kind, the world)"))
+    fanout: FanoutParams | None = Field(None, exclude_if=lambda value: value is None,
+                                        description=("when the model starts subagents (null: "
+                                                     "never; left out when writing)"))
 
     @cached_property
     def class_worlds(self) -> tuple[WorldParams, ...]:
@@ -427,7 +478,7 @@ class WorldParams(_Strict):
         return tuple(self._class_world(c) for c in self.classes)
 
     def _class_world(self, c: TaskClass) -> WorldParams:
-        raw = self.model_dump(exclude={"classes"})
+        raw = self.model_dump(exclude={"classes", "fanout"})
         for section in _CLASS_SECTIONS:
             given = getattr(c, section)
             if given is not None:
@@ -470,4 +521,9 @@ class WorldParams(_Strict):
             if sum(c.weight for c in self.classes) <= 0:
                 raise ValueError("at least one class needs a positive weight")
             self.class_worlds  # noqa: B018 - validates every class's world
+        fanout = self.fanout
+        if fanout is not None and fanout.child_class is not None and fanout.child_class not in [
+                c.name for c in self.classes]:
+            raise ValueError(f"fanout.child_class {fanout.child_class!r} is not a class of "
+                             f"world.classes")
         return self

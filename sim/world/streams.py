@@ -265,3 +265,19 @@ class StreamPool:
 def task_streams(seed: int, task: int) -> tuple[Draws, ...]:
     """The independent streams of task ``task`` (not pooled)."""
     return StreamPool().acquire(seed, task)
+
+
+def child_streams(seed: int, path: tuple[int, ...]) -> tuple[Draws, ...]:
+    """The independent streams of a child run (a subagent): ``path`` is its
+    root task's index followed by its ordinal among its parent's children at
+    each level (``(task, k)`` for the ``k``-th child of task ``task``, 0-based),
+    the spawn key of its ``SeedSequence(seed, spawn_key=path)``. A child's
+    streams never overlap its root task's (``spawn_key=(task,)``) or another
+    child's, and they do not depend on the order children run in."""
+    n = len(CONCERNS)
+    words = np.random.SeedSequence(seed, spawn_key=path).generate_state(2 * n, np.uint64)
+    streams = tuple(Draws(np.random.Generator(np.random.PCG64(_ZERO)), k) for k in range(n))
+    listed = words.tolist()
+    for draws in streams:
+        draws.reset(listed)
+    return streams

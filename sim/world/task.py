@@ -25,7 +25,7 @@ from sim.world.streams import SIZES, USER, Draws
 from sim.world.verifiers import Claim, run_check
 from sim.world.world import MADE_CALLS, World
 
-PRODUCTIVE, TRANSIENT, VALIDATION, LOOP = 0, 1, 2, 3
+PRODUCTIVE, TRANSIENT, VALIDATION, LOOP, SPAWN = 0, 1, 2, 3, 4
 NONE, RESOLVE, GIVE_UP, ERROR = 0, 1, 2, 3
 """The endings of a world with ``endings``: none at this step, or its cause."""
 
@@ -53,11 +53,15 @@ class SimulatedTask(TaskSizes):
                  "premature_at", "stuck", "loop_call", "kinds", "calls", "answer_correct",
                  "solvable", "scale", "task_tokens", "answer_tokens", "claim", "failing_turn",
                  "cache", "frailty",
-                 "ending_turn", "ending")
+                 "ending_turn", "ending", "fanout", "spawned", "top")
 
-    def __init__(self, world: World, streams: tuple[Draws, ...]) -> None:
+    def __init__(self, world: World, streams: tuple[Draws, ...], *, child: bool = False
+                 ) -> None:
         difficulty, self.model, self.tools, self.latency = streams[:4]
         self.sizes, self.user = streams[SIZES], streams[USER]
+        self.top = world  # the cell's world (its fanout, its classes)
+        self.fanout = None if child else world.fanout  # children never spawn
+        self.spawned = 0
         if world.classes:
             world = world.pick_class(difficulty.uniform())
         self.world = world
@@ -102,8 +106,11 @@ class SimulatedTask(TaskSizes):
             if self.stuck:
                 return self._response(request, self._decide(request), False, now)
             r = self.model.uniform()  # _decide's draw and bands, inline
-            return self._response(request, [self._faulty_call(r) if r < w.c_validation
-                                            else self._onward(r)], False, now)
+            content: list[Block] = [self._faulty_call(r) if r < w.c_validation
+                                    else self._onward(r)]
+            if self.fanout is not None:
+                self._maybe_spawn(request, content)
+            return self._response(request, content, False, now)
         truncated = False
         if w.endings and request.turn != self.ending_turn:
             self.ending_turn = request.turn
@@ -124,7 +131,29 @@ class SimulatedTask(TaskSizes):
                 self.failing_turn = request.turn
                 return self._persistent_fault()
         content = self._decide(request)
+        if self.fanout is not None:
+            self._maybe_spawn(request, content)
         return self._response(request, content, truncated, now)
+
+    def _maybe_spawn(self, request: fx.ModelRequest, content: list[Block]) -> None:
+        """Turn the reply's productive call into a call of the subagent tool
+        with the chance ``world.fanout`` gives its step (two uniforms of the
+        model stream: spawn or not, then how many children); the spawn counts
+        as one productive step. Called only when the world has a fanout."""
+        fanout = self.fanout
+        block = content[-1]
+        if (fanout is None or block.type != "tool_use"
+                or self.kinds.get(block.id) != PRODUCTIVE):
+            return
+        p = fanout.spawn_at(request.turn + 1)
+        if p <= 0.0 or self.model.uniform() >= p:
+            return
+        k = fanout.children(self.model.uniform())
+        tasks = [f"subtask {self.spawned + j + 1}" for j in range(k)]
+        self.spawned += k
+        self.kinds[block.id] = SPAWN
+        self.progress += 1
+        content[-1] = ToolUseBlock(block.id, fanout.tool, {"tasks": tasks}, block.tokens)
 
     def _persistent_fault(self) -> ModelError:
         """The server error of a call that fails on every retry (a fault drawn

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sim.harness.messages import ToolUseBlock
 from sim.harness.params import ToolSpec
 from sim.world.distributions import BaseDistribution, Fixed, Gamma, Lognormal
-from sim.world.params import Size, WorldParams
+from sim.world.params import FanoutParams, Size, WorldParams
 from sim.world.verifiers import OracleVerifier, Verifier
 
 MADE_CALLS = 2048
@@ -59,6 +59,29 @@ def _cumulative(weights: list[float]) -> tuple[float, ...]:
     return tuple(cumulative)
 
 
+class Fanout:
+    """The compiled ``world.fanout``: the subagent tool's name, the spawn
+    probability of a productive call by step, and the number of children a
+    uniform draw gives (see :class:`~sim.world.params.FanoutParams`)."""
+
+    __slots__ = ("tool", "edges", "spawn", "cumulative", "child_class")
+
+    def __init__(self, params: FanoutParams) -> None:
+        self.tool = params.tool
+        self.edges: tuple[int, ...] = params.edges or (1,)
+        self.spawn: tuple[float, ...] = params.spawn_by_step or (params.spawn,)
+        self.cumulative = _cumulative(list(params.children))
+        self.child_class = params.child_class
+
+    def spawn_at(self, step: int) -> float:
+        """The chance that a productive ``step``-th model call (1-based) spawns."""
+        return self.spawn[max(0, bisect_right(self.edges, step) - 1)]
+
+    def children(self, u: float) -> int:
+        """The number of children a uniform draw ``u`` in [0, 1) gives (>= 1)."""
+        return max(1, min(bisect_right(self.cumulative, u), len(self.cumulative) - 1))
+
+
 class World:
     """Per-cell constants of the stochastic world (see :class:`WorldParams`).
 
@@ -87,6 +110,20 @@ class World:
             for c, world in zip(params.classes, params.class_worlds, strict=True))
         if self.classes:
             self.class_cumulative = _cumulative([c.weight for c in params.classes])
+        self.fanout = None if params.fanout is None else Fanout(params.fanout)
+
+    def class_named(self, name: str) -> World:
+        """The compiled world of the class called ``name`` (KeyError if none)."""
+        for c, world in zip(self.params.classes, self.classes, strict=True):
+            if c.name == name:
+                return world
+        raise KeyError(name)
+
+    def child_world(self, parent: World) -> World:
+        """The world a child of a task of class world ``parent`` draws from:
+        ``fanout.child_class``'s, or the parent's own."""
+        name = None if self.fanout is None else self.fanout.child_class
+        return parent if name is None else self.class_named(name)
 
     def _compile_policy(self, params: WorldParams, end_marker: str | None) -> None:
         """The model's decision bands as cumulative thresholds of one uniform."""

@@ -1,0 +1,84 @@
+"""Subagents in a cell: the parents' terminal states and their children's.
+
+:func:`fanout_table` runs tasks of a cell in the direct engine and tallies,
+per cell, how the parents (root runs) ended and how their children ended,
+with the children's count, tokens and cost beside the parents' own, and the
+session's total (a parent plus its descendants). Units: tokens are counts
+(prompt, cached or not, plus output and thinking), cost is USD, time is
+seconds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sim.engines.cell import Cell
+from sim.engines.direct import run_task_state
+from sim.harness.state import HarnessState
+
+__all__ = ["FanoutTable", "fanout_table", "tally"]
+
+
+@dataclass
+class FanoutTable:
+    """One cell's parents and children: ``parents`` and ``children`` map an
+    outcome (``status:reason``, or ``succeeded`` / ``false_success`` for a
+    parent) to a count; ``spawned`` is the children started, ``*_tokens`` and
+    ``*_cost_usd`` the parents' own usage and their descendants'; ``wall_s``
+    the parents' wall seconds (their waits for children included)."""
+
+    cell: str
+    parents: Counter[str] = field(default_factory=Counter)
+    children: Counter[str] = field(default_factory=Counter)
+    spawned: int = 0
+    descendants: int = 0
+    parent_tokens: int = 0
+    children_tokens: int = 0
+    parent_cost_usd: float = 0.0
+    children_cost_usd: float = 0.0
+    wall_s: list[float] = field(default_factory=list)
+
+    @property
+    def session_cost_usd(self) -> float:
+        """Parents' and descendants' cost together (USD)."""
+        return self.parent_cost_usd + self.children_cost_usd
+
+    def lines(self) -> list[str]:
+        """The table as text: parents' outcomes, children's outcomes, totals."""
+        out = [f"== {self.cell}: {sum(self.parents.values())} parents, "
+               f"{self.spawned} children"]
+        for title, counts in (("parents", self.parents), ("children", self.children)):
+            total = sum(counts.values()) or 1
+            out.append(f"  {title}")
+            out.extend(f"    {label:<32} {n:>6} {100 * n / total:6.1f}%"
+                       for label, n in counts.most_common())
+        out.append(f"  tokens  parents {self.parent_tokens:,}  children "
+                   f"{self.children_tokens:,}")
+        out.append(f"  cost    parents ${self.parent_cost_usd:,.2f}  children "
+                   f"${self.children_cost_usd:,.2f}  session ${self.session_cost_usd:,.2f}")
+        return out
+
+
+def tally(table: FanoutTable, outcome: str, state: HarnessState) -> None:
+    """Add one parent (its outcome label and final state) to ``table``."""
+    table.parents[outcome] += 1
+    table.children.update(state.children_outcomes)
+    table.spawned += state.children
+    table.descendants += state.descendants
+    table.parent_tokens += state.total_tokens
+    table.children_tokens += state.children_tokens
+    table.parent_cost_usd += state.money_usd
+    table.children_cost_usd += state.children_cost_usd
+    table.wall_s.append(state.wall_s)
+
+
+def fanout_table(cell: Cell, indices: Iterable[int]) -> FanoutTable:
+    """Run tasks ``indices`` of ``cell`` in the direct engine and tally their
+    parents and children (see :class:`FanoutTable`)."""
+    table = FanoutTable(cell.name)
+    for index in indices:
+        record, state = run_task_state(cell, index)
+        tally(table, record.outcome, state)
+    return table
