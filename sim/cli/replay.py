@@ -115,6 +115,7 @@ def _print(args: argparse.Namespace, summary: dict, out: Any) -> None:
 
 def _lead_lines(block: dict) -> str:
     """The replay figures under a cell's terminal table."""
+    from sim.cost.recorded import basis_line
     from sim.output.replay import usd
 
     st, sv, det = block["stopped"], block["saved"], block["detector"]
@@ -123,8 +124,11 @@ def _lead_lines(block: dict) -> str:
     lines += [f"    {outcome:<26}{c['runs']:>6}  ({c['resolved']:,} resolved)"
               for outcome, c in st["by_outcome"].items()]
     lines.append(f"  saved          {sv['prompt_tokens']:,} prompt tokens, "
-                 f"{usd(sv['cost_usd'])} recorded ({usd(sv['cost_usd_on_resolved'])} on "
-                 f"resolved runs), {usd(sv['priced_usd'])} at the runs' prices")
+                 f"{sv['output_tokens']:,} output tokens, {usd(sv['cost_usd'])} "
+                 f"({usd(sv['cost_usd_on_resolved'])} on resolved runs), "
+                 f"{usd(sv['priced_usd'])} at the runs' prices")
+    if block["recorded"].get("price_basis"):
+        lines.append(f"  {basis_line(block['recorded']['price_basis'])}")
     if not det["judgeable"]:
         lines.append(f"  detector       not judged: {det['note']}")
     else:

@@ -65,11 +65,19 @@ def recommendation_yaml(result: TuneResult) -> str:
         f"{100 * (1 - result.keep_successes):g}%)",
         f"Mean cost per run: {_usd(row['cost_mean'])} [{_usd(row['cost_mean_low'])}, "
         f"{_usd(row['cost_mean_high'])}]; saved per run {_usd(row['saved_mean'])} "
-        f"[{_usd(row['saved_low'])}, {_usd(row['saved_high'])}]",
+        f"[{_usd(row['saved_low'])}, {_usd(row['saved_high'])}]{_tokens(row)}",
     ]
     header.append(headline(result))
     text = "".join(f"# {line}\n" for line in header)
     return text + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def _tokens(row: Mapping[Any, Any]) -> str:
+    """`` and 12,345 tokens`` saved per run (replayed rows; nothing for forecast ones)."""
+    saved = row.get("saved_tokens_mean")
+    if saved is None or saved != saved:  # absent, or NaN
+        return ""
+    return f" and {saved:,.0f} tokens"
 
 
 def _stopped(row: Mapping[Any, Any]) -> str:
@@ -191,7 +199,7 @@ def lead(result: TuneResult) -> list[str]:
                   f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
                   f"({_change(row['objective_ratio'])} against the harness in force)",
                   f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
-                  f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
+                  f"{_usd(row['saved_high'])}]{_tokens(row)}; runs stopped: {_stopped(row)}"]
     stopped = result.stopped_runs
     if not _keeps_in_force(result) and stopped is not None and not stopped.empty:
         first = stopped.iloc[0]
