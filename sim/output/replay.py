@@ -188,6 +188,25 @@ def usd(value: float) -> str:
     return f"${round(value, 9) + 0.0:,.4f}"
 
 
+def changes_text(block: Mapping[str, Any]) -> str | None:
+    """What the replayed harness changes from the one in force in the
+    recorded runs, in one line (dotted fields, both values), as far as the
+    runs state it; None for a block without the comparison."""
+    found = block.get("changes")
+    if found is None:
+        return None
+    if not found["known"] and not found["changes"]:
+        return ("Changed from the recorded harness: unknown (the recorded runs state no "
+                "limits)")
+    if not found["changes"]:
+        return ("Changed from the recorded harness: nothing in "
+                + ", ".join(found["known"]) + " (the limits the runs state)")
+    return ("Changed from the recorded harness: "
+            + "; ".join(f"{c['path']}: {c['recorded']} -> {c['replayed']}"
+                        for c in found["changes"])
+            + " (the runs state " + (", ".join(found["known"]) or "no limit") + ")")
+
+
 def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
     """The report's lead section for one cell's replay block: stops and why,
     savings, detector firings, interventions with both bounds, fidelity."""
@@ -198,9 +217,11 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
                   if mode == "continue" else
                   "each diverged run ends at its first intervention: a lower bound on cost")
     name = f" ({cell})" if cell else ""
+    changed = changes_text(block)
     lines = [
         f"## What the candidate would have done to {n:,} recorded runs{name}",
         "",
+        *([f"**{changed}**", ""] if changed else []),
         f"Traces: `{block['traces']}`; {rec['resolved']:,} resolved, {rec['unresolved']:,} "
         f"unresolved, {rec['unknown']:,} not judged by the source. After an intervention: "
         f"**{mode}** ({assumption}). Recorded tool errors are replayed as "

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -69,20 +70,34 @@ from sim.traces.model import (
     read_traces,
 )
 from sim.traces.provenance import warnings
+from sim.traces.where import parse_where, run_mask, where_text
 
 MIN_FIT_CALLS = 3
 NO_EXIT = "(none)"
 
 
 def summarize(directory: str | Path, listed: Listed | None = None,
-              scenario: Prices | None = None) -> dict[str, Any]:
+              scenario: Prices | None = None,
+              where: str | Sequence[str] | None = None) -> dict[str, Any]:
     """The summary of the trace folder ``directory`` (see the module);
     ``listed`` and ``scenario`` are the price source of ``price``
-    (:func:`one_price`)."""
+    (:func:`one_price`); ``where``: ``--where`` conditions
+    (:mod:`sim.traces.where`), the summary then of the runs they select
+    (``where``: the conditions, ``runs_in_folder``: all the runs), no run
+    selected an InputError."""
     folder = Path(directory)
     runs, calls = read_traces(folder)
     if runs.empty:
         raise InputError("the trace folder holds no runs", source=str(folder))
+    conditions = parse_where(where)
+    in_folder = len(runs)
+    if conditions:
+        keep = run_mask(runs, conditions, source=str(folder))
+        if not keep.any():
+            raise InputError(f"no run matches {where_text(conditions)} (of {in_folder:,} "
+                             "runs)", source=str(folder))
+        runs = runs[keep].reset_index(drop=True)
+        calls = calls[calls["run_id"].isin(set(runs["run_id"]))].reset_index(drop=True)
     calls = calls.sort_values(["run_id", "call"], kind="stable")
     counts = provenance_counts(runs, calls)
     prompted = calls[calls[list(PROMPT_COLUMNS)].notna().all(axis=1)]  # known prompts
@@ -117,6 +132,9 @@ def summarize(directory: str | Path, listed: Listed | None = None,
         if repaired is not None:
             out["repaired"] = repaired
     out["flags"] = flags(runs, calls, _conventions(folder, report))
+    if conditions:
+        out["where"] = [c.text for c in conditions]
+        out["runs_in_folder"] = in_folder
     return out
 
 
@@ -420,6 +438,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     resolved = summary["resolved"]
     sources = ", ".join(f"{n} {k}" for k, n in summary["runs_by_source"].items())
     lines = [f"warning: {line}" for line in summary.get("warnings", [])]
+    if summary.get("where"):
+        lines.append(f"slice: {' '.join('--where ' + w for w in summary['where'])} "
+                     f"({num(summary['runs'])} of {num(summary['runs_in_folder'])} runs)")
     lines += [
         f"runs {num(summary['runs'])} ({sources}), calls {num(summary['calls'])}",
         f"steps per run        p50 {num(s['p50'])}  p95 {num(s['p95'])}  max {num(s['max'])}",

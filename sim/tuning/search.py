@@ -55,7 +55,7 @@ from sim.tuning.inforce import notes as inforce_notes
 from sim.tuning.models import MIN_RUNS, split_by_model
 from sim.tuning.replayed import ReplayEvaluator, apply
 from sim.tuning.thin import judge_thin
-from sim.tuning.where import parse_where, slice_folder
+from sim.traces.where import parse_where, slice_folder
 from sim.tuning.world import DEFAULT_RUNS, CalibratedWorld, ForecastEvaluator, calibrated_world
 
 OBJECTIVES: dict[str, str] = {"cost": "cost_mean", "p95-cost": "cost_p95", "time": "time_mean"}
