@@ -57,3 +57,20 @@ def test_tune_names_the_recommended_change_from_the_harness_in_force(tmp_path, c
     changes = json.loads((out / "tune.json").read_text())["recommendation"]["changes"]
     assert changes == [{"path": "harness.budgets.steps", "in_force": "null",
                         "recommended": "3"}]
+
+
+def test_sweep_names_each_cells_settings_against_the_scenarios_base(tmp_path, capsys):
+    """A sweep of harness.budgets.tokens over 50,000 and 100,000 from a base
+    of 2,000,000: under each cell's table, stdout names the field and both
+    values."""
+    scenario = tmp_path / "swept.yaml"
+    scenario.write_text(
+        "name: swept\ntasks: 20\nharness:\n  prices: seed001\n  max_output_tokens: 600\n"
+        "  context_window: 200000\n  budgets:\n    tokens: 2000000\n"
+        "sweep:\n  harness.budgets.tokens: [50000, 100000]\n")
+    assert main(["sweep", str(scenario), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "changed from the base: harness.budgets.tokens: 2,000,000 -> 50,000" in printed
+    assert "changed from the base: harness.budgets.tokens: 2,000,000 -> 100,000" in printed
+    assert printed.index("== tokens=50000") < printed.index("2,000,000 -> 50,000") < (
+        printed.index("== tokens=100000"))
