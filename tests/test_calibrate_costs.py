@@ -12,6 +12,7 @@ from test_calibrate_cli import a_run, write_folder
 from sim.calibration.costs import REASON, price_unrecorded
 from sim.calibration.data import load
 from sim.cost import lookup_prices
+from sim.cost.recorded import BASIS_TEXT, FITTED
 
 
 def priced(i: int, steps: int, model: str, cost: float | None):
@@ -45,7 +46,7 @@ def test_zero_cost_runs_are_priced_at_the_catalogue_scaled_to_the_models_recorde
         assert cost[r.run_id] == 0.0
     for r in paid:
         assert cost[r.run_id] == pytest.approx(r.cost_usd, rel=1e-12)
-    assert out.repaired == {REASON: len(unpaid)}
+    assert out.repaired == {REASON.format(basis=BASIS_TEXT[FITTED]): len(unpaid)}
     assert (traces.runs["cost"] == 0).sum() == len(unpaid) + len(unknown)  # input untouched
 
 

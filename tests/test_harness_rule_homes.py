@@ -27,7 +27,12 @@ The homes:
 - the prices a model is charged at:
   :meth:`sim.harness.params.HarnessParams.prices_for`;
 - a call's usage added to the run's:
-  :meth:`sim.harness.state.HarnessState.add_usage`.
+  :meth:`sim.harness.state.HarnessState.add_usage`;
+- whether a recorded cost is trustworthy (a recorded $0 compared):
+  :func:`sim.cost.recorded.trusted`; a recorded call's tokens priced (a
+  ``cost``/``call_cost`` of a usage's token counts):
+  :func:`sim.cost.recorded.tokens_price`: every command prices recorded runs
+  through :mod:`sim.cost.recorded`, so one run has one price.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ PRICE_FIELDS = frozenset({"input", "output", "cache_read", "cache_write", "think
 PROMPT_COUNTERS = frozenset({"input_tokens", "cache_read_tokens", "cache_write_tokens"})
 OUTPUT_COUNTERS = frozenset({"output_tokens", "thinking_tokens"})
 USAGE_COUNTERS = PROMPT_COUNTERS | OUTPUT_COUNTERS | {"money_usd"}
+TOKEN_FIELDS = PROMPT_COUNTERS | OUTPUT_COUNTERS | {"reasoning_tokens"}
+COST_NAMES = frozenset({"cost", "cost_usd"})
 TIME_COUNTERS = frozenset({"active_s", "parked_s", "wall_s"})
 ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -69,6 +76,8 @@ HOMES: dict[str, set[tuple[str, str]]] = {
     "tier of a prompt": {("harness/prices.py", "Prices.at")},
     "prices of a model": {("harness/params.py", "HarnessParams.prices_for")},
     "usage added to the run's": {("harness/state.py", "HarnessState.add_usage")},
+    "trust of a recorded cost": {("cost/recorded.py", "trusted")},
+    "price of a recorded call": {("cost/recorded.py", "tokens_price")},
 }
 """Rule -> the (file under sim/, qualified name) where the scan must find it."""
 
@@ -85,6 +94,8 @@ ELSEWHERE: dict[tuple[str, str, str], str] = {
         "not a copy: the closed form's step ranges per tier, an analytic result",
     ("tier of a prompt", "cost/prices.py", "_prices_at.price"):
         "not a copy: reads genai-prices' own tiers into Prices",
+    ("trust of a recorded cost", "traces/summary.py", "flags"):
+        "not a copy: counts the $0 recorded with tokens used as a data problem to show",
 }
 """Where a rule's look is found outside its home today, each with why: copies
 in modules other owners are rewriting (to be replaced by a call of the home,
@@ -98,6 +109,19 @@ def _attrs(node: ast.AST) -> set[str]:
 
 def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _costly(node: ast.AST) -> bool:
+    """Whether ``node`` reads a cost: ``x.cost``, ``cost_usd``, ``frame["cost"]``."""
+    return any((isinstance(n, ast.Attribute) and n.attr in COST_NAMES)
+               or (isinstance(n, ast.Name) and n.id in COST_NAMES)
+               or (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant)
+                   and n.slice.value in COST_NAMES) for n in ast.walk(node))
+
+
+def _zero(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Constant) and not isinstance(node.value, bool)
+            and node.value == 0)
 
 
 def _sums(node: ast.AST) -> Iterator[set[str]]:
@@ -160,6 +184,10 @@ class _Scan(ast.NodeVisitor):
                 self._add("tool-error budget")
             if "budgets" in attrs or _names(node) & self.from_budgets:
                 self._add("a budget read and compared")
+        parts = [node.left, *node.comparators]
+        if (any(isinstance(op, ast.Eq | ast.NotEq) for op in node.ops)
+                and any(_zero(p) for p in parts) and any(_costly(p) for p in parts)):
+            self._add("trust of a recorded cost")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -178,6 +206,10 @@ class _Scan(ast.NodeVisitor):
         if isinstance(node.func, ast.Name) and node.func.id == "max" and sum(
                 isinstance(a, ast.Attribute) and a.attr in PRICE_FIELDS for a in node.args) >= 2:
             self._add("worst-case prices")
+        if (isinstance(node.func, ast.Attribute) and node.func.attr in ("cost", "call_cost")
+                and any(isinstance(a, ast.Attribute) and a.attr in TOKEN_FIELDS
+                        for a in node.args)):
+            self._add("price of a recorded call")
         self.generic_visit(node)
 
     def visit_For(self, node: ast.For) -> None:
@@ -301,6 +333,18 @@ def prices_of(params, model):
     "usage added to the run's": '''
 def account(state, usage):
     state.input_tokens += usage.input_tokens
+''',
+    "trust of a recorded cost": '''
+def unrecorded(traces):
+    runs = traces.runs
+    used = (runs["prompt"] + runs["output"] + runs["reasoning"]).to_numpy() > 0
+    return (runs["cost"].to_numpy(float) == 0.0) & used
+''',
+    "price of a recorded call": '''
+def call_cost(prices, call):
+    u = call.usage
+    return prices.call_cost(u.input_tokens, u.output_tokens, u.cache_read_tokens,
+                            u.cache_write_tokens, u.thinking_tokens)
 ''',
 }
 

@@ -20,6 +20,7 @@ import pytest
 from traces_helpers import data_folder
 
 from sim.cli import main
+from sim.cost.recorded import trusted
 from sim.drivers.replay.tables import read_trace_folder
 from sim.harness.detector import canonical_call
 
@@ -65,8 +66,10 @@ def _expressible(run) -> bool:
 @pytest.mark.parametrize("source", ["tau2", "mini_swe"])
 def test_limits_that_do_not_bind_reproduce_every_recorded_run(source, request, tmp_path):
     """Every imported run: the same calls, the same five token counts, the
-    recorded cost; the harness counts every prompt as recorded wherever the
-    recorded growth can be expressed, and says so for each run where it cannot."""
+    recorded cost where the run's price rests on it (a $0 recorded with
+    tokens used is priced instead: :mod:`sim.cost.recorded`); the harness
+    counts every prompt as recorded wherever the recorded growth can be
+    expressed, and says so for each run where it cannot."""
     traces = request.getfixturevalue(source)
     runs = {r.run_id: r for r in read_trace_folder(traces)}
     rows, block = replay(traces, tmp_path / "out")
@@ -80,7 +83,7 @@ def test_limits_that_do_not_bind_reproduce_every_recorded_run(source, request, t
         assert row.cache_write_tokens == sum(c.usage.cache_write_tokens for c in calls)
         assert row.output_tokens == sum(c.usage.output_tokens for c in calls)
         assert row.thinking_tokens == sum(c.usage.thinking_tokens for c in calls)
-        if run.cost_usd is not None:
+        if run.cost_usd is not None and row.price_basis == "recorded":
             assert math.isclose(row.cost_usd, run.cost_usd, rel_tol=1e-9, abs_tol=1e-12)
         assert not row.stopped and not row.diverged and row.saved_usd == 0.0
         assert row.prompt_exact == _expressible(run), row.run_id
@@ -91,8 +94,9 @@ def test_limits_that_do_not_bind_reproduce_every_recorded_run(source, request, t
 
 def test_a_100k_prompt_token_budget_matches_a_direct_count(tau2, tmp_path):
     """Runs stopped, resolved runs lost and dollars saved equal the count of
-    runs whose cumulative prompt tokens cross 100,000, and the recorded cost
-    of their calls from the crossing on."""
+    runs whose cumulative prompt tokens cross 100,000, and (for runs whose
+    every call's recorded cost is trustworthy) the recorded cost of their
+    calls from the crossing on."""
     budget = 100_000
     rows, block = replay(tau2, tmp_path / "out", "--set", f"harness.budgets.tokens={budget}")
     stopped, resolved, saved = {}, 0, []
@@ -103,7 +107,8 @@ def test_a_100k_prompt_token_budget_matches_a_direct_count(tau2, tmp_path):
             if total > budget:
                 stopped[run.run_id] = k
                 resolved += run.resolved is True
-                saved.extend(c.cost_usd for c in run.calls[k:])
+                if all(trusted(c.cost_usd, c.usage) for c in run.calls):
+                    saved.extend(c.cost_usd for c in run.calls[k:])
                 break
     assert len(stopped) > 0
     got = rows[rows["stopped"]]
@@ -113,7 +118,9 @@ def test_a_100k_prompt_token_budget_matches_a_direct_count(tau2, tmp_path):
     assert block["stopped"]["by_outcome"] == {"budget_exhausted:tokens": {
         "runs": len(stopped), "resolved": resolved, "unresolved": len(stopped) - resolved,
         "unknown": 0}}
-    assert math.isclose(block["saved"]["cost_usd"], math.fsum(saved), rel_tol=1e-9)
+    recorded = got[got["price_basis"] == "recorded"]
+    assert math.isclose(recorded["saved_usd"].sum(), math.fsum(saved), rel_tol=1e-9)
+    assert math.isclose(block["saved"]["cost_usd"], got["saved_usd"].sum(), rel_tol=1e-9)
 
 
 def _keys(run):
@@ -175,7 +182,8 @@ def test_the_default_detector_with_repeat_threshold_2_matches_a_direct_count(tau
                 if k + 1 < len(run.calls):
                     stopped.add(run.run_id)
                     lost += run.resolved is True
-                    saved.extend(c.cost_usd for c in run.calls[k + 1:])
+                    if all(trusted(c.cost_usd, c.usage) for c in run.calls):
+                        saved.extend(c.cost_usd for c in run.calls[k + 1:])
                 break
     assert firings, "the traces hold repeated calls"
     signals = block["detector"]["signals"]
@@ -185,7 +193,8 @@ def test_the_default_detector_with_repeat_threshold_2_matches_a_direct_count(tau
         s: len(v) for s, v in fired_runs.items()}
     assert set(rows.loc[rows["stopped"], "run_id"]) == stopped
     assert block["stopped"]["resolved"] == lost
-    assert math.isclose(block["saved"]["cost_usd"], math.fsum(saved), abs_tol=1e-12)
+    got = rows[rows["stopped"] & (rows["price_basis"] == "recorded")]
+    assert math.isclose(got["saved_usd"].sum(), math.fsum(saved), abs_tol=1e-12)
 
 
 @pytest.mark.slow  # two replays of the real tau2 runs and a comparison: 13 s

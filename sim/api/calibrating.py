@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,8 @@ def calibrate(traces: str | os.PathLike[str], out: str | os.PathLike[str], *,
               report: str | os.PathLike[str] | None = None, name: str | None = None,
               folds: int = 5, seed: int = 0, classes: int | str | None = None,
               by: str | None = None, evaluations: int = 45, search_runs: int | None = None,
-              ladder: bool = True, progress: bool = False, **options: Any) -> Calibrated:
+              ladder: bool = True, progress: bool = False,
+              where: str | Sequence[str] | None = None, **options: Any) -> Calibrated:
     """Fit a scenario to the trace folder ``traces`` and write it to ``out``
     (a ``.yaml`` file; the scenario is named ``name``, default the file's
     stem) with its report in ``report`` (default ``<out stem>_calibration``
@@ -72,7 +74,9 @@ def calibrate(traces: str | os.PathLike[str], out: str | os.PathLike[str], *,
     lowest cross-validated loss); ``evaluations``: simulations the search may
     make (0: direct estimates only); ``search_runs``: simulated runs per search
     simulation (default four times the fitted runs, at least 1,000);
-    ``ladder``: the forecast-vs-replay ladder of budgets; ``options`` go to
+    ``ladder``: the forecast-vs-replay ladder of budgets; ``where``:
+    ``--where`` conditions on ``runs.parquet`` (:mod:`sim.traces.where`): only
+    the runs they select are fitted; ``options`` go to
     :func:`sim.calibration.pipeline.calibrate`. Bad options raise
     :class:`sim.bad_input.InputError` before anything is fitted.
 
@@ -82,6 +86,7 @@ def calibrate(traces: str | os.PathLike[str], out: str | os.PathLike[str], *,
     """
     from sim.calibration.pipeline import calibrate as fit_world
     from sim.calibration.report import write_report, write_scenario
+    from sim.traces.where import parse_where, slice_folder
 
     _check_options(folds, seed, classes, by, evaluations, search_runs)
     path = Path(out)
@@ -90,9 +95,14 @@ def calibrate(traces: str | os.PathLike[str], out: str | os.PathLike[str], *,
     folder = Path(report) if report else path.with_name(f"{path.stem}_calibration")
     for parent in (path.parent, folder.parent):  # before minutes of fitting, not after
         check_writable(parent)
-    result = fit_world(os.fspath(traces), folds=folds, seed=seed, classes=classes, by=by,
-                       name=name or path.stem, evaluations=evaluations, search_runs=search_runs,
-                       with_ladder=ladder, progress=progress, **options)
+    conditions = parse_where(where)
+    with tempfile.TemporaryDirectory(prefix="sim-calibrate-slice-") as tmp:
+        fitted = (os.fspath(slice_folder(traces, conditions, tmp)[0]) if conditions
+                  else os.fspath(traces))
+        result = fit_world(fitted, folds=folds, seed=seed, classes=classes, by=by,
+                           name=name or path.stem, evaluations=evaluations,
+                           search_runs=search_runs, with_ladder=ladder, progress=progress,
+                           **options)
     write_scenario(path, result.yaml_text())
     write_report(folder, result)
     return Calibrated(result.status == 0, verdict(result), _metrics(result), result, path, folder)

@@ -65,15 +65,19 @@ class Imported:
 
 
 def import_traces(sources: Sources, out: str | os.PathLike[str], *, strict: bool = False,
-                  force: bool = False, progress: bool = False) -> Imported:
+                  force: bool = False, progress: bool = False,
+                  where: str | Sequence[str] | None = None) -> Imported:
     """Import ``sources`` (a file or folder, or a list of them) into the trace
     folder ``out`` and read it back (see :class:`Imported`).
 
     ``strict``: any skipped file or run is an error and nothing is written;
     ``force``: replace ``out`` if it exists and is not empty; ``progress``: a
-    progress bar on stderr. Raises :class:`sim.bad_input.InputError` (nothing
-    written) when a source does not exist, ``out`` holds something else, no
-    run could be imported, or ``strict`` and anything was skipped.
+    progress bar on stderr; ``where``: ``--where`` conditions on
+    ``runs.parquet`` (:mod:`sim.traces.where`): only the runs they select are
+    kept in ``out`` (the import's report still counts every run read).
+    Raises :class:`sim.bad_input.InputError` (nothing written) when a source
+    does not exist, ``out`` holds something else, no run could be imported,
+    or ``strict`` and anything was skipped.
 
     >>> imported = import_traces("../shared/data/traces/tau2/raw",
     ...                          "traces/tau2", force=True)            # doctest: +SKIP
@@ -82,11 +86,15 @@ def import_traces(sources: Sources, out: str | os.PathLike[str], *, strict: bool
     """
     from sim.traces.importer import import_traces as import_into
     from sim.traces.model import read_traces
+    from sim.traces.where import parse_where, slice_folder
 
     given = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
     from sim.output.progress import progress_bar
 
+    conditions = parse_where(where)
     report = import_into(given, out, strict=strict, force=force,
                          progress=progress_bar if progress else False)
+    if conditions:
+        slice_folder(out, conditions, out)
     runs, calls = read_traces(out)
     return Imported(runs, calls, report, Path(out))

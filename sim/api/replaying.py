@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +81,8 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
            force: bool = False, after_intervention: str = "continue",
            tool_error_kind: str = "validation", polling: Sequence[str] = (),
            allow_plugins: bool = False, progress: bool = False, workers: int = 1,
-           scheduler: str | None = None, notify: Callable[[str], None] | None = None
-           ) -> Replayed:
+           scheduler: str | None = None, notify: Callable[[str], None] | None = None,
+           where: str | Sequence[str] | None = None) -> Replayed:
     """Replay the recorded runs of ``traces`` under the harness of ``scenario``
     (a file, a scenario name such as ``"replay"``, or a Scenario) with
     ``overrides`` applied, write the results folder ``out`` (default
@@ -98,7 +99,9 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     chunks on ``scheduler`` (None or ``"local"``: here; ``"dask"``: a Dask
     LocalCluster; ``tcp://HOST:PORT``: a running Dask scheduler), with the
     same results for any number; ``notify(note)`` is called with each note
-    as it arises (they are in :attr:`Replayed.notes` too). Bad input raises
+    as it arises (they are in :attr:`Replayed.notes` too); ``where``:
+    ``--where`` conditions on ``runs.parquet`` (:mod:`sim.traces.where`):
+    only the runs they select are replayed. Bad input raises
     :class:`sim.bad_input.InputError` before anything is replayed.
 
     >>> replayed = replay("traces/tau2", "replay",
@@ -113,7 +116,19 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     from sim.output.provenance import folder_record, run_provenance
     from sim.scenario.limits import check_workers
     from sim.scenario.project import out_root
+    from sim.traces.where import parse_where, slice_folder, where_text
 
+    conditions = parse_where(where)
+    if conditions:
+        with tempfile.TemporaryDirectory(prefix="sim-replay-slice-") as tmp:
+            part, kept, total = slice_folder(traces, conditions, tmp)
+            if notify is not None:
+                notify(f"note: replaying {kept:,} of {total:,} runs ({where_text(conditions)})")
+            return replay(part, scenario, overrides, out=out, force=force,
+                          after_intervention=after_intervention,
+                          tool_error_kind=tool_error_kind, polling=polling,
+                          allow_plugins=allow_plugins, progress=progress, workers=workers,
+                          scheduler=scheduler, notify=notify)
     _choice(after_intervention, AFTER_INTERVENTION, "--after-intervention")
     _choice(tool_error_kind, TOOL_ERROR_KINDS, "--tool-error-kind")
     check_workers(workers)
@@ -248,6 +263,7 @@ def _replay_cells(s: Scenario, runs: TraceTables | FolderIndex, options: Any, tr
     from sim.world.params import WorldParams
 
     text_hashes = runs.text_hashes
+    stated = recorded_limits(traces)
     out: dict[str, _Cell] = {}
     for name, cell, values in expand(s):
         h = _without_conversation(cell.harness)
@@ -259,8 +275,41 @@ def _replay_cells(s: Scenario, runs: TraceTables | FolderIndex, options: Any, tr
             template, options, pricing, resolve_detector(h.detector.name)), where)
         block = _block(rows, traces, options, h, text_hashes, set(pricing.default))
         block["pricing"] = pricing.to_dict()
+        block["changes"] = changes_from_recorded(stated, cell.harness)
         out[name] = _Cell(rows, dict(values), block)
     return out
+
+
+def recorded_limits(traces: str | os.PathLike[str]) -> dict[str, Any]:
+    """The budgets the recorded runs state (``runs.parquet``'s
+    ``step_limit``, ``cost_limit_usd``, ``error_limit``: the harness in force
+    when they ran, as far as it is known; :func:`sim.tuning.inforce.default_harness`),
+    by field of ``harness.budgets``; empty when none is stated."""
+    from sim.tuning.inforce import default_harness
+
+    budgets = default_harness(os.fspath(traces)).model_dump(mode="json")["budgets"]
+    return {k: v for k, v in budgets.items() if v is not None}
+
+
+def changes_from_recorded(stated: Mapping[str, Any], h: HarnessConfig) -> dict[str, Any]:
+    """What the replayed harness ``h`` changes from the one in force in the
+    recorded runs, where the runs state it (:func:`recorded_limits`):
+    ``known`` (the dotted fields stated) and ``changes``
+    (``{"path", "recorded", "replayed"}``, :func:`sim.scenario.diff.setting_changes`;
+    a budget ``h`` sets that the runs do not state: recorded ``not recorded``)."""
+    from sim.scenario.diff import setting_changes
+
+    mine = h.model_dump(mode="json")["budgets"]
+    found = setting_changes({"harness": {"budgets": dict(stated)}},
+                            {"harness": {"budgets": {k: mine.get(k) for k in stated}}})
+    set_here = {k: v for k, v in mine.items() if v is not None and k not in stated}
+    unstated = setting_changes({"harness": {"budgets": dict.fromkeys(set_here)}},
+                               {"harness": {"budgets": set_here}})
+    return {"known": [f"harness.budgets.{k}" for k in stated],
+            "changes": [{"path": c.path, "recorded": c.base, "replayed": c.candidate}
+                        for c in found]
+            + [{"path": c.path, "recorded": "not recorded", "replayed": c.candidate}
+               for c in unstated]}
 
 
 def _replay_cell(traces: str, streamed: bool, name: str, count: int,

@@ -1,65 +1,75 @@
-"""Costs a trace records as $0 for runs that used tokens.
+"""Each run's cost for calibration: its one price (:mod:`sim.cost.recorded`).
 
 Cost trackers record $0 for a model whose price they do not know (tau2-bench
 submissions recorded $0 for most runs of a model newer than their LiteLLM).
 Such a run was not free: compared as $0 with a world that prices its tokens,
 every run of that model reads as a misfit of the cost per run, and fitted
-prices are pulled towards nothing. :func:`price_unrecorded` prices those runs'
-tokens at the prices the model's other runs show (the catalogue's prices
-scaled to their recorded costs, :func:`~sim.calibration.estimate.estimate_prices`),
-or the catalogue's when no run of the model records a cost; a run of a model
-neither knows keeps its $0 (a fine-tune recorded at $0 is then simulated at
-$0 too). The count is kept in ``Traces.repaired``.
+prices are pulled towards nothing. :func:`price_unrecorded` gives every run the
+price every other command gives it (:func:`run_prices`): its recorded cost
+where trustworthy, else its tokens at its model's fitted prices (the
+catalogue's scaled to the model's recorded costs), else at the catalogue's; a
+run of a model neither knows keeps its recorded figure (a fine-tune recorded
+at $0 is then simulated at $0 too; calibrate has no scenario prices to fall
+back on). The count per basis is kept in ``Traces.repaired``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import datetime
+
 import numpy as np
 
 from sim.calibration.data import Traces
-from sim.calibration.estimate import estimate_prices
+from sim.cost import recorded
+from sim.cost.recorded import BASIS_TEXT, RECORDED, UNPRICED, Listed, RunPrices
+from sim.harness.messages import Usage
 from sim.harness.prices import Prices
 
-REASON = "runs recording $0 while using tokens, priced at their model's fitted prices"
-TOKEN_COLUMNS = ("input_tokens", "output", "reasoning", "cache_read_tokens",
-                 "cache_write_tokens")
+REASON = ("runs recording $0 while using tokens (or no cost), priced {basis}")
+"""The ``Traces.repaired`` reason, per basis."""
 
 
-def unrecorded(traces: Traces) -> np.ndarray:
-    """Mask of the runs whose recorded cost is $0 although they used tokens."""
-    runs = traces.runs
-    used = (runs["prompt"] + runs["output"] + runs["reasoning"]).to_numpy() > 0
-    return (runs["cost"].to_numpy(float) == 0.0) & used
+def run_prices(traces: Traces, listed: Listed | None = None, scenario: Prices | None = None,
+               when: datetime | None = None) -> RunPrices:
+    """Each run's one price (USD) and basis, in ``traces.runs``' order
+    (:func:`sim.cost.recorded.run_prices`), from its calls' usage and recorded
+    costs (``cost``, NaN: not recorded) and the run's own recorded ``cost``.
+    ``listed``: the price source (default: the catalogue on ``when``, today
+    when None); ``scenario``: the prices of a model it lacks (default: none,
+    such runs are ``unpriced``)."""
+    runs, calls = traces.runs, traces.calls
+    own = (calls["model"].tolist() if "model" in calls else [None] * len(calls))
+    usages = (Usage(int(i), int(o), int(r), int(w), int(t)) for i, o, r, w, t in zip(
+        calls["input_tokens"], calls["output"], calls["cache_read_tokens"],
+        calls["cache_write_tokens"], calls["reasoning"], strict=True))
+    return recorded.run_prices(
+        list(zip(runs["run_id"], runs["model"].astype(str), _costs(runs["cost"]), strict=True)),
+        zip(calls["run_id"], (m if isinstance(m, str) and m else None for m in own), usages,
+            _costs(calls["cost"]), strict=True),
+        listed or recorded.catalogue(when), scenario)
 
 
-def price_unrecorded(traces: Traces, when=None) -> Traces:
-    """``traces`` with the cost of each run of :func:`unrecorded` replaced by its
-    tokens (input, output + reasoning, cache read, cache write, summed over its
-    calls) at its model's prices (module docstring), USD; unchanged when there
-    are none."""
-    mask = unrecorded(traces)
-    if not mask.any():
+def _costs(column) -> list[float | None]:
+    return [None if np.isnan(c) else float(c) for c in column.to_numpy(float)]
+
+
+def price_unrecorded(traces: Traces, when: datetime | None = None,
+                     listed: Listed | None = None, scenario: Prices | None = None) -> Traces:
+    """``traces`` with each run's ``cost`` its one price (:func:`run_prices`)
+    where that is not its recorded cost and is known; unchanged when no run's
+    changes. ``Traces.repaired`` counts the runs repriced per basis."""
+    priced = run_prices(traces, listed, scenario, when)
+    usd, bases = np.array(priced.usd, dtype=float), priced.basis
+    change = [i for i, b in enumerate(bases) if b not in (RECORDED, UNPRICED)
+              and np.isfinite(usd[i])]
+    if not change:
         return traces
     runs = traces.runs.copy()
-    ids = runs["run_id"].to_numpy()
-    models = sorted({str(m) for m in runs.loc[mask, "model"]})
-    priced = traces.subset(ids[~mask])
-    prices = estimate_prices(priced, models, when)
-    sums = traces.calls.groupby("run_id", sort=False)[list(TOKEN_COLUMNS)].sum()
-    sums = sums.reindex(ids).fillna(0)
-    repaired = 0
-    for i in np.flatnonzero(mask):
-        p = prices[str(runs.at[i, "model"])]
-        row = sums.iloc[i]
-        usd = Prices(input=p.input, output=p.output, cache_read=p.cache_read,
-                     cache_write=p.cache_write).cost(  # reasoning at the output price
-            int(row["input_tokens"]), int(row["output"]), int(row["cache_read_tokens"]),
-            int(row["cache_write_tokens"]), int(row["reasoning"]))
-        if usd > 0:
-            runs.at[i, "cost"] = float(usd)
-            repaired += 1
-    out = Traces(traces.folder, runs, traces.calls, dict(traces.dropped),
-                 dict(traces.repaired))
-    if repaired:
-        out.repaired[REASON] = repaired
+    cost = runs["cost"].to_numpy(float).copy()
+    cost[change] = usd[change]
+    runs["cost"] = cost
+    out = Traces(traces.folder, runs, traces.calls, dict(traces.dropped), dict(traces.repaired))
+    for basis, n in Counter(bases[i] for i in change).items():
+        out.repaired[REASON.format(basis=BASIS_TEXT[basis])] = n
     return out

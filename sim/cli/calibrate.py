@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from sim.bad_input import InputError
 from sim.calibration.sample import PER_MODEL
+from sim.cli.traces import where_flag
 
 if TYPE_CHECKING:
     from sim.calibration.result import Calibration
@@ -82,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: a table (default) or calibration.json")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    where_flag(parser, "calibrate on")
     parser.set_defaults(handler=run)
 
 
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                     evaluations=args.evaluations, search_runs=args.search_runs,
                     ladder=not args.no_ladder, progress=not args.quiet,
                     sample=args.sample or None, workers=args.workers or default_workers(),
-                    scheduler=args.scheduler)
+                    scheduler=args.scheduler, where=args.where)
     result = fit.result
     if args.format == "json":
         json.dump(result.summary(), sys.stdout, indent=2)

@@ -154,6 +154,23 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
+def _cell_changes(scenario: Scenario, runs: list[CellRun]) -> dict[str, str]:
+    """Each cell of a sweep (more than one cell): ``changed from the base:
+    PATH: base -> cell; ...``, its settings against the scenario's own
+    (:func:`sim.scenario.diff.setting_changes`); empty for one cell."""
+    from sim.scenario.diff import setting_changes
+
+    if len(runs) < 2:
+        return {}
+    base = scenario.model_copy(update={"sweep": {}}).model_dump(mode="json")
+    out = {}
+    for run in runs:
+        found = setting_changes(base, run.scenario.model_dump(mode="json"))
+        out[run.name] = ("changed from the base: "
+                         + ("; ".join(str(c) for c in found) if found else "nothing"))
+    return out
+
+
 def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
                         command: str) -> int:
     """Check --out, run the cells, write the results folder whole, print
@@ -175,8 +192,11 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
     else:
         from sim.output.results import format_comparison, format_table
 
+        changed = _cell_changes(scenario, runs)
         for cell in summary["cells"]:
             print(format_table(cell))
+            if cell["name"] in changed:
+                print(f"  {changed[cell['name']]}")
             print()
         if len(summary["cells"]) > 1:  # the answer of a sweep: its cells side by side
             print(format_comparison(summary["cells"]))

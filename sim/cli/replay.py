@@ -22,6 +22,7 @@ from typing import Any
 
 from sim.cli.common import add_plugin_option
 from sim.cli.flags import bounded_int
+from sim.cli.traces import where_flag
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
 from sim.scenario.limits import MAX_WORKERS
 
@@ -69,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "dask (a Dask LocalCluster of --workers processes) or the address "
                              "of a running Dask scheduler, tcp://HOST:PORT (see README)")
     parser.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
+    where_flag(parser, "replay")
     parser.set_defaults(handler=run)
 
 
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         after_intervention=args.after_intervention, tool_error_kind=args.tool_error_kind,
         polling=args.polling,
         allow_plugins=args.allow_plugins, progress=not args.quiet, workers=args.workers,
-        scheduler=args.scheduler, notify=_warning if args.quiet else _note)
+        scheduler=args.scheduler, notify=_warning if args.quiet else _note, where=args.where)
     summary = json.loads((replayed.path / "summary.json").read_text())
     _print(args, summary, replayed.path)
     return 0
@@ -115,16 +117,22 @@ def _print(args: argparse.Namespace, summary: dict, out: Any) -> None:
 
 def _lead_lines(block: dict) -> str:
     """The replay figures under a cell's terminal table."""
-    from sim.output.replay import usd
+    from sim.cost.recorded import basis_line
+    from sim.output.replay import changes_text, usd
 
     st, sv, det = block["stopped"], block["saved"], block["detector"]
-    lines = [f"  stopped        {st['runs']:,} runs: {st['resolved']:,} resolved, "
+    changed = changes_text(block)
+    lines = [f"  {changed}"] if changed else []
+    lines += [f"  stopped        {st['runs']:,} runs: {st['resolved']:,} resolved, "
              f"{st['unresolved']:,} unresolved, {st['unknown']:,} not judged"]
     lines += [f"    {outcome:<26}{c['runs']:>6}  ({c['resolved']:,} resolved)"
               for outcome, c in st["by_outcome"].items()]
     lines.append(f"  saved          {sv['prompt_tokens']:,} prompt tokens, "
-                 f"{usd(sv['cost_usd'])} recorded ({usd(sv['cost_usd_on_resolved'])} on "
-                 f"resolved runs), {usd(sv['priced_usd'])} at the runs' prices")
+                 f"{sv['output_tokens']:,} output tokens, {usd(sv['cost_usd'])} "
+                 f"({usd(sv['cost_usd_on_resolved'])} on resolved runs), "
+                 f"{usd(sv['priced_usd'])} at the runs' prices")
+    if block["recorded"].get("price_basis"):
+        lines.append(f"  {basis_line(block['recorded']['price_basis'])}")
     if not det["judgeable"]:
         lines.append(f"  detector       not judged: {det['note']}")
     else:

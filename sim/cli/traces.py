@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="where files are read: local (default: --workers processes here), "
                           "dask (a Dask LocalCluster of --workers processes) or the address "
                           "of a running Dask scheduler, tcp://HOST:PORT")
+    where_flag(imp, "import")
     imp.set_defaults(handler=run_import)
 
     summary = sub.add_parser(
@@ -53,7 +54,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     summary.add_argument("folder", metavar="DIR", help="a trace folder")
     summary.add_argument("--format", choices=("table", "json"), default="table",
                          help="stdout: text (default) or JSON")
+    where_flag(summary, "summarise")
     summary.set_defaults(handler=run_summary)
+
+
+def where_flag(parser: argparse.ArgumentParser, verb: str) -> None:
+    """Add ``--where`` (:mod:`sim.traces.where`) to ``parser``: ``verb`` only the runs..."""
+    parser.add_argument(
+        "--where", action="append", metavar="COLUMN=VALUE",
+        help=f"{verb} only the runs where a runs.parquet column (or a tag: tags=X, "
+             "metadata.key=X) has a value (=, !=, >=, <=, >, <; repeat: all hold), e.g. "
+             "--where model=gpt-4o --where 'started>=2025-01-01'")
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -61,7 +72,9 @@ def run_import(args: argparse.Namespace) -> int:
     from sim.output.progress import progress_bar
     from sim.sweeps.schedulers import make_scheduler
     from sim.traces.importer import import_traces
+    from sim.traces.where import parse_where, slice_folder, where_text
 
+    conditions = parse_where(args.where)  # a bad condition before any file is read
     progress = False if args.quiet else progress_bar
     if args.workers == 1 and args.scheduler in (None, "local"):
         report = import_traces(args.sources, args.out, strict=args.strict, force=args.force,
@@ -73,6 +86,10 @@ def run_import(args: argparse.Namespace) -> int:
                                    scheduler=scheduler)
     for line in (*report.warning_lines(), *report.lines()):
         print(line, file=sys.stderr)
+    if conditions:
+        _, kept, total = slice_folder(args.out, conditions, args.out)
+        print(f"kept {kept:,} of {total:,} runs imported ({where_text(conditions)})",
+              file=sys.stderr)
     if args.format == "json":
         json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -87,7 +104,7 @@ def run_summary(args: argparse.Namespace) -> int:
     """Print the summary of a trace folder."""
     from sim.traces.summary import format_summary, summarize
 
-    summary = summarize(args.folder)
+    summary = summarize(args.folder, where=args.where)
     if args.format == "json":
         json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
         sys.stdout.write("\n")

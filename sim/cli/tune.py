@@ -43,9 +43,10 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                               "tokens=1.2M,1.5M --candidates steps=30,40 (k and M suffixes; "
                               "money in USD)"}),
     ("--where", {"action": "append", "metavar": "COLUMN=VALUE",
-                 "help": "tune only the runs where a runs.parquet column has a value "
-                         "(=, !=, >=, <=, >, <; repeat: all hold), e.g. --where model=gpt-4o "
-                         "--where 'started>=2025-01-01'"}),
+                 "help": "tune only the runs where a runs.parquet column (or a tag: "
+                         "tags=X, metadata.key=X) has a value (=, !=, >=, <=, >, <; repeat: "
+                         "all hold), e.g. --where model=gpt-4o --where "
+                         "'started>=2025-01-01'"}),
     ("--pooled", {"action": "store_true",
                   "help": "one answer for all models, even when their runs differ (default: "
                           "each such model is also tuned alone)"}),

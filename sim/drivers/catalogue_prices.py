@@ -5,8 +5,9 @@ catalogue's prices of that call-level model on the scenario's prices date (or
 a named price set, or overrides on them), trying a ``provider/model`` name as
 the model under that provider too; None when the catalogue does not know it
 (the replay then prices it from the recorded costs:
-:func:`sim.drivers.replay.price_models`), listed in ``unpriced`` so that it is
-never priced silently. Used by ``sim replay`` and ``sim tune``.
+:func:`sim.drivers.replay.price_models`, :mod:`sim.cost.recorded`), listed in
+``unpriced`` so that it is never priced silently. Used by ``sim replay`` and
+``sim tune``.
 """
 
 from __future__ import annotations

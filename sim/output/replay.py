@@ -20,8 +20,9 @@ replay adds:
   replayed;
 - ``report.md`` leads with those figures (:func:`replay_markdown`).
 
-Units: tokens are counts, money is USD (recorded dollars: the source's
-per-call costs), shares are in [0, 1].
+Units: tokens are counts, money is USD (each call's one price,
+:mod:`sim.cost.recorded`: the source's recorded cost where trustworthy, its
+basis counted per run), shares are in [0, 1].
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from sim.cost.recorded import BASES, RECORDED, basis_line
 from sim.output.results import (
     PARQUET_NAME,
     REPORT_NAME,
@@ -73,11 +75,12 @@ def replay_block(rows: pd.DataFrame, *, traces: str, after_intervention: str,
                  unpriced_models: tuple[str, ...] = ()) -> dict[str, Any]:
     """The ``replay`` block of one cell's summary, from the cell's rows.
 
-    ``recorded``: the runs as recorded (counts by resolved, tokens, recorded
-    cost of the calls of runs whose every call has a recorded cost, runs without
-    one); ``stopped``: runs the candidate ended
+    ``recorded``: the runs as recorded (counts by resolved, tokens, the cost
+    of the runs with a price: each call's one price, its recorded cost where
+    trustworthy, :mod:`sim.cost.recorded`; ``price_basis``: runs per basis;
+    runs without a price); ``stopped``: runs the candidate ended
     before the recording did, with ``by_outcome``; ``saved``: prompt and output
-    tokens and recorded USD saved (also split by resolved and unresolved runs,
+    tokens and USD saved at the one price (also split by resolved and unresolved runs,
     and at the runs' prices, ``priced_usd``); ``detector``: ``judgeable`` with a
     ``note``, and per signal ``firings``, ``runs``, ``resolved_runs``,
     ``resolved_share``; ``interventions``: runs that diverged, by first kind,
@@ -92,7 +95,9 @@ def replay_block(rows: pd.DataFrame, *, traces: str, after_intervention: str,
         str(outcome): _judged(group)
         for outcome, group in sorted(stopped.groupby("outcome"), key=lambda kv: (
             -len(kv[1]), str(kv[0])))}
-    has_cost = rows["cost_recorded"]
+    has_cost = rows["recorded_calls_usd"].notna() & (rows["recorded_calls_usd"] != float("inf"))
+    bases = (Counter(str(b) for b in rows.loc[has_cost, "price_basis"])
+             if "price_basis" in rows else Counter({RECORDED: int(has_cost.sum())}))
     saving = rows["saved_usd"].where(has_cost, 0.0)
     resolved = rows["recorded_resolved"]
     recorded_prompt = int(rows["recorded_prompt_tokens"].sum())
@@ -128,6 +133,7 @@ def replay_block(rows: pd.DataFrame, *, traces: str, after_intervention: str,
                      "output_tokens": int(rows["recorded_output_tokens"].sum()),
                      "tool_calls": tool_calls, "cost_usd": recorded_usd,
                      "runs_without_cost": int((~has_cost).sum()),
+                     "price_basis": {b: bases[b] for b in BASES if bases[b]},
                      "priced_usd": float(rows["recorded_priced_usd"].sum()),
                      "unpriced_models": sorted(unpriced_models)},
         "stopped": {**_judged(stopped), "by_outcome": by_outcome},
@@ -182,6 +188,25 @@ def usd(value: float) -> str:
     return f"${round(value, 9) + 0.0:,.4f}"
 
 
+def changes_text(block: Mapping[str, Any]) -> str | None:
+    """What the replayed harness changes from the one in force in the
+    recorded runs, in one line (dotted fields, both values), as far as the
+    runs state it; None for a block without the comparison."""
+    found = block.get("changes")
+    if found is None:
+        return None
+    if not found["known"] and not found["changes"]:
+        return ("Changed from the recorded harness: unknown (the recorded runs state no "
+                "limits)")
+    if not found["changes"]:
+        return ("Changed from the recorded harness: nothing in "
+                + ", ".join(found["known"]) + " (the limits the runs state)")
+    return ("Changed from the recorded harness: "
+            + "; ".join(f"{c['path']}: {c['recorded']} -> {c['replayed']}"
+                        for c in found["changes"])
+            + " (the runs state " + (", ".join(found["known"]) or "no limit") + ")")
+
+
 def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
     """The report's lead section for one cell's replay block: stops and why,
     savings, detector firings, interventions with both bounds, fidelity."""
@@ -192,9 +217,11 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
                   if mode == "continue" else
                   "each diverged run ends at its first intervention: a lower bound on cost")
     name = f" ({cell})" if cell else ""
+    changed = changes_text(block)
     lines = [
         f"## What the candidate would have done to {n:,} recorded runs{name}",
         "",
+        *([f"**{changed}**", ""] if changed else []),
         f"Traces: `{block['traces']}`; {rec['resolved']:,} resolved, {rec['unresolved']:,} "
         f"unresolved, {rec['unknown']:,} not judged by the source. After an intervention: "
         f"**{mode}** ({assumption}). Recorded tool errors are replayed as "
@@ -221,11 +248,13 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
         f"runs' prices (what a money budget sees): {usd(sv['priced_usd'])} of "
         f"{usd(rec['priced_usd'])}.",
     ]
+    if rec.get("price_basis"):
+        lines.append(basis_line(rec["price_basis"]).capitalize() + ".")
     if rec["unpriced_models"]:
         lines.append(f"Models not in the price catalogue, priced at the scenario's prices: "
                      f"{', '.join(f'`{m}`' for m in rec['unpriced_models'])}.")
     if rec["runs_without_cost"]:
-        lines.append(f"{rec['runs_without_cost']:,} runs record no cost: their savings count "
+        lines.append(f"{rec['runs_without_cost']:,} runs have no price: their savings count "
                      "only at the runs' prices.")
     det = block["detector"]
     lines += ["", "### Detector firings", ""]

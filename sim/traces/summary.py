@@ -19,6 +19,13 @@ and returns plain numbers (JSON-ready):
   prices, tiered by its prompt, at the prices of the run's start date, or of
   today for runs without a start), over the runs that record a cost and whose
   calls' models are all in the catalogue; models not found are listed;
+- ``price``: the runs' one price (:mod:`sim.cost.recorded`, the price every
+  command gives a run): ``usd`` (total over the runs with a price), ``by_basis``
+  (runs and USD per basis: recorded, fitted, catalogue, scenario, unpriced),
+  ``models`` (the basis, and the scale of fitted prices, of each model's
+  untrusted calls) and ``runs`` (``{run_id: [usd, basis]}``, USD None when
+  unpriced), at the catalogue's prices of the newest run's start day (today
+  without one) unless a price source is given (:func:`one_price`);
 - ``warnings``: a line per source whose input, cache, output tokens or cost
   are estimated or unknown for more than 1% of its calls (printed first), and
   ``provenance``: per source, per figure, calls by how it was obtained;
@@ -40,6 +47,8 @@ rank ``floor(q*n)``; the median of an even-sized sample is the upper one).
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -49,6 +58,9 @@ import numpy as np
 
 from sim.analysis import stats
 from sim.bad_input import InputError
+from sim.cost.recorded import Listed, basis_line, catalogue, run_prices, tokens_price
+from sim.harness.messages import Usage
+from sim.harness.prices import Prices
 from sim.traces.model import (
     PROVENANCE_FIELDS,
     REPORT_FILE,
@@ -58,17 +70,34 @@ from sim.traces.model import (
     read_traces,
 )
 from sim.traces.provenance import warnings
+from sim.traces.where import parse_where, run_mask, where_text
 
 MIN_FIT_CALLS = 3
 NO_EXIT = "(none)"
 
 
-def summarize(directory: str | Path) -> dict[str, Any]:
-    """The summary of the trace folder ``directory`` (see the module)."""
+def summarize(directory: str | Path, listed: Listed | None = None,
+              scenario: Prices | None = None,
+              where: str | Sequence[str] | None = None) -> dict[str, Any]:
+    """The summary of the trace folder ``directory`` (see the module);
+    ``listed`` and ``scenario`` are the price source of ``price``
+    (:func:`one_price`); ``where``: ``--where`` conditions
+    (:mod:`sim.traces.where`), the summary then of the runs they select
+    (``where``: the conditions, ``runs_in_folder``: all the runs), no run
+    selected an InputError."""
     folder = Path(directory)
     runs, calls = read_traces(folder)
     if runs.empty:
         raise InputError("the trace folder holds no runs", source=str(folder))
+    conditions = parse_where(where)
+    in_folder = len(runs)
+    if conditions:
+        keep = run_mask(runs, conditions, source=str(folder))
+        if not keep.any():
+            raise InputError(f"no run matches {where_text(conditions)} (of {in_folder:,} "
+                             "runs)", source=str(folder))
+        runs = runs[keep].reset_index(drop=True)
+        calls = calls[calls["run_id"].isin(set(runs["run_id"]))].reset_index(drop=True)
     calls = calls.sort_values(["run_id", "call"], kind="stable")
     counts = provenance_counts(runs, calls)
     prompted = calls[calls[list(PROMPT_COLUMNS)].notna().all(axis=1)]  # known prompts
@@ -92,6 +121,7 @@ def summarize(directory: str | Path) -> dict[str, Any]:
         "exit": stats.outcome_shares(runs["exit"].fillna(NO_EXIT).astype(str).tolist()),
         "resolved": _resolved(runs),
         "cost": cost_comparison(runs, calls),
+        "price": one_price(runs, calls, listed, scenario),
         "provenance": counts,
         "calls_with_unknown_usage": int(calls[list(TOKEN_COLUMNS)].isna().any(axis=1).sum()),
     }
@@ -102,6 +132,9 @@ def summarize(directory: str | Path) -> dict[str, Any]:
         if repaired is not None:
             out["repaired"] = repaired
     out["flags"] = flags(runs, calls, _conventions(folder, report))
+    if conditions:
+        out["where"] = [c.text for c in conditions]
+        out["runs_in_folder"] = in_folder
     return out
 
 
@@ -264,8 +297,8 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
             unpriced.add(run)
             missing.add(name if isinstance(name, str) else "(unknown model)")
             continue
-        prices = tiers.at(inp + read + write)
-        priced[run] = priced.get(run, 0.0) + prices.cost(inp, out, read, write, think)
+        priced[run] = priced.get(run, 0.0) + tokens_price(tiers, Usage(inp, out, read, write,
+                                                                       think))
     by_model: dict[str, dict[str, Any]] = {}
     for run, usd in priced.items():
         if run in unpriced or run in unknown:
@@ -283,6 +316,35 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
             "not_in_catalogue": sorted(missing),
             "runs_without_cost": len(runs) - len(recorded),
             "runs_with_unknown_usage": len(unknown)}
+
+
+def one_price(runs: Any, calls: Any, listed: Listed | None = None,
+              scenario: Prices | None = None) -> dict[str, Any]:
+    """The ``price`` block (see the module) of the trace tables ``runs`` and
+    ``calls`` (calls in run order; an unknown token count counts 0):
+    :func:`sim.cost.recorded.run_prices` with ``listed`` (default: the
+    catalogue on the newest run's start day) and ``scenario``."""
+    started = [v for v in _values(runs["started_at"]) if v is not None]
+    source = listed or catalogue(max(_day(v) for v in started) if started else _day(None))
+    tokens = [_values(calls[c]) for c in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                          "cache_write_tokens", "reasoning_tokens")]
+    usages = (None if None in counts else Usage(*(int(v) for v in counts))
+              for counts in zip(*tokens, strict=True))
+    models = [m if isinstance(m, str) and m else None for m in _values(calls["model"])]
+    priced = run_prices(
+        list(zip(runs["run_id"].tolist(), [m if isinstance(m, str) else "" for m in
+                                            _values(runs["model"])],
+                 [None if v is None else float(v) for v in _values(runs["cost_usd"])],
+                 strict=True)),
+        zip(calls["run_id"].tolist(), models, usages,
+            [None if v is None else float(v) for v in _values(calls["cost_usd"])], strict=True),
+        source, scenario)
+    return {"usd": math.fsum(u for u in priced.usd if math.isfinite(u)),
+            "by_basis": priced.by_basis(),
+            "models": {m: {"basis": p.basis, "scale": p.scale}
+                       for m, p in sorted(priced.models.items())},
+            "runs": {r: [u if math.isfinite(u) else None, b] for r, u, b in zip(
+                runs["run_id"].tolist(), priced.usd, priced.basis, strict=True)}}
 
 
 def _values(column: Any) -> list:
@@ -303,18 +365,7 @@ def _day(moment: Any) -> datetime:
 def _tiers(model: str, day: datetime) -> Any:
     """Catalogue price tiers of ``model`` at ``day``, or None when not found
     (``provider/model`` names are tried as a provider and a model too)."""
-    from sim.cost import lookup_price_tiers
-
-    attempts: list[tuple[str, str | None]] = [(model, None)]
-    if "/" in model:
-        prefix, _, rest = model.partition("/")
-        attempts.append((rest, prefix))
-    for model_name, provider in attempts:
-        try:
-            return lookup_price_tiers(model_name, provider, when=day)
-        except InputError:
-            continue
-    return None
+    return catalogue(day)(model)
 
 
 def _report(folder: Path) -> dict[str, Any] | None:
@@ -387,6 +438,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     resolved = summary["resolved"]
     sources = ", ".join(f"{n} {k}" for k, n in summary["runs_by_source"].items())
     lines = [f"warning: {line}" for line in summary.get("warnings", [])]
+    if summary.get("where"):
+        lines.append(f"slice: {' '.join('--where ' + w for w in summary['where'])} "
+                     f"({num(summary['runs'])} of {num(summary['runs_in_folder'])} runs)")
     lines += [
         f"runs {num(summary['runs'])} ({sources}), calls {num(summary['calls'])}",
         f"steps per run        p50 {num(s['p50'])}  p95 {num(s['p95'])}  max {num(s['max'])}",
@@ -400,6 +454,11 @@ def format_summary(summary: dict[str, Any]) -> str:
         "exit                 " + ", ".join(f"{k} {_pct(v)}" for k, v in
                                             summary["exit"].items()),
     ]
+    price = summary.get("price")
+    if price:
+        counts = {b: int(e["runs"]) for b, e in price["by_basis"].items()}
+        lines.append(f"price                ${price['usd']:,.2f} over the runs with a price; "
+                     + basis_line(counts))
     cost = summary["cost"]
     for model, entry in cost["by_model"].items():
         lines.append(f"cost {model}: recorded ${entry['recorded_usd']:,.2f}, catalogue "

@@ -20,7 +20,7 @@ answers it from a trace folder, with the evidence for each number:
 - :mod:`~sim.tuning.search`: each knob alone, then jointly around the best;
   the recommendation (ties go to the harness in force), why the next-cheaper
   setting was refused; per model when the models' runs differ;
-- :mod:`~sim.tuning.where`: ``--where`` slices of a trace folder (any
+- :mod:`~sim.tuning.where`: ``--where`` slices of a trace folder (:mod:`sim.traces.where`; any
   ``runs.parquet`` column; usable by any command);
 - :mod:`~sim.tuning.models`: whether a folder's models differ;
 - :mod:`~sim.tuning.thin`: thin evidence (status 3) and the runs that would decide;

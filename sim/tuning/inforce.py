@@ -108,8 +108,13 @@ def grids(chosen: Sequence[str], replay: ReplayEvaluator, in_force: dict[str, kn
 
 
 def notes(replay: ReplayEvaluator) -> list[str]:
-    """What the frontier's reader must know about the replay's prices."""
-    out = []
+    """What the frontier's reader must know about the replay's prices: the
+    basis of the runs' prices (:func:`sim.cost.recorded.basis_line`), and the
+    models the catalogue lacks."""
+    from sim.cost.recorded import basis_line
+
+    out = [f"{basis_line(replay.price_basis)} (each run's one price: its recorded cost "
+           "where trustworthy)"] if replay.price_basis else []
     if replay.prices_for.unpriced:
         out.append("models the price catalogue lacks are priced from their calls' recorded "
                    "costs (else at the scenario's prices) for money budgets: "

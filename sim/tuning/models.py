@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from scipy import stats as scipy_stats
 
-from sim.tuning.where import Condition, run_mask
+from sim.traces.where import Condition, run_mask
 
 __all__ = ["ALPHA", "MIN_RUNS", "ModelSplit", "slug", "split_by_model"]
 

@@ -17,6 +17,7 @@ the scenario's prices, and named in the notes (as ``sim replay`` does).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
+from sim.drivers.replay.pricing import call_cost
 from sim.harness.budgets import worst_case_cost
 from sim.harness.state import SUCCEEDED
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
@@ -83,6 +85,9 @@ class ReplayEvaluator:
         self.baseline = self._replay(h)
         self.base_success = np.array([r.chosen.outcome == SUCCEEDED for r in self.baseline])
         self.base_cost = np.array([r.chosen.cost_usd for r in self.baseline])
+        self.base_tokens = _tokens(self.baseline)
+        self.price_basis = Counter(r.chosen.basis for r in self.baseline)
+        """Runs per basis of their one price (:mod:`sim.cost.recorded`)."""
 
     def _replay(self, h: HarnessConfig) -> list[RunReplay]:
         template = harness_params(h, WorldParams())
@@ -103,12 +108,10 @@ class ReplayEvaluator:
             params = run_params(template, r.run, self.prices_for(r.run.model))
             spent, need = 0.0, 0.0
             for call in r.run.calls:
-                u = call.usage
-                at = params.prices.at(u.prompt_tokens)
-                need = max(need, spent + worst_case_cost(params.prices, u.prompt_tokens,
+                need = max(need, spent + worst_case_cost(params.prices,
+                                                         call.usage.prompt_tokens,
                                                          params.max_output_tokens))
-                spent += at.cost(u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                                 u.cache_write_tokens, u.thinking_tokens)
+                spent += call_cost(params.prices, call)
             money.append(need)
         return {"steps": np.array(steps, dtype=float), "tokens": np.array(tokens, dtype=float),
                 "money": np.array(money, dtype=float)}
@@ -145,10 +148,18 @@ class ReplayEvaluator:
         """The frontier row of the candidate ``s`` (exact on these runs)."""
         replays = self._replay(apply(self.harness, s))
         chosen = [r.chosen for r in replays]
-        return evidence.row(
+        row = evidence.row(
             base_success=self.base_success,
             success=np.array([r.outcome == SUCCEEDED for r in chosen]),
             cost=np.array([r.cost_usd for r in chosen]), base_cost=self.base_cost,
             time_s=np.array([r.state.active_s for r in chosen]),
             outcomes=[r.outcome for r in chosen], method=REPLAYED,
             fidelity=fidelity(chosen))
+        row["saved_tokens_mean"] = float(np.mean(self.base_tokens - _tokens(replays)))
+        return row
+
+
+def _tokens(replays: list[RunReplay]) -> np.ndarray:
+    """Tokens (prompt, output and thinking) each replay's calls spent."""
+    return np.array([r.chosen.state.prompt_tokens + r.chosen.state.output_tokens
+                     + r.chosen.state.thinking_tokens for r in replays], dtype=float)

@@ -27,9 +27,10 @@ import yaml
 from sim.output.figures import new_figure, png_bytes
 from sim.output.html import markdown_to_html
 from sim.output.results import json_bytes, write_atomic
+from sim.scenario.diff import Change, setting_changes
 from sim.tuning.evidence import pct_interval
 from sim.tuning.models import slug
-from sim.tuning.replayed import STOPPED_COLUMNS
+from sim.tuning.replayed import STOPPED_COLUMNS, apply
 from sim.tuning.search import OBJECTIVES, TuneResult
 
 FILES = ("recommended.yaml", "frontier.csv", "stopped_runs.csv", "tune.json", "report.md",
@@ -60,16 +61,25 @@ def recommendation_yaml(result: TuneResult) -> str:
         f"{result.keep_successes:g} --objective {result.objective} --knobs "
         f"{','.join(result.knobs)}" + "".join(f" --where '{w}'" for w in result.where),
         f"Setting: {rec.label} ({row['method']}: {row['fidelity']})",
+        changes_line(result),
         f"Successes lost: {row['lost']} of {row['base_successes']} "
         f"({pct_interval(row['lost_share'], row['lost_low'], row['lost_high'])}; allowed "
         f"{100 * (1 - result.keep_successes):g}%)",
         f"Mean cost per run: {_usd(row['cost_mean'])} [{_usd(row['cost_mean_low'])}, "
         f"{_usd(row['cost_mean_high'])}]; saved per run {_usd(row['saved_mean'])} "
-        f"[{_usd(row['saved_low'])}, {_usd(row['saved_high'])}]",
+        f"[{_usd(row['saved_low'])}, {_usd(row['saved_high'])}]{_tokens(row)}",
     ]
     header.append(headline(result))
     text = "".join(f"# {line}\n" for line in header)
     return text + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def _tokens(row: Mapping[Any, Any]) -> str:
+    """`` and 12,345 tokens`` saved per run (replayed rows; nothing for forecast ones)."""
+    saved = row.get("saved_tokens_mean")
+    if saved is None or saved != saved:  # absent, or NaN
+        return ""
+    return f" and {saved:,.0f} tokens"
 
 
 def _stopped(row: Mapping[Any, Any]) -> str:
@@ -116,6 +126,23 @@ def frontier_table(result: TuneResult, limit: int | None = None) -> str:
     lines = ["  ".join(c.ljust(width[c]) for c in columns)]
     lines += ["  ".join(r[c].ljust(width[c]) for c in columns) for r in rows]
     return "\n".join(lines)
+
+
+def changes(result: TuneResult) -> list[Change]:
+    """The settings the recommended harness block changes from the harness
+    in force (dotted paths, both values: :mod:`sim.scenario.diff`)."""
+    rec = result.recommendation
+    in_force = apply(rec.harness, result.in_force)
+    return list(setting_changes({"harness": in_force.model_dump(mode="json")},
+                                {"harness": rec.harness.model_dump(mode="json")}))
+
+
+def changes_line(result: TuneResult) -> str:
+    """``Changes from the harness in force: harness.budgets.tokens: null -> 359,000; ...``
+    (``none`` when the recommendation keeps it)."""
+    found = changes(result)
+    return ("Changes from the harness in force: "
+            + ("; ".join(str(c) for c in found) if found else "none"))
 
 
 def _keeps_in_force(result: TuneResult) -> bool:
@@ -176,7 +203,7 @@ def lead(result: TuneResult) -> list[str]:
     terminal and the report say first)."""
     rec = result.recommendation
     row = rec.row
-    lines = [*_models_lead(result), headline(result),
+    lines = [*_models_lead(result), headline(result), changes_line(result),
              f"  {'kept' if _keeps_in_force(result) else 'recommended'}: {rec.label}, "
              f"evaluated by {row['method']} ({row['fidelity']})"]
     if result.where:
@@ -191,7 +218,7 @@ def lead(result: TuneResult) -> list[str]:
                   f"{_value(result.objective, row[OBJECTIVES[result.objective]])} "
                   f"({_change(row['objective_ratio'])} against the harness in force)",
                   f"  saved per run: {_usd(row['saved_mean'])} [{_usd(row['saved_low'])}, "
-                  f"{_usd(row['saved_high'])}]; runs stopped: {_stopped(row)}"]
+                  f"{_usd(row['saved_high'])}]{_tokens(row)}; runs stopped: {_stopped(row)}"]
     stopped = result.stopped_runs
     if not _keeps_in_force(result) and stopped is not None and not stopped.empty:
         first = stopped.iloc[0]
@@ -329,7 +356,10 @@ def summary(result: TuneResult, provenance: Mapping[str, Any] | None = None
             "might_save": None if result.might_save is None else {
                 k: _plain(v) for k, v in result.might_save.items()},
             "recommendation": {"setting": result.recommendation.label,
-                               "values": dict(result.recommendation.setting)},
+                               "values": dict(result.recommendation.setting),
+                               "changes": [{"path": c.path, "in_force": c.base,
+                                            "recommended": c.candidate}
+                                           for c in changes(result)]},
             "refusal": result.refusal, "notes": result.notes, "models": result.models_note,
             "per_model": {model: {"headline": headline(r), "status": r.status, "runs": r.runs,
                                   "recommendation": {"setting": r.recommendation.label,

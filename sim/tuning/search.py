@@ -47,6 +47,7 @@ import pandas as pd
 from sim.bad_input import InputError
 from sim.drivers.replay.tables import TraceTables, refused_note
 from sim.scenario.model import HarnessConfig
+from sim.traces.where import parse_where, slice_folder
 from sim.tuning import knobs as kn
 from sim.tuning.boundary import Boundary, find_boundary
 from sim.tuning.evidence import pct_interval
@@ -55,7 +56,6 @@ from sim.tuning.inforce import notes as inforce_notes
 from sim.tuning.models import MIN_RUNS, split_by_model
 from sim.tuning.replayed import ReplayEvaluator, apply
 from sim.tuning.thin import judge_thin
-from sim.tuning.where import parse_where, slice_folder
 from sim.tuning.world import DEFAULT_RUNS, CalibratedWorld, ForecastEvaluator, calibrated_world
 
 OBJECTIVES: dict[str, str] = {"cost": "cost_mean", "p95-cost": "cost_p95", "time": "time_mean"}

@@ -80,9 +80,13 @@ the recording made one is answered with it, a verification with the recorded
 grader call's usage; recorded ones the candidate does not ask for are passed
 over (and counted).
 
-**Cost** is the recorded per-call cost where recorded, so savings are in
-recorded dollars; a call without a recorded cost (and a worst-case compaction)
-is priced at the run's prices (:func:`~sim.drivers.replay.options.run_params`).
+**Cost** is each recorded call's one price (:mod:`sim.cost.recorded`, the
+price every command gives it): its recorded cost where trustworthy (present,
+and above $0 or for a call of no tokens); a call recording none, or $0 with
+tokens used, is priced at its model's prices fitted to the model's recorded
+costs, else the catalogue's, else the scenario's; each run's ``price_basis``
+says which. A worst-case compaction is priced at the run's prices
+(:func:`~sim.drivers.replay.options.run_params`).
 
 **Prices are the call-level model's** (:func:`price_models`): each call is
 charged by the harness (the money budget) and priced at the prices of the

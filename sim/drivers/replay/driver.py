@@ -4,8 +4,18 @@ recorded run (:func:`replay_run`; the rules are in :mod:`sim.drivers.replay`).""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from sim.cost.recorded import (
+    CATALOGUE,
+    RECORDED,
+    UNPRICED,
+    ModelPrice,
+    call_prices,
+    run_basis,
+    tokens_price,
+)
 from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
 from sim.drivers.replay.options import (
     COMPACTION,
@@ -42,16 +52,23 @@ class _Ended(Exception):
 
 
 def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions | None = None,
-               detector: Detector | None = None) -> Replay:
+               detector: Detector | None = None,
+               fill: Mapping[str, ModelPrice] | None = None) -> Replay:
     """Drive the harness over ``run`` with ``params`` (see :func:`run_params`);
-    return what happened (:class:`Replay`). Deterministic."""
-    return _Driver(run, params, options or ReplayOptions()).drive(detector)
+    return what happened (:class:`Replay`). Deterministic. Each recorded
+    call's cost is its one price (:func:`sim.cost.recorded.call_prices`): its
+    recorded cost where trustworthy (a share of the run's recorded total when
+    only the run records one), else its tokens at ``fill[model]``
+    (:attr:`~sim.drivers.replay.pricing.ModelPricing.fill`; a model not in
+    it: at the run's prices, basis ``catalogue``)."""
+    return _Driver(run, params, options or ReplayOptions(), fill).drive(detector)
 
 
 class _Driver:
     """Answers one run's effects from its recording (one instance per run)."""
 
-    def __init__(self, run: RecordedRun, params: HarnessParams, options: ReplayOptions) -> None:
+    def __init__(self, run: RecordedRun, params: HarnessParams, options: ReplayOptions,
+                 fill: Mapping[str, ModelPrice] | None = None) -> None:
         self.run = run
         self.params = params
         self.options = options
@@ -82,9 +99,18 @@ class _Driver:
         self.priced_calls = [call_cost(params.prices_for(c.model or params.model), c)
                              for c in calls]
         """Each recorded call's cost at the run's prices (USD)."""
+        one = call_prices([(c.cost_usd, c.usage, self._fill(fill, c.model or params.model))
+                           for c in calls], run.cost_usd)
+        self.one_price = [usd for usd, _ in one]
+        """Each recorded call's one price (USD, :mod:`sim.cost.recorded`)."""
+        self.bases = [basis for _, basis in one]
         first = calls[self.steps[0]].usage.prompt_tokens if self.steps else 0
         self.state = new_state(params.prefix_tokens, params.model, "recorded run",
                                task_tokens=first)
+
+    def _fill(self, fill: Mapping[str, ModelPrice] | None, model: str) -> ModelPrice:
+        found = fill.get(model) if fill is not None else None
+        return found or ModelPrice(model, self.params.prices_for(model), CATALOGUE)
 
     # -------------------------------------------------------------- loop
     def drive(self, detector: Detector | None) -> Replay:
@@ -179,9 +205,8 @@ class _Driver:
                            ) -> fx.ModelResponse:
         """The response of a recorded call (the one just taken: number
         ``next_call - 1``), its cost counted."""
-        priced = self.priced_calls[self.next_call - 1]
-        self.costs.append(priced if call.cost_usd is None else call.cost_usd)
-        self.priced.append(priced)
+        self.costs.append(self.one_price[self.next_call - 1])
+        self.priced.append(self.priced_calls[self.next_call - 1])
         return fx.ModelResponse(content, call.usage, reason, call.latency_s or 0.0,
                              call.model or self.run.model or self.params.model)
 
@@ -284,8 +309,7 @@ class _Driver:
         """A call the recording does not hold (a compaction): the worst case of
         the request, priced at the run's prices."""
         usage = Usage(input_tokens=request.prompt_tokens, output_tokens=request.max_output_tokens)
-        prices = self.params.prices.at(usage.prompt_tokens)
-        cost = prices.cost(usage.input_tokens, usage.output_tokens)
+        cost = tokens_price(self.params.prices, usage)
         self.costs.append(cost)
         self.priced.append(cost)
         self.check_prompt = False  # the history was rewritten: the next count differs
@@ -341,8 +365,7 @@ class _Driver:
             prompt_mismatches=self.mismatches, prompt_max_deviation=self.max_deviation,
             resized=self.resized, text_turns=self.text_turns,
             unrecorded_arguments=self.unrecorded, verdict_unknown=self.verdict_unknown,
-            priced_usd=math.fsum(self.priced), recorded_calls_usd=math.fsum(
-                p if c.cost_usd is None else c.cost_usd
-                for c, p in zip(run.calls, priced, strict=True)),
+            priced_usd=math.fsum(self.priced), recorded_calls_usd=math.fsum(self.one_price),
             recorded_priced_usd=math.fsum(priced), prompt_counts=self.prompt_counts,
-            passed_over=self.passed_over)
+            passed_over=self.passed_over, basis=run_basis(self.bases) if self.bases
+            else RECORDED if run.cost_usd is not None else UNPRICED)

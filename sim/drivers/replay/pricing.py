@@ -1,13 +1,19 @@
 """Prices for a replay: each recorded call is priced at the prices of the
-model that answered it (:func:`price_models`; see :mod:`sim.drivers.replay`)."""
+model that answered it (:func:`price_models`; see :mod:`sim.drivers.replay`).
+
+Two prices per model: ``prices``, what the candidate harness charges a call
+at (its money budget: the catalogue's, else the scenario's scaled to the
+model's recorded costs, else the scenario's), and ``fill``, the one price of
+a recorded call whose recorded cost is missing or $0 with tokens used
+(:mod:`sim.cost.recorded`, the same price every command gives the call)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from sim.cost.recorded import FITTED, ModelPrice, Recorded, model_price, tokens_price
 from sim.drivers.recorded_runs import RecordedCall, RecordedRun
 from sim.harness.params import HarnessParams, Prices
 
@@ -20,12 +26,15 @@ class ModelPricing:
     catalogue; ``recorded``: the models the catalogue does not know, priced
     from their recorded costs, each ``{"calls", "recorded_usd", "scale"}``
     (the scenario's prices times ``scale``); ``default``: the models neither
-    the catalogue nor a recorded cost prices, priced at the scenario's prices."""
+    the catalogue nor a recorded cost prices, priced at the scenario's prices;
+    ``fill``: each model's one price for its recorded calls whose cost is
+    missing or $0 with tokens used (:func:`sim.cost.recorded.model_price`)."""
 
     prices: dict[str, Prices]
     catalogue: tuple[str, ...] = ()
     recorded: dict[str, dict[str, float]] = field(default_factory=dict)
     default: tuple[str, ...] = ()
+    fill: dict[str, ModelPrice] = field(default_factory=dict)
 
     @property
     def unpriced(self) -> tuple[str, ...]:
@@ -48,7 +57,9 @@ class ModelPricing:
     def to_dict(self) -> dict[str, Any]:
         return {"catalogue": sorted(self.catalogue),
                 "from_recorded_cost": {m: dict(e) for m, e in sorted(self.recorded.items())},
-                "scenario_prices": sorted(self.default)}
+                "scenario_prices": sorted(self.default),
+                "unrecorded_calls": {m: {"basis": p.basis, "scale": p.scale}
+                                     for m, p in sorted(self.fill.items())}}
 
 
 def call_model(call: RecordedCall, run: RecordedRun, template: HarnessParams) -> str:
@@ -62,9 +73,13 @@ def price_models(runs: list[RecordedRun], template: HarnessParams,
     """Prices for every model the recorded calls name (see the module):
     ``prices_for(model)`` (the catalogue; None: unknown), else from the
     recorded costs of that model's calls, else the template's prices."""
-    costed: dict[str, list[RecordedCall]] = {}
+    costed: dict[str, list[RecordedCall | Recorded]] = {}
     names: dict[str, None] = {}
     for run in runs:
+        total = run.cost_usd is not None and all(c.cost_usd is None for c in run.calls)
+        if total and run.calls:  # a run recording only its total: one record of its model
+            costed.setdefault(run.model or template.model, []).append(
+                ([c.usage for c in run.calls], run.cost_usd))
         for call in run.calls:
             name = call_model(call, run, template)
             names.setdefault(name, None)
@@ -73,43 +88,41 @@ def price_models(runs: list[RecordedRun], template: HarnessParams,
     return models_pricing(list(names), lambda name: costed.get(name, []), template, prices_for)
 
 
-def models_pricing(names: list[str], costed: Callable[[str], list[RecordedCall]],
+def models_pricing(names: list[str],
+                   costed: Callable[[str], Sequence[RecordedCall | Recorded]],
                    template: HarnessParams,
                    prices_for: Callable[[str | None], Prices | None] | None = None
                    ) -> ModelPricing:
     """:func:`price_models` given the model names in order of first
     appearance and ``costed(name)``: that model's calls with a recorded cost
-    (asked only for a model ``prices_for`` does not know)."""
+    (and runs recording only their total, :data:`sim.cost.recorded.Recorded`).
+    Both prices of a model come from :func:`sim.cost.recorded.model_price`
+    (the listed prices: ``prices_for(name)``, else the template's)."""
     prices: dict[str, Prices] = {}
     catalogue, default = [], []
     recorded: dict[str, dict[str, float]] = {}
+    fill: dict[str, ModelPrice] = {}
     for name in names:
         found = prices_for(name) if prices_for is not None else template.prices
+        calls = costed(name)
+        one = model_price(name, found, template.prices,
+                          ((c.usage, c.cost_usd) if isinstance(c, RecordedCall) else c
+                           for c in calls))
+        fill[name] = one
         if found is not None:
             prices[name] = found
             catalogue.append(name)
-            continue
-        calls = costed(name)
-        paid = math.fsum(c.cost_usd for c in calls if c.cost_usd is not None)
-        priced = math.fsum(call_cost(template.prices, c) for c in calls)
-        scale = paid / priced if priced > 0 else math.nan
-        if math.isfinite(scale) and scale > 0:
-            base = template.prices.base
-            prices[name] = replace(base, input=base.input * scale, output=base.output * scale,
-                                   cache_read=base.cache_read * scale,
-                                   cache_write=base.cache_write * scale,
-                                   thinking=None if base.thinking is None
-                                   else base.thinking * scale)
-            recorded[name] = {"calls": float(len(calls)), "recorded_usd": paid, "scale": scale}
+        elif one.basis == FITTED and one.prices is not None:
+            prices[name] = one.prices
+            recorded[name] = {"calls": float(one.calls), "recorded_usd": one.recorded_usd,
+                              "scale": one.scale}
         else:
             prices[name] = template.prices
             default.append(name)
-    return ModelPricing(prices, tuple(catalogue), recorded, tuple(default))
+    return ModelPricing(prices, tuple(catalogue), recorded, tuple(default), fill)
 
 
 def call_cost(prices: Prices, call: RecordedCall) -> float:
     """The cost in USD of a recorded call's usage at ``prices``
     (:meth:`~sim.harness.prices.Prices.call_cost`, the harness's one price rule)."""
-    u = call.usage
-    return prices.call_cost(u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                            u.cache_write_tokens, u.thinking_tokens)
+    return tokens_price(prices, call.usage)

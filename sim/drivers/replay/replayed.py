@@ -35,7 +35,12 @@ class Replay:
     without recorded arguments (each made distinct, so never a repetition);
     ``verdict_unknown`` whether a verifier checked an answer the source does
     not judge; ``passed_over`` the recorded compaction or verifier calls (sim's
-    own runs) the candidate did not ask for (their cost is saved)."""
+    own runs) the candidate did not ask for (their cost is saved).
+
+    Money: each recorded call's cost is its one price
+    (:mod:`sim.cost.recorded`): ``recorded_calls_usd`` is the run's price and
+    ``basis`` what it rests on (``recorded``, ``fitted``, ``catalogue``,
+    ``scenario`` or ``unpriced``)."""
 
     run: RecordedRun
     state: HarnessState
@@ -60,6 +65,7 @@ class Replay:
     recorded_priced_usd: float = 0.0
     prompt_counts: list[int] = field(default_factory=list)
     passed_over: int = 0
+    basis: str = "recorded"
 
     @property
     def stopped(self) -> bool:

@@ -48,7 +48,8 @@ def replay_row(item: RunReplay) -> dict[str, Any]:
     resolved, steps, tool calls, prompt and output tokens, recorded cost and
     its price at the run's prices; ``saved_usd``: the recorded cost of the
     calls the candidate did not make, and ``saved_priced_usd`` at the run's
-    prices), what the candidate did (stopped and at
+    prices; ``price_basis``: what ``recorded_calls_usd``, the run's one price,
+    rests on, :mod:`sim.cost.recorded`), what the candidate did (stopped and at
     which call, diverged and where and how, detector firings, who ended the
     replay), the two bounds (cost and outcome if the run stops at its first
     intervention and if it continues as recorded) and fidelity (prompt counts
@@ -68,7 +69,7 @@ def replay_row(item: RunReplay) -> dict[str, Any]:
         "cost_recorded": all(c.cost_usd is not None for c in run.calls),
         "recorded_calls_usd": r.recorded_calls_usd, "saved_usd": r.saved_usd,
         "recorded_priced_usd": r.recorded_priced_usd, "priced_usd": r.priced_usd,
-        "saved_priced_usd": r.saved_priced_usd,
+        "saved_priced_usd": r.saved_priced_usd, "price_basis": r.basis,
         "ended_by": r.ended_by, "stopped": r.stopped, "stopped_at": r.stopped_at,
         "diverged": r.diverged, "diverged_at": None if first is None else first[0],
         "divergence": "" if first is None else first[1],
@@ -93,7 +94,7 @@ REPLAY_DTYPES: dict[str, str] = {
     "recorded_output_tokens": "int64", "recorded_cost_usd": "Float64",
     "cost_recorded": "bool", "recorded_calls_usd": "float64", "saved_usd": "float64",
     "recorded_priced_usd": "float64", "priced_usd": "float64", "saved_priced_usd": "float64",
-    "ended_by": "string",
+    "price_basis": "string", "ended_by": "string",
     "stopped": "bool", "stopped_at": "Int64", "diverged": "bool", "diverged_at": "Int64",
     "divergence": "string", "interventions": "string", "detector_signals": "string",
     "firings": "int64", "cost_lower_usd": "float64", "cost_upper_usd": "float64",

@@ -55,9 +55,11 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
             path, message = error.problems[0]
             raise InputError(f"the candidate cannot replay run {run.run_id!r}: {message}",
                              path=f"harness.{path}") from None
-        chosen = replay_run(run, params, options, _detector(make_detector, params))
+        chosen = replay_run(run, params, options, _detector(make_detector, params),
+                            pricing.fill)
         if chosen.diverged:
-            second = replay_run(run, params, other, _detector(make_detector, params))
+            second = replay_run(run, params, other, _detector(make_detector, params),
+                                pricing.fill)
             lower, upper = ((chosen, second) if options.after_intervention == "stop"
                             else (second, chosen))
         else:

@@ -1,0 +1,201 @@
+"""One price for a recorded run, whichever command reports it (sim.cost.recorded).
+
+One small folder: runs of gpt-4o recording twice the catalogue's price (a
+trustworthy recorded cost, which also fits gpt-4o's prices at 2x), a gpt-4o run
+recording $0 with tokens used (priced at the fitted prices), a gpt-4o-mini run
+recording $0 (no recorded cost of its model: catalogue prices), a run of a
+model nobody lists (the scenario's prices: claude-sonnet-4-5's) and a run of
+unknown usage. ``traces summary``, calibrate's data, ``replay`` and ``tune``'s
+replays each give each run the same dollars and basis, computed here by hand
+from the fixture's tokens and the catalogue prices of 2025-06-01 (gpt-4o:
+$2.50 in, $10 out; gpt-4o-mini: $0.15, $0.60; claude-sonnet-4-5: $3, $15).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from test_calibrate_cli import write_folder
+
+from sim.calibration.costs import price_unrecorded, run_prices
+from sim.calibration.data import load
+from sim.cli import main
+from sim.cost import lookup_prices
+from sim.cost.recorded import (
+    CATALOGUE,
+    FITTED,
+    RECORDED,
+    SCENARIO,
+    UNPRICED,
+    catalogue,
+    model_price,
+    trusted,
+)
+from sim.drivers.replay.tables import read_trace_folder
+from sim.harness.messages import Usage
+from sim.harness.prices import Prices
+from sim.scenario.model import HarnessConfig
+from sim.traces.model import CallRecord, RunRecord
+from sim.traces.summary import summarize
+from sim.tuning.replayed import ReplayEvaluator
+
+DAY = datetime.datetime(2025, 6, 1, tzinfo=datetime.UTC)
+UNKNOWN_USAGE = {k: "unknown" for k in ("input_tokens", "cache_read_tokens",
+                                        "cache_write_tokens", "output_tokens",
+                                        "reasoning_tokens", "cost_usd")}
+
+# gpt-4o at the catalogue: (1000*2.5 + 100*10)/1e6 = 0.0035, (2000*2.5 + 200*10)/1e6 = 0.007;
+# recorded at twice that: 0.007 + 0.014 = 0.021 per paid run, 9 paid runs: the scale is 2.
+PAID = 0.021
+# the $0 gpt-4o run at 2x: 2 * ((4000*2.5 + 400*10) + (6000*2.5 + 600*10)) / 1e6 = 0.07
+FREE_FITTED = 0.07
+# the $0 gpt-4o-mini run at the catalogue: (10000*0.15 + 1000*0.6)/1e6 = 0.0021
+FREE_CATALOGUE = 0.0021
+# the unlisted model at claude-sonnet-4-5's prices: (1000*3 + 100*15)/1e6 = 0.0045
+UNLISTED = 0.0045
+
+EXPECTED = {**{f"paid{i}": (PAID, RECORDED) for i in range(9)},
+            "free": (FREE_FITTED, FITTED), "mini": (FREE_CATALOGUE, CATALOGUE),
+            "own": (UNLISTED, SCENARIO)}
+
+
+def _call(model: str, inp: int, out: int, cost: float | None, n: int, *,
+          unknown: bool = False) -> CallRecord:
+    last = n == 1
+    return CallRecord(Usage(input_tokens=inp, output_tokens=out), model=model, cost_usd=cost,
+                      finish_reason="stop" if last else "tool_calls", started_s=2.0 * n,
+                      latency_s=1.0, text_tokens=out, observation_tokens=0,
+                      provenance=UNKNOWN_USAGE if unknown else {})
+
+
+def _run(run_id: str, model: str, calls: list[CallRecord], cost: float | None) -> RunRecord:
+    return RunRecord(run_id, "tau2", "synthetic.json", calls, task_id=run_id, model=model,
+                     exit="agent_stop", resolved=True, cost_usd=cost)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> str:
+    runs = [_run(f"paid{i}", "gpt-4o", [_call("gpt-4o", 1000, 100, 0.007, 0),
+                                        _call("gpt-4o", 2000, 200, 0.014, 1)], PAID)
+            for i in range(9)]
+    runs.append(_run("free", "gpt-4o", [_call("gpt-4o", 4000, 400, 0.0, 0),
+                                        _call("gpt-4o", 6000, 600, 0.0, 1)], 0.0))
+    runs.append(_run("mini", "gpt-4o-mini", [_call("gpt-4o-mini", 10000, 1000, 0.0, 1)], 0.0))
+    runs.append(_run("own", "ft:my-own-model", [_call("ft:my-own-model", 1000, 100, None, 1)],
+                     None))
+    runs.append(_run("blind", "gpt-4o", [_call("gpt-4o", 0, 0, None, 1, unknown=True)], None))
+    return write_folder(tmp_path_factory.mktemp("one_price") / "t", runs)
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("one_price_scenario") / "replay.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "replay", "harness": {
+            "model": "claude-sonnet-4-5", "prices_date": "2025-06-01",
+            "context_window": 10_000_000, "max_output_tokens": 16384,
+            "tool_failure_limit": 1_000_000, "budgets": {},
+            "detector": {"enabled": False}}}))
+    return path
+
+
+def _scenario_prices() -> Prices:
+    return lookup_prices("claude-sonnet-4-5", when=DAY)
+
+
+def _assert_same(got: dict[str, tuple[float, str]]) -> None:
+    assert set(got) == set(EXPECTED)
+    for run, (usd, basis) in EXPECTED.items():
+        assert got[run][1] == basis, run
+        assert got[run][0] == pytest.approx(usd, rel=1e-9, abs=1e-12), run
+
+
+def test_a_recorded_cost_is_trusted_when_present_and_above_zero_or_for_no_tokens():
+    """$0 for a call that used tokens, a missing cost, a NaN or a $0 of
+    unrecorded usage are not trusted; $0 for no tokens is."""
+    used = Usage(input_tokens=10)
+    assert trusted(0.01, used) and trusted(0.0, Usage()) and trusted(0.01, None)
+    assert not trusted(0.0, used) and not trusted(None, used)
+    assert not trusted(math.nan, used) and not trusted(0.0, None) and not trusted(-1.0, used)
+
+
+def test_fitted_prices_scale_the_listed_prices_to_the_models_recorded_costs():
+    """Two calls recording 3x their listed price give a scale of 3; without
+    a recorded cost above $0 the listed prices stand; without any, scenario."""
+    listed = Prices(input=1.0, output=2.0, cache_read=0.1, cache_write=1.25)
+    calls = [(Usage(input_tokens=1_000_000), 3.0), (Usage(output_tokens=500_000), 3.0),
+             (Usage(input_tokens=5), 0.0)]
+    fitted = model_price("m", listed, None, calls)
+    assert fitted.basis == FITTED and fitted.scale == pytest.approx(3.0)
+    assert fitted.prices == Prices(input=3.0, output=6.0, cache_read=0.1 * 3,
+                                   cache_write=1.25 * 3)
+    assert model_price("m", listed, None, calls[2:]).basis == CATALOGUE
+    assert model_price("m", None, listed, []).basis == SCENARIO
+    assert model_price("m", None, None, calls).basis == UNPRICED
+
+
+def test_traces_summary_prices_each_run_by_hand(folder):
+    """The summary's ``price`` block: each run's dollars and basis; the run of
+    unknown usage and no cost is unpriced; the total is the sum."""
+    price = summarize(folder, listed=catalogue(DAY), scenario=_scenario_prices())["price"]
+    runs = {r: (math.nan if u is None else u, b) for r, (u, b) in price["runs"].items()}
+    assert math.isnan(runs.pop("blind")[0]) and price["runs"]["blind"][1] == UNPRICED
+    _assert_same(runs)
+    assert price["usd"] == pytest.approx(9 * PAID + FREE_FITTED + FREE_CATALOGUE + UNLISTED)
+    assert price["by_basis"][RECORDED]["runs"] == 9
+    assert price["models"]["gpt-4o"] == {"basis": FITTED, "scale": pytest.approx(2.0)}
+
+
+def test_calibrates_data_prices_each_run_by_hand(folder):
+    """Calibration's run costs (after it drops the run of unknown usage) are
+    the same dollars, with the same bases."""
+    traces = load(folder)
+    assert "blind" not in set(traces.runs["run_id"])
+    priced = run_prices(traces, catalogue(DAY), _scenario_prices())
+    _assert_same(dict(zip(traces.runs["run_id"], zip(priced.usd, priced.basis, strict=True),
+                          strict=True)))
+    cost = price_unrecorded(traces, listed=catalogue(DAY), scenario=_scenario_prices())
+    got = dict(zip(cost.runs["run_id"], cost.runs["cost"], strict=True))
+    assert {r: pytest.approx(u) for r, (u, _) in EXPECTED.items()} == got
+
+
+def test_replay_prices_each_run_by_hand(folder, scenario, tmp_path, capsys):
+    """``sim replay``'s results: each run's ``recorded_calls_usd`` and
+    ``price_basis``; the run of unknown usage is not replayed; stdout says
+    the bases."""
+    assert main(["replay", folder, str(scenario), "--out", str(tmp_path / "r"),
+                 "--quiet"]) == 0
+    rows = pd.read_parquet(tmp_path / "r" / "results.parquet")
+    _assert_same({r: (u, b) for r, u, b in zip(rows["run_id"], rows["recorded_calls_usd"],
+                                               rows["price_basis"], strict=True)})
+    assert ("priced: 9 runs recorded, 1 at fitted prices (the catalogue scaled to the "
+            "model's recorded costs), 1 at catalogue prices, 1 at the scenario's prices"
+            in capsys.readouterr().out)
+
+
+def test_tune_replays_each_run_at_the_same_price_and_saves_what_replay_saves(
+        folder, scenario, tmp_path):
+    """Tune's replays in force give each run the same price and basis; a
+    budget of 5,000 prompt tokens stops the $0 gpt-4o run after its first call
+    (it needs 4,000 + 6,000) and the mini run before its only one: tune's saved
+    per run and replay's saved dollars agree, $0.07 * 6000-part + $0.0021."""
+    h = HarnessConfig.model_validate(yaml.safe_load(scenario.read_text())["harness"])
+    evaluator = ReplayEvaluator(read_trace_folder(folder), h)
+    _assert_same({r.chosen.run.run_id: (r.chosen.cost_usd, r.chosen.basis)
+                  for r in evaluator.baseline})
+    row = evaluator.evaluate((("tokens", 5000),))
+    # saved: the free run's second call at 2x: 2 * (6000*2.5 + 600*10)/1e6 = 0.042;
+    # the mini run's only call, 0.0021; the paid runs need 1,000 + 2,000 and stay whole
+    saved = 0.042 + FREE_CATALOGUE
+    assert row["saved_mean"] * len(evaluator.baseline) == pytest.approx(saved)
+    assert row["saved_tokens_mean"] * len(evaluator.baseline) == pytest.approx(
+        6000 + 600 + 10000 + 1000)
+    assert main(["replay", folder, str(scenario), "--out", str(tmp_path / "r"), "--quiet",
+                 "--set", "harness.budgets.tokens=5000"]) == 0
+    rows = pd.read_parquet(tmp_path / "r" / "results.parquet")
+    assert rows["saved_usd"].sum() == pytest.approx(saved)
