@@ -140,3 +140,34 @@ def test_a_negative_or_infinite_max_wait_is_refused_with_exit_2(tmp_path, capsys
         assert _status(main, ["live", str(tmp_path / "tasks.yaml"), "--provider", "openai",
                               "--model", "gpt-4o", "--max-wait", value]) == 2
         assert "--max-wait" in capsys.readouterr().err
+
+
+def test_sim_live_with_max_wait_ends_the_run_and_says_why(tmp_path, monkeypatch, capsys):
+    """``sim live --max-wait 1 --quiet`` against a server answering Retry-After
+    1e9: the run ends at once as failed:retries_exhausted (its trace's exit),
+    stderr says the clamp and the budget though progress is quiet, and the
+    batch exits 1, as when every run failed at the provider."""
+    import yaml
+
+    from sim.cli import main
+    from sim.traces import read_traces
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(yaml.safe_dump({"tasks": [{"id": "t", "instruction": "Say DONE.",
+                                                "tools": ["shell"], "workdir": "."}]}))
+    out = tmp_path / "traces"
+    with FakeProvider(limited("1000000000")) as server:
+        started = time.monotonic()
+        status = main(["live", str(tasks), "--provider", "openai", "--model", "gpt-4o",
+                       "--base-url", server.openai_url, "--out", str(out), "--max-wait", "1",
+                       "--quiet"])
+        elapsed = time.monotonic() - started
+        requests = len(server.requests)
+    err = capsys.readouterr().err
+    assert requests == 1 and elapsed < 30.0
+    runs, _ = read_traces(out)
+    assert list(runs["exit"]) == ["failed:retries_exhausted"]
+    assert "the provider asked to wait 1e+09 s" in err and WAIT_BUDGET_EXHAUSTED in err
+    assert status == 1  # every run failed at the provider (sim.cli.live.EXIT_ALL_FAILED)
+    assert "every run (1 of 1) failed at the provider (failed:retries_exhausted" in err
