@@ -77,3 +77,17 @@ def test_the_sweep_tables_show_a_cells_escape_bytes_as_text():
     assert not CONTROL.search(compared)
     rows = compared.splitlines()[2:]
     assert rows[0].index("0.0%") == rows[1].index("0.0%")
+
+
+def test_a_progress_bars_description_shows_escape_bytes_as_text():
+    """A progress bar named after a scenario (``replay NAME``) prints the
+    name's escape bytes as text."""
+    import io
+
+    from sim.output.progress import progress_bar
+
+    stream = io.StringIO()
+    with progress_bar(total=2, desc=f"replay x{CLEAR}{TITLE}", file=stream) as bar:
+        bar.update(2)
+    assert not CONTROL.search(stream.getvalue().replace("\r", ""))
+    assert "replay x\\x1b[2J\\x1b]0;pwned\\x07" in stream.getvalue()
