@@ -28,6 +28,8 @@ from sim.traces.skips import NO_TOOL_NAME, Unusable
 from sim.traces.writer import write_runs
 from tests.test_traces_harbor import claude_trajectory
 from tests.test_traces_openhands import history
+from tests.test_traces_otel_console import printed
+from tests.test_traces_phoenix import dataframe
 from tests.test_traces_sources_fuzz import SEEDS
 
 NAME = "tool_x"
@@ -103,6 +105,13 @@ def _harbor() -> dict:
     return json.loads(json.dumps(claude_trajectory()).replace('"Write"', json.dumps(NAME)))
 
 
+def _phoenix() -> list:
+    """Phoenix's spans dataframe as JSON lines (pandas' to_json, ISO times)."""
+    text = dataframe().to_json(orient="records", lines=True, date_format="iso", date_unit="us")
+    return [json.loads(line.replace('"search"', json.dumps(NAME)))
+            for line in text.splitlines() if line.strip()]
+
+
 def _openhands() -> list:
     return json.loads(json.dumps(history()).replace('"execute_bash"', json.dumps(NAME)))
 
@@ -119,6 +128,7 @@ FORMATS: dict[str, tuple[str, Any, str, int, int]] = {
     "otel-legacy (OpenLLMetry)": ("spans.jsonl", _otel_legacy(), "otel-genai", 1, 1),
     "harbor": ("trajectory.json", _harbor(), "harbor", 1, 1),
     "openhands": ("events.json", _openhands(), "openhands", 1, 1),
+    "phoenix": ("spans.jsonl", _phoenix(), "openinference", 2, 1),
 }
 
 
@@ -168,7 +178,8 @@ def test_a_run_with_a_nameless_tool_call_is_skipped_with_the_reason(fmt, bad, tm
     assert all("calls.tool_calls.name" in s.detail for s in report.skips)
     _, calls = read_traces(tmp_path / "out")
     names = {t["name"] for tools in calls["tool_calls"] for t in tools}
-    assert names and not names & {"None", "", " \t ", "5", "{'name': 'x'}"}
+    assert not names & {"None", "", " \t ", "5", "{'name': 'x'}"}
+    assert names == ({"find"} if fmt == "tau2" else set())  # the other run's tools
 
 
 def test_the_import_report_and_the_summary_line_count_the_skip(tmp_path, capsys):
@@ -187,8 +198,8 @@ def test_the_import_report_and_the_summary_line_count_the_skip(tmp_path, capsys)
 
 @pytest.mark.parametrize("bad", sorted(BAD))
 def test_the_writer_refuses_a_run_whose_tool_call_has_no_name(bad, tmp_path):
-    """The one check every importer's runs pass (so also Inspect, SWE-agent,
-    Phoenix and the console exporter's spans): a run with a nameless tool call
+    """The one check every importer's runs pass (so also Inspect and
+    SWE-agent): a run with a nameless tool call
     is Unusable, naming the call and the field; a good name is written."""
     def run(name: Any) -> RunRecord:
         return RunRecord(run_id="r", source="sim", file="f", calls=[
@@ -203,3 +214,18 @@ def test_the_writer_refuses_a_run_whose_tool_call_has_no_name(bad, tmp_path):
     write_runs(tmp_path, [run("bash")])
     _, calls = read_traces(tmp_path)
     assert [t["name"] for t in calls["tool_calls"][1]] == ["ok", "bash"]
+
+
+@pytest.mark.parametrize("bad", sorted(BAD))
+def test_console_exporter_spans_with_a_nameless_tool_are_refused(bad, tmp_path):
+    """OpenTelemetry's console exporter (the real one) prints a GenAI run
+    whose execute_tool span's ``gen_ai.tool.name`` is then replaced: the one
+    run is skipped for it and the import refused, nothing written."""
+    path = printed(tmp_path / "console.txt")
+    text = path.read_text()
+    named = '"gen_ai.tool.name": "search"'
+    assert text.count(named) == 1
+    path.write_text(text.replace(named, f'"gen_ai.tool.name": {json.dumps(BAD[bad])}'))
+    with pytest.raises(InputError) as refused:
+        import_traces([path], tmp_path / "out")
+    assert f"1 {NO_TOOL_NAME}" in str(refused.value)
