@@ -198,9 +198,10 @@ def test_the_import_report_and_the_summary_line_count_the_skip(tmp_path, capsys)
 
 @pytest.mark.parametrize("bad", sorted(BAD))
 def test_the_writer_refuses_a_run_whose_tool_call_has_no_name(bad, tmp_path):
-    """The one check every importer's runs pass (so also Inspect and
-    SWE-agent): a run with a nameless tool call
-    is Unusable, naming the call and the field; a good name is written."""
+    """The one check every importer's runs pass (SWE-agent's too, whose
+    tool is the first word of a non-blank action, so never nameless): a run
+    with a nameless tool call is Unusable, naming the call and the field; a
+    good name is written."""
     def run(name: Any) -> RunRecord:
         return RunRecord(run_id="r", source="sim", file="f", calls=[
             CallRecord(Usage(input_tokens=1, output_tokens=1)),
@@ -229,3 +230,58 @@ def test_console_exporter_spans_with_a_nameless_tool_are_refused(bad, tmp_path):
     with pytest.raises(InputError) as refused:
         import_traces([path], tmp_path / "out")
     assert f"1 {NO_TOOL_NAME}" in str(refused.value)
+
+
+@pytest.fixture(scope="module")
+def inspect_json(tmp_path_factory) -> Path:
+    """An Inspect JSON log written by inspect_ai's eval() and write_eval_log:
+    two samples, the first calling the tool ``add`` (the scripted outputs
+    of tests/test_traces_inspect.py)."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log, write_eval_log
+    from inspect_ai.model import get_model
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate, use_tools
+
+    from tests.test_traces_inspect import MODEL, SCRIPT, add, with_usage
+
+    folder = tmp_path_factory.mktemp("inspect")
+    outputs = [with_usage(o, *usage) for name in ("right", "wrong")
+               for o, *usage in SCRIPT[name]]
+    task = Task(dataset=[Sample(input="What is 1+2?", target="3", id="right"),
+                         Sample(input="What is 1+2, again?", target="3", id="wrong")],
+                solver=[use_tools(add()), generate()], scorer=match(), message_limit=20)
+    [log] = inspect_eval(task, model=get_model(MODEL, custom_outputs=outputs),
+                         log_dir=str(folder / "eval"), display="none", max_samples=1)
+    path = folder / "log.json"
+    write_eval_log(read_eval_log(log.location), str(path), format="json")
+    return path
+
+
+@pytest.mark.parametrize("bad", sorted(BAD))
+def test_an_inspect_log_with_a_nameless_tool_call_skips_that_sample(bad, inspect_json,
+                                                                    tmp_path):
+    """An Inspect JSON log written by inspect_ai (tests/test_traces_inspect.py)
+    whose tool call's ``function`` is replaced: a string without a name ("",
+    whitespace) skips that sample's run with the reason, the other run kept;
+    a value Inspect's own reader refuses (null, a number, an object) refuses
+    the file or skips it. Never a tool row with such a name."""
+    doc = json.loads(inspect_json.read_text())
+    text = json.dumps(doc).replace('"function": "add"', f'"function": {json.dumps(BAD[bad])}')
+    assert text != json.dumps(doc)
+    path = tmp_path / "log.json"
+    path.write_text(text)
+    try:
+        report = import_traces([path], tmp_path / "out")
+    except InputError:
+        assert not isinstance(BAD[bad], str)  # a name Inspect's reader refuses
+        return
+    if isinstance(BAD[bad], str):
+        assert report.runs_by_source == {"inspect": 1}
+        assert [s.reason for s in report.skips] == [NO_TOOL_NAME]
+    _, calls = read_traces(tmp_path / "out")
+    names = {t["name"] for tools in calls["tool_calls"] for t in tools}
+    assert not names & {"None", "", " \t ", "5", "{'name': 'x'}"}
