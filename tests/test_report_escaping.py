@@ -174,3 +174,39 @@ def test_printable_shows_terminal_escapes_and_keeps_lines():
         "\\x1b]0;pwned\\x07\\x1b[2J\\x9b\\x7f\\u202e\\ud800"
     assert printable("a\nb\tc") == "a\nb\tc"
     assert printable("a\nb\tc\r", newlines=False) == "a\\nb\\tc\\r"
+
+
+def test_a_calibration_report_shows_trace_names_as_text(tmp_path):
+    """A calibration of runs whose model and exit label are hostile:
+    calibration.md and calibration.html carry them as text (the classes and
+    prices table, the exit labels, the accuracy table's folder)."""
+    from dataclasses import replace
+
+    from tests.test_calibrate_cli import a_run, write_folder
+
+    model = "<img src=x onerror=alert(1)>|m"
+    runs = []
+    for i in range(80):
+        run = a_run(i, 4 + (i * 7) % 6)
+        run = replace(run, model=model, exit=TRACE,
+                      calls=[replace(c, model=model) for c in run.calls])
+        runs.append(run)
+    folder = write_folder(tmp_path / "t<script>", runs)
+    status = main(["calibrate", folder, "--out", str(tmp_path / "fit.yaml"), "--classes", "1",
+                   "--quiet", "--evaluations", "8", "--search-runs", "300",
+                   "--report", str(tmp_path / "rep")])
+    assert status in (0, 1)
+    report = (tmp_path / "rep" / "calibration.md").read_text(encoding="utf-8")
+    _check_markdown(report)
+    assert md_code(TRACE) in report and md_text(model) in report
+    _check_html((tmp_path / "rep" / "calibration.html").read_text(encoding="utf-8"))
+
+
+def test_the_html_converter_renders_a_ragged_table_as_wide_as_its_header():
+    """A row with more cells than the header (a pipe some writer did not
+    escape) or fewer renders as GitHub does: excess cells dropped, missing
+    ones empty; it no longer raises IndexError."""
+    page = markdown_to_html("| a | b |\n|---|---:|\n| 1 | 2 | 3 |\n| x |\n", {}, title="t")
+    rows = re.findall(r"<tr>(.*?)</tr>", page)
+    assert [len(re.findall(r"<t[hd]", r)) for r in rows] == [2, 2, 2]
+    assert "<td>1</td><td class=\"r\">2</td>" in rows[1] and "3" not in rows[1]

@@ -193,7 +193,7 @@ def _accuracy_lines(c: Calibration) -> list[str]:
             "their per-run values), what a perfect model fitted on them would miss by. "
             "Ratio about 1: as good as these sample sizes allow. Benchmarks of other "
             "agents: the README's Calibration section (`python -m benchmarks.accuracy`).", "",
-            *accuracy.markdown({Path(c.folder).name or c.folder: table}), ""]
+            *accuracy.markdown({md_text(Path(c.folder).name or c.folder): table}), ""]
 
 
 def _intro_lines(c: Calibration) -> list[str]:

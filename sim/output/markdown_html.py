@@ -80,7 +80,10 @@ def _table(lines: list[str]) -> str:
     right = [a.endswith(":") for a in align]
 
     def row(cells: list[str], tag: str) -> str:
-        attrs = [' class="r"' if r else "" for r in right]
+        # as GitHub's tables: a row as wide as the header (excess cells
+        # dropped, missing ones empty)
+        cells = (cells + [""] * len(head))[:len(head)]
+        attrs = [' class="r"' if r else "" for r in (right + [False] * len(head))]
         return "<tr>" + "".join(f"<{tag}{attrs[i]}>{_inline(c)}</{tag}>"
                                 for i, c in enumerate(cells)) + "</tr>"
 
