@@ -54,7 +54,8 @@ SEEDS: dict[str, list[Any]] = {
         {"id": "o1", "traceId": "t", "type": "GENERATION", "startTime": T0,
          "parentObservationId": "o0", "usageDetails": {"input": 3, "output": 2},
          "costDetails": {"total": 0.1}},
-        {"id": "o2", "traceId": "t", "type": "TOOL", "startTime": T0, "parentObservationId": "o0",
+        {"id": "o2", "traceId": "t", "type": "TOOL", "name": "search", "startTime": T0,
+         "parentObservationId": "o0",
          "input": {"q": 1}, "output": "x"}]}],
     "langsmith": [{"post": [
         {"id": "r0", "trace_id": "r0", "run_type": "chain", "name": "a", "start_time": T0},

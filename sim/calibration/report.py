@@ -8,6 +8,9 @@
   mix, embedded as PNG), written to a temporary folder and renamed into place.
   An existing folder is replaced only when it holds an earlier calibration
   report (its ``calibration.json``) and nothing else of note.
+
+Names from the traces (the folder, models, classes, exit labels, prices'
+sources) are escaped for Markdown (:mod:`sim.output.safe_text`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from sim.calibration import accuracy
 from sim.calibration.exits import CATEGORIES
 from sim.calibration.pipeline import Calibration
 from sim.calibration.verdict import Metric
+from sim.output.safe_text import md_code, md_text
 
 REPORT_FILES = ("calibration.json", "calibration.md", "calibration.html")
 
@@ -106,12 +110,13 @@ def _structure_lines(c: Calibration) -> list[str]:
     lines = ["## Structure", ""]
     if s.forced:
         return [*lines, f"{s.reason} (no choice made).", ""]
-    lines += [f"Chosen: **{s.chosen.name}** (`{s.chosen.flags()}`). Why: {s.reason}.", "",
+    lines += [f"Chosen: **{md_text(s.chosen.name)}** ({md_code(s.chosen.flags())}). Why: "
+              f"{md_text(s.reason)}.", "",
               "| structure | held-out loss per fold | mean | standard error |",
               "|---|---|---|---|"]
     for name, values in s.losses.items():
         mark = " (chosen)" if name == s.chosen.name else ""
-        lines.append(f"| {name}{mark} | {', '.join(f'{v:.3f}' for v in values)} | "
+        lines.append(f"| {md_text(name)}{mark} | {', '.join(f'{v:.3f}' for v in values)} | "
                      f"{s.mean(name):.3f} | {s.se(name):.3f} |")
     lines += ["", "Loss: the search's (per-run KS distances, exit-mix distance, resolved-share "
               "gap) of each fold's held-out runs against the world fitted on the other folds. "
@@ -188,7 +193,7 @@ def _accuracy_lines(c: Calibration) -> list[str]:
             "their per-run values), what a perfect model fitted on them would miss by. "
             "Ratio about 1: as good as these sample sizes allow. Benchmarks of other "
             "agents: the README's Calibration section (`python -m benchmarks.accuracy`).", "",
-            *accuracy.markdown({Path(c.folder).name or c.folder: table}), ""]
+            *accuracy.markdown({md_text(Path(c.folder).name or c.folder): table}), ""]
 
 
 def _intro_lines(c: Calibration) -> list[str]:
@@ -196,8 +201,8 @@ def _intro_lines(c: Calibration) -> list[str]:
     dropped = ", ".join(f"{n} {why}" for why, n in c.dropped.items()) or "none"
     repaired = "".join(f"; {n} {why}" for why, n in c.fit.repaired.items())
     k = c.options["folds"]
-    lines = [f"Traces `{c.folder}`: {c.fit.n} runs (runs dropped: {dropped}{repaired}), dealt "
-             f"into {k} "
+    lines = [f"Traces {md_code(c.folder)}: {c.fit.n} runs (runs dropped: {dropped}"
+             f"{repaired}), dealt into {k} "
              f"folds of {', '.join(str(f.held_out) for f in c.folds)} runs (stratified by "
              f"model and exit, seed {c.options['seed']}). Each fold's runs were held out "
              f"while a world was fitted on the others, and that world simulated for "
@@ -247,7 +252,8 @@ def _intro_lines(c: Calibration) -> list[str]:
 
 def report_markdown(c: Calibration) -> str:
     """The report as Markdown (images named ``ecdf_<metric>.png`` and ``exits.png``)."""
-    lines = [f"# Calibration: {c.doc['name']}", "", c.doc["description"], "", *_intro_lines(c)]
+    about = "\n".join(map(md_text, str(c.doc["description"]).splitlines()))
+    lines = [f"# Calibration: {md_text(c.doc['name'])}", "", about, "", *_intro_lines(c)]
     lines += ["## Verdict", ""]
     if c.reasons:
         lines.append("**Fit rejected** (exit status 1): the folds' tests, combined per metric "
@@ -283,7 +289,7 @@ def report_markdown(c: Calibration) -> str:
         if a or b:
             lines.append(f"| {cat} | {a:.1%} | {b:.1%} |")
     labels = sorted({lab for lab in c.fit.runs["exit"]})
-    lines += ["", "Exit labels of the traces: " + ", ".join(f"`{lab}`" for lab in labels if lab)
+    lines += ["", "Exit labels of the traces: " + ", ".join(md_code(lab) for lab in labels if lab)
               + " (categories: `sim/calibration/exits.py`).", ""]
     lines += _fold_lines(c)
     lines += _ladder_lines(c)
@@ -295,8 +301,9 @@ def report_markdown(c: Calibration) -> str:
         pr = c.estimates.prices.get(cls.model)
         if pr is None:
             continue
-        lines.append(f"| {cls.name} | {cls.runs} | {cls.model} | {pr.input:g} | {pr.output:g} | "
-                     f"{pr.cache_read:g} | {pr.cache_write:g} | {pr.source} |")
+        lines.append(f"| {md_text(cls.name)} | {cls.runs} | {md_text(cls.model)} | {pr.input:g} "
+                     f"| {pr.output:g} | {pr.cache_read:g} | {pr.cache_write:g} "
+                     f"| {md_text(pr.source)} |")
     s = c.search
     lines += ["", "Prices in USD per million tokens.", "", "## Search", "",
               f"Simulate-and-compare over the need's location and spread and an unsolvable "

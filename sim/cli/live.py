@@ -11,7 +11,7 @@ from typing import Any
 
 from sim.bad_input import InputError
 from sim.cli.common import add_plugin_option, default_out
-from sim.cli.flags import folder_path
+from sim.cli.flags import finite_float, folder_path
 
 APPROVERS = ("ask", "all", "none")
 
@@ -54,6 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table",
                         help="stdout: the outcomes table (default) or JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--max-wait", metavar="SECONDS", type=finite_float(low=0.0, unit=" s"),
+                        help="the most seconds one run may sleep on the provider's back-offs "
+                             "(default 600: sim.drivers.live.driver.MAX_WAIT_PER_RUN_S); a "
+                             "back-off that would pass it ends the run as "
+                             "failed:retries_exhausted instead of sleeping. A Retry-After "
+                             "beyond 120 s (RETRY_AFTER_CAP_S) is clamped to it, said once "
+                             "on stderr")
     add_plugin_option(parser)
     parser.set_defaults(handler=run)
 
@@ -126,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     batch = LiveBatch(tasks, params, model, model_id=args.model, name=label,
                       approver=approver, spans=spans,
                       progress=progress, handle_sigint=True, file=str(args.tasks),
-                      make_detector=make_detector)
+                      make_detector=make_detector,
+                      **({} if args.max_wait is None else {"max_wait_s": args.max_wait}))
     out = default_out(args, f"live-{batch.batch_id}")
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.force:
         raise InputError("folder exists and is not empty (use --force to replace it)",

@@ -1,4 +1,6 @@
-"""``sim scenarios``: the scenarios a name finds, one line each."""
+"""``sim scenarios``: the scenarios a name finds, one line each (names,
+header lines and paths with their control characters shown as escapes:
+:func:`~sim.output.safe_text.printable`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the scenarios."""
     from sim.cli.common import print_json
+    from sim.output.safe_text import printable
     from sim.scenario.catalog import entries
 
     found = entries()
@@ -30,10 +33,11 @@ def run(args: argparse.Namespace) -> int:
         print_json([{"name": e.name, "path": str(e.path), "origin": e.origin,
                      "summary": e.summary} for e in found])
         return 0
-    width = max((len(e.name) for e in found), default=0)
-    for e in found:
+    names = [printable(e.name, newlines=False) for e in found]
+    width = max(map(len, names), default=0)
+    for e, name in zip(found, names, strict=True):
         where = "" if e.origin == "built-in" else f"  ({_short(e.path)})"
-        print(f"{e.name:<{width}}  {e.summary}{where}")
+        print(printable(f"{name:<{width}}  {e.summary}{where}", newlines=False))
     return 0
 
 

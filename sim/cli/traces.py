@@ -84,19 +84,21 @@ def run_import(args: argparse.Namespace) -> int:
             report = import_traces(args.sources, args.out, strict=args.strict,
                                    force=args.force, progress=progress,
                                    scheduler=scheduler)
+    from sim.output.safe_text import printable
+
     for line in (*report.warning_lines(), *report.lines()):
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
     if conditions:
         _, kept, total = slice_folder(args.out, conditions, args.out)
-        print(f"kept {kept:,} of {total:,} runs imported ({where_text(conditions)})",
+        print(printable(f"kept {kept:,} of {total:,} runs imported ({where_text(conditions)})"),
               file=sys.stderr)
     if args.format == "json":
         json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
         for line in report.warning_lines():
-            print(line)
-        print(f"traces in {args.out}/ (runs.parquet, calls.parquet, import.json)")
+            print(printable(line))
+        print(f"traces in {printable(args.out)}/ (runs.parquet, calls.parquet, import.json)")
     return 0
 
 
@@ -109,5 +111,7 @@ def run_summary(args: argparse.Namespace) -> int:
         json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        print(format_summary(summary))
+        from sim.output.safe_text import printable
+
+        print(printable(format_summary(summary)))
     return 0

@@ -1,4 +1,5 @@
-"""``sim view DIR``: open a results, comparison or calibration report."""
+"""``sim view DIR``: open a results, comparison or calibration report (its
+path printed with control characters shown as escapes)."""
 
 from __future__ import annotations
 
@@ -51,15 +52,17 @@ def run(args: argparse.Namespace) -> int:
     """Open the report, or print its path when no browser is available."""
     import webbrowser
 
+    from sim.output.safe_text import printable
+
     path = report_of(Path(args.folder)).resolve()
     if not args.print_only and _has_browser():
         try:
             if webbrowser.open(path.as_uri()):
-                print(f"opened {path}", file=sys.stderr)
+                print(f"opened {printable(path, newlines=False)}", file=sys.stderr)
                 return 0
         except webbrowser.Error:
             pass
-    print(path)
+    print(printable(path, newlines=False))
     return 0
 
 

@@ -13,7 +13,10 @@ The suite's properties carry the verdict, the exit status and the tasks
 that would decide an inconclusive comparison. ``compare --summary-md FILE``
 writes Markdown for a CI step summary (GitHub's ``$GITHUB_STEP_SUMMARY``):
 the verdict first, then the checks that failed or are undecided, then every
-check in a table. Both are deterministic for a given comparison.
+check in a table. Both are deterministic for a given comparison. Names from
+the scenarios (title, cells, changed values, sources) are escaped: for XML
+their control characters shown as escapes (:func:`~sim.output.safe_text.printable`:
+XML 1.0 cannot hold them), for Markdown as :func:`~sim.output.safe_text.md_text`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pandas as pd
 
 from sim.analysis import frames
 from sim.analysis.compare import INCONCLUSIVE, REGRESSION, Comparison, check_sentence, format_p
+from sim.output.safe_text import md_code, md_text, printable
 
 _HEADLINE = {"no regression": "✅ no regression", "regression": "❌ REGRESSION",
              "inconclusive": "⚠️ inconclusive"}
@@ -41,7 +45,7 @@ def junit_xml(result: Comparison) -> bytes:
     skipped = sum(c["status"] == INCONCLUSIVE for c in checks)
     counts = {"tests": str(len(checks)), "failures": str(failures), "errors": "0",
               "skipped": str(skipped)}
-    name = f"sim compare: {result.title}"
+    name = printable(f"sim compare: {result.title}")
     root = ET.Element("testsuites", {"name": name, **counts})
     suite = ET.SubElement(root, "testsuite", {"name": name, **counts, "time": "0"})
     properties = ET.SubElement(suite, "properties")
@@ -52,12 +56,13 @@ def junit_xml(result: Comparison) -> bytes:
                        ("base", result.base.source), ("candidate", result.candidate.source),
                        *((f"changed {path}", f"{old} -> {new}")
                          for path, old, new in result.changes)):
-        ET.SubElement(properties, "property", {"name": key, "value": value})
+        ET.SubElement(properties, "property", {"name": printable(key),
+                                               "value": printable(value)})
     for check in checks:
         case = ET.SubElement(suite, "testcase", {
-            "classname": f"sim.compare.{check['cell']}", "name": f"{check['cell']}: "
-            f"{check['check']}", "time": "0"})
-        sentence = check_sentence(check)
+            "classname": printable(f"sim.compare.{check['cell']}"),
+            "name": printable(f"{check['cell']}: {check['check']}"), "time": "0"})
+        sentence = printable(check_sentence(check))
         if check["status"] == REGRESSION:
             failure = ET.SubElement(case, "failure", {"type": "regression", "message": sentence})
             failure.text = sentence
@@ -71,15 +76,15 @@ def summary_markdown(result: Comparison) -> str:
     """Markdown for a CI step summary: the verdict first (see the module docstring)."""
     checks = frames.records(result.checks)
     level = round(100 * (1 - result.thresholds.alpha))
-    lines = [f"## {_HEADLINE[result.outcome]}: {result.title}", ""]
+    lines = [f"## {_HEADLINE[result.outcome]}: {md_text(result.title)}", ""]
     if result.changes:
-        lines += ["Changed: " + ", ".join(f"`{path}` {old} -> {new}"
+        lines += ["Changed: " + ", ".join(f"{md_code(path)} {md_text(old)} -> {md_text(new)}"
                                           for path, old, new in result.changes) + ".", ""]
-    lines += [f"{result.verdict[0].upper()}{result.verdict[1:]}. Exit status "
+    lines += [f"{md_text(result.verdict[0].upper() + result.verdict[1:])}. Exit status "
               f"{result.exit_status}.", ""]
     flagged = [c for c in checks if c["status"] != "within"]
     lines += [f"- {'**regression**' if c['status'] == REGRESSION else 'undecided'}: "
-              f"{check_sentence(c)}" for c in flagged]
+              f"{md_text(check_sentence(c))}" for c in flagged]
     if flagged:
         lines.append("")
     lines += [f"| check | change | {level}% interval | limit | adjusted p | result | tasks to "
@@ -87,12 +92,13 @@ def summary_markdown(result: Comparison) -> str:
     for c in checks:
         unit = " pp" if c["unit"] == "pp" else "%"
         need = _need(c["tasks_to_decide"])
-        lines.append(f"| {c['cell']}: {c['check']} | {c['change']:+.2f}{unit} "
+        lines.append(f"| {md_text(c['cell'])}: {md_text(c['check'])} | {c['change']:+.2f}{unit} "
                      f"| {c['ci_low']:+.2f} to {c['ci_high']:+.2f}{unit} "
                      f"| {c['threshold']:g}{unit} | {format_p(c['p_adjusted'])} "
                      f"| {c['status']} | {'' if need is None else f'{need:,}'} |")
-    lines += ["", f"- Base: {result.base.source}", f"- Candidate: {result.candidate.source}",
-              f"- Pairing: {result.pairing_note}"]
+    lines += ["", f"- Base: {md_text(result.base.source)}",
+              f"- Candidate: {md_text(result.candidate.source)}",
+              f"- Pairing: {md_text(result.pairing_note)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,7 @@ from sim.analysis import frames
 from sim.output import figures
 from sim.output.markdown_html import markdown_to_html
 from sim.output.results import write_atomic, write_json
+from sim.output.safe_text import md_code, md_text
 
 if TYPE_CHECKING:  # comparisons (and scipy) are imported by the functions that render them
     from sim.analysis.compare import Comparison
@@ -83,7 +84,7 @@ def _outcome_rows(result: Comparison, cell: str) -> list[str]:
     rows = [f"| outcome | base | candidate | change | {level}% interval | p | test |",
             "|---|---:|---:|---:|---:|---:|---|"]
     for r in frames.rows(result.outcomes[result.outcomes["cell"] == cell]):
-        rows.append(f"| `{r.outcome}` | {_pct(r.base_share)} ({r.base_count:,}) "
+        rows.append(f"| {md_code(r.outcome)} | {_pct(r.base_share)} ({r.base_count:,}) "
                     f"| {_pct(r.candidate_share)} ({r.candidate_count:,}) "
                     f"| {r.change_pp:+.2f} pp | {r.ci_low_pp:+.2f} to {r.ci_high_pp:+.2f} pp "
                     f"| {format_p(r.p_value)} | {r.test} |")
@@ -125,8 +126,8 @@ def _check_rows(result: Comparison, cell: str) -> list[str]:
                    if r.within else f"inconclusive{need}")
         interval = (f"{r.ci_low:+.2f} to {r.ci_high:+.2f}{unit}"
                     if np.isfinite(r.ci_low) and np.isfinite(r.ci_high) else "n/a")
-        rows.append(f"| {r.check} | {r.change:+.2f}{unit} | {interval} | {r.threshold:g}{unit} "
-                    f"| {p} | {format_p(r.p_adjusted)} | {outcome} |")
+        rows.append(f"| {md_text(r.check)} | {r.change:+.2f}{unit} | {interval} "
+                    f"| {r.threshold:g}{unit} | {p} | {format_p(r.p_adjusted)} | {outcome} |")
     return rows
 
 
@@ -178,19 +179,22 @@ def comparison_markdown(result: Comparison, figure_names: list[str] | None = Non
               "inconclusive": "inconclusive"}[result.outcome]
     flagged = frames.records(result.checks[result.checks["status"] != "within"])
     better = frames.records(result.checks[result.checks["improvement"]])
-    lines = [f"# Comparison: {result.title}", "",
+    lines = [f"# Comparison: {md_text(result.title)}", "",
              f"**Verdict: {status}** (exit status {result.exit_status})"
-             + ("." if result.regression else f": {result.verdict.split(': ', 1)[1]}."), ""]
+             + ("." if result.regression else f": {md_text(result.verdict.split(': ', 1)[1])}."),
+             ""]
     if result.changes:
         lines += ["**Changed** (base -> candidate):", ""]
-        lines += [f"- `{path}`: {old} -> {new}" for path, old, new in result.changes]
+        lines += [f"- {md_code(path)}: {md_text(old)} -> {md_text(new)}"
+                  for path, old, new in result.changes]
         lines.append("")
-    lines += [f"- {check_sentence(r)}" for r in flagged]
+    lines += [f"- {md_text(check_sentence(r))}" for r in flagged]
     if better:
         lines += ["", "Significant improvements:", ""]
-        lines += [f"- {check_sentence(r)}" for r in better]
-    lines += ["", f"- Base: {result.base.source}", f"- Candidate: {result.candidate.source}",
-              f"- Pairing: {result.pairing_note}", "", "## Method", "", _method(result)]
+        lines += [f"- {md_text(check_sentence(r))}" for r in better]
+    lines += ["", f"- Base: {md_text(result.base.source)}",
+              f"- Candidate: {md_text(result.candidate.source)}",
+              f"- Pairing: {md_text(result.pairing_note)}", "", "## Method", "", _method(result)]
     if "outcomes" in names:
         lines += ["", "## Figures", "", f"![Outcome shares, base and candidate]"
                   f"({FIGURES_DIR}/outcomes.png)"]
@@ -200,7 +204,7 @@ def comparison_markdown(result: Comparison, figure_names: list[str] | None = Non
                       f"({FIGURES_DIR}/share_changes.png)"]
     for b, c in result.cell_pairs:
         tests = result.tests[result.tests["cell"] == b].iloc[0]
-        title = b if b == c else f"{b} vs {c}"
+        title = md_text(b if b == c else f"{b} vs {c}")
         lines += ["", f"## Cell {title}", "", "### Outcomes", "",
                   *_outcome_rows(result, b), "",
                   f"Whole outcome distribution: {tests['test']}, statistic "
@@ -211,7 +215,7 @@ def comparison_markdown(result: Comparison, figure_names: list[str] | None = Non
         for name, caption in ((f"{slug}_cost_ccdf", "Cost tail (log-log)"),
                               (f"{slug}_steps", "Model steps per task")):
             if name in names:
-                lines += ["", f"![{b}: {caption}]({FIGURES_DIR}/{name}.png)"]
+                lines += ["", f"![{md_text(b)}: {caption}]({FIGURES_DIR}/{name}.png)"]
     return "\n".join(lines) + "\n"
 
 

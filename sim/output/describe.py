@@ -4,7 +4,9 @@ A report's settings come from its provenance (:mod:`sim.output.provenance`),
 that is from the scenario as it ran, after ``--set``: ``--set
 harness.budgets.tokens=500000`` makes the report say "500 k prompt-token
 budget", whatever the scenario file's description says. The overrides are
-listed as given.
+listed as given. Every value taken from the scenario or the recorded runs
+(names, models, overrides, sweep axes) is escaped for Markdown
+(:mod:`sim.output.safe_text`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sim.harness.params import Budgets
+from sim.output.safe_text import md_code, md_text
 
 
 def amount(n: float) -> str:
@@ -45,7 +48,8 @@ def _detector(d: Mapping[str, Any]) -> str:
     nudges = d.get("nudges", 0)
     then = (f"{nudges} nudge{'s' if nudges != 1 else ''} then stop" if nudges
             else "stop on the first detection")
-    return f"detector {d.get('name')} ({d.get('repeat_threshold')} identical calls; {then})"
+    return (f"detector {md_text(d.get('name'))} ({d.get('repeat_threshold')} identical calls; "
+            f"{then})")
 
 
 def _retries(r: Mapping[str, Any]) -> str:
@@ -63,7 +67,7 @@ def _prices(h: Mapping[str, Any]) -> str:
     if prices is None:
         return "catalogue prices"
     if isinstance(prices, str):
-        return f"prices {prices}"
+        return f"prices {md_text(prices)}"
     return "overridden prices"
 
 
@@ -89,23 +93,24 @@ def settings_sentence(scenario: Mapping[str, Any]) -> str:
     verifier = (h.get("verifier") or {}).get("name", "none")
     parts = [f"engine {scenario.get('engine')}, {amount(scenario.get('tasks', 0))} tasks per "
              f"cell, seed {scenario.get('seed')}",
-             f"model {h.get('model')} with {_prices(h)}",
+             f"model {md_text(h.get('model'))} with {_prices(h)}",
              budgets_text(h.get("budgets") or {}),
              _detector(h.get("detector") or {}),
-             "no verifier" if verifier == "none" else f"verifier {verifier}",
+             "no verifier" if verifier == "none" else f"verifier {md_text(verifier)}",
              _retries(h.get("retry") or {}),
              f"context window {amount(h.get('context_window', 0))} tokens"
              + (f", compaction above {amount(context['compact_at_tokens'])} tokens"
                 if context.get("compact_at_tokens") else "")]
     if h.get("prompt_cache"):
-        parts.append(f"prompt caching ({h['prompt_cache']})")
+        parts.append(f"prompt caching ({md_text(h['prompt_cache'])})")
     if h.get("approval_required"):
-        parts.append(f"approval of {', '.join(h['approval_required'])} calls")
+        parts.append(f"approval of {', '.join(map(md_text, h['approval_required']))} calls")
     if scenario.get("engine") == "des":
         parts.append(_des(scenario.get("des") or {}))
     sweep = scenario.get("sweep") or {}
     if sweep:
-        parts.append("swept: " + ", ".join(f"`{k}` ({len(v)} values)" for k, v in sweep.items()))
+        parts.append("swept: " + ", ".join(f"{md_code(k)} ({len(v)} values)"
+                                           for k, v in sweep.items()))
     return "; ".join(parts) + "."
 
 
@@ -130,7 +135,7 @@ def with_params(scenario: Mapping[str, Any], params: Mapping[str, Any] | None
 def replay_sentence(replay: Mapping[str, Any]) -> str:
     """What a replay ran on: its recorded runs and their models."""
     models = list(replay.get("models") or [])
-    shown = ", ".join(f"`{m}`" for m in models[:6]) + (
+    shown = ", ".join(map(md_code, models[:6])) + (
         f" and {len(models) - 6} more" if len(models) > 6 else "")
     return (f"{replay['runs']:,} recorded runs of {len(models)} model"
             f"{'s' if len(models) != 1 else ''}{f' ({shown})' if models else ''}, replayed "
@@ -146,7 +151,7 @@ def provenance_lines(provenance: Mapping[str, Any] | None,
     if not provenance or "scenario" not in provenance:
         return []
     overrides = provenance.get("overrides") or []
-    shown = ", ".join(f"`{o}`" for o in overrides) if overrides else "none"
+    shown = ", ".join(map(md_code, overrides)) if overrides else "none"
     sentence = settings_sentence(with_params(provenance["scenario"], params))
     replay = provenance.get("replayed")
     if replay:
@@ -154,6 +159,7 @@ def provenance_lines(provenance: Mapping[str, Any] | None,
         sentence = f"{replay_sentence(replay)}; {harness}"
     return [f"**Settings** (as run, after overrides): {sentence}",
             "",
-            f"**Overrides**: {shown}. Recorded by sim {provenance.get('sim_version')}, "
-            f"catalogue prices as of {provenance.get('prices_date')}; the resolved scenario "
+            f"**Overrides**: {shown}. Recorded by sim {md_text(provenance.get('sim_version'))}, "
+            f"catalogue prices as of {md_text(provenance.get('prices_date'))}; the resolved "
+            "scenario "
             "is in summary.json (`provenance`)."]

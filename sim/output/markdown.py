@@ -1,5 +1,8 @@
 """The Markdown report of a results folder (report.md): the answer first,
-one section per cell, then the settings and the definitions.
+one section per cell, then the settings and the definitions. Names and
+values from the scenario (its name, description, cell names, sweep values) are
+escaped (:func:`sim.output.safe_text.md_text`): they show as written and
+cannot add HTML, a link or a table cell.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 from sim.analysis import stats
 from sim.output.files import json_default, write_atomic
+from sim.output.safe_text import md_code, md_text
 from sim.output.terminal import capacity_rows, cell_counts, comparison_rows, format_table
 from sim.task_record import FALSE_SUCCESS
 
@@ -36,7 +40,7 @@ def _outcome_rows(cell: Mapping[str, Any]) -> list[str]:
     rows = ["| outcome | tasks | share | 95% interval |", "|---|---:|---:|---:|"]
     for outcome, count in cell_counts(cell).items():
         low, high = stats.share_ci(count, n)
-        rows.append(f"| `{outcome}` | {count} | {100 * count / n:.1f}% "
+        rows.append(f"| {md_code(outcome)} | {count} | {100 * count / n:.1f}% "
                     f"| {100 * low:.1f}% to {100 * high:.1f}% |")
     return rows
 
@@ -61,9 +65,9 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
     means = ", ".join(f"{k.removesuffix('_mean').replace('_', ' ')} {cell[k]:.2f}"
                       for k in (f"{m}_mean" for m in SUMMARY_MEANS) if k in cell)
     parts = [
-        f"## {cell['name']}",
-        f"Parameters: `{params}`",
-        f"```text\n{format_table(cell)}\n```",
+        f"## {md_text(cell['name'])}",
+        f"Parameters: {md_code(params)}",
+        f"```text\n{format_table({**cell, 'name': md_text(cell['name'])})}\n```",
         "\n".join(_outcome_rows(cell)),
         "\n".join(_metric_rows(cell)),
         f"Total spend ${cell['cost']['total']:,.2f}; cache hit share "
@@ -85,16 +89,17 @@ def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> s
     from sim.output.describe import provenance_lines
 
     cells = summary["cells"]
-    parts = [f"# {title}"]
+    parts = [f"# {md_text(title)}"]
     if lead.strip():
         parts.append(lead.strip())
-    parts += [sizing_markdown(c["sizing"], c["name"] if len(cells) > 1 else "")
+    parts += [sizing_markdown(c["sizing"], md_text(c["name"]) if len(cells) > 1 else "")
               for c in cells if c.get("sizing")]
     if len(cells) > 1:
         parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
     parts += storm_markdown(cells)
     parts += [_cell_section(c) for c in cells]
-    about = [summary["description"].strip()] if summary.get("description") else []
+    about = ["\n".join(map(md_text, summary["description"].strip().splitlines()))
+             ] if summary.get("description") else []
     params = cells[0].get("params") if len(cells) == 1 else None
     settings = "\n".join(provenance_lines(summary.get("provenance"), params))
     parts += ["## Settings", *about, *([settings] if settings else []),

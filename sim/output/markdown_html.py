@@ -28,21 +28,51 @@ figcaption { font-size: 0.85em; color: #555; }
 """
 
 
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+"""A backslash escape of ASCII punctuation (CommonMark): the character itself."""
+_HIDDEN = 0xF0000
+_HIDDEN_CHAR = re.compile("[\U000F0000-\U000F007F]")
+
+
+def _hide(text: str) -> str:
+    """``text`` with each backslash-escaped character moved to a private-use
+    code point, out of reach of the code-span, bold and cell splitting below."""
+    return _ESCAPE.sub(lambda m: chr(_HIDDEN + ord(m.group(1))), text)
+
+
+def _reveal(text: str, *, literal: bool = False) -> str:
+    """Undo :func:`_hide`: each hidden character HTML-escaped, or (``literal``)
+    as its Markdown escape again."""
+    def shown(match: re.Match[str]) -> str:
+        char = chr(ord(match.group()) - _HIDDEN)
+        return "\\" + char if literal else html.escape(char)
+
+    return _HIDDEN_CHAR.sub(shown, text)
+
+
+def _plain(text: str) -> str:
+    """The text a run of Markdown text stands for: escapes and entities decoded."""
+    return html.unescape(_reveal(_hide(text)))
+
+
 def _inline(text: str) -> str:
-    """Inline Markdown (code spans, bold) of one line, HTML-escaped."""
-    parts = text.split("`")
+    """Inline Markdown (code spans, bold, backslash escapes, entities) of one
+    line, HTML-escaped."""
+    parts = _hide(text).split("`")
     out = []
     for i, part in enumerate(parts):
-        if i % 2:  # inside a code span
-            out.append(f"<code>{html.escape(part)}</code>")
+        if i % 2:  # inside a code span: no escapes, no entities
+            out.append(f"<code>{html.escape(_reveal(part, literal=True))}</code>")
         else:
-            escaped = html.escape(part)
-            out.append(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped))
+            escaped = html.escape(html.unescape(part))
+            out.append(_reveal(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)))
     return "".join(out)
 
 
 def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+    """The cells of a table row, split at pipes that are not escaped."""
+    return [_reveal(c, literal=True).strip()
+            for c in _hide(line).strip().strip("|").split("|")]
 
 
 def _table(lines: list[str]) -> str:
@@ -50,7 +80,10 @@ def _table(lines: list[str]) -> str:
     right = [a.endswith(":") for a in align]
 
     def row(cells: list[str], tag: str) -> str:
-        attrs = [' class="r"' if r else "" for r in right]
+        # as GitHub's tables: a row as wide as the header (excess cells
+        # dropped, missing ones empty)
+        cells = (cells + [""] * len(head))[:len(head)]
+        attrs = [' class="r"' if r else "" for r in (right + [False] * len(head))]
         return "<tr>" + "".join(f"<{tag}{attrs[i]}>{_inline(c)}</{tag}>"
                                 for i, c in enumerate(cells)) + "</tr>"
 
@@ -58,7 +91,7 @@ def _table(lines: list[str]) -> str:
             + "".join(row(r, "td") for r in body) + "</tbody></table>")
 
 
-_IMAGE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)]+)\)$")
+_IMAGE = re.compile(r"^!\[(?P<alt>(?:\\.|[^\]\\])*)\]\((?P<src>[^)]+)\)$")
 
 
 def markdown_to_html(markdown: str, images: Mapping[str, bytes], *, title: str) -> str:
@@ -117,7 +150,7 @@ def markdown_to_html(markdown: str, images: Mapping[str, bytes], *, title: str) 
                 raise KeyError(f"no image data for {src!r}")
             data = base64.b64encode(images[src]).decode("ascii")
             out.append(f'<figure><img src="data:image/png;base64,{data}" '
-                       f'alt="{html.escape(alt)}"><figcaption>{_inline(alt)}</figcaption>'
+                       f'alt="{html.escape(_plain(alt))}"><figcaption>{_inline(alt)}</figcaption>'
                        "</figure>")
         elif not stripped:
             flush()

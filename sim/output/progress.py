@@ -63,7 +63,13 @@ class LineProgress(tqdm):
 
 def progress_bar(*args: Any, file: IO[str] | None = None, **kwargs: Any) -> tqdm:
     """A tqdm bar on ``file`` (default stderr): drawn in place on a terminal,
-    one line per tenth otherwise. Takes tqdm's arguments."""
+    one line per tenth otherwise. Takes tqdm's arguments; its ``desc`` (which
+    may hold a scenario's name) is printed with control characters as visible
+    escapes (:func:`~sim.output.safe_text.printable`)."""
+    from sim.output.safe_text import printable
+
+    if isinstance(kwargs.get("desc"), str):
+        kwargs["desc"] = printable(kwargs["desc"], newlines=False)
     stream = sys.stderr if file is None else file
     cls = tqdm if is_terminal(stream) else LineProgress
     return cls(*args, file=stream, **kwargs)

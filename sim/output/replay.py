@@ -18,7 +18,8 @@ replay adds:
   assumptions (the run stops at its first intervention: a lower bound; it goes
   on as recorded: an upper bound); and how faithfully the recording could be
   replayed;
-- ``report.md`` leads with those figures (:func:`replay_markdown`).
+- ``report.md`` leads with those figures (:func:`replay_markdown`); names from
+  the traces (outcomes, models, the traces' path) escaped for Markdown.
 
 Units: tokens are counts, money is USD (each call's one price,
 :mod:`sim.cost.recorded`: the source's recorded cost where trustworthy, its
@@ -48,6 +49,7 @@ from sim.output.results import (
     write_json,
     write_parquet,
 )
+from sim.output.safe_text import md_code, md_text
 
 HTML_NAME = "report.html"
 JUDGED = ("resolved", "unresolved", "unknown")
@@ -216,16 +218,16 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
     assumption = ("each diverged run goes on as recorded: an upper bound on cost"
                   if mode == "continue" else
                   "each diverged run ends at its first intervention: a lower bound on cost")
-    name = f" ({cell})" if cell else ""
+    name = f" ({md_text(cell)})" if cell else ""
     changed = changes_text(block)
     lines = [
         f"## What the candidate would have done to {n:,} recorded runs{name}",
         "",
-        *([f"**{changed}**", ""] if changed else []),
-        f"Traces: `{block['traces']}`; {rec['resolved']:,} resolved, {rec['unresolved']:,} "
+        *([f"**{md_text(changed)}**", ""] if changed else []),
+        f"Traces: {md_code(block['traces'])}; {rec['resolved']:,} resolved, {rec['unresolved']:,} "
         f"unresolved, {rec['unknown']:,} not judged by the source. After an intervention: "
         f"**{mode}** ({assumption}). Recorded tool errors are replayed as "
-        f"`{block['tool_error_kind']}` errors.",
+        f"{md_code(block['tool_error_kind'])} errors.",
         "",
         f"**Stopped by the candidate: {st['runs']:,} of {n:,} runs ({_pct(st['runs'], n)})**: "
         f"{st['resolved']:,} resolved (stops that would have cost a success), "
@@ -235,7 +237,7 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
     if st["by_outcome"]:
         lines += ["", "| why | runs | resolved | unresolved | not judged |",
                   "|---|---:|---:|---:|---:|"]
-        lines += [f"| `{outcome}` | {c['runs']:,} | {c['resolved']:,} | {c['unresolved']:,} "
+        lines += [f"| {md_code(outcome)} | {c['runs']:,} | {c['resolved']:,} | {c['unresolved']:,} "
                   f"| {c['unknown']:,} |" for outcome, c in st["by_outcome"].items()]
     lines += [
         "",
@@ -252,21 +254,22 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
         lines.append(basis_line(rec["price_basis"]).capitalize() + ".")
     if rec["unpriced_models"]:
         lines.append(f"Models not in the price catalogue, priced at the scenario's prices: "
-                     f"{', '.join(f'`{m}`' for m in rec['unpriced_models'])}.")
+                     f"{', '.join(map(md_code, rec['unpriced_models']))}.")
     if rec["runs_without_cost"]:
         lines.append(f"{rec['runs_without_cost']:,} runs have no price: their savings count "
                      "only at the runs' prices.")
     det = block["detector"]
     lines += ["", "### Detector firings", ""]
     if not det["judgeable"]:
-        lines.append(f"Not judged: {det['note']}.")
+        lines.append(f"Not judged: {md_text(det['note'])}.")
     elif not det["signals"]:
         lines.append("The detector did not fire on any run.")
     else:
         lines += ["| signal | firings | runs | on resolved runs | share on resolved runs |",
                   "|---|---:|---:|---:|---:|"]
-        lines += [f"| {signal} | {e['firings']:,} | {e['runs']:,} | {e['resolved_runs']:,} "
-                  f"| {100 * e['resolved_share']:.1f}% |" for signal, e in det["signals"].items()]
+        lines += [f"| {md_text(signal)} | {e['firings']:,} | {e['runs']:,} "
+                  f"| {e['resolved_runs']:,} | {100 * e['resolved_share']:.1f}% |"
+                  for signal, e in det["signals"].items()]
         lines += ["", "A firing on a resolved run is a false positive on these runs: the run "
                       "succeeded without the intervention."]
     iv = block["interventions"]
@@ -274,7 +277,7 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
     if not iv["runs"]:
         lines.append("None: every run is exact up to where it ended.")
     else:
-        kinds = ", ".join(f"{kind} {count:,}" for kind, count in iv["by_kind"].items())
+        kinds = ", ".join(f"{md_text(kind)} {count:,}" for kind, count in iv["by_kind"].items())
         cost, share = iv["cost_usd"], iv["succeeded_share"]
         lines.append(
             f"{iv['runs']:,} runs diverged (first intervention: {kinds}; {iv['resolved']:,} of "

@@ -1,12 +1,17 @@
 """Terminal tables: one cell's results shaped like seed 001's output, the
 table comparing cells, a DES cell's capacity rows and Little's law in words.
-Shares are in [0, 1]; tokens are counts, cost USD, times seconds.
+Shares are in [0, 1]; tokens are counts, cost USD, times seconds. Names
+(cells, outcomes) are printed with control characters as visible escapes
+(:func:`~sim.output.safe_text.printable`); in the Markdown rows, escaped for
+Markdown (:func:`~sim.output.safe_text.md_text`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from sim.output.safe_text import md_text, printable
 
 _OUTCOME_WIDTH = 26
 
@@ -26,11 +31,11 @@ def format_table(cell: Mapping[str, Any]) -> str:
     prompt tokens (p50, p95, max), cost per task (mean, p95, max) and total
     spend in USD."""
     n = cell["tasks"]
-    counts = cell_counts(cell)
-    width = max([_OUTCOME_WIDTH, *(len(k) + 2 for k in counts)])
+    counts = [(printable(k, newlines=False), c) for k, c in cell_counts(cell).items()]
+    width = max([_OUTCOME_WIDTH, *(len(k) + 2 for k, _ in counts)])
     steps, tokens, cost = cell["steps"], cell["input_tokens"], cell["cost"]
-    lines = [f"== {cell['name']}, {n} tasks"]
-    lines += [f"  {k:<{width}}{c:>6}  {100 * c / n:5.1f}%" for k, c in counts.items()]
+    lines = [f"== {printable(cell['name'], newlines=False)}, {n} tasks"]
+    lines += [f"  {k:<{width}}{c:>6}  {100 * c / n:5.1f}%" for k, c in counts]
     lines += [
         f"  steps          p50 {steps['p50']:>4}  p95 {steps['p95']:>4}  max {steps['max']:>4}",
         f"  input tokens   p50 {tokens['p50']:>9,}  p95 {tokens['p95']:>9,}"
@@ -74,7 +79,7 @@ def comparison_rows(cells: list[Mapping[str, Any]]) -> list[str]:
     for cell in cells:
         mean, p95 = cell["cost"]["mean"], cell["cost"]["p95"]
         rows.append(
-            f"| {cell['name']} | {100 * cell['outcomes'].get('succeeded', 0.0):.1f}% "
+            f"| {md_text(cell['name'])} | {100 * cell['outcomes'].get('succeeded', 0.0):.1f}% "
             f"| ${mean:,.2f} | {_change(mean, base['cost']['mean'])} "
             f"| ${p95:,.2f} | {_change(p95, base['cost']['p95'])} "
             f"| {100 * cell.get('cache_hit_share', 0.0):.1f}% |")
@@ -85,14 +90,15 @@ def format_comparison(cells: list[Mapping[str, Any]]) -> str:
     """The terminal table comparing a sweep's cells (no trailing newline):
     succeeded share, mean and p95 cost per task (USD) and their change
     against the first cell."""
-    width = max(len("cell"), *(len(str(c["name"])) for c in cells))
+    names = [printable(c["name"], newlines=False) for c in cells]
+    width = max(len("cell"), *map(len, names))
     base = cells[0]["cost"]
     lines = [f"== {len(cells)} cells compared (changes against the first)",
              f"  {'cell':<{width}}  succeeded  mean cost   change   p95 cost   change"]
-    for cell in cells:
+    for cell, name in zip(cells, names, strict=True):
         mean, p95 = cell["cost"]["mean"], cell["cost"]["p95"]
         succeeded = 100 * cell["outcomes"].get("succeeded", 0.0)
-        lines.append(f"  {cell['name']:<{width}}  {succeeded:8.1f}%"
+        lines.append(f"  {name:<{width}}  {succeeded:8.1f}%"
                      f"  {'$' + format(mean, ',.2f'):>9}  {_change(mean, base['mean']):>7}"
                      f"  {'$' + format(p95, ',.2f'):>9}  {_change(p95, base['p95']):>7}")
     return "\n".join(lines)

@@ -581,7 +581,7 @@ def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRec
         if block.get("type") != "tool_use":
             continue
         ident = block.get("id")
-        record = ToolCallRecord(name=str(block.get("name")),
+        record = ToolCallRecord(name=block.get("name", ""),
                                 id=None if ident is None else str(ident),
                                 arguments=canonical_arguments(block.get("input")))
         answer = session.results.get(str(ident))

@@ -335,7 +335,7 @@ class _Steps:
                     continue
                 if tool_id is not None:
                     known.add(tool_id)
-                record = ToolCallRecord(name=str(item.get("function_name")), id=tool_id,
+                record = ToolCallRecord(name=item.get("function_name", ""), id=tool_id,
                                         arguments=canonical_arguments(item.get("arguments")))
                 call.tool_calls.append(record)
                 if tool_id is not None:

@@ -278,7 +278,7 @@ def _tool(obs: dict) -> ToolCallRecord:
         result = canonical_arguments(result)
     tokens, sha, _ = tool_result(result)
     start, end = _times(obs)
-    return ToolCallRecord(name=str(obs.get("name")), id=str(obs.get("id")),
+    return ToolCallRecord(name=obs.get("name", ""), id=str(obs.get("id")),
                           arguments=canonical_arguments(obs.get("input")),
                           result_tokens=tokens, result_sha256=sha,
                           error=str(obs.get("level", "")).upper() == "ERROR",

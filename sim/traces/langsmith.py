@@ -313,7 +313,7 @@ def _tool(step: dict) -> ToolCallRecord:
         result = canonical_arguments(result)
     tokens, sha, _ = tool_result(result)
     start = moment(step.get("start_time"))
-    return ToolCallRecord(name=str(step.get("name")), id=str(step.get("id")),
+    return ToolCallRecord(name=step.get("name", ""), id=str(step.get("id")),
                           arguments=canonical_arguments(step.get("inputs")),
                           result_tokens=tokens, result_sha256=sha,
                           error=bool(step.get("error")),

@@ -284,7 +284,7 @@ def _tools(call: CallRecord, message: dict, extra: dict, text: str | None,
                 continue
             function = as_dict(item.get("function"))
             call.tool_calls.append(ToolCallRecord(
-                name=str(function.get("name")),
+                name=function.get("name", ""),
                 id=None if item.get("id") is None else str(item["id"]),
                 arguments=canonical_arguments(function.get("arguments"))))
         return

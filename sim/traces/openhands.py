@@ -342,7 +342,7 @@ class _Stream:
             wanted = str(meta["tool_call_id"])
             tool = next((t for t in call.tool_calls if t.id == wanted), None)
             if tool is None:
-                tool = ToolCallRecord(name=str(meta.get("function_name")), id=wanted,
+                tool = ToolCallRecord(name=meta.get("function_name", ""), id=wanted,
                                       arguments=canonical_json(_arguments(event)))
                 call.tool_calls.append(tool)
             self.by_tool_id[wanted] = (tool, moment)
@@ -490,7 +490,7 @@ def _derived(counts: Usage, prompt: Any, completion: Any, where: str) -> dict[st
 
 def _tool(item: dict) -> ToolCallRecord:
     function = as_dict(item.get("function"))
-    return ToolCallRecord(name=str(function.get("name")),
+    return ToolCallRecord(name=function.get("name", ""),
                           id=None if item.get("id") is None else str(item["id"]),
                           arguments=canonical_arguments(function.get("arguments")))
 

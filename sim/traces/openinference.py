@@ -81,11 +81,11 @@ def _output_messages(a: dict[str, Any]) -> tuple[list[str], list[spantree.ToolFa
             texts.append(content)
         for j in range(256):
             call = f"{base}tool_calls.{j}.tool_call."
-            name = a.get(call + "function.name")
-            if name is None:
-                break
+            if not any(k.startswith(call) for k in a):
+                break  # a tool call with any attribute is one (its name checked when written)
+            name = a.get(call + "function.name", "")
             ident = a.get(call + "id")
-            tools.append(spantree.ToolFacts(str(name), None if ident is None else str(ident),
+            tools.append(spantree.ToolFacts(name, None if ident is None else str(ident),
                                             a.get(call + "function.arguments")))
     return texts, tools
 
@@ -113,7 +113,7 @@ def _tool(span: Span) -> spantree.ToolFacts | None:
         return None
     a = span.attributes
     ident = a.get("tool_call.id")
-    return spantree.ToolFacts(str(a.get("tool.name", span.name)),
+    return spantree.ToolFacts(a.get("tool.name", span.name),
                               None if ident is None else str(ident),
                               a.get("input.value", a.get("tool.parameters")),
                               a.get("output.value"))

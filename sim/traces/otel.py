@@ -344,7 +344,7 @@ def _tool(span: Span) -> ToolCallRecord:
     tokens, sha, _ = tool_result(result)
     call_id = a.get("gen_ai.tool.call.id")
     return ToolCallRecord(
-        name=str(a.get("gen_ai.tool.name", span.name)),
+        name=a.get("gen_ai.tool.name", span.name),
         id=None if call_id is None else str(call_id),
         arguments=canonical_arguments(a.get("gen_ai.tool.call.arguments")),
         result_tokens=tokens, result_sha256=sha, error=span.error,

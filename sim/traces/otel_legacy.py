@@ -81,11 +81,11 @@ def _call(span: Span) -> spantree.CallFacts | None:
         if finish is None and a.get(base + "finish_reason") is not None:
             finish = finish_reasons(a[base + "finish_reason"])
         for j in range(256):
-            name = a.get(f"{base}tool_calls.{j}.name")
-            if name is None:
-                break
+            if not any(k.startswith(f"{base}tool_calls.{j}.") for k in a):
+                break  # a tool call with any attribute is one (its name checked when written)
+            name = a.get(f"{base}tool_calls.{j}.name", "")
             ident = a.get(f"{base}tool_calls.{j}.id")
-            tools.append(spantree.ToolFacts(str(name), None if ident is None else str(ident),
+            tools.append(spantree.ToolFacts(name, None if ident is None else str(ident),
                                             a.get(f"{base}tool_calls.{j}.arguments")))
     model = a.get("gen_ai.response.model", a.get("gen_ai.request.model"))
     return spantree.CallFacts(counts, model=None if model is None else str(model),
@@ -102,7 +102,7 @@ def _tool(span: Span) -> spantree.ToolFacts | None:
     a = span.attributes
     if a.get("traceloop.span.kind") != "tool":
         return None
-    return spantree.ToolFacts(str(a.get("traceloop.entity.name", span.name)), None,
+    return spantree.ToolFacts(a.get("traceloop.entity.name", span.name), None,
                               a.get("traceloop.entity.input"), a.get("traceloop.entity.output"))
 
 

@@ -13,6 +13,11 @@ and ``reason`` one of :data:`REASONS`. So whatever is written, the reader
 (:func:`~sim.traces.model.load_tables`) accepts, and one bad value never costs
 the run or the folder.
 
+A tool call's name is required too: a name that is null, empty, only
+whitespace or not a string (a number, an object) makes the run unusable
+(``tool call without a name``, the detail naming the call and the value), never
+a made-up name such as ``"None"`` (importers pass the recorded value as it is).
+
 Token counts are required (never null): a count that is not an integer in
 ``[0, MAX_COUNT]``, or a run whose sums exceed it, makes the run unusable
 (:class:`~sim.traces.skips.Unusable`, ``invalid token count``). Repairs a
@@ -44,7 +49,7 @@ from sim.traces.model import (
     RunRecord,
     ToolCallRecord,
 )
-from sim.traces.skips import BAD_COUNT, Unusable
+from sim.traces.skips import BAD_COUNT, NO_TOOL_NAME, Unusable
 
 Repair = tuple[str, str]
 """``(dotted field, reason)`` of one value repaired or set to null."""
@@ -89,9 +94,11 @@ def repair_run(run: RunRecord) -> list[Repair]:
         if not isinstance(call.tool_calls, list):
             call.tool_calls = []
             out.append(("calls.tool_calls", BAD_TYPE))
-        for tool in call.tool_calls:
-            if not isinstance(tool.name, str):
-                tool.name = str(tool.name)
+        for number, tool in enumerate(call.tool_calls):
+            if not is_tool_name(tool.name):
+                raise Unusable(NO_TOOL_NAME, f"call {index}: tool call {number}: "
+                                             f"calls.tool_calls.name is {short_repr(tool.name)}, "
+                                             f"not a tool's name")
             _record(tool, "tool_calls", out, _TEXT_TOOL, prefix="calls.")
             if tool.error is not None and not isinstance(tool.error, bool):
                 tool.error = None
@@ -112,6 +119,12 @@ def repair_run(run: RunRecord) -> list[Repair]:
                 run.started_at = None
                 out.append(("runs.started_at", BAD_TIME))
     return out
+
+
+def is_tool_name(value: Any) -> bool:
+    """Whether ``value`` can be a tool's name: a string with a character other
+    than whitespace."""
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _record(record: RunRecord | CallRecord | ToolCallRecord, kind: str, out: list[Repair],

@@ -29,12 +29,13 @@ MISSING_EXTRA = "optional dependency missing"
 UNREADABLE = "unreadable file"
 TOO_LARGE = "file too large"
 TOO_DEEP = "nested too deep"
+NO_TOOL_NAME = "tool call without a name"
 
 REASONS: tuple[str, ...] = (UNKNOWN_FORMAT, INVALID_JSON, NO_USAGE, NO_CALLS, NO_RUNS,
                             NO_TRAJECTORY,
                             CACHE_EXCEEDS, CACHE_MISMATCH, REASONING_EXCEEDS, BAD_COUNT, DUPLICATE,
                             MISSING_EXTRA, UNREADABLE,
-                            TOO_LARGE, TOO_DEEP)
+                            TOO_LARGE, TOO_DEEP, NO_TOOL_NAME)
 
 
 class Unusable(Exception):

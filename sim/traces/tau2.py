@@ -225,7 +225,7 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
     for call in as_list(message.get("tool_calls")):
         if isinstance(call, dict):
             tool_calls.append(ToolCallRecord(
-                name=str(call.get("name")), id=None if call.get("id") is None else str(call["id"]),
+                name=call.get("name", ""), id=None if call.get("id") is None else str(call["id"]),
                 arguments=canonical_arguments(call.get("arguments"))))
     started = seconds(before, start)
     latency = seconds(moment, before)

@@ -27,6 +27,7 @@ import yaml
 from sim.output.figures import new_figure, png_bytes
 from sim.output.html import markdown_to_html
 from sim.output.results import json_bytes, write_atomic
+from sim.output.safe_text import md_code, md_text, printable
 from sim.scenario.diff import Change, setting_changes
 from sim.tuning.evidence import pct_interval
 from sim.tuning.models import slug
@@ -273,9 +274,10 @@ def _stopped_frame(result: TuneResult) -> pd.DataFrame:
 
 
 def _cell(value: Any, width: int = 60) -> str:
-    """A table cell: no ``|`` (it would split the row), at most ``width`` characters."""
-    text = "" if value is None or value is pd.NA else str(value).replace("|", "/")
-    return text if len(text) <= width else text[:width - 1] + "…"
+    """A table cell: at most ``width`` characters of ``value``, escaped
+    (:func:`~sim.output.safe_text.md_text`: a ``|`` cannot split the row)."""
+    text = "" if value is None or value is pd.NA else str(value)
+    return md_text(text if len(text) <= width else text[:width - 1] + "…")
 
 
 def drill_down(result: TuneResult, limit: int = DRILL_ROWS) -> list[str]:
@@ -313,13 +315,14 @@ def _runs(result: TuneResult) -> str:
 def report_markdown(result: TuneResult) -> str:
     """The report: recommendation first, the refusal, the figure, the table."""
     rows = table_rows(result)
-    lines = [f"# Tuning limits: {result.traces}", "",
-             f"{_runs(result)}; knobs {', '.join(result.knobs)}; objective "
+    lines = [f"# Tuning limits: {md_text(result.traces)}", "",
+             f"{md_text(_runs(result))}; knobs {', '.join(result.knobs)}; objective "
              f"{result.objective}; keep {100 * result.keep_successes:g}% of successes, judged "
              f"by the upper end of the 95% interval of the share lost.", "",
-             "## Recommendation", "", "```", *lead(result), "```", "",
+             "## Recommendation", "", "```",
+             *(printable(line, newlines=False) for line in lead(result)), "```", "",
              "The harness block is in `recommended.yaml`; replay it with "
-             f"`python -m sim replay {result.traces} recommended.yaml`.", "",
+             f"{md_code(f'python -m sim replay {result.traces} recommended.yaml')}.", "",
              "## Runs the recommendation stops", "", *drill_down(result), "",
              "## Boundaries", "",
              "Each budget bisected between the tightest grid value that keeps successes and "

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,7 +40,12 @@ from sim.bad_input import InputError
 from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.builtin import builtin
 from sim.drivers.live.calls import ModelClient
-from sim.drivers.live.driver import CommandCheck, LiveDriver
+from sim.drivers.live.driver import (
+    MAX_WAIT_PER_RUN_S,
+    RETRY_AFTER_CAP_S,
+    CommandCheck,
+    LiveDriver,
+)
 from sim.drivers.live.otel import SpanRecorder, server_of
 from sim.drivers.live.tasks import LiveTask, TasksFile
 from sim.drivers.live.tools import Toolbox
@@ -147,7 +153,10 @@ class LiveBatch:
     checkpoints (run id ``<batch>-<task id>``); ``progress`` gets one line per
     event worth telling (task start and end, each model step); ``make_detector``
     builds each run's no-progress detector from its parameters (None: the
-    harness's own)."""
+    harness's own); ``max_wait_s`` and ``retry_after_cap_s`` bound each run's
+    provider back-offs (:class:`~sim.drivers.live.driver.LiveDriver`), and
+    ``warn`` hears when they bind (default: a line on stderr, even when
+    ``progress`` is quiet)."""
 
     def __init__(self, tasks: TasksFile, base: HarnessParams, model: ModelClient, *,
                  model_id: str, name: str = "live", approver: Approver = terminal_prompt,
@@ -156,8 +165,14 @@ class LiveBatch:
                  handle_sigint: bool = False, batch_id: str | None = None,
                  file: str = "",
                  make_detector: Callable[[HarnessParams], Detector] | None = None,
-                 on_run: Callable[[BatchResult], None] | None = None) -> None:
+                 on_run: Callable[[BatchResult], None] | None = None,
+                 max_wait_s: float | None = MAX_WAIT_PER_RUN_S,
+                 retry_after_cap_s: float = RETRY_AFTER_CAP_S,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.tasks = tasks
+        self.max_wait_s = max_wait_s
+        self.retry_after_cap_s = retry_after_cap_s
+        self.warn = warn if warn is not None else _stderr
         self.on_run = on_run
         self.make_detector = make_detector
         self.model = model
@@ -227,7 +242,8 @@ class LiveBatch:
             driver = LiveDriver(
                 self.model, toolbox, workdir=Path(workdir), approver=self.approver,
                 verifier=verifier, store=self.store, listeners=listeners,
-                observers=[self._observer(task.id)])
+                observers=[self._observer(task.id)], max_wait_s=self.max_wait_s,
+                retry_after_cap_s=self.retry_after_cap_s, warn=self.warn)
             self._driver = driver
             if self._cancelled:
                 driver.cancel()
@@ -270,6 +286,10 @@ class LiveBatch:
     def _say(self, line: str) -> None:
         if self.progress is not None:
             self.progress(line)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def write_traces(folder: str | os.PathLike, runs: list[RunRecord], *, force: bool = False

@@ -13,7 +13,8 @@ generator the simulation engines drive) and performs each effect it yields:
   default), for at most the request's timeout;
 * :class:`VerifyRequest`: the verifier (for example :class:`CommandCheck`, a
   command the model cannot write, run in the working directory);
-* :class:`Wait`: a real sleep (at most the harness's ``MAX_WAIT_S``, 5 minutes);
+* :class:`Wait`: a real sleep (at most the harness's ``MAX_WAIT_S``, 5 minutes),
+  within the run's wait budget (below);
 * :class:`Checkpoint`: the state saved in the checkpoint store (SQLite for
   real use).
 
@@ -21,6 +22,16 @@ generator the simulation engines drive) and performs each effect it yields:
 effect in flight: the model stream is closed, a shell command is killed, a
 sleep or an approval wait ends. The harness then sees the abort flag and ends
 the run as ``cancelled:external_signal``.
+
+Provider back-offs are bounded twice. A Retry-After longer than
+``retry_after_cap_s`` (:data:`RETRY_AFTER_CAP_S`, 2 minutes) is clamped to it
+before the harness sees it (said once per driver through ``warn``): a server
+answering ``Retry-After: 1000000000`` gets a retry after 2 minutes, not 5. And
+the seconds a run sleeps on back-offs are summed: a wait that would take the
+sum past ``max_wait_s`` (:data:`MAX_WAIT_PER_RUN_S`, 10 minutes; None: no
+budget) is not slept; the run ends there as ``failed:retries_exhausted`` with
+``why`` :data:`WAIT_BUDGET_EXHAUSTED` in its detail (the seconds waited, the
+wait refused and the budget), also said through ``warn``.
 
 Listeners (:class:`RunListener`) see every call with its timing, failed
 ones too (the OpenTelemetry spans of :mod:`~sim.drivers.live.otel` are one);
@@ -37,7 +48,7 @@ import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -65,9 +76,17 @@ from sim.harness.events import Observer
 from sim.harness.loop import Loop, agent_loop
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams
-from sim.harness.state import HarnessState, request_abort
+from sim.harness.state import FAILED, HarnessState, end_run, request_abort
 
 CHECK_OUTPUT_CHARS = 4_000
+
+RETRY_AFTER_CAP_S = 120.0
+"""The longest wait a provider's Retry-After gets for one retry, in seconds
+(a longer one is clamped to it)."""
+MAX_WAIT_PER_RUN_S = 600.0
+"""The default budget of the seconds one run may sleep on back-offs."""
+WAIT_BUDGET_EXHAUSTED = "retry wait budget exhausted"
+"""The ``why`` of a run ended because its next back-off would pass the budget."""
 
 
 class RunListener(Protocol):
@@ -117,13 +136,18 @@ class CommandCheck:
 
 class LiveDriver:
     """Performs the effects of live runs, one run at a time (see the module
-    docstring). ``workdir`` is where tools and checks run."""
+    docstring). ``workdir`` is where tools and checks run; ``max_wait_s``
+    (seconds, None: unbounded) and ``retry_after_cap_s`` bound back-offs,
+    ``warn`` hears when they bind (one line each)."""
 
     def __init__(self, model: ModelClient, toolbox: Toolbox, *,
                  workdir: str | Path, approver: Approver = terminal_prompt,
                  verifier: Verifier | None = None, store: CheckpointStore | None = None,
                  listeners: Sequence[RunListener] = (),
-                 observers: Sequence[Observer] = ()) -> None:
+                 observers: Sequence[Observer] = (),
+                 max_wait_s: float | None = MAX_WAIT_PER_RUN_S,
+                 retry_after_cap_s: float = RETRY_AFTER_CAP_S,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.model = model
         self.toolbox = toolbox
         self.context = ToolContext(Path(workdir))
@@ -139,6 +163,12 @@ class LiveDriver:
         self._params: HarnessParams | None = None  # the run in progress's
         self._state: HarnessState | None = None
         self._run_id = ""
+        self.max_wait_s = max_wait_s
+        self.retry_after_cap_s = retry_after_cap_s
+        self.warn = warn
+        self._clamp_said = False
+        self._waited = 0.0  # seconds the run in progress slept on back-offs
+        self._exhausted: dict[str, Any] | None = None  # why the wait budget ended it
 
     # ------------------------------------------------------------ control
     def cancel(self) -> None:
@@ -174,6 +204,7 @@ class LiveDriver:
         if wrap is not None:
             loop = wrap(loop)
         self._params, self._state, self._run_id = params, state, run_id
+        self._waited, self._exhausted = 0.0, None
         answer = cast(dict[type, Callable[[LiveDriver, Any, float], Awaitable[Any]]],
                       answers(LiveDriver))
         result: Any = None
@@ -187,6 +218,11 @@ class LiveDriver:
                     final: HarnessState = stop.value
                     break
                 result = await answer[type(effect)](self, effect, self.elapsed_s())
+                if self._exhausted is not None:  # the next back-off would pass the budget
+                    loop.close()
+                    end_run(state, FAILED, "retries_exhausted", self._exhausted)
+                    final = state
+                    break
         finally:
             self._loop = self._event = None
             self._params = self._state = None
@@ -214,7 +250,24 @@ class LiveDriver:
         end = self.elapsed_s()
         for listener in self.listeners:
             listener.model_call(request, answer, now, end)
-        return answer.result
+        return self._capped(answer.result)
+
+    def _capped(self, result: Any) -> Any:
+        """``result``, a Retry-After beyond :attr:`retry_after_cap_s` clamped to it."""
+        asked = getattr(result, "retry_after_s", None)
+        if (not isinstance(result, ModelError) or not isinstance(asked, int | float)
+                or asked <= self.retry_after_cap_s):
+            return result
+        if not self._clamp_said:
+            self._clamp_said = True
+            self._say(f"the provider asked to wait {asked:.6g} s before a retry; waiting "
+                      f"{self.retry_after_cap_s:g} s, the longest one retry waits "
+                      "(said once)")
+        return replace(result, retry_after_s=self.retry_after_cap_s)
+
+    def _say(self, line: str) -> None:
+        if self.warn is not None:
+            self.warn(line)
 
     async def execute(self, request: ToolRequest, now: float) -> ToolResult | ToolError:
         """The registered tool, with the request's timeout."""
@@ -228,8 +281,22 @@ class LiveDriver:
 
     async def wait(self, request: Wait, now: float) -> Any:
         """A backoff wait: a real sleep (:meth:`_sleep`); cut short, the
-        seconds really waited."""
-        return await self._unless_cancelled(request, self._sleep(request.seconds))
+        seconds really waited. A wait that would take the run's back-offs past
+        :attr:`max_wait_s` is not slept: the run is marked to end (see the
+        module docstring)."""
+        seconds = min(max(0.0, request.seconds), MAX_WAIT_S)
+        budget = self.max_wait_s
+        if budget is not None and self._waited + seconds > budget:
+            self._exhausted = {"why": WAIT_BUDGET_EXHAUSTED, "waited_s": round(self._waited, 3),
+                               "wait_s": seconds, "max_wait_s": budget}
+            self._say(f"run {self._run_id}: {WAIT_BUDGET_EXHAUSTED}: slept {self._waited:.1f} s "
+                      f"on back-offs, the next asks {seconds:g} s, the budget is {budget:g} s; "
+                      "the run ends as failed:retries_exhausted")
+            return 0.0
+        start = time.monotonic()
+        result = await self._unless_cancelled(request, self._sleep(seconds))
+        self._waited += time.monotonic() - start
+        return result
 
     async def approve(self, request: ApprovalRequest, now: float) -> ApprovalDecision:
         """The approver's decision (:meth:`_approve`)."""

@@ -25,7 +25,9 @@ other 4xx                                               ``invalid_request``
 An error event in the middle of an Anthropic stream arrives with the
 stream's HTTP status (200): its error type decides, and ``status`` is None.
 ``retry_after_s`` comes from ``retry-after-ms`` or ``retry-after`` (seconds or
-an HTTP date). The SDKs' own retries are off (``max_retries=0``): the harness
+an HTTP date); a number too large for a float (``1e400``, 400 digits) reads
+as the largest float, which the live driver clamps like any Retry-After
+beyond its cap. The SDKs' own retries are off (``max_retries=0``): the harness
 retries, at one layer (seed 001).
 """
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 import email.utils
 import importlib
 import math
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -126,8 +129,9 @@ def _kind(f: Failure, status: int | None) -> str:
 
 def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds the server asks to wait: ``retry-after-ms`` (milliseconds), else
-    ``retry-after`` as seconds or as an HTTP date; None when absent, unreadable,
-    negative or not finite."""
+    ``retry-after`` as seconds or as an HTTP date (finite: a number too large
+    for a float is the largest float); None when absent, unreadable,
+    negative or NaN."""
     lower = {k.lower(): v for k, v in headers.items()}
     raw = lower.get("retry-after-ms")
     if raw is not None:
@@ -154,4 +158,6 @@ def _number(text: str) -> float | None:
         value = float(text.strip())
     except ValueError:
         return None
-    return value if math.isfinite(value) and value >= 0 else None
+    if math.isnan(value) or value < 0:
+        return None
+    return min(value, sys.float_info.max)
