@@ -52,6 +52,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ from typing import Any
 
 from sim.bad_input import InputError
 from sim.output.provenance import identity
+from sim.user_paths import check_path
 
 RESULT_ENTRIES = frozenset({
     "results.parquet", "summary.json", "report.md", "report.html", "timeseries.parquet",
@@ -241,6 +243,7 @@ def prepare(out: str | os.PathLike, provenance: Mapping[str, Any], *, force: boo
     """Check that ``out`` may receive the results of the run ``provenance``
     describes (see the module docstring); return it as a Path. Creates the
     parent folders; leaves ``out`` itself as it was."""
+    check_path(out, flag)
     target = Path(out)
     if target.exists() and not target.is_dir():
         raise InputError(f"{flag} {target} is a file, not a folder")
@@ -272,6 +275,78 @@ def prepare(out: str | os.PathLike, provenance: Mapping[str, Any], *, force: boo
         raise InputError(f"{flag} {target}: cannot write there ({error.__class__.__name__}: "
                          f"{error.strerror or error})") from None
     return target
+
+
+def results_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a results folder (it holds a file that records
+    its run, :data:`IDENTITY_FILES`)."""
+    try:
+        return any((folder / name).is_file() for name in IDENTITY_FILES)
+    except OSError:
+        return False
+
+
+def check_file_target(value: str | os.PathLike, flag: str, *, replaced: bool = True,
+                      results: Sequence[str | os.PathLike] = ()) -> Path:
+    """``value`` as a file a command may write, checked before any long work
+    (one check for ``--otel``, ``--junit``, ``--summary-md``, ``--checkpoints``),
+    or an InputError (exit status 2) saying why not:
+
+    * a bad path (a NUL character, a name or path too long: :func:`check_path`);
+    * a folder; with ``replaced`` (the file is written beside the target and
+      renamed over it) anything but a regular file: a device such as
+      ``/dev/null``, a FIFO or a socket would be replaced by a regular file;
+    * a file inside a results folder (another run's ``summary.json``, or one of
+      ``results``, the folders this command writes): the file would replace
+      that run's results or make the folder foreign to later runs;
+    * a place where no file can be created (a parent that is a file, a
+      read-only or missing folder that cannot be made).
+
+    Creates the missing parent folders; returns the path."""
+    check_path(value, flag)
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(f"{flag} {path} is a folder, not a file")
+    if replaced and path.exists() and not path.is_file():
+        raise InputError(f"{flag} {path} is {_kind(path)}, not a regular file: writing it "
+                         f"would replace it with a file; give a file path")
+    parent = path.parent
+    owned = [Path(r) for r in results]
+    if results_folder(parent) or any(_same(parent, r) for r in owned):
+        raise InputError(f"{flag} {path} is inside the results folder {parent}: it would "
+                         f"replace or add to those results; give a path outside it")
+    for ancestor in (parent, *parent.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise InputError(f"{flag} {path}: {ancestor} is a file, not a folder")
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name[:200]}.check.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise InputError(f"{flag} {path}: cannot write there ({error.strerror or error})"
+                         ) from None
+    return path
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one folder (by their resolved paths)."""
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def _kind(path: Path) -> str:
+    """What the non-regular ``path`` is, in words (``a character device``)."""
+    mode = path.stat().st_mode
+    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 @contextlib.contextmanager
