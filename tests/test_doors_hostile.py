@@ -265,7 +265,7 @@ def test_a_300_character_scenario_file_name_is_exit_2(tmp_path) -> None:
 @pytest.mark.parametrize("flag", ["--out", "--otel"])
 def test_a_300_character_output_name_is_exit_2(tmp_path, no_simulation, flag) -> None:
     """``--out`` (or ``--otel``) with a 300-character name: a usage error, exit 2."""
-    extra = [flag, str(tmp_path / LONG)]
+    extra = ["--out", str(tmp_path / "o"), flag, str(tmp_path / LONG)]
     status, _, stderr = cli("run", str(BOUNDED), "--tasks", "5", "--quiet", *extra)
     one_error(status, stderr, flag, "at most 255")
 
@@ -338,3 +338,57 @@ def test_cost_refuses_a_model_with_a_named_price_set(flag) -> None:
                                  "1500", "--output", "600", "--prices", "seed001", *flag)
     one_error(status, stderr, "--prices seed001", flag[0], "not both")
     assert stdout == ""
+
+
+# ------------------------------------------------------------- neighbours
+@pytest.mark.parametrize("kind", ["folder", "device", "results"])
+def test_calibrate_out_naming_a_folder_device_or_results_file_is_refused_before_fitting(
+        tmp_path, monkeypatch, kind) -> None:
+    """``calibrate --out x.yaml`` where x.yaml is a folder gave IsADirectoryError
+    after the whole fit; a device was replaced by a regular file; a YAML put
+    into another run's results folder made it foreign. Refused before fitting."""
+    import sim.calibration.pipeline as pipeline
+
+    def never(*args, **kwargs):
+        raise AssertionError("calibration ran before the output was checked")
+
+    monkeypatch.setattr(pipeline, "calibrate", never)
+    target = tmp_path / "fit.yaml"
+    if kind == "folder":
+        target.mkdir()
+        words = "is a folder"
+    elif kind == "device":
+        try:
+            os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except (PermissionError, OSError):
+            pytest.skip("making a device node needs root")
+        words = "character device"
+    else:
+        (tmp_path / "other").mkdir()
+        (tmp_path / "other" / "summary.json").write_text("{}")
+        target = tmp_path / "other" / "fit.yaml"
+        words = "inside the results folder"
+    status, _, stderr = cli("calibrate", str(tmp_path / "traces"), "--out", str(target))
+    one_error(status, stderr, "--out", words)
+    assert kind != "device" or stat.S_ISCHR(target.stat().st_mode)
+
+
+@pytest.mark.parametrize("command", [["replay", "t", "s.yaml"], ["tune", "t"],
+                                     ["calibrate", "t"]], ids=["replay", "tune", "calibrate"])
+def test_other_commands_refuse_an_out_with_a_300_character_name(command) -> None:
+    """``replay``, ``tune`` and ``calibrate`` ``--out`` with a 300-character
+    name: a usage error naming --out (they gave OSError: File name too long)."""
+    status, _, stderr = cli(*command, "--out", f"/tmp/{LONG}.yaml")
+    one_error(status, stderr, "--out", "at most 255")
+
+
+def test_an_out_that_is_a_device_is_named_as_a_device(tmp_path) -> None:
+    """``run --out`` on a character device: 'is a character device, not a
+    folder' (it said 'is a file')."""
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError):
+        pytest.skip("making a device node needs root")
+    status, _, stderr = cli("run", str(BOUNDED), "--tasks", "5", "--out", str(device))
+    one_error(status, stderr, "--out", "is a character device, not a folder")

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--otel", metavar="FILE", type=folder_path,
                         help="also write the runs as OpenTelemetry GenAI spans (OTLP JSON) to "
                              "FILE (checked before any run)")
-    parser.add_argument("--checkpoints", metavar="FILE",
+    parser.add_argument("--checkpoints", metavar="FILE", type=folder_path,
                         help="SQLite checkpoint store (default: <out>.checkpoints.sqlite)")
     parser.add_argument("--approve", choices=APPROVERS, default="ask",
                         help="tool calls that need approval: ask at the terminal (default), "

@@ -246,7 +246,8 @@ def prepare(out: str | os.PathLike, provenance: Mapping[str, Any], *, force: boo
     check_path(out, flag)
     target = Path(out)
     if target.exists() and not target.is_dir():
-        raise InputError(f"{flag} {target} is a file, not a folder")
+        kind = "a file" if target.is_file() else _kind(target)
+        raise InputError(f"{flag} {target} is {kind}, not a folder")
     if target.is_dir():
         try:
             entries = _entries(target)
