@@ -50,8 +50,7 @@ def check_path(text: str | os.PathLike[str], what: str = "", *, source: str = ""
     problem = path_problem(text)
     if problem is None:
         return
-    shown = repr(os.fspath(text))
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
+    value = os.fspath(text)
+    shown = repr(value if len(value) <= 50 else value[:47] + "...")
     lead = f"{what} {shown}" if what else shown
     raise InputError(f"{lead}: {problem}", source=source, path=field)

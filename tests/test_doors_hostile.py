@@ -392,3 +392,37 @@ def test_an_out_that_is_a_device_is_named_as_a_device(tmp_path) -> None:
         pytest.skip("making a device node needs root")
     status, _, stderr = cli("run", str(BOUNDED), "--tasks", "5", "--out", str(device))
     one_error(status, stderr, "--out", "is a character device, not a folder")
+
+
+def test_sim_scenarios_with_a_300_character_name_is_exit_2(tmp_path, monkeypatch) -> None:
+    """``SIM_SCENARIOS=<300 characters>`` gave OSError in the name search."""
+    monkeypatch.setenv("SIM_SCENARIOS", str(tmp_path / LONG))
+    for command in (["run", "bounded", "--tasks", "5", "--out", str(tmp_path / "o")],
+                    ["scenarios"]):
+        status, _, stderr = cli(*command)
+        one_error(status, stderr, "$SIM_SCENARIOS", "at most 255")
+
+
+def test_view_of_a_300_character_name_or_a_device_is_exit_2(tmp_path) -> None:
+    """``view`` of a 300-character name gave OSError; of a device it said 'not found'."""
+    status, _, stderr = cli("view", str(tmp_path / LONG))
+    one_error(status, stderr, "at most 255")
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except (PermissionError, OSError):
+        pytest.skip("making a device node needs root")
+    status, _, stderr = cli("view", str(device))
+    one_error(status, stderr, str(device), "not a file nor a folder")
+
+
+def test_resume_when_the_kept_chunks_folder_is_a_file_starts_afresh(tmp_path) -> None:
+    """A file where sim keeps its chunks (``.out.partial``): removed, 0 chunks
+    resumed, the store usable (a chunk kept after it is 1 key)."""
+    import pyarrow as pa
+
+    (tmp_path / "kept").write_text("not a folder")
+    store = ChunkStore(tmp_path / "kept", "fp", resume=True)
+    assert store.resumed == 0 and store.folder.is_dir()
+    store.put("c0", pa.table({"x": [1, 2]}))
+    assert store.keys() == {"c0"}
