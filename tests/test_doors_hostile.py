@@ -426,3 +426,31 @@ def test_resume_when_the_kept_chunks_folder_is_a_file_starts_afresh(tmp_path) ->
     assert store.resumed == 0 and store.folder.is_dir()
     store.put("c0", pa.table({"x": [1, 2]}))
     assert store.keys() == {"c0"}
+
+
+def test_an_otel_name_of_250_bytes_is_refused_before_the_simulation(tmp_path,
+                                                                    no_simulation) -> None:
+    """A 250-byte --otel name passed the check (it probed a 200-byte prefix)
+    and failed with File name too long after the simulation: the temporary
+    names beside it are 16 bytes longer, so at most 239 are taken."""
+    status, _, stderr = run(tmp_path / "out", "--otel", str(tmp_path / ("s" * 250)))
+    one_error(status, stderr, "--otel", "250 bytes long", "at most 239")
+
+
+def test_an_out_name_of_240_bytes_is_refused_saying_how_long_it_may_be(
+        tmp_path, no_simulation) -> None:
+    """A 240-byte --out name: refused with its length and the limit, 239
+    (it said only 'cannot write there (File name too long)')."""
+    status, _, stderr = run(tmp_path / ("s" * 240))
+    one_error(status, stderr, "--out", "240 bytes long", "at most 239")
+
+
+def test_a_default_folder_name_never_exceeds_239_bytes() -> None:
+    """A 200-character scenario name (the schema's most) with a 40-character
+    override: the readable suffix would make 245 bytes, so it is hashed."""
+    from sim.output.folder import MAX_TARGET_NAME, run_folder_name
+
+    name = run_folder_name("n" * 200, "run", ["x" * 40])
+    assert MAX_TARGET_NAME == 239
+    assert len(name) == 200 + len("-run-set-") + 8 and name.startswith("n" * 200 + "-run-set-")
+    assert run_folder_name("n" * 20, "run", ["x" * 40]) == "n" * 20 + "-run-" + "x" * 40
