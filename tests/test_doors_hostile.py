@@ -454,3 +454,12 @@ def test_a_default_folder_name_never_exceeds_239_bytes() -> None:
     assert MAX_TARGET_NAME == 239
     assert len(name) == 200 + len("-run-set-") + 8 and name.startswith("n" * 200 + "-run-set-")
     assert run_folder_name("n" * 20, "run", ["x" * 40]) == "n" * 20 + "-run-" + "x" * 40
+
+
+def test_an_arrivals_path_with_a_nul_byte_is_exit_2_naming_the_field(tmp_path) -> None:
+    """``des.arrivals.path: "a\\0b.csv"`` gave ValueError: embedded null byte."""
+    path = tmp_path / "arrivals.yaml"
+    path.write_text('name: arr\nengine: des\ndes:\n  arrivals:\n    kind: csv\n'
+                    '    path: "a\\0b.csv"\n', encoding="utf-8")
+    status, _, stderr = cli("run", str(path), "--tasks", "2", "--out", str(tmp_path / "o"))
+    one_error(status, stderr, str(path), "des.arrivals.path", "NUL", "(line 6)")

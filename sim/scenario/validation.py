@@ -31,6 +31,7 @@ from sim.scenario.grid import NOT_SWEEPABLE, cell_names, cell_scenario, grid, la
 from sim.scenario.messages import describe
 from sim.scenario.safeyaml import line_of
 from sim.scenario.schema import Scenario, strict
+from sim.user_paths import check_path
 from sim.world.params import WorldParams
 from sim.world.ranges import out_of_range
 
@@ -155,12 +156,14 @@ def _check(scenario: Scenario, source: str, prefix: str, *, allow_plugins: bool)
 
 
 def _check_arrivals(des: DesParams) -> None:
-    """An arrivals CSV must be a readable regular file (checked before anything runs)."""
+    """An arrivals CSV must be a readable regular file, at a path a file can
+    have (no NUL byte, no name too long), checked before anything runs."""
     if des.arrivals.kind != "csv":
         return
     assert des.arrivals.path is not None  # ArrivalParams: kind csv needs a path
     path = Path(des.arrivals.path)
     where = "des.arrivals.path"
+    check_path(path, "arrivals file", field=where)  # a NUL byte: ValueError from stat
     try:
         info = path.stat()
     except FileNotFoundError:
