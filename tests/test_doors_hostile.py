@@ -463,3 +463,18 @@ def test_an_arrivals_path_with_a_nul_byte_is_exit_2_naming_the_field(tmp_path) -
                     '    path: "a\\0b.csv"\n', encoding="utf-8")
     status, _, stderr = cli("run", str(path), "--tasks", "2", "--out", str(tmp_path / "o"))
     one_error(status, stderr, str(path), "des.arrivals.path", "NUL", "(line 6)")
+
+
+def test_the_span_writer_never_replaces_a_folder_or_a_device(tmp_path) -> None:
+    """``SpanRecorder.write`` itself (the last line of defence, should a
+    folder appear at the target during a run): an InputError, the folder
+    kept with its 1 file, no temporary file left."""
+    from sim.drivers.live.otel import SpanRecorder
+
+    target = tmp_path / "spans.json"
+    target.mkdir()
+    (target / "inside").write_text("x")
+    with pytest.raises(InputError, match="not a regular file"):
+        SpanRecorder().write(target)
+    assert [p.name for p in target.iterdir()] == ["inside"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spans.json"]
