@@ -478,3 +478,32 @@ def test_the_span_writer_never_replaces_a_folder_or_a_device(tmp_path) -> None:
         SpanRecorder().write(target)
     assert [p.name for p in target.iterdir()] == ["inside"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spans.json"]
+
+
+@pytest.mark.parametrize(("flag", "kind", "words"), [
+    ("--junit", "device", "character device"), ("--junit", "folder", "is a folder"),
+    ("--summary-md", "folder", "is a folder"), ("--junit", "results", "inside the results")])
+def test_compare_secondary_outputs_are_checked_before_the_comparison(
+        tmp_path, monkeypatch, flag, kind, words) -> None:
+    """``compare --junit``/``--summary-md`` at a device, a folder or inside
+    another results folder: exit 2 before anything is simulated."""
+    def never(*args, **kwargs):
+        raise AssertionError("the comparison ran")
+
+    monkeypatch.setattr("sim.api.run_comparison", never)
+    target = tmp_path / "t"
+    if kind == "device":
+        try:
+            os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except (PermissionError, OSError):
+            pytest.skip("making a device node needs root")
+    elif kind == "folder":
+        target.mkdir()
+    else:
+        (tmp_path / "other").mkdir()
+        (tmp_path / "other" / "comparison.json").write_text("{}")
+        target = tmp_path / "other" / "junit.xml"
+    status, _, stderr = cli("compare", str(BOUNDED), str(BOUNDED), "--tasks", "5",
+                            "--out", str(tmp_path / "o"), flag, str(target))
+    one_error(status, stderr, flag, words)
+    assert kind != "device" or stat.S_ISCHR(target.stat().st_mode)
