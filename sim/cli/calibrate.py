@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from sim.bad_input import InputError
 from sim.calibration.sample import PER_MODEL
+from sim.cli.flags import folder_path
 from sim.cli.traces import where_flag
 
 if TYPE_CHECKING:
@@ -42,9 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("calibrate", help="fit a scenario to recorded runs",
                                    description=_DESCRIPTION)
     parser.add_argument("traces", help="trace folder (runs.parquet and calls.parquet)")
-    parser.add_argument("--out", required=True, help="the scenario YAML to write")
-    parser.add_argument("--report", help="report folder (default: <out stem>_calibration "
-                                         "beside --out)")
+    parser.add_argument("--out", required=True, type=folder_path,
+                        help="the scenario YAML to write")
+    parser.add_argument("--report", type=folder_path,
+                        help="report folder (default: <out stem>_calibration beside --out)")
     parser.add_argument("--folds", type=int, default=5, metavar="K",
                         help="cross-validation folds: each run is held out once while a world "
                              "is fitted on the others (default 5)")
@@ -101,10 +103,15 @@ def _classes(text: str | None) -> int | str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Calibrate, write the scenario and the report, print the verdict."""
-    from sim.api.calibrating import calibrate
+    from pathlib import Path
+
+    from sim.api.calibrating import calibrate, check_writable
+    from sim.output.folder import check_file_target
     from sim.sweeps.cells import default_workers
 
     _check_scale(args)
+    check_writable(Path(args.out).parent)  # the API's own check first: its message
+    check_file_target(args.out, "--out")  # a folder, a device, a results folder's file: now
     fit = calibrate(args.traces, args.out, report=args.report, name=args.name, folds=args.folds,
                     seed=args.seed, classes=_classes(args.classes), by=args.by,
                     evaluations=args.evaluations, search_runs=args.search_runs,

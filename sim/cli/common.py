@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,6 +148,25 @@ def default_out(args: argparse.Namespace, name: str, command: str | None = None)
     from sim.output.folder import run_folder_name
 
     return out_root() / run_folder_name(name, command, overrides_of(args))
+
+
+@contextlib.contextmanager
+def secondary_output(target: str | os.PathLike, flag: str, kept: str) -> Iterator[None]:
+    """Writing a secondary output (``--otel``, ``--junit``, ``--summary-md``)
+    after the main results are written: any OSError inside (a full or
+    read-only disk, a folder made at the target meanwhile) becomes an
+    InputError (exit status 2) naming ``flag`` and its target, what went
+    wrong and ``kept`` (where the main results are), never a traceback."""
+    from sim.output.folder import WriteFailed, describe_write_error
+
+    try:
+        yield
+    except WriteFailed as failed:
+        raise InputError(f"{flag} {target}: cannot write it ({failed.reason}); {kept}"
+                         ) from None
+    except OSError as error:
+        raise InputError(f"{flag} {target}: cannot write it ({describe_write_error(error)}); "
+                         f"{kept}") from None
 
 
 def print_json(data: Any) -> None:

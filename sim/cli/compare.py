@@ -19,13 +19,12 @@ FILE`` a Markdown summary for a CI step summary (:mod:`sim.output.ci`).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.bad_input import InputError
-from sim.cli.common import add_plugin_option, default_out, print_json
+from sim.cli.common import add_plugin_option, default_out, print_json, secondary_output
 from sim.cli.flags import bounded_int, finite_float, folder_path
 
 if TYPE_CHECKING:
@@ -61,10 +60,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                       "whole, never holding another comparison unless --force")
     parser.add_argument("--force", action="store_true",
                         help="replace a report folder that holds another comparison")
-    parser.add_argument("--junit", metavar="FILE",
+    parser.add_argument("--junit", metavar="FILE", type=folder_path,
                         help="write JUnit XML: one test case per check (a failure for a "
                              "regression, skipped when inconclusive)")
-    parser.add_argument("--summary-md", metavar="FILE",
+    parser.add_argument("--summary-md", metavar="FILE", type=folder_path,
                         help="append a Markdown summary, verdict first, to FILE (as CI step "
                              "summaries are written: $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--format", choices=("table", "json"), default="table",
@@ -131,8 +130,10 @@ def run(args: argparse.Namespace) -> int:
               for spec, s in zip(plan.specs, plan.scenarios, strict=True)]
     out = default_out(args, _default_name(*labels))
     folder.prepare(out, provenance, force=args.force)
-    junit, summary_md = _writable(args.junit, "--junit"), _writable(args.summary_md,
-                                                                     "--summary-md")
+    junit = None if args.junit is None else folder.check_file_target(
+        args.junit, "--junit", results=(out,))
+    summary_md = None if args.summary_md is None else folder.check_file_target(
+        args.summary_md, "--summary-md", replaced=False, results=(out,))
     result = api.run_comparison(plan, workers=args.workers, progress=not args.quiet)
     saved = []
     with folder.replace(out) as staging:
@@ -146,10 +147,13 @@ def run(args: argparse.Namespace) -> int:
                     saved.append(role)
     from sim.output.ci import append_summary, junit_xml, summary_markdown
 
+    kept = f"the comparison's results are in {out}/ as written"
     if junit is not None:
-        write_atomic(junit, junit_xml(result))
+        with secondary_output(junit, "--junit", kept):
+            write_atomic(junit, junit_xml(result))
     if summary_md is not None:
-        append_summary(summary_md, summary_markdown(result))
+        with secondary_output(summary_md, "--summary-md", kept):
+            append_summary(summary_md, summary_markdown(result))
     if args.format == "json":
         print_json(comparison_dict(result, provenance))
     else:
@@ -157,23 +161,6 @@ def run(args: argparse.Namespace) -> int:
         folders = "".join(f", {role}/" for role in saved)
         print(f"\nreport in {out}/ (report.md, report.html, comparison.json, figures/{folders})")
     return result.exit_status
-
-
-def _writable(value: str | None, flag: str) -> Path | None:
-    """``value`` as a file path that can be written (its folder created), or None."""
-    if value is None:
-        return None
-    path = Path(value)
-    if path.is_dir():
-        raise InputError(f"{flag} {path} is a folder, not a file")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not os.access(path.parent, os.W_OK):
-            raise PermissionError(f"cannot write into {path.parent}")
-    except OSError as error:
-        raise InputError(f"{flag} {path}: cannot write there ("
-                         f"{error.strerror or error})") from None
-    return path
 
 
 def save_side(folder: Path, side: Side, scenario=None) -> None:

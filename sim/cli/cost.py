@@ -5,8 +5,10 @@ tokens, ``h`` history tokens added per step, ``O`` output tokens per step.
 Prices (USD per million tokens) come from ``--model`` (the genai-prices
 catalogue), ``--prices NAME`` (a named set such as ``seed001``) or
 ``--price-in``/``--price-out``; any ``--price-*`` flag overrides the chosen
-base. Without a base, cache reads default to a tenth of the input price and
-cache writes to 1.25 times it (Anthropic's 5-minute multipliers). Seed 001's
+base. ``--prices`` with ``--model`` (or ``--provider``) is refused: a named
+set prices every model alike, so the model would be silently ignored.
+Without a base, cache reads default to a tenth of the input price and cache
+writes to 1.25 times it (Anthropic's 5-minute multipliers). Seed 001's
 example::
 
     python -m sim cost --steps 30 --prefix 12000 --per-step 1500 --output 600 \\
@@ -120,7 +122,15 @@ def _price_tiers(args: argparse.Namespace) -> Prices:
                              f"tokens, got {value}")
         overrides[field] = value
     if args.prices is not None:
-        return resolve_price_tiers(args.model or "", args.prices).with_overrides(**overrides)
+        for flag, value in (("--model", args.model), ("--provider", args.provider)):
+            if value is not None:  # a named set has one price per kind, for any model
+                raise InputError(f"--prices {args.prices} is a fixed price set, the same for "
+                                 f"every model, so {flag} {value} would be ignored: give "
+                                 f"--model for its catalogue prices, or --prices NAME, not both")
+        return resolve_price_tiers("", args.prices).with_overrides(**overrides)
+    if args.provider is not None and args.model is None:
+        raise InputError(f"--provider {args.provider} names the provider of --model; give "
+                         f"--model too")
     if args.model is not None:
         return resolve_price_tiers(args.model, overrides or None, provider=args.provider,
                                    cache_ttl=args.cache_ttl)

@@ -47,11 +47,15 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
 
 def folder_path(text: str) -> str:
     """A type for an output path: not empty (an empty ``--out`` would silently
-    fall back to the default folder)."""
+    fall back to the default folder), no NUL character, no name or path too
+    long for the file system (:func:`sim.user_paths.path_problem`)."""
+    from sim.user_paths import path_problem
+
     if not text.strip():
-        raise argparse.ArgumentTypeError("must name a folder, got an empty path")
-    if "\0" in text:
-        raise argparse.ArgumentTypeError("a path cannot hold a NUL character")
+        raise argparse.ArgumentTypeError("must name a path, got an empty one")
+    problem = path_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return text
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.bad_input import InputError
-from sim.cli.common import add_plugin_option, default_out
+from sim.cli.common import add_plugin_option, default_out, secondary_output
 from sim.cli.flags import finite_float, folder_path
 
 APPROVERS = ("ask", "all", "none")
@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--otel", metavar="FILE", type=folder_path,
                         help="also write the runs as OpenTelemetry GenAI spans (OTLP JSON) to "
                              "FILE (checked before any run)")
-    parser.add_argument("--checkpoints", metavar="FILE",
+    parser.add_argument("--checkpoints", metavar="FILE", type=folder_path,
                         help="SQLite checkpoint store (default: <out>.checkpoints.sqlite)")
     parser.add_argument("--approve", choices=APPROVERS, default="ask",
                         help="tool calls that need approval: ask at the terminal (default), "
@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.drivers.live.batch import LiveBatch, make_model, write_traces
     from sim.drivers.live.tasks import load_tasks
     from sim.harness.checkpoint import SQLiteStore
+    from sim.output.folder import check_file_target
 
     tasks, _ = load_tasks(args.tasks)
     name, params, make_detector = base_params(args)
@@ -139,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.force:
         raise InputError("folder exists and is not empty (use --force to replace it)",
                          source=str(out))
-    if args.otel:
-        check_file_target(args.otel, "--otel")  # before any run, not after them all
+    if args.otel:  # before any run, not after them all
+        check_file_target(args.otel, "--otel", results=(out,))
     written: list[int] = []
 
     def write_so_far(so_far) -> None:
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     batch.on_run = write_so_far
     checkpoints = Path(args.checkpoints) if args.checkpoints else out.with_name(
         f"{out.name}.checkpoints.sqlite")
-    check_file_target(str(checkpoints), "--checkpoints")  # before any run
+    check_file_target(checkpoints, "--checkpoints", replaced=False)  # before any run
     import sqlite3
 
     try:
@@ -166,9 +167,7 @@ def run(args: argparse.Namespace) -> int:
     if result.runs and written[-1:] != [len(result.runs)]:
         write_traces(out, result.runs, force=args.force or bool(written))
     if spans is not None:
-        from sim.output.folder import disk_errors
-
-        with disk_errors(args.otel, f"the runs' traces are in {out}/"):
+        with secondary_output(args.otel, "--otel", f"the runs' traces are in {out}/"):
             spans.write(args.otel)
     _report(args, result, batch, out, checkpoints)
     if result.cancelled:
@@ -206,30 +205,6 @@ def unreachable(runs: list[Any], states: list[Any]) -> str | None:
     return (f"every run ({len(runs)} of {len(runs)}) failed at the provider ({exits}"
             f"{'; last error: ' + last[:200] if last else ''}): check the network, "
             f"--base-url and the API key")
-
-
-def check_file_target(value: str, flag: str) -> None:
-    """An InputError unless ``value`` names a file that can be written: not a
-    folder, in a folder that exists or can be made, where a file can be created."""
-    import tempfile
-
-    path = Path(value)
-    if path.is_dir():
-        raise InputError(f"{flag} {path} is a folder, not a file")
-    parent = path.parent
-    for ancestor in (parent, *parent.parents):
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                raise InputError(f"{flag} {path}: {ancestor} is a file, not a folder")
-            break
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.check.")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as error:
-        raise InputError(f"{flag} {path}: cannot write there ({error.strerror or error})"
-                         ) from None
 
 
 def _report(args: argparse.Namespace, result, batch, out: Path, checkpoints: Path) -> None:

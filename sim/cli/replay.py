@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from sim.cli.common import add_plugin_option
-from sim.cli.flags import bounded_int
+from sim.cli.flags import bounded_int, folder_path
 from sim.cli.traces import where_flag
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
 from sim.scenario.limits import MAX_WORKERS
@@ -40,9 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=_DESCRIPTION)
     parser.add_argument("traces", help="trace folder (runs.parquet and calls.parquet)")
     parser.add_argument("scenario", help="scenario YAML: its harness section is the candidate")
-    parser.add_argument("--out", help="results folder (default: reports/replay_<scenario>); "
-                                      "checked before anything runs, written whole, never "
-                                      "holding another run's results unless --force")
+    parser.add_argument("--out", type=folder_path,
+                        help="results folder (default: reports/replay_<scenario>); "
+                             "checked before anything runs, written whole, never "
+                             "holding another run's results unless --force")
     parser.add_argument("--force", action="store_true",
                         help="replace a results folder that holds another run's results")
     parser.add_argument("--set", dest="overrides", action="append", default=[],

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sim.cli.common import add_simulation_command, load, simulate_and_report
+from sim.cli.common import add_simulation_command, load, secondary_output, simulate_and_report
+from sim.cli.flags import folder_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -14,14 +15,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers, "run", help="run one cell: the scenario without its sweep",
         description="Run the scenario's base cell (its sweep section, if any, is ignored) "
                     "and write results.parquet, summary.json, report.md and report.html to --out.")
-    parser.add_argument("--otel", metavar="FILE",
+    parser.add_argument("--otel", metavar="FILE", type=folder_path,
                         help="also write the simulated runs as OpenTelemetry GenAI spans "
                              "(OTLP JSON, as 'sim live --otel' does) to FILE; implies --traces")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load and simulate the base cell."""
+    """Load and simulate the base cell; with --otel, its target is checked
+    before anything runs and the spans written after the results folder (a
+    failure then keeps the results and exits 2 saying so)."""
+    from sim.cli.common import default_out
     from sim.sweeps.cells import CellRun
 
     scenario = load(args)
@@ -29,14 +33,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: ignoring the sweep of {scenario.name} (use 'sweep' to run it)",
               file=sys.stderr)
     base = scenario.model_copy(update={"sweep": {}})
-    if getattr(args, "otel", None):
+    otel = getattr(args, "otel", None)
+    out = default_out(args, scenario.name, "run")
+    if otel:
+        from sim.output.folder import check_file_target
+
+        check_file_target(otel, "--otel", results=(out,))
         args.traces = True
     status = simulate_and_report(args, base, [CellRun(scenario.name, base, ())], "run")
-    if status == 0 and getattr(args, "otel", None):
-        from sim.cli.common import default_out
+    if status == 0 and otel:
         from sim.drivers.live.otel import write_trace_spans
 
-        runs = write_trace_spans(default_out(args, scenario.name, "run"), args.otel)
+        with secondary_output(otel, "--otel", f"the run's results are in {out}/ as written"):
+            runs = write_trace_spans(out, otel)
         if not args.quiet:
-            print(f"spans of {runs} runs in {args.otel}", file=sys.stderr)
+            print(f"spans of {runs} runs in {otel}", file=sys.stderr)
     return status

@@ -17,6 +17,8 @@ import json
 import sys
 from typing import Any
 
+from sim.cli.flags import folder_path
+
 _DESCRIPTION = (
     "Recommend limits (token, money and step budgets, the no-progress detector) from recorded "
     "runs: the cheapest setting whose 95% upper bound of recorded successes lost stays within "
@@ -53,7 +55,8 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--forecast-runs", {"type": int, "default": 2000, "metavar": "N",
                          "help": "simulated tasks per forecast candidate (default 2000)"}),
     ("--seed", {"type": int, "default": 0, "help": "seed of calibration and forecasts"}),
-    ("--out", {"help": "output folder (default reports/tune_<traces name>, or under $SIM_OUT)"}),
+    ("--out", {"type": folder_path,
+               "help": "output folder (default reports/tune_<traces name>, or under $SIM_OUT)"}),
     ("--force", {"action": "store_true",
                  "help": "replace an --out holding another tune's outputs"}),
     ("--format", {"choices": ("table", "json"), "default": "table",

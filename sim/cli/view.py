@@ -29,7 +29,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report_of(target: Path) -> Path:
-    """The report file of a folder (or the file given); an InputError otherwise."""
+    """The report file of a folder (or the file given); an InputError otherwise
+    (a path no file can have, a device or FIFO, a folder without a report)."""
+    from sim.user_paths import check_path
+
+    check_path(target)
+    if target.exists() and not target.is_file() and not target.is_dir():
+        raise InputError("is not a file nor a folder (a device, a FIFO or a socket): give a "
+                         "results folder (--out of a command)", source=str(target))
     if target.is_file():
         if target.suffix not in (".html", ".md"):
             raise InputError("is not a report (an .html or .md file) nor a results folder",

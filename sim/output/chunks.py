@@ -20,8 +20,10 @@ written before it.) The file is not fsynced: a kill leaves the page cache
 with the kernel, and what a power loss could cut short is caught on resume.
 
 On ``--resume`` every kept chunk is read back first: one that cannot be read
-whole (truncated by a full disk, a power loss or a copy cut short) is removed
-and computed again, never fatal.
+whole (truncated by a full disk, a power loss or a copy cut short), or that
+is not a file at all (a folder, a FIFO made in its place), is removed and
+computed again, never fatal. The kept-chunks folder is sim's own: whatever
+stands in place of it or of a chunk is removed.
 
 The folder records a fingerprint of the run (the resolved scenario, task
 count, seed, chunk plan and sim version): kept chunks of a different run are
@@ -96,6 +98,8 @@ class ChunkStore:
         self.folder = Path(folder)
         self.fingerprint = fingerprint
         self.resumed = 0
+        if self.folder.is_symlink() or (self.folder.exists() and not self.folder.is_dir()):
+            _remove(self.folder)  # sim's own hidden name, taken by a file: nothing to resume
         if self.folder.exists():
             kept = self._recorded()
             if resume and kept is not None and kept != fingerprint:
@@ -122,13 +126,15 @@ class ChunkStore:
             files = [p for p in self.folder.iterdir() if p.name.startswith(f"{key}.")]
             try:
                 for path in files:
+                    if not path.is_file():  # a folder, a FIFO (never opened: it would block)
+                        raise ValueError(f"{path} is not a file")
                     if path.suffix == _TABLE:
                         _read_chunk(path)
                     elif path.suffix == _EXTRAS:
                         json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError, pa.ArrowException):
                 for path in files:
-                    path.unlink(missing_ok=True)
+                    _remove(path)
                 dropped.append(key)
         return dropped
 
@@ -233,6 +239,15 @@ class MemoryStore:
     def remove(self) -> None:
         """Drop every chunk."""
         self._chunks.clear()
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path`` whatever it is (a file, a link, a FIFO, or a folder and
+    everything in it); a path already gone is no error."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None:

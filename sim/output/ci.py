@@ -21,6 +21,7 @@ XML 1.0 cannot hold them), for Markdown as :func:`~sim.output.safe_text.md_text`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import xml.etree.ElementTree as ET
 
@@ -106,8 +107,16 @@ def append_summary(path: str | os.PathLike[str], markdown: str) -> None:
     """Append ``markdown`` to the file at ``path`` (created if missing), as
     CI step summaries are written (GitHub's ``$GITHUB_STEP_SUMMARY`` collects
     every step's appends): one write, separated from earlier text by a blank
-    line, so a step that runs several comparisons keeps them all."""
+    line, so a step that runs several comparisons keeps them all. A write
+    that fails (a full disk) is cut off again: the file keeps its earlier
+    text, never half of this summary."""
     existing = os.path.getsize(path) if os.path.exists(path) else 0
     text = ("\n" if existing else "") + markdown.rstrip("\n") + "\n"
     with open(path, "a", encoding="utf-8") as summary:
-        summary.write(text)
+        try:
+            summary.write(text)
+            summary.flush()
+        except OSError:  # a full disk: the earlier summaries as they were, no half of this one
+            with contextlib.suppress(OSError):
+                summary.truncate(existing)
+            raise

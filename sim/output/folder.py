@@ -52,6 +52,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -59,6 +60,7 @@ from typing import Any
 
 from sim.bad_input import InputError
 from sim.output.provenance import identity
+from sim.user_paths import NAME_MAX, check_path
 
 RESULT_ENTRIES = frozenset({
     "results.parquet", "summary.json", "report.md", "report.html", "timeseries.parquet",
@@ -124,6 +126,15 @@ def disk_errors(target: str | os.PathLike, after: str = "") -> Iterator[None]:
         raise WriteFailed(target, describe_write_error(error), after) from None
 
 
+SIBLING_EXTRA = 16
+"""The most bytes the names sim writes beside a target add to its name
+(``.<name>.check.XXXXXXXX``; ``.<name>.partial``, ``.<name>.new.XXXXXXXX``
+and ``.<name>.<random>.tmp`` are shorter)."""
+MAX_TARGET_NAME = NAME_MAX - SIBLING_EXTRA
+"""The longest name of a folder or file sim writes (bytes), so that every
+temporary name beside it fits in :data:`~sim.user_paths.NAME_MAX`."""
+
+
 MAX_READABLE_SUFFIX = 48
 """The longest suffix of overrides written as they are in a default folder's
 name; longer ones (or ones with characters unsafe in a name) are a hash."""
@@ -138,9 +149,10 @@ def run_folder_name(name: str, command: str = "", overrides: Sequence[str] = (),
     ``plain`` command (``sweep``: the scenario as its file says), then
     ``-overrides`` joined by commas when that is short and safe in a file
     name (at most :data:`MAX_READABLE_SUFFIX` characters of letters, digits
-    and ``._=,+-``), else ``-set-`` and the first 8 hex digits of their
-    SHA-256. Distinct commands and overrides give distinct names; the same
-    ones give the same name.
+    and ``._=,+-``, and the whole name at most :data:`MAX_TARGET_NAME`
+    bytes), else ``-set-`` and the first 8 hex digits of their SHA-256.
+    Distinct commands and overrides give distinct names; the same ones give
+    the same name.
 
     >>> run_folder_name("bounded", "sweep")
     'bounded'
@@ -152,7 +164,8 @@ def run_folder_name(name: str, command: str = "", overrides: Sequence[str] = (),
         parts.append(command)
     if overrides:
         text = ",".join(overrides)
-        if len(text) <= MAX_READABLE_SUFFIX and _NAME_SAFE.fullmatch(text):
+        readable = len(text) <= MAX_READABLE_SUFFIX and _NAME_SAFE.fullmatch(text)
+        if readable and len(os.fsencode("-".join([*parts, text]))) <= MAX_TARGET_NAME:
             parts.append(text)
         else:
             digest = hashlib.sha256(json.dumps(list(overrides)).encode("utf-8")).hexdigest()
@@ -241,9 +254,11 @@ def prepare(out: str | os.PathLike, provenance: Mapping[str, Any], *, force: boo
     """Check that ``out`` may receive the results of the run ``provenance``
     describes (see the module docstring); return it as a Path. Creates the
     parent folders; leaves ``out`` itself as it was."""
+    check_target_name(out, flag)
     target = Path(out)
     if target.exists() and not target.is_dir():
-        raise InputError(f"{flag} {target} is a file, not a folder")
+        kind = "a file" if target.is_file() else _kind(target)
+        raise InputError(f"{flag} {target} is {kind}, not a folder")
     if target.is_dir():
         try:
             entries = _entries(target)
@@ -272,6 +287,91 @@ def prepare(out: str | os.PathLike, provenance: Mapping[str, Any], *, force: boo
         raise InputError(f"{flag} {target}: cannot write there ({error.__class__.__name__}: "
                          f"{error.strerror or error})") from None
     return target
+
+
+def check_target_name(target: str | os.PathLike, flag: str) -> None:
+    """An InputError when ``target`` is no path a file can have
+    (:func:`check_path`) or its last name is over :data:`MAX_TARGET_NAME`
+    bytes (the temporary names sim writes beside it would be too long: the
+    write would fail after the work, with ``File name too long``)."""
+    check_path(target, flag)
+    name = os.fsencode(Path(target).name)
+    if len(name) > MAX_TARGET_NAME:
+        raise InputError(f"{flag} {os.fsdecode(name[:24])}...: the name is {len(name):,} bytes "
+                         f"long; sim writes temporary names {SIBLING_EXTRA} bytes longer beside "
+                         f"it, so it may hold at most {MAX_TARGET_NAME}")
+
+
+def results_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a results folder (it holds a file that records
+    its run, :data:`IDENTITY_FILES`)."""
+    try:
+        return any((folder / name).is_file() for name in IDENTITY_FILES)
+    except OSError:
+        return False
+
+
+def check_file_target(value: str | os.PathLike, flag: str, *, replaced: bool = True,
+                      results: Sequence[str | os.PathLike] = ()) -> Path:
+    """``value`` as a file a command may write, checked before any long work
+    (one check for ``--otel``, ``--junit``, ``--summary-md``, ``--checkpoints``),
+    or an InputError (exit status 2) saying why not:
+
+    * a bad path (a NUL character, a name or path too long: :func:`check_target_name`);
+    * a folder; with ``replaced`` (the file is written beside the target and
+      renamed over it) anything but a regular file: a device such as
+      ``/dev/null``, a FIFO or a socket would be replaced by a regular file;
+    * a file inside a results folder (another run's ``summary.json``, or one of
+      ``results``, the folders this command writes): the file would replace
+      that run's results or make the folder foreign to later runs;
+    * a place where no file can be created (a parent that is a file, a
+      read-only or missing folder that cannot be made).
+
+    Creates the missing parent folders; returns the path."""
+    check_target_name(value, flag)
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(f"{flag} {path} is a folder, not a file")
+    if replaced and path.exists() and not path.is_file():
+        raise InputError(f"{flag} {path} is {_kind(path)}, not a regular file: writing it "
+                         f"would replace it with a file; give a file path")
+    parent = path.parent
+    owned = [Path(r) for r in results]
+    if results_folder(parent) or any(_same(parent, r) for r in owned):
+        raise InputError(f"{flag} {path} is inside the results folder {parent}: it would "
+                         f"replace or add to those results; give a path outside it")
+    for ancestor in (parent, *parent.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise InputError(f"{flag} {path}: {ancestor} is a file, not a folder")
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.check.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise InputError(f"{flag} {path}: cannot write there ({error.strerror or error})"
+                         ) from None
+    return path
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one folder (by their resolved paths)."""
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def _kind(path: Path) -> str:
+    """What the non-regular ``path`` is, in words (``a character device``)."""
+    mode = path.stat().st_mode
+    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from sim.bad_input import InputError
 from sim.scenario.project import config_paths
+from sim.user_paths import check_path
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ def search_folders(cwd: Path | None = None) -> list[tuple[str, Path]]:
     folders: list[tuple[str, Path]] = [("here", here), ("here", here / "scenarios")]
     for part in os.environ.get(ENV, "").split(os.pathsep):
         if part.strip():
+            check_path(part.strip(), f"${ENV}")
             folders.append((f"${ENV}", Path(part.strip()).expanduser()))
     folders += [("pyproject.toml", p) for p in config_paths("scenarios", here)]
     folders.append(("built-in", builtin_folder()))

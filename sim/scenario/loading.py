@@ -23,6 +23,7 @@ from sim.scenario.limits import MAX_FILE_BYTES
 from sim.scenario.safeyaml import key_lines, parse
 from sim.scenario.schema import Scenario
 from sim.scenario.validation import validate
+from sim.user_paths import check_path
 
 __all__ = ["MAX_FILE_BYTES", "load_scenario", "read_text", "read_yaml"]
 
@@ -34,7 +35,10 @@ def load_scenario(path: str | os.PathLike, overrides: list[str] | tuple[str, ...
     a scenario: a file, or a scenario name (see :mod:`sim.scenario.catalog`;
     a path that exists wins). Errors name the YAML line of the field where
     the file has it. ``allow_plugins`` lets it name a detector or verifier by import
-    path (code that is imported and run); without it such a name is an error."""
+    path (code that is imported and run); without it such a name is an error.
+    A path no file can have (a NUL character, a name or path too long) is an
+    InputError saying so (:func:`sim.user_paths.check_path`)."""
+    check_path(path, "the scenario file")
     source = resolve(path)
     text = read_text(source)
     raw = _top_mapping(parse(text, source), source)
@@ -60,6 +64,7 @@ def _anchor_paths(raw: dict[str, Any], base: Path) -> None:
 def read_yaml(source: str) -> dict[str, Any]:
     """The top-level mapping of a YAML file (read strictly, see
     :mod:`sim.scenario.safeyaml`), or an InputError."""
+    check_path(source, "the scenario file")
     source = resolve(source)
     return _top_mapping(parse(read_text(source), source), source)
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.bad_input import InputError
+from sim.user_paths import check_path
 
 KEYS = ("out", "scenarios")
 
@@ -46,6 +47,9 @@ def tool_sim(cwd: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise InputError(f"cannot read it as TOML ({error})", source=str(path)) from None
+    except RecursionError:  # arrays or tables nested thousands deep
+        raise InputError("cannot read it as TOML (arrays or tables nested too deep)",
+                         source=str(path)) from None
     table = data.get("tool", {}).get("sim", {}) if isinstance(data.get("tool"), dict) else {}
     if not isinstance(table, dict):
         raise InputError("must be a table", source=str(path), path="tool.sim")
@@ -60,7 +64,8 @@ def tool_sim(cwd: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
 
 def config_paths(key: str, cwd: Path | None = None) -> list[Path]:
     """The folders ``[tool.sim].<key>`` names (a string or a list of strings),
-    relative to its ``pyproject.toml``."""
+    relative to its ``pyproject.toml``; an InputError naming the file and the
+    field for a path no folder can have (:func:`sim.user_paths.check_path`)."""
     path, table = tool_sim(cwd)
     if path is None or key not in table:
         return []
@@ -69,14 +74,24 @@ def config_paths(key: str, cwd: Path | None = None) -> list[Path]:
     if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
         raise InputError("must be a path or a list of paths", source=str(path),
                          path=f"tool.sim.{key}")
-    return [path.parent / Path(v).expanduser() for v in items]
+    for i, item in enumerate(items):
+        field = f"tool.sim.{key}" if isinstance(value, str) else f"tool.sim.{key}[{i}]"
+        check_path(item, source=str(path), field=field)
+    found = [path.parent / Path(v).expanduser() for v in items]
+    for i, full in enumerate(found):  # relative to a deep folder, a path may grow too long
+        field = f"tool.sim.{key}" if isinstance(value, str) else f"tool.sim.{key}[{i}]"
+        check_path(full, source=str(path), field=field)
+    return found
 
 
 def out_root(cwd: Path | None = None) -> Path:
     """Where results folders go when ``--out`` is not given: ``$SIM_OUT``, else
-    ``[tool.sim].out``, else ``reports``."""
+    ``[tool.sim].out``, else ``reports``. A path no folder can have (a NUL
+    character, a name or the whole too long) is an InputError naming where
+    it came from."""
     env = os.environ.get("SIM_OUT", "").strip()
     if env:
+        check_path(env, "$SIM_OUT")
         return Path(env).expanduser()
     paths = config_paths("out", cwd)
     return paths[0] if paths else Path("reports")

@@ -14,6 +14,7 @@ imported.
 
 from __future__ import annotations
 
+import datetime
 import math
 import stat
 from pathlib import Path
@@ -30,6 +31,7 @@ from sim.scenario.grid import NOT_SWEEPABLE, cell_names, cell_scenario, grid, la
 from sim.scenario.messages import describe
 from sim.scenario.safeyaml import line_of
 from sim.scenario.schema import Scenario, strict
+from sim.user_paths import check_path
 from sim.world.params import WorldParams
 from sim.world.ranges import out_of_range
 
@@ -104,8 +106,37 @@ def _validate_one(raw: dict[str, Any], source: str, *, allow_plugins: bool = Fal
     except ValidationError as error:
         message, path = describe(error.errors())
         raise InputError(message, source=source, path=path) from None
+    _check_dates(raw, scenario, source)
     _check(scenario, source, prefix="", allow_plugins=allow_plugins)
     return scenario
+
+
+def _check_dates(raw: dict[str, Any], scenario: Scenario, source: str) -> None:
+    """A YAML date (``name: 2024-01-01``, unquoted) only where the schema
+    takes a date: where it became text (a name, a description), it is an
+    InputError saying to quote it. (The schema validates the document's JSON
+    form, in which a date is ISO text, so a text field alone cannot tell.)
+    The sweep's values are not walked: an axis may sweep a date field."""
+    stack: list[tuple[str, Any, Any]] = [
+        (key, value, getattr(scenario, key, None)) for key, value in raw.items()
+        if key != "sweep"]
+    while stack:
+        path, value, parsed = stack.pop()
+        if isinstance(value, datetime.date):
+            if isinstance(parsed, str):
+                raise InputError(f"{value.isoformat()} is a YAML date here, where text is "
+                                 f"expected: quote it ('{value.isoformat()}') to mean the "
+                                 f"text", source=source, path=path)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                inner = (parsed.get(key) if isinstance(parsed, dict)
+                         else getattr(parsed, str(key), None))
+                stack.append((f"{path}.{key}", item, inner))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                inner = (parsed[i] if isinstance(parsed, list | tuple) and i < len(parsed)
+                         else None)
+                stack.append((f"{path}[{i}]", item, inner))
 
 
 def _check(scenario: Scenario, source: str, prefix: str, *, allow_plugins: bool) -> None:
@@ -125,12 +156,14 @@ def _check(scenario: Scenario, source: str, prefix: str, *, allow_plugins: bool)
 
 
 def _check_arrivals(des: DesParams) -> None:
-    """An arrivals CSV must be a readable regular file (checked before anything runs)."""
+    """An arrivals CSV must be a readable regular file, at a path a file can
+    have (no NUL byte, no name too long), checked before anything runs."""
     if des.arrivals.kind != "csv":
         return
     assert des.arrivals.path is not None  # ArrivalParams: kind csv needs a path
     path = Path(des.arrivals.path)
     where = "des.arrivals.path"
+    check_path(path, "arrivals file", field=where)  # a NUL byte: ValueError from stat
     try:
         info = path.stat()
     except FileNotFoundError:

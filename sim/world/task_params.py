@@ -7,7 +7,7 @@ import math
 from functools import cached_property
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sim.world.distributions import BaseDistribution, Fixed, Lognormal, Mixture
 from sim.world.param_types import Prob, Strict
@@ -87,6 +87,12 @@ class UnsolvableParams(Strict):
                                                      "multiple of the drawn need")
 
 
+MIN_FRAILTY = 1e-6
+"""The smallest non-zero frailty variance: its gamma has shape one over it (a
+finite 1e6; a subnormal variance would make it infinite). Calibration writes
+frailties rounded to 6 decimals, so never one below it but 0."""
+
+
 class EndingsParams(Strict):
     """How a run ends, as competing risks per step with per-run heterogeneity
     (null in a world: runs end when their drawn need is done, as before).
@@ -123,7 +129,17 @@ class EndingsParams(Strict):
         (0.0,), min_length=1, description="per-step hazard of a persistent model-API fault in "
                                           "each bin")
     frailty: float = Field(0.0, ge=0.0, le=10.0, description=(
-        "variance of the per-run gamma hazard multiplier (mean 1; 0: none)"))
+        f"variance of the per-run gamma hazard multiplier (mean 1; 0: none; else at least "
+        f"{MIN_FRAILTY:g})"))
+
+    @field_validator("frailty")
+    @classmethod
+    def _frailty(cls, value: float) -> float:
+        """0 or at least :data:`MIN_FRAILTY`: the gamma's shape is one over it."""
+        if 0.0 < value < MIN_FRAILTY:
+            raise ValueError(f"must be 0 (no frailty) or at least {MIN_FRAILTY:g}: the "
+                             f"gamma's shape is 1/frailty")
+        return value
 
     @model_validator(mode="after")
     def _bins(self) -> EndingsParams:
