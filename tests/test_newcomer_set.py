@@ -102,12 +102,12 @@ def test_a_field_name_after_a_list_is_refused_with_the_valid_indices():
 
 
 def test_a_sweep_axis_given_by_set_reaches_a_class_field():
-    """``--set 'sweep={world.classes.0.policy.loop: [0.0, 0.5]}'``: two cells,
+    """``--set 'sweep={world.classes.0.policy.loop: [0.0, 0.05]}'``: two cells,
     each with its value in the first class and the second class untouched."""
-    scenario = load_scenario("tau2", ["sweep={world.classes.0.policy.loop: [0.0, 0.5]}"])
+    scenario = load_scenario("tau2", ["sweep={world.classes.0.policy.loop: [0.0, 0.05]}"])
     cells = cells_of(scenario)
-    assert [c.name for c in cells] == ["loop=0.0", "loop=0.5"]
-    assert [c.scenario.world.classes[0].policy.loop for c in cells] == [0.0, 0.5]
+    assert [c.name for c in cells] == ["loop=0.0", "loop=0.05"]
+    assert [c.scenario.world.classes[0].policy.loop for c in cells] == [0.0, 0.05]
     assert cells[1].scenario.world.classes[1] == scenario.world.classes[1]
 
 

@@ -408,9 +408,12 @@ class HarnessParams:
     end_marker: str | None = None
     model_prices: tuple[tuple[str, Prices], ...] = ()
     subagents: SubagentParams | None = field(default=None, metadata={
-        **spec("child runs the model may start (null: none)"), "exclude_if": _is_none})
+        **spec("child runs the model may start with the subagent tool (null: none; "
+               "world.fanout says when the simulated model does)"), "exclude_if": _is_none})
     shared_budgets: tuple[ScopedBudget, ...] = field(default=(), metadata={
-        **spec("budgets shared by a session or a tenant (sim.harness.scopes)"),
+        **spec("budgets shared by a session (a parent and its descendants) or a "
+               "tenant over a window, each hard or soft, checked before_call or "
+               "between_turns"),
         "exclude_if": _is_empty})
     tool_definitions: tuple[ToolDefinition, ...] = field(
         init=False, repr=False, compare=False, hash=False)
