@@ -69,6 +69,8 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import sim.cli  # noqa: E402
+from benchmarks.fuzz.checks import KNOWN, Finding  # noqa: E402
+from benchmarks.fuzz.doors import DOORS, Lab  # noqa: E402
 from sim.bad_input import InputError  # noqa: E402
 
 CASE_LIMIT_S = 60
@@ -77,8 +79,9 @@ RESULT_FILES = {"results.parquet", "summary.json", "report.md", "report.html"}
 COLUMNS = ("tracebacks", "hangs", "memory", "nonsense", "data_lost")
 
 
-class Hang(Exception):
-    """A case did not finish within CASE_LIMIT_S."""
+class Hang(BaseException):
+    """A case did not finish within CASE_LIMIT_S (a BaseException, so that no
+    ``except Exception`` of the code under test or of a detector takes it)."""
 
 
 def _alarm(signum, frame):
@@ -97,6 +100,7 @@ class Tally:
         self.counts: dict[str, Counter[str]] = {}
         self.examples: list[str] = []
         self.memory_mb = memory_mb
+        self.checks: dict[tuple[str, str], list[str]] = {}
 
     def case(self, surface: str, body: Callable[[], list[str]]) -> None:
         """Run one case; ``body`` returns the failures it found (column names)."""
@@ -119,6 +123,26 @@ class Tally:
             found.append("memory")
         for column in found:
             counts[column] += 1
+
+    def finding(self, surface: str, case: int, finding: Finding) -> None:
+        """Count a door's finding by check, keeping its first example with the
+        command that replays the case."""
+        kept = self.checks.setdefault((surface, finding.check), [])
+        if not kept:
+            kept.append(f"python -m benchmarks.fuzz_campaign --surface {surface} --case {case}"
+                        f"\n    {finding.column}: {finding.detail.strip()[:1200]}")
+        kept.append("")
+
+    def findings(self) -> str:
+        """The doors' findings by check: known ones (fixed on another branch,
+        :data:`~benchmarks.fuzz.checks.KNOWN`) apart from new ones."""
+        lines = []
+        for (surface, check), kept in sorted(self.checks.items()):
+            label = (f"known, fixed on another branch ({KNOWN[check]})" if check in KNOWN
+                     else "NEW")
+            lines.append(f"\n[{surface}] {check}: {len(kept) - 1} cases, {label}\n"
+                         f"  e.g. {kept[0]}")
+        return "\n".join(lines)
 
     def note(self, surface: str, text: str) -> None:
         if len(self.examples) < 12:
@@ -456,25 +480,54 @@ def faults_surface(tally: Tally, n: int, work: Path) -> None:
         tally.case("faults", lambda kind=kind, k=k: one(kind, k))
 
 
+# --------------------------------------------------------------------- doors
+def door_surface(tally: Tally, surface: str, n: int, lab: Lab, only: int | None = None
+                 ) -> None:
+    """``n`` cases of the door ``surface`` (:data:`benchmarks.fuzz.doors.DOORS`),
+    case k drawn from ``random.Random("SURFACE-k")`` (``only``: that case
+    alone, to replay a finding)."""
+    door = DOORS[surface][0]
+    for k in ([only] if only is not None else range(n)):
+        def body(k: int = k) -> list[str]:
+            found = door(random.Random(f"{surface}-{k}"), lab)
+            for finding in found:
+                tally.finding(surface, k, finding)
+            return sorted({f.column for f in found})
+        tally.case(surface, body)
+
+
 # ---------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
+    sizes = {"scenario": 5_500, "cli": 500, "harness": 4_000, "provider": 300, "faults": 40,
+             **{name: count for name, (_, count) in DOORS.items()}}
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiply every surface's case count (default 1: 10,340 cases)")
-    parser.add_argument("--surfaces", nargs="*",
-                        default=["harness", "scenario", "cli", "provider", "faults"])
+                        help=f"multiply every surface's case count (default 1: "
+                             f"{sum(sizes.values()):,} cases)")
+    parser.add_argument("--surface", "--surfaces", dest="surfaces", nargs="*",
+                        default=list(sizes), metavar="NAME[,NAME]",
+                        help=f"surfaces to run (comma- or space-separated) among "
+                             f"{', '.join(sizes)}; default all")
+    parser.add_argument("--case", type=int, default=None,
+                        help="replay one case of a door surface (its number in a finding)")
     parser.add_argument("--memory-mb", type=float, default=1024.0,
                         help="peak-RSS growth in one case counted as a memory blow-up")
     args = parser.parse_args(argv)
-    sizes = {"scenario": 5_500, "cli": 500, "harness": 4_000, "provider": 300, "faults": 40}
+    surfaces = [name for item in args.surfaces for name in item.split(",") if name]
+    unknown = [name for name in surfaces if name not in sizes]
+    if unknown:
+        parser.error(f"unknown surface {', '.join(unknown)}; known: {', '.join(sizes)}")
     tally = Tally(args.memory_mb)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sim-fuzz-") as tmp:
         work = Path(tmp)
-        for surface in args.surfaces:
+        lab = Lab(work / "doors")
+        for surface in surfaces:
             n = max(1, round(sizes[surface] * args.scale))
             t0 = time.monotonic()
-            if surface == "harness":
+            if surface in DOORS:
+                door_surface(tally, surface, n, lab, args.case)
+            elif surface == "harness":
                 harness_surface(tally, n)
             else:
                 {"scenario": scenario_surface, "cli": cli_surface,
@@ -485,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     print(tally.table())
     print(f"\n{sum(tally.cases.values()):,} cases in {time.monotonic() - start:.0f} s; "
           f"peak RSS {peak_mb():.0f} MB")
+    print(tally.findings())
     for example in tally.examples:
         print("\n" + example)
     return 1 if tally.failures() else 0
