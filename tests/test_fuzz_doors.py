@@ -38,7 +38,7 @@ from benchmarks.fuzz.checks import (
 from benchmarks.fuzz.doors import DOORS, Lab
 
 CASES = {"otel": 4, "project": 8, "sim_out": 3, "summary_md": 2, "view": 8, "scenarios": 8,
-         "cost": 12, "tune": 3, "replay": 4, "calibrate": 1, "importers": 12}
+         "cost": 12, "tune": 3, "replay": 4, "calibrate": 1, "importers": 12, "flags": 6}
 """Generated cases per door in CI (the campaign runs :data:`DOORS`' counts)."""
 
 

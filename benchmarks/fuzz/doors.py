@@ -39,6 +39,7 @@ import yaml
 from benchmarks.fuzz.checks import (
     RESULT_FILES,
     Finding,
+    Ran,
     calls_nonsense,
     digest,
     escapes,
@@ -118,10 +119,12 @@ class Lab:
     def check_guard(self, before: dict[str, str]) -> list[Finding]:
         return untouched(before, [self.bystander], "another run's results folder")
 
-    def traces(self, rng: random.Random, runs: int, hostile: bool) -> Path:
-        """A trace folder of ``runs`` runs (1-3 calls each... up to 12),
-        written by sim's trace writer; with ``hostile``, model and tool names
-        drawn from :data:`HOSTILE_TEXT`."""
+    def traces(self, rng: random.Random, runs: int, hostile: bool, limits: bool = True
+               ) -> Path:
+        """A trace folder of ``runs`` runs (0 to 12 calls each), written by
+        sim's trace writer; with ``hostile``, model and tool names drawn from
+        :data:`HOSTILE_TEXT`; with ``limits``, some runs state a step limit
+        (``tune`` then calibrates a world: 40 s and more for 10 runs)."""
         from datetime import UTC, datetime, timedelta
 
         from sim.traces.model import CallRecord, RunRecord, ToolCallRecord, Usage
@@ -146,7 +149,7 @@ class Lab:
                 resolved=resolved,
                 exit=None if resolved is None else ("done" if resolved else "error"),
                 started_at=start + timedelta(days=i),
-                step_limit=rng.choice([None, None, 12, 50])))
+                step_limit=rng.choice([None, None, 12, 50]) if limits else None))
         write_runs(folder, records)
         return folder
 
@@ -169,6 +172,27 @@ def _reports(folder: Path) -> list[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------------- otel
+
+def _live(rng: random.Random, case: Path, extra: list[str]) -> Ran:
+    """``live TASKS.yaml`` (one task, the shell tool) against the test suite's
+    fake provider answering "DONE", with ``extra`` flags."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from fake_providers import FakeProvider, Reply
+
+    tasks = case / "tasks.yaml"
+    tasks.write_text(yaml.safe_dump({"tasks": [
+        {"id": "t", "instruction": "say DONE", "tools": ["shell"], "workdir": "."}]}))
+    provider = rng.choice(["openai", "anthropic"])
+    with FakeProvider([Reply([("text", "DONE")], input_tokens=20, output_tokens=2)] * 3,
+                      lifetime_s=30) as server:
+        url = server.openai_url if provider == "openai" else server.base_url
+        argv = ["live", str(tasks), "--provider", provider, "--model",
+                "gpt-4o" if provider == "openai" else "claude-sonnet-4-20250514",
+                "--base-url", url, "--scenario", str(BOUNDED), "--approve", "all", *extra]
+        return run_cli(argv, env={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"})
+
 def _targets(lab: Lab, case: Path, rng: random.Random) -> tuple[str, str]:
     """(kind, path) of a hostile output file target."""
     kind = rng.choice(["folder", "devnull", "bystander", "read-only parent", "long name",
@@ -215,12 +239,11 @@ def otel(rng: random.Random, lab: Lab) -> list[Finding]:
     if rng.random() < 0.8:
         argv = ["run", str(BOUNDED), "--tasks", str(rng.choice([1, 2, 3])), "--workers", "1",
                 "--quiet", "--format", "json", "--out", str(out), "--otel", target]
+        ran = run_cli(argv)
     else:
-        argv = ["live", "--provider", rng.choice(["openai", "anthropic"]), "--model", "m",
-                "--base-url", "http://127.0.0.1:9", "--scenario", str(BOUNDED),
-                "--set", "tasks=1", "--out", str(out), "--quiet", "--approve", "all",
-                "--format", "json", "--otel", target]
-    ran = run_cli(argv, env={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"})
+        ran = _live(rng, case, ["--out", str(out), "--quiet", "--format", "json", "--otel",
+                                target])
+        argv = ran.argv
     found = tracebacks(ran) + lab.check_guard(before) + leftovers(case)
     if kind == "devnull":
         found += lab.device_kept(Path(target))
@@ -236,7 +259,7 @@ def otel(rng: random.Random, lab: Lab) -> list[Finding]:
         if kind in ("folder", "bystander", "empty", "nul", "long name"):
             found.append(Finding("nonsense", "otel-target",
                                  f"[{kind}] --otel {target[:80]!r} accepted (exit 0)"))
-        elif kind != "devnull" and argv[0] == "run":
+        elif kind != "devnull":
             try:
                 json.loads(Path(target).read_text().splitlines()[0])
             except (OSError, ValueError, IndexError) as error:
@@ -442,7 +465,9 @@ def summary_md(rng: random.Random, lab: Lab) -> list[Finding]:
     if out.exists() and any(out.iterdir()) and not (out / "report.md").exists():
         found.append(Finding("data_lost", "summary-md-target",
                              f"a half comparison folder {sorted(p.name for p in out.iterdir())}"))
-    return [Finding(f.column, "summary-md-target" if f.check == "bystander" else f.check,
+    return [Finding(f.column, "summary-md-target" if f.check == "bystander" or
+                    (f.check == "traceback" and ("append_summary" in f.detail
+                                                 or "_writable" in f.detail)) else f.check,
                     f"[{kind}, name {short(name)}] {f.detail}") for f in found]
 
 
@@ -612,7 +637,8 @@ def tune(rng: random.Random, lab: Lab) -> list[Finding]:
     writes tune.json and report.md; no raw markup or escape from the names
     in report.md or on stdout."""
     hostile = rng.random() < 0.5
-    traces = lab.traces(rng, rng.randint(1, 10), hostile)
+    runs = rng.randint(1, 10)
+    traces = lab.traces(rng, runs, hostile, limits=runs <= 5)
     out = traces.parent / (traces.name + "-tune")
     argv = ["tune", str(traces), "--out", str(out), "--quiet", "--force"]
     if rng.random() < 0.5:
@@ -720,6 +746,96 @@ def calibrate(rng: random.Random, lab: Lab) -> list[Finding]:
                                  f"exit {ran.status} but the world written does not load: "
                                  f"{str(error)[:300]}"))
     return found
+
+
+# --------------------------------------------------------------------- flags
+SCHEDULERS = ["local", "", "x", "tcp://127.0.0.1:9", "local:2", "\x00"]
+"""``--scheduler`` values: the default, empty, nonsense, an address where no
+Dask scheduler listens (10 s to give up), a NUL byte."""
+
+
+def flags(rng: random.Random, lab: Lab) -> list[Finding]:
+    """The flags no other surface reaches, one to three at a time with odd
+    values: ``run --traces/--resume/--scheduler/--allow-plugins/-v/-vv``,
+    ``capacity --target-p95-wait``, ``compare --junit/--base-set/
+    --candidate-set/--pairing/--save-results``, ``traces import --strict/
+    --workers/--scheduler/--format/--force``, ``traces summary --format``,
+    ``live --checkpoints/--approve/--no-stream``, ``calibrate --report/--by/
+    --search-runs/--format``, ``tune --scenario/--seed/--format``, ``replay
+    --workers/--scheduler``, ``--version``, ``--help``: exit 0-3, never a
+    traceback; another run's folder and a device target unchanged; no
+    temporary file left; exit 0 of run/capacity/replay writes a whole folder."""
+    case = lab.fresh("flags")
+    out = case / "out"
+    command = rng.choice(["run", "run", "capacity", "compare", "import", "summary", "live",
+                          "calibrate", "tune", "replay", "top"])
+    kind, target = _targets(lab, case, rng)
+    choices: dict[str, list[str]]
+    if command == "run":
+        argv = ["run", str(BOUNDED), "--tasks", "2", "--workers", "1", "--quiet",
+                "--out", str(out)]
+        choices = {"--traces": [], "--resume": [], "--scheduler": SCHEDULERS,
+                   "--allow-plugins": [], "-v": [], "-vv": [], "--force": [],
+                   "--cost-ceiling": ["1", "nan", "-1", "x"]}
+    elif command == "capacity":
+        argv = ["capacity", str(REPO / "scenarios" / "capacity.yaml"), "--tasks", "3",
+                "--workers", "1", "--quiet", "--out", str(out)]
+        choices = {"--target-p95-wait": ["10", "0", "-1", "nan", "inf", "1e308", "x"],
+                   "--traces": [], "--force": []}
+    elif command == "compare":
+        argv = ["compare", str(BOUNDED), str(REPO / "scenarios" / "naive.yaml"), "--tasks",
+                "3", "--workers", "1", "--quiet", "--out", str(out)]
+        choices = {"--junit": [target], "--base-set": ["harness.budgets.steps=5", "=", "x=1",
+                                                       "harness.budgets.steps=nan"],
+                   "--candidate-set": ["harness.budgets.steps=3", "harness.nope=1", ""],
+                   "--pairing": ["auto", "paired", "unpaired"], "--save-results": [],
+                   "--format": ["json"], "--force": []}
+    elif command in ("import", "summary"):
+        traces = lab.traces(rng, rng.randint(1, 4), rng.random() < 0.5)
+        if command == "import":
+            argv = ["traces", "import", str(traces), "--out", str(out), "--quiet"]
+            choices = {"--strict": [], "--workers": ["1", "2", "0", "-1", "x", "1000"],
+                       "--scheduler": SCHEDULERS, "--format": ["json", "table"],
+                       "--force": []}
+        else:
+            argv = ["traces", "summary", rng.choice([str(traces), str(case), target])]
+            choices = {"--format": ["json", "table", "xml"]}
+    elif command == "live":
+        argv = ["--out", str(out), "--quiet"]
+        choices = {"--checkpoints": [target], "--approve": ["ask", "all", "none"],
+                   "--no-stream": [], "--format": ["json"], "--force": []}
+    elif command == "calibrate":
+        traces = lab.traces(rng, rng.randint(10, 12), False)
+        argv = ["calibrate", str(traces), "--out", str(case / "w.yaml"), "--quiet",
+                "--evaluations", "0", "--no-ladder", "--folds", "2"]
+        choices = {"--report": [target], "--by": ["model", "x"],
+                   "--search-runs": ["1", "0", "-1", "x"], "--format": ["json"]}
+    elif command == "tune":
+        traces = lab.traces(rng, rng.randint(1, 6), False, limits=False)
+        argv = ["tune", str(traces), "--out", str(out), "--quiet", "--forecast-runs", "20"]
+        choices = {"--scenario": [str(BOUNDED), "naive", target, "nope"],
+                   "--seed": ["0", "-1", "x", str(2**64)], "--format": ["json"]}
+    elif command == "replay":
+        traces = lab.traces(rng, rng.randint(1, 6), False)
+        argv = ["replay", str(traces), str(BOUNDED), "--out", str(out), "--quiet"]
+        choices = {"--workers": ["1", "2", "0", "-1", "x", "300"], "--scheduler": SCHEDULERS,
+                   "--format": ["json"]}
+    else:
+        argv = [rng.choice(["--version", "--help", "-v", "-vv"]),
+                *rng.choice([[], ["scenarios"], ["nope"], ["run"], ["traces"]])]
+        choices = {}
+    for flag in rng.sample(sorted(choices), min(len(choices), rng.randint(1, 3))):
+        argv += [flag, *([rng.choice(choices[flag])] if choices[flag] else [])]
+    before = lab.guard()
+    device = Path(target) if kind == "devnull" and target in argv else None
+    ran = _live(rng, case, argv) if command == "live" else run_cli(argv)
+    found = tracebacks(ran) + lab.check_guard(before) + leftovers(case)
+    if device is not None:
+        found += lab.device_kept(device)
+    if ran.status == 0 and command in ("run", "capacity", "replay") and not whole(out):
+        found.append(Finding("data_lost", "flags-out", "exit 0 without the whole folder"))
+    return [Finding(f.column, f.check, f"[{command}, target {kind}] {f.detail}")
+            for f in found]
 
 
 # ----------------------------------------------------------------- importers
@@ -846,5 +962,6 @@ DOORS: dict[str, tuple[Callable[[random.Random, Lab], list[Finding]], int]] = {
     "replay": (replay, 100),
     "calibrate": (calibrate, 10),
     "importers": (importers, 600),
+    "flags": (flags, 300),
 }
 """Each door and its default case count in the campaign."""
