@@ -47,7 +47,7 @@ def builtin_folder() -> Path:
 def search_folders(cwd: Path | None = None) -> list[tuple[str, Path]]:
     """(origin, folder) pairs searched for a scenario name, in order (see the
     module docstring); folders that do not exist, or whose name no folder can
-    have (longer than the system allows), are left out."""
+    have (longer than the system allows, a NUL byte), are left out."""
     here = Path.cwd() if cwd is None else cwd
     folders: list[tuple[str, Path]] = [("here", here), ("here", here / "scenarios")]
     for part in os.environ.get(ENV, "").split(os.pathsep):
@@ -58,7 +58,10 @@ def search_folders(cwd: Path | None = None) -> list[tuple[str, Path]]:
     seen: set[Path] = set()
     kept = []
     for origin, folder in folders:
-        key = folder.resolve()
+        try:
+            key = folder.resolve()
+        except (OSError, ValueError):  # a NUL byte, a loop: no folder has that name
+            continue
         if key not in seen and _is_folder(folder):
             seen.add(key)
             kept.append((origin, folder))
