@@ -589,6 +589,13 @@ def cost(rng: random.Random, lab: Lab) -> list[Finding]:
                  rng.choice(["3", "0", "-1", "nan", "inf", "1e308"])]
     if rng.random() < 0.3:
         argv += ["--cache", rng.choice(["none", "append-only", "expired"])]
+    if rng.random() < 0.2:
+        argv += ["--cache-ttl", rng.choice(["5m", "1h", "2h"])]
+    if rng.random() < 0.2:
+        argv += ["--thinking", odd("100", "-1", "nan", "1e13")]
+    if rng.random() < 0.2:
+        argv += [rng.choice(["--price-cache-write", "--price-thinking"]),
+                 odd("3", "-1", "nan", "inf", "1e308")]
     if rng.random() < 0.3:
         argv += ["--format", "json"]
     ran = run_cli(argv)
@@ -772,8 +779,9 @@ def flags(rng: random.Random, lab: Lab) -> list[Finding]:
     kind, target = _targets(lab, case, rng)
     choices: dict[str, list[str]]
     if command == "run":
-        argv = ["run", str(BOUNDED), "--tasks", "2", "--workers", "1", "--quiet",
-                "--out", str(out)]
+        argv = (["run", str(BOUNDED)] if rng.random() < 0.7
+                else ["sweep", str(REPO / "scenarios" / "cached.yaml")])
+        argv += ["--tasks", "2", "--workers", "1", "--quiet", "--out", str(out)]
         choices = {"--traces": [], "--resume": [], "--scheduler": SCHEDULERS,
                    "--allow-plugins": [], "-v": [], "-vv": [], "--force": [],
                    "--cost-ceiling": ["1", "nan", "-1", "x"]}
@@ -789,6 +797,8 @@ def flags(rng: random.Random, lab: Lab) -> list[Finding]:
                                                        "harness.budgets.steps=nan"],
                    "--candidate-set": ["harness.budgets.steps=3", "harness.nope=1", ""],
                    "--pairing": ["auto", "paired", "unpaired"], "--save-results": [],
+                   "--seed": ["1", "-1", "x"], "--allow-plugins": [],
+                   "--set": ["harness.budgets.steps=4", "nope"],
                    "--format": ["json"], "--force": []}
     elif command in ("import", "summary"):
         traces = lab.traces(rng, rng.randint(1, 4), rng.random() < 0.5)
@@ -809,7 +819,8 @@ def flags(rng: random.Random, lab: Lab) -> list[Finding]:
         argv = ["calibrate", str(traces), "--out", str(case / "w.yaml"), "--quiet",
                 "--evaluations", "0", "--no-ladder", "--folds", "2"]
         choices = {"--report": [target], "--by": ["model", "x"],
-                   "--search-runs": ["1", "0", "-1", "x"], "--format": ["json"]}
+                   "--search-runs": ["1", "0", "-1", "x"], "--format": ["json"],
+                   "--workers": ["1", "0", "x"], "--scheduler": SCHEDULERS}
     elif command == "tune":
         traces = lab.traces(rng, rng.randint(1, 6), False, limits=False)
         argv = ["tune", str(traces), "--out", str(out), "--quiet", "--forecast-runs", "20"]
