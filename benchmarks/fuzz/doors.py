@@ -342,7 +342,8 @@ def project(rng: random.Random, lab: Lab) -> list[Finding]:
             if not made or not any(whole(p) for p in made):
                 found.append(Finding("data_lost", "tool-sim",
                                      f"run exit 0 without a whole results folder ({table})"))
-    return [Finding(f.column, "tool-sim" if f.check == "bystander" else f.check,
+    return [Finding(f.column, "tool-sim" if f.check == "bystander" or
+                    (f.check == "traceback" and "embedded null byte" in f.detail) else f.check,
                     f"{f.detail}\npyproject.toml: {text[:300]!r}") for f in found]
 
 
