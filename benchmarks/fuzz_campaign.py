@@ -1,5 +1,5 @@
-"""The generated-input campaign of issue 25: at least 10,000 cases over every
-door, counted.
+"""The generated-input campaign of issues 25 and 41: over 14,000 cases over
+every door, counted.
 
 Surfaces (default case counts, ``--scale`` multiplies them):
 
@@ -18,7 +18,19 @@ Surfaces (default case counts, ``--scale`` multiplies them):
 * ``provider`` (300): the live driver against the local fake server sending
   generated misbehaviour (``tests/test_fuzz_provider.py``);
 * ``faults`` (40): ENOSPC/EROFS at one of the write points, a truncated kept
-  chunk, a second command on a locked ``--out``.
+  chunk, a second command on a locked ``--out``;
+* the doors of issue 41 (``benchmarks/fuzz/doors.py``; its package docstring
+  has the table of which surface reaches each command and flag): ``otel``
+  (150: ``run``/``live --otel`` to a folder, a device, another run's file, a
+  read-only parent, a long or NUL name), ``project`` (400: a generated
+  ``[tool.sim]`` used by ``run NAME`` and ``scenarios``), ``sim_out`` (100),
+  ``summary_md`` (60: ``compare --summary-md`` targets, a full disk,
+  scenario names with markup), ``view`` (600), ``scenarios`` (600: headers
+  and names with terminal escapes), ``cost`` (1,500), ``tune`` (60: trace
+  folders of 1-10 runs, odd ``--where``/``--candidates``/...), ``replay``
+  (100), ``calibrate`` (10), ``importers`` (600: every trace format, values
+  aimed at tool and model names and token counts), ``flags`` (300: every
+  flag no other surface reaches).
 
 Counted per surface: **tracebacks** (an exception other than the clean
 InputError, or "Traceback" on stderr, or an exit status outside 0/1/2/3),
@@ -26,18 +38,47 @@ InputError, or "Traceback" on stderr, or an exit status outside 0/1/2/3),
 (the process's peak RSS growing past ``--memory-mb`` in one case),
 **accepted nonsense** (an accepted scenario whose rows hold NaN, infinite or
 negative numbers, an unknown outcome or more steps than the ceiling; a
-harness run past a time budget or ending outside the outcome table) and
-**data lost** (exit 0 without the whole results folder; a fault that changed
-earlier results or left temporary files; a resume whose results differ).
+harness run past a time budget or ending outside the outcome table; an
+import whose calls name a tool "None", "" or a stringified object, or hold
+a negative or NaN count; a report, summary or terminal output holding raw
+``<script``/``<img`` or a control byte that came from the input; a flag
+ignored where the output shows it, e.g. ``cost --model X`` naming another
+model, ``--otel ''`` writing nothing; an output target that is a folder or
+another run's file accepted) and **data lost** (exit 0 without the whole
+results folder; another run's results folder changed; a device target
+replaced by a regular file; temporary files left; a fault that changed
+earlier results; a resume whose results differ).
 
-Run: ``python -m benchmarks.fuzz_campaign`` (about 15 minutes on 2 shared
-cores); ``--scale 0.1`` for a quick look. Prints one table and exits 1 if any
-count is not zero.
+The doors' findings are listed by check, each with the command that replays
+its first case (``--surface NAME --case K``); a check of
+:data:`benchmarks.fuzz.checks.KNOWN` is printed as "known, fixed on another
+branch" (issue 41 parts A and B) and still counted.
+
+Run: ``python -m benchmarks.fuzz_campaign``; ``--scale 0.1`` for a quick
+look; ``--surface tune,otel`` for some surfaces. Prints one table and exits
+1 if any count is not zero.
 
 Measured on 2026-12-01 (commit f90d1ee, 2 shared cores): 10,340 cases in
 302 s (1,033 s under heavier load at cda7f34), every count 0 on every surface
 (522 of the 5,500 scenario documents accepted and simulated, the rest
 refused with exit 2); peak RSS 417 MB.
+
+Measured on 2026-12-04 (commit 459fb4e, 2 cores shared with 8 other
+sessions, about 4x slower than the 302 s above): 14,820 cases in 1,833 s
+(the old surfaces 992 s, the doors 841 s), peak RSS 542 MB. The old surfaces
+all 0; the doors, with the fixes of issue 41's branches A and B not yet
+merged: otel 30 tracebacks / 11 nonsense / 37 data lost of 150 (a device
+target replaced by a regular file, another run's summary.json overwritten,
+a folder target a traceback, ``--otel ''`` ignored), project 8/5/1 of 400,
+sim_out 11/9/0 of 100, summary_md 17/18/4 of 60, view 0/104/0 of 600,
+scenarios 0/259/0 of 600, cost 15/152/0 of 1,500, tune 0/7/0 of 60, replay
+0/31/0 of 100, calibrate 0/2/0 of 10, importers 0/68/0 of 600 (tools named
+"None", "", "nan"), flags 3/0/2 of 300; no hangs, no memory blow-ups. Of the
+checks, all but four are known (A or B); new: ``cost --price-out 1e308``
+(a traceback, or "inf" in the JSON), ``compare --junit`` to a device (the
+device replaced), ``--junit`` with a NUL byte (a traceback), and a NUL byte
+or a too-long folder in the scenario lookup (fixed here in
+sim/scenario/catalog.py, after this run).
 """
 
 from __future__ import annotations
@@ -69,6 +110,8 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import sim.cli  # noqa: E402
+from benchmarks.fuzz.checks import KNOWN, Finding  # noqa: E402
+from benchmarks.fuzz.doors import DOORS, Lab  # noqa: E402
 from sim.bad_input import InputError  # noqa: E402
 
 CASE_LIMIT_S = 60
@@ -77,8 +120,9 @@ RESULT_FILES = {"results.parquet", "summary.json", "report.md", "report.html"}
 COLUMNS = ("tracebacks", "hangs", "memory", "nonsense", "data_lost")
 
 
-class Hang(Exception):
-    """A case did not finish within CASE_LIMIT_S."""
+class Hang(BaseException):
+    """A case did not finish within CASE_LIMIT_S (a BaseException, so that no
+    ``except Exception`` of the code under test or of a detector takes it)."""
 
 
 def _alarm(signum, frame):
@@ -97,6 +141,7 @@ class Tally:
         self.counts: dict[str, Counter[str]] = {}
         self.examples: list[str] = []
         self.memory_mb = memory_mb
+        self.checks: dict[tuple[str, str], list[str]] = {}
 
     def case(self, surface: str, body: Callable[[], list[str]]) -> None:
         """Run one case; ``body`` returns the failures it found (column names)."""
@@ -119,6 +164,26 @@ class Tally:
             found.append("memory")
         for column in found:
             counts[column] += 1
+
+    def finding(self, surface: str, case: int, finding: Finding) -> None:
+        """Count a door's finding by check, keeping its first example with the
+        command that replays the case."""
+        kept = self.checks.setdefault((surface, finding.check), [])
+        if not kept:
+            kept.append(f"python -m benchmarks.fuzz_campaign --surface {surface} --case {case}"
+                        f"\n    {finding.column}: {finding.detail.strip()[:1200]}")
+        kept.append("")
+
+    def findings(self) -> str:
+        """The doors' findings by check: known ones (fixed on another branch,
+        :data:`~benchmarks.fuzz.checks.KNOWN`) apart from new ones."""
+        lines = []
+        for (surface, check), kept in sorted(self.checks.items()):
+            label = (f"known, fixed on another branch ({KNOWN[check]})" if check in KNOWN
+                     else "NEW")
+            lines.append(f"\n[{surface}] {check}: {len(kept) - 1} cases, {label}\n"
+                         f"  e.g. {kept[0]}")
+        return "\n".join(lines)
 
     def note(self, surface: str, text: str) -> None:
         if len(self.examples) < 12:
@@ -456,25 +521,57 @@ def faults_surface(tally: Tally, n: int, work: Path) -> None:
         tally.case("faults", lambda kind=kind, k=k: one(kind, k))
 
 
+# --------------------------------------------------------------------- doors
+def door_surface(tally: Tally, surface: str, n: int, lab: Lab, only: int | None = None
+                 ) -> None:
+    """``n`` cases of the door ``surface`` (:data:`benchmarks.fuzz.doors.DOORS`),
+    case k drawn from ``random.Random("SURFACE-k")`` (``only``: that case
+    alone, to replay a finding)."""
+    door = DOORS[surface][0]
+    for k in ([only] if only is not None else range(n)):
+        def body(k: int = k) -> list[str]:
+            try:
+                found = door(random.Random(f"{surface}-{k}"), lab)
+            except Hang:
+                found = [Finding("hangs", "hang", f"no answer within {CASE_LIMIT_S} s")]
+            for finding in found:
+                tally.finding(surface, k, finding)
+            return sorted({f.column for f in found})
+        tally.case(surface, body)
+
+
 # ---------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
+    sizes = {"scenario": 5_500, "cli": 500, "harness": 4_000, "provider": 300, "faults": 40,
+             **{name: count for name, (_, count) in DOORS.items()}}
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiply every surface's case count (default 1: 10,340 cases)")
-    parser.add_argument("--surfaces", nargs="*",
-                        default=["harness", "scenario", "cli", "provider", "faults"])
+                        help=f"multiply every surface's case count (default 1: "
+                             f"{sum(sizes.values()):,} cases)")
+    parser.add_argument("--surface", "--surfaces", dest="surfaces", nargs="*",
+                        default=list(sizes), metavar="NAME[,NAME]",
+                        help=f"surfaces to run (comma- or space-separated) among "
+                             f"{', '.join(sizes)}; default all")
+    parser.add_argument("--case", type=int, default=None,
+                        help="replay one case of a door surface (its number in a finding)")
     parser.add_argument("--memory-mb", type=float, default=1024.0,
                         help="peak-RSS growth in one case counted as a memory blow-up")
     args = parser.parse_args(argv)
-    sizes = {"scenario": 5_500, "cli": 500, "harness": 4_000, "provider": 300, "faults": 40}
+    surfaces = [name for item in args.surfaces for name in item.split(",") if name]
+    unknown = [name for name in surfaces if name not in sizes]
+    if unknown:
+        parser.error(f"unknown surface {', '.join(unknown)}; known: {', '.join(sizes)}")
     tally = Tally(args.memory_mb)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sim-fuzz-") as tmp:
         work = Path(tmp)
-        for surface in args.surfaces:
+        lab = Lab(work / "doors")
+        for surface in surfaces:
             n = max(1, round(sizes[surface] * args.scale))
             t0 = time.monotonic()
-            if surface == "harness":
+            if surface in DOORS:
+                door_surface(tally, surface, n, lab, args.case)
+            elif surface == "harness":
                 harness_surface(tally, n)
             else:
                 {"scenario": scenario_surface, "cli": cli_surface,
@@ -485,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     print(tally.table())
     print(f"\n{sum(tally.cases.values()):,} cases in {time.monotonic() - start:.0f} s; "
           f"peak RSS {peak_mb():.0f} MB")
+    print(tally.findings())
     for example in tally.examples:
         print("\n" + example)
     return 1 if tally.failures() else 0

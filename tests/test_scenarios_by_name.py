@@ -6,6 +6,7 @@ that is not found is one line with the closest names."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -124,3 +125,20 @@ def test_sim_out_and_tool_sim_out_set_the_default_results_folder(elsewhere, monk
     monkeypatch.setenv("SIM_OUT", str(elsewhere / "env"))
     assert default_out(args, "x") == elsewhere / "env" / "x"
     assert default_out(Namespace(out="given"), "x") == Path("given")
+
+
+def test_a_name_too_long_for_the_system_is_not_found_not_a_traceback(elsewhere, monkeypatch,
+                                                                      capsys):
+    """A scenario argument or a $SIM_SCENARIOS folder of 300 characters (past
+    the 255 a name may have): the lookup leaves it out and a missing name is
+    the one-line error (exit 2); ``scenarios`` still lists the built-in ones.
+    (``[tool.sim] scenarios`` is validated where it is read, in
+    sim/scenario/project.py.)"""
+    long = "n" * 300
+    monkeypatch.setenv("SIM_SCENARIOS", str(elsewhere / long))
+    assert sim.cli.main(["run", long, "--tasks", "1", "--quiet"]) == 2
+    assert sim.cli.main(["run", f"{long}.yaml", "--tasks", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("no scenario of that name") == 2
+    assert sim.cli.main(["scenarios", "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == len(BUILTIN)

@@ -47,7 +47,8 @@ def builtin_folder() -> Path:
 
 def search_folders(cwd: Path | None = None) -> list[tuple[str, Path]]:
     """(origin, folder) pairs searched for a scenario name, in order (see the
-    module docstring); folders that do not exist are left out."""
+    module docstring); folders that do not exist, or whose name no folder can
+    have (longer than the system allows, a NUL byte), are left out."""
     here = Path.cwd() if cwd is None else cwd
     folders: list[tuple[str, Path]] = [("here", here), ("here", here / "scenarios")]
     for part in os.environ.get(ENV, "").split(os.pathsep):
@@ -59,11 +60,41 @@ def search_folders(cwd: Path | None = None) -> list[tuple[str, Path]]:
     seen: set[Path] = set()
     kept = []
     for origin, folder in folders:
-        key = folder.resolve()
-        if key not in seen and folder.is_dir():
+        try:
+            key = folder.resolve()
+        except (OSError, ValueError):  # a NUL byte, a loop: no folder has that name
+            continue
+        if key not in seen and _is_folder(folder):
             seen.add(key)
             kept.append((origin, folder))
     return kept
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False for a name the system refuses to
+    look up (ENAMETOOLONG, ELOOP: no folder has it)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; False for a name the system refuses to look
+    up (ENAMETOOLONG, ELOOP: no file has it)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; False for a name the system refuses to look
+    up (ENAMETOOLONG, ELOOP: nothing has it)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -121,14 +152,14 @@ def _builtin_of(text: str) -> Path | None:
     if path.parent.name != "scenarios" or path.suffix not in SUFFIXES:
         return None
     candidate = builtin_folder() / path.name
-    return candidate if candidate.is_file() else None
+    return candidate if _is_file(candidate) else None
 
 
 def resolve(source: str | os.PathLike[str], cwd: Path | None = None) -> str:
     """The file a scenario argument names (see the module docstring), as a
     string; an InputError when there is none."""
     text = os.fspath(source)
-    if Path(text).exists():
+    if _exists(Path(text)):
         return text
     name = text
     if Path(text).suffix in SUFFIXES:
@@ -137,7 +168,7 @@ def resolve(source: str | os.PathLike[str], cwd: Path | None = None) -> str:
         for _, folder in search_folders(cwd):
             for suffix in SUFFIXES:
                 candidate = folder / f"{name}{suffix}"
-                if candidate.is_file():
+                if _is_file(candidate):
                     log.info("scenario %s: %s", text, candidate)
                     return str(candidate)
     builtin = _builtin_of(text)
