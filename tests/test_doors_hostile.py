@@ -507,3 +507,49 @@ def test_compare_secondary_outputs_are_checked_before_the_comparison(
                             "--out", str(tmp_path / "o"), flag, str(target))
     one_error(status, stderr, flag, words)
     assert kind != "device" or stat.S_ISCHR(target.stat().st_mode)
+
+
+def mini_swe() -> str:
+    """The shared mini-swe-agent samples (the test skips without the data)."""
+    from traces_helpers import data_folder
+
+    return str(data_folder("mini-swe-agent"))
+
+
+def status_err(result: tuple[int, str, str]) -> tuple[int, str]:
+    return result[0], result[2]
+
+
+def test_traces_import_and_summary_refuse_a_300_character_name_before_reading(tmp_path):
+    """``traces import --out`` and ``traces summary DIR`` with a 300-character
+    name: exit 2 naming the flag (it was an ENAMETOOLONG traceback)."""
+    long = str(tmp_path / ("n" * 300))
+    one_error(*status_err(cli("traces", "import", mini_swe(), "--out", long)), "--out",
+              "300 bytes")
+    one_error(*status_err(cli("traces", "summary", long)), "DIR", "300 bytes")
+
+
+def test_traces_import_under_a_parent_that_cannot_be_made_is_exit_2(tmp_path):
+    """An ``--out`` whose parent is a file: exit 2 saying the folder cannot be
+    made, nothing written (it was a NotADirectoryError traceback)."""
+    (tmp_path / "file").write_text("x")
+    one_error(*status_err(cli("traces", "import", mini_swe(), "--out",
+                              str(tmp_path / "file" / "t"))), "cannot make a folder")
+    assert (tmp_path / "file").read_text() == "x"
+
+
+def test_import_traces_from_python_refuses_a_name_too_long(tmp_path):
+    """The Python API checks the path too: an InputError, not an OSError."""
+    from sim.traces import import_traces
+
+    with pytest.raises(InputError, match="at most 255"):
+        import_traces([mini_swe()], tmp_path / ("n" * 300))
+
+
+def test_cost_refuses_a_price_beyond_a_dollar_a_token():
+    """``cost --model M --price-out 1e308``: exit 2 naming the flag and the
+    bound (it was a decimal.InvalidOperation traceback after the catalogue
+    lookup; with --format json the cost read "inf")."""
+    one_error(*status_err(cli("cost", "--steps", "10", "--prefix", "100", "--per-step", "10",
+                              "--output", "5", "--model", "claude-sonnet-4-20250514",
+                              "--price-out", "1e308")), "--price-out", "1,000,000")

@@ -38,6 +38,7 @@ from sim.cost import (
     run_breakdown,
 )
 from sim.harness.params import Prices
+from sim.harness.prices import MAX_PRICE
 
 _DESCRIPTION = (
     "Tokens and cost of a deterministic run of N steps that re-sends a prefix of P tokens "
@@ -117,9 +118,9 @@ def _price_tiers(args: argparse.Namespace) -> Prices:
         value = getattr(args, dest)
         if value is None:
             continue
-        if not math.isfinite(value) or value < 0:
-            raise InputError(f"{flag} must be a non-negative number of USD per million "
-                             f"tokens, got {value}")
+        if not math.isfinite(value) or not 0 <= value <= MAX_PRICE:
+            raise InputError(f"{flag} must be a number of USD per million tokens from 0 to "
+                             f"{MAX_PRICE:,.0f}, got {value}")
         overrides[field] = value
     if args.prices is not None:
         for flag, value in (("--model", args.model), ("--provider", args.provider)):

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from sim.cli.flags import bounded_int
+from sim.cli.flags import bounded_int, folder_path
 from sim.scenario.limits import MAX_WORKERS
 
 
@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the trace folder --out, written atomically. What cannot be used is "
                     "skipped and counted by reason on stderr and in import.json.")
     imp.add_argument("sources", nargs="+", metavar="SOURCE", help="a file or folder")
-    imp.add_argument("--out", required=True, metavar="DIR", help="the trace folder to write")
+    imp.add_argument("--out", required=True, metavar="DIR", type=folder_path,
+                     help="the trace folder to write")
     imp.add_argument("--strict", action="store_true",
                      help="any skipped file or run is an error (exit 2, nothing written)")
     imp.add_argument("--force", action="store_true",
@@ -51,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "unknown usage left out); first, a warning per source whose figures "
                     "are estimated or unknown for over 1% of its calls; last, what looks "
                     "wrong in the data, with the calls concerned and how to fix it.")
-    summary.add_argument("folder", metavar="DIR", help="a trace folder")
+    summary.add_argument("folder", metavar="DIR", type=folder_path, help="a trace folder")
     summary.add_argument("--format", choices=("table", "json"), default="table",
                          help="stdout: text (default) or JSON")
     where_flag(summary, "summarise")

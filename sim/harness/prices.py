@@ -8,6 +8,11 @@ from typing import Any, ClassVar
 
 from sim.harness.fields import PYDANTIC_CONFIG, param, validated
 
+MAX_PRICE = 1_000_000.0
+"""The highest price a field may hold, USD per million tokens (a dollar a
+token: thousands of times any listed model's), so that no sum of costs over
+counts the trace model allows leaves the finite floats."""
+
 
 @dataclass(frozen=True, slots=True)
 class Prices:
@@ -25,11 +30,12 @@ class Prices:
 
     __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
 
-    input: float = param(3.0, "uncached input (USD/Mtok)", ge=0)
-    output: float = param(15.0, "output (USD/Mtok)", ge=0)
-    cache_read: float = param(0.3, "cache reads (USD/Mtok)", ge=0)
-    cache_write: float = param(3.75, "cache writes (USD/Mtok)", ge=0)
-    thinking: float | None = param(None, "thinking (USD/Mtok; null: the output price)", ge=0)
+    input: float = param(3.0, "uncached input (USD/Mtok)", ge=0, le=MAX_PRICE)
+    output: float = param(15.0, "output (USD/Mtok)", ge=0, le=MAX_PRICE)
+    cache_read: float = param(0.3, "cache reads (USD/Mtok)", ge=0, le=MAX_PRICE)
+    cache_write: float = param(3.75, "cache writes (USD/Mtok)", ge=0, le=MAX_PRICE)
+    thinking: float | None = param(None, "thinking (USD/Mtok; null: the output price)", ge=0,
+                                   le=MAX_PRICE)
     tiers: tuple[tuple[int, Prices], ...] = param(
         (), "cliff tiers: [prompt tokens above which they apply, prices], ascending")
 

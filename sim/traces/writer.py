@@ -66,6 +66,7 @@ from sim.traces.provenance import column as provenance_column
 from sim.traces.reading import check_values
 from sim.traces.repairs import repair_run
 from sim.traces.skips import BAD_COUNT, Unusable
+from sim.user_paths import check_path
 
 COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 3
@@ -451,6 +452,7 @@ def atomic_folder(target: str | os.PathLike, *, force: bool = False) -> Iterator
     it is replaced, only once the new folder is complete). A disk that is
     full or read-only is an InputError too (exit status 2), the temporary
     folder removed and ``target`` as it was."""
+    check_path(target, "the trace folder")
     final = Path(target)
     if final.exists() and not final.is_dir():
         raise InputError("exists and is not a folder", source=str(final))
@@ -463,7 +465,9 @@ def atomic_folder(target: str | os.PathLike, *, force: bool = False) -> Iterator
         tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
     except OSError as error:
         _raise_write_error(error, final, kept)
-        raise
+        text = error.strerror or str(error)  # not a disk's failure: a parent that cannot be
+        raise InputError(f"cannot make a folder in {final.parent}: {text[:1].lower()}"
+                         f"{text[1:]}; {kept}", source=str(final)) from None
     try:
         yield tmp
         os.chmod(tmp, 0o755)
