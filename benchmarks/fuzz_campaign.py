@@ -51,8 +51,8 @@ earlier results; a resume whose results differ).
 
 The doors' findings are listed by check, each with the command that replays
 its first case (``--surface NAME --case K``); a check of
-:data:`benchmarks.fuzz.checks.KNOWN` is printed as "known, fixed on another
-branch" (issue 41 parts A and B) and still counted.
+:data:`benchmarks.fuzz.checks.KNOWN` (none today) is printed as "known" and
+still counted.
 
 Run: ``python -m benchmarks.fuzz_campaign``; ``--scale 0.1`` for a quick
 look; ``--surface tune,otel`` for some surfaces. Prints one table and exits
@@ -179,7 +179,7 @@ class Tally:
         :data:`~benchmarks.fuzz.checks.KNOWN`) apart from new ones."""
         lines = []
         for (surface, check), kept in sorted(self.checks.items()):
-            label = (f"known, fixed on another branch ({KNOWN[check]})" if check in KNOWN
+            label = (f"known ({KNOWN[check]})" if check in KNOWN
                      else "NEW")
             lines.append(f"\n[{surface}] {check}: {len(kept) - 1} cases, {label}\n"
                          f"  e.g. {kept[0]}")

@@ -154,6 +154,19 @@ def test_tool_sim_path_with_a_nul_byte_is_exit_2_naming_the_field(
     one_error(status, stderr, str(pyproject), "tool.sim.scenarios[0]", "NUL")
 
 
+@pytest.mark.parametrize("setting", ['scenarios = ""', 'scenarios = ["worlds", " "]',
+                                     'out = ""'], ids=["scenarios", "scenarios-list", "out"])
+def test_tool_sim_empty_path_is_exit_2_naming_the_field(tmp_path, monkeypatch, no_simulation,
+                                                        setting) -> None:
+    """``scenarios = ""`` was accepted (an empty path is the pyproject's own
+    folder, silently); every empty path of ``[tool.sim]`` is refused."""
+    pyproject = _project(tmp_path, setting, monkeypatch)
+    key = setting.split(" ")[0]
+    command = ("run", str(BOUNDED), "--tasks", "5", "--quiet") if key == "out" else ("scenarios",)
+    status, _, stderr = cli(*command)
+    one_error(status, stderr, str(pyproject), f"tool.sim.{key}", "empty path")
+
+
 @pytest.mark.parametrize("command", [["run", "bounded", "--tasks", "5"], ["scenarios"]],
                          ids=["run", "scenarios"])
 def test_tool_sim_nested_5000_deep_is_exit_2(tmp_path, monkeypatch, no_simulation,

@@ -7,9 +7,7 @@ accepted nonsense, no data lost.
 
 Cases are drawn by hypothesis, derandomized, a handful per door, each run
 once per module (:func:`findings`); one test per door asserts that no check
-outside :data:`~benchmarks.fuzz.checks.KNOWN` failed, and one per known check
-(a defect fixed on another branch of issue 41) is ``xfail(strict=False)``
-until that branch is merged. The detectors themselves are tested on inputs
+failed. The detectors themselves are tested on inputs
 made to trip them, so a door that finds nothing is not a door that cannot
 find anything.
 """
@@ -24,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.fuzz.checks import (
-    KNOWN,
     Finding,
     Ran,
     calls_nonsense,
@@ -73,34 +70,12 @@ def test_every_door_has_ci_cases():
 
 
 @pytest.mark.parametrize("door", sorted(DOORS))
-def test_generated_cases_of_each_door_find_no_defect_but_the_known_ones(door, findings):
+def test_generated_cases_of_each_door_find_no_defect(door, findings):
     """No traceback, hang, accepted nonsense or data lost on the door's
-    generated cases, but for the checks of :data:`KNOWN` (tested below)."""
-    new = [f for f in findings[door] if f.check not in KNOWN]
-    assert new == [], "\n\n".join(f"{f.column}/{f.check}: {f.detail}" for f in new[:3])
-
-
-KNOWN_BY_DOOR = [
-    ("otel", "otel-target"), ("otel", "long-name"), ("project", "tool-sim"),
-    ("sim_out", "long-name"), ("summary_md", "long-name"),
-    ("sim_out", "sim-out"), ("sim_out", "escape"), ("summary_md", "summary-md-target"),
-    ("summary_md", "escape"), ("view", "escape"), ("scenarios", "escape"),
-    ("cost", "cost-model"), ("cost", "escape"), ("tune", "escape"), ("replay", "escape"),
-    ("calibrate", "escape"), ("importers", "nameless-tool"), ("importers", "escape")]
-"""(door, check) pairs where the campaign found a defect another branch of
-issue 41 fixes (A: output targets, [tool.sim], SIM_OUT, cost --model; B:
-nameless tools, escaping)."""
-
-
-@pytest.mark.parametrize("door,check", [
-    pytest.param(door, check, marks=pytest.mark.xfail(
-        strict=False, reason=f"known, fixed on another branch: {KNOWN.get(check, check)}"))
-    for door, check in KNOWN_BY_DOOR])
-def test_known_defects_are_gone(door, check, findings):
-    """The door's cases trip none of the checks known to fail on this branch
-    (xfail until issue 41's branches A and B are merged)."""
-    hit = [f for f in findings[door] if f.check == check]
-    assert hit == [], f"{len(hit)} cases: {hit[0].detail}"
+    generated cases (issue 41's defects included: output targets,
+    ``[tool.sim]``, ``SIM_OUT``, ``cost --model``, nameless tools, escaping)."""
+    found = findings[door]
+    assert found == [], "\n\n".join(f"{f.column}/{f.check}: {f.detail}" for f in found[:3])
 
 
 # ---------------------------------------------------------------- detectors

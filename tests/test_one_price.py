@@ -199,3 +199,21 @@ def test_tune_replays_each_run_at_the_same_price_and_saves_what_replay_saves(
                  "--set", "harness.budgets.tokens=5000"]) == 0
     rows = pd.read_parquet(tmp_path / "r" / "results.parquet")
     assert rows["saved_usd"].sum() == pytest.approx(saved)
+
+
+def test_a_run_recording_only_its_total_prices_calls_of_a_model_only_they_name():
+    """A run whose calls record no cost (the run records its total) and name a
+    model no other record names: every call is priced from that model's
+    prices, no KeyError (a generated OpenHands file gave one in ``traces
+    summary``). Run r1 records $0.06 over two calls of 100 input tokens at
+    $1 and $2 per million: the run keeps its recorded total."""
+    from sim.cost.recorded import run_prices as recorded_run_prices
+
+    prices = {"a": Prices(1.0, 0.0, 0.0, 0.0), "b": Prices(2.0, 0.0, 0.0, 0.0)}
+    usage = Usage(input_tokens=100, output_tokens=0)
+    priced = recorded_run_prices([("r1", "a", 0.06)],
+                                 [("r1", "a", usage, None), ("r1", "b", usage, None)],
+                                 prices.get)
+    assert set(priced.models) == {"a", "b"}
+    assert priced.usd == [pytest.approx(0.06)]
+    assert priced.basis == [RECORDED]

@@ -50,19 +50,11 @@ class Finding:
     detail: str = ""
 
 
-KNOWN: dict[str, str] = {
-    "otel-target": "A: --otel to a folder, /dev/null, another run's file, a long or NUL name",
-    "summary-md-target": "A: --summary-md to another run's file, a long or NUL name",
-    "tool-sim": "A: [tool.sim] values of the wrong type, NUL bytes, missing folders",
-    "sim-out": "A: SIM_OUT hostile values (a file, another run's folder)",
-    "long-name": "A: too-long names in output paths",
-    "cost-model": "A: cost --model ignored beside --prices or price flags",
-    "nameless-tool": "B: nameless tool calls written as 'None' or '' by importers",
-    "escape": "B: raw <script>/<img> or terminal escapes from the input in reports or stdout",
-}
-"""Checks known to fail on this branch, fixed on another branch (issue 41
-parts A and B), with the defect: the campaign prints them as "known, fixed
-on another branch"; ``tests/test_fuzz_doors.py`` marks their cases xfail."""
+KNOWN: dict[str, str] = {}
+"""Checks known to fail, with the defect (printed by the campaign as
+"known"): none. The defects issue 41 listed (output targets, ``[tool.sim]``,
+``SIM_OUT``, ``cost --model``, nameless tool calls, raw markup and terminal
+escapes) are fixed, and every check counts again."""
 
 
 @dataclass

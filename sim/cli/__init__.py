@@ -93,7 +93,9 @@ def report_error(kind: str, message: str, as_json: bool, error: InputError | Non
     """One line on stderr (``error: ...``); with ``as_json`` also, as the only
     thing on stdout, one JSON object: ``{"error": {"kind", "message",
     "status", and for bad input "file", "field", "line", "problem"}}``."""
-    print(f"error: {message}", file=sys.stderr)
+    from sim.output.safe_text import printable  # names from the input, shown as text
+
+    print(f"error: {printable(message, newlines=False)}", file=sys.stderr)
     if not as_json:
         return
     detail: dict[str, object] = {"kind": kind, "message": message, "status": 2}

@@ -203,6 +203,7 @@ def format_comparison(result: Comparison) -> str:
     intervals and p-values, then steps, tokens and cost; then the verdict."""
     from sim.analysis import frames
     from sim.analysis.compare import METRICS, check_sentence, format_p
+    from sim.output.safe_text import printable
 
     level = round(100 * (1 - result.thresholds.alpha))
     headline = {"regression": "REGRESSION", "no regression": "no regression",
@@ -252,4 +253,4 @@ def format_comparison(result: Comparison) -> str:
         lines.append(f"  {result.verdict}")
     flagged = frames.records(result.checks[result.checks["status"] != "within"])
     lines += [f"  - {check_sentence(r)}" for r in flagged]
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # names from the scenarios, shown as text

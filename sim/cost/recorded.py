@@ -293,6 +293,9 @@ def run_prices(runs: Sequence[tuple[str, str, float | None]],
             continue
         for cost, usage, call_model in mine:
             records.setdefault(call_model, []).append((usage, cost))
+    for mine in by_run.values():  # a model only named by calls of a run recording its total
+        for _, _, call_model in mine:
+            records.setdefault(call_model, [])
     models = model_prices(records, listed, scenario)
     usd, bases = [], []
     for run, _, total in runs:

@@ -76,6 +76,9 @@ def config_paths(key: str, cwd: Path | None = None) -> list[Path]:
                          path=f"tool.sim.{key}")
     for i, item in enumerate(items):
         field = f"tool.sim.{key}" if isinstance(value, str) else f"tool.sim.{key}[{i}]"
+        if not item.strip():  # "" would silently be the pyproject's own folder
+            raise InputError("must name a folder, got an empty path", source=str(path),
+                             path=field)
         check_path(item, source=str(path), field=field)
     found = [path.parent / Path(v).expanduser() for v in items]
     for i, full in enumerate(found):  # relative to a deep folder, a path may grow too long
