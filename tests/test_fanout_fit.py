@@ -242,3 +242,51 @@ def test_held_out_folds_agree_with_the_fit_of_the_other_folds(flat):
         assert row.passed, row.summary()
     assert rows["children"].cells == 3
     assert rows["children"].error <= 2 * rows["children"].floor
+
+
+def test_calibrate_writes_a_fanout_block_and_a_worker_class(tmp_path):
+    """sim calibrate on a folder whose runs have subagents: the scenario's
+    world has the fan-out fitted on every run (``world.fanout`` as
+    ``FanoutFit.as_world``) and a ``worker`` class of weight 0 with as many
+    fitted runs as children, a comment saying what it was fitted from, and
+    calibration.json's ``fanout`` with held-out rows for each question."""
+    import yaml
+
+    from sim.calibration.pipeline import calibrate
+
+    generate(tmp_path, 60, lambda s: 0.2, seed=5)
+    traces = load(tmp_path)
+    result = calibrate(tmp_path, folds=2, classes=1, evaluations=0, with_ladder=False,
+                       progress=False, final_runs=200, search_runs=200)
+    fit = fit_fanout(traces, with_child=False)
+    assert fit is not None
+    world = result.doc["world"]
+    assert world["fanout"]["spawn"] == round(fit.spawn, 6)
+    assert world["fanout"]["children"] == fit.children
+    assert world["fanout"]["child_class"] == CHILD_CLASS
+    names = [c["name"] for c in world["classes"]]
+    assert names == ["c1", CHILD_CLASS]
+    worker = world["classes"][1]
+    assert worker["weight"] == 0.0 and world["classes"][0]["weight"] == 1.0
+    assert result.fanout is not None and result.fanout.child is not None
+    assert result.fanout.child.runs == fit.kids
+    text = result.yaml_text()
+    assert yaml.safe_load(text) == result.doc
+    assert f"# fitted from calls.agent: {fit.kids} children of 60 runs" in text
+    summary = result.summary()["fanout"]
+    assert summary["children"] == fit.kids and summary["spawns"] == fit.spawns
+    assert {r["key"] for r in summary["held_out"]} == {"children", "spawn_rate", "child_steps"}
+
+
+def test_calibrate_without_agents_writes_no_fanout(tmp_path):
+    """The same runs without subagents: no ``world.fanout``, no class list
+    (one class inline, as before), no ``fanout`` in calibration.json."""
+    from sim.calibration.pipeline import calibrate
+
+    generate(tmp_path, 40, lambda s: 0.2, seed=5, agents=False)
+    result = calibrate(tmp_path, folds=2, classes=1, evaluations=0, with_ladder=False,
+                       progress=False, final_runs=200, search_runs=200)
+    assert "fanout" not in result.doc["world"] and "classes" not in result.doc["world"]
+    assert result.fanout is None and result.fanout_rows == []
+    assert "fanout" not in result.summary()
+    assert "fanout" not in result.yaml_text()

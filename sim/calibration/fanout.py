@@ -270,6 +270,20 @@ class FanoutFit:
         block["child_class"] = CHILD_CLASS if self.child is not None else None
         return block
 
+    def summary(self, rows: list[FanoutRow] | None = None) -> dict[str, Any]:
+        """``calibration.json``'s ``fanout``: the block, the counts, the
+        intervals, the parent classes' rates and the held-out ``rows``."""
+        return {"world": self.as_world(), "runs": self.runs, "productive": self.productive,
+                "spawns": self.spawns, "children": self.kids, "per_run": self.per_run,
+                "spawn_interval": list(self.spawn_ci),
+                "per_run_interval": list(self.per_run_ci), "early": self.early,
+                "bin_calls": self.bin_calls,
+                "by_class": {name: {"runs": c.runs, "productive": c.productive,
+                                    "spawns": c.spawns, "children": c.children,
+                                    "spawn": c.spawn, "per_run": c.per_run}
+                             for name, c in self.by_class.items()},
+                "held_out": [r.summary() | {"key": r.key} for r in rows or []]}
+
     def note(self) -> str:
         """What the block was fitted from, for the scenario's comment."""
         lo, hi = self.spawn_ci
