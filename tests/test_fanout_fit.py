@@ -290,3 +290,77 @@ def test_calibrate_without_agents_writes_no_fanout(tmp_path):
     assert result.fanout is None and result.fanout_rows == []
     assert "fanout" not in result.summary()
     assert "fanout" not in result.yaml_text()
+
+
+def _cc_session(project, session: str) -> None:
+    """One Claude Code session (tests/cc_lines.py: lines as Claude Code 2.1.90
+    writes them) with its subagents' files: the main agent runs Bash (M1),
+    starts two subagents in one message (M2: two Agent calls; ``x`` makes a
+    Bash call and answers, ``y`` answers), then one more (M3: ``z`` answers),
+    then answers (M4)."""
+    from cc_lines import assistant, result, text, tool_use, usage, user, write
+
+    def agent_id(name: str) -> str:
+        return f"a{name}{session[:6]}"
+
+    main = [user("u0", None, 0.0, "Do it.", session=session),
+            assistant("m1", "u0", 1.0, f"msg_{session}_1", tool_use("b1", "Bash", {"c": 1}),
+                      usage(100, 10), stop="tool_use", session=session),
+            user("r1", "m1", 1.5, result("b1", "ok"), session=session),
+            assistant("m2a", "r1", 2.0, f"msg_{session}_2",
+                      tool_use("t1", "Agent", {"prompt": "x"}), usage(150, 20), session=session),
+            assistant("m2b", "m2a", 2.0, f"msg_{session}_2",
+                      tool_use("t2", "Agent", {"prompt": "y"}), usage(150, 20), stop="tool_use",
+                      session=session),
+            user("r2", "m2b", 8.0, result("t1", "x done") + result("t2", "y done"),
+                 session=session),
+            assistant("m3", "r2", 10.0, f"msg_{session}_3", tool_use("t3", "Agent",
+                                                                     {"prompt": "z"}),
+                      usage(200, 20), stop="tool_use", session=session),
+            user("r3", "m3", 13.0, result("t3", "z done"), session=session),
+            assistant("m4", "r3", 15.0, f"msg_{session}_4", text("All done."), usage(250, 5),
+                      stop="end_turn", session=session)]
+    write(project / f"{session}.jsonl", main)
+    children = {"x": [(3.0, tool_use("s1", "Bash", {"c": 2}), "tool_use"), (5.0, text("x"),
+                                                                               "end_turn")],
+                "y": [(3.5, text("y"), "end_turn")],
+                "z": [(11.0, text("z"), "end_turn")]}
+    for name, calls in children.items():
+        ident = agent_id(name)
+        lines = [user(f"{name}0", None, calls[0][0] - 0.2, name, agent=ident, session=session)]
+        parent = f"{name}0"
+        for j, (at, block, stop) in enumerate(calls):
+            lines.append(assistant(f"{name}{j + 1}", parent, at, f"msg_{session}_{name}{j}",
+                                   block, usage(60 + 10 * j, 7), stop=stop, agent=ident,
+                                   session=session))
+            parent = f"{name}{j + 1}"
+            if block["type"] == "tool_use":
+                lines.append(user(f"{name}r{j}", parent, at + 0.5, result(block["id"], "ok"),
+                                  agent=ident, session=session))
+                parent = f"{name}r{j}"
+        write(project / session / "subagents" / f"agent-{ident}.jsonl", lines)
+
+
+def test_a_claude_code_folder_with_subagents_gets_the_fanout_counted_by_hand(tmp_path):
+    """Ten Claude Code sessions shaped as :func:`_cc_session` writes them,
+    imported: per session 3 productive parent calls (M1, M2, M3), 2 spawn
+    calls (M2 of 2 children, M3 of 1), 3 children of 2, 1 and 1 calls. So
+    spawn 20/30, children [0, 0.5, 0.5], 30 children, the child class of 30
+    runs."""
+    from roundtrip import imported
+
+    project = tmp_path / "projects" / "-work"
+    sessions = [f"{i:08d}-6641-431c-a6ab-81619fc5df8e" for i in range(10)]
+    for session in sessions:
+        _cc_session(project, session)
+    imported([tmp_path / "projects"], tmp_path / "traces", source="claude-code", runs=10)
+    traces = load(tmp_path / "traces")
+    fit = fit_fanout(traces)
+    assert fit is not None and fit.child is not None
+    assert (fit.runs, fit.productive, fit.spawns, fit.kids, fit.early) == (10, 30, 20, 30, 0)
+    assert fit.spawn == pytest.approx(2 / 3)
+    assert fit.children == [0.0, 0.5, 0.5]
+    assert sorted(fit.child_steps.tolist()) == [1] * 20 + [2] * 10
+    assert fit.child.runs == 30
+    assert fit.as_world() == {"tool": TOOL, "spawn": round(2 / 3, 6),
+                              "children": [0.0, 0.5, 0.5], "child_class": CHILD_CLASS}
