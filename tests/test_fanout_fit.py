@@ -249,7 +249,8 @@ def test_calibrate_writes_a_fanout_block_and_a_worker_class(tmp_path):
     world has the fan-out fitted on every run (``world.fanout`` as
     ``FanoutFit.as_world``) and a ``worker`` class of weight 0 with as many
     fitted runs as children, a comment saying what it was fitted from, and
-    calibration.json's ``fanout`` with held-out rows for each question."""
+    calibration.json's ``fanout`` with held-out rows for each question, also
+    the last rows of its accuracy table."""
     import yaml
 
     from sim.calibration.pipeline import calibrate
@@ -276,6 +277,8 @@ def test_calibrate_writes_a_fanout_block_and_a_worker_class(tmp_path):
     summary = result.summary()["fanout"]
     assert summary["children"] == fit.kids and summary["spawns"] == fit.spawns
     assert {r["key"] for r in summary["held_out"]} == {"children", "spawn_rate", "child_steps"}
+    keys = [r["key"] for r in result.summary()["accuracy"]]
+    assert keys[-3:] == ["children", "spawn_rate", "child_steps"]
 
 
 def test_calibrate_without_agents_writes_no_fanout(tmp_path):
@@ -289,6 +292,7 @@ def test_calibrate_without_agents_writes_no_fanout(tmp_path):
     assert "fanout" not in result.doc["world"] and "classes" not in result.doc["world"]
     assert result.fanout is None and result.fanout_rows == []
     assert "fanout" not in result.summary()
+    assert "children" not in [r["key"] for r in result.summary()["accuracy"]]
     assert "fanout" not in result.yaml_text()
 
 
