@@ -147,8 +147,9 @@ def spawns(traces: Traces) -> Spawns:
                                              strict=True)]
     # a spawn whose parent call is not in the calls (a child before any parent call of a run
     # whose parent made none) still counts: its run's first step
-    missing = [(r, s) for (r, s) in spawn_key
-               if not ((steps["run"] == r) & (steps["step"] == s) & steps["spawn"]).any()]
+    present = set(zip(steps.loc[steps["spawn"], "run"].tolist(),
+                      steps.loc[steps["spawn"], "step"].tolist(), strict=True))
+    missing = sorted(spawn_key - present)
     if missing:
         extra = pd.DataFrame({"run": [r for r, _ in missing], "step": [s for _, s in missing],
                               "spawn": True, "children": [int(lookup[k]) for k in missing]})
@@ -519,7 +520,8 @@ def validate(traces: Traces, fold_of: np.ndarray, seed: int, draws: int = 20
         h = spawns(held)
         t = spawns(train)
         held_runs = h.per_run()["children"].to_numpy(float)
-        productive = [h.steps.loc[h.steps["run"] == i, "step"].to_numpy(np.int64)
+        by_run = dict(tuple(h.steps.groupby("run", sort=True)["step"]))
+        productive = [by_run[i].to_numpy(np.int64) if i in by_run else np.zeros(0, np.int64)
                       for i in range(len(h.runs))]
         pred = predicted_children(fit, productive, draws, seed + fold).astype(float)
         train_runs = t.per_run()["children"].to_numpy(float)
