@@ -20,6 +20,7 @@ from sim.calibration.fanout import (
     children_pmf,
     fit_fanout,
     predicted_children,
+    simulated_rows,
     spawns,
     validate,
 )
@@ -277,6 +278,11 @@ def test_calibrate_writes_a_fanout_block_and_a_worker_class(tmp_path):
     summary = result.summary()["fanout"]
     assert summary["children"] == fit.kids and summary["spawns"] == fit.spawns
     assert {r["key"] for r in summary["held_out"]} == {"children", "spawn_rate", "child_steps"}
+    c1 = summary["by_class"]["c1"]
+    assert list(summary["by_class"]) == ["c1"]
+    assert (c1["runs"], c1["productive"], c1["spawns"], c1["children"]) == (
+        60, fit.productive, fit.spawns, fit.kids)
+    assert c1["spawn"] == pytest.approx(fit.spawn, rel=1e-5)
     keys = [r["key"] for r in result.summary()["accuracy"]]
     assert keys[-3:] == ["children", "spawn_rate", "child_steps"]
 
@@ -368,3 +374,15 @@ def test_a_claude_code_folder_with_subagents_gets_the_fanout_counted_by_hand(tmp
     assert fit.child.runs == 30
     assert fit.as_world() == {"tool": TOOL, "spawn": round(2 / 3, 6),
                               "children": [0.0, 0.5, 0.5], "child_class": CHILD_CLASS}
+
+
+def test_the_simulated_comparison_reads_zero_for_a_world_equal_to_its_runs():
+    """simulated_rows (what the comparison with a spawning world calls): each
+    fold's simulation equal to its held-out runs has KS 0; the floor is the
+    KS of a fold against the other folds pooled, by hand: fold 0 [0, 0, 1]
+    against [2, 2, 2] is 1, fold 1 against [0, 0, 1] is 1."""
+    real = [np.array([0, 0, 1]), np.array([2, 2, 2])]
+    rows = {r.key: r for r in simulated_rows(real, real, real, real)}
+    assert set(rows) == {"children", "child_steps"}
+    assert rows["children"].error == 0.0 and rows["children"].floor == 1.0
+    assert rows["children"].cells == 2 and rows["children"].passed
