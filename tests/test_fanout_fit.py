@@ -208,6 +208,8 @@ def test_children_that_start_before_the_parents_next_call_share_a_spawn(tmp_path
     assert (fit.productive, fit.spawns, fit.kids) == (20, 20, 30)
     assert fit.children == [0.0, 0.5, 0.5]
     assert fit.spawn == 1.0
+    # a runs 1.0-1.5 s and b 1.1-2.5 s (its calls at 1.1 and 2, 0.5 s each): 2 at once
+    assert fit.concurrent == 2 and fit.harness() == {"tool": TOOL, "max_concurrent": 2}
 
 
 def test_rare_large_counts_form_a_tail_bucket_at_their_mean():
@@ -266,6 +268,9 @@ def test_calibrate_writes_a_fanout_block_and_a_worker_class(tmp_path):
     assert world["fanout"]["spawn"] == round(fit.spawn, 6)
     assert world["fanout"]["children"] == fit.children
     assert world["fanout"]["child_class"] == CHILD_CLASS
+    # the harness runs the spawns, as many children at once as the traces show
+    assert result.doc["harness"]["subagents"] == {"tool": TOOL,
+                                                  "max_concurrent": fit.concurrent}
     names = [c["name"] for c in world["classes"]]
     assert names == ["c1", CHILD_CLASS]
     worker = world["classes"][1]
@@ -296,6 +301,7 @@ def test_calibrate_without_agents_writes_no_fanout(tmp_path):
     result = calibrate(tmp_path, folds=2, classes=1, evaluations=0, with_ladder=False,
                        progress=False, final_runs=200, search_runs=200)
     assert "fanout" not in result.doc["world"] and "classes" not in result.doc["world"]
+    assert "subagents" not in result.doc["harness"]
     assert result.fanout is None and result.fanout_rows == []
     assert "fanout" not in result.summary()
     assert "children" not in [r["key"] for r in result.summary()["accuracy"]]

@@ -11,9 +11,11 @@ has one task class per estimate (a single class is the world itself), whose
 fitted endings wait while its model is in a loop (``ends_in_loop`` false:
 the loops' lengths and escapes are fitted as loops, not as endings). Given
 a fan-out fit (:mod:`sim.calibration.fanout`: traces whose calls record
-subagents), the world also has a ``world.fanout`` block and the children's
-task class (``worker``, weight 0: no task of its own is drawn from it), the
-classes then written as a class list even when the parents are one class.
+subagents), the harness has ``harness.subagents`` (the tool, and the
+concurrency the traces show) and the world a ``world.fanout`` block and the
+children's task class (``worker``, weight 0: no task of its own is drawn from
+it), the classes then written as a class list even when the parents are one
+class.
 """
 
 from __future__ import annotations
@@ -117,6 +119,13 @@ def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name
     fitted fan-out (None: the world starts no subagents, no block)."""
     comments: dict[str, str] = {}
     harness = _harness(est, prices_date, comments)
+    if fanout is not None:
+        harness["subagents"] = fanout.harness()
+        comments["harness.subagents"] = (
+            "the subagent tool the fitted world's spawns call; max_concurrent: the most "
+            "children of one spawn the traces show running at once" if fanout.concurrent
+            is not None else "the subagent tool the fitted world's spawns call (the traces "
+            "do not time the children: the harness's default concurrency)")
     tools = _tools(est, comments)
     world = _world(est, adjust, tools, comments, fanout)
     doc = {"name": name, "description": description, "tasks": tasks, "seed": seed,

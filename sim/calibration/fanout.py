@@ -28,6 +28,11 @@ calibration's calls (:mod:`sim.calibration.data`, in run and call order):
   their own, fitted as a task class by
   :func:`sim.calibration.estimate.estimate_class` without fitted endings (a
   child's exit is not recorded: it ends when its need is done);
+- **the harness**: ``harness.subagents`` (the subagent tool's name, and
+  ``max_concurrent`` the most children of one spawn seen running at once: a
+  child runs from its first call's start to its last call's end, when the
+  calls are timed; else left at the harness's default), so that the fitted
+  world's spawns are run;
 - **intervals**: percentile bootstrap over parent runs (:data:`BOOTSTRAP`
   resamples) for ``spawn`` and the mean children per run.
 
@@ -81,8 +86,9 @@ class Spawns:
     ``steps``: per productive parent call, its run (``run``, an index into
     ``runs``) and 1-based parent step (``step``), whether it is a spawn call
     (``spawn``) and its children (``children``, 0 when not a spawn);
-    ``kids``: per child, its run index, its spawn call's step and its calls
-    (``calls``); ``runs``: the run ids in order; ``early``: children whose
+    ``kids``: per child, its run index, its spawn call's step, its calls
+    (``calls``) and when it ran (``start``, ``end``: seconds from the run's
+    start, NaN when untimed); ``runs``: the run ids in order; ``early``: children whose
     first call precedes every call of their parent."""
 
     runs: np.ndarray
@@ -126,10 +132,14 @@ def spawns(traces: Traces) -> Spawns:
     frame = pd.DataFrame({"run": run, "parent": parent.astype(np.int64)})
     before = frame.groupby("run", sort=False)["parent"].cumsum().to_numpy(np.int64)
     child_rows = np.flatnonzero(~parent & (run >= 0))
+    start = pd.to_numeric(calls["started_s"], errors="coerce").to_numpy(float)
+    end = start + pd.to_numeric(calls["latency_s"], errors="coerce").to_numpy(float)
     kids = pd.DataFrame({"run": run[child_rows], "agent": agent[child_rows],
-                         "after": before[child_rows]})
+                         "after": before[child_rows], "start": start[child_rows],
+                         "end": end[child_rows]})
     g = kids.groupby(["run", "agent"], sort=True)
-    kids = pd.DataFrame({"step": g["after"].first(), "calls": g.size()}).reset_index()
+    kids = pd.DataFrame({"step": g["after"].first(), "calls": g.size(),
+                         "start": g["start"].min(), "end": g["end"].max()}).reset_index()
     early = int((kids["step"] == 0).sum())
     kids["step"] = kids["step"].clip(lower=1).astype(np.int64)
     per_spawn = kids.groupby(["run", "step"], sort=True).size()
@@ -242,6 +252,7 @@ class FanoutFit:
     spawn_ci: tuple[float, float] = (math.nan, math.nan)
     per_run_ci: tuple[float, float] = (math.nan, math.nan)
     early: int = 0
+    concurrent: int | None = None
     by_class: dict[str, ClassFanout] = field(default_factory=dict)
 
     @property
@@ -271,12 +282,21 @@ class FanoutFit:
         block["child_class"] = CHILD_CLASS if self.child is not None else None
         return block
 
+    def harness(self) -> dict[str, Any]:
+        """The ``harness.subagents`` block: the tool, and the most children
+        seen running at once when the calls are timed
+        (:class:`sim.harness.params.SubagentParams`)."""
+        block: dict[str, Any] = {"tool": TOOL}
+        if self.concurrent is not None:
+            block["max_concurrent"] = self.concurrent
+        return block
+
     def summary(self, rows: list[FanoutRow] | None = None) -> dict[str, Any]:
         """``calibration.json``'s ``fanout``: the block, the counts, the
         intervals, the parent classes' rates and the held-out ``rows``."""
         return {"world": self.as_world(), "runs": self.runs, "productive": self.productive,
                 "spawns": self.spawns, "children": self.kids, "per_run": self.per_run,
-                "spawn_interval": list(self.spawn_ci),
+                "concurrent": self.concurrent, "spawn_interval": list(self.spawn_ci),
                 "per_run_interval": list(self.per_run_ci), "early": self.early,
                 "bin_calls": self.bin_calls,
                 "by_class": {name: {"runs": c.runs, "productive": c.productive,
@@ -295,6 +315,8 @@ class FanoutFit:
                 f"{self.per_run:.3f} ({plo:.3f}-{phi:.3f})")
         if self.edges is not None:
             text += f"; spawn by step bin {self.edges} (chi-square p < {BY_STEP_ALPHA})"
+        if self.concurrent is not None:
+            text += f"; at most {self.concurrent} children of one spawn ran at once"
         if self.early:
             text += f"; {self.early} children began before their parent's first call"
         return text
@@ -321,6 +343,7 @@ def fit_fanout(traces: Traces, *, labels: np.ndarray | None = None,
                     early=found.early)
     _by_step(fit, steps)
     fit.spawn_ci, fit.per_run_ci = _intervals(per_run, seed)
+    fit.concurrent = most_at_once(found.kids)
     if labels is not None:
         for name in sorted(set(labels)):
             rows = per_run[np.asarray(labels) == name]
@@ -332,6 +355,25 @@ def fit_fanout(traces: Traces, *, labels: np.ndarray | None = None,
                                    tools if tools is not None else _top_tools(traces),
                                    with_endings=False)
     return fit
+
+
+def most_at_once(kids: pd.DataFrame) -> int | None:
+    """The most children of one spawn running at once (a child from its
+    ``start`` to its ``end``; one ending as another starts is not at once),
+    over the spawns whose children are all timed; None when none is."""
+    best: int | None = None
+    for _, group in kids.groupby(["run", "step"], sort=False):
+        start, end = group["start"].to_numpy(float), group["end"].to_numpy(float)
+        if not (np.isfinite(start).all() and np.isfinite(end).all()):
+            continue
+        events = sorted([(t, 1) for t in start] + [(t, -1) for t in end],
+                        key=lambda e: (e[0], e[1]))  # an end before a start at one time
+        running = peak = 0
+        for _, change in events:
+            running += change
+            peak = max(peak, running)
+        best = peak if best is None else max(best, peak)
+    return best
 
 
 def _top_tools(traces: Traces) -> list[str]:
