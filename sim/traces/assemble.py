@@ -23,12 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sim.traces.model import CallRecord, approx_tokens, sha256_text
-
-if TYPE_CHECKING:
-    from sim.traces.otel import Span
 
 MAX_HOPS = 1000
 """How many parent links :func:`nearest` follows at most (a deeper or
@@ -64,15 +61,24 @@ def nearest(parent: Any, parent_of: Callable[[str], Any], marked: Callable[[str]
     return None
 
 
+class TreeSpan(Protocol):
+    """What :class:`AgentTree` reads of a span (:class:`sim.traces.otel.Span`):
+    its id, its parent's id ("" at a root) and its start (Unix nanoseconds)."""
+
+    span: str
+    parent: str
+    start: int
+
+
 class AgentTree:
     """The spans of one run by span id, and which of them are agents
     (``is_agent``): the OTel span importers' one reading of subagents."""
 
-    def __init__(self, spans: list[Span], is_agent: Callable[[Span], bool]) -> None:
+    def __init__(self, spans: Sequence[TreeSpan], is_agent: Callable[[Any], bool]) -> None:
         self.by_id = {s.span: s for s in spans}
         self.agents = {s.span for s in spans if is_agent(s)}
 
-    def agent_of(self, span: Span) -> str | None:
+    def agent_of(self, span: TreeSpan) -> str | None:
         """The nearest agent span above ``span`` (itself excluded)."""
         return nearest(span.parent or None, lambda i: self.by_id[i].parent or None,
                        self.agents.__contains__, self.by_id.__contains__)
