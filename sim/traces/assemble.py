@@ -63,11 +63,17 @@ def nearest(parent: Any, parent_of: Callable[[str], Any], marked: Callable[[str]
 
 class TreeSpan(Protocol):
     """What :class:`AgentTree` reads of a span (:class:`sim.traces.otel.Span`):
-    its id, its parent's id ("" at a root) and its start (Unix nanoseconds)."""
+    its id, its parent's id ("" at a root) and its start (Unix nanoseconds,
+    or any number that orders the spans)."""
 
-    span: str
-    parent: str
-    start: int
+    @property
+    def span(self) -> str: ...
+
+    @property
+    def parent(self) -> str: ...
+
+    @property
+    def start(self) -> int: ...
 
 
 class AgentTree:
