@@ -19,6 +19,9 @@ cross-validation (every run held out once). The Python entry point is
 - :mod:`~sim.calibration.sample`: the fixed-size stratified sample of runs the
   searches and held-out comparisons use, and the search's own sampling error;
 - :mod:`~sim.calibration.build`: the scenario those estimates make;
+- :mod:`~sim.calibration.fanout`: subagents (``calls.agent``): the spawn
+  rate, children per spawn and the children's task class, and their check
+  on held-out folds;
 - :mod:`~sim.calibration.simulate`: simulated runs of a scenario as the same
   quantities;
 - :mod:`~sim.calibration.search`: a simulate-and-compare search over the few

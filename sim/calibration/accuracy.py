@@ -16,7 +16,11 @@ reproduces its training runs exactly:
   points when times 100); the error is the mean over every rung and fold;
 - **a per-run metric**: per fold, the KS distance of the held-out runs to the
   fold world's simulation, and to the other folds' held-out runs pooled; the
-  mean over folds.
+  mean over folds;
+- **fan-out** (traces whose calls record subagents): children per run, spawn
+  rate by step bin and steps per child of each fold's held-out runs against
+  the fan-out fitted on the other folds, and against those folds' runs
+  (:func:`sim.calibration.fanout.validate`).
 
 ``ratio`` is error over floor: about 1 means as good as the sample sizes
 allow (the floor's training set is the same size as the world's), well above
@@ -32,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.calibration import fanout
 from sim.calibration.simulate import Sample, pooled
 
 QUESTIONS: dict[str, str] = {
@@ -42,6 +47,7 @@ QUESTIONS: dict[str, str] = {
     "prompt": "prompt tokens per run (KS)",
     "output": "output tokens per run (KS)",
     "cost": "cost per run (KS)",
+    **fanout.QUESTIONS,
 }
 """Question key -> what it is (ladder figures first, then per-run KS distances)."""
 LADDER = ("stopped", "lost", "saved")
@@ -71,7 +77,8 @@ class Row:
         """The row as JSON-ready numbers."""
         return {"question": self.label, "error": self.error, "floor": self.floor,
                 "ratio": self.ratio, "cells": self.cells,
-                "unit": "share (x100: points)" if self.key in LADDER else "KS distance"}
+                "unit": ("share (x100: points)" if self.key in LADDER
+                         else "share" if self.key == "spawn_rate" else "KS distance")}
 
 
 def ladder_rows(rungs: list[Any]) -> list[Row]:
@@ -121,10 +128,12 @@ def _finite(sample: Sample, key: str) -> np.ndarray:
 
 
 def rows(calibration: Any) -> list[Row]:
-    """Every question's row of a :class:`sim.calibration.result.Calibration`."""
+    """Every question's row of a :class:`sim.calibration.result.Calibration`
+    (its fan-out rows last, when it has any)."""
     folds = calibration.folds
     return (ladder_rows(calibration.ladder)
-            + ks_rows([f.real for f in folds], [f.sim for f in folds]))
+            + ks_rows([f.real for f in folds], [f.sim for f in folds])
+            + [Row(r.key, r.error, r.floor, r.cells) for r in calibration.fanout_rows])
 
 
 def markdown(tables: dict[str, list[Row]]) -> list[str]:

@@ -9,20 +9,29 @@ retries of tool errors, no verifier, a conversation with the task-giver
 when the runs have one, prompt caching when they use the cache. The world
 has one task class per estimate (a single class is the world itself), whose
 fitted endings wait while its model is in a loop (``ends_in_loop`` false:
-the loops' lengths and escapes are fitted as loops, not as endings).
+the loops' lengths and escapes are fitted as loops, not as endings). Given
+a fan-out fit (:mod:`sim.calibration.fanout`: traces whose calls record
+subagents), the harness has ``harness.subagents`` (the tool, and the
+concurrency the traces show) and the world a ``world.fanout`` block and the
+children's task class (``worker``, weight 0: no task of its own is drawn from
+it), the classes then written as a class list even when the parents are one
+class.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from sim.calibration.estimate import ClassEstimate, Estimates
 from sim.world.distributions import BaseDistribution, Empirical, Fixed, Lognormal
 from sim.world.ranges import MAX_LOG_SD
+
+if TYPE_CHECKING:
+    from sim.calibration.fanout import FanoutFit
 
 
 @dataclass(frozen=True)
@@ -103,13 +112,22 @@ def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, A
 
 
 def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name: str,
-                      description: str, tasks: int, seed: int, prices_date: str | None = None
+                      description: str, tasks: int, seed: int, prices_date: str | None = None,
+                      fanout: FanoutFit | None = None
                       ) -> tuple[dict[str, Any], dict[str, str]]:
-    """``(scenario mapping, comments by dotted path)``."""
+    """``(scenario mapping, comments by dotted path)``; ``fanout``: the
+    fitted fan-out (None: the world starts no subagents, no block)."""
     comments: dict[str, str] = {}
     harness = _harness(est, prices_date, comments)
+    if fanout is not None:
+        harness["subagents"] = fanout.harness()
+        comments["harness.subagents"] = (
+            "the subagent tool the fitted world's spawns call; max_concurrent: the most "
+            "children of one spawn the traces show running at once" if fanout.concurrent
+            is not None else "the subagent tool the fitted world's spawns call (the traces "
+            "do not time the children: the harness's default concurrency)")
     tools = _tools(est, comments)
-    world = _world(est, adjust, tools, comments)
+    world = _world(est, adjust, tools, comments, fanout)
     doc = {"name": name, "description": description, "tasks": tasks, "seed": seed,
            "harness": harness, "world": world}
     return doc, comments
@@ -182,14 +200,17 @@ def _tools(est: Estimates, comments: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def _world(est: Estimates, adjust: Adjustment, tools: list[dict[str, Any]],
-           comments: dict[str, str]) -> dict[str, Any]:
+           comments: dict[str, str], fanout: FanoutFit | None = None) -> dict[str, Any]:
     """The world section: one class's sections inline, or a class list over a
-    shared stable prefix; commented."""
+    shared stable prefix (and the children's class of a fan-out, weight 0,
+    its need as fitted: the search adjusts the parents'); commented."""
     main = est.classes[0]
-    stable = max(1, min(min(c.first_prompts) for c in est.classes) - 1)
+    child = None if fanout is None else fanout.child
+    every = est.classes + ([child] if child is not None else [])
+    stable = max(1, min(min(c.first_prompts) for c in every) - 1)
     world: dict[str, Any] = {"tools": tools}
     sections = [_class_sections(c, adjust, stable) for c in est.classes]
-    if len(est.classes) == 1:
+    if len(est.classes) == 1 and fanout is None:
         world.update(sections[0])
         world["tokens"] = {**sections[0]["tokens"], "task": sections[0]["tokens"]["prefix"]
                            - stable}
@@ -208,6 +229,21 @@ def _world(est: Estimates, adjust: Adjustment, tools: list[dict[str, Any]],
             entry["tool_weights"] = {t["name"]: weights.get(t["name"], 0.0) for t in tools}
         world["classes"].append(entry)
         _comment_class(comments, f"world.classes[{c.name}]", c)
+    if child is not None:
+        entry = {"name": child.name, "weight": 0.0, "model": child.model or None}
+        entry.update(_class_sections(child, Adjustment(), stable))
+        weights = {t: round(n / max(sum(child.tool_calls.values()), 1), 6)
+                   for t, n in child.tool_calls.items()}
+        if weights:
+            entry["tool_weights"] = {t["name"]: weights.get(t["name"], 0.0) for t in tools}
+        world["classes"].append(entry)
+        _comment_class(comments, f"world.classes[{child.name}]", child)
+        comments[f"world.classes[{child.name}]"] = (
+            f"the subagents: {child.runs} children's calls fitted as runs of their own (weight "
+            f"0: only spawns draw it); no fitted endings (a child's exit is not recorded)")
+    if fanout is not None:
+        world["fanout"] = fanout.as_world()
+        comments["world.fanout"] = fanout.note()
     comments["world.tokens"] = ("the stable prefix every class shares: one less than the "
                                 "smallest first prompt")
     return world

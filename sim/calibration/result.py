@@ -41,7 +41,9 @@ class Calibration:
     ``folds`` the chosen structure's fold fits, ``structure`` the choice,
     ``ladder`` the forecast-vs-replay rungs and ``sampled`` which runs are in
     the sample the searches and the held-out comparisons use
-    (:mod:`sim.calibration.sample`)."""
+    (:mod:`sim.calibration.sample`); ``fanout`` the fan-out fitted on every
+    run and ``fanout_rows`` its held-out comparisons (None and empty when no
+    call records a subagent: :mod:`sim.calibration.fanout`)."""
 
     folder: str
     options: dict[str, Any]
@@ -61,6 +63,8 @@ class Calibration:
     ladder: list[Rung] = field(default_factory=list)
     header: list[str] = field(default_factory=list)
     sampled: np.ndarray | None = None
+    fanout: Any = None
+    fanout_rows: list[Any] = field(default_factory=list)
 
     @property
     def sampled_runs(self) -> int:
@@ -212,6 +216,7 @@ class Calibration:
                                   "exit mix by the replicates' smallest combined p (5% "
                                   "family-wise)"},
             "accuracy": [r.summary() | {"key": r.key} for r in accuracy.rows(self)],
+            **({} if self.fanout is None else {"fanout": self.fanout.summary(self.fanout_rows)}),
         })
 
 

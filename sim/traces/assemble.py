@@ -9,6 +9,8 @@ around that is the same for every format and lives here:
 - trees of records: :func:`nearest` ancestor of a kind (the agent a call
   belongs to, the tool step a subagent runs under), with a hop limit so that
   a cycle in untrusted parent links ends;
+- subagents in a span tree: :class:`AgentTree`, which agent span a call is
+  under and which agents are the run's own (the rest are subagents);
 - tool calls: :func:`owner_before`, the last call of the same agent that
   started at or before a tool record, which the tool answers;
 - run fields from its calls: :func:`run_cost` (the sum of the calls' costs
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sim.traces.model import CallRecord, approx_tokens, sha256_text
 
@@ -57,6 +59,52 @@ def nearest(parent: Any, parent_of: Callable[[str], Any], marked: Callable[[str]
             return str(parent)
         parent, hops = parent_of(str(parent)), hops + 1
     return None
+
+
+class TreeSpan(Protocol):
+    """What :class:`AgentTree` reads of a span (:class:`sim.traces.otel.Span`):
+    its id, its parent's id ("" at a root) and its start (Unix nanoseconds,
+    or any number that orders the spans)."""
+
+    @property
+    def span(self) -> str: ...
+
+    @property
+    def parent(self) -> str: ...
+
+    @property
+    def start(self) -> int: ...
+
+
+class AgentTree:
+    """The spans of one run by span id, and which of them are agents
+    (``is_agent``): the OTel span importers' one reading of subagents."""
+
+    def __init__(self, spans: Sequence[TreeSpan], is_agent: Callable[[Any], bool]) -> None:
+        self.by_id = {s.span: s for s in spans}
+        self.agents = {s.span for s in spans if is_agent(s)}
+
+    def agent_of(self, span: TreeSpan) -> str | None:
+        """The nearest agent span above ``span`` (itself excluded)."""
+        return nearest(span.parent or None, lambda i: self.by_id[i].parent or None,
+                       self.agents.__contains__, self.by_id.__contains__)
+
+    def depth(self, agent: str) -> int:
+        """How many agents are above ``agent``."""
+        node, hops = self.by_id[agent], 0
+        while (up := self.agent_of(node)) is not None and hops < MAX_HOPS:
+            node, hops = self.by_id[up], hops + 1
+        return hops
+
+    def outermost(self, callers: list[str | None]) -> set[str]:
+        """The agents whose calls are the run's own: the outermost agents and
+        the outermost agent that made calls itself (a framework's wrapper
+        agent above it, such as a workflow span, is not a subagent boundary);
+        ``callers``: the agent of each call. Any other agent is a subagent."""
+        found = [a for a in callers if a is not None]
+        main = min(found, key=lambda a: (self.depth(a), self.by_id[a].start)) if found else None
+        return {a for a in self.agents if self.agent_of(self.by_id[a]) is None} | (
+            {main} if main is not None else set())
 
 
 def owner_before(calls: Sequence[CallRecord], indices: Iterable[int],

@@ -32,6 +32,10 @@ by the ``tool`` events with the same id (result text, ``error``, duration).
 input adds after the previous output and its tool results, and
 ``observation_sha256`` the hash of their texts joined in order (null when it
 adds none); ``text_tokens`` and ``text_sha256`` are the output message's text.
+**Subagents**: a call in a span of type ``agent`` other than the sample's own
+agents (the outermost and the outermost that made calls itself,
+:class:`sim.traces.assemble.AgentTree`: an agent run as a tool, a handoff's
+agent) carries that span's id in ``agent``.
 
 A sample without any model call (it failed before its first reply) is a run of
 zero calls, with its exit. Run fields: the eval's model; the sum of the calls'
@@ -49,9 +53,11 @@ import importlib.util
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sim.traces.assemble import AgentTree
 from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     UNKNOWN,
@@ -73,6 +79,8 @@ from sim.traces.usage import from_disjoint, from_total_prompt, needs_apart
 
 SOURCE = "inspect"
 SCORER_SPANS = frozenset({"scorers", "scorer"})
+AGENT_SPAN = "agent"
+"""The span type Inspect gives an agent's run (``inspect_ai.agent``)."""
 
 CACHE_EXCLUDED_SINCE = (0, 3, 184)
 """The inspect_ai release (28 February 2026) from which ``ModelUsage.input_tokens``
@@ -229,6 +237,7 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str, version: Version | Non
     labels: dict[str, None] = {}
     calls = [_call(event, i, start, tools, notes, apart, version, labels)
              for i, event in enumerate(events)]
+    _mark_subagents(calls, events, spans)
     for i, call in enumerate(calls):
         following = events[i + 1].input if i + 1 < len(events) else sample.messages
         call.observation_tokens, call.observation_sha256 = _observations(events[i].input,
@@ -244,6 +253,30 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str, version: Version | Non
                                  getattr(config, "message_limit", None)),
         cost_limit_usd=finite_or_none(getattr(config, "cost_limit", None)), repairs=notes,
         conventions={"input_tokens": "; ".join(labels)} if labels else {})
+
+
+@dataclass(frozen=True)
+class _SpanRef:
+    """A span as :class:`~sim.traces.assemble.AgentTree` reads it (``start``:
+    its order among the sample's spans)."""
+
+    span: str
+    parent: str
+    start: int
+    type: str | None = None
+
+
+def _mark_subagents(calls: list[CallRecord], events: list[Any],
+                    spans: dict[str, tuple[str | None, str | None]]) -> None:
+    """Set each call's ``agent``: the id of the agent span it ran in, when
+    that agent is not one of the sample's own (see the module docstring)."""
+    refs = [_SpanRef(str(i), str(p or ""), n, t) for n, (i, (p, t)) in enumerate(spans.items())]
+    tree = AgentTree(refs, lambda ref: ref.type == AGENT_SPAN)
+    agents = [tree.agent_of(_SpanRef("", str(getattr(e, "span_id", None) or ""), 0))
+              for e in events]
+    own = tree.outermost(agents)
+    for call, agent in zip(calls, agents, strict=True):
+        call.agent = None if agent in own else agent
 
 
 def _in_scorer(span_id: str | None, spans: dict[str, tuple[str | None, str | None]]) -> bool:

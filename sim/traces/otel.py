@@ -35,6 +35,11 @@ conventions:
   ``gen_ai.tool.call.result`` (both opt-in content), an error when the span has
   ``error.type`` or an error status, and the span's length as its duration. It
   belongs to the last model call that started before it;
+- **subagents**: a call under an ``invoke_agent`` span other than the run's
+  own agents (the outermost ones and the outermost one that made calls
+  itself, :class:`sim.traces.assemble.AgentTree`, as the vendor span
+  dialects read them: a nested agent, an agent run as a tool, a handoff's
+  target) is marked with that span's id in ``agent``;
 - ``exit`` is the ``error.type`` of the conversation's ``invoke_agent`` span
   (null when it ended without error); no cost, resolution or limits are in the
   conventions, so those stay null. A conversation with an ``invoke_agent``
@@ -52,6 +57,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.traces.assemble import AgentTree
 from sim.traces.model import (
     DERIVED,
     UNKNOWN,
@@ -228,6 +234,11 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
         raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat or invoke_agent span")
     notes: list[Repair] = []
     calls = [_call(s, start, notes, apart) for s in chats]
+    tree = AgentTree(spans, lambda span: span.operation == AGENT_OPERATION)
+    agents = [tree.agent_of(s) for s in chats]
+    outermost = tree.outermost(agents)
+    for call, agent in zip(calls, agents, strict=True):
+        call.agent = None if agent in outermost else agent
     starts = [s.start for s in chats]  # sorted, as the spans are
     for tool in (s for s in spans if s.operation == TOOL_OPERATION):
         owner = bisect_right(starts, tool.start) - 1  # the last call started before it

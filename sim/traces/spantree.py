@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.traces.assemble import MAX_HOPS, main_model, nearest, run_cost, text_fields
+from sim.traces.assemble import AgentTree, main_model, run_cost, text_fields
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -135,37 +135,8 @@ def claims_any(doc: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
     return any(test(s.attributes) for s in probe.spans)
 
 
-class _Tree:
-    """The spans of one run by id, with their agents."""
-
-    def __init__(self, dialect: Dialect, spans: list[Span]) -> None:
-        self.by_id = {s.span: s for s in spans}
-        self.agents = {s.span for s in spans if dialect.is_agent(s)}
-
-    def agent_of(self, span: Span) -> str | None:
-        """The nearest agent span above ``span`` (itself excluded)."""
-        return nearest(span.parent or None, lambda i: self.by_id[i].parent or None,
-                       self.agents.__contains__, self.by_id.__contains__)
-
-    def depth(self, agent: str) -> int:
-        """How many agents are above ``agent``."""
-        node, hops = self.by_id[agent], 0
-        while (up := self.agent_of(node)) is not None and hops < MAX_HOPS:
-            node, hops = self.by_id[up], hops + 1
-        return hops
-
-    def outermost(self, callers: list[str | None]) -> set[str]:
-        """The agents whose calls are the run's own: the outermost agents and
-        the outermost agent that made calls itself (a framework's wrapper
-        agent above it, such as a workflow span, is not a subagent boundary)."""
-        found = [a for a in callers if a is not None]
-        main = min(found, key=lambda a: (self.depth(a), self.by_id[a].start)) if found else None
-        return {a for a in self.agents if self.agent_of(self.by_id[a]) is None} | (
-            {main} if main is not None else set())
-
-
 def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
-    tree = _Tree(dialect, spans)
+    tree = AgentTree(spans, dialect.is_agent)
     chats = [(s, f) for s in spans if (f := dialect.call(s)) is not None]
     if not chats:
         raise Unusable(NO_CALLS, f"{len(spans)} spans, none a model call")
@@ -187,7 +158,7 @@ def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
         duration_s=(end - start) / 1e9 if start and end >= start else None)
 
 
-def _attach_tools(dialect: Dialect, tree: _Tree, spans: list[Span], chats: list[Span],
+def _attach_tools(dialect: Dialect, tree: AgentTree, spans: list[Span], chats: list[Span],
                   agents: list[str | None], calls: list[CallRecord]) -> None:
     """Each tool span answers the last call of its agent that started before it."""
     owners: dict[str | None, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
