@@ -1,0 +1,159 @@
+"""``tune`` at scale: wall time, peak RSS and reads of ``calls.parquet`` at
+10k/30k/100k recorded runs (issue 37: 100,000 runs under 2 minutes and
+2 GiB on 2 cores).
+
+    python -m benchmarks.tune_scale [--runs 10000 30000 100000] [--dir DIR] [--base 2000]
+
+The folders: ``base`` runs of ``scenarios/bounded.yaml`` written as traces
+(``python -m sim run ... --traces --seed 7``, once, not timed), tiled to each
+size (copy ``k`` of run ``r`` is run ``k:r``, its calls the same rows), so a
+folder of N runs holds N/base copies of the same runs (the grid and the
+answer stay those of the base; what grows is the work). Each tune runs in a
+fresh process (``--child``) with its default knobs (the budgets: tokens,
+money, steps; the harness in force the one the traces state: the step
+backstop of 50, so the looser steps candidates are forecasts of a world
+calibrated to the folder) and reports its wall seconds, CPU seconds, peak
+resident memory (``resource.getrusage``: the largest of the process and its
+children, MiB), the times ``calls.parquet`` was opened for reading (pyarrow's
+``read_table``/``ParquetFile`` and pandas' ``read_parquet``, counted by
+wrapping them in the child), the recommendation and the number of candidates.
+The load average is printed with them: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def base_folder(folder: Path, runs: int) -> Path:
+    """A trace folder of ``runs`` runs of ``scenarios/bounded.yaml`` (seed 7)."""
+    if not (folder / "calls.parquet").exists():
+        subprocess.run([sys.executable, "-m", "sim", "run", "scenarios/bounded.yaml",
+                        "--traces", "--tasks", str(runs), "--seed", "7", "--workers", "1",
+                        "--quiet", "--out", str(folder)], check=True, cwd=ROOT,
+                       stdout=subprocess.DEVNULL)
+    return folder
+
+
+def tiled(base: Path, folder: Path, runs: int) -> Path:
+    """``base`` tiled to ``runs`` runs in ``folder`` (copy ``k`` of run ``r``
+    is ``k:r``; the last copy cut short)."""
+    if (folder / "calls.parquet").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    r = pq.read_table(base / "runs.parquet")
+    c = pq.read_table(base / "calls.parquet")
+    ids = r.column("run_id").to_pylist()
+    steps = r.column("steps").to_pylist()
+    run_parts, call_parts = [], []
+    left, k = runs, 0
+    while left > 0:
+        take = min(left, r.num_rows)
+        part = r.slice(0, take)
+        part = part.set_column(part.schema.get_field_index("run_id"), "run_id",
+                               pa.array([f"{k}:{i}" for i in ids[:take]], pa.string()))
+        run_parts.append(part)
+        n_calls = sum(steps[:take])
+        calls = c.slice(0, n_calls)
+        call_ids = calls.column("run_id").to_pylist()
+        calls = calls.set_column(calls.schema.get_field_index("run_id"), "run_id",
+                                 pa.array([f"{k}:{i}" for i in call_ids], pa.string()))
+        call_parts.append(calls)
+        left -= take
+        k += 1
+    pq.write_table(pa.concat_tables(run_parts), folder / "runs.parquet")
+    pq.write_table(pa.concat_tables(call_parts), folder / "calls.parquet",
+                   row_group_size=100_000)
+    return folder
+
+
+def _count_reads() -> dict[str, int]:
+    """Wrap the Parquet readers so that each open of a ``calls.parquet`` is counted."""
+    import pandas as pd
+
+    counts = {"calls.parquet": 0}
+
+    def counted(path: Any) -> None:
+        if str(path).endswith("calls.parquet"):
+            counts["calls.parquet"] += 1
+
+    read_table, parquet_file, read_pandas = pq.read_table, pq.ParquetFile, pd.read_parquet
+
+    def read_table_counted(source: Any, *args: Any, **kwargs: Any) -> Any:
+        counted(source)
+        return read_table(source, *args, **kwargs)
+
+    class ParquetFileCounted(parquet_file):  # type: ignore[misc, valid-type]
+        def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
+            counted(source)
+            super().__init__(source, *args, **kwargs)
+
+    def read_pandas_counted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        counted(path)
+        return read_pandas(path, *args, **kwargs)
+
+    pq.read_table = read_table_counted
+    pq.ParquetFile = ParquetFileCounted  # type: ignore[misc]
+    pd.read_parquet = read_pandas_counted
+    return counts
+
+
+def child(folder: str, workers: int | None) -> None:
+    """Tune ``folder`` here and print the measures as JSON."""
+    counts = _count_reads()
+    from sim.tuning.search import tune
+
+    start, cpu = time.perf_counter(), time.process_time()
+    options: dict[str, Any] = {} if workers is None else {"workers": workers}
+    result = tune(folder, **options)
+    wall = time.perf_counter() - start
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({
+        "wall_s": round(wall, 1),
+        "cpu_s": round(time.process_time() - cpu + kids.ru_utime + kids.ru_stime, 1),
+        "peak_mib": round(max(own.ru_maxrss, kids.ru_maxrss) / 1024),
+        "calls_reads": counts["calls.parquet"],
+        "candidates": len(result.frontier),
+        "recommendation": result.recommendation.label, "status": result.status}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--dir", default="/tmp/tune_scale")
+    parser.add_argument("--base", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.workers)
+        return
+    root = Path(args.dir)
+    base = base_folder(root / f"base_{args.base}", args.base)
+    for n in args.runs:
+        folder = tiled(base, root / f"tiled_{n}", n)
+        load = os.getloadavg()[0]
+        command = [sys.executable, "-m", "benchmarks.tune_scale", "--child", str(folder)]
+        if args.workers is not None:
+            command += ["--workers", str(args.workers)]
+        out = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True)
+        print(json.dumps({"runs": n, "load": round(load, 1),
+                          **json.loads(out.stdout.strip().splitlines()[-1])}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
