@@ -17,6 +17,9 @@ resident memory (``resource.getrusage``: the largest of the process and its
 children, MiB), the times ``calls.parquet`` was opened for reading (pyarrow's
 ``read_table``/``ParquetFile`` and pandas' ``read_parquet``, counted by
 wrapping them in the child), the recommendation and the number of candidates.
+``--replay-only`` tunes against the traces' harness without its step
+backstop, so every candidate tightens it and is replayed (no world is
+calibrated): the replay's part alone.
 The load average is printed with them: the machine is shared.
 """
 
@@ -111,13 +114,20 @@ def _count_reads() -> dict[str, int]:
     return counts
 
 
-def child(folder: str, workers: int | None) -> None:
+def child(folder: str, workers: int | None, replay_only: bool) -> None:
     """Tune ``folder`` here and print the measures as JSON."""
     counts = _count_reads()
     from sim.tuning.search import tune
 
     start, cpu = time.perf_counter(), time.process_time()
     options: dict[str, Any] = {} if workers is None else {"workers": workers}
+    if replay_only:  # the harness the traces state without its step backstop
+        from sim.scenario.model import HarnessConfig
+        from sim.tuning.inforce import default_harness
+
+        doc = default_harness(folder).model_dump(mode="json")
+        doc["budgets"]["steps"] = None
+        options["scenario"] = HarnessConfig.model_validate(doc)
     result = tune(folder, **options)
     wall = time.perf_counter() - start
     own = resource.getrusage(resource.RUSAGE_SELF)
@@ -137,10 +147,12 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/tune_scale")
     parser.add_argument("--base", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--replay-only", action="store_true",
+                        help="no budget in force, so every candidate is replayed (no forecast)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.workers)
+        child(args.child, args.workers, args.replay_only)
         return
     root = Path(args.dir)
     base = base_folder(root / f"base_{args.base}", args.base)
@@ -150,8 +162,10 @@ def main() -> None:
         command = [sys.executable, "-m", "benchmarks.tune_scale", "--child", str(folder)]
         if args.workers is not None:
             command += ["--workers", str(args.workers)]
+        if args.replay_only:
+            command.append("--replay-only")
         out = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True)
-        print(json.dumps({"runs": n, "load": round(load, 1),
+        print(json.dumps({"runs": n, "load": round(load, 1), "replay_only": args.replay_only,
                           **json.loads(out.stdout.strip().splitlines()[-1])}), flush=True)
 
 
