@@ -14,12 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.tune_world import STEP_GRID, simulated_traces
+from sim.drivers.replay import replay_runs
 from sim.drivers.replay.tables import TraceTables
+from sim.scenario.model import harness_params, resolve_detector
 from sim.tuning import evidence, replayed
 from sim.tuning.inforce import harness_in_force
 from sim.tuning.knobs import setting
 from sim.tuning.replayed import ReplayEvaluator, apply
 from sim.tuning.search import tune
+from sim.world.params import WorldParams
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +57,9 @@ def test_a_candidates_replays_are_a_replay_of_every_run(evaluator, s):
     run whose replay differs from the baseline's was replayed again."""
     h = apply(evaluator.harness, s)
     fast = evaluator.replays(s)
-    full = [r.chosen for r in evaluator._replay(h, list(range(len(evaluator.runs))))]
+    full = [r.chosen for r in replay_runs(
+        evaluator.runs, harness_params(h, WorldParams()), prices_for=evaluator.prices_for,
+        make_detector=resolve_detector(h.detector.name), pricing=evaluator.pricing)]
     assert [_seen(r) for r in fast] == [_seen(r) for r in full]
     changed = {i for i, (b, r) in enumerate(zip(evaluator.baseline, full, strict=True))
                if _seen(b.chosen) != _seen(r)}
@@ -103,8 +108,13 @@ def test_a_bootstrap_in_batches_gives_the_same_interval(monkeypatch):
     """Beyond evidence.BATCH_VALUES resampled values the bootstrap draws its
     resamples a batch at a time (bounded memory at 100,000 runs); the
     intervals of the mean and the p95 are the same, to the bit, as in one go."""
-    values = np.random.default_rng(3).lognormal(size=3001)
-    whole = (evidence._interval(values, np.mean), evidence._interval(values, evidence._p95))
+    rng = np.random.default_rng(3)
+    cost = rng.lognormal(size=3001)
+    args = {"base_success": rng.random(3001) < 0.8, "success": rng.random(3001) < 0.7,
+            "cost": cost, "base_cost": cost * 1.2, "time_s": rng.lognormal(size=3001),
+            "outcomes": ["succeeded"] * 3001, "method": "replayed"}
+    whole = evidence.row(**args)
     monkeypatch.setattr(evidence, "BATCH_VALUES", 50_000)  # 16 resamples a batch
-    batched = (evidence._interval(values, np.mean), evidence._interval(values, evidence._p95))
+    batched = evidence.row(**args)
     assert batched == whole
+    assert whole["cost_p95_low"] < whole["cost_p95_high"]  # a real interval, not a point

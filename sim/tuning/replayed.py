@@ -4,7 +4,8 @@ Every recorded run is replayed (:func:`sim.drivers.replay.replay_runs`, the
 real harness loop fed the recorded responses) under the harness in force (the
 baseline: a run that succeeded there is a recorded success) and under each
 candidate. A candidate that only tightens budgets stops some runs earlier and
-changes nothing else, so its row is exact on these runs: the successes it
+changes nothing else, so its row is exact on these runs (a run it cannot
+stop keeps its replay in force; :class:`ReplayEvaluator`): the successes it
 loses, the recorded dollars it saves (``cost_usd``: each call's recorded cost,
 or its price at the run's prices when unrecorded), the active seconds.
 
@@ -52,8 +53,10 @@ _EVALUATOR: ReplayEvaluator | None = None
 
 def default_workers() -> int:
     """Worker processes a tune replays with by default: the CPUs this
-    process may use (at most 4; 1 where processes cannot be forked)."""
-    if "fork" not in multiprocessing.get_all_start_methods():
+    process may use (at most 4; 1 where processes cannot be forked, or in a
+    daemonic worker process, which may not start its own)."""
+    if ("fork" not in multiprocessing.get_all_start_methods()
+            or multiprocessing.current_process().daemon):
         return 1
     return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                       else os.cpu_count() or 1))
