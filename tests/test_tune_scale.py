@@ -118,3 +118,13 @@ def test_a_bootstrap_in_batches_gives_the_same_interval(monkeypatch):
     batched = evidence.row(**args)
     assert batched == whole
     assert whole["cost_p95_low"] < whole["cost_p95_high"]  # a real interval, not a point
+
+
+def test_the_p95_of_a_row_is_the_value_of_rank_95_of_100():
+    """A frontier row's p95 cost (found by a partition, not a sort) is the
+    value at rank floor(0.95 * n) in sorted order: of the costs 0..99
+    shuffled, 95."""
+    cost = np.random.default_rng(1).permutation(100).astype(float)
+    row = evidence.row(base_success=np.ones(100, bool), success=np.ones(100, bool), cost=cost,
+                       base_cost=cost, time_s=cost, outcomes=[], method="replayed")
+    assert row["cost_p95"] == 95.0
