@@ -21,6 +21,35 @@ wrapping them in the child), the recommendation and the number of candidates.
 backstop, so every candidate tightens it and is replayed (no world is
 calibrated): the replay's part alone.
 The load average is printed with them: the machine is shared.
+
+Measured 2026-12-05, session 10 (2 cores shared by 9 sessions, load 3-12:
+wall times are several times an idle machine's; CPU seconds, the process's
+and its workers', are not inflated). Baseline: commit 3114ae8 (every
+candidate replays every run, one process); after: 60dc786 (a candidate
+replays again only the runs its Limits could stop; 2 forked workers).
+
+==============================  =============================  ============================
+tune, tiled bounded runs        baseline 3114ae8               after 60dc786
+==============================  =============================  ============================
+2,000, replay only              488 s wall, 75.1 CPU s,        61 s wall, 14.6 CPU s,
+                                371 MiB, 2 reads of calls      348 MiB, 2 reads
+10,000, replay only             (not run; ~5x the 2,000)       706 s wall (load 12),
+                                                               96.8 CPU s, 744 MiB, 2 reads
+30,000, replay only             (not run)                      837 s wall (load 10),
+                                                               238 CPU s, 1,323 MiB, 2 reads
+100,000, replay only            (not run)                      over 10 min wall at load 4;
+                                                               3.5 GB RSS after the read
+10,000, default (steps 50 in    3,129 s wall (load 10), 488    (not run: the world's
+force: 2 forecasts, a world     CPU s, 983 MiB, 3 reads        calibration dominates, and
+calibrated)                                                    is unchanged)
+==============================  =============================  ============================
+
+Where the rest goes (cProfile, 2,000 runs, one process): replaying again
+the runs tight candidates stop (62%: a cap at the needs' median stops half
+the runs, and those are the long ones), the bootstrap intervals of each
+frontier row (24%), the replay in force (13%). Peak memory is the folder
+read whole into Python objects (load_tables, then one RecordedRun per run):
+3.5 GB at 100,000 runs before any replay.
 """
 
 from __future__ import annotations
