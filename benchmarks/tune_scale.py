@@ -37,8 +37,8 @@ tune, tiled bounded runs        baseline 3114ae8               after 60dc786
                                                                96.8 CPU s, 744 MiB, 2 reads
 30,000, replay only             (not run)                      837 s wall (load 10),
                                                                238 CPU s, 1,323 MiB, 2 reads
-100,000, replay only            (not run)                      over 10 min wall at load 4;
-                                                               3.5 GB RSS after the read
+100,000, replay only            (not run)                      869 s wall (load 4), 674
+                                                               CPU s, 3,622 MiB, 2 reads
 10,000, default (steps 50 in    3,129 s wall (load 10), 488    (not run: the world's
 force: 2 forecasts, a world     CPU s, 983 MiB, 3 reads        calibration dominates, and
 calibrated)                                                    is unchanged)
