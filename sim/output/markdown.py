@@ -64,8 +64,13 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
     params = json.dumps(cell.get("params", {}), sort_keys=True, default=json_default)
     means = ", ".join(f"{k.removesuffix('_mean').replace('_', ' ')} {cell[k]:.2f}"
                       for k in (f"{m}_mean" for m in SUMMARY_MEANS) if k in cell)
+    changes = cell.get("changes")
+    changed = (["Changed from the base: " + ("; ".join(
+        f"{md_code(c['path'])}: {md_text(c['base'])} -> {md_text(c['value'])}" for c in changes)
+        if changes else "nothing")] if changes is not None else [])
     parts = [
         f"## {md_text(cell['name'])}",
+        *changed,
         f"Parameters: {md_code(params)}",
         f"```text\n{format_table({**cell, 'name': md_text(cell['name'])})}\n```",
         "\n".join(_outcome_rows(cell)),
