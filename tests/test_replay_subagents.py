@@ -277,3 +277,25 @@ def test_a_folder_without_subagents_keeps_its_columns_and_bytes(tmp_path):
     block = json.loads((outs[0] / "summary.json").read_text())["cells"][0]["replay"]
     assert "session" not in block
     pd.testing.assert_frame_equal(rows, pd.read_parquet(outs[1] / "results.parquet"))
+
+
+def test_every_reader_of_a_trace_folder_gives_each_call_its_agent(traces, tmp_path):
+    """The three ways the replay reads calls (the whole folder, by row range,
+    the pandas frames) give each call its subagent's id (None: the parent's);
+    a folder written before ``calls.agent`` existed reads as all parent."""
+    from sim.drivers.recorded_runs import recorded_runs
+    from sim.drivers.replay.streamed import streamed_runs
+    from sim.drivers.replay.tables import TraceTables
+
+    expected = [a or None for a in AGENTS]
+    whole = TraceTables.load(traces).recorded(0, 1)[0]
+    ranged = streamed_runs(str(traces), 0, 1)[0]
+    framed = recorded_runs(pd.read_parquet(traces / "runs.parquet"),
+                           pd.read_parquet(traces / "calls.parquet"))[0]
+    for run in (whole, ranged, framed):
+        assert [c.agent for c in run.calls] == expected
+    old = _plain(tmp_path / "plain")
+    calls = pq.read_table(old / "calls.parquet")
+    pq.write_table(calls.drop_columns(["agent"]), old / "calls.parquet")
+    assert all(c.agent is None for run in TraceTables.load(old).recorded(0, 3)
+               for c in run.calls)
