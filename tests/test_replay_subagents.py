@@ -299,3 +299,25 @@ def test_every_reader_of_a_trace_folder_gives_each_call_its_agent(traces, tmp_pa
     pq.write_table(calls.drop_columns(["agent"]), old / "calls.parquet")
     assert all(c.agent is None for run in TraceTables.load(old).recorded(0, 3)
                for c in run.calls)
+
+
+def test_a_session_whose_main_file_is_empty_replays_its_children(tmp_path):
+    """An empty main file beside two subagents' files: the run has only the
+    children's four calls; they replay whole (no budget), the parent, which
+    recorded no call, ends with the recording, and the totals are the
+    children's: prompts 50 + 70 + 60 + 80, outputs 5 + 7 + 6 + 8."""
+    project = tmp_path / "projects" / "proj"
+    (project / f"{SESSION}.jsonl").parent.mkdir(parents=True)
+    (project / f"{SESSION}.jsonl").write_text("")
+    write(project / SESSION / "subagents" / f"agent-{A}.jsonl",
+          _child(A, 2.0, 2, (50, 5), (70, 7)))
+    write(project / SESSION / "subagents" / f"agent-{B}.jsonl",
+          _child(B, 2.5, 2, (60, 6), (80, 8)))
+    traces = tmp_path / "traces"
+    assert main(["traces", "import", str(tmp_path / "projects"), "--out", str(traces),
+                 "--quiet"]) == 0
+    row, _, _ = replay(tmp_path, traces)
+    assert (row["steps"], row["input_tokens"], row["output_tokens"]) == (4, 260, 26)
+    assert row["children"] == 2 and not row["stopped"] and row["saved_usd"] == 0.0
+    assert row["children_states"] == f"{A}=succeeded:model_complete;{B}=succeeded:model_complete"
+    assert row["state"] == "ended"

@@ -19,7 +19,9 @@ it decides. Rules:
 - a loop that ended (stopped by a budget or the detector, or its recording
   ended) makes none of its later recorded calls; the others go on;
 - when the parent ends, a child with calls still recorded after that is
-  cancelled (``cancelled:parent_ended``): the session is over;
+  cancelled (``cancelled:parent_ended``): the session is over; a parent
+  that recorded no call (Claude Code: an empty main file) ends as its
+  recording does, after its children;
 - the session's recorded total (``runs.cost_usd``) is not split among the
   agents: each call is priced by its own recorded cost, else its tokens.
 
@@ -143,11 +145,13 @@ def replay_session(run: RecordedRun, template: HarnessParams, options: ReplayOpt
                 next(stepper)
         except StopIteration as ended:
             done[agent] = ended.value
-    for agent, part in parts.items():  # a child whose first call came after the parent ended
-        if agent not in done:
-            driver = RunDriver(part, run_params(base, part, None, options, pricing), options,
-                               pricing.fill)
-            done[agent] = driver.cancel(driver.stepwise(None))
+    for agent, part in parts.items():  # not started: a child whose first call came
+        if agent in done:                  # after the parent ended, or a parent of no call
+            continue
+        params = run_params(base, part, None, options, pricing)
+        driver = RunDriver(part, params, options, pricing.fill)
+        done[agent] = (driver.cancel(driver.stepwise(None)) if agent != PARENT
+                       else driver.drive(make_detector(params) if make_detector else None))
     most, exceeded = concurrency(order, cap)
     result = Session(
         children=tuple((a, f"{done[a].status}:{done[a].reason}") for a in parts if a != PARENT),
