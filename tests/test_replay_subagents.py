@@ -33,7 +33,7 @@ from recordings import conversation, recorded, tool, write_traces
 
 from sim.cli import main
 from sim.drivers.replay import REPLAY_DTYPES
-from sim.drivers.replay.session import PARENT, concurrency
+from sim.drivers.replay.session import PARENT, concurrency, scheduled
 from sim.task_record import RECORD_FIELDS
 
 A, B = "a1", "b2"
@@ -221,28 +221,59 @@ def test_without_a_budget_nothing_stops_and_the_totals_equal_the_recording(tmp_p
     assert "Subagents and the session budget" in report
 
 
-def test_children_started_past_the_concurrency_cap_are_counted(tmp_path, traces):
-    """a1 runs from call 1 to call 3 and b2 from call 2 to call 4: b2 starts
-    while a1 runs, so with max_concurrent 1 one child started past the cap
-    (reported, not delayed: the session replays whole), with 2 none."""
-    for cap, exceeded in ((1, 1), (2, 0)):
-        extra = f"  subagents: {{max_concurrent: {cap}}}"
+def test_a_child_started_past_the_concurrency_cap_waits_for_a_slot(tmp_path, traces):
+    """a1 runs from call 1 to call 3 and b2 from call 2 to call 4: with
+    max_concurrent 1, b2 waits until a1's last call, so the calls are made
+    in the order 0, 1, 3, 2, 4, 5 and the session budget (N = 300,
+    before_call, cap 50) sees 0 + 110 + 55 + 77 = 242 spent before b2's first
+    call, whose worst case 242 + 60 + 50 = 352 passes 300: it stops b2's call
+    0 (running sum 242 + 66 = 308), where without the cap it stopped a1's
+    call 1 (test above). a1 ends as recorded; 3 steps, 242 tokens made."""
+    extra = "  subagents: {max_concurrent: 1}\n" + session_budget(300)
+    row, block, report = replay(tmp_path, traces, extra)
+    assert (row["max_running_children"], row["children_delayed"]) == (2, 1)
+    assert (row["session_stopped_by"], row["session_stopped_call"],
+            row["session_agent_call"], row["session_running_tokens"]) == (B, 2, 0, 308)
+    assert row["children_states"] == f"{A}=succeeded:model_complete;{B}=budget_exhausted:session"
+    assert (row["steps"], row["input_tokens"] + row["output_tokens"]) == (3, 242)
+    assert block["session"]["children_delayed"] == 1
+    assert "child b2's call 0 (running sum 308 > 300)" in report
+    assert "1 were delayed by the concurrency cap" in report
+
+
+def test_a_delayed_child_without_a_budget_replays_whole(tmp_path, traces):
+    """max_concurrent 1 and no budget: b2 is delayed, nothing stops, and the
+    totals are the recording's; with max_concurrent 2 nothing is delayed."""
+    for cap, delayed in ((1, 1), (2, 0)):
         (tmp_path / str(cap)).mkdir()
-        row, block, _ = replay(tmp_path / str(cap), traces, extra)
-        assert (row["max_running_children"], row["cap_exceeded"]) == (2, exceeded)
-        assert block["session"]["cap_exceeded"] == exceeded
-        assert row["steps"] == 6
+        row, _, _ = replay(tmp_path / str(cap), traces, f"  subagents: {{max_concurrent: {cap}}}")
+        assert (row["max_running_children"], row["children_delayed"]) == (2, delayed)
+        assert not row["stopped"] and row["steps"] == 6
+        assert row["input_tokens"] + row["output_tokens"] == sum(TOKENS)
 
 
-def test_concurrency_counts_children_running_when_each_starts():
+def test_the_cap_delays_a_child_until_a_slot_frees_or_its_parent_goes_on():
+    """Recorded order: parent, x, y, x, y, parent (the fixture's): with a cap
+    of 1, y's calls move after x's last call; with 2 or none, nothing moves.
+    Parent, x, y, x, parent, x: x's last call comes after the parent's, so y
+    waits only until the parent's next call (the parent waits for its
+    children)."""
+    fixture = [(PARENT, 0), ("x", 0), ("y", 0), ("x", 1), ("y", 1), (PARENT, 1)]
+    assert scheduled(fixture, 1) == ([0, 1, 3, 2, 4, 5], 1)
+    assert scheduled(fixture, 2) == ([0, 1, 2, 3, 4, 5], 0)
+    assert scheduled(fixture, None) == ([0, 1, 2, 3, 4, 5], 0)
+    background = [(PARENT, 0), ("x", 0), ("y", 0), ("x", 1), (PARENT, 1), ("x", 2)]
+    assert scheduled(background, 1) == ([0, 1, 3, 2, 4, 5], 1)
+
+
+def test_concurrency_counts_the_children_running_when_each_starts():
     """Spans in call order: x 1-2, y 3-7, z 4-6, w 5-8: at most three run at
-    once (y, z, w at 5); with a cap of 2, w starts while three run (itself
-    included), the others within it."""
+    once (y, z and w when w starts)."""
     order = [(PARENT, 0), ("x", 0), ("x", 1), ("y", 0), ("z", 0), ("w", 0), ("z", 1),
              ("y", 1), ("w", 1)]
-    assert concurrency(order, 2) == (3, 1)
-    assert concurrency(order, 3) == (3, 0)
-    assert concurrency(order, None) == (3, 0)
+    assert concurrency(order) == 3
+    assert concurrency(order[:3]) == 1
+    assert concurrency([(PARENT, 0)]) == 0
 
 
 def _plain(folder: Path) -> Path:

@@ -220,7 +220,7 @@ SESSION_DTYPES: dict[str, str] = {
     "children": "int64", "children_states": "string", "session_stopped_by": "string",
     "session_stopped_call": "Int64", "session_agent_call": "Int64",
     "session_running_tokens": "Int64", "session_stop": "string",
-    "max_running_children": "int64", "cap_exceeded": "int64",
+    "max_running_children": "int64", "children_delayed": "int64",
 }
 """pandas dtype of every session column of a replay's rows
 (:func:`sim.drivers.replay.rows.session_columns`)."""
@@ -233,7 +233,7 @@ def session_rows(rows: pd.DataFrame) -> pd.DataFrame:
     if "children" not in rows:
         return rows
     out = rows.copy()
-    for name in ("children", "max_running_children", "cap_exceeded"):
+    for name in ("children", "max_running_children", "children_delayed"):
         out[name] = out[name].fillna(0)
     for name in ("children_states", "session_stopped_by", "session_stop"):
         out[name] = out[name].fillna("")
@@ -248,9 +248,10 @@ def session_block(rows: pd.DataFrame) -> dict[str, Any] | None:
     run's id and where (``stopped by the session budget at child a3's call 4
     (running sum 51,200 > 50,000)``; call numbers from 0, among the agent's
     calls); ``children_states``: children per terminal ``status:reason``;
-    ``cap_exceeded``: children that started while the cap
-    (``harness.subagents.max_concurrent``) or more others ran, as recorded
-    (not delayed), ``max_running_children`` the most at once."""
+    ``children_delayed``: children whose start the cap
+    (``harness.subagents.max_concurrent``) delayed (their calls replayed
+    later, :mod:`sim.drivers.replay.session`), ``max_running_children`` the
+    most running at once as recorded."""
     if "children" not in rows:
         return None
     rows = session_rows(rows)
@@ -267,7 +268,7 @@ def session_block(rows: pd.DataFrame) -> dict[str, Any] | None:
         "stops": [{"run_id": str(r), "where": str(w)}
                   for r, w in zip(stopped["run_id"], stopped["session_stop"], strict=True)],
         "children_states": dict(sorted(states.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "cap_exceeded": int(with_children["cap_exceeded"].sum()),
+        "children_delayed": int(with_children["children_delayed"].sum()),
         "max_running_children": int(with_children["max_running_children"].max()
                                     if len(with_children) else 0),
     }
@@ -294,8 +295,9 @@ def session_markdown(block: Mapping[str, Any]) -> list[str]:
         states = ", ".join(f"{md_code(k)} {v:,}" for k, v in block["children_states"].items())
         lines += ["", f"Children ended: {states}."]
     lines += ["", f"At most {block['max_running_children']:,} children ran at once as "
-                  f"recorded; {block['cap_exceeded']:,} started while the concurrency cap or "
-                  "more others were running (reported, not delayed)."]
+                  f"recorded; {block['children_delayed']:,} were delayed by the concurrency "
+                  "cap (their calls replayed once a running child ended, in the order the "
+                  "session budget saw them)."]
     return lines
 
 

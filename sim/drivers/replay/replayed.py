@@ -26,7 +26,9 @@ class Session:
     not, plus output and thinking), ``running_tokens`` that plus the call's
     recorded tokens (the running sum it would have reached) and
     ``limit_tokens`` the session budget's tokens (None: unlimited);
-    ``cap``, ``max_running`` and ``cap_exceeded``: see the module docstring."""
+    ``cap`` (``harness.subagents.max_concurrent``; None: unset), ``max_running``
+    (the most children running at once as recorded) and ``delayed`` (children
+    the cap delayed): :mod:`sim.drivers.replay.session`."""
 
     children: tuple[tuple[str, str], ...]
     stopped_by: str | None = None
@@ -37,7 +39,7 @@ class Session:
     limit_tokens: int | None = None
     cap: int | None = None
     max_running: int = 0
-    cap_exceeded: int = 0
+    delayed: int = 0
     parts: dict[str, Replay] = field(default_factory=dict)
     """Each agent's replay (the parent under :data:`PARENT`)."""
 

@@ -97,8 +97,8 @@ def session_columns(session: Session) -> dict[str, Any]:
     id, empty when not stopped; ``session_stopped_call``: the run's call
     number; ``session_agent_call``: the call's index among its agent's;
     ``session_running_tokens``: the running sum that call would have
-    reached) and the concurrency cap (``max_running_children``,
-    ``cap_exceeded``; :mod:`sim.drivers.replay.session`). Typed where
+    reached) and the concurrency cap (``max_running_children``
+    as recorded, ``children_delayed`` by the cap; :mod:`sim.drivers.replay.session`). Typed where
     results are written (:func:`sim.output.replay.session_rows`)."""
     by = session.stopped_by
     return {
@@ -110,7 +110,7 @@ def session_columns(session: Session) -> dict[str, Any]:
         "session_running_tokens": session.running_tokens,
         "session_stop": "" if by is None else session.text(),
         "max_running_children": session.max_running,
-        "cap_exceeded": session.cap_exceeded,
+        "children_delayed": session.delayed,
     }
 
 

@@ -25,11 +25,14 @@ it decides. Rules:
 - the session's recorded total (``runs.cost_usd``) is not split among the
   agents: each call is priced by its own recorded cost, else its tokens.
 
-The concurrency cap (``harness.subagents.max_concurrent``) is not enforced
-on the recording (a child's calls are not delayed); it is reported: a child
-runs from its first recorded call to its last (in call order), and
-``cap_exceeded`` counts the children that started while ``max_concurrent``
-or more others were running (``max_running``: the most running at once).
+**The concurrency cap** (``harness.subagents.max_concurrent``; unset: no
+cap) reorders the calls, not their contents (:func:`scheduled`): a child
+runs from its first call to its last (in call order); a child whose first
+call comes while ``max_concurrent`` children run is delayed: its calls wait
+(in their order) until a running child's last call, and at the latest until
+its parent's next call (the parent waits for its children), then are made
+before the calls recorded after that moment. ``delayed`` counts such
+children; ``max_running`` is the most running at once as recorded.
 """
 
 from __future__ import annotations
@@ -83,20 +86,60 @@ def split_run(run: RecordedRun) -> tuple[dict[str, RecordedRun], list[tuple[str,
     return parts, order
 
 
-def concurrency(order: list[tuple[str, int]], cap: int | None) -> tuple[int, int]:
-    """``(max_running, cap_exceeded)`` of the children in ``order`` (see the
-    module docstring); ``cap`` None: none exceeded."""
+def concurrency(order: list[tuple[str, int]]) -> int:
+    """The most children running at once in ``order`` (a child runs from
+    its first call to its last)."""
     spans: dict[str, list[int]] = {}
     for i, (agent, _) in enumerate(order):
         if agent != PARENT:
             spans.setdefault(agent, [i, i])[1] = i
-    most = exceeded = 0
-    for first, _ in spans.values():
-        running = sum(1 for a, b in spans.values() if a <= first <= b)
-        most = max(most, running)
-        if cap is not None and running > cap:
-            exceeded += 1
-    return most, exceeded
+    return max((sum(1 for a, b in spans.values() if a <= first <= b)
+                for first, _ in spans.values()), default=0)
+
+
+def scheduled(order: list[tuple[str, int]], cap: int | None) -> tuple[list[int], int]:
+    """The indices of the recorded calls in ``order`` in the order the
+    replay makes them under the concurrency ``cap`` (None: as recorded),
+    and how many children the cap delayed (rules: the module docstring)."""
+    if cap is None:
+        return list(range(len(order))), 0
+    last = {agent: i for i, (agent, _) in enumerate(order)}
+    started: set[str] = set()
+    running: set[str] = set()
+    queue: list[str] = []
+    waiting: dict[str, list[int]] = {}
+    out: list[int] = []
+    delayed = 0
+
+    def start(child: str) -> None:
+        calls = waiting.pop(child)
+        out.extend(calls)
+        if last[child] not in calls:
+            running.add(child)
+
+    for i, (agent, _) in enumerate(order):
+        if agent in waiting:
+            waiting[agent].append(i)
+            continue
+        if agent == PARENT:
+            while queue:  # the parent's next call waits for its delayed children
+                start(queue.pop(0))
+        elif agent not in started:
+            started.add(agent)
+            if len(running) >= cap:
+                delayed += 1
+                queue.append(agent)
+                waiting[agent] = [i]
+                continue
+            running.add(agent)
+        out.append(i)
+        if agent != PARENT and i == last[agent]:
+            running.discard(agent)
+            while queue and len(running) < cap:
+                start(queue.pop(0))
+    while queue:
+        start(queue.pop(0))
+    return out, delayed
 
 
 def replay_session(run: RecordedRun, template: HarnessParams, options: ReplayOptions,
@@ -116,7 +159,9 @@ def replay_session(run: RecordedRun, template: HarnessParams, options: ReplayOpt
     steppers: dict[str, Generator[None, None, Replay]] = {}
     done: dict[str, Replay] = {}
     stop: tuple[str, int, int, int] | None = None  # agent, call, agent's call, spent
-    for i, (agent, _) in enumerate(order):
+    made, delayed = scheduled(order, cap)
+    for i in made:
+        agent = order[i][0]
         if agent in done:
             continue
         if PARENT in done:  # the session is over: the parent ended
@@ -152,10 +197,9 @@ def replay_session(run: RecordedRun, template: HarnessParams, options: ReplayOpt
         driver = RunDriver(part, params, options, pricing.fill)
         done[agent] = (driver.cancel(driver.stepwise(None)) if agent != PARENT
                        else driver.drive(make_detector(params) if make_detector else None))
-    most, exceeded = concurrency(order, cap)
     result = Session(
         children=tuple((a, f"{done[a].status}:{done[a].reason}") for a in parts if a != PARENT),
-        cap=cap, max_running=most, cap_exceeded=exceeded,
+        cap=cap, max_running=concurrency(order), delayed=delayed,
         limit_tokens=session.budget.tokens if session is not None else None,
         parts={a: done[a] for a in parts})
     if stop is not None:
