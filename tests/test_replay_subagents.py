@@ -173,6 +173,9 @@ def test_a_session_budget_stops_the_first_call_its_running_sum_refuses(
     saved = block["saved"]
     assert saved["prompt_tokens"] == sum(PROMPTS) - sum(PROMPTS[:steps])
     assert block["session"]["stopped"] == 1
+    assert block["session"]["saved_tokens"] == sum(TOKENS) - sum(TOKENS[:steps])
+    assert block["session"]["saved_usd"] == pytest.approx(row["saved_usd"])
+    assert f"saving {sum(TOKENS) - sum(TOKENS[:steps]):,} tokens" in report
     who = "the parent" if agent == "parent" else f"child {agent}"
     assert f"stopped by the session budget at {who}'s call {agent_call}" in report
     assert row["saved_usd"] > 0

@@ -247,7 +247,10 @@ def session_block(rows: pd.DataFrame) -> dict[str, Any] | None:
     ``by_child`` (whose call it refused first), and ``stops``: each such
     run's id and where (``stopped by the session budget at child a3's call 4
     (running sum 51,200 > 50,000)``; call numbers from 0, among the agent's
-    calls); ``children_states``: children per terminal ``status:reason``;
+    calls); ``saved_tokens`` and ``saved_usd``: what these sessions (parent
+    and children) did not spend (tokens: prompt plus output and thinking;
+    USD at the one price); ``children_states``: children per terminal
+    ``status:reason``;
     ``children_delayed``: children whose start the cap
     (``harness.subagents.max_concurrent``) delayed (their calls replayed
     later, :mod:`sim.drivers.replay.session`), ``max_running_children`` the
@@ -267,6 +270,12 @@ def session_block(rows: pd.DataFrame) -> dict[str, Any] | None:
         "by_child": int(((by != "") & (by != "parent")).sum()),
         "stops": [{"run_id": str(r), "where": str(w)}
                   for r, w in zip(stopped["run_id"], stopped["session_stop"], strict=True)],
+        "saved_tokens": int(with_children["recorded_prompt_tokens"].sum()
+                            + with_children["recorded_output_tokens"].sum()
+                            - _prompt(with_children).sum()
+                            - (with_children["output_tokens"]
+                               + with_children["thinking_tokens"]).sum()),
+        "saved_usd": float(with_children["saved_usd"].sum()),
         "children_states": dict(sorted(states.items(), key=lambda kv: (-kv[1], kv[0]))),
         "children_delayed": int(with_children["children_delayed"].sum()),
         "max_running_children": int(with_children["max_running_children"].max()
@@ -286,7 +295,8 @@ def session_markdown(block: Mapping[str, Any]) -> list[str]:
              "with parent and children charging one session ledger in the recorded order "
              f"of their calls. The session budget stopped {block['stopped']:,} of them "
              f"({block['by_parent']:,} at a parent's call, {block['by_child']:,} at a "
-             "child's); what they did not make counts as saved above."]
+             f"child's), saving {block['saved_tokens']:,} tokens and "
+             f"{usd(block['saved_usd'])} over parents and children."]
     for stop in block["stops"][:STOPS_SHOWN]:
         lines.append(f"- {md_code(stop['run_id'])}: {md_text(stop['where'])}")
     if len(block["stops"]) > STOPS_SHOWN:
