@@ -355,3 +355,35 @@ def test_a_session_whose_main_file_is_empty_replays_its_children(tmp_path):
     assert row["children"] == 2 and not row["stopped"] and row["saved_usd"] == 0.0
     assert row["children_states"] == f"{A}=succeeded:model_complete;{B}=succeeded:model_complete"
     assert row["state"] == "ended"
+
+
+def _agent_traces(folder: Path, agents: list[str | None], tools: list[bool]) -> Path:
+    """One run written with the trace model's own writer: call k by
+    ``agents[k]`` (None: the parent), with a search call when ``tools[k]``;
+    prompts 500, 600, ... (uncached), outputs 40."""
+    from sim.harness.messages import Usage
+    from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
+    from sim.traces.writer import write_runs
+
+    calls = [CallRecord(usage=Usage(input_tokens=500 + 100 * k, output_tokens=40),
+                        model="claude-sonnet-4-5", agent=agent,
+                        tool_calls=[ToolCallRecord(name="search", id=f"t{k}",
+                                                   arguments=json.dumps({"q": k}),
+                                                   result_tokens=10)] if tool else [])
+             for k, (agent, tool) in enumerate(zip(agents, tools, strict=True))]
+    folder.mkdir(parents=True)
+    write_runs(folder, [RunRecord(run_id="s", source="sim", file="s.json",
+                                  model="claude-sonnet-4-5", calls=calls)])
+    return folder
+
+
+def test_a_child_recorded_after_its_parent_ended_is_cancelled(tmp_path):
+    """The parent's only call is its final answer (call 0); its child's two
+    calls are recorded after it: the session ended with the parent, so the
+    child is cancelled (cancelled:parent_ended), its 600 + 40 + 700 + 40
+    tokens saved, and no budget is involved (nothing stopped by it)."""
+    traces = _agent_traces(tmp_path / "t", [None, "k1", "k1"], [False, True, False])
+    row, block, _ = replay(tmp_path, traces)
+    assert row["children_states"] == "k1=cancelled:parent_ended"
+    assert (row["steps"], row["input_tokens"], row["output_tokens"]) == (1, 500, 40)
+    assert row["session_stopped_by"] == "" and block["session"]["saved_tokens"] == 1380

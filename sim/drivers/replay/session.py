@@ -179,10 +179,11 @@ def replay_session(run: RecordedRun, template: HarnessParams, options: ReplayOpt
             done[agent] = ended.value
             if stop is None and _stopped_by_session(ended.value):
                 stop = (agent, i, _agent_index(order, i), spent)
-    for agent, stepper in steppers.items():  # what is left after the last recorded call
-        if agent in done:
-            continue
-        if agent != PARENT and PARENT in done:
+    ended_early = PARENT in done  # before the calls of its children recorded after it
+    left = sorted((a for a in steppers if a not in done), key=lambda a: a == PARENT)
+    for agent in left:  # what is left after the last recorded call: children, then parent
+        stepper = steppers[agent]
+        if ended_early:
             done[agent] = drivers[agent].cancel(stepper)
             continue
         try:
