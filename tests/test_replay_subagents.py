@@ -286,7 +286,7 @@ def _plain(folder: Path) -> Path:
     return write_traces(folder, runs)
 
 
-def test_a_folder_without_subagents_keeps_its_columns_and_bytes(tmp_path):
+def test_a_folder_without_subagents_keeps_its_columns_and_rows(tmp_path):
     """Traces without an ``agent``: results.parquet has the columns it always
     had (task records and the replay's own, no session column), summary.json
     no session block, and the rows are the same whether calls.parquet has an
