@@ -1,0 +1,61 @@
+"""scenarios/visible_budget.yaml: a visible 15-step budget, on_limit (stop,
+finalize, ask) x the assumed wrap-up probability (0, 0.3, 0.7); it loads,
+runs, writes the same bytes with 1 and 2 workers, and its report says the
+model's answer to the budget is assumed, not fitted, with the share of
+successes, of finalized runs and the cost per run of each cell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sim.cli import main
+from sim.output.markdown import assumed_markdown
+from sim.scenario.model import load_scenario
+from sim.sweeps.cells import build_cell, cells_of
+
+PATH = Path("scenarios/visible_budget.yaml")
+FILES = ("results.parquet", "summary.json", "report.md")
+
+
+def test_the_scenario_loads_with_its_sweep() -> None:
+    """Nine cells: on_limit stop, finalize, ask x wrap_up 0, 0.3, 0.7, each
+    showing the budget, with a 15-step budget and the assumed world block."""
+    runs = cells_of(load_scenario(str(PATH), []))
+    assert len(runs) == 9
+    cells = [build_cell(run) for run in runs]
+    assert [c.params.visibility.on_limit for c in cells] == ["stop"] * 3 + ["finalize"] * 3 \
+        + ["ask"] * 3
+    assert all(c.params.visibility.show_budget and c.params.budgets.steps == 15 for c in cells)
+    assert [c.world.visible.wrap_up for c in cells] == [0.0, 0.3, 0.7] * 3
+
+
+def test_the_same_bytes_with_one_and_two_workers_and_the_report_says_assumed(
+        tmp_path: Path) -> None:
+    """Identical results.parquet, summary.json and report.md with --workers
+    1 and 2; the report's "Limits the model sees" section says "Assumed, not
+    fitted: world.visible_budget.*" and has one row per cell; only finalize
+    cells end as finalized, only ask cells as needs_human:limit."""
+    outs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}"
+        assert main(["sweep", str(PATH), "--tasks", "40", "--workers", workers, "--quiet",
+                     "--out", str(out)]) == 0
+        outs.append({name: (out / name).read_bytes() for name in FILES})
+    assert outs[0] == outs[1]
+    report = outs[0]["report.md"].decode()
+    section = report[report.index("## Limits the model sees"):].split("\n## ")[0]
+    assert "Assumed, not fitted: world.visible_budget.*" in section
+    rows = [line for line in section.splitlines() if line.startswith("| on_limit=")]
+    assert len(rows) == 9
+    summary = json.loads(outs[0]["summary.json"])
+    for cell in summary["cells"]:
+        finalize, ask = "on_limit=finalize" in cell["name"], "on_limit=ask" in cell["name"]
+        assert (cell.get("finalized_share", 0.0) > 0) == finalize, cell["name"]
+        assert ("needs_human:limit" in cell["outcomes"]) <= ask, cell["name"]
+
+
+def test_a_report_without_the_block_says_nothing_of_it() -> None:
+    """The assumed section appears only when world.visible_budget is set or swept."""
+    summary = {"cells": [], "provenance": {"scenario": {"world": {}, "sweep": {}}}}
+    assert assumed_markdown(summary) == []
