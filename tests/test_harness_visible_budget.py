@@ -83,8 +83,10 @@ def test_stop_on_limit_is_todays_behaviour() -> None:
 
 
 def test_finalize_makes_exactly_one_tool_free_call_within_the_step_budget() -> None:
-    """on_limit finalize with 3 steps: two ordinary steps, then ONE call with
-    no tools (tool_choice none, the finalize output cap) whose accepted
+    """on_limit finalize with 3 steps: two ordinary steps, then ONE call that
+    may not use tools (tool_choice none; the tools stay declared, as
+    Anthropic requires of a history with tool blocks; the finalize output
+    cap) whose accepted
     answer ends the run as succeeded:finalized at 3 turns; a tool call in
     that reply is never run."""
     params = _params("finalize", steps=3)
@@ -92,10 +94,10 @@ def test_finalize_makes_exactly_one_tool_free_call_within_the_step_budget() -> N
     requests = driver.of(ModelRequest)
     assert [r.purpose for r in requests] == ["step", "step", "finalize"]
     last = requests[-1]
-    assert last.tools == () and last.tool_choice == "none"
+    assert last.tool_choice == "none" and last.tools == requests[0].tools
     assert last.max_output_tokens == 300
     assert last.messages[-1].content[-1].origin == "limit"
-    assert all(r.tools for r in requests[:2])
+    assert all(r.tool_choice == "auto" for r in requests[:2])
     assert len(driver.of(ToolRequest)) == 2
     state = driver.state
     assert state is not None

@@ -5,12 +5,13 @@ for a finalize call, live in :mod:`sim.harness.budgets`).
 - ``stop``: the run ends as ``budget_exhausted:<limit>`` (the caller
   re-raises the refusal).
 - ``finalize`` (:func:`finalize_call`): :data:`~sim.harness.budgets.FINALIZE_NOTE`
-  goes into the history and the model is called ONCE more with no tools
+  goes into the history and the model is called ONCE more without tool use
   (``tool_choice`` none, purpose ``"finalize"``, an output cap of
-  ``finalize_output_tokens``), after the usual budget check of that call,
-  which the earlier checks left room for. The reply's text is the final
-  answer the loop then checks as usual; a tool call in it is dropped (it is
-  never run).
+  ``finalize_output_tokens``; the tools stay declared, as a provider whose
+  history holds tool blocks requires, but may not be called), after the
+  usual budget check of that call, which the earlier checks left room for.
+  The reply's text is the final answer the loop then checks as usual; a
+  tool call in it is dropped (it is never run).
 - ``ask`` (:func:`ask`): the run parks for a human, as for an approval (an
   :class:`~sim.harness.effects.ApprovalRequest` for a call of
   ``extend_budget`` with effect class ``limit``, its timeout the approval

@@ -370,8 +370,8 @@ class Visibility:
     tokens left; 3 of 30 steps left"``) to the history; its tokens count
     like any other message's.
     ``on_limit``: ``stop`` ends the run as ``budget_exhausted:<limit>``
-    (the default); ``finalize`` makes ONE more model call, without tools,
-    asking for the final answer (``finalize_output_tokens`` of output at
+    (the default); ``finalize`` makes ONE more model call, tool-free
+    (``tool_choice`` none), asking for the final answer (``finalize_output_tokens`` of output at
     most), whose worst case every earlier call leaves room for, and ends as
     ``succeeded:finalized`` when the answer is accepted, else as the limit
     would have ended it; ``ask`` parks the run for a human (an approval

@@ -172,7 +172,7 @@ class SimulatedTask(TaskSizes):
                 and self.model.uniform() < visible.wrap_up)
 
     def _final_answer(self) -> TextBlock:
-        """The answer to the harness's finalize call (tools omitted): right
+        """The answer to the harness's finalize call (tool_choice none): right
         with ``world.visible_budget.finalize_success`` (one uniform of the
         model stream), never without that block (the work is not done)."""
         visible = self.world.visible
