@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from sim.cli import main
 from sim.output.markdown import assumed_markdown
 from sim.scenario.model import load_scenario
@@ -59,3 +61,20 @@ def test_a_report_without_the_block_says_nothing_of_it() -> None:
     """The assumed section appears only when world.visible_budget is set or swept."""
     summary = {"cells": [], "provenance": {"scenario": {"world": {}, "sweep": {}}}}
     assert assumed_markdown(summary) == []
+
+
+def test_the_des_engine_gives_every_task_the_same_ending_as_the_direct_engine(
+        tmp_path: Path) -> None:
+    """With unlimited capacity (the scenario sets none) the DES engine runs
+    the same harness, finalize calls and parked asks included: each task's
+    state, reason, steps, tokens and cost are those of the direct engine."""
+    frames = []
+    for engine in ("direct", "des"):
+        out = tmp_path / engine
+        assert main(["sweep", str(PATH), "--tasks", "20", "--workers", "1", "--quiet",
+                     "--set", f"engine={engine}", "--out", str(out)]) == 0
+        frames.append(pd.read_parquet(out / "results.parquet"))
+    cols = ["cell", "task", "state", "reason", "steps", "input_tokens", "output_tokens",
+            "cost_usd"]
+    pd.testing.assert_frame_equal(frames[0][cols], frames[1][cols])
+    assert {"finalized", "limit"} <= set(frames[0]["reason"])
