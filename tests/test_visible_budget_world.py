@@ -75,3 +75,14 @@ def test_a_model_never_shown_its_budget_ignores_the_block() -> None:
     with_block, _ = simulate(_raw(0.7, show=False), 60, seed=9)
     without, _ = simulate(_raw(0.7, show=False, block=False), 60, seed=9)
     assert with_block == without
+
+
+def test_the_model_reads_the_smallest_share_the_note_reports() -> None:
+    """budget_share takes the smallest left/total of the note's budgets
+    (money included), and None from a text that reports none."""
+    from sim.world.task import budget_share
+
+    assert budget_share("Budget: 12,000 of 50,000 prompt tokens left; 3 of 30 steps left") \
+        == 0.1
+    assert budget_share("Budget: $0.25 of $1.00 left; 9 of 10 steps left") == 0.25
+    assert budget_share("The task is complete.") is None
