@@ -78,3 +78,20 @@ def test_the_des_engine_gives_every_task_the_same_ending_as_the_direct_engine(
             "cost_usd"]
     pd.testing.assert_frame_equal(frames[0][cols], frames[1][cols])
     assert {"finalized", "limit"} <= set(frames[0]["reason"])
+
+
+def test_traces_of_finalized_runs_are_read_back(tmp_path: Path) -> None:
+    """Simulated traces (--traces) of the finalize cell record the finalize
+    call as a call of purpose finalize, and the replay reads them back."""
+    out = tmp_path / "runs"
+    assert main(["run", str(PATH), "--tasks", "20", "--quiet", "--traces",
+                 "--set", "harness.visibility.on_limit=finalize",
+                 "--set", "world.visible_budget.wrap_up=0.0", "--out", str(out)]) == 0
+    calls = pd.read_parquet(out / "calls.parquet")
+    results = pd.read_parquet(out / "results.parquet")
+    finalize_calls = int((calls["purpose"] == "finalize").sum())
+    assert finalize_calls >= int((results["reason"] == "finalized").sum()) > 0
+    candidate = tmp_path / "candidate.yaml"
+    candidate.write_text(PATH.read_text().split("\nsweep:")[0])
+    assert main(["replay", str(out), str(candidate), "--quiet",
+                 "--out", str(tmp_path / "replay")]) == 0
