@@ -6,6 +6,7 @@ and a world never shown a budget behaves as if the block were not there."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -86,3 +87,23 @@ def test_the_model_reads_the_smallest_share_the_note_reports() -> None:
         == 0.1
     assert budget_share("Budget: $0.25 of $1.00 left; 9 of 10 steps left") == 0.25
     assert budget_share("The task is complete.") is None
+
+
+def test_a_logistic_wrap_up_matches_its_expected_count() -> None:
+    """With wrap_up_slope 20 (wrap_up 0.8, wrap_up_at 0.3) call i (0-based)
+    of a 20-step run wraps up with p_i = 0.8 / (1 + exp(20 ((20 - i) / 20 -
+    0.3))) at every i: the wrap-ups counted over the calls made are their
+    summed p_i within Z standard deviations (sqrt of summed p_i (1 - p_i))."""
+    raw = _raw(0.8)
+    raw["world"]["visible_budget"].update(wrap_up_at=0.3, wrap_up_slope=20.0)
+    _, tasks = simulate(raw, 300, seed=4)
+    expected = variance = 0.0
+    wrapped = 0
+    for task in tasks:
+        for i, call in enumerate(task.log):
+            p = 0.8 / (1 + math.exp(20 * ((STEPS - i) / STEPS - 0.3)))
+            expected += p
+            variance += p * (1 - p)
+            wrapped += call.tool_calls == 0
+    assert variance > 50
+    assert abs(wrapped - expected) <= Z * math.sqrt(variance), (wrapped, expected)

@@ -406,11 +406,14 @@ class VisibleBudgetParams(_Strict):
     be swept (a report says so when this block is set).
 
     When the last message holds the harness's budget note and the smallest
-    share any budget leaves (``left / total``) is below ``wrap_up_at``, each
-    step's call wraps up with probability ``wrap_up`` (one uniform of the
-    model stream): it gives its final answer, right with probability
-    ``wrap_up_success``. The one tool-free call the harness makes when a
-    limit is reached (``on_limit: finalize``) is answered right with
+    share any budget leaves (``r = left / total``) is below ``wrap_up_at``,
+    each step's call wraps up with probability ``wrap_up`` (one uniform of
+    the model stream); with ``wrap_up_slope`` set the probability is instead
+    the logistic ``wrap_up / (1 + exp(wrap_up_slope * (r - wrap_up_at)))``
+    at every r (half of ``wrap_up`` at ``wrap_up_at``). A call that wraps up
+    gives its final answer, right with probability ``wrap_up_success``. The
+    one tool-free call the harness makes when a limit is reached
+    (``on_limit: finalize``) is answered right with
     probability ``finalize_success`` (without this block: never, since the
     work was not done)."""
 
@@ -419,6 +422,9 @@ class VisibleBudgetParams(_Strict):
     wrap_up: Prob = Field(0.0, description=(
         "probability per call that the model wraps up (gives its final answer) once the "
         "share left is below wrap_up_at"))
+    wrap_up_slope: float | None = Field(None, gt=0, le=1_000, description=(
+        "null: wrap_up is a step at wrap_up_at; else the probability per call is the "
+        "logistic wrap_up / (1 + exp(wrap_up_slope * (share left - wrap_up_at)))"))
     wrap_up_success: Prob = Field(0.5, description="probability a wrapped-up answer is right")
     finalize_success: Prob = Field(0.5, description=(
         "probability the answer of the finalize call (on_limit: finalize) is right"))

@@ -51,6 +51,16 @@ def budget_share(note: str) -> float | None:
     return min(shares) if shares else None
 
 
+def wrap_up_chance(wrap_up: float, at: float, slope: float | None, share: float) -> float:
+    """The chance a call wraps up when ``share`` of a budget is left:
+    ``wrap_up`` below ``at`` (0 from it on) without a ``slope``, else the
+    logistic ``wrap_up / (1 + exp(slope * (share - at)))``."""
+    if slope is None:
+        return wrap_up if share < at else 0.0
+    z = slope * (share - at)
+    return wrap_up / (1.0 + exp(z)) if z < 700.0 else 0.0
+
+
 class SimulatedTask(TaskSizes):
     """The world as one task sees it. ``respond``, ``execute``, ``verify``,
     ``approve`` and ``reply`` answer the kinds of effect that reach the world,
@@ -158,9 +168,9 @@ class SimulatedTask(TaskSizes):
 
     def _wraps_up(self, request: fx.ModelRequest) -> bool:
         """Whether the model wraps up at this call (``world.visible_budget``):
-        the budget note ends the last message, the smallest share it reports
-        is below ``wrap_up_at``, and one uniform of the model stream falls
-        below ``wrap_up`` (drawn only then)."""
+        the budget note ends the last message and one uniform of the model
+        stream falls below :func:`wrap_up_chance` of the smallest share it
+        reports (drawn only when that chance is positive)."""
         visible = self.world.visible
         if visible is None or not visible.wrap_up:
             return False
@@ -168,8 +178,10 @@ class SimulatedTask(TaskSizes):
         if last.type != "text" or last.origin != "budget":
             return False
         share = budget_share(last.text)
-        return (share is not None and share < visible.wrap_up_at
-                and self.model.uniform() < visible.wrap_up)
+        if share is None:
+            return False
+        p = wrap_up_chance(visible.wrap_up, visible.wrap_up_at, visible.wrap_up_slope, share)
+        return p > 0.0 and self.model.uniform() < p
 
     def _final_answer(self) -> TextBlock:
         """The answer to the harness's finalize call (tool_choice none): right
