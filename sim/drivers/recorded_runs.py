@@ -83,8 +83,9 @@ class RecordedCall:
     verbatim, ``latency_s``, the size of its text (``text_tokens``), its tool
     calls, the tokens of non-tool messages that entered after it
     (``observation_tokens``), and its ``purpose``: ``step`` (a loop step; what
-    imported runs' calls are), ``compaction`` or ``verifier`` (sim's own
-    recorded runs). The replay answers a request with this very ``usage``."""
+    imported runs' calls are), ``compaction``, ``verifier`` or ``finalize``
+    (the tool-free call of ``harness.visibility.on_limit: finalize``) (sim's
+    own recorded runs). The replay answers a request with this very ``usage``."""
 
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
@@ -203,7 +204,7 @@ def _call(row: Mapping[str, Any], where: str, source: str) -> RecordedCall:
         purpose=_purpose(row.get("purpose"), where, source), agent=_text(row.get("agent")))
 
 
-PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier")
+PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier", "finalize")
 
 
 def _purpose(value: Any, where: str, source: str) -> str:

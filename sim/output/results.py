@@ -127,8 +127,9 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     :func:`sim.analysis.stats.describe` (p50, p95, max, mean); ``cost``
     (:func:`sim.analysis.stats.cost_summary`, USD); ``cache_hit_share`` (cache-read
     over prompt tokens); and ``retries_mean``, ``nudges_mean``,
-    ``verifier_rejections_mean``, ``compactions_mean`` (per task). ``params``
-    is converted to plain JSON values.
+    ``verifier_rejections_mean``, ``compactions_mean`` (per task); and
+    ``finalized_share``, the share of tasks ended as ``succeeded:finalized``,
+    only when there are any. ``params`` is converted to plain JSON values.
     """
     if len(frame) == 0:
         raise ValueError(f"cell {name!r} has no tasks to summarise")
@@ -149,6 +150,9 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     }
     for column in _MEANS:
         summary[f"{column}_mean"] = stats.describe(frame[column].to_numpy())["mean"]
+    finalized = int((frame["reason"] == "finalized").sum()) if "reason" in frame else 0
+    if finalized:  # runs ended by the answer of a finalize call (harness.visibility)
+        summary["finalized_share"] = finalized / len(frame)
     return summary
 
 
@@ -231,7 +235,7 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     return summary
 
 
-SUMMARY_COLUMNS = ("cell", "outcome", "steps", "input_tokens", "cache_read_tokens",
+SUMMARY_COLUMNS = ("cell", "outcome", "reason", "steps", "input_tokens", "cache_read_tokens",
                    "cache_write_tokens", "output_tokens", "thinking_tokens", "cost_usd", "wall_s",
                    *_MEANS)
 """The columns :func:`cell_summary` and the HTML report's figures read."""
