@@ -65,8 +65,10 @@ OUTCOMES: dict[str, frozenset[str]] = {
     # a driver that crashed while performing an effect (the run is recorded)
     FAILED: frozenset({"model_error", "tool_fatal", "retries_exhausted", "context_overflow",
                        "invalid_response", "driver_error"}),
-    # the abort flag (an operator or user), or an approval nobody gave in time
-    CANCELLED: frozenset({"external_signal", "approval_timeout"}),
+    # the abort flag (an operator or user), or an approval nobody gave in time;
+    # "parent_ended": a child run whose parent ended before it (a session ends
+    # with its parent)
+    CANCELLED: frozenset({"external_signal", "approval_timeout", "parent_ended"}),
 }
 """Every terminal status and the reasons it may be reached for (the outcome
 ``status:reason``). A run ends in exactly one of them."""
