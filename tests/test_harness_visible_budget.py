@@ -205,3 +205,18 @@ def test_time_budgets_always_stop() -> None:
     assert state is not None and state.status == "budget_exhausted"
     assert state.reason == "active_time"
     assert all(r.purpose == "step" for r in driver.of(ModelRequest))
+
+
+def test_a_small_context_window_is_valid_unless_the_run_finalizes():
+    """The finalize call's output cap is checked against the context window
+    only when ``on_limit`` is ``finalize``: a 300-token window with the
+    default visibility is valid (the live tests' small-window harness raised
+    ParameterError on a field it never uses)."""
+    import pytest
+
+    from sim.harness.params import HarnessParams, ParameterError
+
+    HarnessParams(context_window=300, max_output_tokens=100, system_prompt_tokens=50)
+    with pytest.raises(ParameterError, match="finalize_output_tokens"):
+        HarnessParams(context_window=300, max_output_tokens=100, system_prompt_tokens=50,
+                      visibility=Visibility(on_limit="finalize"))

@@ -537,7 +537,8 @@ def _window_problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     if p.max_output_tokens > p.context_window:
         yield "max_output_tokens", (f"{p.max_output_tokens} exceeds the context window "
                                     f"({p.context_window})")
-    if p.visibility.finalize_output_tokens > p.context_window:
+    if (p.visibility.on_limit == "finalize"  # only a finalize call uses it
+            and p.visibility.finalize_output_tokens > p.context_window):
         yield "visibility.finalize_output_tokens", (
             f"{p.visibility.finalize_output_tokens} exceeds the context window "
             f"({p.context_window})")
