@@ -85,3 +85,23 @@ def test_a_runs_cost_is_its_recorded_cost_less_its_subagents(tmp_path: Path) -> 
     assert cost["r00"] == pytest.approx(0.75) and math.isnan(cost["r01"])
     assert cost["r02"] == 1.0
     assert traces.runs.set_index("run_id").loc["r00", "steps"] == 1
+
+
+def test_the_fitted_world_spawns_and_its_parents_run_as_long_as_the_recorded(fanned) -> None:
+    """fit_world (no search) carries the fan-out in its scenario; simulated,
+    its runs start children (about the recorded 0.3 x 10 spawns x 1.7
+    children = 5.1 per run) and their own steps' log-mean is within 0.15 of
+    the recorded parents' (not the 28 calls of parents with children)."""
+    from sim.calibration.fitting import Settings, fit_world
+    from sim.calibration.simulate import from_traces, simulate
+    from sim.calibration.structure import ONE
+
+    traces, counts = fanned
+    *_, doc, _, fan = fit_world(traces, ONE, 3, Settings(evaluations=0))
+    assert fan is not None and "fanout" in doc["world"] and "subagents" in doc["harness"]
+    sim = simulate(doc, 300, 11)
+    real = from_traces(traces)
+    assert real.children is not None and int(real.children.sum()) == counts["kids"]
+    assert sim.children is not None and 3.0 < sim.children.mean() < 7.5
+    gap = abs(np.log(sim.steps).mean() - np.log(real.steps).mean())
+    assert gap < 0.15
