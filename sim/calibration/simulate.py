@@ -79,7 +79,7 @@ def from_traces(traces: Traces) -> Sample:
     resolved = np.array([np.nan if v is None else float(v) for v in runs["resolved"]])
     children = None
     sub = traces.subagent_calls
-    if sub is not None and not sub.empty:
+    if sub is not None:  # (a subset may hold no subagent call: zeros)
         per_run = sub.groupby("run_id", sort=False)["agent"].nunique()
         children = runs["run_id"].map(per_run).fillna(0).to_numpy(np.int64)
     return Sample(runs["steps"].to_numpy(np.int64), runs["prompt"].to_numpy(np.int64),
