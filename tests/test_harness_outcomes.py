@@ -78,7 +78,7 @@ def test_every_literal_ending_of_the_loop_is_in_the_table() -> None:
     of the table (the budget reasons come from the budget checks: checked
     below)."""
     stops = set().union(*(_stops_in(HARNESS / f"{name}.py") for name in (
-        "loop", "guards", "model_calls", "recovery", "tool_calls")))
+        "loop", "guards", "model_calls", "recovery", "tool_calls", "on_limit")))
     assert len(stops) >= 10
     statuses = {name: getattr(sim.harness.state, name) for name, _ in stops}
     for name, reason in stops:

@@ -24,10 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = notebooks.notebook_paths(ROOT)
 BUDGETS = ROOT / "notebooks" / "explore_budgets.ipynb"
 YOUR_AGENT = ROOT / "notebooks" / "your_agent.ipynb"
+FANOUT = ROOT / "notebooks" / "fanout_and_storms.ipynb"
 QUICK = {  # parameters for a quick headless run, per notebook
     "explore_budgets.ipynb": {"TASKS": 200, "FULL_TASKS": 400, "COMPARE_TASKS": 300},
     "your_agent.ipynb": {"LADDER": [100_000, None], "TOKENS": 100_000, "TASKS": 200,
                          "FULL_TASKS": 300, "EVALUATIONS": 0},
+    "fanout_and_storms.ipynb": {"CAPS": [8, 16, None], "FANOUT_TASKS": 30},
 }
 # The project's shared data folder: beside the repository (as in CI), or $SIM_SHARED.
 SHARED = Path(os.environ.get("SIM_SHARED") or ROOT.parent / "shared")
@@ -35,8 +37,8 @@ TAU2 = SHARED / "data" / "traces" / "tau2" / "raw"
 
 
 def test_there_are_notebooks_to_run():
-    """The checks below look at the real folder (and find both notebooks)."""
-    assert BUDGETS in NOTEBOOKS and YOUR_AGENT in NOTEBOOKS
+    """The checks below look at the real folder (and find the three notebooks)."""
+    assert BUDGETS in NOTEBOOKS and YOUR_AGENT in NOTEBOOKS and FANOUT in NOTEBOOKS
     assert set(QUICK) == {p.name for p in NOTEBOOKS}
 
 
@@ -112,6 +114,28 @@ class TestYourAgent:
                      "your_agent_calibration/calibration.html", "replay_chosen/results.parquet",
                      "tune/recommended.yaml"):
             assert (tmp_path / name).is_file(), name
+
+
+@pytest.mark.slow  # a notebook kernel: seconds, and no coverage (another process)
+def test_fanout_and_storms_notebook_runs_headless_and_names_the_knee():
+    """The fan-out and storms notebook runs top to bottom through the API
+    (no command line) on 3 caps x 4 retry policies (12 storm cells) and 30
+    leads per fan-out cell; it draws its 2 figures, names one knee per
+    retry policy (4 lines) and prints one line per fan-out cell (3 caps x 2
+    rules: 6), with no session over its budget under the before_call rule."""
+    run = notebooks.execute(FANOUT, root=ROOT, parameters=QUICK[FANOUT.name])
+    assert not _errors(run.nb)
+    outputs = [o for c in run.nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 2
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "12 cells of 40 runs" in text
+    assert text.count("largest cap without a storm:") == 4
+    cells = [line for line in text.splitlines()
+             if line.startswith(("before_call, ", "between_turns, "))]
+    assert len(cells) == 6
+    before = [line for line in cells if line.startswith("before_call")]
+    assert len(before) == 3 and all(": 0 of 30 sessions over budget" in line for line in before)
+    assert "sim.cli" not in "".join(c.source for c in run.nb.cells)  # the API only
 
 
 # What the figures of the last redraw show, read from their matplotlib artists

@@ -117,7 +117,7 @@ def test_no_harness_field_is_declared_twice() -> None:
         bounds = {k: getattr(m, k) for m in info.metadata for k in ("gt", "ge", "lt", "le")
                   if hasattr(m, k)}
         assert bounds == {k: meta[k] for k in ("gt", "ge", "lt", "le") if k in meta}, name
-    assert sections == 5
+    assert sections == 6
     for f in dataclasses.fields(hp.Prices):
         if f.name in schema.PricesConfig.model_fields:
             assert schema.PricesConfig.model_fields[f.name].description == \

@@ -373,18 +373,18 @@ def test_the_drivers_answer_effects_through_the_engines_table():
     method (replay has no task-giver), and checkpoints and waits are answered
     with None by a driver without its own (replay) or by its own (live)."""
     from sim.drivers.live.driver import LiveDriver
-    from sim.drivers.replay.driver import _Driver
+    from sim.drivers.replay.driver import RunDriver
     from sim.engines.perform import EFFECTS, answers
     from sim.harness import effects as fx
 
-    replayed, live = answers(_Driver), answers(LiveDriver)
+    replayed, live = answers(RunDriver), answers(LiveDriver)
     assert set(replayed) == set(live) == set(EFFECTS)
     for kind, method in ((fx.ModelRequest, "respond"), (fx.ToolRequest, "execute"),
                          (fx.VerifyRequest, "verify"), (fx.ApprovalRequest, "approve")):
-        assert replayed[kind] is getattr(_Driver, method)
+        assert replayed[kind] is getattr(RunDriver, method)
         assert live[kind] is getattr(LiveDriver, method)
     assert live[fx.Wait] is LiveDriver.wait and live[fx.Checkpoint] is LiveDriver.checkpoint
     assert replayed[fx.Wait](None, fx.Wait(1.0), 0.0) is None
     assert replayed[fx.Checkpoint](None, fx.Checkpoint(3), 0.0) is None
-    with pytest.raises(TypeError, match=r"_Driver cannot answer UserTurn.*'reply'"):
+    with pytest.raises(TypeError, match=r"RunDriver cannot answer UserTurn.*'reply'"):
         replayed[fx.UserTurn](None, fx.UserTurn("hi", 1), 0.0)

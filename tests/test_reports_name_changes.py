@@ -74,3 +74,26 @@ def test_sweep_names_each_cells_settings_against_the_scenarios_base(tmp_path, ca
     assert "changed from the base: harness.budgets.tokens: 2,000,000 -> 100,000" in printed
     assert printed.index("== tokens=50000") < printed.index("2,000,000 -> 50,000") < (
         printed.index("== tokens=100000"))
+
+
+def test_sweep_writes_each_cells_changes_into_summary_json_and_the_report(tmp_path):
+    """The same sweep: summary.json gives each cell its ``changes``
+    (path, base and value as read), report.md names them under each cell's
+    heading; a single run has no ``changes`` at all."""
+    scenario = tmp_path / "swept.yaml"
+    scenario.write_text(
+        "name: swept\ntasks: 10\nharness:\n  prices: seed001\n  max_output_tokens: 600\n"
+        "  context_window: 200000\n  budgets:\n    tokens: 2000000\n"
+        "sweep:\n  harness.budgets.tokens: [50000, 100000]\n")
+    assert main(["sweep", str(scenario), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    cells = json.loads((tmp_path / "o" / "summary.json").read_text())["cells"]
+    assert [c["changes"] for c in cells] == [
+        [{"path": "harness.budgets.tokens", "base": "2,000,000", "value": "50,000"}],
+        [{"path": "harness.budgets.tokens", "base": "2,000,000", "value": "100,000"}]]
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "Changed from the base: `harness.budgets.tokens`: 2,000,000 -> 50,000" in report
+    assert report.index("## tokens=50000") < report.index("-> 50,000") < report.index(
+        "## tokens=100000")
+    assert main(["run", str(scenario), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    single = json.loads((tmp_path / "r" / "summary.json").read_text())["cells"]
+    assert "changes" not in single[0]

@@ -175,21 +175,26 @@ def print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _cell_changes(scenario: Scenario, runs: list[CellRun]) -> dict[str, str]:
-    """Each cell of a sweep (more than one cell): ``changed from the base:
-    PATH: base -> cell; ...``, its settings against the scenario's own
-    (:func:`sim.scenario.diff.setting_changes`); empty for one cell."""
+def _cell_changes(scenario: Scenario, runs: list[CellRun]) -> dict[str, list[dict[str, str]]]:
+    """Each cell of a sweep (more than one cell): the settings it changes from
+    the scenario's own (:func:`sim.scenario.diff.setting_changes`), each
+    ``{"path", "base", "value"}`` (values as a user reads them); empty for
+    one cell. Written into each cell of summary.json (``changes``), its
+    report section and its terminal table."""
     from sim.scenario.diff import setting_changes
 
     if len(runs) < 2:
         return {}
     base = scenario.model_copy(update={"sweep": {}}).model_dump(mode="json")
-    out = {}
-    for run in runs:
-        found = setting_changes(base, run.scenario.model_dump(mode="json"))
-        out[run.name] = ("changed from the base: "
-                         + ("; ".join(str(c) for c in found) if found else "nothing"))
-    return out
+    return {run.name: [{"path": c.path, "base": c.base, "value": c.candidate}
+                       for c in setting_changes(base, run.scenario.model_dump(mode="json"))]
+            for run in runs}
+
+
+def changes_line(changes: list[dict[str, str]]) -> str:
+    """``changed from the base: PATH: base -> value; ...`` (``nothing``)."""
+    return "changed from the base: " + ("; ".join(
+        f"{c['path']}: {c['base']} -> {c['value']}" for c in changes) if changes else "nothing")
 
 
 def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
@@ -205,19 +210,20 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
     provenance = run_provenance(scenario, command=command, overrides=overrides_of(args))
     folder.prepare(out, provenance, force=args.force)
     log.info("%d cell(s) into %s", len(runs), out)
-    summary, series = _simulate_in_chunks(args, scenario, runs, out, provenance)
+    changed = _cell_changes(scenario, runs)
+    summary, series = _simulate_in_chunks(args, scenario, runs, out, provenance, changed)
     if args.format == "json":
         print_json(summary)
         if not args.quiet:  # stdout is the JSON alone
             print(f"results in {out}/", file=sys.stderr)
     else:
         from sim.output.results import format_comparison, format_table
+        from sim.output.safe_text import printable
 
-        changed = _cell_changes(scenario, runs)
         for cell in summary["cells"]:
             print(format_table(cell))
             if cell["name"] in changed:
-                print(f"  {changed[cell['name']]}")
+                print(f"  {printable(changes_line(changed[cell['name']]), newlines=False)}")
             print()
         if len(summary["cells"]) > 1:  # the answer of a sweep: its cells side by side
             print(format_comparison(summary["cells"]))
@@ -243,8 +249,22 @@ class SweepStopped(Exception):
         self.status = status
 
 
+def _extras(capacity: dict[str, Any], changed: dict[str, list[dict[str, str]]]
+            ) -> dict[str, dict[str, Any]]:
+    """What each cell's summary adds: its ``capacity`` (DES cells) and the
+    settings it ``changes`` from the base (a sweep of several cells)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, c in capacity.items():
+        out.setdefault(name, {})["capacity"] = c
+    for name, changes in changed.items():
+        out.setdefault(name, {})["changes"] = changes
+    return out
+
+
 def _simulate_in_chunks(args: argparse.Namespace, scenario: Scenario, runs: list[CellRun],
-                        out: Path, provenance: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+                        out: Path, provenance: dict[str, Any],
+                        changed: dict[str, list[dict[str, str]]] | None = None
+                        ) -> tuple[dict[str, Any], bool]:
     from sim.output import folder
     from sim.output.results import parquet_metadata, timeseries_frame, write_streamed_results
     from sim.sweeps.cells import default_workers
@@ -268,7 +288,7 @@ def _simulate_in_chunks(args: argparse.Namespace, scenario: Scenario, runs: list
             summary, rows = write_streamed_results(
                 staging, streamed.path, streamed.cells, {r.name: r.params() for r in runs},
                 title=f"Results: {scenario.name}",
-                extras_by_cell={name: {"capacity": c} for name, c in streamed.capacity.items()},
+                extras_by_cell=_extras(streamed.capacity, changed or {}),
                 timeseries=timeseries_frame(streamed.series) if streamed.series else None,
                 seed=scenario.seed, description=scenario.description, provenance=provenance)
             write_sweep_html(staging, summary, rows, title=f"Results: {scenario.name}",

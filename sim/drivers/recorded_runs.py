@@ -83,8 +83,9 @@ class RecordedCall:
     verbatim, ``latency_s``, the size of its text (``text_tokens``), its tool
     calls, the tokens of non-tool messages that entered after it
     (``observation_tokens``), and its ``purpose``: ``step`` (a loop step; what
-    imported runs' calls are), ``compaction`` or ``verifier`` (sim's own
-    recorded runs). The replay answers a request with this very ``usage``."""
+    imported runs' calls are), ``compaction``, ``verifier`` or ``finalize``
+    (the tool-free call of ``harness.visibility.on_limit: finalize``) (sim's
+    own recorded runs). The replay answers a request with this very ``usage``."""
 
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
@@ -97,6 +98,8 @@ class RecordedCall:
     text_sha256: str | None = None
     observation_sha256: str | None = None
     purpose: str = "step"
+    agent: str | None = None
+    """The subagent that made the call (None: the run's own agent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +153,8 @@ def recorded_runs(runs: Any, calls: Any, *, source: str = "") -> list[RecordedRu
     if ids.duplicated().any():
         raise InputError(f"run_id {ids[ids.duplicated()].iloc[0]!r} appears more than once",
                          source=source, path="runs.parquet.run_id")
-    extra = [n for n in ("text_sha256", "observation_sha256", "purpose") if n in calls.columns]
+    extra = [n for n in ("text_sha256", "observation_sha256", "purpose", "agent")
+             if n in calls.columns]
     by_run: dict[str, list[tuple[int, RecordedCall]]] = {}
     for row in calls[list(CALL_FIELDS) + extra].to_dict("records"):
         run_id = str(row["run_id"])
@@ -197,10 +201,10 @@ def _call(row: Mapping[str, Any], where: str, source: str) -> RecordedCall:
                     for i, t in enumerate(_items(row["tool_calls"], where, source))),
         model=_text(row["model"]), text_sha256=_text(row.get("text_sha256")),
         observation_sha256=_text(row.get("observation_sha256")),
-        purpose=_purpose(row.get("purpose"), where, source))
+        purpose=_purpose(row.get("purpose"), where, source), agent=_text(row.get("agent")))
 
 
-PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier")
+PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier", "finalize")
 
 
 def _purpose(value: Any, where: str, source: str) -> str:

@@ -31,6 +31,17 @@ checked in :meth:`Limits.check_before_step`, and every accounted usage is
 charged to all of them (:meth:`Limits.charge`); a hard one that refuses
 ends the run as ``budget_exhausted:session`` or ``budget_exhausted:tenant``.
 
+With ``visibility.on_limit: finalize`` (:mod:`sim.harness.on_limit`) every
+check before a step's call also reserves room for the one tool-free call
+that ends the run: the step budget keeps its last step for it, and the
+tokens, output tokens, money and time budgets must hold both this call's
+worst case and a finalize call's (its prompt this one's plus its output cap
+plus :data:`FINALIZE_NOTE`, its output ``finalize_output_tokens``). Tool
+results the model has not yet asked for cannot be reserved: a finalize call
+they leave no room for is refused like any other call, so a budget is still
+never passed. :meth:`Limits.budget_note` is the text a model that is shown
+its budget reads (``visibility.show_budget``).
+
 A provider may still report more than the worst case (a prompt it counted
 larger, more output than the cap): :meth:`Limits.check_usage` is checked
 after every accounted usage, so such a run ends at once, having spent no
@@ -45,7 +56,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sim.harness.messages import Usage
+from sim.harness.messages import Usage, estimate_tokens
 from sim.harness.params import HarnessParams, Prices
 from sim.harness.scopes import Ledger
 from sim.harness.state import BUDGET_EXHAUSTED, HarnessState, Stop
@@ -53,6 +64,18 @@ from sim.harness.state import BUDGET_EXHAUSTED, HarnessState, Stop
 MONEY_TOLERANCE = 1e-9
 """Relative slack of the money check after a call: the worst-case estimate and
 the priced usage round differently in the last bits of a float."""
+
+
+FINALIZE_NOTE = ("[harness] A limit has been reached: give your final answer now, "
+                 "without calling any tool.")
+"""The message before the finalize call (``visibility.on_limit: finalize``)."""
+
+FINALIZE_NOTE_TOKENS = estimate_tokens(FINALIZE_NOTE)
+"""Its size in tokens, reserved with the finalize call's prompt."""
+
+FINALIZABLE = frozenset({"steps", "tokens", "output_tokens", "money"})
+"""The budgets a finalize call or a human's extension answers (``on_limit``
+finalize or ask); the others always stop the run."""
 
 
 class LimitExceeded(Stop):
@@ -112,7 +135,7 @@ class Limits:
 
     __slots__ = ("params", "steps", "tokens", "output_tokens", "money_usd", "active_s",
                  "wall_s", "retries", "tool_errors", "timed", "model_timeout_s", "ledgers",
-                 "before_call", "between_turns", "started_s")
+                 "before_call", "between_turns", "started_s", "reserve_out", "extended")
 
     def __init__(self, params: HarnessParams, ledgers: Sequence[Ledger] | None = None,
                  started_s: float = 0.0) -> None:
@@ -136,6 +159,14 @@ class Limits:
         self.between_turns = tuple(g for g in self.ledgers
                                    if g.budget.check == "between_turns")
         self.started_s = started_s
+        finalize = params.visibility.on_limit == "finalize"
+        self.reserve_out = (min(params.visibility.finalize_output_tokens,
+                                params.max_output_tokens) if finalize else 0)
+        """Output cap of the finalize call the checks leave room for (0: none)."""
+        if finalize:
+            self.steps -= 1  # the last step is the finalize call's
+        self.extended = False
+        """Whether a human has extended the budgets (once per run)."""
 
     def now(self, state: HarnessState) -> float:
         """The driver's clock for this run: ``started_s`` plus its wall seconds."""
@@ -161,23 +192,75 @@ class Limits:
         then ``"tokens"`` (prompt tokens so far plus this prompt),
         ``"output_tokens"``, ``"money"`` (spend plus the call's
         :func:`worst_case_cost` at the prices of ``state.model``), and the
-        time budgets for ``model_timeout_s`` more seconds."""
+        time budgets for ``model_timeout_s`` more seconds. With a finalize
+        reserve (``reserve_out``) each of those must also hold the finalize
+        call after this one: a prompt of this one's plus its output cap plus
+        :data:`FINALIZE_NOTE`, ``reserve_out`` output tokens, their worst-case
+        price and ``model_timeout_s`` more seconds."""
         s = state
         if s.tool_errors >= self.tool_errors:
             raise LimitExceeded("errors")
+        reserve = self.reserve_out  # room for a finalize call after this one (0: none)
+        final_prompt = prompt_tokens + max_output_tokens + FINALIZE_NOTE_TOKENS if reserve else 0
         if s.input_tokens + s.cache_read_tokens + s.cache_write_tokens + prompt_tokens \
-                > self.tokens:
+                + final_prompt > self.tokens:
             raise LimitExceeded("tokens")
-        if s.output_tokens + s.thinking_tokens + max_output_tokens > self.output_tokens:
+        if s.output_tokens + s.thinking_tokens + max_output_tokens + reserve \
+                > self.output_tokens:
             raise LimitExceeded("output_tokens")
         money = self.money_usd
-        if money is not None and s.money_usd + worst_case_cost(
-                self.params.prices_for(s.model), prompt_tokens, max_output_tokens) > money:
-            raise LimitExceeded("money")
+        if money is not None:
+            prices = self.params.prices_for(s.model)
+            worst = worst_case_cost(prices, prompt_tokens, max_output_tokens)
+            if reserve:
+                worst += worst_case_cost(prices, final_prompt, reserve)
+            if s.money_usd + worst > money:
+                raise LimitExceeded("money")
         if self.timed:
-            self.check_duration(s, self.model_timeout_s)
+            self.check_duration(s, self.model_timeout_s * (2 if reserve else 1))
         if self.before_call:
             self._reserve(s, prompt_tokens, max_output_tokens)
+
+    def finalizing(self) -> None:
+        """Drop the finalize reserve: the call it was kept for is being made."""
+        self.reserve_out = 0
+
+    def extend(self, share: float) -> None:
+        """Add ``share`` of each set budget to it (a human's yes to
+        ``on_limit: ask``; an integer budget rounded down); once per run."""
+        b = self.params.budgets
+        for name, value in (("steps", b.steps), ("tokens", b.tokens),
+                            ("output_tokens", b.output_tokens),
+                            ("money_usd", b.money_usd), ("active_s", b.active_s),
+                            ("wall_s", b.wall_s)):
+            if value is not None:
+                added = value * share
+                setattr(self, name, getattr(self, name)
+                        + (int(added) if isinstance(value, int) else added))
+        self.extended = True
+
+    def budget_note(self, state: HarnessState) -> str:
+        """What the set budgets leave, as the model is told it
+        (``visibility.show_budget``): ``"Budget: 12,000 of 50,000 prompt
+        tokens left; 3 of 30 steps left"``, each budget as ``<left> of
+        <total>`` (never below 0; the step total is the steps the model may
+        take, the money in USD); empty when no such budget is set."""
+        s = state
+        parts = []
+        for used, total, what in (
+                (s.input_tokens + s.cache_read_tokens + s.cache_write_tokens, self.tokens,
+                 "prompt tokens"),
+                (s.output_tokens + s.thinking_tokens, self.output_tokens, "output tokens"),
+                (s.turns, self.steps + (1 if self.reserve_out else 0), "steps")):
+            if total != math.inf:
+                parts.append(f"{max(0, int(total - used)):,} of {int(total):,} {what} left")
+        if self.money_usd is not None:
+            parts.append(f"${max(0.0, self.money_usd - s.money_usd):,.2f} of "
+                         f"${self.money_usd:,.2f} left")
+        if self.active_s != math.inf:
+            parts.append(f"{max(0.0, self.active_s - s.active_s):,.0f} of "
+                         f"{self.active_s:,.0f} seconds left")
+        return "Budget: " + "; ".join(parts) if parts else ""
 
     def _reserve(self, state: HarnessState, prompt_tokens: int, max_output_tokens: int
                  ) -> None:

@@ -45,8 +45,9 @@ class ModelRequest:
 
     ``prompt_tokens`` is the prompt size the harness counted (prefix plus
     history), which its budgets were checked against; ``purpose`` is
-    ``"step"`` for a loop step or ``"compaction"`` for a summary of
-    ``messages`` (the oldest part of the history); ``turn`` the steps
+    ``"step"`` for a loop step, ``"compaction"`` for a summary of
+    ``messages`` (the oldest part of the history) or ``"finalize"`` for the
+    one tool-free call for a final answer once a limit is reached; ``turn`` the steps
     completed so far and ``attempt`` the retry number of this call (0 first).
     """
 

@@ -11,9 +11,14 @@ One iteration (seed 000's order, with seed 001's controls):
 
 1. external abort flag                      -> cancelled:external_signal
 2. turn limit                               -> budget_exhausted:steps
+   (with ``visibility.on_limit`` finalize or ask, a step, token or money
+   limit makes one tool-free call for the final answer, verified as in 8:
+   succeeded:finalized, or parks for a human who may extend the budgets
+   once: needs_human:limit; :mod:`sim.harness.on_limit`)
 3. assemble context: the results of children started without waiting
    that have ended (sim.harness.subagents), then compact the oldest
-   history when over ``context.compact_at_tokens``
+   history when over ``context.compact_at_tokens``; with
+   ``visibility.show_budget`` a note of what the budgets leave
 4. budgets against the worst case of the call -> budget_exhausted:<budget>
 5. context overflow: emergency compaction to half the window plus an alert,
    or failed:context_overflow when that is switched off
@@ -62,7 +67,7 @@ import math
 from collections.abc import Generator, Sequence
 
 from sim.harness import events as ev
-from sim.harness.budgets import Limits
+from sim.harness.budgets import FINALIZABLE, LimitExceeded, Limits
 from sim.harness.detector import Detector, NoProgressDetector
 from sim.harness.effects import (
     CHECKPOINTS,
@@ -94,6 +99,7 @@ from sim.harness.messages import (
     text_block,
 )
 from sim.harness.model_calls import answered, step_request, took_reply
+from sim.harness.on_limit import ask, finalize_call
 from sim.harness.params import HarnessParams
 from sim.harness.protocol import ProtocolError, check_answer
 from sim.harness.recovery import CONTINUATION, compact_history, continue_truncated, overflow
@@ -148,6 +154,7 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
               retry_budget=retry_budget, retry_key=retry_key)
     compact_at = _limit(params.context.compact_at_tokens)
     checkpoints, shared = CHECKPOINTS, len(CHECKPOINTS)
+    show_budget, on_limit = params.visibility.show_budget, params.visibility.on_limit
     state.status = RUNNING
     if not state.model:
         state.model = params.model
@@ -155,12 +162,23 @@ def agent_loop(params: HarnessParams, state: HarnessState, *, detector: Detector
         while True:
             if state.abort_requested:                                            # 1
                 stop(CANCELLED, "external_signal")
-            limits.check_before_step(state)                                      # 2
-            if state.pending_children:  # results of children started without waiting
-                yield from collect(run, False)
-            if state.context_tokens > compact_at:                                # 3
-                yield from compact_history(run, "context_budget")
-            request = step_request(run)  # 4; None when the context overflows (5), else 6
+            try:
+                limits.check_before_step(state)                                  # 2
+                if state.pending_children:  # results of children started without waiting
+                    yield from collect(run, False)
+                if state.context_tokens > compact_at:                            # 3
+                    yield from compact_history(run, "context_budget")
+                if show_budget:  # the model is told what its budgets leave
+                    state.append(make_message("user", [text_block(
+                        limits.budget_note(state), "budget")]))
+                request = step_request(run)  # 4; None when the context overflows (5), else 6
+            except LimitExceeded as end:
+                if on_limit == "stop" or end.limit not in FINALIZABLE:
+                    raise
+                if on_limit == "ask":
+                    yield from ask(run, end)  # extended: go round again
+                    continue
+                yield from _final_answer(run, (yield from finalize_call(run, end)), end)
             if request is None:
                 yield from overflow(run)
                 continue
@@ -268,10 +286,16 @@ sets them): CPython 3.11 calls a dataclass's ``__init__`` through a slow path
 (see :func:`~sim.harness.model_calls.step_request`)."""
 
 
-def _final_answer(run: Run, content: list[Block]) -> Generator[Effect, Result, None]:
+def _final_answer(run: Run, content: list[Block], limit: LimitExceeded | None = None
+                  ) -> Generator[Effect, Result, None]:
     """A reply without tool calls (8): in a conversation (``end_marker`` set)
     one without the marker goes to the task-giver, anything else to the
-    verifier."""
+    verifier. The answer of a finalize call (``limit``: the refusal that
+    asked for it) goes to the verifier and always ends the run:
+    ``succeeded:finalized`` when accepted, else as ``limit``."""
+    if limit is not None:
+        yield from _verify(run, content, True)
+        raise LimitExceeded(limit.limit, finalize="rejected", **limit.detail)
     if run.state.pending_children:  # not before the children have ended: go round again
         yield from collect(run, True)
         return
@@ -284,13 +308,17 @@ def _final_answer(run: Run, content: list[Block]) -> Generator[Effect, Result, N
 
 
 # ------------------------------------------------------------- verification
-def _verify(run: Run, content: list[Block]) -> Generator[Effect, Result, None]:
-    """Check a claimed success; a pass ends the run, a rejection goes back to
-    the model as an observation. A paid check (a model grader) is first held
-    against the budgets with its stated worst case."""
+def _verify(run: Run, content: list[Block], finalized: bool = False
+            ) -> Generator[Effect, Result, None]:
+    """Check a claimed success; a pass ends the run (``succeeded:finalized``
+    for the answer of a finalize call), a rejection goes back to the model
+    as an observation. A paid check (a model grader) is first held against
+    the budgets with its stated worst case."""
     params, state = run.params, run.state
     check = params.verifier
     if not check.enabled:
+        if finalized:
+            stop(SUCCEEDED, "finalized")
         stop(SUCCEEDED, "model_complete")
     if check.max_prompt_tokens or check.max_output_tokens:
         run.limits.check_before_model_call(state, check.max_prompt_tokens,
@@ -307,6 +335,8 @@ def _verify(run: Run, content: list[Block]) -> Generator[Effect, Result, None]:
     if run.emit:
         run.emit(ev.VERIFIER, {"passed": verdict.passed})
     if verdict.passed:
+        if finalized:
+            stop(SUCCEEDED, "finalized")
         stop(SUCCEEDED, "verified")
     state.verifier_rejections += 1
     feedback = verdict.feedback or "Verification failed: the task is not done yet."

@@ -80,7 +80,11 @@ def model_request(run: Run, messages: list[Message], prompt_tokens: int, max_out
                   purpose: str, attempt: int = 0) -> ModelRequest:
     """The request of one try (``attempt``: its retry number) of a call for
     ``purpose``: a step's call is cached and may think; a summary is neither
-    and asks for text."""
+    and asks for text (``tool_choice`` none), and so does a finalize call
+    (``on_limit: finalize``). Both still declare the tools: Anthropic refuses
+    a request whose history holds tool_use or tool_result blocks without
+    them ("Requests which include tool_use or tool_result blocks must define
+    tools", anthropics/anthropic-sdk-python#494)."""
     params, state = run.params, run.state
     if purpose == "step":
         return ModelRequest(state.model, messages, prompt_tokens, max_output, purpose,

@@ -28,8 +28,8 @@ from sim.harness.tool_spec import EFFECT_CLASSES, EffectClass, ToolDefinition, T
 
 __all__ = ["CACHE_TTLS", "EFFECT_CLASSES", "MAX_ATTEMPTS", "Budgets", "ContextParams",
            "DetectorParams", "EffectClass", "HarnessParams", "ParameterError", "Prices",
-           "RetryPolicy", "RetryQuota", "ScopedBudget", "SubagentParams", "ThinkingConfig",
-           "ToolDefinition", "ToolSpec", "VerifierParams"]
+           "ON_LIMIT", "RetryPolicy", "RetryQuota", "ScopedBudget", "SubagentParams",
+           "ThinkingConfig", "ToolDefinition", "ToolSpec", "VerifierParams", "Visibility"]
 
 CACHE_TTLS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 MAX_ATTEMPTS = 1_000
@@ -355,6 +355,52 @@ class SubagentParams:
                               "their answers.", schema)
 
 
+ON_LIMIT = ("stop", "finalize", "ask")
+"""What the harness does when a step, token, output-token or money budget
+refuses the next call (:attr:`Visibility.on_limit`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """The limits the model sees, and what happens when one is reached
+    (rules: :mod:`sim.harness.budgets` and :mod:`sim.harness.on_limit`).
+
+    ``show_budget``: before every step's call the harness appends a short
+    note of what the set budgets leave (``"Budget: 12,000 of 50,000 prompt
+    tokens left; 3 of 30 steps left"``) to the history; its tokens count
+    like any other message's.
+    ``on_limit``: ``stop`` ends the run as ``budget_exhausted:<limit>``
+    (the default); ``finalize`` makes ONE more model call, tool-free
+    (``tool_choice`` none), asking for the final answer (``finalize_output_tokens`` of output at
+    most), whose worst case every earlier call leaves room for, and ends as
+    ``succeeded:finalized`` when the answer is accepted, else as the limit
+    would have ended it; ``ask`` parks the run for a human (an approval
+    request of effect class ``limit``): yes extends every set budget by
+    ``extend_by`` of itself, once per run; no ends it as
+    ``needs_human:limit``. Time, retry, error and shared budgets always
+    stop."""
+
+    __pydantic_config__: ClassVar[Any] = PYDANTIC_CONFIG
+
+    show_budget: bool = param(False, "tell the model each turn what its budgets leave")
+    on_limit: str = param("stop", "when a step, token or money budget refuses the next call: "
+                                  "stop, finalize (one tool-free call for the final answer) or "
+                                  "ask (park for a human, who may extend the budgets once)")
+    finalize_output_tokens: int = param(2_000, "output cap of the finalize call (tokens)", gt=0)
+    extend_by: float = param(0.5, "ask: share of each set budget a human's yes adds, once",
+                             gt=0, le=10)
+
+    def __post_init__(self) -> None:
+        validated(self, [("on_limit", f"must be one of {', '.join(ON_LIMIT)}, got "
+                                      f"{self.on_limit!r}")]
+                  if self.on_limit not in ON_LIMIT else [])
+
+
+def _is_default_visibility(value: object) -> bool:
+    """True for the default :class:`Visibility` (left out when writing)."""
+    return value == Visibility()
+
+
 @dataclass(frozen=True, slots=True)
 class HarnessParams:
     """All immutable parameters of one run (seed 000's parameter list).
@@ -379,6 +425,8 @@ class HarnessParams:
     parent and its descendants) or a tenant (:mod:`sim.harness.scopes`); the
     driver gives each run the ledgers it shares, a run given none keeps its
     own.
+    ``visibility``: whether the model is told its remaining budget and what
+    a reached limit does (:class:`Visibility`).
     """
 
     model: str = param("claude-sonnet-4-20250514", "model id")
@@ -410,6 +458,9 @@ class HarnessParams:
     subagents: SubagentParams | None = field(default=None, metadata={
         **spec("child runs the model may start with the subagent tool (null: none; "
                "world.fanout says when the simulated model does)"), "exclude_if": _is_none})
+    visibility: Visibility = field(default_factory=Visibility, metadata={
+        **spec("the budgets the model is shown and what a reached limit does"),
+        "exclude_if": _is_default_visibility})
     shared_budgets: tuple[ScopedBudget, ...] = field(default=(), metadata={
         **spec("budgets shared by a session (a parent and its descendants) or a "
                "tenant over a window, each hard or soft, checked before_call or "
@@ -486,6 +537,10 @@ def _window_problems(p: HarnessParams) -> Iterator[tuple[str, str]]:
     if p.max_output_tokens > p.context_window:
         yield "max_output_tokens", (f"{p.max_output_tokens} exceeds the context window "
                                     f"({p.context_window})")
+    if p.visibility.finalize_output_tokens > p.context_window:
+        yield "visibility.finalize_output_tokens", (
+            f"{p.visibility.finalize_output_tokens} exceeds the context window "
+            f"({p.context_window})")
     c = p.context.compact_at_tokens
     if c is not None and c > p.context_window:
         yield "context.compact_at_tokens", f"must be in (0, context_window], got {c}"

@@ -46,9 +46,12 @@ CANCELLED = "cancelled"
 OUTCOMES: dict[str, frozenset[str]] = {
     # a claimed success checked by the verifier, or accepted unverified; in a
     # conversation, the task-giver ended it (tau2-bench's user_stop)
-    SUCCEEDED: frozenset({"verified", "model_complete", "user_stop"}),
-    # the no-progress detector fired again after its nudges
-    NEEDS_HUMAN: frozenset({"no_progress"}),
+    # "finalized": the answer of the one tool-free call made when a limit was
+    # reached (visibility.on_limit: finalize), accepted (verified, or unverified)
+    SUCCEEDED: frozenset({"verified", "model_complete", "user_stop", "finalized"}),
+    # the no-progress detector fired again after its nudges; "limit": a human
+    # said no (or nothing in time) to extending a reached limit (on_limit: ask)
+    NEEDS_HUMAN: frozenset({"no_progress", "limit"}),
     # the budget a call would overshoot (checked before it) or that a reported
     # usage overshot (checked after it); "retries" is the run's retry budget,
     # "errors" its limit on tool errors shown to the model; "session" a budget
@@ -62,8 +65,10 @@ OUTCOMES: dict[str, frozenset[str]] = {
     # a driver that crashed while performing an effect (the run is recorded)
     FAILED: frozenset({"model_error", "tool_fatal", "retries_exhausted", "context_overflow",
                        "invalid_response", "driver_error"}),
-    # the abort flag (an operator or user), or an approval nobody gave in time
-    CANCELLED: frozenset({"external_signal", "approval_timeout"}),
+    # the abort flag (an operator or user), or an approval nobody gave in time;
+    # "parent_ended": a child run whose parent ended before it (a session ends
+    # with its parent)
+    CANCELLED: frozenset({"external_signal", "approval_timeout", "parent_ended"}),
 }
 """Every terminal status and the reasons it may be reached for (the outcome
 ``status:reason``). A run ends in exactly one of them."""

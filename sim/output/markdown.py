@@ -90,8 +90,13 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
     params = json.dumps(cell.get("params", {}), sort_keys=True, default=json_default)
     means = ", ".join(f"{k.removesuffix('_mean').replace('_', ' ')} {cell[k]:.2f}"
                       for k in (f"{m}_mean" for m in SUMMARY_MEANS) if k in cell)
+    changes = cell.get("changes")
+    changed = (["Changed from the base: " + ("; ".join(
+        f"{md_code(c['path'])}: {md_text(c['base'])} -> {md_text(c['value'])}" for c in changes)
+        if changes else "nothing")] if changes is not None else [])
     parts = [
         f"## {md_text(cell['name'])}",
+        *changed,
         f"Parameters: {md_code(params)}",
         f"```text\n{format_table({**cell, 'name': md_text(cell['name'])})}\n```",
         "\n".join(_outcome_rows(cell)),
@@ -125,6 +130,7 @@ def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> s
     if len(cells) > 1:
         parts += ["## Cells compared", "\n".join(comparison_rows(cells))]
     parts += storm_markdown(cells)
+    parts += assumed_markdown(summary)
     parts += [_cell_section(c) for c in cells]
     about = ["\n".join(map(md_text, summary["description"].strip().splitlines()))
              ] if summary.get("description") else []
@@ -133,6 +139,38 @@ def report_markdown(summary: Mapping[str, Any], title: str, lead: str = "") -> s
     parts += ["## Settings", *about, *([settings] if settings else []),
               f"{len(cells)} cell(s).", "## Definitions", _REPORT_NOTES.strip()]
     return "\n\n".join(parts) + "\n"
+
+
+ASSUMED = "world.visible_budget"
+"""The world section no trace can fit yet: reported as assumed when set."""
+
+
+def assumed_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """When the scenario sets or sweeps ``world.visible_budget`` (how the
+    model answers a budget it is shown): the line saying it is assumed, not
+    fitted, naming the fields, and a table of each cell's share of
+    successes, of runs ended by a finalize call's answer, of runs a human
+    did not extend (``needs_human:limit``) and its mean cost per run (USD);
+    nothing otherwise."""
+    scenario = (summary.get("provenance") or {}).get("scenario") or {}
+    given = (scenario.get("world") or {}).get("visible_budget") or {}
+    names = sorted({f"{ASSUMED}.{k}" for k in given}
+                   | {k for k in scenario.get("sweep") or {} if k.startswith(ASSUMED + ".")})
+    if not names:
+        return []
+    rows = ["| cell | succeeded | finalized | needs_human:limit | mean cost (USD) |",
+            "|---|---:|---:|---:|---:|"]
+    for cell in summary["cells"]:
+        shares = cell.get("outcomes", {})
+        rows.append(f"| {md_text(cell['name'])} | {100 * shares.get('succeeded', 0.0):.1f}% "
+                    f"| {100 * cell.get('finalized_share', 0.0):.1f}% "
+                    f"| {100 * shares.get('needs_human:limit', 0.0):.1f}% "
+                    f"| {cell['cost']['mean']:,.2f} |")
+    return ["## Limits the model sees",
+            f"Assumed, not fitted: {ASSUMED}.* ({', '.join(map(md_code, names))}). No trace "
+            "records how a model answers a budget it is shown yet, so these values are "
+            "assumptions, not measurements: read the cells as a sweep over them.",
+            "\n".join(rows)]
 
 
 def storm_markdown(cells: Sequence[Mapping[str, Any]]) -> list[str]:

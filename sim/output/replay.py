@@ -9,7 +9,10 @@ replay adds:
   columns, the replay's own per-run columns
   (:func:`sim.drivers.replay.replay_row`): the recording (exit, resolved,
   steps, tokens, cost) and what the candidate did to it (stopped and where,
-  diverged and how, detector signals, both cost bounds, prompt fidelity);
+  diverged and how, detector signals, both cost bounds, prompt fidelity),
+  and for runs with subagents the session's columns
+  (:func:`sim.drivers.replay.rows.session_columns`; only then: a folder
+  without subagents gives the columns it always did);
 - each cell of ``summary.json`` has a ``replay`` block (:func:`replay_block`):
   runs stopped by the candidate and why, split by whether the source says the
   run was resolved (a stop that would have cost a success) or not (spend saved
@@ -17,7 +20,9 @@ replay adds:
   with their share on resolved runs; interventions with the cost under both
   assumptions (the run stops at its first intervention: a lower bound; it goes
   on as recorded: an upper bound); and how faithfully the recording could be
-  replayed;
+  replayed; and, when the traces record subagents, a ``session`` block
+  (:func:`session_block`: where the shared budgets stopped sessions, the
+  children's terminal states, the concurrency cap);
 - ``report.md`` leads with those figures (:func:`replay_markdown`); names from
   the traces (outcomes, models, the traces' path) escaped for Markdown.
 
@@ -128,7 +133,9 @@ def replay_block(rows: pd.DataFrame, *, traces: str, after_intervention: str,
     }
     kinds = Counter(str(k) for k in diverged["divergence"])
     tool_calls = int(rows["recorded_tool_calls"].sum())
+    session = session_block(rows)
     return {
+        **({} if session is None else {"session": session}),
         "traces": traces, "after_intervention": after_intervention,
         "tool_error_kind": tool_error_kind,
         "recorded": {**_judged(rows), "prompt_tokens": recorded_prompt,
@@ -209,6 +216,101 @@ def changes_text(block: Mapping[str, Any]) -> str | None:
             + " (the runs state " + (", ".join(found["known"]) or "no limit") + ")")
 
 
+SESSION_DTYPES: dict[str, str] = {
+    "children": "int64", "children_states": "string", "session_stopped_by": "string",
+    "session_stopped_call": "Int64", "session_agent_call": "Int64",
+    "session_running_tokens": "Int64", "session_stop": "string",
+    "max_running_children": "int64", "children_delayed": "int64",
+}
+"""pandas dtype of every session column of a replay's rows
+(:func:`sim.drivers.replay.rows.session_columns`)."""
+
+
+def session_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with the session columns typed (:data:`SESSION_DTYPES`; a run
+    without children in a frame that has some: no child, nothing stopped);
+    unchanged when no run has children."""
+    if "children" not in rows:
+        return rows
+    out = rows.copy()
+    for name in ("children", "max_running_children", "children_delayed"):
+        out[name] = out[name].fillna(0)
+    for name in ("children_states", "session_stopped_by", "session_stop"):
+        out[name] = out[name].fillna("")
+    return out.astype(SESSION_DTYPES)
+
+
+def session_block(rows: pd.DataFrame) -> dict[str, Any] | None:
+    """The ``session`` block of a cell whose traces record subagents (None
+    otherwise): ``runs`` with children and ``children`` in all;
+    ``stopped``: sessions a shared budget stopped, ``by_parent`` and
+    ``by_child`` (whose call it refused first), and ``stops``: each such
+    run's id and where (``stopped by the session budget at child a3's call 4
+    (running sum 51,200 > 50,000)``; call numbers from 0, among the agent's
+    calls); ``saved_tokens`` and ``saved_usd``: what these sessions (parent
+    and children) did not spend (tokens: prompt plus output and thinking;
+    USD at the one price); ``children_states``: children per terminal
+    ``status:reason``;
+    ``children_delayed``: children whose start the cap
+    (``harness.subagents.max_concurrent``) delayed (their calls replayed
+    later, :mod:`sim.drivers.replay.session`), ``max_running_children`` the
+    most running at once as recorded."""
+    if "children" not in rows:
+        return None
+    rows = session_rows(rows)
+    with_children = rows[rows["children"] > 0]
+    by = with_children["session_stopped_by"]
+    stopped = with_children[by != ""]
+    states: Counter[str] = Counter()
+    for text in with_children["children_states"]:
+        states.update(item.split("=", 1)[1] for item in str(text).split(";") if "=" in item)
+    return {
+        "runs": len(with_children), "children": int(with_children["children"].sum()),
+        "stopped": len(stopped), "by_parent": int((by == "parent").sum()),
+        "by_child": int(((by != "") & (by != "parent")).sum()),
+        "stops": [{"run_id": str(r), "where": str(w)}
+                  for r, w in zip(stopped["run_id"], stopped["session_stop"], strict=True)],
+        "saved_tokens": int(with_children["recorded_prompt_tokens"].sum()
+                            + with_children["recorded_output_tokens"].sum()
+                            - _prompt(with_children).sum()
+                            - (with_children["output_tokens"]
+                               + with_children["thinking_tokens"]).sum()),
+        "saved_usd": float(with_children["saved_usd"].sum()),
+        "children_states": dict(sorted(states.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "children_delayed": int(with_children["children_delayed"].sum()),
+        "max_running_children": int(with_children["max_running_children"].max()
+                                    if len(with_children) else 0),
+    }
+
+
+STOPS_SHOWN = 10
+"""The most session stops the report lists one by one."""
+
+
+def session_markdown(block: Mapping[str, Any]) -> list[str]:
+    """The report's lines on subagents and the session budget."""
+    n = block["runs"]
+    lines = ["", "### Subagents and the session budget", "",
+             f"{n:,} recorded sessions with {block['children']:,} subagents were replayed "
+             "with parent and children charging one session ledger in the recorded order "
+             f"of their calls. The session budget stopped {block['stopped']:,} of them "
+             f"({block['by_parent']:,} at a parent's call, {block['by_child']:,} at a "
+             f"child's), saving {block['saved_tokens']:,} tokens and "
+             f"{usd(block['saved_usd'])} over parents and children."]
+    for stop in block["stops"][:STOPS_SHOWN]:
+        lines.append(f"- {md_code(stop['run_id'])}: {md_text(stop['where'])}")
+    if len(block["stops"]) > STOPS_SHOWN:
+        lines.append(f"- and {len(block['stops']) - STOPS_SHOWN:,} more")
+    if block["children_states"]:
+        states = ", ".join(f"{md_code(k)} {v:,}" for k, v in block["children_states"].items())
+        lines += ["", f"Children ended: {states}."]
+    lines += ["", f"At most {block['max_running_children']:,} children ran at once as "
+                  f"recorded; {block['children_delayed']:,} were delayed by the concurrency "
+                  "cap (their calls replayed once a running child ended, in the order the "
+                  "session budget saw them)."]
+    return lines
+
+
 def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
     """The report's lead section for one cell's replay block: stops and why,
     savings, detector firings, interventions with both bounds, fidelity."""
@@ -284,6 +386,8 @@ def replay_markdown(block: Mapping[str, Any], cell: str = "") -> str:
             f"them resolved). Total cost {usd(cost['lower'])} if each stops at its first "
             f"intervention, {usd(cost['upper'])} if it continues as recorded; succeeded "
             f"share {100 * share['lower']:.1f}% and {100 * share['upper']:.1f}%.")
+    if "session" in block:
+        lines += session_markdown(block["session"])
     fi = block["fidelity"]
     lines += ["", "### Fidelity", ""]
     exact = (f"The harness's own count of every prompt equals the recorded one in "
@@ -346,7 +450,8 @@ def write_replay_results(out_dir: str | os.PathLike, rows_by_cell: Mapping[str, 
     markdown = report_markdown(summary, title, lead)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_parquet(out / PARQUET_NAME, pd.concat(list(rows_by_cell.values()), ignore_index=True),
+    write_parquet(out / PARQUET_NAME, pd.concat([session_rows(r) for r in rows_by_cell.values()],
+                                                ignore_index=True),
                   summary.get("provenance"))
     write_json(out / SUMMARY_NAME, summary)
     write_atomic(out / REPORT_NAME, markdown.encode("utf-8"))

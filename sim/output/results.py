@@ -97,7 +97,7 @@ def table_frame(table: pa.Table) -> pd.DataFrame:
     """The rows of a records table (:func:`sim.output.table.record_schema`) as
     :func:`records_frame` gives them for the same records: the same columns,
     dtypes and RangeIndex."""
-    children = CHILDREN_FIELDS[0] in table.schema.names
+    children = all(c in table.schema.names for c in CHILDREN_FIELDS)
     return table.to_pandas().astype(record_dtypes(children))
 
 
@@ -131,11 +131,12 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     :func:`sim.analysis.stats.describe` (p50, p95, max, mean); ``cost``
     (:func:`sim.analysis.stats.cost_summary`, USD); ``cache_hit_share`` (cache-read
     over prompt tokens); and ``retries_mean``, ``nudges_mean``,
-    ``verifier_rejections_mean``, ``compactions_mean`` (per task). ``params``
-    is converted to plain JSON values. When ``frame`` has the subagent
-    columns (a harness with subagents), ``children``:
-    :func:`sim.analysis.fanout.rows_summary` (parents' and children's
-    endings, children's totals, session tokens and cost).
+    ``verifier_rejections_mean``, ``compactions_mean`` (per task); and
+    ``finalized_share``, the share of tasks ended as ``succeeded:finalized``,
+    only when there are any. ``params`` is converted to plain JSON values.
+    When ``frame`` has every subagent column (a harness with subagents),
+    ``children``: :func:`sim.analysis.fanout.rows_summary` (parents' and
+    children's endings, children's totals, session tokens and cost).
     """
     if len(frame) == 0:
         raise ValueError(f"cell {name!r} has no tasks to summarise")
@@ -156,7 +157,10 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     }
     for column in _MEANS:
         summary[f"{column}_mean"] = stats.describe(frame[column].to_numpy())["mean"]
-    if CHILDREN_FIELDS[0] in frame.columns:
+    finalized = int((frame["reason"] == "finalized").sum()) if "reason" in frame else 0
+    if finalized:  # runs ended by the answer of a finalize call (harness.visibility)
+        summary["finalized_share"] = finalized / len(frame)
+    if all(c in frame.columns for c in CHILDREN_FIELDS):  # (a replay's rows have only some)
         summary["children"] = rows_summary(
             [str(o) for o in outcomes],
             {c: frame[c].tolist() for c in CHILDREN_FIELDS})
@@ -246,7 +250,7 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     return summary
 
 
-SUMMARY_COLUMNS = ("cell", "outcome", "steps", "input_tokens", "cache_read_tokens",
+SUMMARY_COLUMNS = ("cell", "outcome", "reason", "steps", "input_tokens", "cache_read_tokens",
                    "cache_write_tokens", "output_tokens", "thinking_tokens", "cost_usd", "wall_s",
                    *_MEANS)
 """The columns :func:`cell_summary` and the HTML report's figures read."""

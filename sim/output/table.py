@@ -14,7 +14,7 @@ import typing
 
 import pyarrow as pa
 
-from sim.task_record import ALL_FIELDS, CHILDREN_FIELDS, RECORD_FIELDS, TaskRecord
+from sim.task_record import ALL_FIELDS, RECORD_FIELDS, TaskRecord
 
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
 
@@ -56,11 +56,6 @@ def as_schema(table: pa.Table, children: bool) -> pa.Table:
     """``table`` (of :data:`CHILDREN_SCHEMA`) with the columns of
     :func:`record_schema` (``children``), in its order."""
     return table if children else table.select(list(RECORD_FIELDS))
-
-
-def has_children(tables_schema: pa.Schema) -> bool:
-    """Whether a records table's schema carries the subagent columns."""
-    return CHILDREN_FIELDS[0] in tables_schema.names
 
 
 def empty_table() -> pa.Table:

@@ -121,6 +121,10 @@ class HarnessConfig(_Strict):
         None, exclude_if=lambda value: value is None,
         description="child runs the model may start with the subagent tool (null: none; "
                     "world.fanout says when the simulated model does)")
+    visibility: hp.Visibility = Field(
+        default_factory=hp.Visibility, exclude_if=lambda value: value == hp.Visibility(),
+        description="the budgets the model is shown (show_budget) and what a reached step, "
+                    "token or money limit does (on_limit: stop, finalize or ask)")
     shared_budgets: tuple[hp.ScopedBudget, ...] = Field(
         (), exclude_if=lambda value: value == (),
         description="budgets shared by a session (a parent and its descendants) or a "

@@ -38,6 +38,10 @@ from sim.analysis import stats
 
 BOOTSTRAP_SEED = 20_261_201
 RESAMPLES = 999
+BATCH_VALUES = 4_000_000
+"""Resampled values a bootstrap holds at once (beyond it, resamples are drawn
+a batch at a time: the generator gives the same draws in order, so the
+interval is the same; 32 MB of float64 instead of 800 MB at 100,000 runs)."""
 LEVEL = 0.95
 STOPPING = ("budget_exhausted:", "needs_human:")
 _RNG = "rng" if "rng" in inspect.signature(scipy_stats.bootstrap).parameters else "random_state"
@@ -46,9 +50,12 @@ _RNG = "rng" if "rng" in inspect.signature(scipy_stats.bootstrap).parameters els
 
 
 def _p95(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The p95 along ``axis`` in :mod:`sim.analysis.stats`' definition."""
+    """The p95 along ``axis`` in :mod:`sim.analysis.stats`' definition (the
+    value of that rank in sorted order, found by a partition: the same value,
+    without sorting each of a bootstrap's resamples whole)."""
     n = x.shape[axis]
-    out: np.ndarray = np.take(np.sort(x, axis=axis), stats.rank(0.95, n), axis=axis)
+    k = stats.rank(0.95, n)
+    out: np.ndarray = np.take(np.partition(x, k, axis=axis), k, axis=axis)
     return out
 
 
@@ -58,6 +65,8 @@ def _interval(values: np.ndarray, statistic: Any) -> tuple[float, float]:
         point = float(statistic(values[None, :], axis=-1)[0]) if values.size else math.nan
         return point, point
     options: dict[str, Any] = {_RNG: np.random.default_rng(BOOTSTRAP_SEED)}
+    if values.size * RESAMPLES > BATCH_VALUES:  # the same draws, a batch of resamples at a time
+        options["batch"] = max(1, BATCH_VALUES // values.size)
     result = scipy_stats.bootstrap(
         (values,), statistic, vectorized=True, n_resamples=RESAMPLES, confidence_level=LEVEL,
         method="percentile", **options)

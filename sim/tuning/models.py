@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from scipy import stats as scipy_stats
 
@@ -49,13 +50,22 @@ def split_by_model(folder: str | os.PathLike[str], conditions: Sequence[Conditio
     """The test of the module docstring on the runs of ``folder`` that
     ``conditions`` select and that a replay can use (every call's usage
     recorded: :func:`~sim.drivers.replay.tables.without_unknown_usage`), so a
-    model whose runs all lack usage gets no search of its own."""
-    from sim.drivers.replay.tables import without_unknown_usage
-    from sim.traces.reading import load_tables
+    model whose runs all lack usage gets no search of its own. Reads only the
+    columns it needs (of the calls, their run and token counts): ``tune``
+    has read and checked the folder whole before (:func:`~sim.traces.reading.load_tables`)."""
+    import pyarrow.parquet as pq
 
-    runs, _, _ = without_unknown_usage(*load_tables(folder))
+    from sim.drivers.replay.tables import without_unknown_usage
+    from sim.traces.schema import CALLS_FILE, RUNS_FILE, TOKEN_COLUMNS
+
+    path = Path(folder)
+    names = pq.read_schema(path / RUNS_FILE).names
     columns = ["model", "steps", "input_tokens", "cache_read_tokens", "cache_write_tokens",
-               *(c.column for c in conditions if c.column in runs.column_names)]
+               *(c.column for c in conditions if c.column in names)]
+    runs = pq.read_table(path / RUNS_FILE, columns=list(dict.fromkeys(
+        ["run_id", *columns, *TOKEN_COLUMNS])))
+    calls = pq.read_table(path / CALLS_FILE, columns=["run_id", *TOKEN_COLUMNS])
+    runs, _, _ = without_unknown_usage(runs, calls)
     frame = runs.select(list(dict.fromkeys(columns))).to_pandas()
     frame = frame[run_mask(frame, conditions, source=str(folder))]
     counts = frame["model"].dropna().value_counts()

@@ -4,7 +4,8 @@ Every recorded run is replayed (:func:`sim.drivers.replay.replay_runs`, the
 real harness loop fed the recorded responses) under the harness in force (the
 baseline: a run that succeeded there is a recorded success) and under each
 candidate. A candidate that only tightens budgets stops some runs earlier and
-changes nothing else, so its row is exact on these runs: the successes it
+changes nothing else, so its row is exact on these runs (a run it cannot
+stop keeps its replay in force; :class:`ReplayEvaluator`): the successes it
 loses, the recorded dollars it saves (``cost_usd``: each call's recorded cost,
 or its price at the run's prices when unrecorded), the active seconds.
 
@@ -17,7 +18,10 @@ the scenario's prices, and named in the notes (as ``sim replay`` does).
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,10 +30,10 @@ import pandas as pd
 from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.recorded_runs import RecordedRun
-from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
+from sim.drivers.replay import Replay, RunReplay, price_models, replay_runs, run_params
 from sim.drivers.replay.pricing import call_cost
-from sim.harness.budgets import worst_case_cost
-from sim.harness.state import SUCCEEDED
+from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
+from sim.harness.state import SUCCEEDED, DetectorMemory
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
 from sim.tuning import evidence
 from sim.tuning.knobs import FIELDS, Setting
@@ -41,6 +45,50 @@ STOPPED_COLUMNS: tuple[str, ...] = (
     "lost_success", "stopped_at_call", "calls_recorded", "prompt_tokens_at_stop",
     "cost_in_force_usd", "cost_usd", "saved_usd")
 """The columns of ``stopped_runs.csv`` (:meth:`ReplayEvaluator.stopped_runs`)."""
+
+
+MIN_PARALLEL = 2000
+"""Runs to replay below which a replay is not spread over worker processes."""
+_EVALUATOR: ReplayEvaluator | None = None
+"""The evaluator whose runs a forked worker replays (set before the fork)."""
+
+
+def default_workers() -> int:
+    """Worker processes a tune replays with by default: the CPUs this
+    process may use (at most 4; 1 where processes cannot be forked, or in a
+    daemonic worker process, which may not start its own)."""
+    if ("fork" not in multiprocessing.get_all_start_methods()
+            or multiprocessing.current_process().daemon):
+        return 1
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
+
+
+def slim(replay: Replay) -> Replay:
+    """``replay`` without what tune does not read (the final history's
+    messages and the detector's memory), so that every run's replay can be
+    held at once; returns it."""
+    replay.state.messages = []
+    replay.state.detector = DetectorMemory()
+    return replay
+
+
+def _replay_here(evaluator: ReplayEvaluator, h: HarnessConfig, indices: list[int]
+                 ) -> list[RunReplay]:
+    template = harness_params(h, WorldParams())
+    done = replay_runs([evaluator.runs[i] for i in indices], template,
+                       prices_for=evaluator.prices_for,
+                       make_detector=resolve_detector(h.detector.name),
+                       pricing=evaluator.pricing)
+    return [RunReplay(slim(r.chosen), slim(r.lower), slim(r.upper)) for r in done]
+
+
+def _replay_chunk(h: HarnessConfig, indices: list[int]) -> list[tuple[Replay, Replay, Replay]]:
+    """In a worker: :func:`_replay_here` of the forked evaluator's runs,
+    each replay without its run (the parent has it)."""
+    assert _EVALUATOR is not None
+    return [tuple(replace(x, run=None) for x in (r.chosen, r.lower, r.upper))  # type: ignore
+            for r in _replay_here(_EVALUATOR, h, indices)]
 
 
 def fidelity(replays: list[Replay]) -> str:
@@ -70,9 +118,17 @@ def apply(h: HarnessConfig, s: Setting) -> HarnessConfig:
 
 class ReplayEvaluator:
     """Replays the recorded ``runs`` under the harness in force ``h`` (once)
-    and under candidates (:meth:`evaluate`)."""
+    and under candidates (:meth:`evaluate`).
 
-    def __init__(self, runs: list[RecordedRun], h: HarnessConfig) -> None:
+    A candidate that only tightens budgets changes a run only where one of the
+    harness's budget checks refuses (:class:`~sim.harness.budgets.Limits`, the
+    one home of those rules: nothing else in the harness reads a budget), and
+    the run is the same as in force up to there. So a candidate's replays are
+    the baseline's, except for the runs it could stop (:meth:`could_stop`),
+    which are replayed again under the candidate by the real harness loop: the
+    replays, and every row made of them, are those of a replay of every run."""
+
+    def __init__(self, runs: list[RecordedRun], h: HarnessConfig, workers: int = 1) -> None:
         self.harness_in_force = h
         if not runs:
             raise InputError("the trace folder holds no runs")
@@ -82,17 +138,98 @@ class ReplayEvaluator:
         self.runs = runs
         self.harness = h
         self.prices_for = CataloguePrices(h)
-        self.baseline = self._replay(h)
+        template = harness_params(h, WorldParams())
+        self.pricing = price_models(runs, template, self.prices_for)
+        """Each call's prices: a setting's budgets do not change them, so
+        they are found once, over every run (as a replay of them all does)."""
+        self.workers = workers if workers > 1 and len(runs) >= MIN_PARALLEL else 1
+        self._pool: Any = None
+        try:
+            self.baseline = self._replay(h, list(range(len(runs))))
+        except BaseException:
+            self.close()
+            raise
         self.base_success = np.array([r.chosen.outcome == SUCCEEDED for r in self.baseline])
         self.base_cost = np.array([r.chosen.cost_usd for r in self.baseline])
-        self.base_tokens = _tokens(self.baseline)
+        self.base_tokens = _tokens([r.chosen for r in self.baseline])
         self.price_basis = Counter(r.chosen.basis for r in self.baseline)
         """Runs per basis of their one price (:mod:`sim.cost.recorded`)."""
+        self._groups: dict[tuple[Any, ...], list[int]] = {}
+        self._largest_prompt: list[int] = []
+        for i, (run, item) in enumerate(zip(runs, self.baseline, strict=True)):
+            params = run_params(template, run, None, None, self.pricing)
+            key = (params.model, params.prices, params.model_prices)
+            self._groups.setdefault(key, []).append(i)
+            state = item.chosen.state
+            self._largest_prompt.append(max(max(item.chosen.prompt_counts, default=0),
+                                            state.context_tokens))
+        self.redriven = 0
+        """Runs replayed again for candidates (all candidates so far)."""
 
-    def _replay(self, h: HarnessConfig) -> list[RunReplay]:
+    def _replay(self, h: HarnessConfig, indices: list[int]) -> list[RunReplay]:
+        """The runs ``indices`` replayed under ``h`` (:func:`replay_runs`),
+        each :func:`slim`; in ``workers`` forked processes, contiguous chunks
+        each, when there are enough runs (the same replays either way)."""
+        if self.workers == 1 or len(indices) < MIN_PARALLEL:
+            return _replay_here(self, h, indices)
+        if self._pool is None:
+            global _EVALUATOR
+            _EVALUATOR = self  # the workers' copy of the runs, shared by the fork
+            self._pool = multiprocessing.get_context("fork").Pool(self.workers)
+        size = -(-len(indices) // (4 * self.workers))
+        chunks = [indices[k:k + size] for k in range(0, len(indices), size)]
+        out: list[RunReplay] = []
+        for part, done in zip(chunks, self._pool.starmap(_replay_chunk, [
+                (h, c) for c in chunks]), strict=True):
+            for i, r in zip(part, done, strict=True):  # the runs, attached again
+                out.append(RunReplay(*(replace(x, run=self.runs[i]) for x in r)))
+        return out
+
+    def close(self) -> None:
+        """Stop the worker processes (if any were started)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+
+    def could_stop(self, h: HarnessConfig) -> list[int]:
+        """The runs (indices, ascending) that the harness ``h`` (the harness in
+        force with tighter budgets) could end differently: those where a
+        check of ``h``'s :class:`~sim.harness.budgets.Limits` refuses on the
+        run's final state in force with its largest prompt and the output cap
+        (each budget check's quantities only grow along a run, so a check that
+        refuses anywhere in the run refuses there too), and those that
+        compacted (a compaction's prompt is not among the steps')."""
         template = harness_params(h, WorldParams())
-        return replay_runs(self.runs, template, prices_for=self.prices_for,
-                           make_detector=resolve_detector(h.detector.name))
+        out: list[int] = []
+        for indices in self._groups.values():
+            first = self.runs[indices[0]]
+            limits = Limits(run_params(template, first, None, None, self.pricing))
+            cap = template.max_output_tokens
+            for i in indices:
+                state = self.baseline[i].chosen.state
+                if state.compactions:
+                    out.append(i)
+                    continue
+                try:
+                    limits.check_before_step(state)
+                    limits.check_usage(state)
+                    limits.check_before_model_call(state, self._largest_prompt[i], cap)
+                except LimitExceeded:
+                    out.append(i)
+        return sorted(out)
+
+    def replays(self, s: Setting) -> list[Replay]:
+        """Each run's replay (the chosen mode) under the setting ``s``: the
+        baseline's where ``s`` cannot change the run, else replayed again."""
+        h = apply(self.harness, s)
+        chosen = [r.chosen for r in self.baseline]
+        again = self.could_stop(h)
+        if again:
+            self.redriven += len(again)
+            for i, item in zip(again, self._replay(h, again), strict=True):
+                chosen[i] = item.chosen
+        return chosen
 
     def needs(self) -> dict[str, np.ndarray]:
         """What each run needed for the harness in force to admit every call
@@ -126,10 +263,9 @@ class ReplayEvaluator:
         ``prompt_tokens_at_stop``: prompt tokens over the calls it made), its
         cost in force and under ``s`` (USD) and the saving. Successes lost
         first, then the largest saving."""
-        replays = self._replay(apply(self.harness, s))
         rows = []
-        for base, cand in zip(self.baseline, replays, strict=True):
-            b, c = base.chosen, cand.chosen
+        for base, c in zip(self.baseline, self.replays(s), strict=True):
+            b = base.chosen
             if not c.stopped or (b.stopped and (b.stopped_at or 0) <= (c.stopped_at or 0)):
                 continue
             run = c.run
@@ -146,8 +282,7 @@ class ReplayEvaluator:
 
     def evaluate(self, s: Setting) -> dict[str, Any]:
         """The frontier row of the candidate ``s`` (exact on these runs)."""
-        replays = self._replay(apply(self.harness, s))
-        chosen = [r.chosen for r in replays]
+        chosen = self.replays(s)
         row = evidence.row(
             base_success=self.base_success,
             success=np.array([r.outcome == SUCCEEDED for r in chosen]),
@@ -155,11 +290,11 @@ class ReplayEvaluator:
             time_s=np.array([r.state.active_s for r in chosen]),
             outcomes=[r.outcome for r in chosen], method=REPLAYED,
             fidelity=fidelity(chosen))
-        row["saved_tokens_mean"] = float(np.mean(self.base_tokens - _tokens(replays)))
+        row["saved_tokens_mean"] = float(np.mean(self.base_tokens - _tokens(chosen)))
         return row
 
 
-def _tokens(replays: list[RunReplay]) -> np.ndarray:
+def _tokens(replays: list[Replay]) -> np.ndarray:
     """Tokens (prompt, output and thinking) each replay's calls spent."""
-    return np.array([r.chosen.state.prompt_tokens + r.chosen.state.output_tokens
-                     + r.chosen.state.thinking_tokens for r in replays], dtype=float)
+    return np.array([r.state.prompt_tokens + r.state.output_tokens
+                     + r.state.thinking_tokens for r in replays], dtype=float)

@@ -54,7 +54,7 @@ from sim.tuning.evidence import pct_interval
 from sim.tuning.inforce import default_harness, grids, harness_in_force, setting_in_force
 from sim.tuning.inforce import notes as inforce_notes
 from sim.tuning.models import MIN_RUNS, split_by_model
-from sim.tuning.replayed import ReplayEvaluator, apply
+from sim.tuning.replayed import ReplayEvaluator, apply, default_workers
 from sim.tuning.thin import judge_thin
 from sim.tuning.world import DEFAULT_RUNS, CalibratedWorld, ForecastEvaluator, calibrated_world
 
@@ -278,8 +278,8 @@ def tune_runs(traces: str | os.PathLike[str], *,
               world: CalibratedWorld | Callable[[], CalibratedWorld] | None = None,
               forecast_runs: int = DEFAULT_RUNS, seed: int = 0, calibration_evaluations: int = 45,
               progress: bool = False, where: str | Sequence[str] | None = None,
-              candidates: str | Sequence[str] | Mapping[str, Sequence[kn.Value]] | None = None
-              ) -> TuneResult:
+              candidates: str | Sequence[str] | Mapping[str, Sequence[kn.Value]] | None = None,
+              workers: int | None = None) -> TuneResult:
     """Recommend limits for the runs in the trace folder ``traces`` (see the
     module docstring). ``scenario``: the harness in force (a scenario file or
     a :class:`HarnessConfig`; default :func:`~sim.tuning.inforce.default_harness`);
@@ -293,6 +293,9 @@ def tune_runs(traces: str | os.PathLike[str], *,
     tokens=1.2M,1.5M``, :func:`~sim.tuning.knobs.parse_candidates`, or
     ``{knob: values}``); ``where``: ``--where`` conditions (:mod:`sim.tuning.where`): only the
     runs they select are tuned (replayed, calibrated and counted).
+    ``workers``: processes replaying the runs (default
+    :func:`~sim.tuning.replayed.default_workers`; the result is the same
+    whatever their number).
     Returns a :class:`TuneResult` (``frontier, recommendation = tune(...)``
     unpacks)."""
     _check(keep_successes, objective)
@@ -307,7 +310,7 @@ def tune_runs(traces: str | os.PathLike[str], *,
                                objective=objective, knobs=chosen, grid=grid, world=world,
                                forecast_runs=forecast_runs, seed=seed,
                                calibration_evaluations=calibration_evaluations,
-                               progress=progress, candidates=extra)
+                               progress=progress, candidates=extra, workers=workers)
         result.traces = str(folder)
         result.where = tuple(c.text for c in conditions)
         result.runs_in_folder = total
@@ -320,7 +323,22 @@ def tune_runs(traces: str | os.PathLike[str], *,
             f" to replay ({refused.removeprefix('warning: ')})" if refused else ""),
             source=str(folder))
     say = (lambda text: print(f"tune: {text}", file=sys.stderr)) if progress else None
-    replay = ReplayEvaluator(runs, harness_in_force(scenario, folder))
+    replay = ReplayEvaluator(runs, harness_in_force(scenario, folder),
+                             default_workers() if workers is None else workers)
+    try:
+        return _tuned(replay, runs, folder, refused, chosen, world, seed,
+                      calibration_evaluations, say, forecast_runs, objective, grid, extra,
+                      keep_successes)
+    finally:
+        replay.close()
+
+
+def _tuned(replay: ReplayEvaluator, runs: list[Any], folder: Path, refused: str | None,
+           chosen: tuple[str, ...], world: CalibratedWorld | Callable[[], CalibratedWorld] | None,
+           seed: int, calibration_evaluations: int, say: Callable[[str], None] | None,
+           forecast_runs: int, objective: str, grid: Mapping[str, Sequence[kn.Value]] | None,
+           extra: dict[str, list[kn.Value]], keep_successes: float) -> TuneResult:
+    """:func:`tune_runs` once the runs are read and replayed in force."""
     in_force = setting_in_force(replay.harness_in_force, chosen)
     evaluate = _Evaluations(replay, kn.InForce(dict(in_force)), in_force,
                             _world_maker(world, folder, seed, calibration_evaluations, say),

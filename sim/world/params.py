@@ -44,7 +44,7 @@ __all__ = ["MAX_NEED", "MIN_RATE", "ApprovalParams", "CacheHits", "CacheParams",
            "FanoutParams", "FaultParams", "FixedDifficulty", "GraderParams", "LatencyParams",
            "LognormalDifficulty",
            "PolicyParams", "Prob", "Size", "StepSizes", "TaskClass", "TokenParams", "ToolParams",
-           "UnsolvableParams", "UserParams", "WorldParams"]
+           "UnsolvableParams", "UserParams", "VisibleBudgetParams", "WorldParams"]
 
 
 class PolicyParams(_Strict):
@@ -399,6 +399,37 @@ class ApprovalParams(_Strict):
     approve: Prob = Field(0.95, description="probability a human approves a call")
 
 
+class VisibleBudgetParams(_Strict):
+    """How the simulated model answers a budget it is shown
+    (``harness.visibility``). ASSUMED, NOT FITTED: no trace records a model's
+    response to a visible budget yet, so these are explicit assumptions, to
+    be swept (a report says so when this block is set).
+
+    When the last message holds the harness's budget note and the smallest
+    share any budget leaves (``r = left / total``) is below ``wrap_up_at``,
+    each step's call wraps up with probability ``wrap_up`` (one uniform of
+    the model stream); with ``wrap_up_slope`` set the probability is instead
+    the logistic ``wrap_up / (1 + exp(wrap_up_slope * (r - wrap_up_at)))``
+    at every r (half of ``wrap_up`` at ``wrap_up_at``). A call that wraps up
+    gives its final answer, right with probability ``wrap_up_success``. The
+    one tool-free call the harness makes when a limit is reached
+    (``on_limit: finalize``) is answered right with
+    probability ``finalize_success`` (without this block: never, since the
+    work was not done)."""
+
+    wrap_up_at: Prob = Field(0.2, description=(
+        "share of a budget left below which the model may wrap up"))
+    wrap_up: Prob = Field(0.0, description=(
+        "probability per call that the model wraps up (gives its final answer) once the "
+        "share left is below wrap_up_at"))
+    wrap_up_slope: float | None = Field(None, gt=0, le=1_000, description=(
+        "null: wrap_up is a step at wrap_up_at; else the probability per call is the "
+        "logistic wrap_up / (1 + exp(wrap_up_slope * (share left - wrap_up_at)))"))
+    wrap_up_success: Prob = Field(0.5, description="probability a wrapped-up answer is right")
+    finalize_success: Prob = Field(0.5, description=(
+        "probability the answer of the finalize call (on_limit: finalize) is right"))
+
+
 _CLASS_SECTIONS = ("policy", "tokens", "user", "faults", "unsolvable", "latency", "cache")
 _CHANGES = "the fields of the world's {} that the class changes (null: none)"
 
@@ -467,6 +498,10 @@ class WorldParams(_Strict):
         "drawn need is done)"))
     classes: tuple[TaskClass, ...] = Field((), description=(
         "task classes: a weighted mixture of kinds of task (empty: one kind, the world)"))
+    visible_budget: VisibleBudgetParams | None = Field(
+        None, exclude_if=lambda value: value is None, description=(
+            "how the model answers a budget it is shown (assumed, not fitted; null: it "
+            "ignores it, and a forced final answer is wrong; left out when writing)"))
     fanout: FanoutParams | None = Field(None, exclude_if=lambda value: value is None,
                                         description=("when the model starts subagents (null: "
                                                      "never; left out when writing)"))

@@ -12,6 +12,7 @@ The ground truth (``need``, the productive steps the task requires, and
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from math import exp, expm1
 
@@ -34,6 +35,30 @@ _MADE = MADE_CALLS  # the call ids and targets of a run's first calls, made once
 _CALL_IDS = tuple(f"toolu_{n}" for n in range(_MADE))
 _TARGETS = (tuple(f"/work/src/item_{n}" for n in range(_MADE)),
             tuple(f"/work/notes/item_{n}" for n in range(_MADE)))
+
+
+_LEFT_OF = re.compile(r"\$?([\d,]+(?:\.\d+)?) of \$?([\d,]+(?:\.\d+)?)")
+"""``<left> of <total>`` in the harness's budget note."""
+
+
+def budget_share(note: str) -> float | None:
+    """The smallest share left (``left / total``) of the budgets a budget
+    note reports (``"Budget: 12,000 of 50,000 prompt tokens left; ..."``),
+    or None when it reports none: what a model reading it would take in."""
+    shares = [float(left.replace(",", "")) / total
+              for left, of in _LEFT_OF.findall(note)
+              if (total := float(of.replace(",", ""))) > 0]
+    return min(shares) if shares else None
+
+
+def wrap_up_chance(wrap_up: float, at: float, slope: float | None, share: float) -> float:
+    """The chance a call wraps up when ``share`` of a budget is left:
+    ``wrap_up`` below ``at`` (0 from it on) without a ``slope``, else the
+    logistic ``wrap_up / (1 + exp(slope * (share - at)))``."""
+    if slope is None:
+        return wrap_up if share < at else 0.0
+    z = slope * (share - at)
+    return wrap_up / (1.0 + exp(z)) if z < 700.0 else 0.0
 
 
 class SimulatedTask(TaskSizes):
@@ -100,7 +125,9 @@ class SimulatedTask(TaskSizes):
         """The model's answer to one request sent at time ``now`` (seconds; it
         matters only for the prompt cache's lifetime)."""
         w = self.world
-        if request.purpose == "compaction":
+        if request.purpose != "step":
+            if request.purpose == "finalize":
+                return self._response(request, [self._final_answer()], False, now)
             return self._summary(request)
         if w.plain:  # no endings and no faults: the decision is the first draw
             if self.stuck:
@@ -130,10 +157,40 @@ class SimulatedTask(TaskSizes):
             if not truncated and u < w.f_persistent:
                 self.failing_turn = request.turn
                 return self._persistent_fault()
+        if w.visible is not None and self._wraps_up(request):
+            return self._response(request, [self._answer(
+                self.solvable and self.model.uniform() < w.visible.wrap_up_success)],
+                truncated, now)
         content = self._decide(request)
         if self.fanout is not None:
             self._maybe_spawn(request, content)
         return self._response(request, content, truncated, now)
+
+    def _wraps_up(self, request: fx.ModelRequest) -> bool:
+        """Whether the model wraps up at this call (``world.visible_budget``):
+        the budget note ends the last message and one uniform of the model
+        stream falls below :func:`wrap_up_chance` of the smallest share it
+        reports (drawn only when that chance is positive)."""
+        visible = self.world.visible
+        if visible is None or not visible.wrap_up:
+            return False
+        last = request.messages[-1].content[-1]
+        if last.type != "text" or last.origin != "budget":
+            return False
+        share = budget_share(last.text)
+        if share is None:
+            return False
+        p = wrap_up_chance(visible.wrap_up, visible.wrap_up_at, visible.wrap_up_slope, share)
+        return p > 0.0 and self.model.uniform() < p
+
+    def _final_answer(self) -> TextBlock:
+        """The answer to the harness's finalize call (tool_choice none): right
+        with ``world.visible_budget.finalize_success`` (one uniform of the
+        model stream), never without that block (the work is not done)."""
+        visible = self.world.visible
+        right = (visible is not None and self.solvable
+                 and self.model.uniform() < visible.finalize_success)
+        return self._answer(right)
 
     def _maybe_spawn(self, request: fx.ModelRequest, content: list[Block]) -> None:
         """Turn the reply's productive call into a call of the subagent tool
@@ -197,7 +254,10 @@ class SimulatedTask(TaskSizes):
         """Whether a stuck model repeats its call again: after a nudge (the
         last block) it escapes with ``escape``, else with ``self_escape``."""
         w = self.world
-        last = request.messages[-1].content[-1]
+        blocks = request.messages[-1].content
+        last = blocks[-1]
+        if last.type == "text" and last.origin == "budget" and len(blocks) > 1:
+            last = blocks[-2]  # the budget note follows the observations
         if last.type == "text" and last.origin == "nudge":
             return self.model.uniform() >= w.escape
         return not w.self_escape or self.model.uniform() >= w.self_escape

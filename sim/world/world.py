@@ -102,7 +102,9 @@ class World:
         self._compile_sizes(params, max_output_tokens)
         self._compile_endings(params)
         self._compile_conditions(params)
-        self.plain = not self.any_faults and not self.endings  # no draw before the decision
+        self.visible = params.visible_budget  # the answer to a budget note (None: none)
+        self.plain = (not self.any_faults and not self.endings  # no draw before the decision
+                      and self.visible is None)
         self.verifier: Verifier = verifier if verifier is not None else OracleVerifier()
         self.classes = tuple(
             World(world, self.verifier, end_marker=end_marker,

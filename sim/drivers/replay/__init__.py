@@ -96,6 +96,14 @@ never priced silently at the scenario's prices: it is priced from the recorded
 costs of its calls (the scenario's price ratios, scaled so that its recorded
 calls cost in total what was recorded), and listed; only a model without any
 recorded cost falls back to the scenario's prices, listed as such.
+
+**Subagents** (:mod:`sim.drivers.replay.session`): a run whose calls name an
+``agent`` (Claude Code's ``subagents/``) is replayed as a session: the parent's
+calls and each child's through their own harness loops, all charging the same
+shared-budget ledgers (``harness.shared_budgets``), stepped in the recorded
+order of the calls, so a session budget stops the call a running sum over
+parent and children gives; the row says which call and agent, and the
+children's terminal states.
 """
 
 from __future__ import annotations

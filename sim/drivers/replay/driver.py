@@ -4,7 +4,7 @@ recorded run (:func:`replay_run`; the rules are in :mod:`sim.drivers.replay`).""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from sim.cost.recorded import (
@@ -37,8 +37,13 @@ from sim.harness.detector import Detector
 from sim.harness.loop import agent_loop
 from sim.harness.messages import Block, TextBlock, ToolUseBlock, Usage
 from sim.harness.params import HarnessParams
-from sim.harness.state import SUCCEEDED, HarnessState, new_state
+from sim.harness.scopes import Ledger
+from sim.harness.state import CANCELLED, SUCCEEDED, HarnessState, new_state
 from sim.task_record import FALSE_SUCCESS
+
+PARENT_ENDED = "parent_ended"
+"""How a child replay ends when its parent ended first (its remaining
+recorded calls are not made)."""
 
 
 class _Ended(Exception):
@@ -61,10 +66,10 @@ def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions |
     only the run records one), else its tokens at ``fill[model]``
     (:attr:`~sim.drivers.replay.pricing.ModelPricing.fill`; a model not in
     it: at the run's prices, basis ``catalogue``)."""
-    return _Driver(run, params, options or ReplayOptions(), fill).drive(detector)
+    return RunDriver(run, params, options or ReplayOptions(), fill).drive(detector)
 
 
-class _Driver:
+class RunDriver:
     """Answers one run's effects from its recording (one instance per run)."""
 
     def __init__(self, run: RecordedRun, params: HarnessParams, options: ReplayOptions,
@@ -114,23 +119,54 @@ class _Driver:
 
     # -------------------------------------------------------------- loop
     def drive(self, detector: Detector | None) -> Replay:
-        """Run the harness loop to its end, each effect answered through the
-        engines' table (:func:`sim.engines.perform.answers`: ``respond``,
-        ``execute``, ``verify``, ``approve``; checkpoints and waits need no
-        answer); a method that ends the replay early raises :class:`_Ended`."""
-        state = self.state
-        loop = agent_loop(self.params, state, detector=detector, observers=(self._observe,))
-        send = loop.send
-        answer = answers(_Driver)
-        result: Any = None
+        """Run the harness loop to its end (:meth:`stepwise` without pauses)."""
+        steps = self.stepwise(detector)
         try:
             while True:
-                effect = send(result)
+                next(steps)
+        except StopIteration as done:
+            replay: Replay = done.value
+            return replay
+
+    def stepwise(self, detector: Detector | None, ledgers: Sequence[Ledger] | None = None
+                 ) -> Generator[None, None, Replay]:
+        """Run the harness loop (charging ``ledgers``: the shared budgets'
+        ledgers of the run's session; None: its own), each effect answered
+        through the engines' table (:func:`sim.engines.perform.answers`:
+        ``respond``, ``execute``, ``verify``, ``approve``; checkpoints and
+        waits need no answer); return what happened. It pauses (yields)
+        before the loop's first effect and after each recorded step call is
+        answered and charged, so each next step call, and the budget checks
+        made before it, wait until the caller resumes it: its turn in the
+        session's recorded order (:mod:`sim.drivers.replay.session`). A
+        method that ends the replay early raises :class:`_Ended`."""
+        state = self.state
+        loop = agent_loop(self.params, state, detector=detector, observers=(self._observe,),
+                          ledgers=ledgers)
+        send = loop.send
+        answer = answers(RunDriver)
+        try:
+            yield
+            effect = send(None)
+            while True:
+                step = type(effect) is fx.ModelRequest and effect.purpose == "step"
                 result = answer[type(effect)](self, effect, 0.0)
+                effect = send(result)
+                if step:
+                    yield
         except StopIteration:
             return self._finish(None, state, "harness")
         except _Ended as ended:
             return self._finish(loop, state, ended.by)
+        except GeneratorExit:  # the session ended before this run did
+            loop.close()
+            raise
+
+    def cancel(self, steps: Generator[None, None, Replay]) -> Replay:
+        """End a run paused in :meth:`stepwise` because the session ended
+        (its parent ended): status ``cancelled``, reason ``parent_ended``."""
+        steps.close()
+        return self._finish(None, self.state, PARENT_ENDED)
 
     def respond(self, request: fx.ModelRequest, now: float) -> fx.ModelResponse:
         """A model request: a step gets the next recorded step's response; a
@@ -346,6 +382,9 @@ class _Driver:
             stopped_at = self.steps[steps_made - 1 if mid_step else steps_made]
         if stopped_at is not None:
             status, reason = state.status, state.reason
+            outcome = f"{status}:{reason}"
+        elif ended_by == PARENT_ENDED:
+            status, reason = CANCELLED, PARENT_ENDED
             outcome = f"{status}:{reason}"
         elif ended_by == "intervention":
             status, reason = DIVERGED, self.interventions[0][1]

@@ -1,4 +1,5 @@
-"""What replaying one recorded run gave (:class:`Replay`, made by
+"""What replaying one recorded run gave (:class:`Replay`, with :class:`Session` for a
+run with subagents; made by
 :func:`sim.drivers.replay.driver.replay_run`)."""
 
 from __future__ import annotations
@@ -7,6 +8,56 @@ from dataclasses import dataclass, field
 
 from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.state import HarnessState
+
+PARENT = ""
+"""The parent's agent id in :class:`Session` (a child's is its own id)."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """What the shared budgets did to a session with children.
+
+    ``children``: each child's id and how its replay ended (``status:reason``),
+    in order of its first call; ``stopped_by``: the agent whose call the
+    session budget refused first (:data:`PARENT` for the parent's; None: it
+    refused none), ``stopped_call`` that call's index in the run
+    (``calls.call``) and ``agent_call`` its index among its agent's calls;
+    ``spent_tokens`` what the session had spent before it (prompt, cached or
+    not, plus output and thinking), ``running_tokens`` that plus the call's
+    recorded tokens (the running sum it would have reached) and
+    ``limit_tokens`` the session budget's tokens (None: unlimited);
+    ``cap`` (``harness.subagents.max_concurrent``; None: unset), ``max_running``
+    (the most children running at once as recorded) and ``delayed`` (children
+    the cap delayed): :mod:`sim.drivers.replay.session`."""
+
+    children: tuple[tuple[str, str], ...]
+    stopped_by: str | None = None
+    stopped_call: int | None = None
+    agent_call: int | None = None
+    spent_tokens: int | None = None
+    running_tokens: int | None = None
+    limit_tokens: int | None = None
+    cap: int | None = None
+    max_running: int = 0
+    delayed: int = 0
+    parts: dict[str, Replay] = field(default_factory=dict)
+    """Each agent's replay (the parent under :data:`PARENT`)."""
+
+    def text(self) -> str:
+        """One line: where the session budget stopped the session, e.g.
+        ``stopped by the session budget at child a3's call 4 (running sum
+        51,200 > 50,000)``, else ``not stopped by the session budget``."""
+        if self.stopped_by is None:
+            return "not stopped by the session budget"
+        who = "the parent" if self.stopped_by == PARENT else f"child {self.stopped_by}"
+        where = f"stopped by the session budget at {who}'s call {self.agent_call}"
+        if self.running_tokens is None:
+            return where
+        limit = self.limit_tokens
+        if limit is not None and self.running_tokens > limit:
+            return f"{where} (running sum {self.running_tokens:,} > {limit:,})"
+        return (f"{where} (spent {self.spent_tokens or 0:,}; the call's worst case would "
+                f"pass the limit)")
 
 
 @dataclass
@@ -40,7 +91,11 @@ class Replay:
     Money: each recorded call's cost is its one price
     (:mod:`sim.cost.recorded`): ``recorded_calls_usd`` is the run's price and
     ``basis`` what it rests on (``recorded``, ``fitted``, ``catalogue``,
-    ``scenario`` or ``unpriced``)."""
+    ``scenario`` or ``unpriced``).
+
+    A run with children (:mod:`sim.drivers.replay.session`): the counters,
+    calls and costs are the session's (parent and children), indices are the
+    run's call numbers, and ``session`` says what its shared budgets did."""
 
     run: RecordedRun
     state: HarnessState
@@ -66,6 +121,9 @@ class Replay:
     prompt_counts: list[int] = field(default_factory=list)
     passed_over: int = 0
     basis: str = "recorded"
+    session: Session | None = None
+    """A run with children: what the shared budgets did to its session
+    (:mod:`sim.drivers.replay.session`); None for a run without."""
 
     @property
     def stopped(self) -> bool:

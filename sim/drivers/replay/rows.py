@@ -12,6 +12,7 @@ from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.driver import Replay
 from sim.drivers.replay.options import ReplayOptions
 from sim.drivers.replay.pricing import ModelPricing
+from sim.drivers.replay.replayed import PARENT, Session
 from sim.drivers.replay.runs import RunReplay, replay_runs
 from sim.drivers.replay.streamed import streamed_runs
 from sim.drivers.replay.tables import TraceTables
@@ -84,6 +85,32 @@ def replay_row(item: RunReplay) -> dict[str, Any]:
         "text_turns": r.text_turns, "unrecorded_arguments": r.unrecorded_arguments,
         "passed_over_calls": r.passed_over,
         "verdict_unknown": r.verdict_unknown,
+        **({} if r.session is None else session_columns(r.session)),
+    }
+
+
+def session_columns(session: Session) -> dict[str, Any]:
+    """The columns of a run with children (only then: a folder without
+    subagents keeps its results as they were): ``children`` (count),
+    ``children_states`` (``id=status:reason;...``), where the session budget
+    stopped the session (``session_stopped_by``: ``parent`` or the child's
+    id, empty when not stopped; ``session_stopped_call``: the run's call
+    number; ``session_agent_call``: the call's index among its agent's;
+    ``session_running_tokens``: the running sum that call would have
+    reached) and the concurrency cap (``max_running_children``
+    as recorded, ``children_delayed`` by the cap; :mod:`sim.drivers.replay.session`). Typed where
+    results are written (:func:`sim.output.replay.session_rows`)."""
+    by = session.stopped_by
+    return {
+        "children": len(session.children),
+        "children_states": ";".join(f"{a}={state}" for a, state in session.children),
+        "session_stopped_by": "" if by is None else "parent" if by == PARENT else by,
+        "session_stopped_call": session.stopped_call,
+        "session_agent_call": session.agent_call,
+        "session_running_tokens": session.running_tokens,
+        "session_stop": "" if by is None else session.text(),
+        "max_running_children": session.max_running,
+        "children_delayed": session.delayed,
     }
 
 

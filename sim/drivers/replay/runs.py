@@ -11,6 +11,7 @@ from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.driver import Replay, replay_run
 from sim.drivers.replay.options import ReplayOptions, run_params
 from sim.drivers.replay.pricing import ModelPricing, price_models
+from sim.drivers.replay.session import has_children, replay_session
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams, ParameterError, Prices
 
@@ -40,8 +41,9 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
     prices, None when unknown; without ``prices_for`` every model takes the
     template's prices), ``make_detector`` builds the candidate's detector from
     a run's parameters, ``progress(done)`` is called after each run.
-    Parameters the candidate cannot run a recording with are an InputError
-    naming the run."""
+    A run with children (calls with an ``agent``) is replayed as a session:
+    :func:`~sim.drivers.replay.session.replay_session`. Parameters the
+    candidate cannot run a recording with are an InputError naming the run."""
     options = options or ReplayOptions()
     if pricing is None:
         pricing = price_models(runs, template, prices_for)
@@ -50,16 +52,22 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
     out = []
     for i, run in enumerate(runs):
         try:
-            params = run_params(template, run, None, options, pricing)  # validated when built
+            checked = replace(template, subagents=None) if has_children(run) else template
+            params = run_params(checked, run, None, options, pricing)  # validated when built
         except ParameterError as error:
             path, message = error.problems[0]
             raise InputError(f"the candidate cannot replay run {run.run_id!r}: {message}",
                              path=f"harness.{path}") from None
-        chosen = replay_run(run, params, options, _detector(make_detector, params),
-                            pricing.fill)
-        if chosen.diverged:
-            second = replay_run(run, params, other, _detector(make_detector, params),
+        if has_children(run):  # parent and children under one session's ledgers
+            chosen = replay_session(run, template, options, pricing, make_detector)
+            second = (replay_session(run, template, other, pricing, make_detector)
+                      if chosen.diverged else chosen)
+        else:
+            chosen = replay_run(run, params, options, _detector(make_detector, params),
                                 pricing.fill)
+            second = (replay_run(run, params, other, _detector(make_detector, params),
+                                 pricing.fill) if chosen.diverged else chosen)
+        if chosen.diverged:
             lower, upper = ((chosen, second) if options.after_intervention == "stop"
                             else (second, chosen))
         else:

@@ -34,7 +34,7 @@ from sim.traces.schema import TOKEN_COLUMNS
 _CALL_COLUMNS = ("call", "model", "input_tokens", "cache_read_tokens", "cache_write_tokens",
                  "output_tokens", "reasoning_tokens", "cost_usd", "finish_reason", "latency_s",
                  "text_tokens", "observation_tokens", "text_sha256", "observation_sha256",
-                 "purpose")
+                 "purpose", "agent")
 _TOOL_FIELDS = ("name", "arguments", "result_tokens", "result_sha256", "error", "duration_s")
 
 
@@ -211,7 +211,7 @@ def recorded_calls(part: pa.Table) -> list[RecordedCall]:
             observation_tokens=c["observation_tokens"][i] or 0,
             tools=tuple(made[ends[i]:ends[i + 1]]), model=c["model"][i],
             text_sha256=c["text_sha256"][i], observation_sha256=c["observation_sha256"][i],
-            purpose=c["purpose"][i] or "step"))
+            purpose=c["purpose"][i] or "step", agent=c["agent"][i] or None))
     return out
 
 

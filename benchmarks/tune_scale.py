@@ -1,0 +1,202 @@
+"""``tune`` at scale: wall time, peak RSS and reads of ``calls.parquet`` at
+10k/30k/100k recorded runs (issue 37: 100,000 runs under 2 minutes and
+2 GiB on 2 cores).
+
+    python -m benchmarks.tune_scale [--runs 10000 30000 100000] [--dir DIR] [--base 2000]
+
+The folders: ``base`` runs of ``scenarios/bounded.yaml`` written as traces
+(``python -m sim run ... --traces --seed 7``, once, not timed), tiled to each
+size (copy ``k`` of run ``r`` is run ``k:r``, its calls the same rows), so a
+folder of N runs holds N/base copies of the same runs (the grid and the
+answer stay those of the base; what grows is the work). Each tune runs in a
+fresh process (``--child``) with its default knobs (the budgets: tokens,
+money, steps; the harness in force the one the traces state: the step
+backstop of 50, so the looser steps candidates are forecasts of a world
+calibrated to the folder) and reports its wall seconds, CPU seconds, peak
+resident memory (``resource.getrusage``: the largest of the process and its
+children, MiB), the times ``calls.parquet`` was opened for reading (pyarrow's
+``read_table``/``ParquetFile`` and pandas' ``read_parquet``, counted by
+wrapping them in the child), the recommendation and the number of candidates.
+``--replay-only`` tunes against the traces' harness without its step
+backstop, so every candidate tightens it and is replayed (no world is
+calibrated): the replay's part alone.
+The load average is printed with them: the machine is shared.
+
+Measured 2026-12-05, session 10 (2 cores shared by 9 sessions, load 3-12:
+wall times are several times an idle machine's; CPU seconds, the process's
+and its workers', are not inflated). Baseline: commit 3114ae8 (every
+candidate replays every run, one process); after: 60dc786 (a candidate
+replays again only the runs its Limits could stop; 2 forked workers).
+
+==============================  =============================  ============================
+tune, tiled bounded runs        baseline 3114ae8               after 60dc786
+==============================  =============================  ============================
+2,000, replay only              488 s wall, 75.1 CPU s,        61 s wall, 14.6 CPU s,
+                                371 MiB, 2 reads of calls      348 MiB, 2 reads
+10,000, replay only             (not run; ~5x the 2,000)       706 s wall (load 12),
+                                                               96.8 CPU s, 744 MiB, 2 reads
+30,000, replay only             (not run)                      837 s wall (load 10),
+                                                               238 CPU s, 1,323 MiB, 2 reads
+100,000, replay only            (not run)                      869 s wall (load 4), 674
+                                                               CPU s, 3,622 MiB, 2 reads
+10,000, default (steps 50 in    3,129 s wall (load 10), 488    (not run: the world's
+force: 2 forecasts, a world     CPU s, 983 MiB, 3 reads        calibration dominates, and
+calibrated)                                                    is unchanged)
+==============================  =============================  ============================
+
+Where the rest goes (cProfile, 2,000 runs, one process): replaying again
+the runs tight candidates stop (62%: a cap at the needs' median stops half
+the runs, and those are the long ones), the bootstrap intervals of each
+frontier row (24%), the replay in force (13%). Peak memory is the folder
+read whole into Python objects (load_tables, then one RecordedRun per run):
+3.5 GB at 100,000 runs before any replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def base_folder(folder: Path, runs: int) -> Path:
+    """A trace folder of ``runs`` runs of ``scenarios/bounded.yaml`` (seed 7)."""
+    if not (folder / "calls.parquet").exists():
+        subprocess.run([sys.executable, "-m", "sim", "run", "scenarios/bounded.yaml",
+                        "--traces", "--tasks", str(runs), "--seed", "7", "--workers", "1",
+                        "--quiet", "--out", str(folder)], check=True, cwd=ROOT,
+                       stdout=subprocess.DEVNULL)
+    return folder
+
+
+def tiled(base: Path, folder: Path, runs: int) -> Path:
+    """``base`` tiled to ``runs`` runs in ``folder`` (copy ``k`` of run ``r``
+    is ``k:r``; the last copy cut short)."""
+    if (folder / "calls.parquet").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    r = pq.read_table(base / "runs.parquet")
+    c = pq.read_table(base / "calls.parquet")
+    ids = r.column("run_id").to_pylist()
+    steps = r.column("steps").to_pylist()
+    run_parts, call_parts = [], []
+    left, k = runs, 0
+    while left > 0:
+        take = min(left, r.num_rows)
+        part = r.slice(0, take)
+        part = part.set_column(part.schema.get_field_index("run_id"), "run_id",
+                               pa.array([f"{k}:{i}" for i in ids[:take]], pa.string()))
+        run_parts.append(part)
+        n_calls = sum(steps[:take])
+        calls = c.slice(0, n_calls)
+        call_ids = calls.column("run_id").to_pylist()
+        calls = calls.set_column(calls.schema.get_field_index("run_id"), "run_id",
+                                 pa.array([f"{k}:{i}" for i in call_ids], pa.string()))
+        call_parts.append(calls)
+        left -= take
+        k += 1
+    pq.write_table(pa.concat_tables(run_parts), folder / "runs.parquet")
+    pq.write_table(pa.concat_tables(call_parts), folder / "calls.parquet",
+                   row_group_size=100_000)
+    return folder
+
+
+def _count_reads() -> dict[str, int]:
+    """Wrap the Parquet readers so that each open of a ``calls.parquet`` is counted."""
+    import pandas as pd
+
+    counts = {"calls.parquet": 0}
+
+    def counted(path: Any) -> None:
+        if str(path).endswith("calls.parquet"):
+            counts["calls.parquet"] += 1
+
+    read_table, parquet_file, read_pandas = pq.read_table, pq.ParquetFile, pd.read_parquet
+
+    def read_table_counted(source: Any, *args: Any, **kwargs: Any) -> Any:
+        counted(source)
+        return read_table(source, *args, **kwargs)
+
+    class ParquetFileCounted(parquet_file):  # type: ignore[misc, valid-type]
+        def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
+            counted(source)
+            super().__init__(source, *args, **kwargs)
+
+    def read_pandas_counted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        counted(path)
+        return read_pandas(path, *args, **kwargs)
+
+    pq.read_table = read_table_counted
+    pq.ParquetFile = ParquetFileCounted  # type: ignore[misc]
+    pd.read_parquet = read_pandas_counted
+    return counts
+
+
+def child(folder: str, workers: int | None, replay_only: bool) -> None:
+    """Tune ``folder`` here and print the measures as JSON."""
+    counts = _count_reads()
+    from sim.tuning.search import tune
+
+    start, cpu = time.perf_counter(), time.process_time()
+    options: dict[str, Any] = {} if workers is None else {"workers": workers}
+    if replay_only:  # the harness the traces state without its step backstop
+        from sim.scenario.model import HarnessConfig
+        from sim.tuning.inforce import default_harness
+
+        doc = default_harness(folder).model_dump(mode="json")
+        doc["budgets"]["steps"] = None
+        options["scenario"] = HarnessConfig.model_validate(doc)
+    result = tune(folder, **options)
+    wall = time.perf_counter() - start
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({
+        "wall_s": round(wall, 1),
+        "cpu_s": round(time.process_time() - cpu + kids.ru_utime + kids.ru_stime, 1),
+        "peak_mib": round(max(own.ru_maxrss, kids.ru_maxrss) / 1024),
+        "calls_reads": counts["calls.parquet"],
+        "candidates": len(result.frontier),
+        "recommendation": result.recommendation.label, "status": result.status}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--dir", default="/tmp/tune_scale")
+    parser.add_argument("--base", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--replay-only", action="store_true",
+                        help="no budget in force, so every candidate is replayed (no forecast)")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.workers, args.replay_only)
+        return
+    root = Path(args.dir)
+    base = base_folder(root / f"base_{args.base}", args.base)
+    for n in args.runs:
+        folder = tiled(base, root / f"tiled_{n}", n)
+        load = os.getloadavg()[0]
+        command = [sys.executable, "-m", "benchmarks.tune_scale", "--child", str(folder)]
+        if args.workers is not None:
+            command += ["--workers", str(args.workers)]
+        if args.replay_only:
+            command.append("--replay-only")
+        out = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True)
+        print(json.dumps({"runs": n, "load": round(load, 1), "replay_only": args.replay_only,
+                          **json.loads(out.stdout.strip().splitlines()[-1])}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""``tune`` at scale: a candidate replays again only the runs its budgets could
+stop (the rest are the replay in force), and the worker count never changes
+the answer.
+
+Traces are simulated from the known world (``benchmarks.tune_world``: a
+60-step backstop in force, no other budget)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.tune_world import STEP_GRID, simulated_traces
+from sim.drivers.replay import replay_runs
+from sim.drivers.replay.tables import TraceTables
+from sim.scenario.model import harness_params, resolve_detector
+from sim.tuning import evidence, replayed
+from sim.tuning.inforce import harness_in_force
+from sim.tuning.knobs import setting
+from sim.tuning.replayed import ReplayEvaluator, apply
+from sim.tuning.search import tune
+from sim.world.params import WorldParams
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory) -> Path:
+    """120 runs of the known world."""
+    return simulated_traces(tmp_path_factory.mktemp("tune_scale"), 120, seed=5)
+
+
+@pytest.fixture(scope="module")
+def evaluator(traces) -> ReplayEvaluator:
+    tables = TraceTables.load(traces)
+    return ReplayEvaluator(tables.recorded(0, len(tables)), harness_in_force(None, traces))
+
+
+def _seen(r) -> tuple:
+    """What a frontier row and the drill-down read of one run's replay."""
+    return (r.outcome, r.cost_usd, r.state.active_s, r.stopped_at, r.state.prompt_tokens,
+            r.diverged, r.calls, r.priced_usd, r.state.turns)
+
+
+SETTINGS = [setting({"tokens": t, "money": m, "steps": s}) for t, m, s in (
+    (20_000, None, 60), (150_000, None, 60), (400_000, None, 60), (5_000_000, None, 60),
+    (None, 0.05, 60), (None, 0.3, 60), (None, 2.0, 60), (None, None, 1), (None, None, 8),
+    (None, None, 20), (None, None, 60), (250_000, 0.4, 25))]
+
+
+@pytest.mark.parametrize("s", SETTINGS, ids=lambda s: "-".join(str(v) for _, v in s))
+def test_a_candidates_replays_are_a_replay_of_every_run(evaluator, s):
+    """Each run's replay under a tighter setting (the baseline's where the
+    candidate's Limits cannot refuse, else replayed again) is the one a
+    replay of every run under that setting gives, field by field; and every
+    run whose replay differs from the baseline's was replayed again."""
+    h = apply(evaluator.harness, s)
+    fast = evaluator.replays(s)
+    full = [r.chosen for r in replay_runs(
+        evaluator.runs, harness_params(h, WorldParams()), prices_for=evaluator.prices_for,
+        make_detector=resolve_detector(h.detector.name), pricing=evaluator.pricing)]
+    assert [_seen(r) for r in fast] == [_seen(r) for r in full]
+    changed = {i for i, (b, r) in enumerate(zip(evaluator.baseline, full, strict=True))
+               if _seen(b.chosen) != _seen(r)}
+    assert changed <= set(evaluator.could_stop(h))
+
+
+@pytest.mark.parametrize("cap", [1, 8, 20, 40, 60])
+def test_a_step_cap_replays_again_exactly_the_runs_that_reach_it(traces, evaluator, cap):
+    """With only a step budget, the runs replayed again for a cap of c steps
+    are those whose recording made c steps or more (the harness checks the
+    step budget before the step after the last recorded one too), counted
+    from runs.parquet's steps column."""
+    steps = pq.read_table(traces / "runs.parquet", columns=["steps"]).column("steps").to_pylist()
+    expected = [i for i, n in enumerate(steps) if n >= cap]
+    h = apply(evaluator.harness, setting({"tokens": None, "money": None, "steps": cap}))
+    assert evaluator.could_stop(h) == expected
+
+
+def test_the_setting_in_force_replays_nothing_again(evaluator):
+    """The harness in force itself stops no run it did not stop: nothing is
+    replayed again for it unless a run reached the step backstop."""
+    steps = [b.chosen.state.turns for b in evaluator.baseline]
+    h = apply(evaluator.harness, setting({"tokens": None, "money": None, "steps": 60}))
+    assert evaluator.could_stop(h) == [i for i, n in enumerate(steps) if n >= 60]
+
+
+def test_one_or_two_workers_give_the_same_answer(traces, monkeypatch):
+    """Replayed in two forked worker processes (the threshold lowered so that
+    120 runs are spread), tune gives the same frontier, recommendation,
+    boundaries and drill-down table as in one process."""
+    one = tune(traces, knobs="steps", keep_successes=0.9, grid={"steps": list(STEP_GRID)},
+               workers=1)
+    monkeypatch.setattr(replayed, "MIN_PARALLEL", 10)
+    two = tune(traces, knobs="steps", keep_successes=0.9, grid={"steps": list(STEP_GRID)},
+               workers=2)
+    assert one.frontier.to_json() == two.frontier.to_json()
+    assert one.recommendation.label == two.recommendation.label
+    assert one.recommendation.row == two.recommendation.row
+    assert [b.sentence() for b in one.boundaries] == [b.sentence() for b in two.boundaries]
+    assert one.stopped_runs is not None and two.stopped_runs is not None
+    assert one.stopped_runs.to_json() == two.stopped_runs.to_json()
+    assert len(one.frontier) == len(STEP_GRID) + 1  # the grid and the 60 in force
+
+
+def test_a_bootstrap_in_batches_gives_the_same_interval(monkeypatch):
+    """Beyond evidence.BATCH_VALUES resampled values the bootstrap draws its
+    resamples a batch at a time (bounded memory at 100,000 runs); the
+    intervals of the mean and the p95 are the same, to the bit, as in one go."""
+    rng = np.random.default_rng(3)
+    cost = rng.lognormal(size=3001)
+    args = {"base_success": rng.random(3001) < 0.8, "success": rng.random(3001) < 0.7,
+            "cost": cost, "base_cost": cost * 1.2, "time_s": rng.lognormal(size=3001),
+            "outcomes": ["succeeded"] * 3001, "method": "replayed"}
+    whole = evidence.row(**args)
+    monkeypatch.setattr(evidence, "BATCH_VALUES", 50_000)  # 16 resamples a batch
+    batched = evidence.row(**args)
+    assert batched == whole
+    assert whole["cost_p95_low"] < whole["cost_p95_high"]  # a real interval, not a point
+
+
+def test_the_p95_of_a_row_is_the_value_of_rank_95_of_100():
+    """A frontier row's p95 cost (found by a partition, not a sort) is the
+    value at rank floor(0.95 * n) in sorted order: of the costs 0..99
+    shuffled, 95."""
+    cost = np.random.default_rng(1).permutation(100).astype(float)
+    row = evidence.row(base_success=np.ones(100, bool), success=np.ones(100, bool), cost=cost,
+                       base_cost=cost, time_s=cost, outcomes=[], method="replayed")
+    assert row["cost_p95"] == 95.0
