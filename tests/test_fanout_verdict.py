@@ -5,7 +5,8 @@ combination and min-P adjustment as steps and tokens). Traces written with a
 known fan-out (the generator of tests/test_fanout_fit.py) against the worlds
 fitted on the other folds are accepted; the same worlds with the children
 per spawn deliberately wrong (always 3 instead of 1-3, mean 1.7) are
-rejected on the subagents per run."""
+rejected on the subagents per run; with children twice as long (the worker
+class's need doubled) on the subagents' tokens per run, not on their count."""
 
 from __future__ import annotations
 
@@ -51,17 +52,18 @@ def _judge(folds, docs):
     return judge(reals, sims, 17, jackknife=jacks, intervals=False)
 
 
-def test_children_per_run_is_in_the_family():
-    """The metric the fan-out adds is the one the verdict tests."""
-    assert FANOUT_TESTED == ("children",)
+def test_the_fanout_metrics_are_in_the_family():
+    """The metrics the fan-out adds are the ones the verdict tests."""
+    assert FANOUT_TESTED == ("children", "child_tokens")
 
 
 def test_the_known_fanout_is_accepted(folds):
     """The fitted worlds spawn like the generator: the verdict accepts, and
     subagents per run is tested (it has a combined and an adjusted p-value)."""
     judgement = _judge(folds, [doc for _, doc in folds])
-    children = [m for m in judgement.metrics if m.key == "children"]
-    assert len(children) == 1 and children[0].p_adjusted is not None
+    tested = {m.key: m for m in judgement.metrics}
+    assert tested["children"].p_adjusted is not None
+    assert tested["child_tokens"].p_adjusted is not None
     assert not judgement.rejected, judgement.reasons
 
 
@@ -77,3 +79,19 @@ def test_a_wrong_children_pmf_is_rejected_on_subagents_per_run(folds):
     assert "children" in {m.key for m in judgement.rejected}
     sims = [float(np.mean(simulate(d, 200, 3, calls=False).kids)) for d in wrong[:1]]
     assert sims[0] > 1.5 * float(np.mean(folds[0][0].kids))
+
+
+def test_children_twice_as_long_are_rejected_on_their_tokens(folds):
+    """The worker class's lognormal need moved up by log 2 (children of
+    twice the calls): the count of subagents still fits, their tokens per
+    run do not."""
+    import math
+
+    wrong = []
+    for _, doc in folds:
+        bad = copy.deepcopy(doc)
+        worker = next(c for c in bad["world"]["classes"] if c["name"] == "worker")
+        worker["difficulty"]["mu"] += math.log(2.0)
+        wrong.append(bad)
+    rejected = {m.key for m in _judge(folds, wrong).rejected}
+    assert "child_tokens" in rejected and "children" not in rejected

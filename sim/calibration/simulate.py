@@ -43,6 +43,9 @@ class Sample:
     """Per run, a bound of its reach towards a money budget (USD; as above)."""
     children: np.ndarray | None = None
     """Per run, the subagents it started (None: not known, all zeros)."""
+    child_tokens: np.ndarray | None = None
+    """Per run, the tokens its subagents used (prompt, output and reasoning;
+    None when ``children`` is)."""
 
     @property
     def kids(self) -> np.ndarray:
@@ -69,7 +72,9 @@ class Sample:
         new_run = np.repeat(np.arange(len(runs)), lengths)
         return Sample(self.steps[runs], self.prompt[runs], self.output[runs], self.cost[runs],
                       self.category[runs], self.resolved[runs], self.call_output[idx], new_run,
-                      children=None if self.children is None else self.children[runs])
+                      children=None if self.children is None else self.children[runs],
+                      child_tokens=None if self.child_tokens is None
+                      else self.child_tokens[runs])
 
 
 def from_traces(traces: Traces) -> Sample:
@@ -77,16 +82,20 @@ def from_traces(traces: Traces) -> Sample:
     runs, calls = traces.runs, traces.calls
     index = {r: i for i, r in enumerate(runs["run_id"])}
     resolved = np.array([np.nan if v is None else float(v) for v in runs["resolved"]])
-    children = None
+    children = child_tokens = None
     sub = traces.subagent_calls
     if sub is not None:  # (a subset may hold no subagent call: zeros)
-        per_run = sub.groupby("run_id", sort=False)["agent"].nunique()
-        children = runs["run_id"].map(per_run).fillna(0).to_numpy(np.int64)
+        g = sub.groupby("run_id", sort=False)
+        children = runs["run_id"].map(g["agent"].nunique()).fillna(0).to_numpy(np.int64)
+        used = (sub["prompt"] + sub["output"] + sub["reasoning"]).groupby(
+            sub["run_id"], sort=False).sum()
+        child_tokens = runs["run_id"].map(used).fillna(0).to_numpy(np.int64)
     return Sample(runs["steps"].to_numpy(np.int64), runs["prompt"].to_numpy(np.int64),
                   runs["output"].to_numpy(np.int64), runs["cost"].to_numpy(float),
                   runs["category"].to_numpy(object), resolved,
                   calls["output"].to_numpy(np.int64),
-                  calls["run_id"].map(index).to_numpy(np.int64), children=children)
+                  calls["run_id"].map(index).to_numpy(np.int64), children=children,
+                  child_tokens=child_tokens)
 
 
 def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
@@ -121,6 +130,7 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
     money = np.full(n, np.nan) if calls else None
     spawns = cell.params.subagents is not None
     kids = np.zeros(n, dtype=np.int64)
+    kid_tokens = np.zeros(n, dtype=np.int64)
     blind = unscreened(cell.params)
     call_output: list[int] = []
     call_run: list[int] = []
@@ -134,6 +144,7 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
         cats[j] = category(f"{record.state}:{record.reason}")
         resolved[j] = float(record.truly_done)
         kids[j] = record.descendants
+        kid_tokens[j] = record.children_tokens
         if calls:
             log = cast(RecordingTask, simulated).log  # the task is a task_type
             call_output.extend([call.output_tokens for call in log])
@@ -148,7 +159,7 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
                                      watched.top_output)
     return Sample(steps, prompt, output, cost, cats, resolved,
                   np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64),
-                  reach, money, kids if spawns else None)
+                  reach, money, kids if spawns else None, kid_tokens if spawns else None)
 
 
 def pooled(samples: list[Sample]) -> Sample:
@@ -158,7 +169,10 @@ def pooled(samples: list[Sample]) -> Sample:
     steps, prompt, output, cost, category, resolved, call_output = (
         np.concatenate([getattr(s, f) for s in samples]) for f in fields)
     runs = np.concatenate([s.call_run + o for s, o in zip(samples, offsets, strict=True)])
-    children = (None if all(s.children is None for s in samples)
-                else np.concatenate([s.kids for s in samples]))
+    children = tokens = None
+    if any(s.children is not None for s in samples):
+        children = np.concatenate([s.kids for s in samples])
+        tokens = np.concatenate([s.child_tokens if s.child_tokens is not None
+                                 else np.zeros(s.n, np.int64) for s in samples])
     return Sample(steps, prompt, output, cost, category, resolved, call_output, runs,
-                  children=children)
+                  children=children, child_tokens=tokens)

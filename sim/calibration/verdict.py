@@ -138,9 +138,11 @@ METRICS: dict[str, tuple[str, str]] = {
     "cost": ("cost per run", "USD"),
     "call_output": ("output tokens per call", "tokens"),
     "children": ("subagents per run", "children"),
+    "child_tokens": ("subagents' tokens per run", "tokens"),
 }
 """Metric key -> (what it is, unit). ``children`` (the subagents a run
-started) only when both sides record them (traces with ``calls.agent``, a
+started) and ``child_tokens`` (the tokens they used: their count times
+their length) only when both sides record them (traces with ``calls.agent``, a
 world with a fitted fan-out)."""
 
 
@@ -372,7 +374,7 @@ def bootstrap(real: Sample, sim: Sample, keys: list[str], rng: np.random.Generat
 
 TESTED: tuple[str, ...] = ("steps", "prompt", "output", "cost")
 """The per-run metrics of the verdict (with the exit mix)."""
-FANOUT_TESTED: tuple[str, ...] = ("children",)
+FANOUT_TESTED: tuple[str, ...] = ("children", "child_tokens")
 """The fan-out's per-run metric, in the verdict's family (same replicates,
 Stouffer combination and min-P adjustment as :data:`TESTED`) when both the
 held-out runs and the fold simulations record subagents: a world whose
