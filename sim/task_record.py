@@ -8,6 +8,7 @@ USD, times are seconds.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
 
 from sim.harness.messages import prompt_tokens_of
@@ -31,7 +32,17 @@ class TaskRecord:
     Times are seconds on the engine's clock: ``arrival_s``, ``start_s`` (a
     sandbox was free), ``end_s``; ``queue_s`` is the wait before the start,
     ``model_wait_s`` the total wait for model slots; ``resumptions`` counts
-    restarts from a checkpoint by a human with extended budgets."""
+    restarts from a checkpoint by a human with extended budgets.
+
+    The children fields (:data:`CHILDREN_FIELDS`, written only for a harness
+    with subagents) describe the run's subagents: ``children`` the child runs
+    it started, ``children_failed`` those that ended in any state but
+    succeeded, ``descendants`` every run below it; ``children_tokens`` and
+    ``children_cost_usd`` what its descendants used (tokens: prompt, cached or
+    not, plus output and thinking; USD); ``session_tokens`` and
+    ``session_cost_usd`` the run's own plus its descendants'; and
+    ``children_outcomes`` its children's endings as JSON
+    (``{"status:reason": count}``, sorted keys; ``""`` with no children)."""
 
     cell: str
     task: int
@@ -62,6 +73,14 @@ class TaskRecord:
     queue_s: float = 0.0
     model_wait_s: float = 0.0
     resumptions: int = 0
+    children: int = 0
+    children_failed: int = 0
+    descendants: int = 0
+    children_tokens: int = 0
+    children_cost_usd: float = 0.0
+    session_tokens: int = 0
+    session_cost_usd: float = 0.0
+    children_outcomes: str = ""
 
     @property
     def prompt_tokens(self) -> int:
@@ -69,7 +88,30 @@ class TaskRecord:
         return prompt_tokens_of(self)
 
 
-RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))
+CHILDREN_FIELDS: tuple[str, ...] = (
+    "children", "children_failed", "descendants", "children_tokens", "children_cost_usd",
+    "session_tokens", "session_cost_usd", "children_outcomes")
+"""The fields about a run's subagents: columns of results.parquet only when a
+cell's harness has subagents (a sweep without them writes the same bytes as before)."""
+
+ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TaskRecord))
+"""Every field of :class:`TaskRecord`, in order: :data:`RECORD_FIELDS` then
+:data:`CHILDREN_FIELDS`."""
+
+RECORD_FIELDS: tuple[str, ...] = tuple(f for f in ALL_FIELDS if f not in CHILDREN_FIELDS)
+"""The fields every results.parquet has as columns, in order."""
+
+
+def record_fields(children: bool) -> tuple[str, ...]:
+    """The columns of a results table: :data:`RECORD_FIELDS`, then with
+    ``children`` (a harness with subagents) :data:`CHILDREN_FIELDS`."""
+    return ALL_FIELDS if children else RECORD_FIELDS
+
+
+def outcomes_json(outcomes: dict[str, int]) -> str:
+    """Children's endings ``{label: count}`` as the ``children_outcomes``
+    column holds them: JSON with sorted keys, ``""`` when empty."""
+    return json.dumps(outcomes, sort_keys=True, separators=(",", ":")) if outcomes else ""
 
 
 def make_record(cell: str, index: int, s: HarnessState, *, ground_truth: int, truly_done: bool,
@@ -88,4 +130,6 @@ def make_record(cell: str, index: int, s: HarnessState, *, ground_truth: int, tr
         s.cache_write_tokens, s.thinking_tokens, s.money_usd, s.active_s, s.wall_s, s.retries,
         s.nudges, s.verifier_rejections, s.compactions, ground_truth, truly_done, tenant,
         agent_type, arrival_s, start_s, start_s + s.wall_s if end_s is None else end_s,
-        queue_s, model_wait_s, resumptions)
+        queue_s, model_wait_s, resumptions, s.children, s.children_failed, s.descendants,
+        s.children_tokens, s.children_cost_usd, s.total_tokens + s.children_tokens,
+        s.money_usd + s.children_cost_usd, outcomes_json(s.children_outcomes))

@@ -3,22 +3,27 @@
 :func:`fanout_table` runs tasks of a cell in the direct engine and tallies,
 per cell, how the parents (root runs) ended and how their children ended,
 with the children's count, tokens and cost beside the parents' own, and the
-session's total (a parent plus its descendants). Units: tokens are counts
+session's total (a parent plus its descendants). :func:`rows_summary` gives
+the same tallies from a sweep's result rows (the subagent columns of
+results.parquet), as summary.json's ``children`` section. Units: tokens are counts
 (prompt, cached or not, plus output and thinking), cost is USD, time is
 seconds.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from sim.analysis import stats
 from sim.engines.cell import Cell
 from sim.engines.direct import run_task_state
 from sim.harness.state import HarnessState
 
-__all__ = ["FanoutTable", "fanout_table", "tally"]
+__all__ = ["FanoutTable", "fanout_table", "rows_summary", "tally"]
 
 
 @dataclass
@@ -82,3 +87,39 @@ def fanout_table(cell: Cell, indices: Iterable[int]) -> FanoutTable:
         record, state = run_task_state(cell, index)
         tally(table, record.outcome, state)
     return table
+
+
+def rows_summary(outcomes: Sequence[str], columns: Mapping[str, Sequence[Any]]
+                 ) -> dict[str, Any]:
+    """summary.json's ``children`` section of one cell, from its rows: the
+    parents' ``outcomes`` and the subagent columns (``columns``: name ->
+    values, one per parent; ``children_outcomes`` as JSON text).
+
+    Keys: ``parents`` and ``children`` ({ending: count}, largest first, ties
+    by name; a child's ending is ``status:reason``); ``spawned``,
+    ``children_failed`` and ``descendants`` (totals over the parents);
+    ``children_tokens`` and ``children_cost_usd`` (descendants' totals:
+    tokens, USD); ``session_tokens`` (:func:`sim.analysis.stats.describe` of
+    each parent's own plus its descendants' tokens) and ``session_cost``
+    (:func:`sim.analysis.stats.cost_summary` of the same in USD)."""
+    children: Counter[str] = Counter()
+    for text in columns["children_outcomes"]:
+        if text:
+            children.update({str(k): int(v) for k, v in json.loads(text).items()})
+    return {
+        "parents": _ordered(Counter(str(o) for o in outcomes)),
+        "children": _ordered(children),
+        "spawned": int(sum(columns["children"])),
+        "children_failed": int(sum(columns["children_failed"])),
+        "descendants": int(sum(columns["descendants"])),
+        "children_tokens": int(sum(columns["children_tokens"])),
+        "children_cost_usd": float(stats.cost_summary(columns["children_cost_usd"])["total"]),
+        "session_tokens": stats.describe(columns["session_tokens"]),
+        "session_cost": stats.cost_summary(columns["session_cost_usd"]),
+    }
+
+
+def _ordered(counts: Counter[str]) -> dict[str, int]:
+    """``counts`` largest first, ties by label."""
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+

@@ -69,7 +69,8 @@ def price_unrecorded(traces: Traces, when: datetime | None = None,
     cost = runs["cost"].to_numpy(float).copy()
     cost[change] = usd[change]
     runs["cost"] = cost
-    out = Traces(traces.folder, runs, traces.calls, dict(traces.dropped), dict(traces.repaired))
+    out = Traces(traces.folder, runs, traces.calls, dict(traces.dropped), dict(traces.repaired),
+                 traces.subagent_calls)
     for basis, n in Counter(bases[i] for i in change).items():
         out.repaired[REASON.format(basis=BASIS_TEXT[basis])] = n
     return out

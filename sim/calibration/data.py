@@ -25,6 +25,18 @@ every later stage reads (units: tokens, USD, seconds):
   of one call that end the run: its final loop), and ``P`` and ``h``: the least-
   squares fit of the run's prompts ``prompt(n) = P + h n`` (n the 0-based call).
 
+A run's **own** calls are its parent agent's: calls with a null ``agent``.
+Calls made by its subagents (a non-null ``agent``: Claude Code subagents,
+nested agent spans) are kept apart in ``Traces.subagent_calls`` (the same
+columns, derived over the whole run in call order, as the fan-out fit
+reads them: :mod:`sim.calibration.fanout`), so every per-run quantity above
+(steps, sums, the prompt line, the final loop) and every fit of the run's
+own class counts the parent's calls only; a run's ``cost`` is then its
+recorded cost less its subagents' recorded call costs (NaN when a
+subagent call's cost is not recorded: priced from the parent's usage by
+:mod:`sim.calibration.costs`). :attr:`Traces.all_calls` is both, in run and
+call order.
+
 Only a run's loop steps are calls here (a simulated run's compaction and
 grader calls, ``purpose`` other than ``step``, count in its sums but are no
 steps). Runs with no model calls or no token usage are dropped and counted
@@ -66,13 +78,27 @@ class Traces:
     dropped: dict[str, int] = field(default_factory=dict)
     repaired: dict[str, int] = field(default_factory=dict)
     """Values calibration replaced, by reason (:mod:`sim.calibration.costs`)."""
+    subagent_calls: pd.DataFrame | None = None
+    """The calls of the runs' subagents (non-null ``agent``; None: none)."""
 
     def subset(self, run_ids) -> Traces:
         """The traces of the given runs only (in this object's order)."""
         keep = set(run_ids)
         runs = self.runs[self.runs["run_id"].isin(keep)].reset_index(drop=True)
         calls = self.calls[self.calls["run_id"].isin(keep)].reset_index(drop=True)
-        return Traces(self.folder, runs, calls, dict(self.dropped), dict(self.repaired))
+        sub = self.subagent_calls
+        if sub is not None:
+            sub = sub[sub["run_id"].isin(keep)].reset_index(drop=True)
+        return Traces(self.folder, runs, calls, dict(self.dropped), dict(self.repaired), sub)
+
+    @property
+    def all_calls(self) -> pd.DataFrame:
+        """The runs' own calls and their subagents', in run and call order
+        (the calls alone when no subagent made one)."""
+        if self.subagent_calls is None or self.subagent_calls.empty:
+            return self.calls
+        both = pd.concat([self.calls, self.subagent_calls], ignore_index=True)
+        return both.sort_values(["run_id", "call"], kind="stable").reset_index(drop=True)
 
     @property
     def n(self) -> int:
@@ -97,11 +123,25 @@ def load(folder: str | Path, *, keep_empty: bool = False) -> Traces:
     calls = calls.take(order).reset_index(drop=True)
     unknown_calls = calls[list(TOKENS)].isna().any(axis=1).to_numpy()  # null: not recorded
     unknown = set(calls["run_id"].to_numpy()[unknown_calls])
-    calls = _derive_calls(calls, tools.take(order))
-    usage = calls.groupby("run_id", sort=False)[["prompt", "output"]].sum()
+    mine = _own(calls)
+    ordered_tools = tools.take(order)
+    sub = None
+    if not mine.all():  # the subagents' calls apart; the parents' derived on their own
+        import pyarrow as pa
+
+        sub = _derive_calls(calls.copy(), ordered_tools)[~mine].reset_index(drop=True)
+        calls = _derive_calls(calls[mine].reset_index(drop=True),
+                              ordered_tools.filter(pa.array(mine)))
+    else:
+        calls = _derive_calls(calls, ordered_tools)
+    usage = pd.concat([calls, sub] if sub is not None else [calls]).groupby(
+        "run_id", sort=False)[["prompt", "output"]].sum()
     totals = calls.groupby("run_id", sort=False)[["prompt", "output", "reasoning"]].sum()
     purpose = calls["purpose"] if "purpose" in calls else pd.Series(None, index=calls.index)
     calls = calls[purpose.isna() | (purpose == "step")].reset_index(drop=True)
+    if sub is not None:
+        kind = sub["purpose"] if "purpose" in sub else pd.Series(None, index=sub.index)
+        sub = sub[kind.isna() | (kind == "step")].reset_index(drop=True)
     n_calls = calls.groupby("run_id", sort=False).size()
     dropped: dict[str, int] = {}
     has_calls = runs["run_id"].isin(n_calls.index)
@@ -130,7 +170,32 @@ def load(folder: str | Path, *, keep_empty: bool = False) -> Traces:
         runs = pd.concat([runs, empty], ignore_index=True)
         dropped.pop("no model calls", None)
     calls = calls[calls["run_id"].isin(set(runs["run_id"]))].reset_index(drop=True)
-    return Traces(str(path), _derive_runs(runs, calls, totals), calls, dropped)
+    derived = _derive_runs(runs, calls, totals)
+    if sub is not None:
+        sub = sub[sub["run_id"].isin(set(runs["run_id"]))].reset_index(drop=True)
+        derived["cost"] = _own_cost(derived, sub)
+    return Traces(str(path), derived, calls, dropped, subagent_calls=sub)
+
+
+def _own(calls: pd.DataFrame) -> np.ndarray:
+    """Which calls are the runs' own (a null ``agent``), not a subagent's."""
+    if "agent" not in calls:
+        return np.ones(len(calls), dtype=bool)
+    return calls["agent"].isna().to_numpy(bool)
+
+
+def _own_cost(runs: pd.DataFrame, sub: pd.DataFrame) -> np.ndarray:
+    """Each run's recorded cost less its subagents' recorded call costs (USD;
+    NaN where a subagent call of the run has no recorded cost)."""
+    g = sub.groupby("run_id", sort=False)["cost"]
+    spent = g.sum(min_count=1)
+    unknown = set(sub.loc[sub["cost"].isna(), "run_id"])
+    ids = runs["run_id"]
+    less = ids.map(spent).fillna(0.0).to_numpy(float)
+    missing = ids.isin(unknown).to_numpy(bool)
+    cost = runs["cost"].to_numpy(float) - less
+    cost[missing] = np.nan
+    return cost
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, Any]:

@@ -779,8 +779,10 @@ def estimate_tools(traces: Traces, scale_by_run: dict[str, float] | None = None,
     ``other_tools``): result sizes of the calls they started (all tool results
     of that call, at call level: :func:`call_level` with the runs' multipliers
     and the mean tau^2 of their classes), durations as recorded, else from the
-    gaps after those calls."""
-    calls = traces.calls
+    gaps after those calls. The calls of the runs' subagents count too
+    (:attr:`~sim.calibration.data.Traces.all_calls`: the children's class
+    calls tools from the same list)."""
+    calls = traces.all_calls
     tooled = calls[~calls["text"]].copy()
     counts = tooled["tool"].value_counts()
     keep = list(counts.index[:MAX_TOOLS])
@@ -862,7 +864,7 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
     if detector is not None:  # which calls the recorded harness nudged, for the escapes
         traces = Traces(traces.folder, traces.runs,
                         traces.calls.assign(nudged=detector.nudged), traces.dropped,
-                        traces.repaired)
+                        traces.repaired, traces.subagent_calls)
     runs, calls = traces.runs, traces.calls
     effects_all: dict[str, float] = {}
     taus: dict[str, float] = {}

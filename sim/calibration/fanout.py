@@ -123,7 +123,7 @@ def spawns(traces: Traces) -> Spawns:
     """The spawn calls and children of ``traces`` (see the module docstring)."""
     runs = traces.runs["run_id"].to_numpy(object)
     position = {r: i for i, r in enumerate(runs)}
-    calls = traces.calls
+    calls = traces.all_calls
     agent = _agents(calls)
     parent = np.array([a is None for a in agent], dtype=bool)
     run_ids = calls["run_id"].to_numpy(object)
@@ -329,7 +329,7 @@ def fit_fanout(traces: Traces, *, labels: np.ndarray | None = None,
     ``labels``: the parent runs' task classes (for ``by_class``); ``tools``:
     the tool names the child class keeps (None: its own most called);
     ``seed``: the bootstrap's; ``with_child`` False skips the child class."""
-    if not has_agents(traces.calls):
+    if not has_agents(traces.all_calls):
         return None
     found = spawns(traces)
     steps = found.steps
@@ -377,7 +377,7 @@ def most_at_once(kids: pd.DataFrame) -> int | None:
 
 
 def _top_tools(traces: Traces) -> list[str]:
-    calls = traces.calls
+    calls = traces.all_calls
     return list(calls.loc[~calls["text"].to_numpy(bool), "tool"].value_counts().index[:20])
 
 
@@ -428,7 +428,7 @@ def child_traces(traces: Traces) -> Traces:
     ``<run>/<agent>``, calls renumbered from 0), with the per-run columns
     :func:`sim.calibration.estimate.estimate_class` reads: a child records no
     exit or resolution (category ``other``)."""
-    calls = traces.calls
+    calls = traces.all_calls
     agent = _agents(calls)
     mine = np.array([a is not None for a in agent], dtype=bool)
     sub = calls[mine].copy()
@@ -548,7 +548,7 @@ def validate(traces: Traces, fold_of: np.ndarray, seed: int, draws: int = 20
     per run, the fitted spawn rate of each step bin, the fitted child need as
     steps), each error beside the floor of the other folds' runs taken as the
     forecast. Empty when the traces have no agents."""
-    if not has_agents(traces.calls):
+    if not has_agents(traces.all_calls):
         return []
     ids = traces.runs["run_id"].to_numpy(object)
     k = int(fold_of.max()) + 1

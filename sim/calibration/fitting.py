@@ -12,6 +12,17 @@ of the sample (the pipeline passes the sample's runs alone: its folds are
 the sample's). Both are pure functions of their arguments and seeds, so the
 folds of every candidate structure can run in any order, in any process
 (:mod:`sim.calibration.jobs`).
+
+When the runs record subagents (``calls.agent``), :func:`fit_world` fits
+their fan-out too (:func:`sim.calibration.fanout.fit_fanout`) and puts it in
+the world it searches and returns, so the search's, the folds' and the
+final simulations spawn children as the recorded runs did. Per-run
+quantities compare **a run's own calls** on both sides: a recorded run's
+parent calls (:mod:`sim.calibration.data`), a simulated run's own steps,
+tokens and cost (its ``TaskRecord``, not ``session_*``). That is what the
+harness's per-run budgets count (each child has its own), and so what the
+ladder replays; the children's work is compared by the fan-out's own
+checks (children per run, :mod:`sim.calibration.fanout`).
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from sim.calibration import tolerance
 from sim.calibration.build import Adjustment, scenario_document
 from sim.calibration.data import Traces
 from sim.calibration.estimate import Estimates, estimate
+from sim.calibration.fanout import FanoutFit, fit_fanout
 from sim.calibration.sample import loss_error
 from sim.calibration.search import SearchResult, loss, search
 from sim.calibration.simulate import Sample, from_traces, simulate
@@ -93,14 +105,19 @@ def search_runs(settings: Settings, sampled: int) -> int:
 def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Settings,
               description: str = "", sampled: np.ndarray | None = None, *,
               error_seed: int | None = None, start: tuple[np.ndarray, np.ndarray] | None = None
-              ) -> tuple[np.ndarray, Estimates, SearchResult, dict[str, Any], dict[str, str]]:
-    """Fit one world to ``train``: ``(labels, estimates, search, doc, comments)``.
+              ) -> tuple[np.ndarray, Estimates, SearchResult, dict[str, Any], dict[str, str],
+                         FanoutFit | None]:
+    """Fit one world to ``train``: ``(labels, estimates, search, doc,
+    comments, fan-out)`` (fan-out None: no call records a subagent; else it
+    is in ``doc`` and in every simulation of the search).
     ``sampled``: which of the runs the search compares against (None: all);
     ``error_seed``: also measure the search's sampling error
     (``search.sim`` is kept for it; otherwise dropped); ``start``: the
     search's start and first-simplex steps (None: the direct estimates)."""
     labels = structure.labels(train, fl.seed_for(seed, "classes"), sampled)
     est = estimate(train, labels)
+    fan = fit_fanout(train, labels=labels, tools=[t.name for t in est.tools],
+                     seed=fl.seed_for(seed, "fanout"))
     real_runs = train
     if sampled is not None and not sampled.all():
         real_runs = train.subset(train.runs["run_id"].to_numpy()[sampled])
@@ -109,7 +126,8 @@ def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Setti
 
     def document(adjust: Adjustment, tasks: int) -> tuple[dict[str, Any], dict[str, str]]:
         return scenario_document(est, adjust, name=settings.name, description=description,
-                                 tasks=tasks, seed=seed, prices_date=settings.prices_date)
+                                 tasks=tasks, seed=seed, prices_date=settings.prices_date,
+                                 fanout=fan)
 
     crn = fl.seed_for(seed, "search")
     found = search(real, lambda a: simulate(document(a, runs)[0], runs, crn, calls=False),
@@ -123,7 +141,7 @@ def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Setti
                                  train.n, error_seed)
         found.sampled = real.n
     found.sim = None
-    return labels, est, found, doc, comments
+    return labels, est, found, doc, comments, fan
 
 
 def fit_fold(traces: Traces, fold_of: np.ndarray, sampled: np.ndarray, structure: st.Structure,
@@ -141,7 +159,7 @@ def fit_fold(traces: Traces, fold_of: np.ndarray, sampled: np.ndarray, structure
     held_mask = fold_of == fold
     held = traces.subset(ids[held_mask & sampled])
     fold_seed = fl.seed_for(seed, "fold", fold)
-    labels, est, found, doc, _ = fit_world(train, structure, fold_seed, settings,
+    labels, est, found, doc, _, _ = fit_world(train, structure, fold_seed, settings,
                                            sampled=sampled[train_mask])
     runs = max(settings.min_fold_sim, math.ceil(settings.sim_ratio * held.n))
     sim_seed = fl.seed_for(fold_seed, "simulation")

@@ -128,14 +128,15 @@ def final_job(spec: Spec, structure: st.Structure, seed: int, settings: Settings
     """The chosen structure fitted on all runs (its search on the sample, from
     ``start``: a start and first-simplex steps, None: the direct estimates; its
     sampling error measured) and simulated afresh for ``runs`` runs:
-    ``(labels, estimates, search, doc, comments, sim)``."""
+    ``(labels, estimates, search, doc, comments, sim, fan-out)`` (fan-out:
+    None without subagents)."""
     c = context(spec)
-    labels, est, found, doc, comments = fit_world(
+    labels, est, found, doc, comments, fan = fit_world(
         c.traces, structure, seed, settings, description, c.sampled,
         error_seed=fl.seed_for(seed, "sampling error"), start=start)
     doc = {**doc, "tasks": runs}
     sim: Sample = simulate(doc, runs, fl.seed_for(seed, "simulation"))
-    return labels, est, found, doc, comments, sim
+    return labels, est, found, doc, comments, sim, fan
 
 
 def run_jobs(scheduler: Any, work: Callable[..., Any], jobs: Sequence[tuple[Any, ...]],

@@ -29,11 +29,12 @@ the traces. Then:
   ``calibration.json`` says what was fitted on what (``fitted_on``) and the
   verdict's power at the sample's size (``verdict.power``,
   :mod:`sim.calibration.power`);
-- **fan-out**: when calls record subagents (``calls.agent``), the fan-out
-  fitted on all runs (:mod:`sim.calibration.fanout`) adds ``world.fanout``
-  and the children's ``worker`` class to the scenario (after its search and
-  simulation, which do not spawn), and each fold's held-out runs are compared
-  with the fan-out fitted on the sample's other folds (``Calibration.fanout_rows``).
+- **fan-out**: when calls record subagents (``calls.agent``), every world
+  fitted (the folds' and the final one) carries the fan-out fitted on its
+  runs (:mod:`sim.calibration.fanout`: ``world.fanout`` and the children's
+  ``worker`` class; :func:`sim.calibration.fitting.fit_world`), so its search
+  and simulations spawn; each fold's held-out runs are also compared with the
+  fan-out fitted on the sample's other folds (``Calibration.fanout_rows``).
 
 :class:`~sim.calibration.result.Calibration` holds all of it; this is the
 Python entry point (``sim.calibration.pipeline.calibrate(folder, folds=5,
@@ -166,9 +167,7 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
         second += _ladder_jobs(ctx, fits, rungs) if with_ladder else []
         results = _run_shown(pool, _dispatch, second, progress,
                              "final fit and ladder")
-    labels, est, found, doc, comments, sim = results[0]
-    fanout, doc, comments = _fanout(traces, labels, est, found, doc, comments,
-                                    fl.seed_for(seed, "fanout"))
+    labels, est, found, doc, comments, sim, fanout = results[0]
     judgement = judge([f.real for f in fits], [f.sim for f in fits], fl.seed_for(seed, "verdict"),
                       jackknife=[f.jackknife for f in fits],
                       search_runs=_search_runs(settings, fits))
@@ -186,25 +185,6 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
         result.fanout_rows = validate(ctx.sample, ctx.fold_of, fl.seed_for(seed, "fanout folds"))
     result.header = header_lines(result)
     return result
-
-
-def _fanout(traces: Any, labels: Any, est: Any, found: Any, doc: dict[str, Any],
-            comments: dict[str, str], seed: int) -> tuple[Any, dict[str, Any], dict[str, str]]:
-    """``(fan-out fit, scenario, comments)``: the final scenario with the
-    fan-out of ``traces`` (:mod:`sim.calibration.fanout`; its children's class
-    keeps the scenario's tools), or ``(None, doc, comments)`` unchanged when
-    no call records a subagent."""
-    from sim.calibration.build import scenario_document
-    from sim.calibration.fanout import fit_fanout
-
-    fit = fit_fanout(traces, labels=labels, tools=[t.name for t in est.tools], seed=seed)
-    if fit is None:
-        return None, doc, comments
-    new, notes = scenario_document(est, found.adjustment, name=doc["name"],
-                                   description=doc["description"], tasks=doc["tasks"],
-                                   seed=doc["seed"],
-                                   prices_date=doc["harness"].get("prices_date"), fanout=fit)
-    return fit, new, notes
 
 
 def _run_shown(pool: Any, work: Any, jobs: list[tuple[Any, ...]], progress: bool,

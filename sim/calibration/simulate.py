@@ -3,7 +3,10 @@
 A :class:`Sample` holds, per run: steps (model calls), prompt tokens (input +
 cache read + cache write, summed), output tokens (summed), cost (USD; NaN when
 not recorded), the exit category (:mod:`sim.calibration.exits`) and whether it
-was resolved (1, 0, or NaN when unknown); and per call, the output tokens and
+was resolved (1, 0, or NaN when unknown), the subagents it started
+(``children``: distinct ``calls.agent`` ids of a recorded run, a simulated
+run's descendants; steps, tokens and cost are the run's own, its
+children's not included: :mod:`sim.calibration.fitting`); and per call, the output tokens and
 the index of the run it belongs to. :func:`from_traces` makes one from a trace
 folder's runs, :func:`simulate` from a scenario's simulated runs (the direct
 engine, every call logged by :class:`~sim.world.call_log.RecordingTask`; a
@@ -38,6 +41,17 @@ class Sample:
     NaN unknown; None: not watched)."""
     reach_money: np.ndarray | None = None
     """Per run, a bound of its reach towards a money budget (USD; as above)."""
+    children: np.ndarray | None = None
+    """Per run, the subagents it started (None: not known, all zeros)."""
+    child_tokens: np.ndarray | None = None
+    """Per run, the tokens its subagents used (prompt, output and reasoning;
+    None when ``children`` is)."""
+
+    @property
+    def kids(self) -> np.ndarray:
+        """Per run, the subagents it started (zeros when not recorded)."""
+        return (self.children if self.children is not None
+                else np.zeros(self.n, dtype=np.int64))
 
     @property
     def n(self) -> int:
@@ -57,7 +71,10 @@ class Sample:
                     + np.arange(int(lengths.sum()), dtype=np.int64)]
         new_run = np.repeat(np.arange(len(runs)), lengths)
         return Sample(self.steps[runs], self.prompt[runs], self.output[runs], self.cost[runs],
-                      self.category[runs], self.resolved[runs], self.call_output[idx], new_run)
+                      self.category[runs], self.resolved[runs], self.call_output[idx], new_run,
+                      children=None if self.children is None else self.children[runs],
+                      child_tokens=None if self.child_tokens is None
+                      else self.child_tokens[runs])
 
 
 def from_traces(traces: Traces) -> Sample:
@@ -65,11 +82,20 @@ def from_traces(traces: Traces) -> Sample:
     runs, calls = traces.runs, traces.calls
     index = {r: i for i, r in enumerate(runs["run_id"])}
     resolved = np.array([np.nan if v is None else float(v) for v in runs["resolved"]])
+    children = child_tokens = None
+    sub = traces.subagent_calls
+    if sub is not None:  # (a subset may hold no subagent call: zeros)
+        g = sub.groupby("run_id", sort=False)
+        children = runs["run_id"].map(g["agent"].nunique()).fillna(0).to_numpy(np.int64)
+        used = (sub["prompt"] + sub["output"] + sub["reasoning"]).groupby(
+            sub["run_id"], sort=False).sum()
+        child_tokens = runs["run_id"].map(used).fillna(0).to_numpy(np.int64)
     return Sample(runs["steps"].to_numpy(np.int64), runs["prompt"].to_numpy(np.int64),
                   runs["output"].to_numpy(np.int64), runs["cost"].to_numpy(float),
                   runs["category"].to_numpy(object), resolved,
                   calls["output"].to_numpy(np.int64),
-                  calls["run_id"].map(index).to_numpy(np.int64))
+                  calls["run_id"].map(index).to_numpy(np.int64), children=children,
+                  child_tokens=child_tokens)
 
 
 def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
@@ -102,6 +128,9 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
     resolved = np.zeros(n)
     reach = np.full(n, np.nan) if calls else None
     money = np.full(n, np.nan) if calls else None
+    spawns = cell.params.subagents is not None
+    kids = np.zeros(n, dtype=np.int64)
+    kid_tokens = np.zeros(n, dtype=np.int64)
     blind = unscreened(cell.params)
     call_output: list[int] = []
     call_run: list[int] = []
@@ -114,6 +143,8 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
         cost[j] = record.cost_usd
         cats[j] = category(f"{record.state}:{record.reason}")
         resolved[j] = float(record.truly_done)
+        kids[j] = record.descendants
+        kid_tokens[j] = record.children_tokens
         if calls:
             log = cast(RecordingTask, simulated).log  # the task is a task_type
             call_output.extend([call.output_tokens for call in log])
@@ -128,7 +159,7 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
                                      watched.top_output)
     return Sample(steps, prompt, output, cost, cats, resolved,
                   np.asarray(call_output, dtype=np.int64), np.asarray(call_run, dtype=np.int64),
-                  reach, money)
+                  reach, money, kids if spawns else None, kid_tokens if spawns else None)
 
 
 def pooled(samples: list[Sample]) -> Sample:
@@ -138,4 +169,10 @@ def pooled(samples: list[Sample]) -> Sample:
     steps, prompt, output, cost, category, resolved, call_output = (
         np.concatenate([getattr(s, f) for s in samples]) for f in fields)
     runs = np.concatenate([s.call_run + o for s, o in zip(samples, offsets, strict=True)])
-    return Sample(steps, prompt, output, cost, category, resolved, call_output, runs)
+    children = tokens = None
+    if any(s.children is not None for s in samples):
+        children = np.concatenate([s.kids for s in samples])
+        tokens = np.concatenate([s.child_tokens if s.child_tokens is not None
+                                 else np.zeros(s.n, np.int64) for s in samples])
+    return Sample(steps, prompt, output, cost, category, resolved, call_output, runs,
+                  children=children, child_tokens=tokens)

@@ -137,8 +137,13 @@ METRICS: dict[str, tuple[str, str]] = {
     "output": ("output tokens per run", "tokens"),
     "cost": ("cost per run", "USD"),
     "call_output": ("output tokens per call", "tokens"),
+    "children": ("subagents per run", "children"),
+    "child_tokens": ("subagents' tokens per run", "tokens"),
 }
-"""Metric key -> (what it is, unit)."""
+"""Metric key -> (what it is, unit). ``children`` (the subagents a run
+started) and ``child_tokens`` (the tokens they used: their count times
+their length) only when both sides record them (traces with ``calls.agent``, a
+world with a fitted fan-out)."""
 
 
 @dataclass
@@ -264,8 +269,10 @@ def critical_value(n: int, m: int) -> float:
 
 
 def _values(sample: Sample, key: str) -> np.ndarray:
-    v = np.asarray(sample.call_output if key == "call_output" else getattr(sample, key),
-                   dtype=float)
+    raw = sample.call_output if key == "call_output" else getattr(sample, key)
+    if raw is None:  # children of runs that record none
+        return np.zeros(0)
+    v = np.asarray(raw, dtype=float)
     return v[np.isfinite(v)]
 
 
@@ -367,6 +374,11 @@ def bootstrap(real: Sample, sim: Sample, keys: list[str], rng: np.random.Generat
 
 TESTED: tuple[str, ...] = ("steps", "prompt", "output", "cost")
 """The per-run metrics of the verdict (with the exit mix)."""
+FANOUT_TESTED: tuple[str, ...] = ("children", "child_tokens")
+"""The fan-out's per-run metric, in the verdict's family (same replicates,
+Stouffer combination and min-P adjustment as :data:`TESTED`) when both the
+held-out runs and the fold simulations record subagents: a world whose
+fan-out misfits the runs' is rejected like one whose steps do."""
 GRID = 99
 """Points (quantiles of the simulated runs) at which the fit's variance is read."""
 CENTRAL = (0.1, 0.9)
@@ -637,7 +649,8 @@ def fold_null(real: Sample, sim: Sample, world: Sample, v_fit: dict[str, float],
     usable = np.ones(world.n, bool)
     values = {}
     for key in keys:
-        v = np.asarray(getattr(world, key), float)
+        raw = getattr(world, key)
+        v = np.full(world.n, np.nan) if raw is None else np.asarray(raw, float)
         usable &= np.isfinite(v)
         values[key] = v
     positions = np.flatnonzero(usable)
@@ -719,7 +732,7 @@ def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
     k = len(real_folds)
     real, sim = pooled(real_folds), pooled(sim_folds)
     keys = _keys(real, sim, intervals)
-    tested = [key for key in keys if key in TESTED]
+    tested = [key for key in keys if key in TESTED or key in FANOUT_TESTED]
     v_fit = _fit_variances(jackknife if jackknife is not None else sim_folds,
                            jackknife is None, tested,
                            FIT_CAP * (1.0 / real.n + (1.0 / search_runs if search_runs else 0.0)))

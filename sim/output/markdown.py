@@ -59,6 +59,32 @@ def _metric_rows(cell: Mapping[str, Any]) -> list[str]:
     return rows
 
 
+def children_rows(section: Mapping[str, Any]) -> list[str]:
+    """summary.json's ``children`` section of a cell
+    (:func:`sim.analysis.fanout.rows_summary`) as Markdown: the parents' and
+    the children's endings (count and share of each), then the children's
+    totals and the session's (a parent and its descendants) cost p50, p95
+    and max (USD) and tokens."""
+    rows = ["| ending | parents | share | children | share |", "|---|---:|---:|---:|---:|"]
+    parents, kids = section["parents"], section["children"]
+    p_total, c_total = sum(parents.values()) or 1, sum(kids.values()) or 1
+    for label in sorted(set(parents) | set(kids),
+                        key=lambda k: (-parents.get(k, 0), -kids.get(k, 0), k)):
+        p, c = parents.get(label, 0), kids.get(label, 0)
+        rows.append(f"| {md_code(label)} | {p} | {100 * p / p_total:.1f}% | {c} | "
+                    f"{100 * c / c_total:.1f}% |")
+    cost, tokens = section["session_cost"], section["session_tokens"]
+    rows += ["", f"Children started {section['spawned']:,} ({section['children_failed']:,} "
+                 f"did not succeed; {section['descendants']:,} descendants in all), using "
+                 f"{section['children_tokens']:,} tokens and "
+                 f"${section['children_cost_usd']:,.2f}.",
+             "", "| per session (parent and descendants) | p50 | p95 | max |",
+             "|---|---:|---:|---:|",
+             f"| cost (USD) | {cost['p50']:,.4f} | {cost['p95']:,.4f} | {cost['max']:,.4f} |",
+             f"| tokens | {tokens['p50']:,} | {tokens['p95']:,} | {tokens['max']:,} |"]
+    return rows
+
+
 def _cell_section(cell: Mapping[str, Any]) -> str:
     """The report section of one cell: terminal table, params, tables, means."""
     params = json.dumps(cell.get("params", {}), sort_keys=True, default=json_default)
@@ -80,6 +106,8 @@ def _cell_section(cell: Mapping[str, Any]) -> str:
     ]
     if "capacity" in cell:
         parts += ["### Capacity", "\n".join(capacity_rows(cell["capacity"]))]
+    if "children" in cell:
+        parts += ["### Subagents", "\n".join(children_rows(cell["children"]))]
     return "\n\n".join(parts)
 
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sim.analysis import stats
+from sim.analysis.fanout import rows_summary
 from sim.output.files import (
     FILE_MODE,
     PARQUET_COMPRESSION,
@@ -48,7 +49,7 @@ from sim.output.terminal import (
     format_table,
     littles_law_text,
 )
-from sim.task_record import RECORD_FIELDS, TaskRecord
+from sim.task_record import CHILDREN_FIELDS, TaskRecord, record_fields
 
 __all__ = [
     "DEFAULT_TITLE", "FILE_MODE", "PARQUET_COMPRESSION", "PARQUET_COMPRESSION_LEVEL",
@@ -68,12 +69,13 @@ DEFAULT_TITLE = "Simulation results"
 _DTYPES = {"int": "int64", "float": "float64", "bool": "bool", "str": "string"}
 
 
-def record_dtypes() -> dict[str, str]:
-    """``{field: pandas dtype}`` for every field of :class:`TaskRecord`, in
-    ``RECORD_FIELDS`` order (int64, float64, bool or string)."""
+def record_dtypes(children: bool = False) -> dict[str, str]:
+    """``{field: pandas dtype}`` for every column of a results table
+    (:func:`sim.task_record.record_fields`: with ``children``, the subagent
+    columns too), in order (int64, float64, bool or string)."""
     hints = typing.get_type_hints(TaskRecord)
     out = {}
-    for name in RECORD_FIELDS:
+    for name in record_fields(children):
         hint = getattr(hints[name], "__name__", str(hints[name]))
         if hint not in _DTYPES:
             raise TypeError(f"TaskRecord.{name}: no column dtype for type {hints[name]!r}")
@@ -81,20 +83,22 @@ def record_dtypes() -> dict[str, str]:
     return out
 
 
-def records_frame(records: list[TaskRecord]) -> pd.DataFrame:
-    """One row per record, columns in ``RECORD_FIELDS`` order with explicit
-    dtypes (:func:`record_dtypes`), a default RangeIndex, rows in given order."""
+def records_frame(records: list[TaskRecord], children: bool = False) -> pd.DataFrame:
+    """One row per record, columns in ``RECORD_FIELDS`` order (with
+    ``children``, then the subagent columns) with explicit dtypes
+    (:func:`record_dtypes`), a default RangeIndex, rows in given order."""
     return pd.DataFrame({
         name: pd.Series([getattr(r, name) for r in records], dtype=dtype)
-        for name, dtype in record_dtypes().items()
+        for name, dtype in record_dtypes(children).items()
     })
 
 
 def table_frame(table: pa.Table) -> pd.DataFrame:
-    """The rows of a records table (:data:`sim.output.table.RECORD_SCHEMA`) as
+    """The rows of a records table (:func:`sim.output.table.record_schema`) as
     :func:`records_frame` gives them for the same records: the same columns,
     dtypes and RangeIndex."""
-    return table.to_pandas().astype(record_dtypes())
+    children = all(c in table.schema.names for c in CHILDREN_FIELDS)
+    return table.to_pandas().astype(record_dtypes(children))
 
 
 # ---------------------------------------------------------------- summaries
@@ -130,6 +134,9 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     ``verifier_rejections_mean``, ``compactions_mean`` (per task); and
     ``finalized_share``, the share of tasks ended as ``succeeded:finalized``,
     only when there are any. ``params`` is converted to plain JSON values.
+    When ``frame`` has every subagent column (a harness with subagents),
+    ``children``: :func:`sim.analysis.fanout.rows_summary` (parents' and
+    children's endings, children's totals, session tokens and cost).
     """
     if len(frame) == 0:
         raise ValueError(f"cell {name!r} has no tasks to summarise")
@@ -153,6 +160,10 @@ def cell_summary(name: str, params: dict, frame: pd.DataFrame) -> dict[str, Any]
     finalized = int((frame["reason"] == "finalized").sum()) if "reason" in frame else 0
     if finalized:  # runs ended by the answer of a finalize call (harness.visibility)
         summary["finalized_share"] = finalized / len(frame)
+    if all(c in frame.columns for c in CHILDREN_FIELDS):  # (a replay's rows have only some)
+        summary["children"] = rows_summary(
+            [str(o) for o in outcomes],
+            {c: frame[c].tolist() for c in CHILDREN_FIELDS})
     return summary
 
 
@@ -191,8 +202,8 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
                   params_by_cell: dict[str, dict], *, title: str = DEFAULT_TITLE,
                   extras_by_cell: Mapping[str, Mapping[str, Any]] | None = None,
                   timeseries: pd.DataFrame | None = None, seed: int | None = None,
-                  description: str = "", provenance: Mapping[str, Any] | None = None
-                  ) -> dict[str, Any]:
+                  description: str = "", provenance: Mapping[str, Any] | None = None,
+                  children: bool = False) -> dict[str, Any]:
     """Write ``results.parquet`` (every task of every cell: cells in given
     order, tasks by index), ``summary.json`` (``{"cells": [...]}`` of
     :func:`cell_summary`) and ``report.md`` (headed ``title``) into
@@ -206,20 +217,24 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     ``description`` (what the scenario models and shows) heads the report and
     is kept in the summary; ``provenance`` (:mod:`sim.output.provenance`: the
     resolved scenario, overrides, seed, version, prices date) goes into the
-    summary, the Parquet files' metadata and the report."""
+    summary, the Parquet files' metadata and the report. With ``children``
+    (a harness with subagents) the rows carry the subagent columns and each
+    cell's summary its ``children`` section."""
     if set(records_by_cell) != set(params_by_cell):
         raise ValueError("records_by_cell and params_by_cell name different cells: "
                          f"{sorted(set(records_by_cell) ^ set(params_by_cell))}")
     frames, cells = [], []
+    children = bool(children)
     for name, records in records_by_cell.items():
-        frame = records_frame(_cell_records(name, records))
+        frame = records_frame(_cell_records(name, records), children)
         summary_of_cell = cell_summary(name, params_by_cell[name], frame)
         if seed is not None:
             summary_of_cell["seed"] = seed
         summary_of_cell.update((extras_by_cell or {}).get(name, {}))
         cells.append(summary_of_cell)
         frames.append(frame)
-    everything = pd.concat(frames, ignore_index=True) if frames else records_frame([])
+    everything = (pd.concat(frames, ignore_index=True) if frames
+                  else records_frame([], children))
     summary: dict[str, Any] = {"cells": cells}
     if description:
         summary["description"] = description
@@ -247,9 +262,12 @@ def parquet_metadata(provenance: Mapping[str, Any] | None) -> dict[bytes, bytes]
 
 
 def summary_rows(path: str | os.PathLike) -> pd.DataFrame:
-    """The :data:`SUMMARY_COLUMNS` of a results.parquet, rows in file order
-    (what summaries and figures need, without the rest of every record)."""
-    table = pq.read_table(path, columns=list(SUMMARY_COLUMNS))
+    """The :data:`SUMMARY_COLUMNS` of a results.parquet, and its subagent
+    columns when it has them, rows in file order (what summaries and figures
+    need, without the rest of every record)."""
+    names = pq.read_schema(path).names
+    table = pq.read_table(path, columns=list(SUMMARY_COLUMNS) + [
+        c for c in CHILDREN_FIELDS if c in names])
     # the Arrow columns are freed as they convert; strings as categories (a few codes)
     return table.to_pandas(strings_to_categorical=True, split_blocks=True, self_destruct=True)
 

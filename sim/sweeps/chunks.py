@@ -51,7 +51,13 @@ from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
 from sim.output.chunks import ChunkStore, Store
 from sim.output.progress import progress_bar
-from sim.output.table import RECORD_SCHEMA, records_table
+from sim.output.table import (
+    CHILDREN_SCHEMA,
+    RECORD_SCHEMA,
+    as_schema,
+    record_schema,
+    records_table,
+)
 from sim.sweeps.cells import CellRun, build_cell
 from sim.sweeps.handover import Handover, worker_files
 from sim.sweeps.plan import Job, Sink, plan
@@ -74,7 +80,7 @@ def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job],
         version = "unknown"
     cells = [{"name": r.name, "values": [[k, repr(v)] for k, v in r.values],
               "scenario": r.scenario.model_dump(mode="json")} for r in runs]
-    schemas = [RECORD_SCHEMA]
+    schemas = [RECORD_SCHEMA, CHILDREN_SCHEMA]  # the sweep's columns; the kept ones
     if traces is not None:
         from sim.traces.model import CALLS_SCHEMA, RUNS_SCHEMA
 
@@ -134,7 +140,7 @@ def run_chunk(run: CellRun, cell: Cell, job: Job, traces: str | None = None,
         }
     tables = traced_tables(tracer, cell, records, traces)
     side = None if tables is None else dict(zip(TRACE_TABLES, tables, strict=True))
-    table = records_table(records)
+    table = records_table(records, children=True)  # the sink keeps the columns it writes
     if keep is not None and side is not None and extras is None:
         from sim.bad_input import InputError
         from sim.output.chunks import write_chunk
@@ -172,8 +178,16 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
     ``scheduler``, keep each in ``store`` as it finishes, and give every chunk
     (kept earlier or now) to ``sink`` in plan order, with its side tables when
     ``traces`` (see :func:`run_chunk`). Raises :class:`Interrupted` on Ctrl-C
-    or a lost worker (finished chunks stay kept)."""
+    or a lost worker (finished chunks stay kept). Workers and the store keep
+    every record column; ``sink`` gets the sweep's
+    (:func:`~sim.output.table.record_schema` of :func:`with_children`)."""
     jobs = plan(runs, tasks)
+    children = with_children(runs)
+
+    def shaped(job: Job, table: pa.Table, extras: dict[str, Any] | None,
+               side: dict[str, pa.Table] | None) -> None:
+        sink(job, as_schema(table, children), extras, side)
+
     cells = [build_cell(r) for r in runs]
     missing = [j for j in jobs if not store.has(j.key)]
     done = {j.key for j in jobs} - {j.key for j in missing}
@@ -184,7 +198,7 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
                            desc="simulating", mininterval=0.25, smoothing=0.1)
     counting = {j.key: store.folder / f"{j.key}.count" for j in missing if j.des and progress}
     watch = ChunkProgress(bar, counting)
-    handover = Handover(jobs, store, sink, traces, done)
+    handover = Handover(jobs, store, shaped, traces, done)
     kept_by_worker = worker_files(store, scheduler, traces)
     try:
         handover.drain()
@@ -207,6 +221,13 @@ def run_chunks(runs: Sequence[CellRun], tasks: int, scheduler: Any, store: Store
     finally:
         watch.stop()
         bar.close()
+
+
+def with_children(runs: Sequence[CellRun]) -> bool:
+    """Whether the sweep's results carry the subagent columns
+    (:data:`~sim.task_record.CHILDREN_FIELDS`): when any cell's harness has
+    subagents (every cell then has the columns, zeros where it has none)."""
+    return any(r.scenario.harness.subagents is not None for r in runs)
 
 
 # ---------------------------------------------------------- to a results file
@@ -259,6 +280,7 @@ def _run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: A
     from sim.output.stream import ParquetStream, stale_temporaries
 
     jobs = plan(runs, tasks)
+    children = with_children(runs)
     with held_ctrl_c():  # no temporary manifest left by a Ctrl-C
         store = ChunkStore(partial_folder(out_dir), fingerprint(runs, tasks, jobs, traces),
                            resume=resume)
@@ -279,7 +301,7 @@ def _run_to_file(runs: Sequence[CellRun], tasks: int, out_dir: Any, scheduler: A
             f"command with --resume; {out_dir} is as it was")
     with disk_errors(store.folder, kept), contextlib.ExitStack() as files:
         with held_ctrl_c():  # each stream open and in the stack, or neither
-            stream = files.enter_context(ParquetStream(result.path, RECORD_SCHEMA,
+            stream = files.enter_context(ParquetStream(result.path, record_schema(children),
                                                        metadata=metadata))
         side_streams: dict[str, ParquetStream] = {}
         if traces is not None:
@@ -331,6 +353,7 @@ def run_collected(runs: Sequence[CellRun], tasks: int, *, workers: int,
 
     parts: dict[str, list[pa.Table]] = {r.name: [] for r in runs}
     result = Collected({}, {}, {})
+    children = with_children(runs)
 
     def sink(job: Job, table: pa.Table, extras: dict[str, Any] | None,
              side: dict[str, pa.Table] | None) -> None:
@@ -345,5 +368,5 @@ def run_collected(runs: Sequence[CellRun], tasks: int, *, workers: int,
         run_chunks(runs, tasks, scheduler, MemoryStore(folder), sink, progress=progress)
     for name, tables in parts.items():
         result.tables[name] = (pa.concat_tables(tables).combine_chunks() if tables
-                               else RECORD_SCHEMA.empty_table())
+                               else record_schema(children).empty_table())
     return result
