@@ -464,19 +464,20 @@ PARTIAL_CUT = 0.9
 """A hit reading less than this share of the previous prompt is a partial one."""
 
 
-def _merged(edges: list[float], values: np.ndarray) -> list[float]:
+def merged_bins(edges: list[float], values: np.ndarray, least: int = MIN_HIT_CELL
+                ) -> list[float]:
     """``edges`` (bin starts, increasing; no value lies below the first) with
-    bins of fewer than :data:`MIN_HIT_CELL` of ``values`` merged: from the
-    first bin on, bins join the next until they hold that many, and a short
-    last bin joins the one before."""
+    bins of fewer than ``least`` of ``values`` merged: from the first bin on,
+    bins join the next until they hold that many, and a short last bin joins
+    the one before."""
     counts = np.histogram(values, bins=[*edges, math.inf])[0]
     kept, held = [edges[0]], 0
     for lo, count in zip(edges, counts, strict=True):
-        if held >= MIN_HIT_CELL:
+        if held >= least:
             kept.append(lo)
             held = 0
         held += int(count)
-    if held < MIN_HIT_CELL and len(kept) > 1:
+    if held < least and len(kept) > 1:
         kept.pop()
     return kept
 
@@ -510,7 +511,7 @@ def step_sizes(calls: pd.DataFrame, expected: np.ndarray | None = None
     if obs.size == 0 or obs.mean() <= 0:
         return None
     mean = float(obs.mean()) if expected is None else float(expected[answered].mean())
-    edges = [int(e) for e in _merged(list(STEP_EDGES), n.astype(float))]
+    edges = [int(e) for e in merged_bins(list(STEP_EDGES), n.astype(float))]
     if (len(edges) < 2 and expected is None) or mean <= 0:
         return None
     b = np.searchsorted(edges, n, side="right") - 1
@@ -695,13 +696,13 @@ def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
     later = (n >= 2) & (prompt > 0) & cached
     if not first.any() and not later.any():
         return None
-    call_edges = [int(e) for e in _merged(list(CALL_EDGES), n[later].astype(float))]
+    call_edges = [int(e) for e in merged_bins(list(CALL_EDGES), n[later].astype(float))]
     timed = later & np.isfinite(gap)
     gaps = np.maximum(gap[timed], 0.0)
     cut = _gap_cut(gaps, hit[timed])
     prior = [0.0, *([] if cut is None or cut >= PROVIDER_TTLS_S[0] else [cut]),
              *PROVIDER_TTLS_S]
-    gap_edges = [float(e) for e in _merged(prior, gaps)]
+    gap_edges = [float(e) for e in merged_bins(prior, gaps)]
     ttl = _fitted_ttl(gaps, hit[timed], gap_edges)
     own = _hit_fit(f, call_edges, gap_edges)
     fit = own
@@ -719,7 +720,7 @@ def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
             pf = _hit_frame(pooled)
             pl = (pf["n"] >= 2) & (pf["prompt"] > 0) & pf["cached"] & np.isfinite(pf["gap"])
             pg = np.maximum(pf["gap"][pl], 0.0)
-            ttl = _fitted_ttl(pg, pf["hit"][pl], [float(e) for e in _merged(
+            ttl = _fitted_ttl(pg, pf["hit"][pl], [float(e) for e in merged_bins(
                 [0.0, *PROVIDER_TTLS_S], pg)])
     out: dict[str, Any] = {
         "run_share": round(fit["run_share"], 6), "first_hit": round(fit["first_hit"], 6),

@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from sim.calibration.data import Traces
-from sim.calibration.estimate import STEP_EDGES, ClassEstimate, estimate_class
+from sim.calibration.estimate import STEP_EDGES, ClassEstimate, estimate_class, merged_bins
 
 TOOL = "agent"
 """The subagent tool's name the fitted world uses (``world.fanout.tool``)."""
@@ -172,17 +172,7 @@ def step_bins(steps: np.ndarray) -> list[int]:
     """The step bins' first steps: :data:`~sim.calibration.estimate.STEP_EDGES`
     with bins of fewer than :data:`MIN_BIN_CALLS` of ``steps`` merged into the
     next, a short last bin into the one before."""
-    edges = list(STEP_EDGES)
-    counts = np.histogram(steps, bins=[*edges, math.inf])[0]
-    kept, held = [edges[0]], 0
-    for lo, count in zip(edges, counts, strict=True):
-        if held >= MIN_BIN_CALLS:
-            kept.append(lo)
-            held = 0
-        held += int(count)
-    if held < MIN_BIN_CALLS and len(kept) > 1:
-        kept.pop()
-    return kept
+    return [int(e) for e in merged_bins(list(STEP_EDGES), steps.astype(float), MIN_BIN_CALLS)]
 
 
 def children_pmf(counts: np.ndarray) -> list[float]:
