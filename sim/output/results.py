@@ -265,7 +265,8 @@ def summary_rows(path: str | os.PathLike) -> pd.DataFrame:
     """The :data:`SUMMARY_COLUMNS` of a results.parquet, and its subagent
     columns when it has them, rows in file order (what summaries and figures
     need, without the rest of every record)."""
-    names = pq.read_schema(path).names
+    with pq.ParquetFile(os.fspath(path)) as parquet:  # by path: Arrow opens it itself
+        names = parquet.schema_arrow.names
     table = pq.read_table(path, columns=list(SUMMARY_COLUMNS) + [
         c for c in CHILDREN_FIELDS if c in names])
     # the Arrow columns are freed as they convert; strings as categories (a few codes)
