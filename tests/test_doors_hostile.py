@@ -566,3 +566,25 @@ def test_cost_refuses_a_price_beyond_a_dollar_a_token():
     one_error(*status_err(cli("cost", "--steps", "10", "--prefix", "100", "--per-step", "10",
                               "--output", "5", "--model", "claude-sonnet-4-20250514",
                               "--price-out", "1e308")), "--price-out", "1,000,000")
+
+
+def test_an_output_folder_with_escape_bytes_is_printed_as_text(tmp_path, monkeypatch):
+    """``SIM_OUT`` holding ESC: the "results in ..." line shows ``\\x1b`` as
+    text, never the raw byte (the campaign's sim_out door found it)."""
+    monkeypatch.setenv("SIM_OUT", str(tmp_path / "\x1b[31mRED\x1b[0m"))
+    status, out, err = cli("run", str(BOUNDED), "--tasks", "2", "--workers", "1", "--quiet")
+    assert status == 0, err
+    assert "\x1b" not in out + err
+    assert "\\x1b[31mRED" in out
+
+
+@pytest.mark.parametrize("name", ["None", "null", " NULL ", "undefined"])
+def test_a_tool_named_by_the_text_of_a_missing_value_is_no_tool_name(name):
+    """A writer that stringified a missing name leaves "None" or "null": the
+    importers' one check takes it as nameless (the run is skipped with the
+    reason), as it does null and "" (the campaign's importers door found a
+    Harbor file with function_name "None" imported)."""
+    from sim.traces.repairs import is_tool_name
+
+    assert not is_tool_name(name)
+    assert is_tool_name("bash") and is_tool_name("none_of_these")

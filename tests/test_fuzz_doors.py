@@ -79,10 +79,12 @@ def test_generated_cases_of_each_door_find_no_defect(door, findings):
 
 
 # ---------------------------------------------------------------- detectors
-def test_a_tool_named_none_is_accepted_nonsense(tmp_path: Path):
+def test_a_tool_named_none_is_accepted_nonsense(tmp_path: Path, monkeypatch):
     """calls_nonsense flags a tool named "None" in a folder sim's writer
     wrote (one finding), and nothing in the same folder with the tool named
-    "bash"."""
+    "bash". (The writer refuses "None" itself now; its check is switched off
+    here to make the folder the detector must catch.)"""
+    import sim.traces.repairs
     from sim.traces.model import CallRecord, RunRecord, ToolCallRecord, Usage
     from sim.traces.writer import write_runs
 
@@ -94,6 +96,7 @@ def test_a_tool_named_none_is_accepted_nonsense(tmp_path: Path):
                 tool_calls=[ToolCallRecord(name=name, id="c", arguments="{}")])])])
         return where
 
+    monkeypatch.setattr(sim.traces.repairs, "is_tool_name", lambda value: True)
     clean = calls_nonsense(folder("bash", 5, tmp_path / "clean"), True)
     assert clean == []
     found = calls_nonsense(folder("None", 5, tmp_path / "none"), True)

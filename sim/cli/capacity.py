@@ -22,6 +22,7 @@ from typing import Any
 
 from sim.bad_input import InputError
 from sim.cli.common import add_simulation_options, default_out, load, overrides_of, print_json
+from sim.output.safe_text import printable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(format_sizing(sizing.as_dict(), capacity, des))
     print()
-    print(f"results in {out}/ (results.parquet, summary.json, report.md, report.html, "
+    print(f"results in {printable(out)}/ (results.parquet, summary.json, report.md, report.html, "
           f"timeseries.parquet)")
     return 0
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.bad_input import InputError
 from sim.cli.flags import finite_float, folder_path
+from sim.output.safe_text import printable
 
 if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it registers
     from sim.scenario.model import Scenario
@@ -215,10 +216,9 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
     if args.format == "json":
         print_json(summary)
         if not args.quiet:  # stdout is the JSON alone
-            print(f"results in {out}/", file=sys.stderr)
+            print(f"results in {printable(out)}/", file=sys.stderr)
     else:
         from sim.output.results import format_comparison, format_table
-        from sim.output.safe_text import printable
 
         for cell in summary["cells"]:
             print(format_table(cell))
@@ -231,7 +231,7 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, runs: list
         files = "results.parquet, summary.json, report.md, report.html" + (
             ", timeseries.parquet" if series else "") + (
             ", runs.parquet, calls.parquet" if args.traces else "")
-        print(f"results in {out}/ ({files})")
+        print(f"results in {printable(out)}/ ({files})")
     return 0
 
 

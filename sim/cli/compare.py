@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from sim.bad_input import InputError
 from sim.cli.common import add_plugin_option, default_out, print_json, secondary_output
 from sim.cli.flags import bounded_int, finite_float, folder_path
+from sim.output.safe_text import printable
 
 if TYPE_CHECKING:
     from sim.analysis.compare import Comparison, Side
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
                     saved.append(role)
     from sim.output.ci import append_summary, junit_xml, summary_markdown
 
-    kept = f"the comparison's results are in {out}/ as written"
+    kept = f"the comparison's results are in {printable(out)}/ as written"
     if junit is not None:
         with secondary_output(junit, "--junit", kept):
             write_atomic(junit, junit_xml(result))
@@ -159,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_comparison(result))
         folders = "".join(f", {role}/" for role in saved)
-        print(f"\nreport in {out}/ (report.md, report.html, comparison.json, figures/{folders})")
+        print(f"\nreport in {printable(out)}/ (report.md, report.html, comparison.json, "
+              f"figures/{folders})")
     return result.exit_status
 
 
@@ -203,7 +205,6 @@ def format_comparison(result: Comparison) -> str:
     intervals and p-values, then steps, tokens and cost; then the verdict."""
     from sim.analysis import frames
     from sim.analysis.compare import METRICS, check_sentence, format_p
-    from sim.output.safe_text import printable
 
     level = round(100 * (1 - result.thresholds.alpha))
     headline = {"regression": "REGRESSION", "no regression": "no regression",

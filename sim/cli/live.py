@@ -12,6 +12,7 @@ from typing import Any
 from sim.bad_input import InputError
 from sim.cli.common import add_plugin_option, default_out, secondary_output
 from sim.cli.flags import finite_float, folder_path
+from sim.output.safe_text import printable
 
 APPROVERS = ("ask", "all", "none")
 
@@ -167,14 +168,15 @@ def run(args: argparse.Namespace) -> int:
     if result.runs and written[-1:] != [len(result.runs)]:
         write_traces(out, result.runs, force=args.force or bool(written))
     if spans is not None:
-        with secondary_output(args.otel, "--otel", f"the runs' traces are in {out}/"):
+        with secondary_output(args.otel, "--otel", f"the runs' traces are in {printable(out)}/"):
             spans.write(args.otel)
     _report(args, result, batch, out, checkpoints)
     if result.cancelled:
         return 130
     failed = unreachable(result.runs, result.states)
     if failed is not None:
-        print(f"error: {failed}; traces of the failed runs are in {out}/", file=sys.stderr)
+        print(f"error: {failed}; traces of the failed runs are in {printable(out)}/",
+              file=sys.stderr)
         return EXIT_ALL_FAILED
     return 0
 
@@ -231,7 +233,7 @@ def _report(args: argparse.Namespace, result, batch, out: Path, checkpoints: Pat
         print(f"  {r['task_id']:<24} {r['exit']:<32} {r['steps']:>3} calls  "
               f"${r['cost_usd']:.4f}")
     extra = f", spans in {args.otel}" if args.otel else ""
-    print(f"traces in {out}/ (runs.parquet, calls.parquet){extra}; checkpoints in "
+    print(f"traces in {printable(out)}/ (runs.parquet, calls.parquet){extra}; checkpoints in "
           f"{checkpoints}")
     if result.cancelled:
         print("cancelled: the run in progress ended as cancelled; later tasks did not run")

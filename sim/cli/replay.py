@@ -24,6 +24,7 @@ from sim.cli.common import add_plugin_option
 from sim.cli.flags import bounded_int, folder_path
 from sim.cli.traces import where_flag
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
+from sim.output.safe_text import printable
 from sim.scenario.limits import MAX_WORKERS
 
 _DESCRIPTION = (
@@ -113,7 +114,7 @@ def _print(args: argparse.Namespace, summary: dict, out: Any) -> None:
         print(format_table(cell))
         print(_lead_lines(cell["replay"]))
         print()
-    print(f"results in {out}/ (results.parquet, summary.json, report.md, report.html)")
+    print(f"results in {printable(out)}/ (results.parquet, summary.json, report.md, report.html)")
 
 
 def _lead_lines(block: dict) -> str:

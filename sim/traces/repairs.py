@@ -121,10 +121,17 @@ def repair_run(run: RunRecord) -> list[Repair]:
     return out
 
 
+NO_NAME_TEXTS = frozenset({"none", "null", "nil", "undefined"})
+"""Texts a writer leaves where it stringified a missing name (Python's
+``str(None)``, JSON's null, JavaScript's undefined): no tool is named so."""
+
+
 def is_tool_name(value: Any) -> bool:
     """Whether ``value`` can be a tool's name: a string with a character other
-    than whitespace."""
-    return isinstance(value, str) and bool(value.strip())
+    than whitespace that is not the text of a missing value
+    (:data:`NO_NAME_TEXTS`, any case)."""
+    return (isinstance(value, str) and bool(value.strip())
+            and value.strip().lower() not in NO_NAME_TEXTS)
 
 
 def _record(record: RunRecord | CallRecord | ToolCallRecord, kind: str, out: list[Repair],
