@@ -74,20 +74,6 @@ def drive(loop: Loop, answer: Answer, observers: Sequence[Observer] = ()) -> Har
         except StopIteration as stop:  # not kept past the clause: it holds this frame
             final: HarnessState = stop.value
             return final
-    if len(observers) == 1:  # the common case (one recorder): bound methods as locals
-        observer, = observers
-        seen, answered = observer.effect, observer.result
-        while True:
-            try:
-                effect = send(result)
-            except StopIteration as stop:
-                final = stop.value
-                break
-            seen(effect)
-            result = answer(effect)
-            answered(effect, result)
-        observer.end(final)
-        return final
     while True:
         try:
             effect = send(result)

@@ -116,8 +116,11 @@ class RunRecorder:
         state, pending = self.state, self.pending
         if state.money_usd != self.spent or not _unaccounted(state, self.tokens, self.usage):
             self.rows[pending + COST] = state.money_usd - self.spent
-            if pending == self.step:
-                self.assistant, self.position = _reply(state.messages)
+            messages = state.messages
+            if pending == self.step and messages and messages[-1].role == "assistant":
+                self.assistant, self.position = messages[-1], len(messages) - 1
+            elif pending == self.step:  # the harness did not keep the reply
+                self.assistant, self.position = None, 0
         else:  # not accounted (cancelled in flight): left out
             self.columns.dropped.append(pending // WIDTH)
             if self.step == pending:
@@ -134,8 +137,7 @@ class RunRecorder:
         if kind is ModelRequest:
             state = self.state
             if self.assistant is not None:
-                _came_back(state.messages, self.rows, self.tool_rows, self.durations, self.step,
-                           self.tools, self.made, self.assistant, self.position)
+                self._came_back()
             self.began, self.spent = self.clock(), state.money_usd
             self.tokens = _tokens(state)
         elif kind is VerifyRequest:
@@ -176,16 +178,71 @@ class RunRecorder:
             if effect.purpose == "step":
                 self.step, self.tools, self.made, self.assistant = pending, first, calls, None
         elif kind is VerifyRequest and type(result) is Verdict and result.usage is not None:
-            self.pending, self.usage = len(self.rows), result.usage
-            self.rows.extend(_verdict_row(self.key, result, self.state.model,
-                                          self.began - self.t0))
+            self.pending, usage = len(self.rows), result.usage
+            self.usage = usage  # a model grader's check, priced like a call
+            self.rows.extend((self.key, usage.input_tokens, usage.cache_read_tokens,
+                              usage.cache_write_tokens, usage.output_tokens,
+                              usage.thinking_tokens, self.state.model, None, None,
+                              self.began - self.t0, result.duration_s, None, 0, 0, "verifier",
+                              None, None))
+
+    def _came_back(self) -> None:
+        """What came back for the last step call (its message, at
+        :attr:`position` in the history when last seen; its tool calls from
+        :attr:`tools` in the tool rows): the tool results (their texts,
+        hashed when the table is built) and the other text in the history
+        after its message; the commonest case, one tool call whose result is
+        alone in the one message after the call's, on a short path. Nothing
+        when the message was compacted away (what was seen before stays)."""
+        messages, rows, tool_rows = self.state.messages, self.rows, self.tool_rows
+        message, position, first, step = self.assistant, self.position, self.tools, self.step
+        durations = self.durations
+        if self.made == 1 and len(messages) == position + 2 and messages[position] is message:
+            later = messages[-1].content
+            block: Any = later[0] if len(later) == 1 else None
+            if type(block) is ToolResultBlock and tool_rows[first] == block.tool_use_id:
+                at = first + RESULT  # its result fields, set one by one (no slice object)
+                tool_rows[at] = block.tokens
+                tool_rows[at + 1] = block.content  # hashed when the table is built
+                tool_rows[at + 2] = block.is_error
+                tool_rows[at + 3] = durations.get(block.tool_use_id)
+                rows[step + OBSERVATION_TOKENS] = 0
+                rows[step + OBSERVATION_SHA256] = None
+                return
+        if position >= len(messages) or messages[position] is not message:
+            for position in range(len(messages) - 1, -1, -1):  # moved by a compaction
+                if messages[position] is message:
+                    break
+            else:
+                return
+        last = first + (rows[step + TOOLS] - 1) * TOOL_WIDTH
+        observed = 0
+        texts: list[str] = []
+        for later_message in messages[position + 1:]:
+            for block in later_message.content:
+                kind = block.type
+                if kind == "tool_result":
+                    call_id = block.tool_use_id
+                    i = last
+                    while i >= first and tool_rows[i] != call_id:  # the last call of that id
+                        i -= TOOL_WIDTH
+                    if i >= first:
+                        tool_rows[i + RESULT] = block.tokens
+                        tool_rows[i + RESULT + 1] = block.content
+                        tool_rows[i + RESULT + 2] = block.is_error
+                        tool_rows[i + RESULT + 3] = durations.get(call_id)
+                elif kind == "text":
+                    observed += block.tokens
+                    texts.append(block.text)
+        rows[step + OBSERVATION_TOKENS] = observed
+        rows[step + OBSERVATION_SHA256] = observed_text(texts) if texts else None
 
     def end(self, state: HarnessState) -> None:
         """The run ended: the last call's cost and what came back for the last step call."""
         if self.pending >= 0:
             self._taken()
-        _came_back(self.state.messages, self.rows, self.tool_rows, self.durations, self.step,
-                   self.tools, self.made, self.assistant, self.position)
+        if self.assistant is not None:
+            self._came_back()
 
 
 def _tokens(state: HarnessState) -> int:
@@ -201,24 +258,6 @@ def _unaccounted(state: HarnessState, tokens: int, usage: Any) -> bool:
                 usage.prompt_tokens or usage.output_tokens or usage.thinking_tokens)
 
 
-def _verdict_row(key: Any, verdict: Verdict, model: str, started_s: float) -> tuple[Any, ...]:
-    """The fields (:data:`~sim.traces.columns.ROW`) of a model grader's check,
-    priced like a call (its cost to come)."""
-    usage = verdict.usage
-    assert usage is not None
-    return (key, usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-            usage.output_tokens, usage.thinking_tokens, model, None, None, started_s,
-            verdict.duration_s, None, 0, 0, "verifier", None, None)
-
-
-def _reply(messages: list[Message]) -> tuple[Message | None, int]:
-    """The step call's message in the history (the last one, if the harness
-    kept the reply) and its position; None when it did not."""
-    if messages and messages[-1].role == "assistant":
-        return messages[-1], len(messages) - 1
-    return None, 0
-
-
 def _answer(content: list[Block], tool_rows: list[Any]) -> tuple[int, str]:
     """A response's text blocks' size in tokens and their texts concatenated
     (hashed when the table is built); its tool calls appended to
@@ -231,55 +270,10 @@ def _answer(content: list[Block], tool_rows: list[Any]) -> tuple[int, str]:
             text += block.tokens  # type: ignore[union-attr]
             texts += block.text  # type: ignore[union-attr]
         elif kind == "tool_use":
-            arguments = block.input  # type: ignore[union-attr]
-            if type(arguments) is dict and len(arguments) == 1:  # _arguments' cache, inlined
-                pair, = arguments.items()
-                json = _ARGUMENTS.get(pair) if type(pair[1]) is str else None
-                if json is None:
-                    json = _arguments(arguments)
-            else:
-                json = _arguments(arguments)
-            tool_rows.extend((block.id, block.name, json,  # type: ignore[union-attr]
+            tool_rows.extend((block.id, block.name,  # type: ignore[union-attr]
+                              _arguments(block.input),  # type: ignore[union-attr]
                               None, None, None, None))
     return text, texts
-
-
-def _observe(messages: list[Message], rows: list[Any], tool_rows: list[Any],
-             durations: dict[str, float], row: int, first: int, message: Message,
-             position: int) -> None:
-    """What came back for the step call at ``row`` of ``rows`` (its message
-    ``message``, at ``position`` in the history when last seen; its tool calls
-    from ``first`` in ``tool_rows``): the tool results (their texts, hashed
-    when the table is built) and the other text in the history after its
-    message. Nothing when the message was compacted away (what was seen
-    before stays)."""
-    if position >= len(messages) or messages[position] is not message:
-        for position in range(len(messages) - 1, -1, -1):  # moved by a compaction
-            if messages[position] is message:
-                break
-        else:
-            return
-    last = first + (rows[row + TOOLS] - 1) * TOOL_WIDTH
-    observed = 0
-    texts: list[str] = []
-    for later in messages[position + 1:]:
-        for block in later.content:
-            kind = block.type
-            if kind == "tool_result":
-                call_id = block.tool_use_id  # type: ignore[union-attr]
-                i = last
-                while i >= first and tool_rows[i] != call_id:  # the last call of that id
-                    i -= TOOL_WIDTH
-                if i >= first:
-                    tool_rows[i + RESULT] = block.tokens
-                    tool_rows[i + RESULT + 1] = block.content  # type: ignore[union-attr]
-                    tool_rows[i + RESULT + 2] = block.is_error  # type: ignore[union-attr]
-                    tool_rows[i + RESULT + 3] = durations.get(call_id)
-            elif kind == "text":
-                observed += block.tokens  # type: ignore[union-attr]
-                texts.append(block.text)  # type: ignore[union-attr]
-    rows[row + OBSERVATION_TOKENS] = observed
-    rows[row + OBSERVATION_SHA256] = observed_text(texts) if texts else None
 
 
 _ARGUMENTS: dict[tuple[Any, Any], str] = {}
@@ -350,28 +344,3 @@ def simulated_tables(columns: CallColumns, keys: Sequence[Any], runs: dict[str, 
         from sim.traces.writer import trace_tables
 
         return trace_tables(careful())
-
-
-def _came_back(messages: list[Message], rows: list[Any], tool_rows: list[Any],
-               durations: dict[str, float], step: int, tools: int, made: int,
-               assistant: Message | None, position: int) -> None:
-    """:func:`~sim.traces.simulated._observe` of the step call at ``step``
-    (``made`` tool calls, from ``tools`` in ``tool_rows``), with the commonest
-    case on a short path: one tool call, whose result is alone in the one
-    message after the call's. Nothing when no step call awaits (``assistant``
-    None)."""
-    if assistant is None:
-        return
-    if made == 1 and len(messages) == position + 2 and messages[position] is assistant:
-        later = messages[-1].content
-        block: Any = later[0] if len(later) == 1 else None
-        if type(block) is ToolResultBlock and tool_rows[tools] == block.tool_use_id:
-            at = tools + RESULT  # its result fields, set one by one (no slice object)
-            tool_rows[at] = block.tokens
-            tool_rows[at + 1] = block.content  # hashed when the table is built
-            tool_rows[at + 2] = block.is_error
-            tool_rows[at + 3] = durations.get(block.tool_use_id)
-            rows[step + OBSERVATION_TOKENS] = 0
-            rows[step + OBSERVATION_SHA256] = None
-            return
-    _observe(messages, rows, tool_rows, durations, step, tools, assistant, position)
