@@ -462,8 +462,8 @@ class TaskRun:
               ) -> Generator[Event, Any, HarnessState]:
         """Drive the harness ``loop`` to its end through the one pump
         (:func:`sim.harness.pump.steps`, telling ``observers``), each effect
-        answered by :meth:`answer`; settle the run in its tenant's ledger;
-        return its final state."""
+        answered by :meth:`answerer`'s generator; settle the run in its
+        tenant's ledger; return its final state."""
         final = yield from steps(loop, self.answerer(state, params, waits, task), observers)
         ledger = self.engine.ledgers.get(self.arrival.tenant)
         if ledger is not None:
