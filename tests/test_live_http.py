@@ -82,7 +82,7 @@ def drive(server: FakeProvider, provider: str, stream: bool, params: HarnessPara
 
     async def go():
         try:
-            return await driver.run(params, state, "run-1", wrap=recorder.wrap)
+            return await driver.run(params, state, "run-1", recorders=(recorder,))
         finally:
             await model.aclose()
 

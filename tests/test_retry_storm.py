@@ -7,7 +7,7 @@ Little's law on the DES time series while a rate limit binds."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -39,29 +39,31 @@ def simulate(overrides: list[str], tasks: int, tracer: Any = None) -> DesResult:
 
 class WaitTracer:
     """Records, for every retry of a model call, the run, the call's turn, the
-    retry number and the backoff waited before it (seconds), by wrapping the
-    harness loop (the DES's tracer hook)."""
+    retry number and the backoff waited before it (seconds), as an observer
+    of the pump that drives each run (the DES's tracer hook)."""
 
     def __init__(self) -> None:
         self.retries: list[tuple[int, int, int, float]] = []
 
-    def __call__(self, index: int, state: Any, clock: Callable[[], float]
-                 ) -> Callable[[Any], Any]:
-        def wrap(loop: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
-            result = None
-            waited = 0.0
-            while True:
-                try:
-                    effect = loop.send(result)
-                except StopIteration as end:
-                    return end.value
-                if isinstance(effect, Wait):
-                    waited = effect.seconds
-                elif isinstance(effect, ModelRequest) and effect.attempt:
-                    self.retries.append((index, effect.turn, effect.attempt, waited))
-                result = yield effect
+    def __call__(self, index: int, state: Any, clock: Callable[[], float]) -> Any:
+        retries = self.retries
 
-        return wrap
+        class Waits:
+            waited = 0.0
+
+            def effect(self, effect: Any) -> None:
+                if isinstance(effect, Wait):
+                    self.waited = effect.seconds
+                elif isinstance(effect, ModelRequest) and effect.attempt:
+                    retries.append((index, effect.turn, effect.attempt, self.waited))
+
+            def result(self, effect: Any, result: Any) -> None:
+                pass
+
+            def end(self, state: Any) -> None:
+                pass
+
+        return Waits()
 
     def burst(self, attempt: int) -> list[float]:
         """The waits before retry ``attempt`` of the runs' first calls (turn 0:

@@ -129,6 +129,7 @@ def test_the_recorder_hashes_response_texts_and_what_the_harness_put_in_after_th
 
     from sim.harness import Verdict, agent_loop
     from sim.harness.params import DetectorParams, VerifierParams
+    from sim.harness.pump import drive
     from sim.traces.model import joined_sha256, sha256_text
     from sim.traces.simulated import RunRecorder
 
@@ -139,13 +140,7 @@ def test_the_recorder_hashes_response_texts_and_what_the_harness_put_in_after_th
                                    final("first try"), final("Done: it passes.")],
                             verdicts=[Verdict(False, "tests still fail", 4), Verdict(True)])
     recorder = RunRecorder(state, lambda: 0.0)
-    loop = recorder.wrap(agent_loop(params, state))
-    answer = None
-    try:
-        while True:
-            answer = driver._answer(loop.send(answer))
-    except StopIteration:
-        pass
+    drive(agent_loop(params, state), driver._answer, (recorder,))
     assert state.status == "succeeded"
     injected = {origin: [b.text for m in state.messages for b in m.content
                          if getattr(b, "origin", "") == origin] for origin in ("nudge",
@@ -262,3 +257,22 @@ def test_a_traced_run_leaves_no_cycles_for_the_collector():
         finally:
             gc.enable()
     assert left == [0, 0]
+
+
+@pytest.mark.parametrize("engine", ["direct", "des"])
+def test_a_fanout_run_with_traces_records_each_parents_own_calls(tmp_path, engine):
+    """``sim run fanout --traces`` (subagents) exits 0 in both engines (the
+    direct engine's traced path once crashed on a spawn): the results equal
+    the untraced run's, and each run's recorded calls are its parent's own
+    (as many as its steps, its own tokens and cost; no subagent's call)."""
+    traced, plain = tmp_path / "traced", tmp_path / "plain"
+    engines = ("--set", f"engine={engine}")
+    assert simulate(traced, "fanout.yaml", "--traces", *engines) == 0
+    assert simulate(plain, "fanout.yaml", *engines) == 0
+    results = pd.read_parquet(traced / "results.parquet")
+    assert results.equals(pd.read_parquet(plain / "results.parquet"))
+    assert results["children"].sum() > 0
+    runs, calls = check_against_results(traced)
+    per_run = calls.groupby("run_id", sort=False).size().reindex(runs["run_id"])
+    assert per_run.tolist() == results["steps"].tolist()
+    assert calls["agent"].isna().all()

@@ -91,7 +91,7 @@ Units: seconds throughout.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Hashable
+from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -122,6 +122,7 @@ from sim.harness.effects import (
 )
 from sim.harness.loop import Loop, cancel
 from sim.harness.params import HarnessParams
+from sim.harness.pump import Observer, steps
 from sim.harness.retry_budget import RetryBudget
 from sim.harness.scopes import Ledger
 from sim.harness.state import (
@@ -350,7 +351,7 @@ class TaskRun:
                           "Complete the task.", task.task_tokens)
         waits = [0.0, 0.0]  # queue before the start, waits for model slots
         start_s: float | None = None
-        wrap: Callable[[Loop], Loop] | None = None
+        observers: tuple[Observer, ...] = ()
         resumptions = 0
         rules = engine.des.resume
         ledgers = engine.run_ledgers(arrival.tenant)  # kept over resumptions
@@ -364,15 +365,13 @@ class TaskRun:
             begun = now = env.now
             if start_s is None:
                 start_s = now
-                if engine.tracer is not None:
-                    wrap = engine.tracer(index, state, lambda: env.now)
+                if engine.tracer is not None:  # one recorder over every round
+                    observers = (engine.tracer(index, state, lambda: env.now),)
             else:  # resumed by a human: the wait for a sandbox again is parked time
                 park(state, now - asked)
             loop = cell.loop(state, params, retry_budget=engine.retry_budgets.get(arrival.tenant),
                              retry_key=f"{index}:", ledgers=ledgers, started_s=start_s)
-            if wrap is not None:
-                loop = wrap(loop)
-            state = yield from self.drive(loop, state, params, waits, task)
+            state = yield from self.drive(loop, state, params, waits, task, observers)
             now = env.now
             self.release(held, now, begun)
             if (state.status not in RESUMABLE or resumptions >= rules.max_times
@@ -459,20 +458,33 @@ class TaskRun:
         engine.sandbox_hold[self.arrival.index] += now - begun
 
     def drive(self, loop: Loop, state: HarnessState, params: HarnessParams,
-              waits: list[float], task: SimulatedTask
+              waits: list[float], task: SimulatedTask, observers: Sequence[Observer] = ()
               ) -> Generator[Event, Any, HarnessState]:
-        """Drive the harness ``loop`` to its end and return its final state:
-        send each result, perform the effect it yields (answered from the
-        dispatch table, :meth:`DesEngine._plan`; a model call through the
-        gateway when model slots or rate limits are shared) and let its
-        seconds pass; park at a step boundary while an operator pauses the
-        task's scope; checks the tenant's shared money budget before each
-        call. Cancelled (an interrupt), the wait is undone and the effect
-        answered as cancelled (module docstring)."""
+        """Drive the harness ``loop`` to its end through the one pump
+        (:func:`sim.harness.pump.steps`, telling ``observers``), each effect
+        answered by :meth:`answerer`'s generator; settle the run in its
+        tenant's ledger; return its final state."""
+        final = yield from steps(loop, self.answerer(state, params, waits, task), observers)
+        ledger = self.engine.ledgers.get(self.arrival.tenant)
+        if ledger is not None:
+            ledger.settle(self.arrival.index if len(self.key) == 1 else self.key,
+                          final.money_usd)
+        return final
+
+    def answerer(self, state: HarnessState, params: HarnessParams, waits: list[float],
+                 task: SimulatedTask) -> Callable[[Any], Generator[Event, Any, Any]]:
+        """The DES's answer to each effect of the run of ``state`` against
+        ``task``, as a SimPy generator: the tenant's shared money budget is
+        checked before each call (a refusal answers it at once); while an
+        operator pauses the task's scope it parks at the step boundary;
+        the effect is answered from the dispatch table
+        (:meth:`DesEngine.plan`; a model call through the gateway when model
+        slots or rate limits are shared; a spawn by child processes) and its
+        seconds pass. Cancelled (an interrupt), the wait is undone and the
+        effect answered as cancelled (module docstring)."""
         engine = self.engine
         env = engine.env
         timeout = env.timeout
-        send = loop.send
         # the run's key in its tenant's ledger: a root's index, a child's spawn key
         index: Hashable = self.arrival.index if len(self.key) == 1 else self.key
         scopes = self.arrival.scopes
@@ -481,57 +493,36 @@ class TaskRun:
         paused = engine.paused
         gateway = engine.gateway
         queued_model = engine.queued_model
-        result: Any = None
-        effect: Any = None
-        kind: Any = None
-        now = env.now
-        began = now
-        slot: Event | None = None
-        counted: Any = None
-        while True:
+
+        def answer(effect: Any) -> Generator[Event, Any, Any]:
+            if ledger is not None:  # the tenant's shared budget, before each call
+                refused = refusal(ledger, index, params, state, effect)
+                if refused is not None:
+                    return refused
+            kind = self.kind = type(effect)
+            now = began = env.now
             try:
-                if effect is None:
+                if paused and paused & scopes:  # park at the step boundary
+                    parked = engine.series["parked"].record
+                    parked_at = now
+                    parked((now, 1))
+                    self.mode = PARK
                     try:
-                        effect = send(result)
-                    except StopIteration as stop:
-                        final = stop.value
-                        if ledger is not None:
-                            ledger.settle(index, final.money_usd)
-                        return final
-                    if ledger is not None:  # the tenant's shared budget, before each call
-                        refused = refusal(ledger, index, params, state, effect)
-                        if refused is not None:
-                            result, effect = refused, None
-                            continue
-                    kind = self.kind = type(effect)
-                    if paused and paused & scopes:  # park at the step boundary
-                        parked = engine.series["parked"].record
-                        parked_at = now
-                        parked((now, 1))
-                        self.mode = PARK
-                        try:
-                            while paused & scopes:
-                                yield engine.resumed
-                        finally:
-                            now = env.now
-                            parked((now, -1))
-                            park(state, now - parked_at)
+                        while paused & scopes:
+                            yield engine.resumed
+                    finally:
+                        now = env.now
+                        parked((now, -1))
+                        park(state, now - parked_at)
                 if kind is Checkpoint:  # answered with None, no time passes
-                    result = effect = None
-                    continue
+                    return None
                 began = now
                 if kind is SpawnRequest:  # child runs: each its own process
                     self.mode = HELD
-                    result = yield from self.spawn(effect, task, state, began, waits)
-                    effect = None
-                    now = env.now
-                    continue
+                    return (yield from self.spawn(effect, task, state, began, waits))
                 if kind is CollectChildren:  # children started without waiting
                     self.mode = HELD
-                    result = yield from self.collect(effect.wait, began)
-                    effect = None
-                    now = env.now
-                    continue
+                    return (yield from self.collect(effect.wait, began))
                 if kind is ModelRequest and queued_model:  # through the gateway
                     slot = gateway.take(now)
                     if slot is not None:  # none free: wait in the queue
@@ -546,7 +537,6 @@ class TaskRun:
                         now = env.now
                         gateway.left(began, waits, now)
                     result, seconds = gateway.answer(effect, task, began, slot, now)
-                    effect = None
                     if seconds is not None:  # else a 429: no time passes
                         self.mode = MODEL
                         try:
@@ -555,15 +545,14 @@ class TaskRun:
                             now = env.now
                             gateway.done(slot, now)
                         result.latency_s = now - began  # includes the wait for a slot
-                    continue
+                    return result
                 respond, seconds_of, counted = plan[kind]
                 result = respond(task, effect, now)
                 # a tool call, the commonest, reads EFFECTS' seconds written out
                 seconds = (result.duration_s if kind is ToolRequest
                            else seconds_of(effect, result))
-                effect = None
                 if seconds is None:  # no time passes
-                    continue
+                    return result
                 if counted is None:
                     self.mode = TIMER
                     yield timeout(seconds)
@@ -574,13 +563,13 @@ class TaskRun:
                         yield timeout(seconds)
                     finally:
                         counted.record((env.now, -1))
-                now = env.now
+                return result
             except Interrupt:  # cancelled in a step: abort the call in flight
-                now = env.now
                 request_abort(state)
                 # parked at a step boundary, the effect had not begun
-                elapsed = 0.0 if self.mode == PARK else now - began
-                result, effect = EFFECTS[kind].cancelled(elapsed), None
+                elapsed = 0.0 if self.mode == PARK else env.now - began
+                return EFFECTS[kind].cancelled(elapsed)
+        return answer
 
     def spawn(self, effect: SpawnRequest, task: SimulatedTask, state: HarnessState,
               began: float, waits: list[float]) -> Generator[Event, Any, ChildResults]:

@@ -26,12 +26,12 @@ parent's clock (all of them, the parent waiting for the last, when it waits).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from sim.engines.cell import Cell
 from sim.engines.gc_paused import gc_paused
-from sim.engines.perform import Answer, answers
+from sim.engines.perform import answers
 from sim.harness.effects import (
     Checkpoint,
     ChildResult,
@@ -44,40 +44,28 @@ from sim.harness.effects import (
     ToolRequest,
 )
 from sim.harness.loop import Loop
+from sim.harness.pump import Observer
+from sim.harness.pump import drive as pump
 from sim.harness.state import SUCCEEDED, HarnessState, new_state
 from sim.harness.subagents import child_result, child_state
 from sim.task_record import TaskRecord, make_record
 from sim.world.streams import StreamPool, child_streams
 from sim.world.task import SimulatedTask
 
-Tracer = Callable[[int, HarnessState, Callable[[], float]], Callable[[Loop], Loop]]
+Tracer = Callable[[int, HarnessState, Callable[[], float]], Observer]
 """Given a task's index, its state and the engine's clock (seconds since the
-task started), a wrapper for its loop generator that sees every effect and
-result (:class:`sim.traces.simulated.RunRecorder` is one). A tracer with a
-``drive`` method (:class:`InlineTracer`) drives the loop itself instead."""
-
-
-class InlineTracer(Protocol):
-    """A tracer that records a task's run in the loop that drives it, rather
-    than in a wrapper around the harness loop (the ``--traces`` path:
-    :class:`sim.sweeps.cells.RunTracer`)."""
-
-    def __call__(self, index: int, state: HarnessState, clock: Callable[[], float]
-                 ) -> Callable[[Loop], Loop]: ...
-
-    def drive(self, index: int, state: HarnessState, loop: Loop, task: SimulatedTask,
-              answer: Mapping[type, Answer]) -> HarnessState:
-        """Drive ``loop`` (task ``index``'s, of ``state``) against ``task``,
-        answering each effect with ``answer[type(effect)](task, effect, now)``
-        (``now``: the task's wall seconds); return the final state."""
+task started), an observer of the pump that drives its loop
+(:class:`sim.harness.pump.Observer`; :class:`sim.traces.simulated.RunRecorder`
+is one): it sees every effect and result of the task's own loop (not its
+children's)."""
 
 
 def run_task(cell: Cell, index: int, pool: StreamPool | None = None,
              tracer: Tracer | None = None, task_type: type[SimulatedTask] | None = None
              ) -> TaskRecord:
     """Run task ``index`` of ``cell`` to its terminal state; return its record.
-    ``tracer``, when given, wraps the task's loop, or drives it when it has a
-    ``drive`` method (:class:`InlineTracer`; none: the loop runs bare)."""
+    ``tracer``, when given, makes an observer of the task's run (none: the
+    loop runs unobserved)."""
     return run_task_with_world(cell, index, pool, tracer, task_type)[0]
 
 
@@ -100,12 +88,9 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
                       task.task_tokens)
     if tracer is None:
         final = drive(cell, task, state, path=(index,))
-    elif (inline := getattr(tracer, "drive", None)) is not None:  # recorded as it is driven
-        final = inline(index, state, cell.loop(state, retry_key=f"{index}:"), task,
-                       answers(type(task)))
     else:
-        final = drive(cell, task, state,
-                      tracer(index, state, lambda: state.active_s + state.parked_s))
+        observer = tracer(index, state, lambda: state.active_s + state.parked_s)
+        final = drive(cell, task, state, (observer,), path=(index,))
     pool.release(streams)
     return make_record(cell.name, index, final, ground_truth=task.need,
                        truly_done=task.answer_correct), task
@@ -145,52 +130,55 @@ def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
 
 
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
-          wrap: Callable[[Loop], Loop] | None = None, *, path: tuple[int, ...] = (),
+          observers: Sequence[Observer] = (), *, path: tuple[int, ...] = (),
           loop: Loop | None = None) -> HarnessState:
     """Drive the harness generator (``loop``, default the cell's loop on
-    ``state``; wrapped by ``wrap`` if given) against ``task`` until it
-    returns, answering each effect through the dispatch table
-    (:func:`sim.engines.perform.answers`) and a spawn by running the
-    children (:func:`run_children`; ``path`` is the run's spawn key: its
-    task's index, then its ordinal at each level). The task's clock is the
-    harness's wall time (active plus parked seconds)."""
+    ``state``) against ``task`` until it returns, through the one pump
+    (:func:`sim.harness.pump.drive`, telling ``observers``), each effect
+    answered by :func:`answerer` (``path`` is the run's spawn key: its task's
+    index, then its ordinal at each level)."""
     if loop is None:
         loop = cell.loop(state, retry_key=":".join(map(str, path)) + ":" if path else "")
-    if wrap is not None:
-        loop = wrap(loop)
-    send = loop.send
+    return pump(loop, answerer(cell, task, state, path), observers)
+
+
+def answerer(cell: Cell, task: SimulatedTask, state: HarnessState, path: tuple[int, ...]
+             ) -> Callable[[Any], Result]:
+    """The direct engine's answer to each effect of the run of ``state``
+    against ``task``: through the dispatch table
+    (:func:`sim.engines.perform.answers`), at the run's clock (the harness's
+    wall time, active plus parked seconds); a spawn by running the children
+    to their ends (:func:`run_children`, each through the same pump), those
+    started without waiting ending later on the parent's clock and handed
+    over by a collection (:func:`collected`)."""
     answer = answers(type(task))
     respond, execute = answer[ModelRequest], answer[ToolRequest]
-    # the commonest three effects' types, and ``type``, as locals
-    model_request, checkpoint, tool_request, type_of = ModelRequest, Checkpoint, ToolRequest, type
-    result: Result = None
+    # the commonest three effects' types as locals (closure cells)
+    model_request, checkpoint, tool_request = ModelRequest, Checkpoint, ToolRequest
     background: list[tuple[float, ChildResult]] = []  # children not waited for: (end, result)
-    try:
-        while True:
-            effect = send(result)
-            kind = type_of(effect)
-            if kind is model_request:  # the table's answers, the commonest three looked up once
-                result = respond(task, effect, state.active_s + state.parked_s)
-            elif kind is checkpoint:
-                result = None
-            elif kind is tool_request:
-                result = execute(task, effect, state.active_s + state.parked_s)
-            elif isinstance(effect, SpawnRequest):  # child runs, performed here
-                result = run_children(cell, task, state, effect, path)
-                if not effect.wait:  # they end later on the parent's clock
-                    now = state.active_s + state.parked_s
-                    ends = finish_times([r.duration_s for r in result.results],
-                                        effect.max_concurrent)
-                    background.extend((now + end, r)
-                                      for end, r in zip(ends, result.results, strict=True))
-                    result = ChildResults([], 0.0)
-            elif isinstance(effect, CollectChildren):
-                result = collected(background, state.active_s + state.parked_s, effect.wait)
-            else:
-                result = answer[kind](task, effect, state.active_s + state.parked_s)
-    except StopIteration as stop:
-        final: HarnessState = stop.value
-        return final
+
+    def perform(effect: Any) -> Result:
+        kind = type(effect)
+        if kind is model_request:  # the table's answers, the commonest three looked up once
+            return respond(task, effect, state.active_s + state.parked_s)
+        if kind is checkpoint:
+            return None
+        if kind is tool_request:
+            return execute(task, effect, state.active_s + state.parked_s)
+        if kind is SpawnRequest:  # child runs, performed here
+            result = run_children(cell, task, state, effect, path)
+            if not effect.wait:  # they end later on the parent's clock
+                now = state.active_s + state.parked_s
+                ends = finish_times([r.duration_s for r in result.results],
+                                    effect.max_concurrent)
+                background.extend((now + end, r)
+                                  for end, r in zip(ends, result.results, strict=True))
+                result = ChildResults([], 0.0)
+            return result
+        if kind is CollectChildren:
+            return collected(background, state.active_s + state.parked_s, effect.wait)
+        return answer[kind](task, effect, state.active_s + state.parked_s)
+    return perform
 
 
 def run_children(cell: Cell, parent: SimulatedTask, state: HarnessState, spawn: SpawnRequest,

@@ -85,27 +85,20 @@ def default_workers() -> int:
 
 
 class RunTracer:
-    """A :data:`sim.engines.direct.Tracer` giving each task a recorder, all
-    writing into one :class:`~sim.traces.columns.CallColumns` (a chunk's)
-    under the task's index: the direct engine records in the loop that drives
-    the task (:meth:`drive`), the DES engine through a wrapper around the
-    harness loop (the same rows either way)."""
+    """A :data:`sim.engines.direct.Tracer` giving each task a recorder (an
+    observer of the pump that drives it), all writing into one
+    :class:`~sim.traces.columns.CallColumns` (a chunk's) under the task's
+    index; the direct and the DES engine record the same way."""
 
     def __init__(self) -> None:
         from sim.traces.columns import CallColumns
-        from sim.traces.simulated import RunRecorder, drive_recorded
+        from sim.traces.simulated import RunRecorder
 
         self.columns = CallColumns()
         self._recorder = RunRecorder  # imported once, not per task
-        self._drive = drive_recorded
 
     def __call__(self, index: int, state, clock):
-        return self._recorder(state, clock, self.columns, index).wrap
-
-    def drive(self, index: int, state, loop, task, answer):
-        """Drive task ``index``'s ``loop`` against ``task``, recording its calls
-        (:func:`~sim.traces.simulated.drive_recorded`); its final state."""
-        return self._drive(loop, task, answer, state, self.columns, index)
+        return self._recorder(state, clock, self.columns, index)
 
 
 def traced_tables(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord],

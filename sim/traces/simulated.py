@@ -1,20 +1,14 @@
 """Recording simulated runs in the trace model (``python -m sim run ... --traces``).
 
-:class:`RunRecorder` sits between an engine and the harness loop: it wraps the
-loop generator (:meth:`RunRecorder.wrap`), passes every effect and result
-through unchanged, and records one row per model call the harness accounted
-for, as entries of column lists (:class:`~sim.traces.columns.CallColumns`,
-shared by a chunk's runs; no object per call), so a simulated run can be
-imported, summarised and calibrated like a real one. Engines use it only when traces are
-asked for; without it the loop runs unwrapped. The DES engine wraps its loops with it;
-the direct engine records the same rows in the loop that drives each task
-(:func:`drive_recorded`, at the end of this module, which shares the helpers:
-it is the engine's drive loop with the recorder's recording done in the same
-loop, answering each effect through the engine's dispatch table and recording
-the model calls where it already holds the effect and its answer, with no
-generator wrapped around the harness loop and no clock callback; its rows are
-the wrapping recorder's for the same run, which ``tests/test_traces_driven.py``
-checks table for table).
+:class:`RunRecorder` is an observer of the pump that drives the harness loop
+(:mod:`sim.harness.pump`): it sees every effect and result, changes none, and
+records one row per model call the harness accounted for, as entries of
+column lists (:class:`~sim.traces.columns.CallColumns`, shared by a chunk's
+runs; no object per call), so a simulated run can be imported, summarised and
+calibrated like a real one. The direct engine, the DES engine and the live
+driver record through it alike, only when traces are asked for. A run's
+subagents (its children) are driven without a recorder: their calls are not
+in the run's rows.
 
 What a simulated call records:
 
@@ -40,7 +34,7 @@ What a simulated call records:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +42,6 @@ import pyarrow as pa
 
 from sim.bad_input import InputError
 from sim.harness.effects import (
-    Checkpoint,
     ModelRequest,
     ModelResponse,
     ToolRequest,
@@ -56,7 +49,6 @@ from sim.harness.effects import (
     Verdict,
     VerifyRequest,
 )
-from sim.harness.loop import Loop
 from sim.harness.messages import Block, Message, ToolResultBlock, ToolUseBlock, Usage
 from sim.harness.state import HarnessState
 from sim.traces.columns import (
@@ -77,13 +69,24 @@ SOURCE = "sim"
 
 
 class RunRecorder:
-    """Records the model calls of one run; ``clock()`` is the engine's time in
+    """Records the model calls of one run, as an observer of the pump that
+    drives it (:class:`sim.harness.pump.Observer`: every driver, direct, DES
+    and live, records the same way); ``clock()`` is the driver's time in
     seconds (the recorder's creation is the run's start). The calls go into
     ``columns`` (a chunk's shared :class:`~sim.traces.columns.CallColumns`,
     under this run's ``key``; a buffer of its own when not given);
-    :attr:`calls` gives them as objects."""
+    :attr:`calls` gives them as objects.
 
-    __slots__ = ("clock", "columns", "key", "state", "t0")
+    A call is appended to the columns when its answer comes back
+    (:meth:`result`); its cost once the harness has taken the answer (at the
+    next effect or the end: the change of the run's spend; a call whose
+    tokens the harness did not account, cancelled in flight, is dropped); what
+    came back for a step call (:func:`_came_back`) is read from the history
+    at the next model call and at the end."""
+
+    __slots__ = ("clock", "columns", "key", "state", "t0", "rows", "tool_rows", "durations",
+                 "pending", "spent", "tokens", "usage", "began", "step", "tools", "made",
+                 "assistant", "position")
 
     def __init__(self, state: HarnessState, clock: Callable[[], float],
                  columns: CallColumns | None = None, key: Any = 0) -> None:
@@ -92,116 +95,167 @@ class RunRecorder:
         self.t0 = clock()
         self.columns = CallColumns() if columns is None else columns
         self.key = key
+        self.rows, self.tool_rows = self.columns.rows, self.columns.tool_rows
+        self.durations: dict[str, float] = {}  # a tool call's seconds, summed over retries
+        self.pending = -1  # the call awaiting its cost (its offset in ``rows``); -1: none
+        self.spent, self.tokens = 0.0, 0  # the spend and tokens before it
+        self.usage: Usage | None = None  # its usage
+        self.began = 0.0  # when the call in flight was sent (the clock's reading)
+        self.step, self.tools, self.made = -1, 0, 0  # the last step call; its tool calls
+        self.assistant: Message | None = None  # its message in the history
+        self.position = 0  # where that message was
 
     @property
     def calls(self) -> list[CallRecord]:
         """The run's calls as :class:`~sim.traces.model.CallRecord` objects, in order."""
         return self.columns.records().get(self.key, [])
 
-    def wrap(self, loop: Loop) -> Loop:
-        """``loop`` with every effect and result seen by the recorder.
+    def _taken(self) -> None:
+        """The harness has taken the answer of the call awaiting its cost:
+        its cost is the change of the spend, or it is left out (not accounted)."""
+        state, pending = self.state, self.pending
+        if state.money_usd != self.spent or not _unaccounted(state, self.tokens, self.usage):
+            self.rows[pending + COST] = state.money_usd - self.spent
+            messages = state.messages
+            if pending == self.step and messages and messages[-1].role == "assistant":
+                self.assistant, self.position = messages[-1], len(messages) - 1
+            elif pending == self.step:  # the harness did not keep the reply
+                self.assistant, self.position = None, 0
+        else:  # not accounted (cancelled in flight): left out
+            self.columns.dropped.append(pending // WIDTH)
+            if self.step == pending:
+                self.step = -1
+        self.pending = -1
 
-        A call is appended to the columns when its answer comes back
-        (:func:`_answer`); its cost once the harness has taken the answer
-        (the change of the run's spend; a call whose tokens the harness did
-        not account, cancelled in flight, is dropped); what came back for a
-        step call (:func:`_observe`) is read from the history until the next
-        step call and at the end. The recorder's state is in local variables
-        (no object per call, no attribute per effect)."""
-        state, clock, t0, key = self.state, self.clock, self.t0, self.key
-        rows, tool_rows, dropped = self.columns.rows, self.columns.tool_rows, self.columns.dropped
-        durations: dict[str, float] = {}  # a tool call's seconds, summed over retries
-        send = loop.send
-        result: Any = None
-        done, value = False, None  # the loop's end and its value (the final state)
-        pending = -1  # the call awaiting its cost (its offset in ``rows``); -1: none
-        spent, tokens, usage = 0.0, 0, Usage()  # the spend and tokens before it, its usage
-        step, tools = -1, 0  # the last step call, awaiting what came back; its tool calls
-        assistant: Message | None = None  # its message in the history
-        position = 0  # where that message was
-        while True:
-            try:
-                effect = send(result)
-            except StopIteration as stop:  # the exception is not kept: it holds this frame
-                done, value = True, stop.value
-            if pending >= 0:  # the harness has taken the last answer
-                if state.money_usd == spent and _unaccounted(state, tokens, usage):
-                    dropped.append(pending // WIDTH)
-                    if step == pending:
-                        step = -1
-                else:
-                    rows[pending + COST] = state.money_usd - spent
-                    if pending == step:
-                        assistant, position = _reply(state.messages)
-                pending = -1
-            if done:
-                if assistant is not None:  # (None when no step call awaits)
-                    _observe(state.messages, rows, tool_rows, durations, step, tools,
-                             assistant, position)
-                return value  # type: ignore[return-value]
-            kind = type(effect)
-            if kind is ToolRequest:
-                result = yield effect
-                call_id = effect.call.id  # type: ignore[union-attr]
-                durations[call_id] = (durations.get(call_id, 0.0)
-                                      + (getattr(result, "duration_s", 0.0) or 0.0))
-            elif kind is ModelRequest:
-                if assistant is not None:
-                    _observe(state.messages, rows, tool_rows, durations, step, tools,
-                             assistant, position)
-                began, spent = clock(), state.money_usd
-                tokens = (state.input_tokens + state.output_tokens + state.cache_read_tokens
-                          + state.cache_write_tokens + state.thinking_tokens)
-                result = yield effect
-                if type(result) is ModelResponse:
-                    pending, first = len(rows), len(tool_rows)
-                    usage, purpose = result.usage, effect.purpose  # type: ignore[union-attr]
-                    text, texts = _answer(result.content, tool_rows)
-                    rows.extend((key, usage.input_tokens, usage.cache_read_tokens,
-                                 usage.cache_write_tokens, usage.output_tokens,
-                                 usage.thinking_tokens,
-                                 result.model or effect.model,  # type: ignore[union-attr]
-                                 None, result.stop_reason, began - t0, result.latency_s, text,
-                                 (len(tool_rows) - first) // TOOL_WIDTH, 0, purpose, texts,
-                                 None))
-                    if purpose == "step":
-                        step, tools, assistant = pending, first, None
-            elif kind is VerifyRequest:
-                began, spent = clock(), state.money_usd
-                tokens = (state.input_tokens + state.output_tokens + state.cache_read_tokens
-                          + state.cache_write_tokens + state.thinking_tokens)
-                result = yield effect
-                if type(result) is Verdict and result.usage is not None:
-                    pending, usage = len(rows), result.usage
-                    rows.extend(_verdict_row(key, result, state.model, began - t0))
+    def effect(self, effect: Any) -> None:
+        """Before ``effect`` is answered: the last call's cost; before a model
+        call, what came back for the last step call, and the clock, spend
+        and tokens the call is measured from."""
+        if self.pending >= 0:
+            self._taken()
+        kind = type(effect)
+        if kind is ModelRequest:
+            state = self.state
+            if self.assistant is not None:
+                self._came_back()
+            self.began, self.spent = self.clock(), state.money_usd
+            self.tokens = _tokens(state)
+        elif kind is VerifyRequest:
+            state = self.state
+            self.began, self.spent, self.tokens = self.clock(), state.money_usd, _tokens(state)
+
+    def result(self, effect: Any, result: Any) -> None:
+        """``effect``'s answer: a model response (or a grader's verdict with
+        usage) is a call appended to the columns; a tool's seconds are summed
+        per call id."""
+        kind = type(effect)
+        if kind is ToolRequest:
+            call_id = effect.call.id
+            seconds = (result.duration_s if type(result) is ToolResult
+                       else getattr(result, "duration_s", 0.0))
+            durations = self.durations
+            durations[call_id] = durations.get(call_id, 0.0) + (seconds or 0.0)
+        elif kind is ModelRequest:
+            if type(result) is not ModelResponse:
+                return
+            rows, tool_rows = self.rows, self.tool_rows
+            pending, first, usage = len(rows), len(tool_rows), result.usage
+            content = result.content
+            block: Any = content[0] if len(content) == 1 else None
+            if type(block) is ToolUseBlock:  # the commonest reply: one tool call alone
+                text, texts, calls = 0, "", 1
+                tool_rows.extend((block.id, block.name, _arguments(block.input), None, None,
+                                  None, None))
             else:
-                result = yield effect
+                text, texts = _answer(content, tool_rows)
+                calls = (len(tool_rows) - first) // TOOL_WIDTH
+            rows.extend((self.key, usage.input_tokens, usage.cache_read_tokens,
+                         usage.cache_write_tokens, usage.output_tokens, usage.thinking_tokens,
+                         result.model or effect.model, None, result.stop_reason,
+                         self.began - self.t0, result.latency_s, text, calls, 0,
+                         effect.purpose, texts, None))
+            self.pending, self.usage = pending, usage
+            if effect.purpose == "step":
+                self.step, self.tools, self.made, self.assistant = pending, first, calls, None
+        elif kind is VerifyRequest and type(result) is Verdict and result.usage is not None:
+            self.pending, usage = len(self.rows), result.usage
+            self.usage = usage  # a model grader's check, priced like a call
+            self.rows.extend((self.key, usage.input_tokens, usage.cache_read_tokens,
+                              usage.cache_write_tokens, usage.output_tokens,
+                              usage.thinking_tokens, self.state.model, None, None,
+                              self.began - self.t0, result.duration_s, None, 0, 0, "verifier",
+                              None, None))
+
+    def _came_back(self) -> None:
+        """What came back for the last step call (its message, at
+        :attr:`position` in the history when last seen; its tool calls from
+        :attr:`tools` in the tool rows): the tool results (their texts,
+        hashed when the table is built) and the other text in the history
+        after its message; the commonest case, one tool call whose result is
+        alone in the one message after the call's, on a short path. Nothing
+        when the message was compacted away (what was seen before stays)."""
+        messages, rows, tool_rows = self.state.messages, self.rows, self.tool_rows
+        message, position, first, step = self.assistant, self.position, self.tools, self.step
+        durations = self.durations
+        if self.made == 1 and len(messages) == position + 2 and messages[position] is message:
+            later = messages[-1].content
+            block: Any = later[0] if len(later) == 1 else None
+            if type(block) is ToolResultBlock and tool_rows[first] == block.tool_use_id:
+                at = first + RESULT  # its result fields, set one by one (no slice object)
+                tool_rows[at] = block.tokens
+                tool_rows[at + 1] = block.content  # hashed when the table is built
+                tool_rows[at + 2] = block.is_error
+                tool_rows[at + 3] = durations.get(block.tool_use_id)
+                rows[step + OBSERVATION_TOKENS] = 0
+                rows[step + OBSERVATION_SHA256] = None
+                return
+        if position >= len(messages) or messages[position] is not message:
+            for position in range(len(messages) - 1, -1, -1):  # moved by a compaction
+                if messages[position] is message:
+                    break
+            else:
+                return
+        last = first + (rows[step + TOOLS] - 1) * TOOL_WIDTH
+        observed = 0
+        texts: list[str] = []
+        for later_message in messages[position + 1:]:
+            for block in later_message.content:
+                kind = block.type
+                if kind == "tool_result":
+                    call_id = block.tool_use_id
+                    i = last
+                    while i >= first and tool_rows[i] != call_id:  # the last call of that id
+                        i -= TOOL_WIDTH
+                    if i >= first:
+                        tool_rows[i + RESULT] = block.tokens
+                        tool_rows[i + RESULT + 1] = block.content
+                        tool_rows[i + RESULT + 2] = block.is_error
+                        tool_rows[i + RESULT + 3] = durations.get(call_id)
+                elif kind == "text":
+                    observed += block.tokens
+                    texts.append(block.text)
+        rows[step + OBSERVATION_TOKENS] = observed
+        rows[step + OBSERVATION_SHA256] = observed_text(texts) if texts else None
+
+    def end(self, state: HarnessState) -> None:
+        """The run ended: the last call's cost and what came back for the last step call."""
+        if self.pending >= 0:
+            self._taken()
+        if self.assistant is not None:
+            self._came_back()
 
 
-def _unaccounted(state: HarnessState, tokens: int, usage: Usage) -> bool:
+def _tokens(state: HarnessState) -> int:
+    """All tokens the harness has accounted for the run so far."""
+    return (state.input_tokens + state.output_tokens + state.cache_read_tokens
+            + state.cache_write_tokens + state.thinking_tokens)
+
+def _unaccounted(state: HarnessState, tokens: int, usage: Any) -> bool:
     """Whether the harness left a call's ``usage`` out of its counters (a call
     cancelled in flight): they still add up to ``tokens``, and the call used some."""
     return (state.input_tokens + state.output_tokens + state.cache_read_tokens
             + state.cache_write_tokens + state.thinking_tokens == tokens) and bool(
                 usage.prompt_tokens or usage.output_tokens or usage.thinking_tokens)
-
-
-def _verdict_row(key: Any, verdict: Verdict, model: str, started_s: float) -> tuple[Any, ...]:
-    """The fields (:data:`~sim.traces.columns.ROW`) of a model grader's check,
-    priced like a call (its cost to come)."""
-    usage = verdict.usage
-    assert usage is not None
-    return (key, usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-            usage.output_tokens, usage.thinking_tokens, model, None, None, started_s,
-            verdict.duration_s, None, 0, 0, "verifier", None, None)
-
-
-def _reply(messages: list[Message]) -> tuple[Message | None, int]:
-    """The step call's message in the history (the last one, if the harness
-    kept the reply) and its position; None when it did not."""
-    if messages and messages[-1].role == "assistant":
-        return messages[-1], len(messages) - 1
-    return None, 0
 
 
 def _answer(content: list[Block], tool_rows: list[Any]) -> tuple[int, str]:
@@ -216,55 +270,10 @@ def _answer(content: list[Block], tool_rows: list[Any]) -> tuple[int, str]:
             text += block.tokens  # type: ignore[union-attr]
             texts += block.text  # type: ignore[union-attr]
         elif kind == "tool_use":
-            arguments = block.input  # type: ignore[union-attr]
-            if type(arguments) is dict and len(arguments) == 1:  # _arguments' cache, inlined
-                pair, = arguments.items()
-                json = _ARGUMENTS.get(pair) if type(pair[1]) is str else None
-                if json is None:
-                    json = _arguments(arguments)
-            else:
-                json = _arguments(arguments)
-            tool_rows.extend((block.id, block.name, json,  # type: ignore[union-attr]
+            tool_rows.extend((block.id, block.name,  # type: ignore[union-attr]
+                              _arguments(block.input),  # type: ignore[union-attr]
                               None, None, None, None))
     return text, texts
-
-
-def _observe(messages: list[Message], rows: list[Any], tool_rows: list[Any],
-             durations: dict[str, float], row: int, first: int, message: Message,
-             position: int) -> None:
-    """What came back for the step call at ``row`` of ``rows`` (its message
-    ``message``, at ``position`` in the history when last seen; its tool calls
-    from ``first`` in ``tool_rows``): the tool results (their texts, hashed
-    when the table is built) and the other text in the history after its
-    message. Nothing when the message was compacted away (what was seen
-    before stays)."""
-    if position >= len(messages) or messages[position] is not message:
-        for position in range(len(messages) - 1, -1, -1):  # moved by a compaction
-            if messages[position] is message:
-                break
-        else:
-            return
-    last = first + (rows[row + TOOLS] - 1) * TOOL_WIDTH
-    observed = 0
-    texts: list[str] = []
-    for later in messages[position + 1:]:
-        for block in later.content:
-            kind = block.type
-            if kind == "tool_result":
-                call_id = block.tool_use_id  # type: ignore[union-attr]
-                i = last
-                while i >= first and tool_rows[i] != call_id:  # the last call of that id
-                    i -= TOOL_WIDTH
-                if i >= first:
-                    tool_rows[i + RESULT] = block.tokens
-                    tool_rows[i + RESULT + 1] = block.content  # type: ignore[union-attr]
-                    tool_rows[i + RESULT + 2] = block.is_error  # type: ignore[union-attr]
-                    tool_rows[i + RESULT + 3] = durations.get(call_id)
-            elif kind == "text":
-                observed += block.tokens  # type: ignore[union-attr]
-                texts.append(block.text)  # type: ignore[union-attr]
-    rows[row + OBSERVATION_TOKENS] = observed
-    rows[row + OBSERVATION_SHA256] = observed_text(texts) if texts else None
 
 
 _ARGUMENTS: dict[tuple[Any, Any], str] = {}
@@ -335,142 +344,3 @@ def simulated_tables(columns: CallColumns, keys: Sequence[Any], runs: dict[str, 
         from sim.traces.writer import trace_tables
 
         return trace_tables(careful())
-
-
-# ------------------------------------------- recording inside the driving loop
-# (the direct engine's --traces path: drive_recorded)
-
-def drive_recorded(loop: Loop, task: Any, answer: Mapping[type, Callable[[Any, Any, float], Any]],
-                   state: HarnessState, columns: CallColumns, key: Any) -> HarnessState:
-    """Drive ``loop`` (the harness loop of ``state``) against ``task``,
-    answering each effect with ``answer[type(effect)](task, effect, now)``
-    (``now``: the run's wall seconds, active plus parked), until it returns
-    the final state; record the run's model calls into ``columns`` under
-    ``key`` as :meth:`RunRecorder.wrap <sim.traces.simulated.RunRecorder.wrap>`
-    does (the same rows, in the same order). The run's clock starts at the
-    state's wall seconds when called."""
-    rows, tool_rows, dropped = columns.rows, columns.tool_rows, columns.dropped
-    durations: dict[str, float] = {}  # a tool call's seconds, summed over retries
-    respond, execute = answer[ModelRequest], answer[ToolRequest]
-    extend, tool_extend = rows.extend, tool_rows.extend
-    model_request, checkpoint, tool_request, model_response, tool_use, tool_result, type_of = (
-        ModelRequest, Checkpoint, ToolRequest, ModelResponse, ToolUseBlock, ToolResult, type)
-    arguments = _arguments
-    send = loop.send
-    t0 = state.active_s + state.parked_s
-    result: Any = None
-    effect: Any = None  # (any effect type: dispatched on its exact type below)
-    block: Any = None  # (any block type: likewise)
-    pending = -1  # the call awaiting its cost (its offset in ``rows``); -1: none
-    spent, tokens, usage = 0.0, 0, None  # the spend and tokens before it, its usage
-    step, tools, made = -1, 0, 0  # the last step call, awaiting what came back; its tool calls
-    assistant: Message | None = None  # its message in the history
-    position = 0  # where that message was
-    done, final = False, state  # the loop's end and its value (the final state)
-    while True:
-        try:
-            effect = send(result)
-        except StopIteration as stop:  # not kept past the clause: it holds this frame
-            done, final = True, stop.value
-        if pending >= 0:  # the harness has taken the last answer
-            if state.money_usd != spent or not _unaccounted(state, tokens, usage):  # type: ignore[arg-type]
-                rows[pending + COST] = state.money_usd - spent
-                if pending == step:
-                    assistant, position = _reply(state.messages)
-            else:  # not accounted (cancelled in flight): left out
-                step = _dropped(dropped, pending, step)
-            pending = -1
-        if done:
-            _came_back(state.messages, rows, tool_rows, durations, step, tools, made,
-                       assistant, position)
-            return final
-        kind = type_of(effect)
-        if kind is model_request:
-            if assistant is not None:  # what came back for the last step call
-                _came_back(state.messages, rows, tool_rows, durations, step, tools, made,
-                           assistant, position)
-            began, spent = state.active_s + state.parked_s, state.money_usd
-            tokens = (state.input_tokens + state.output_tokens + state.cache_read_tokens
-                      + state.cache_write_tokens + state.thinking_tokens)
-            result = respond(task, effect, began)
-            if type_of(result) is model_response:
-                pending, first, usage = len(rows), len(tool_rows), result.usage
-                content = result.content
-                block = content[0] if len(content) == 1 else None
-                if type_of(block) is tool_use:  # the commonest reply: one tool call alone
-                    text, texts, calls = 0, "", 1
-                    tool_extend((block.id, block.name, arguments(block.input), None, None, None,
-                                 None))
-                else:
-                    text, texts = _answer(content, tool_rows)
-                    calls = (len(tool_rows) - first) // TOOL_WIDTH
-                extend((key, usage.input_tokens, usage.cache_read_tokens,
-                        usage.cache_write_tokens, usage.output_tokens, usage.thinking_tokens,
-                        result.model or effect.model, None, result.stop_reason, began - t0,
-                        result.latency_s, text, calls, 0, effect.purpose, texts, None))
-                if effect.purpose == "step":
-                    step, tools, made, assistant = pending, first, calls, None
-        elif kind is checkpoint:
-            result = None
-        elif kind is tool_request:
-            result = execute(task, effect, state.active_s + state.parked_s)
-            call_id = effect.call.id
-            seconds = (result.duration_s if type_of(result) is tool_result
-                       else getattr(result, "duration_s", 0.0))
-            durations[call_id] = durations.get(call_id, 0.0) + (seconds or 0.0)
-        elif kind is VerifyRequest:
-            spent, tokens = state.money_usd, _tokens(state)
-            result = answer[kind](task, effect, state.active_s + state.parked_s)
-            if _graded(rows, key, result, state, t0):
-                pending, usage = len(rows) - WIDTH, result.usage
-        else:
-            result = answer[kind](task, effect, state.active_s + state.parked_s)
-
-
-def _dropped(dropped: list[int], pending: int, step: int) -> int:
-    """Leave the call at offset ``pending`` of the rows out (the harness did
-    not account it); the step call awaiting what came back (-1: none if it
-    was that call)."""
-    dropped.append(pending // WIDTH)
-    return -1 if step == pending else step
-
-
-def _tokens(state: HarnessState) -> int:
-    """All tokens the harness has accounted for the run so far."""
-    return (state.input_tokens + state.output_tokens + state.cache_read_tokens
-            + state.cache_write_tokens + state.thinking_tokens)
-
-
-def _graded(rows: list[Any], key: Any, verdict: Any, state: HarnessState, t0: float) -> bool:
-    """Append a model grader's check (a :class:`Verdict` with usage, sent
-    as the state's clock reads, ``t0`` its start; its cost to come) to
-    ``rows``; False for any other answer of the verifier."""
-    if type(verdict) is Verdict and verdict.usage is not None:
-        rows.extend(_verdict_row(key, verdict, state.model, state.active_s + state.parked_s - t0))
-        return True
-    return False
-
-
-def _came_back(messages: list[Message], rows: list[Any], tool_rows: list[Any],
-               durations: dict[str, float], step: int, tools: int, made: int,
-               assistant: Message | None, position: int) -> None:
-    """:func:`~sim.traces.simulated._observe` of the step call at ``step``
-    (``made`` tool calls, from ``tools`` in ``tool_rows``), with the commonest
-    case on a short path: one tool call, whose result is alone in the one
-    message after the call's. Nothing when no step call awaits (``assistant``
-    None)."""
-    if assistant is None:
-        return
-    if made == 1 and len(messages) == position + 2 and messages[position] is assistant:
-        later = messages[-1].content
-        block: Any = later[0] if len(later) == 1 else None
-        if type(block) is ToolResultBlock and tool_rows[tools] == block.tool_use_id:
-            at = tools + RESULT  # its result fields, set one by one (no slice object)
-            tool_rows[at] = block.tokens
-            tool_rows[at + 1] = block.content  # hashed when the table is built
-            tool_rows[at + 2] = block.is_error
-            tool_rows[at + 3] = durations.get(block.tool_use_id)
-            rows[step + OBSERVATION_TOKENS] = 0
-            rows[step + OBSERVATION_SHA256] = None
-            return
-    _observe(messages, rows, tool_rows, durations, step, tools, assistant, position)

@@ -252,7 +252,7 @@ class LiveBatch:
             recorder = RunRecorder(state, time.monotonic)
             try:
                 detector = None if self.make_detector is None else self.make_detector(params)
-                final = await driver.run(params, state, run_id, wrap=recorder.wrap,
+                final = await driver.run(params, state, run_id, recorders=(recorder,),
                                          detector=detector)
             except Exception as error:  # this run's failure, not the batch's: it is recorded
                 final = crashed(state, error)

@@ -35,9 +35,9 @@ wait refused and the budget), also said through ``warn``.
 
 Listeners (:class:`RunListener`) see every call with its timing, failed
 ones too (the OpenTelemetry spans of :mod:`~sim.drivers.live.otel` are one);
-a loop wrapper sees every effect and result (the trace recorder of
-:mod:`sim.traces.simulated` records live runs exactly as it records simulated
-ones).
+the pump's observers (:mod:`sim.harness.pump`) see every effect and result (the
+trace recorder of :mod:`sim.traces.simulated` records live runs exactly as it
+records simulated ones).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ import contextlib
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -73,9 +73,11 @@ from sim.harness.effects import (
     Wait,
 )
 from sim.harness.events import Observer
-from sim.harness.loop import Loop, agent_loop
+from sim.harness.loop import agent_loop
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams
+from sim.harness.pump import Observer as PumpObserver
+from sim.harness.pump import steps
 from sim.harness.state import FAILED, HarnessState, end_run, request_abort
 
 CHECK_OUTPUT_CHARS = 4_000
@@ -87,6 +89,10 @@ MAX_WAIT_PER_RUN_S = 600.0
 """The default budget of the seconds one run may sleep on back-offs."""
 WAIT_BUDGET_EXHAUSTED = "retry wait budget exhausted"
 """The ``why`` of a run ended because its next back-off would pass the budget."""
+
+
+class _WaitBudget(Exception):
+    """The run's next back-off would pass its wait budget: it ends there."""
 
 
 class RunListener(Protocol):
@@ -186,12 +192,15 @@ class LiveDriver:
 
     # ---------------------------------------------------------------- run
     async def run(self, params: HarnessParams, state: HarnessState, run_id: str, *,
-                  wrap: Callable[[Loop], Loop] | None = None,
+                  recorders: Sequence[PumpObserver] = (),
                   detector: Detector | None = None) -> HarnessState:
-        """Drive the loop for ``state`` until it returns its final state.
-        ``wrap`` wraps the loop generator (a trace recorder,
-        :class:`sim.traces.simulated.RunRecorder`, sees every effect and result);
-        ``detector`` replaces the harness's no-progress detector (None: its own)."""
+        """Drive the loop for ``state`` until it returns its final state,
+        through the one pump (:func:`sim.harness.pump.steps`: each effect
+        answered by awaiting this driver's method for it). ``recorders`` are
+        the pump's observers (a trace recorder,
+        :class:`sim.traces.simulated.RunRecorder`, sees every effect and
+        result); ``detector`` replaces the harness's no-progress detector
+        (None: its own)."""
         if params.verifier.enabled and self.verifier is None:
             raise ValueError("the harness verifies claimed successes but the driver has no "
                              "verifier")
@@ -201,28 +210,37 @@ class LiveDriver:
             self._event.set()
         self._start = time.monotonic()
         loop = agent_loop(params, state, detector=detector, observers=self.observers)
-        if wrap is not None:
-            loop = wrap(loop)
         self._params, self._state, self._run_id = params, state, run_id
         self._waited, self._exhausted = 0.0, None
         answer = cast(dict[type, Callable[[LiveDriver, Any, float], Awaitable[Any]]],
                       answers(LiveDriver))
-        result: Any = None
+        event = self._event
+
+        def perform(effect: Any) -> Generator[Awaitable[Any], Any, Any]:
+            # the awaitable goes out of the pump to be awaited below; its result comes back
+            result = yield answer[type(effect)](self, effect, self.elapsed_s())
+            if self._exhausted is not None:  # the next back-off would pass the budget
+                raise _WaitBudget
+            if event.is_set():  # cancelled: the harness sees the abort flag next
+                request_abort(state)
+            return result
+
+        if event.is_set():
+            request_abort(state)
+        pump = steps(loop, perform, recorders)
+        value: Any = None
         try:
             while True:
-                if self._event.is_set():
-                    request_abort(state)
                 try:
-                    effect = loop.send(result)
+                    awaitable = pump.send(value)
                 except StopIteration as stop:
                     final: HarnessState = stop.value
                     break
-                result = await answer[type(effect)](self, effect, self.elapsed_s())
-                if self._exhausted is not None:  # the next back-off would pass the budget
-                    loop.close()
-                    end_run(state, FAILED, "retries_exhausted", self._exhausted)
-                    final = state
-                    break
+                value = await awaitable
+        except _WaitBudget:
+            loop.close()
+            end_run(state, FAILED, "retries_exhausted", self._exhausted)
+            final = state
         finally:
             self._loop = self._event = None
             self._params = self._state = None

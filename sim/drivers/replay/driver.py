@@ -37,6 +37,7 @@ from sim.harness.detector import Detector
 from sim.harness.loop import agent_loop
 from sim.harness.messages import Block, TextBlock, ToolUseBlock, Usage
 from sim.harness.params import HarnessParams
+from sim.harness.pump import Observer, steps
 from sim.harness.scopes import Ledger
 from sim.harness.state import CANCELLED, SUCCEEDED, HarnessState, new_state
 from sim.task_record import FALSE_SUCCESS
@@ -118,22 +119,24 @@ class RunDriver:
         return found or ModelPrice(model, self.params.prices_for(model), CATALOGUE)
 
     # -------------------------------------------------------------- loop
-    def drive(self, detector: Detector | None) -> Replay:
+    def drive(self, detector: Detector | None, recorders: Sequence[Observer] = ()) -> Replay:
         """Run the harness loop to its end (:meth:`stepwise` without pauses)."""
-        steps = self.stepwise(detector)
+        stepped = self.stepwise(detector, recorders=recorders)
         try:
             while True:
-                next(steps)
+                next(stepped)
         except StopIteration as done:
             replay: Replay = done.value
             return replay
 
-    def stepwise(self, detector: Detector | None, ledgers: Sequence[Ledger] | None = None
-                 ) -> Generator[None, None, Replay]:
-        """Run the harness loop (charging ``ledgers``: the shared budgets'
-        ledgers of the run's session; None: its own), each effect answered
-        through the engines' table (:func:`sim.engines.perform.answers`:
-        ``respond``, ``execute``, ``verify``, ``approve``; checkpoints and
+    def stepwise(self, detector: Detector | None, ledgers: Sequence[Ledger] | None = None,
+                 recorders: Sequence[Observer] = ()) -> Generator[None, None, Replay]:
+        """Run the harness loop through the one pump
+        (:func:`sim.harness.pump.steps`, telling ``recorders``; charging
+        ``ledgers``: the shared budgets' ledgers of the run's session; None:
+        its own), each effect answered through the engines' table
+        (:func:`sim.engines.perform.answers`: ``respond``, ``execute``,
+        ``verify``, ``approve``; checkpoints and
         waits need no answer); return what happened. It pauses (yields)
         before the loop's first effect and after each recorded step call is
         answered and charged, so each next step call, and the budget checks
@@ -143,24 +146,25 @@ class RunDriver:
         state = self.state
         loop = agent_loop(self.params, state, detector=detector, observers=(self._observe,),
                           ledgers=ledgers)
-        send = loop.send
         answer = answers(RunDriver)
+        after_step = False  # the last effect answered was a step call
+
+        def perform(effect: Any) -> Generator[None, None, Any]:
+            nonlocal after_step
+            if after_step:  # the step call was answered and charged: wait for the turn
+                yield
+            after_step = type(effect) is fx.ModelRequest and effect.purpose == "step"
+            return answer[type(effect)](self, effect, 0.0)
+
         try:
             yield
-            effect = send(None)
-            while True:
-                step = type(effect) is fx.ModelRequest and effect.purpose == "step"
-                result = answer[type(effect)](self, effect, 0.0)
-                effect = send(result)
-                if step:
-                    yield
-        except StopIteration:
-            return self._finish(None, state, "harness")
+            yield from steps(loop, perform, recorders)
         except _Ended as ended:
             return self._finish(loop, state, ended.by)
         except GeneratorExit:  # the session ended before this run did
             loop.close()
             raise
+        return self._finish(None, state, "harness")
 
     def cancel(self, steps: Generator[None, None, Replay]) -> Replay:
         """End a run paused in :meth:`stepwise` because the session ended
