@@ -49,7 +49,12 @@ def summary_frame(cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     its 95% Wilson interval ``succeeded_low``/``succeeded_high``, one column
     per outcome label holding its share, ``{steps,input_tokens,output_tokens}
     _{mean,p50,p95,max}``, ``cost_{mean,p50,p95,max,total}`` (USD),
-    ``cache_hit_share`` and the per-task means (``nudges_mean``, ...)."""
+    ``cache_hit_share`` and the per-task means (``nudges_mean``, ...); a DES
+    cell with a rate limit adds its retry-storm measurements
+    (``capacity.storm``, :func:`sim.analysis.capacity.storm`) as ``storm_<key>``
+    columns, a nested one as ``storm_<key>_<stat>`` (``storm_share_429``,
+    ``storm_runs_died``, ``storm_time_to_finish_s_p95``, ...; missing, NaN, in a
+    cell without)."""
     rows = []
     outcomes = sorted({o for c in cells for o in c["outcomes"]},
                       key=lambda o: (o != "succeeded", o))
@@ -68,6 +73,11 @@ def summary_frame(cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                                                            "total")})
         row["cache_hit_share"] = cell.get("cache_hit_share", 0.0)
         row.update({k: v for k, v in cell.items() if k.endswith("_mean")})
+        for key, value in cell.get("capacity", {}).get("storm", {}).items():
+            if isinstance(value, Mapping):
+                row.update({f"storm_{key}_{stat}": x for stat, x in value.items()})
+            else:
+                row[f"storm_{key}"] = value
         rows.append(row)
     return pd.DataFrame(rows)
 
