@@ -86,8 +86,10 @@ def summary_frame(cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 def sweep_figures(summary: Mapping[str, Any], rows: pd.DataFrame, *,
                   ceiling: float | None = None) -> dict[str, Figure]:
-    """The figures of a sweep's report: ``outcomes``, ``cost_ccdf``, ``steps``
-    and, with more than one cell, ``frontier`` (``ceiling`` in USD)."""
+    """The figures of a sweep's report: ``outcomes``, ``cost_ccdf``, ``steps``,
+    with subagents (the rows' ``children`` column) ``children`` (the
+    subagents each run started) and, with more than one cell, ``frontier``
+    (``ceiling`` in USD)."""
     cells = summary["cells"]
     by_cell = {c["name"]: rows[rows["cell"] == c["name"]] for c in cells}
     out = {
@@ -95,6 +97,10 @@ def sweep_figures(summary: Mapping[str, Any], rows: pd.DataFrame, *,
         "cost_ccdf": figures.cost_ccdf({k: v["cost_usd"] for k, v in by_cell.items()}),
         "steps": figures.steps_histogram({k: v["steps"] for k, v in by_cell.items()}),
     }
+    if "children" in rows:  # a harness with subagents
+        out["children"] = figures.steps_histogram(
+            {k: v["children"] for k, v in by_cell.items()}, title="Subagents per run",
+            xlabel="subagents started")
     if len(cells) > 1:
         out["frontier"] = figures.frontier(summary_frame(cells), ceiling=ceiling)
     return out
@@ -104,6 +110,7 @@ _SWEEP_CAPTIONS = {
     "outcomes": "Outcome shares per cell",
     "cost_ccdf": "Cost tail: share of tasks costing more than x (log-log)",
     "steps": "Model steps per task",
+    "children": "Subagents (child runs) each run started",
     "frontier": "Succeeded share against mean and p95 cost; the line joins the cells no "
                 "other cell beats",
 }
