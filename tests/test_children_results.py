@@ -1,7 +1,8 @@
 """Children in a sweep's results: with subagents, results.parquet carries each
 parent's children, their endings, tokens and cost and the session's totals,
-and summary.json and report.md a children table; without subagents the
-columns and the section are absent."""
+summary.json and report.md a children table and report.html a figure of the
+subagents per run; without subagents the columns, the section and the figure
+are absent."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+from matplotlib.patches import Polygon
 
 from sim.analysis.fanout import rows_summary
 from sim.cli import main
 from sim.harness.state import new_state
+from sim.output.html import sweep_figures
 from sim.output.results import records_frame
 from sim.task_record import CHILDREN_FIELDS, RECORD_FIELDS, make_record
 
@@ -89,6 +92,7 @@ def test_a_fanout_sweep_writes_children_columns_summary_and_report(tmp_path: Pat
     assert cell["children"]["session_cost"]["max"] == rows["session_cost_usd"].max()
     report = (out / "report.md").read_text()
     assert "### Subagents" in report and "per session (parent and descendants)" in report
+    assert "Subagents (child runs) each run started" in (out / "report.html").read_text()
 
 
 def test_a_sweep_without_subagents_has_no_children_columns(tmp_path: Path) -> None:
@@ -99,3 +103,22 @@ def test_a_sweep_without_subagents_has_no_children_columns(tmp_path: Path) -> No
     cell = json.loads((out / "summary.json").read_text())["cells"][0]
     assert "children" not in cell
     assert "### Subagents" not in (out / "report.md").read_text()
+    assert "Subagents (child runs)" not in (out / "report.html").read_text()
+
+
+def test_the_report_figures_show_subagents_per_run_only_with_subagents() -> None:
+    """Rows with a children column (0, 2, 2, 5 subagents): a "children"
+    figure, in shares of the cell's 4 runs per count (25% none, 50% two,
+    25% five); rows without the column: no such figure."""
+    rows = pd.DataFrame({"cell": ["a"] * 4, "cost_usd": [0.1, 0.2, 0.3, 0.4],
+                         "steps": [3, 4, 5, 6], "children": [0, 2, 2, 5]})
+    summary = {"cells": [{"name": "a", "outcomes": {"succeeded": 1.0}}]}
+    ax = sweep_figures(summary, rows)["children"].axes[0]
+    assert (ax.get_title(), ax.get_xlabel()) == ("Subagents per run", "subagents started")
+    legend = ax.get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["a (n=4)"]
+    patch = ax.patches[0]
+    assert isinstance(patch, Polygon)
+    outline = patch.get_xy()  # a step outline: each bin's top edge is two vertices
+    assert outline[1:-1:2, 1].tolist() == [25.0, 0.0, 50.0, 0.0, 0.0, 25.0]
+    assert "children" not in sweep_figures(summary, rows.drop(columns="children"))

@@ -17,6 +17,7 @@ from sim.calibration.data import load
 from sim.calibration.fanout import (
     CHILD_CLASS,
     TOOL,
+    StepBin,
     children_pmf,
     fit_fanout,
     predicted_children,
@@ -173,6 +174,32 @@ def test_spawns_that_depend_on_the_step_get_step_bins(tmp_path):
     assert block["edges"] == fit.edges and len(block["spawn_by_step"]) == len(fit.edges)
 
 
+def test_the_step_table_counts_each_bin_and_brackets_its_recorded_rate(tmp_path, flat):
+    """Spawn 0.3 at steps 1-2 and 0.02 later: per step bin, the productive
+    calls and spawns are the generated ones summed over its steps, the
+    recorded rate is within 3 binomial SEs of the known mean rate of its
+    calls and inside its bootstrap interval, and the fitted rate (bins kept)
+    is the recorded one. On the flat world (one fitted rate) every bin's
+    fitted rate is that one rate."""
+    counts = generate(tmp_path, 500, lambda s: 0.3 if s <= 2 else 0.02, seed=2)
+    fit = fit_fanout(load(tmp_path), with_child=False, seed=7)
+    assert fit is not None and fit.edges is not None
+    assert [b.first for b in fit.by_step] == fit.edges
+    by_step = counts["by_step"]
+    for b in fit.by_step:
+        inside = [s for s in by_step if s >= b.first and (b.last is None or s <= b.last)]
+        calls = sum(by_step[s][0] for s in inside)
+        assert (b.calls, b.spawns) == (calls, sum(by_step[s][1] for s in inside))
+        known = sum(by_step[s][0] * (0.3 if s <= 2 else 0.02) for s in inside) / calls
+        assert abs(b.rate - known) <= 3 * se(known, calls)
+        assert b.interval[0] <= b.rate <= b.interval[1]
+        assert b.fitted == pytest.approx(b.rate)
+    assert sum(b.calls for b in fit.by_step) == counts["productive"]
+    flat_fit = fit_fanout(flat[0], with_child=False)
+    assert flat_fit is not None and flat_fit.edges is None and len(flat_fit.by_step) > 1
+    assert {b.fitted for b in flat_fit.by_step} == {flat_fit.spawn}
+
+
 def test_a_folder_without_agents_has_no_fanout(tmp_path):
     """No call with an agent: no fit, no validation rows."""
     generate(tmp_path, 20, lambda s: 0.5, seed=4, agents=False)
@@ -210,6 +237,8 @@ def test_children_that_start_before_the_parents_next_call_share_a_spawn(tmp_path
     assert fit.spawn == 1.0
     # a runs 1.0-1.5 s and b 1.1-2.5 s (its calls at 1.1 and 2, 0.5 s each): 2 at once
     assert fit.concurrent == 2 and fit.harness() == {"tool": TOOL, "max_concurrent": 2}
+    # 20 productive calls: one step bin (fewer than 30 calls merge), every call a spawn
+    assert fit.by_step == [StepBin(1, None, 20, 20, 1.0, (1.0, 1.0), 1.0)]
 
 
 def test_rare_large_counts_form_a_tail_bucket_at_their_mean():
@@ -290,6 +319,15 @@ def test_calibrate_writes_a_fanout_block_and_a_worker_class(tmp_path):
     assert c1["spawn"] == pytest.approx(fit.spawn, rel=1e-5)
     keys = [r["key"] for r in result.summary()["accuracy"]]
     assert keys[-3:] == ["children", "spawn_rate", "child_steps"]
+    # the recorded against the fitted spawn rate per step bin: calibration.json and the report
+    assert sum(b["calls"] for b in summary["by_step"]) == fit.productive
+    assert sum(b["spawns"] for b in summary["by_step"]) == fit.spawns
+    from sim.calibration.report import report_markdown
+
+    report = report_markdown(result)
+    section = report[report.index("## Spawn rate by step bin"):].split("\n## ")[0]
+    assert len([line for line in section.splitlines() if line.startswith("| ")
+                and not line.startswith("| steps")]) == len(summary["by_step"])
 
 
 def test_calibrate_without_agents_writes_no_fanout(tmp_path):

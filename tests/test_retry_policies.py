@@ -118,36 +118,7 @@ def test_a_time_budget_stops_the_retry_that_would_start_after_it() -> None:
 
 
 # ------------------------------------------------------- the shared bucket
-def test_bucket_accounting_by_hand() -> None:
-    """Capacity 12, retry cost 5, timeout cost 10, refund 1: 12 -> 7 -> 2,
-    a third retry refused (2 < 5), a success puts 1 back (3), a refund never
-    passes the capacity."""
-    bucket = RetryBudget(RetryQuota(capacity=12, retry_cost=5, timeout_cost=10,
-                                    success_refund=1))
-    assert bucket.cost("rate_limit") == 5 and bucket.cost("timeout") == 10
-    assert bucket.take(5) and bucket.level == 7
-    assert bucket.take(5) and bucket.level == 2
-    assert not bucket.take(5) and bucket.level == 2
-    bucket.give_back(1)
-    assert bucket.level == 3
-    bucket.give_back(100)
-    assert bucket.level == 12
-    assert (bucket.taken, bucket.refused, bucket.refunded) == (2, 1, 10)
-
-
-def test_bucket_refills_with_the_clock_it_is_given() -> None:
-    """refill_per_s 2: empty at t=0, 3 tokens at t=1.5, full (10) by t=100."""
-    now = [0.0]
-    bucket = RetryBudget(RetryQuota(capacity=10, retry_cost=10, refill_per_s=2.0),
-                         lambda: now[0])
-    assert bucket.take(10) and bucket.level == 0
-    now[0] = 1.5
-    assert not bucket.take(10)
-    assert bucket.level == pytest.approx(3.0)
-    now[0] = 100.0
-    assert bucket.take(10)
-
-
+# (the bucket's own rules: tests/test_harness_retry_budget.py)
 def test_runs_share_one_bucket_and_an_empty_bucket_ends_the_run() -> None:
     """Capacity 10, cost 5: run A's two retries empty it (its third 429 is
     not retried: failed:retries_exhausted, exhausted retry_quota, with

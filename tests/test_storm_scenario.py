@@ -1,14 +1,17 @@
 """The shipped storm scenario (issue 40, item 4): it loads as documented,
 its sweep writes the same bytes on one or two workers, its base cell is a
-storm (runs die of exhausted retries), and the report names the cap that
-keeps the storm away for each retry policy."""
+storm (runs die of exhausted retries), the report names the cap that
+keeps the storm away for each retry policy, and the Python API's per-cell
+results carry each cell's storm."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from sim.analysis.capacity import storm_knee
+from sim.api import read_results, sweep
 from sim.cli import main
 from sim.output.markdown import storm_markdown
 from sim.scenario.model import load_scenario
@@ -82,7 +85,7 @@ def test_the_base_cell_is_a_storm_and_a_cap_of_8_calms_it(tmp_path: Path) -> Non
     assert capped["peak_requests_per_s"] <= 8
 
 
-def _cell(policy: str, cap: int | None, share: float, died: int) -> dict:
+def _cell(policy: str, cap: int | None, share: float, died: int) -> dict[str, Any]:
     """A summary cell of a storm sweep with the given storm numbers."""
     return {"params": {"harness.retry.max_attempts": policy, "des.capacity.model_slots": cap},
             "capacity": {"storm": {"share_429": share, "runs_died": died,
@@ -113,3 +116,31 @@ def test_the_report_finds_a_swept_cap_on_concurrent_runs_too() -> None:
     assert "`des.tenants.0.max_concurrency`" in section[1]
     assert section[1].splitlines()[-1].endswith("| 8 | 16 |")
     assert storm_markdown([{**cells[0], "params": {"harness.retry.max_attempts": 2}}]) == []
+
+
+def test_the_python_sweep_and_read_results_carry_each_cells_storm(tmp_path: Path) -> None:
+    """sim.sweep's per-cell results (and sim.read_results's of a folder) hold
+    each cell's capacity.storm as storm_<key> columns (a nested one as
+    storm_<key>_<stat>), the numbers summary.json's cells hold for the same
+    sweep; a sweep without a rate limit has no storm column."""
+    overrides = {"sweep": {"des.capacity.model_slots": [8, None]}}
+    _, summary = sweep(str(STORM), overrides, tasks=40, workers=1)
+    out = tmp_path / "storm"
+    small = tmp_path / "storm.yaml"
+    small.write_text(STORM.read_text().split("\nsweep:")[0]
+                     + "\nsweep:\n  des.capacity.model_slots: [8, null]\n")
+    assert main(["sweep", str(small), "--workers", "1", "--quiet", "--out", str(out)]) == 0
+    cells = json.loads((out / "summary.json").read_text())["cells"]
+    for frame in (summary, read_results(out).summary):
+        assert len(frame) == 2
+        for (_, row), cell in zip(frame.iterrows(), cells, strict=True):
+            storm = cell["capacity"]["storm"]
+            assert row["storm_share_429"] == storm["share_429"]
+            assert row["storm_runs_died"] == storm["runs_died"]
+            assert row["storm_retries"] == storm["retries"]
+            assert row["storm_time_to_finish_s_p95"] == storm["time_to_finish_s"]["p95"]
+    assert summary["storm_runs_died"].tolist()[0] == 0  # a cap of 8 calms it (see above)
+    assert summary["storm_runs_died"].tolist()[1] > 0
+    _, plain = sweep("scenarios/bounded.yaml", {"sweep": {"harness.detector.nudges": [0, 1]}},
+                         tasks=20, workers=1)
+    assert not [c for c in plain.columns if c.startswith("storm_")]

@@ -31,54 +31,13 @@ a right world can come out a little below 1.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from sim.calibration import fanout
+from sim.calibration.questions import LADDER, Row
 from sim.calibration.simulate import Sample, pooled
-
-QUESTIONS: dict[str, str] = {
-    "stopped": "share stopped",
-    "lost": "successes lost",
-    "saved": "dollars saved",
-    "steps": "steps per run (KS)",
-    "prompt": "prompt tokens per run (KS)",
-    "output": "output tokens per run (KS)",
-    "cost": "cost per run (KS)",
-    **fanout.QUESTIONS,
-}
-"""Question key -> what it is (ladder figures first, then per-run KS distances)."""
-LADDER = ("stopped", "lost", "saved")
-
-
-@dataclass(frozen=True)
-class Row:
-    """One question: ``error`` (the forecast's mean error), ``floor`` (the
-    sampling floor's), over ``cells`` rung-and-fold (or fold) cells."""
-
-    key: str
-    error: float
-    floor: float
-    cells: int
-
-    @property
-    def label(self) -> str:
-        """What the question is."""
-        return QUESTIONS[self.key]
-
-    @property
-    def ratio(self) -> float:
-        """Error over floor (NaN when the floor is 0 or unknown)."""
-        return self.error / self.floor if self.floor > 0 else math.nan
-
-    def summary(self) -> dict[str, Any]:
-        """The row as JSON-ready numbers."""
-        return {"question": self.label, "error": self.error, "floor": self.floor,
-                "ratio": self.ratio, "cells": self.cells,
-                "unit": ("share (x100: points)" if self.key in LADDER
-                         else "share" if self.key == "spawn_rate" else "KS distance")}
 
 
 def ladder_rows(rungs: list[Any]) -> list[Row]:
@@ -129,11 +88,12 @@ def _finite(sample: Sample, key: str) -> np.ndarray:
 
 def rows(calibration: Any) -> list[Row]:
     """Every question's row of a :class:`sim.calibration.result.Calibration`
-    (its fan-out rows last, when it has any)."""
+    (its fan-out rows last, when it has any, shown as the others are:
+    without their sampling limit)."""
     folds = calibration.folds
     return (ladder_rows(calibration.ladder)
             + ks_rows([f.real for f in folds], [f.sim for f in folds])
-            + [Row(r.key, r.error, r.floor, r.cells) for r in calibration.fanout_rows])
+            + [replace(r, limit=None) for r in calibration.fanout_rows])
 
 
 def markdown(tables: dict[str, list[Row]]) -> list[str]:

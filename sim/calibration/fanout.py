@@ -61,6 +61,7 @@ import pandas as pd
 
 from sim.calibration.data import Traces
 from sim.calibration.estimate import STEP_EDGES, ClassEstimate, estimate_class, merged_bins
+from sim.calibration.questions import FANOUT, Row
 
 TOOL = "agent"
 """The subagent tool's name the fitted world uses (``world.fanout.tool``)."""
@@ -220,13 +221,44 @@ class ClassFanout:
         return self.children / self.runs if self.runs else 0.0
 
 
+@dataclass(frozen=True)
+class StepBin:
+    """The recorded and fitted spawn rate in one bin of the parents' steps:
+    steps ``first`` to ``last`` (1-based, None: no end), its productive
+    parent ``calls`` and ``spawns`` among them, the recorded ``rate`` (spawns
+    over calls) with its percentile bootstrap ``interval`` over parent runs
+    (:data:`LEVEL`), and the ``fitted`` rate (:meth:`FanoutFit.spawn_at` the
+    bin's first step)."""
+
+    first: int
+    last: int | None
+    calls: int
+    spawns: int
+    rate: float
+    interval: tuple[float, float]
+    fitted: float
+
+    @property
+    def inside(self) -> bool:
+        """Whether the fitted rate is within the recorded rate's interval."""
+        return self.interval[0] <= self.fitted <= self.interval[1]
+
+    def summary(self) -> dict[str, Any]:
+        """The bin as JSON-ready numbers."""
+        return {"first": self.first, "last": self.last, "calls": self.calls,
+                "spawns": self.spawns, "rate": self.rate, "interval": list(self.interval),
+                "fitted": self.fitted, "inside": self.inside}
+
+
 @dataclass
 class FanoutFit:
     """A fitted fan-out (see the module docstring): ``spawn`` per productive
     call, ``edges``/``spawn_by_step`` (None: one rate), the ``children`` PMF,
     the ``child`` class's direct estimates, intervals (``spawn_ci``,
     ``per_run_ci``: bootstrap over runs), the counts it was fitted from, and
-    per parent task class (``by_class``, when ``labels`` were given)."""
+    per parent task class (``by_class``, when ``labels`` were given), and
+    the recorded against the fitted spawn rate per step bin (``by_step``:
+    :func:`step_table`)."""
 
     spawn: float
     children: list[float]
@@ -244,6 +276,7 @@ class FanoutFit:
     early: int = 0
     concurrent: int | None = None
     by_class: dict[str, ClassFanout] = field(default_factory=dict)
+    by_step: list[StepBin] = field(default_factory=list)
 
     @property
     def per_run(self) -> float:
@@ -281,7 +314,7 @@ class FanoutFit:
             block["max_concurrent"] = self.concurrent
         return block
 
-    def summary(self, rows: list[FanoutRow] | None = None) -> dict[str, Any]:
+    def summary(self, rows: list[Row] | None = None) -> dict[str, Any]:
         """``calibration.json``'s ``fanout``: the block, the counts, the
         intervals, the parent classes' rates and the held-out ``rows``."""
         return {"world": self.as_world(), "runs": self.runs, "productive": self.productive,
@@ -293,6 +326,7 @@ class FanoutFit:
                                     "spawns": c.spawns, "children": c.children,
                                     "spawn": c.spawn, "per_run": c.per_run}
                              for name, c in self.by_class.items()},
+                "by_step": [b.summary() for b in self.by_step],
                 "held_out": [r.summary() | {"key": r.key} for r in rows or []]}
 
     def note(self) -> str:
@@ -333,6 +367,7 @@ def fit_fanout(traces: Traces, *, labels: np.ndarray | None = None,
                     early=found.early)
     _by_step(fit, steps)
     fit.spawn_ci, fit.per_run_ci = _intervals(per_run, seed)
+    fit.by_step = step_table(found, fit, seed)
     fit.concurrent = most_at_once(found.kids)
     if labels is not None:
         for name in sorted(set(labels)):
@@ -413,6 +448,41 @@ def _intervals(per_run: pd.DataFrame, seed: int) -> tuple[tuple[float, float],
     return (float(lo), float(hi)), (float(klo), float(khi))
 
 
+def step_table(found: Spawns, fit: FanoutFit, seed: int) -> list[StepBin]:
+    """The recorded spawn rate per step bin (:func:`step_bins` of the parents'
+    productive calls, whether or not the fit keeps rates by bin) against the
+    fit's, each recorded rate with a percentile bootstrap interval over parent
+    runs (:data:`BOOTSTRAP` resamples drawn with
+    ``numpy.random.default_rng([seed, 1])``, apart from :func:`_intervals`'
+    draws); a bin no resample has calls in gets NaN bounds. Empty without
+    productive calls."""
+    steps = found.steps
+    if not len(steps):
+        return []
+    step = steps["step"].to_numpy(np.int64)
+    edges = step_bins(step)
+    b = np.searchsorted(edges, step, side="right") - 1
+    run = steps["run"].to_numpy(np.int64)
+    n = len(found.runs)
+    calls = np.zeros((n, len(edges)))
+    hits = np.zeros((n, len(edges)))
+    np.add.at(calls, (run, b), 1.0)
+    np.add.at(hits, (run, b), steps["spawn"].to_numpy(float))
+    pick = np.random.default_rng([seed, 1]).integers(n, size=(BOOTSTRAP, n))
+    boot_calls, boot_hits = calls[pick].sum(axis=1), hits[pick].sum(axis=1)
+    q = [(1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2]
+    out = []
+    for i, first in enumerate(edges):
+        total, spawned = int(calls[:, i].sum()), int(hits[:, i].sum())
+        seen = boot_calls[:, i] > 0
+        rates = boot_hits[seen, i] / boot_calls[seen, i]
+        lo, hi = (np.quantile(rates, q) if rates.size and n > 1 else (math.nan, math.nan))
+        out.append(StepBin(first, edges[i + 1] - 1 if i + 1 < len(edges) else None, total,
+                           spawned, spawned / total if total else math.nan,
+                           (float(lo), float(hi)), fit.spawn_at(first)))
+    return out
+
+
 def child_traces(traces: Traces) -> Traces:
     """The children of ``traces`` as runs of their own (run id
     ``<run>/<agent>``, calls renumbered from 0), with the per-run columns
@@ -472,51 +542,6 @@ def predicted_children(fit: FanoutFit, productive: list[np.ndarray], draws: int,
     return out.ravel()
 
 
-QUESTIONS: dict[str, str] = {
-    "children": "children per run (KS)",
-    "spawn_rate": "spawns per productive call, by step bin",
-    "child_steps": "steps per child (KS)",
-}
-"""The fan-out questions :func:`validate` answers (key -> what it is)."""
-
-
-@dataclass(frozen=True)
-class FanoutRow:
-    """One fan-out question over the folds: ``error`` (the fitted parameters'
-    mean miss of the held-out runs), ``floor`` (the other folds' runs taken as
-    the forecast), ``cells`` (folds, or fold-and-bin cells), ``limit`` (the
-    error a right fit exceeds with chance about 1%: the largest of the folds'
-    two-sample KS critical values, or 3 binomial standard errors of the
-    held-out rate), ``passed`` (error within ``limit``)."""
-
-    key: str
-    error: float
-    floor: float
-    cells: int
-    limit: float
-
-    @property
-    def label(self) -> str:
-        """What the question is."""
-        return QUESTIONS[self.key]
-
-    @property
-    def ratio(self) -> float:
-        """Error over floor (NaN when the floor is 0)."""
-        return self.error / self.floor if self.floor > 0 else math.nan
-
-    @property
-    def passed(self) -> bool:
-        """Whether the error is within the sampling limit."""
-        return self.error <= self.limit
-
-    def summary(self) -> dict[str, Any]:
-        """The row as JSON-ready numbers."""
-        return {"question": self.label, "error": self.error, "floor": self.floor,
-                "ratio": self.ratio, "cells": self.cells, "limit": self.limit,
-                "passed": self.passed}
-
-
 KS_C = 1.628
 """The two-sample KS coefficient at level 1% (c(alpha) = sqrt(-ln(alpha / 2) / 2))."""
 
@@ -532,7 +557,7 @@ def _ks_limit(n: int, m: int) -> float:
 
 
 def validate(traces: Traces, fold_of: np.ndarray, seed: int, draws: int = 20
-             ) -> list[FanoutRow]:
+             ) -> list[Row]:
     """Each fold's held-out runs against the fan-out fitted on the other folds
     (its parameters directly: :func:`predicted_children` for the children
     per run, the fitted spawn rate of each step bin, the fitted child need as
@@ -542,7 +567,7 @@ def validate(traces: Traces, fold_of: np.ndarray, seed: int, draws: int = 20
         return []
     ids = traces.runs["run_id"].to_numpy(object)
     k = int(fold_of.max()) + 1
-    cells: dict[str, list[tuple[float, float, float]]] = {q: [] for q in QUESTIONS}
+    cells: dict[str, list[tuple[float, float, float]]] = {q: [] for q in FANOUT}
     for fold in range(k):
         train = traces.subset(ids[fold_of != fold])
         held = traces.subset(ids[fold_of == fold])
@@ -575,7 +600,7 @@ def validate(traces: Traces, fold_of: np.ndarray, seed: int, draws: int = 20
     for key, values in cells.items():
         if values:
             arr = np.array(values, float)
-            rows.append(FanoutRow(key, float(arr[:, 0].mean()), float(arr[:, 1].mean()),
+            rows.append(Row(key, float(arr[:, 0].mean()), float(arr[:, 1].mean()),
                                   len(values), float(arr[:, 2].max())))
     return rows
 
@@ -620,7 +645,7 @@ def _child_steps(child: ClassEstimate, n: int, seed: int) -> np.ndarray:
 
 def simulated_rows(real_children: list[np.ndarray], sim_children: list[np.ndarray],
                    real_steps: list[np.ndarray], sim_steps: list[np.ndarray]
-                   ) -> list[FanoutRow]:
+                   ) -> list[Row]:
     """The comparison against the simulated world, once it spawns: per fold,
     the held-out runs' children per run and child steps against the fold
     world's simulated runs' (KS), the floor the other folds' held-out runs
@@ -638,6 +663,6 @@ def simulated_rows(real_children: list[np.ndarray], sim_children: list[np.ndarra
                               _ks_limit(real[i].size, sim[i].size)))
         if cells:
             arr = np.array(cells, float)
-            rows.append(FanoutRow(key, float(arr[:, 0].mean()), float(arr[:, 1].mean()),
+            rows.append(Row(key, float(arr[:, 0].mean()), float(arr[:, 1].mean()),
                                   len(cells), float(arr[:, 2].max())))
     return rows

@@ -1,6 +1,6 @@
 """When the tasks of a DES cell arrive: Poisson per tenant, a batch at time 0,
-bursts of a given size at a fixed interval, or the rows of a CSV file
-(:func:`arrival_schedule`)."""
+bursts of a given size at a fixed interval, Poisson with one spike, or the
+rows of a CSV file (:func:`arrival_schedule`)."""
 
 from __future__ import annotations
 
@@ -41,32 +41,47 @@ def arrival_schedule(des: DesParams, tasks: int, seed: int, base_dir: Path | Non
     the first ``tasks`` arrivals over all tenants are kept. Batch: ``tasks``
     arrivals at time 0, tenants assigned in proportion to their weights.
     Burst: as a batch, but task i arrives at ``(i // size) * every_s``
-    seconds (bursts of ``size`` tasks, the last one perhaps smaller). CSV:
-    the file's rows (at most ``tasks``).
+    seconds (bursts of ``size`` tasks, the last one perhaps smaller). Spike:
+    the Poisson arrivals (the same draws as kind poisson) and ``size`` more
+    at ``at_s`` seconds, tenants assigned in proportion to their weights as
+    in a batch; the first ``tasks`` of them in time order are kept (a
+    Poisson arrival at the spike's instant comes first). CSV: the file's
+    rows (at most ``tasks``).
     """
     tenants = des.tenants
     arrivals = des.arrivals
     if arrivals.kind == "csv":
         return _csv_arrivals(des, tasks, base_dir)
     if arrivals.kind in ("batch", "burst"):
-        weights = np.array([t.weight for t in tenants], dtype=float)
-        edges = np.cumsum(weights / weights.sum())
         size, every = arrivals.size or tasks, arrivals.every_s or 0.0
         out = []
-        for i in range(tasks):
-            k = min(int(np.searchsorted(edges, (i + 0.5) / tasks)), len(tenants) - 1)
+        for i, k in enumerate(_by_weight(des, tasks)):
             time_s = (i // size) * every if arrivals.kind == "burst" else 0.0
             out.append(Arrival(i, time_s, tenants[k].name, tenants[k].agent_type))
         return out
-    times: list[tuple[float, int]] = []
+    times: list[tuple[float, int, int]] = []  # (time, 0 Poisson / 1 spike, tenant)
     for k, tenant in enumerate(tenants):
         rng = np.random.Generator(np.random.PCG64(
             np.random.SeedSequence(seed, spawn_key=(ARRIVAL_KEY, k))))
         gaps = rng.exponential(3600.0 / tenant.rate_per_hour, size=tasks)
-        times.extend((float(t), k) for t in np.cumsum(gaps))
+        times.extend((float(t), 0, k) for t in np.cumsum(gaps))
+    if arrivals.kind == "spike" and arrivals.size and arrivals.at_s is not None:
+        at = float(arrivals.at_s)
+        times.extend((at, 1, k) for k in _by_weight(des, arrivals.size))
     times.sort()
     return [Arrival(i, t, tenants[k].name, tenants[k].agent_type)
-            for i, (t, k) in enumerate(times[:tasks])]
+            for i, (t, _, k) in enumerate(times[:tasks])]
+
+
+def _by_weight(des: DesParams, count: int) -> list[int]:
+    """The tenant (its index) of each of ``count`` tasks arriving together,
+    in proportion to the tenants' weights (task i at quantile (i + 0.5) /
+    count of the weights' cumulative shares)."""
+    tenants = des.tenants
+    weights = np.array([t.weight for t in tenants], dtype=float)
+    edges = np.cumsum(weights / weights.sum())
+    return [min(int(np.searchsorted(edges, (i + 0.5) / count)), len(tenants) - 1)
+            for i in range(count)]
 
 
 def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arrival]:

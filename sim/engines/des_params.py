@@ -40,19 +40,23 @@ class TenantParams(_Strict):
 class ArrivalParams(_Strict):
     """How tasks arrive: ``poisson`` (each tenant at its rate), ``batch`` (all
     at time zero), ``burst`` (``size`` tasks at once every ``every_s``
-    seconds, from time zero) or ``csv`` (times read from ``path``: a column
-    ``arrival_s`` and optional ``tenant`` and ``agent_type`` columns)."""
+    seconds, from time zero), ``spike`` (``poisson``, plus ``size`` tasks at
+    once at ``at_s`` seconds: one transient burst over a steady load) or
+    ``csv`` (times read from ``path``: a column ``arrival_s`` and optional
+    ``tenant`` and ``agent_type`` columns)."""
 
-    kind: Literal["poisson", "batch", "burst", "csv"] = Field(
+    kind: Literal["poisson", "batch", "burst", "spike", "csv"] = Field(
         "poisson", description="arrival process")
     path: str | None = Field(None, description="CSV file of arrival times (kind csv)")
     # left out of written settings when unset, so settings written before they existed
     # are written the same
     size: int | None = Field(None, ge=1, exclude_if=lambda v: v is None,
-                             description="tasks arriving together (kind burst)")
+                             description="tasks arriving together (kinds burst and spike)")
     every_s: float | None = Field(None, gt=0, allow_inf_nan=False,
                                   exclude_if=lambda v: v is None,
                                   description="seconds between bursts (kind burst)")
+    at_s: float | None = Field(None, ge=0, allow_inf_nan=False, exclude_if=lambda v: v is None,
+                               description="when the spike's tasks arrive (seconds; kind spike)")
 
     @model_validator(mode="after")
     def _csv_needs_path(self) -> ArrivalParams:
@@ -60,6 +64,8 @@ class ArrivalParams(_Strict):
             raise ValueError("kind csv needs a path")
         if self.kind == "burst" and (self.size is None or self.every_s is None):
             raise ValueError("kind burst needs a size and every_s")
+        if self.kind == "spike" and (self.size is None or self.at_s is None):
+            raise ValueError("kind spike needs a size and at_s")
         return self
 
 

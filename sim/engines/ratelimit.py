@@ -3,6 +3,12 @@
 A bucket of capacity ``limit`` refills continuously at ``limit / 60`` per
 second. A request is admitted when both buckets hold enough; otherwise the
 provider answers 429 with a Retry-After of the whole seconds until they will.
+
+A bucket may hold less than a minute's worth (``burst_s``: the seconds of
+refill it holds): a provider may enforce a per-minute limit over shorter
+intervals (Anthropic's rate-limit page: 60 requests per minute may be
+enforced as 1 request per second), so a burst that the minute would carry
+is answered 429, and retries that come back together collide again.
 """
 
 from __future__ import annotations
@@ -12,15 +18,17 @@ from array import array
 
 
 class TokenBucket:
-    """One bucket: ``per_minute`` capacity, refilled continuously."""
+    """One bucket refilled continuously at ``per_minute / 60`` a second,
+    holding ``per_minute`` (None ``burst_s``) or ``burst_s`` seconds of
+    refill, and full at time 0."""
 
     __slots__ = ("capacity", "rate", "level", "last", "unit")
 
-    def __init__(self, per_minute: float) -> None:
-        self.capacity = per_minute
-        self.unit = min(1.0, per_minute)  # one request, or a full bucket if smaller
+    def __init__(self, per_minute: float, burst_s: float | None = None) -> None:
         self.rate = per_minute / 60.0
-        self.level = per_minute
+        self.capacity = per_minute if burst_s is None else self.rate * burst_s
+        self.unit = min(1.0, self.capacity)  # one request, or a full bucket if smaller
+        self.level = self.capacity
         self.last = 0.0
 
     def refill(self, now: float) -> None:
@@ -43,12 +51,15 @@ class RateLimiter:
     ``rejected_at`` are the times (seconds, in order) of every request and of
     every rejected one: the provider's request rate over time;
     ``retried_at`` those of the requests that were harness retries, noted by
-    the caller (the limiter cannot tell a retry from a first try)."""
+    the caller (the limiter cannot tell a retry from a first try).
+    ``burst_s`` (seconds, None: a minute) is what both buckets hold
+    (:class:`TokenBucket`)."""
 
-    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None
-                 ) -> None:
-        self.requests = TokenBucket(requests_per_minute) if requests_per_minute else None
-        self.tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
+    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None,
+                 burst_s: float | None = None) -> None:
+        self.requests = (TokenBucket(requests_per_minute, burst_s) if requests_per_minute
+                         else None)
+        self.tokens = TokenBucket(tokens_per_minute, burst_s) if tokens_per_minute else None
         self.rejected = 0
         self.admitted = 0
         self.admitted_tokens = 0

@@ -162,10 +162,12 @@ def cost_ccdf(costs: Mapping[str, ArrayLike], *,
 
 @never_fails
 def steps_histogram(steps: Mapping[str, ArrayLike], *,
-                    title: str = "Model steps per task") -> Figure:
+                    title: str = "Model steps per task", xlabel: str = "model steps") -> Figure:
     """Histograms of steps per task as outlines, one per entry of ``steps``
     ({label: steps}), in shares of each label's tasks so sides of different
-    sizes compare; one bin per step count up to 60 distinct values, wider beyond."""
+    sizes compare; one bin per step count up to 60 distinct values, wider
+    beyond. Any count per task draws the same way (``xlabel`` names it: the
+    subagents a run started, for one)."""
     fig, (ax,) = new_figure(3.6)
     arrays = {k: np.asarray(v, dtype=np.int64) for k, v in steps.items()}
     top = max((int(a.max()) for a in arrays.values() if a.size), default=1)
@@ -178,7 +180,7 @@ def steps_histogram(steps: Mapping[str, ArrayLike], *,
                 histtype="step", linewidth=1.4, color=_LINES[i % len(_LINES)],
                 linestyle=_DASHES[i % len(_DASHES)],
                 label=f"{label} (n={values.size:,})")
-    ax.set_xlabel("model steps" + (f" (bins of {width})" if width > 1 else ""))
+    ax.set_xlabel(xlabel + (f" (bins of {width})" if width > 1 else ""))
     ax.set_ylabel("share of tasks (%)")
     ax.set_title(title)
     ax.legend(fontsize=8)

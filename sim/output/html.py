@@ -49,7 +49,12 @@ def summary_frame(cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     its 95% Wilson interval ``succeeded_low``/``succeeded_high``, one column
     per outcome label holding its share, ``{steps,input_tokens,output_tokens}
     _{mean,p50,p95,max}``, ``cost_{mean,p50,p95,max,total}`` (USD),
-    ``cache_hit_share`` and the per-task means (``nudges_mean``, ...)."""
+    ``cache_hit_share`` and the per-task means (``nudges_mean``, ...); a DES
+    cell with a rate limit adds its retry-storm measurements
+    (``capacity.storm``, :func:`sim.analysis.capacity.storm`) as ``storm_<key>``
+    columns, a nested one as ``storm_<key>_<stat>`` (``storm_share_429``,
+    ``storm_runs_died``, ``storm_time_to_finish_s_p95``, ...; missing, NaN, in a
+    cell without)."""
     rows = []
     outcomes = sorted({o for c in cells for o in c["outcomes"]},
                       key=lambda o: (o != "succeeded", o))
@@ -68,6 +73,11 @@ def summary_frame(cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                                                            "total")})
         row["cache_hit_share"] = cell.get("cache_hit_share", 0.0)
         row.update({k: v for k, v in cell.items() if k.endswith("_mean")})
+        for key, value in cell.get("capacity", {}).get("storm", {}).items():
+            if isinstance(value, Mapping):
+                row.update({f"storm_{key}_{stat}": x for stat, x in value.items()})
+            else:
+                row[f"storm_{key}"] = value
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -76,8 +86,10 @@ def summary_frame(cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 def sweep_figures(summary: Mapping[str, Any], rows: pd.DataFrame, *,
                   ceiling: float | None = None) -> dict[str, Figure]:
-    """The figures of a sweep's report: ``outcomes``, ``cost_ccdf``, ``steps``
-    and, with more than one cell, ``frontier`` (``ceiling`` in USD)."""
+    """The figures of a sweep's report: ``outcomes``, ``cost_ccdf``, ``steps``,
+    with subagents (the rows' ``children`` column) ``children`` (the
+    subagents each run started) and, with more than one cell, ``frontier``
+    (``ceiling`` in USD)."""
     cells = summary["cells"]
     by_cell = {c["name"]: rows[rows["cell"] == c["name"]] for c in cells}
     out = {
@@ -85,6 +97,10 @@ def sweep_figures(summary: Mapping[str, Any], rows: pd.DataFrame, *,
         "cost_ccdf": figures.cost_ccdf({k: v["cost_usd"] for k, v in by_cell.items()}),
         "steps": figures.steps_histogram({k: v["steps"] for k, v in by_cell.items()}),
     }
+    if "children" in rows:  # a harness with subagents
+        out["children"] = figures.steps_histogram(
+            {k: v["children"] for k, v in by_cell.items()}, title="Subagents per run",
+            xlabel="subagents started")
     if len(cells) > 1:
         out["frontier"] = figures.frontier(summary_frame(cells), ceiling=ceiling)
     return out
@@ -94,6 +110,7 @@ _SWEEP_CAPTIONS = {
     "outcomes": "Outcome shares per cell",
     "cost_ccdf": "Cost tail: share of tasks costing more than x (log-log)",
     "steps": "Model steps per task",
+    "children": "Subagents (child runs) each run started",
     "frontier": "Succeeded share against mean and p95 cost; the line joins the cells no "
                 "other cell beats",
 }
