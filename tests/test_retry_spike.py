@@ -72,13 +72,17 @@ def replicate(retry: str, seed: int, spike: bool = True,
     poisson, the same background draws), its rate limiter's bucket holding
     ``burst_s`` seconds of refill (None: a minute, as the scenario)."""
     arrivals = [] if spike else ["des.arrivals={kind: poisson}"]
+    burst = [] if burst_s is None else [f"des.capacity.burst_s={burst_s}"]
     scenario = load_scenario(SPIKE, ["sweep={}", f"seed={seed}", f"harness.retry={retry}",
-                                     *arrivals])
+                                     *arrivals, *burst])
     cell = build_cell(cells_of(scenario)[0])
     schedule = arrival_schedule(scenario.des, scenario.tasks, cell.seed)
     engine = DesEngine(cell, scenario.des, schedule)
-    if burst_s is not None:
-        engine.limiter = RateLimiter(scenario.des.capacity.requests_per_minute, None, burst_s)
+    assert engine.limiter is not None
+    if burst_s is not None:  # the scenario's field reaches the limiter's buckets
+        assert engine.limiter.requests is not None
+        assert engine.limiter.requests.capacity == pytest.approx(
+            scenario.des.capacity.requests_per_minute / 60.0 * burst_s)
     result = engine.run()
     section = storm(result)
     limiter = result.limiter

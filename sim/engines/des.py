@@ -162,7 +162,8 @@ class DesEngine:
                           if cap.sandboxes else None)
         self.tenant_caps = {t.name: SlotPool(self.env, t.max_concurrency, elide=elide)
                             for t in des.tenants if t.max_concurrency}
-        self.limiter = (RateLimiter(cap.requests_per_minute, cap.tokens_per_minute)
+        self.limiter = (RateLimiter(cap.requests_per_minute, cap.tokens_per_minute,
+                                    cap.burst_s)
                         if cap.requests_per_minute or cap.tokens_per_minute else None)
         self.ledgers = {t.name: TenantLedger(t.money_usd) for t in des.tenants
                         if t.money_usd is not None}

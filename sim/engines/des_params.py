@@ -78,6 +78,10 @@ class CapacityParams(_Strict):
         None, ge=MIN_RATE, description="model requests/minute (token bucket; 429 above it)")
     tokens_per_minute: float | None = Field(
         None, ge=MIN_RATE, description="prompt tokens/minute (token bucket)")
+    burst_s: float | None = Field(
+        None, gt=0, allow_inf_nan=False, exclude_if=lambda v: v is None,
+        description="seconds of refill the rate limits' buckets hold (null: a minute; a "
+                    "provider enforcing its minute over seconds holds a few)")
 
 
 class OperatorAction(_Strict):
