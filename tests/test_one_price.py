@@ -36,7 +36,7 @@ from sim.cost.recorded import (
     model_price,
     trusted,
 )
-from sim.drivers.replay.tables import read_trace_folder
+from sim.drivers.replay.reading import read_trace_folder
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
 from sim.scenario.model import HarnessConfig
