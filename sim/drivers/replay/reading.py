@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
+from sim.cost.recorded import Recorded
 from sim.drivers.recorded_runs import PURPOSES, RecordedCall, RecordedRun, RecordedTool
 from sim.drivers.replay.pricing import ModelPricing, models_pricing
 from sim.harness.messages import Usage
@@ -195,14 +196,21 @@ class TraceTables:
                 prices_for: Callable[[str | None], Prices | None] | None) -> ModelPricing:
         """:func:`~sim.drivers.replay.pricing.price_models` of every run, from
         the columns (a model's calls are built only when its recorded costs
-        price it)."""
+        price it; a run whose calls record no cost but which records its
+        total is one record of its model, as there)."""
         models = self.call_models(template.model)
         costed = pc.is_valid(self.calls.column("cost_usd").take(pa.array(self.order)))
+        totals: dict[str, list[Recorded]] = {}
+        for i in _total_only(self.runs, self.offsets, costed.to_numpy(zero_copy_only=False)):
+            run = self.recorded(i, i + 1)[0]
+            totals.setdefault(run.model or template.model, []).append(
+                ([c.usage for c in run.calls], run.cost_usd))
 
-        def calls_of(name: str) -> list[RecordedCall]:
+        def calls_of(name: str) -> list[RecordedCall | Recorded]:
             mask = pc.and_(pc.equal(models, name), costed)
             where = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-            return recorded_calls(self.calls.take(pa.array(self.order[where])))
+            return [*recorded_calls(self.calls.take(pa.array(self.order[where]))),
+                    *totals.get(name, [])]
 
         return models_pricing(pc.unique(models).to_pylist(), calls_of, template, prices_for)
 
@@ -220,6 +228,17 @@ class TraceTables:
                             source=source[i] or "", task_id=task[i], model=model[i],
                             exit=exit_[i], resolved=resolved[i], cost_usd=cost[i])
                 for i in range(stop - start)]
+
+
+def _total_only(runs: pa.Table, offsets: np.ndarray, costed: np.ndarray) -> list[int]:
+    """The runs (indices) that record their cost while none of their calls
+    does (``costed``: per call in run order; run i's calls are
+    ``offsets[i]:offsets[i + 1]``)."""
+    counts = np.diff(offsets)
+    per_run = np.bincount(np.repeat(np.arange(len(counts)), counts),
+                          weights=costed.astype(float), minlength=len(counts))
+    recorded = pc.is_valid(runs.column("cost_usd")).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(recorded & (counts > 0) & (per_run == 0)).tolist()
 
 
 USAGE_ABSENT = "per-call usage absent"
@@ -343,7 +362,7 @@ def folder_index(folder: str) -> FolderIndex | None:
     """The :class:`FolderIndex` of the trace folder ``folder``, checked a
     batch of calls at a time; None when it must be read whole (missing or
     unreadable files, calls not in the runs' order, a call of unknown usage,
-    a value the whole read refuses). A ``purpose`` outside
+    a run recording only its total cost, a value the whole read refuses). A ``purpose`` outside
     :data:`~sim.drivers.recorded_runs.PURPOSES` is an InputError naming the
     run and call."""
     path = Path(folder)
@@ -359,14 +378,17 @@ def folder_index(folder: str) -> FolderIndex | None:
     run_models = named(runs.column("model"))
     tools, hashes, row = 0, False, 0
     models: dict[str | None, None] = {}
+    costed = np.zeros(len(steps), dtype=np.int64)
     try:
         for table in call_slices(path, calls, runs, steps, None):
             if any(table.column(name).null_count for name in TOKEN_COLUMNS):
                 return None  # unknown usage: read whole, its runs left out (TraceTables)
             check_purposes(table, folder)
+            codes = np.searchsorted(ends, np.arange(row, row + table.num_rows), side="right")
+            np.add.at(costed, codes, pc.is_valid(table.column("cost_usd")).to_numpy(
+                zero_copy_only=False))
             tools += int(pc.sum(pc.list_value_length(table.column("tool_calls"))).as_py() or 0)
             hashes = hashes or _hashed(table)
-            codes = np.searchsorted(ends, np.arange(row, row + table.num_rows), side="right")
             own = pc.coalesce(named(table.column("model")), run_models.take(pa.array(codes)))
             models.update(dict.fromkeys(pc.unique(own).to_pylist()))
             row += table.num_rows
@@ -374,6 +396,9 @@ def folder_index(folder: str) -> FolderIndex | None:
         return None
     finally:
         pa.default_memory_pool().release_unused()  # the batches' memory, back to the system
+    if np.any(pc.is_valid(runs.column("cost_usd")).to_numpy(zero_copy_only=False)
+              & (steps > 0) & (costed == 0)):
+        return None  # a run recording only its total prices its model: read whole
     return FolderIndex(folder, runs.num_rows, tools, hashes, tuple(models))
 
 
