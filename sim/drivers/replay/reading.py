@@ -385,8 +385,8 @@ def folder_index(folder: str) -> FolderIndex | None:
                 return None  # unknown usage: read whole, its runs left out (TraceTables)
             check_purposes(table, folder)
             codes = np.searchsorted(ends, np.arange(row, row + table.num_rows), side="right")
-            np.add.at(costed, codes, pc.is_valid(table.column("cost_usd")).to_numpy(
-                zero_copy_only=False))
+            costed += np.bincount(codes, pc.is_valid(table.column("cost_usd")).to_numpy(
+                zero_copy_only=False), minlength=len(steps)).astype(np.int64)
             tools += int(pc.sum(pc.list_value_length(table.column("tool_calls"))).as_py() or 0)
             hashes = hashes or _hashed(table)
             own = pc.coalesce(named(table.column("model")), run_models.take(pa.array(codes)))
