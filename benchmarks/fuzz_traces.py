@@ -305,7 +305,7 @@ def run_case(source: Path, work: Path, seconds: float) -> tuple[str, str]:
     """Import ``source`` into ``work/out`` through the CLI, then read the
     output back; ``(outcome, detail)`` (see the module)."""
     import sim.cli
-    from sim.drivers.replay.tables import read_trace_folder
+    from sim.drivers.replay.reading import read_trace_folder
     from sim.traces import read_traces
     from sim.traces.summary import summarize
 

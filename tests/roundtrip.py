@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.cli import main
-from sim.drivers.replay.tables import read_trace_folder
+from sim.drivers.replay.reading import read_trace_folder
 from sim.traces import import_traces, read_traces
 
 SCENARIO = str(Path(__file__).resolve().parents[1] / "scenarios" / "replay.yaml")

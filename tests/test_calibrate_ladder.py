@@ -46,7 +46,7 @@ def _worlds(fits):
 
 
 def _recorded(traces):
-    from sim.drivers.replay.tables import read_trace_folder
+    from sim.drivers.replay.reading import read_trace_folder
 
     return {r.run_id: r for r in read_trace_folder(traces.folder)}
 

@@ -32,7 +32,12 @@ The homes:
   :func:`sim.cost.recorded.trusted`; a recorded call's tokens priced (a
   ``cost``/``call_cost`` of a usage's token counts):
   :func:`sim.cost.recorded.tokens_price`: every command prices recorded runs
-  through :mod:`sim.cost.recorded`, so one run has one price.
+  through :mod:`sim.cost.recorded`, so one run has one price;
+- a model's prices fitted to its recorded costs (a recorded total over the
+  listed prices' total): :func:`sim.cost.recorded.model_price`;
+- a recorded call priced at the prices its model is charged at (replay's
+  ``priced_usd``, tune's money needs):
+  :func:`sim.drivers.replay.pricing.priced_calls`.
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ HOMES: dict[str, set[tuple[str, str]]] = {
     "usage added to the run's": {("harness/state.py", "HarnessState.add_usage")},
     "trust of a recorded cost": {("cost/recorded.py", "trusted")},
     "price of a recorded call": {("cost/recorded.py", "tokens_price")},
+    "prices fitted to recorded costs": {("cost/recorded.py", "model_price")},
+    "a recorded call at its model's prices": {("drivers/replay/pricing.py", "priced_calls")},
 }
 """Rule -> the (file under sim/, qualified name) where the scan must find it."""
 
@@ -96,6 +103,10 @@ ELSEWHERE: dict[tuple[str, str, str], str] = {
         "not a copy: reads genai-prices' own tiers into Prices",
     ("trust of a recorded cost", "traces/summary.py", "flags"):
         "not a copy: counts the $0 recorded with tokens used as a data problem to show",
+    ("prices fitted to recorded costs", "calibration/prices.py", "_scaled_catalogue"):
+        "not a copy: the simulated world's flat prices, fitted to every run's billed "
+        "total (a $0 run is data; least squares when the catalogue lacks the model), "
+        "not the price of a recorded call whose cost is missing (test_one_price)",
 }
 """Where a rule's look is found outside its home today, each with why: copies
 in modules other owners are rewriting (to be replaced by a call of the home,
@@ -195,6 +206,9 @@ class _Scan(ast.NodeVisitor):
             self._add("the budget_exhausted status")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.Div) and any("listed" in name for name in
+                                                _attrs(node.right) | _names(node.right)):
+            self._add("prices fitted to recorded costs")
         million = isinstance(node.right, ast.Constant) and node.right.value in (1e6, 1_000_000)
         if isinstance(node.op, ast.Div) and million and any(
                 isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mult)
@@ -210,6 +224,12 @@ class _Scan(ast.NodeVisitor):
                 and any(isinstance(a, ast.Attribute) and a.attr in TOKEN_FIELDS
                         for a in node.args)):
             self._add("price of a recorded call")
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+            node.func, "id", "")
+        if callee in ("tokens_price", "call_cost") and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "prices_for" for a in node.args for n in ast.walk(a)):
+            self._add("a recorded call at its model's prices")
         self.generic_visit(node)
 
     def visit_For(self, node: ast.For) -> None:
@@ -339,6 +359,17 @@ def unrecorded(traces):
     runs = traces.runs
     used = (runs["prompt"] + runs["output"] + runs["reasoning"]).to_numpy() > 0
     return (runs["cost"].to_numpy(float) == 0.0) & used
+''',
+    "prices fitted to recorded costs": '''
+def scale(calls, prices):
+    paid = sum(c.cost_usd for c in calls)
+    listed_usd = sum(prices.call_cost(c.input_tokens, c.output_tokens) for c in calls)
+    return paid / listed_usd
+''',
+    "a recorded call at its model's prices": '''
+def __init__(self, run, params):
+    self.priced_calls = [call_cost(params.prices_for(c.model or params.model), c)
+                         for c in run.calls]
 ''',
     "price of a recorded call": '''
 def call_cost(prices, call):

@@ -36,7 +36,7 @@ from sim.cost.recorded import (
     model_price,
     trusted,
 )
-from sim.drivers.replay.tables import read_trace_folder
+from sim.drivers.replay.reading import read_trace_folder
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
 from sim.scenario.model import HarnessConfig
@@ -162,6 +162,26 @@ def test_calibrates_data_prices_each_run_by_hand(folder):
     cost = price_unrecorded(traces, listed=catalogue(DAY), scenario=_scenario_prices())
     got = dict(zip(cost.runs["run_id"], cost.runs["cost"], strict=True))
     assert {r: pytest.approx(u) for r, (u, _) in EXPECTED.items()} == got
+
+
+def test_the_worlds_prices_are_another_estimate_that_counts_a_zero_run_as_data(folder):
+    """Calibration's world prices (``sim.calibration.prices``) answer another
+    question than the one price of a recorded call: what flat prices a
+    simulated run should be charged so that runs cost what they were billed.
+    The recorded $0 of the free run is data there (the catalogue scaled by
+    the nine paid runs' $0.189 over the ten runs' catalogue price, 9 *
+    $0.0105 + $0.035 = $0.1295), while the one price of recorded calls
+    leaves that untrustworthy $0 out and fits gpt-4o at exactly 2x."""
+    from sim.calibration.prices import estimate_prices
+
+    traces = load(folder)
+    factor = 9 * PAID / (9 * 0.0105 + 0.035)
+    world = estimate_prices(traces, ["gpt-4o"], DAY)["gpt-4o"]
+    assert (world.input, world.output) == (round(2.5 * factor, 6), round(10.0 * factor, 6))
+    one = model_price("gpt-4o", lookup_prices("gpt-4o", when=DAY), None, [
+        (Usage(input_tokens=1000, output_tokens=100), 0.007),
+        (Usage(input_tokens=4000, output_tokens=400), 0.0)])
+    assert one.basis == FITTED and one.scale == pytest.approx(2.0, rel=1e-12)
 
 
 def test_replay_prices_each_run_by_hand(folder, scenario, tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""A trace folder replayed without holding it whole (:mod:`sim.drivers.replay.streamed`):
+"""A trace folder replayed without holding it whole (:mod:`sim.drivers.replay.reading`):
 the runs a worker reads by row range are those of the whole read, whatever
 the row groups; the folder-wide figures and prices are the whole read's; a
 folder the index cannot take is read whole, with the same rows."""
@@ -14,8 +14,13 @@ from recordings import PRICES, conversation, loose, recorded, tool, write_traces
 
 from sim.bad_input import InputError
 from sim.cli import main
-from sim.drivers.replay.streamed import folder_index, forget_groups, streamed_runs
-from sim.drivers.replay.tables import TraceTables, read_trace_folder
+from sim.drivers.replay.reading import (
+    TraceTables,
+    folder_index,
+    forget,
+    read_trace_folder,
+    streamed_runs,
+)
 
 
 def _runs(count: int = 23):
@@ -42,7 +47,7 @@ def test_a_worker_reads_the_runs_of_the_whole_read_whatever_the_row_groups(tmp_p
     folder = write_traces(tmp_path / "t", _runs())
     _regroup(folder, group)
     whole = read_trace_folder(folder)
-    forget_groups()
+    forget()
     assert folder_index(str(folder)) is not None
     for start, stop in ((0, 23), (0, 1), (5, 9), (9, 10), (10, 23), (22, 23), (4, 4)):
         assert streamed_runs(str(folder), start, stop) == whole[start:stop]

@@ -314,19 +314,15 @@ def test_a_folder_without_subagents_keeps_its_columns_and_rows(tmp_path):
 
 
 def test_every_reader_of_a_trace_folder_gives_each_call_its_agent(traces, tmp_path):
-    """The three ways the replay reads calls (the whole folder, by row range,
-    the pandas frames) give each call its subagent's id (None: the parent's);
-    a folder written before ``calls.agent`` existed reads as all parent."""
-    from sim.drivers.recorded_runs import recorded_runs
-    from sim.drivers.replay.streamed import streamed_runs
-    from sim.drivers.replay.tables import TraceTables
+    """The two ways the one reader builds calls (the whole folder, by row
+    range) give each call its subagent's id (None: the parent's); a folder
+    written before ``calls.agent`` existed reads as all parent."""
+    from sim.drivers.replay.reading import TraceTables, streamed_runs
 
     expected = [a or None for a in AGENTS]
     whole = TraceTables.load(traces).recorded(0, 1)[0]
     ranged = streamed_runs(str(traces), 0, 1)[0]
-    framed = recorded_runs(pd.read_parquet(traces / "runs.parquet"),
-                           pd.read_parquet(traces / "calls.parquet"))[0]
-    for run in (whole, ranged, framed):
+    for run in (whole, ranged):
         assert [c.agent for c in run.calls] == expected
     old = _plain(tmp_path / "plain")
     calls = pq.read_table(old / "calls.parquet")

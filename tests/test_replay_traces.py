@@ -21,7 +21,7 @@ from traces_helpers import data_folder
 
 from sim.cli import main
 from sim.cost.recorded import trusted
-from sim.drivers.replay.tables import read_trace_folder
+from sim.drivers.replay.reading import read_trace_folder
 from sim.harness.detector import canonical_call
 
 SCENARIO = str(Path(__file__).resolve().parents[1] / "scenarios" / "replay.yaml")

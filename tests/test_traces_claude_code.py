@@ -26,7 +26,7 @@ from cc_lines import collected
 from fake_providers import FakeProvider, Reply
 from roundtrip import imported, round_trip
 
-from sim.drivers.replay.tables import read_trace_folder
+from sim.drivers.replay.reading import read_trace_folder
 from sim.traces import read_traces
 from sim.traces.claude_code import COMPACTION, ESTIMATED_OUTPUT, SUBAGENTS_FROM_PROGRESS
 from sim.traces.model import (

@@ -267,7 +267,7 @@ def test_a_folder_written_before_the_hash_columns_reads_with_them_null(hashed_fo
     """calls.parquet of the old schema (no text_sha256, observation_sha256):
     the checked reader adds both, all null, in the model's place; every other
     column reads as before; import and replay take the folder too."""
-    from sim.drivers.replay.tables import read_trace_folder
+    from sim.drivers.replay.reading import read_trace_folder
     from sim.traces import import_traces
 
     old = tmp_path / "old"

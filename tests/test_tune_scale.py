@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks.tune_world import STEP_GRID, simulated_traces
 from sim.drivers.replay import replay_runs
-from sim.drivers.replay.tables import TraceTables
+from sim.drivers.replay.reading import TraceTables
 from sim.scenario.model import harness_params, resolve_detector
 from sim.tuning import evidence, replayed
 from sim.tuning.inforce import harness_in_force

@@ -17,8 +17,8 @@ in order: the rows are the same for any number of workers. A chunk is sent as
 the folder and a range of runs. A folder whose calls come in its runs' order
 (what sim and ``traces import`` write) is checked here a batch at a time and
 never held whole: each worker reads its chunk's calls by row range
-(:mod:`sim.drivers.replay.streamed`); any other folder is read whole here (a
-forked worker has it already, a Dask worker reads it once).
+(:mod:`sim.drivers.replay.reading`, the one reader); any other folder is read
+whole here (a forked worker has it already, a Dask worker reads it once).
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ from sim.output.html import summary_frame
 from sim.scenario.model import Scenario
 
 if TYPE_CHECKING:
-    from sim.drivers.replay.streamed import FolderIndex
-    from sim.drivers.replay.tables import TraceTables
+    from sim.drivers.replay.reading import FolderIndex, TraceTables
     from sim.scenario.model import HarnessConfig
 
 __all__ = ["MAX_CHUNK", "Replayed", "chunk_size", "replay"]
@@ -109,9 +108,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     >>> replayed.summary[["cell", "succeeded", "cost_mean"]]        # doctest: +SKIP
     """
     from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS, ReplayOptions
-    from sim.drivers.replay.rows import folder_tables, forget_folders
-    from sim.drivers.replay.streamed import folder_index, forget_groups
-    from sim.drivers.replay.tables import refused_note
+    from sim.drivers.replay.reading import forget, open_folder, refused_note
     from sim.output import folder
     from sim.output.provenance import folder_record, run_provenance
     from sim.scenario.limits import check_workers
@@ -134,10 +131,8 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
     check_workers(workers)
     candidate = _candidate(scenario, overrides, allow_plugins)
     s = candidate.scenario
-    index = folder_index(os.fspath(traces))  # None: the folder is read whole
-    runs: TraceTables | FolderIndex = (folder_tables(os.fspath(traces)) if index is None
-                                       else index)  # forked workers inherit a whole read
-    refused = refused_note(getattr(runs, "refused", {}))  # runs without recorded usage
+    runs = open_folder(os.fspath(traces))  # forked workers inherit a whole read
+    refused = refused_note(runs.refused)  # runs without recorded usage
     if not len(runs):
         raise InputError("the trace folder holds no runs to replay"
                          + (f" ({refused.removeprefix('warning: ')})" if refused else ""),
@@ -163,8 +158,7 @@ def replay(traces: str | os.PathLike[str], scenario: str | os.PathLike[str] | Sc
         del cells  # the rows are read back from the folder: one copy at a time
     finally:
         del runs
-        forget_folders()
-        forget_groups()
+        forget()
     rows, written = read_folder(target)
     return Replayed(rows, summary_frame(written), {c["name"]: c["replay"]
                                                     for c in summary["cells"]},
@@ -258,7 +252,7 @@ def _replay_cells(s: Scenario, runs: TraceTables | FolderIndex, options: Any, tr
                   notes: _Notes, where: _Where) -> dict[str, _Cell]:
     """Every cell of the candidate's sweep replayed over ``runs``."""
     from sim.drivers.catalogue_prices import CataloguePrices
-    from sim.drivers.replay.tables import TraceTables
+    from sim.drivers.replay.reading import TraceTables
     from sim.scenario.model import expand, harness_params, resolve_detector
     from sim.world.params import WorldParams
 

@@ -225,40 +225,17 @@ def _start(fits: list[FoldFit]) -> tuple[Any, Any] | None:
 
 
 def _ladder_jobs(ctx: Context, fits: list[FoldFit], rungs: list[Budget]) -> list[tuple[Any, ...]]:
-    """A ladder job per fold: its world and its sampled held-out runs as recorded."""
-    from sim.drivers.recorded_runs import recorded_runs
+    """A ladder job per fold: its world and its sampled held-out runs as
+    recorded (read by the one reader of recorded runs,
+    :class:`sim.drivers.replay.reading.TraceTables`, as replay and tune read them)."""
+    from sim.drivers.replay.reading import TraceTables
 
     wanted = sorted({r for f in fits for r in f.held_ids})
-    runs, calls = _read_runs(ctx.traces.folder, wanted)
-    recorded = {r.run_id: r for r in recorded_runs(runs, calls, source=ctx.traces.folder)}
+    tables = TraceTables.load(ctx.traces.folder).only(wanted)
+    recorded = {r.run_id: r for r in tables.recorded(0, len(tables))}
     return [("ladder", FoldWorld(f.doc, f.held_ids, f.sim, f.sim_runs, f.sim_seed),
              {r: recorded[r] for r in f.held_ids if r in recorded}, rungs, k)
             for k, f in enumerate(fits)]
-
-
-def _read_runs(folder: str, wanted: list[str]) -> tuple[Any, Any]:
-    """The runs ``wanted`` of a trace folder and their calls, as
-    :func:`sim.traces.model.read_traces` gives them (pandas' nullable types,
-    ``tool_calls`` as lists of dicts), reading only those runs' tool calls
-    into Python objects (the held-out runs of the sample, however many runs
-    the folder holds)."""
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from sim.traces.model import load_tables
-
-    types = {pa.int64(): pd.Int64Dtype(), pa.float64(): pd.Float64Dtype(),
-             pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
-    runs, calls = load_tables(folder)
-    keep = pa.array(wanted, pa.string())
-    runs = runs.filter(pc.is_in(runs.column("run_id"), value_set=keep))
-    calls = calls.filter(pc.is_in(calls.column("run_id"), value_set=keep))
-    tools = calls.column("tool_calls").to_pylist()
-    frame = calls.drop_columns(["tool_calls"]).to_pandas(types_mapper=types.get)
-    frame.insert(calls.schema.get_field_index("tool_calls"), "tool_calls",
-                 pd.Series(tools, index=frame.index, dtype=object))
-    return runs.to_pandas(types_mapper=types.get), frame
 
 
 def _prices_date(folder: str) -> str | None:

@@ -1,4 +1,17 @@
-"""Prices per model, estimated from the recorded costs (see :func:`estimate_prices`)."""
+"""Prices per model, estimated from the recorded costs (see :func:`estimate_prices`).
+
+These are the **simulated world's** prices: the flat prices (USD per million
+tokens, no tiers, reasoning billed as output, as the world draws them) at
+which a calibrated scenario charges the calls it invents, fitted so that
+simulated runs cost what the recorded runs were billed. Every run's recorded
+total is data here, a $0 run included (a model billed nothing is free in the
+world), and a model the catalogue lacks gets a least-squares fit. That is
+another question than the one price of a recorded call
+(:func:`sim.cost.recorded.model_price`, which every command uses to price a
+recorded call whose cost is missing or an untrustworthy $0, and which leaves
+such a $0 out): the two may differ on the same runs (tests/test_one_price.py).
+Tokens are priced by the one rule, :meth:`~sim.harness.prices.Prices.cost`.
+"""
 
 from __future__ import annotations
 
@@ -75,11 +88,10 @@ def _scaled_catalogue(model: str, when, cols: dict[str, pd.Series],
         p = lookup_prices(model, when=when)
     except InputError:
         return None
-    per = {"input": p.input, "output": p.output, "cache_read": p.cache_read,
-           "cache_write": p.cache_write}
-    listed = np.zeros(len(cost))
-    for k, price in per.items():
-        listed += cols[k].to_numpy(float) * price / 1e6
+    tokens = zip(*(cols[k].to_numpy(float).tolist() for k in
+                   ("input", "output", "cache_read", "cache_write")), strict=True)
+    listed = np.array([p.cost(round(i), round(o), round(r), round(w))  # the one price rule
+                       for i, o, r, w in tokens], dtype=float)
     if not listed.sum() > 0:
         return None
     factor = float(cost.sum() / listed.sum())

@@ -49,13 +49,13 @@ def split_by_model(folder: str | os.PathLike[str], conditions: Sequence[Conditio
                    ) -> ModelSplit:
     """The test of the module docstring on the runs of ``folder`` that
     ``conditions`` select and that a replay can use (every call's usage
-    recorded: :func:`~sim.drivers.replay.tables.without_unknown_usage`), so a
+    recorded: :func:`~sim.drivers.replay.reading.without_unknown_usage`), so a
     model whose runs all lack usage gets no search of its own. Reads only the
     columns it needs (of the calls, their run and token counts): ``tune``
     has read and checked the folder whole before (:func:`~sim.traces.reading.load_tables`)."""
     import pyarrow.parquet as pq
 
-    from sim.drivers.replay.tables import without_unknown_usage
+    from sim.drivers.replay.reading import without_unknown_usage
     from sim.traces.schema import CALLS_FILE, RUNS_FILE, TOKEN_COLUMNS
 
     path = Path(folder)

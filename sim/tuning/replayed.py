@@ -31,7 +31,7 @@ from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import Replay, RunReplay, price_models, replay_runs, run_params
-from sim.drivers.replay.pricing import call_cost
+from sim.drivers.replay.pricing import priced_calls
 from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
 from sim.harness.state import SUCCEEDED, DetectorMemory
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
@@ -235,20 +235,21 @@ class ReplayEvaluator:
         """What each run needed for the harness in force to admit every call
         it made (see :mod:`sim.tuning.knobs`): steps (model calls), prompt
         tokens, and USD (the largest spend before a call plus that call's
-        worst case, at the run's prices)."""
+        worst case, each call at the prices its replay charges it:
+        :func:`~sim.drivers.replay.pricing.priced_calls`)."""
         template = harness_params(self.harness, WorldParams())
         steps, tokens, money = [], [], []
         for item in self.baseline:
             r = item.chosen
             steps.append(r.state.turns)
             tokens.append(r.state.prompt_tokens)
-            params = run_params(template, r.run, self.prices_for(r.run.model))
+            params = run_params(template, r.run, None, None, self.pricing)
             spent, need = 0.0, 0.0
-            for call in r.run.calls:
-                need = max(need, spent + worst_case_cost(params.prices,
-                                                         call.usage.prompt_tokens,
+            for call, usd in zip(r.run.calls, priced_calls(params, r.run), strict=True):
+                prices = params.prices_for(call.model or params.model)
+                need = max(need, spent + worst_case_cost(prices, call.usage.prompt_tokens,
                                                          params.max_output_tokens))
-                spent += call_cost(params.prices, call)
+                spent += usd
             money.append(need)
         return {"steps": np.array(steps, dtype=float), "tokens": np.array(tokens, dtype=float),
                 "money": np.array(money, dtype=float)}

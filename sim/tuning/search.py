@@ -45,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from sim.bad_input import InputError
-from sim.drivers.replay.tables import TraceTables, refused_note
+from sim.drivers.replay.reading import TraceTables, refused_note
 from sim.scenario.model import HarnessConfig
 from sim.traces.where import parse_where, slice_folder
 from sim.tuning import knobs as kn

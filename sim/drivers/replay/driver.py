@@ -28,7 +28,7 @@ from sim.drivers.replay.options import (
     reply_tool_name,
     stop_reason,
 )
-from sim.drivers.replay.pricing import call_cost
+from sim.drivers.replay.pricing import priced_calls
 from sim.drivers.replay.replayed import Replay
 from sim.engines.perform import answers
 from sim.harness import effects as fx
@@ -102,8 +102,7 @@ class RunDriver:
         self.reported: dict[int, Block] = {}  # injected blocks already reported, by id
         self.check_prompt = True
         self.stop = options.after_intervention == "stop"
-        self.priced_calls = [call_cost(params.prices_for(c.model or params.model), c)
-                             for c in calls]
+        self.priced_calls = priced_calls(params, run)
         """Each recorded call's cost at the run's prices (USD)."""
         one = call_prices([(c.cost_usd, c.usage, self._fill(fill, c.model or params.model))
                            for c in calls], run.cost_usd)

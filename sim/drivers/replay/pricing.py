@@ -122,7 +122,11 @@ def models_pricing(names: list[str],
     return ModelPricing(prices, tuple(catalogue), recorded, tuple(default), fill)
 
 
-def call_cost(prices: Prices, call: RecordedCall) -> float:
-    """The cost in USD of a recorded call's usage at ``prices``
-    (:meth:`~sim.harness.prices.Prices.call_cost`, the harness's one price rule)."""
-    return tokens_price(prices, call.usage)
+def priced_calls(params: HarnessParams, run: RecordedRun) -> list[float]:
+    """Each recorded call of ``run`` at the prices the candidate ``params``
+    charge it (USD): its model's (:meth:`~sim.harness.params.HarnessParams.prices_for`;
+    a call naming no model is ``params.model``'s), the figure the money budget
+    adds for it (:func:`sim.cost.recorded.tokens_price`). Replay's
+    ``priced_usd`` and tune's money needs read it."""
+    model = params.model
+    return [tokens_price(params.prices_for(c.model or model), c.usage) for c in run.calls]

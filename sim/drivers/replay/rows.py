@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -12,10 +11,9 @@ from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.driver import Replay
 from sim.drivers.replay.options import ReplayOptions
 from sim.drivers.replay.pricing import ModelPricing
+from sim.drivers.replay.reading import runs_of
 from sim.drivers.replay.replayed import PARENT, Session
 from sim.drivers.replay.runs import RunReplay, replay_runs
-from sim.drivers.replay.streamed import streamed_runs
-from sim.drivers.replay.tables import TraceTables
 from sim.engines.gc_paused import gc_paused
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams
@@ -36,7 +34,6 @@ def task_record(replay: Replay, cell: str, index: int) -> TaskRecord:
         wall_s=s.wall_s, retries=s.retries, nudges=s.nudges,
         verifier_rejections=s.verifier_rejections, compactions=s.compactions,
         ground_truth=-1, truly_done=bool(replay.run.resolved), end_s=s.wall_s)
-
 
 
 def _pairs(items: list[tuple[int, str]]) -> str:
@@ -151,51 +148,17 @@ def replay_rows(runs: list[RecordedRun], template: HarnessParams, options: Repla
             [replay_row(r) for r in replays])
 
 
-_READ: dict[str, tuple[tuple[int, ...], TraceTables]] = {}
-"""The trace folder this process read last, with the sizes and times of its
-two files: a forked worker inherits it, so a chunk's runs are not sent to it."""
-
-
-def folder_tables(folder: str) -> TraceTables:
-    """The checked tables of the trace folder ``folder``
-    (:meth:`TraceTables.load`), read once per process while its files stay
-    the same (size and modification time of ``runs.parquet`` and
-    ``calls.parquet``)."""
-    try:
-        stamp = tuple(n for name in ("runs.parquet", "calls.parquet")
-                      for s in [os.stat(os.path.join(folder, name))]
-                      for n in (s.st_size, s.st_mtime_ns))
-    except OSError:  # no such folder or file: the reader says so
-        return TraceTables.load(folder)
-    kept = _READ.get(folder)
-    if kept is not None and kept[0] == stamp:
-        return kept[1]
-    tables = TraceTables.load(folder)
-    _READ.clear()  # one folder at a time: memory stays that of one read
-    _READ[folder] = (stamp, tables)
-    return tables
-
-
-def forget_folders() -> None:
-    """Drop the folder :func:`folder_tables` keeps: its Arrow tables are
-    freed now, not at interpreter exit (where pyarrow may abort tearing down
-    its thread pools: apache/arrow#34314)."""
-    _READ.clear()
-
-
 def replay_slice(folder: str, start: int, stop: int, template: HarnessParams,
                  options: ReplayOptions, pricing: ModelPricing,
                  make_detector: Callable[[HarnessParams], Detector] | None, cell: str,
                  streamed: bool = False) -> tuple[list[TaskRecord], list[dict[str, Any]]]:
     """:func:`replay_rows` of runs ``start`` to ``stop - 1`` of the trace
-    folder (read whole by :func:`folder_tables`, or, ``streamed``, their
-    calls read here by row range:
-    :func:`~sim.drivers.replay.streamed.streamed_runs`; their objects built
+    folder (:func:`sim.drivers.replay.reading.runs_of`: read whole, or,
+    ``streamed``, their calls read here by row range; their objects built
     here): a chunk of ``replay --workers`` sent as a path and two numbers. The cyclic
     garbage collector is paused for the chunk (a replay makes many
     short-lived objects and few cycles; its passes over the live heap took
     about a sixth of the time)."""
     with gc_paused():
-        runs = (streamed_runs(folder, start, stop) if streamed
-                else folder_tables(folder).recorded(start, stop))
+        runs = runs_of(folder, start, stop, streamed)
         return replay_rows(runs, template, options, pricing, make_detector, cell, start)

@@ -1,0 +1,126 @@
+"""One reader of recorded runs (sim.drivers.replay.reading) and one price path.
+
+Replay, calibration and tune read a trace folder through the one checked
+reader, so a bad row of ``calls.parquet`` is refused with one message (the
+file, the column and the run) whichever command reads it; and the replay's
+prices, made from the folder's columns (read whole, or streamed a batch at a
+time), are those :func:`~sim.drivers.replay.pricing.price_models` makes of
+the same runs' records (tune's and the calibration ladder's), a run that
+records only its total included.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from recordings import PRICES, conversation, loose, recorded, tool, write_traces
+
+from sim.cli import main
+from sim.cost.recorded import FITTED, RECORDED
+from sim.drivers.recorded_runs import RecordedCall, RecordedRun
+from sim.drivers.replay import price_models, replay_runs
+from sim.drivers.replay.reading import (
+    TraceTables,
+    folder_index,
+    open_folder,
+    read_trace_folder,
+    runs_of,
+)
+from sim.harness.messages import Usage
+
+
+def _runs(n: int = 12) -> list[RecordedRun]:
+    return [recorded(f"run{i:02d}", conversation([[tool("search", q=k)] for k in range(2)]
+                                                 + [[]], first=800 + 37 * i))
+            for i in range(n)]
+
+
+@pytest.fixture
+def bad_folder(tmp_path):
+    """12 good runs, then call 1 of run05 given -5 output tokens."""
+    folder = write_traces(tmp_path / "bad", _runs())
+    calls = pq.read_table(folder / "calls.parquet")
+    rows = calls.to_pylist()
+    index = next(i for i, r in enumerate(rows) if r["run_id"] == "run05" and r["call"] == 1)
+    rows[index]["output_tokens"] = -5
+    pq.write_table(pa.Table.from_pylist(rows, calls.schema), folder / "calls.parquet")
+    return folder
+
+
+def _error(capsys, *args: str) -> str:
+    assert main(list(args)) == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_bad_call_row_is_refused_with_one_message_by_replay_calibrate_and_tune(
+        bad_folder, tmp_path, capsys):
+    """replay, calibrate and tune each exit 2 on the folder with the same
+    message: calls.parquet, the column output_tokens, run run05, the value -5
+    (the streamed check refuses the folder and the whole read says why)."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"name": "s", "harness": {"budgets": {}}}))
+    replayed = _error(capsys, "replay", str(bad_folder), str(scenario),
+                      "--out", str(tmp_path / "r"), "--quiet")
+    calibrated = _error(capsys, "calibrate", str(bad_folder), "--out", str(tmp_path / "c.yaml"))
+    tuned = _error(capsys, "tune", str(bad_folder), "--out", str(tmp_path / "t"))
+    assert replayed == calibrated == tuned
+    assert "calls.parquet" in replayed and "output_tokens" in replayed
+    assert "run05" in replayed and "-5" in replayed
+    assert folder_index(str(bad_folder)) is None
+
+
+def test_the_streamed_and_whole_reads_give_the_same_records(tmp_path):
+    """A folder in its runs' order opens streamed; its runs read by row range
+    (any split) are the records of the whole read."""
+    folder = write_traces(tmp_path / "t", _runs())
+    opened = open_folder(str(folder))
+    assert not isinstance(opened, TraceTables) and len(opened) == 12
+    whole = read_trace_folder(folder)
+    assert runs_of(str(folder), 0, 5, True) + runs_of(str(folder), 5, 12, True) == whole
+    assert runs_of(str(folder), 3, 9, False) == whole[3:9]
+    assert TraceTables.load(folder).only(["run07", "run02"]).recorded(0, 2) == [
+        whole[2], whole[7]]
+
+
+def _total_only_folder(tmp_path):
+    """Model my-own (no catalogue price: the scenario's PRICES, $2 in and $8
+    out per million): run ``total`` records $0.0112 over two calls of 1,000
+    input and 100 output tokens that record no cost, twice their price at
+    PRICES (2 * 2 * (1000*2 + 100*8) / 1e6 = 0.0112: the fitted scale is 2);
+    run ``free`` records $0 for a call of 2,000 and 200 tokens (untrusted),
+    so it is priced at the fitted prices: 2 * (2000*2 + 200*8) / 1e6 = 0.0112."""
+    def call(inp: int, out: int, cost: float | None, finish: str) -> RecordedCall:
+        return RecordedCall(Usage(input_tokens=inp, output_tokens=out), cost, finish, 1.0,
+                            text_tokens=out)
+
+    runs = [RecordedRun("total", (call(1000, 100, None, "tool_calls"),
+                                  call(1000, 100, None, "stop")),
+                        "sim", "t1", "my-own", "done", True, 0.0112),
+            RecordedRun("free", (call(2000, 200, 0.0, "stop"),), "sim", "t2", "my-own", "done",
+                        True, 0.0)]
+    return write_traces(tmp_path / "total", runs)
+
+
+def test_replay_prices_a_run_recording_only_its_total_as_tune_does(tmp_path):
+    """The replay's pricing from the folder's columns counts the run that
+    records only its total, as price_models (tune, the calibration ladder)
+    does: the free run is priced at the fitted prices, $0.0112, by both, and
+    the folder is read whole (a streamed read does not see run totals)."""
+    folder = _total_only_folder(tmp_path)
+    template = loose(prices=PRICES)
+    assert folder_index(str(folder)) is None
+    tables = open_folder(str(folder))
+    assert isinstance(tables, TraceTables)
+    runs = read_trace_folder(folder)
+    replayed = tables.pricing(template, lambda model: None)
+    assert replayed == price_models(runs, template, lambda model: None)
+    assert replayed.fill["my-own"].basis == FITTED
+    assert replayed.fill["my-own"].scale == pytest.approx(2.0, rel=1e-12)
+    done = {r.chosen.run.run_id: r.chosen for r in replay_runs(runs, template,
+                                                               pricing=replayed)}
+    assert done["free"].recorded_calls_usd == pytest.approx(0.0112, rel=1e-12)
+    assert done["free"].basis == FITTED
+    assert done["total"].recorded_calls_usd == pytest.approx(0.0112, rel=1e-12)
+    assert done["total"].basis == RECORDED
