@@ -26,6 +26,10 @@ Recorded $0 costs are priced as calibration prices them
   97.5%) when the tail matches, or both at one limit (a budget that caps
   both: the two maxima within 0.1%); the
   same for output tokens per run (the output-length tail's share of it);
+- the **sampling floor** of the same per-fold cost figures: the fitted
+  folds' own recorded runs taken as the forecast (what a world that
+  reproduced them exactly would score; the held-out figures' sampling
+  error and the fold-to-fold spread, with no modelling error);
 - the runs stopped by a money limit: forecast runs whose run ended on the
   money budget, and held-out runs as costly as the fitted limit.
 
@@ -218,13 +222,14 @@ def main() -> None:
     traces = price_unrecorded(load(args.traces))
     fold_of = fl.assign(traces, args.folds, args.seed)
     ids = traces.runs["run_id"].to_numpy()
-    real_all, sim_all, per_fold, money = [], [], [], []
+    real_all, sim_all, per_fold, money, floors = [], [], [], [], []
     for fold in range(args.folds):
         train = traces.subset(ids[fold_of != fold])
         seed = fl.seed_for(args.seed, "fold", fold)
-        _, _, _, doc, _ = fit_world(train, PER_MODEL, seed, Settings(
+        _, _, _, doc, _, _ = fit_world(train, PER_MODEL, seed, Settings(
             evaluations=args.evaluations))
         held = real_runs(traces, ids[fold_of == fold])
+        floors.append(real_runs(traces, ids[fold_of != fold]))
         sim = simulate(doc, max(200, math.ceil(args.ratio * len(held))),
                        fl.seed_for(seed, "simulation"))
         real_all += held
@@ -262,6 +267,9 @@ def main() -> None:
     for fold, (held, sim) in enumerate(per_fold):
         print("  " + tail_line(f"fold {fold}", costs(held), costs(sim), rng))
     print("  " + tail_line("all", costs(real_all), costs(sim_all), rng))
+    print("per-run cost, the sampling floor (held-out vs the fitted folds' own runs):")
+    for fold, ((held, _), train) in enumerate(zip(per_fold, floors, strict=True)):
+        print("  " + tail_line(f"fold {fold}", costs(held), costs(train), rng))
     print("per-run output tokens (held-out vs forecast):")
     for fold, (held, sim) in enumerate(per_fold):
         print("  " + tail_line(f"fold {fold}", np.array([r[6] for r in held]),

@@ -116,6 +116,22 @@ def test_auto_classes_find_two_prefix_groups_and_by_model_merges_rare_models():
     assert list(by[-2:]) == ["other", "other"]
 
 
+def test_by_model_gives_a_models_uncached_runs_a_class_when_both_kinds_have_eight():
+    """By model, a model with 10 runs that read the cache (at their second
+    call) and 9 that never do is two classes, ``a`` and ``a uncached``; a
+    model with 10 cached and 7 uncached runs (under 8) stays one class, and
+    so does a model none of whose runs reads."""
+    kinds = [("a", True)] * 10 + [("a", False)] * 9 + [("b", True)] * 10 + [("b", False)] * 7 \
+        + [("c", False)] * 12
+    n = len(kinds)
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(n)],
+                         "model": [m for m, _ in kinds], "steps": 2})
+    reads = np.ravel([[0, 500 if cached else 0] for _, cached in kinds])
+    calls = pd.DataFrame({"run_id": np.repeat(runs["run_id"], 2), "cache_read_tokens": reads})
+    labels = assign(Traces("x", runs, calls), by="model")
+    assert list(labels) == (["a"] * 10 + ["a uncached"] * 9 + ["b"] * 17 + ["c"] * 12)
+
+
 def test_call_level_sizes_remove_the_run_effect_variance():
     """Sizes with a run effect (tau 0.5) and a call effect (sigma 0.3): after
     dividing by shrunken run effects and restoring the method-of-moments
