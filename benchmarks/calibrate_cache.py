@@ -16,6 +16,9 @@ Recorded $0 costs are priced as calibration prices them
   (neither a pass nor a miss), else it
   passes when the error is within 3%. Then, by call index bin, the
   token-weighted read share (calls 1, 2-5, 6-10, 11-20, 21+);
+- **per model** (all folds pooled, models with at least
+  :data:`MIN_MODEL_KS` held-out runs and a cost): the per-run cost KS
+  distance against a perfect model's 95th percentile (as below);
 - **per fold** (and all folds pooled): the per-run cost KS distance between
   the held-out runs and the forecast against a perfect model's 95th
   percentile (400 pairs of samples of the held-out and forecast sizes drawn
@@ -164,6 +167,8 @@ def ratio_interval(rows, column: int, rng: np.random.Generator, boots: int = 200
                                                              - 1)
 
 
+MIN_MODEL_KS = 20
+"""Fewest held-out runs (all folds) of a model for its own per-run cost KS line."""
 MIN_RUNS = 10
 """Fewer held-out runs than this: a bootstrap interval is not trusted."""
 
@@ -263,6 +268,15 @@ def main() -> None:
     def costs(rows) -> np.ndarray:
         c = np.array([row[3] for row in rows])
         return c[np.isfinite(c)]
+
+    for model in sorted(real_m, key=lambda m: -real_m[m][0]):
+        held_m = costs([row for row in real_all if row[0] == model])
+        sim_m = costs([row for row in sim_all if row[0] == model])
+        if held_m.size >= MIN_MODEL_KS and sim_m.size and held_m.max() > 0:
+            ks = float(stats.ks_2samp(held_m, sim_m).statistic)
+            crit = ks_null(sim_m, held_m.size, rng)
+            print(f"  {model[:40]:<40} n {held_m.size:>4}  KS {ks:.3f} (perfect 95th "
+                  f"{crit:.3f}: {'within' if ks <= crit else 'beyond'})")
 
     for fold, (held, sim) in enumerate(per_fold):
         print("  " + tail_line(f"fold {fold}", costs(held), costs(sim), rng))

@@ -873,6 +873,22 @@ def _pool_hits(by_class: list[ClassEstimate], class_calls: list[pd.DataFrame]) -
             by_class[i].cache_hits = hits
 
 
+def class_order(models: np.ndarray, labels: np.ndarray) -> list[str]:
+    """The classes ``labels`` names (one per run, ``models`` the runs' models),
+    the main one first: by the runs of the class's model (its most common
+    one) over all classes, then by the class's runs, then by name. The main
+    class is then the largest of the model most runs used, whatever classes
+    its runs are split into (a model's uncached runs, a class of their own,
+    do not hand the harness's model to another)."""
+    total = pd.Series(models).value_counts()
+    order = []
+    for name in sorted(set(labels)):
+        mine = pd.Series(models[labels == name]).value_counts()
+        model = sorted(mine.index[mine == mine.iloc[0]])[0]
+        order.append((-int(total[model]), -int(mine.sum()), str(name)))
+    return [name for _, _, name in sorted(order)]
+
+
 def estimate(traces: Traces, labels: np.ndarray, when=None, *,
              endings: bool = True) -> Estimates:
     """All direct estimates of ``traces`` with runs in the classes ``labels``
@@ -889,7 +905,7 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
     by_class: list[ClassEstimate] = []
     class_calls: list[pd.DataFrame] = []
     tool_names = list(calls.loc[~calls["text"], "tool"].value_counts().index[:MAX_TOOLS])
-    for name in sorted(set(labels), key=lambda k: (-int((labels == k).sum()), k)):
+    for name in class_order(runs["model"].astype(str).to_numpy(object), labels):
         ids = runs["run_id"].to_numpy()[labels == name]
         sub = traces.subset(ids)
         est = estimate_class(str(name), sub, tool_names, with_endings=endings)
