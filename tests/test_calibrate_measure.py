@@ -145,6 +145,7 @@ def test_the_main_class_is_the_largest_of_the_model_most_runs_used():
     assert class_order(one, np.array(["c2"] * 3 + ["c1"] * 3 + ["c3"] * 3, dtype=object)) == [
         "c1", "c2", "c3"]
     assert class_order(one, np.array(["c2"] * 5 + ["c1"] * 4, dtype=object)) == ["c2", "c1"]
+    assert class_order(one, np.zeros(9, dtype=int)) == [0]  # labels kept as given
 
 
 def test_call_level_sizes_remove_the_run_effect_variance():

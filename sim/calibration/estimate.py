@@ -873,19 +873,20 @@ def _pool_hits(by_class: list[ClassEstimate], class_calls: list[pd.DataFrame]) -
             by_class[i].cache_hits = hits
 
 
-def class_order(models: np.ndarray, labels: np.ndarray) -> list[str]:
+def class_order(models: np.ndarray, labels: np.ndarray) -> list[Any]:
     """The classes ``labels`` names (one per run, ``models`` the runs' models),
     the main one first: by the runs of the class's model (its most common
     one) over all classes, then by the class's runs, then by name. The main
     class is then the largest of the model most runs used, whatever classes
     its runs are split into (a model's uncached runs, a class of their own,
-    do not hand the harness's model to another)."""
+    do not hand the harness's model to another). The labels as given (any
+    sortable type)."""
     total = pd.Series(models).value_counts()
     order = []
     for name in sorted(set(labels)):
         mine = pd.Series(models[labels == name]).value_counts()
         model = sorted(mine.index[mine == mine.iloc[0]])[0]
-        order.append((-int(total[model]), -int(mine.sum()), str(name)))
+        order.append((-int(total[model]), -int(mine.sum()), name))
     return [name for _, _, name in sorted(order)]
 
 
