@@ -71,3 +71,35 @@ def test_a_small_class_is_pulled_toward_the_pooled_fit_by_its_run_weight():
     assert full["run_share"] == pytest.approx(0.65, abs=1e-6)
     assert shrunk["first_hit"] == 0.0 and shrunk["hit"] == [[1.0]]
     assert "weight 0.50 on its own 4 runs" in shrunk["note"]
+
+
+def test_a_class_none_of_whose_runs_reads_caches_no_run_and_stays_out_of_the_pool():
+    """Class U: 5 runs of 3 calls, none reads: its hits say no run is cached
+    (``run_share`` 0, so the world reads nothing, rather than the harness's
+    whole-previous-prompt default). Pooled with class A (10 runs, 8 cached as
+    in the test above) and C (4 runs, 1 cached) of the same family, U keeps
+    run_share 0, and C's pooled fit is the one of A and C alone: U's 5
+    uncached runs do not pull the family's share (8 + 1 of 14 runs) down to
+    9 of 19."""
+    from types import SimpleNamespace
+
+    from sim.calibration.estimate import _pool_hits
+
+    u = _calls([[False] * 3] * 5, "u")
+    a = _calls([[False, True, True]] * 8 + [[False] * 3] * 2, "a")
+    c = _calls([[False, True, True]] + [[False] * 3] * 3, "c")
+    hits_u = cache_hits(u)
+    assert hits_u is not None and hits_u["run_share"] == 0.0 and hits_u["hit"] == [[1.0]]
+    assert "none of 5 runs" in hits_u["note"]
+    classes = [SimpleNamespace(model=m, automatic_cache=False, cache_hits=cache_hits(x),
+                               notes={}) for m, x in (("claude-a", a), ("claude-u", u),
+                                                      ("claude-c", c))]
+    _pool_hits(classes, [a, u, c])  # type: ignore[arg-type]
+    assert classes[1].cache_hits["run_share"] == 0.0
+    strength = prior_runs(np.array([10.0, 4.0]), np.array([0.8, 0.25]))
+    expected = cache_hits(c, pd.concat([a, c], ignore_index=True), strength)
+    assert expected is not None
+    expected.pop("note")
+    assert classes[2].cache_hits == expected
+    assert classes[2].cache_hits["run_share"] == pytest.approx(
+        (4 / (4 + strength)) * 0.25 + (strength / (4 + strength)) * 9 / 14, abs=1e-6)

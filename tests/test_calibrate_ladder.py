@@ -162,3 +162,56 @@ def test_the_replay_replays_again_only_runs_a_budget_can_touch(fitted):
                                              for r, b in zip(full, baseline, strict=True)])
         assert np.array_equal(side.saved, [r.chosen.saved_usd - b.chosen.saved_usd
                                            for r, b in zip(full, baseline, strict=True)])
+
+
+def _replays(runs, params):
+    from sim.drivers.replay import replay_runs
+
+    return [r.chosen for r in replay_runs(runs, params)]
+
+
+@pytest.mark.parametrize("on_limit", ["stop", "finalize"])
+def test_the_replay_screen_asks_the_harness_and_never_misses_a_run_it_stops(on_limit):
+    """Four constructed runs (2, 4, 6 and 8 calls; prompts from 1,000 tokens
+    growing 240 a call) replayed under every step budget 1..9 and prompt-token
+    budgets 1,000..20,000 (every 250), with ``on_limit`` stop and finalize
+    (which keeps the last step and room for a finalize call: its prompt is
+    this call's plus the 4,000-token output cap, more than the rest of a run
+    adds, so the final counters alone miss it): a run the
+    budgeted replay ends differently from its replay without the budget is
+    always screened as touched (``reach.replay_touched``, the harness's
+    ``Limits`` asked), and a run screened as untouched replays alike. The
+    screen is exact where the final state can tell: under ``stop`` a step
+    budget touches exactly the runs of at least that many calls (one more
+    than it stops: the check before a step the run never asked for), a
+    token budget exactly the runs whose prompt tokens plus largest prompt
+    exceed it, counted by hand from the fixture."""
+    from recordings import conversation, loose, recorded, tool
+
+    from sim.calibration.reach import replay_touched
+    from sim.harness.params import Budgets, Visibility
+
+    lengths = (2, 4, 6, 8)
+    runs = [recorded(f"r{k}", conversation([[tool(result=200, q=i)] for i in range(k - 1)]
+                                           + [[]], first=1_000))
+            for k in lengths]
+    visibility = Visibility(on_limit=on_limit, finalize_output_tokens=100)
+    baseline = _replays(runs, loose(visibility=visibility, max_output_tokens=4_000))
+    rungs = [Budget("steps", float(n), "s") for n in range(1, 10)] + [
+        Budget("tokens", float(t), "t") for t in range(1_000, 20_001, 250)]
+    prompts = {k: [1_000 + 240 * i for i in range(k)] for k in lengths}
+    for budget in rungs:
+        params = loose(visibility=visibility, max_output_tokens=4_000,
+                       budgets=Budgets(**{budget.kind: int(budget.value)}))
+        under = _replays(runs, params)
+        for k, base, cut in zip(lengths, baseline, under, strict=True):
+            touched = replay_touched(budget, base, params)
+            changed = (cut.outcome, cut.state.turns, cut.calls) != (
+                base.outcome, base.state.turns, base.calls)
+            assert touched or not changed, (on_limit, budget, k)
+            if on_limit == "stop":
+                spent = sum(prompts[k])
+                expected = (k >= budget.value if budget.kind == "steps"
+                            else spent + max(base.state.context_tokens, *prompts[k])
+                            > budget.value)
+                assert touched == expected, (budget, k)

@@ -15,7 +15,7 @@ from scipy import stats
 from sim.calibration.build import render_yaml
 from sim.calibration.classes import assign
 from sim.calibration.data import Traces
-from sim.calibration.estimate import call_level
+from sim.calibration.estimate import call_level, class_order
 from sim.calibration.exits import category, mix, total_variation
 from sim.calibration.simulate import Sample
 from sim.calibration.verdict import _ks_sorted, _permutation_critical, critical_value
@@ -114,6 +114,38 @@ def test_auto_classes_find_two_prefix_groups_and_by_model_merges_rare_models():
     by = assign(_traces(first, models, h), by="model")
     assert sorted(set(by)) == ["a", "b", "other"]
     assert list(by[-2:]) == ["other", "other"]
+
+
+def test_by_model_gives_a_models_uncached_runs_a_class_when_both_kinds_have_eight():
+    """By model, a model with 10 runs that read the cache (at their second
+    call) and 9 that never do is two classes, ``a`` and ``a uncached``; a
+    model with 10 cached and 7 uncached runs (under 8) stays one class, and
+    so does a model none of whose runs reads."""
+    kinds = [("a", True)] * 10 + [("a", False)] * 9 + [("b", True)] * 10 + [("b", False)] * 7 \
+        + [("c", False)] * 12
+    n = len(kinds)
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(n)],
+                         "model": [m for m, _ in kinds], "steps": 2})
+    reads = np.ravel([[0, 500 if cached else 0] for _, cached in kinds])
+    calls = pd.DataFrame({"run_id": np.repeat(runs["run_id"], 2), "cache_read_tokens": reads})
+    labels = assign(Traces("x", runs, calls), by="model")
+    assert list(labels) == (["a"] * 10 + ["a uncached"] * 9 + ["b"] * 17 + ["c"] * 12)
+
+
+def test_the_main_class_is_the_largest_of_the_model_most_runs_used():
+    """Model a: 100 runs in classes ``a`` (60) and ``a uncached`` (40);
+    model b: 70 runs, class ``b``: the order is a, a uncached (a's 100 runs,
+    the larger class first), b (70): the main class stays a's although b's
+    class is larger than either of a's. One model: by class size, then by
+    name."""
+    models = np.array(["a"] * 100 + ["b"] * 70, dtype=object)
+    labels = np.array(["a"] * 60 + ["a uncached"] * 40 + ["b"] * 70, dtype=object)
+    assert class_order(models, labels) == ["a", "a uncached", "b"]
+    one = np.array(["m"] * 9, dtype=object)
+    assert class_order(one, np.array(["c2"] * 3 + ["c1"] * 3 + ["c3"] * 3, dtype=object)) == [
+        "c1", "c2", "c3"]
+    assert class_order(one, np.array(["c2"] * 5 + ["c1"] * 4, dtype=object)) == ["c2", "c1"]
+    assert class_order(one, np.zeros(9, dtype=int)) == [0]  # labels kept as given
 
 
 def test_call_level_sizes_remove_the_run_effect_variance():

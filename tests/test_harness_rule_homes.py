@@ -144,6 +144,11 @@ def _sums(node: ast.AST) -> Iterator[set[str]]:
         yield from _sums(child)
 
 
+def _prompt_sum(chain: set[str]) -> bool:
+    """Whether a chain of additions (its attribute names) is the run's prompt tokens."""
+    return chain >= PROMPT_COUNTERS and not chain & OUTPUT_COUNTERS
+
+
 class _Scan(ast.NodeVisitor):
     """Finds the rules' looks in one module, by qualified function name."""
 
@@ -151,6 +156,7 @@ class _Scan(ast.NodeVisitor):
         self.stack: list[str] = []
         self.found: set[tuple[str, str]] = set()
         self.from_budgets: set[str] = set()  # names bound to a value read from .budgets
+        self.prompt_sums: set[str] = set()  # names bound to the run's prompt tokens (a sum)
 
     def _add(self, rule: str) -> None:
         self.found.add((rule, ".".join(self.stack) or "<module>"))
@@ -158,6 +164,7 @@ class _Scan(ast.NodeVisitor):
     def _scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         self.stack.append(node.name)
         outer, self.from_budgets = self.from_budgets, set()
+        outer_sums, self.prompt_sums = self.prompt_sums, set()
         if not isinstance(node, ast.ClassDef):  # names derived from budgets, to a fixed point
             assigns = [n for n in ast.walk(node) if isinstance(n, ast.Assign)]
             grew = True
@@ -169,8 +176,12 @@ class _Scan(ast.NodeVisitor):
                         if not new <= self.from_budgets:
                             self.from_budgets |= new
                             grew = True
+            for a in assigns:  # spent = s.input_tokens + s.cache_read_tokens + ...
+                if any(_prompt_sum(chain) for chain in _sums(a.value)):
+                    self.prompt_sums |= {t.id for t in a.targets if isinstance(t, ast.Name)}
         self.generic_visit(node)
         self.from_budgets = outer
+        self.prompt_sums = outer_sums
         self.stack.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
@@ -179,10 +190,12 @@ class _Scan(ast.NodeVisitor):
         if any(isinstance(op, ORDER) for op in node.ops):
             attrs = _attrs(node)
             for chain in _sums(node):
-                if chain >= PROMPT_COUNTERS and not chain & OUTPUT_COUNTERS:
+                if _prompt_sum(chain):
                     self._add("prompt-token budget")
                 if chain >= OUTPUT_COUNTERS and not chain & PROMPT_COUNTERS:
                     self._add("output-token budget")
+            if _names(node) & self.prompt_sums:
+                self._add("prompt-token budget")
             if "money_usd" in attrs:
                 self._add("money budget")
             if "turns" in attrs:
@@ -292,6 +305,12 @@ def step_request(run):
     if state.input_tokens + state.cache_read_tokens + state.cache_write_tokens + prompt > cap:
         stop(BUDGET_EXHAUSTED, "tokens")  # check_budgets' short way, written out
 ''',
+    "prompt-token budget (a name)": '''
+def replay_touched(budget, replay):
+    state = replay.state
+    spent = state.input_tokens + state.cache_read_tokens + state.cache_write_tokens
+    return spent + max([state.context_tokens, *replay.prompt_counts]) > budget.value
+''',
     "output-token budget": '''
 def f(s, b, out):
     return s.output_tokens + s.thinking_tokens + out > b
@@ -380,8 +399,12 @@ def call_cost(prices, call):
 }
 
 
-@pytest.mark.parametrize("rule", sorted(HOMES))
-def test_each_detector_catches_a_planted_copy(rule: str) -> None:
-    """A copy of ``rule`` written out in some function is found (the scan
-    can fail): the copies this file replaced are among the plants."""
-    assert rule in {r for r, _ in scan(PLANTED[rule])}
+@pytest.mark.parametrize("plant", sorted(PLANTED))
+def test_each_detector_catches_a_planted_copy(plant: str) -> None:
+    """A copy of a rule written out in some function is found (the scan can
+    fail): the copies this file replaced are among the plants (``rule (how)``:
+    another way of writing the rule's copy, such as ``reach.replay_touched``'s
+    prompt tokens summed into a name, then compared)."""
+    rule = plant.split(" (")[0]
+    assert rule in HOMES
+    assert rule in {r for r, _ in scan(PLANTED[plant])}

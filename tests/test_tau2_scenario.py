@@ -27,10 +27,12 @@ def test_the_scenario_loads_as_a_pooled_conversational_world():
 
 def test_it_simulates_runs_that_end_as_tau2_runs_do():
     """Simulated runs end by the task-giver or the agent, and sometimes at a
-    limit; nothing else."""
+    limit or by a model error (tau2's runs include two ``infrastructure_error``
+    exits: the fitted persistent fault, about 0.4% of runs, so one of 200 runs
+    or none); nothing else."""
     doc = read_yaml(str(SCENARIO))
     sample = simulate(doc, 200, seed=1)
-    assert set(sample.category) <= {"task_giver", "agent", "steps", "errors"}
+    assert set(sample.category) <= {"task_giver", "agent", "steps", "errors", "model_error"}
     assert (sample.category == "task_giver").mean() > 0.5
 
 

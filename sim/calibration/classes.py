@@ -4,7 +4,16 @@ Two ways, chosen by the command line:
 
 - ``by="model"``: one class per model; models with fewer than
   :data:`MIN_MODEL_RUNS` fitted runs share a class ``other`` (a lone one keeps
-  its own);
+  its own). A model some of whose runs read the prompt cache and some never
+  do, each at least :data:`MIN_SPLIT_RUNS` runs, is two classes: ``model``
+  (the runs with a cache read) and ``model uncached`` (the others, named by
+  :data:`UNCACHED`). Runs a provider does not cache at all came another way
+  (another deployment, harness or prompt setup): they differ in more than
+  the price of their prompt (on tau2, claude-opus-4-6's 94 uncached runs grow
+  their prompt 544 tokens per step against 294 for its 129 cached ones, and
+  cost 5 times as much), so the class gives them their own sizes, steps and
+  endings, drawn together; a world's ``cache.hits.run_share`` alone would
+  give an uncached run the cached runs' sizes;
 - clusters (``classes=K`` or ``"auto"``): a Gaussian mixture with diagonal
   covariances, fitted by expectation maximisation to standardised per-run
   features (log first prompt, log history growth per step, log median output
@@ -30,6 +39,10 @@ from sim.calibration.data import Traces
 MIN_CLASS_RUNS = 8
 """Fewest runs per cluster ``auto`` allows on average (it tries K up to n / this)."""
 MIN_MODEL_RUNS = 3
+MIN_SPLIT_RUNS = 8
+"""Fewest runs each of a model's cached and uncached runs needs to be a class of its own."""
+UNCACHED = "{} uncached"
+"""The name of a model's class of runs that never read the cache (the model's name in it)."""
 MAX_AUTO = 8
 
 
@@ -109,7 +122,20 @@ def _by_model(traces: Traces) -> np.ndarray:
     rare = set(counts.index[counts < MIN_MODEL_RUNS])
     if len(rare) == 1:  # a lone rare model is its own class rather than "other"
         rare = set()
-    return np.array(["other" if m in rare else str(m) for m in models], dtype=object)
+    labels = np.array(["other" if m in rare else str(m) for m in models], dtype=object)
+    calls = traces.calls
+    if "cache_read_tokens" not in calls:  # no cache column: nothing to split by
+        return labels
+    reads = calls["cache_read_tokens"].to_numpy(float) > 0
+    read_runs = set(calls["run_id"].to_numpy(object)[reads])
+    cached = np.array([r in read_runs for r in traces.runs["run_id"].to_numpy(object)],
+                      dtype=bool)
+    for label in sorted(set(labels) - {"other"}):
+        mine = labels == label
+        on, off = int((mine & cached).sum()), int((mine & ~cached).sum())
+        if on >= MIN_SPLIT_RUNS and off >= MIN_SPLIT_RUNS:
+            labels[mine & ~cached] = UNCACHED.format(label)
+    return labels
 
 
 def _names(labels: np.ndarray) -> np.ndarray:

@@ -64,7 +64,9 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   hitting, when the gaps reach that far (:func:`_fitted_ttl`). Classes of one
   provider family share strength: each class's hit parameters are shrunk
   toward the family's pooled fit by an empirical-Bayes weight of its run
-  count (:func:`cache_hits`, :func:`prior_runs`). The
+  count (:func:`cache_hits`, :func:`prior_runs`); a class none of whose runs
+  reads (``run_share`` 0: a model or deployment that does not cache) is kept
+  out of that pooling. The
   older per-call shares (``miss``, the share read, ``first_prompt_cached``)
   are still estimated for the notes;
 - **latency**: ``latency_s = ttft + output / decode + prompt / prefill`` by
@@ -666,11 +668,18 @@ def _hit_fit(f: dict[str, np.ndarray], call_edges: list[int], gap_edges: list[fl
     return out
 
 
+UNCACHED_HITS: dict[str, Any] = {
+    "run_share": 0.0, "first_hit": 0.0, "first_share": 1.0, "edges": [2], "gap_edges_s": [0.0],
+    "hit": [[1.0]], "read_ratio": 1.0, "partial": 0.0}
+"""The hits of a class with prompts none of whose runs reads the cache: no run cached."""
+
+
 def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
                strength: float = math.inf) -> dict[str, Any] | None:
     """The ``world.cache.hits`` mapping of a cached class's calls (module
     docstring), with a ``note`` saying what it was fitted from; None when no
-    call has a prompt. ``calls`` in run order, each run's calls in order.
+    call has a prompt, :data:`UNCACHED_HITS` (``run_share`` 0) when no run
+    reads. ``calls`` in run order, each run's calls in order.
 
     Gap bins start at 0, at the split :func:`_gap_cut` finds below the first
     provider TTL (if any), and at each of :data:`PROVIDER_TTLS_S` (the prior
@@ -695,7 +704,12 @@ def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
     first = (n == 1) & (prompt > 0) & cached
     later = (n >= 2) & (prompt > 0) & cached
     if not first.any() and not later.any():
-        return None
+        if not (prompt > 0).any():
+            return None
+        return {**UNCACHED_HITS, "note": (
+            f"the provider's hits: none of {int(f['judged'].sum())} runs reads the cache "
+            f"(a fact of the class's model or deployment, not a draw: kept out of its "
+            f"family's pooling)")}
     call_edges = [int(e) for e in merged_bins(list(CALL_EDGES), n[later].astype(float))]
     timed = later & np.isfinite(gap)
     gaps = np.maximum(gap[timed], 0.0)
@@ -835,10 +849,13 @@ def _pool_hits(by_class: list[ClassEstimate], class_calls: list[pd.DataFrame]) -
     """Refits the cache hits of each class that has them, partially pooled
     with the other classes of the same provider family (:func:`cache_family`)
     and caching kind (automatic, or breakpoints) when there are two or more
-    (:func:`cache_hits` with ``pooled`` and the group's :func:`prior_runs`)."""
+    (:func:`cache_hits` with ``pooled`` and the group's :func:`prior_runs`).
+    A class none of whose runs reads (``run_share`` 0) is neither pooled nor
+    pooled with: a model or deployment that does not cache is a fact, not a
+    draw to borrow strength for."""
     groups: dict[tuple[str, bool], list[int]] = {}
     for i, est in enumerate(by_class):
-        if est.cache_hits is not None:
+        if est.cache_hits is not None and est.cache_hits["run_share"] > 0:
             key = (cache_family(est.model), est.automatic_cache)
             groups.setdefault(key, []).append(i)
     for group in groups.values():
@@ -854,6 +871,23 @@ def _pool_hits(by_class: list[ClassEstimate], class_calls: list[pd.DataFrame]) -
             if hits is not None:
                 by_class[i].notes["cache"] = hits.pop("note")
             by_class[i].cache_hits = hits
+
+
+def class_order(models: np.ndarray, labels: np.ndarray) -> list[Any]:
+    """The classes ``labels`` names (one per run, ``models`` the runs' models),
+    the main one first: by the runs of the class's model (its most common
+    one) over all classes, then by the class's runs, then by name. The main
+    class is then the largest of the model most runs used, whatever classes
+    its runs are split into (a model's uncached runs, a class of their own,
+    do not hand the harness's model to another). The labels as given (any
+    sortable type)."""
+    total = pd.Series(models).value_counts()
+    order = []
+    for name in sorted(set(labels)):
+        mine = pd.Series(models[labels == name]).value_counts()
+        model = sorted(mine.index[mine == mine.iloc[0]])[0]
+        order.append((-int(total[model]), -int(mine.sum()), name))
+    return [name for _, _, name in sorted(order)]
 
 
 def estimate(traces: Traces, labels: np.ndarray, when=None, *,
@@ -872,7 +906,7 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
     by_class: list[ClassEstimate] = []
     class_calls: list[pd.DataFrame] = []
     tool_names = list(calls.loc[~calls["text"], "tool"].value_counts().index[:MAX_TOOLS])
-    for name in sorted(set(labels), key=lambda k: (-int((labels == k).sum()), k)):
+    for name in class_order(runs["model"].astype(str).to_numpy(object), labels):
         ids = runs["run_id"].to_numpy()[labels == name]
         sub = traces.subset(ids)
         est = estimate_class(str(name), sub, tool_names, with_endings=endings)

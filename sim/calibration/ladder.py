@@ -216,7 +216,8 @@ def replay_side(world: FoldWorld, budget: Budget | None, recorded: dict[str, Any
     pricing = price_models(runs, template, prices_for)  # of all the runs, as before
     again = list(range(len(runs)))
     if budget is not None and baseline is not None and not unscreened(template):
-        again = [i for i, b in enumerate(baseline) if replay_touched(budget, b.chosen)]
+        again = [i for i, b in enumerate(baseline)
+                 if replay_touched(budget, b.chosen, template)]
     redone = replay_runs([runs[i] for i in again], template, pricing=pricing)
     replays: list[Any] = list(baseline) if baseline is not None else [None] * len(runs)
     for i, r in zip(again, redone, strict=True):

@@ -27,19 +27,24 @@ prices by prompt tiers. The test (``tests/test_calibrate_ladder.py``) holds
 the forecast made this way to the forecast of a full re-simulation.
 
 The replay of held-out runs is screened alike from each run's replay without
-the budget (:func:`replay_touched`): the harness's own prompt counts and
-final counters; runs that compacted, and money budgets, are replayed again.
+the budget (:func:`replay_touched`): the harness's own budget checks
+(:class:`sim.harness.budgets.Limits`) asked of its final counters and its
+largest counted prompt; runs that compacted, and money budgets, are replayed
+again.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from sim.harness import effects as fx
+from sim.harness.budgets import LimitExceeded, Limits
 from sim.harness.effects import ModelResponse
+from sim.harness.params import Budgets, HarnessParams
 from sim.world.call_log import RecordingTask
 from sim.world.streams import Draws
 from sim.world.world import World
@@ -109,20 +114,32 @@ def touched(kind: str, value: float, steps: np.ndarray, reach_tokens: np.ndarray
     return ~(reach <= value)  # NaN: unknown, touched
 
 
-def replay_touched(budget: Any, replay: Any) -> bool:
+def replay_touched(budget: Any, replay: Any, params: HarnessParams) -> bool:
     """Whether ``budget`` (a :class:`sim.calibration.ladder.Budget`) may end a
     replay that ran without it as ``replay`` (a
-    :class:`sim.drivers.replay.replayed.Replay`) did: steps, when it reached
-    the budget's steps (a step check at its last turn included); prompt
-    tokens, when its prompt tokens so far plus the largest prompt the harness
-    counted for a request (its steps' prompts, and the context it ended with,
-    a request the recording may not have answered) exceed the budget, or when
-    it compacted (a summary's prompt is not counted there); money: always
-    (prices differ by run)."""
+    :class:`sim.drivers.replay.replayed.Replay`) did, asked of the harness's
+    own checks (:class:`sim.harness.budgets.Limits`, of ``params``: the
+    replay's harness with the budget, only the budget's kind kept, so a
+    check of another budget the run already met is not taken for this one):
+    a step or prompt-token budget may end it when a check refuses on the
+    replay's final state with the largest prompt the harness counted for a
+    request (its steps' prompts, and the context it ended with, a request the
+    recording may not have answered) and the output cap (each check's
+    quantities only grow along a run, so a check that refuses anywhere in it
+    refuses there too; a finalize reserve, ``on_limit: finalize``, counts as
+    the harness counts it). Prompt tokens also when it compacted (a summary's
+    prompt is not counted there); money: always (prices differ by run)."""
     state = replay.state
-    if budget.kind == "steps":
-        return bool(state.turns >= budget.value)
-    if budget.kind != "tokens" or state.compactions:
+    kind = budget.kind
+    if kind not in ("steps", "tokens") or (kind == "tokens" and state.compactions):
         return True
-    spent = state.input_tokens + state.cache_read_tokens + state.cache_write_tokens
-    return bool(spent + max([state.context_tokens, *replay.prompt_counts]) > budget.value)
+    only = Budgets(**{kind: getattr(params.budgets, kind)})
+    limits = Limits(replace(params, budgets=only, shared_budgets=()))
+    try:
+        limits.check_before_step(state)
+        limits.check_usage(state)
+        limits.check_before_model_call(state, max([state.context_tokens, *replay.prompt_counts]),
+                                       params.max_output_tokens)
+    except LimitExceeded:
+        return True
+    return False

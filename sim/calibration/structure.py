@@ -2,7 +2,8 @@
 
 Three candidates, simplest first (:data:`CANDIDATES`): one class for every
 run, one class per model (:func:`sim.calibration.classes.assign` with
-``by="model"``) and automatic clusters of run features (``classes="auto"``,
+``by="model"``; a model's runs that never read the cache are a class of their
+own when it has enough of both kinds) and automatic clusters of run features (``classes="auto"``,
 by BIC). Each is fitted on the K - 1 folds of every fold and scored by its
 held-out loss there (:func:`sim.calibration.search.loss`: per-run KS distances,
 exit-mix distance and resolved-share gap of the fold's held-out runs against
