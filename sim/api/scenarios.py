@@ -20,7 +20,8 @@ from sim.scenario.model import load_scenario as _load_yaml
 Overrides = Mapping[str, Any] | Sequence[str] | None
 """``{"dotted.path": value}`` or ``["dotted.path=value", ...]`` (YAML values)."""
 
-__all__ = ["Overrides", "load_scenario", "prepare", "settings", "with_overrides"]
+__all__ = ["Overrides", "load_for_command", "load_scenario", "prepare", "settings",
+           "with_overrides"]
 
 
 def with_overrides(scenario: Scenario, overrides: Overrides = None, *,
@@ -70,6 +71,20 @@ def load_scenario(source: str | os.PathLike | Scenario, overrides: Overrides = N
     scenario = (source if isinstance(source, Scenario)
                 else _load_yaml(source, allow_plugins=allow_plugins))
     return with_overrides(scenario, overrides, allow_plugins=allow_plugins)
+
+
+def load_for_command(source: str | os.PathLike, overrides: Sequence[str], labels: Sequence[str],
+                     *, allow_plugins: bool = False, workers: int | None = None) -> Scenario:
+    """The scenario a command line names (a file, or a scenario's name), as a
+    command loads it: ``workers`` checked first (1 to
+    :data:`sim.scenario.limits.MAX_WORKERS`), then ``overrides`` as typed
+    (``path=value``, YAML values) applied and validated; a bad override's
+    message names it by its ``labels`` entry (the flag as typed: ``--set
+    path=value``, ``--tasks 5``)."""
+    from sim.scenario.limits import check_workers
+
+    check_workers(workers)
+    return _load_yaml(source, list(overrides), allow_plugins=allow_plugins, labels=list(labels))
 
 
 def settings(tasks: int | None, seed: int | None) -> dict[str, int]:

@@ -26,13 +26,11 @@ def run(args: argparse.Namespace) -> int:
     before anything runs and the spans written after the results folder (a
     failure then keeps the results and exits 2 saying so)."""
     from sim.cli.common import default_out
-    from sim.sweeps.cells import CellRun
 
     scenario = load(args)
     if scenario.sweep and not args.quiet:
         print(f"note: ignoring the sweep of {scenario.name} (use 'sweep' to run it)",
               file=sys.stderr)
-    base = scenario.model_copy(update={"sweep": {}})
     otel = getattr(args, "otel", None)
     out = default_out(args, scenario.name, "run")
     if otel:
@@ -40,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_file_target(otel, "--otel", results=(out,))
         args.traces = True
-    status = simulate_and_report(args, base, [CellRun(scenario.name, base, ())], "run")
+    status = simulate_and_report(args, scenario, "run")
     if status == 0 and otel:
         from sim.drivers.live.otel import write_trace_spans
 
