@@ -38,7 +38,7 @@ from sim.analysis.capacity import (
     window_average,
     window_averages,
 )
-from sim.analysis.sizing import probe_of, size_capacity, with_capacity
+from sim.sweeps.sizing import probe_of, size_capacity, with_capacity
 from sim.cli import main
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.monitor import Series
