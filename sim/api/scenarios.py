@@ -74,16 +74,11 @@ def load_scenario(source: str | os.PathLike | Scenario, overrides: Overrides = N
 
 
 def load_for_command(source: str | os.PathLike, overrides: Sequence[str], labels: Sequence[str],
-                     *, allow_plugins: bool = False, workers: int | None = None) -> Scenario:
+                     *, allow_plugins: bool = False) -> Scenario:
     """The scenario a command line names (a file, or a scenario's name), as a
-    command loads it: ``workers`` checked first (1 to
-    :data:`sim.scenario.limits.MAX_WORKERS`), then ``overrides`` as typed
-    (``path=value``, YAML values) applied and validated; a bad override's
-    message names it by its ``labels`` entry (the flag as typed: ``--set
-    path=value``, ``--tasks 5``)."""
-    from sim.scenario.limits import check_workers
-
-    check_workers(workers)
+    command loads it: ``overrides`` as typed (``path=value``, YAML values)
+    applied and validated; a bad override's message names it by its
+    ``labels`` entry (the flag as typed: ``--set path=value``, ``--tasks 5``)."""
     return _load_yaml(source, list(overrides), allow_plugins=allow_plugins, labels=list(labels))
 
 

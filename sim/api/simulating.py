@@ -59,13 +59,15 @@ class Written(NamedTuple):
     ``summary`` written to its summary.json, the settings each cell of a
     sweep ``changes`` from the base (``{"path", "base", "value"}`` per
     change; empty for one cell), and whether it holds ``timeseries.parquet``
-    and the traces (``runs.parquet``, ``calls.parquet``)."""
+    and the traces (``runs.parquet``, ``calls.parquet``); ``spans``: the runs
+    written as OpenTelemetry spans (None: none asked for)."""
 
     out: Path
     summary: dict[str, Any]
     changes: dict[str, list[dict[str, str]]]
     timeseries: bool
     traces: bool
+    spans: int | None = None
 
 
 class SweepFrames(NamedTuple):
@@ -137,7 +139,8 @@ def write_cells(scenario: Scenario, command: str, out: str | os.PathLike | None 
                 overrides: Sequence[str] = (),
                 force: bool = False, workers: int | None = None, scheduler: str | None = None,
                 resume: bool = False, progress: bool = False, traces: str | None = None,
-                cost_ceiling: float | None = None) -> Written:
+                cost_ceiling: float | None = None,
+                otel: str | os.PathLike | None = None) -> Written:
     """Run the cells of ``scenario`` in chunks and write their results folder
     whole: for ``command`` ``run`` the base cell (the sweep, if any, ignored),
     for ``sweep`` every cell of the grid (:func:`sim.sweeps.cells.cells_of`).
@@ -147,7 +150,10 @@ def write_cells(scenario: Scenario, command: str, out: str | os.PathLike | None 
     as chunks finish, finished chunks are kept for ``resume``, ``scheduler``
     picks where chunks run (:func:`sim.sweeps.schedulers.make_scheduler`), and
     with ``traces`` (the source named in them) every run's calls are written
-    too. ``cost_ceiling`` (USD) rings cells in report.html. A stop (Ctrl-C, a
+    too. ``cost_ceiling`` (USD) rings cells in report.html. With ``otel`` (a
+    file, checked before anything runs; it needs ``traces``) the simulated
+    runs are also written there as OpenTelemetry GenAI spans (OTLP JSON) after
+    the folder; a failure then keeps the folder and says so. A stop (Ctrl-C, a
     lost worker) raises :class:`SweepStopped` with the exit status."""
     from sim.output import folder
     from sim.output.provenance import run_provenance
@@ -158,6 +164,8 @@ def write_cells(scenario: Scenario, command: str, out: str | os.PathLike | None 
     else:
         runs = cells_of(scenario)
     target = results_folder(scenario.name, command, overrides, out)
+    if otel:
+        folder.check_file_target(otel, "--otel", results=(target,))
     provenance = run_provenance(scenario, command=command, overrides=overrides)
     folder.prepare(target, provenance, force=force)
     log.info("%d cell(s) into %s", len(runs), target)
@@ -165,7 +173,14 @@ def write_cells(scenario: Scenario, command: str, out: str | os.PathLike | None 
     summary, series = _simulate_in_chunks(
         scenario, runs, target, provenance, changed, workers=workers, scheduler=scheduler,
         resume=resume, progress=progress, traces=traces, cost_ceiling=cost_ceiling)
-    return Written(target, summary, changed, series, traces is not None)
+    spans = None
+    if otel:
+        from sim.drivers.live.otel import write_trace_spans
+
+        with folder.secondary_output(otel, "--otel",
+                                     f"the run's results are in {target}/ as written"):
+            spans = write_trace_spans(target, otel)
+    return Written(target, summary, changed, series, traces is not None, spans)
 
 
 def results_tables(written: Written) -> str:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,13 +114,15 @@ def load(args: argparse.Namespace) -> Scenario:
     """The scenario with --set, --tasks and --seed applied, validated
     (:func:`sim.api.scenarios.load_for_command`)."""
     from sim.api.scenarios import load_for_command
+    from sim.scenario.limits import check_workers  # a flag's bounds: parsing
 
     for flag, value in (("tasks", args.tasks), ("seed", args.seed)):
         if value is not None and value < (1 if flag == "tasks" else 0):
             raise InputError(f"--{flag} must be {'>= 1' if flag == 'tasks' else '>= 0'}, "
                              f"got {value}")
+    check_workers(args.workers)
     scenario = load_for_command(args.scenario, overrides_of(args), override_labels(args),
-                                allow_plugins=args.allow_plugins, workers=args.workers)
+                                allow_plugins=args.allow_plugins)
     log.info("scenario %s: %s tasks per cell, seed %s, engine %s, %s sweep axes",
              scenario.name, f"{scenario.tasks:,}", scenario.seed, scenario.engine,
              len(scenario.sweep))
@@ -136,25 +135,6 @@ def default_out(args: argparse.Namespace, name: str, command: str | None = None)
     from sim.api.simulating import results_folder
 
     return results_folder(name, command, overrides_of(args) if command else (), args.out)
-
-
-@contextlib.contextmanager
-def secondary_output(target: str | os.PathLike, flag: str, kept: str) -> Iterator[None]:
-    """Writing a secondary output (``--otel``, ``--junit``, ``--summary-md``)
-    after the main results are written: any OSError inside (a full or
-    read-only disk, a folder made at the target meanwhile) becomes an
-    InputError (exit status 2) naming ``flag`` and its target, what went
-    wrong and ``kept`` (where the main results are), never a traceback."""
-    from sim.output.folder import WriteFailed, describe_write_error
-
-    try:
-        yield
-    except WriteFailed as failed:
-        raise InputError(f"{flag} {target}: cannot write it ({failed.reason}); {kept}"
-                         ) from None
-    except OSError as error:
-        raise InputError(f"{flag} {target}: cannot write it ({describe_write_error(error)}); "
-                         f"{kept}") from None
 
 
 def print_json(data: Any) -> None:
@@ -173,11 +153,13 @@ def simulate_and_report(args: argparse.Namespace, scenario: Scenario, command: s
                           force=args.force, workers=args.workers, scheduler=args.scheduler,
                           resume=args.resume, progress=not args.quiet,
                           traces=str(args.scenario) if args.traces else None,
-                          cost_ceiling=args.cost_ceiling)
+                          cost_ceiling=args.cost_ceiling, otel=getattr(args, "otel", None))
     if args.format == "json":
         print_json(written.summary)
         if not args.quiet:  # stdout is the JSON alone
             print(f"results in {printable(written.out)}/", file=sys.stderr)
     else:
         print(results_tables(written))
+    if written.spans is not None and not args.quiet:
+        print(f"spans of {written.spans} runs in {args.otel}", file=sys.stderr)
     return 0

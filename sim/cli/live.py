@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from sim.bad_input import InputError
-from sim.cli.common import add_plugin_option, default_out, secondary_output
+from sim.cli.common import add_plugin_option, default_out
 from sim.cli.flags import finite_float, folder_path
+from sim.output.folder import secondary_output
 from sim.output.safe_text import printable
 
 APPROVERS = ("ask", "all", "none")
