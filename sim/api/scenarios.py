@@ -20,8 +20,8 @@ from sim.scenario.model import load_scenario as _load_yaml
 Overrides = Mapping[str, Any] | Sequence[str] | None
 """``{"dotted.path": value}`` or ``["dotted.path=value", ...]`` (YAML values)."""
 
-__all__ = ["Overrides", "load_for_command", "load_scenario", "prepare", "settings",
-           "with_overrides"]
+__all__ = ["Overrides", "catalog", "catalog_text", "load_for_command", "load_scenario",
+           "prepare", "settings", "with_overrides"]
 
 
 def with_overrides(scenario: Scenario, overrides: Overrides = None, *,
@@ -99,3 +99,36 @@ def prepare(scenario: str | os.PathLike | Scenario, overrides: Overrides, tasks:
              seed: int | None, allow_plugins: bool = False) -> Scenario:
     return with_overrides(load_scenario(scenario, overrides, allow_plugins=allow_plugins),
                           settings(tasks, seed), allow_plugins=allow_plugins)
+
+
+def catalog() -> list[dict[str, str]]:
+    """The scenarios commands find by name (:func:`sim.scenario.catalog.entries`:
+    the built-in ones, ./scenarios/, $SIM_SCENARIOS, ``[tool.sim] scenarios``),
+    each ``{"name", "path", "origin", "summary"}`` (its first header line)."""
+    from sim.scenario.catalog import entries
+
+    return [{"name": e.name, "path": str(e.path), "origin": e.origin, "summary": e.summary}
+            for e in entries()]
+
+
+def catalog_text(found: list[dict[str, str]]) -> str:
+    """What ``scenarios`` prints: one line per scenario of :func:`catalog`, the
+    name, its first header line and, unless built in, where it is (relative
+    to the current folder when below it); control characters as escapes."""
+    from pathlib import Path
+
+    from sim.output.safe_text import printable
+
+    def short(path: str) -> str:
+        try:
+            return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        except ValueError:
+            return path
+
+    names = [printable(e["name"], newlines=False) for e in found]
+    width = max(map(len, names), default=0)
+    lines = []
+    for e, name in zip(found, names, strict=True):
+        where = "" if e["origin"] == "built-in" else f"  ({short(e['path'])})"
+        lines.append(printable(f"{name:<{width}}  {e['summary']}{where}", newlines=False))
+    return "\n".join(lines)
