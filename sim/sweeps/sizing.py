@@ -42,10 +42,8 @@ stay as the scenario sets them.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from sim.analysis.capacity import window_average
@@ -54,6 +52,7 @@ from sim.bad_input import InputError
 from sim.engines.cell import Cell
 from sim.engines.des import Arrival, DesEngine, DesResult
 from sim.engines.des_params import DesParams
+from sim.sweeps.schedulers import make_scheduler
 
 P95 = 0.95
 
@@ -161,15 +160,12 @@ def size_capacity(cell: Cell, des: DesParams, arrivals: list[Arrival], target_p9
     global _CONTEXT
     _CONTEXT = (cell, des, arrivals)
     probes: list[Probe] = []
-    pool = None
+    pool = make_scheduler(None, workers)  # the sweeps' job layer: one probe per job
     try:
-        if workers > 1:
-            pool = ProcessPoolExecutor(max_workers=workers,
-                                       mp_context=multiprocessing.get_context("fork"))
 
         def run(capacities: list[tuple[int | None, int | None]]) -> list[Probe]:
-            out = (list(pool.map(_run_probe, capacities)) if pool is not None
-                   and len(capacities) > 1 else [_run_probe(c) for c in capacities])
+            done = dict(pool.run(_run_probe, [(c,) for c in capacities]))
+            out = [done[i] for i in range(len(capacities))]
             for p in out:
                 probes.append(p)
                 if progress:
@@ -188,8 +184,7 @@ def size_capacity(cell: Cell, des: DesParams, arrivals: list[Arrival], target_p9
             lambda p: p.meets(target_p95_wait_s), run, workers)
     finally:
         _CONTEXT = None
-        if pool is not None:
-            pool.shutdown()
+        pool.close()
     return Sizing(target_p95_wait_s, sandboxes, model_slots, probes)
 
 
