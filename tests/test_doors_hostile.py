@@ -504,7 +504,7 @@ def test_compare_secondary_outputs_are_checked_before_the_comparison(
     def never(*args, **kwargs):
         raise AssertionError("the comparison ran")
 
-    monkeypatch.setattr("sim.api.run_comparison", never)
+    monkeypatch.setattr("sim.api.comparing.run_comparison", never)
     target = tmp_path / "t"
     if kind == "device":
         try:
