@@ -6,7 +6,6 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.bad_input import InputError
@@ -110,16 +109,21 @@ def override_labels(args: argparse.Namespace) -> list[str]:
     return labels
 
 
+def check_counts(args: argparse.Namespace) -> None:
+    """--tasks at least 1 and --seed at least 0, when given."""
+    for flag, value in (("tasks", args.tasks), ("seed", args.seed)):
+        if value is not None and value < (1 if flag == "tasks" else 0):
+            raise InputError(f"--{flag} must be {'>= 1' if flag == 'tasks' else '>= 0'}, "
+                             f"got {value}")
+
+
 def load(args: argparse.Namespace) -> Scenario:
     """The scenario with --set, --tasks and --seed applied, validated
     (:func:`sim.api.scenarios.load_for_command`)."""
     from sim.api.scenarios import load_for_command
     from sim.scenario.limits import check_workers  # a flag's bounds: parsing
 
-    for flag, value in (("tasks", args.tasks), ("seed", args.seed)):
-        if value is not None and value < (1 if flag == "tasks" else 0):
-            raise InputError(f"--{flag} must be {'>= 1' if flag == 'tasks' else '>= 0'}, "
-                             f"got {value}")
+    check_counts(args)
     check_workers(args.workers)
     scenario = load_for_command(args.scenario, overrides_of(args), override_labels(args),
                                 allow_plugins=args.allow_plugins)
@@ -127,14 +131,6 @@ def load(args: argparse.Namespace) -> Scenario:
              scenario.name, f"{scenario.tasks:,}", scenario.seed, scenario.engine,
              len(scenario.sweep))
     return scenario
-
-
-def default_out(args: argparse.Namespace, name: str, command: str | None = None) -> Path:
-    """--out, or the default results folder of ``name``, ``command`` and the
-    overrides (:func:`sim.api.simulating.results_folder`)."""
-    from sim.api.simulating import results_folder
-
-    return results_folder(name, command, overrides_of(args) if command else (), args.out)
 
 
 def print_json(data: Any) -> None:

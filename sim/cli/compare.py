@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import argparse
 
-from sim.bad_input import InputError
-from sim.cli.common import add_plugin_option, print_json
+from sim.cli.common import add_plugin_option, check_counts, print_json
 from sim.cli.flags import bounded_int, finite_float, folder_path
 
 _DESCRIPTION = (
@@ -105,10 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.scenario.limits import check_workers  # a flag's bounds: parsing
 
     check_workers(args.workers)
-    if args.tasks is not None and args.tasks < 1:
-        raise InputError(f"--tasks must be >= 1, got {args.tasks}")
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed must be >= 0, got {args.seed}")
+    check_counts(args)
     from sim.api.comparing import compared_text, plan_comparison, write_comparison_folder
 
     plan = plan_comparison(
