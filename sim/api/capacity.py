@@ -8,7 +8,6 @@ report.html, timeseries.parquet). Times in seconds.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.api.simulating import results_folder
-from sim.bad_input import InputError
 from sim.scenario.model import Scenario
+from sim.sweeps.sizing import check_target  # the one home of the rule; the command checks first
 
 __all__ = ["Capacity", "capacity_text", "check_target", "format_capacity", "format_sizing",
            "write_capacity"]
@@ -40,13 +39,6 @@ class Capacity:
     sizing: dict[str, Any] | None
     caps: dict[str, int | None]
     problems: list[str]
-
-
-def check_target(target_p95_wait_s: float | None) -> None:
-    """A target p95 wait is a number of seconds >= 0 (or None: no sizing)."""
-    target = target_p95_wait_s
-    if target is not None and not (math.isfinite(target) and target >= 0):
-        raise InputError(f"--target-p95-wait must be a number of seconds >= 0, got {target}")
 
 
 def write_capacity(scenario: Scenario, out: str | os.PathLike | None = None, *,

@@ -146,15 +146,20 @@ def _run_probe(capacity: tuple[int | None, int | None]) -> Probe:
     return probe_of(result, sandboxes, model_slots)
 
 
+def check_target(target_p95_wait_s: float | None) -> None:
+    """A target p95 wait is a number of seconds >= 0 (None: no sizing)."""
+    target = target_p95_wait_s
+    if target is not None and not (math.isfinite(target) and target >= 0):
+        raise InputError(f"--target-p95-wait must be a number of seconds >= 0, got {target}")
+
+
 def size_capacity(cell: Cell, des: DesParams, arrivals: list[Arrival], target_p95_wait_s: float,
                   *, workers: int = 1, progress: bool = False) -> Sizing:
     """The fewest sandboxes, then model slots, meeting the target (see the
     module docstring). ``workers`` processes run probes side by side; while
     the waits fall as capacity grows (the premise of bisection), the answer
     does not depend on their number."""
-    if not (math.isfinite(target_p95_wait_s) and target_p95_wait_s >= 0):
-        raise InputError(f"--target-p95-wait must be a number of seconds >= 0, got "
-                         f"{target_p95_wait_s}")
+    check_target(target_p95_wait_s)
     if not arrivals:
         raise InputError("no arrivals to size capacity for")
     global _CONTEXT
