@@ -38,12 +38,12 @@ from sim.analysis.capacity import (
     window_average,
     window_averages,
 )
-from sim.analysis.sizing import probe_of, size_capacity, with_capacity
 from sim.cli import main
 from sim.engines.des import DesEngine, arrival_schedule
 from sim.engines.monitor import Series
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import build_cell, cells_of
+from sim.sweeps.sizing import probe_of, size_capacity, with_capacity
 
 BOUNDED = "scenarios/bounded.yaml"
 

@@ -126,12 +126,13 @@ def test_otel_on_a_full_or_read_only_disk_keeps_the_results_and_exits_2(
 
 def test_live_and_run_refuse_otel_with_one_check() -> None:
     """``live`` and ``run`` share :func:`sim.output.folder.check_file_target`
-    (there is no second copy of the rule in sim/cli)."""
+    (there is no second copy of the rule in sim/cli; ``run``'s check is in
+    :func:`sim.api.simulating.write_cells`)."""
     import sim.cli.live
 
     assert not hasattr(sim.cli.live, "check_file_target") or (
         sim.cli.live.check_file_target.__module__ == "sim.output.folder")
-    text = (REPO / "sim" / "cli" / "run.py").read_text()
+    text = (REPO / "sim" / "api" / "simulating.py").read_text()
     assert "check_file_target(otel" in text
 
 
@@ -503,7 +504,7 @@ def test_compare_secondary_outputs_are_checked_before_the_comparison(
     def never(*args, **kwargs):
         raise AssertionError("the comparison ran")
 
-    monkeypatch.setattr("sim.api.run_comparison", never)
+    monkeypatch.setattr("sim.api.comparing.run_comparison", never)
     target = tmp_path / "t"
     if kind == "device":
         try:

@@ -113,17 +113,14 @@ def test_a_bad_tool_sim_key_is_one_error_with_a_suggestion(elsewhere, capsys):
 def test_sim_out_and_tool_sim_out_set_the_default_results_folder(elsewhere, monkeypatch):
     """Without --out, results go under $SIM_OUT, else ``[tool.sim] out``
     (relative to its pyproject.toml), else ``reports``."""
-    from argparse import Namespace
+    from sim.api.simulating import results_folder
 
-    from sim.cli.common import default_out
-
-    args = Namespace(out=None)
-    assert default_out(args, "x") == Path("reports") / "x"
+    assert results_folder("x") == Path("reports") / "x"
     (elsewhere / "pyproject.toml").write_text('[tool.sim]\nout = "results"\n', encoding="utf-8")
-    assert default_out(args, "x") == elsewhere.resolve() / "results" / "x"
+    assert results_folder("x") == elsewhere.resolve() / "results" / "x"
     monkeypatch.setenv("SIM_OUT", str(elsewhere / "env"))
-    assert default_out(args, "x") == elsewhere / "env" / "x"
-    assert default_out(Namespace(out="given"), "x") == Path("given")
+    assert results_folder("x") == elsewhere / "env" / "x"
+    assert results_folder("x", out="given") == Path("given")
 
 
 def test_a_name_too_long_for_the_system_is_one_error_not_a_traceback(elsewhere, monkeypatch,

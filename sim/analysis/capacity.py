@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from sim.analysis.stats import describe, percentile
-from sim.engines.des import DesResult
+from sim.engines.des_result import DesResult
 from sim.engines.monitor import Series
 
 RESAMPLED_POINTS = 1000

@@ -42,21 +42,51 @@ in seconds; percentiles are observed values at rank floor(q n) (:mod:`sim.analys
 
 from __future__ import annotations
 
-from sim.api.calibrating import Calibrated, calibrate
-from sim.api.comparing import (
-    Comparison,
-    ComparisonPlan,
-    compare,
-    plan_comparison,
-    run_comparison,
-)
-from sim.api.importing import Imported, import_traces
-from sim.api.replaying import Replayed, replay
-from sim.api.scenarios import Overrides, load_scenario, with_overrides
-from sim.api.simulating import SweepFrames, read_results, simulate, summarize, sweep
-from sim.api.tuning import Tuned, tune
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.api.calibrating import Calibrated, calibrate
+    from sim.api.comparing import (
+        Comparison,
+        ComparisonPlan,
+        compare,
+        plan_comparison,
+        run_comparison,
+    )
+    from sim.api.importing import Imported, import_traces
+    from sim.api.replaying import Replayed, replay
+    from sim.api.scenarios import Overrides, load_scenario, with_overrides
+    from sim.api.simulating import SweepFrames, read_results, simulate, summarize, sweep
+    from sim.api.tuning import Tuned, tune
+
+HOMES = {"calibrating": ("Calibrated", "calibrate"),
+         "comparing": ("Comparison", "ComparisonPlan", "compare", "plan_comparison",
+                       "run_comparison"),
+         "importing": ("Imported", "import_traces"),
+         "replaying": ("Replayed", "replay"),
+         "scenarios": ("Overrides", "load_scenario", "with_overrides"),
+         "simulating": ("SweepFrames", "read_results", "simulate", "summarize", "sweep"),
+         "tuning": ("Tuned", "tune")}
+"""The module of :mod:`sim.api` each public name lives in; a name is imported
+on first use (PEP 562), so a command that needs one step (``run``: simulating)
+does not load the others' libraries (scipy, for comparing and calibrating)."""
+HOME_OF = {name: module for module, names in HOMES.items() for name in names}
 
 __all__ = ["Calibrated", "Comparison", "ComparisonPlan", "Imported", "Overrides", "Replayed",
            "SweepFrames", "Tuned", "calibrate", "compare", "import_traces", "load_scenario",
            "plan_comparison", "read_results", "replay", "run_comparison", "simulate",
            "summarize", "sweep", "tune", "with_overrides"]
+
+
+def __getattr__(name: str) -> object:
+    module = HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sim.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"sim.api.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -157,3 +157,64 @@ def check_writable(folder: Path) -> None:
         raise WriteFailed(folder, describe_write_error(error),
                           "nothing was fitted: give --out/--report a folder you can write"
                           ) from None
+
+
+def calibrate_checked(traces: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                      classes: str | None = None, workers: int | None = None,
+                      **options: Any) -> Calibrated:
+    """:func:`calibrate` as ``python -m sim calibrate`` runs it: ``out``
+    checked first (its folder writable, then not a folder, a device or a file
+    of a results folder: :func:`sim.output.folder.check_file_target`), then
+    ``classes`` as typed (a positive integer or ``auto``), with ``workers``
+    processes (default: every core)."""
+    from sim.output.folder import check_file_target
+    from sim.sweeps.cells import default_workers
+
+    check_writable(Path(out).parent)  # the API's own check first: its message
+    check_file_target(out, "--out")  # a folder, a device, a results folder's file: now
+    return calibrate(traces, out, classes=classes_of(classes),
+                     workers=workers or default_workers(), **options)
+
+
+def classes_of(text: str | None) -> int | str | None:
+    """``--classes`` as typed: None, ``auto`` or a positive integer."""
+    if text is None or text == "auto":
+        return text
+    try:
+        k = int(text)
+    except ValueError:
+        raise InputError(f"--classes must be a positive integer or auto, got {text!r}") from None
+    if k < 1:
+        raise InputError(f"--classes must be a positive integer or auto, got {k}")
+    return k
+
+
+def calibrated_text(fit: Calibrated) -> str:
+    """What ``calibrate`` prints: the verdict as a table (structure, metrics,
+    exit mix, the fixed prompt-token budgets of the ladder), the verdict and
+    where the scenario and its report are."""
+    return "\n".join([*table_lines(fit.result), f"fit {fit.verdict}",
+                      f"scenario {fit.path}; report in {fit.report}/ (calibration.json, "
+                      f"calibration.md, calibration.html)"])
+
+
+def table_lines(result: Calibration) -> list[str]:
+    """The verdict as a table: structure, metrics, exit mix, the fixed
+    prompt-token budgets of the ladder."""
+    lines = [f"structure: {result.structure.reason}",
+             f"{'metric (all folds held out)':<32} {'KS':>6} {'critical':>9} {'p (adj.)':>9}"]
+    for m in result.metrics:
+        p = f"{m.p_adjusted:>9.3g}" if m.p_adjusted is not None else f"{'untested':>9}"
+        lines.append(f"{m.label:<32} {m.ks:>6.3f} {m.critical:>9.3f} {p}"
+              + ("  rejected" if m.rejected else ""))
+    e = result.exits
+    lines.append(f"{'exit mix (total variation)':<32} {e.tv:>6.3f} {e.critical:>9.3f} "
+          f"{e.p_adjusted if e.p_adjusted is not None else float('nan'):>9.3g}"
+          + ("  rejected" if e.rejected else ""))
+    for r in result.ladder:
+        if r.budget.kind == "tokens" and r.budget.label.endswith("k prompt tokens"):
+            lines.append(f"budget {r.budget.label:<20} successes lost: forecast "
+                  f"{100 * r.forecast['lost']:.1f}%, replay {100 * r.replay['lost']:.1f}%; "
+                  f"stopped {100 * r.forecast['stopped']:.1f}% vs "
+                  f"{100 * r.replay['stopped']:.1f}%")
+    return lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,7 +25,9 @@ from sim.scenario.diff import setting_changes
 from sim.scenario.model import Scenario
 from sim.sweeps.cells import cells_of
 
-__all__ = ["Comparison", "ComparisonPlan", "compare", "plan_comparison", "run_comparison"]
+__all__ = ["Compared", "Comparison", "ComparisonPlan", "compare", "compared_text",
+           "comparison_text", "default_name", "plan_comparison", "run_comparison", "save_side",
+           "write_comparison_folder"]
 
 
 def _count(n: int) -> str:
@@ -252,3 +255,176 @@ def _distinct_labels(base: Side, candidate: Side) -> tuple[Side, Side]:
                 replace(candidate, label=f"{candidate.label} (seed {candidate.seed})"))
     return (replace(base, label=f"{base.label} (base)"),
             replace(candidate, label=f"{candidate.label} (candidate)"))
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A comparison written to a report folder ``out``: the ``result``, the
+    ``provenance`` recorded, and the sides saved as results folders
+    (``saved``: ``base``, ``candidate``)."""
+
+    out: Path
+    result: Comparison
+    provenance: dict[str, Any]
+    saved: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """comparison.json's content (:func:`sim.output.html.comparison_dict`)."""
+        from sim.output.html import comparison_dict
+
+        return comparison_dict(self.result, self.provenance)
+
+
+def write_comparison_folder(plan: ComparisonPlan, out: str | os.PathLike | None = None, *,
+                            force: bool = False, junit: str | os.PathLike | None = None,
+                            summary_md: str | os.PathLike | None = None,
+                            save_results: bool = False, workers: int | None = None,
+                            progress: bool = False) -> Compared:
+    """Carry ``plan`` out and write its report folder whole (report.md,
+    report.html, comparison.json, figures/; with ``save_results`` each scenario
+    side's results folder in ``base/`` and ``candidate/``) to ``out`` (default
+    ``reports/compare_<base>_vs_<candidate>`` under the results root). ``out``,
+    ``junit`` (JUnit XML, one test case per check) and ``summary_md`` (a
+    Markdown summary appended, as CI step summaries are) are checked before
+    anything runs; a failure writing the last two keeps the report and says so."""
+    from sim.api.simulating import results_folder
+    from sim.output import folder
+    from sim.output.ci import append_summary, junit_xml, summary_markdown
+    from sim.output.html import write_comparison
+    from sim.output.results import write_atomic
+    from sim.output.safe_text import printable
+
+    provenance = plan.provenance()
+    labels = [s.name if s is not None else spec.label
+              for spec, s in zip(plan.specs, plan.scenarios, strict=True)]
+    target = results_folder(default_name(*labels), out=out)
+    folder.prepare(target, provenance, force=force)
+    junit_file = None if junit is None else folder.check_file_target(
+        junit, "--junit", results=(target,))
+    summary_file = None if summary_md is None else folder.check_file_target(
+        summary_md, "--summary-md", replaced=False, results=(target,))
+    result = run_comparison(plan, workers=workers, progress=progress)
+    saved = []
+    with folder.replace(target) as staging:
+        write_comparison(staging, result, provenance=provenance)
+        if save_results:
+            for role, side, scenario in zip(("base", "candidate"),
+                                            (result.base, result.candidate), plan.scenarios,
+                                            strict=True):
+                if scenario is not None:  # a simulated scenario side
+                    save_side(staging / role, side, scenario)
+                    saved.append(role)
+    kept = f"the comparison's results are in {printable(target)}/ as written"
+    if junit is not None and junit_file is not None:
+        with folder.secondary_output(junit, "--junit", kept):
+            write_atomic(junit_file, junit_xml(result))
+    if summary_md is not None and summary_file is not None:
+        with folder.secondary_output(summary_md, "--summary-md", kept):
+            append_summary(summary_file, summary_markdown(result))
+    return Compared(target, result, provenance, tuple(saved))
+
+
+def save_side(folder: Path, side: Side, scenario=None) -> None:
+    """Write a side's rows as a results folder (the files ``sweep`` writes),
+    with the provenance of its resolved ``scenario``."""
+    from sim.output.provenance import run_provenance
+    from sim.output.results import (
+        PARQUET_NAME,
+        REPORT_NAME,
+        SUMMARY_NAME,
+        cell_summary,
+        write_json,
+        write_parquet,
+        write_report,
+    )
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = side.rows
+    summary: dict = {"cells": [cell_summary(name, dict(side.params.get(name, {})),
+                                            rows[rows["cell"] == name].reset_index(drop=True))
+                               for name in side.cells]}
+    provenance = None
+    if scenario is not None:
+        provenance = run_provenance(scenario, command="sweep")
+        summary["provenance"] = provenance
+        for cell in summary["cells"]:
+            cell["seed"] = scenario.seed
+    write_parquet(folder / PARQUET_NAME, rows, provenance)
+    write_json(folder / SUMMARY_NAME, summary)
+    write_report(folder / REPORT_NAME, summary, title=f"Results: {side.label}")
+
+
+def default_name(base: str, candidate: str) -> str:
+    """A comparison's default folder name: ``compare_<base>_vs_<candidate>``,
+    characters other than letters, digits and ``._-`` as ``_``."""
+    name = f"compare_{base}_vs_{candidate}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
+
+
+def comparison_text(result: Comparison) -> str:
+    """The terminal table: per cell, outcome shares side by side with changes,
+    intervals and p-values, then steps, tokens and cost; then the verdict."""
+    from sim.analysis import frames
+    from sim.analysis.compare import METRICS, check_sentence, format_p
+
+    level = round(100 * (1 - result.thresholds.alpha))
+    headline = {"regression": "REGRESSION", "no regression": "no regression",
+                "inconclusive": "INCONCLUSIVE"}[result.outcome]
+    lines = [f"{headline} (exit status {result.exit_status}): {result.title}"]
+    lines += [f"changed:   {path}: {old} -> {new}" for path, old, new in result.changes]
+    lines += [f"base:      {result.base.source}", f"candidate: {result.candidate.source}",
+              f"pairing:   {result.pairing_note}"]
+    labels = dict(METRICS)
+    for b, c in result.cell_pairs:
+        outcomes = result.outcomes[result.outcomes["cell"] == b]
+        n1, n2 = outcomes["base_tasks"].iloc[0], outcomes["candidate_tasks"].iloc[0]
+        lines += ["", f"== {b}" + (f" vs {c}" if c != b else "") + f" ({n1:,} vs {n2:,} tasks)"]
+        width = max(26, *(len(o) + 2 for o in outcomes["outcome"]))
+        lines.append(f"  {'outcome':<{width}}{'base':>7}{'cand.':>8}{'change':>10}"
+                     f"   {level}% interval (pp)    p")
+        for r in frames.rows(outcomes):
+            lines.append(f"  {r.outcome:<{width}}{100 * r.base_share:6.1f}%"
+                         f"{100 * r.candidate_share:7.1f}%{r.change_pp:+8.2f} pp"
+                         f"   {r.ci_low_pp:+6.2f} to {r.ci_high_pp:+6.2f}"
+                         f"    {format_p(r.p_value)}  {r.test}")
+        test = result.tests[result.tests["cell"] == b].iloc[0]
+        lines.append(f"  whole distribution: {test['test']}, statistic {test['statistic']:.2f}, "
+                     f"df {test['df']}, p {format_p(test['p_value'])}")
+        metrics = result.metrics[result.metrics["cell"] == b].set_index(["metric", "stat"])
+        for metric, label in labels.items():
+            money = metric == "cost_usd"
+
+            def show(value: float, money: bool = money) -> str:
+                if money:
+                    return f"${value:,.2f}"
+                return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+            parts = []
+            for stat in ("mean", "p50", "p95", "max"):
+                m = frames.row(metrics, (metric, stat))
+                part = f"{stat} {show(m['base'])} -> {show(m['candidate'])}"
+                if stat != "max":
+                    part += f" ({m['change_pct']:+.1f}%)"
+                parts.append(part)
+            lines.append(f"  {label:<14} " + "  ".join(parts))
+        cost = frames.row(metrics, ("cost_usd", "mean"))
+        lines.append(f"  mean cost change {cost['change']:+,.4f} USD, {level}% interval "
+                     f"{cost['ci_low']:+,.4f} to {cost['ci_high']:+,.4f}")
+    lines += ["", f"verdict: {headline} (exit status {result.exit_status})"]
+    if not result.regression:  # a regression's verdict is the list of failing checks below
+        lines.append(f"  {result.verdict}")
+    flagged = frames.records(result.checks[result.checks["status"] != "within"])
+    lines += [f"  - {check_sentence(r)}" for r in flagged]
+    from sim.output.safe_text import printable
+
+    return printable("\n".join(lines))  # names from the scenarios, shown as text
+
+
+def compared_text(compared: Compared) -> str:
+    """What ``compare`` prints: :func:`comparison_text`, then the line naming
+    the report folder and its files."""
+    from sim.output.safe_text import printable
+
+    folders = "".join(f", {role}/" for role in compared.saved)
+    return (f"{comparison_text(compared.result)}\n\nreport in {printable(compared.out)}/ "
+            f"(report.md, report.html, comparison.json, figures/{folders})")

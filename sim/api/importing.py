@@ -22,7 +22,8 @@ import pandas as pd
 if TYPE_CHECKING:
     from sim.traces.importer import ImportReport
 
-__all__ = ["Imported", "import_traces"]
+__all__ = ["Imported", "TraceFolder", "import_traces", "summary_text", "trace_summary",
+           "write_trace_folder"]
 
 Sources = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """A file or folder, or a list of them."""
@@ -84,17 +85,89 @@ def import_traces(sources: Sources, out: str | os.PathLike[str], *, strict: bool
     >>> len(imported.runs), imported.path                               # doctest: +SKIP
     (567, PosixPath('traces/tau2'))
     """
-    from sim.traces.importer import import_traces as import_into
     from sim.traces.model import read_traces
-    from sim.traces.where import parse_where, slice_folder
+
+    written = write_trace_folder(sources, out, strict=strict, force=force, progress=progress,
+                                 where=where)
+    runs, calls = read_traces(out)
+    return Imported(runs, calls, written.report, written.path)
+
+
+@dataclass(frozen=True)
+class TraceFolder:
+    """A trace folder :func:`write_trace_folder` wrote: the import's
+    ``report``, the folder ``path``, and with ``--where`` conditions the
+    runs ``kept`` of the ``total`` read and the conditions as text (``where``)."""
+
+    report: ImportReport
+    path: Path
+    kept: int | None = None
+    total: int | None = None
+    where: str = ""
+
+    def notes(self) -> list[str]:
+        """What ``traces import`` prints on stderr: the warnings, the report's
+        lines and, with conditions, how many runs were kept (as text)."""
+        from sim.output.safe_text import printable
+
+        lines = [printable(line) for line in (*self.report.warning_lines(), *self.report.lines())]
+        if self.kept is not None:
+            lines.append(printable(f"kept {self.kept:,} of {self.total:,} runs imported "
+                                   f"({self.where})"))
+        return lines
+
+    def text(self) -> str:
+        """What ``traces import`` prints on stdout: the warnings, then the line
+        naming the folder and its files."""
+        from sim.output.safe_text import printable
+
+        return "\n".join([*(printable(line) for line in self.report.warning_lines()),
+                          f"traces in {printable(self.path)}/ (runs.parquet, calls.parquet, "
+                          f"import.json)"])
+
+
+def write_trace_folder(sources: Sources, out: str | os.PathLike[str], *, strict: bool = False,
+                       force: bool = False, progress: bool = False,
+                       where: str | Sequence[str] | None = None, workers: int = 1,
+                       scheduler: str | None = None) -> TraceFolder:
+    """Import ``sources`` into the trace folder ``out`` as :func:`import_traces`
+    does, without reading it back; ``workers`` processes (or ``scheduler``:
+    :func:`sim.sweeps.schedulers.make_scheduler`) read the files, and the
+    folder written is the same for any number. Bad ``where`` conditions are
+    refused before any file is read."""
+    from sim.output.progress import progress_bar
+    from sim.traces.importer import import_traces as import_into
+    from sim.traces.where import parse_where, slice_folder, where_text
 
     given = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
-    from sim.output.progress import progress_bar
+    conditions = parse_where(where)  # a bad condition before any file is read
+    bar = progress_bar if progress else False
+    if workers == 1 and scheduler in (None, "local"):
+        report = import_into(given, out, strict=strict, force=force, progress=bar)
+    else:
+        from sim.sweeps.schedulers import make_scheduler
 
-    conditions = parse_where(where)
-    report = import_into(given, out, strict=strict, force=force,
-                         progress=progress_bar if progress else False)
-    if conditions:
-        slice_folder(out, conditions, out)
-    runs, calls = read_traces(out)
-    return Imported(runs, calls, report, Path(out))
+        with make_scheduler(scheduler, workers) as where_run:
+            report = import_into(given, out, strict=strict, force=force, progress=bar,
+                                 scheduler=where_run)
+    if not conditions:
+        return TraceFolder(report, Path(out))
+    _, kept, total = slice_folder(out, conditions, out)
+    return TraceFolder(report, Path(out), kept, total, where_text(conditions))
+
+
+def trace_summary(folder: str | Path,
+                  where: str | Sequence[str] | None = None) -> dict[str, Any]:
+    """The figures of a trace folder (:func:`sim.traces.summary.summarize`;
+    see :meth:`Imported.summary`), of the runs ``where`` selects."""
+    from sim.traces.summary import summarize
+
+    return summarize(folder, where=where)
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """:func:`trace_summary` as ``traces summary`` prints it (names as text)."""
+    from sim.output.safe_text import printable
+    from sim.traces.summary import format_summary
+
+    return printable(format_summary(summary))

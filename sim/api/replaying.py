@@ -385,3 +385,58 @@ def _write(staging: Path, s: Scenario, runs: TraceTables | FolderIndex, cells: d
         {n: c.block for n, c in cells.items()},
         title=f"Replay: {s.name} over {len(runs):,} recorded runs",
         description=s.description, provenance=provenance)
+
+
+def written_summary(replayed: Replayed) -> dict[str, Any]:
+    """The summary.json a replay wrote (what ``replay --format json`` prints)."""
+    return json.loads((replayed.path / "summary.json").read_text())
+
+
+def replayed_text(replayed: Replayed) -> str:
+    """What ``replay`` prints: each cell's table and replay figures, then the
+    line naming the results folder and its files."""
+    from sim.output.results import format_table
+    from sim.output.safe_text import printable
+
+    lines = []
+    for cell in written_summary(replayed)["cells"]:
+        lines += [format_table(cell), lead_lines(cell["replay"]), ""]
+    lines.append(f"results in {printable(replayed.path)}/ (results.parquet, summary.json, "
+                  f"report.md, report.html)")
+    return "\n".join(lines)
+
+
+def lead_lines(block: dict) -> str:
+    """The replay figures under a cell's terminal table."""
+    from sim.cost.recorded import basis_line
+    from sim.output.replay import changes_text, usd
+
+    st, sv, det = block["stopped"], block["saved"], block["detector"]
+    changed = changes_text(block)
+    lines = [f"  {changed}"] if changed else []
+    lines += [f"  stopped        {st['runs']:,} runs: {st['resolved']:,} resolved, "
+             f"{st['unresolved']:,} unresolved, {st['unknown']:,} not judged"]
+    lines += [f"    {outcome:<26}{c['runs']:>6}  ({c['resolved']:,} resolved)"
+              for outcome, c in st["by_outcome"].items()]
+    lines.append(f"  saved          {sv['prompt_tokens']:,} prompt tokens, "
+                 f"{sv['output_tokens']:,} output tokens, {usd(sv['cost_usd'])} "
+                 f"({usd(sv['cost_usd_on_resolved'])} on resolved runs), "
+                 f"{usd(sv['priced_usd'])} at the runs' prices")
+    if block["recorded"].get("price_basis"):
+        lines.append(f"  {basis_line(block['recorded']['price_basis'])}")
+    if not det["judgeable"]:
+        lines.append(f"  detector       not judged: {det['note']}")
+    else:
+        for signal, e in det["signals"].items():
+            lines.append(f"  detector       {signal}: {e['firings']:,} firings on {e['runs']:,} "
+                         f"runs, {100 * e['resolved_share']:.1f}% of them resolved")
+    iv = block["interventions"]
+    if iv["runs"]:
+        lines.append(f"  diverged       {iv['runs']:,} runs; total cost "
+                     f"{usd(iv['cost_usd']['lower'])} (stop) to "
+                     f"{usd(iv['cost_usd']['upper'])} (continue)")
+    fi = block["fidelity"]
+    if fi["prompt_mismatch_runs"]:
+        lines.append(f"  fidelity       {fi['prompt_mismatch_runs']:,} runs with "
+                     f"{fi['prompt_mismatch_calls']:,} prompt counts off the recording")
+    return "\n".join(lines)

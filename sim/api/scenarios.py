@@ -20,7 +20,8 @@ from sim.scenario.model import load_scenario as _load_yaml
 Overrides = Mapping[str, Any] | Sequence[str] | None
 """``{"dotted.path": value}`` or ``["dotted.path=value", ...]`` (YAML values)."""
 
-__all__ = ["Overrides", "load_scenario", "prepare", "settings", "with_overrides"]
+__all__ = ["Overrides", "catalog", "catalog_text", "load_for_command", "load_scenario",
+           "prepare", "settings", "with_overrides"]
 
 
 def with_overrides(scenario: Scenario, overrides: Overrides = None, *,
@@ -72,6 +73,15 @@ def load_scenario(source: str | os.PathLike | Scenario, overrides: Overrides = N
     return with_overrides(scenario, overrides, allow_plugins=allow_plugins)
 
 
+def load_for_command(source: str | os.PathLike, overrides: Sequence[str], labels: Sequence[str],
+                     *, allow_plugins: bool = False) -> Scenario:
+    """The scenario a command line names (a file, or a scenario's name), as a
+    command loads it: ``overrides`` as typed (``path=value``, YAML values)
+    applied and validated; a bad override's message names it by its
+    ``labels`` entry (the flag as typed: ``--set path=value``, ``--tasks 5``)."""
+    return _load_yaml(source, list(overrides), allow_plugins=allow_plugins, labels=list(labels))
+
+
 def settings(tasks: int | None, seed: int | None) -> dict[str, int]:
     out = {}
     if tasks is not None:
@@ -89,3 +99,36 @@ def prepare(scenario: str | os.PathLike | Scenario, overrides: Overrides, tasks:
              seed: int | None, allow_plugins: bool = False) -> Scenario:
     return with_overrides(load_scenario(scenario, overrides, allow_plugins=allow_plugins),
                           settings(tasks, seed), allow_plugins=allow_plugins)
+
+
+def catalog() -> list[dict[str, str]]:
+    """The scenarios commands find by name (:func:`sim.scenario.catalog.entries`:
+    the built-in ones, ./scenarios/, $SIM_SCENARIOS, ``[tool.sim] scenarios``),
+    each ``{"name", "path", "origin", "summary"}`` (its first header line)."""
+    from sim.scenario.catalog import entries
+
+    return [{"name": e.name, "path": str(e.path), "origin": e.origin, "summary": e.summary}
+            for e in entries()]
+
+
+def catalog_text(found: list[dict[str, str]]) -> str:
+    """What ``scenarios`` prints: one line per scenario of :func:`catalog`, the
+    name, its first header line and, unless built in, where it is (relative
+    to the current folder when below it); control characters as escapes."""
+    from pathlib import Path
+
+    from sim.output.safe_text import printable
+
+    def short(path: str) -> str:
+        try:
+            return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        except ValueError:
+            return path
+
+    names = [printable(e["name"], newlines=False) for e in found]
+    width = max(map(len, names), default=0)
+    lines = []
+    for e, name in zip(found, names, strict=True):
+        where = "" if e["origin"] == "built-in" else f"  ({short(e['path'])})"
+        lines.append(printable(f"{name:<{width}}  {e['summary']}{where}", newlines=False))
+    return "\n".join(lines)

@@ -170,3 +170,22 @@ def _provenance(traces: str | os.PathLike[str],
     return {"command": "tune", "traces": folder_record(traces),
             "scenario": {"harness_in_force": in_force, **plain},
             "sim_version": sim_version()}
+
+
+def tuned_summary(tuned: Tuned) -> dict[str, Any]:
+    """tune.json's content (:func:`sim.tuning.report.summary`): what ``tune
+    --format json`` prints."""
+    from sim.tuning.report import summary
+
+    return summary(tuned.result)
+
+
+def tuned_text(tuned: Tuned) -> str:
+    """What ``tune`` prints: the recommendation, the frontier's first 12 rows
+    and where the outputs are."""
+    from sim.tuning.report import frontier_table, lead
+
+    return "\n".join(["\n".join(lead(tuned.result)), "", frontier_table(tuned.result, limit=12),
+                      f"\n{len(tuned.frontier)} candidates; outputs in {tuned.path}/ "
+                      "(recommended.yaml, stopped_runs.csv, frontier.csv, tune.json, "
+                      "report.md, report.html)"])

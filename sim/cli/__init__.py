@@ -24,7 +24,6 @@ import traceback
 from typing import NoReturn
 
 from sim.bad_input import InputError
-from sim.cli.common import SweepStopped
 
 COMMANDS = ("run", "sweep", "cost", "compare", "capacity", "traces", "replay", "live",
             "calibrate", "tune")
@@ -147,9 +146,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             traceback.print_exc()
         report_error("input", str(error), as_json, error)
         return 2
-    except SweepStopped as stopped:
-        print(f"stopped: {stopped}", file=sys.stderr)
-        return stopped.status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -157,3 +153,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as error:  # a sweep stopped early: the API is loaded only to tell
+        from sim.api.simulating import SweepStopped
+
+        if not isinstance(error, SweepStopped):
+            raise
+        print(f"stopped: {error}", file=sys.stderr)
+        return error.status

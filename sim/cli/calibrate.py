@@ -17,15 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
 from sim.bad_input import InputError
 from sim.calibration.sample import PER_MODEL
 from sim.cli.flags import folder_path
 from sim.cli.traces import where_flag
-
-if TYPE_CHECKING:
-    from sim.calibration.result import Calibration
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "
@@ -89,45 +85,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _classes(text: str | None) -> int | str | None:
-    if text is None or text == "auto":
-        return text
-    try:
-        k = int(text)
-    except ValueError:
-        raise InputError(f"--classes must be a positive integer or auto, got {text!r}") from None
-    if k < 1:
-        raise InputError(f"--classes must be a positive integer or auto, got {k}")
-    return k
-
-
 def run(args: argparse.Namespace) -> int:
-    """Calibrate, write the scenario and the report, print the verdict."""
-    from pathlib import Path
-
-    from sim.api.calibrating import calibrate, check_writable
-    from sim.output.folder import check_file_target
-    from sim.sweeps.cells import default_workers
+    """Calibrate (:func:`sim.api.calibrating.calibrate_checked`), write the
+    scenario and the report, print the verdict."""
+    from sim.api.calibrating import calibrate_checked, calibrated_text
 
     _check_scale(args)
-    check_writable(Path(args.out).parent)  # the API's own check first: its message
-    check_file_target(args.out, "--out")  # a folder, a device, a results folder's file: now
-    fit = calibrate(args.traces, args.out, report=args.report, name=args.name, folds=args.folds,
-                    seed=args.seed, classes=_classes(args.classes), by=args.by,
-                    evaluations=args.evaluations, search_runs=args.search_runs,
-                    ladder=not args.no_ladder, progress=not args.quiet,
-                    sample=args.sample or None, workers=args.workers or default_workers(),
-                    scheduler=args.scheduler, where=args.where)
-    result = fit.result
+    fit = calibrate_checked(args.traces, args.out, report=args.report, name=args.name,
+                            folds=args.folds, seed=args.seed, classes=args.classes,
+                            by=args.by, evaluations=args.evaluations,
+                            search_runs=args.search_runs, ladder=not args.no_ladder,
+                            progress=not args.quiet, sample=args.sample or None,
+                            workers=args.workers, scheduler=args.scheduler, where=args.where)
     if args.format == "json":
-        json.dump(result.summary(), sys.stdout, indent=2)
+        json.dump(fit.result.summary(), sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return result.status
-    _print_table(result)
-    print(f"fit {fit.verdict}")
-    print(f"scenario {fit.path}; report in {fit.report}/ (calibration.json, calibration.md, "
-          f"calibration.html)")
-    return result.status
+        return fit.result.status
+    print(calibrated_text(fit))
+    return fit.result.status
 
 
 def _check_scale(args: argparse.Namespace) -> None:
@@ -142,24 +117,3 @@ def _check_scale(args: argparse.Namespace) -> None:
         raise InputError(f"unknown scheduler {args.scheduler!r}: expected 'local', 'dask' or a "
                          f"Dask scheduler address such as tcp://10.0.0.5:8786",
                          path="--scheduler")
-
-
-def _print_table(result: Calibration) -> None:
-    """The verdict as a table on stdout: structure, metrics, exit mix, the
-    fixed prompt-token budgets of the ladder."""
-    print(f"structure: {result.structure.reason}")
-    print(f"{'metric (all folds held out)':<32} {'KS':>6} {'critical':>9} {'p (adj.)':>9}")
-    for m in result.metrics:
-        p = f"{m.p_adjusted:>9.3g}" if m.p_adjusted is not None else f"{'untested':>9}"
-        print(f"{m.label:<32} {m.ks:>6.3f} {m.critical:>9.3f} {p}"
-              + ("  rejected" if m.rejected else ""))
-    e = result.exits
-    print(f"{'exit mix (total variation)':<32} {e.tv:>6.3f} {e.critical:>9.3f} "
-          f"{e.p_adjusted if e.p_adjusted is not None else float('nan'):>9.3g}"
-          + ("  rejected" if e.rejected else ""))
-    for r in result.ladder:
-        if r.budget.kind == "tokens" and r.budget.label.endswith("k prompt tokens"):
-            print(f"budget {r.budget.label:<20} successes lost: forecast "
-                  f"{100 * r.forecast['lost']:.1f}%, replay {100 * r.replay['lost']:.1f}%; "
-                  f"stopped {100 * r.forecast['stopped']:.1f}% vs "
-                  f"{100 * r.replay['stopped']:.1f}%")

@@ -19,17 +19,9 @@ FILE`` a Markdown summary for a CI step summary (:mod:`sim.output.ci`).
 from __future__ import annotations
 
 import argparse
-import re
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from sim.bad_input import InputError
-from sim.cli.common import add_plugin_option, default_out, print_json, secondary_output
+from sim.cli.common import add_plugin_option, check_counts, print_json
 from sim.cli.flags import bounded_int, finite_float, folder_path
-from sim.output.safe_text import printable
-
-if TYPE_CHECKING:
-    from sim.analysis.compare import Comparison, Side
 
 _DESCRIPTION = (
     "Compare a candidate harness setting with a base, cell by cell: outcome shares with "
@@ -106,152 +98,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check the inputs and --out, compare, write the report folder (and the
-    CI files), print; return 0, 1 or 3 (see the module docstring)."""
-    from sim.scenario.limits import check_workers
+    """Check the inputs, plan, compare and write the report folder (and the CI
+    files: :func:`sim.api.comparing.write_comparison_folder`), print; return
+    0, 1 or 3 (see the module docstring)."""
+    from sim.scenario.limits import check_workers  # a flag's bounds: parsing
 
     check_workers(args.workers)
-    if args.tasks is not None and args.tasks < 1:
-        raise InputError(f"--tasks must be >= 1, got {args.tasks}")
-    if args.seed is not None and args.seed < 0:
-        raise InputError(f"--seed must be >= 0, got {args.seed}")
-    from sim import api
-    from sim.output import folder
-    from sim.output.html import comparison_dict, write_comparison
-    from sim.output.results import write_atomic
+    check_counts(args)
+    from sim.api.comparing import compared_text, plan_comparison, write_comparison_folder
 
-    plan = api.plan_comparison(
+    plan = plan_comparison(
         args.base, args.candidate, tasks=args.tasks, seed=args.seed,
         overrides=args.overrides, base_overrides=args.base_set,
         candidate_overrides=args.candidate_set, pairing=args.pairing,
         max_share_drop_pp=args.max_share_drop, max_cost_rise_pct=args.max_cost_rise,
         alpha=args.alpha, resamples=args.resamples, allow_plugins=args.allow_plugins)
-    provenance = plan.provenance()
-    labels = [s.name if s is not None else spec.label
-              for spec, s in zip(plan.specs, plan.scenarios, strict=True)]
-    out = default_out(args, _default_name(*labels))
-    folder.prepare(out, provenance, force=args.force)
-    junit = None if args.junit is None else folder.check_file_target(
-        args.junit, "--junit", results=(out,))
-    summary_md = None if args.summary_md is None else folder.check_file_target(
-        args.summary_md, "--summary-md", replaced=False, results=(out,))
-    result = api.run_comparison(plan, workers=args.workers, progress=not args.quiet)
-    saved = []
-    with folder.replace(out) as staging:
-        write_comparison(staging, result, provenance=provenance)
-        if args.save_results:
-            for role, side, scenario in zip(("base", "candidate"),
-                                            (result.base, result.candidate), plan.scenarios,
-                                            strict=True):
-                if scenario is not None:  # a simulated scenario side
-                    save_side(staging / role, side, scenario)
-                    saved.append(role)
-    from sim.output.ci import append_summary, junit_xml, summary_markdown
-
-    kept = f"the comparison's results are in {printable(out)}/ as written"
-    if junit is not None:
-        with secondary_output(junit, "--junit", kept):
-            write_atomic(junit, junit_xml(result))
-    if summary_md is not None:
-        with secondary_output(summary_md, "--summary-md", kept):
-            append_summary(summary_md, summary_markdown(result))
+    compared = write_comparison_folder(plan, args.out, force=args.force, junit=args.junit,
+                                       summary_md=args.summary_md,
+                                       save_results=args.save_results, workers=args.workers,
+                                       progress=not args.quiet)
     if args.format == "json":
-        print_json(comparison_dict(result, provenance))
+        print_json(compared.as_dict())
     else:
-        print(format_comparison(result))
-        folders = "".join(f", {role}/" for role in saved)
-        print(f"\nreport in {printable(out)}/ (report.md, report.html, comparison.json, "
-              f"figures/{folders})")
-    return result.exit_status
-
-
-def save_side(folder: Path, side: Side, scenario=None) -> None:
-    """Write a side's rows as a results folder (the files ``sweep`` writes),
-    with the provenance of its resolved ``scenario``."""
-    from sim.output.provenance import run_provenance
-    from sim.output.results import (
-        PARQUET_NAME,
-        REPORT_NAME,
-        SUMMARY_NAME,
-        cell_summary,
-        write_json,
-        write_parquet,
-        write_report,
-    )
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = side.rows
-    summary: dict = {"cells": [cell_summary(name, dict(side.params.get(name, {})),
-                                            rows[rows["cell"] == name].reset_index(drop=True))
-                               for name in side.cells]}
-    provenance = None
-    if scenario is not None:
-        provenance = run_provenance(scenario, command="sweep")
-        summary["provenance"] = provenance
-        for cell in summary["cells"]:
-            cell["seed"] = scenario.seed
-    write_parquet(folder / PARQUET_NAME, rows, provenance)
-    write_json(folder / SUMMARY_NAME, summary)
-    write_report(folder / REPORT_NAME, summary, title=f"Results: {side.label}")
-
-
-def _default_name(base: str, candidate: str) -> str:
-    name = f"compare_{base}_vs_{candidate}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
-
-
-def format_comparison(result: Comparison) -> str:
-    """The terminal table: per cell, outcome shares side by side with changes,
-    intervals and p-values, then steps, tokens and cost; then the verdict."""
-    from sim.analysis import frames
-    from sim.analysis.compare import METRICS, check_sentence, format_p
-
-    level = round(100 * (1 - result.thresholds.alpha))
-    headline = {"regression": "REGRESSION", "no regression": "no regression",
-                "inconclusive": "INCONCLUSIVE"}[result.outcome]
-    lines = [f"{headline} (exit status {result.exit_status}): {result.title}"]
-    lines += [f"changed:   {path}: {old} -> {new}" for path, old, new in result.changes]
-    lines += [f"base:      {result.base.source}", f"candidate: {result.candidate.source}",
-              f"pairing:   {result.pairing_note}"]
-    labels = dict(METRICS)
-    for b, c in result.cell_pairs:
-        outcomes = result.outcomes[result.outcomes["cell"] == b]
-        n1, n2 = outcomes["base_tasks"].iloc[0], outcomes["candidate_tasks"].iloc[0]
-        lines += ["", f"== {b}" + (f" vs {c}" if c != b else "") + f" ({n1:,} vs {n2:,} tasks)"]
-        width = max(26, *(len(o) + 2 for o in outcomes["outcome"]))
-        lines.append(f"  {'outcome':<{width}}{'base':>7}{'cand.':>8}{'change':>10}"
-                     f"   {level}% interval (pp)    p")
-        for r in frames.rows(outcomes):
-            lines.append(f"  {r.outcome:<{width}}{100 * r.base_share:6.1f}%"
-                         f"{100 * r.candidate_share:7.1f}%{r.change_pp:+8.2f} pp"
-                         f"   {r.ci_low_pp:+6.2f} to {r.ci_high_pp:+6.2f}"
-                         f"    {format_p(r.p_value)}  {r.test}")
-        test = result.tests[result.tests["cell"] == b].iloc[0]
-        lines.append(f"  whole distribution: {test['test']}, statistic {test['statistic']:.2f}, "
-                     f"df {test['df']}, p {format_p(test['p_value'])}")
-        metrics = result.metrics[result.metrics["cell"] == b].set_index(["metric", "stat"])
-        for metric, label in labels.items():
-            money = metric == "cost_usd"
-
-            def show(value: float, money: bool = money) -> str:
-                if money:
-                    return f"${value:,.2f}"
-                return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
-
-            parts = []
-            for stat in ("mean", "p50", "p95", "max"):
-                m = frames.row(metrics, (metric, stat))
-                part = f"{stat} {show(m['base'])} -> {show(m['candidate'])}"
-                if stat != "max":
-                    part += f" ({m['change_pct']:+.1f}%)"
-                parts.append(part)
-            lines.append(f"  {label:<14} " + "  ".join(parts))
-        cost = frames.row(metrics, ("cost_usd", "mean"))
-        lines.append(f"  mean cost change {cost['change']:+,.4f} USD, {level}% interval "
-                     f"{cost['ci_low']:+,.4f} to {cost['ci_high']:+,.4f}")
-    lines += ["", f"verdict: {headline} (exit status {result.exit_status})"]
-    if not result.regression:  # a regression's verdict is the list of failing checks below
-        lines.append(f"  {result.verdict}")
-    flagged = frames.records(result.checks[result.checks["status"] != "within"])
-    lines += [f"  - {check_sentence(r)}" for r in flagged]
-    return printable("\n".join(lines))  # names from the scenarios, shown as text
+        print(compared_text(compared))
+    return compared.result.exit_status

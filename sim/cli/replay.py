@@ -16,15 +16,12 @@ replay and a simulation. Example, a 100,000 prompt-token budget on tau2::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
 
-from sim.cli.common import add_plugin_option
+from sim.cli.common import add_plugin_option, print_json
 from sim.cli.flags import bounded_int, folder_path
 from sim.cli.traces import where_flag
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
-from sim.output.safe_text import printable
 from sim.scenario.limits import MAX_WORKERS
 
 _DESCRIPTION = (
@@ -79,8 +76,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Replay through :func:`sim.api.replaying.replay` (notes on stderr as
     they arise, unless --quiet; warnings, such as a model priced without the
-    catalogue, always) and print the summary."""
-    from sim.api.replaying import replay
+    catalogue, always) and print the summary: JSON, or each cell's table and
+    replay figures."""
+    from sim.api.replaying import replay, replayed_text, written_summary
 
     replayed = replay(
         args.traces, args.scenario, args.overrides, out=args.out, force=args.force,
@@ -88,8 +86,10 @@ def run(args: argparse.Namespace) -> int:
         polling=args.polling,
         allow_plugins=args.allow_plugins, progress=not args.quiet, workers=args.workers,
         scheduler=args.scheduler, notify=_warning if args.quiet else _note, where=args.where)
-    summary = json.loads((replayed.path / "summary.json").read_text())
-    _print(args, summary, replayed.path)
+    if args.format == "json":
+        print_json(written_summary(replayed))
+    else:
+        print(replayed_text(replayed))
     return 0
 
 
@@ -100,54 +100,3 @@ def _note(note: str) -> None:
 def _warning(note: str) -> None:
     if note.startswith("warning:"):
         print(note, file=sys.stderr)
-
-
-def _print(args: argparse.Namespace, summary: dict, out: Any) -> None:
-    """The summary on stdout: JSON, or each cell's table and replay figures."""
-    from sim.output.results import format_table
-
-    if args.format == "json":
-        json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
-        sys.stdout.write("\n")
-        return
-    for cell in summary["cells"]:
-        print(format_table(cell))
-        print(_lead_lines(cell["replay"]))
-        print()
-    print(f"results in {printable(out)}/ (results.parquet, summary.json, report.md, report.html)")
-
-
-def _lead_lines(block: dict) -> str:
-    """The replay figures under a cell's terminal table."""
-    from sim.cost.recorded import basis_line
-    from sim.output.replay import changes_text, usd
-
-    st, sv, det = block["stopped"], block["saved"], block["detector"]
-    changed = changes_text(block)
-    lines = [f"  {changed}"] if changed else []
-    lines += [f"  stopped        {st['runs']:,} runs: {st['resolved']:,} resolved, "
-             f"{st['unresolved']:,} unresolved, {st['unknown']:,} not judged"]
-    lines += [f"    {outcome:<26}{c['runs']:>6}  ({c['resolved']:,} resolved)"
-              for outcome, c in st["by_outcome"].items()]
-    lines.append(f"  saved          {sv['prompt_tokens']:,} prompt tokens, "
-                 f"{sv['output_tokens']:,} output tokens, {usd(sv['cost_usd'])} "
-                 f"({usd(sv['cost_usd_on_resolved'])} on resolved runs), "
-                 f"{usd(sv['priced_usd'])} at the runs' prices")
-    if block["recorded"].get("price_basis"):
-        lines.append(f"  {basis_line(block['recorded']['price_basis'])}")
-    if not det["judgeable"]:
-        lines.append(f"  detector       not judged: {det['note']}")
-    else:
-        for signal, e in det["signals"].items():
-            lines.append(f"  detector       {signal}: {e['firings']:,} firings on {e['runs']:,} "
-                         f"runs, {100 * e['resolved_share']:.1f}% of them resolved")
-    iv = block["interventions"]
-    if iv["runs"]:
-        lines.append(f"  diverged       {iv['runs']:,} runs; total cost "
-                     f"{usd(iv['cost_usd']['lower'])} (stop) to "
-                     f"{usd(iv['cost_usd']['upper'])} (continue)")
-    fi = block["fidelity"]
-    if fi["prompt_mismatch_runs"]:
-        lines.append(f"  fidelity       {fi['prompt_mismatch_runs']:,} runs with "
-                     f"{fi['prompt_mismatch_calls']:,} prompt counts off the recording")
-    return "\n".join(lines)

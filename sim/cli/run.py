@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sim.cli.common import add_simulation_command, load, secondary_output, simulate_and_report
+from sim.cli.common import add_simulation_command, load, simulate_and_report
 from sim.cli.flags import folder_path
 
 
@@ -25,27 +25,10 @@ def run(args: argparse.Namespace) -> int:
     """Load and simulate the base cell; with --otel, its target is checked
     before anything runs and the spans written after the results folder (a
     failure then keeps the results and exits 2 saying so)."""
-    from sim.cli.common import default_out
-    from sim.sweeps.cells import CellRun
-
     scenario = load(args)
     if scenario.sweep and not args.quiet:
         print(f"note: ignoring the sweep of {scenario.name} (use 'sweep' to run it)",
               file=sys.stderr)
-    base = scenario.model_copy(update={"sweep": {}})
-    otel = getattr(args, "otel", None)
-    out = default_out(args, scenario.name, "run")
-    if otel:
-        from sim.output.folder import check_file_target
-
-        check_file_target(otel, "--otel", results=(out,))
+    if getattr(args, "otel", None):
         args.traces = True
-    status = simulate_and_report(args, base, [CellRun(scenario.name, base, ())], "run")
-    if status == 0 and otel:
-        from sim.drivers.live.otel import write_trace_spans
-
-        with secondary_output(otel, "--otel", f"the run's results are in {out}/ as written"):
-            runs = write_trace_spans(out, otel)
-        if not args.quiet:
-            print(f"spans of {runs} runs in {otel}", file=sys.stderr)
-    return status
+    return simulate_and_report(args, scenario, "run")

@@ -1,11 +1,10 @@
 """``sim scenarios``: the scenarios a name finds, one line each (names,
 header lines and paths with their control characters shown as escapes:
-:func:`~sim.output.safe_text.printable`)."""
+:func:`sim.api.scenarios.catalog_text`)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,27 +22,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the scenarios."""
+    """Print the scenarios (:func:`sim.api.scenarios.catalog`)."""
+    from sim.api.scenarios import catalog, catalog_text
     from sim.cli.common import print_json
-    from sim.output.safe_text import printable
-    from sim.scenario.catalog import entries
 
-    found = entries()
+    found = catalog()
     if args.format == "json":
-        print_json([{"name": e.name, "path": str(e.path), "origin": e.origin,
-                     "summary": e.summary} for e in found])
-        return 0
-    names = [printable(e.name, newlines=False) for e in found]
-    width = max(map(len, names), default=0)
-    for e, name in zip(found, names, strict=True):
-        where = "" if e.origin == "built-in" else f"  ({_short(e.path)})"
-        print(printable(f"{name:<{width}}  {e.summary}{where}", newlines=False))
+        print_json(found)
+    elif found:
+        print(catalog_text(found))
     return 0
-
-
-def _short(path: Path) -> str:
-    """``path`` relative to the current folder when it is below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

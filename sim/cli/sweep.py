@@ -18,8 +18,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, expand, simulate, report."""
-    from sim.sweeps.cells import cells_of
-
-    scenario = load(args)
-    return simulate_and_report(args, scenario, cells_of(scenario), "sweep")
+    """Load, simulate every cell, report."""
+    return simulate_and_report(args, load(args), "sweep")

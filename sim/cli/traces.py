@@ -69,50 +69,31 @@ def where_flag(parser: argparse.ArgumentParser, verb: str) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    """Import the sources; the report goes to stderr (and stdout with --format json)."""
-    from sim.output.progress import progress_bar
-    from sim.sweeps.schedulers import make_scheduler
-    from sim.traces.importer import import_traces
-    from sim.traces.where import parse_where, slice_folder, where_text
+    """Import the sources (:func:`sim.api.importing.write_trace_folder`); the
+    report goes to stderr (and stdout with --format json)."""
+    from sim.api.importing import write_trace_folder
 
-    conditions = parse_where(args.where)  # a bad condition before any file is read
-    progress = False if args.quiet else progress_bar
-    if args.workers == 1 and args.scheduler in (None, "local"):
-        report = import_traces(args.sources, args.out, strict=args.strict, force=args.force,
-                               progress=progress)
-    else:
-        with make_scheduler(args.scheduler, args.workers) as scheduler:
-            report = import_traces(args.sources, args.out, strict=args.strict,
-                                   force=args.force, progress=progress,
-                                   scheduler=scheduler)
-    from sim.output.safe_text import printable
-
-    for line in (*report.warning_lines(), *report.lines()):
-        print(printable(line), file=sys.stderr)
-    if conditions:
-        _, kept, total = slice_folder(args.out, conditions, args.out)
-        print(printable(f"kept {kept:,} of {total:,} runs imported ({where_text(conditions)})"),
-              file=sys.stderr)
+    written = write_trace_folder(args.sources, args.out, strict=args.strict, force=args.force,
+                                 progress=not args.quiet, where=args.where,
+                                 workers=args.workers, scheduler=args.scheduler)
+    for line in written.notes():
+        print(line, file=sys.stderr)
     if args.format == "json":
-        json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
+        json.dump(written.report.to_dict(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        for line in report.warning_lines():
-            print(printable(line))
-        print(f"traces in {printable(args.out)}/ (runs.parquet, calls.parquet, import.json)")
+        print(written.text())
     return 0
 
 
 def run_summary(args: argparse.Namespace) -> int:
     """Print the summary of a trace folder."""
-    from sim.traces.summary import format_summary, summarize
+    from sim.api.importing import summary_text, trace_summary
 
-    summary = summarize(args.folder, where=args.where)
+    summary = trace_summary(args.folder, where=args.where)
     if args.format == "json":
         json.dump(summary, sys.stdout, indent=2, sort_keys=True, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        from sim.output.safe_text import printable
-
-        print(printable(format_summary(summary)))
+        print(summary_text(summary))
     return 0

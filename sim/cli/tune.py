@@ -77,8 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Tune and write the outputs (:func:`sim.api.tune`), print; 0, or 3 for thin evidence."""
-    from sim.api.tuning import tune
-    from sim.tuning.report import frontier_table, lead, summary
+    from sim.api.tuning import tune, tuned_summary, tuned_text
 
     tuned = tune(args.traces, out=args.out, scenario=args.scenario,
                  keep_successes=args.keep_successes, objective=args.objective, knobs=args.knobs,
@@ -86,12 +85,8 @@ def run(args: argparse.Namespace) -> int:
                  force=args.force, where=args.where, candidates=args.candidates,
                  by_model=not args.pooled)
     if args.format == "json":
-        json.dump(summary(tuned.result), sys.stdout, indent=2, sort_keys=True, default=str)
+        json.dump(tuned_summary(tuned), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        print("\n".join(lead(tuned.result)))
-        print()
-        print(frontier_table(tuned.result, limit=12))
-        print(f"\n{len(tuned.frontier)} candidates; outputs in {tuned.path}/ (recommended.yaml, "
-              "stopped_runs.csv, frontier.csv, tune.json, report.md, report.html)")
+        print(tuned_text(tuned))
     return tuned.status

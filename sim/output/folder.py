@@ -141,6 +141,23 @@ name; longer ones (or ones with characters unsafe in a name) are a hash."""
 _NAME_SAFE = re.compile(r"[A-Za-z0-9._=,+-]*")
 
 
+@contextlib.contextmanager
+def secondary_output(target: str | os.PathLike, flag: str, kept: str) -> Iterator[None]:
+    """Writing a secondary output (``--otel``, ``--junit``, ``--summary-md``)
+    after the main results are written: any OSError inside (a full or
+    read-only disk, a folder made at the target meanwhile) becomes an
+    InputError (exit status 2) naming ``flag`` and its target, what went
+    wrong and ``kept`` (where the main results are), never a traceback."""
+    try:
+        yield
+    except WriteFailed as failed:
+        raise InputError(f"{flag} {target}: cannot write it ({failed.reason}); {kept}"
+                         ) from None
+    except OSError as error:
+        raise InputError(f"{flag} {target}: cannot write it ({describe_write_error(error)}); "
+                         f"{kept}") from None
+
+
 def run_folder_name(name: str, command: str = "", overrides: Sequence[str] = (), *,
                     plain: str = "sweep") -> str:
     """The default results folder name of ``command`` run on the scenario

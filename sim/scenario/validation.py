@@ -198,7 +198,7 @@ def _check_arrival_count(scenario: Scenario) -> None:
     if size > MAX_ARRIVALS_BYTES:
         raise InputError(f"{str(path)!r} is larger than {MAX_ARRIVALS_BYTES:,} bytes",
                          path=where)
-    from sim.engines.des import arrival_schedule
+    from sim.engines.arrivals import arrival_schedule
 
     try:
         arrivals = arrival_schedule(des, scenario.tasks, scenario.seed)

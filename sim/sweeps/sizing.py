@@ -42,10 +42,8 @@ stay as the scenario sets them.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from sim.analysis.capacity import window_average
@@ -54,6 +52,7 @@ from sim.bad_input import InputError
 from sim.engines.cell import Cell
 from sim.engines.des import Arrival, DesEngine, DesResult
 from sim.engines.des_params import DesParams
+from sim.sweeps.schedulers import make_scheduler
 
 P95 = 0.95
 
@@ -147,29 +146,31 @@ def _run_probe(capacity: tuple[int | None, int | None]) -> Probe:
     return probe_of(result, sandboxes, model_slots)
 
 
+def check_target(target_p95_wait_s: float | None) -> None:
+    """A target p95 wait is a number of seconds >= 0 (None: no sizing)."""
+    target = target_p95_wait_s
+    if target is not None and not (math.isfinite(target) and target >= 0):
+        raise InputError(f"--target-p95-wait must be a number of seconds >= 0, got {target}")
+
+
 def size_capacity(cell: Cell, des: DesParams, arrivals: list[Arrival], target_p95_wait_s: float,
                   *, workers: int = 1, progress: bool = False) -> Sizing:
     """The fewest sandboxes, then model slots, meeting the target (see the
     module docstring). ``workers`` processes run probes side by side; while
     the waits fall as capacity grows (the premise of bisection), the answer
     does not depend on their number."""
-    if not (math.isfinite(target_p95_wait_s) and target_p95_wait_s >= 0):
-        raise InputError(f"--target-p95-wait must be a number of seconds >= 0, got "
-                         f"{target_p95_wait_s}")
+    check_target(target_p95_wait_s)
     if not arrivals:
         raise InputError("no arrivals to size capacity for")
     global _CONTEXT
     _CONTEXT = (cell, des, arrivals)
     probes: list[Probe] = []
-    pool = None
+    pool = make_scheduler(None, workers)  # the sweeps' job layer: one probe per job
     try:
-        if workers > 1:
-            pool = ProcessPoolExecutor(max_workers=workers,
-                                       mp_context=multiprocessing.get_context("fork"))
 
         def run(capacities: list[tuple[int | None, int | None]]) -> list[Probe]:
-            out = (list(pool.map(_run_probe, capacities)) if pool is not None
-                   and len(capacities) > 1 else [_run_probe(c) for c in capacities])
+            done = dict(pool.run(_run_probe, [(c,) for c in capacities]))
+            out = [done[i] for i in range(len(capacities))]
             for p in out:
                 probes.append(p)
                 if progress:
@@ -188,8 +189,7 @@ def size_capacity(cell: Cell, des: DesParams, arrivals: list[Arrival], target_p9
             lambda p: p.meets(target_p95_wait_s), run, workers)
     finally:
         _CONTEXT = None
-        if pool is not None:
-            pool.shutdown()
+        pool.close()
     return Sizing(target_p95_wait_s, sandboxes, model_slots, probes)
 
 
