@@ -39,12 +39,16 @@ TASKS = 60
 SESSION = "budget_exhausted:session"
 
 
-def scenario(tmp: Path, name: str, session_tokens: int) -> Path:
-    """fanout.yaml without its sweep, with a session budget of ``session_tokens``."""
+def scenario(tmp: Path, name: str, session_tokens: int, wait: bool = True) -> Path:
+    """fanout.yaml without its sweep, with a session budget of
+    ``session_tokens``; ``wait`` false: parents do not wait for their children."""
     text = (SCENARIOS / "fanout.yaml").read_text().split("\nsweep:")[0]
     text, made = re.subn(r"(- scope: session.*\n\s+tokens: )\d+", rf"\g<1>{session_tokens}",
                          text)
     assert made == 1
+    if not wait:
+        text, made = re.subn(r"(\n\s+)(max_depth: 1)", r"\1\2\1wait: false", text)
+        assert made == 1
     path = tmp / f"{name}.yaml"
     path.write_text(text.replace("name: fanout", f"name: {name}", 1))
     return path
@@ -109,22 +113,31 @@ def common(a: list[tuple], b: list[tuple]) -> int:
     return n
 
 
+@pytest.mark.parametrize("wait", [True, False])
 @pytest.mark.parametrize("engine", ["direct", "des"])
-def test_replaying_sims_own_fanout_traces_under_their_harness_stops_nothing(tmp_path, engine):
+def test_replaying_sims_own_fanout_traces_under_their_harness_stops_nothing(tmp_path, engine,
+                                                                             wait):
     """Under the session budget the runs were made with (one no session
     reaches), the replay of sim's own fan-out traces stops no run and no
-    call, and gives each run its session's cost (parent and children), its
-    steps (every call of the session is a step) and its children (by their
-    spawn keys)."""
-    yaml = scenario(tmp_path, "loose", 10**9)
+    call, and gives each run its session's cost (parent and children: the
+    trace's ``runs.cost_usd``, the sum of its calls' costs), its steps
+    (every call of the session is a step) and its children (by their spawn
+    keys). With parents that do not wait, a parent that ended before it
+    collected its children leaves their cost out of its results row
+    (``session_cost_usd``), not out of the trace."""
+    yaml = scenario(tmp_path, "loose", 10**9, wait)
     traces = simulate(tmp_path, yaml, engine)
     results = pd.read_parquet(traces / "results.parquet")
     assert results["children"].sum() > 0 and not session_stopped(results)
     rows = replay(tmp_path, traces, yaml)
     assert not rows["stopped"].any()
     assert (rows["session_stopped_by"] == "").all()
-    assert rows["cost_usd"].to_numpy() == pytest.approx(results["session_cost_usd"].to_numpy(),
+    runs, _ = read_traces(traces)
+    assert rows["cost_usd"].to_numpy() == pytest.approx(runs["cost_usd"].to_numpy(float),
                                                         rel=1e-12)
+    counted = runs["cost_usd"].to_numpy(float) == pytest.approx(
+        results["session_cost_usd"].to_numpy(), rel=1e-12)
+    assert counted if wait else not counted  # not waited for: some children never collected
     recorded = calls_of(traces)
     steps = [len(recorded[f"loose/{t}"]) for t in results["task"]]
     assert rows["steps"].tolist() == steps == rows["recorded_steps"].tolist()

@@ -273,7 +273,7 @@ def test_a_fanout_run_with_traces_records_each_childs_calls_under_its_agent(tmp_
     calls with ``agent`` null are the parent's own (as many as its steps,
     its own tokens and cost), each child's carry its spawn key
     (``<task>:<ordinal>``), and all of them add up to the session's tokens
-    and cost (``runs.cost_usd``: the session's). A child appears once it
+    and cost (``runs.cost_usd``: the sum of the calls' costs, the session's). A child appears once it
     made a call: every child does, but one whose first call the session
     budget refused. The spawn is a call of the ``agent`` tool whose
     ``duration_s`` is the parent's wait."""
@@ -288,7 +288,7 @@ def test_a_fanout_run_with_traces_records_each_childs_calls_under_its_agent(tmp_
     assert runs["run_id"].tolist() == [f"{c}/{t}" for c, t in zip(results["cell"],
                                                                   results["task"], strict=True)]
     assert runs["cost_usd"].to_numpy(float) == pytest.approx(
-        results["session_cost_usd"].to_numpy())
+        results["session_cost_usd"].to_numpy(), rel=1e-12)
     own = calls[calls["agent"].isna()]
     by_run = own.groupby("run_id", sort=False)
     assert by_run.size().reindex(runs["run_id"]).tolist() == results["steps"].tolist()
@@ -316,3 +316,30 @@ def test_a_fanout_run_with_traces_records_each_childs_calls_under_its_agent(tmp_
     # a refused spawn waited for nothing; a spawn left unanswered (its run ended) has no result
     waited = [t["duration_s"] for t in spawns if t["error"] is False]
     assert waited and all(d is not None and d > 0 for d in waited)
+
+
+@pytest.mark.parametrize("engine", ["direct", "des"])
+def test_a_childs_calls_come_between_its_spawn_and_the_parents_next_call(tmp_path, engine):
+    """In sim's traces of a fan-out, the calls after a parent's spawn call
+    up to its next call are its children's (the parent waits for them), and
+    each lies on the run's clock within the spawn's wait: it starts after
+    the spawn call's answer and ends before the wait (the spawn's
+    ``duration_s``) is over."""
+    out = tmp_path / "fanout"
+    assert simulate(out, "fanout.yaml", "--traces", "--set", f"engine={engine}") == 0
+    _, calls = read_traces(out)
+    checked = 0
+    for _, run in calls.groupby("run_id", sort=False):
+        rows = list(run.itertuples(index=False))
+        for i, call in enumerate(rows):
+            waited = [t for t in call.tool_calls if t["name"] == "agent" and t["error"] is False]
+            if not isinstance(call.agent, str) and waited:
+                start = call.started_s + call.latency_s
+                end = start + waited[0]["duration_s"]
+                j = i + 1
+                while j < len(rows) and isinstance(rows[j].agent, str):
+                    child = rows[j]
+                    assert start - 1e-9 <= child.started_s
+                    assert child.started_s + child.latency_s <= end + 1e-9
+                    checked, j = checked + 1, j + 1
+    assert checked > 100

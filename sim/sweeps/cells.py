@@ -101,19 +101,10 @@ class RunTracer:
         return self._recorder(state, clock, self.columns, index)
 
 
-def session_cost(record: TaskRecord) -> float:
-    """A traced run's ``cost_usd`` (USD): the run's own, plus its
-    descendants' when it started children (their calls are the run's calls
-    too, as in an imported session with subagents)."""
-    return record.cost_usd + record.children_cost_usd if record.children else record.cost_usd
-
-
 def traced_tables(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord],
                   file: str | None) -> tuple[pa.Table, pa.Table] | None:
     """The runs of ``records`` as the trace tables (runs, calls), built from
-    the tracer's columns (None without a tracer); a run's subagents' calls
-    are its calls (``agent`` set) and its cost is the session's
-    (:func:`session_cost`)."""
+    the tracer's columns (None without a tracer)."""
     if tracer is None or file is None:
         return None
     from sim.traces.simulated import simulated_tables
@@ -121,7 +112,7 @@ def traced_tables(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord
     budgets = cell.params.budgets
     runs: dict[str, list] = {"run_id": [f"{cell.name}/{r.task}" for r in records],
             "task_id": [str(r.task) for r in records],
-            "cost_usd": [session_cost(r) for r in records],
+            "cost_usd": [r.cost_usd for r in records],
             "exit": [f"{r.state}:{r.reason}" for r in records],
             "resolved": [r.truly_done for r in records],
             "duration_s": [r.wall_s for r in records]}
@@ -143,5 +134,5 @@ def traced_runs(tracer: RunTracer | None, cell: Cell, records: list[TaskRecord],
     return [simulated_run(
         calls.get(r.task, []), run_id=f"{cell.name}/{r.task}", file=file,
         task_id=str(r.task), model=cell.params.model, status=r.state, reason=r.reason,
-        cost_usd=session_cost(r), resolved=r.truly_done, duration_s=r.wall_s,
+        cost_usd=r.cost_usd, resolved=r.truly_done, duration_s=r.wall_s,
         step_limit=budgets.steps, cost_limit_usd=budgets.money_usd) for r in records]

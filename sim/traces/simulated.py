@@ -46,6 +46,7 @@ What a simulated call records:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -366,11 +367,38 @@ def simulated_run(calls: list[CallRecord], *, run_id: str, file: str, task_id: s
                   cost_limit_usd: float | None) -> RunRecord:
     """A simulated run as a :class:`RunRecord` with its recorded ``calls``
     (none: a task cancelled before it started); ``exit`` is the harness's
-    ``status:reason``, ``resolved`` the task's hidden truth."""
+    ``status:reason``, ``resolved`` the task's hidden truth; ``cost_usd`` the
+    run's own, or for a run with subagents :func:`session_cost`."""
+    if any(c.agent is not None for c in calls):
+        cost_usd = session_cost([c.cost_usd for c in calls], cost_usd)
     return RunRecord(run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=task_id,
                      model=model, cost_usd=cost_usd, exit=f"{status}:{reason}",
                      resolved=resolved, duration_s=duration_s, step_limit=step_limit,
                      cost_limit_usd=cost_limit_usd)
+
+
+def session_cost(costs: Sequence[float | None], own: float) -> float:
+    """The cost (USD) of a run with subagents: the exact sum of its
+    recorded calls' ``costs`` (parent's and children's, as an importer sums
+    a session's calls; it includes children a parent stopped early never
+    collected), else, when some call has none, ``own``."""
+    known = [c for c in costs if c is not None]
+    return math.fsum(known) if len(known) == len(costs) else own
+
+
+def _session_costs(calls: pa.Table, steps: Any, costs: list[float]) -> list[float]:
+    """``costs`` (each run's own, in order), with each run whose calls (grouped
+    by run, ``steps`` of them each) include a subagent's at :func:`session_cost`."""
+    agent = calls.column("agent").is_valid().to_numpy(zero_copy_only=False)
+    cost = calls.column("cost_usd").to_pylist()
+    out = list(costs)
+    start = 0
+    for i, count in enumerate(steps.tolist()):
+        end = start + count
+        if agent[start:end].any():
+            out[i] = session_cost(cost[start:end], costs[i])
+        start = end
+    return out
 
 
 def simulated_tables(columns: CallColumns, keys: Sequence[Any], runs: dict[str, list],
@@ -382,13 +410,16 @@ def simulated_tables(columns: CallColumns, keys: Sequence[Any], runs: dict[str, 
     ``exit``, ``resolved``, ``duration_s``, a list each in ``keys``' order),
     ``constants`` the columns equal for all of them (``file``, ``model``,
     ``step_limit``, ``cost_limit_usd``); ``steps`` and the token sums come
-    from the calls, the rest is null. When some value is impossible (the
+    from the calls, and so does the cost of a run with subagents
+    (:func:`session_cost`), the rest is null. When some value is impossible (the
     reader's bounds, :func:`~sim.traces.reading.check_values`) or a text
     cannot be stored, the tables are those of the runs ``careful()`` gives,
     as :func:`~sim.traces.writer.trace_tables` builds them (impossible
     values nulled, run by run)."""
     try:
         calls, steps, sums = columns.table(keys, runs["run_id"])
+        if columns.agents:  # a session's cost: its calls', subagents' included
+            runs = {**runs, "cost_usd": _session_costs(calls, steps, runs["cost_usd"])}
         n = len(keys)
         values: dict[str, Any] = {"source": [SOURCE] * n, "steps": steps, **sums, **runs}
         for name, value in constants.items():
