@@ -273,9 +273,9 @@ def test_a_fanout_run_with_traces_records_each_childs_calls_under_its_agent(tmp_
     calls with ``agent`` null are the parent's own (as many as its steps,
     its own tokens and cost), each child's carry its spawn key
     (``<task>:<ordinal>``), and all of them add up to the session's tokens
-    and cost (``runs.cost_usd``: the sum of the calls' costs, the session's). A child appears once it
-    made a call: every child does, but one whose first call the session
-    budget refused. The spawn is a call of the ``agent`` tool whose
+    and cost (``runs.cost_usd``: the sum of the calls' costs, the
+    session's). A child appears once it made a call: every child does, but
+    one whose first call the session budget refused. The spawn is a call of the ``agent`` tool whose
     ``duration_s`` is the parent's wait."""
     traced, plain = tmp_path / "traced", tmp_path / "plain"
     engines = ("--set", f"engine={engine}")
@@ -343,3 +343,22 @@ def test_a_childs_calls_come_between_its_spawn_and_the_parents_next_call(tmp_pat
                     assert child.started_s + child.latency_s <= end + 1e-9
                     checked, j = checked + 1, j + 1
     assert checked > 100
+
+
+def test_a_childs_recorder_writes_into_its_roots_run_under_its_spawn_key():
+    """``RunRecorder.child`` (and a child's ``child``, for a grandchild)
+    records into the same columns under the root's run key, from the root's
+    start (``t0``), with ``agent`` the spawn key joined by ``:``."""
+    from sim.harness.state import new_state
+    from sim.traces.columns import CallColumns
+    from sim.traces.simulated import RunRecorder
+
+    columns = CallColumns()
+    now = [5.0]
+    root = RunRecorder(new_state(10, "m", "task", 3), lambda: now[0], columns, key=7)
+    now[0] = 9.0
+    child = root.child(new_state(10, "m", "sub", 3), lambda: now[0], (7, 2))
+    grandchild = child.child(new_state(10, "m", "subsub", 3), lambda: now[0], (7, 2, 0))
+    assert (child.key, child.t0, child.agent) == (7, 5.0, "7:2")
+    assert (grandchild.key, grandchild.t0, grandchild.agent) == (7, 5.0, "7:2:0")
+    assert grandchild.columns is columns and not columns.agents
