@@ -383,3 +383,22 @@ def test_a_child_recorded_after_its_parent_ended_is_cancelled(tmp_path):
     assert row["children_states"] == "k1=cancelled:parent_ended"
     assert (row["steps"], row["input_tokens"], row["output_tokens"]) == (1, 500, 40)
     assert row["session_stopped_by"] == "" and block["session"]["saved_tokens"] == 1380
+
+
+def test_a_run_recording_spawn_calls_but_no_childs_call_replays_as_recorded():
+    """A run whose calls of the candidate's subagent tool (``agent``) left
+    no child's call in the trace (every spawn refused, as sim records a
+    spawn past ``max_total``) is replayed like any run: the spawn call is a
+    recorded tool (no clash with ``harness.subagents.tool``, no exit 2), and
+    the replay makes every recorded call: 3 calls, 2 tool calls."""
+    from recordings import loose
+
+    from sim.drivers.replay.runs import replay_runs
+    from sim.harness.params import SubagentParams
+
+    calls = conversation([[tool("agent", error=True, tasks=["a", "b"])], [tool("search")], []])
+    run = recorded("spawned", calls)
+    [replayed] = replay_runs([run], loose(subagents=SubagentParams(tool="agent")))
+    chosen = replayed.chosen
+    assert chosen.session is None and not chosen.stopped
+    assert (chosen.calls, chosen.tools_run) == (3, 2)

@@ -166,18 +166,23 @@ def test_simulated_traces_carry_text_hashes_on_every_step(bounded):
     assert calls["observation_sha256"].notna().any()
 
 
-@pytest.mark.parametrize("scenario", ["bounded.yaml", "capacity.yaml"])
-def test_the_column_recorder_builds_the_tables_the_objects_would(scenario):
+@pytest.mark.parametrize("scenario,engine", [("bounded.yaml", None), ("capacity.yaml", None),
+                                             ("fanout.yaml", None), ("fanout.yaml", "des")])
+def test_the_column_recorder_builds_the_tables_the_objects_would(scenario, engine):
     """The recorder writes columns (no object per call); the tables built from
     them equal those the writer builds from the same runs as objects, on the
-    direct engine and on the DES engine, whose runs' calls interleave."""
+    direct engine and on the DES engine, whose runs' calls interleave, and
+    with subagents (their calls' ``agent`` column too)."""
     from sim.engines.des import DesEngine, arrival_schedule
     from sim.engines.direct import run_tasks
     from sim.scenario.model import load_scenario
     from sim.sweeps.cells import RunTracer, build_cell, cells_of, traced_runs, traced_tables
     from sim.traces.writer import trace_tables
 
-    run = cells_of(load_scenario(SCENARIOS / scenario))[0]
+    loaded = load_scenario(SCENARIOS / scenario)
+    if engine is not None:
+        loaded = loaded.model_copy(update={"engine": engine})
+    run = cells_of(loaded)[0]
     cell = build_cell(run)
     tracer = RunTracer()
     if run.scenario.engine == "des":
@@ -190,6 +195,7 @@ def test_the_column_recorder_builds_the_tables_the_objects_would(scenario):
     objects = trace_tables(traced_runs(tracer, cell, records, "results.parquet"))
     assert runs.num_rows == 40 and calls.num_rows == len(tracer.columns) > 40
     assert runs.equals(objects[0]) and calls.equals(objects[1])
+    assert (calls.column("agent").null_count < calls.num_rows) == (scenario == "fanout.yaml")
 
 
 def test_the_recorder_keeps_numbers_and_strings_only():
@@ -260,11 +266,17 @@ def test_a_traced_run_leaves_no_cycles_for_the_collector():
 
 
 @pytest.mark.parametrize("engine", ["direct", "des"])
-def test_a_fanout_run_with_traces_records_each_parents_own_calls(tmp_path, engine):
-    """``sim run fanout --traces`` (subagents) exits 0 in both engines (the
-    direct engine's traced path once crashed on a spawn): the results equal
-    the untraced run's, and each run's recorded calls are its parent's own
-    (as many as its steps, its own tokens and cost; no subagent's call)."""
+def test_a_fanout_run_with_traces_records_each_childs_calls_under_its_agent(tmp_path, engine):
+    """``sim run fanout --traces`` (subagents) exits 0 in both engines and
+    its results equal the untraced run's. Each run's calls are its whole
+    session's, as importers write a Claude Code session with subagents: the
+    calls with ``agent`` null are the parent's own (as many as its steps,
+    its own tokens and cost), each child's carry its spawn key
+    (``<task>:<ordinal>``), and all of them add up to the session's tokens
+    and cost (``runs.cost_usd``: the sum of the calls' costs, the
+    session's). A child appears once it made a call: every child does, but
+    one whose first call the session budget refused. The spawn is a call of the ``agent`` tool whose
+    ``duration_s`` is the parent's wait."""
     traced, plain = tmp_path / "traced", tmp_path / "plain"
     engines = ("--set", f"engine={engine}")
     assert simulate(traced, "fanout.yaml", "--traces", *engines) == 0
@@ -272,7 +284,81 @@ def test_a_fanout_run_with_traces_records_each_parents_own_calls(tmp_path, engin
     results = pd.read_parquet(traced / "results.parquet")
     assert results.equals(pd.read_parquet(plain / "results.parquet"))
     assert results["children"].sum() > 0
-    runs, calls = check_against_results(traced)
-    per_run = calls.groupby("run_id", sort=False).size().reindex(runs["run_id"])
-    assert per_run.tolist() == results["steps"].tolist()
-    assert calls["agent"].isna().all()
+    runs, calls = read_traces(traced)
+    assert runs["run_id"].tolist() == [f"{c}/{t}" for c, t in zip(results["cell"],
+                                                                  results["task"], strict=True)]
+    assert runs["cost_usd"].to_numpy(float) == pytest.approx(
+        results["session_cost_usd"].to_numpy(), rel=1e-12)
+    own = calls[calls["agent"].isna()]
+    by_run = own.groupby("run_id", sort=False)
+    assert by_run.size().reindex(runs["run_id"]).tolist() == results["steps"].tolist()
+    for column in TOKENS:
+        assert by_run[column].sum().reindex(runs["run_id"]).tolist() == results[column].tolist()
+    assert by_run["cost_usd"].sum().reindex(runs["run_id"]).to_numpy(float) == pytest.approx(
+        results["cost_usd"].to_numpy())
+    whole = calls.groupby("run_id", sort=False)
+    tokens = (whole[[*TOKENS, "reasoning_tokens"]].sum().sum(axis=1)
+              .reindex(runs["run_id"]).tolist())
+    assert tokens == results["session_tokens"].tolist()
+    assert whole["cost_usd"].sum().reindex(runs["run_id"]).to_numpy(float) == pytest.approx(
+        results["session_cost_usd"].to_numpy())
+    assert (calls.groupby("run_id")["call"].apply(lambda c: c.tolist() == list(range(len(c))))
+            .all())
+    children = calls.dropna(subset=["agent"])
+    agents = children.groupby("run_id")["agent"].nunique().reindex(runs["run_id"], fill_value=0)
+    refused = results["children_outcomes"].str.contains("budget_exhausted:session")
+    assert (agents.to_numpy() <= results["children"].to_numpy()).all()
+    assert (agents.to_numpy() == results["children"].to_numpy())[~refused.to_numpy()].all()
+    for run_id, agent in children[["run_id", "agent"]].drop_duplicates().itertuples(index=False):
+        task, ordinal = agent.split(":")
+        assert run_id.endswith(f"/{task}") and 0 <= int(ordinal) < 20
+    spawns = [t for made in own["tool_calls"] for t in made if t["name"] == "agent"]
+    # a refused spawn waited for nothing; a spawn left unanswered (its run ended) has no result
+    waited = [t["duration_s"] for t in spawns if t["error"] is False]
+    assert waited and all(d is not None and d > 0 for d in waited)
+
+
+@pytest.mark.parametrize("engine", ["direct", "des"])
+def test_a_childs_calls_come_between_its_spawn_and_the_parents_next_call(tmp_path, engine):
+    """In sim's traces of a fan-out, the calls after a parent's spawn call
+    up to its next call are its children's (the parent waits for them), and
+    each lies on the run's clock within the spawn's wait: it starts after
+    the spawn call's answer and ends before the wait (the spawn's
+    ``duration_s``) is over."""
+    out = tmp_path / "fanout"
+    assert simulate(out, "fanout.yaml", "--traces", "--set", f"engine={engine}") == 0
+    _, calls = read_traces(out)
+    checked = 0
+    for _, run in calls.groupby("run_id", sort=False):
+        rows = list(run.itertuples(index=False))
+        for i, call in enumerate(rows):
+            waited = [t for t in call.tool_calls if t["name"] == "agent" and t["error"] is False]
+            if not isinstance(call.agent, str) and waited:
+                start = call.started_s + call.latency_s
+                end = start + waited[0]["duration_s"]
+                j = i + 1
+                while j < len(rows) and isinstance(rows[j].agent, str):
+                    child = rows[j]
+                    assert start - 1e-9 <= child.started_s
+                    assert child.started_s + child.latency_s <= end + 1e-9
+                    checked, j = checked + 1, j + 1
+    assert checked > 100
+
+
+def test_a_childs_recorder_writes_into_its_roots_run_under_its_spawn_key():
+    """``RunRecorder.child`` (and a child's ``child``, for a grandchild)
+    records into the same columns under the root's run key, from the root's
+    start (``t0``), with ``agent`` the spawn key joined by ``:``."""
+    from sim.harness.state import new_state
+    from sim.traces.columns import CallColumns
+    from sim.traces.simulated import RunRecorder
+
+    columns = CallColumns()
+    now = [5.0]
+    root = RunRecorder(new_state(10, "m", "task", 3), lambda: now[0], columns, key=7)
+    now[0] = 9.0
+    child = root.child(new_state(10, "m", "sub", 3), lambda: now[0], (7, 2))
+    grandchild = child.child(new_state(10, "m", "subsub", 3), lambda: now[0], (7, 2, 0))
+    assert (child.key, child.t0, child.agent) == (7, 5.0, "7:2")
+    assert (grandchild.key, grandchild.t0, grandchild.agent) == (7, 5.0, "7:2:0")
+    assert grandchild.columns is columns and not columns.agents

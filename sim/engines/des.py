@@ -103,7 +103,7 @@ from sim.engines.arrivals import Arrival, arrival_schedule
 from sim.engines.cell import Cell
 from sim.engines.des_params import DesParams
 from sim.engines.des_result import DesResult
-from sim.engines.direct import Tracer
+from sim.engines.direct import RunObserver, Tracer
 from sim.engines.gateway import ModelGateway
 from sim.engines.gc_paused import gc_paused
 from sim.engines.monitor import PULSE, Series
@@ -320,7 +320,8 @@ class TaskRun:
     was), :attr:`kind` the type of the effect it performs (or last
     performed): what an operator's cancel finds."""
 
-    __slots__ = ("engine", "arrival", "mode", "kind", "process", "key", "background")
+    __slots__ = ("engine", "arrival", "mode", "kind", "process", "key", "background",
+                 "recorder")
 
     def __init__(self, engine: DesEngine, arrival: Arrival) -> None:
         self.engine = engine
@@ -329,6 +330,7 @@ class TaskRun:
         self.kind: type | None = None
         self.key: tuple[int, ...] = (arrival.index,)  # the run's spawn key (child_streams)
         self.background: list[ChildRun] = []  # children started without waiting
+        self.recorder: RunObserver | None = None  # its trace recorder (engine.tracer's)
         self.process = engine.env.process(self.life())
 
     def cancel(self) -> None:
@@ -367,7 +369,8 @@ class TaskRun:
             if start_s is None:
                 start_s = now
                 if engine.tracer is not None:  # one recorder over every round
-                    observers = (engine.tracer(index, state, lambda: env.now),)
+                    self.recorder = engine.tracer(index, state, lambda: env.now)
+                    observers = (self.recorder,)
             else:  # resumed by a human: the wait for a sandbox again is parked time
                 park(state, now - asked)
             loop = cell.loop(state, params, retry_budget=engine.retry_budgets.get(arrival.tenant),
@@ -648,7 +651,9 @@ class ChildRun(TaskRun):
     limits, tools, pauses of its root's scopes) against a task of ``world``
     drawn from its own streams (``key``: its root's index, then its ordinal
     at each level). Its waits for model slots add to its root's
-    ``model_wait_s``. Its :class:`~sim.harness.effects.ChildResult` is in
+    ``model_wait_s``. Traced, it is observed by the recorder its parent's
+    makes for it (:meth:`~sim.engines.direct.RunObserver.child`, on the
+    engine's clock). Its :class:`~sim.harness.effects.ChildResult` is in
     :attr:`result` once it has ended."""
 
     __slots__ = ("result", "ended")
@@ -662,12 +667,15 @@ class ChildRun(TaskRun):
         self.kind = None
         self.key = key
         self.background = []
+        self.recorder = None
         self.result: Any = None
         self.ended = 0.0
-        self.process = engine.env.process(self.child_life(spec, world, cap, spawn, waits))
+        self.process = engine.env.process(self.child_life(spec, world, cap, spawn, waits,
+                                                          parent.recorder))
 
     def child_life(self, spec: ChildSpec, world: Any, cap: simpy.Resource,
-                   spawn: SpawnRequest, waits: list[float]) -> Generator[Event, Any, None]:
+                   spawn: SpawnRequest, waits: list[float],
+                   recorder: RunObserver | None = None) -> Generator[Event, Any, None]:
         """The child from its spawn to its end (see the class docstring)."""
         engine = self.engine
         env, cell = engine.env, engine.cell
@@ -692,7 +700,11 @@ class ChildRun(TaskRun):
                              retry_budget=engine.retry_budgets.get(self.arrival.tenant),
                              retry_key=":".join(map(str, self.key)) + ":",
                              ledgers=spawn.ledgers, started_s=spawn.now_s)
-            state = yield from self.drive(loop, state, params, waits, task)
+            observers: tuple[Observer, ...] = ()
+            if recorder is not None:  # its calls are its root run's, marked as its
+                self.recorder = recorder.child(state, lambda: env.now, self.key)
+                observers = (self.recorder,)
+            state = yield from self.drive(loop, state, params, waits, task, observers)
             cap.release(request)
         ended = env.now
         if runs is not None:

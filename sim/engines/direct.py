@@ -21,13 +21,16 @@ Children started without waiting (``harness.subagents.wait`` false) run at
 once too; each ends, on the parent's clock, where its slot in that schedule
 ends (:func:`finish_times`), and a collection hands over those ended by the
 parent's clock (all of them, the parent waiting for the last, when it waits).
+Traced, each child is observed by the recorder its parent's makes for it
+(:meth:`RunObserver.child`), so its calls are its root run's, recorded in
+the order they were made: each child's to its end in turn.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from sim.engines.cell import Cell
 from sim.engines.gc_paused import gc_paused
@@ -52,12 +55,23 @@ from sim.task_record import TaskRecord, make_record
 from sim.world.streams import StreamPool, child_streams
 from sim.world.task import SimulatedTask
 
-Tracer = Callable[[int, HarnessState, Callable[[], float]], Observer]
+
+class RunObserver(Observer, Protocol):
+    """An observer of one run's pump that makes its children's observers
+    (:class:`sim.traces.simulated.RunRecorder` is one)."""
+
+    def child(self, state: HarnessState, clock: Callable[[], float],
+              key: tuple[int, ...]) -> RunObserver:
+        """The observer of the child run of ``state`` whose spawn key is
+        ``key``; ``clock`` reads the same clock as this run's observer."""
+
+
+Tracer = Callable[[int, HarnessState, Callable[[], float]], RunObserver]
 """Given a task's index, its state and the engine's clock (seconds since the
 task started), an observer of the pump that drives its loop
-(:class:`sim.harness.pump.Observer`; :class:`sim.traces.simulated.RunRecorder`
-is one): it sees every effect and result of the task's own loop (not its
-children's)."""
+(:class:`RunObserver`; :class:`sim.traces.simulated.RunRecorder` is one): it
+sees every effect and result of the task's own loop, and makes the observer
+of each of its children's (:meth:`RunObserver.child`)."""
 
 
 def run_task(cell: Cell, index: int, pool: StreamPool | None = None,
@@ -90,7 +104,7 @@ def run_task_with_world(cell: Cell, index: int, pool: StreamPool | None = None,
         final = drive(cell, task, state, path=(index,))
     else:
         observer = tracer(index, state, lambda: state.active_s + state.parked_s)
-        final = drive(cell, task, state, (observer,), path=(index,))
+        final = drive(cell, task, state, (observer,), path=(index,), recorder=observer)
     pool.release(streams)
     return make_record(cell.name, index, final, ground_truth=task.need,
                        truly_done=task.answer_correct), task
@@ -131,26 +145,28 @@ def run_tasks(cell: Cell, indices: Iterable[int], tracer: Tracer | None = None
 
 def drive(cell: Cell, task: SimulatedTask, state: HarnessState,
           observers: Sequence[Observer] = (), *, path: tuple[int, ...] = (),
-          loop: Loop | None = None) -> HarnessState:
+          loop: Loop | None = None, recorder: RunObserver | None = None) -> HarnessState:
     """Drive the harness generator (``loop``, default the cell's loop on
     ``state``) against ``task`` until it returns, through the one pump
     (:func:`sim.harness.pump.drive`, telling ``observers``), each effect
     answered by :func:`answerer` (``path`` is the run's spawn key: its task's
-    index, then its ordinal at each level)."""
+    index, then its ordinal at each level; ``recorder``, one of
+    ``observers``, makes its children's observers)."""
     if loop is None:
         loop = cell.loop(state, retry_key=":".join(map(str, path)) + ":" if path else "")
-    return pump(loop, answerer(cell, task, state, path), observers)
+    return pump(loop, answerer(cell, task, state, path, recorder), observers)
 
 
-def answerer(cell: Cell, task: SimulatedTask, state: HarnessState, path: tuple[int, ...]
-             ) -> Callable[[Any], Result]:
+def answerer(cell: Cell, task: SimulatedTask, state: HarnessState, path: tuple[int, ...],
+             recorder: RunObserver | None = None) -> Callable[[Any], Result]:
     """The direct engine's answer to each effect of the run of ``state``
     against ``task``: through the dispatch table
     (:func:`sim.engines.perform.answers`), at the run's clock (the harness's
     wall time, active plus parked seconds); a spawn by running the children
-    to their ends (:func:`run_children`, each through the same pump), those
-    started without waiting ending later on the parent's clock and handed
-    over by a collection (:func:`collected`)."""
+    to their ends (:func:`run_children`, each through the same pump,
+    observed by ``recorder.child``'s observer when a ``recorder`` is given),
+    those started without waiting ending later on the parent's clock and
+    handed over by a collection (:func:`collected`)."""
     answer = answers(type(task))
     respond, execute = answer[ModelRequest], answer[ToolRequest]
     # the commonest three effects' types as locals (closure cells)
@@ -166,7 +182,7 @@ def answerer(cell: Cell, task: SimulatedTask, state: HarnessState, path: tuple[i
         if kind is tool_request:
             return execute(task, effect, state.active_s + state.parked_s)
         if kind is SpawnRequest:  # child runs, performed here
-            result = run_children(cell, task, state, effect, path)
+            result = run_children(cell, task, state, effect, path, recorder)
             if not effect.wait:  # they end later on the parent's clock
                 now = state.active_s + state.parked_s
                 ends = finish_times([r.duration_s for r in result.results],
@@ -182,11 +198,13 @@ def answerer(cell: Cell, task: SimulatedTask, state: HarnessState, path: tuple[i
 
 
 def run_children(cell: Cell, parent: SimulatedTask, state: HarnessState, spawn: SpawnRequest,
-                 path: tuple[int, ...]) -> ChildResults:
+                 path: tuple[int, ...], recorder: RunObserver | None = None) -> ChildResults:
     """Run the children of ``spawn`` (made by the run of ``state``, against
     ``parent``, whose spawn key is ``path``) to their ends, one after
     another; answer with their results and the parent's wait
-    (:func:`makespan` of their wall times)."""
+    (:func:`makespan` of their wall times). With the parent's ``recorder``,
+    each child is observed by the recorder it makes for the child, on the
+    parent's clock (the child starts at the spawn's ``now_s``)."""
     params = cell.params
     world = cell.world.child_world(parent.world)
     results = []
@@ -197,11 +215,21 @@ def run_children(cell: Cell, parent: SimulatedTask, state: HarnessState, spawn: 
                             ChildSpec(spec.task, task.task_tokens, spec.depth))
         loop = cell.loop(child, retry_key=":".join(map(str, key)) + ":",
                          ledgers=spawn.ledgers, started_s=spawn.now_s)
-        final = drive(cell, task, child, path=key, loop=loop)
+        if recorder is None:
+            final = drive(cell, task, child, path=key, loop=loop)
+        else:
+            mine = recorder.child(child, _clock(spawn.now_s, child), key)
+            final = drive(cell, task, child, (mine,), path=key, loop=loop, recorder=mine)
         answer = task.answer_tokens if final.status == SUCCEEDED else 0
         results.append(child_result(final, answer, final.wall_s))
     return ChildResults(results, makespan([r.duration_s for r in results],
                                           spawn.max_concurrent))
+
+
+def _clock(start_s: float, state: HarnessState) -> Callable[[], float]:
+    """The clock of a run started at ``start_s`` on its root's clock: that
+    plus its wall seconds (active and parked)."""
+    return lambda: start_s + state.active_s + state.parked_s
 
 
 def finish_times(durations: Sequence[float], slots: int) -> list[float]:

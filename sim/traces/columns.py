@@ -8,7 +8,9 @@ numbers and strings only, which the garbage collector need not walk). Several
 runs (a chunk's) may share one buffer, their calls interleaved (the DES
 engine); :meth:`CallColumns.table` orders them by run and builds the Arrow
 table of :data:`~sim.traces.model.CALLS_SCHEMA` in one go, with each run's
-call count and token sums for ``runs.parquet``.
+call count and token sums for ``runs.parquet``. A run's subagents' calls are
+calls of its run (under its key), each with its subagent's id in
+:attr:`CallColumns.agents` (the ``agent`` column), as importers write them.
 
 Texts are recorded as they are and hashed when the table is built
 (:func:`hashed`): each distinct text of a chunk once, from a small cache of
@@ -111,15 +113,18 @@ class CallColumns:
     id, the tool's name, the canonical JSON arguments; the result's size in
     tokens, hash, error flag and the tool's time in seconds, None until seen).
     ``dropped`` lists calls the harness did not account (left out of every
-    table). One entry appended per call (and per tool call), not one object:
-    the buffer holds numbers and strings only."""
+    table); ``agents`` maps a subagent's call (its number among all calls
+    recorded) to the subagent's id, its ``agent`` column (the run's own calls
+    are not in it: ``agent`` null). One entry appended per call (and per tool
+    call), not one object: the buffer holds numbers and strings only."""
 
-    __slots__ = ("dropped", "rows", "tool_rows")
+    __slots__ = ("agents", "dropped", "rows", "tool_rows")
 
     def __init__(self) -> None:
         self.rows: list[Any] = []
         self.tool_rows: list[Any] = []
         self.dropped: list[int] = []
+        self.agents: dict[int, str] = {}
 
     def __len__(self) -> int:
         return len(self.rows) // WIDTH
@@ -159,7 +164,8 @@ class CallColumns:
             "call": pa.nulls(len(runs), pa.int64()),  # numbered once ordered, below
             "tool_calls": pa.ListArray.from_arrays(pa.array(offsets), children,
                                                    type=CALLS_SCHEMA.field("tool_calls").type),
-            "agent": pa.nulls(len(runs), pa.string())}
+            "agent": (pa.array(list(map(self.agents.get, range(len(runs)))), pa.string())
+                      if self.agents else pa.nulls(len(runs), pa.string()))}
         for name in _PLAIN:
             columns[name] = pa.array(self.column(name), CALLS_SCHEMA.field(name).type,
                                      memory_pool=POOL)
@@ -204,6 +210,6 @@ class CallColumns:
             usage = Usage(**{attribute: calls[name][row]
                              for name, attribute in USAGE_ATTRIBUTES.items()})
             out.setdefault(calls["run"][row], []).append(CallRecord(
-                usage, tool_calls=made, agent=None,
+                usage, tool_calls=made, agent=self.agents.get(row),
                 **{name: calls[name][row] for name in _PLAIN[len(TOKEN_COLUMNS):]}))
         return out

@@ -6,9 +6,20 @@ records one row per model call the harness accounted for, as entries of
 column lists (:class:`~sim.traces.columns.CallColumns`, shared by a chunk's
 runs; no object per call), so a simulated run can be imported, summarised and
 calibrated like a real one. The direct engine, the DES engine and the live
-driver record through it alike, only when traces are asked for. A run's
-subagents (its children) are driven without a recorder: their calls are not
-in the run's rows.
+driver record through it alike, only when traces are asked for.
+
+**Subagents.** A run's children are recorded as importers record a Claude
+Code session's subagents: each child's (and grandchild's) calls are calls of
+its root's run, with ``agent`` set to the child's spawn key
+(:func:`agent_id`: ``"<task>:<ordinal>"``, one more ``:<ordinal>`` per
+level), by a :class:`ChildRecorder` the parent's recorder makes
+(:meth:`RunRecorder.child`) on the root's clock. The spawn is what the model
+called: a call of the subagent tool (``harness.subagents.tool``) among the
+parent's tool calls, whose result is what the model was shown back and whose
+``duration_s`` the seconds the parent waited for its children. The calls are
+numbered (``calls.call``) in the order the engine made them: in the direct
+engine each child runs to its end in turn (the order the session's shared
+budgets were charged in), in the DES by when their answers came back.
 
 What a simulated call records:
 
@@ -25,7 +36,8 @@ What a simulated call records:
 - its tool calls (canonical JSON arguments), and for each what the model was
   shown back: the ``tool_result`` block's size, text hash and error flag (a
   call refused by policy is an error result too) and the time the tool ran
-  (summed over harness retries);
+  (summed over harness retries; a spawn's: the parent's wait for its
+  children);
 - ``observation_tokens``: the other text the harness put in the history before
   the next model call (a nudge, a verifier's feedback, a continuation note, a
   simulated user's reply); ``observation_sha256``: the hash of those texts
@@ -34,6 +46,7 @@ What a simulated call records:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +57,7 @@ from sim.bad_input import InputError
 from sim.harness.effects import (
     ModelRequest,
     ModelResponse,
+    SpawnRequest,
     ToolRequest,
     ToolResult,
     Verdict,
@@ -89,10 +103,11 @@ class RunRecorder:
                  "assistant", "position")
 
     def __init__(self, state: HarnessState, clock: Callable[[], float],
-                 columns: CallColumns | None = None, key: Any = 0) -> None:
+                 columns: CallColumns | None = None, key: Any = 0,
+                 t0: float | None = None) -> None:
         self.state = state
         self.clock = clock
-        self.t0 = clock()
+        self.t0 = clock() if t0 is None else t0
         self.columns = CallColumns() if columns is None else columns
         self.key = key
         self.rows, self.tool_rows = self.columns.rows, self.columns.tool_rows
@@ -109,6 +124,14 @@ class RunRecorder:
     def calls(self) -> list[CallRecord]:
         """The run's calls as :class:`~sim.traces.model.CallRecord` objects, in order."""
         return self.columns.records().get(self.key, [])
+
+    def child(self, state: HarnessState, clock: Callable[[], float],
+              key: Sequence[int]) -> ChildRecorder:
+        """The recorder of a child run of this one (``state``; ``key`` its
+        spawn key): its calls go into the same columns under the same run,
+        with ``agent`` :func:`agent_id` of ``key``; ``clock`` must read the
+        same clock as this recorder's (its times are from the run's start)."""
+        return ChildRecorder(state, clock, self.columns, self.key, self.t0, agent_id(key))
 
     def _taken(self) -> None:
         """The harness has taken the answer of the call awaiting its cost:
@@ -185,6 +208,11 @@ class RunRecorder:
                               usage.thinking_tokens, self.state.model, None, None,
                               self.began - self.t0, result.duration_s, None, 0, 0, "verifier",
                               None, None))
+        elif kind is SpawnRequest:  # the subagent tool's call: the parent's wait
+            durations = self.durations
+            call_id = effect.call.id
+            durations[call_id] = (durations.get(call_id, 0.0)
+                                  + (getattr(result, "duration_s", 0.0) or 0.0))
 
     def _came_back(self) -> None:
         """What came back for the last step call (its message, at
@@ -243,6 +271,37 @@ class RunRecorder:
             self._taken()
         if self.assistant is not None:
             self._came_back()
+
+
+class ChildRecorder(RunRecorder):
+    """A :class:`RunRecorder` of a child run (a subagent): its calls are its
+    root run's (the same ``key``), each marked with the child's ``agent`` id
+    in the columns' :attr:`~sim.traces.columns.CallColumns.agents`; ``t0``
+    is the root run's start on the shared clock."""
+
+    __slots__ = ("agent",)
+
+    def __init__(self, state: HarnessState, clock: Callable[[], float], columns: CallColumns,
+                 key: Any, t0: float, agent: str) -> None:
+        super().__init__(state, clock, columns, key, t0)
+        self.agent = agent
+
+    def result(self, effect: Any, result: Any) -> None:
+        """As :meth:`RunRecorder.result`; a call appended is the child's."""
+        before = len(self.rows)
+        super().result(effect, result)
+        if len(self.rows) != before:
+            self.columns.agents[before // WIDTH] = self.agent
+
+
+def agent_id(key: Sequence[int]) -> str:
+    """The ``agent`` id of the child run of spawn key ``key`` (its root
+    task's index, then its ordinal at each level), its parts joined by ``:``.
+
+    >>> agent_id((7, 0, 2))
+    '7:0:2'
+    """
+    return ":".join(map(str, key))
 
 
 def _tokens(state: HarnessState) -> int:
@@ -308,11 +367,38 @@ def simulated_run(calls: list[CallRecord], *, run_id: str, file: str, task_id: s
                   cost_limit_usd: float | None) -> RunRecord:
     """A simulated run as a :class:`RunRecord` with its recorded ``calls``
     (none: a task cancelled before it started); ``exit`` is the harness's
-    ``status:reason``, ``resolved`` the task's hidden truth."""
+    ``status:reason``, ``resolved`` the task's hidden truth; ``cost_usd`` the
+    run's own, or for a run with subagents :func:`session_cost`."""
+    if any(c.agent is not None for c in calls):
+        cost_usd = session_cost([c.cost_usd for c in calls], cost_usd)
     return RunRecord(run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=task_id,
                      model=model, cost_usd=cost_usd, exit=f"{status}:{reason}",
                      resolved=resolved, duration_s=duration_s, step_limit=step_limit,
                      cost_limit_usd=cost_limit_usd)
+
+
+def session_cost(costs: Sequence[float | None], own: float) -> float:
+    """The cost (USD) of a run with subagents: the exact sum of its
+    recorded calls' ``costs`` (parent's and children's, as an importer sums
+    a session's calls; it includes children a parent stopped early never
+    collected), else, when some call has none, ``own``."""
+    known = [c for c in costs if c is not None]
+    return math.fsum(known) if len(known) == len(costs) else own
+
+
+def _session_costs(calls: pa.Table, steps: Any, costs: list[float]) -> list[float]:
+    """``costs`` (each run's own, in order), with each run whose calls (grouped
+    by run, ``steps`` of them each) include a subagent's at :func:`session_cost`."""
+    agent = calls.column("agent").is_valid().to_numpy(zero_copy_only=False)
+    cost = calls.column("cost_usd").to_pylist()
+    out = list(costs)
+    start = 0
+    for i, count in enumerate(steps.tolist()):
+        end = start + count
+        if agent[start:end].any():
+            out[i] = session_cost(cost[start:end], costs[i])
+        start = end
+    return out
 
 
 def simulated_tables(columns: CallColumns, keys: Sequence[Any], runs: dict[str, list],
@@ -324,13 +410,16 @@ def simulated_tables(columns: CallColumns, keys: Sequence[Any], runs: dict[str, 
     ``exit``, ``resolved``, ``duration_s``, a list each in ``keys``' order),
     ``constants`` the columns equal for all of them (``file``, ``model``,
     ``step_limit``, ``cost_limit_usd``); ``steps`` and the token sums come
-    from the calls, the rest is null. When some value is impossible (the
+    from the calls, and so does the cost of a run with subagents
+    (:func:`session_cost`), the rest is null. When some value is impossible (the
     reader's bounds, :func:`~sim.traces.reading.check_values`) or a text
     cannot be stored, the tables are those of the runs ``careful()`` gives,
     as :func:`~sim.traces.writer.trace_tables` builds them (impossible
     values nulled, run by run)."""
     try:
         calls, steps, sums = columns.table(keys, runs["run_id"])
+        if columns.agents:  # a session's cost: its calls', subagents' included
+            runs = {**runs, "cost_usd": _session_costs(calls, steps, runs["cost_usd"])}
         n = len(keys)
         values: dict[str, Any] = {"source": [SOURCE] * n, "steps": steps, **sums, **runs}
         for name, value in constants.items():

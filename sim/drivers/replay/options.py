@@ -88,7 +88,11 @@ def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None 
     first call (else the run's), ``prices`` (None: the template's) or, with
     ``pricing``, that model's prices and those of the run's other call-level
     models (``model_prices``), and a free verifier (its verdict is the
-    recorded one)."""
+    recorded one). A recorded call of the candidate's subagent tool
+    (``subagents.tool``: sim's own traces of a run with subagents, a Claude
+    Code ``Task`` call) is a recorded tool like any other: the run is
+    replayed without ``subagents`` (its children, if recorded, are replayed
+    as runs of their own: :mod:`sim.drivers.replay.session`)."""
     options = options or ReplayOptions()
     longest: dict[str, float] = {}
     for call in run.calls:
@@ -108,7 +112,10 @@ def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None 
         names = dict.fromkeys(call_model(c, run, template) for c in run.calls)
         others = tuple((name, pricing.prices[name]) for name in names
                        if name != model and name in pricing.prices)
-    return replace(template, system_prompt_tokens=0, tools=tuple(specs),
+    subagents = template.subagents
+    if subagents is not None and subagents.tool in longest:  # the recorded spawns
+        subagents = None
+    return replace(template, system_prompt_tokens=0, tools=tuple(specs), subagents=subagents,
                    model=model, verifier=verifier,
                    prices=template.prices if prices is None else prices,
                    model_prices=others or template.model_prices)
