@@ -430,3 +430,35 @@ def test_the_simulated_comparison_reads_zero_for_a_world_equal_to_its_runs():
     assert set(rows) == {"children", "child_steps"}
     assert rows["children"].error == 0.0 and rows["children"].floor == 1.0
     assert rows["children"].cells == 2 and rows["children"].passed
+
+
+def test_sims_own_fanout_traces_calibrate_to_a_scenario_that_loads(tmp_path):
+    """sim's own traces of a run with subagents (``sim run fanout --traces``:
+    each spawn a call of the subagent tool ``agent``, the children's calls
+    under their spawn keys) calibrate to a scenario that loads: the spawn
+    tool is the fan-out's, not a tool of the world's own (it was both, and
+    the scenario was refused: "'agent' is also the name of a tool"), and the
+    world's tool weights are shares of the other tools' calls."""
+    import yaml
+
+    import sim
+    from sim.calibration.pipeline import calibrate
+    from sim.scenario.model import load_scenario
+
+    folder = tmp_path / "fan"
+    sim.simulate("fanout", tasks=60, out=folder, traces=True)
+    import pyarrow.parquet as pq
+
+    agents = pq.read_table(folder / "calls.parquet", columns=["agent"]).column("agent")
+    assert agents.null_count < len(agents)  # the children's calls are recorded
+    result = calibrate(folder, folds=2, classes=1, evaluations=0, with_ladder=False,
+                       progress=False, final_runs=200, search_runs=200)
+    tool = result.doc["harness"]["subagents"]["tool"]
+    names = [t["name"] for t in result.doc["world"]["tools"]]
+    assert tool == TOOL and tool not in names and names
+    assert sum(t["weight"] for t in result.doc["world"]["tools"]) == pytest.approx(1.0, abs=1e-5)
+    path = tmp_path / "fit.yaml"
+    path.write_text(result.yaml_text())
+    scenario = load_scenario(path)
+    assert scenario.harness.subagents is not None
+    assert yaml.safe_load(path.read_text()) == result.doc

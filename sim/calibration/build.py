@@ -126,7 +126,8 @@ def scenario_document(est: Estimates, adjust: Adjustment = Adjustment(), *, name
             "children of one spawn the traces show running at once" if fanout.concurrent
             is not None else "the subagent tool the fitted world's spawns call (the traces "
             "do not time the children: the harness's default concurrency)")
-    tools = _tools(est, comments)
+    # the fan-out's spawns call the subagent tool: not a tool of the world's own
+    tools = _tools(est, comments, exclude=() if fanout is None else (harness["subagents"]["tool"],))
     world = _world(est, adjust, tools, comments, fanout)
     doc = {"name": name, "description": description, "tasks": tasks, "seed": seed,
            "harness": harness, "world": world}
@@ -181,15 +182,19 @@ def _harness(est: Estimates, prices_date: str | None, comments: dict[str, str]
     return harness
 
 
-def _tools(est: Estimates, comments: dict[str, str]) -> list[dict[str, Any]]:
-    """The world's tools (weights, durations, result sizes), commented."""
-    total_calls = sum(t.calls for t in est.tools)
+def _tools(est: Estimates, comments: dict[str, str], exclude: tuple[str, ...] = ()
+           ) -> list[dict[str, Any]]:
+    """The world's tools (weights, durations, result sizes), commented; the
+    tools named in ``exclude`` left out (the subagent tool, whose calls the
+    fitted fan-out makes), the weights shares of the calls of the rest."""
+    kept = [t for t in est.tools if t.name not in exclude]
+    total_calls = sum(t.calls for t in kept)
     tools: list[dict[str, Any]] = [
         {"name": t.name, "weight": round(t.calls / max(total_calls, 1), 6),
          "effect": "read", "timeout_s": 1.0e6, "definition_tokens": 0,
          "duration": {"median_s": max(round(t.duration[0], 6), 1e-6),
                       "sigma": round(t.duration[1], 6)},
-         "result_tokens": _dist(t.result)} for t in est.tools]
+         "result_tokens": _dist(t.result)} for t in kept]
     if not tools:
         tools = [{"name": "tool", "weight": 1.0, "definition_tokens": 0,
                   "result_tokens": 0}]
