@@ -143,3 +143,24 @@ def test_otel_spans_follow_the_genai_conventions_and_import_back(provider, tmp_p
         assert row.input_tokens == sum(c.usage.input_tokens for c in live.calls)
         assert row.cache_read_tokens == sum(c.usage.cache_read_tokens for c in live.calls)
         assert row.output_tokens == sum(c.usage.output_tokens for c in live.calls)
+
+
+@pytest.mark.parametrize("wire", [("anthropic", True), ("anthropic", False),
+                                  ("openai", True), ("openai", False)])
+def test_a_usage_too_large_to_add_ends_the_run_and_is_not_recorded(wire, tmp_path):
+    """A provider reporting 1e300 prompt tokens and 10**400 cache reads (the
+    sum cannot be a float): the harness ends the run as
+    failed:invalid_response and the recorder leaves the call out, without
+    adding the counts (it raised OverflowError when it did: found by the
+    campaign's provider surface)."""
+    from test_live_http import drive, params_for, toolbox
+
+    provider, stream = wire
+    box = toolbox()
+    params = params_for(provider, box, budgets=Budgets(active_s=30.0, steps=6))
+    usage = {"input_tokens": 1e300, "cache_read_input_tokens": 10**400}
+    with FakeProvider([Reply([("text", "DONE")], "end_turn", usage=usage),
+                       Reply([("text", "DONE")])], lifetime_s=20) as server:
+        state, _, recorder = drive(server, provider, stream, params, box, tmp_path)
+    assert (state.status, state.reason) == ("failed", "invalid_response")
+    assert recorder.calls == []

@@ -313,8 +313,10 @@ def _unaccounted(state: HarnessState, tokens: int, usage: Any) -> bool:
     """Whether the harness left a call's ``usage`` out of its counters (a call
     cancelled in flight): they still add up to ``tokens``, and the call used some."""
     return (state.input_tokens + state.output_tokens + state.cache_read_tokens
-            + state.cache_write_tokens + state.thinking_tokens == tokens) and bool(
-                usage.prompt_tokens or usage.output_tokens or usage.thinking_tokens)
+            + state.cache_write_tokens + state.thinking_tokens == tokens) and any(
+                (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                 usage.output_tokens, usage.thinking_tokens))  # no sum: a usage the
+    # harness refused as impossible (1e300 + 10**400 tokens) must not overflow here
 
 
 def _answer(content: list[Block], tool_rows: list[Any]) -> tuple[int, str]:
