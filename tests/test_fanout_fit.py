@@ -462,3 +462,26 @@ def test_sims_own_fanout_traces_calibrate_to_a_scenario_that_loads(tmp_path):
     scenario = load_scenario(path)
     assert scenario.harness.subagents is not None
     assert yaml.safe_load(path.read_text()) == result.doc
+
+
+def test_the_folds_table_shows_a_measure_a_fold_could_not_take_as_a_dash(tmp_path):
+    """A fold that could not take a measure (held-out runs without costs: its
+    verdict has no ``cost`` distance; here ``output`` is removed from a
+    fold) shows "-" in the report's folds table, and the count within
+    the 95th percentile is out of the folds that took the measure (the
+    report raised KeyError: 'cost' when the first fold had it and another
+    did not; found by the campaign's calibrate door)."""
+    from sim.calibration.pipeline import calibrate
+    from sim.calibration.report import report_markdown
+
+    generate(tmp_path, 40, lambda s: 0.2, seed=3)
+    result = calibrate(tmp_path, folds=2, classes=1, evaluations=0, with_ladder=False,
+                       progress=False, final_runs=100, search_runs=100)
+    folds = result.judgement.folds
+    assert all("output" in f.ks for f in folds) and not any("cost" in f.ks for f in folds)
+    folds[1].ks.pop("output")
+    report = report_markdown(result)
+    table = report[report.index("## Folds"):].split("\n## ")[0]
+    row = next(line for line in table.splitlines() if line.startswith("| 2 |"))
+    assert row.split(" | ")[5] == "-"  # fold, held out, simulated, steps, prompt, output
+    assert f"output {int(folds[0].within('output'))} of 1 folds" in table

@@ -128,7 +128,8 @@ def _structure_lines(c: Calibration) -> list[str]:
 
 def _fold_lines(c: Calibration) -> list[str]:
     folds = c.judgement.folds
-    keys = [k for k in ("steps", "prompt", "output", "cost") if folds and k in folds[0].ks]
+    # a measure a fold could not take (no cost recorded in its held-out runs) is "-" there
+    keys = [k for k in ("steps", "prompt", "output", "cost") if any(k in f.ks for f in folds)]
     head = " | ".join(f"{k} KS (95th pct)" for k in keys)
     lines = ["## Folds", "",
              "Each fold's held-out runs against the world fitted on the other folds: the "
@@ -139,13 +140,15 @@ def _fold_lines(c: Calibration) -> list[str]:
              "|---" * (len(keys) + 5) + "|"]
     for f in folds:
         cells = " | ".join(f"{f.ks[k]:.3f} ({f.critical[k]:.3f}){'' if f.within(k) else ' *'} "
-                           f"[{f.p.get(k, float('nan')):.3g}]" for k in keys)
+                           f"[{f.p.get(k, float('nan')):.3g}]" if k in f.ks else "-"
+                           for k in keys)
         lines.append(f"| {f.fold + 1} | {f.n_real} | {f.n_sim} | {cells} | {f.tv:.3f} "
                      f"({f.tv_critical:.3f}) [{f.tv_p:.3g}] | "
                      f"{c.folds[f.fold].loss:.3f} |")
-    within = {k: sum(f.within(k) for f in folds) for k in keys}
+    within = {k: (sum(f.within(k) for f in folds if k in f.ks), sum(k in f.ks for f in folds))
+              for k in keys}
     lines += ["", "Within the 95th percentile: " + ", ".join(
-        f"{k} {n} of {len(folds)} folds" for k, n in within.items()) + ".", ""]
+        f"{k} {n} of {m} folds" for k, (n, m) in within.items()) + ".", ""]
     return lines
 
 
