@@ -91,3 +91,25 @@ def test_a_progress_bars_description_shows_escape_bytes_as_text():
         bar.update(2)
     assert not CONTROL.search(stream.getvalue().replace("\r", ""))
     assert "replay x\\x1b[2J\\x1b]0;pwned\\x07" in stream.getvalue()
+
+
+def test_tune_prints_a_models_escape_bytes_as_text(tmp_path, capsys):
+    """``tune`` of runs whose model (not in the price catalogue) holds a
+    clear-screen sequence names it in its note on prices as ``\\x1b`` text,
+    never the raw byte (the note printed it raw: found by the campaign's
+    tune door)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    model = f"m{CLEAR}"
+    runs = [RunRecord(run_id=f"r{i}", source="tau2", file="x", model=model, exit="done",
+                      resolved=i % 2 == 0,
+                      calls=[CallRecord(Usage(input_tokens=1000 * (j + 1), output_tokens=50),
+                                        model=model, cost_usd=0.001 * (j + 1))
+                             for j in range(3 + i)])
+            for i in range(6)]
+    write_runs(folder, runs)
+    status = main(["tune", str(folder), "--out", str(tmp_path / "tuned"), "--quiet"])
+    assert status in (0, 3)
+    out = capsys.readouterr().out
+    assert not CONTROL.search(out)
+    assert "m\\x1b[2J" in out

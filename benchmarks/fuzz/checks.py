@@ -28,6 +28,8 @@ RESULT_FILES = frozenset({"results.parquet", "summary.json", "report.md", "repor
 """The whole set of a run/sweep/replay results folder."""
 
 HOSTILE_MARKUP = ("<script", "<img")
+FENCED = re.compile(r"^```[^\n]*\n.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)
+"""A fenced code block of Markdown (a fence at the start of a line to the next)."""
 """Raw HTML that must never reach a Markdown or HTML report from the input."""
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -160,7 +162,9 @@ def escapes(text: str, tainted: bool, where: str, check: str = "escape",
     them, so they came from it)."""
     if not tainted:
         return []
-    lowered = text.lower()
+    # markup inside a fenced code block is text to every Markdown renderer (and our HTML
+    # escapes it): only what is outside the fences can be markup
+    lowered = FENCED.sub("", text).lower()
     found = [m for m in HOSTILE_MARKUP if m in lowered] if markup else []
     control = CONTROL.search(text)
     if control:

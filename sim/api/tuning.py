@@ -183,9 +183,12 @@ def tuned_summary(tuned: Tuned) -> dict[str, Any]:
 def tuned_text(tuned: Tuned) -> str:
     """What ``tune`` prints: the recommendation, the frontier's first 12 rows
     and where the outputs are."""
+    from sim.output.safe_text import printable
     from sim.tuning.report import frontier_table, lead
 
-    return "\n".join(["\n".join(lead(tuned.result)), "", frontier_table(tuned.result, limit=12),
-                      f"\n{len(tuned.frontier)} candidates; outputs in {tuned.path}/ "
+    # the lead names models and runs from the traces: shown as text, escapes visible
+    return "\n".join([*(printable(line, newlines=False) for line in lead(tuned.result)), "",
+                      frontier_table(tuned.result, limit=12),
+                      f"\n{len(tuned.frontier)} candidates; outputs in {printable(tuned.path)}/ "
                       "(recommended.yaml, stopped_runs.csv, frontier.csv, tune.json, "
                       "report.md, report.html)"])
