@@ -22,6 +22,7 @@ from sim.tuning.inforce import harness_in_force
 from sim.tuning.knobs import setting
 from sim.tuning.replayed import ReplayEvaluator, apply
 from sim.tuning.search import tune
+from sim.tuning.stops import as_stopped
 from sim.world.params import WorldParams
 
 
@@ -37,12 +38,6 @@ def evaluator(traces) -> ReplayEvaluator:
     return ReplayEvaluator(tables.recorded(0, len(tables)), harness_in_force(None, traces))
 
 
-def _seen(r) -> tuple:
-    """What a frontier row and the drill-down read of one run's replay."""
-    return (r.outcome, r.cost_usd, r.state.active_s, r.stopped_at, r.state.prompt_tokens,
-            r.diverged, r.calls, r.priced_usd, r.state.turns)
-
-
 SETTINGS = [setting({"tokens": t, "money": m, "steps": s}) for t, m, s in (
     (20_000, None, 60), (150_000, None, 60), (400_000, None, 60), (5_000_000, None, 60),
     (None, 0.05, 60), (None, 0.3, 60), (None, 2.0, 60), (None, None, 1), (None, None, 8),
@@ -51,18 +46,19 @@ SETTINGS = [setting({"tokens": t, "money": m, "steps": s}) for t, m, s in (
 
 @pytest.mark.parametrize("s", SETTINGS, ids=lambda s: "-".join(str(v) for _, v in s))
 def test_a_candidates_replays_are_a_replay_of_every_run(evaluator, s):
-    """Each run's replay under a tighter setting (the baseline's where the
-    candidate's Limits cannot refuse, else replayed again) is the one a
-    replay of every run under that setting gives, field by field; and every
-    run whose replay differs from the baseline's was replayed again."""
+    """What tune reads of each run's replay under a tighter setting (the
+    baseline's where the candidate's Limits cannot refuse, else the marks'
+    stop or replayed again) is what a replay of every run under that setting
+    gives, field by field; and every run whose replay differs from the
+    baseline's is one the candidate could stop."""
     h = apply(evaluator.harness, s)
     fast = evaluator.replays(s)
     full = [r.chosen for r in replay_runs(
         evaluator.runs, harness_params(h, WorldParams()), prices_for=evaluator.prices_for,
         make_detector=resolve_detector(h.detector.name), pricing=evaluator.pricing)]
-    assert [_seen(r) for r in fast] == [_seen(r) for r in full]
+    assert fast == [as_stopped(r) for r in full]
     changed = {i for i, (b, r) in enumerate(zip(evaluator.baseline, full, strict=True))
-               if _seen(b.chosen) != _seen(r)}
+               if as_stopped(b.chosen) != as_stopped(r)}
     assert changed <= set(evaluator.could_stop(h))
 
 
