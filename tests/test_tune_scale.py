@@ -124,3 +124,27 @@ def test_the_p95_of_a_row_is_the_value_of_rank_95_of_100():
     row = evidence.row(base_success=np.ones(100, bool), success=np.ones(100, bool), cost=cost,
                        base_cost=cost, time_s=cost, outcomes=[], method="replayed")
     assert row["cost_p95"] == 95.0
+
+
+def test_an_interval_found_again_is_the_bootstraps_own(monkeypatch):
+    """The bootstrap interval of values already seen is remembered: the same
+    values (another array) give the interval scipy's bootstrap gives them,
+    without a second bootstrap; other values of the same size are
+    bootstrapped anew."""
+    rng = np.random.default_rng(8)
+    values = rng.lognormal(size=500)
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    calls = []
+    real = evidence._bootstrap
+
+    def counted(v, statistic):
+        calls.append(statistic)
+        return real(v, statistic)
+
+    monkeypatch.setattr(evidence, "_bootstrap", counted)
+    first = evidence._interval(values, np.mean)
+    again = evidence._interval(values.copy(), np.mean)
+    other = evidence._interval(values[::-1].copy() * 1.5, np.mean)
+    assert first == again == real(values, np.mean)
+    assert other != first
+    assert len(calls) == 2
