@@ -1,11 +1,13 @@
 """Candidates that only tighten the harness in force, evaluated by replay.
 
-Every recorded run is replayed (:func:`sim.drivers.replay.replay_runs`, the
-real harness loop fed the recorded responses) under the harness in force (the
-baseline: a run that succeeded there is a recorded success) and under each
-candidate. A candidate that only tightens budgets stops some runs earlier and
-changes nothing else, so its row is exact on these runs (a run it cannot
-stop keeps its replay in force; :class:`ReplayEvaluator`): the successes it
+Every recorded run is replayed once (:func:`sim.drivers.replay.replay_runs`,
+the real harness loop fed the recorded responses) under the harness in force
+(the baseline: a run that succeeded there is a recorded success), noting
+where each tighter budget would stop it (:mod:`sim.tuning.stops`); a run is
+replayed again under a candidate only where those notes cannot answer. A
+candidate that only tightens budgets stops some runs earlier and changes
+nothing else, so its row is exact on these runs (a run it cannot stop keeps
+its replay in force; :class:`ReplayEvaluator`): the successes it
 loses, the recorded dollars it saves (``cost_usd``: each call's recorded cost,
 or its price at the run's prices when unrecorded), the active seconds.
 

@@ -165,8 +165,7 @@ def _counters(s: HarnessState) -> tuple[float, ...]:
 def _load(probe: HarnessState, row: list[float]) -> None:
     """Set ``probe``'s counters to a mark's."""
     (probe.turns, probe.tool_errors, probe.input_tokens, probe.cache_read_tokens,
-     probe.cache_write_tokens, probe.output_tokens, probe.thinking_tokens) = (
-        int(x) for x in row[:7])
+     probe.cache_write_tokens, probe.output_tokens, probe.thinking_tokens) = map(int, row[:7])
     probe.money_usd, probe.active_s, probe.parked_s = row[7], row[8], row[9]
 
 
