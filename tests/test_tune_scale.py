@@ -148,3 +148,24 @@ def test_an_interval_found_again_is_the_bootstraps_own(monkeypatch):
     assert first == again == real(values, np.mean)
     assert other != first
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("n, batch_values", [(40, 4_000_000), (3001, 4_000_000),
+                                             (3001, 50_000)])
+def test_a_rows_intervals_drawn_together_are_each_ones_own_bootstrap(monkeypatch, n,
+                                                                     batch_values):
+    """A row's four intervals (mean and p95 cost, mean time, mean saving) come
+    from one paired bootstrap; each equals, to the bit, the interval of its own
+    bootstrap of its values (scipy's, same seed), in batches or not, and when
+    one of them was already known (the other three drawn together)."""
+    rng = np.random.default_rng(n)
+    cost, time_s = rng.lognormal(size=n), rng.lognormal(size=n)
+    saved = cost * 0.3
+    wanted = [(cost, np.mean), (cost, evidence._p95), (time_s, np.mean), (saved, np.mean)]
+    own = [evidence._bootstrap(v, f) for v, f in wanted]
+    monkeypatch.setattr(evidence, "BATCH_VALUES", batch_values)
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    assert evidence._intervals(wanted) == own
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    evidence._intervals(wanted[2:3])
+    assert evidence._intervals(wanted) == own
