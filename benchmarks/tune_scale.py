@@ -44,12 +44,41 @@ force: 2 forecasts, a world     CPU s, 983 MiB, 3 reads        calibration domin
 calibrated)                                                    is unchanged)
 ==============================  =============================  ============================
 
-Where the rest goes (cProfile, 2,000 runs, one process): replaying again
+Where the rest went (cProfile, 2,000 runs, one process): replaying again
 the runs tight candidates stop (62%: a cap at the needs' median stops half
 the runs, and those are the long ones), the bootstrap intervals of each
 frontier row (24%), the replay in force (13%). Peak memory is the folder
 read whole into Python objects (load_tables, then one RecordedRun per run):
 3.5 GB at 100,000 runs before any replay.
+
+Measured 2026-12-05, session 11 (2 cores shared by 6 sessions, load 1.5-5),
+base 266b217 and after (h11-tunefast: one pass per run for every candidate,
+:mod:`sim.tuning.stops`; a bootstrap interval of values already seen found
+again, and a row's intervals drawn together), each run alone, the same
+folders (``--dir /tmp/tf_scale``), the same recommendation at each size:
+
+==============================  =============================  ============================
+tune, tiled bounded runs,       base 266b217                   after (h11-tunefast)
+replay only
+==============================  =============================  ============================
+2,000 (1 worker, frontier and   15.6 CPU s                     4.5 CPU s (runs replayed
+stopped_runs JSON compared)                                    again: 9,068 -> 0)
+10,000                          93.3 s wall, 75.0 CPU s,       22.0 s wall, 21.7 CPU s,
+                                677 MiB, 2 reads               674 MiB, 2 reads
+30,000                          288.6 s wall, 231.7 CPU s,     62.7 s wall, 62.0 CPU s,
+                                1,335 MiB, 2 reads             1,204 MiB, 2 reads
+100,000                         720.4 s wall, 735.3 CPU s,     192.5 s wall, 208.6 CPU s,
+                                3,662 MiB, 2 reads             3,784 MiB, 2 reads
+==============================  =============================  ============================
+
+Left (cProfile, 2,000 runs, one process, before the paired draws): the bootstrap of the
+distinct rows (about a third), the replay in force (a quarter), the
+candidates' checks on the marks and ``could_stop`` (a quarter), reading the
+folder. The wall time is now about the CPU time: the candidates run one
+after another in the parent (only the replay in force is spread over the
+workers), and the folder is still held whole (peak memory unchanged; the
+marks add about 3% at 100,000 runs). Issue 37's 2 minutes and 2 GiB at
+100,000 runs are not reached yet.
 """
 
 from __future__ import annotations

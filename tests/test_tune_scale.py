@@ -22,6 +22,7 @@ from sim.tuning.inforce import harness_in_force
 from sim.tuning.knobs import setting
 from sim.tuning.replayed import ReplayEvaluator, apply
 from sim.tuning.search import tune
+from sim.tuning.stops import as_stopped
 from sim.world.params import WorldParams
 
 
@@ -37,12 +38,6 @@ def evaluator(traces) -> ReplayEvaluator:
     return ReplayEvaluator(tables.recorded(0, len(tables)), harness_in_force(None, traces))
 
 
-def _seen(r) -> tuple:
-    """What a frontier row and the drill-down read of one run's replay."""
-    return (r.outcome, r.cost_usd, r.state.active_s, r.stopped_at, r.state.prompt_tokens,
-            r.diverged, r.calls, r.priced_usd, r.state.turns)
-
-
 SETTINGS = [setting({"tokens": t, "money": m, "steps": s}) for t, m, s in (
     (20_000, None, 60), (150_000, None, 60), (400_000, None, 60), (5_000_000, None, 60),
     (None, 0.05, 60), (None, 0.3, 60), (None, 2.0, 60), (None, None, 1), (None, None, 8),
@@ -51,18 +46,19 @@ SETTINGS = [setting({"tokens": t, "money": m, "steps": s}) for t, m, s in (
 
 @pytest.mark.parametrize("s", SETTINGS, ids=lambda s: "-".join(str(v) for _, v in s))
 def test_a_candidates_replays_are_a_replay_of_every_run(evaluator, s):
-    """Each run's replay under a tighter setting (the baseline's where the
-    candidate's Limits cannot refuse, else replayed again) is the one a
-    replay of every run under that setting gives, field by field; and every
-    run whose replay differs from the baseline's was replayed again."""
+    """What tune reads of each run's replay under a tighter setting (the
+    baseline's where the candidate's Limits cannot refuse, else the marks'
+    stop or replayed again) is what a replay of every run under that setting
+    gives, field by field; and every run whose replay differs from the
+    baseline's is one the candidate could stop."""
     h = apply(evaluator.harness, s)
     fast = evaluator.replays(s)
     full = [r.chosen for r in replay_runs(
         evaluator.runs, harness_params(h, WorldParams()), prices_for=evaluator.prices_for,
         make_detector=resolve_detector(h.detector.name), pricing=evaluator.pricing)]
-    assert [_seen(r) for r in fast] == [_seen(r) for r in full]
+    assert fast == [as_stopped(r) for r in full]
     changed = {i for i, (b, r) in enumerate(zip(evaluator.baseline, full, strict=True))
-               if _seen(b.chosen) != _seen(r)}
+               if as_stopped(b.chosen) != as_stopped(r)}
     assert changed <= set(evaluator.could_stop(h))
 
 
@@ -128,3 +124,48 @@ def test_the_p95_of_a_row_is_the_value_of_rank_95_of_100():
     row = evidence.row(base_success=np.ones(100, bool), success=np.ones(100, bool), cost=cost,
                        base_cost=cost, time_s=cost, outcomes=[], method="replayed")
     assert row["cost_p95"] == 95.0
+
+
+def test_an_interval_found_again_is_the_bootstraps_own(monkeypatch):
+    """The bootstrap interval of values already seen is remembered: the same
+    values (another array) give the interval scipy's bootstrap gives them,
+    without a second bootstrap; other values of the same size are
+    bootstrapped anew."""
+    rng = np.random.default_rng(8)
+    values = rng.lognormal(size=500)
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    calls = []
+    real = evidence._bootstrap
+
+    def counted(v, statistic):
+        calls.append(statistic)
+        return real(v, statistic)
+
+    monkeypatch.setattr(evidence, "_bootstrap", counted)
+    first = evidence._interval(values, np.mean)
+    again = evidence._interval(values.copy(), np.mean)
+    other = evidence._interval(values[::-1].copy() * 1.5, np.mean)
+    assert first == again == real(values, np.mean)
+    assert other != first
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("n, batch_values", [(40, 4_000_000), (3001, 4_000_000),
+                                             (3001, 50_000)])
+def test_a_rows_intervals_drawn_together_are_each_ones_own_bootstrap(monkeypatch, n,
+                                                                     batch_values):
+    """A row's four intervals (mean and p95 cost, mean time, mean saving) come
+    from one paired bootstrap; each equals, to the bit, the interval of its own
+    bootstrap of its values (scipy's, same seed), in batches or not, and when
+    one of them was already known (the other three drawn together)."""
+    rng = np.random.default_rng(n)
+    cost, time_s = rng.lognormal(size=n), rng.lognormal(size=n)
+    saved = cost * 0.3
+    wanted = [(cost, np.mean), (cost, evidence._p95), (time_s, np.mean), (saved, np.mean)]
+    own = [evidence._bootstrap(v, f) for v, f in wanted]
+    monkeypatch.setattr(evidence, "BATCH_VALUES", batch_values)
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    assert evidence._intervals(wanted) == own
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    evidence._intervals(wanted[2:3])
+    assert evidence._intervals(wanted) == own

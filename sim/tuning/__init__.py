@@ -13,6 +13,8 @@ answers it from a trace folder, with the evidence for each number:
   its 95% interval;
 - :mod:`~sim.tuning.replayed`: candidates that only tighten the harness in
   force, evaluated exactly by replaying the recorded runs;
+- :mod:`~sim.tuning.stops`: where each tighter budget stops a run, from one
+  replay of it in force (one pass for every candidate);
 - :mod:`~sim.tuning.world`: candidates that loosen it or change the detector,
   forecast by the world calibrated to the same traces (its fidelity attached);
 - :mod:`~sim.tuning.boundary`: each budget bisected between the last value

@@ -1,11 +1,13 @@
 """Candidates that only tighten the harness in force, evaluated by replay.
 
-Every recorded run is replayed (:func:`sim.drivers.replay.replay_runs`, the
-real harness loop fed the recorded responses) under the harness in force (the
-baseline: a run that succeeded there is a recorded success) and under each
-candidate. A candidate that only tightens budgets stops some runs earlier and
-changes nothing else, so its row is exact on these runs (a run it cannot
-stop keeps its replay in force; :class:`ReplayEvaluator`): the successes it
+Every recorded run is replayed once (:func:`sim.drivers.replay.replay_runs`,
+the real harness loop fed the recorded responses) under the harness in force
+(the baseline: a run that succeeded there is a recorded success), noting
+where each tighter budget would stop it (:mod:`sim.tuning.stops`); a run is
+replayed again under a candidate only where those notes cannot answer. A
+candidate that only tightens budgets stops some runs earlier and changes
+nothing else, so its row is exact on these runs (a run it cannot stop keeps
+its replay in force; :class:`ReplayEvaluator`): the successes it
 loses, the recorded dollars it saves (``cost_usd``: each call's recorded cost,
 or its price at the run's prices when unrecorded), the active seconds.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -31,12 +34,25 @@ from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import Replay, RunReplay, price_models, replay_runs, run_params
+from sim.drivers.replay.driver import RunDriver
 from sim.drivers.replay.pricing import priced_calls
 from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
 from sim.harness.state import SUCCEEDED, DetectorMemory
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
 from sim.tuning import evidence
 from sim.tuning.knobs import FIELDS, Setting
+from sim.tuning.stops import (
+    SAME,
+    UNSURE,
+    RunMarks,
+    StopMarks,
+    Stopped,
+    answerable,
+    as_stopped,
+    first_stop,
+    probe_state,
+    stopped,
+)
 from sim.world.params import WorldParams
 
 REPLAYED = "replayed"
@@ -73,25 +89,42 @@ def slim(replay: Replay) -> Replay:
     return replay
 
 
-def _replay_here(evaluator: ReplayEvaluator, h: HarnessConfig, indices: list[int]
-                 ) -> list[RunReplay]:
+def _replay_here(evaluator: ReplayEvaluator, h: HarnessConfig, indices: list[int],
+                 marked: bool = False) -> tuple[list[RunReplay], list[RunMarks | None]]:
+    """The runs ``indices`` replayed under ``h``, each :func:`slim`, and, when
+    ``marked``, each run's :class:`~sim.tuning.stops.RunMarks` of its replay
+    (None for a session: not marked)."""
     template = harness_params(h, WorldParams())
-    done = replay_runs([evaluator.runs[i] for i in indices], template,
-                       prices_for=evaluator.prices_for,
+    runs = [evaluator.runs[i] for i in indices]
+    watching: dict[int, StopMarks] = {}
+
+    def observe(driver: RunDriver) -> list[StopMarks]:
+        watching[id(driver.run)] = StopMarks(driver)
+        return [watching[id(driver.run)]]
+
+    done = replay_runs(runs, template, prices_for=evaluator.prices_for,
                        make_detector=resolve_detector(h.detector.name),
-                       pricing=evaluator.pricing)
-    return [RunReplay(slim(r.chosen), slim(r.lower), slim(r.upper)) for r in done]
+                       pricing=evaluator.pricing, observe=observe if marked else None)
+    marks: list[RunMarks | None] = []
+    if marked:
+        cap = template.max_output_tokens
+        for run, r in zip(runs, done, strict=True):
+            seen = watching.get(id(run))
+            marks.append(seen.marks(r.chosen, cap) if seen is not None else None)
+    return [RunReplay(slim(r.chosen), slim(r.lower), slim(r.upper)) for r in done], marks
 
 
-def _replay_chunk(h: HarnessConfig, indices: list[int]) -> list[tuple[Replay, Replay, Replay]]:
+def _replay_chunk(h: HarnessConfig, indices: list[int], marked: bool
+                  ) -> tuple[list[tuple[Replay, Replay, Replay]], list[RunMarks | None]]:
     """In a worker: :func:`_replay_here` of the forked evaluator's runs,
     each replay without its run (the parent has it)."""
     assert _EVALUATOR is not None
+    done, marks = _replay_here(_EVALUATOR, h, indices, marked)
     return [tuple(replace(x, run=None) for x in (r.chosen, r.lower, r.upper))  # type: ignore
-            for r in _replay_here(_EVALUATOR, h, indices)]
+            for r in done], marks
 
 
-def fidelity(replays: list[Replay]) -> str:
+def fidelity(replays: Sequence[Replay | Stopped]) -> str:
     """How exact a replayed row is: exact when the candidate only stopped
     runs; runs where it intervened in a way the recording cannot answer (a
     nudge, a retry, a rejected claim) were followed as recorded, an upper
@@ -125,8 +158,11 @@ class ReplayEvaluator:
     one home of those rules: nothing else in the harness reads a budget), and
     the run is the same as in force up to there. So a candidate's replays are
     the baseline's, except for the runs it could stop (:meth:`could_stop`),
-    which are replayed again under the candidate by the real harness loop: the
-    replays, and every row made of them, are those of a replay of every run."""
+    which the replay in force answers where it can (:mod:`sim.tuning.stops`:
+    the candidate's Limits called on the counters noted before each step call
+    in force, one pass for every candidate) and the real harness loop replays
+    again where it cannot: the replays, and every row made of them, are those
+    of a replay of every run."""
 
     def __init__(self, runs: list[RecordedRun], h: HarnessConfig, workers: int = 1) -> None:
         self.harness_in_force = h
@@ -145,33 +181,41 @@ class ReplayEvaluator:
         self.workers = workers if workers > 1 and len(runs) >= MIN_PARALLEL else 1
         self._pool: Any = None
         try:
-            self.baseline = self._replay(h, list(range(len(runs))))
+            self.baseline, self.marks = self._replay(h, list(range(len(runs))), marked=True)
         except BaseException:
             self.close()
             raise
         self.base_success = np.array([r.chosen.outcome == SUCCEEDED for r in self.baseline])
         self.base_cost = np.array([r.chosen.cost_usd for r in self.baseline])
-        self.base_tokens = _tokens([r.chosen for r in self.baseline])
+        self.base_tokens = _tokens([as_stopped(r.chosen) for r in self.baseline])
         self.price_basis = Counter(r.chosen.basis for r in self.baseline)
         """Runs per basis of their one price (:mod:`sim.cost.recorded`)."""
         self._groups: dict[tuple[Any, ...], list[int]] = {}
         self._largest_prompt: list[int] = []
+        self._group_of: list[tuple[Any, ...]] = []
         for i, (run, item) in enumerate(zip(runs, self.baseline, strict=True)):
             params = run_params(template, run, None, None, self.pricing)
             key = (params.model, params.prices, params.model_prices)
             self._groups.setdefault(key, []).append(i)
+            self._group_of.append(key)
             state = item.chosen.state
             self._largest_prompt.append(max(max(item.chosen.prompt_counts, default=0),
                                             state.context_tokens))
+        self.base_read = [as_stopped(r.chosen) for r in self.baseline]
+        """What tune reads of each run's replay in force."""
         self.redriven = 0
         """Runs replayed again for candidates (all candidates so far)."""
+        self.marked = 0
+        """Runs a candidate could stop answered by the marks (all candidates so far)."""
 
-    def _replay(self, h: HarnessConfig, indices: list[int]) -> list[RunReplay]:
+    def _replay(self, h: HarnessConfig, indices: list[int], marked: bool = False
+                ) -> tuple[list[RunReplay], list[RunMarks | None]]:
         """The runs ``indices`` replayed under ``h`` (:func:`replay_runs`),
-        each :func:`slim`; in ``workers`` forked processes, contiguous chunks
-        each, when there are enough runs (the same replays either way)."""
+        each :func:`slim`, with their marks when ``marked``; in ``workers``
+        forked processes, contiguous chunks each, when there are enough runs
+        (the same replays either way)."""
         if self.workers == 1 or len(indices) < MIN_PARALLEL:
-            return _replay_here(self, h, indices)
+            return _replay_here(self, h, indices, marked)
         if self._pool is None:
             global _EVALUATOR
             _EVALUATOR = self  # the workers' copy of the runs, shared by the fork
@@ -179,11 +223,13 @@ class ReplayEvaluator:
         size = -(-len(indices) // (4 * self.workers))
         chunks = [indices[k:k + size] for k in range(0, len(indices), size)]
         out: list[RunReplay] = []
-        for part, done in zip(chunks, self._pool.starmap(_replay_chunk, [
-                (h, c) for c in chunks]), strict=True):
+        marks: list[RunMarks | None] = []
+        for part, (done, seen) in zip(chunks, self._pool.starmap(_replay_chunk, [
+                (h, c, marked) for c in chunks]), strict=True):
             for i, r in zip(part, done, strict=True):  # the runs, attached again
                 out.append(RunReplay(*(replace(x, run=self.runs[i]) for x in r)))
-        return out
+            marks.extend(seen)
+        return out, marks
 
     def close(self) -> None:
         """Stop the worker processes (if any were started)."""
@@ -219,17 +265,47 @@ class ReplayEvaluator:
                     out.append(i)
         return sorted(out)
 
-    def replays(self, s: Setting) -> list[Replay]:
-        """Each run's replay (the chosen mode) under the setting ``s``: the
-        baseline's where ``s`` cannot change the run, else replayed again."""
+    def replays(self, s: Setting) -> list[Stopped]:
+        """What tune reads of each run's replay under the setting ``s``
+        (:class:`~sim.tuning.stops.Stopped`): the replay in force's where
+        ``s`` cannot change the run (:meth:`could_stop`), else where the
+        marks say it stops (:func:`~sim.tuning.stops.first_stop`), else
+        replayed again."""
         h = apply(self.harness, s)
-        chosen = [r.chosen for r in self.baseline]
+        out = list(self.base_read)
         again = self.could_stop(h)
+        if again and answerable(self.harness, h):
+            again = self._marked(h, again, out)
         if again:
             self.redriven += len(again)
-            for i, item in zip(again, self._replay(h, again), strict=True):
-                chosen[i] = item.chosen
-        return chosen
+            for i, item in zip(again, self._replay(h, again)[0], strict=True):
+                out[i] = as_stopped(item.chosen)
+        return out
+
+    def _marked(self, h: HarnessConfig, indices: list[int], out: list[Stopped]) -> list[int]:
+        """Answer the runs ``indices`` under ``h`` from their marks, in
+        ``out``; return those the marks cannot answer."""
+        template = harness_params(h, WorldParams())
+        left: list[int] = []
+        limits_of: dict[tuple[Any, ...], Limits] = {}
+        for i in indices:
+            marks = self.marks[i]
+            if marks is None or not marks.exact:
+                left.append(i)
+                continue
+            run = self.runs[i]
+            key = self._group_of[i]
+            limits = limits_of.get(key)
+            if limits is None:
+                limits = limits_of[key] = Limits(
+                    run_params(template, run, None, None, self.pricing))
+            j, limit = first_stop(limits, marks, probe_state(marks.model))
+            if j == UNSURE:
+                left.append(i)
+            elif j != SAME:
+                out[i] = stopped(run, marks, j, limit)
+            self.marked += j != UNSURE
+        return left
 
     def needs(self) -> dict[str, np.ndarray]:
         """What each run needed for the harness in force to admit every call
@@ -265,17 +341,17 @@ class ReplayEvaluator:
         cost in force and under ``s`` (USD) and the saving. Successes lost
         first, then the largest saving."""
         rows = []
-        for base, c in zip(self.baseline, self.replays(s), strict=True):
-            b = base.chosen
-            if not c.stopped or (b.stopped and (b.stopped_at or 0) <= (c.stopped_at or 0)):
+        for base, c, run in zip(self.base_read, self.replays(s), self.runs, strict=True):
+            b = base
+            if c.stopped_at is None or (b.stopped_at is not None
+                                        and b.stopped_at <= c.stopped_at):
                 continue
-            run = c.run
             rows.append({
                 "run_id": run.run_id, "task_id": run.task_id, "model": run.model,
                 "exit": run.exit, "resolved": run.resolved, "outcome_in_force": b.outcome,
                 "outcome": c.outcome, "lost_success": b.outcome == SUCCEEDED != c.outcome,
                 "stopped_at_call": c.stopped_at, "calls_recorded": len(run.calls),
-                "prompt_tokens_at_stop": c.state.prompt_tokens, "cost_in_force_usd": b.cost_usd,
+                "prompt_tokens_at_stop": c.prompt_tokens, "cost_in_force_usd": b.cost_usd,
                 "cost_usd": c.cost_usd, "saved_usd": b.cost_usd - c.cost_usd})
         frame = pd.DataFrame(rows, columns=list(STOPPED_COLUMNS))
         return frame.sort_values(["lost_success", "saved_usd"], ascending=[False, False],
@@ -288,14 +364,13 @@ class ReplayEvaluator:
             base_success=self.base_success,
             success=np.array([r.outcome == SUCCEEDED for r in chosen]),
             cost=np.array([r.cost_usd for r in chosen]), base_cost=self.base_cost,
-            time_s=np.array([r.state.active_s for r in chosen]),
+            time_s=np.array([r.active_s for r in chosen]),
             outcomes=[r.outcome for r in chosen], method=REPLAYED,
             fidelity=fidelity(chosen))
         row["saved_tokens_mean"] = float(np.mean(self.base_tokens - _tokens(chosen)))
         return row
 
 
-def _tokens(replays: list[Replay]) -> np.ndarray:
+def _tokens(replays: list[Stopped]) -> np.ndarray:
     """Tokens (prompt, output and thinking) each replay's calls spent."""
-    return np.array([r.state.prompt_tokens + r.state.output_tokens
-                     + r.state.thinking_tokens for r in replays], dtype=float)
+    return np.array([r.tokens for r in replays], dtype=float)

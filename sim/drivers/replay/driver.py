@@ -4,7 +4,7 @@ recorded run (:func:`replay_run`; the rules are in :mod:`sim.drivers.replay`).""
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from sim.cost.recorded import (
@@ -59,15 +59,56 @@ class _Ended(Exception):
 
 def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions | None = None,
                detector: Detector | None = None,
-               fill: Mapping[str, ModelPrice] | None = None) -> Replay:
+               fill: Mapping[str, ModelPrice] | None = None,
+               observe: Callable[[RunDriver], Sequence[Observer]] | None = None) -> Replay:
     """Drive the harness over ``run`` with ``params`` (see :func:`run_params`);
     return what happened (:class:`Replay`). Deterministic. Each recorded
     call's cost is its one price (:func:`sim.cost.recorded.call_prices`): its
     recorded cost where trustworthy (a share of the run's recorded total when
     only the run records one), else its tokens at ``fill[model]``
     (:attr:`~sim.drivers.replay.pricing.ModelPricing.fill`; a model not in
-    it: at the run's prices, basis ``catalogue``)."""
-    return RunDriver(run, params, options or ReplayOptions(), fill).drive(detector)
+    it: at the run's prices, basis ``catalogue``). ``observe(driver)``: pump
+    observers of the replay (:class:`~sim.harness.pump.Observer`), made with
+    the run's driver so that they may read its counters as the run goes."""
+    driver = RunDriver(run, params, options or ReplayOptions(), fill)
+    return driver.drive(detector, recorders=observe(driver) if observe is not None else ())
+
+
+def step_calls(run: RecordedRun) -> list[int]:
+    """The indices of the run's recorded step calls (``purpose`` step), in order."""
+    return [i for i, c in enumerate(run.calls) if c.purpose == "step"]
+
+
+def ending(run: RecordedRun, steps: Sequence[int], interventions: Sequence[tuple[int, str]],
+           ended_by: str, status: str, reason: str, turns: int, mid_step: bool
+           ) -> tuple[int | None, str, str, str]:
+    """How a replay of ``run`` that ended so reads: ``(stopped_at, status,
+    reason, outcome)``. ``steps``: :func:`step_calls`; ``ended_by``:
+    ``harness``, ``recording``, ``intervention`` or :data:`PARENT_ENDED`;
+    ``status``/``reason``: the harness state's; ``turns``: the steps it made;
+    ``mid_step``: whether tool calls of the last answered step were not run.
+    The harness stopped the run (``stopped_at``: the recorded call it did not
+    make) when it ended it unsucceeded before the recording's last step;
+    otherwise a run the recording ended reads as recorded."""
+    stopped_at = None
+    if (ended_by == "harness" and status != SUCCEEDED
+            and (turns < len(steps) or mid_step)):
+        stopped_at = steps[turns - 1 if mid_step else turns]
+    if stopped_at is not None:
+        outcome = f"{status}:{reason}"
+    elif ended_by == PARENT_ENDED:
+        status, reason = CANCELLED, PARENT_ENDED
+        outcome = f"{status}:{reason}"
+    elif ended_by == "intervention":
+        status, reason = DIVERGED, interventions[0][1]
+        outcome = f"{status}:{reason}"
+    elif ended_by == "harness" and status == SUCCEEDED:
+        outcome = (f"{status}:{reason}" if run.resolved is None
+                   else SUCCEEDED if run.resolved else FALSE_SUCCESS)
+    else:  # the recording ended (or the harness ended with it)
+        status, reason = ENDED, run.exit or "unknown"
+        outcome = SUCCEEDED if run.resolved else f"{ENDED}:{reason}"
+    return stopped_at, status, reason, outcome
 
 
 class RunDriver:
@@ -80,7 +121,7 @@ class RunDriver:
         self.options = options
         self.reply = reply_tool_name(run)
         calls = run.calls
-        self.steps = [i for i, c in enumerate(calls) if c.purpose == "step"]
+        self.steps = step_calls(run)
         self.next_step = {a: b for a, b in zip(self.steps, self.steps[1:], strict=False)}
         self.last_step = self.steps[-1] if self.steps else -1
         self.next_call = 0  # index of the next recorded call not yet answered or passed over
@@ -377,28 +418,9 @@ class RunDriver:
             loop.close()
         run = self.run
         priced = self.priced_calls
-        steps_made = state.turns
-        mid_step = self.tools_run < self.tools_due
-        stopped_at = None
-        if (ended_by == "harness" and state.status != SUCCEEDED
-                and (steps_made < len(self.steps) or mid_step)):
-            stopped_at = self.steps[steps_made - 1 if mid_step else steps_made]
-        if stopped_at is not None:
-            status, reason = state.status, state.reason
-            outcome = f"{status}:{reason}"
-        elif ended_by == PARENT_ENDED:
-            status, reason = CANCELLED, PARENT_ENDED
-            outcome = f"{status}:{reason}"
-        elif ended_by == "intervention":
-            status, reason = DIVERGED, self.interventions[0][1]
-            outcome = f"{status}:{reason}"
-        elif ended_by == "harness" and state.status == SUCCEEDED:
-            status, reason = state.status, state.reason
-            outcome = (f"{status}:{reason}" if run.resolved is None
-                       else SUCCEEDED if run.resolved else FALSE_SUCCESS)
-        else:  # the recording ended (or the harness ended with it)
-            status, reason = ENDED, run.exit or "unknown"
-            outcome = SUCCEEDED if run.resolved else f"{ENDED}:{reason}"
+        stopped_at, status, reason, outcome = ending(
+            run, self.steps, self.interventions, ended_by, state.status, state.reason,
+            state.turns, self.tools_run < self.tools_due)
         return Replay(
             run=run, state=state, ended_by=ended_by, outcome=outcome, status=status,
             reason=reason, calls=len(self.costs), tools_run=self.tools_run,

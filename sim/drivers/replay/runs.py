@@ -3,17 +3,18 @@ diverged, in the other mode too (the bounds)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sim.bad_input import InputError
 from sim.drivers.recorded_runs import RecordedRun
-from sim.drivers.replay.driver import Replay, replay_run
+from sim.drivers.replay.driver import Replay, RunDriver, replay_run
 from sim.drivers.replay.options import ReplayOptions, run_params
 from sim.drivers.replay.pricing import ModelPricing, price_models
 from sim.drivers.replay.session import has_children, replay_session
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams, ParameterError, Prices
+from sim.harness.pump import Observer
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,9 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
                 options: ReplayOptions | None = None,
                 make_detector: Callable[[HarnessParams], Detector] | None = None,
                 progress: Callable[[int], None] | None = None,
-                pricing: ModelPricing | None = None) -> list[RunReplay]:
+                pricing: ModelPricing | None = None,
+                observe: Callable[[RunDriver], Sequence[Observer]] | None = None
+                ) -> list[RunReplay]:
     """Replay every run (in order) under ``template``: each in the requested
     mode and, when it diverged, in the other mode too (for the bounds).
     Calls are priced by their own model (``pricing``, else
@@ -43,7 +46,9 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
     a run's parameters, ``progress(done)`` is called after each run.
     A run with children (calls with an ``agent``) is replayed as a session:
     :func:`~sim.drivers.replay.session.replay_session`. Parameters the
-    candidate cannot run a recording with are an InputError naming the run."""
+    candidate cannot run a recording with are an InputError naming the run.
+    ``observe(driver)``: pump observers of each run's replay in the requested
+    mode (:func:`~sim.drivers.replay.driver.replay_run`; not a session's)."""
     options = options or ReplayOptions()
     if pricing is None:
         pricing = price_models(runs, template, prices_for)
@@ -64,7 +69,7 @@ def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
                       if chosen.diverged else chosen)
         else:
             chosen = replay_run(run, params, options, _detector(make_detector, params),
-                                pricing.fill)
+                                pricing.fill, observe)
             second = (replay_run(run, params, other, _detector(make_detector, params),
                                  pricing.fill) if chosen.diverged else chosen)
         if chosen.diverged:
