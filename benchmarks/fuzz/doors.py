@@ -29,6 +29,7 @@ import os
 import random
 import shutil
 import stat
+import time
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -326,6 +327,7 @@ def project(rng: random.Random, lab: Lab) -> list[Finding]:
     command = rng.choice(["run", "scenarios"])
     argv = (["run", "mine", "--tasks", "2", "--workers", "1", "--quiet", "--format", "json"]
             if command == "run" else ["scenarios", "--format", rng.choice(["table", "json"])])
+    began = time.time()
     ran = run_cli(argv, cwd=case)
     found += tracebacks(ran) + lab.check_guard(before)
     if (case / "null").exists() or (case / "null").is_symlink():
@@ -338,13 +340,29 @@ def project(rng: random.Random, lab: Lab) -> list[Finding]:
                                  f"[tool.sim] {', '.join(f'{k} = {table[k][:60]}' for k in wrong)}"
                                  f" accepted by {command} (exit 0)"))
         if command == "run":
-            made = [p.parent for p in case.rglob("summary.json")]
+            # the results go under [tool.sim] out, relative to the project (it may be outside)
+            root = case if "out" not in table else _out_root(case, table["out"])
+            made = [p.parent for p in root.rglob("summary.json")
+                    if p.stat().st_mtime >= began - 1.0]  # this run's, not an earlier case's
             if not made or not any(whole(p) for p in made):
                 found.append(Finding("data_lost", "tool-sim",
                                      f"run exit 0 without a whole results folder ({table})"))
     return [Finding(f.column, "tool-sim" if f.check == "bystander" or
                     (f.check == "traceback" and "embedded null byte" in f.detail) else f.check,
                     f"{f.detail}\npyproject.toml: {text[:300]!r}") for f in found]
+
+
+def _out_root(case: Path, value: str) -> Path:
+    """Where ``[tool.sim] out = VALUE`` puts a project's results (relative to
+    the project folder ``case``); ``case`` when the value is not a path."""
+    import tomllib
+
+    try:
+        out = tomllib.loads(f"v = {value}")["v"]
+    except (tomllib.TOMLDecodeError, ValueError):
+        return case
+    return (case / out).resolve() if isinstance(out, str) and out and "\x00" not in out \
+        else case
 
 
 def _toml_ok(key: str, value: str) -> bool:
