@@ -128,8 +128,9 @@ def disk_errors(target: str | os.PathLike, after: str = "") -> Iterator[None]:
 
 SIBLING_EXTRA = 16
 """The most bytes the names sim writes beside a target add to its name
-(``.<name>.check.XXXXXXXX``; ``.<name>.partial``, ``.<name>.new.XXXXXXXX``
-and ``.<name>.<random>.tmp`` are shorter)."""
+(``.<name>.check.`` and 8 random characters; ``.<name>.partial``,
+``.<name>.new.`` and 8 random characters, and ``.<name>.<random>.tmp`` are
+shorter)."""
 MAX_TARGET_NAME = NAME_MAX - SIBLING_EXTRA
 """The longest name of a folder or file sim writes (bytes), so that every
 temporary name beside it fits in :data:`~sim.user_paths.NAME_MAX`."""
