@@ -13,12 +13,12 @@ SDKs.
 from sim.drivers.live.approval import approve_all, refuse_all, terminal_prompt
 from sim.drivers.live.batch import BatchResult, LiveBatch, make_model, task_params
 from sim.drivers.live.calls import Answer, ModelClient
-from sim.drivers.live.driver import CommandCheck, LiveDriver, RunListener
+from sim.drivers.live.driver import CommandCheck, LiveDriver
 from sim.drivers.live.tasks import LiveTask, TasksFile, load_tasks
 from sim.drivers.live.tools import FunctionTool, ShellTool, Tool, Toolbox, ToolContext, ToolFailure
 from sim.drivers.live.wire import check_provider
 
 __all__ = ["Answer", "BatchResult", "CommandCheck", "FunctionTool", "LiveBatch", "LiveDriver",
-           "LiveTask", "ModelClient", "RunListener", "ShellTool", "TasksFile", "Tool",
+           "LiveTask", "ModelClient", "ShellTool", "TasksFile", "Tool",
            "ToolContext", "ToolFailure", "Toolbox", "approve_all", "check_provider",
            "load_tasks", "make_model", "refuse_all", "task_params", "terminal_prompt"]

@@ -46,7 +46,7 @@ from sim.drivers.live.driver import (
     CommandCheck,
     LiveDriver,
 )
-from sim.drivers.live.otel import SpanRecorder, server_of
+from sim.drivers.live.otel import SpanObserver, SpanRecorder, server_of
 from sim.drivers.live.tasks import LiveTask, TasksFile
 from sim.drivers.live.tools import Toolbox
 from sim.drivers.live.wire import PROVIDERS, check_provider
@@ -55,6 +55,7 @@ from sim.harness.detector import Detector
 from sim.harness.events import Event
 from sim.harness.messages import estimate_tokens
 from sim.harness.params import HarnessParams, ParameterError, VerifierParams
+from sim.harness.pump import Observer as PumpObserver
 from sim.harness.state import FAILED, SUCCEEDED, HarnessState, end_run, new_state
 from sim.task_record import TaskRecord
 from sim.traces.model import RunRecord
@@ -233,17 +234,18 @@ class LiveBatch:
         with contextlib.ExitStack() as stack:
             workdir = task.workdir or stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f"sim-live-{task.id}-"))
-            listeners: list = []
-            if self.spans is not None:
-                listeners.append(self.spans.run(
-                    run_id, task.id, params.provider, params.model,
-                    stream=getattr(self.model, "stream", True), server=server_of(self.model)))
             verifier = (CommandCheck(task.check, task.check_timeout_s) if task.check else None)
             driver = LiveDriver(
                 self.model, toolbox, workdir=Path(workdir), approver=self.approver,
-                verifier=verifier, store=self.store, listeners=listeners,
+                verifier=verifier, store=self.store,
                 observers=[self._observer(task.id)], max_wait_s=self.max_wait_s,
                 retry_after_cap_s=self.retry_after_cap_s, warn=self.warn)
+            observers: list[PumpObserver] = []
+            if self.spans is not None:
+                observers.append(SpanObserver(self.spans.run(
+                    run_id, task.id, params.provider, params.model,
+                    stream=getattr(self.model, "stream", True), server=server_of(self.model)),
+                    driver.elapsed_s, driver.answer_to))
             self._driver = driver
             if self._cancelled:
                 driver.cancel()
@@ -252,7 +254,7 @@ class LiveBatch:
             recorder = RunRecorder(state, time.monotonic)
             try:
                 detector = None if self.make_detector is None else self.make_detector(params)
-                final = await driver.run(params, state, run_id, recorders=(recorder,),
+                final = await driver.run(params, state, run_id, recorders=(recorder, *observers),
                                          detector=detector)
             except Exception as error:  # this run's failure, not the batch's: it is recorded
                 final = crashed(state, error)

@@ -33,11 +33,14 @@ budget) is not slept; the run ends there as ``failed:retries_exhausted`` with
 ``why`` :data:`WAIT_BUDGET_EXHAUSTED` in its detail (the seconds waited, the
 wait refused and the budget), also said through ``warn``.
 
-Listeners (:class:`RunListener`) see every call with its timing, failed
-ones too (the OpenTelemetry spans of :mod:`~sim.drivers.live.otel` are one);
-the pump's observers (:mod:`sim.harness.pump`) see every effect and result (the
-trace recorder of :mod:`sim.traces.simulated` records live runs exactly as it
-records simulated ones).
+The pump's observers (:mod:`sim.harness.pump`) see every effect, its result
+and the run's end (a run the wait budget ended too): the trace recorder of
+:mod:`sim.traces.simulated` records live runs exactly as it records simulated
+ones, and the OpenTelemetry spans of :mod:`~sim.drivers.live.otel` are one.
+What a span needs and the harness's results do not carry (the provider's
+response id, finish reason, time to first event) stays with the driver: its
+:meth:`LiveDriver.answer_to` gives the provider's whole :class:`Answer` to the
+model call last performed.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.calls import Answer, ModelClient
@@ -95,21 +98,6 @@ class _WaitBudget(Exception):
     """The run's next back-off would pass its wait budget: it ends there."""
 
 
-class RunListener(Protocol):
-    """Sees what a live run does; times are seconds since the run started."""
-
-    def model_call(self, request: ModelRequest, answer: Answer, start_s: float,
-                   end_s: float) -> None:
-        """A model call ended (answered, failed or cancelled)."""
-
-    def tool_call(self, request: ToolRequest, result: ToolResult | ToolError, start_s: float,
-                  end_s: float) -> None:
-        """A tool call ended."""
-
-    def run_end(self, state: HarnessState, end_s: float) -> None:
-        """The run reached its terminal state."""
-
-
 Verifier = Callable[[VerifyRequest, ToolContext], "Verdict | bool | Awaitable[Verdict | bool]"]
 
 
@@ -149,7 +137,6 @@ class LiveDriver:
     def __init__(self, model: ModelClient, toolbox: Toolbox, *,
                  workdir: str | Path, approver: Approver = terminal_prompt,
                  verifier: Verifier | None = None, store: CheckpointStore | None = None,
-                 listeners: Sequence[RunListener] = (),
                  observers: Sequence[Observer] = (),
                  max_wait_s: float | None = MAX_WAIT_PER_RUN_S,
                  retry_after_cap_s: float = RETRY_AFTER_CAP_S,
@@ -160,7 +147,6 @@ class LiveDriver:
         self.approver = approver
         self.verifier = verifier
         self.store = store
-        self.listeners = list(listeners)
         self.observers = list(observers)
         self._requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -169,6 +155,7 @@ class LiveDriver:
         self._params: HarnessParams | None = None  # the run in progress's
         self._state: HarnessState | None = None
         self._run_id = ""
+        self._answered: tuple[ModelRequest, Answer] | None = None  # the last model call's
         self.max_wait_s = max_wait_s
         self.retry_after_cap_s = retry_after_cap_s
         self.warn = warn
@@ -241,12 +228,12 @@ class LiveDriver:
             loop.close()
             end_run(state, FAILED, "retries_exhausted", self._exhausted)
             final = state
+            for recorder in recorders:  # the pump was left by the exception: told here
+                recorder.end(final)
         finally:
             self._loop = self._event = None
             self._params = self._state = None
-        end = self.elapsed_s()
-        for listener in self.listeners:
-            listener.run_end(final, end)
+            self._answered = None
         return final
 
     def elapsed_s(self) -> float:
@@ -258,17 +245,26 @@ class LiveDriver:
     # :func:`sim.engines.perform.answers` (``now``: seconds since the run started).
 
     async def respond(self, request: ModelRequest, now: float) -> Any:
-        """A model call (the listeners see it, failed or cancelled ones too)."""
+        """A model call; the provider's whole answer is kept for
+        :meth:`answer_to` (failed or cancelled calls too)."""
         params = self._params
         assert params is not None
         answer = await self._unless_cancelled(request, self._model(request,
                                                                     params.model_timeout_s))
         if not isinstance(answer, Answer):  # cancelled
             answer = Answer(answer)
-        end = self.elapsed_s()
-        for listener in self.listeners:
-            listener.model_call(request, answer, now, end)
+        self._answered = (request, answer)
         return self._capped(answer.result)
+
+    def answer_to(self, request: ModelRequest) -> Answer | None:
+        """The provider's :class:`Answer` to ``request`` (its result before a
+        Retry-After was clamped, with the finish reason, time to first event
+        and response id the harness's result has no field for) when
+        ``request`` is the model call this driver last performed, else None."""
+        answered = self._answered
+        if answered is None or answered[0] is not request:
+            return None
+        return answered[1]
 
     def _capped(self, result: Any) -> Any:
         """``result``, a Retry-After beyond :attr:`retry_after_cap_s` clamped to it."""
@@ -290,12 +286,8 @@ class LiveDriver:
     async def execute(self, request: ToolRequest, now: float) -> ToolResult | ToolError:
         """The registered tool, with the request's timeout."""
         call = request.call
-        result = await self._unless_cancelled(request, run_tool(
+        return await self._unless_cancelled(request, run_tool(  # type: ignore[no-any-return]
             self.toolbox.get(call.name), call.name, call.input, self.context, request.timeout_s))
-        end = self.elapsed_s()
-        for listener in self.listeners:
-            listener.tool_call(request, result, now, end)
-        return result  # type: ignore[no-any-return]
 
     async def wait(self, request: Wait, now: float) -> Any:
         """A backoff wait: a real sleep (:meth:`_sleep`); cut short, the

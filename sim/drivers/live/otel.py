@@ -52,7 +52,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,8 @@ class SpanRecorder:
     def run(self, run_id: str, task_id: str, provider: str, model: str, *,
             stream: bool = True, server: tuple[str, int] | None = None,
             agent_name: str = AGENT_NAME) -> RunSpans:
-        """A listener that turns one run into spans (started now)."""
+        """The spans of one run (its span started now); a live run's are
+        written by a :class:`SpanObserver` of it."""
         return RunSpans(self, run_id, task_id, provider, model, stream=stream, server=server,
                         agent_name=agent_name)
 
@@ -154,8 +155,9 @@ class SpanRecorder:
 
 
 class RunSpans:
-    """Spans of one run (a run listener). Times given in seconds since the
-    run's start are placed on the wall clock of its start."""
+    """Spans of one run: a live run's from its pump (:class:`SpanObserver`),
+    a simulated run's from its trace (:func:`write_trace_spans`). Times given
+    in seconds since the run's start are placed on the wall clock of its start."""
 
     def __init__(self, recorder: SpanRecorder, run_id: str, task_id: str, provider: str,
                  model: str, *, stream: bool = True, server: tuple[str, int] | None = None,
@@ -296,10 +298,6 @@ class RunSpans:
         self._span(f"execute_tool {name}", start_s, end_s, self._trace.SpanKind.INTERNAL,
                    attributes, error)
 
-    def run_end(self, state: HarnessState, end_s: float) -> None:
-        """End the run's span."""
-        self.end(f"{state.status}:{state.reason}", state.status == "succeeded", end_s)
-
     def end(self, label: str | None, succeeded: bool, end_s: float) -> None:
         """End the run's span: its exit label, usage totals, and the failed
         attempts no answer followed (as events)."""
@@ -313,6 +311,47 @@ class RunSpans:
             self._root.set_attribute("error.type", label)
             self._root.set_status(self._trace.Status(self._trace.StatusCode.ERROR, label))
         self._root.end(end_time=self._ns(end_s))
+
+
+class SpanObserver:
+    """The spans of one live run (``spans``) written as an observer of the
+    pump that drives it (:class:`sim.harness.pump.Observer`). A model call
+    and a tool call last from their effect to their result on ``clock()``
+    (seconds since the run started: the live driver's ``elapsed_s``); a model
+    call is written with the provider's answer to it, ``answer_to(request)``
+    (the live driver's :meth:`~sim.drivers.live.driver.LiveDriver.answer_to`:
+    response id, finish reason, time to first event; the pump's result alone
+    when it gives None). The run's span ends with the final state."""
+
+    __slots__ = ("spans", "clock", "answer_to", "began")
+
+    def __init__(self, spans: RunSpans, clock: Callable[[], float],
+                 answer_to: Callable[[ModelRequest], Answer | None]) -> None:
+        self.spans = spans
+        self.clock = clock
+        self.answer_to = answer_to
+        self.began = 0.0  # when the model or tool call in flight began (the clock's reading)
+
+    def effect(self, effect: Any) -> None:
+        """A model or tool call begins: its start is read on the clock."""
+        if type(effect) in (ModelRequest, ToolRequest):
+            self.began = self.clock()
+
+    def result(self, effect: Any, result: Any) -> None:
+        """A model call's ``chat`` span (or its failed attempt, kept until an
+        answer follows), a tool call's ``execute_tool`` span."""
+        kind = type(effect)
+        if kind is ModelRequest:
+            answer = self.answer_to(effect)
+            self.spans.model_call(effect, Answer(result) if answer is None else answer,
+                                  self.began, self.clock())
+        elif kind is ToolRequest:
+            self.spans.tool_call(effect, result, self.began, self.clock())
+
+    def end(self, state: HarnessState) -> None:
+        """The run's span ends, labelled with the harness's ``state:reason``."""
+        self.spans.end(f"{state.status}:{state.reason}", state.status == "succeeded",
+                       self.clock())
 
 
 def _openinference_llm(counts: Sequence[int], model: str, provider: str,
