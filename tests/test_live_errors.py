@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.drivers.live.provider_failures import (
+from sim.drivers.live.calls import (
     Failure,
     model_error,
     retry_after_s,

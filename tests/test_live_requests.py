@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sim.drivers.live.anthropic_api import messages_payload
+from sim.drivers.live.calls import SPAN_OPENING, SUMMARY_INSTRUCTION, check_provider
 from sim.drivers.live.openai_api import chat_payload
-from sim.drivers.live.wire import SPAN_OPENING, SUMMARY_INSTRUCTION, check_provider
 from sim.harness import (
     HarnessParams,
     Message,

@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from sim.drivers.live.builtin import builtin
 from sim.drivers.live.tools import (
     MAX_OUTPUT_CHARS,
     FunctionTool,
@@ -18,6 +17,7 @@ from sim.drivers.live.tools import (
     Toolbox,
     ToolContext,
     ToolFailure,
+    builtin,
     run_tool,
 )
 from sim.harness import ToolError, ToolResult

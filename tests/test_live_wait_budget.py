@@ -16,8 +16,8 @@ import time
 import pytest
 from fake_providers import Fail, FakeProvider
 
+from sim.drivers.live.calls import retry_after_s
 from sim.drivers.live.driver import MAX_WAIT_PER_RUN_S, RETRY_AFTER_CAP_S, WAIT_BUDGET_EXHAUSTED
-from sim.drivers.live.provider_failures import retry_after_s
 from sim.harness import RetryPolicy
 from tests.test_live_http import WIRE_IDS, WIRES, drive, params_for, three_steps, toolbox
 

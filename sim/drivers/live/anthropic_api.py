@@ -6,7 +6,7 @@ first in their user turn, thinking blocks kept with their signatures), the
 system prompt as a text block, the tool definitions with their input schemas
 and the tool choice; no sampling parameters (API version 2026-10-21, which SDK
 2.x sends, rejects ``temperature``, ``top_p`` and ``top_k``, and the SDK has no
-such arguments: :func:`~sim.drivers.live.wire.check_provider` refuses a run
+such arguments: :func:`~sim.drivers.live.calls.check_provider` refuses a run
 that sets them for Anthropic). With a cache lifetime
 on the request, ``cache_control`` breakpoints (``ephemeral``, ``ttl`` ``5m`` or
 ``1h``) go on the last tool definition, the system prompt and the last block of
@@ -27,20 +27,19 @@ estimated from the thinking text (capped at the output) and moved to
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from sim.drivers.live.calls import (
     Answer,
-    call_failure,
+    Failure,
+    conversation,
     estimated_usage,
     non_negative,
+    perform,
     text,
     thinking,
     tool_use,
 )
-from sim.drivers.live.provider_failures import Failure
-from sim.drivers.live.wire import conversation
 from sim.harness.context import normalize
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
 from sim.harness.messages import Block, Usage
@@ -99,6 +98,10 @@ class MessageAssembler:
         self.stop_reason: str | None = None
         self.malformed: str | None = None
         self.response_id: str | None = None
+
+    def add_whole(self, reply: Any) -> None:
+        """Anthropic calls are always streamed: never called."""
+        raise NotImplementedError
 
     def add(self, event: Any) -> None:
         """Take one SDK stream event."""
@@ -178,7 +181,7 @@ class MessageAssembler:
                                                           "reason", latency_s))
         u = self.usage
         if "input_tokens" not in u and "output_tokens" not in u:
-            usage, estimated = estimated_usage(request, content), True
+            usage = estimated_usage(request, content)
         else:
             total = u.get("output_tokens", 0)
             thought = sum(b.tokens for b in content if b.type == "thinking")
@@ -188,10 +191,9 @@ class MessageAssembler:
                           cache_read_tokens=u.get("cache_read_input_tokens", 0),
                           cache_write_tokens=u.get("cache_creation_input_tokens", 0),
                           thinking_tokens=thought)
-            estimated = False
         stop = STOP_REASONS.get(self.stop_reason, self.stop_reason)
         return Answer(ModelResponse(content, usage, stop, latency_s, self.model),
-                      self.stop_reason, first_event_s, estimated, self.response_id)
+                      self.stop_reason, first_event_s, self.response_id)
 
 
 class AnthropicModel:
@@ -210,27 +212,13 @@ class AnthropicModel:
                                                 max_retries=0, timeout=timeout_s)
 
     async def call(self, request: ModelRequest) -> Answer:
-        """Stream one response (see the module docstring)."""
+        """Stream one response (see the module docstring); an event whose data
+        is not JSON is a malformed reply."""
         payload = messages_payload(request)
-        start = time.monotonic()
-        first: float | None = None
-        assembler = MessageAssembler()
-
-        async def fetch() -> None:
-            nonlocal first
-            stream = await self._client.messages.create(**payload, stream=True)
-            async with stream:
-                async for event in stream:
-                    if first is None:
-                        first = time.monotonic() - start
-                    assembler.add(event)
-
-        # an event whose data is not JSON is a malformed reply
-        error = await call_failure(fetch, start, self._sdk.AnthropicError, self._failure,
-                                   "unreadable event")
-        if error is not None:
-            return Answer(error)
-        return assembler.answer(request, time.monotonic() - start, first)
+        return await perform(
+            request, lambda: self._client.messages.create(**payload, stream=True),
+            MessageAssembler(), stream=True, sdk_error=self._sdk.AnthropicError,
+            failure=self._failure, unreadable="unreadable event")
 
     def _failure(self, error: Exception) -> Failure:
         sdk = self._sdk

@@ -38,8 +38,7 @@ from pathlib import Path
 
 from sim.bad_input import InputError
 from sim.drivers.live.approval import Approver, terminal_prompt
-from sim.drivers.live.builtin import builtin
-from sim.drivers.live.calls import ModelClient
+from sim.drivers.live.calls import PROVIDERS, ModelClient, check_provider
 from sim.drivers.live.driver import (
     MAX_WAIT_PER_RUN_S,
     RETRY_AFTER_CAP_S,
@@ -48,8 +47,7 @@ from sim.drivers.live.driver import (
 )
 from sim.drivers.live.otel import SpanObserver, SpanRecorder, server_of
 from sim.drivers.live.tasks import LiveTask, TasksFile
-from sim.drivers.live.tools import Toolbox
-from sim.drivers.live.wire import PROVIDERS, check_provider
+from sim.drivers.live.tools import Toolbox, builtin
 from sim.harness.checkpoint import CheckpointStore
 from sim.harness.detector import Detector
 from sim.harness.events import Event

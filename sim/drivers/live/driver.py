@@ -57,7 +57,7 @@ from typing import Any, cast
 
 from sim.drivers.live.approval import Approver, terminal_prompt
 from sim.drivers.live.calls import Answer, ModelClient
-from sim.drivers.live.tools import Toolbox, ToolContext, in_daemon_thread, run_tool
+from sim.drivers.live.tools import ShellTool, Toolbox, ToolContext, in_daemon_thread, run_tool
 from sim.engines.perform import EFFECTS, answers
 from sim.harness.checkpoint import CheckpointStore
 from sim.harness.classifier import MAX_WAIT_S
@@ -112,8 +112,6 @@ class CommandCheck:
 
     async def __call__(self, request: VerifyRequest, context: ToolContext) -> Verdict:
         """Run the check and judge by its exit status."""
-        from sim.drivers.live.tools import ShellTool
-
         start = time.monotonic()
         result = await run_tool(ShellTool("check", timeout_s=self.timeout_s), "check",
                                 {"command": self.command}, context, self.timeout_s)

@@ -22,19 +22,18 @@ when the reply calls tools), ``tool_calls`` is ``tool_use``, ``length`` is
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from sim.drivers.live.calls import (
     Answer,
-    call_failure,
+    Failure,
+    conversation,
     estimated_usage,
     non_negative,
+    perform,
     text,
     tool_use,
 )
-from sim.drivers.live.provider_failures import Failure
-from sim.drivers.live.wire import conversation
 from sim.harness.context import normalize
 from sim.harness.effects import ModelError, ModelRequest, ModelResponse
 from sim.harness.messages import Block, Usage
@@ -83,7 +82,7 @@ class ChatAssembler:
         self.usage: Any = None
         self.response_id: str | None = None
 
-    def add_chunk(self, chunk: Any) -> None:
+    def add(self, chunk: Any) -> None:
         """Take one ``chat.completion.chunk``."""
         self.model = getattr(chunk, "model", "") or self.model
         self.response_id = getattr(chunk, "id", None) or self.response_id
@@ -108,7 +107,7 @@ class ChatAssembler:
             if choice.finish_reason:
                 self.finish = choice.finish_reason
 
-    def add_completion(self, completion: Any) -> None:
+    def add_whole(self, completion: Any) -> None:
         """Take a whole ``chat.completion``."""
         self.model = completion.model or ""
         self.response_id = getattr(completion, "id", None) or None
@@ -149,14 +148,13 @@ class ChatAssembler:
         stop = FINISH_REASONS.get(self.finish, self.finish)
         if stop == "end_turn" and any(b.type == "tool_use" for b in content):
             stop = "tool_use"
-        usage, estimated = self._usage(request, content)
-        return Answer(ModelResponse(content, usage, stop, latency_s, self.model), self.finish,
-                      first_event_s, estimated, self.response_id)
+        return Answer(ModelResponse(content, self._usage(request, content), stop, latency_s,
+                                    self.model), self.finish, first_event_s, self.response_id)
 
-    def _usage(self, request: ModelRequest, content: list[Block]) -> tuple[Usage, bool]:
+    def _usage(self, request: ModelRequest, content: list[Block]) -> Usage:
         u = self.usage
         if u is None:
-            return estimated_usage(request, content), True
+            return estimated_usage(request, content)
         prompt = non_negative(getattr(u, "prompt_tokens", 0))
         completion = non_negative(getattr(u, "completion_tokens", 0))
         details = getattr(u, "prompt_tokens_details", None)
@@ -166,10 +164,10 @@ class ChatAssembler:
         if not all(type(v) is int and v >= 0 for v in (prompt, completion, cached, reasoning)):
             # an impossible count, passed on as reported: the harness names it
             return Usage(input_tokens=prompt, output_tokens=completion, cache_read_tokens=cached,
-                         thinking_tokens=reasoning), False
+                         thinking_tokens=reasoning)
         cached, reasoning = min(prompt, cached), min(completion, reasoning)
         return Usage(input_tokens=prompt - cached, output_tokens=completion - reasoning,
-                     cache_read_tokens=cached, thinking_tokens=reasoning), False
+                     cache_read_tokens=cached, thinking_tokens=reasoning)
 
 
 class OpenAIModel:
@@ -190,27 +188,10 @@ class OpenAIModel:
     async def call(self, request: ModelRequest) -> Answer:
         """One completion, streamed unless the client was made with ``stream`` False."""
         payload = chat_payload(request, stream=self.stream)
-        start = time.monotonic()
-        first: float | None = None
-        assembler = ChatAssembler()
-
-        async def fetch() -> None:
-            nonlocal first
-            if not self.stream:
-                assembler.add_completion(await self._client.chat.completions.create(**payload))
-                return
-            stream = await self._client.chat.completions.create(**payload)
-            async with stream:
-                async for chunk in stream:
-                    if first is None:
-                        first = time.monotonic() - start
-                    assembler.add_chunk(chunk)
-
-        error = await call_failure(fetch, start, self._sdk.OpenAIError, self._failure,
-                                   "unreadable chunk")
-        if error is not None:
-            return Answer(error)
-        return assembler.answer(request, time.monotonic() - start, first)
+        return await perform(
+            request, lambda: self._client.chat.completions.create(**payload),
+            ChatAssembler(), stream=self.stream, sdk_error=self._sdk.OpenAIError,
+            failure=self._failure, unreadable="unreadable chunk")
 
     def _failure(self, error: Exception) -> Failure:
         sdk = self._sdk

@@ -7,7 +7,7 @@ A YAML list of tasks, or a mapping with ``tasks`` and an optional
     tasks:
       - id: greet
         instruction: Create hello.txt containing the word hello.
-        tools: [write_file, shell]       # built-in tools (see sim.drivers.live.builtin)
+        tools: [write_file, shell]       # built-in tools (see sim.drivers.live.tools)
         check: grep -q hello hello.txt   # optional: the verifier, run in the workdir
       - id: count
         instruction: How many lines has data.csv?
@@ -30,7 +30,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sim.bad_input import InputError
-from sim.drivers.live.builtin import BUILTIN_TOOLS
+from sim.drivers.live.tools import BUILTIN_TOOLS
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
