@@ -36,6 +36,7 @@ from sim.drivers.live.calls import (
     estimated_usage,
     non_negative,
     perform,
+    sdk_failure,
     text,
     thinking,
     tool_use,
@@ -221,16 +222,7 @@ class AnthropicModel:
             failure=self._failure, unreadable="unreadable event")
 
     def _failure(self, error: Exception) -> Failure:
-        sdk = self._sdk
-        if isinstance(error, sdk.APITimeoutError):
-            return Failure(str(error), timeout=True)
-        if isinstance(error, sdk.APIConnectionError):
-            return Failure(str(error), connection=True)
-        if isinstance(error, sdk.APIStatusError):
-            return Failure(getattr(error, "api_message", None) or str(error),
-                           error.status_code, getattr(error, "type", None),
-                           getattr(error, "error_code", None), dict(error.response.headers))
-        return Failure(str(error))
+        return sdk_failure(self._sdk, error, "api_message", "error_code") or Failure(str(error))
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

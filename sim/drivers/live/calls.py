@@ -274,6 +274,23 @@ class Failure:
     connection: bool = False
 
 
+def sdk_failure(sdk: Any, error: Exception, message: str, code: str) -> Failure | None:
+    """``error``, raised by a provider's SDK (``sdk``: the module; both SDKs
+    name their errors alike), as a :class:`Failure`: a timeout, a lost
+    connection, or an HTTP status with the provider's message (the error's
+    attribute named ``message``, else its text), error type and code (the
+    attribute named ``code``); None for any other error."""
+    if isinstance(error, sdk.APITimeoutError):
+        return Failure(str(error), timeout=True)
+    if isinstance(error, sdk.APIConnectionError):
+        return Failure(str(error), connection=True)
+    if isinstance(error, sdk.APIStatusError):
+        return Failure(getattr(error, message, None) or str(error), error.status_code,
+                       getattr(error, "type", None), getattr(error, code, None),
+                       dict(error.response.headers))
+    return None
+
+
 def transport_failure(error: BaseException) -> Failure | None:
     """A :class:`Failure` for an error of the SDKs' HTTP library (``httpx2``,
     or ``httpx`` for older SDKs) or of the socket, which a stream can raise

@@ -31,6 +31,7 @@ from sim.drivers.live.calls import (
     estimated_usage,
     non_negative,
     perform,
+    sdk_failure,
     text,
     tool_use,
 )
@@ -194,16 +195,10 @@ class OpenAIModel:
             failure=self._failure, unreadable="unreadable chunk")
 
     def _failure(self, error: Exception) -> Failure:
-        sdk = self._sdk
-        if isinstance(error, sdk.APITimeoutError):
-            return Failure(str(error), timeout=True)
-        if isinstance(error, sdk.APIConnectionError):
-            return Failure(str(error), connection=True)
-        if isinstance(error, sdk.APIStatusError):
-            return Failure(getattr(error, "message", None) or str(error), error.status_code,
-                           getattr(error, "type", None), getattr(error, "code", None),
-                           dict(error.response.headers))
-        if isinstance(error, sdk.APIError):  # an error object inside a stream
+        failure = sdk_failure(self._sdk, error, "message", "code")
+        if failure is not None:
+            return failure
+        if isinstance(error, self._sdk.APIError):  # an error object inside a stream
             return Failure(error.message, None, getattr(error, "type", None),
                            getattr(error, "code", None))
         return Failure(str(error))
