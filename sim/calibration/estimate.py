@@ -461,8 +461,9 @@ def _cache(calls: pd.DataFrame, notes: dict[str, str]
     if automatic or writes:
         miss, share = _cache_reads(calls[later])
         notes["cache"] = (f"{'automatic' if automatic else 'harness'} caching: "
-                          f"{reads[later.to_numpy()].mean():.0%} of later calls read the cache "
-                          f"(miss {miss:.3f}); "
+                          + (f"{reads[later.to_numpy()].mean():.0%} of later calls read the "
+                             f"cache (miss {miss:.3f}); " if later.any() else
+                             "no run has a later call; ")
                           + ("" if share is None else
                              f"median {float(np.median(share.values)):.0%} of the prompt read "
                              f"when it hits (10th percentile "
