@@ -42,7 +42,9 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   lognormal by maximum likelihood on their logarithms;
 - **endings**: competing risks per step (resolution, giving up or a false
   claim, a fatal fault) with a per-run frailty, the recorded harness's own
-  stops censored (:mod:`sim.calibration.survival`, with lifelines);
+  stops censored (:mod:`sim.calibration.survival`, with lifelines), and the
+  link between a run's length and its size multiplier (the exponent of the
+  run's effect above in its hazards, ``endings.size_link``);
 - **cache**: a class whose traces read the cache and never write it has the
   provider's automatic caching. A cached class's hits are fitted as the
   provider makes them (``world.cache.hits``, :func:`cache_hits`): the share
@@ -162,13 +164,25 @@ def _duration(values) -> tuple[float, float]:
 
 def _run_effects(calls: pd.DataFrame) -> tuple[pd.Series, float]:
     """Each run's shrunken log size effect (indexed by run_id) and tau, from
-    the logs of its outputs less the class's mean for the call's kind."""
+    the logs of its outputs: an answer's less the answers' offset from tool
+    calls (the mean within-run difference, runs with both kinds weighted
+    alike), then all less the mean of the runs' means (runs weighted alike,
+    as the world draws one multiplier per run). Call-weighted means per kind
+    lean toward long runs, so when a run's size and its length are linked
+    they would set short runs' effects (mostly the answer) against long
+    runs' (mostly tool calls) and hide the link."""
     y = np.log(np.maximum(calls["output"].to_numpy(float), 1.0))
     kind = calls["text"].to_numpy(bool)
-    for k in (True, False):
-        if (kind == k).any():
-            y[kind == k] -= y[kind == k].mean()
-    frame = pd.DataFrame({"run": calls["run_id"].to_numpy(), "y": y})
+    run = calls["run_id"].to_numpy()
+    if kind.any() and not kind.all():
+        by_kind = pd.DataFrame({"run": run, "k": kind, "y": y}).groupby(
+            ["run", "k"], sort=False)["y"].mean().unstack()
+        both = by_kind.dropna()
+        offset = (float((both[True] - both[False]).mean()) if len(both)
+                  else float(by_kind[True].mean() - by_kind[False].mean()))
+        y[kind] -= offset
+    frame = pd.DataFrame({"run": run, "y": y})
+    frame["y"] -= float(frame.groupby("run", sort=False)["y"].mean().mean())
     g = frame.groupby("run", sort=False)["y"]
     n, mean = g.size(), g.mean()
     dev = frame["y"] - g.transform("mean")
@@ -382,7 +396,8 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
     hits = cache_hits(calls) if (automatic or writes) else None
     if hits is not None:
         notes["cache"] = hits.pop("note")
-    endings = fit_endings(runs) if with_endings else None
+    endings = (fit_endings(runs, runs["run_id"].map(effects).fillna(0.0).to_numpy(float))
+               if with_endings else None)
     if endings is not None:
         notes["endings"] = endings.note
     return ClassEstimate(
@@ -446,8 +461,9 @@ def _cache(calls: pd.DataFrame, notes: dict[str, str]
     if automatic or writes:
         miss, share = _cache_reads(calls[later])
         notes["cache"] = (f"{'automatic' if automatic else 'harness'} caching: "
-                          f"{reads[later.to_numpy()].mean():.0%} of later calls read the cache "
-                          f"(miss {miss:.3f}); "
+                          + (f"{reads[later.to_numpy()].mean():.0%} of later calls read the "
+                             f"cache (miss {miss:.3f}); " if later.any() else
+                             "no run has a later call; ")
                           + ("" if share is None else
                              f"median {float(np.median(share.values)):.0%} of the prompt read "
                              f"when it hits (10th percentile "

@@ -39,6 +39,15 @@ not depend on ``Z``:
   each bin is the maximum-likelihood one under that ``theta`` (with
   ``theta = 0``: events / run-steps at risk in the bin, the discrete-time
   estimate ``-log(1 - d / E)`` per step);
+- **size link**: given each run's log size multiplier ``x`` (the shrunken
+  random effect of its outputs, :mod:`sim.calibration.estimate`), the
+  exponent ``b`` of ``S = exp(x)`` in the run's hazards (its cumulative
+  hazard ``L(t) exp(b x)``, proportional hazards with ``x`` as covariate) by
+  maximum likelihood, the bins' hazards (and a fitted frailty's variance)
+  refitted with it; kept when the likelihood-ratio test against ``b = 0``
+  rejects at 5% and there are at least :data:`MIN_FRAILTY_EVENTS` events
+  (else 0): runs whose sizes, and so whose growth per step, are larger last
+  longer (``b < 0``) or shorter;
 - **causes**: each bin's total hazard split by its events' causes.
 
 The simulate-and-compare search (:mod:`sim.calibration.search`) does not
@@ -63,6 +72,8 @@ MIN_FRAILTY_EVENTS = 40
 """Fewest events for which the frailty variance is estimated (else 0)."""
 MAX_FRAILTY = 5.0
 """Largest frailty variance the fit considers."""
+MAX_SIZE_LINK = 5.0
+"""Largest exponent (either sign) of the size multiplier in the hazards."""
 CAUSES: tuple[str, ...] = ("resolve", "give_up", "error")
 _NATURAL = ("agent", "task_giver")
 
@@ -84,12 +95,14 @@ class EndingsFit:
     bin_exposure: list[float] = field(default_factory=list)
     cumulative: dict[str, np.ndarray] = field(default_factory=dict)
     note: str = ""
+    size_link: float = 0.0
 
     def section(self, hazard_scale: float = 1.0, frailty_scale: float = 1.0,
                 give_up_scale: float = 1.0) -> dict:
         """The world's ``endings`` section, hazards multiplied by
         ``hazard_scale`` (the give-up hazard also by ``give_up_scale``) and the
-        frailty variance by ``frailty_scale`` (each hazard cut to 100 per step)."""
+        frailty variance by ``frailty_scale`` (each hazard cut to 100 per step);
+        ``size_link`` only when it is not 0."""
         def scaled(name: str, k: float) -> list[float]:
             return [round(min(100.0, h * k), 8) for h in self.hazards[name]]
 
@@ -97,13 +110,21 @@ class EndingsFit:
                 "resolve": scaled("resolve", hazard_scale),
                 "give_up": scaled("give_up", hazard_scale * give_up_scale),
                 "error": scaled("error", hazard_scale),
-                "frailty": round(min(MAX_FRAILTY, self.frailty * frailty_scale), 6)}
+                "frailty": round(min(MAX_FRAILTY, self.frailty * frailty_scale), 6),
+                **({"size_link": round(self.size_link, 6)} if self.size_link else {})}
 
 
 def observations(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(times, cause index, weight)`` rows of ``runs`` (columns ``steps``,
     ``category``, ``resolved``): cause -1 for a censored run; a natural ending
     of unknown resolution gives two rows (see the module docstring)."""
+    times, causes, weights, _ = observation_rows(runs)
+    return times, causes, weights
+
+
+def observation_rows(runs: pd.DataFrame
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`observations` and, per row, the position of its run in ``runs``."""
     steps = runs["steps"].to_numpy(np.int64)
     stuck = (runs["trailing_repeats"].to_numpy(np.int64) if "trailing_repeats" in runs
              else np.zeros(len(steps), dtype=np.int64))
@@ -113,8 +134,9 @@ def observations(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     known = natural & np.array([r is not None for r in resolved], dtype=bool)
     good = known & np.array([r is True for r in resolved], dtype=bool)
     p = float(good.sum() / known.sum()) if known.any() else 1.0
-    times, causes, weights = [], [], []
-    for t, c, r, nat, k in zip(steps, cats, resolved, natural, stuck, strict=True):
+    times, causes, weights, index = [], [], [], []
+    for i, (t, c, r, nat, k) in enumerate(zip(steps, cats, resolved, natural, stuck,
+                                              strict=True)):
         if nat:
             t = max(int(t), 1)
             if r is None:
@@ -123,6 +145,7 @@ def observations(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
                         times.append(t)
                         causes.append(cause)
                         weights.append(w)
+                        index.append(i)
                 continue
             times.append(t)
             causes.append(0 if r else 1)
@@ -133,8 +156,9 @@ def observations(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
             times.append(max(1, int(t) - int(k)) if t > 0 else 0)
             causes.append(-1)
         weights.append(1.0)
+        index.append(i)
     return (np.asarray(times, dtype=np.int64), np.asarray(causes, dtype=np.int64),
-            np.asarray(weights, dtype=float))
+            np.asarray(weights, dtype=float), np.asarray(index, dtype=np.int64))
 
 
 def _bins(times: np.ndarray, causes: np.ndarray, weights: np.ndarray) -> list[int]:
@@ -197,33 +221,39 @@ def _nelson_aalen(times: np.ndarray, causes: np.ndarray, weights: np.ndarray, ho
 
 
 def _frailty_loglik(theta: float, lam: np.ndarray, step_bin: np.ndarray,
-                    times: np.ndarray, event: np.ndarray, weights: np.ndarray) -> float:
+                    times: np.ndarray, event: np.ndarray, weights: np.ndarray,
+                    mult: np.ndarray | None = None) -> float:
     """Log-likelihood of the all-cause lengths: per-step hazards ``lam`` of
-    each bin, gamma frailty of variance ``theta`` (0: none)."""
+    each bin, gamma frailty of variance ``theta`` (0: none), each row's
+    cumulative hazard times ``mult`` (its run's ``exp(b x)``; None: 1)."""
     cum = np.concatenate(([0.0], np.cumsum(lam[step_bin[1:]])))  # L(t), t = 0..horizon
     t = np.clip(times, 0, len(cum) - 1)
+    scale = 1.0 if mult is None else mult
 
     def log_s(x: np.ndarray) -> np.ndarray:
         if theta <= 1e-9:
             return -x
         return -np.log1p(theta * x) / theta
 
-    ls_t = log_s(cum[t])
-    ls_prev = log_s(cum[np.maximum(t - 1, 0)])
+    ls_t = log_s(cum[t] * scale)
+    ls_prev = log_s(cum[np.maximum(t - 1, 0)] * scale)
     with np.errstate(divide="ignore"):
         ev = ls_prev + np.log(-np.expm1(np.minimum(ls_t - ls_prev, -1e-300)))
     ll = np.where(event, ev, ls_t)
     return float((weights * ll).sum())
 
 
-def fit_endings(runs: pd.DataFrame) -> EndingsFit | None:
+def fit_endings(runs: pd.DataFrame, size_effect: np.ndarray | None = None
+                ) -> EndingsFit | None:
     """The competing-risks endings of ``runs`` (see the module docstring), or
-    None when no run ended by a cause (every run censored, or no runs)."""
+    None when no run ended by a cause (every run censored, or no runs);
+    ``size_effect``, per run of ``runs``, its log size multiplier (None: no
+    size link is fitted)."""
     from scipy.optimize import minimize
 
     if runs.empty:
         return None
-    times, causes, weights = observations(runs)
+    times, causes, weights, row_run = observation_rows(runs)
     if not (causes >= 0).any():
         return None
     horizon = int(max(times.max(), 1))
@@ -270,6 +300,13 @@ def fit_endings(runs: pd.DataFrame) -> EndingsFit | None:
                 note = f"no frailty (likelihood ratio {lr:.2f} against none, under 3.84)"
     else:
         note = f"no frailty ({n_events:.0f} events, fewer than {MIN_FRAILTY_EVENTS})"
+    link = 0.0
+    if size_effect is not None and n_events >= MIN_FRAILTY_EVENTS:
+        x = np.asarray(size_effect, dtype=float)[row_run]
+        if np.isfinite(x).all() and float(np.ptp(x)) > 0:
+            link, theta, lam, link_note = _size_link(theta, lam, step_bin, times, event,
+                                                     weights, x)
+            note += f"; {link_note}"
     share = np.where(total > 0, d / np.maximum(total, 1e-12), 0.0)
     hazards = {name: [float(lam[b] * share[k][b]) for b in range(nb)]
                for k, name in enumerate(CAUSES)}
@@ -282,4 +319,48 @@ def fit_endings(runs: pd.DataFrame) -> EndingsFit | None:
     return EndingsFit(edges=list(edges), hazards=hazards, frailty=theta, events=counts,
                       censored=censored, bin_events=[float(v) for v in total],
                       bin_exposure=[float(v) for v in exposure],
-                      cumulative=_nelson_aalen(times, causes, weights, horizon), note=note)
+                      cumulative=_nelson_aalen(times, causes, weights, horizon), note=note,
+                      size_link=link)
+
+
+def _size_link(theta: float, lam: np.ndarray, step_bin: np.ndarray, times: np.ndarray,
+               event: np.ndarray, weights: np.ndarray, x: np.ndarray
+               ) -> tuple[float, float, np.ndarray, str]:
+    """``(b, theta, hazards, note)``: the exponent of the size multiplier
+    ``exp(x)`` in each row's hazards by maximum likelihood with the bins'
+    hazards refitted, and the frailty variance refitted with them when
+    ``theta`` (the fit without the link) is not 0 (a frailty fitted alone
+    takes up the spread of lengths the sizes explain: held, it would shrink
+    ``b`` toward 0); or ``(0, theta, lam, note)`` when the likelihood-ratio
+    test against ``b = 0`` does not reject at 5%."""
+    from scipy.optimize import minimize
+
+    live = lam > 0
+    if not live.any():
+        return 0.0, theta, lam, "no size link (no hazard)"
+    base = -_frailty_loglik(theta, lam, step_bin, times, event, weights)
+    free = theta > 0  # the frailty refitted with the link
+
+    def unpack(v: np.ndarray) -> tuple[float, float, np.ndarray]:
+        lam_v = np.zeros(len(lam))
+        lam_v[live] = np.exp(v[1 + free:])
+        return float(v[0]), math.exp(v[1]) if free else theta, lam_v
+
+    def negll(v: np.ndarray) -> float:
+        b, th, lam_v = unpack(v)
+        return -_frailty_loglik(th, lam_v, step_bin, times, event, weights, np.exp(b * x))
+
+    start = [0.0] + ([math.log(theta)] if free else []) + list(np.log(lam[live]))
+    bounds = ([(-MAX_SIZE_LINK, MAX_SIZE_LINK)]
+              + ([(math.log(1e-4), math.log(MAX_FRAILTY))] if free else [])
+              + [(-20.0, 5.0)] * int(live.sum()))
+    best = minimize(negll, np.array(start), method="L-BFGS-B", bounds=bounds)
+    lr = 2 * (base - float(best.fun))
+    if not np.isfinite(best.fun) or lr <= 3.841:
+        return 0.0, theta, lam, (f"no size link (likelihood ratio {lr:.2f} against none, "
+                                 f"under 3.84)")
+    b, th, fitted = unpack(best.x)
+    return b, th, fitted, (f"hazards x size multiplier ^ {b:.3f} by maximum likelihood "
+                           f"(likelihood ratio {lr:.1f} against none"
+                           + (f"; frailty variance refitted with it: {th:.3f})" if free
+                              else ")"))

@@ -101,6 +101,8 @@ class SimulatedTask(TaskSizes):
             self.task_tokens = max(1, first - world.stable_prefix_tokens)
         self.scale = 1.0 if world.run_scale is None else world.run_scale.sample(difficulty)
         self.frailty = 1.0 if world.frailty is None else world.frailty.sample(difficulty)
+        if world.size_link and self.scale != 1.0:  # endings.size_link: no draw of its own
+            self.frailty *= self.scale ** world.size_link
         self.ending_turn = -1
         self.ending = NONE
         self.progress = 0

@@ -110,7 +110,12 @@ class EndingsParams(Strict):
       retry; the run fails (``failed:model_error``) after ``n - 1`` steps.
 
     ``Z`` is the run's frailty, drawn once per run from the difficulty stream:
-    gamma with mean 1 and variance ``frailty`` (0: every run has ``Z = 1``).
+    gamma with mean 1 and variance ``frailty`` (0: every run has ``Z = 1``),
+    times ``S ** size_link`` for a run whose size multiplier
+    (``tokens.run_scale``) is ``S``: with ``size_link`` negative, runs whose
+    outputs and observations are larger (whose prompt grows faster per step)
+    last longer, positive shorter (0: length and growth independent; no draw
+    is added either way).
     The harness's limits are not causes: they are the harness's budgets and
     cut runs short wherever they apply. Otherwise the model behaves as
     ``policy`` says (messages, tool errors, loops, productive calls), but a
@@ -131,6 +136,10 @@ class EndingsParams(Strict):
     frailty: float = Field(0.0, ge=0.0, le=10.0, description=(
         f"variance of the per-run gamma hazard multiplier (mean 1; 0: none; else at least "
         f"{MIN_FRAILTY:g})"))
+
+    size_link: float = Field(0.0, ge=-5.0, le=5.0, description=(
+        "exponent of the run's size multiplier (tokens.run_scale) in its hazards (0: none; "
+        "negative: runs that grow faster per step last longer)"))
 
     @field_validator("frailty")
     @classmethod

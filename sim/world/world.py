@@ -244,10 +244,12 @@ class World:
     def _compile_endings(self, params: WorldParams) -> None:
         """Per-bin thresholds of the competing-risks endings (``endings``
         False when the world has none): the total hazard per step of each
-        bin and the cumulative shares of resolve and give-up in it."""
+        bin and the cumulative shares of resolve and give-up in it, and the
+        exponent of the run's size multiplier in its hazards (``size_link``)."""
         endings = params.endings
         self.endings = endings is not None
         self.frailty: BaseDistribution | None = None
+        self.size_link = 0.0 if endings is None else endings.size_link
         if endings is None:
             return
         self.end_edges = endings.edges
