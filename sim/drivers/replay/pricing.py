@@ -9,13 +9,14 @@ a recorded call whose recorded cost is missing or $0 with tokens used
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.cost.recorded import FITTED, ModelPrice, Recorded, model_price, tokens_price
-from sim.drivers.recorded_runs import RecordedCall, RecordedRun
+from sim.cost.recorded import FITTED, ModelPrice, Recorded, model_prices, tokens_price
+from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.params import HarnessParams, Prices
+from sim.traces.model import CallRecord
 
 
 @dataclass(frozen=True)
@@ -62,18 +63,24 @@ class ModelPricing:
                                      for m, p in sorted(self.fill.items())}}
 
 
-def call_model(call: RecordedCall, run: RecordedRun, template: HarnessParams) -> str:
+def call_model(call: CallRecord, run: RecordedRun, template: HarnessParams) -> str:
     """The model that answered ``call``: its own, else the run's, else the template's."""
     return call.model or run.model or template.model
 
 
-def price_models(runs: list[RecordedRun], template: HarnessParams,
+def price_models(runs: Iterable[RecordedRun], template: HarnessParams,
                  prices_for: Callable[[str | None], Prices | None] | None = None
                  ) -> ModelPricing:
-    """Prices for every model the recorded calls name (see the module):
-    ``prices_for(model)`` (the catalogue; None: unknown), else from the
-    recorded costs of that model's calls, else the template's prices."""
-    costed: dict[str, list[RecordedCall | Recorded]] = {}
+    """Prices for every model the recorded calls name (see the module), in
+    one pass over ``runs`` (a list, or a folder's runs read a range at a
+    time: :mod:`sim.drivers.replay.reading`), the models in order of first
+    appearance: both prices of a model come from
+    :func:`sim.cost.recorded.model_price`, its listed prices
+    ``prices_for(model)`` (the catalogue; None: unknown; no ``prices_for``:
+    the template's), scaled to the recorded costs of that model's calls (a
+    run recording only its total is one record of its own model), else the
+    template's prices."""
+    costed: dict[str, list[Recorded]] = {}
     names: dict[str, None] = {}
     for run in runs:
         total = run.cost_usd is not None and all(c.cost_usd is None for c in run.calls)
@@ -84,31 +91,16 @@ def price_models(runs: list[RecordedRun], template: HarnessParams,
             name = call_model(call, run, template)
             names.setdefault(name, None)
             if call.cost_usd is not None:
-                costed.setdefault(name, []).append(call)
-    return models_pricing(list(names), lambda name: costed.get(name, []), template, prices_for)
-
-
-def models_pricing(names: list[str],
-                   costed: Callable[[str], Sequence[RecordedCall | Recorded]],
-                   template: HarnessParams,
-                   prices_for: Callable[[str | None], Prices | None] | None = None
-                   ) -> ModelPricing:
-    """:func:`price_models` given the model names in order of first
-    appearance and ``costed(name)``: that model's calls with a recorded cost
-    (and runs recording only their total, :data:`sim.cost.recorded.Recorded`).
-    Both prices of a model come from :func:`sim.cost.recorded.model_price`
-    (the listed prices: ``prices_for(name)``, else the template's)."""
+                costed.setdefault(name, []).append((call.usage, call.cost_usd))
+    listed = {name: prices_for(name) if prices_for is not None else template.prices
+              for name in names}
+    fill = model_prices({name: costed.get(name, []) for name in names}, listed.__getitem__,
+                        template.prices)
     prices: dict[str, Prices] = {}
     catalogue, default = [], []
     recorded: dict[str, dict[str, float]] = {}
-    fill: dict[str, ModelPrice] = {}
-    for name in names:
-        found = prices_for(name) if prices_for is not None else template.prices
-        calls = costed(name)
-        one = model_price(name, found, template.prices,
-                          ((c.usage, c.cost_usd) if isinstance(c, RecordedCall) else c
-                           for c in calls))
-        fill[name] = one
+    for name, one in fill.items():
+        found = listed[name]
         if found is not None:
             prices[name] = found
             catalogue.append(name)
