@@ -13,7 +13,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.cost.recorded import FITTED, ModelPrice, Recorded, model_prices, tokens_price
+from sim.cost.recorded import (
+    FITTED,
+    ModelPrice,
+    RunCalls,
+    model_prices,
+    model_records,
+    tokens_price,
+)
 from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.params import HarnessParams, Prices
 from sim.traces.model import CallRecord
@@ -80,18 +87,14 @@ def price_models(runs: Iterable[RecordedRun], template: HarnessParams,
     the template's), scaled to the recorded costs of that model's calls (a
     run recording only its total is one record of its own model), else the
     template's prices."""
-    costed: dict[str, list[Recorded]] = {}
     names: dict[str, None] = {}
-    for run in runs:
-        total = run.cost_usd is not None and all(c.cost_usd is None for c in run.calls)
-        if total and run.calls:  # a run recording only its total: one record of its model
-            costed.setdefault(run.model or template.model, []).append(
-                ([c.usage for c in run.calls], run.cost_usd))
-        for call in run.calls:
-            name = call_model(call, run, template)
-            names.setdefault(name, None)
-            if call.cost_usd is not None:
-                costed.setdefault(name, []).append((call.usage, call.cost_usd))
+
+    def costs(run: RecordedRun) -> RunCalls:
+        calls = [(c.cost_usd, c.usage, call_model(c, run, template)) for c in run.calls]
+        names.update(dict.fromkeys(name for _, _, name in calls))
+        return run.model or template.model, run.cost_usd, calls
+
+    costed = model_records(costs(run) for run in runs)
     listed = {name: prices_for(name) if prices_for is not None else template.prices
               for name in names}
     fill = model_prices({name: costed.get(name, []) for name in names}, listed.__getitem__,
