@@ -29,7 +29,7 @@ from sim.drivers.replay.reading import (
     runs_of,
 )
 from sim.harness.messages import Usage
-from sim.traces.model import CallRecord
+from sim.traces.model import CallRecord, ToolCallRecord
 
 
 def _runs(n: int = 12) -> list[RecordedRun]:
@@ -125,3 +125,29 @@ def test_replay_prices_a_run_recording_only_its_total_as_tune_does(tmp_path):
     assert done["free"].basis == FITTED
     assert done["total"].recorded_calls_usd == pytest.approx(0.0112, rel=1e-12)
     assert done["total"].basis == RECORDED
+
+
+def test_a_call_record_read_back_is_the_one_the_writer_was_given(tmp_path):
+    """One call record from importer to replay: CallRecords (a step of
+    unknown text size and purpose, a compaction, a tool call of unknown error
+    flag, one of a subagent) written by the trace model's writer read back,
+    streamed and whole, as equal CallRecords (the reader leaves only
+    ``started_s``, ``provenance`` and a tool call's ``id`` at their defaults,
+    as given here), nulls kept as nulls; the unknown purpose is a step."""
+    search = ToolCallRecord("search", arguments='{"q":"x"}', result_tokens=12,
+                            result_sha256="h", error=None, duration_s=0.25)
+    failed = ToolCallRecord("edit", arguments='{"f":"a"}', result_tokens=3, error=True)
+    calls = (CallRecord(Usage(input_tokens=900, output_tokens=30, cache_read_tokens=100),
+                        model="m1", cost_usd=0.002, finish_reason="tool_calls", latency_s=1.5,
+                        tool_calls=[search, failed]),
+             CallRecord(Usage(input_tokens=400, output_tokens=50), purpose="compaction",
+                        text_tokens=50, text_sha256="t"),
+             CallRecord(Usage(input_tokens=1_000, output_tokens=20, thinking_tokens=7),
+                        agent="a1", observation_tokens=5, observation_sha256="o",
+                        text_tokens=20, finish_reason="stop"))
+    folder = write_traces(tmp_path / "one", [RecordedRun("r", calls, "sim", "t", "m0")])
+    streamed = runs_of(str(folder), 0, 1, True)[0]
+    assert streamed.calls == calls == read_trace_folder(folder)[0].calls
+    assert [c.is_step for c in streamed.calls] == [True, False, True]
+    assert streamed.calls[0].tool_calls[0].error is None
+    assert streamed.calls[0].text_tokens is None and streamed.calls[0].purpose is None

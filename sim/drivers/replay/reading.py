@@ -1,10 +1,11 @@
 """The one reader of recorded runs: a trace folder opened once, checked, and
 its runs built as frozen :class:`~sim.drivers.recorded_runs.RecordedRun`
-records a row range at a time. Replay, calibration (the ladder's held-out
-runs) and tune all read recorded runs here; the checks are the trace model's
-(:func:`sim.traces.reading.load_tables`, or the same checks a batch at a time:
-:mod:`sim.traces.streaming`), so a bad folder is refused with one message
-whichever command reads it.
+records a row range at a time, their calls the trace model's own
+:class:`~sim.traces.model.CallRecord` (what every importer writes). Replay,
+calibration (the ladder's held-out runs) and tune all read recorded runs
+here; the checks are the trace model's (:func:`sim.traces.reading.load_tables`,
+or the same checks a batch at a time: :mod:`sim.traces.streaming`), so a bad
+folder is refused with one message whichever command reads it.
 
 Two ways to hold a folder, one set of records:
 
@@ -28,6 +29,8 @@ Two ways to hold a folder, one set of records:
 :func:`open_folder` chooses: streamed when :func:`folder_index` accepts the
 folder, else whole (which refuses bad input with its message or reads the
 folder as before), so the records never depend on how the folder was read.
+Either way a folder's prices are :func:`~sim.drivers.replay.pricing.price_models`
+of its records, read :data:`PRICING_CHUNK` runs at a time (:func:`every_run`).
 """
 
 from __future__ import annotations
