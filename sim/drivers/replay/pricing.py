@@ -31,18 +31,29 @@ class ModelPricing:
     """How a replay prices each model its recorded calls name (:func:`price_models`).
 
     ``prices`` by model name; ``catalogue``: the models priced from the price
-    catalogue; ``recorded``: the models the catalogue does not know, priced
-    from their recorded costs, each ``{"calls", "recorded_usd", "scale"}``
-    (the scenario's prices times ``scale``); ``default``: the models neither
-    the catalogue nor a recorded cost prices, priced at the scenario's prices;
-    ``fill``: each model's one price for its recorded calls whose cost is
-    missing or $0 with tokens used (:func:`sim.cost.recorded.model_price`)."""
+    catalogue; ``fill``: each model's one price for its recorded calls whose
+    cost is missing or $0 with tokens used
+    (:func:`sim.cost.recorded.model_price`), which also says how a model the
+    catalogue does not know is priced (:attr:`recorded`, :attr:`default`)."""
 
     prices: dict[str, Prices]
     catalogue: tuple[str, ...] = ()
-    recorded: dict[str, dict[str, float]] = field(default_factory=dict)
-    default: tuple[str, ...] = ()
     fill: dict[str, ModelPrice] = field(default_factory=dict)
+
+    @property
+    def recorded(self) -> dict[str, dict[str, float]]:
+        """The models the catalogue does not know, priced from their recorded
+        costs, each ``{"calls", "recorded_usd", "scale"}`` (the scenario's
+        prices times ``scale``)."""
+        return {m: {"calls": float(p.calls), "recorded_usd": p.recorded_usd, "scale": p.scale}
+                for m, p in self.fill.items() if m not in self.catalogue and p.basis == FITTED}
+
+    @property
+    def default(self) -> tuple[str, ...]:
+        """The models neither the catalogue nor a recorded cost prices, priced
+        at the scenario's prices."""
+        return tuple(m for m, p in self.fill.items()
+                     if m not in self.catalogue and p.basis != FITTED)
 
     @property
     def unpriced(self) -> tuple[str, ...]:
@@ -99,22 +110,10 @@ def price_models(runs: Iterable[RecordedRun], template: HarnessParams,
               for name in names}
     fill = model_prices({name: costed.get(name, []) for name in names}, listed.__getitem__,
                         template.prices)
-    prices: dict[str, Prices] = {}
-    catalogue, default = [], []
-    recorded: dict[str, dict[str, float]] = {}
-    for name, one in fill.items():
-        found = listed[name]
-        if found is not None:
-            prices[name] = found
-            catalogue.append(name)
-        elif one.basis == FITTED and one.prices is not None:
-            prices[name] = one.prices
-            recorded[name] = {"calls": float(one.calls), "recorded_usd": one.recorded_usd,
-                              "scale": one.scale}
-        else:
-            prices[name] = template.prices
-            default.append(name)
-    return ModelPricing(prices, tuple(catalogue), recorded, tuple(default), fill)
+    prices = {name: found if found is not None else fill[name].prices or template.prices
+              for name, found in listed.items()}
+    return ModelPricing(prices, tuple(m for m, found in listed.items() if found is not None),
+                        fill)
 
 
 def priced_calls(params: HarnessParams, run: RecordedRun) -> list[float]:
