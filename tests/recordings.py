@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
+from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.messages import Usage
 from sim.harness.params import DetectorParams, HarnessParams, Prices
 from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
@@ -23,17 +24,19 @@ PRICES = Prices(input=2.0, output=8.0, cache_read=0.5, cache_write=2.5)
 
 
 def tool(name: str = "search", result: int = 30, error: bool = False, duration: float = 0.5,
-         **arguments: object) -> RecordedTool:
+         **arguments: object) -> ToolCallRecord:
     """A recorded tool call with canonical-JSON ``arguments``; its result's hash
     is derived from the name, arguments and size (equal calls, equal results)."""
     args = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
-    return RecordedTool(name, args, result, f"sha-{name}-{args}-{result}", error, duration)
+    return ToolCallRecord(name, arguments=args, result_tokens=result,
+                          result_sha256=f"sha-{name}-{args}-{result}", error=error,
+                          duration_s=duration)
 
 
-def conversation(steps: Sequence[Sequence[RecordedTool]], *, first: int = 1_000,
+def conversation(steps: Sequence[Sequence[ToolCallRecord]], *, first: int = 1_000,
                  output: int = 40, reasoning: int = 0, observation: int = 25,
                  cost: float | None = 0.01, latency: float = 2.0, extra: Sequence[int] = (),
-                 finish: str | None = None) -> tuple[RecordedCall, ...]:
+                 finish: str | None = None) -> tuple[CallRecord, ...]:
     """Calls whose prompts grow exactly: ``steps[k]`` are call k's tool calls
     (an empty one is a text turn answered by a user message of
     ``observation`` tokens); ``extra[k]`` tokens more enter after call k (a
@@ -43,18 +46,18 @@ def conversation(steps: Sequence[Sequence[RecordedTool]], *, first: int = 1_000,
     prompt = first
     for k, tools in enumerate(steps):
         obs = observation if not tools else 0
-        calls.append(RecordedCall(
+        calls.append(CallRecord(
             usage=Usage(input_tokens=prompt - prompt // 2, cache_read_tokens=prompt // 2,
                         output_tokens=output, thinking_tokens=reasoning),
             cost_usd=None if cost is None else cost * (1 + k), finish_reason=finish,
             latency_s=latency, text_tokens=0 if tools else output, observation_tokens=obs,
-            tools=tuple(tools)))
+            tool_calls=list(tools)))
         prompt += output + reasoning + sum(t.result_tokens or 0 for t in tools) + obs + (
             extra[k] if k < len(extra) else 0)
     return tuple(calls)
 
 
-def recorded(run_id: str, calls: Sequence[RecordedCall], *, resolved: bool | None = True,
+def recorded(run_id: str, calls: Sequence[CallRecord], *, resolved: bool | None = True,
              exit: str = "user_stop", model: str = "test-model") -> RecordedRun:
     """A run with its recorded cost the sum of its calls' costs."""
     costs = [c.cost_usd for c in calls]
@@ -80,13 +83,6 @@ def write_traces(folder: Path, runs: Sequence[RecordedRun], *, with_tools: bool 
     write_runs(folder, [RunRecord(
         run_id=run.run_id, source="sim", file="test.json", task_id=run.task_id,
         model=run.model, cost_usd=run.cost_usd, exit=run.exit, resolved=run.resolved,
-        calls=[CallRecord(
-            usage=c.usage, model=c.model, cost_usd=c.cost_usd,
-            finish_reason=c.finish_reason, latency_s=c.latency_s, text_tokens=c.text_tokens,
-            observation_tokens=c.observation_tokens, purpose=c.purpose,
-            tool_calls=[ToolCallRecord(
-                name=t.name, id=f"t{k}.{i}", arguments=t.arguments,
-                result_tokens=t.result_tokens, result_sha256=t.result_sha256, error=t.error,
-                duration_s=t.duration_s) for i, t in enumerate(c.tools)] if with_tools else [])
-            for k, c in enumerate(run.calls)]) for run in runs])
+        calls=[c if with_tools else replace(c, tool_calls=[]) for c in run.calls])
+        for run in runs])
     return folder

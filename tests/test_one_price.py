@@ -237,3 +237,41 @@ def test_a_run_recording_only_its_total_prices_calls_of_a_model_only_they_name()
     assert set(priced.models) == {"a", "b"}
     assert priced.usd == [pytest.approx(0.06)]
     assert priced.basis == [RECORDED]
+
+
+def test_a_run_recording_only_its_total_is_one_record_of_its_model_in_every_price_path():
+    """One rule groups recorded costs by model (sim.cost.recorded.model_records),
+    for ``traces summary``/calibrate (run_prices) and replay/tune
+    (price_models): run ``t`` (model m, $0.06 recorded, two calls of model x
+    recording none) is one record of m holding both usages; run ``c`` (model
+    m) has a call of x at $0.01 (one record of x) and a call of y recording
+    none (y named, no record); a run of no calls records nothing."""
+    from sim.cost.recorded import model_records, only_total
+    from sim.drivers.recorded_runs import RecordedRun
+    from sim.drivers.replay import price_models
+    from sim.harness.params import HarnessParams
+
+    u1, u2 = Usage(input_tokens=1_000), Usage(input_tokens=2_000)
+    t = ("m", 0.06, [(None, u1, "x"), (None, u2, "x")])
+    c = ("m", None, [(0.01, u1, "x"), (None, u2, "y")])
+    empty = ("m", 0.5, [])
+    assert model_records([t, c, empty]) == {"m": [([u1, u2], 0.06)], "x": [(u1, 0.01)],
+                                             "y": []}
+    assert only_total(0.03, [None, None]) and not only_total(0.03, [])
+    assert not only_total(None, [None]) and not only_total(0.03, [None, 0.0])
+    listed = Prices(input=10.0, output=0.0, cache_read=0.0, cache_write=0.0)
+    runs = [RecordedRun("t", (CallRecord(u1, model="x"), CallRecord(u2, model="x")),
+                        model="m", cost_usd=0.06),
+            RecordedRun("c", (CallRecord(u1, model="x", cost_usd=0.01),
+                              CallRecord(u2, model="y")), model="m")]
+    # x: $0.01 for 1,000 tokens listed at $0.01: scale 1; m is named by no call
+    pricing = price_models(runs, HarnessParams(prices=listed), lambda model: listed)
+    assert list(pricing.fill) == ["x", "y"] and pricing.fill["x"].scale == pytest.approx(1.0)
+    from sim.cost.recorded import run_prices as recorded_run_prices
+    summed = recorded_run_prices([("t", "m", 0.06), ("c", "m", None)],
+                                 [("t", "x", u1, None), ("t", "x", u2, None),
+                                  ("c", "x", u1, 0.01), ("c", "y", u2, None)],
+                                 lambda model: listed)
+    # m's one record: $0.06 for 3,000 tokens listed at $0.03: scale 2
+    assert summed.models["m"].scale == pytest.approx(2.0) and summed.models["m"].calls == 2
+    assert summed.models["x"] == pricing.fill["x"]

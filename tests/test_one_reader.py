@@ -3,10 +3,10 @@
 Replay, calibration and tune read a trace folder through the one checked
 reader, so a bad row of ``calls.parquet`` is refused with one message (the
 file, the column and the run) whichever command reads it; and the replay's
-prices, made from the folder's columns (read whole, or streamed a batch at a
-time), are those :func:`~sim.drivers.replay.pricing.price_models` makes of
-the same runs' records (tune's and the calibration ladder's), a run that
-records only its total included.
+prices (read whole, or streamed a range of runs at a time) are those
+:func:`~sim.drivers.replay.pricing.price_models` makes of the same runs'
+records (tune's and the calibration ladder's), a run that records only its
+total included.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from recordings import PRICES, conversation, loose, recorded, tool, write_traces
 
 from sim.cli import main
 from sim.cost.recorded import FITTED, RECORDED
-from sim.drivers.recorded_runs import RecordedCall, RecordedRun
+from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import price_models, replay_runs
 from sim.drivers.replay.reading import (
     TraceTables,
@@ -29,6 +29,7 @@ from sim.drivers.replay.reading import (
     runs_of,
 )
 from sim.harness.messages import Usage
+from sim.traces.model import CallRecord, ToolCallRecord
 
 
 def _runs(n: int = 12) -> list[RecordedRun]:
@@ -91,9 +92,9 @@ def _total_only_folder(tmp_path):
     PRICES (2 * 2 * (1000*2 + 100*8) / 1e6 = 0.0112: the fitted scale is 2);
     run ``free`` records $0 for a call of 2,000 and 200 tokens (untrusted),
     so it is priced at the fitted prices: 2 * (2000*2 + 200*8) / 1e6 = 0.0112."""
-    def call(inp: int, out: int, cost: float | None, finish: str) -> RecordedCall:
-        return RecordedCall(Usage(input_tokens=inp, output_tokens=out), cost, finish, 1.0,
-                            text_tokens=out)
+    def call(inp: int, out: int, cost: float | None, finish: str) -> CallRecord:
+        return CallRecord(Usage(input_tokens=inp, output_tokens=out), cost_usd=cost,
+                          finish_reason=finish, latency_s=1.0, text_tokens=out)
 
     runs = [RecordedRun("total", (call(1000, 100, None, "tool_calls"),
                                   call(1000, 100, None, "stop")),
@@ -104,18 +105,18 @@ def _total_only_folder(tmp_path):
 
 
 def test_replay_prices_a_run_recording_only_its_total_as_tune_does(tmp_path):
-    """The replay's pricing from the folder's columns counts the run that
-    records only its total, as price_models (tune, the calibration ladder)
-    does: the free run is priced at the fitted prices, $0.0112, by both, and
-    the folder is read whole (a streamed read does not see run totals)."""
+    """The replay's pricing of the folder, streamed or read whole, counts the
+    run that records only its total, as price_models (tune, the calibration
+    ladder) does: the free run is priced at the fitted prices, $0.0112, by
+    all three (one price builder: price_models over the folder's runs)."""
     folder = _total_only_folder(tmp_path)
     template = loose(prices=PRICES)
-    assert folder_index(str(folder)) is None
-    tables = open_folder(str(folder))
-    assert isinstance(tables, TraceTables)
+    streamed = open_folder(str(folder))
+    assert not isinstance(streamed, TraceTables)
     runs = read_trace_folder(folder)
-    replayed = tables.pricing(template, lambda model: None)
+    replayed = streamed.pricing(template, lambda model: None)
     assert replayed == price_models(runs, template, lambda model: None)
+    assert replayed == TraceTables.load(folder).pricing(template, lambda model: None)
     assert replayed.fill["my-own"].basis == FITTED
     assert replayed.fill["my-own"].scale == pytest.approx(2.0, rel=1e-12)
     done = {r.chosen.run.run_id: r.chosen for r in replay_runs(runs, template,
@@ -124,3 +125,29 @@ def test_replay_prices_a_run_recording_only_its_total_as_tune_does(tmp_path):
     assert done["free"].basis == FITTED
     assert done["total"].recorded_calls_usd == pytest.approx(0.0112, rel=1e-12)
     assert done["total"].basis == RECORDED
+
+
+def test_a_call_record_read_back_is_the_one_the_writer_was_given(tmp_path):
+    """One call record from importer to replay: CallRecords (a step of
+    unknown text size and purpose, a compaction, a tool call of unknown error
+    flag, one of a subagent) written by the trace model's writer read back,
+    streamed and whole, as equal CallRecords (the reader leaves only
+    ``started_s``, ``provenance`` and a tool call's ``id`` at their defaults,
+    as given here), nulls kept as nulls; the unknown purpose is a step."""
+    search = ToolCallRecord("search", arguments='{"q":"x"}', result_tokens=12,
+                            result_sha256="h", error=None, duration_s=0.25)
+    failed = ToolCallRecord("edit", arguments='{"f":"a"}', result_tokens=3, error=True)
+    calls = (CallRecord(Usage(input_tokens=900, output_tokens=30, cache_read_tokens=100),
+                        model="m1", cost_usd=0.002, finish_reason="tool_calls", latency_s=1.5,
+                        tool_calls=[search, failed]),
+             CallRecord(Usage(input_tokens=400, output_tokens=50), purpose="compaction",
+                        text_tokens=50, text_sha256="t"),
+             CallRecord(Usage(input_tokens=1_000, output_tokens=20, thinking_tokens=7),
+                        agent="a1", observation_tokens=5, observation_sha256="o",
+                        text_tokens=20, finish_reason="stop"))
+    folder = write_traces(tmp_path / "one", [RecordedRun("r", calls, "sim", "t", "m0")])
+    streamed = runs_of(str(folder), 0, 1, True)[0]
+    assert streamed.calls == calls == read_trace_folder(folder)[0].calls
+    assert [c.is_step for c in streamed.calls] == [True, False, True]
+    assert streamed.calls[0].tool_calls[0].error is None
+    assert streamed.calls[0].text_tokens is None and streamed.calls[0].purpose is None

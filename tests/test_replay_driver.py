@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from recordings import PRICES, conversation, loose, recorded, tool
 
-from sim.drivers.recorded_runs import RecordedCall
 from sim.drivers.replay import (
     REPLY_TOOL,
     ReplayOptions,
@@ -26,6 +25,7 @@ from sim.drivers.replay import (
 from sim.harness.budgets import worst_case_cost
 from sim.harness.messages import Usage
 from sim.harness.params import Budgets, ContextParams, DetectorParams, VerifierParams
+from sim.traces.model import CallRecord
 
 
 def replay(run, params=None, **options):
@@ -65,7 +65,7 @@ def test_replay_under_limits_that_do_not_bind_reproduces_the_recorded_run(
     assert r.cost_usd == math.fsum(c.cost_usd for c in run.calls) and r.saved_usd == 0.0
     assert r.prompt_counts == prompts(run) and r.prompt_mismatches == 0
     assert not r.stopped and not r.diverged
-    text_turns = sum(1 for c in run.calls[:-1] if not c.tools)
+    text_turns = sum(1 for c in run.calls[:-1] if not c.tool_calls)
     assert r.text_turns == text_turns
     assert r.tools_run == run.tool_calls + text_turns
 
@@ -326,7 +326,7 @@ def test_a_run_without_calls_ends_as_recorded():
 def test_a_call_prompt_larger_than_the_candidates_window_fails_as_context_overflow():
     """The candidate's window is a limit too: a recorded prompt beyond it is an
     overflow the harness cannot compact away (only the first message is there)."""
-    call = RecordedCall(usage=Usage(input_tokens=50_000, output_tokens=10), cost_usd=0.1)
+    call = CallRecord(usage=Usage(input_tokens=50_000, output_tokens=10), cost_usd=0.1)
     run = recorded("r", (call,))
     r = replay(run, loose(context_window=20_000))
     assert r.outcome == "failed:context_overflow" and r.stopped_at == 0
@@ -349,10 +349,10 @@ def test_recorded_compaction_and_grader_calls_answer_the_candidates_own():
     that does not passes it over (counted; its cost is saved). A verification
     gets the recorded grader call's usage and cost."""
     steps = conversation([[tool(result=600)], [tool(result=600)], [tool(result=600)], []])
-    summary = RecordedCall(usage=Usage(input_tokens=1_500, output_tokens=200), cost_usd=0.5,
-                           purpose="compaction")
-    grader = RecordedCall(usage=Usage(input_tokens=300, output_tokens=20), cost_usd=0.25,
-                          purpose="verifier")
+    summary = CallRecord(usage=Usage(input_tokens=1_500, output_tokens=200), cost_usd=0.5,
+                         purpose="compaction")
+    grader = CallRecord(usage=Usage(input_tokens=300, output_tokens=20), cost_usd=0.25,
+                        purpose="verifier")
     run = recorded("r", (*steps[:3], summary, steps[3], grader))
     loose_run = replay(run, loose(verifier=VerifierParams(enabled=True)))
     assert loose_run.passed_over == 1 and not loose_run.diverged

@@ -15,10 +15,11 @@ import pytest
 from recordings import write_traces
 
 from sim.cli import main
-from sim.drivers.recorded_runs import RecordedCall, RecordedRun
+from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import price_models
 from sim.harness.messages import Usage
 from sim.harness.params import HarnessParams, Prices
+from sim.traces.model import CallRecord
 
 SCENARIO = """\
 name: pricing
@@ -36,14 +37,14 @@ DEEPSEEK = Prices(input=0.135, output=0.55, cache_read=0.035, cache_write=0.135)
 
 
 def calls(model: str | None, n: int, *, prompt: int = 40_000, cost: float | None = None
-          ) -> tuple[RecordedCall, ...]:
-    return tuple(RecordedCall(usage=Usage(input_tokens=prompt + 500 * k, output_tokens=200),
-                              model=model, cost_usd=None if cost is None else cost * (k + 1),
-                              latency_s=1.0, text_tokens=200)
+          ) -> tuple[CallRecord, ...]:
+    return tuple(CallRecord(usage=Usage(input_tokens=prompt + 500 * k, output_tokens=200),
+                            model=model, cost_usd=None if cost is None else cost * (k + 1),
+                            latency_s=1.0, text_tokens=200)
                  for k in range(n))
 
 
-def run(run_id: str, model: str, recorded: tuple[RecordedCall, ...]) -> RecordedRun:
+def run(run_id: str, model: str, recorded: tuple[CallRecord, ...]) -> RecordedRun:
     return RecordedRun(run_id, recorded, "sim", "t", model, "user_stop", True, None)
 
 
@@ -107,8 +108,8 @@ def test_a_money_budget_stops_an_unknown_model_at_its_recorded_dollars(tmp_path,
     calls through while the spend plus the next call's worst case (its prompt
     and 100 output tokens) fits, and stops the run at money, having spent at
     most $0.05 (at the scenario's $3/M, $0.03 a call, it would stop after one)."""
-    recorded = tuple(RecordedCall(usage=Usage(input_tokens=10_000), model="acme-9000",
-                                  cost_usd=0.01, latency_s=1.0, text_tokens=1)
+    recorded = tuple(CallRecord(usage=Usage(input_tokens=10_000), model="acme-9000",
+                                cost_usd=0.01, latency_s=1.0, text_tokens=1)
                      for _ in range(8))
     rows, _, _ = replay(tmp_path, [run("r", "acme-9000", recorded)], 0.05, capsys)
     row = rows.iloc[0]

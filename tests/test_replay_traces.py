@@ -130,8 +130,8 @@ def _keys(run):
     missing hash is a fresh value), none for the final answer."""
     out = []
     for k, call in enumerate(run.calls):
-        if call.tools:
-            out.append([canonical_call(t.name, json.loads(t.arguments)) for t in call.tools])
+        if call.tool_calls:
+            out.append([canonical_call(t.name, json.loads(t.arguments)) for t in call.tool_calls])
         elif k < len(run.calls) - 1:
             text = call.text_sha256 or f"text of call {k}"
             reply = call.observation_sha256 or f"reply after call {k}"

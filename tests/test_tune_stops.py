@@ -13,12 +13,13 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.tune_world import simulated_traces
-from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
+from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import replay_runs
 from sim.drivers.replay.reading import TraceTables
 from sim.harness.budgets import worst_case_cost
 from sim.harness.messages import Usage
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
+from sim.traces.model import CallRecord, ToolCallRecord
 from sim.tuning.inforce import grids, harness_in_force, setting_in_force
 from sim.tuning.knobs import InForce, setting
 from sim.tuning.replayed import ReplayEvaluator, apply
@@ -28,10 +29,11 @@ from sim.world.params import WorldParams
 HARNESS = {"max_output_tokens": 600, "detector": {"enabled": False}}
 
 
-def _call(prompt: int, output: int = 100, tool: bool = True) -> RecordedCall:
-    return RecordedCall(
+def _call(prompt: int, output: int = 100, tool: bool = True) -> CallRecord:
+    return CallRecord(
         usage=Usage(input_tokens=prompt, output_tokens=output), cost_usd=prompt / 1e6,
-        tools=(RecordedTool("search", f'{{"q": {prompt}}}', 50),) if tool else (),
+        tool_calls=[ToolCallRecord("search", arguments=f'{{"q": {prompt}}}', result_tokens=50)]
+        if tool else [],
         text_tokens=0 if tool else output)
 
 

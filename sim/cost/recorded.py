@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TypeGuard
 
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
@@ -125,6 +126,46 @@ Recorded = tuple["Usage | Sequence[Usage | None] | None", "float | None"]
 each call of a run that records only its total."""
 
 
+def only_total(total: float | None, costs: Iterable[float | None]) -> TypeGuard[float]:
+    """Whether a run records only its total: its own recorded cost ``total``
+    is present while none of its calls' recorded ``costs`` is (and it has
+    calls)."""
+    if total is None:
+        return False
+    seen = False
+    for cost in costs:
+        if cost is not None:
+            return False
+        seen = True
+    return seen
+
+
+RunCalls = tuple[str, "float | None", "Sequence[tuple[float | None, Usage | None, str]]"]
+"""A run as :func:`model_records` reads it: its model, its own recorded cost
+(None: unrecorded) and its calls' ``(recorded cost, usage, model)``."""
+
+
+def model_records(runs: Iterable[RunCalls],
+                  records: dict[str, list[Recorded]] | None = None
+                  ) -> dict[str, list[Recorded]]:
+    """Each model's recorded costs and what they paid for (:data:`Recorded`),
+    what :func:`model_price` fits to, added to ``records`` (a new dict when
+    None) in one pass over ``runs``: a run recording only its total
+    (:func:`only_total`) is one record of the run's model; otherwise each call
+    that records a cost is one record of the call's model (a call recording
+    none adds its model, with no record)."""
+    out: dict[str, list[Recorded]] = {} if records is None else records
+    for model, total, calls in runs:
+        if only_total(total, (c for c, _, _ in calls)):
+            out.setdefault(model, []).append(([u for _, u, _ in calls], total))
+            continue
+        for cost, usage, name in calls:
+            mine = out.setdefault(name, [])
+            if cost is not None:
+                mine.append((usage, cost))
+    return out
+
+
 def model_price(model: str, listed: Prices | None, scenario: Prices | None,
                 records: Iterable[Recorded]) -> ModelPrice:
     """The prices of ``model``'s untrusted calls (module docstring): ``listed``
@@ -180,7 +221,7 @@ def call_prices(calls: Sequence[tuple[float | None, Usage | None, ModelPrice]],
     shares that total among its calls in proportion to their tokens' price
     (equally when that is 0), basis ``recorded``; otherwise
     :func:`call_price` per call."""
-    if recorded is not None and calls and all(c is None for c, _, _ in calls) and trusted(
+    if only_total(recorded, (c for c, _, _ in calls)) and trusted(
             recorded, _total(u for _, u, _ in calls)):
         weights = [tokens_price(m.prices, u) for _, u, m in calls]
         whole = math.fsum(w for w in weights if math.isfinite(w))
@@ -285,14 +326,8 @@ def run_prices(runs: Sequence[tuple[str, str, float | None]],
     by_run: dict[str, list[tuple[float | None, Usage | None, str]]] = {}
     for run, model, usage, cost in calls:
         by_run.setdefault(run, []).append((cost, usage, model or run_model.get(run) or ""))
-    records: dict[str, list[Recorded]] = {m: [] for m in run_model.values()}
-    for run, model, total in runs:
-        mine = by_run.get(run, [])
-        if total is not None and mine and all(c is None for c, _, _ in mine):
-            records.setdefault(model, []).append(([u for _, u, _ in mine], total))
-            continue
-        for cost, usage, call_model in mine:
-            records.setdefault(call_model, []).append((usage, cost))
+    records = model_records(((model, total, by_run.get(run, [])) for run, model, total in runs),
+                            {m: [] for m in run_model.values()})
     for mine in by_run.values():  # a model only named by calls of a run recording its total
         for _, _, call_model in mine:
             records.setdefault(call_model, [])

@@ -121,7 +121,8 @@ __all__ = [
     "ESTIMATED", "EXACT", "PROVENANCES", "PROVENANCE_CALL_COLUMNS", "PROVENANCE_FIELDS",
     "PROVENANCE_TYPE", "UNDETERMINED", "UNKNOWN",
     "LATER_CALL_COLUMNS", "LATEST", "LIMIT_COLUMNS", "MAX_COUNT", "MAX_LIMIT", "MAX_SECONDS",
-    "MAX_TOTAL", "MAX_USD", "MONEY_COLUMNS", "OBSERVATION_JOIN", "REPORT_FILE", "RUNS_FILE",
+    "MAX_TOTAL", "MAX_USD", "MONEY_COLUMNS", "OBSERVATION_JOIN", "PURPOSES", "REPORT_FILE",
+    "RUNS_FILE",
     "RUNS_SCHEMA", "RUN_COLUMNS", "RunRecord", "SECONDS_COLUMNS", "SIZE_COLUMNS", "SOURCES",
     "SUBAGENT_CALL_COLUMNS", "TOKEN_COLUMNS", "TOOL_CALL_FIELDS", "TOOL_CALL_TYPE",
     "USAGE_ATTRIBUTES", "ToolCallRecord", "Usage", "approx_tokens", "as_dict", "as_list",
@@ -134,7 +135,10 @@ __all__ = [
 
 @dataclass(slots=True)
 class ToolCallRecord:
-    """One tool call a response made, and what came back (see :data:`TOOL_CALL_FIELDS`)."""
+    """One tool call a response made, and what came back (see :data:`TOOL_CALL_FIELDS`):
+    ``arguments`` as canonical JSON (None: unrecorded), ``result_tokens``
+    (None: no result recorded), ``result_sha256`` of the result text, the
+    ``error`` flag (None: unknown), ``duration_s`` in seconds."""
 
     name: str
     id: str | None = None
@@ -144,15 +148,49 @@ class ToolCallRecord:
     error: bool | None = None
     duration_s: float | None = None
 
+    def input(self) -> dict[str, Any] | None:
+        """The arguments as the JSON object a tool_use block carries: the parsed
+        object, ``{"arguments": value}`` for JSON that is not an object or for a
+        raw string that is not JSON, None when unrecorded."""
+        if self.arguments is None:
+            return None
+        parsed = _PARSED.get(self.arguments)
+        if parsed is None:
+            try:
+                value = json.loads(self.arguments)
+            except ValueError:
+                value = {"arguments": self.arguments}
+            parsed = value if isinstance(value, dict) else {"arguments": value}
+            if len(_PARSED) >= _PARSED_KEPT:
+                _PARSED.clear()
+            _PARSED[self.arguments] = parsed
+        return parsed
+
+
+_PARSED: dict[str, dict[str, Any]] = {}
+"""The objects of the last few thousand argument texts parsed: tool calls
+repeat their arguments, and a block's arguments are never altered (blocks
+are values), so equal texts share one object."""
+_PARSED_KEPT = 4096
+
 
 @dataclass(slots=True)
 class CallRecord:
     """One model call (see :data:`CALL_COLUMNS`; ``run_id`` and ``call`` are
-    given by the run). ``usage`` is the harness's own per-call type,
-    :class:`sim.harness.messages.Usage`, built by keyword (its
+    given by the run): the one call record from an importer to a replay.
+    Importers build it, the writer writes it, and the one reader of recorded
+    runs (:mod:`sim.drivers.replay.reading`) builds it again from
+    ``calls.parquet`` for replay, calibration and tune (there ``started_s``,
+    ``provenance`` and a tool call's ``id`` are left at their defaults: no
+    reader of recorded runs needs them). ``usage`` is the harness's own
+    per-call type, :class:`sim.harness.messages.Usage`, built by keyword (its
     ``thinking_tokens`` are the column ``reasoning_tokens``; its
     ``prompt_tokens`` the whole prompt), so a call's usage has one shape from
-    an importer to the harness."""
+    an importer to the harness. ``purpose`` is ``step`` or null for a loop
+    step (what imported runs' calls are), else ``compaction``, ``verifier``
+    or ``finalize`` (the tool-free call of ``harness.visibility.on_limit:
+    finalize``): :data:`PURPOSES`, :attr:`is_step`. ``agent``: the subagent
+    that made the call (None or empty: the run's own agent)."""
 
     usage: Usage
     model: str | None = None
@@ -175,6 +213,15 @@ class CallRecord:
     or a partial count) or :data:`UNKNOWN` (not recorded: the writer writes
     null for a token column). A column not listed is exact when it holds a
     value and unknown when it is null (``cost_usd``)."""
+
+    @property
+    def is_step(self) -> bool:
+        """Whether the call was a loop step (``purpose`` step or null)."""
+        return self.purpose is None or self.purpose == "step"
+
+
+PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier", "finalize")
+"""What a recorded call was for (``calls.purpose``; null: a step)."""
 
 
 @dataclass(slots=True)

@@ -451,8 +451,8 @@ def _overshoot(h: HarnessConfig, runs: list[Any]) -> list[str]:
     from sim.scenario.model import harness_params
     from sim.world.params import WorldParams
 
-    parallel = max((len(c.tools) for r in runs for c in r.calls), default=0)
-    largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tools),
+    parallel = max((len(c.tool_calls) for r in runs for c in r.calls), default=0)
+    largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tool_calls),
                   default=0)
     biggest = max((c.usage.prompt_tokens for r in runs for c in r.calls), default=1)
     template = harness_params(h, WorldParams())

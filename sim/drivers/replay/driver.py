@@ -16,7 +16,7 @@ from sim.cost.recorded import (
     run_basis,
     tokens_price,
 )
-from sim.drivers.recorded_runs import RecordedCall, RecordedRun, RecordedTool
+from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.options import (
     COMPACTION,
     DIVERGED,
@@ -41,6 +41,7 @@ from sim.harness.pump import Observer, steps
 from sim.harness.scopes import Ledger
 from sim.harness.state import CANCELLED, SUCCEEDED, HarnessState, new_state
 from sim.task_record import FALSE_SUCCESS
+from sim.traces.model import CallRecord, ToolCallRecord
 
 PARENT_ENDED = "parent_ended"
 """How a child replay ends when its parent ended first (its remaining
@@ -76,7 +77,7 @@ def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions |
 
 def step_calls(run: RecordedRun) -> list[int]:
     """The indices of the run's recorded step calls (``purpose`` step), in order."""
-    return [i for i, c in enumerate(run.calls) if c.purpose == "step"]
+    return [i for i, c in enumerate(run.calls) if c.is_step]
 
 
 def ending(run: RecordedRun, steps: Sequence[int], interventions: Sequence[tuple[int, str]],
@@ -266,7 +267,7 @@ class RunDriver:
     def _intervene(self, kind: str) -> None:
         self.interventions.append((max(self.next_call - 1, 0), kind))
 
-    def _extra(self, purpose: str) -> RecordedCall | None:
+    def _extra(self, purpose: str) -> CallRecord | None:
         """The next recorded call if it is a ``purpose`` call (taken), else None."""
         calls = self.run.calls
         if self.next_call < len(calls) and calls[self.next_call].purpose == purpose:
@@ -277,11 +278,11 @@ class RunDriver:
     def _pass_over_extras(self) -> None:
         """Skip recorded compaction and verifier calls the candidate did not ask for."""
         calls = self.run.calls
-        while self.next_call < len(calls) and calls[self.next_call].purpose != "step":
+        while self.next_call < len(calls) and not calls[self.next_call].is_step:
             self.next_call += 1
             self.passed_over += 1
 
-    def _recorded_response(self, call: RecordedCall, content: list[Block], reason: str
+    def _recorded_response(self, call: CallRecord, content: list[Block], reason: str
                            ) -> fx.ModelResponse:
         """The response of a recorded call (the one just taken: number
         ``next_call - 1``), its cost counted."""
@@ -330,14 +331,14 @@ class RunDriver:
         content: list[Block] = []
         if call.text_tokens:
             content.append(TextBlock(call.text_sha256 or "", call.text_tokens))
-        results: list[tuple[ToolUseBlock, RecordedTool | None]] = []
-        for i, tool in enumerate(call.tools):
+        results: list[tuple[ToolUseBlock, ToolCallRecord | None]] = []
+        for i, tool in enumerate(call.tool_calls):
             arguments = tool.input()
             if arguments is None:
                 self.unrecorded += 1
                 arguments = {"unrecorded_arguments": f"{k}.{i}"}
             results.append((ToolUseBlock(f"c{k}.{i}", tool.name, arguments), tool))
-        if not call.tools and k != self.last_step:  # a text turn: the conversation goes on
+        if not call.tool_calls and k != self.last_step:  # a text turn: the conversation goes on
             self.text_turns += 1
             message = call.text_sha256 or f"call {k}"
             results.append((ToolUseBlock(f"c{k}.reply", self.reply, {"message": message}), None))
@@ -351,7 +352,7 @@ class RunDriver:
         return self._recorded_response(call, content, reason)
 
     def _sizes(self, k: int, request: fx.ModelRequest,
-               results: list[tuple[ToolUseBlock, RecordedTool | None]]) -> list[int]:
+               results: list[tuple[ToolUseBlock, ToolCallRecord | None]]) -> list[int]:
         """Token sizes of the step's results so that the next prompt the harness
         counts is the next recorded one (see the module docstring)."""
         base = [(tool.result_tokens or 0) if tool is not None else 0 for _, tool in results]
@@ -373,7 +374,7 @@ class RunDriver:
         sizes[-1] += growth - sum(sizes)
         return sizes
 
-    def _result(self, k: int, block: ToolUseBlock, tool: RecordedTool | None, tokens: int
+    def _result(self, k: int, block: ToolUseBlock, tool: ToolCallRecord | None, tokens: int
                 ) -> fx.ToolResult | fx.ToolError:
         if tool is None:  # the reply to a text turn
             reply = self.run.calls[k].observation_sha256 or f"reply after call {k}"

@@ -96,7 +96,7 @@ def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None 
     options = options or ReplayOptions()
     longest: dict[str, float] = {}
     for call in run.calls:
-        for tool in call.tools:
+        for tool in call.tool_calls:
             longest[tool.name] = max(longest.get(tool.name, 0.0), tool.duration_s or 0.0)
     reply = reply_tool_name(run)
     polling = options.polling | {reply}
@@ -129,7 +129,7 @@ def _free(verifier: VerifierParams) -> VerifierParams:
 
 def reply_tool_name(run: RecordedRun) -> str:
     """``reply_to_user``, or a variant when the run has a real tool of that name."""
-    names = {t.name for c in run.calls for t in c.tools}
+    names = {t.name for c in run.calls for t in c.tool_calls}
     name = REPLY_TOOL
     while name in names:
         name = f"_{name}"

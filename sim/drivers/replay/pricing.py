@@ -9,13 +9,21 @@ a recorded call whose recorded cost is missing or $0 with tokens used
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.cost.recorded import FITTED, ModelPrice, Recorded, model_price, tokens_price
-from sim.drivers.recorded_runs import RecordedCall, RecordedRun
+from sim.cost.recorded import (
+    FITTED,
+    ModelPrice,
+    RunCalls,
+    model_prices,
+    model_records,
+    tokens_price,
+)
+from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.params import HarnessParams, Prices
+from sim.traces.model import CallRecord
 
 
 @dataclass(frozen=True)
@@ -23,18 +31,29 @@ class ModelPricing:
     """How a replay prices each model its recorded calls name (:func:`price_models`).
 
     ``prices`` by model name; ``catalogue``: the models priced from the price
-    catalogue; ``recorded``: the models the catalogue does not know, priced
-    from their recorded costs, each ``{"calls", "recorded_usd", "scale"}``
-    (the scenario's prices times ``scale``); ``default``: the models neither
-    the catalogue nor a recorded cost prices, priced at the scenario's prices;
-    ``fill``: each model's one price for its recorded calls whose cost is
-    missing or $0 with tokens used (:func:`sim.cost.recorded.model_price`)."""
+    catalogue; ``fill``: each model's one price for its recorded calls whose
+    cost is missing or $0 with tokens used
+    (:func:`sim.cost.recorded.model_price`), which also says how a model the
+    catalogue does not know is priced (:attr:`recorded`, :attr:`default`)."""
 
     prices: dict[str, Prices]
     catalogue: tuple[str, ...] = ()
-    recorded: dict[str, dict[str, float]] = field(default_factory=dict)
-    default: tuple[str, ...] = ()
     fill: dict[str, ModelPrice] = field(default_factory=dict)
+
+    @property
+    def recorded(self) -> dict[str, dict[str, float]]:
+        """The models the catalogue does not know, priced from their recorded
+        costs, each ``{"calls", "recorded_usd", "scale"}`` (the scenario's
+        prices times ``scale``)."""
+        return {m: {"calls": float(p.calls), "recorded_usd": p.recorded_usd, "scale": p.scale}
+                for m, p in self.fill.items() if m not in self.catalogue and p.basis == FITTED}
+
+    @property
+    def default(self) -> tuple[str, ...]:
+        """The models neither the catalogue nor a recorded cost prices, priced
+        at the scenario's prices."""
+        return tuple(m for m, p in self.fill.items()
+                     if m not in self.catalogue and p.basis != FITTED)
 
     @property
     def unpriced(self) -> tuple[str, ...]:
@@ -62,64 +81,39 @@ class ModelPricing:
                                      for m, p in sorted(self.fill.items())}}
 
 
-def call_model(call: RecordedCall, run: RecordedRun, template: HarnessParams) -> str:
+def call_model(call: CallRecord, run: RecordedRun, template: HarnessParams) -> str:
     """The model that answered ``call``: its own, else the run's, else the template's."""
     return call.model or run.model or template.model
 
 
-def price_models(runs: list[RecordedRun], template: HarnessParams,
+def price_models(runs: Iterable[RecordedRun], template: HarnessParams,
                  prices_for: Callable[[str | None], Prices | None] | None = None
                  ) -> ModelPricing:
-    """Prices for every model the recorded calls name (see the module):
-    ``prices_for(model)`` (the catalogue; None: unknown), else from the
-    recorded costs of that model's calls, else the template's prices."""
-    costed: dict[str, list[RecordedCall | Recorded]] = {}
+    """Prices for every model the recorded calls name (see the module), in
+    one pass over ``runs`` (a list, or a folder's runs read a range at a
+    time: :mod:`sim.drivers.replay.reading`), the models in order of first
+    appearance: both prices of a model come from
+    :func:`sim.cost.recorded.model_price`, its listed prices
+    ``prices_for(model)`` (the catalogue; None: unknown; no ``prices_for``:
+    the template's), scaled to the recorded costs of that model's calls (a
+    run recording only its total is one record of its own model), else the
+    template's prices."""
     names: dict[str, None] = {}
-    for run in runs:
-        total = run.cost_usd is not None and all(c.cost_usd is None for c in run.calls)
-        if total and run.calls:  # a run recording only its total: one record of its model
-            costed.setdefault(run.model or template.model, []).append(
-                ([c.usage for c in run.calls], run.cost_usd))
-        for call in run.calls:
-            name = call_model(call, run, template)
-            names.setdefault(name, None)
-            if call.cost_usd is not None:
-                costed.setdefault(name, []).append(call)
-    return models_pricing(list(names), lambda name: costed.get(name, []), template, prices_for)
 
+    def costs(run: RecordedRun) -> RunCalls:
+        calls = [(c.cost_usd, c.usage, call_model(c, run, template)) for c in run.calls]
+        names.update(dict.fromkeys(name for _, _, name in calls))
+        return run.model or template.model, run.cost_usd, calls
 
-def models_pricing(names: list[str],
-                   costed: Callable[[str], Sequence[RecordedCall | Recorded]],
-                   template: HarnessParams,
-                   prices_for: Callable[[str | None], Prices | None] | None = None
-                   ) -> ModelPricing:
-    """:func:`price_models` given the model names in order of first
-    appearance and ``costed(name)``: that model's calls with a recorded cost
-    (and runs recording only their total, :data:`sim.cost.recorded.Recorded`).
-    Both prices of a model come from :func:`sim.cost.recorded.model_price`
-    (the listed prices: ``prices_for(name)``, else the template's)."""
-    prices: dict[str, Prices] = {}
-    catalogue, default = [], []
-    recorded: dict[str, dict[str, float]] = {}
-    fill: dict[str, ModelPrice] = {}
-    for name in names:
-        found = prices_for(name) if prices_for is not None else template.prices
-        calls = costed(name)
-        one = model_price(name, found, template.prices,
-                          ((c.usage, c.cost_usd) if isinstance(c, RecordedCall) else c
-                           for c in calls))
-        fill[name] = one
-        if found is not None:
-            prices[name] = found
-            catalogue.append(name)
-        elif one.basis == FITTED and one.prices is not None:
-            prices[name] = one.prices
-            recorded[name] = {"calls": float(one.calls), "recorded_usd": one.recorded_usd,
-                              "scale": one.scale}
-        else:
-            prices[name] = template.prices
-            default.append(name)
-    return ModelPricing(prices, tuple(catalogue), recorded, tuple(default), fill)
+    costed = model_records(costs(run) for run in runs)
+    listed = {name: prices_for(name) if prices_for is not None else template.prices
+              for name in names}
+    fill = model_prices({name: costed.get(name, []) for name in names}, listed.__getitem__,
+                        template.prices)
+    prices = {name: found if found is not None else fill[name].prices or template.prices
+              for name, found in listed.items()}
+    return ModelPricing(prices, tuple(m for m, found in listed.items() if found is not None),
+                        fill)
 
 
 def priced_calls(params: HarnessParams, run: RecordedRun) -> list[float]:

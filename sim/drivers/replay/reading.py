@@ -1,10 +1,11 @@
 """The one reader of recorded runs: a trace folder opened once, checked, and
 its runs built as frozen :class:`~sim.drivers.recorded_runs.RecordedRun`
-records a row range at a time. Replay, calibration (the ladder's held-out
-runs) and tune all read recorded runs here; the checks are the trace model's
-(:func:`sim.traces.reading.load_tables`, or the same checks a batch at a time:
-:mod:`sim.traces.streaming`), so a bad folder is refused with one message
-whichever command reads it.
+records a row range at a time, their calls the trace model's own
+:class:`~sim.traces.model.CallRecord` (what every importer writes). Replay,
+calibration (the ladder's held-out runs) and tune all read recorded runs
+here; the checks are the trace model's (:func:`sim.traces.reading.load_tables`,
+or the same checks a batch at a time: :mod:`sim.traces.streaming`), so a bad
+folder is refused with one message whichever command reads it.
 
 Two ways to hold a folder, one set of records:
 
@@ -28,12 +29,14 @@ Two ways to hold a folder, one set of records:
 :func:`open_folder` chooses: streamed when :func:`folder_index` accepts the
 folder, else whole (which refuses bad input with its message or reads the
 folder as before), so the records never depend on how the folder was read.
+Either way a folder's prices are :func:`~sim.drivers.replay.pricing.price_models`
+of its records, read :data:`PRICING_CHUNK` runs at a time (:func:`every_run`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -45,11 +48,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
-from sim.cost.recorded import Recorded
-from sim.drivers.recorded_runs import PURPOSES, RecordedCall, RecordedRun, RecordedTool
-from sim.drivers.replay.pricing import ModelPricing, models_pricing
+from sim.drivers.recorded_runs import RecordedRun
+from sim.drivers.replay.pricing import ModelPricing, price_models
 from sim.harness.messages import Usage
 from sim.harness.params import HarnessParams, Prices
+from sim.traces.model import PURPOSES, CallRecord, ToolCallRecord
 from sim.traces.reading import load_tables
 from sim.traces.schema import CALLS_FILE, CALLS_SCHEMA, RUNS_FILE, TOKEN_COLUMNS
 from sim.traces.streaming import Restart, call_slices, checked_calls, checked_runs
@@ -63,39 +66,35 @@ _RUN_COLUMNS = ("run_id", "source", "task_id", "model", "exit", "resolved", "cos
 
 
 # ------------------------------------------------------------ the records
-def recorded_calls(part: pa.Table) -> list[RecordedCall]:
-    """The RecordedCall of every row of ``part`` (calls, in order)."""
+def recorded_calls(part: pa.Table) -> list[CallRecord]:
+    """The :class:`~sim.traces.model.CallRecord` of every row of ``part``
+    (calls, in order), each value as the table holds it."""
     c = {name: part.column(name).to_pylist() for name in _CALL_COLUMNS}
     tools = part.column("tool_calls").combine_chunks()
     ends = tools.offsets.to_numpy().tolist()
     flat = tools.flatten()
     t = {name: flat.field(name).to_pylist() for name in _TOOL_FIELDS}
-    made = [RecordedTool(name=t["name"][j], arguments=t["arguments"][j],
-                         result_tokens=t["result_tokens"][j],
-                         result_sha256=t["result_sha256"][j], error=bool(t["error"][j]),
-                         duration_s=t["duration_s"][j]) for j in range(len(flat))]
+    made = [ToolCallRecord(name=t["name"][j], arguments=t["arguments"][j],
+                           result_tokens=t["result_tokens"][j],
+                           result_sha256=t["result_sha256"][j], error=t["error"][j],
+                           duration_s=t["duration_s"][j]) for j in range(len(flat))]
     out = []
     for i in range(part.num_rows):
-        out.append(RecordedCall(
+        out.append(CallRecord(
             usage=Usage(c["input_tokens"][i], c["output_tokens"][i], c["cache_read_tokens"][i],
                         c["cache_write_tokens"][i], c["reasoning_tokens"][i]),
-            cost_usd=c["cost_usd"][i], finish_reason=c["finish_reason"][i],
-            latency_s=c["latency_s"][i], text_tokens=c["text_tokens"][i] or 0,
-            observation_tokens=c["observation_tokens"][i] or 0,
-            tools=tuple(made[ends[i]:ends[i + 1]]), model=c["model"][i],
+            model=c["model"][i], cost_usd=c["cost_usd"][i], finish_reason=c["finish_reason"][i],
+            latency_s=c["latency_s"][i], text_tokens=c["text_tokens"][i],
+            tool_calls=made[ends[i]:ends[i + 1]],
+            observation_tokens=c["observation_tokens"][i], purpose=c["purpose"][i],
             text_sha256=c["text_sha256"][i], observation_sha256=c["observation_sha256"][i],
-            purpose=c["purpose"][i] or "step", agent=c["agent"][i] or None))
+            agent=c["agent"][i]))
     return out
 
 
 def call_columns(calls: pa.Table) -> pa.Table:
     """The columns of ``calls`` a replay reads."""
     return calls.select(["run_id", *_CALL_COLUMNS, "tool_calls"])
-
-
-def named(values: Any) -> Any:
-    """``values`` with empty strings as nulls."""
-    return pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
 
 
 def check_purposes(calls: pa.Table, source: str) -> None:
@@ -183,36 +182,10 @@ class TraceTables:
         """Whether any call records a (non-empty) hash of its text."""
         return _hashed(self.calls)
 
-    def call_models(self, default: str) -> pa.Array:
-        """The model of every call, in run then call order: its own, else its
-        run's, else ``default`` (an empty name counts as none)."""
-        counts = np.diff(self.offsets)
-        runs = pa.array(np.repeat(np.arange(len(self)), counts))
-        own = named(self.calls.column("model").take(pa.array(self.order)))
-        of_run = named(self.runs.column("model").take(runs))
-        return pc.coalesce(own, of_run, pa.scalar(default))
-
     def pricing(self, template: HarnessParams,
                 prices_for: Callable[[str | None], Prices | None] | None) -> ModelPricing:
-        """:func:`~sim.drivers.replay.pricing.price_models` of every run, from
-        the columns (a model's calls are built only when its recorded costs
-        price it; a run whose calls record no cost but which records its
-        total is one record of its model, as there)."""
-        models = self.call_models(template.model)
-        costed = pc.is_valid(self.calls.column("cost_usd").take(pa.array(self.order)))
-        totals: dict[str, list[Recorded]] = {}
-        for i in _total_only(self.runs, self.offsets, costed.to_numpy(zero_copy_only=False)):
-            run = self.recorded(i, i + 1)[0]
-            totals.setdefault(run.model or template.model, []).append(
-                ([c.usage for c in run.calls], run.cost_usd))
-
-        def calls_of(name: str) -> list[RecordedCall | Recorded]:
-            mask = pc.and_(pc.equal(models, name), costed)
-            where = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-            return [*recorded_calls(self.calls.take(pa.array(self.order[where]))),
-                    *totals.get(name, [])]
-
-        return models_pricing(pc.unique(models).to_pylist(), calls_of, template, prices_for)
+        """:func:`~sim.drivers.replay.pricing.price_models` of every run."""
+        return price_models(every_run(self), template, prices_for)
 
     def recorded(self, start: int, stop: int) -> list[RecordedRun]:
         """The recorded runs ``start`` to ``stop - 1``, each with its calls in order."""
@@ -228,17 +201,6 @@ class TraceTables:
                             source=source[i] or "", task_id=task[i], model=model[i],
                             exit=exit_[i], resolved=resolved[i], cost_usd=cost[i])
                 for i in range(stop - start)]
-
-
-def _total_only(runs: pa.Table, offsets: np.ndarray, costed: np.ndarray) -> list[int]:
-    """The runs (indices) that record their cost while none of their calls
-    does (``costed``: per call in run order; run i's calls are
-    ``offsets[i]:offsets[i + 1]``)."""
-    counts = np.diff(offsets)
-    per_run = np.bincount(np.repeat(np.arange(len(counts)), counts),
-                          weights=costed.astype(float), minlength=len(counts))
-    recorded = pc.is_valid(runs.column("cost_usd")).to_numpy(zero_copy_only=False)
-    return np.flatnonzero(recorded & (counts > 0) & (per_run == 0)).tolist()
 
 
 USAGE_ABSENT = "per-call usage absent"
@@ -332,16 +294,13 @@ def folder_tables(folder: str) -> TraceTables:
 @dataclass(frozen=True)
 class FolderIndex:
     """What a streamed replay holds of a checked trace folder ``source``:
-    ``runs`` (their count), ``tool_calls`` over all calls, ``text_hashes``
-    (whether any call records a non-empty hash of its text) and ``models``:
-    each call's model (its own, else its run's; None: neither names one) in
-    order of first appearance."""
+    ``runs`` (their count), ``tool_calls`` over all calls and ``text_hashes``
+    (whether any call records a non-empty hash of its text)."""
 
     source: str
     runs: int
     tool_calls: int
     text_hashes: bool
-    models: tuple[str | None, ...]
     refused: dict[str, int] = field(default_factory=dict)
     """Always empty: a folder with a call of unknown usage is read whole."""
 
@@ -350,21 +309,21 @@ class FolderIndex:
 
     def pricing(self, template: HarnessParams,
                 prices_for: Callable[[str | None], Prices | None] | None) -> ModelPricing:
-        """:func:`~sim.drivers.replay.pricing.price_models` of every run (a
-        call naming no model is the template's), the calls of a model the
-        catalogue does not know read again for their recorded costs."""
-        names = list(dict.fromkeys(m or template.model for m in self.models))
-        return models_pricing(names, lambda name: _costed(self.source, name, template.model),
-                              template, prices_for)
+        """:func:`~sim.drivers.replay.pricing.price_models` of every run."""
+        return price_models(every_run(self), template, prices_for)
+
+    def recorded(self, start: int, stop: int) -> list[RecordedRun]:
+        """The recorded runs ``start`` to ``stop - 1`` (:func:`streamed_runs`)."""
+        return streamed_runs(self.source, start, stop)
 
 
 def folder_index(folder: str) -> FolderIndex | None:
     """The :class:`FolderIndex` of the trace folder ``folder``, checked a
     batch of calls at a time; None when it must be read whole (missing or
     unreadable files, calls not in the runs' order, a call of unknown usage,
-    a run recording only its total cost, a value the whole read refuses). A ``purpose`` outside
-    :data:`~sim.drivers.recorded_runs.PURPOSES` is an InputError naming the
-    run and call."""
+    a value the whole read refuses). A ``purpose`` outside
+    :data:`~sim.traces.model.PURPOSES` is an InputError naming the run and
+    call."""
     path = Path(folder)
     try:
         runs = checked_runs(path)
@@ -374,57 +333,24 @@ def folder_index(folder: str) -> FolderIndex | None:
     if runs is None:
         return None
     steps = runs.column("steps").to_numpy().astype(np.int64, copy=False)
-    ends = np.cumsum(steps)
-    run_models = named(runs.column("model"))
-    tools, hashes, row = 0, False, 0
-    models: dict[str | None, None] = {}
-    costed = np.zeros(len(steps), dtype=np.int64)
+    tools, hashes = 0, False
     try:
         for table in call_slices(path, calls, runs, steps, None):
             if any(table.column(name).null_count for name in TOKEN_COLUMNS):
                 return None  # unknown usage: read whole, its runs left out (TraceTables)
             check_purposes(table, folder)
-            codes = np.searchsorted(ends, np.arange(row, row + table.num_rows), side="right")
-            costed += np.bincount(codes, pc.is_valid(table.column("cost_usd")).to_numpy(
-                zero_copy_only=False), minlength=len(steps)).astype(np.int64)
             tools += int(pc.sum(pc.list_value_length(table.column("tool_calls"))).as_py() or 0)
             hashes = hashes or _hashed(table)
-            own = pc.coalesce(named(table.column("model")), run_models.take(pa.array(codes)))
-            models.update(dict.fromkeys(pc.unique(own).to_pylist()))
-            row += table.num_rows
     except Restart:
         return None
     finally:
         pa.default_memory_pool().release_unused()  # the batches' memory, back to the system
-    if np.any(pc.is_valid(runs.column("cost_usd")).to_numpy(zero_copy_only=False)
-              & (steps > 0) & (costed == 0)):
-        return None  # a run recording only its total prices its model: read whole
-    return FolderIndex(folder, runs.num_rows, tools, hashes, tuple(models))
+    return FolderIndex(folder, runs.num_rows, tools, hashes)
 
 
 def _hashed(calls: pa.Table) -> bool:
     hashes = pc.drop_null(calls.column("text_sha256"))
     return bool(len(hashes)) and bool(pc.any(pc.greater(pc.utf8_length(hashes), 0)).as_py())
-
-
-def _costed(folder: str, name: str, default: str) -> list[RecordedCall]:
-    """The calls of ``folder`` answered by ``name`` (their own model, else
-    their run's, else ``default``) that record a cost, in order: read again a
-    batch at a time (asked only for a model the catalogue does not know)."""
-    runs, ends = _run_index(folder, _stamp(folder))
-    run_models = named(runs.column("model"))
-    out: list[RecordedCall] = []
-    row = 0
-    for batch in pq.ParquetFile(Path(folder) / CALLS_FILE).iter_batches(
-            batch_size=50_000, use_threads=False):
-        table = _calls_table(pa.Table.from_batches([batch]), folder)
-        codes = np.searchsorted(ends, np.arange(row, row + table.num_rows), side="right")
-        models = pc.coalesce(named(table.column("model")), run_models.take(pa.array(codes)),
-                             pa.scalar(default))
-        mask = pc.and_(pc.equal(models, name), pc.is_valid(table.column("cost_usd")))
-        out += recorded_calls(table.filter(mask))
-        row += table.num_rows
-    return out
 
 
 def streamed_runs(folder: str, start: int, stop: int) -> list[RecordedRun]:
@@ -485,6 +411,17 @@ def _calls_table(table: pa.Table, folder: str) -> pa.Table:
 
 
 # ------------------------------------------------------------ either way
+PRICING_CHUNK = 4096
+"""Runs read at a time when a folder's runs are priced (:func:`every_run`)."""
+
+
+def every_run(folder: TraceTables | FolderIndex) -> Iterator[RecordedRun]:
+    """Every recorded run of ``folder``, in order, read :data:`PRICING_CHUNK`
+    runs at a time (so a streamed folder is never held whole)."""
+    for start in range(0, len(folder), PRICING_CHUNK):
+        yield from folder.recorded(start, min(start + PRICING_CHUNK, len(folder)))
+
+
 def open_folder(folder: str) -> TraceTables | FolderIndex:
     """The trace folder ``folder`` opened for a replay: streamed
     (:func:`folder_index`) when its calls come in its runs' order and pass
