@@ -13,6 +13,11 @@ SCENARIO_MAY_NAME = {"sim.engines.des_params", "sim.engines.arrivals"}
 """What sim/scenario takes from the engines: the DES parameter types and the
 arrival schedule (drawn or read from a CSV), never an engine that runs."""
 
+ANALYSIS_MAY_NAME = {"sim.engines.des_result", "sim.engines.monitor"}
+"""What sim/analysis takes from the engines: the DES result type and the
+monitors' series it computes from, never an engine that runs (a cell's
+children table is run in sim/sweeps/fanout.py)."""
+
 
 def engine_modules(folder: str) -> dict[str, set[str]]:
     """Each ``sim.engines`` module imported by a module of ``sim/<folder>``
@@ -59,3 +64,13 @@ def test_capacity_sizing_runs_the_des_above_analysis() -> None:
     assert not (SIM / "analysis" / "sizing.py").exists()
     assert (SIM / "sweeps" / "sizing.py").exists()
     assert "sim.engines.des" not in engine_modules("analysis")
+
+
+def test_analysis_names_engine_result_types_only() -> None:
+    """sim/analysis imports sim.engines.des_result and sim.engines.monitor
+    (the results it computes from), no engine that runs tasks: the
+    children table's tasks run in sim/sweeps/fanout.py."""
+    used = engine_modules("analysis")
+    assert set(used) <= ANALYSIS_MAY_NAME, {m: f for m, f in used.items()
+                                            if m not in ANALYSIS_MAY_NAME}
+    assert "sim.engines.direct" in engine_modules("sweeps")  # the run moved, not vanished
