@@ -22,6 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sim.output.stream import fsync_dir
+from sim.parquet import (
+    read_parquet as read_parquet,  # its home; re-exported for sim/tuning/inforce.py
+)
 
 if TYPE_CHECKING:  # frames come from callers; the chunk path imports this without pandas
     import pandas as pd
@@ -91,20 +94,6 @@ def write_parquet(path: str | os.PathLike, frame: pd.DataFrame,
                   metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``frame`` to ``path`` as Parquet, atomically, deterministic bytes."""
     write_atomic(path, parquet_bytes(frame, metadata))
-
-
-def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
-    """The Parquet file ``path`` (its ``columns``, default all) as the DataFrame
-    ``pandas.read_parquet`` returns, read by Arrow from the path with its own
-    file. Never hand Arrow a Python file object (which ``pandas.read_parquet``
-    does with a local path): every buffer Arrow then reads is a Python object,
-    and the threaded reader behind ``pq.read_table`` is torn down on one of
-    Arrow's threads after the read returns; when that thread drops the last
-    buffer while the interpreter exits, it is killed asking for the GIL inside
-    a C++ destructor and the process aborts ("terminate called without an
-    active exception", exit 134; apache/arrow#34314)."""
-    table = pq.read_table(os.fspath(path), columns=columns, use_pandas_metadata=True)
-    return table.to_pandas()
 
 
 def read_provenance(path: str | os.PathLike) -> dict[str, Any] | None:
