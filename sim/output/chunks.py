@@ -40,11 +40,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 
 from sim.bad_input import InputError
-from sim.output.files import FILE_MODE, json_bytes, write_atomic
+from sim.output.files import FILE_MODE, json_bytes, json_default, write_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = 3
@@ -79,14 +78,6 @@ class Store(Protocol):
     def sides(self, key: str) -> dict[str, pa.Table]: ...
 
     def take(self, key: str) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table]]: ...
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 class ChunkStore:
@@ -169,7 +160,7 @@ class ChunkStore:
         there)."""
         if extras is not None:  # NaN allowed: a measurement may be undefined
             write_atomic(self.folder / f"{key}{_EXTRAS}", json.dumps(
-                extras, sort_keys=True, allow_nan=True, default=_plain).encode("utf-8"))
+                extras, sort_keys=True, allow_nan=True, default=json_default).encode("utf-8"))
         write_chunk(self.folder / f"{key}{_TABLE}", table, side or {})
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
