@@ -29,9 +29,6 @@ import pyarrow.parquet as pq
 from sim.analysis import stats
 from sim.analysis.fanout import rows_summary
 from sim.output.files import (
-    FILE_MODE,
-    PARQUET_COMPRESSION,
-    PARQUET_COMPRESSION_LEVEL,
     PROVENANCE_KEY,
     json_bytes,
     parquet_bytes,
@@ -41,25 +38,17 @@ from sim.output.files import (
     write_parquet,
 )
 from sim.output.markdown import SUMMARY_MEANS as _MEANS
-from sim.output.markdown import report_markdown, sizing_markdown, write_report
-from sim.output.terminal import (
-    capacity_rows,
-    comparison_rows,
-    format_comparison,
-    format_table,
-    littles_law_text,
-)
+from sim.output.markdown import report_markdown, write_report
+from sim.output.terminal import format_comparison, format_table
 from sim.task_record import CHILDREN_FIELDS, TaskRecord, record_fields
 
 __all__ = [
-    "DEFAULT_TITLE", "FILE_MODE", "PARQUET_COMPRESSION", "PARQUET_COMPRESSION_LEVEL",
-    "PARQUET_NAME", "PROVENANCE_KEY", "REPORT_NAME", "SUMMARY_COLUMNS", "SUMMARY_NAME",
-    "TIMESERIES_NAME", "capacity_rows", "cell_summary", "comparison_rows", "folder_summary",
-    "format_comparison",
-    "format_table", "json_bytes", "littles_law_text", "parquet_bytes", "parquet_metadata",
-    "read_provenance", "record_dtypes", "records_frame", "report_markdown", "sizing_markdown",
-    "summary_rows", "table_frame", "timeseries_frame", "write_atomic", "write_json",
-    "write_parquet", "write_report", "write_results", "write_streamed_results"]
+    "DEFAULT_TITLE", "PARQUET_NAME", "PROVENANCE_KEY", "REPORT_NAME", "SUMMARY_COLUMNS",
+    "SUMMARY_NAME", "TIMESERIES_NAME", "cell_summary", "folder_summary", "format_comparison",
+    "format_table", "json_bytes", "parquet_bytes", "parquet_metadata", "read_provenance",
+    "record_dtypes", "records_frame", "report_markdown", "summary_rows", "table_frame",
+    "timeseries_frame", "write_atomic", "write_json", "write_parquet", "write_report",
+    "write_results", "write_streamed_results"]
 
 PARQUET_NAME = "results.parquet"
 SUMMARY_NAME = "summary.json"
