@@ -249,7 +249,7 @@ def folder_summary(cells: list[dict[str, Any]], description: str = "",
     if description:
         summary["description"] = description
     if provenance is not None:
-        summary["provenance"] = json.loads(json_bytes(dict(provenance)))
+        summary["provenance"] = _plain(provenance)
     return summary
 
 
