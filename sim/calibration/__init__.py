@@ -43,4 +43,8 @@ cross-validation (every run held out once). The Python entry point is
   jobs for worker processes or Dask;
 - :mod:`~sim.calibration.result`: the outcome and ``calibration.json``;
 - :mod:`~sim.calibration.pipeline`: all of it, as the command runs it.
+
+The scenario YAML and the report (``calibration.json``, ``calibration.md``,
+``calibration.html``) are written by :mod:`sim.api.calibration_report`, above
+this package: calibration imports nothing of :mod:`sim.output`.
 """
