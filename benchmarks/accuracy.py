@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tau2-report", help="also write tau2's calibration report here")
     args = parser.parse_args(argv)
 
+    from sim.api.calibration_report import write_report, write_scenario
     from sim.calibration import accuracy
     from sim.calibration.pipeline import calibrate
-    from sim.calibration.report import write_report, write_scenario
     from sim.cli import main as sim_main
 
     sets: dict[str, Path] = {}

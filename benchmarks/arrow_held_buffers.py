@@ -9,7 +9,7 @@ is still alive the moment ``read_table`` returns (Arrow's scan is torn down on
 one of its threads afterwards, and that thread needs the GIL to drop the
 buffer: at the interpreter's exit it is killed there and the process aborts,
 apache/arrow#34314), and those in which one is still alive after the table is
-dropped and garbage collected. Read by path (:func:`sim.output.files.read_parquet`)
+dropped and garbage collected. Read by path (:func:`sim.parquet.read_parquet`)
 Arrow holds no Python object at all. Prints the counts and the load average
 (the race is far more frequent on a loaded machine).
 """

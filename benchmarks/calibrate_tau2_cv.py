@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                   progress=True)
     took = time.monotonic() - began
     if args.report:
-        from sim.calibration.report import write_report
+        from sim.api.calibration_report import write_report
 
         write_report(args.report, c)
 

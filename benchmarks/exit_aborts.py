@@ -8,7 +8,7 @@ The case it was written for: ``replay`` aborted now and then after writing its
 results ("terminate called without an active exception", SIGABRT, status 134):
 an Arrow worker dropped the last Python buffer of a Parquet file that pandas
 had handed Arrow as a Python file object, while the interpreter exited
-(:func:`sim.output.files.read_parquet`; apache/arrow#34314). Each run has
+(:func:`sim.parquet.read_parquet`; apache/arrow#34314). Each run has
 ``PYTHONFAULTHANDLER`` set, so an abort prints every Python thread's stack;
 with ``--keep DIR`` the stderr of each failing run is kept there. Prints the
 runs, the statuses and how many of each (0: clean; 134 or -6: an abort), and

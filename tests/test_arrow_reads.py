@@ -104,11 +104,12 @@ def test_commands_read_parquet_by_path(tmp_path, arrow_sources, capsys):
 
 
 def test_read_parquet_is_what_pandas_reads(tmp_path):
-    """sim.output.files.read_parquet returns what pandas.read_parquet does
+    """sim.parquet.read_parquet returns what pandas.read_parquet does
     (dtypes, values, index), whole or a few columns."""
     import pandas as pd
 
-    from sim.output.files import read_parquet, write_parquet
+    from sim.output.files import write_parquet
+    from sim.parquet import read_parquet
 
     frame = pd.DataFrame({"i": pd.array([1, None, 3], dtype="Int64"), "f": [0.5, 1.5, None],
                           "s": ["a", None, "c"], "b": [True, False, True]})

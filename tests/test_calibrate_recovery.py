@@ -174,7 +174,7 @@ def test_a_fresh_simulation_is_not_distinguishable_from_the_known_world(fitted):
 def test_the_scenario_file_is_valid_commented_and_deterministic(fitted, tmp_path):
     """The written YAML loads as the fitted scenario, says what was fitted from
     what, and a second calibration of the same traces gives the same bytes."""
-    from sim.calibration.report import write_report, write_scenario
+    from sim.api.calibration_report import write_report, write_scenario
     from sim.scenario.model import load_scenario
 
     text = fitted.yaml_text()

@@ -10,7 +10,7 @@ import webbrowser
 import pytest
 
 import sim.cli
-from sim.output.progress import LineProgress, progress_bar
+from sim.progress import LineProgress, progress_bar
 
 
 class _Terminal(io.StringIO):

@@ -322,7 +322,7 @@ def test_calibrate_writes_a_fanout_block_and_a_worker_class(tmp_path):
     # the recorded against the fitted spawn rate per step bin: calibration.json and the report
     assert sum(b["calls"] for b in summary["by_step"]) == fit.productive
     assert sum(b["spawns"] for b in summary["by_step"]) == fit.spawns
-    from sim.calibration.report import report_markdown
+    from sim.api.calibration_report import report_markdown
 
     report = report_markdown(result)
     section = report[report.index("## Spawn rate by step bin"):].split("\n## ")[0]
@@ -471,8 +471,8 @@ def test_the_folds_table_shows_a_measure_a_fold_could_not_take_as_a_dash(tmp_pat
     the 95th percentile is out of the folds that took the measure (the
     report raised KeyError: 'cost' when the first fold had it and another
     did not; found by the campaign's calibrate door)."""
+    from sim.api.calibration_report import report_markdown
     from sim.calibration.pipeline import calibrate
-    from sim.calibration.report import report_markdown
 
     generate(tmp_path, 40, lambda s: 0.2, seed=3)
     result = calibrate(tmp_path, folds=2, classes=1, evaluations=0, with_ladder=False,

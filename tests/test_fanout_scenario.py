@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sim.analysis.fanout import fanout_table
 from sim.api.simulating import sweep
 from sim.engines.direct import run_task_state
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import build_cell, cells_of
+from sim.sweeps.fanout import fanout_table
 
 PATH = "scenarios/fanout.yaml"
 

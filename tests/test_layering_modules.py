@@ -13,19 +13,31 @@ SCENARIO_MAY_NAME = {"sim.engines.des_params", "sim.engines.arrivals"}
 """What sim/scenario takes from the engines: the DES parameter types and the
 arrival schedule (drawn or read from a CSV), never an engine that runs."""
 
+ANALYSIS_MAY_NAME = {"sim.engines.des_result", "sim.engines.monitor"}
+"""What sim/analysis takes from the engines: the DES result type and the
+monitors' series it computes from, never an engine that runs (a cell's
+children table is run in sim/sweeps/fanout.py)."""
 
-def engine_modules(folder: str) -> dict[str, set[str]]:
-    """Each ``sim.engines`` module imported by a module of ``sim/<folder>``
-    (anywhere in it: module level, functions, TYPE_CHECKING), with the files
-    that import it."""
+
+def imported(folder: str, part: str = "sim.engines") -> dict[str, set[str]]:
+    """Each module of ``part`` (default ``sim.engines``) imported by a module
+    of ``sim/<folder>`` (anywhere in it: module level, functions,
+    TYPE_CHECKING), with the files that import it."""
     found: dict[str, set[str]] = {}
     for path in sorted((SIM / folder).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
-                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            for name in names:
-                if name.startswith("sim.engines"):
-                    found.setdefault(name, set()).add(path.name)
+        for name in imported_by_file(path, part):
+            found.setdefault(name, set()).add(path.name)
+    return found
+
+
+def imported_by_file(path: Path, part: str) -> list[str]:
+    """The modules of ``part`` (``part`` itself or below it) that the file
+    ``path`` imports, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                 else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        found += [name for name in names if name == part or name.startswith(part + ".")]
     return found
 
 
@@ -33,7 +45,7 @@ def test_the_scenario_names_engine_parameters_and_arrivals_only() -> None:
     """sim/scenario imports sim.engines.des_params and sim.engines.arrivals,
     no other engine module (the DES arrival check reads the schedule without
     running the DES)."""
-    used = engine_modules("scenario")
+    used = imported("scenario")
     assert set(used) <= SCENARIO_MAY_NAME, {m: f for m, f in used.items()
                                             if m not in SCENARIO_MAY_NAME}
     assert "sim.engines.arrivals" in used  # the check is still made, from its home
@@ -47,7 +59,7 @@ def test_no_engine_module_is_found_where_none_is_imported(tmp_path: Path) -> Non
     global SIM
     saved, SIM = SIM, tmp_path
     try:
-        assert engine_modules("x") == {"sim.engines.des": {"m.py"}}
+        assert imported("x") == {"sim.engines.des": {"m.py"}}
     finally:
         SIM = saved
 
@@ -58,4 +70,25 @@ def test_capacity_sizing_runs_the_des_above_analysis() -> None:
     own module (sim.engines.des_result), not from the engine."""
     assert not (SIM / "analysis" / "sizing.py").exists()
     assert (SIM / "sweeps" / "sizing.py").exists()
-    assert "sim.engines.des" not in engine_modules("analysis")
+    assert "sim.engines.des" not in imported("analysis")
+
+
+def test_analysis_names_engine_result_types_only() -> None:
+    """sim/analysis imports sim.engines.des_result and sim.engines.monitor
+    (the results it computes from), no engine that runs tasks: the
+    children table's tasks run in sim/sweeps/fanout.py."""
+    used = imported("analysis")
+    assert set(used) <= ANALYSIS_MAY_NAME, {m: f for m, f in used.items()
+                                            if m not in ANALYSIS_MAY_NAME}
+    assert "sim.engines.direct" in imported("sweeps")  # the run moved, not vanished
+
+
+def test_calibration_writes_through_no_output_module() -> None:
+    """sim/calibration imports no module of sim.output (its report is
+    sim/api/calibration_report.py, its bars sim.progress, its Parquet reads
+    sim.parquet), and sim.progress takes only sim.output.safe_text from
+    output (a bar's name printed as text), so calibration reaches no writer
+    of output's through it."""
+    assert imported("calibration", "sim.output") == {}
+    assert not (SIM / "calibration" / "report.py").exists()
+    assert set(imported_by_file(SIM / "progress.py", "sim.output")) == {"sim.output.safe_text"}

@@ -1,7 +1,7 @@
 """Progress off a terminal: ``traces import``, ``replay`` and ``calibrate``
 (whose folds run in parallel worker processes) write whole lines to a
 stderr that is not a terminal (a CI log, a file): no carriage-return frames,
-at most one line per tenth of each bar's total (sim.output.progress), and
+at most one line per tenth of each bar's total (sim.progress), and
 nothing printed from inside the workers (which would interleave)."""
 
 from __future__ import annotations

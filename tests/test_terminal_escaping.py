@@ -84,7 +84,7 @@ def test_a_progress_bars_description_shows_escape_bytes_as_text():
     name's escape bytes as text."""
     import io
 
-    from sim.output.progress import progress_bar
+    from sim.progress import progress_bar
 
     stream = io.StringIO()
     with progress_bar(total=2, desc=f"replay x{CLEAR}{TITLE}", file=stream) as bar:

@@ -1,29 +1,28 @@
 """Subagents in a cell: the parents' terminal states and their children's.
 
-:func:`fanout_table` runs tasks of a cell in the direct engine and tallies,
-per cell, how the parents (root runs) ended and how their children ended,
-with the children's count, tokens and cost beside the parents' own, and the
-session's total (a parent plus its descendants). :func:`rows_summary` gives
-the same tallies from a sweep's result rows (the subagent columns of
-results.parquet), as summary.json's ``children`` section. Units: tokens are counts
-(prompt, cached or not, plus output and thinking), cost is USD, time is
-seconds.
+:class:`FanoutTable` tallies, per cell, how the parents (root runs) ended
+and how their children ended, with the children's count, tokens and cost
+beside the parents' own, and the session's total (a parent plus its
+descendants), from each parent's final harness state (:func:`tally`; the
+tasks are run by :func:`sim.sweeps.fanout.fanout_table`: analysis runs no
+engine). :func:`rows_summary` gives the same tallies from a sweep's result
+rows (the subagent columns of results.parquet), as summary.json's
+``children`` section. Units: tokens are counts (prompt, cached or not, plus
+output and thinking), cost is USD, time is seconds.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim.analysis import stats
-from sim.engines.cell import Cell
-from sim.engines.direct import run_task_state
 from sim.harness.state import HarnessState
 
-__all__ = ["FanoutTable", "fanout_table", "rows_summary", "tally"]
+__all__ = ["FanoutTable", "rows_summary", "tally"]
 
 
 @dataclass
@@ -77,16 +76,6 @@ def tally(table: FanoutTable, outcome: str, state: HarnessState) -> None:
     table.parent_cost_usd += state.money_usd
     table.children_cost_usd += state.children_cost_usd
     table.wall_s.append(state.wall_s)
-
-
-def fanout_table(cell: Cell, indices: Iterable[int]) -> FanoutTable:
-    """Run tasks ``indices`` of ``cell`` in the direct engine and tally their
-    parents and children (see :class:`FanoutTable`)."""
-    table = FanoutTable(cell.name)
-    for index in indices:
-        record, state = run_task_state(cell, index)
-        tally(table, record.outcome, state)
-    return table
 
 
 def rows_summary(outcomes: Sequence[str], columns: Mapping[str, Sequence[Any]]

@@ -15,7 +15,8 @@ One module per step:
 - :mod:`~sim.api.importing`: :func:`import_traces` (``traces import``) ->
   :class:`Imported` (runs, calls, the import report, the trace folder);
 - :mod:`~sim.api.calibrating`: :func:`calibrate` (``calibrate``) ->
-  :class:`Calibrated` (the verdict, the KS table, the scenario and report written);
+  :class:`Calibrated` (the verdict, the KS table, the scenario and report written;
+  the report's files: :mod:`~sim.api.calibration_report`);
 - :mod:`~sim.api.replaying`: :func:`replay` (``replay``) -> :class:`Replayed`
   (rows, per-cell summary and replay figures, the results folder);
 - :mod:`~sim.api.tuning`: :func:`tune` (``tune``) -> :class:`Tuned` (the

@@ -39,7 +39,7 @@ class Calibrated:
     (``measure``, ``ks`` distance, its ``critical`` value, Holm-adjusted
     ``p``, ``rejected``); ``result`` is the whole
     :class:`~sim.calibration.pipeline.Calibration` (its ``doc``, ``ladder``,
-    ``folds``, figures via :func:`sim.calibration.report.figures`); ``path``
+    ``folds``, figures via :func:`sim.api.calibration_report.figures`); ``path``
     is the scenario YAML written and ``report`` the report folder."""
 
     accepted: bool
@@ -84,8 +84,8 @@ def calibrate(traces: str | os.PathLike[str], out: str | os.PathLike[str], *,
     >>> fit.verdict, fit.path                                   # doctest: +SKIP
     ('accepted', PosixPath('worlds/tau2.yaml'))
     """
+    from sim.api.calibration_report import write_report, write_scenario
     from sim.calibration.pipeline import calibrate as fit_world
-    from sim.calibration.report import write_report, write_scenario
     from sim.traces.where import parse_where, slice_folder
 
     _check_options(folds, seed, classes, by, evaluations, search_runs)

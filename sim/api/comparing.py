@@ -269,8 +269,8 @@ class Compared:
     saved: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        """comparison.json's content (:func:`sim.output.html.comparison_dict`)."""
-        from sim.output.html import comparison_dict
+        """comparison.json's content (:func:`sim.output.comparison_report.comparison_dict`)."""
+        from sim.output.comparison_report import comparison_dict
 
         return comparison_dict(self.result, self.provenance)
 
@@ -290,7 +290,7 @@ def write_comparison_folder(plan: ComparisonPlan, out: str | os.PathLike | None 
     from sim.api.simulating import results_folder
     from sim.output import folder
     from sim.output.ci import append_summary, junit_xml, summary_markdown
-    from sim.output.html import write_comparison
+    from sim.output.comparison_report import write_comparison
     from sim.output.results import write_atomic
     from sim.output.safe_text import printable
 

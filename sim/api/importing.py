@@ -135,7 +135,7 @@ def write_trace_folder(sources: Sources, out: str | os.PathLike[str], *, strict:
     :func:`sim.sweeps.schedulers.make_scheduler`) read the files, and the
     folder written is the same for any number. Bad ``where`` conditions are
     refused before any file is read."""
-    from sim.output.progress import progress_bar
+    from sim.progress import progress_bar
     from sim.traces.importer import import_traces as import_into
     from sim.traces.where import parse_where, slice_folder, where_text
 

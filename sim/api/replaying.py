@@ -311,7 +311,7 @@ def _replay_cell(traces: str, streamed: bool, name: str, count: int,
     """One cell's rows (records, then the replay's columns): the ``count``
     runs of ``traces`` replayed in chunks on ``where`` (each worker reading
     its chunk's calls when ``streamed``) and put back in order."""
-    from sim.output.progress import progress_bar
+    from sim.progress import progress_bar
     from sim.sweeps.schedulers import make_scheduler
 
     size = chunk_size(count, where.workers)

@@ -27,8 +27,8 @@ import pandas as pd
 
 from sim.api.scenarios import Overrides, prepare
 from sim.bad_input import InputError
-from sim.output.files import read_parquet
 from sim.output.results import PARQUET_NAME, SUMMARY_NAME, cell_summary, table_frame
+from sim.parquet import read_parquet
 from sim.scenario.limits import check_workers
 from sim.scenario.model import Scenario
 from sim.sweeps.cells import CellRun, cells_of, default_workers

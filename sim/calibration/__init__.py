@@ -38,11 +38,13 @@ cross-validation (every run held out once). The Python entry point is
   beside the sampling floor (the other folds' runs taken as the forecast);
 - :mod:`~sim.calibration.structure`: one class, per model or clusters, chosen
   by cross-validated loss;
-- :mod:`~sim.calibration.report`: the scenario YAML, ``calibration.json``,
-  ``calibration.md`` and ``calibration.html``;
 - :mod:`~sim.calibration.fitting`: one world, and one fold, fitted;
 - :mod:`~sim.calibration.jobs`: the folds, the ladder and the final fit as
   jobs for worker processes or Dask;
 - :mod:`~sim.calibration.result`: the outcome and ``calibration.json``;
 - :mod:`~sim.calibration.pipeline`: all of it, as the command runs it.
+
+The scenario YAML and the report (``calibration.json``, ``calibration.md``,
+``calibration.html``) are written by :mod:`sim.api.calibration_report`, above
+this package: calibration imports nothing of :mod:`sim.output`.
 """

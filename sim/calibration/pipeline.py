@@ -135,7 +135,7 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
     folder, folds, seed, sample = spec.folder, spec.folds, spec.seed, spec.per_model
     traces = ctx.traces
     # the jobs print nothing (parallel folds would interleave): this process
-    # shows one bar per phase (sim.output.progress: one line per tenth off a terminal)
+    # shows one bar per phase (sim.progress: one line per tenth off a terminal)
     settings = Settings(evaluations=evaluations, search_runs=search_runs, sim_ratio=sim_ratio,
                         name=name, prices_date=_prices_date(traces.folder), progress=False)
     fixed = st.forced(classes, by)
@@ -191,7 +191,7 @@ def _run_shown(pool: Any, work: Any, jobs: list[tuple[Any, ...]], progress: bool
                desc: str) -> list[Any]:
     """:func:`sim.calibration.jobs.run_jobs` with a bar of the jobs done on
     stderr (when ``progress``)."""
-    from sim.output.progress import progress_bar
+    from sim.progress import progress_bar
 
     bar = progress_bar(total=len(jobs), desc=desc, unit="job", disable=not progress)
 
@@ -243,7 +243,7 @@ def _prices_date(folder: str) -> str | None:
     not change with the day the scenario is run), if the traces say."""
     import pandas as pd
 
-    from sim.output.files import read_parquet  # not pd.read_parquet: see it
+    from sim.parquet import read_parquet  # not pd.read_parquet: see it
 
     path = Path(folder) / "runs.parquet"
     try:

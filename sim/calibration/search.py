@@ -139,7 +139,7 @@ def search(real: Sample, simulate: Callable[[Adjustment], Sample], *,
     changes the loss (a world whose endings are fitted directly and have no
     frailty: the adjustment acts on nothing), the start stands after those
     four simulations."""
-    from sim.output.progress import progress_bar
+    from sim.progress import progress_bar
 
     seen: dict[tuple[float, ...], float] = {}
     best: list[Sample] = []  # the simulation of the first point with the lowest loss

@@ -36,15 +36,13 @@ import json
 import os
 import shutil
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 
 from sim.bad_input import InputError
-from sim.output.files import FILE_MODE, json_bytes, write_atomic
+from sim.output.files import atomic_file, json_bytes, json_default, write_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = 3
@@ -79,14 +77,6 @@ class Store(Protocol):
     def sides(self, key: str) -> dict[str, pa.Table]: ...
 
     def take(self, key: str) -> tuple[pa.Table, dict[str, Any] | None, dict[str, pa.Table]]: ...
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 class ChunkStore:
@@ -169,7 +159,7 @@ class ChunkStore:
         there)."""
         if extras is not None:  # NaN allowed: a measurement may be undefined
             write_atomic(self.folder / f"{key}{_EXTRAS}", json.dumps(
-                extras, sort_keys=True, allow_nan=True, default=_plain).encode("utf-8"))
+                extras, sort_keys=True, allow_nan=True, default=json_default).encode("utf-8"))
         write_chunk(self.folder / f"{key}{_TABLE}", table, side or {})
 
     def get(self, key: str) -> tuple[pa.Table, dict[str, Any] | None]:
@@ -256,29 +246,20 @@ def write_chunk(path: Path, table: pa.Table, side: dict[str, pa.Table]) -> None:
     tables' names (JSON), each stream's length, the counts and the magic;
     to a temporary file beside it, renamed into place. A full or read-only
     disk is an InputError saying so (:func:`sim.output.folder.disk_errors`)."""
-    from sim.output.folder import disk_errors
-
     names = sorted(side)
-    with disk_errors(path, f"{path.name} is as it was"):
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            # Arrow writes its buffers straight into the file (no copy in
-            # between); a full disk is Python's OSError, told as such
-            with os.fdopen(fd, "wb") as raw, pa.PythonFile(raw, mode="w") as handle:
-                lengths, at = [], 0
-                for part in (table, *(side[name] for name in names)):
-                    with pa.ipc.new_stream(handle, part.schema) as writer:
-                        writer.write_table(part)
-                    lengths.append(handle.tell() - at)
-                    at = handle.tell()
-                named = json.dumps(names).encode("utf-8")
-                handle.write(named + b"".join(_LENGTH.pack(n) for n in lengths)
-                             + _COUNTS.pack(len(lengths), len(named)) + _MAGIC)
-            os.chmod(tmp, FILE_MODE)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    # Arrow writes its buffers straight into the file (no copy in between); a
+    # full disk is Python's OSError, told as such. Not fsynced (durable=False),
+    # as a sweep's many chunk files never were
+    with atomic_file(path, durable=False) as raw, pa.PythonFile(raw, mode="w") as handle:
+        lengths, at = [], 0
+        for part in (table, *(side[name] for name in names)):
+            with pa.ipc.new_stream(handle, part.schema) as writer:
+                writer.write_table(part)
+            lengths.append(handle.tell() - at)
+            at = handle.tell()
+        named = json.dumps(names).encode("utf-8")
+        handle.write(named + b"".join(_LENGTH.pack(n) for n in lengths)
+                     + _COUNTS.pack(len(lengths), len(named)) + _MAGIC)
 
 
 def _read_chunk(path: Path) -> tuple[pa.Table, dict[str, pa.Table]]:

@@ -9,19 +9,22 @@ a file and a failure never clobbers the previous one.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sim.output.stream import fsync_dir
+from sim.parquet import (
+    read_parquet as read_parquet,  # its home; re-exported for sim/tuning/inforce.py
+)
 
 if TYPE_CHECKING:  # frames come from callers; the chunk path imports this without pandas
     import pandas as pd
@@ -29,33 +32,58 @@ if TYPE_CHECKING:  # frames come from callers; the chunk path imports this witho
 PARQUET_COMPRESSION = "zstd"
 PARQUET_COMPRESSION_LEVEL = 3
 FILE_MODE = 0o644
+TEMP_SUFFIX = ".tmp"
+"""The ending of the temporary file an atomic write renames into place."""
 _ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
           "string": pa.string(), "str": pa.string(), "object": pa.string(),
           "Int64": pa.int64(), "Float64": pa.float64(), "boolean": pa.bool_()}
 
 
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same
-    directory, flushed and fsynced, then ``os.replace``-d over ``path`` (mode
-    0644). On any failure the temporary file is removed and ``path`` keeps its
-    previous content; a full or read-only disk is an InputError saying so
-    (:func:`sim.output.folder.disk_errors`)."""
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, *, durable: bool = True) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` through, atomically: a temporary file
+    in the same directory (``.<name>.*.tmp``), ``os.replace``-d over ``path``
+    (mode 0644) when the block ends; with ``durable`` the file is flushed
+    and fsynced first and the directory after (a temporary file, such as a
+    sweep's chunk, skips both). On any failure the temporary file is removed
+    and ``path`` keeps its previous content; a full or read-only disk is an
+    InputError saying so (:func:`sim.output.folder.disk_errors`)."""
     from sim.output.folder import disk_errors
 
     target = Path(path)
     with disk_errors(target, f"{target.name} is as it was"):
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                   suffix=TEMP_SUFFIX)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+                yield handle
+                if durable:
+                    handle.flush()
+                    os.fsync(handle.fileno())
             os.chmod(tmp, FILE_MODE)
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        fsync_dir(target.parent)
+        if durable:
+            fsync_dir(target.parent)
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically and durably (:func:`atomic_file`)."""
+    with atomic_file(path) as handle:
+        handle.write(data)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename durable by fsyncing its directory (where the OS allows)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 PROVENANCE_KEY = b"sim.provenance"
@@ -91,20 +119,6 @@ def write_parquet(path: str | os.PathLike, frame: pd.DataFrame,
                   metadata: Mapping[str, Any] | None = None) -> None:
     """Write ``frame`` to ``path`` as Parquet, atomically, deterministic bytes."""
     write_atomic(path, parquet_bytes(frame, metadata))
-
-
-def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
-    """The Parquet file ``path`` (its ``columns``, default all) as the DataFrame
-    ``pandas.read_parquet`` returns, read by Arrow from the path with its own
-    file. Never hand Arrow a Python file object (which ``pandas.read_parquet``
-    does with a local path): every buffer Arrow then reads is a Python object,
-    and the threaded reader behind ``pq.read_table`` is torn down on one of
-    Arrow's threads after the read returns; when that thread drops the last
-    buffer while the interpreter exits, it is killed asking for the GIL inside
-    a C++ destructor and the process aborts ("terminate called without an
-    active exception", exit 134; apache/arrow#34314)."""
-    table = pq.read_table(os.fspath(path), columns=columns, use_pandas_metadata=True)
-    return table.to_pandas()
 
 
 def read_provenance(path: str | os.PathLike) -> dict[str, Any] | None:

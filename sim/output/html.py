@@ -1,12 +1,11 @@
-"""Reports with figures: Markdown, and self-contained HTML (figures embedded as
-base64 PNG, styles inline, nothing fetched), for sweeps and comparisons.
+"""A sweep's report with figures: self-contained HTML (figures embedded as
+base64 PNG, styles inline, nothing fetched), and the per-cell summary frame.
 
 A sweep's folder gets ``report.html``: its ``report.md`` (written by
 :mod:`sim.output.results`) with figures of outcome shares, the cost tail, steps and,
-for several cells, the success-cost frontier. A comparison's folder gets
-``report.md`` (figures as ``figures/*.png``), ``report.html`` and
-``comparison.json`` (:meth:`sim.analysis.compare.Comparison.to_dict`). HTML is
-rendered from the Markdown by :func:`markdown_to_html`, so both say the same.
+for several cells, the success-cost frontier. (A comparison's report is
+:mod:`sim.output.comparison_report`'s.) HTML is rendered from the Markdown by
+:func:`sim.output.markdown_html.markdown_to_html`, so both say the same.
 Files are written atomically; the same input gives the same bytes.
 """
 
@@ -22,23 +21,12 @@ from matplotlib.figure import Figure
 
 from sim.analysis import frames, stats
 from sim.output import figures
-from sim.output.comparison_report import (
-    COMPARISON_NAME,
-    FIGURES_DIR,
-    HTML_NAME,
-    MARKDOWN_NAME,
-    comparison_dict,
-    comparison_figures,
-    comparison_markdown,
-    write_comparison,
-)
+from sim.output.comparison_report import FIGURES_DIR, HTML_NAME
 from sim.output.markdown_html import markdown_to_html
 from sim.output.results import records_frame, report_markdown, write_atomic
 
-__all__ = [
-    "COMPARISON_NAME", "FIGURES_DIR", "HTML_NAME", "MARKDOWN_NAME", "comparison_dict",
-    "comparison_figures", "comparison_markdown", "markdown_to_html", "summary_frame",
-    "sweep_figures", "sweep_html", "write_comparison", "write_sweep_html"]
+__all__ = ["markdown_to_html", "summary_frame", "sweep_figures", "sweep_html",
+           "write_sweep_html"]
 
 
 # -------------------------------------------------------------- summaries

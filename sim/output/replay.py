@@ -33,7 +33,6 @@ basis counted per run), shares are in [0, 1].
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -48,7 +47,7 @@ from sim.output.results import (
     REPORT_NAME,
     SUMMARY_NAME,
     cell_summary,
-    json_bytes,
+    folder_summary,
     report_markdown,
     write_atomic,
     write_json,
@@ -57,7 +56,6 @@ from sim.output.results import (
 from sim.output.safe_text import md_code, md_text
 
 HTML_NAME = "report.html"
-JUDGED = ("resolved", "unresolved", "unknown")
 
 
 def _judged(rows: pd.DataFrame) -> dict[str, int]:
@@ -436,15 +434,13 @@ def write_replay_results(out_dir: str | os.PathLike, rows_by_cell: Mapping[str, 
         cell = cell_summary(name, params_by_cell[name], rows)
         cell["replay"] = blocks[name]
         cells.append(cell)
-    summary: dict[str, Any] = {"cells": cells}
-    if description:
-        summary["description"] = description
     if provenance is not None:
         first = next(iter(rows_by_cell.values()), None)
         models = [] if first is None or "model" not in first else sorted(
             {str(m) for m in first["model"] if isinstance(m, str) and m})
         replayed = {"runs": 0 if first is None else len(first), "models": models}
-        summary["provenance"] = json.loads(json_bytes({**provenance, "replayed": replayed}))
+        provenance = {**provenance, "replayed": replayed}
+    summary = folder_summary(cells, description, provenance)
     lead = "\n\n".join(replay_markdown(c["replay"], c["name"] if len(cells) > 1 else "")
                        for c in cells)
     markdown = report_markdown(summary, title, lead)

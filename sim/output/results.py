@@ -29,9 +29,6 @@ import pyarrow.parquet as pq
 from sim.analysis import stats
 from sim.analysis.fanout import rows_summary
 from sim.output.files import (
-    FILE_MODE,
-    PARQUET_COMPRESSION,
-    PARQUET_COMPRESSION_LEVEL,
     PROVENANCE_KEY,
     json_bytes,
     parquet_bytes,
@@ -41,24 +38,17 @@ from sim.output.files import (
     write_parquet,
 )
 from sim.output.markdown import SUMMARY_MEANS as _MEANS
-from sim.output.markdown import report_markdown, sizing_markdown, write_report
-from sim.output.terminal import (
-    capacity_rows,
-    comparison_rows,
-    format_comparison,
-    format_table,
-    littles_law_text,
-)
+from sim.output.markdown import report_markdown, write_report
+from sim.output.terminal import format_comparison, format_table
 from sim.task_record import CHILDREN_FIELDS, TaskRecord, record_fields
 
 __all__ = [
-    "DEFAULT_TITLE", "FILE_MODE", "PARQUET_COMPRESSION", "PARQUET_COMPRESSION_LEVEL",
-    "PARQUET_NAME", "PROVENANCE_KEY", "REPORT_NAME", "SUMMARY_COLUMNS", "SUMMARY_NAME",
-    "TIMESERIES_NAME", "capacity_rows", "cell_summary", "comparison_rows", "format_comparison",
-    "format_table", "json_bytes", "littles_law_text", "parquet_bytes", "parquet_metadata",
-    "read_provenance", "record_dtypes", "records_frame", "report_markdown", "sizing_markdown",
-    "summary_rows", "table_frame", "timeseries_frame", "write_atomic", "write_json",
-    "write_parquet", "write_report", "write_results", "write_streamed_results"]
+    "DEFAULT_TITLE", "PARQUET_NAME", "PROVENANCE_KEY", "REPORT_NAME", "SUMMARY_COLUMNS",
+    "SUMMARY_NAME", "TIMESERIES_NAME", "cell_summary", "folder_summary", "format_comparison",
+    "format_table", "json_bytes", "parquet_bytes", "parquet_metadata", "read_provenance",
+    "record_dtypes", "records_frame", "report_markdown", "summary_rows", "table_frame",
+    "timeseries_frame", "write_atomic", "write_json", "write_parquet", "write_report",
+    "write_results", "write_streamed_results"]
 
 PARQUET_NAME = "results.parquet"
 SUMMARY_NAME = "summary.json"
@@ -227,27 +217,51 @@ def write_results(out_dir: str | os.PathLike, records_by_cell: dict[str, list[Ta
     children = bool(children)
     for name, records in records_by_cell.items():
         frame = records_frame(_cell_records(name, records), children)
-        summary_of_cell = cell_summary(name, params_by_cell[name], frame)
-        if seed is not None:
-            summary_of_cell["seed"] = seed
-        summary_of_cell.update((extras_by_cell or {}).get(name, {}))
-        cells.append(summary_of_cell)
+        cells.append(_cell(name, params_by_cell[name], frame, seed, extras_by_cell))
         frames.append(frame)
     everything = (pd.concat(frames, ignore_index=True) if frames
                   else records_frame([], children))
+    summary = folder_summary(cells, description, provenance)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(out / PARQUET_NAME, everything, provenance)
+    _write_summary(out, summary, title, timeseries, provenance)
+    return summary
+
+
+def _cell(name: str, params: dict, frame: pd.DataFrame, seed: int | None,
+          extras_by_cell: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """:func:`cell_summary` of one cell, with the sweep's ``seed`` (when
+    given) and the cell's extra sections (``extras_by_cell``)."""
+    summary = cell_summary(name, params, frame)
+    if seed is not None:
+        summary["seed"] = seed
+    summary.update((extras_by_cell or {}).get(name, {}))
+    return summary
+
+
+def folder_summary(cells: list[dict[str, Any]], description: str = "",
+                   provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """summary.json's document: ``{"cells": cells}``, with ``description``
+    when there is one and ``provenance`` (:mod:`sim.output.provenance`) as
+    the plain JSON values it reads back as."""
     summary: dict[str, Any] = {"cells": cells}
     if description:
         summary["description"] = description
     if provenance is not None:
-        summary["provenance"] = json.loads(json_bytes(dict(provenance)))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_parquet(out / PARQUET_NAME, everything, provenance)
+        summary["provenance"] = _plain(provenance)
+    return summary
+
+
+def _write_summary(out: Path, summary: Mapping[str, Any], title: str,
+                   timeseries: pd.DataFrame | None, provenance: Mapping[str, Any] | None
+                   ) -> None:
+    """Write ``timeseries.parquet`` (when given), ``summary.json`` and
+    ``report.md`` (headed ``title``) of a results folder ``out``."""
     if timeseries is not None:
         write_atomic(out / TIMESERIES_NAME, parquet_bytes(timeseries, provenance))
     write_json(out / SUMMARY_NAME, summary)
     write_report(out / REPORT_NAME, summary, title=title)
-    return summary
 
 
 SUMMARY_COLUMNS = ("cell", "outcome", "reason", "steps", "input_tokens", "cache_read_tokens",
@@ -302,18 +316,7 @@ def write_streamed_results(out_dir: str | os.PathLike, streamed: str | os.PathLi
         start += tasks
         if (frame["cell"] != name).any():
             raise ValueError(f"{target}: the rows of cell {name!r} are not where expected")
-        summary_of_cell = cell_summary(name, params_by_cell[name], frame)
-        if seed is not None:
-            summary_of_cell["seed"] = seed
-        summary_of_cell.update((extras_by_cell or {}).get(name, {}))
-        summaries.append(summary_of_cell)
-    summary: dict[str, Any] = {"cells": summaries}
-    if description:
-        summary["description"] = description
-    if provenance is not None:
-        summary["provenance"] = json.loads(json_bytes(dict(provenance)))
-    if timeseries is not None:
-        write_atomic(out / TIMESERIES_NAME, parquet_bytes(timeseries, provenance))
-    write_json(out / SUMMARY_NAME, summary)
-    write_report(out / REPORT_NAME, summary, title=title)
+        summaries.append(_cell(name, params_by_cell[name], frame, seed, extras_by_cell))
+    summary = folder_summary(summaries, description, provenance)
+    _write_summary(out, summary, title, timeseries, provenance)
     return summary, rows

@@ -10,8 +10,9 @@ on a Dask cluster or resumed from kept chunks writes the same file. Only
 :meth:`ParquetStream.abort`, or leaving the ``with`` block on an exception,
 removes the temporary file, so a reader never sees half a file.
 
-Compression and format are those of :mod:`sim.output.results` (zstd level 3,
-Parquet 2.6). Memory: at most one row group of rows is buffered.
+Compression, file mode and the temporary file's name are those of
+:mod:`sim.output.files` (zstd level 3; Parquet 2.6). Memory: at most one row
+group of rows is buffered.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-COMPRESSION = "zstd"
-COMPRESSION_LEVEL = 3
+from sim.output.files import (
+    FILE_MODE,
+    PARQUET_COMPRESSION,
+    PARQUET_COMPRESSION_LEVEL,
+    TEMP_SUFFIX,
+    fsync_dir,
+)
+
 ROW_GROUP_ROWS = 131_072
-FILE_MODE = 0o644
-TEMP_SUFFIX = ".tmp"
 
 
 class ParquetStream:
@@ -57,8 +62,8 @@ class ParquetStream:
         try:  # a stream that never opened (Ctrl-C, a full disk) leaves no temporary file
             self._handle = handle = os.fdopen(fd, "wb")
             self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
-                self._handle, self._schema, compression=COMPRESSION,
-                compression_level=COMPRESSION_LEVEL, version="2.6",
+                self._handle, self._schema, compression=PARQUET_COMPRESSION,
+                compression_level=PARQUET_COMPRESSION_LEVEL, version="2.6",
                 use_dictionary=dictionary_columns(schema, plain) if plain else True)
         except BaseException:
             if handle is None:
@@ -158,17 +163,6 @@ def _leaves(path: str, kind: pa.DataType) -> Iterator[str]:
         yield from _leaves(f"{path}.key_value.value", kind.item_type)
     else:
         yield path
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename durable by fsyncing its directory (where the OS allows)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def stale_temporaries(folder: str | os.PathLike, name: str) -> list[Path]:

@@ -45,7 +45,7 @@ def run_capacity(base: Scenario, target_p95_wait_s: float | None = None, *,
     from sim.analysis.capacity import check_drained, measurements, resampled
     from sim.engines.arrivals import arrival_schedule
     from sim.engines.des import DesEngine
-    from sim.output.progress import progress_bar
+    from sim.progress import progress_bar
     from sim.sweeps.cells import CellRun, build_cell
     from sim.sweeps.sizing import size_capacity, with_capacity
 

@@ -50,7 +50,6 @@ import pyarrow as pa
 from sim.engines.cell import Cell
 from sim.engines.direct import run_tasks
 from sim.output.chunks import ChunkStore, Store
-from sim.output.progress import progress_bar
 from sim.output.table import (
     CHILDREN_SCHEMA,
     RECORD_SCHEMA,
@@ -58,6 +57,7 @@ from sim.output.table import (
     record_schema,
     records_table,
 )
+from sim.progress import progress_bar
 from sim.sweeps.cells import CellRun, build_cell
 from sim.sweeps.handover import Handover, worker_files
 from sim.sweeps.plan import Job, Sink, plan

@@ -1,4 +1,5 @@
-"""Writing a calibration: the scenario file and its report.
+"""Writing a calibration: the scenario file and its report (the files of the
+``calibrate`` step, :mod:`sim.api.calibrating`).
 
 - the scenario YAML (commented: what each fitted section was fitted from),
   written to a temporary file and renamed into place;
@@ -8,6 +9,12 @@
   mix, embedded as PNG), written to a temporary folder and renamed into place.
   An existing folder is replaced only when it holds an earlier calibration
   report (its ``calibration.json``) and nothing else of note.
+
+It sits in ``api``, above the two parts it joins: it reads calibration's
+result (:class:`sim.calibration.result.Calibration`) and writes through
+``output`` (Markdown escaping, HTML, figures, atomic files). ``output`` cannot
+import calibration (calibration imports sweeps, which writes through
+``output``: a circle), and calibration renders no report.
 
 Names from the traces (the folder, models, classes, exit labels, prices'
 sources) are escaped for Markdown (:mod:`sim.output.safe_text`).
@@ -25,7 +32,7 @@ import numpy as np
 from sim.bad_input import InputError
 from sim.calibration import accuracy
 from sim.calibration.exits import CATEGORIES
-from sim.calibration.pipeline import Calibration
+from sim.calibration.result import Calibration
 from sim.calibration.verdict import Metric
 from sim.output.safe_text import md_code, md_text
 
@@ -34,7 +41,7 @@ REPORT_FILES = ("calibration.json", "calibration.md", "calibration.html")
 
 def write_scenario(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (a temporary file, then a rename)."""
-    from sim.output.results import write_atomic
+    from sim.output.files import write_atomic
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
