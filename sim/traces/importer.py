@@ -99,7 +99,7 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
 
     ``progress``: a bar of the files read on stderr: True a tqdm bar, or a
     factory taking tqdm's arguments (the CLI's and API's
-    ``sim.output.progress.progress_bar``: one line per tenth off a terminal).
+    ``sim.progress.progress_bar``: one line per tenth off a terminal).
 
     With a ``scheduler`` (:mod:`sim.sweeps.schedulers`: local worker
     processes or Dask), the files are read in chunks of
