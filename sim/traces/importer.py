@@ -68,7 +68,6 @@ from sim.traces import (
     openhands,
     openinference,
     otel,
-    otel_console,
     otel_legacy,
     phoenix,
     spantree,
@@ -419,8 +418,8 @@ def _gather(values: list[Any], file: str, gathered: Gathered, collector: otel.Co
         if detect(values):
             collected.add(values, file)
             return True
-    if all(otel_console.detect(v) for v in values):
-        gathered.take_spans(otel_console.spans(values, file), collector)
+    if all(otel.is_printed_span(v) for v in values):
+        gathered.take_spans(otel.printed_spans(values, file), collector)
         return True
     if phoenix.detect(values):
         gathered.take_spans(phoenix.spans(values, file), collector)
