@@ -77,6 +77,7 @@ from the steps' timestamps.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ from sim.traces.model import (
 from sim.traces.repairs import Repair
 from sim.traces.skips import Unusable
 from sim.traces.sources import read_json, read_text
-from sim.traces.usage import count, from_total_prompt, needs_apart
+from sim.traces.usage import count, from_total_prompt, read_apart
 
 SOURCE = "harbor"
 __all__ = ["SOURCE", "converted", "detect", "run", "trial_folder"]
@@ -164,11 +165,7 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
     """The run of one ATIF trajectory at ``path``."""
     trial = trial_folder(path)
     result = _side_json(trial / "result.json") if trial is not None else {}
-    record = _run(doc, path, file, trial, result, (False, False))
-    apart = needs_apart(record.repairs)
-    if any(apart):  # the agent counts apart: every call of the run is read so
-        record = _run(doc, path, file, trial, result, apart)
-    return record
+    return read_apart(partial(_run, doc, path, file, trial, result))
 
 
 def _run(doc: dict, path: Path, file: str, trial: Path | None, result: dict,

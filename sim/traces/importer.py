@@ -79,6 +79,7 @@ from sim.traces.import_report import ImportReport
 from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import (
     DUPLICATE,
+    NESTED_DETAIL,
     NO_RUNS,
     TOO_DEEP,
     UNKNOWN_FORMAT,
@@ -242,8 +243,7 @@ def _read_input(item: Input, file: str, whole: frozenset[str] | set[str],
     except Unusable as problem:
         report.skips.append(Skip(file, problem.reason, problem.detail))
     except RecursionError:  # a structure nested deeper than Python walks
-        report.skips.append(Skip(file, TOO_DEEP, "values nested deeper than the importer "
-                                                 "reads"))
+        report.skips.append(Skip(file, TOO_DEEP, NESTED_DETAIL))
 
 
 FILES_PER_CHUNK = 32
@@ -277,7 +277,7 @@ def read_chunk(items: list[Input]) -> list[list[RunRecord | Skip] | None]:
         except Unusable as problem:
             records = [Skip(file, problem.reason, problem.detail)]
         except RecursionError:
-            records = [Skip(file, TOO_DEEP, "values nested deeper than the importer reads")]
+            records = [Skip(file, TOO_DEEP, NESTED_DETAIL)]
         touched = (collector.spans or reports.count or gathered.count() or report.ignored
                    or report.companions)
         out.append(None if touched else records)

@@ -146,6 +146,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sim.traces import spantree
@@ -175,7 +176,7 @@ from sim.traces.model import (
 )
 from sim.traces.otel import Span
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair
-from sim.traces.skips import NO_CALLS, Skip, Unusable
+from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
 from sim.traces.usage import count, from_openai, from_total_prompt
 
 # ------------------------------------------------------------ documents
@@ -544,10 +545,8 @@ class Collector:
                                                    t))
         for trace in order:
             items = self.traces[trace]
-            try:
-                yield _run(trace, items, list(self.scores.get(trace, {}).values()))
-            except Unusable as problem:
-                yield Skip(items[0][1], problem.reason, problem.detail, trace)
+            yield or_skip(partial(_run, trace, items, list(self.scores.get(trace, {}).values())),
+                          items[0][1], trace, deep=False)
 
 
 def _start(obs: dict) -> float:

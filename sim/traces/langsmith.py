@@ -51,6 +51,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sim.traces.assemble import (
@@ -77,7 +78,7 @@ from sim.traces.model import (
     tool_result,
     utc_from_unix,
 )
-from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable
+from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable, or_skip
 from sim.traces.usage import from_openai, from_total_prompt
 
 SOURCE = "langsmith"
@@ -186,10 +187,7 @@ class Collector:
         for trace in order:
             items = sorted(traces[trace], key=lambda s: (_start(s), str(s.get("id"))))
             file = self.files[str(items[0].get("id"))]
-            try:
-                yield _run(trace, items, file)
-            except Unusable as problem:
-                yield Skip(file, problem.reason, problem.detail, trace)
+            yield or_skip(partial(_run, trace, items, file), file, trace, deep=False)
 
 
 def _start(step: dict) -> float:

@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.swebench import REPORTS_FOLDER, Reports
-from sim.traces.usage import from_openai, needs_apart
+from sim.traces.usage import from_openai, read_apart
 
 SOURCE = "mini-swe-agent"
 __all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]
@@ -144,11 +145,7 @@ def run_folder(path: Path, instance: str) -> str | None:
 
 def run(doc: dict, path: Path, file: str) -> RunRecord:
     """The run of one trajectory document."""
-    record = _run(doc, path, file, (False, False))
-    apart = needs_apart(record.repairs)
-    if any(apart):  # the source counts apart: every call of the run is read so
-        record = _run(doc, path, file, apart)
-    return record
+    return read_apart(partial(_run, doc, path, file))
 
 
 def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecord:

@@ -81,7 +81,7 @@ writes local times without a zone: taken as UTC).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -108,8 +108,8 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_TRAJECTORY, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import count, from_openai, from_total_prompt, needs_apart
+from sim.traces.skips import NO_TRAJECTORY, Skip, Unusable, or_skip
+from sim.traces.usage import count, from_openai, from_total_prompt, read_apart
 
 SOURCE = "openhands"
 NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
@@ -166,21 +166,11 @@ def _flatten(items: list) -> list | None:
 def runs(values: list[Any], file: str) -> Iterator[RunRecord | Skip]:
     """The runs of a file :func:`detect` recognised."""
     if detect(values) == "events":
-        yield _read(partial(_run, file, file, None, _flatten(values[0]) or [], {}))
+        yield read_apart(partial(_run, file, file, None, _flatten(values[0]) or [], {}))
         return
     for index, line in enumerate(values):
         run_id = str(line.get("instance_id", f"line {index + 1}"))
-        try:
-            history = line.get("history")
-            events = _flatten(history) if isinstance(history, list) else None
-            if events is None:
-                raise Unusable(NO_TRAJECTORY, f"history is {type(history).__name__}, not "
-                                              "a list of events")
-            yield _read(partial(_run, run_id, file, run_id, events, line))
-        except Unusable as problem:
-            yield Skip(file, problem.reason, problem.detail, run_id)
-        except RecursionError:
-            yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads", run_id)
+        yield or_skip(partial(_line_run, run_id, file, line), file, run_id)
 
 
 class Collector:
@@ -205,13 +195,8 @@ class Collector:
             events = [self.sessions[folder][k] for k in sorted(self.sessions[folder])]
             file = self.files[folder]
             session = folder.parent.name if folder.name == "events" else folder.name
-            try:
-                yield _read(partial(_run, session, file, None, events, {}))
-            except Unusable as problem:
-                yield Skip(file, problem.reason, problem.detail, session)
-            except RecursionError:
-                yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads",
-                           session)
+            yield or_skip(partial(read_apart, partial(_run, session, file, None, events, {})),
+                          file, session)
 
 
 def _scalar(value: Any) -> bool:
@@ -243,12 +228,14 @@ def take_verdict(row: dict[str, Any], record: RunRecord) -> None:
         row["resolved"] = record.resolved
 
 
-def _read(build: Callable[[tuple[bool, bool]], RunRecord]) -> RunRecord:
-    """A run read once, and again with the cache or reasoning counted apart
-    when one of its calls shows the source counts so (:mod:`sim.traces.usage`)."""
-    record: RunRecord = build((False, False))
-    apart = needs_apart(record.repairs)
-    return build(apart) if any(apart) else record
+def _line_run(run_id: str, file: str, line: dict) -> RunRecord:
+    """The run of an evaluation output's line (its ``history`` the events)."""
+    history = line.get("history")
+    events = _flatten(history) if isinstance(history, list) else None
+    if events is None:
+        raise Unusable(NO_TRAJECTORY, f"history is {type(history).__name__}, not "
+                                      "a list of events")
+    return read_apart(partial(_run, run_id, file, run_id, events, line))
 
 
 def _run(run_id: str, file: str, task: str | None, events: list, line: dict,

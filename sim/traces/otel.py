@@ -94,6 +94,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from sim.traces.assemble import AgentTree
@@ -114,8 +115,8 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_CALLS, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import count, from_total_prompt, needs_apart
+from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
+from sim.traces.usage import count, from_total_prompt, read_apart
 
 SOURCE = "otel-genai"
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -171,17 +172,7 @@ class Collector:
         order = sorted(groups, key=lambda key: (min(s.start for s in groups[key]), key))
         for key in order:
             spans = sorted(groups[key], key=lambda s: (s.start, s.end, s.span))
-            try:
-                record = _run(key, spans)
-                apart = needs_apart(record.repairs)
-                if any(apart):  # the source counts apart: every call is read so
-                    record = _run(key, spans, apart)
-                yield record
-            except Unusable as problem:
-                yield Skip(spans[0].file, problem.reason, problem.detail, key)
-            except RecursionError:
-                yield Skip(spans[0].file, TOO_DEEP, "values nested deeper than the importer "
-                                                    "reads", key)
+            yield or_skip(partial(read_apart, partial(_run, key, spans)), spans[0].file, key)
 
 
 def _span(raw: Any, file: str) -> Span | None:

@@ -39,6 +39,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sim.traces.assemble import AgentTree, main_model, run_cost, text_fields
@@ -52,7 +53,7 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.otel import Collector, Span
-from sim.traces.skips import NO_CALLS, Skip, Unusable
+from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,8 @@ class Gatherer:
         order = sorted(traces, key=lambda t: (min(s.start for s in traces[t]), t))
         for trace in order:
             spans = sorted(traces[trace], key=lambda s: (s.start, s.end, s.span))
-            try:
-                yield _run(self.dialect, trace, spans)
-            except Unusable as problem:
-                yield Skip(spans[0].file, problem.reason, problem.detail, trace)
+            yield or_skip(partial(_run, self.dialect, trace, spans), spans[0].file, trace,
+                          deep=False)
 
 
 def claims_any(doc: Any, test: Callable[[dict[str, Any]], bool]) -> bool:

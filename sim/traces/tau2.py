@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sim.traces.assemble import number_or_none, seconds
@@ -80,8 +81,8 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import PARTS_KEPT, Repair
-from sim.traces.skips import NO_RUNS, NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import from_disjoint, from_openai, needs_apart
+from sim.traces.skips import NO_RUNS, NO_TRAJECTORY, NO_USAGE, Skip, Unusable, or_skip
+from sim.traces.usage import from_disjoint, from_openai, read_apart
 
 SOURCE = "tau2"
 
@@ -120,16 +121,8 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
     limits = (number_or_none(info.get("max_steps")), number_or_none(info.get("max_errors")))
     for index, simulation in enumerate(simulations):
         run_id = _run_id(simulation, index)
-        try:
-            record = _run(simulation, run_id, file, model, file_model, limits)
-            apart = needs_apart(record.repairs)
-            if any(apart):  # the source counts apart: every call of the run is read so
-                record = _run(simulation, run_id, file, model, file_model, limits, apart)
-            yield record
-        except Unusable as problem:
-            yield Skip(file, problem.reason, problem.detail, run_id)
-        except RecursionError:
-            yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads", run_id)
+        yield or_skip(partial(read_apart, partial(_run, simulation, run_id, file, model,
+                                                  file_model, limits)), file, run_id)
 
 
 def _run_id(simulation: Any, index: int) -> str:

@@ -38,10 +38,11 @@ set (every call with a cache, or with reasoning, is then noted).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sim.harness.messages import Usage
-from sim.traces.model import MAX_COUNT, as_dict
+from sim.traces.model import MAX_COUNT, RunRecord, as_dict
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair, short_repr
 from sim.traces.skips import BAD_COUNT, Unusable
 
@@ -146,8 +147,12 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-def needs_apart(notes: list[Repair]) -> tuple[bool, bool]:
-    """``(cache_apart, reasoning_apart)``: whether ``notes`` hold a repair that
-    says the run's source counts the cache, or the reasoning, apart."""
-    reasons = {reason for _, reason in notes}
-    return PROMPT_WITHOUT_CACHE in reasons, REASONING_APART in reasons
+def read_apart(build: Callable[[tuple[bool, bool]], RunRecord]) -> RunRecord:
+    """A run read once (``build((False, False))``), and read again with
+    ``(cache_apart, reasoning_apart)`` when its repairs say the source counts
+    the cache, or the reasoning, apart (see the module): the importers' one
+    way of reading a whole run in one convention."""
+    record = build((False, False))
+    reasons = {reason for _, reason in record.repairs}
+    apart = PROMPT_WITHOUT_CACHE in reasons, REASONING_APART in reasons
+    return build(apart) if any(apart) else record
