@@ -12,7 +12,8 @@ around that is the same for every format and lives here:
 - subagents in a span tree: :class:`AgentTree`, which agent span a call is
   under and which agents are the run's own (the rest are subagents);
 - tool calls: :func:`owner_before`, the last call of the same agent that
-  started at or before a tool record, which the tool answers;
+  started at or before a tool record, which the tool answers; :func:`ran_tool`,
+  a tool record (a span, an observation, a step) with its result;
 - run fields from its calls: :func:`run_cost` (the sum of the calls' costs
   when every call has one, else None) and :func:`main_model` (the first model
   of the run's own agent);
@@ -25,7 +26,15 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from sim.traces.model import CallRecord, approx_tokens, sha256_text
+from sim.traces.model import (
+    CallRecord,
+    ToolCallRecord,
+    approx_tokens,
+    canonical_arguments,
+    canonical_json,
+    sha256_text,
+    tool_result,
+)
 
 MAX_HOPS = 1000
 """How many parent links :func:`nearest` follows at most (a deeper or
@@ -117,6 +126,20 @@ def owner_before(calls: Sequence[CallRecord], indices: Iterable[int],
         if offset is None or (calls[i].started_s or 0.0) <= offset:
             found = i
     return found
+
+
+def ran_tool(name: str, id: str | None, arguments: Any, result: Any, *, error: bool,
+             duration_s: float | None) -> ToolCallRecord:
+    """A tool call recorded with what came back: ``arguments`` as canonical
+    JSON (:func:`~sim.traces.model.canonical_arguments`), ``result`` (text, or
+    a value written as canonical JSON; None for none recorded) sized and
+    hashed (:func:`~sim.traces.model.tool_result`), ``duration_s`` in seconds."""
+    if result is not None and not isinstance(result, str):
+        result = canonical_json(result)
+    tokens, sha, _ = tool_result(result)
+    return ToolCallRecord(name=name, id=id, arguments=canonical_arguments(arguments),
+                          result_tokens=tokens, result_sha256=sha, error=error,
+                          duration_s=duration_s)
 
 
 def run_cost(calls: Sequence[CallRecord]) -> float | None:

@@ -154,6 +154,7 @@ from sim.traces.assemble import (
     extent,
     nearest,
     owner_before,
+    ran_tool,
     run_cost,
     seconds,
     text_fields,
@@ -168,11 +169,9 @@ from sim.traces.model import (
     Usage,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
     finite_or_none,
     parse_utc,
-    tool_result,
 )
 from sim.traces.otel import Span
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair
@@ -710,16 +709,10 @@ def _text(output: Any) -> str | None:
 
 
 def _tool(obs: dict) -> ToolCallRecord:
-    result = obs.get("output")
-    if result is not None and not isinstance(result, str):
-        result = canonical_arguments(result)
-    tokens, sha, _ = tool_result(result)
     start, end = _times(obs)
-    return ToolCallRecord(name=obs.get("name", ""), id=str(obs.get("id")),
-                          arguments=canonical_arguments(obs.get("input")),
-                          result_tokens=tokens, result_sha256=sha,
-                          error=str(obs.get("level", "")).upper() == "ERROR",
-                          duration_s=seconds(end, start))
+    return ran_tool(obs.get("name", ""), str(obs.get("id")), obs.get("input"), obs.get("output"),
+                    error=str(obs.get("level", "")).upper() == "ERROR",
+                    duration_s=seconds(end, start))
 
 
 # ---------------------------------------------------------------- SDK spans

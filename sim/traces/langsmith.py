@@ -59,6 +59,7 @@ from sim.traces.assemble import (
     main_model,
     nearest,
     owner_before,
+    ran_tool,
     run_cost,
     seconds,
     text_fields,
@@ -71,11 +72,9 @@ from sim.traces.model import (
     Usage,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
     finite_or_none,
     parse_utc,
-    tool_result,
     utc_from_unix,
 )
 from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable, or_skip
@@ -307,12 +306,6 @@ def _response(outputs: dict) -> tuple[str | None, str | None]:
 def _tool(step: dict) -> ToolCallRecord:
     outputs = step.get("outputs")
     result = as_dict(outputs).get("output", outputs) if isinstance(outputs, dict) else outputs
-    if result is not None and not isinstance(result, str):
-        result = canonical_arguments(result)
-    tokens, sha, _ = tool_result(result)
-    start = moment(step.get("start_time"))
-    return ToolCallRecord(name=step.get("name", ""), id=str(step.get("id")),
-                          arguments=canonical_arguments(step.get("inputs")),
-                          result_tokens=tokens, result_sha256=sha,
-                          error=bool(step.get("error")),
-                          duration_s=seconds(moment(step.get("end_time")), start))
+    return ran_tool(step.get("name", ""), str(step.get("id")), step.get("inputs"), result,
+                    error=bool(step.get("error")), duration_s=seconds(
+                        moment(step.get("end_time")), moment(step.get("start_time"))))

@@ -97,7 +97,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from sim.traces.assemble import AgentTree
+from sim.traces.assemble import AgentTree, ran_tool
 from sim.traces.model import (
     DERIVED,
     UNKNOWN,
@@ -108,10 +108,8 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     parse_utc,
     sha256_text,
-    tool_result,
     utc_from_unix,
 )
 from sim.traces.repairs import Repair
@@ -380,17 +378,11 @@ def _text_fields(parts: list[str] | None) -> dict[str, Any]:
 
 def _tool(span: Span) -> ToolCallRecord:
     a = span.attributes
-    result = a.get("gen_ai.tool.call.result")
-    if result is not None and not isinstance(result, str):
-        result = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    tokens, sha, _ = tool_result(result)
     call_id = a.get("gen_ai.tool.call.id")
-    return ToolCallRecord(
-        name=a.get("gen_ai.tool.name", span.name),
-        id=None if call_id is None else str(call_id),
-        arguments=canonical_arguments(a.get("gen_ai.tool.call.arguments")),
-        result_tokens=tokens, result_sha256=sha, error=span.error,
-        duration_s=(span.end - span.start) / 1e9)
+    return ran_tool(a.get("gen_ai.tool.name", span.name),
+                    None if call_id is None else str(call_id),
+                    a.get("gen_ai.tool.call.arguments"), a.get("gen_ai.tool.call.result"),
+                    error=span.error, duration_s=(span.end - span.start) / 1e9)
 
 
 def _output_text_parts(messages: Any) -> list[str] | None:

@@ -42,14 +42,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from sim.traces.assemble import AgentTree, main_model, run_cost, text_fields
+from sim.traces.assemble import AgentTree, main_model, ran_tool, run_cost, text_fields
 from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
     Usage,
     canonical_arguments,
-    tool_result,
     utc_from_unix,
 )
 from sim.traces.otel import Collector, Span
@@ -202,14 +201,8 @@ def _answer(requested: list[ToolCallRecord], ran: ToolCallRecord) -> None:
 
 
 def _tool(facts: ToolFacts, span: Span) -> ToolCallRecord:
-    result = facts.result
-    if result is not None and not isinstance(result, str):
-        result = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    tokens, sha, _ = tool_result(result)
-    return ToolCallRecord(name=facts.name, id=facts.id,
-                          arguments=canonical_arguments(facts.arguments),
-                          result_tokens=tokens, result_sha256=sha, error=span.error,
-                          duration_s=(span.end - span.start) / 1e9)
+    return ran_tool(facts.name, facts.id, facts.arguments, facts.result, error=span.error,
+                    duration_s=(span.end - span.start) / 1e9)
 
 
 def json_value(value: Any) -> Any:
