@@ -5,7 +5,8 @@ spans) into :class:`~sim.traces.model.CallRecord` objects; what happens
 around that is the same for every format and lives here:
 
 - times: :func:`seconds` between two moments (None when either is unknown),
-  :func:`extent` of a run from its records' start and end times;
+  :func:`extent` of a run from its records' start and end times,
+  :func:`order_time` to sort records by (an unknown time last);
 - trees of records: :func:`nearest` ancestor of a kind (the agent a call
   belongs to, the tool step a subagent runs under), with a hop limit so that
   a cycle in untrusted parent links ends;
@@ -14,6 +15,7 @@ around that is the same for every format and lives here:
 - tool calls: :func:`owner_before`, the last call of the same agent that
   started at or before a tool record, which the tool answers; :func:`ran_tool`,
   a tool record (a span, an observation, a step) with its result;
+- limits: :func:`limit_or_none`, a recorded limit where 0 means none;
 - run fields from its calls: :func:`run_cost` (the sum of the calls' costs
   when every call has one, else None) and :func:`main_model` (the first model
   of the run's own agent);
@@ -46,6 +48,11 @@ def seconds(later: datetime | None, earlier: datetime | None) -> float | None:
     if later is None or earlier is None:
         return None
     return (later - earlier).total_seconds()
+
+
+def order_time(moment: datetime | None) -> float:
+    """``moment`` as Unix seconds to sort records by; infinity (last) when unknown."""
+    return moment.timestamp() if moment is not None else float("inf")
 
 
 def extent(starts: Iterable[datetime | None], ends: Iterable[datetime | None]
@@ -166,3 +173,10 @@ def text_fields(text: str | None, *, missing_is_empty: bool = False) -> dict[str
 def number_or_none(value: Any) -> int | float | None:
     """A number as recorded (the writer nulls and counts an impossible one), else None."""
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def limit_or_none(value: Any) -> Any:
+    """A recorded limit (steps, USD) as recorded; 0 (the agents' "no limit")
+    and missing are None (the writer nulls and counts an impossible one)."""
+    number = number_or_none(value)
+    return None if number is None or number == 0 else number

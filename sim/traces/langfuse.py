@@ -153,6 +153,7 @@ from sim.traces import spantree
 from sim.traces.assemble import (
     extent,
     nearest,
+    order_time,
     owner_before,
     ran_tool,
     run_cost,
@@ -549,8 +550,7 @@ class Collector:
 
 
 def _start(obs: dict) -> float:
-    moment = parse_utc(value_of(obs, "startTime", "start_time"))
-    return moment.timestamp() if moment is not None else float("inf")
+    return order_time(parse_utc(value_of(obs, "startTime", "start_time")))
 
 
 def _parent(obs: dict) -> Any:

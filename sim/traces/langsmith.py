@@ -58,6 +58,7 @@ from sim.traces.assemble import (
     extent,
     main_model,
     nearest,
+    order_time,
     owner_before,
     ran_tool,
     run_cost,
@@ -190,8 +191,7 @@ class Collector:
 
 
 def _start(step: dict) -> float:
-    began = moment(step.get("start_time"))
-    return began.timestamp() if began is not None else float("inf")
+    return order_time(moment(step.get("start_time")))
 
 
 def _run(trace: str, items: list[dict], file: str) -> RunRecord:

@@ -81,7 +81,7 @@ from typing import Any
 
 import regex
 
-from sim.traces.assemble import number_or_none
+from sim.traces.assemble import limit_or_none, number_or_none
 from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
@@ -174,8 +174,8 @@ def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecor
         exit=None if exit_label is None else str(exit_label),
         started_at=utc_from_unix(start),
         duration_s=None if start is None or end is None else end - start,
-        step_limit=_limit(agent.get("step_limit")),
-        cost_limit_usd=_limit(agent.get("cost_limit")), repairs=notes)
+        step_limit=limit_or_none(agent.get("step_limit")),
+        cost_limit_usd=limit_or_none(agent.get("cost_limit")), repairs=notes)
 
 
 def _action_pattern(configured: Any, default: str) -> Any:
@@ -334,10 +334,3 @@ def _call(message: dict, response: dict, position: int, model: str | None,
                    and start is not None else None),  # both times known, as for latency
         latency_s=moment - before if moment is not None and before is not None else None,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text))
-
-
-def _limit(value: Any) -> Any:
-    """A mini-swe-agent limit: 0 (or missing) means none; anything else as
-    recorded (the writer nulls and counts an impossible one)."""
-    number = number_or_none(value)
-    return None if number is None or number == 0 else number
