@@ -59,7 +59,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sim.traces.assemble import AgentTree
-from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     UNKNOWN,
     CallRecord,
@@ -76,7 +75,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.skips import MISSING_EXTRA, UNREADABLE, Skip, Unusable, or_skip
-from sim.traces.usage import from_disjoint, from_total_prompt, read_apart
+from sim.traces.usage import derived, from_disjoint, from_total_prompt, read_apart, unknown_usage
 
 SOURCE = "inspect"
 SCORER_SPANS = frozenset({"scorers", "scorer"})

@@ -177,7 +177,7 @@ from sim.traces.model import (
 from sim.traces.otel import Span
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair
 from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
-from sim.traces.usage import count, from_openai, from_total_prompt
+from sim.traces.usage import count, derived, from_openai, from_total_prompt
 
 # ------------------------------------------------------------ documents
 RESOLVED_SCORES = frozenset({"resolved", "success", "correct"})
@@ -466,8 +466,9 @@ def _subtract(out: Counted, total: int | None, parts: _Parts, kinds: tuple[str, 
 def _openai(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
     """An OpenAI-style usage: the cache subtracted from ``prompt_tokens`` and
     the reasoning from ``completion_tokens``."""
-    return _from_totals(from_openai(usage, where, notes=notes), usage,
-                        ("prompt_tokens", "completion_tokens"), where)
+    read = from_openai(usage, where, notes=notes)
+    return Counted(read, derived(read, usage.get("prompt_tokens"),
+                                 usage.get("completion_tokens"), where))
 
 
 def _responses(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
@@ -481,18 +482,7 @@ def _responses(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
         cache_read=as_dict(usage.get("input_tokens_details")).get("cached_tokens"),
         reasoning=as_dict(usage.get("output_tokens_details")).get("reasoning_tokens"),
         where=where, names=names, notes=notes)
-    return _from_totals(read, usage, names, where)
-
-
-def _from_totals(read: Usage, usage: dict, names: tuple[str, str], where: str) -> Counted:
-    """``read`` with its input and output derived where they differ from the
-    recorded totals ``names`` (a cache or the reasoning subtracted)."""
-    out = Counted(read)
-    if read.input_tokens != count(usage.get(names[0]), names[0], where):
-        out.provenance["input_tokens"] = DERIVED
-    if read.output_tokens != count(usage.get(names[1]), names[1], where):
-        out.provenance["output_tokens"] = DERIVED
-    return out
+    return Counted(read, derived(read, usage.get(names[0]), usage.get(names[1]), where))
 
 
 def cost(recorded: Any, *fallbacks: Any) -> tuple[float | None, str]:

@@ -65,7 +65,6 @@ from sim.traces.assemble import (
     seconds,
     text_fields,
 )
-from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -79,7 +78,7 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable, or_skip
-from sim.traces.usage import from_openai, from_total_prompt
+from sim.traces.usage import derived, from_openai, from_total_prompt, unknown_usage
 
 SOURCE = "langsmith"
 

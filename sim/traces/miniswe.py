@@ -82,7 +82,6 @@ from typing import Any
 import regex
 
 from sim.traces.assemble import limit_or_none, number_or_none
-from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -100,7 +99,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.swebench import REPORTS_FOLDER, Reports
-from sim.traces.usage import from_openai, read_apart
+from sim.traces.usage import derived, from_openai, read_apart, unknown_usage
 
 SOURCE = "mini-swe-agent"
 __all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]

@@ -89,7 +89,6 @@ from typing import Any
 
 from sim.traces.assemble import number_or_none, seconds
 from sim.traces.model import (
-    DERIVED,
     TOKEN_COLUMNS,
     UNKNOWN,
     CallRecord,
@@ -109,7 +108,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.skips import NO_TRAJECTORY, Skip, Unusable, or_skip
-from sim.traces.usage import count, from_openai, from_total_prompt, read_apart
+from sim.traces.usage import derived, from_openai, from_total_prompt, read_apart
 
 SOURCE = "openhands"
 NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
@@ -446,8 +445,8 @@ def _openai(usage: dict, where: str, notes: list[Repair], apart: tuple[bool, boo
     """A response's usage and its provenance: the input and output derived
     where the cache or the reasoning was subtracted from the recorded totals."""
     counts = from_openai(usage, where, notes=notes, apart=apart)
-    return counts, _derived(counts, usage.get("prompt_tokens"),
-                            usage.get("completion_tokens"), where)
+    return counts, derived(counts, usage.get("prompt_tokens"),
+                           usage.get("completion_tokens"), where)
 
 
 def _token_usage(entry: dict, index: int | None, notes: list[Repair] | None,
@@ -460,19 +459,8 @@ def _token_usage(entry: dict, index: int | None, notes: list[Repair] | None,
                                cache_read=entry.get("cache_read_tokens"),
                                cache_write=entry.get("cache_write_tokens"), where=where,
                                notes=notes, cache_apart=apart[0])
-    return counts, _derived(counts, entry.get("prompt_tokens", 0),
-                            entry.get("completion_tokens", 0), where)
-
-
-def _derived(counts: Usage, prompt: Any, completion: Any, where: str) -> dict[str, str]:
-    """``derived`` for the input and output columns that differ from the
-    recorded prompt and completion totals (a count was subtracted)."""
-    out: dict[str, str] = {}
-    if counts.input_tokens != count(prompt, "prompt_tokens", where):
-        out["input_tokens"] = DERIVED
-    if counts.output_tokens != count(completion, "completion_tokens", where):
-        out["output_tokens"] = DERIVED
-    return out
+    return counts, derived(counts, entry.get("prompt_tokens", 0),
+                           entry.get("completion_tokens", 0), where)
 
 
 def _tool(item: dict) -> ToolCallRecord:

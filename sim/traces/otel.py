@@ -18,7 +18,7 @@ conventions:
   ``gen_ai.usage.reasoning.output_tokens``: the uncached input and the
   output without reasoning are so ``derived`` in the call's provenance when
   something was subtracted; a chat span without a count is kept, the
-  count's columns ``unknown``: :func:`span_usage`; a conversation any of whose
+  count's columns ``unknown``: :func:`sim.traces.usage.from_totals`; a conversation any of whose
   calls has more cache than input, or more reasoning than output, as some
   instrumentations of Anthropic and Gemini report them, is read with those
   counted apart: :mod:`sim.traces.usage`); the model from
@@ -99,12 +99,9 @@ from typing import Any
 
 from sim.traces.assemble import AgentTree, ran_tool
 from sim.traces.model import (
-    DERIVED,
-    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
-    Usage,
     approx_tokens,
     as_dict,
     as_list,
@@ -114,7 +111,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
-from sim.traces.usage import count, from_total_prompt, read_apart
+from sim.traces.usage import from_totals, read_apart
 
 SOURCE = "otel-genai"
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -294,7 +291,7 @@ def _agent_fields(spans: list[Span], calls: list[CallRecord]) -> tuple[str | Non
 
 def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
     a = span.attributes
-    counts, provenance = span_usage(
+    counts, provenance = from_totals(
         a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens"),
         cache_read=a.get("gen_ai.usage.cache_read.input_tokens"),
         cache_write=a.get("gen_ai.usage.cache_creation.input_tokens"),
@@ -309,41 +306,6 @@ def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool])
         finish_reason=finish_reasons(a.get("gen_ai.response.finish_reasons")),
         started_s=(span.start - start) / 1e9, latency_s=(span.end - span.start) / 1e9,
         provenance=provenance, **_text_fields(parts))
-
-
-PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
-OUTPUT_COLUMNS = ("output_tokens", "reasoning_tokens")
-
-
-def span_usage(prompt: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
-               reasoning: Any = None, where: str, names: tuple[str, str],
-               notes: list[Repair] | None = None, apart: tuple[bool, bool] = (False, False)
-               ) -> tuple[Usage, dict[str, str]]:
-    """A call span's usage (:func:`sim.traces.usage.from_total_prompt`: a
-    prompt total that includes the cache, an output that includes reasoning)
-    and its provenance (:attr:`sim.traces.model.CallRecord.provenance`), the
-    one reading of every span dialect whose prompt count includes the cache:
-    the uncached input is ``derived`` when cache tokens were subtracted from
-    the prompt, the output when reasoning was subtracted. A span without a
-    prompt count (None) has its three prompt columns ``unknown`` (0 in the
-    usage), one without an output count its output and reasoning; a present
-    count that is not a token count is Unusable, as before."""
-    unknown: dict[str, str] = {}
-    if prompt is None:
-        unknown.update(dict.fromkeys(PROMPT_COLUMNS, UNKNOWN))
-        prompt, cache_read, cache_write = 0, None, None
-    if output is None:
-        unknown.update(dict.fromkeys(OUTPUT_COLUMNS, UNKNOWN))
-        output, reasoning = 0, None
-    usage = from_total_prompt(prompt, output, cache_read=cache_read, cache_write=cache_write,
-                              reasoning=reasoning, where=where, names=names, notes=notes,
-                              cache_apart=apart[0], reasoning_apart=apart[1])
-    provenance: dict[str, str] = {}
-    if usage.input_tokens != count(prompt, names[0], where):
-        provenance["input_tokens"] = DERIVED
-    if usage.output_tokens != count(output, names[1], where):
-        provenance["output_tokens"] = DERIVED
-    return usage, provenance | unknown
 
 
 def finish_reasons(value: Any) -> str | None:

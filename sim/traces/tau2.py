@@ -63,7 +63,6 @@ from functools import partial
 from typing import Any
 
 from sim.traces.assemble import number_or_none, seconds
-from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -82,7 +81,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import PARTS_KEPT, Repair
 from sim.traces.skips import NO_RUNS, NO_TRAJECTORY, NO_USAGE, Skip, Unusable, or_skip
-from sim.traces.usage import from_disjoint, from_openai, read_apart
+from sim.traces.usage import derived, from_disjoint, from_openai, read_apart, unknown_usage
 
 SOURCE = "tau2"
 
