@@ -15,6 +15,7 @@ around that is the same for every format and lives here:
 - tool calls: :func:`owner_before`, the last call of the same agent that
   started at or before a tool record, which the tool answers; :func:`ran_tool`,
   a tool record (a span, an observation, a step) with its result;
+  :func:`requested_tool`, a tool call as an OpenAI-style message lists it;
 - limits: :func:`limit_or_none`, a recorded limit where 0 means none;
 - run fields from its calls: :func:`run_cost` (the sum of the calls' costs
   when every call has one, else None) and :func:`main_model` (the first model
@@ -32,6 +33,7 @@ from sim.traces.model import (
     CallRecord,
     ToolCallRecord,
     approx_tokens,
+    as_dict,
     canonical_arguments,
     canonical_json,
     sha256_text,
@@ -147,6 +149,15 @@ def ran_tool(name: str, id: str | None, arguments: Any, result: Any, *, error: b
     return ToolCallRecord(name=name, id=id, arguments=canonical_arguments(arguments),
                           result_tokens=tokens, result_sha256=sha, error=error,
                           duration_s=duration_s)
+
+
+def requested_tool(item: dict) -> ToolCallRecord:
+    """A tool call as an OpenAI-style assistant message lists it
+    (``{"id", "function": {"name", "arguments"}}``; arguments as canonical JSON)."""
+    function = as_dict(item.get("function"))
+    return ToolCallRecord(name=function.get("name", ""),
+                          id=None if item.get("id") is None else str(item["id"]),
+                          arguments=canonical_arguments(function.get("arguments")))
 
 
 def run_cost(calls: Sequence[CallRecord]) -> float | None:

@@ -81,7 +81,7 @@ from typing import Any
 
 import regex
 
-from sim.traces.assemble import limit_or_none, number_or_none
+from sim.traces.assemble import limit_or_none, number_or_none, requested_tool
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -89,7 +89,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     canonical_json,
     content_text,
     joined_sha256,
@@ -276,13 +275,8 @@ def _tools(call: CallRecord, message: dict, extra: dict, text: str | None,
     """The call's tool calls: its ``tool_calls``, else its text actions."""
     if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
         for item in message["tool_calls"]:
-            if not isinstance(item, dict):
-                continue
-            function = as_dict(item.get("function"))
-            call.tool_calls.append(ToolCallRecord(
-                name=function.get("name", ""),
-                id=None if item.get("id") is None else str(item["id"]),
-                arguments=canonical_arguments(function.get("arguments"))))
+            if isinstance(item, dict):
+                call.tool_calls.append(requested_tool(item))
         return
     recorded = extra.get("actions")
     if isinstance(recorded, list) and recorded and all(

@@ -87,7 +87,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sim.traces.assemble import number_or_none, seconds
+from sim.traces.assemble import number_or_none, requested_tool, seconds
 from sim.traces.model import (
     TOKEN_COLUMNS,
     UNKNOWN,
@@ -98,7 +98,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     canonical_json,
     content_text,
     joined_sha256,
@@ -346,7 +345,8 @@ class _Stream:
         message = as_dict(choice.get("message"))
         if response:
             text = content_text(message.get("content"))
-            tools = [_tool(t) for t in as_list(message.get("tool_calls")) if isinstance(t, dict)]
+            tools = [requested_tool(t) for t in as_list(message.get("tool_calls"))
+                     if isinstance(t, dict)]
         else:
             args = as_dict(event.get("args"))
             text = content_text(args.get("content") if action == "message"
@@ -461,13 +461,6 @@ def _token_usage(entry: dict, index: int | None, notes: list[Repair] | None,
                                notes=notes, cache_apart=apart[0])
     return counts, derived(counts, entry.get("prompt_tokens", 0),
                            entry.get("completion_tokens", 0), where)
-
-
-def _tool(item: dict) -> ToolCallRecord:
-    function = as_dict(item.get("function"))
-    return ToolCallRecord(name=function.get("name", ""),
-                          id=None if item.get("id") is None else str(item["id"]),
-                          arguments=canonical_arguments(function.get("arguments")))
 
 
 def _arguments(event: dict) -> dict:
