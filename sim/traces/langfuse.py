@@ -466,9 +466,7 @@ def _subtract(out: Counted, total: int | None, parts: _Parts, kinds: tuple[str, 
 def _openai(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
     """An OpenAI-style usage: the cache subtracted from ``prompt_tokens`` and
     the reasoning from ``completion_tokens``."""
-    read = from_openai(usage, where, notes=notes)
-    return Counted(read, derived(read, usage.get("prompt_tokens"),
-                                 usage.get("completion_tokens"), where))
+    return Counted(*from_openai(usage, where, notes=notes))
 
 
 def _responses(usage: dict, where: str, notes: list[Repair] | None) -> Counted:

@@ -263,7 +263,7 @@ def _recorded(step: dict, where: str) -> tuple[Usage, Any, Any] | None:
             step.get("prompt_tokens"), step.get("completion_tokens", 0)
     openai = outputs.get("usage")
     if isinstance(openai, dict) and "prompt_tokens" in openai:
-        return from_openai(openai, where), openai.get("prompt_tokens"), \
+        return from_openai(openai, where)[0], openai.get("prompt_tokens"), \
             openai.get("completion_tokens")
     return None
 

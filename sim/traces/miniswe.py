@@ -98,7 +98,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.swebench import REPORTS_FOLDER, Reports
-from sim.traces.usage import derived, from_openai, read_apart, unknown_usage
+from sim.traces.usage import from_openai, read_apart, unknown_usage
 
 SOURCE = "mini-swe-agent"
 __all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]
@@ -310,9 +310,7 @@ def _call(message: dict, response: dict, position: int, model: str | None,
     where = f"message {position}"
     usage = response.get("usage")
     if isinstance(usage, dict):
-        counts = from_openai(usage, where, notes=notes, apart=apart)
-        provenance = derived(counts, usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                             where)
+        counts, provenance = from_openai(usage, where, notes=notes, apart=apart)
     else:
         counts, provenance = unknown_usage()
     choices = response.get("choices")

@@ -354,8 +354,9 @@ class _Stream:
             tools = [] if action == "message" else [
                 ToolCallRecord(name=action, arguments=canonical_json(_arguments(event)))]
         usage = as_dict(response.get("usage"))
-        counts, provenance = _openai(usage, where, self.notes, self.apart) if usage \
-            else (Usage(), dict.fromkeys(TOKEN_COLUMNS, UNKNOWN))
+        counts, provenance = (
+            from_openai(usage, where, notes=self.notes, apart=self.apart) if usage
+            else (Usage(), dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)))
         latency = self.latencies.get(rid) if rid is not None else None
         reason = choice.get("finish_reason")
         call = CallRecord(
@@ -438,15 +439,6 @@ class _Stream:
         return {"input_tokens": usage.input_tokens, "cache_read_tokens": usage.cache_read_tokens,
                 "cache_write_tokens": usage.cache_write_tokens,
                 "output_tokens": usage.output_tokens, "reasoning_tokens": 0}
-
-
-def _openai(usage: dict, where: str, notes: list[Repair], apart: tuple[bool, bool]
-            ) -> tuple[Usage, dict[str, str]]:
-    """A response's usage and its provenance: the input and output derived
-    where the cache or the reasoning was subtracted from the recorded totals."""
-    counts = from_openai(usage, where, notes=notes, apart=apart)
-    return counts, derived(counts, usage.get("prompt_tokens"),
-                           usage.get("completion_tokens"), where)
 
 
 def _token_usage(entry: dict, index: int | None, notes: list[Repair] | None,

@@ -245,8 +245,7 @@ def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
         if prompt is not None and counts.prompt_tokens != prompt:
             notes.append(("calls.input_tokens", PARTS_KEPT))
         return counts, derived(counts, raw.get("input_tokens"), completion, where)
-    counts = from_openai(usage, where, details=raw, notes=notes, apart=apart)
-    return counts, derived(counts, prompt, completion, where)
+    return from_openai(usage, where, details=raw, notes=notes, apart=apart)
 
 
 def _answer(record: ToolCallRecord, message: dict, before: datetime | None,

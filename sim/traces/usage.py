@@ -126,13 +126,13 @@ def _output(out: int, think: int, notes: list[Repair] | None, apart: bool) -> in
 
 def from_openai(usage: dict, where: str, *, details: dict | None = None,
                 notes: list[Repair] | None = None,
-                apart: tuple[bool, bool] = (False, False)) -> Usage:
+                apart: tuple[bool, bool] = (False, False)) -> tuple[Usage, dict[str, str]]:
     """Usage of an OpenAI-style usage (``prompt_tokens`` including the cache,
-    ``completion_tokens`` including reasoning), the one reading every importer
-    of such usage shares. The cache and reasoning counts come from
-    ``details`` (the provider's raw usage, when the source keeps it apart from
-    the totals; else ``usage`` itself): cache read from
-    ``prompt_tokens_details.cached_tokens``, else DeepSeek's
+    ``completion_tokens`` including reasoning) and its provenance
+    (:func:`derived`), the one reading every importer of such usage shares.
+    The cache and reasoning counts come from ``details`` (the provider's raw
+    usage, when the source keeps it apart from the totals; else ``usage``
+    itself): cache read from ``prompt_tokens_details.cached_tokens``, else DeepSeek's
     ``prompt_cache_hit_tokens``, else ``cache_read_input_tokens``; cache write
     from ``cache_creation_input_tokens``, else
     ``prompt_tokens_details.cache_creation_tokens`` or ``cache_write_tokens``;
@@ -146,10 +146,11 @@ def from_openai(usage: dict, where: str, *, details: dict | None = None,
                    prompt_details.get("cache_creation_tokens"),
                    prompt_details.get("cache_write_tokens"))
     reasoning = as_dict(raw.get("completion_tokens_details")).get("reasoning_tokens")
-    return from_total_prompt(usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                             cache_read=read, cache_write=write, reasoning=reasoning,
-                             where=where, notes=notes, cache_apart=apart[0],
-                             reasoning_apart=apart[1])
+    prompt, output = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    counts = from_total_prompt(prompt, output, cache_read=read, cache_write=write,
+                               reasoning=reasoning, where=where, notes=notes,
+                               cache_apart=apart[0], reasoning_apart=apart[1])
+    return counts, derived(counts, prompt, output, where)
 
 
 def _first(*values: Any) -> Any:
