@@ -15,7 +15,9 @@ around that is the same for every format and lives here:
 - tool calls: :func:`owner_before`, the last call of the same agent that
   started at or before a tool record, which the tool answers; :func:`ran_tool`,
   a tool record (a span, an observation, a step) with its result;
-  :func:`requested_tool`, a tool call as an OpenAI-style message lists it;
+  :func:`requested_tool`, a tool call as a response requests it (its id as
+  text, its arguments as canonical JSON), and :func:`openai_tool` one as an
+  OpenAI-style message lists it;
 - limits: :func:`limit_or_none`, a recorded limit where 0 means none;
 - run fields from its calls: :func:`run_cost` (the sum of the calls' costs
   when every call has one, else None) and :func:`main_model` (the first model
@@ -151,13 +153,20 @@ def ran_tool(name: str, id: str | None, arguments: Any, result: Any, *, error: b
                           duration_s=duration_s)
 
 
-def requested_tool(item: dict) -> ToolCallRecord:
+def requested_tool(name: Any, id: Any, arguments: Any) -> ToolCallRecord:
+    """A tool call as a response requests it, not yet answered: ``id`` as
+    text (None for none), ``arguments`` as canonical JSON
+    (:func:`~sim.traces.model.canonical_arguments`); ``name`` as recorded (the
+    writer repairs one that is not a name)."""
+    return ToolCallRecord(name=name, id=None if id is None else str(id),
+                          arguments=canonical_arguments(arguments))
+
+
+def openai_tool(item: dict) -> ToolCallRecord:
     """A tool call as an OpenAI-style assistant message lists it
-    (``{"id", "function": {"name", "arguments"}}``; arguments as canonical JSON)."""
+    (``{"id", "function": {"name", "arguments"}}``)."""
     function = as_dict(item.get("function"))
-    return ToolCallRecord(name=function.get("name", ""),
-                          id=None if item.get("id") is None else str(item["id"]),
-                          arguments=canonical_arguments(function.get("arguments")))
+    return requested_tool(function.get("name", ""), item.get("id"), function.get("arguments"))
 
 
 def run_cost(calls: Sequence[CallRecord]) -> float | None:

@@ -105,7 +105,7 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Any, TypeGuard
 
-from sim.traces.assemble import order_time, run_cost, seconds
+from sim.traces.assemble import order_time, requested_tool, run_cost, seconds
 from sim.traces.model import (
     ESTIMATED,
     EXACT,
@@ -113,7 +113,6 @@ from sim.traces.model import (
     UNKNOWN,
     CallRecord,
     RunRecord,
-    ToolCallRecord,
     Usage,
     approx_tokens,
     as_dict,
@@ -578,9 +577,7 @@ def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRec
         if block.get("type") != "tool_use":
             continue
         ident = block.get("id")
-        record = ToolCallRecord(name=block.get("name", ""),
-                                id=None if ident is None else str(ident),
-                                arguments=canonical_arguments(block.get("input")))
+        record = requested_tool(block.get("name", ""), ident, block.get("input"))
         answer = session.results.get(str(ident))
         if answer is not None:
             text, error, moment = answer

@@ -81,7 +81,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sim.traces.assemble import number_or_none, seconds
+from sim.traces.assemble import number_or_none, requested_tool, seconds
 from sim.traces.model import (
     ESTIMATED,
     CallRecord,
@@ -91,7 +91,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
     finite_or_none,
     joined_sha256,
@@ -328,8 +327,8 @@ class _Steps:
                     continue
                 if tool_id is not None:
                     known.add(tool_id)
-                record = ToolCallRecord(name=item.get("function_name", ""), id=tool_id,
-                                        arguments=canonical_arguments(item.get("arguments")))
+                record = requested_tool(item.get("function_name", ""), tool_id,
+                                        item.get("arguments"))
                 call.tool_calls.append(record)
                 if tool_id is not None:
                     pending[tool_id] = record

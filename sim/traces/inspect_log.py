@@ -58,15 +58,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from sim.traces.assemble import AgentTree
+from sim.traces.assemble import AgentTree, requested_tool
 from sim.traces.model import (
     UNKNOWN,
     CallRecord,
     RunRecord,
-    ToolCallRecord,
     Usage,
     approx_tokens,
-    canonical_arguments,
     finite_or_none,
     joined_sha256,
     parse_utc,
@@ -293,8 +291,7 @@ def _call(event: Any, index: int, start: Any, tools: dict[str, Any], notes: list
     message = event.output.message if event.output.choices else None
     records = []
     for call in (getattr(message, "tool_calls", None) or ()):
-        record = ToolCallRecord(name=call.function, id=call.id,
-                                arguments=canonical_arguments(call.arguments))
+        record = requested_tool(call.function, call.id, call.arguments)
         answer = tools.get(call.id)
         if answer is not None:
             text = answer.result if isinstance(answer.result, str) else _text(answer.result)

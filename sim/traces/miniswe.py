@@ -81,7 +81,7 @@ from typing import Any
 
 import regex
 
-from sim.traces.assemble import limit_or_none, number_or_none, requested_tool
+from sim.traces.assemble import limit_or_none, number_or_none, openai_tool
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -276,7 +276,7 @@ def _tools(call: CallRecord, message: dict, extra: dict, text: str | None,
     if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
         for item in message["tool_calls"]:
             if isinstance(item, dict):
-                call.tool_calls.append(requested_tool(item))
+                call.tool_calls.append(openai_tool(item))
         return
     recorded = extra.get("actions")
     if isinstance(recorded, list) and recorded and all(

@@ -87,7 +87,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sim.traces.assemble import number_or_none, requested_tool, seconds
+from sim.traces.assemble import number_or_none, openai_tool, seconds
 from sim.traces.model import (
     TOKEN_COLUMNS,
     UNKNOWN,
@@ -345,7 +345,7 @@ class _Stream:
         message = as_dict(choice.get("message"))
         if response:
             text = content_text(message.get("content"))
-            tools = [requested_tool(t) for t in as_list(message.get("tool_calls"))
+            tools = [openai_tool(t) for t in as_list(message.get("tool_calls"))
                      if isinstance(t, dict)]
         else:
             args = as_dict(event.get("args"))

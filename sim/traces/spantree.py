@@ -42,13 +42,19 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from sim.traces.assemble import AgentTree, main_model, ran_tool, run_cost, text_fields
+from sim.traces.assemble import (
+    AgentTree,
+    main_model,
+    ran_tool,
+    requested_tool,
+    run_cost,
+    text_fields,
+)
 from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
     Usage,
-    canonical_arguments,
     utc_from_unix,
 )
 from sim.traces.otel import Collector, Span
@@ -180,9 +186,7 @@ def _call(facts: CallFacts, span: Span, start: int, agent: str | None) -> CallRe
         finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
         latency_s=(span.end - span.start) / 1e9, **text_fields(facts.text), agent=agent,
         provenance=dict(facts.provenance),
-        tool_calls=[ToolCallRecord(name=t.name, id=t.id,
-                                   arguments=canonical_arguments(t.arguments))
-                    for t in facts.tools])
+        tool_calls=[requested_tool(t.name, t.id, t.arguments) for t in facts.tools])
 
 
 def _answer(requested: list[ToolCallRecord], ran: ToolCallRecord) -> None:

@@ -62,7 +62,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sim.traces.assemble import number_or_none, seconds
+from sim.traces.assemble import number_or_none, requested_tool, seconds
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -71,7 +71,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
     finite_or_none,
     joined_sha256,
@@ -216,9 +215,8 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
     tool_calls = []
     for call in as_list(message.get("tool_calls")):
         if isinstance(call, dict):
-            tool_calls.append(ToolCallRecord(
-                name=call.get("name", ""), id=None if call.get("id") is None else str(call["id"]),
-                arguments=canonical_arguments(call.get("arguments"))))
+            tool_calls.append(requested_tool(call.get("name", ""), call.get("id"),
+                                             call.get("arguments")))
     started = seconds(before, start)
     latency = seconds(moment, before)
     text = content_text(message.get("content"))
