@@ -170,7 +170,10 @@ def read_apart(build: Callable[[tuple[bool, bool]], RunRecord]) -> RunRecord:
 
 
 PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
+"""The parts of a call's prompt (a call with any of them unknown is left out
+of a summary's prompt fit and cache shares)."""
 OUTPUT_COLUMNS = ("output_tokens", "reasoning_tokens")
+"""The parts of a call's output."""
 
 
 def from_totals(prompt: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
