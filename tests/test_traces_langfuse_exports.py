@@ -26,7 +26,7 @@ from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 
 from sim.traces import import_traces, langfuse, read_traces, spantree
-from sim.traces.langfuse_usage import cost, counts
+from sim.traces.langfuse import cost, counts
 from sim.traces.model import DERIVED, EXACT, UNKNOWN
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE
 from sim.traces.sources import read_json

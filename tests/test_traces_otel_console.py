@@ -1,4 +1,4 @@
-"""The OpenTelemetry SDK's ConsoleSpanExporter output (sim/traces/otel_console.py):
+"""The OpenTelemetry SDK's ConsoleSpanExporter output (sim/traces/otel.py):
 pretty-printed spans one after another, written here by the real exporter
 (``ConsoleSpanExporter(out=file)``) with GenAI-convention attributes, plus a
 hand-made file where each span is printed at its start and again at its end."""
@@ -166,13 +166,12 @@ def test_provenance_of_printed_calls_is_the_genai_readings(tmp_path):
     """The same spans read as OTLP JSON or printed give the same provenance:
     the first two calls' inputs had cache subtracted, the second's output
     reasoning; the third is exact."""
-    from sim.traces import otel_console
-    from sim.traces.otel import Collector
+    from sim.traces.otel import Collector, printed_spans
     from sim.traces.sources import read_json
 
     path = printed(tmp_path / "console.txt")
     collector = Collector()
-    collector.spans.extend(otel_console.spans(read_json(path), str(path)))
+    collector.spans.extend(printed_spans(read_json(path), str(path)))
     (run,) = collector.runs()
     assert [c.provenance for c in run.calls] == [
         {"input_tokens": DERIVED}, {"input_tokens": DERIVED, "output_tokens": DERIVED}, {}]

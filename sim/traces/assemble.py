@@ -5,14 +5,20 @@ spans) into :class:`~sim.traces.model.CallRecord` objects; what happens
 around that is the same for every format and lives here:
 
 - times: :func:`seconds` between two moments (None when either is unknown),
-  :func:`extent` of a run from its records' start and end times;
+  :func:`extent` of a run from its records' start and end times,
+  :func:`order_time` to sort records by (an unknown time last);
 - trees of records: :func:`nearest` ancestor of a kind (the agent a call
   belongs to, the tool step a subagent runs under), with a hop limit so that
   a cycle in untrusted parent links ends;
 - subagents in a span tree: :class:`AgentTree`, which agent span a call is
   under and which agents are the run's own (the rest are subagents);
 - tool calls: :func:`owner_before`, the last call of the same agent that
-  started at or before a tool record, which the tool answers;
+  started at or before a tool record, which the tool answers; :func:`ran_tool`,
+  a tool record (a span, an observation, a step) with its result;
+  :func:`requested_tool`, a tool call as a response requests it (its id as
+  text, its arguments as canonical JSON), and :func:`openai_tool` one as an
+  OpenAI-style message lists it;
+- limits: :func:`limit_or_none`, a recorded limit where 0 means none;
 - run fields from its calls: :func:`run_cost` (the sum of the calls' costs
   when every call has one, else None) and :func:`main_model` (the first model
   of the run's own agent);
@@ -25,7 +31,16 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from sim.traces.model import CallRecord, approx_tokens, sha256_text
+from sim.traces.model import (
+    CallRecord,
+    ToolCallRecord,
+    approx_tokens,
+    as_dict,
+    canonical_arguments,
+    canonical_json,
+    sha256_text,
+    tool_result,
+)
 
 MAX_HOPS = 1000
 """How many parent links :func:`nearest` follows at most (a deeper or
@@ -37,6 +52,11 @@ def seconds(later: datetime | None, earlier: datetime | None) -> float | None:
     if later is None or earlier is None:
         return None
     return (later - earlier).total_seconds()
+
+
+def order_time(moment: datetime | None) -> float:
+    """``moment`` as Unix seconds to sort records by; infinity (last) when unknown."""
+    return moment.timestamp() if moment is not None else float("inf")
 
 
 def extent(starts: Iterable[datetime | None], ends: Iterable[datetime | None]
@@ -119,6 +139,36 @@ def owner_before(calls: Sequence[CallRecord], indices: Iterable[int],
     return found
 
 
+def ran_tool(name: str, id: str | None, arguments: Any, result: Any, *, error: bool,
+             duration_s: float | None) -> ToolCallRecord:
+    """A tool call recorded with what came back: ``arguments`` as canonical
+    JSON (:func:`~sim.traces.model.canonical_arguments`), ``result`` (text, or
+    a value written as canonical JSON; None for none recorded) sized and
+    hashed (:func:`~sim.traces.model.tool_result`), ``duration_s`` in seconds."""
+    if result is not None and not isinstance(result, str):
+        result = canonical_json(result)
+    tokens, sha, _ = tool_result(result)
+    return ToolCallRecord(name=name, id=id, arguments=canonical_arguments(arguments),
+                          result_tokens=tokens, result_sha256=sha, error=error,
+                          duration_s=duration_s)
+
+
+def requested_tool(name: Any, id: Any, arguments: Any) -> ToolCallRecord:
+    """A tool call as a response requests it, not yet answered: ``id`` as
+    text (None for none), ``arguments`` as canonical JSON
+    (:func:`~sim.traces.model.canonical_arguments`); ``name`` as recorded (the
+    writer repairs one that is not a name)."""
+    return ToolCallRecord(name=name, id=None if id is None else str(id),
+                          arguments=canonical_arguments(arguments))
+
+
+def openai_tool(item: dict) -> ToolCallRecord:
+    """A tool call as an OpenAI-style assistant message lists it
+    (``{"id", "function": {"name", "arguments"}}``)."""
+    function = as_dict(item.get("function"))
+    return requested_tool(function.get("name", ""), item.get("id"), function.get("arguments"))
+
+
 def run_cost(calls: Sequence[CallRecord]) -> float | None:
     """The run's cost in USD: its calls' recorded costs summed when every call
     has one, else None."""
@@ -143,3 +193,10 @@ def text_fields(text: str | None, *, missing_is_empty: bool = False) -> dict[str
 def number_or_none(value: Any) -> int | float | None:
     """A number as recorded (the writer nulls and counts an impossible one), else None."""
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def limit_or_none(value: Any) -> Any:
+    """A recorded limit (steps, USD) as recorded; 0 (the agents' "no limit")
+    and missing are None (the writer nulls and counts an impossible one)."""
+    number = number_or_none(value)
+    return None if number is None or number == 0 else number

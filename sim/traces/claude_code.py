@@ -105,7 +105,7 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Any, TypeGuard
 
-from sim.traces.assemble import run_cost, seconds
+from sim.traces.assemble import order_time, requested_tool, run_cost, seconds
 from sim.traces.model import (
     ESTIMATED,
     EXACT,
@@ -113,7 +113,6 @@ from sim.traces.model import (
     UNKNOWN,
     CallRecord,
     RunRecord,
-    ToolCallRecord,
     Usage,
     approx_tokens,
     as_dict,
@@ -505,9 +504,7 @@ def _agent(line: dict, compact_file: bool) -> str | None:
 def _rank(call: _Call) -> tuple[float, bool, int]:
     """Which of a message's copies in several threads is the call: the first
     written, the main agent's on a tie."""
-    moment = call.first or call.end
-    return (moment.timestamp() if moment is not None else float("inf"),
-            call.thread is not None, call.order)
+    return order_time(call.first or call.end), call.thread is not None, call.order
 
 
 def _run(session_id: str, session: _Session, kept: list[_Call]) -> RunRecord:
@@ -533,8 +530,7 @@ def _run(session_id: str, session: _Session, kept: list[_Call]) -> RunRecord:
 
 
 def _sort_time(call: _Call) -> float:
-    moment = call.before or call.end
-    return moment.timestamp() if moment is not None else float("inf")
+    return order_time(call.before or call.end)
 
 
 def _content_tokens(blocks: list[dict]) -> int:
@@ -581,9 +577,7 @@ def _call(gathered: _Call, session: _Session, start: datetime | None) -> CallRec
         if block.get("type") != "tool_use":
             continue
         ident = block.get("id")
-        record = ToolCallRecord(name=block.get("name", ""),
-                                id=None if ident is None else str(ident),
-                                arguments=canonical_arguments(block.get("input")))
+        record = requested_tool(block.get("name", ""), ident, block.get("input"))
         answer = session.results.get(str(ident))
         if answer is not None:
             text, error, moment = answer

@@ -77,14 +77,13 @@ from the steps' timestamps.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sim.traces.assemble import number_or_none, seconds
+from sim.traces.assemble import number_or_none, requested_tool, seconds
 from sim.traces.model import (
-    DERIVED,
     ESTIMATED,
-    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -92,7 +91,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
     finite_or_none,
     joined_sha256,
@@ -103,13 +101,11 @@ from sim.traces.model import (
 from sim.traces.repairs import Repair
 from sim.traces.skips import Unusable
 from sim.traces.sources import read_json, read_text
-from sim.traces.usage import count, from_total_prompt, needs_apart
+from sim.traces.usage import from_total_prompt, from_totals, read_apart
 
 SOURCE = "harbor"
 __all__ = ["SOURCE", "converted", "detect", "run", "trial_folder"]
 
-PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
-OUTPUT_COLUMNS = ("output_tokens", "reasoning_tokens")
 ESTIMATED_COST = {"mini-swe-agent": "shared among steps by completion tokens (Harbor's "
                                     "mini-swe-agent converter)"}
 """Agents whose step ``cost_usd`` Harbor estimates, and how."""
@@ -164,11 +160,7 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
     """The run of one ATIF trajectory at ``path``."""
     trial = trial_folder(path)
     result = _side_json(trial / "result.json") if trial is not None else {}
-    record = _run(doc, path, file, trial, result, (False, False))
-    apart = needs_apart(record.repairs)
-    if any(apart):  # the agent counts apart: every call of the run is read so
-        record = _run(doc, path, file, trial, result, apart)
-    return record
+    return read_apart(partial(_run, doc, path, file, trial, result))
 
 
 def _run(doc: dict, path: Path, file: str, trial: Path | None, result: dict,
@@ -335,8 +327,8 @@ class _Steps:
                     continue
                 if tool_id is not None:
                     known.add(tool_id)
-                record = ToolCallRecord(name=item.get("function_name", ""), id=tool_id,
-                                        arguments=canonical_arguments(item.get("arguments")))
+                record = requested_tool(item.get("function_name", ""), tool_id,
+                                        item.get("arguments"))
                 call.tool_calls.append(record)
                 if tool_id is not None:
                     pending[tool_id] = record
@@ -379,12 +371,7 @@ class _Steps:
         """A step's usage and provenance (see the module)."""
         extra = as_dict(metrics.get("extra"))
         prompt, completion = metrics.get("prompt_tokens"), metrics.get("completion_tokens")
-        provenance: dict[str, str] = {}
-        if prompt is None:
-            provenance |= dict.fromkeys(PROMPT_COLUMNS, UNKNOWN)
-        if completion is None:
-            provenance |= dict.fromkeys(OUTPUT_COLUMNS, UNKNOWN)
-        if provenance:
+        if prompt is None or completion is None:
             self.unknown = True
         write = extra.get("cache_creation_input_tokens", extra.get("cache_write_input_tokens"))
         if write is None and prompt is not None:
@@ -396,18 +383,10 @@ class _Steps:
                                       extra.get("reasoning_output_tokens"),
                                       extra.get("thoughts_tokens"),
                                       details.get("reasoning_tokens")) if v is not None), None)
-        counts = from_total_prompt(
-            prompt if prompt is not None else 0, completion if completion is not None else 0,
-            cache_read=metrics.get("cached_tokens") if prompt is not None else None,
-            cache_write=write if prompt is not None else None,
-            reasoning=reasoning if completion is not None else None, where=where,
-            notes=self.notes, cache_apart=self.apart[0], reasoning_apart=self.apart[1])
-        if prompt is not None and counts.input_tokens != count(prompt, "prompt_tokens", where):
-            provenance["input_tokens"] = DERIVED
-        if completion is not None and counts.output_tokens != count(
-                completion, "completion_tokens", where):
-            provenance["output_tokens"] = DERIVED
-        return counts, provenance
+        return from_totals(prompt, completion, cache_read=metrics.get("cached_tokens"),
+                           cache_write=write, reasoning=reasoning, where=where,
+                           names=("prompt_tokens", "completion_tokens"), notes=self.notes,
+                           apart=self.apart)
 
     def finish(self) -> list[CallRecord]:
         """The calls in time order (a subagent's among its parent's when every

@@ -54,6 +54,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,6 @@ from sim.traces import (
     openhands,
     openinference,
     otel,
-    otel_console,
     otel_legacy,
     phoenix,
     spantree,
@@ -81,10 +81,10 @@ from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import (
     DUPLICATE,
     NO_RUNS,
-    TOO_DEEP,
     UNKNOWN_FORMAT,
     Skip,
     Unusable,
+    or_skip,
 )
 from sim.traces.sources import Input, describe, inputs, inspect_archive, read_json, sniff
 from sim.traces.streaming import Restart, Scheduler, add_folder
@@ -234,17 +234,16 @@ def _read_input(item: Input, file: str, whole: frozenset[str] | set[str],
                 accept: Callable[[RunRecord | Skip], None]) -> None:
     """Read one input in this process, its runs to ``accept``; a whole-file
     problem is a skip of the file."""
-    try:
+    def read() -> None:
         if item.folder and add_folder(item.path, writer, report, first_file,
                                       file in whole, alone):
             return
         for record in _read(item, file, collector, reports, report, gathered):
             accept(record)
-    except Unusable as problem:
-        report.skips.append(Skip(file, problem.reason, problem.detail))
-    except RecursionError:  # a structure nested deeper than Python walks
-        report.skips.append(Skip(file, TOO_DEEP, "values nested deeper than the importer "
-                                                 "reads"))
+
+    skip = or_skip(read, file)
+    if skip is not None:
+        report.skips.append(skip)
 
 
 FILES_PER_CHUNK = 32
@@ -272,13 +271,9 @@ def read_chunk(items: list[Input]) -> list[list[RunRecord | Skip] | None]:
         file = os.fspath(item.path)
         collector, reports, gathered = otel.Collector(), miniswe.Reports(), Gathered()
         report = ImportReport(sources=[])
-        records: list[RunRecord | Skip]
-        try:
-            records = list(_read(item, file, collector, reports, report, gathered))
-        except Unusable as problem:
-            records = [Skip(file, problem.reason, problem.detail)]
-        except RecursionError:
-            records = [Skip(file, TOO_DEEP, "values nested deeper than the importer reads")]
+        read: list[RunRecord | Skip] | Skip = or_skip(
+            partial(list, _read(item, file, collector, reports, report, gathered)), file)
+        records: list[RunRecord | Skip] = [read] if isinstance(read, Skip) else read
         touched = (collector.spans or reports.count or gathered.count() or report.ignored
                    or report.companions)
         out.append(None if touched else records)
@@ -419,8 +414,8 @@ def _gather(values: list[Any], file: str, gathered: Gathered, collector: otel.Co
         if detect(values):
             collected.add(values, file)
             return True
-    if all(otel_console.detect(v) for v in values):
-        gathered.take_spans(otel_console.spans(values, file), collector)
+    if all(otel.is_printed_span(v) for v in values):
+        gathered.take_spans(otel.printed_spans(values, file), collector)
         return True
     if phoenix.detect(values):
         gathered.take_spans(phoenix.spans(values, file), collector)

@@ -54,19 +54,17 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from sim.traces.assemble import AgentTree
-from sim.traces.derivation import derived, unknown_usage
+from sim.traces.assemble import AgentTree, requested_tool
 from sim.traces.model import (
     UNKNOWN,
     CallRecord,
     RunRecord,
-    ToolCallRecord,
     Usage,
     approx_tokens,
-    canonical_arguments,
     finite_or_none,
     joined_sha256,
     parse_utc,
@@ -74,8 +72,8 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import MISSING_EXTRA, UNREADABLE, Skip, Unusable
-from sim.traces.usage import from_disjoint, from_total_prompt, needs_apart
+from sim.traces.skips import MISSING_EXTRA, UNREADABLE, Skip, Unusable, or_skip
+from sim.traces.usage import derived, from_disjoint, from_total_prompt, read_apart, unknown_usage
 
 SOURCE = "inspect"
 SCORER_SPANS = frozenset({"scorers", "scorer"})
@@ -143,14 +141,8 @@ def runs(path: Path, file: str, fmt: Literal["eval", "json"]) -> Iterator[RunRec
         if sample is None:
             return
         run_id = sample.uuid or f"{eval_.eval_id}/{sample.id}/{sample.epoch}"
-        try:
-            record = _run(sample, eval_, run_id, file, version)
-            apart = needs_apart(record.repairs)
-            if apart[1]:  # the reasoning is counted apart: every call is read so
-                record = _run(sample, eval_, run_id, file, version, apart[1])
-            yield record
-        except Unusable as problem:
-            yield Skip(file, problem.reason, problem.detail, run_id)
+        yield or_skip(partial(read_apart, partial(_run, sample, eval_, run_id, file, version)),
+                      file, run_id, deep=False)
 
 
 @contextmanager
@@ -218,7 +210,9 @@ def _total_says(usage: Any) -> bool | None:
 
 
 def _run(sample: Any, eval_: Any, run_id: str, file: str, version: Version | None,
-         apart: bool = False) -> RunRecord:
+         apart: tuple[bool, bool]) -> RunRecord:
+    """The run of one sample; of ``apart`` (:func:`sim.traces.usage.read_apart`)
+    only the reasoning's changes the reading."""
     spans: dict[str, tuple[str | None, str | None]] = {}
     events = []
     tools: dict[str, Any] = {}
@@ -235,7 +229,7 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str, version: Version | Non
     start = started_at or (events[0].timestamp if events else None)
     notes: list[Repair] = []
     labels: dict[str, None] = {}
-    calls = [_call(event, i, start, tools, notes, apart, version, labels)
+    calls = [_call(event, i, start, tools, notes, apart[1], version, labels)
              for i, event in enumerate(events)]
     _mark_subagents(calls, events, spans)
     for i, call in enumerate(calls):
@@ -297,8 +291,7 @@ def _call(event: Any, index: int, start: Any, tools: dict[str, Any], notes: list
     message = event.output.message if event.output.choices else None
     records = []
     for call in (getattr(message, "tool_calls", None) or ()):
-        record = ToolCallRecord(name=call.function, id=call.id,
-                                arguments=canonical_arguments(call.arguments))
+        record = requested_tool(call.function, call.id, call.arguments)
         answer = tools.get(call.id)
         if answer is not None:
             text = answer.result if isinstance(answer.result, str) else _text(answer.result)

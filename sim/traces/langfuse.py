@@ -5,7 +5,7 @@ Two kinds of file, told apart by content:
 - **observations as JSON**, in every shape Langfuse writes them (the public
   API's observations and traces, list and blob-storage exports, the trace
   view's download, the download route, the web app's tRPC responses: read by
-  :mod:`sim.traces.langfuse_documents`). An observation listed twice (nested
+  *Documents*, below). An observation listed twice (nested
   and at the top, or in two files) counts once, its copies merged (a copy's
   missing fields, such as the ``output`` a tRPC copy leaves out, filled from
   the other);
@@ -27,14 +27,117 @@ model of its own calls (of all its calls when it has none of its own). In
 the SDK's spans, :mod:`sim.traces.spantree` decides (the outermost agent that
 made calls is the run's own; the model the first of its calls').
 
-**Usage and cost** are read by :mod:`sim.traces.langfuse_usage`, with their
+**Usage and cost** are read as *Usage and cost*, below, says, with their
 provenance. A generation without usage (``usageDetails`` missing or empty)
 keeps its place in the run with its token columns ``unknown``: a trace is
 never dropped because some (or all) of its generations lack usage.
 
 **Scores**: a trace's success score (``resolved``, ``success`` or
-``correct``, :func:`sim.traces.langfuse_documents.resolved`) is the run's
+``correct``, :func:`resolved`) is the run's
 ``resolved``; others are not read.
+
+Documents
+---------
+Langfuse writes a trace's observations in several documents (JSON values, one
+document or one per line); :func:`observations` reads them all, each
+observation with the scores its document lists:
+
+- ``GET /api/public/observations`` (v1 and v2) and list exports: an object
+  with ``data`` (a list of observations, or of traces with
+  ``observations``), a list of observations, or observations one per line;
+- ``GET /api/public/traces/{id}``: one trace (``id``) with ``observations``
+  and ``scores``;
+- the trace view's download (web app, ``downloadLegacyTraceAsJson``):
+  ``{"trace": {...}, "observations": [...]}``, the trace object being what
+  the web app loaded (it may hold ``observations`` and ``scores`` of its own);
+- the download route ``/api/traces/{id}/download`` (``buildTraceExport``):
+  ``{"observations": [...], "scores": [...]}``, each observation naming its
+  ``traceId``;
+- the web app's tRPC responses (``traces.byIdWithObservationsAndScores``,
+  ``events.byTraceId``), saved from the browser:
+  ``{"result": {"data": {"json": {...}}}}`` (superjson), or a batch list of
+  those, around one of the shapes above.
+
+Keys are read in camelCase (``traceId``, ``startTime``...) or snake_case as
+exports write them (:func:`value_of`). A session's download (its traces
+without their observations) is not a run's.
+
+**Scores**: a trace's score named ``resolved``, ``success`` or ``correct``
+(any case), of type ``BOOLEAN`` or a ``NUMERIC`` 0 or 1, not attached to an
+observation, says whether the run succeeded (:func:`resolved`; several such
+scores must agree); other scores are not read.
+
+Usage and cost
+--------------
+Langfuse stores a generation's usage as ``usageDetails``: a flat object of
+usage types (arbitrary keys) that it prices one by one and, when no
+``total`` is given, sums to a total. So its keys are **disjoint**: ``input``
+is the uncached prompt and ``output`` the output without the detail keys
+Langfuse's integrations split from them and subtract (the server's OpenAI
+conversion makes ``input_<key>``/``output_<key>`` of every
+``prompt_tokens_details``/``completion_tokens_details`` key; the LangChain
+handler ``input_cache_read``, ``input_cache_creation``, ``output_reasoning``
+...; its OpenTelemetry ingestion ``input_cached_tokens``,
+``input_cache_creation``, ``output_reasoning_tokens``, ``output_audio_tokens``).
+Keys are read here as follows (:func:`counts`):
+
+====================================  ========================================
+keys                                  read as
+====================================  ========================================
+``input`` (else ``input_tokens``)     uncached input
+``output`` (else ``output_tokens``)   output without reasoning
+``input_cached_tokens``,              cache reads, apart from ``input``
+``input_cache_read``,
+``cache_read_input_tokens``,
+``cache_read_tokens``, ``cache_read``,
+``input_cached_*``, ``cached_modality_*``
+``input_cache_creation*`` (with the   cache writes, apart from ``input``
+``_5m``/``_1h`` tiers),
+``input_cache_write``,
+``cache_creation_input_tokens``,
+``cache_write_tokens``,
+``cache_creation``
+``output_reasoning_tokens``,          reasoning, apart from ``output``
+``output_reasoning``,
+``reasoning_tokens``,
+``thoughts_token_count``
+other ``input_*`` / ``output_*``      parts of the input / output (audio,
+(``input_audio_tokens``,              modality, prediction tokens), added
+``input_modality_TEXT``...)           to it
+``prompt_details.cache_read``,        cache *inside* ``input``: subtracted
+``cache_read.input_tokens``           from it (``input_tokens`` derived)
+``prompt_details.cache_write``,       cache writes inside ``input``:
+``cache_creation.input_tokens``       subtracted
+``completion_details.reasoning``,     reasoning *inside* ``output``:
+``reasoning.output_tokens``           subtracted (``output_tokens`` derived)
+``prompt_details.*``,                 parts already counted in ``input`` /
+``completion_details.*`` (audio...)   ``output``: not added
+``total``, ``total_tokens``,          not used (a tier's part of
+``cache_creation_ephemeral_*``        ``cache_creation_input_tokens``)
+====================================  ========================================
+
+The "inside" keys are OpenInference's and the OpenTelemetry GenAI names
+(``llm.token_count.prompt_details.cache_read``...) as Langfuse servers before
+v3.175.0 (cache) and v4.7.0 (reasoning) stored them, raw beside the prompt
+and completion totals; later servers convert them into the disjoint keys
+above. A run read so says it in :attr:`~sim.traces.model.RunRecord.conventions`.
+An OpenAI-style usage (``prompt_tokens``, ``completion_tokens``, as the
+Langfuse SDK's OpenAI integration records it in its spans before the server
+converts it) is read with :func:`sim.traces.usage.from_openai`, and the
+Responses API's (``input_tokens`` with ``input_tokens_details``,
+``output_tokens`` with ``output_tokens_details``) the same way, the cached
+tokens inside ``input_tokens`` and the reasoning inside ``output_tokens``.
+Values that are not counts (a nested object the server would drop) are
+passed over.
+
+**Provenance** (:attr:`~sim.traces.model.CallRecord.provenance`): a column
+computed from recorded figures (a count subtracted or parts added) is
+``derived``; a generation with no usage (``usageDetails`` missing or empty,
+or neither input nor output) has every token column ``unknown`` (0 in the
+usage), one with input but no output (or the reverse) the missing side's
+columns. The cost (:func:`cost`): ``costDetails.total`` (exact), else the
+sum of its parts (derived), else ``totalCost``/``calculatedTotalCost``
+(exact), else unknown.
 """
 
 from __future__ import annotations
@@ -43,35 +146,364 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from sim.traces import langfuse_documents as documents
 from sim.traces import spantree
 from sim.traces.assemble import (
     extent,
     nearest,
+    order_time,
     owner_before,
+    ran_tool,
     run_cost,
     seconds,
     text_fields,
 )
-from sim.traces.langfuse_documents import value_of
-from sim.traces.langfuse_usage import Counted, cost, counts, unknown
 from sim.traces.model import (
+    DERIVED,
+    EXACT,
+    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
+    Usage,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
+    finite_or_none,
     parse_utc,
-    tool_result,
 )
 from sim.traces.otel import Span
-from sim.traces.repairs import Repair
-from sim.traces.skips import NO_CALLS, Skip, Unusable
+from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair
+from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
+from sim.traces.usage import count, derived, from_openai, from_total_prompt
 
+# ------------------------------------------------------------ documents
+RESOLVED_SCORES = frozenset({"resolved", "success", "correct"})
+"""Score names (lower case) read as the run's ``resolved``."""
+
+
+def value_of(obs: dict, camel: str, snake: str) -> Any:
+    """A field of a Langfuse record by its camelCase name, else its snake_case one."""
+    return obs[camel] if camel in obs else obs.get(snake)
+
+
+def is_observation(value: Any, trace: Any = None) -> bool:
+    """Whether ``value`` is an observation (of the trace ``trace`` when it
+    names none itself)."""
+    return (isinstance(value, dict) and isinstance(value.get("type"), str)
+            and (value_of(value, "traceId", "trace_id") is not None or trace is not None)
+            and ("startTime" in value or "start_time" in value))
+
+
+def unwrap(value: Any) -> Any:
+    """The data of a tRPC response (``{"result": {"data": {"json": ...}}}``,
+    superjson's ``json`` optional); else ``value``."""
+    if isinstance(value, dict) and isinstance(value.get("result"), dict) \
+            and "data" in value["result"]:
+        data = value["result"]["data"]
+        return data["json"] if isinstance(data, dict) and "json" in data else data
+    return value
+
+
+@dataclass
+class TraceDocument:
+    """One trace's observations and scores as a document holds them."""
+
+    id: str | None
+    observations: list[dict]
+    scores: list[dict]
+
+
+def trace_document(value: Any) -> TraceDocument | None:
+    """``value`` as a trace with observations (the API's trace, the trace
+    view's download, the download route's document, a tRPC trace), or None."""
+    value = unwrap(value)
+    if not isinstance(value, dict) or not isinstance(value.get("observations"), list):
+        return None
+    inner = as_dict(value.get("trace"))
+    trace_id = value.get("id", inner.get("id"))
+    items = value["observations"] + as_list(inner.get("observations"))
+    observations = [o for o in items if isinstance(o, dict)]
+    if any(not isinstance(o, dict | str) for o in items):
+        return None
+    if trace_id is None:
+        if not observations or not all(is_observation(o) for o in observations):
+            return None
+    elif not all(is_observation(o, trace_id) for o in observations):
+        return None
+    scores = [s for s in as_list(value.get("scores")) + as_list(inner.get("scores"))
+              if isinstance(s, dict)]
+    return TraceDocument(None if trace_id is None else str(trace_id), observations, scores)
+
+
+def documents(values: list[Any]) -> list[Any]:
+    """The documents of a file's values: ``data`` lists and lists (a tRPC
+    batch) flattened, tRPC responses unwrapped."""
+    items: list[Any] = []
+    for value in values:
+        value = unwrap(value)
+        if isinstance(value, dict) and isinstance(value.get("data"), list):
+            items.extend(value["data"])
+        elif isinstance(value, list):
+            items.extend(unwrap(v) for v in value)
+        else:
+            items.append(value)
+    return items
+
+
+def detect(values: list[Any]) -> bool:
+    """Whether a file's JSON ``values`` are Langfuse observations or traces."""
+    if len(values) > 1:
+        return all(is_observation(v) for v in values)
+    items = documents(values)
+    return bool(items) and all(is_observation(v) or trace_document(v) is not None for v in items)
+
+
+def observations(values: list[Any]) -> Iterator[tuple[dict, list[dict]]]:
+    """The observations of a file's values, each with the scores its
+    document lists (traces flattened; a trace's id fills an observation's
+    missing ``traceId``)."""
+    for item in documents(values):
+        trace = trace_document(item)
+        if trace is not None:
+            for obs in trace.observations:
+                if value_of(obs, "traceId", "trace_id") is None:
+                    obs = {**obs, "traceId": trace.id}
+                yield obs, trace.scores
+        elif is_observation(item):
+            yield item, []
+
+
+def resolved(scores: list[dict]) -> tuple[bool | None, str | None]:
+    """The run's ``resolved`` from its trace-level success scores (see the
+    module) and how it was read; ``(None, None)`` when none says it clearly
+    or they disagree."""
+    verdicts: set[bool] = set()
+    names: list[str] = []
+    for score in scores:
+        name = str(score.get("name", ""))
+        attached = value_of(score, "observationId", "observation_id") is not None
+        if name.lower() not in RESOLVED_SCORES or attached:
+            continue
+        verdict = _verdict(score)
+        if verdict is not None:
+            verdicts.add(verdict)
+            names.append(name)
+    if len(verdicts) != 1:
+        return None, None
+    return verdicts.pop(), f"from the trace's score {', '.join(sorted(set(names)))}"
+
+
+def _verdict(score: dict) -> bool | None:
+    """A score's clear yes or no: a BOOLEAN's value (or ``stringValue``
+    True/False), a NUMERIC of exactly 0 or 1; None otherwise."""
+    kind = str(value_of(score, "dataType", "data_type") or "").upper()
+    value = finite_or_none(score.get("value"))
+    text = str(value_of(score, "stringValue", "string_value") or "").lower()
+    if kind == "BOOLEAN":
+        if value in (0.0, 1.0):
+            return value == 1.0
+        return {"true": True, "false": False}.get(text)
+    if kind == "NUMERIC" and value in (0.0, 1.0):
+        return value == 1.0
+    return None
+
+
+# ------------------------------------------------------- usage and cost
+READ_KEYS = frozenset({"input_cached_tokens", "input_cache_read", "cache_read_input_tokens",
+                       "cache_read_tokens", "cache_read"})
+WRITE_KEYS = frozenset({"input_cache_write", "cache_creation_input_tokens",
+                        "cache_write_tokens", "cache_creation"})
+REASONING_KEYS = frozenset({"output_reasoning_tokens", "output_reasoning", "reasoning_tokens",
+                            "thoughts_token_count", "thoughtsTokenCount"})
+READ_INSIDE = frozenset({"prompt_details.cache_read", "cache_read.input_tokens"})
+WRITE_INSIDE = frozenset({"prompt_details.cache_write", "cache_creation.input_tokens"})
+REASONING_INSIDE = frozenset({"completion_details.reasoning", "reasoning.output_tokens"})
+_UNUSED = frozenset({"total", "total_tokens", "input", "output", "input_tokens",
+                     "output_tokens"})
+_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
+            "reasoning_tokens")
+INSIDE_CONVENTION = ("{key} counted inside {side} (a Langfuse server before {version} "
+                     "stored OpenInference/GenAI keys raw): subtracted")
+
+
+@dataclass
+class Counted:
+    """One generation's usage in the trace model's convention, with the
+    provenance of each token column that is not exact and the conventions
+    read (``{what: how}``)."""
+
+    usage: Usage
+    provenance: dict[str, str] = field(default_factory=dict)
+    conventions: dict[str, str] = field(default_factory=dict)
+
+
+def unknown() -> Counted:
+    """A generation without usage: zeros, every token column unknown."""
+    return Counted(Usage(), dict.fromkeys(_COLUMNS, UNKNOWN))
+
+
+@dataclass
+class _Parts:
+    """The detail keys of a ``usageDetails``, summed by kind (with how many
+    nonzero keys made each sum)."""
+
+    sums: dict[str, int] = field(default_factory=dict)
+    keys: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, kind: str, key: str, value: int) -> None:
+        self.sums[kind] = self.sums.get(kind, 0) + value
+        if value:
+            self.keys.setdefault(kind, []).append(key)
+
+    def get(self, kind: str) -> int:
+        return self.sums.get(kind, 0)
+
+    def several(self, kind: str) -> bool:
+        return len(self.keys.get(kind, [])) > 1
+
+
+def _key_kind(key: str) -> str | None:
+    """What a ``usageDetails`` key counts (see the module), None for unused."""
+    if key in _UNUSED:
+        return None
+    if key in READ_KEYS or key.startswith(("input_cached_", "cached_modality_")):
+        return "read"
+    if key in WRITE_KEYS or key.startswith(("input_cache_creation", "input_cache_write")):
+        return "write"
+    if key in REASONING_KEYS:
+        return "reasoning"
+    if key in READ_INSIDE:
+        return "read_inside"
+    if key in WRITE_INSIDE:
+        return "write_inside"
+    if key in REASONING_INSIDE:
+        return "reasoning_inside"
+    if key.startswith("input_"):
+        return "input"
+    if key.startswith("output_"):
+        return "output"
+    return None
+
+
+def counts(usage: Any, where: str, notes: list[Repair] | None = None) -> Counted:
+    """A Langfuse ``usageDetails`` object (or an OpenAI-style usage) read into
+    the trace model's convention (see the module); ``notes`` receives the
+    repairs of an impossible relation (a cache inside the input above it)."""
+    usage = as_dict(usage)
+    if "prompt_tokens" in usage or "completion_tokens" in usage:
+        return _openai(usage, where, notes)
+    if isinstance(usage.get("input_tokens_details"), dict) or \
+            isinstance(usage.get("output_tokens_details"), dict):
+        return _responses(usage, where, notes)
+    inside = _side(usage, "input", "input_tokens", where)
+    outside = _side(usage, "output", "output_tokens", where)
+    if inside is None and outside is None:
+        return unknown()
+    parts = _Parts()
+    for key, value in usage.items():
+        kind = _key_kind(str(key))
+        if kind is not None and not isinstance(value, dict | list) and value is not None:
+            parts.add(kind, str(key), count(value, f"usageDetails.{key}", where))
+    out = Counted(Usage())
+    uncached = _subtract(out, inside, parts, ("read_inside", "write_inside"), "input_tokens",
+                         "v3.175.0", notes, PROMPT_WITHOUT_CACHE)
+    output = _subtract(out, outside, parts, ("reasoning_inside",), "output_tokens",
+                       "v4.7.0", notes, REASONING_APART)
+    for column, value, kind in (("input_tokens", uncached, "input"),
+                                ("output_tokens", output, "output")):
+        if value is None:
+            out.provenance[column] = UNKNOWN
+        elif parts.get(kind):
+            out.provenance[column] = DERIVED
+    for column, kinds in (("cache_read_tokens", ("read", "read_inside")),
+                          ("cache_write_tokens", ("write", "write_inside")),
+                          ("reasoning_tokens", ("reasoning", "reasoning_inside"))):
+        if sum(len(parts.keys.get(k, [])) for k in kinds) > 1:
+            out.provenance[column] = DERIVED
+    if output is None and not (parts.get("reasoning") or parts.get("reasoning_inside")):
+        out.provenance["reasoning_tokens"] = UNKNOWN
+    out.usage = Usage(
+        input_tokens=0 if uncached is None else uncached + parts.get("input"),
+        cache_read_tokens=parts.get("read") + parts.get("read_inside"),
+        cache_write_tokens=parts.get("write") + parts.get("write_inside"),
+        output_tokens=0 if output is None else output + parts.get("output"),
+        thinking_tokens=parts.get("reasoning") + parts.get("reasoning_inside"))
+    return out
+
+
+def _side(usage: dict, key: str, synonym: str, where: str) -> int | None:
+    """The recorded count of one side (``input`` or ``output``), else its
+    synonym's; None when neither is recorded."""
+    name = key if usage.get(key) is not None else synonym
+    value = usage.get(name)
+    return None if value is None else count(value, f"usageDetails.{name}", where)
+
+
+def _subtract(out: Counted, total: int | None, parts: _Parts, kinds: tuple[str, ...],
+              column: str, version: str, notes: list[Repair] | None, reason: str) -> int | None:
+    """One side's ``total`` without the counts recorded inside it (``kinds``),
+    derived and its convention noted; kept whole (a repair noted) when they
+    exceed it; None when the side is not recorded."""
+    if total is None:
+        return None
+    inner = sum(parts.get(k) for k in kinds)
+    if not inner:
+        return total
+    keys = ", ".join(k for kind in kinds for k in parts.keys.get(kind, []))
+    side = "input" if column == "input_tokens" else "output"
+    if inner > total:
+        if notes is not None:
+            notes.append((f"calls.{column}", reason))
+        return total
+    out.provenance[column] = DERIVED
+    out.conventions[column] = INSIDE_CONVENTION.format(key=keys, side=side, version=version)
+    return total - inner
+
+
+def _openai(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
+    """An OpenAI-style usage: the cache subtracted from ``prompt_tokens`` and
+    the reasoning from ``completion_tokens``."""
+    return Counted(*from_openai(usage, where, notes=notes))
+
+
+def _responses(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
+    """OpenAI's Responses API usage (``input_tokens`` including
+    ``input_tokens_details.cached_tokens``, ``output_tokens`` including
+    ``output_tokens_details.reasoning_tokens``), read as the Langfuse server
+    converts it."""
+    names = ("input_tokens", "output_tokens")
+    read = from_total_prompt(
+        usage.get(names[0]), usage.get(names[1]),
+        cache_read=as_dict(usage.get("input_tokens_details")).get("cached_tokens"),
+        reasoning=as_dict(usage.get("output_tokens_details")).get("reasoning_tokens"),
+        where=where, names=names, notes=notes)
+    return Counted(read, derived(read, usage.get(names[0]), usage.get(names[1]), where))
+
+
+def cost(recorded: Any, *fallbacks: Any) -> tuple[float | None, str]:
+    """The recorded cost in USD and its provenance: ``costDetails.total``
+    (exact), else its parts summed (derived), else the first finite fallback
+    (``totalCost``...: exact), else ``(None, unknown)``. A fallback of 0
+    beside an empty ``costDetails`` (the sum Langfuse shows for no cost) is
+    no cost recorded."""
+    details = as_dict(recorded)
+    total = finite_or_none(details.get("total"))
+    if total is not None:
+        return total, EXACT
+    parts = [finite_or_none(v) for v in details.values()]
+    if parts and None not in parts:
+        return float(sum(p for p in parts if p is not None)), DERIVED
+    for value in fallbacks:
+        number = finite_or_none(value)
+        if number is not None and not (number == 0 and recorded == {}):
+            return number, EXACT
+    return None, UNKNOWN
+
+
+# ------------------------------------------------------------ runs
 SOURCE = "langfuse"
 CALL_TYPES = frozenset({"GENERATION"})
 TOOL_TYPE = "TOOL"
@@ -80,11 +512,6 @@ _ATTR = "langfuse.observation."
 
 
 # ------------------------------------------------------------ API / exports
-detect = documents.detect
-"""Whether a file's JSON values are Langfuse observations or traces
-(:func:`sim.traces.langfuse_documents.detect`)."""
-
-
 @dataclass
 class Collector:
     """Langfuse observations (and scores) gathered across files, by trace."""
@@ -94,7 +521,7 @@ class Collector:
     scores: dict[str, dict[str, dict]] = field(default_factory=lambda: defaultdict(dict))
 
     def add(self, values: list[Any], file: str) -> None:
-        for obs, scores in documents.observations(values):
+        for obs, scores in observations(values):
             trace = str(value_of(obs, "traceId", "trace_id"))
             self.traces[trace].append((obs, file))
             for score in scores:
@@ -106,15 +533,12 @@ class Collector:
                                                    t))
         for trace in order:
             items = self.traces[trace]
-            try:
-                yield _run(trace, items, list(self.scores.get(trace, {}).values()))
-            except Unusable as problem:
-                yield Skip(items[0][1], problem.reason, problem.detail, trace)
+            yield or_skip(partial(_run, trace, items, list(self.scores.get(trace, {}).values())),
+                          items[0][1], trace, deep=False)
 
 
 def _start(obs: dict) -> float:
-    moment = parse_utc(value_of(obs, "startTime", "start_time"))
-    return moment.timestamp() if moment is not None else float("inf")
+    return order_time(parse_utc(value_of(obs, "startTime", "start_time")))
 
 
 def _parent(obs: dict) -> Any:
@@ -189,7 +613,7 @@ def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRe
                    tree.own_agents(), tree.agent_of, first, notes, conventions)
     if not calls:
         raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION")
-    verdict, how = documents.resolved(scores)
+    verdict, how = resolved(scores)
     if how is not None:
         conventions["resolved"] = how
     return RunRecord(
@@ -273,16 +697,10 @@ def _text(output: Any) -> str | None:
 
 
 def _tool(obs: dict) -> ToolCallRecord:
-    result = obs.get("output")
-    if result is not None and not isinstance(result, str):
-        result = canonical_arguments(result)
-    tokens, sha, _ = tool_result(result)
     start, end = _times(obs)
-    return ToolCallRecord(name=obs.get("name", ""), id=str(obs.get("id")),
-                          arguments=canonical_arguments(obs.get("input")),
-                          result_tokens=tokens, result_sha256=sha,
-                          error=str(obs.get("level", "")).upper() == "ERROR",
-                          duration_s=seconds(end, start))
+    return ran_tool(obs.get("name", ""), str(obs.get("id")), obs.get("input"), obs.get("output"),
+                    error=str(obs.get("level", "")).upper() == "ERROR",
+                    duration_s=seconds(end, start))
 
 
 # ---------------------------------------------------------------- SDK spans

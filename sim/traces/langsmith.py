@@ -51,18 +51,20 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sim.traces.assemble import (
     extent,
     main_model,
     nearest,
+    order_time,
     owner_before,
+    ran_tool,
     run_cost,
     seconds,
     text_fields,
 )
-from sim.traces.derivation import derived, unknown_usage
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -70,15 +72,13 @@ from sim.traces.model import (
     Usage,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
     finite_or_none,
     parse_utc,
-    tool_result,
     utc_from_unix,
 )
-from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable
-from sim.traces.usage import from_openai, from_total_prompt
+from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable, or_skip
+from sim.traces.usage import derived, from_openai, from_total_prompt, unknown_usage
 
 SOURCE = "langsmith"
 
@@ -186,15 +186,11 @@ class Collector:
         for trace in order:
             items = sorted(traces[trace], key=lambda s: (_start(s), str(s.get("id"))))
             file = self.files[str(items[0].get("id"))]
-            try:
-                yield _run(trace, items, file)
-            except Unusable as problem:
-                yield Skip(file, problem.reason, problem.detail, trace)
+            yield or_skip(partial(_run, trace, items, file), file, trace, deep=False)
 
 
 def _start(step: dict) -> float:
-    began = moment(step.get("start_time"))
-    return began.timestamp() if began is not None else float("inf")
+    return order_time(moment(step.get("start_time")))
 
 
 def _run(trace: str, items: list[dict], file: str) -> RunRecord:
@@ -267,7 +263,7 @@ def _recorded(step: dict, where: str) -> tuple[Usage, Any, Any] | None:
             step.get("prompt_tokens"), step.get("completion_tokens", 0)
     openai = outputs.get("usage")
     if isinstance(openai, dict) and "prompt_tokens" in openai:
-        return from_openai(openai, where), openai.get("prompt_tokens"), \
+        return from_openai(openai, where)[0], openai.get("prompt_tokens"), \
             openai.get("completion_tokens")
     return None
 
@@ -309,12 +305,6 @@ def _response(outputs: dict) -> tuple[str | None, str | None]:
 def _tool(step: dict) -> ToolCallRecord:
     outputs = step.get("outputs")
     result = as_dict(outputs).get("output", outputs) if isinstance(outputs, dict) else outputs
-    if result is not None and not isinstance(result, str):
-        result = canonical_arguments(result)
-    tokens, sha, _ = tool_result(result)
-    start = moment(step.get("start_time"))
-    return ToolCallRecord(name=step.get("name", ""), id=str(step.get("id")),
-                          arguments=canonical_arguments(step.get("inputs")),
-                          result_tokens=tokens, result_sha256=sha,
-                          error=bool(step.get("error")),
-                          duration_s=seconds(moment(step.get("end_time")), start))
+    return ran_tool(step.get("name", ""), str(step.get("id")), step.get("inputs"), result,
+                    error=bool(step.get("error")), duration_s=seconds(
+                        moment(step.get("end_time")), moment(step.get("start_time"))))

@@ -75,13 +75,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import regex
 
-from sim.traces.assemble import number_or_none
-from sim.traces.derivation import derived, unknown_usage
+from sim.traces.assemble import limit_or_none, number_or_none, openai_tool
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -89,7 +89,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     canonical_json,
     content_text,
     joined_sha256,
@@ -99,7 +98,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.swebench import REPORTS_FOLDER, Reports
-from sim.traces.usage import from_openai, needs_apart
+from sim.traces.usage import from_openai, read_apart, unknown_usage
 
 SOURCE = "mini-swe-agent"
 __all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]
@@ -144,11 +143,7 @@ def run_folder(path: Path, instance: str) -> str | None:
 
 def run(doc: dict, path: Path, file: str) -> RunRecord:
     """The run of one trajectory document."""
-    record = _run(doc, path, file, (False, False))
-    apart = needs_apart(record.repairs)
-    if any(apart):  # the source counts apart: every call of the run is read so
-        record = _run(doc, path, file, apart)
-    return record
+    return read_apart(partial(_run, doc, path, file))
 
 
 def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecord:
@@ -177,8 +172,8 @@ def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecor
         exit=None if exit_label is None else str(exit_label),
         started_at=utc_from_unix(start),
         duration_s=None if start is None or end is None else end - start,
-        step_limit=_limit(agent.get("step_limit")),
-        cost_limit_usd=_limit(agent.get("cost_limit")), repairs=notes)
+        step_limit=limit_or_none(agent.get("step_limit")),
+        cost_limit_usd=limit_or_none(agent.get("cost_limit")), repairs=notes)
 
 
 def _action_pattern(configured: Any, default: str) -> Any:
@@ -280,13 +275,8 @@ def _tools(call: CallRecord, message: dict, extra: dict, text: str | None,
     """The call's tool calls: its ``tool_calls``, else its text actions."""
     if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
         for item in message["tool_calls"]:
-            if not isinstance(item, dict):
-                continue
-            function = as_dict(item.get("function"))
-            call.tool_calls.append(ToolCallRecord(
-                name=function.get("name", ""),
-                id=None if item.get("id") is None else str(item["id"]),
-                arguments=canonical_arguments(function.get("arguments"))))
+            if isinstance(item, dict):
+                call.tool_calls.append(openai_tool(item))
         return
     recorded = extra.get("actions")
     if isinstance(recorded, list) and recorded and all(
@@ -320,9 +310,7 @@ def _call(message: dict, response: dict, position: int, model: str | None,
     where = f"message {position}"
     usage = response.get("usage")
     if isinstance(usage, dict):
-        counts = from_openai(usage, where, notes=notes, apart=apart)
-        provenance = derived(counts, usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                             where)
+        counts, provenance = from_openai(usage, where, notes=notes, apart=apart)
     else:
         counts, provenance = unknown_usage()
     choices = response.get("choices")
@@ -337,10 +325,3 @@ def _call(message: dict, response: dict, position: int, model: str | None,
                    and start is not None else None),  # both times known, as for latency
         latency_s=moment - before if moment is not None and before is not None else None,
         text_tokens=approx_tokens(text), text_sha256=sha256_text(text))
-
-
-def _limit(value: Any) -> Any:
-    """A mini-swe-agent limit: 0 (or missing) means none; anything else as
-    recorded (the writer nulls and counts an impossible one)."""
-    number = number_or_none(value)
-    return None if number is None or number == 0 else number

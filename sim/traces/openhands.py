@@ -81,15 +81,14 @@ writes local times without a zone: taken as UTC).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sim.traces.assemble import number_or_none, seconds
+from sim.traces.assemble import number_or_none, openai_tool, seconds
 from sim.traces.model import (
-    DERIVED,
     TOKEN_COLUMNS,
     UNKNOWN,
     CallRecord,
@@ -99,7 +98,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     canonical_json,
     content_text,
     joined_sha256,
@@ -108,8 +106,8 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_TRAJECTORY, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import count, from_openai, from_total_prompt, needs_apart
+from sim.traces.skips import NO_TRAJECTORY, Skip, Unusable, or_skip
+from sim.traces.usage import derived, from_openai, from_total_prompt, read_apart
 
 SOURCE = "openhands"
 NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
@@ -166,21 +164,11 @@ def _flatten(items: list) -> list | None:
 def runs(values: list[Any], file: str) -> Iterator[RunRecord | Skip]:
     """The runs of a file :func:`detect` recognised."""
     if detect(values) == "events":
-        yield _read(partial(_run, file, file, None, _flatten(values[0]) or [], {}))
+        yield read_apart(partial(_run, file, file, None, _flatten(values[0]) or [], {}))
         return
     for index, line in enumerate(values):
         run_id = str(line.get("instance_id", f"line {index + 1}"))
-        try:
-            history = line.get("history")
-            events = _flatten(history) if isinstance(history, list) else None
-            if events is None:
-                raise Unusable(NO_TRAJECTORY, f"history is {type(history).__name__}, not "
-                                              "a list of events")
-            yield _read(partial(_run, run_id, file, run_id, events, line))
-        except Unusable as problem:
-            yield Skip(file, problem.reason, problem.detail, run_id)
-        except RecursionError:
-            yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads", run_id)
+        yield or_skip(partial(_line_run, run_id, file, line), file, run_id)
 
 
 class Collector:
@@ -205,13 +193,8 @@ class Collector:
             events = [self.sessions[folder][k] for k in sorted(self.sessions[folder])]
             file = self.files[folder]
             session = folder.parent.name if folder.name == "events" else folder.name
-            try:
-                yield _read(partial(_run, session, file, None, events, {}))
-            except Unusable as problem:
-                yield Skip(file, problem.reason, problem.detail, session)
-            except RecursionError:
-                yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads",
-                           session)
+            yield or_skip(partial(read_apart, partial(_run, session, file, None, events, {})),
+                          file, session)
 
 
 def _scalar(value: Any) -> bool:
@@ -243,12 +226,14 @@ def take_verdict(row: dict[str, Any], record: RunRecord) -> None:
         row["resolved"] = record.resolved
 
 
-def _read(build: Callable[[tuple[bool, bool]], RunRecord]) -> RunRecord:
-    """A run read once, and again with the cache or reasoning counted apart
-    when one of its calls shows the source counts so (:mod:`sim.traces.usage`)."""
-    record: RunRecord = build((False, False))
-    apart = needs_apart(record.repairs)
-    return build(apart) if any(apart) else record
+def _line_run(run_id: str, file: str, line: dict) -> RunRecord:
+    """The run of an evaluation output's line (its ``history`` the events)."""
+    history = line.get("history")
+    events = _flatten(history) if isinstance(history, list) else None
+    if events is None:
+        raise Unusable(NO_TRAJECTORY, f"history is {type(history).__name__}, not "
+                                      "a list of events")
+    return read_apart(partial(_run, run_id, file, run_id, events, line))
 
 
 def _run(run_id: str, file: str, task: str | None, events: list, line: dict,
@@ -360,7 +345,8 @@ class _Stream:
         message = as_dict(choice.get("message"))
         if response:
             text = content_text(message.get("content"))
-            tools = [_tool(t) for t in as_list(message.get("tool_calls")) if isinstance(t, dict)]
+            tools = [openai_tool(t) for t in as_list(message.get("tool_calls"))
+                     if isinstance(t, dict)]
         else:
             args = as_dict(event.get("args"))
             text = content_text(args.get("content") if action == "message"
@@ -368,8 +354,9 @@ class _Stream:
             tools = [] if action == "message" else [
                 ToolCallRecord(name=action, arguments=canonical_json(_arguments(event)))]
         usage = as_dict(response.get("usage"))
-        counts, provenance = _openai(usage, where, self.notes, self.apart) if usage \
-            else (Usage(), dict.fromkeys(TOKEN_COLUMNS, UNKNOWN))
+        counts, provenance = (
+            from_openai(usage, where, notes=self.notes, apart=self.apart) if usage
+            else (Usage(), dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)))
         latency = self.latencies.get(rid) if rid is not None else None
         reason = choice.get("finish_reason")
         call = CallRecord(
@@ -454,15 +441,6 @@ class _Stream:
                 "output_tokens": usage.output_tokens, "reasoning_tokens": 0}
 
 
-def _openai(usage: dict, where: str, notes: list[Repair], apart: tuple[bool, bool]
-            ) -> tuple[Usage, dict[str, str]]:
-    """A response's usage and its provenance: the input and output derived
-    where the cache or the reasoning was subtracted from the recorded totals."""
-    counts = from_openai(usage, where, notes=notes, apart=apart)
-    return counts, _derived(counts, usage.get("prompt_tokens"),
-                            usage.get("completion_tokens"), where)
-
-
 def _token_usage(entry: dict, index: int | None, notes: list[Repair] | None,
                  apart: tuple[bool, bool]) -> tuple[Usage, dict[str, str]]:
     """An OpenHands ``TokenUsage`` (prompt including the cache; no reasoning
@@ -473,26 +451,8 @@ def _token_usage(entry: dict, index: int | None, notes: list[Repair] | None,
                                cache_read=entry.get("cache_read_tokens"),
                                cache_write=entry.get("cache_write_tokens"), where=where,
                                notes=notes, cache_apart=apart[0])
-    return counts, _derived(counts, entry.get("prompt_tokens", 0),
-                            entry.get("completion_tokens", 0), where)
-
-
-def _derived(counts: Usage, prompt: Any, completion: Any, where: str) -> dict[str, str]:
-    """``derived`` for the input and output columns that differ from the
-    recorded prompt and completion totals (a count was subtracted)."""
-    out: dict[str, str] = {}
-    if counts.input_tokens != count(prompt, "prompt_tokens", where):
-        out["input_tokens"] = DERIVED
-    if counts.output_tokens != count(completion, "completion_tokens", where):
-        out["output_tokens"] = DERIVED
-    return out
-
-
-def _tool(item: dict) -> ToolCallRecord:
-    function = as_dict(item.get("function"))
-    return ToolCallRecord(name=function.get("name", ""),
-                          id=None if item.get("id") is None else str(item["id"]),
-                          arguments=canonical_arguments(function.get("arguments")))
+    return counts, derived(counts, entry.get("prompt_tokens", 0),
+                           entry.get("completion_tokens", 0), where)
 
 
 def _arguments(event: dict) -> dict:

@@ -10,7 +10,7 @@ under a nested ``AGENT`` span are a subagent's. Per span kind:
   ``cache_write`` are subtracted), ``llm.token_count.completion`` the output
   (``llm.token_count.completion_details.reasoning`` is subtracted);
   ``llm.model_name``; ``llm.cost.total`` as the recorded cost when present;
-  the provenance as :func:`sim.traces.otel.span_usage` gives it (the
+  the provenance as :func:`sim.traces.usage.from_totals` gives it (the
   uncached input ``derived`` when cache was subtracted, a missing count
   ``unknown``);
   the response's text and requested tool calls from
@@ -33,7 +33,8 @@ from __future__ import annotations
 from typing import Any
 
 from sim.traces import spantree
-from sim.traces.otel import Span, finish_reasons, span_usage
+from sim.traces.otel import Span, finish_reasons
+from sim.traces.usage import from_totals
 
 SOURCE = "openinference"
 KIND = "openinference.span.kind"
@@ -51,7 +52,7 @@ def _call(span: Span) -> spantree.CallFacts | None:
     a = span.attributes
     if _kind(span) != "LLM" and not (KIND not in a and "llm.token_count.prompt" in a):
         return None
-    counts, provenance = span_usage(
+    counts, provenance = from_totals(
         a.get("llm.token_count.prompt"), a.get("llm.token_count.completion"),
         cache_read=a.get("llm.token_count.prompt_details.cache_read"),
         cache_write=a.get("llm.token_count.prompt_details.cache_write"),

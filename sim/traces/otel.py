@@ -18,7 +18,7 @@ conventions:
   ``gen_ai.usage.reasoning.output_tokens``: the uncached input and the
   output without reasoning are so ``derived`` in the call's provenance when
   something was subtracted; a chat span without a count is kept, the
-  count's columns ``unknown``: :func:`span_usage`; a conversation any of whose
+  count's columns ``unknown``: :func:`sim.traces.usage.from_totals`; a conversation any of whose
   calls has more cache than input, or more reasoning than output, as some
   instrumentations of Anthropic and Gemini report them, is read with those
   counted apart: :mod:`sim.traces.usage`); the model from
@@ -45,6 +45,44 @@ conventions:
   conventions, so those stay null. A conversation with an ``invoke_agent``
   span and no chat span (the agent failed before its first model reply) is
   a run of zero calls with that exit; one with neither is no agent run.
+
+**Spans as the SDK's ``ConsoleSpanExporter`` prints them.** The OpenTelemetry
+tutorials' default exporter writes each span as ``ReadableSpan.to_json()`` gives
+it: a pretty-printed JSON object (indent 4), one after another (not a list,
+not one per line)::
+
+    {
+        "name": "chat gpt-4o",
+        "context": {"trace_id": "0x5b8a...", "span_id": "0x0516...",
+                    "trace_state": "[]"},
+        "kind": "SpanKind.CLIENT",
+        "parent_id": "0x3f2a...",            (null for a root span)
+        "start_time": "2025-01-01T12:00:00.000000Z",
+        "end_time": "2025-01-01T12:00:01.250000Z",
+        "status": {"status_code": "UNSET"},  ("ERROR", with a "description")
+        "attributes": {"gen_ai.operation.name": "chat", ...},
+        "events": [...], "links": [...],
+        "resource": {"attributes": {...}, "schema_url": ""}
+    }
+
+(opentelemetry-sdk 1.45; the shape has not changed since 1.0). The file's
+values are read by :func:`sim.traces.sources.read_json` (concatenated JSON
+values, with ``json.JSONDecoder.raw_decode``, bounded like every read);
+:func:`is_printed_span` recognises them and :func:`printed_spans` turns them into the
+:class:`Span` objects the OTLP JSON reading makes, so the same
+assembly reads them: today's GenAI names (above, source
+``otel-genai``) or a span dialect that claims them (OpenInference, older
+OpenLLMetry names, Langfuse's SDK: :mod:`sim.traces.spantree`). Attributes are
+plain JSON values here (not OTLP ``AnyValue``; a tuple attribute is a list).
+
+- ids lose their ``0x`` prefix; times are UTC ISO strings with microseconds,
+  read as Unix nanoseconds;
+- a span printed twice, at its start (``end_time`` null: a processor that
+  prints on start, or a custom one) and at its end, is kept once, as ended
+  (the last ended print wins); a span printed only at its start (its process
+  stopped before it ended) is kept with its end at its start (zero length);
+- a span is an error when its ``status.status_code`` is ``ERROR`` or it has
+  ``error.type``.
 """
 
 from __future__ import annotations
@@ -55,27 +93,25 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from sim.traces.assemble import AgentTree
+from sim.traces.assemble import AgentTree, ran_tool
 from sim.traces.model import (
-    DERIVED,
-    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
-    Usage,
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
+    parse_utc,
     sha256_text,
-    tool_result,
     utc_from_unix,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import NO_CALLS, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import count, from_total_prompt, needs_apart
+from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
+from sim.traces.usage import from_totals, read_apart
 
 SOURCE = "otel-genai"
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -131,17 +167,7 @@ class Collector:
         order = sorted(groups, key=lambda key: (min(s.start for s in groups[key]), key))
         for key in order:
             spans = sorted(groups[key], key=lambda s: (s.start, s.end, s.span))
-            try:
-                record = _run(key, spans)
-                apart = needs_apart(record.repairs)
-                if any(apart):  # the source counts apart: every call is read so
-                    record = _run(key, spans, apart)
-                yield record
-            except Unusable as problem:
-                yield Skip(spans[0].file, problem.reason, problem.detail, key)
-            except RecursionError:
-                yield Skip(spans[0].file, TOO_DEEP, "values nested deeper than the importer "
-                                                    "reads", key)
+            yield or_skip(partial(read_apart, partial(_run, key, spans)), spans[0].file, key)
 
 
 def _span(raw: Any, file: str) -> Span | None:
@@ -265,7 +291,7 @@ def _agent_fields(spans: list[Span], calls: list[CallRecord]) -> tuple[str | Non
 
 def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
     a = span.attributes
-    counts, provenance = span_usage(
+    counts, provenance = from_totals(
         a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens"),
         cache_read=a.get("gen_ai.usage.cache_read.input_tokens"),
         cache_write=a.get("gen_ai.usage.cache_creation.input_tokens"),
@@ -280,41 +306,6 @@ def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool])
         finish_reason=finish_reasons(a.get("gen_ai.response.finish_reasons")),
         started_s=(span.start - start) / 1e9, latency_s=(span.end - span.start) / 1e9,
         provenance=provenance, **_text_fields(parts))
-
-
-PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
-OUTPUT_COLUMNS = ("output_tokens", "reasoning_tokens")
-
-
-def span_usage(prompt: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
-               reasoning: Any = None, where: str, names: tuple[str, str],
-               notes: list[Repair] | None = None, apart: tuple[bool, bool] = (False, False)
-               ) -> tuple[Usage, dict[str, str]]:
-    """A call span's usage (:func:`sim.traces.usage.from_total_prompt`: a
-    prompt total that includes the cache, an output that includes reasoning)
-    and its provenance (:attr:`sim.traces.model.CallRecord.provenance`), the
-    one reading of every span dialect whose prompt count includes the cache:
-    the uncached input is ``derived`` when cache tokens were subtracted from
-    the prompt, the output when reasoning was subtracted. A span without a
-    prompt count (None) has its three prompt columns ``unknown`` (0 in the
-    usage), one without an output count its output and reasoning; a present
-    count that is not a token count is Unusable, as before."""
-    unknown: dict[str, str] = {}
-    if prompt is None:
-        unknown.update(dict.fromkeys(PROMPT_COLUMNS, UNKNOWN))
-        prompt, cache_read, cache_write = 0, None, None
-    if output is None:
-        unknown.update(dict.fromkeys(OUTPUT_COLUMNS, UNKNOWN))
-        output, reasoning = 0, None
-    usage = from_total_prompt(prompt, output, cache_read=cache_read, cache_write=cache_write,
-                              reasoning=reasoning, where=where, names=names, notes=notes,
-                              cache_apart=apart[0], reasoning_apart=apart[1])
-    provenance: dict[str, str] = {}
-    if usage.input_tokens != count(prompt, names[0], where):
-        provenance["input_tokens"] = DERIVED
-    if usage.output_tokens != count(output, names[1], where):
-        provenance["output_tokens"] = DERIVED
-    return usage, provenance | unknown
 
 
 def finish_reasons(value: Any) -> str | None:
@@ -349,17 +340,11 @@ def _text_fields(parts: list[str] | None) -> dict[str, Any]:
 
 def _tool(span: Span) -> ToolCallRecord:
     a = span.attributes
-    result = a.get("gen_ai.tool.call.result")
-    if result is not None and not isinstance(result, str):
-        result = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    tokens, sha, _ = tool_result(result)
     call_id = a.get("gen_ai.tool.call.id")
-    return ToolCallRecord(
-        name=a.get("gen_ai.tool.name", span.name),
-        id=None if call_id is None else str(call_id),
-        arguments=canonical_arguments(a.get("gen_ai.tool.call.arguments")),
-        result_tokens=tokens, result_sha256=sha, error=span.error,
-        duration_s=(span.end - span.start) / 1e9)
+    return ran_tool(a.get("gen_ai.tool.name", span.name),
+                    None if call_id is None else str(call_id),
+                    a.get("gen_ai.tool.call.arguments"), a.get("gen_ai.tool.call.result"),
+                    error=span.error, duration_s=(span.end - span.start) / 1e9)
 
 
 def _output_text_parts(messages: Any) -> list[str] | None:
@@ -378,3 +363,70 @@ def _output_text_parts(messages: Any) -> list[str] | None:
     return [str(part.get("content", ""))
             for message in messages for part in as_list(as_dict(message).get("parts"))
             if isinstance(part, dict) and part.get("type") == "text"]
+
+
+# ------------------------------------------ the SDK's ConsoleSpanExporter
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def is_printed_span(value: Any) -> bool:
+    """Whether ``value`` is one span as ``ReadableSpan.to_json()`` writes it: an
+    object with a ``context`` holding ``span_id`` and a ``kind`` naming a
+    ``SpanKind``."""
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("kind")
+    return (isinstance(kind, str) and kind.startswith("SpanKind.")
+            and "span_id" in as_dict(value.get("context")))
+
+
+def printed_spans(values: list[Any], file: str) -> list[Span]:
+    """The spans of a file's printed values (those :func:`is_printed_span` accepts), in
+    print order, each span once (its ended print kept)."""
+    kept: dict[tuple[str, str], Span] = {}
+    ended: set[tuple[str, str]] = set()
+    for value in values:
+        if not is_printed_span(value):
+            continue
+        span, has_end = _printed_span(value, file)
+        key = (span.trace, span.span)
+        if has_end or key not in ended:
+            kept[key] = span
+        if has_end:
+            ended.add(key)
+    return list(kept.values())
+
+
+def _printed_span(raw: dict, file: str) -> tuple[Span, bool]:
+    """One printed span, and whether it was printed with its end."""
+    context = as_dict(raw.get("context"))
+    status = as_dict(raw.get("status"))
+    attributes = {str(k): v for k, v in as_dict(raw.get("attributes")).items()}
+    start = unix_nanos(raw.get("start_time"))
+    end = unix_nanos(raw.get("end_time"))
+    operation = attributes.get("gen_ai.operation.name")
+    return Span(trace=_hex(context.get("trace_id")), span=_hex(context.get("span_id")),
+                parent=_hex(raw.get("parent_id")), name=str(raw.get("name", "")),
+                start=start, end=end if end else start, attributes=attributes,
+                error=status.get("status_code") == "ERROR" or "error.type" in attributes,
+                file=file, operation=operation if isinstance(operation, str) else ""), \
+        bool(end)
+
+
+def _hex(value: Any) -> str:
+    """An id as printed (``0x``-prefixed hex) without its prefix; "" for none."""
+    if value is None:
+        return ""
+    text = str(value)
+    return text[2:] if text.lower().startswith("0x") else text
+
+
+def unix_nanos(value: Any) -> int:
+    """A time (an ISO 8601 string, a naive one taken as UTC, or a datetime)
+    as Unix nanoseconds (to the microsecond); 0 when missing, not a time or
+    before 1970."""
+    moment = parse_utc(value)
+    if moment is None or moment < _EPOCH:
+        return 0
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000

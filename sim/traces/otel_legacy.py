@@ -20,7 +20,7 @@ with ``gen_ai.usage.prompt_tokens``, ``gen_ai.usage.completion_tokens``,
   cached tokens): they are subtracted; reasoning
   (``gen_ai.usage.reasoning_tokens``, ``llm.usage.reasoning_tokens``) is
   subtracted from the output (the provenance as
-  :func:`sim.traces.otel.span_usage` gives it: ``derived`` where
+  :func:`sim.traces.usage.from_totals` gives it: ``derived`` where
   subtracted; a call span without a count is kept, its columns ``unknown``);
 - a **model call** is a span with ``llm.request.type`` (``chat``,
   ``completion``) or with those usage counts; the model from
@@ -36,7 +36,8 @@ from __future__ import annotations
 from typing import Any
 
 from sim.traces import spantree
-from sim.traces.otel import Span, finish_reasons, span_usage
+from sim.traces.otel import Span, finish_reasons
+from sim.traces.usage import from_totals
 
 SOURCE = "otel-genai"
 """Runs read with the older names are OpenTelemetry GenAI runs like any other."""
@@ -60,7 +61,7 @@ def _call(span: Span) -> spantree.CallFacts | None:
     names = (("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens")
              if "gen_ai.usage.prompt_tokens" in a
              else ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"))
-    counts, provenance = span_usage(
+    counts, provenance = from_totals(
         prompt, output,
         cache_read=_first(a, "gen_ai.usage.cache_read_input_tokens",
                           "gen_ai.usage.cache_read.input_tokens"),

@@ -61,8 +61,7 @@ from typing import Any
 
 from sim.traces.model import as_dict, as_list
 from sim.traces.openinference import KIND
-from sim.traces.otel import Span
-from sim.traces.otel_console import unix_nanos
+from sim.traces.otel import Span, unix_nanos
 from sim.traces.skips import TOO_LARGE, UNREADABLE, Unusable
 from sim.traces.sources import MAX_FILE_BYTES
 

@@ -11,8 +11,9 @@ stop an import unless it is strict (``--strict``), where the first one is an
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 UNKNOWN_FORMAT = "unknown format"
 INVALID_JSON = "invalid or truncated JSON"
@@ -64,6 +65,28 @@ class Skip:
     def to_dict(self) -> dict[str, str | None]:
         return {"file": self.file, "run": self.run, "reason": self.reason,
                 "detail": self.detail}
+
+
+T = TypeVar("T")
+
+NESTED_DETAIL = "values nested deeper than the importer reads"
+"""The detail of a :data:`TOO_DEEP` skip of a run or file Python cannot walk."""
+
+
+def or_skip(read: Callable[[], T], file: str, run: str | None = None, *,
+            deep: bool = True) -> T | Skip:
+    """``read()``, or the :class:`Skip` of ``file`` (and ``run``) it gives by
+    raising :class:`Unusable`, or (with ``deep``) ``RecursionError``
+    (:data:`TOO_DEEP`: a structure nested deeper than Python walks; without
+    ``deep`` it propagates to the file's reading)."""
+    try:
+        return read()
+    except Unusable as problem:
+        return Skip(file, problem.reason, problem.detail, run)
+    except RecursionError:
+        if not deep:
+            raise
+        return Skip(file, TOO_DEEP, NESTED_DETAIL, run)
 
 
 def counts(reasons: Iterable[str]) -> dict[str, int]:

@@ -39,20 +39,26 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from sim.traces.assemble import AgentTree, main_model, run_cost, text_fields
+from sim.traces.assemble import (
+    AgentTree,
+    main_model,
+    ran_tool,
+    requested_tool,
+    run_cost,
+    text_fields,
+)
 from sim.traces.model import (
     CallRecord,
     RunRecord,
     ToolCallRecord,
     Usage,
-    canonical_arguments,
-    tool_result,
     utc_from_unix,
 )
 from sim.traces.otel import Collector, Span
-from sim.traces.skips import NO_CALLS, Skip, Unusable
+from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
 
 
 @dataclass(frozen=True)
@@ -122,10 +128,8 @@ class Gatherer:
         order = sorted(traces, key=lambda t: (min(s.start for s in traces[t]), t))
         for trace in order:
             spans = sorted(traces[trace], key=lambda s: (s.start, s.end, s.span))
-            try:
-                yield _run(self.dialect, trace, spans)
-            except Unusable as problem:
-                yield Skip(spans[0].file, problem.reason, problem.detail, trace)
+            yield or_skip(partial(_run, self.dialect, trace, spans), spans[0].file, trace,
+                          deep=False)
 
 
 def claims_any(doc: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
@@ -182,9 +186,7 @@ def _call(facts: CallFacts, span: Span, start: int, agent: str | None) -> CallRe
         finish_reason=facts.finish_reason, started_s=(span.start - start) / 1e9,
         latency_s=(span.end - span.start) / 1e9, **text_fields(facts.text), agent=agent,
         provenance=dict(facts.provenance),
-        tool_calls=[ToolCallRecord(name=t.name, id=t.id,
-                                   arguments=canonical_arguments(t.arguments))
-                    for t in facts.tools])
+        tool_calls=[requested_tool(t.name, t.id, t.arguments) for t in facts.tools])
 
 
 def _answer(requested: list[ToolCallRecord], ran: ToolCallRecord) -> None:
@@ -203,14 +205,8 @@ def _answer(requested: list[ToolCallRecord], ran: ToolCallRecord) -> None:
 
 
 def _tool(facts: ToolFacts, span: Span) -> ToolCallRecord:
-    result = facts.result
-    if result is not None and not isinstance(result, str):
-        result = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    tokens, sha, _ = tool_result(result)
-    return ToolCallRecord(name=facts.name, id=facts.id,
-                          arguments=canonical_arguments(facts.arguments),
-                          result_tokens=tokens, result_sha256=sha, error=span.error,
-                          duration_s=(span.end - span.start) / 1e9)
+    return ran_tool(facts.name, facts.id, facts.arguments, facts.result, error=span.error,
+                    duration_s=(span.end - span.start) / 1e9)
 
 
 def json_value(value: Any) -> Any:

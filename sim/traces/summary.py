@@ -70,6 +70,7 @@ from sim.traces.model import (
     read_traces,
 )
 from sim.traces.provenance import warnings
+from sim.traces.usage import PROMPT_COLUMNS
 from sim.traces.where import parse_where, run_mask, where_text
 
 MIN_FIT_CALLS = 3
@@ -137,10 +138,6 @@ def summarize(directory: str | Path, listed: Listed | None = None,
         out["runs_in_folder"] = in_folder
     return out
 
-
-PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
-"""The parts of a call's prompt: a call with any of them unknown is left out
-of the prompt fit and the cache shares."""
 
 OUTPUT_SHARE = 0.25
 """A call's output count is flagged as implausibly small when it is below

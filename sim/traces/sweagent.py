@@ -68,7 +68,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sim.traces.assemble import number_or_none, text_fields
+from sim.traces.assemble import limit_or_none, number_or_none, text_fields
 from sim.traces.miniswe import run_folder
 from sim.traces.model import (
     MAX_COUNT,
@@ -149,8 +149,8 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
         model=model if isinstance(model, str) else None,
         cost_usd=number_or_none(stats.get("instance_cost")),
         exit=None if exit_label is None else str(exit_label),
-        step_limit=_limit(model_config.get("per_instance_call_limit")),
-        cost_limit_usd=_limit(model_config.get("per_instance_cost_limit")),
+        step_limit=limit_or_none(model_config.get("per_instance_call_limit")),
+        cost_limit_usd=limit_or_none(model_config.get("per_instance_cost_limit")),
         totals=totals or None, conventions=conventions, repairs=notes)
 
 
@@ -213,9 +213,3 @@ def _count(value: Any) -> int | None:
     if number is None or number < 0 or not float(number).is_integer():
         return None
     return int(number)
-
-
-def _limit(value: Any) -> Any:
-    """A limit as recorded; 0 (SWE-agent's "no limit") and missing are None."""
-    number = number_or_none(value)
-    return None if number is None or number == 0 else number

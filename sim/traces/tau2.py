@@ -59,10 +59,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from sim.traces.assemble import number_or_none, seconds
-from sim.traces.derivation import derived, unknown_usage
+from sim.traces.assemble import number_or_none, requested_tool, seconds
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -71,7 +71,6 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
-    canonical_arguments,
     content_text,
     finite_or_none,
     joined_sha256,
@@ -80,8 +79,8 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import PARTS_KEPT, Repair
-from sim.traces.skips import NO_RUNS, NO_TRAJECTORY, NO_USAGE, TOO_DEEP, Skip, Unusable
-from sim.traces.usage import from_disjoint, from_openai, needs_apart
+from sim.traces.skips import NO_RUNS, NO_TRAJECTORY, NO_USAGE, Skip, Unusable, or_skip
+from sim.traces.usage import derived, from_disjoint, from_openai, read_apart, unknown_usage
 
 SOURCE = "tau2"
 
@@ -120,16 +119,8 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
     limits = (number_or_none(info.get("max_steps")), number_or_none(info.get("max_errors")))
     for index, simulation in enumerate(simulations):
         run_id = _run_id(simulation, index)
-        try:
-            record = _run(simulation, run_id, file, model, file_model, limits)
-            apart = needs_apart(record.repairs)
-            if any(apart):  # the source counts apart: every call of the run is read so
-                record = _run(simulation, run_id, file, model, file_model, limits, apart)
-            yield record
-        except Unusable as problem:
-            yield Skip(file, problem.reason, problem.detail, run_id)
-        except RecursionError:
-            yield Skip(file, TOO_DEEP, "values nested deeper than the importer reads", run_id)
+        yield or_skip(partial(read_apart, partial(_run, simulation, run_id, file, model,
+                                                  file_model, limits)), file, run_id)
 
 
 def _run_id(simulation: Any, index: int) -> str:
@@ -224,9 +215,8 @@ def _call(message: dict, position: int, start: datetime | None, before: datetime
     tool_calls = []
     for call in as_list(message.get("tool_calls")):
         if isinstance(call, dict):
-            tool_calls.append(ToolCallRecord(
-                name=call.get("name", ""), id=None if call.get("id") is None else str(call["id"]),
-                arguments=canonical_arguments(call.get("arguments"))))
+            tool_calls.append(requested_tool(call.get("name", ""), call.get("id"),
+                                             call.get("arguments")))
     started = seconds(before, start)
     latency = seconds(moment, before)
     text = content_text(message.get("content"))
@@ -253,8 +243,7 @@ def _counts(usage: dict, raw: dict, where: str, notes: list[Repair],
         if prompt is not None and counts.prompt_tokens != prompt:
             notes.append(("calls.input_tokens", PARTS_KEPT))
         return counts, derived(counts, raw.get("input_tokens"), completion, where)
-    counts = from_openai(usage, where, details=raw, notes=notes, apart=apart)
-    return counts, derived(counts, prompt, completion, where)
+    return from_openai(usage, where, details=raw, notes=notes, apart=apart)
 
 
 def _answer(record: ToolCallRecord, message: dict, before: datetime | None,

@@ -33,15 +33,26 @@ so (noted in ``notes`` as ``(field, reason)``, :mod:`sim.traces.repairs`):
 A source that counts apart does so for every call, not only for those where
 it shows, so the importers read a whole run one way: when any of its calls
 needs a repair, the run is read again with ``cache_apart`` / ``reasoning_apart``
-set (every call with a cache, or with reasoning, is then noted).
+set (every call with a cache, or with reasoning, is then noted:
+:func:`read_apart`).
+
+**Provenance**: a count that is not the recorded figure itself is
+**derived** (:data:`~sim.traces.model.DERIVED`): the uncached input when the
+cache was subtracted from a prompt total, the output when the reasoning was
+subtracted from a completion total (:func:`derived`). A call whose source
+records no usage has every count **unknown** (:data:`~sim.traces.model.UNKNOWN`),
+its :class:`~sim.traces.model.Usage` all 0, and is kept with its run
+(:func:`unknown_usage`); one that records a prompt total but no output total
+(or the reverse) has the missing side's columns unknown (:func:`from_totals`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sim.harness.messages import Usage
-from sim.traces.model import MAX_COUNT, as_dict
+from sim.traces.model import DERIVED, MAX_COUNT, PROVENANCE_FIELDS, UNKNOWN, RunRecord, as_dict
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair, short_repr
 from sim.traces.skips import BAD_COUNT, Unusable
 
@@ -115,13 +126,13 @@ def _output(out: int, think: int, notes: list[Repair] | None, apart: bool) -> in
 
 def from_openai(usage: dict, where: str, *, details: dict | None = None,
                 notes: list[Repair] | None = None,
-                apart: tuple[bool, bool] = (False, False)) -> Usage:
+                apart: tuple[bool, bool] = (False, False)) -> tuple[Usage, dict[str, str]]:
     """Usage of an OpenAI-style usage (``prompt_tokens`` including the cache,
-    ``completion_tokens`` including reasoning), the one reading every importer
-    of such usage shares. The cache and reasoning counts come from
-    ``details`` (the provider's raw usage, when the source keeps it apart from
-    the totals; else ``usage`` itself): cache read from
-    ``prompt_tokens_details.cached_tokens``, else DeepSeek's
+    ``completion_tokens`` including reasoning) and its provenance
+    (:func:`derived`), the one reading every importer of such usage shares.
+    The cache and reasoning counts come from ``details`` (the provider's raw
+    usage, when the source keeps it apart from the totals; else ``usage``
+    itself): cache read from ``prompt_tokens_details.cached_tokens``, else DeepSeek's
     ``prompt_cache_hit_tokens``, else ``cache_read_input_tokens``; cache write
     from ``cache_creation_input_tokens``, else
     ``prompt_tokens_details.cache_creation_tokens`` or ``cache_write_tokens``;
@@ -135,10 +146,11 @@ def from_openai(usage: dict, where: str, *, details: dict | None = None,
                    prompt_details.get("cache_creation_tokens"),
                    prompt_details.get("cache_write_tokens"))
     reasoning = as_dict(raw.get("completion_tokens_details")).get("reasoning_tokens")
-    return from_total_prompt(usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                             cache_read=read, cache_write=write, reasoning=reasoning,
-                             where=where, notes=notes, cache_apart=apart[0],
-                             reasoning_apart=apart[1])
+    prompt, output = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    counts = from_total_prompt(prompt, output, cache_read=read, cache_write=write,
+                               reasoning=reasoning, where=where, notes=notes,
+                               cache_apart=apart[0], reasoning_apart=apart[1])
+    return counts, derived(counts, prompt, output, where)
 
 
 def _first(*values: Any) -> Any:
@@ -146,8 +158,69 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-def needs_apart(notes: list[Repair]) -> tuple[bool, bool]:
-    """``(cache_apart, reasoning_apart)``: whether ``notes`` hold a repair that
-    says the run's source counts the cache, or the reasoning, apart."""
-    reasons = {reason for _, reason in notes}
-    return PROMPT_WITHOUT_CACHE in reasons, REASONING_APART in reasons
+def read_apart(build: Callable[[tuple[bool, bool]], RunRecord]) -> RunRecord:
+    """A run read once (``build((False, False))``), and read again with
+    ``(cache_apart, reasoning_apart)`` when its repairs say the source counts
+    the cache, or the reasoning, apart (see the module): the importers' one
+    way of reading a whole run in one convention."""
+    record = build((False, False))
+    reasons = {reason for _, reason in record.repairs}
+    apart = PROMPT_WITHOUT_CACHE in reasons, REASONING_APART in reasons
+    return build(apart) if any(apart) else record
+
+
+PROMPT_COLUMNS = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
+"""The parts of a call's prompt (a call with any of them unknown is left out
+of a summary's prompt fit and cache shares)."""
+OUTPUT_COLUMNS = ("output_tokens", "reasoning_tokens")
+"""The parts of a call's output."""
+
+
+def from_totals(prompt: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
+               reasoning: Any = None, where: str, names: tuple[str, str],
+               notes: list[Repair] | None = None, apart: tuple[bool, bool] = (False, False)
+               ) -> tuple[Usage, dict[str, str]]:
+    """A call's usage (:func:`from_total_prompt`: a prompt total that includes
+    the cache, an output that includes reasoning) and its provenance
+    (:attr:`sim.traces.model.CallRecord.provenance`), the one reading of every
+    span dialect (and ATIF step) whose prompt count includes the cache:
+    the uncached input is ``derived`` when cache tokens were subtracted from
+    the prompt, the output when reasoning was subtracted. A span without a
+    prompt count (None) has its three prompt columns ``unknown`` (0 in the
+    usage), one without an output count its output and reasoning; a present
+    count that is not a token count is Unusable, as before."""
+    unknown: dict[str, str] = {}
+    if prompt is None:
+        unknown.update(dict.fromkeys(PROMPT_COLUMNS, UNKNOWN))
+        prompt, cache_read, cache_write = 0, None, None
+    if output is None:
+        unknown.update(dict.fromkeys(OUTPUT_COLUMNS, UNKNOWN))
+        output, reasoning = 0, None
+    usage = from_total_prompt(prompt, output, cache_read=cache_read, cache_write=cache_write,
+                              reasoning=reasoning, where=where, names=names, notes=notes,
+                              cache_apart=apart[0], reasoning_apart=apart[1])
+    return usage, derived(usage, prompt, output, where) | unknown
+
+
+def derived(counts: Usage, prompt: Any, output: Any, where: str) -> dict[str, str]:
+    """The provenance of ``counts`` read from the recorded ``prompt`` and
+    ``output`` figures (the values the usage reading took as its input and
+    output totals; already checked as counts): ``input_tokens`` derived when
+    it differs from ``prompt``, ``output_tokens`` when it differs from
+    ``output``; the rest exact (not listed).
+
+    >>> derived(Usage(input_tokens=400, cache_read_tokens=600, output_tokens=50), 1000, 50, "x")
+    {'input_tokens': 'derived'}
+    """
+    provenance = {}
+    if counts.input_tokens != count(prompt, "prompt tokens", where):
+        provenance["input_tokens"] = DERIVED
+    if counts.output_tokens != count(output, "output tokens", where):
+        provenance["output_tokens"] = DERIVED
+    return provenance
+
+
+def unknown_usage() -> tuple[Usage, dict[str, str]]:
+    """The usage of a call whose source records none: counts 0, every
+    provenance unknown (so the writer writes null, not 0)."""
+    return Usage(), dict.fromkeys(PROVENANCE_FIELDS, UNKNOWN)
