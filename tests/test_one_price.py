@@ -275,3 +275,30 @@ def test_a_run_recording_only_its_total_is_one_record_of_its_model_in_every_pric
     # m's one record: $0.06 for 3,000 tokens listed at $0.03: scale 2
     assert summed.models["m"].scale == pytest.approx(2.0) and summed.models["m"].calls == 2
     assert summed.models["x"] == pricing.fill["x"]
+
+
+@pytest.mark.parametrize("recorded_name, listed", [
+    ("myproxy/gpt-4o", "gpt-4o"),             # a prefix the catalogue does not know
+    ("azure/gpt-4o", "gpt-4o"),               # a provider that lists the model
+    ("aws/claude-sonnet-4-5", "claude-sonnet-4-5"),  # a provider that does not
+])
+def test_a_prefixed_model_has_one_catalogue_price_in_calibrate_and_in_replay(recorded_name,
+                                                                           listed):
+    """Calibrate's and summary's catalogue (:func:`sim.cost.recorded.catalogue`)
+    and replay's and tune's (:class:`CataloguePrices`, no price spec) look a
+    ``prefix/model`` name up the same way: the three names here are each priced,
+    at the listed model's catalogue prices, by both (before, the first and the
+    third were unpriced in calibrate and priced in replay)."""
+    from sim.drivers.catalogue_prices import CataloguePrices
+    from sim.scenario.model import HarnessConfig
+
+    day = datetime.date(2025, 6, 1)
+    when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+    expected = lookup_prices(listed, when=when)
+    from_calibrate = catalogue(when)(recorded_name)
+    harness = HarnessConfig.model_validate({"model": listed, "prices_date": day.isoformat()})
+    from_replay = CataloguePrices(harness)(recorded_name)
+    assert from_calibrate is not None and from_replay is not None
+    for price in (from_calibrate, from_replay):
+        assert (price.input, price.output, price.cache_read) == (
+            expected.input, expected.output, expected.cache_read)

@@ -40,6 +40,21 @@ NAMED_PRICES: dict[str, Prices] = {
 }
 
 
+def catalogue_names(model: str) -> list[tuple[str, str | None]]:
+    """The ``(model, provider)`` pairs a recorded model name is looked up as in
+    the catalogue, in order: the name as written under any provider; then, for a
+    ``prefix/rest`` name, ``rest`` under the provider ``prefix`` (``azure/gpt-4o``)
+    and ``rest`` under any provider (a router's or proxy's prefix the catalogue
+    does not know, ``myproxy/gpt-4o``). Every path that prices a recorded model
+    from the catalogue (summary, calibrate, replay, tune) tries these, so a run
+    has one catalogue price whichever command reads it."""
+    names: list[tuple[str, str | None]] = [(model, None)]
+    if "/" in model:
+        prefix, _, rest = model.partition("/")
+        names += [(rest, prefix), (rest, None)]
+    return names
+
+
 def lookup_price_tiers(model_id: str, provider: str | None = None, *, cache_ttl: str = "5m",
                        when: datetime | None = None) -> Prices:
     """The prices of ``model_id`` in the genai-prices catalogue (USD per

@@ -261,21 +261,17 @@ def model_prices(by_model: Mapping[str, list[Recorded]], listed: Listed,
 
 def catalogue(when: datetime | None = None) -> Listed:
     """The genai-prices catalogue as a price source: a model's prices with
-    their tiers on ``when`` (None: today), a ``provider/model`` name tried as
-    that model under that provider too; None when the catalogue lacks it."""
+    their tiers on ``when`` (None: today), a recorded name tried as
+    :func:`sim.cost.prices.catalogue_names` says; None when the catalogue lacks it."""
     from sim.bad_input import InputError
-    from sim.cost.prices import lookup_price_tiers
+    from sim.cost.prices import catalogue_names, lookup_price_tiers
 
     found: dict[str, Prices | None] = {}
 
     def listed(model: str) -> Prices | None:
         if model not in found:
             found[model] = None
-            attempts: list[tuple[str, str | None]] = [(model, None)]
-            if "/" in model:
-                prefix, _, rest = model.partition("/")
-                attempts.append((rest, prefix))
-            for name, provider in attempts:
+            for name, provider in catalogue_names(model):
                 try:
                     found[model] = lookup_price_tiers(name, provider, when=when)
                     break

@@ -2,9 +2,9 @@
 
 :class:`CataloguePrices` answers ``prices(model)`` for a replay: the
 catalogue's prices of that call-level model on the scenario's prices date (or
-a named price set, or overrides on them), trying a ``provider/model`` name as
-the model under that provider too; None when the catalogue does not know it
-(the replay then prices it from the recorded costs:
+a named price set, or overrides on them), a recorded name tried as
+:func:`sim.cost.prices.catalogue_names` says (as every price path does); None
+when the catalogue does not know it (the replay then prices it from the recorded costs:
 :func:`sim.drivers.replay.price_models`, :mod:`sim.cost.recorded`), listed in
 ``unpriced`` so that it is never priced silently. Used by ``sim replay`` and
 ``sim tune``.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class CataloguePrices:
     """A model's prices: the scenario's price spec applied to a recorded
     call-level model (its catalogue prices, a named set, or overrides on them;
-    a ``provider/model`` name is tried as the model under that provider too);
+    a recorded name is tried as :func:`sim.cost.prices.catalogue_names` says);
     None when the model is not in the catalogue (the replay then prices it
     from recorded costs: :func:`sim.drivers.replay.price_models`), and listed
     in ``unpriced``."""
@@ -46,17 +46,14 @@ class CataloguePrices:
 
     def __call__(self, model: str | None) -> Prices | None:
         from sim.cost import resolve_price_tiers
+        from sim.cost.prices import catalogue_names
 
         if model not in self.cache:
             h = self.harness
-            name = model or h.model
-            attempts = [name]
-            if "/" in name:
-                attempts.append(name.partition("/")[2])
             self.cache[model] = None
-            for attempt in attempts:
+            for attempt, provider in catalogue_names(model or h.model):
                 try:
-                    tiers = resolve_price_tiers(attempt, self.spec,
+                    tiers = resolve_price_tiers(attempt, self.spec, provider=provider,
                                                 cache_ttl=h.prompt_cache or "5m", when=self.when)
                 except InputError:
                     continue
