@@ -97,9 +97,13 @@ class RunMarks:
     prompt), ``top_end`` (its last effect was a checkpoint: the loop ended at
     the top of an iteration, not by a budget once the recording had ended),
     ``budget_end`` (a budget stopped it before its recording ended),
-    ``exact`` (see the module docstring), ``model`` (the state's), and each
+    ``exact`` (see the module docstring), ``model`` (the state's), each
     answered call's cost (``costs``, USD, one price) and price at the run's
-    prices (``priced``)."""
+    prices (``priced``), the indices of the run's recorded step calls
+    (``steps``: :func:`~sim.drivers.replay.driver.step_calls`) and the
+    number of its recorded calls (``calls_recorded``): what
+    :func:`stopped` reads of the run besides its recorded ``exit`` and
+    ``resolved``."""
 
     rows: np.ndarray
     end: tuple[float, ...]
@@ -109,6 +113,8 @@ class RunMarks:
     model: str
     costs: np.ndarray
     priced: np.ndarray
+    steps: np.ndarray
+    calls_recorded: int
 
 
 class StopMarks:
@@ -154,7 +160,8 @@ class StopMarks:
             self.top and not (by_budget and replay.stopped_at is None),
             by_budget and replay.stopped_at is not None,
             self.exact and not state.compactions and state.model == self.model,
-            self.model, np.array(d.costs, dtype=float), np.array(d.priced, dtype=float))
+            self.model, np.array(d.costs, dtype=float), np.array(d.priced, dtype=float),
+            np.array(step_calls(replay.run), dtype=np.int64), len(replay.run.calls))
 
 
 def _counters(s: HarnessState) -> tuple[float, ...]:
@@ -226,12 +233,14 @@ class Stopped:
 def stopped(run: RecordedRun, marks: RunMarks, j: int, limit: str) -> Stopped:
     """The run's replay ended by the budget ``limit`` before step call ``j``
     (a mark): its outcome as the driver reads it
-    (:func:`~sim.drivers.replay.driver.ending`) and its counters there."""
+    (:func:`~sim.drivers.replay.driver.ending`) and its counters there.
+    ``run``: the recorded run or its fields alone (its calls are not read:
+    the marks hold its step calls)."""
     row = marks.rows[j].tolist()
     turns, calls = int(row[0]), int(row[_WIDTH - 4])
     interventions = int(row[_WIDTH - 1])
     stopped_at, status, reason, outcome = ending(
-        run, step_calls(run), (), "harness", BUDGET_EXHAUSTED, limit, turns,
+        run, marks.steps.tolist(), (), "harness", BUDGET_EXHAUSTED, limit, turns,
         row[_WIDTH - 3] < row[_WIDTH - 2])
     prompt = int(row[2]) + int(row[3]) + int(row[4])
     return Stopped(outcome, status, reason, stopped_at,
