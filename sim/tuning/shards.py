@@ -136,10 +136,11 @@ def slim(replay: Replay) -> Replay:
 
 
 def replay_marked(setup: Setup, h: HarnessConfig, runs: list[RecordedRun], marked: bool
-                  ) -> tuple[list[RunReplay], list[RunMarks | None]]:
+                  ) -> tuple[list[RunReplay], list[RunMarks | None], list[RunDriver | None]]:
     """``runs`` replayed under ``h``, each :func:`slim`, and, when ``marked``,
-    each run's :class:`~sim.tuning.stops.RunMarks` of its replay (None for a
-    session: not marked)."""
+    each run's :class:`~sim.tuning.stops.RunMarks` of its replay and its
+    driver (its ``params`` and ``priced_calls``: :func:`run_params` and
+    :func:`priced_calls` of the run; None for a session: not marked)."""
     template = harness_params(h, WorldParams())
     watching: dict[int, StopMarks] = {}
 
@@ -151,12 +152,15 @@ def replay_marked(setup: Setup, h: HarnessConfig, runs: list[RecordedRun], marke
                        make_detector=resolve_detector(h.detector.name),
                        pricing=setup.pricing, observe=observe if marked else None)
     marks: list[RunMarks | None] = []
+    drivers: list[RunDriver | None] = []
     if marked:
         cap = template.max_output_tokens
         for run, r in zip(runs, done, strict=True):
             seen = watching.get(id(run))
             marks.append(seen.marks(r.chosen, cap) if seen is not None else None)
-    return [RunReplay(slim(r.chosen), slim(r.lower), slim(r.upper)) for r in done], marks
+            drivers.append(seen.driver if seen is not None else None)
+    return ([RunReplay(slim(r.chosen), slim(r.lower), slim(r.upper)) for r in done], marks,
+            drivers)
 
 
 class Shard:
@@ -189,9 +193,9 @@ class Shard:
         parallel = largest_result = biggest = 0
         for low in range(start, stop, READ_CHUNK):
             runs = setup.runs(low, min(stop, low + READ_CHUNK))
-            done, marks = replay_marked(setup, setup.harness, runs, marked=True)
-            for run, item, mark in zip(runs, done, marks, strict=True):
-                self._keep(run, item, mark, needs)
+            done, marks, drivers = replay_marked(setup, setup.harness, runs, marked=True)
+            for run, item, mark, driver in zip(runs, done, marks, drivers, strict=True):
+                self._keep(run, item, mark, driver, needs)
                 basis[item.chosen.basis] += 1
                 for call in run.calls:
                     parallel = max(parallel, len(call.tools))
@@ -214,8 +218,10 @@ class Shard:
         self.marked = 0
 
     def _keep(self, run: RecordedRun, item: RunReplay, mark: RunMarks | None,
-              needs: dict[str, list[float]]) -> None:
-        """Note what the candidates read of one run and its replay in force."""
+              driver: RunDriver | None, needs: dict[str, list[float]]) -> None:
+        """Note what the candidates read of one run and its replay in force
+        (``driver``: the replay's, whose parameters and call prices are the
+        run's; None: found here)."""
         r = item.chosen
         state = r.state
         self.read.append(as_stopped(r))
@@ -223,14 +229,18 @@ class Shard:
         self.marks.append(mark)
         self.states.append(state)
         self.largest.append(max(max(r.prompt_counts, default=0), state.context_tokens))
-        params = run_params(self.template, run, None, None, self.setup.pricing)
+        if driver is not None:
+            params, usds = driver.params, driver.priced_calls
+        else:
+            params = run_params(self.template, run, None, None, self.setup.pricing)
+            usds = priced_calls(params, run)
         key = (params.model, params.prices, params.model_prices)
         i = len(self.group_of)
         self.groups.setdefault(key, []).append(i)
         self.group_of.append(key)
         self.firsts.setdefault(key, run)
         spent, need = 0.0, 0.0
-        for call, usd in zip(run.calls, priced_calls(params, run), strict=True):
+        for call, usd in zip(run.calls, usds, strict=True):
             prices = params.prices_for(call.model or params.model)
             need = max(need, spent + worst_case_cost(prices, call.usage.prompt_tokens,
                                                      params.max_output_tokens))
@@ -302,6 +312,7 @@ class Shard:
         template = harness_params(h, WorldParams())
         left: list[int] = []
         limits_of: dict[tuple[Any, ...], Limits] = {}
+        probes: dict[str, HarnessState] = {}  # first_stop sets every counter the checks read
         for i in indices:
             marks = self.marks[i]
             if marks is None or not marks.exact:
@@ -312,7 +323,10 @@ class Shard:
             if limits is None:
                 limits = limits_of[key] = Limits(
                     run_params(template, self.firsts[key], None, None, self.setup.pricing))
-            j, limit = first_stop(limits, marks, probe_state(marks.model))
+            probe = probes.get(marks.model)
+            if probe is None:
+                probe = probes[marks.model] = probe_state(marks.model)
+            j, limit = first_stop(limits, marks, probe)
             if j == UNSURE:
                 left.append(i)
             elif j != SAME:
