@@ -141,7 +141,7 @@ class StopMarks:
             self.exact = False
             return
         d = self.driver
-        self.rows.append((*_counters(d.state), effect.prompt_tokens, effect.max_output_tokens,
+        self.rows.append((*counters(d.state), effect.prompt_tokens, effect.max_output_tokens,
                           len(d.costs), d.tools_run, d.tools_due, len(d.interventions)))
 
     def result(self, effect: Any, result: Any) -> None:
@@ -156,7 +156,7 @@ class StopMarks:
         by_budget = state.status == BUDGET_EXHAUSTED
         return RunMarks(
             np.array(self.rows, dtype=float).reshape(-1, _WIDTH),
-            (*_counters(state), state.context_tokens, cap, 0, 0, 0, 0),
+            (*counters(state), state.context_tokens, cap, 0, 0, 0, 0),
             self.top and not (by_budget and replay.stopped_at is None),
             by_budget and replay.stopped_at is not None,
             self.exact and not state.compactions and state.model == self.model,
@@ -164,16 +164,32 @@ class StopMarks:
             np.array(step_calls(replay.run), dtype=np.int64), len(replay.run.calls))
 
 
-def _counters(s: HarnessState) -> tuple[float, ...]:
+def counters(s: HarnessState) -> tuple[float, ...]:
+    """The state's counters the budget checks read (``_FIELDS``, in order)."""
     return (s.turns, s.tool_errors, s.input_tokens, s.cache_read_tokens, s.cache_write_tokens,
             s.output_tokens, s.thinking_tokens, s.money_usd, s.active_s, s.parked_s)
 
 
-def _load(probe: HarnessState, row: list[float]) -> None:
+def load_counters(probe: HarnessState, row: list[float]) -> None:
     """Set ``probe``'s counters to a mark's."""
     (probe.turns, probe.tool_errors, probe.input_tokens, probe.cache_read_tokens,
      probe.cache_write_tokens, probe.output_tokens, probe.thinking_tokens) = map(int, row[:7])
     probe.money_usd, probe.active_s, probe.parked_s = row[7], row[8], row[9]
+
+
+def pack(marks: list[RunMarks]) -> None:
+    """Hold the arrays of ``marks`` (one chunk's runs) in one array per field,
+    each run's a view of it: fewer, larger blocks of memory for the many runs
+    a tune keeps."""
+    for name in ("rows", "costs", "priced", "steps"):
+        parts = [getattr(m, name) for m in marks]
+        if not parts:
+            return
+        whole = np.concatenate(parts)
+        at = 0
+        for m, part in zip(marks, parts, strict=True):
+            setattr(m, name, whole[at:at + len(part)])
+            at += len(part)
 
 
 def probe_state(model: str) -> HarnessState:
@@ -187,7 +203,7 @@ def first_stop(limits: Limits, marks: RunMarks, probe: HarnessState) -> tuple[in
     when it ends as in force; ``(UNSURE, "")`` when the marks cannot say
     (module docstring). ``probe``: a state whose model is the run's."""
     for j, row in enumerate(marks.rows.tolist()):
-        _load(probe, row)
+        load_counters(probe, row)
         try:
             limits.check_usage(probe)
         except LimitExceeded:
@@ -200,7 +216,7 @@ def first_stop(limits: Limits, marks: RunMarks, probe: HarnessState) -> tuple[in
     if marks.budget_end:
         return UNSURE, ""
     end = list(marks.end)
-    _load(probe, end)
+    load_counters(probe, end)
     try:
         limits.check_usage(probe)
         if marks.top_end:
@@ -258,4 +274,4 @@ def as_stopped(r: Replay) -> Stopped:
 
 
 __all__ = ["SAME", "UNSURE", "RunMarks", "StopMarks", "Stopped", "answerable", "as_stopped",
-           "first_stop", "probe_state", "stopped"]
+           "counters", "first_stop", "load_counters", "pack", "probe_state", "stopped"]
