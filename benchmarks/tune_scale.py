@@ -79,6 +79,50 @@ after another in the parent (only the replay in force is spread over the
 workers), and the folder is still held whole (peak memory unchanged; the
 marks add about 3% at 100,000 runs). Issue 37's 2 minutes and 2 GiB at
 100,000 runs are not reached yet.
+
+Measured 2026-12-05, session 12 (2 cores shared by 6 sessions, load 4-8:
+wall times are those of a loaded machine; CPU seconds, the process's and its
+workers', much less so). Base d806c1d (the runs read whole into the parent,
+the replay in force in 2 forked workers, the candidates one after another in
+the parent); after h12-tunep (:mod:`sim.tuning.shards`: 2 worker processes
+each read their own half of the folder once, a chunk of 500 runs at a time,
+replay it in force and keep only the marks and a few numbers per run; every
+candidate is sent to both and answered as numpy arrays; the bootstrap
+intervals drawn once at the end, in 2 forked processes). ``calls_reads``
+counts the parent's opens only: its checking pass over the calls
+(``folder_index``), the pricing of a model the catalogue lacks (``_costed``)
+and ``split_by_model``; each worker opens the file once per chunk to read its
+own rows (each row group read once, kept for the next chunk). The same
+recommendation as the base at each size:
+
+==============================  =============================  ============================
+tune, tiled bounded runs,       base d806c1d                   after (h12-tunep)
+replay only
+==============================  =============================  ============================
+10,000                          29.3 s wall (load 4.5),        32.7 s wall (load 3.7),
+                                23.8 CPU s, 665 MiB, 2 reads   26.3 CPU s, 474 MiB, 3 reads
+30,000                          99.5 s wall (load 4.1),        95.0 s wall (load 3.7),
+                                68.1 CPU s, 1,190 MiB, 2 reads 87.6 CPU s, 754 MiB, 3 reads
+100,000                         (session 11: 192.5 s wall,     460.0 s wall (load 5.1-8.1),
+                                208.6 CPU s, 3,784 MiB)        294.0 CPU s, 1,766 MiB,
+                                                               3 reads
+==============================  =============================  ============================
+
+Peak memory at 100,000 runs is now under issue 37's 2 GiB (the largest of
+the process and its workers; near the end each of the three held 520-575
+MiB; in one shard resident memory grows about 12 KB a run, of which
+tracemalloc sees about 4.5 KB of Python objects: the rest is what the
+chunks' replays leave fragmented). The 2 minutes are not reached:
+the CPU seconds did not fall (the work is the same: one replay in force per
+run, then each candidate's Limits on the runs it could stop, then the
+bootstrap; it is spread over the 2 workers, and rose by 10% at 10,000 runs
+and 29% at 30,000 on this loaded machine; likely causes, not measured apart:
+the calls are checked twice, by the parent's pass and by each worker's read
+of its rows, and two busy processes share the cores with the other sessions'). Where the rest goes
+(cProfile, 10,000 runs, one worker, before ``run_params`` was made once per
+run): the replay in force about 40% (the harness loop and ``run_params``), the candidates' checks
+(``could_stop`` and ``first_stop`` on the marks, for 72 candidates) about
+20%, the bootstrap intervals about 17%, reading the folder the rest.
 """
 
 from __future__ import annotations

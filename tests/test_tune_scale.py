@@ -169,3 +169,26 @@ def test_a_rows_intervals_drawn_together_are_each_ones_own_bootstrap(monkeypatch
     monkeypatch.setattr(evidence, "_INTERVALS", {})
     evidence._intervals(wanted[2:3])
     assert evidence._intervals(wanted) == own
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_intervals_drawn_at_the_end_are_each_rows_own(monkeypatch, workers):
+    """Rows made without their bootstrap intervals (``intervals=False``) and
+    filled together at the end (:func:`evidence.fill_intervals`, in one
+    process or two forked ones) equal, key for key and in the same order,
+    the rows made with them; two rows of the same costs share them."""
+    rng = np.random.default_rng(12)
+    n = 700
+    base_cost = rng.lognormal(size=n)
+    args = [{"base_success": rng.random(n) < 0.8, "success": rng.random(n) < 0.7,
+             "cost": base_cost * share, "base_cost": base_cost,
+             "time_s": rng.lognormal(size=n), "outcomes": ["budget_exhausted:steps"] * 3,
+             "method": "replayed"} for share in (0.5, 0.9, 0.5)]
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    whole = [evidence.row(**a) for a in args]
+    monkeypatch.setattr(evidence, "_INTERVALS", {})
+    later = [evidence.row(**a, intervals=False) for a in args]
+    assert all(np.isnan(r["cost_mean_low"]) for r in later)
+    evidence.fill_intervals(later, workers)
+    assert [list(r) for r in later] == [list(r) for r in whole]
+    assert later == whole

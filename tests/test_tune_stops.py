@@ -152,3 +152,60 @@ def test_every_candidate_of_the_grid_stops_every_run_as_a_replay_does(generated)
     for s in candidates:
         assert generated.replays(s) == _redriven(generated, s), s
     assert generated.marked > 10 * max(1, generated.redriven)
+
+
+def _same_call(prompt: int, arguments: str = '{"q": 1}') -> CallRecord:
+    return CallRecord(usage=Usage(input_tokens=prompt, output_tokens=100), cost_usd=prompt / 1e6,
+                      tool_calls=[ToolCallRecord("search", arguments=arguments, result_tokens=50)])
+
+
+DEEP = '{"q": ' + '{"a": ' * 70 + "1" + "}" * 70 + "}"
+"""Arguments nested 71 levels deep: past the harness's 64, so the call is
+rejected with a message and the tool is not run."""
+
+
+def test_a_stop_after_a_tool_call_left_unrun_is_read_as_a_replay_reads_it():
+    """Call 1 asks for a tool with arguments nested past the harness's limit:
+    the harness rejects it and never runs the tool, so from the mark before
+    call 2 on, tool calls are due that were not run (the driver then reads a
+    stop there as mid-step). Every step cap and token budget that stops the
+    run is answered from the marks (nothing replayed again) and equals a
+    replay of the run under it."""
+    run = RecordedRun("deep", (_call(1000), _same_call(2000, DEEP), _call(3000),
+                               _call(4000, tool=False)),
+                      model="gpt-4o", resolved=True, exit="done")
+    evaluator = ReplayEvaluator([run], HarnessConfig.model_validate(HARNESS))
+    marks = evaluator.marks[0]
+    assert marks is not None and marks.exact
+    tools_run, tools_due = marks.rows[2][-3], marks.rows[2][-2]
+    assert (tools_run, tools_due) == (1, 2)  # call 1's tool call is due and was not run
+    candidates = [setting({"steps": cap}) for cap in (1, 2, 3)] + [
+        setting({"tokens": t}) for t in (2500, 5000, 8000)]
+    for s in candidates:
+        assert evaluator.replays(s) == _redriven(evaluator, s), s
+    assert (evaluator.marked, evaluator.redriven) == (len(candidates), 0)
+
+
+def test_a_run_ended_mid_step_by_the_detector_is_replayed_again_at_a_cap_of_its_steps():
+    """With the detector on (repeats of 2), six identical calls end as
+    needs_human in step 4's tool calls, and the loop's last effect is the
+    checkpoint that ends it (``top_end``). A cap of 4 steps passes every
+    mark (0 to 3 steps made) but refuses on the final counters (4 steps):
+    the marks cannot tell whether the run got there, so exactly that
+    candidate replays the run again; caps 1 to 3 stop it at a mark and caps
+    5 to 7 leave it as in force. Each equals a replay under it."""
+    h = HarnessConfig.model_validate({**HARNESS, "detector": {"enabled": True,
+                                                              "repeat_threshold": 2}})
+    run = RecordedRun("loop", (*(_same_call(1000 * (i + 1)) for i in range(6)),
+                               _call(7000, tool=False)),
+                      model="gpt-4o", resolved=True, exit="done")
+    evaluator = ReplayEvaluator([run], h)
+    marks = evaluator.marks[0]
+    assert marks is not None and marks.top_end and not marks.budget_end
+    assert evaluator.baseline[0].chosen.outcome == "needs_human:no_progress"
+    assert evaluator.baseline[0].chosen.state.turns == 4
+    for cap in range(1, 8):
+        s = setting({"steps": cap})
+        before = evaluator.redriven
+        assert evaluator.replays(s) == _redriven(evaluator, s), cap
+        assert evaluator.redriven - before == (cap == 4), cap

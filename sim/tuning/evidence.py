@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -151,10 +153,21 @@ def _bootstrap(values: np.ndarray, statistic: Any) -> tuple[float, float]:
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
+_INTERVAL_KEYS = (("cost_mean_low", "cost_mean_high"), ("cost_p95_low", "cost_p95_high"),
+                  ("time_low", "time_high"), ("saved_low", "saved_high"))
+"""A row's interval fields, in the order of :func:`row`'s intervals."""
+PENDING = "_intervals"
+"""The key of a row whose intervals are left to :func:`fill_intervals`: the
+values and statistics they are drawn from."""
+
+
 def row(*, base_success: np.ndarray, success: np.ndarray, cost: np.ndarray,
-        base_cost: np.ndarray, time_s: np.ndarray, outcomes: list[str], method: str,
-        fidelity: str = "") -> dict[str, Any]:
-    """The frontier row of one candidate (see the module docstring)."""
+        base_cost: np.ndarray, time_s: np.ndarray, outcomes: Iterable[str] | Mapping[str, int],
+        method: str, fidelity: str = "", intervals: bool = True) -> dict[str, Any]:
+    """The frontier row of one candidate (see the module docstring).
+    ``outcomes``: each run's, or the runs per outcome. ``intervals``: False
+    leaves the bootstrap intervals NaN and the row holds what they are drawn
+    from (key :data:`PENDING`) for :func:`fill_intervals`."""
     base_success = np.asarray(base_success, dtype=bool)
     success = np.asarray(success, dtype=bool)
     cost = np.asarray(cost, dtype=float)
@@ -170,15 +183,18 @@ def row(*, base_success: np.ndarray, success: np.ndarray, cost: np.ndarray,
     else:
         lost_low, lost_high, lost_share = 0.0, 1.0, math.nan
     saved = base_cost - cost
+    wanted = [(cost, np.mean), (cost, _p95), (time_s, np.mean), (saved, np.mean)]
     (mean_low, mean_high), (p95_low, p95_high), (time_low, time_high), (
-        saved_low, saved_high) = _intervals(
-        [(cost, np.mean), (cost, _p95), (time_s, np.mean), (saved, np.mean)])
-    counts = Counter(o for o in outcomes if o.startswith(STOPPING))
+        saved_low, saved_high) = (_intervals(wanted) if intervals
+                                  else [(math.nan, math.nan)] * len(wanted))
+    counts = (Counter({o: k for o, k in outcomes.items() if k and o.startswith(STOPPING)})
+              if isinstance(outcomes, Mapping)
+              else Counter(o for o in outcomes if o.startswith(STOPPING)))
     stopped = {}
     for outcome, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         low, high = stats.share_ci(k, n, LEVEL)
         stopped[outcome] = {"runs": k, "share": k / n, "low": low, "high": high}
-    return {
+    out = {
         "method": method, "runs": n, "base_successes": base_k,
         "successes": int(success.sum()), "lost": lost, "gained": gained,
         "lost_share": lost_share, "lost_low": lost_low, "lost_high": lost_high,
@@ -190,6 +206,70 @@ def row(*, base_success: np.ndarray, success: np.ndarray, cost: np.ndarray,
         "time_mean": float(np.mean(time_s)), "time_low": time_low, "time_high": time_high,
         "stopped_runs": int(sum(counts.values())), "stopped": stopped, "fidelity": fidelity,
     }
+    if not intervals:
+        out[PENDING] = wanted
+    return out
+
+
+def fill_intervals(rows: Iterable[dict[str, Any]], workers: int = 1) -> None:
+    """Write the bootstrap intervals of every row left without them
+    (:func:`row` with ``intervals=False``) into it, and drop its
+    :data:`PENDING` values: each the interval :func:`_intervals` gives
+    (remembered intervals found again, the others drawn by paired
+    bootstraps), spread over ``workers`` forked processes when there are
+    several to draw (each interval is its own bootstrap's whatever it is
+    drawn with: the same values)."""
+    waiting = [r for r in rows if PENDING in r]
+    wanted = [pair for r in waiting for pair in r.pop(PENDING)]
+    arrays = [np.ascontiguousarray(v, dtype=float) for v, _ in wanted]
+    keys = [(f.__name__, hashlib.blake2b(v.tobytes(), digest_size=20).digest())
+            for v, (_, f) in zip(arrays, wanted, strict=True)]
+    todo: dict[tuple[str, bytes], tuple[np.ndarray, Any]] = {}
+    for key, v, (_, f) in zip(keys, arrays, wanted, strict=True):
+        if key not in _INTERVALS and key not in todo:
+            todo[key] = (v, f)
+    by_size: dict[int, list[tuple[str, bytes]]] = {}
+    for key, (v, _) in todo.items():  # a paired bootstrap draws values of one size
+        by_size.setdefault(v.size, []).append(key)
+    for same in by_size.values():
+        found = _drawn([todo[k] for k in same], workers)
+        for key, interval in zip(same, found, strict=True):
+            _INTERVALS[key] = interval
+    done = [_INTERVALS[k] for k in keys]
+    for i, r in enumerate(waiting):
+        for (low, high), interval in zip(_INTERVAL_KEYS, done[4 * i:4 * i + 4], strict=True):
+            r[low], r[high] = interval
+    while len(_INTERVALS) > _KEPT:
+        del _INTERVALS[next(iter(_INTERVALS))]
+
+
+_TODO: list[tuple[np.ndarray, Any]] = []
+"""The intervals forked workers draw (set before the fork)."""
+
+
+def _drawn(wanted: list[tuple[np.ndarray, Any]], workers: int) -> list[tuple[float, float]]:
+    """:func:`_intervals` of ``wanted`` (not remembered), in ``workers``
+    forked processes when there are several, a share of them each."""
+    import multiprocessing
+
+    parts = max(1, min(workers, len(wanted)))
+    if parts == 1:
+        return _intervals(wanted)
+    global _TODO
+    _TODO = wanted
+    bounds = [len(wanted) * k // (2 * parts) for k in range(2 * parts + 1)]
+    try:
+        with multiprocessing.get_context("fork").Pool(parts) as pool:
+            found = pool.map(_drawn_part, list(itertools.pairwise(bounds)))
+    finally:
+        _TODO = []
+    return [interval for part in found for interval in part]
+
+
+def _drawn_part(bounds: tuple[int, int]) -> list[tuple[float, float]]:
+    """In a worker: :func:`_intervals` of ``_TODO[low:high]``."""
+    low, high = bounds
+    return _intervals(_TODO[low:high])
 
 
 def pct_interval(share: float, low: float, high: float, digits: int = 1) -> str:

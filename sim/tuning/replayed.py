@@ -24,7 +24,6 @@ import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -33,26 +32,13 @@ import pandas as pd
 from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
 from sim.drivers.recorded_runs import RecordedRun
-from sim.drivers.replay import Replay, RunReplay, price_models, replay_runs, run_params
-from sim.drivers.replay.driver import RunDriver
-from sim.drivers.replay.pricing import priced_calls
-from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
-from sim.harness.state import SUCCEEDED, DetectorMemory
-from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
+from sim.drivers.replay import Replay, RunReplay, price_models
+from sim.drivers.replay.reading import FolderIndex, TraceTables
+from sim.scenario.model import HarnessConfig, harness_params
 from sim.tuning import evidence
 from sim.tuning.knobs import FIELDS, Setting
-from sim.tuning.stops import (
-    SAME,
-    UNSURE,
-    RunMarks,
-    StopMarks,
-    Stopped,
-    answerable,
-    as_stopped,
-    first_stop,
-    probe_state,
-    stopped,
-)
+from sim.tuning.shards import Answer, Setup, Shards
+from sim.tuning.stops import RunMarks, Stopped
 from sim.world.params import WorldParams
 
 REPLAYED = "replayed"
@@ -64,9 +50,7 @@ STOPPED_COLUMNS: tuple[str, ...] = (
 
 
 MIN_PARALLEL = 2000
-"""Runs to replay below which a replay is not spread over worker processes."""
-_EVALUATOR: ReplayEvaluator | None = None
-"""The evaluator whose runs a forked worker replays (set before the fork)."""
+"""Runs below which they are not spread over worker processes."""
 
 
 def default_workers() -> int:
@@ -80,59 +64,19 @@ def default_workers() -> int:
                       else os.cpu_count() or 1))
 
 
-def slim(replay: Replay) -> Replay:
-    """``replay`` without what tune does not read (the final history's
-    messages and the detector's memory), so that every run's replay can be
-    held at once; returns it."""
-    replay.state.messages = []
-    replay.state.detector = DetectorMemory()
-    return replay
-
-
-def _replay_here(evaluator: ReplayEvaluator, h: HarnessConfig, indices: list[int],
-                 marked: bool = False) -> tuple[list[RunReplay], list[RunMarks | None]]:
-    """The runs ``indices`` replayed under ``h``, each :func:`slim`, and, when
-    ``marked``, each run's :class:`~sim.tuning.stops.RunMarks` of its replay
-    (None for a session: not marked)."""
-    template = harness_params(h, WorldParams())
-    runs = [evaluator.runs[i] for i in indices]
-    watching: dict[int, StopMarks] = {}
-
-    def observe(driver: RunDriver) -> list[StopMarks]:
-        watching[id(driver.run)] = StopMarks(driver)
-        return [watching[id(driver.run)]]
-
-    done = replay_runs(runs, template, prices_for=evaluator.prices_for,
-                       make_detector=resolve_detector(h.detector.name),
-                       pricing=evaluator.pricing, observe=observe if marked else None)
-    marks: list[RunMarks | None] = []
-    if marked:
-        cap = template.max_output_tokens
-        for run, r in zip(runs, done, strict=True):
-            seen = watching.get(id(run))
-            marks.append(seen.marks(r.chosen, cap) if seen is not None else None)
-    return [RunReplay(slim(r.chosen), slim(r.lower), slim(r.upper)) for r in done], marks
-
-
-def _replay_chunk(h: HarnessConfig, indices: list[int], marked: bool
-                  ) -> tuple[list[tuple[Replay, Replay, Replay]], list[RunMarks | None]]:
-    """In a worker: :func:`_replay_here` of the forked evaluator's runs,
-    each replay without its run (the parent has it)."""
-    assert _EVALUATOR is not None
-    done, marks = _replay_here(_EVALUATOR, h, indices, marked)
-    return [tuple(replace(x, run=None) for x in (r.chosen, r.lower, r.upper))  # type: ignore
-            for r in done], marks
-
-
 def fidelity(replays: Sequence[Replay | Stopped]) -> str:
-    """How exact a replayed row is: exact when the candidate only stopped
-    runs; runs where it intervened in a way the recording cannot answer (a
-    nudge, a retry, a rejected claim) were followed as recorded, an upper
-    bound on their cost, and are counted."""
-    diverged = sum(r.diverged for r in replays)
+    """How exact a replayed row is (:func:`fidelity_of` the replays)."""
+    return fidelity_of(len(replays), sum(r.diverged for r in replays))
+
+
+def fidelity_of(runs: int, diverged: int) -> str:
+    """How exact a replayed row of ``runs`` runs is: exact when the candidate
+    only stopped runs; runs where it intervened in a way the recording cannot
+    answer (a nudge, a retry, a rejected claim: ``diverged``) were followed as
+    recorded, an upper bound on their cost, and are counted."""
     if not diverged:
-        return f"exact on {len(replays):,} recorded runs"
-    return (f"{len(replays):,} recorded runs; {diverged:,} diverged where the harness "
+        return f"exact on {runs:,} recorded runs"
+    return (f"{runs:,} recorded runs; {diverged:,} diverged where the harness "
             "intervened and were followed as recorded (an upper bound on their cost)")
 
 
@@ -150,8 +94,8 @@ def apply(h: HarnessConfig, s: Setting) -> HarnessConfig:
 
 
 class ReplayEvaluator:
-    """Replays the recorded ``runs`` under the harness in force ``h`` (once)
-    and under candidates (:meth:`evaluate`).
+    """Replays the recorded runs under the harness in force ``h`` (once)
+    and answers candidates from those replays (:meth:`evaluate`).
 
     A candidate that only tightens budgets changes a run only where one of the
     harness's budget checks refuses (:class:`~sim.harness.budgets.Limits`, the
@@ -162,108 +106,89 @@ class ReplayEvaluator:
     the candidate's Limits called on the counters noted before each step call
     in force, one pass for every candidate) and the real harness loop replays
     again where it cannot: the replays, and every row made of them, are those
-    of a replay of every run."""
+    of a replay of every run.
 
-    def __init__(self, runs: list[RecordedRun], h: HarnessConfig, workers: int = 1) -> None:
+    ``runs``: the recorded runs (held here, with their replays in force:
+    ``runs``, ``baseline``, ``marks``), or a trace folder opened by
+    :func:`~sim.drivers.replay.reading.open_folder`, whose runs are read by
+    :class:`~sim.tuning.shards.Shard` s, ``workers`` forked processes each
+    reading its own rows once when there are :data:`MIN_PARALLEL` runs or
+    more; this process then holds none of them, only one value per run per
+    question (:class:`~sim.tuning.shards.Answer`)."""
+
+    def __init__(self, runs: Sequence[RecordedRun] | TraceTables | FolderIndex,
+                 h: HarnessConfig, workers: int = 1) -> None:
         self.harness_in_force = h
-        if not runs:
+        if not len(runs):
             raise InputError("the trace folder holds no runs")
         if h.conversation.enabled:  # replay answers text turns itself (reply_to_user)
             h = h.model_copy(update={"conversation": h.conversation.model_copy(
                 update={"enabled": False})})
-        self.runs = runs
         self.harness = h
         self.prices_for = CataloguePrices(h)
         template = harness_params(h, WorldParams())
-        self.pricing = price_models(runs, template, self.prices_for)
+        held = not isinstance(runs, TraceTables | FolderIndex)
+        self.runs: list[RecordedRun] | None = (
+            None if isinstance(runs, TraceTables | FolderIndex) else list(runs))
+        """The recorded runs, when given as a list (else None: read by the shards)."""
+        self.pricing = (price_models(self.runs, template, self.prices_for) if self.runs is not None
+                        else runs.pricing(template, self.prices_for))  # type: ignore[union-attr]
         """Each call's prices: a setting's budgets do not change them, so
         they are found once, over every run (as a replay of them all does)."""
-        self.workers = workers if workers > 1 and len(runs) >= MIN_PARALLEL else 1
-        self._pool: Any = None
+        self.count = len(runs)
+        self.workers = workers if workers > 1 and self.count >= MIN_PARALLEL else 1
+        setup = (Setup(h, self.prices_for, self.pricing, held=self.runs) if self.runs is not None
+                 else Setup(h, self.prices_for, self.pricing, folder=runs.source,  # type: ignore
+                            streamed=isinstance(runs, FolderIndex)))
+        self.shards = Shards(setup, self.count, self.workers, keep=held)
         try:
-            self.baseline, self.marks = self._replay(h, list(range(len(runs))), marked=True)
+            base = Answer.joined(self.shards.call("answer", None))
         except BaseException:
             self.close()
             raise
-        self.base_success = np.array([r.chosen.outcome == SUCCEEDED for r in self.baseline])
-        self.base_cost = np.array([r.chosen.cost_usd for r in self.baseline])
-        self.base_tokens = _tokens([as_stopped(r.chosen) for r in self.baseline])
-        self.price_basis = Counter(r.chosen.basis for r in self.baseline)
+        self.base_success = base.success
+        self.base_cost = base.cost
+        self.base_tokens = base.tokens
+        self.price_basis: Counter[str] = Counter()
         """Runs per basis of their one price (:mod:`sim.cost.recorded`)."""
-        self._groups: dict[tuple[Any, ...], list[int]] = {}
-        self._largest_prompt: list[int] = []
-        self._group_of: list[tuple[Any, ...]] = []
-        for i, (run, item) in enumerate(zip(runs, self.baseline, strict=True)):
-            params = run_params(template, run, None, None, self.pricing)
-            key = (params.model, params.prices, params.model_prices)
-            self._groups.setdefault(key, []).append(i)
-            self._group_of.append(key)
-            state = item.chosen.state
-            self._largest_prompt.append(max(max(item.chosen.prompt_counts, default=0),
-                                            state.context_tokens))
-        self.base_read = [as_stopped(r.chosen) for r in self.baseline]
-        """What tune reads of each run's replay in force."""
-        self.redriven = 0
-        """Runs replayed again for candidates (all candidates so far)."""
-        self.marked = 0
-        """Runs a candidate could stop answered by the marks (all candidates so far)."""
+        for summary in self.shards.summaries:
+            self.price_basis.update(summary.basis)
+        self.extremes = tuple(max(s.extremes[k] for s in self.shards.summaries)
+                              for k in range(3))
+        """The most tool calls one call made, the largest tool result and the
+        largest recorded prompt (tokens), over every run."""
 
-    def _replay(self, h: HarnessConfig, indices: list[int], marked: bool = False
-                ) -> tuple[list[RunReplay], list[RunMarks | None]]:
-        """The runs ``indices`` replayed under ``h`` (:func:`replay_runs`),
-        each :func:`slim`, with their marks when ``marked``; in ``workers``
-        forked processes, contiguous chunks each, when there are enough runs
-        (the same replays either way)."""
-        if self.workers == 1 or len(indices) < MIN_PARALLEL:
-            return _replay_here(self, h, indices, marked)
-        if self._pool is None:
-            global _EVALUATOR
-            _EVALUATOR = self  # the workers' copy of the runs, shared by the fork
-            self._pool = multiprocessing.get_context("fork").Pool(self.workers)
-        size = -(-len(indices) // (4 * self.workers))
-        chunks = [indices[k:k + size] for k in range(0, len(indices), size)]
-        out: list[RunReplay] = []
-        marks: list[RunMarks | None] = []
-        for part, (done, seen) in zip(chunks, self._pool.starmap(_replay_chunk, [
-                (h, c, marked) for c in chunks]), strict=True):
-            for i, r in zip(part, done, strict=True):  # the runs, attached again
-                out.append(RunReplay(*(replace(x, run=self.runs[i]) for x in r)))
-            marks.extend(seen)
-        return out, marks
+    @property
+    def baseline(self) -> list[RunReplay]:
+        """Each run's replays in force (runs held here only)."""
+        assert self.shards.local is not None
+        return self.shards.local.baseline
+
+    @property
+    def marks(self) -> list[RunMarks | None]:
+        """Each run's marks in force (one process only)."""
+        assert self.shards.local is not None
+        return self.shards.local.marks
+
+    @property
+    def redriven(self) -> int:
+        """Runs replayed again for candidates (all candidates so far)."""
+        return sum(c[0] for c in self.shards.call("counts"))
+
+    @property
+    def marked(self) -> int:
+        """Runs a candidate could stop answered by the marks (all candidates so far)."""
+        return sum(c[1] for c in self.shards.call("counts"))
 
     def close(self) -> None:
         """Stop the worker processes (if any were started)."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
-            self._pool = None
+        self.shards.close()
 
     def could_stop(self, h: HarnessConfig) -> list[int]:
         """The runs (indices, ascending) that the harness ``h`` (the harness in
-        force with tighter budgets) could end differently: those where a
-        check of ``h``'s :class:`~sim.harness.budgets.Limits` refuses on the
-        run's final state in force with its largest prompt and the output cap
-        (each budget check's quantities only grow along a run, so a check that
-        refuses anywhere in the run refuses there too), and those that
-        compacted (a compaction's prompt is not among the steps')."""
-        template = harness_params(h, WorldParams())
-        out: list[int] = []
-        for indices in self._groups.values():
-            first = self.runs[indices[0]]
-            limits = Limits(run_params(template, first, None, None, self.pricing))
-            cap = template.max_output_tokens
-            for i in indices:
-                state = self.baseline[i].chosen.state
-                if state.compactions:
-                    out.append(i)
-                    continue
-                try:
-                    limits.check_before_step(state)
-                    limits.check_usage(state)
-                    limits.check_before_model_call(state, self._largest_prompt[i], cap)
-                except LimitExceeded:
-                    out.append(i)
-        return sorted(out)
+        force with tighter budgets) could end differently
+        (:meth:`~sim.tuning.shards.Shard.could_stop`)."""
+        return self.shards.gathered("could_stop", h, offset=lambda start, i: start + i)
 
     def replays(self, s: Setting) -> list[Stopped]:
         """What tune reads of each run's replay under the setting ``s``
@@ -271,41 +196,7 @@ class ReplayEvaluator:
         ``s`` cannot change the run (:meth:`could_stop`), else where the
         marks say it stops (:func:`~sim.tuning.stops.first_stop`), else
         replayed again."""
-        h = apply(self.harness, s)
-        out = list(self.base_read)
-        again = self.could_stop(h)
-        if again and answerable(self.harness, h):
-            again = self._marked(h, again, out)
-        if again:
-            self.redriven += len(again)
-            for i, item in zip(again, self._replay(h, again)[0], strict=True):
-                out[i] = as_stopped(item.chosen)
-        return out
-
-    def _marked(self, h: HarnessConfig, indices: list[int], out: list[Stopped]) -> list[int]:
-        """Answer the runs ``indices`` under ``h`` from their marks, in
-        ``out``; return those the marks cannot answer."""
-        template = harness_params(h, WorldParams())
-        left: list[int] = []
-        limits_of: dict[tuple[Any, ...], Limits] = {}
-        for i in indices:
-            marks = self.marks[i]
-            if marks is None or not marks.exact:
-                left.append(i)
-                continue
-            run = self.runs[i]
-            key = self._group_of[i]
-            limits = limits_of.get(key)
-            if limits is None:
-                limits = limits_of[key] = Limits(
-                    run_params(template, run, None, None, self.pricing))
-            j, limit = first_stop(limits, marks, probe_state(marks.model))
-            if j == UNSURE:
-                left.append(i)
-            elif j != SAME:
-                out[i] = stopped(run, marks, j, limit)
-            self.marked += j != UNSURE
-        return left
+        return self.shards.gathered("readings", apply(self.harness, s))
 
     def needs(self) -> dict[str, np.ndarray]:
         """What each run needed for the harness in force to admit every call
@@ -313,22 +204,8 @@ class ReplayEvaluator:
         tokens, and USD (the largest spend before a call plus that call's
         worst case, each call at the prices its replay charges it:
         :func:`~sim.drivers.replay.pricing.priced_calls`)."""
-        template = harness_params(self.harness, WorldParams())
-        steps, tokens, money = [], [], []
-        for item in self.baseline:
-            r = item.chosen
-            steps.append(r.state.turns)
-            tokens.append(r.state.prompt_tokens)
-            params = run_params(template, r.run, None, None, self.pricing)
-            spent, need = 0.0, 0.0
-            for call, usd in zip(r.run.calls, priced_calls(params, r.run), strict=True):
-                prices = params.prices_for(call.model or params.model)
-                need = max(need, spent + worst_case_cost(prices, call.usage.prompt_tokens,
-                                                         params.max_output_tokens))
-                spent += usd
-            money.append(need)
-        return {"steps": np.array(steps, dtype=float), "tokens": np.array(tokens, dtype=float),
-                "money": np.array(money, dtype=float)}
+        return {k: np.concatenate([s.needs[k] for s in self.shards.summaries])
+                for k in ("steps", "tokens", "money")}
 
     def stopped_runs(self, s: Setting) -> pd.DataFrame:
         """The runs the candidate ``s`` stops earlier than the harness in
@@ -340,37 +217,21 @@ class ReplayEvaluator:
         ``prompt_tokens_at_stop``: prompt tokens over the calls it made), its
         cost in force and under ``s`` (USD) and the saving. Successes lost
         first, then the largest saving."""
-        rows = []
-        for base, c, run in zip(self.base_read, self.replays(s), self.runs, strict=True):
-            b = base
-            if c.stopped_at is None or (b.stopped_at is not None
-                                        and b.stopped_at <= c.stopped_at):
-                continue
-            rows.append({
-                "run_id": run.run_id, "task_id": run.task_id, "model": run.model,
-                "exit": run.exit, "resolved": run.resolved, "outcome_in_force": b.outcome,
-                "outcome": c.outcome, "lost_success": b.outcome == SUCCEEDED != c.outcome,
-                "stopped_at_call": c.stopped_at, "calls_recorded": len(run.calls),
-                "prompt_tokens_at_stop": c.prompt_tokens, "cost_in_force_usd": b.cost_usd,
-                "cost_usd": c.cost_usd, "saved_usd": b.cost_usd - c.cost_usd})
+        rows = self.shards.gathered("stopped_rows", apply(self.harness, s))
         frame = pd.DataFrame(rows, columns=list(STOPPED_COLUMNS))
         return frame.sort_values(["lost_success", "saved_usd"], ascending=[False, False],
                                  kind="stable").reset_index(drop=True)
 
-    def evaluate(self, s: Setting) -> dict[str, Any]:
-        """The frontier row of the candidate ``s`` (exact on these runs)."""
-        chosen = self.replays(s)
+    def evaluate(self, s: Setting, intervals: bool = True) -> dict[str, Any]:
+        """The frontier row of the candidate ``s`` (exact on these runs);
+        ``intervals``: False leaves its bootstrap intervals to
+        :func:`~sim.tuning.evidence.fill_intervals` (the row holds what they
+        need)."""
+        chosen = Answer.joined(self.shards.call("answer", apply(self.harness, s)))
         row = evidence.row(
-            base_success=self.base_success,
-            success=np.array([r.outcome == SUCCEEDED for r in chosen]),
-            cost=np.array([r.cost_usd for r in chosen]), base_cost=self.base_cost,
-            time_s=np.array([r.active_s for r in chosen]),
-            outcomes=[r.outcome for r in chosen], method=REPLAYED,
-            fidelity=fidelity(chosen))
-        row["saved_tokens_mean"] = float(np.mean(self.base_tokens - _tokens(chosen)))
+            base_success=self.base_success, success=chosen.success, cost=chosen.cost,
+            base_cost=self.base_cost, time_s=chosen.active_s, outcomes=chosen.outcomes,
+            method=REPLAYED, fidelity=fidelity_of(self.count, chosen.diverged),
+            intervals=intervals)
+        row["saved_tokens_mean"] = float(np.mean(self.base_tokens - chosen.tokens))
         return row
-
-
-def _tokens(replays: list[Stopped]) -> np.ndarray:
-    """Tokens (prompt, output and thinking) each replay's calls spent."""
-    return np.array([r.tokens for r in replays], dtype=float)

@@ -45,12 +45,12 @@ from typing import Any
 import pandas as pd
 
 from sim.bad_input import InputError
-from sim.drivers.replay.reading import TraceTables, refused_note
+from sim.drivers.replay.reading import forget, open_folder, refused_note
 from sim.scenario.model import HarnessConfig
 from sim.traces.where import parse_where, slice_folder
 from sim.tuning import knobs as kn
 from sim.tuning.boundary import Boundary, find_boundary
-from sim.tuning.evidence import pct_interval
+from sim.tuning.evidence import fill_intervals, pct_interval
 from sim.tuning.inforce import default_harness, grids, harness_in_force, setting_in_force
 from sim.tuning.inforce import notes as inforce_notes
 from sim.tuning.models import MIN_RUNS, split_by_model
@@ -155,7 +155,7 @@ class _Evaluations:
         if self.progress is not None:
             self.progress(kn.label(s))
         if self.in_force.tightens(s):
-            row = self.replay.evaluate(s)
+            row = self.replay.evaluate(s, intervals=False)  # drawn at the end, together
         else:
             if self.unforecastable is not None:
                 return None
@@ -315,25 +315,29 @@ def tune_runs(traces: str | os.PathLike[str], *,
         result.where = tuple(c.text for c in conditions)
         result.runs_in_folder = total
         return result
-    tables = TraceTables.load(folder)
-    runs = tables.recorded(0, len(tables))
-    refused = refused_note(tables.refused)  # runs without recorded usage: not replayed
-    if not runs:
+    opened = open_folder(os.fspath(folder))  # streamed by the workers, or read whole once
+    refused = refused_note(opened.refused)  # runs without recorded usage: not replayed
+    if not len(opened):
+        forget()
         raise InputError("the trace folder holds no runs" + (
             f" to replay ({refused.removeprefix('warning: ')})" if refused else ""),
             source=str(folder))
     say = (lambda text: print(f"tune: {text}", file=sys.stderr)) if progress else None
-    replay = ReplayEvaluator(runs, harness_in_force(scenario, folder),
-                             default_workers() if workers is None else workers)
     try:
-        return _tuned(replay, runs, folder, refused, chosen, world, seed,
-                      calibration_evaluations, say, forecast_runs, objective, grid, extra,
-                      keep_successes)
+        replay = ReplayEvaluator(opened, harness_in_force(scenario, folder),
+                                 default_workers() if workers is None else workers)
+        try:
+            return _tuned(replay, folder, refused, chosen, world, seed,
+                          calibration_evaluations, say, forecast_runs, objective, grid, extra,
+                          keep_successes)
+        finally:
+            replay.close()
     finally:
-        replay.close()
+        del opened
+        forget()
 
 
-def _tuned(replay: ReplayEvaluator, runs: list[Any], folder: Path, refused: str | None,
+def _tuned(replay: ReplayEvaluator, folder: Path, refused: str | None,
            chosen: tuple[str, ...], world: CalibratedWorld | Callable[[], CalibratedWorld] | None,
            seed: int, calibration_evaluations: int, say: Callable[[str], None] | None,
            forecast_runs: int, objective: str, grid: Mapping[str, Sequence[kn.Value]] | None,
@@ -349,6 +353,7 @@ def _tuned(replay: ReplayEvaluator, runs: list[Any], folder: Path, refused: str 
     score.base = base
     boundaries = _search(chosen, grids(chosen, replay, dict(in_force), grid, extra),
                          in_force, evaluate, score, exact=frozenset(grid or ()))
+    fill_intervals(evaluate.rows.values(), replay.workers)
     notes = inforce_notes(replay)
     if refused:
         notes.insert(0, refused.removeprefix("warning: "))
@@ -363,11 +368,11 @@ def _tuned(replay: ReplayEvaluator, runs: list[Any], folder: Path, refused: str 
             rec_row["_setting"], apply(replay.harness_in_force, rec_row["_setting"]),
             {k: v for k, v in rec_row.items() if k != "_setting"}),
         in_force=in_force, knobs=chosen, keep_successes=keep_successes, objective=objective,
-        traces=str(folder), runs=len(runs), refusal=_refusal(evaluated, rec_row, score.limit),
+        traces=str(folder), runs=replay.count, refusal=_refusal(evaluated, rec_row, score.limit),
         notes=notes,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
     result.boundaries = boundaries
-    result.overshoot = _overshoot(result.recommendation.harness, runs)
+    result.overshoot = _overshoot(result.recommendation.harness, *replay.extremes)
     if rec_row["method"] == "replayed":
         result.stopped_runs = replay.stopped_runs(rec_row["_setting"])
     thin = judge_thin(rec_row, base, evaluated, score.limit)
@@ -446,15 +451,15 @@ def _refusal(candidates: list[dict[str, Any]], rec_row: dict[str, Any], limit: f
             f"{100 * limit:g}% allowed")
 
 
-def _overshoot(h: HarnessConfig, runs: list[Any]) -> list[str]:
+def _overshoot(h: HarnessConfig, parallel: int, largest: int, biggest: int) -> list[str]:
+    """The overshoot lines of ``h`` (:attr:`TuneResult.overshoot`) for runs
+    whose calls made at most ``parallel`` tool calls, of results of at most
+    ``largest`` tokens, with prompts of at most ``biggest`` tokens."""
     from sim.analysis.overshoot import overshoot_lines, worst_overshoot
     from sim.scenario.model import harness_params
     from sim.world.params import WorldParams
 
-    parallel = max((len(c.tool_calls) for r in runs for c in r.calls), default=0)
-    largest = max((t.result_tokens or 0 for r in runs for c in r.calls for t in c.tool_calls),
-                  default=0)
-    biggest = max((c.usage.prompt_tokens for r in runs for c in r.calls), default=1)
+    biggest = biggest or 1
     template = harness_params(h, WorldParams())
     # the largest recorded prompt stands for a window the harness leaves unbounded; the
     # window still holds what the harness's own caps need (one call's output, the prefix,

@@ -97,9 +97,13 @@ class RunMarks:
     prompt), ``top_end`` (its last effect was a checkpoint: the loop ended at
     the top of an iteration, not by a budget once the recording had ended),
     ``budget_end`` (a budget stopped it before its recording ended),
-    ``exact`` (see the module docstring), ``model`` (the state's), and each
+    ``exact`` (see the module docstring), ``model`` (the state's), each
     answered call's cost (``costs``, USD, one price) and price at the run's
-    prices (``priced``)."""
+    prices (``priced``), the indices of the run's recorded step calls
+    (``steps``: :func:`~sim.drivers.replay.driver.step_calls`) and the
+    number of its recorded calls (``calls_recorded``): what
+    :func:`stopped` reads of the run besides its recorded ``exit`` and
+    ``resolved``."""
 
     rows: np.ndarray
     end: tuple[float, ...]
@@ -109,6 +113,8 @@ class RunMarks:
     model: str
     costs: np.ndarray
     priced: np.ndarray
+    steps: np.ndarray
+    calls_recorded: int
 
 
 class StopMarks:
@@ -135,7 +141,7 @@ class StopMarks:
             self.exact = False
             return
         d = self.driver
-        self.rows.append((*_counters(d.state), effect.prompt_tokens, effect.max_output_tokens,
+        self.rows.append((*counters(d.state), effect.prompt_tokens, effect.max_output_tokens,
                           len(d.costs), d.tools_run, d.tools_due, len(d.interventions)))
 
     def result(self, effect: Any, result: Any) -> None:
@@ -150,23 +156,40 @@ class StopMarks:
         by_budget = state.status == BUDGET_EXHAUSTED
         return RunMarks(
             np.array(self.rows, dtype=float).reshape(-1, _WIDTH),
-            (*_counters(state), state.context_tokens, cap, 0, 0, 0, 0),
+            (*counters(state), state.context_tokens, cap, 0, 0, 0, 0),
             self.top and not (by_budget and replay.stopped_at is None),
             by_budget and replay.stopped_at is not None,
             self.exact and not state.compactions and state.model == self.model,
-            self.model, np.array(d.costs, dtype=float), np.array(d.priced, dtype=float))
+            self.model, np.array(d.costs, dtype=float), np.array(d.priced, dtype=float),
+            np.array(step_calls(replay.run), dtype=np.int64), len(replay.run.calls))
 
 
-def _counters(s: HarnessState) -> tuple[float, ...]:
+def counters(s: HarnessState) -> tuple[float, ...]:
+    """The state's counters the budget checks read (``_FIELDS``, in order)."""
     return (s.turns, s.tool_errors, s.input_tokens, s.cache_read_tokens, s.cache_write_tokens,
             s.output_tokens, s.thinking_tokens, s.money_usd, s.active_s, s.parked_s)
 
 
-def _load(probe: HarnessState, row: list[float]) -> None:
+def load_counters(probe: HarnessState, row: list[float]) -> None:
     """Set ``probe``'s counters to a mark's."""
     (probe.turns, probe.tool_errors, probe.input_tokens, probe.cache_read_tokens,
      probe.cache_write_tokens, probe.output_tokens, probe.thinking_tokens) = map(int, row[:7])
     probe.money_usd, probe.active_s, probe.parked_s = row[7], row[8], row[9]
+
+
+def pack(marks: list[RunMarks]) -> None:
+    """Hold the arrays of ``marks`` (one chunk's runs) in one array per field,
+    each run's a view of it: fewer, larger blocks of memory for the many runs
+    a tune keeps."""
+    for name in ("rows", "costs", "priced", "steps"):
+        parts = [getattr(m, name) for m in marks]
+        if not parts:
+            return
+        whole = np.concatenate(parts)
+        at = 0
+        for m, part in zip(marks, parts, strict=True):
+            setattr(m, name, whole[at:at + len(part)])
+            at += len(part)
 
 
 def probe_state(model: str) -> HarnessState:
@@ -180,7 +203,7 @@ def first_stop(limits: Limits, marks: RunMarks, probe: HarnessState) -> tuple[in
     when it ends as in force; ``(UNSURE, "")`` when the marks cannot say
     (module docstring). ``probe``: a state whose model is the run's."""
     for j, row in enumerate(marks.rows.tolist()):
-        _load(probe, row)
+        load_counters(probe, row)
         try:
             limits.check_usage(probe)
         except LimitExceeded:
@@ -193,7 +216,7 @@ def first_stop(limits: Limits, marks: RunMarks, probe: HarnessState) -> tuple[in
     if marks.budget_end:
         return UNSURE, ""
     end = list(marks.end)
-    _load(probe, end)
+    load_counters(probe, end)
     try:
         limits.check_usage(probe)
         if marks.top_end:
@@ -226,12 +249,14 @@ class Stopped:
 def stopped(run: RecordedRun, marks: RunMarks, j: int, limit: str) -> Stopped:
     """The run's replay ended by the budget ``limit`` before step call ``j``
     (a mark): its outcome as the driver reads it
-    (:func:`~sim.drivers.replay.driver.ending`) and its counters there."""
+    (:func:`~sim.drivers.replay.driver.ending`) and its counters there.
+    ``run``: the recorded run or its fields alone (its calls are not read:
+    the marks hold its step calls)."""
     row = marks.rows[j].tolist()
     turns, calls = int(row[0]), int(row[_WIDTH - 4])
     interventions = int(row[_WIDTH - 1])
     stopped_at, status, reason, outcome = ending(
-        run, step_calls(run), (), "harness", BUDGET_EXHAUSTED, limit, turns,
+        run, marks.steps.tolist(), (), "harness", BUDGET_EXHAUSTED, limit, turns,
         row[_WIDTH - 3] < row[_WIDTH - 2])
     prompt = int(row[2]) + int(row[3]) + int(row[4])
     return Stopped(outcome, status, reason, stopped_at,
@@ -249,4 +274,4 @@ def as_stopped(r: Replay) -> Stopped:
 
 
 __all__ = ["SAME", "UNSURE", "RunMarks", "StopMarks", "Stopped", "answerable", "as_stopped",
-           "first_stop", "probe_state", "stopped"]
+           "counters", "first_stop", "load_counters", "pack", "probe_state", "stopped"]

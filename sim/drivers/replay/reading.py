@@ -328,7 +328,7 @@ def folder_index(folder: str) -> FolderIndex | None:
     try:
         runs = checked_runs(path)
         calls = pq.ParquetFile(path / CALLS_FILE)
-    except (InputError, OSError, pa.ArrowException):
+    except (InputError, OSError, pa.ArrowException, ValueError):  # ValueError: no row batch
         return None
     if runs is None:
         return None
