@@ -1,4 +1,5 @@
-"""Options and output shared by the simulating commands (run, sweep, capacity)."""
+"""Options and output shared by the commands: the simulating commands' (run, sweep,
+capacity) and the flags several commands take alike (--format, --scheduler, --where)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,7 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=folder_path, help=OUT_HELP)
     parser.add_argument("--force", action="store_true",
                         help="replace a results folder that holds another run's results")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: tables (default) or the summary as JSON")
+    add_format_option(parser, "stdout: tables (default) or the summary as JSON")
     parser.add_argument("--workers", type=int,
                         help=f"processes, 1 to {MAX_WORKERS} (default: all cores); results "
                              "are identical for any number")
@@ -63,10 +63,30 @@ def add_sweep_options(parser: argparse.ArgumentParser) -> None:
                         help="continue an interrupted run of the same command (Ctrl-C, a kill, "
                              "a lost worker): only the chunks it did not finish run, and the "
                              "results are the bytes of an uninterrupted run")
+    add_scheduler_option(parser, "chunks run", " (see README)")
+
+
+def add_format_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """--format: ``table`` (the default) or ``json`` on stdout, as ``help`` says."""
+    parser.add_argument("--format", choices=("table", "json"), default="table", help=help)
+
+
+def add_scheduler_option(parser: argparse.ArgumentParser, runs: str, tail: str = "") -> None:
+    """--scheduler: where the command's work ``runs`` (``"chunks run"``), ``tail``
+    ending the help."""
     parser.add_argument("--scheduler", metavar="WHERE",
-                        help="where chunks run: local (default: --workers processes here), "
+                        help=f"where {runs}: local (default: --workers processes here), "
                              "dask (a Dask LocalCluster of --workers processes) or the address "
-                             "of a running Dask scheduler, tcp://HOST:PORT (see README)")
+                             f"of a running Dask scheduler, tcp://HOST:PORT{tail}")
+
+
+def where_flag(parser: argparse.ArgumentParser, verb: str) -> None:
+    """Add ``--where`` (:mod:`sim.traces.where`) to ``parser``: ``verb`` only the runs..."""
+    parser.add_argument(
+        "--where", action="append", metavar="COLUMN=VALUE",
+        help=f"{verb} only the runs where a runs.parquet column (or a tag: tags=X, "
+             "metadata.key=X) has a value (=, !=, >=, <=, >, <; repeat: all hold), e.g. "
+             "--where model=gpt-4o --where 'started>=2025-01-01'")
 
 
 def add_simulation_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
