@@ -20,8 +20,7 @@ import sys
 
 from sim.bad_input import InputError
 from sim.calibration.sample import PER_MODEL
-from sim.cli.common import add_format_option, add_scheduler_option, where_flag
-from sim.cli.flags import folder_path
+from sim.cli.common import add_format_option, add_scheduler_option, folder_path, where_flag
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "

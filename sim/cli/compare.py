@@ -20,8 +20,15 @@ from __future__ import annotations
 
 import argparse
 
-from sim.cli.common import add_format_option, add_plugin_option, check_counts, print_json
-from sim.cli.flags import bounded_int, finite_float, folder_path
+from sim.cli.common import (
+    add_format_option,
+    add_plugin_option,
+    bounded_int,
+    check_counts,
+    finite_float,
+    folder_path,
+    print_json,
+)
 
 _DESCRIPTION = (
     "Compare a candidate harness setting with a base, cell by cell: outcome shares with "

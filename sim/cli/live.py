@@ -7,8 +7,7 @@ import json
 import sys
 
 from sim.api.live import APPROVERS, PROVIDERS  # a light module: the standard library only
-from sim.cli.common import add_format_option, add_plugin_option
-from sim.cli.flags import finite_float, folder_path
+from sim.cli.common import add_format_option, add_plugin_option, finite_float, folder_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -22,10 +22,11 @@ from sim.cli.common import (
     add_format_option,
     add_plugin_option,
     add_scheduler_option,
+    bounded_int,
+    folder_path,
     print_json,
     where_flag,
 )
-from sim.cli.flags import bounded_int, folder_path
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
 from sim.scenario.limits import MAX_WORKERS
 

@@ -6,8 +6,13 @@ import argparse
 import json
 import sys
 
-from sim.cli.common import add_format_option, add_scheduler_option, where_flag
-from sim.cli.flags import bounded_int, folder_path
+from sim.cli.common import (
+    add_format_option,
+    add_scheduler_option,
+    bounded_int,
+    folder_path,
+    where_flag,
+)
 from sim.scenario.limits import MAX_WORKERS
 
 
