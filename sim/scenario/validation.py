@@ -25,8 +25,12 @@ from pydantic import ValidationError
 from sim.bad_input import InputError
 from sim.engines.des_params import DesParams
 from sim.scenario import limits
-from sim.scenario.compilation import harness_params
-from sim.scenario.components import build_verifier, check_plugins, resolve_detector
+from sim.scenario.compilation import (
+    build_verifier,
+    check_plugins,
+    harness_params,
+    resolve_detector,
+)
 from sim.scenario.grid import NOT_SWEEPABLE, cell_names, cell_scenario, grid, label
 from sim.scenario.messages import describe
 from sim.scenario.safeyaml import line_of
