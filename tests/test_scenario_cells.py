@@ -1,4 +1,4 @@
-"""Sweep cells derived from the validated scenario (sim.scenario.changes):
+"""Sweep cells derived from the validated scenario (sim.scenario.grid):
 the same cells as validating the whole document with the value set, and the
 same errors, for every field of the shipped scenarios."""
 

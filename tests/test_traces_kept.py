@@ -20,8 +20,7 @@ from sim.output.chunks import ChunkStore
 from sim.output.stream import ParquetStream, dictionary_columns
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import build_cell, cells_of
-from sim.sweeps.chunks import DISTINCT_COLUMNS, KEPT, run_chunk, run_chunks
-from sim.sweeps.handover import HELD_CHUNKS, Handover
+from sim.sweeps.chunks import DISTINCT_COLUMNS, HELD_CHUNKS, KEPT, Handover, run_chunk, run_chunks
 from sim.sweeps.plan import plan
 from sim.sweeps.schedulers import InProcess, LocalPool
 from sim.traces.model import CALLS_SCHEMA, RUNS_SCHEMA

@@ -20,8 +20,7 @@ import sys
 
 from sim.bad_input import InputError
 from sim.calibration.sample import PER_MODEL
-from sim.cli.flags import folder_path
-from sim.cli.traces import where_flag
+from sim.cli.common import add_format_option, add_scheduler_option, folder_path, where_flag
 
 _DESCRIPTION = (
     "Fit a scenario to a trace folder (runs.parquet + calls.parquet, see 'traces import'): "
@@ -71,15 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int,
                         help="processes for the folds, candidates and ladder (default: all "
                              "cores); results are identical for any number")
-    parser.add_argument("--scheduler", metavar="WHERE",
-                        help="where the jobs run: local (default: --workers processes here), "
-                             "dask (a Dask LocalCluster of --workers processes) or the address "
-                             "of a running Dask scheduler, tcp://HOST:PORT (its workers must "
-                             "read the trace folder)")
+    add_scheduler_option(parser, "the jobs run", " (its workers must read the trace folder)")
     parser.add_argument("--no-ladder", action="store_true",
                         help="skip the forecast-vs-replay ladder of budgets")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: a table (default) or calibration.json")
+    add_format_option(parser, "stdout: a table (default) or calibration.json")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     where_flag(parser, "calibrate on")
     parser.set_defaults(handler=run)

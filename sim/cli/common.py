@@ -1,15 +1,23 @@
-"""Options and output shared by the simulating commands (run, sweep, capacity)."""
+"""Options and output shared by the commands: the simulating commands' (run, sweep,
+capacity), the flags several commands take alike (--format, --scheduler, --where),
+and the argument types that hold numbers and paths to their bounds.
+
+Each argument type is an ``argparse`` ``type=``: a value out of bounds is argparse's
+usage error (``error: argument --resamples: ...``, exit status 2) before anything
+runs. NaN and infinities are never numbers a flag takes.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import math
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sim.bad_input import InputError
-from sim.cli.flags import finite_float, folder_path
 from sim.output.safe_text import printable
 
 if TYPE_CHECKING:  # heavy modules are imported when a command runs, not when it registers
@@ -25,6 +33,65 @@ OUT_HELP = ("results folder (default: reports/<scenario name>[-<command>][-<over
             "results unless --force")
 
 
+# ------------------------------------------------------------ argument types
+
+def finite_float(*, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, unit: str = "") -> Callable[[str], float]:
+    """A type parsing a finite float in ``[low, high]`` (``(low, high]`` when
+    ``low_open``); ``unit`` is named in the message."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        below = low is not None and (value <= low if low_open else value < low)
+        if below or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {_range(low, high, low_open)}"
+                                             f"{unit}, got {text}")
+        return value
+    return parse
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """A type parsing an integer in ``[low, high]``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, "
+                                             f"got {text}")
+        return value
+    return parse
+
+
+def folder_path(text: str) -> str:
+    """A type for an output path: not empty (an empty ``--out`` would silently
+    fall back to the default folder), no NUL character, no name or path too
+    long for the file system (:func:`sim.user_paths.path_problem`)."""
+    from sim.user_paths import path_problem
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a path, got an empty one")
+    problem = path_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def _range(low: float | None, high: float | None, low_open: bool) -> str:
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}]"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    return f"<= {high:g}"
+
+
+# ------------------------------------------------------------------ options
+
 def add_simulation_options(parser: argparse.ArgumentParser) -> None:
     """SCENARIO, --tasks, --seed, --out, --force, --format, --workers, --set,
     --allow-plugins, --quiet, --traces, --cost-ceiling."""
@@ -38,8 +105,7 @@ def add_simulation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=folder_path, help=OUT_HELP)
     parser.add_argument("--force", action="store_true",
                         help="replace a results folder that holds another run's results")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: tables (default) or the summary as JSON")
+    add_format_option(parser, "stdout: tables (default) or the summary as JSON")
     parser.add_argument("--workers", type=int,
                         help=f"processes, 1 to {MAX_WORKERS} (default: all cores); results "
                              "are identical for any number")
@@ -63,10 +129,30 @@ def add_sweep_options(parser: argparse.ArgumentParser) -> None:
                         help="continue an interrupted run of the same command (Ctrl-C, a kill, "
                              "a lost worker): only the chunks it did not finish run, and the "
                              "results are the bytes of an uninterrupted run")
+    add_scheduler_option(parser, "chunks run", " (see README)")
+
+
+def add_format_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """--format: ``table`` (the default) or ``json`` on stdout, as ``help`` says."""
+    parser.add_argument("--format", choices=("table", "json"), default="table", help=help)
+
+
+def add_scheduler_option(parser: argparse.ArgumentParser, runs: str, tail: str = "") -> None:
+    """--scheduler: where the command's work ``runs`` (``"chunks run"``), ``tail``
+    ending the help."""
     parser.add_argument("--scheduler", metavar="WHERE",
-                        help="where chunks run: local (default: --workers processes here), "
+                        help=f"where {runs}: local (default: --workers processes here), "
                              "dask (a Dask LocalCluster of --workers processes) or the address "
-                             "of a running Dask scheduler, tcp://HOST:PORT (see README)")
+                             f"of a running Dask scheduler, tcp://HOST:PORT{tail}")
+
+
+def where_flag(parser: argparse.ArgumentParser, verb: str) -> None:
+    """Add ``--where`` (:mod:`sim.traces.where`) to ``parser``: ``verb`` only the runs..."""
+    parser.add_argument(
+        "--where", action="append", metavar="COLUMN=VALUE",
+        help=f"{verb} only the runs where a runs.parquet column (or a tag: tags=X, "
+             "metadata.key=X) has a value (=, !=, >=, <=, >, <; repeat: all hold), e.g. "
+             "--where model=gpt-4o --where 'started>=2025-01-01'")
 
 
 def add_simulation_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,

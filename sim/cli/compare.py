@@ -20,8 +20,15 @@ from __future__ import annotations
 
 import argparse
 
-from sim.cli.common import add_plugin_option, check_counts, print_json
-from sim.cli.flags import bounded_int, finite_float, folder_path
+from sim.cli.common import (
+    add_format_option,
+    add_plugin_option,
+    bounded_int,
+    check_counts,
+    finite_float,
+    folder_path,
+    print_json,
+)
 
 _DESCRIPTION = (
     "Compare a candidate harness setting with a base, cell by cell: outcome shares with "
@@ -59,8 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--summary-md", metavar="FILE", type=folder_path,
                         help="append a Markdown summary, verdict first, to FILE (as CI step "
                              "summaries are written: $GITHUB_STEP_SUMMARY)")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: tables (default) or the comparison as JSON")
+    add_format_option(parser, "stdout: tables (default) or the comparison as JSON")
     parser.add_argument("--workers", type=int, help="processes (default: all cores); "
                                                     "results are identical for any number")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")

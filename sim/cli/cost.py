@@ -24,6 +24,7 @@ import argparse
 import json
 
 from sim.api.costing import CACHE_MODES, CACHE_TTLS, NAMED_PRICES, PRICE_FLAGS
+from sim.cli.common import add_format_option
 
 _DESCRIPTION = (
     "Tokens and cost of a deterministic run of N steps that re-sends a prefix of P tokens "
@@ -65,8 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache", choices=CACHE_MODES, default="none",
                         help="prompt caching: none, append-only context, or expired "
                              "between steps (default none)")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="table (default) or JSON only on stdout")
+    add_format_option(parser, "table (default) or JSON only on stdout")
     parser.set_defaults(handler=run)
 
 

@@ -7,8 +7,7 @@ import json
 import sys
 
 from sim.api.live import APPROVERS, PROVIDERS  # a light module: the standard library only
-from sim.cli.common import add_plugin_option
-from sim.cli.flags import finite_float, folder_path
+from sim.cli.common import add_format_option, add_plugin_option, finite_float, folder_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,8 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "approve all, or refuse all")
     parser.add_argument("--no-stream", action="store_true",
                         help="OpenAI: ask for whole completions instead of streams")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: the outcomes table (default) or JSON")
+    add_format_option(parser, "stdout: the outcomes table (default) or JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--max-wait", metavar="SECONDS", type=finite_float(low=0.0, unit=" s"),
                         help="the most seconds one run may sleep on the provider's back-offs "

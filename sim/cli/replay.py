@@ -18,9 +18,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sim.cli.common import add_plugin_option, print_json
-from sim.cli.flags import bounded_int, folder_path
-from sim.cli.traces import where_flag
+from sim.cli.common import (
+    add_format_option,
+    add_plugin_option,
+    add_scheduler_option,
+    bounded_int,
+    folder_path,
+    print_json,
+    where_flag,
+)
 from sim.drivers.replay import AFTER_INTERVENTION, TOOL_ERROR_KINDS
 from sim.scenario.limits import MAX_WORKERS
 
@@ -57,17 +63,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "model sees it, as it did when recorded)")
     parser.add_argument("--polling", action="append", default=[], metavar="TOOL",
                         help="a recorded tool the detector treats as polling (repeatable)")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: tables (default) or the summary as JSON")
+    add_format_option(parser, "stdout: tables (default) or the summary as JSON")
     add_plugin_option(parser)
     parser.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1,
                         help=f"processes, 1 to {MAX_WORKERS} (default 1): runs are replayed in "
                              "chunks and put back in order; results are identical for any "
                              "number")
-    parser.add_argument("--scheduler", metavar="WHERE",
-                        help="where chunks run: local (default: --workers processes here), "
-                             "dask (a Dask LocalCluster of --workers processes) or the address "
-                             "of a running Dask scheduler, tcp://HOST:PORT (see README)")
+    add_scheduler_option(parser, "chunks run", " (see README)")
     parser.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
     where_flag(parser, "replay")
     parser.set_defaults(handler=run)

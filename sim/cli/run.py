@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sim.cli.common import add_simulation_command, load, simulate_and_report
-from sim.cli.flags import folder_path
+from sim.cli.common import add_simulation_command, folder_path, load, simulate_and_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from sim.cli.common import add_format_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``scenarios`` command."""
@@ -16,8 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "and of [tool.sim] scenarios in pyproject.toml), one line each: the name, "
                     "where it is and its first header line. A path that exists always wins "
                     "over a name.")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="stdout: one line per scenario (default) or JSON")
+    add_format_option(parser, "stdout: one line per scenario (default) or JSON")
     parser.set_defaults(handler=run)
 
 

@@ -6,7 +6,13 @@ import argparse
 import json
 import sys
 
-from sim.cli.flags import bounded_int, folder_path
+from sim.cli.common import (
+    add_format_option,
+    add_scheduler_option,
+    bounded_int,
+    folder_path,
+    where_flag,
+)
 from sim.scenario.limits import MAX_WORKERS
 
 
@@ -31,16 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="any skipped file or run is an error (exit 2, nothing written)")
     imp.add_argument("--force", action="store_true",
                      help="replace DIR if it exists and is not empty")
-    imp.add_argument("--format", choices=("table", "json"), default="table",
-                     help="stdout: a line per figure (default) or the import report as JSON")
+    add_format_option(imp, "stdout: a line per figure (default) or the import report as JSON")
     imp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     imp.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1, metavar="N",
                      help="processes reading files (default 1); the folder written is the "
                           "same for any number")
-    imp.add_argument("--scheduler", metavar="WHERE",
-                     help="where files are read: local (default: --workers processes here), "
-                          "dask (a Dask LocalCluster of --workers processes) or the address "
-                          "of a running Dask scheduler, tcp://HOST:PORT")
+    add_scheduler_option(imp, "files are read")
     where_flag(imp, "import")
     imp.set_defaults(handler=run_import)
 
@@ -53,19 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "are estimated or unknown for over 1% of its calls; last, what looks "
                     "wrong in the data, with the calls concerned and how to fix it.")
     summary.add_argument("folder", metavar="DIR", type=folder_path, help="a trace folder")
-    summary.add_argument("--format", choices=("table", "json"), default="table",
-                         help="stdout: text (default) or JSON")
+    add_format_option(summary, "stdout: text (default) or JSON")
     where_flag(summary, "summarise")
     summary.set_defaults(handler=run_summary)
-
-
-def where_flag(parser: argparse.ArgumentParser, verb: str) -> None:
-    """Add ``--where`` (:mod:`sim.traces.where`) to ``parser``: ``verb`` only the runs..."""
-    parser.add_argument(
-        "--where", action="append", metavar="COLUMN=VALUE",
-        help=f"{verb} only the runs where a runs.parquet column (or a tag: tags=X, "
-             "metadata.key=X) has a value (=, !=, >=, <=, >, <; repeat: all hold), e.g. "
-             "--where model=gpt-4o --where 'started>=2025-01-01'")
 
 
 def run_import(args: argparse.Namespace) -> int:

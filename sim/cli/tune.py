@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from sim.cli.flags import folder_path
+from sim.cli.common import folder_path
 
 _DESCRIPTION = (
     "Recommend limits (token, money and step budgets, the no-progress detector) from recorded "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -64,35 +65,17 @@ def search_folders(cwd: Path | None = None) -> list[tuple[str, Path]]:
             key = folder.resolve()
         except (OSError, ValueError):  # a NUL byte, a loop: no folder has that name
             continue
-        if key not in seen and _is_folder(folder):
+        if key not in seen and _holds(folder.is_dir):
             seen.add(key)
             kept.append((origin, folder))
     return kept
 
 
-def _is_folder(path: Path) -> bool:
-    """Whether ``path`` is a folder; False for a name the system refuses to
-    look up (ENAMETOOLONG, ELOOP: no folder has it)."""
+def _holds(test: Callable[[], bool]) -> bool:
+    """``test()``: a path's ``is_dir``, ``is_file`` or ``exists``; False for a
+    name the system refuses to look up (ENAMETOOLONG, ELOOP: nothing has it)."""
     try:
-        return path.is_dir()
-    except OSError:
-        return False
-
-
-def _is_file(path: Path) -> bool:
-    """Whether ``path`` is a file; False for a name the system refuses to look
-    up (ENAMETOOLONG, ELOOP: no file has it)."""
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
-def _exists(path: Path) -> bool:
-    """Whether ``path`` exists; False for a name the system refuses to look
-    up (ENAMETOOLONG, ELOOP: nothing has it)."""
-    try:
-        return path.exists()
+        return test()
     except OSError:
         return False
 
@@ -152,14 +135,14 @@ def _builtin_of(text: str) -> Path | None:
     if path.parent.name != "scenarios" or path.suffix not in SUFFIXES:
         return None
     candidate = builtin_folder() / path.name
-    return candidate if _is_file(candidate) else None
+    return candidate if _holds(candidate.is_file) else None
 
 
 def resolve(source: str | os.PathLike[str], cwd: Path | None = None) -> str:
     """The file a scenario argument names (see the module docstring), as a
     string; an InputError when there is none."""
     text = os.fspath(source)
-    if _exists(Path(text)):
+    if _holds(Path(text).exists):
         return text
     name = text
     if Path(text).suffix in SUFFIXES:
@@ -168,7 +151,7 @@ def resolve(source: str | os.PathLike[str], cwd: Path | None = None) -> str:
         for _, folder in search_folders(cwd):
             for suffix in SUFFIXES:
                 candidate = folder / f"{name}{suffix}"
-                if _is_file(candidate):
+                if _holds(candidate.is_file):
                     log.info("scenario %s: %s", text, candidate)
                     return str(candidate)
     builtin = _builtin_of(text)

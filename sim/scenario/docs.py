@@ -6,8 +6,9 @@ harness's parameter dataclasses the field's metadata, :mod:`sim.harness.fields`;
 it carries the unit), and a nested section by its model's docstring. This
 module walks :class:`sim.scenario.schema.Scenario` (and what it nests: the
 harness's dataclasses, :mod:`sim.world.params`, the DES settings) and renders
-one Markdown table per section, one row per dotted path
-(:mod:`sim.scenario.docs_text` writes the cells). ``scenarios/README.md`` holds the result
+one Markdown table per section, one row per dotted path (a field's type,
+default, bounds and description written as Markdown cells by the functions
+below the walk). ``scenarios/README.md`` holds the result
 between the markers ``<!-- fields:start -->`` and ``<!-- fields:end -->``;
 ``tests/test_scenario_docs.py`` fails when it is stale.
 
@@ -31,16 +32,23 @@ path})``, a task class's sections) points there instead of repeating it.
 from __future__ import annotations
 
 import argparse
+import datetime
+import inspect
+import json
+import re
 import sys
+import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import annotated_types
+import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
-from sim.scenario import docs_text
 from sim.scenario.limits import MAX_FILE_BYTES
 from sim.scenario.schema import Scenario
 from sim.scenario.shared import is_section, schema_fields
@@ -110,33 +118,33 @@ def _walk(model: type, path: str, variant: str, default: Any, out: list[Section]
     nested: list[tuple[type, str, str, Any, tuple[str, ...]]] = []
     for key, (name, info) in schema_fields(model).items():
         dotted = f"{path}.{key}" if path else key
-        value = getattr(default, name) if default is not None else docs_text.field_default(info)
+        value = getattr(default, name) if default is not None else field_default(info)
         models = _models_in(info.annotation)
-        many = docs_text.is_sequence(info.annotation)
+        many = is_sequence(info.annotation)
         see = (info.json_schema_extra or {}).get("see") if isinstance(
             info.json_schema_extra, dict) else None
-        description = docs_text.description(info, models)
+        said = description(info, models)
         if see:
-            description = f"{description} (fields as in `{see}`)"
+            said = f"{said} (fields as in `{see}`)"
         if models and all(issubclass(m, BaseDistribution) for m in models):
-            description = f"{description} (see `{DISTRIBUTION_PATH}`)"
+            said = f"{said} (see `{DISTRIBUTION_PATH}`)"
             models = []  # documented once, at the end
         elif see:
             models = []
-        rows.append(FieldDoc(dotted, docs_text.type_text(info.annotation),
-                             docs_text.default_text(value, info, models),
-                             docs_text.allowed_text(info), description))
+        rows.append(FieldDoc(dotted, type_text(info.annotation),
+                             default_text(value, info, models),
+                             allowed_text(info), said))
         for sub in models:
             if sub is model:  # a recursive type (a price tier's prices): documented here
                 continue
             if many:
                 one = len(models) == 1
-                listed = tuple(docs_text.as_yaml(v) for v in value or ()) if one else ()
+                listed = tuple(as_yaml(v) for v in value or ()) if one else ()
                 nested.append((sub, f"{dotted}[]", "each entry", None, listed))
                 continue
             sub_default = value if isinstance(value, sub) else _instance_or_none(sub)
             nested.append((sub, dotted, _variant(info, sub, models), sub_default, ()))
-    out.append(Section(path, variant, docs_text.docstring(model), tuple(rows), entries))
+    out.append(Section(path, variant, docstring(model), tuple(rows), entries))
     for sub, sub_path, tag, sub_default, listed in nested:
         _walk(sub, sub_path, tag, sub_default, out, listed)
 
@@ -170,10 +178,10 @@ def _variant(info: FieldInfo, model: type, models: list[type]) -> str:
     """Which shape of a field's value ``model`` is, when there are several."""
     key = info.discriminator
     if isinstance(key, str) and key in schema_fields(model):
-        return f"`{key}: {docs_text.as_yaml(schema_fields(model)[key][1].default)}`"
+        return f"`{key}: {as_yaml(schema_fields(model)[key][1].default)}`"
     if len(models) > 1:
         return model.__name__
-    if docs_text.type_text(info.annotation) != "mapping":
+    if type_text(info.annotation) != "mapping":
         return "as a mapping"
     return ""
 
@@ -242,7 +250,6 @@ def reference(model: type[BaseModel] = Scenario) -> str:
             lines += [section.doc, ""]
         lines += ["| field | type | default | allowed | description |",
                   "|---|---|---|---|---|"]
-        cell = docs_text.cell
         lines += [f"| `{f.path}` | {cell(f.type)} | {cell(f.default)} | {cell(f.allowed)} "
                   f"| {cell(f.description)} |" for f in section.fields]
         if section.entries:
@@ -252,6 +259,205 @@ def reference(model: type[BaseModel] = Scenario) -> str:
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
+
+# ------------------------------------------------------------------- cells
+
+def field_default(info: FieldInfo) -> Any:
+    if info.is_required():
+        return PydanticUndefined
+    return info.get_default(call_default_factory=True)
+
+
+def is_sequence(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return is_sequence(typing.get_args(annotation)[0])
+    return origin in (tuple, list)
+
+
+def type_text(annotation: Any) -> str:
+    """A reader's name for a field's type."""
+    if annotation is type(None):
+        return "null"
+    if annotation is Any:
+        return "any value"
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string",
+              datetime.date: "date (YYYY-MM-DD)"}
+    if annotation in simple:
+        return simple[annotation]
+    if isinstance(annotation, type) and issubclass(annotation, BaseDistribution):
+        return "distribution"
+    if is_section(annotation):
+        return "mapping"
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return type_text(args[0])
+    if origin is Literal:
+        kinds = {type(a) for a in args}
+        return type_text(kinds.pop()) if len(kinds) == 1 else "value"
+    if origin in (typing.Union, types.UnionType):
+        parts = []
+        for a in args:
+            text = type_text(a)
+            if text not in parts:
+                parts.append(text)
+        return " or ".join(parts)
+    if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
+        return "[" + ", ".join(type_text(a) for a in args) + "]"  # a fixed-size pair
+    if origin in (tuple, list):
+        return f"list of {_plural(type_text(args[0]))}"
+    if origin is dict:
+        return f"mapping of {_plural(type_text(args[0]))} to {_plural(type_text(args[1]))}"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _plural(text: str) -> str:
+    if text == "any value":
+        return "values"
+    if text.startswith(("list of ", "mapping of ", "[")) or " or " in text:
+        return text
+    return text + "s"
+
+
+def allowed_text(info: FieldInfo) -> str:
+    """Constraints on a field: interval bounds, allowed values, sizes, patterns."""
+    low = high = ""
+    parts = []
+    for m in info.metadata:
+        if isinstance(m, annotated_types.Gt):
+            low = f"> {_number(m.gt)}"
+        elif isinstance(m, annotated_types.Ge):
+            low = f">= {_number(m.ge)}"
+        elif isinstance(m, annotated_types.Lt):
+            high = f"< {_number(m.lt)}"
+        elif isinstance(m, annotated_types.Le):
+            high = f"<= {_number(m.le)}"
+        elif isinstance(m, annotated_types.MinLen):
+            parts.append(f"at least {m.min_length} item{'s' if m.min_length != 1 else ''}")
+        elif isinstance(m, annotated_types.MaxLen):
+            unit = "characters" if info.annotation is str else "items"
+            parts.append(f"at most {m.max_length} {unit}")
+        elif getattr(m, "pattern", None):
+            parts.append(f"matches `{m.pattern}`")
+    if low and high:
+        parts.insert(0, _interval(low, high))
+    elif low or high:
+        parts.insert(0, low or high)
+    choices = literals(info.annotation)
+    if choices:
+        parts.insert(0, ", ".join(f"`{as_yaml(v)}`" for v in choices))
+    return "; ".join(parts)
+
+
+def _interval(low: str, high: str) -> str:
+    left = "[" if low.startswith(">=") else "("
+    right = "]" if high.startswith("<=") else ")"
+    return f"{left}{low.split(' ', 1)[1]}, {high.split(' ', 1)[1]}{right}"
+
+
+def literals(annotation: Any) -> list[Any]:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Literal:
+        return list(args)
+    if origin in (typing.Union, types.UnionType, typing.Annotated):
+        return [v for a in args for v in literals(a)]
+    return []
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def default_text(value: Any, info: FieldInfo, models: list[type]) -> str:
+    if value is PydanticUndefined:
+        return "required"
+    if is_section(type(value)) and not is_sequence(info.annotation):
+        return "see below"
+    if models and is_sequence(info.annotation) and value:
+        return f"{len(value)} entr{'y' if len(value) == 1 else 'ies'} (see below)"
+    return f"`{as_yaml(value)}`"
+
+
+def as_yaml(value: Any) -> str:
+    """``value`` as a YAML flow value; a model shows only its non-default fields."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        plain = value and value.strip() == value and _loads(value) == value
+        return value if plain else json.dumps(value)
+    if is_section(type(value)):
+        return "{" + ", ".join(f"{k}: {as_yaml(v)}" for k, v in _non_default(value)) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{as_yaml(k)}: {as_yaml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple | list | set | frozenset):
+        return "[" + ", ".join(as_yaml(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def _loads(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+
+def _non_default(model: Any) -> list[tuple[str, Any]]:
+    """The fields of ``model`` whose values differ from the class defaults."""
+    out = []
+    for key, (name, info) in schema_fields(type(model)).items():
+        value = getattr(model, name)
+        default = field_default(info)
+        if default is PydanticUndefined or value != default:
+            out.append((key, value))
+    return out
+
+
+def description(info: FieldInfo, models: list[type]) -> str:
+    if info.description:
+        return info.description
+    if info.discriminator and models:
+        default = field_default(info)
+        shape = getattr(default, str(info.discriminator), None)
+        chosen = (f"; without it, `{as_yaml(shape)}`" if isinstance(shape, str) else "")
+        return (f"one of {len(models)} shapes, chosen by `{info.discriminator}`{chosen} "
+                f"(see below)")
+    if literals(info.annotation) and len(literals(info.annotation)) == 1:
+        return "selects this shape"
+    if models:
+        summary = _first_sentence(docstring(models[0]))
+        where = "each entry: see below" if is_sequence(info.annotation) else "see below"
+        return f"{summary} ({where})" if summary else where
+    return ""
+
+
+def docstring(model: type) -> str:
+    """The model's docstring as Markdown: Sphinx roles and ``literals`` become
+    code spans; paragraphs are kept, lines within a paragraph joined."""
+    doc = model.__dict__.get("__doc__") or ""
+    doc = inspect.cleandoc(doc)
+    doc = re.sub(r":\w+:`~?([^`]+)`", lambda m: f"`{m.group(1)}`", doc)
+    doc = doc.replace("``", "`")
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", doc) if p.strip()]
+    return "\n\n".join(paragraphs)
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of ``text`` without its final stop or a trailing
+    ``(see ...)`` cross-reference."""
+    first = text.split("\n\n", 1)[0]
+    match = re.match(r"(.+?[.:])(\s|$)", first)
+    sentence = (match.group(1) if match else first).rstrip(".:")
+    return re.sub(r"\s*\(see [^)]*\)$", "", sentence)
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 # ------------------------------------------------------------------- README
 def generated_part(text: str) -> str:

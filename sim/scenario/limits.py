@@ -66,8 +66,6 @@ MAX_RUN_STEPS = 100_000
 MAX_RUN_RETRIES = 100_000
 """Most harness retries of one simulated run: the retry budget of a scenario without one."""
 
-SCALARS = (str, int, float, bool, type(None), datetime.date)
-
 
 def check_number(value: int | float, path: str, source: str = "") -> None:
     """An InputError at ``path`` unless ``value`` is a finite number within the bounds."""

@@ -10,16 +10,17 @@ one concept each:
   that span fields, as errors naming the file, field and YAML line;
 - :mod:`sim.scenario.messages`: pydantic's errors in a scenario author's words;
 - :mod:`sim.scenario.grid`: the sweep's cells and their names;
-- :mod:`sim.scenario.components`: detectors and verifiers by name or import path;
-- :mod:`sim.scenario.compilation`: a cell's world and harness parameters.
+- :mod:`sim.scenario.compilation`: a cell's world and harness parameters, and
+  its detector and verifier by name or import path.
 """
 
 from __future__ import annotations
 
-from sim.scenario.compilation import build_world, harness_params
-from sim.scenario.components import (
+from sim.scenario.compilation import (
     build_verifier,
+    build_world,
     check_plugins,
+    harness_params,
     resolve_detector,
     resolve_import,
 )

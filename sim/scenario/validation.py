@@ -25,8 +25,12 @@ from pydantic import ValidationError
 from sim.bad_input import InputError
 from sim.engines.des_params import DesParams
 from sim.scenario import limits
-from sim.scenario.compilation import harness_params
-from sim.scenario.components import build_verifier, check_plugins, resolve_detector
+from sim.scenario.compilation import (
+    build_verifier,
+    check_plugins,
+    harness_params,
+    resolve_detector,
+)
 from sim.scenario.grid import NOT_SWEEPABLE, cell_names, cell_scenario, grid, label
 from sim.scenario.messages import describe
 from sim.scenario.safeyaml import line_of
@@ -165,17 +169,12 @@ def _check_arrivals(des: DesParams) -> None:
     where = "des.arrivals.path"
     check_path(path, "arrivals file", field=where)  # a NUL byte: ValueError from stat
     try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise InputError(f"arrivals file {str(path)!r} not found", path=where) from None
-    except OSError as error:
-        raise InputError(f"cannot read {str(path)!r} ("
-                         f"{error.strerror or error})", path=where) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"{str(path)!r} is not a file", path=where)
-    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # stat first: opening a FIFO blocks
+            raise InputError(f"{str(path)!r} is not a file", path=where)
         with path.open("rb"):
             pass
+    except FileNotFoundError:
+        raise InputError(f"arrivals file {str(path)!r} not found", path=where) from None
     except OSError as error:
         raise InputError(f"cannot read {str(path)!r} ("
                          f"{error.strerror or error})", path=where) from None

@@ -17,7 +17,7 @@ written again there).
 (:class:`~sim.output.chunks.Store`: on disk, or in memory for the Python API)
 as it arrives, then hands the chunks to a sink in plan order (cells in order,
 tasks by index), reading each back from the store once or handing it over
-from memory when its turn is near (:mod:`sim.sweeps.handover`), so the parent
+from memory when its turn is near (:class:`Handover`), so the parent
 holds a few chunks at most whatever the order chunks finish in. The
 records therefore reach the sink identically for any scheduler, worker count
 or resumption; a sweep stopped by Ctrl-C, a SIGKILL or a lost worker keeps
@@ -38,7 +38,7 @@ import contextlib
 import hashlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -59,11 +59,62 @@ from sim.output.table import (
 )
 from sim.progress import progress_bar
 from sim.sweeps.cells import CellRun, build_cell
-from sim.sweeps.handover import Handover, worker_files
 from sim.sweeps.plan import Job, Sink, plan
 from sim.sweeps.progress import ChunkProgress, TaskCounter
 from sim.sweeps.schedulers import LostWorker
 from sim.sweeps.uninterrupted import held_ctrl_c
+
+HELD_CHUNKS = 4
+"""A chunk kept on disk whose turn to be written is at most this many chunks
+away when it arrives is also held in memory until then, not read back."""
+
+
+class Handover:
+    """The chunks of ``jobs`` (in plan order) to ``sink``, with their side
+    tables when ``traces``; ``done`` holds the keys of the chunks kept so far
+    (those kept earlier, then every one :meth:`keep` is given)."""
+
+    def __init__(self, jobs: Sequence[Job], store: Store, sink: Sink, traces: str | None,
+                 done: set[str]) -> None:
+        self.jobs, self.store, self.sink, self.traces, self.done = jobs, store, sink, traces, done
+        self.written = 0  # chunks given to the sink
+        self._hold = isinstance(store, ChunkStore)  # (a MemoryStore holds them anyway)
+        self._order = {job.key: n for n, job in enumerate(jobs)}
+        self._held: dict[str, tuple[pa.Table, dict[str, Any] | None,
+                                    dict[str, pa.Table]]] = {}
+
+    def keep(self, job: Job, table: pa.Table | None, extras: dict[str, Any] | None,
+             side: dict[str, pa.Table] | None) -> None:
+        """Chunk ``job`` finished: keep it in the store (``table`` None: its
+        worker kept it there); :meth:`drain` gives it to the sink in its turn."""
+        if table is not None:
+            with held_ctrl_c():  # no temporary file left by a Ctrl-C
+                self.store.put(job.key, table, extras, side)
+            if self._hold and self._order[job.key] < self.written + HELD_CHUNKS:
+                self._held[job.key] = (table, extras, side or {})
+        self.done.add(job.key)
+
+    def drain(self) -> None:
+        """Give the sink the kept chunks whose turn has come, in plan order."""
+        jobs, held = self.jobs, self._held
+        while self.written < len(jobs) and jobs[self.written].key in self.done:
+            job = jobs[self.written]
+            table, extras, side = held.pop(job.key) if job.key in held else self.store.take(job.key)
+            self.sink(job, table, extras, None if self.traces is None else side)
+            self.written += 1
+
+
+def worker_files(store: Store, scheduler: Any, traces: str | None
+                 ) -> Callable[[Job], str | None]:
+    """For each chunk, the file its worker keeps it in itself (None: the worker
+    sends its tables back): a traced chunk of a direct cell, when ``store`` is
+    on disk and ``scheduler``'s workers write to this machine's disk
+    (``shares_disk``)."""
+    if traces is None or not isinstance(store, ChunkStore) or not getattr(
+            scheduler, "shares_disk", False):
+        return lambda job: None
+    where: Callable[[str], Path] = store.chunk_path
+    return lambda job: None if job.des else str(where(job.key))
 
 
 def fingerprint(runs: Sequence[CellRun], tasks: int, jobs: Sequence[Job],

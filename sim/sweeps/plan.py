@@ -4,7 +4,7 @@ A direct cell is cut into ranges of tasks (:func:`chunk_size`, a function of
 the task count alone, never of the workers); a DES cell is one chunk (one
 shared-capacity system is one simulation). :class:`Job` names a chunk;
 :data:`Sink` is what receives the finished chunks in plan order
-(:mod:`sim.sweeps.chunks`, :mod:`sim.sweeps.handover`).
+(:mod:`sim.sweeps.chunks`).
 """
 
 from __future__ import annotations
