@@ -166,11 +166,11 @@ rejected with a message and the tool is not run."""
 
 def test_a_stop_after_a_tool_call_left_unrun_is_read_as_a_replay_reads_it():
     """Call 1 asks for a tool with arguments nested past the harness's limit:
-    the harness rejects it and never runs the tool, so from the mark before
-    call 2 on, tool calls are due that were not run (the driver then reads a
-    stop there as mid-step). Every step cap and token budget that stops the
-    run is answered from the marks (nothing replayed again) and equals a
-    replay of the run under it."""
+    the harness rejects it and never runs the tool, so at the mark before
+    call 2 the last answered response's tool call is due and was not run (the
+    driver then reads a stop there as mid-step). Every step cap and token
+    budget that stops the run is answered from the marks (nothing replayed
+    again) and equals a replay of the run under it."""
     run = RecordedRun("deep", (_call(1000), _same_call(2000, DEEP), _call(3000),
                                _call(4000, tool=False)),
                       model="gpt-4o", resolved=True, exit="done")
@@ -178,12 +178,29 @@ def test_a_stop_after_a_tool_call_left_unrun_is_read_as_a_replay_reads_it():
     marks = evaluator.marks[0]
     assert marks is not None and marks.exact
     tools_run, tools_due = marks.rows[2][-3], marks.rows[2][-2]
-    assert (tools_run, tools_due) == (1, 2)  # call 1's tool call is due and was not run
+    assert (tools_run, tools_due) == (0, 1)  # call 1's tool call is due and was not run
     candidates = [setting({"steps": cap}) for cap in (1, 2, 3)] + [
         setting({"tokens": t}) for t in (2500, 5000, 8000)]
     for s in candidates:
         assert evaluator.replays(s) == _redriven(evaluator, s), s
     assert (evaluator.marked, evaluator.redriven) == (len(candidates), 0)
+
+
+def test_a_tool_call_refused_in_an_earlier_step_leaves_a_later_stop_at_the_call_not_made():
+    """Call 1's tool call is refused (nested past the harness's limit) and
+    never run; calls 2 and 3 run theirs. A cap of 4 steps stops the run
+    before call 4: the recorded call it did not make is call 4, in the marks'
+    reading and in a replay (when the driver counted tools run and due over
+    the whole run, the refused call made every later stop read as mid-step,
+    at call 3)."""
+    run = RecordedRun("refused", (_call(1000), _same_call(2000, DEEP), _call(3000),
+                                  _call(4000), _call(5000), _call(6000, tool=False)),
+                      model="gpt-4o", resolved=True, exit="done")
+    evaluator = ReplayEvaluator([run], HarnessConfig.model_validate(HARNESS))
+    s = setting({"steps": 4})
+    redriven = _redriven(evaluator, s)
+    assert evaluator.replays(s) == redriven
+    assert (redriven[0].stopped_at, redriven[0].outcome) == (4, "budget_exhausted:steps")
 
 
 def test_a_run_ended_mid_step_by_the_detector_is_replayed_again_at_a_cap_of_its_steps():

@@ -68,7 +68,7 @@ _FIELDS = ("turns", "tool_errors", "input_tokens", "cache_read_tokens", "cache_w
            "output_tokens", "thinking_tokens", "money_usd", "active_s", "parked_s")
 """The state's counters a mark holds (those the budget checks read), in order;
 then the step call's prompt and output cap, and the driver's calls answered,
-tool calls run and due, and interventions."""
+tool calls of the last answered response run and due, and interventions."""
 _WIDTH = len(_FIELDS) + 6
 _BUDGETS = ("tokens", "money_usd", "steps")
 """The budgets a candidate the marks answer may change."""
@@ -142,7 +142,7 @@ class StopMarks:
             return
         d = self.driver
         self.rows.append((*counters(d.state), effect.prompt_tokens, effect.max_output_tokens,
-                          len(d.costs), d.tools_run, d.tools_due, len(d.interventions)))
+                          len(d.costs), d.step_run, d.step_due, len(d.interventions)))
 
     def result(self, effect: Any, result: Any) -> None:
         """Nothing: the counters are read before the next call."""

@@ -133,6 +133,8 @@ class RunDriver:
         self.priced: list[float] = []  # at the run's prices, per call answered
         self.tools_run = 0
         self.tools_due = 0  # tool calls of the answered responses
+        self.step_run = 0  # tool requests of the last answered response run (first tries)
+        self.step_due = 0  # tool calls of the last answered response
         self.interventions: list[tuple[int, str]] = []
         self.firings: list[tuple[int, str]] = []
         self.mismatches = 0
@@ -233,6 +235,13 @@ class RunDriver:
             self._stop_on_intervention()
         return self._respond(request)
 
+    @property
+    def mid_step(self) -> bool:
+        """Whether tool calls of the last answered response were not run (the
+        run stopped inside that step). Per step: a tool call the harness refused
+        in an earlier step does not make every later stop read as mid-step."""
+        return self.step_run < self.step_due
+
     def execute(self, request: fx.ToolRequest, now: float) -> fx.ToolResult | fx.ToolError:
         """A tool request: the result sized when its call was answered; a
         retry the old harness did not make is an intervention."""
@@ -241,6 +250,7 @@ class RunDriver:
             self._stop_on_intervention()
         else:
             self.tools_run += 1
+            self.step_run += 1
         return self.answered[request.call.id]
 
     def verify(self, request: fx.VerifyRequest, now: float) -> fx.Verdict:
@@ -343,8 +353,9 @@ class RunDriver:
             message = call.text_sha256 or f"call {k}"
             results.append((ToolUseBlock(f"c{k}.reply", self.reply, {"message": message}), None))
         reason = stop_reason(call.finish_reason, bool(results))
-        if reason != "max_tokens":  # a truncated response's tool calls are not run
-            self.tools_due += len(results)
+        self.step_run = 0
+        self.step_due = 0 if reason == "max_tokens" else len(results)
+        self.tools_due += self.step_due  # a truncated response's tool calls are not run
         sizes = self._sizes(k, request, results)
         for (block, answered), tokens in zip(results, sizes, strict=True):
             self.answered[block.id] = self._result(k, block, answered, tokens)
@@ -421,7 +432,7 @@ class RunDriver:
         priced = self.priced_calls
         stopped_at, status, reason, outcome = ending(
             run, self.steps, self.interventions, ended_by, state.status, state.reason,
-            state.turns, self.tools_run < self.tools_due)
+            state.turns, self.mid_step)
         return Replay(
             run=run, state=state, ended_by=ended_by, outcome=outcome, status=status,
             reason=reason, calls=len(self.costs), tools_run=self.tools_run,
