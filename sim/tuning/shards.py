@@ -39,6 +39,7 @@ from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
 from sim.drivers.replay.driver import RunDriver
 from sim.drivers.replay.pricing import ModelPricing, priced_calls
 from sim.drivers.replay.reading import runs_of
+from sim.engines.gc_paused import gc_paused
 from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
 from sim.harness.state import SUCCEEDED, DetectorMemory, HarnessState
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
@@ -200,24 +201,25 @@ class Shard:
         basis: Counter[str] = Counter()
         parallel = largest_result = biggest = 0
         for low in range(start, stop, READ_CHUNK):
-            runs = setup.runs(low, min(stop, low + READ_CHUNK))
-            done, marks, drivers = replay_marked(setup, setup.harness, runs, marked=True)
-            for run, item, mark, driver in zip(runs, done, marks, drivers, strict=True):
-                self._keep(run, item, mark, driver, needs)
-                state = item.chosen.state
-                ends.append(counters(state))
-                self.end_models.append(state.model)
-                compacted.append(bool(state.compactions))
-                basis[item.chosen.basis] += 1
-                for call in run.calls:
-                    parallel = max(parallel, len(call.tool_calls))
-                    biggest = max(biggest, call.usage.prompt_tokens)
-                    for t in call.tool_calls:
-                        largest_result = max(largest_result, t.result_tokens or 0)
-            pack([m for m in marks if m is not None])
-            if keep:
-                self.runs += runs
-                self.baseline += done
+            with gc_paused():  # a chunk: many short-lived objects, few cycles
+                runs = setup.runs(low, min(stop, low + READ_CHUNK))
+                done, marks, drivers = replay_marked(setup, setup.harness, runs, marked=True)
+                for run, item, mark, driver in zip(runs, done, marks, drivers, strict=True):
+                    self._keep(run, item, mark, driver, needs)
+                    state = item.chosen.state
+                    ends.append(counters(state))
+                    self.end_models.append(state.model)
+                    compacted.append(bool(state.compactions))
+                    basis[item.chosen.basis] += 1
+                    for call in run.calls:
+                        parallel = max(parallel, len(call.tool_calls))
+                        biggest = max(biggest, call.usage.prompt_tokens)
+                        for t in call.tool_calls:
+                            largest_result = max(largest_result, t.result_tokens or 0)
+                pack([m for m in marks if m is not None])
+                if keep:
+                    self.runs += runs
+                    self.baseline += done
         self.ends = np.array(ends, dtype=float).reshape(-1, len(ends[0]) if ends else 0)
         """Each run's final counters in force (:func:`~sim.tuning.stops.counters`)."""
         self.compacted = np.array(compacted, dtype=bool)
@@ -304,13 +306,14 @@ class Shard:
         differ from the one in force, and that reading: from the marks where
         they answer, else replayed again."""
         out: dict[int, Stopped] = {}
-        again = self.could_stop(h)
-        if again and answerable(self.setup.harness, h):
-            again = self._marked(h, again, out)
-        if again:
-            self.redriven += len(again)
-            for i, item in zip(again, self._again(h, again), strict=True):
-                out[i] = as_stopped(item.chosen)
+        with gc_paused():  # the checks make many short-lived lists, no cycles
+            again = self.could_stop(h)
+            if again and answerable(self.setup.harness, h):
+                again = self._marked(h, again, out)
+            if again:
+                self.redriven += len(again)
+                for i, item in zip(again, self._again(h, again), strict=True):
+                    out[i] = as_stopped(item.chosen)
         return out
 
     def _again(self, h: HarnessConfig, indices: list[int]) -> list[RunReplay]:
