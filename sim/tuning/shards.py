@@ -361,8 +361,8 @@ class Shard:
         could stop and where :func:`~sim.tuning.stops.first_stop` ended each."""
         if any(seen == key for seen, _, _ in self.answered):
             return
-        self.answered.append((key, np.array(indices, dtype=np.int64),
-                              np.array(js, dtype=np.int64)))
+        self.answered.append((key, np.array(indices, dtype=np.int32),
+                              np.array(js, dtype=np.int32)))
 
     def _again(self, h: HarnessConfig, indices: list[int]) -> list[RunReplay]:
         """The runs ``indices`` read again (consecutive ones together) and
