@@ -123,6 +123,57 @@ of its rows, and two busy processes share the cores with the other sessions'). W
 run): the replay in force about 40% (the harness loop and ``run_params``), the candidates' checks
 (``could_stop`` and ``first_stop`` on the marks, for 72 candidates) about
 20%, the bootstrap intervals about 17%, reading the folder the rest.
+
+Measured 2026-12-05, session 12, later (2 cores shared with the lead's test
+runs, load 2-4.5), base 2489fe9 (h12-tunep and the stops fix) and after
+h12-tunez, each run alone, the same folders (``--dir /tmp/tz_scale``, the
+same files as ``/tmp/tune_scale``), the same recommendation at each size
+(and at 10,000 runs in one process, the frontier's JSON and
+``stopped_runs.csv`` byte-equal):
+
+==============================  =============================  ============================
+tune, tiled bounded runs,       base 2489fe9                   after (h12-tunez)
+replay only
+==============================  =============================  ============================
+10,000                          23.5 s wall (load 3.8),        22.3 s wall (load 4.1),
+                                22.6 CPU s, 446 MiB            15.7 CPU s, 446 MiB
+30,000                          113.4 s wall (load 4.2),       55.0 s wall (load 4.5),
+                                76.5 CPU s, 566 MiB            47.2 CPU s, 578 MiB
+100,000                         368.8 s wall (run at nice 10,  182.5 s wall (load 2-4.5,
+                                load 2.8-4.8), 252.9 CPU s,    the lead's tests on both
+                                759 MiB                        cores), 175.1 CPU s, 784 MiB
+==============================  =============================  ============================
+
+Where the CPU above session 11's went (cProfile and ``gc.callbacks``, one
+process): Python's cyclic garbage collector. A shard keeps a few Python
+objects per run (its reading in force, its recorded fields, its marks), and
+every pass of the oldest generation walks them all; the chunks' replays (many
+short-lived objects) and ``could_stop``'s per-run lists of counters for each
+candidate set those passes off, so their cost grew with the runs kept times
+the passes: at 30,000 runs 21.9 of 79.1 CPU s (106 passes of the oldest
+generation, 20 of them in ``could_stop``). Paused (:mod:`sim.engines.gc_paused`)
+while a shard reads and replays a chunk and while it answers a candidate: 4.5
+of 60.2 CPU s. Then the candidates' checks (9.2 of 35.5 profiled CPU s at
+10,000 runs): a candidate at least as loose in its three budgets as one
+answered before checks only the runs that one could stop, each from where it
+stopped there (the candidate's own Limits decide; a check refuses under a
+looser budget no more than under a tighter one): 2.9 s. Not the cause: the
+calls checked twice (the parent's ``folder_index`` pass is 0.65 s at 10,000
+runs; each worker's check of its row groups, ``checked_calls``, a few ms).
+Left (10,000 runs, one process, 27.1 profiled CPU s): the replay in force
+14.9 s (the harness loop; reading the rows about 2), the bootstrap intervals
+6.5 s (in 2 forked processes; scipy's resampling and the p95's partitions),
+the parent's pricing pass 2.6 s (:func:`~sim.drivers.replay.pricing.price_models`
+over every run read again, before the workers start: serial), the
+candidates' checks 2.9 s, ``folder_index`` 0.65 s. Issue 37's 2 GiB is met
+(the peaks here, 759-784 MiB at 100,000 runs, are below session 12's
+earlier 1,766 MiB for the same code as the base: not explained, measured
+as is); the 2 minutes at 100,000 runs are within reach on an idle machine
+(175 CPU s over 2 cores, about 88 s each if evenly spread; the serial
+parent's part, the check and pricing passes, is about a tenth) but not
+shown on this loaded one. ``calls_reads`` counts every open of the file in
+the parent, one per :data:`~sim.drivers.replay.reading.PRICING_CHUNK` of
+the pricing pass included (5 at 10,000, 27 at 100,000), the same for both.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ evaluated in parallel and the folder is read once.
 from __future__ import annotations
 
 import itertools
+import math
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
 from sim.drivers.replay.driver import RunDriver
 from sim.drivers.replay.pricing import ModelPricing, priced_calls
 from sim.drivers.replay.reading import runs_of
+from sim.engines.gc_paused import gc_paused
 from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
 from sim.harness.state import SUCCEEDED, DetectorMemory, HarnessState
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
@@ -196,28 +198,31 @@ class Shard:
         """The first run (with its calls) of each key of prices."""
         self.runs: list[RecordedRun] = []
         self.baseline: list[RunReplay] = []
+        self.answered: list[tuple[tuple[float, float, float], np.ndarray, np.ndarray]] = []
+        """The candidates the marks answered (:meth:`_note`)."""
         needs: dict[str, list[float]] = {"steps": [], "tokens": [], "money": []}
         basis: Counter[str] = Counter()
         parallel = largest_result = biggest = 0
         for low in range(start, stop, READ_CHUNK):
-            runs = setup.runs(low, min(stop, low + READ_CHUNK))
-            done, marks, drivers = replay_marked(setup, setup.harness, runs, marked=True)
-            for run, item, mark, driver in zip(runs, done, marks, drivers, strict=True):
-                self._keep(run, item, mark, driver, needs)
-                state = item.chosen.state
-                ends.append(counters(state))
-                self.end_models.append(state.model)
-                compacted.append(bool(state.compactions))
-                basis[item.chosen.basis] += 1
-                for call in run.calls:
-                    parallel = max(parallel, len(call.tool_calls))
-                    biggest = max(biggest, call.usage.prompt_tokens)
-                    for t in call.tool_calls:
-                        largest_result = max(largest_result, t.result_tokens or 0)
-            pack([m for m in marks if m is not None])
-            if keep:
-                self.runs += runs
-                self.baseline += done
+            with gc_paused():  # a chunk: many short-lived objects, few cycles
+                runs = setup.runs(low, min(stop, low + READ_CHUNK))
+                done, marks, drivers = replay_marked(setup, setup.harness, runs, marked=True)
+                for run, item, mark, driver in zip(runs, done, marks, drivers, strict=True):
+                    self._keep(run, item, mark, driver, needs)
+                    state = item.chosen.state
+                    ends.append(counters(state))
+                    self.end_models.append(state.model)
+                    compacted.append(bool(state.compactions))
+                    basis[item.chosen.basis] += 1
+                    for call in run.calls:
+                        parallel = max(parallel, len(call.tool_calls))
+                        biggest = max(biggest, call.usage.prompt_tokens)
+                        for t in call.tool_calls:
+                            largest_result = max(largest_result, t.result_tokens or 0)
+                pack([m for m in marks if m is not None])
+                if keep:
+                    self.runs += runs
+                    self.baseline += done
         self.ends = np.array(ends, dtype=float).reshape(-1, len(ends[0]) if ends else 0)
         """Each run's final counters in force (:func:`~sim.tuning.stops.counters`)."""
         self.compacted = np.array(compacted, dtype=bool)
@@ -266,52 +271,98 @@ class Shard:
         needs["money"].append(need)
 
     # ------------------------------------------------------------ candidates
-    def could_stop(self, h: HarnessConfig) -> list[int]:
+    def could_stop(self, h: HarnessConfig, among: Sequence[int] | None = None) -> list[int]:
         """The runs (this shard's indices, ascending) that the harness ``h``
         (the harness in force with tighter budgets) could end differently:
         those where a check of ``h``'s :class:`~sim.harness.budgets.Limits`
         refuses on the run's final state in force with its largest prompt and
         the output cap (each budget check's quantities only grow along a run,
         so a check that refuses anywhere in the run refuses there too), and
-        those that compacted (a compaction's prompt is not among the steps')."""
+        those that compacted (a compaction's prompt is not among the steps').
+        ``among``: only these runs (ascending) are checked (the others are
+        known not to be: :meth:`changed`)."""
         template = harness_params(h, WorldParams())
         cap = template.max_output_tokens
         out: list[int] = []
-        ends = self.ends.tolist()
+        ends = self.ends.tolist() if among is None else None
+        limits_of: dict[tuple[Any, ...], Limits] = {}
         probes: dict[str, HarnessState] = {}
-        for key, indices in self.groups.items():
-            limits = Limits(run_params(template, self.firsts[key], None, None,
-                                       self.setup.pricing))
-            for i in indices:
-                if self.compacted[i]:
-                    out.append(i)
-                    continue
-                model = self.end_models[i]
-                state = probes.get(model)
-                if state is None:
-                    state = probes[model] = probe_state(model)
-                load_counters(state, ends[i])  # all the checks read of the final state
-                try:
-                    limits.check_before_step(state)
-                    limits.check_usage(state)
-                    limits.check_before_model_call(state, self.largest[i], cap)
-                except LimitExceeded:
-                    out.append(i)
-        return sorted(out)
+        for i in range(len(self.group_of)) if among is None else among:
+            if self.compacted[i]:
+                out.append(i)
+                continue
+            key = self.group_of[i]
+            limits = limits_of.get(key)
+            if limits is None:
+                limits = limits_of[key] = Limits(run_params(
+                    template, self.firsts[key], None, None, self.setup.pricing))
+            model = self.end_models[i]
+            state = probes.get(model)
+            if state is None:
+                state = probes[model] = probe_state(model)
+            # all the checks read of the final state
+            load_counters(state, ends[i] if ends is not None else self.ends[i].tolist())
+            try:
+                limits.check_before_step(state)
+                limits.check_usage(state)
+                limits.check_before_model_call(state, self.largest[i], cap)
+            except LimitExceeded:
+                out.append(i)
+        return out
 
     def changed(self, h: HarnessConfig) -> dict[int, Stopped]:
         """The runs (this shard's indices) whose reading under ``h`` may
         differ from the one in force, and that reading: from the marks where
-        they answer, else replayed again."""
+        they answer, else replayed again.
+
+        A candidate the marks answer (:func:`~sim.tuning.stops.answerable`)
+        differs from the harness in force only in its steps, tokens and money
+        budgets, and each check of a budget refuses under a looser one no
+        more than under a tighter one (it compares what the run used with
+        the budget). So for a candidate at least as loose in all three as
+        one answered before (:meth:`_tighter`), the runs it could stop are
+        among that one's, a run that one ends as in force it ends so too,
+        and a run that one stops at step call ``j`` it stops at ``j`` or
+        later: only those runs are checked, from ``j`` on, by the
+        candidate's own checks (the same answers as checking every run from
+        its first step call)."""
         out: dict[int, Stopped] = {}
-        again = self.could_stop(h)
-        if again and answerable(self.setup.harness, h):
-            again = self._marked(h, again, out)
-        if again:
-            self.redriven += len(again)
-            for i, item in zip(again, self._again(h, again), strict=True):
-                out[i] = as_stopped(item.chosen)
+        with gc_paused():  # the checks make many short-lived lists, no cycles
+            marked = answerable(self.setup.harness, h)
+            key = _budgets(h) if marked else None
+            known = self._tighter(key) if key is not None else None
+            again = self.could_stop(h, None if known is None else known[0].tolist())
+            if again and marked:
+                starts = None
+                if known is not None:
+                    starts = dict(zip(known[0].tolist(), known[1].tolist(), strict=True))
+                again = self._marked(h, again, out, starts, key)
+            elif key is not None:
+                self._note(key, again, [])
+            if again:
+                self.redriven += len(again)
+                for i, item in zip(again, self._again(h, again), strict=True):
+                    out[i] = as_stopped(item.chosen)
         return out
+
+    def _tighter(self, key: tuple[float, float, float]
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Of the candidates answered before whose budgets are each at most
+        ``key``'s (:func:`_budgets`), the one that could stop the fewest
+        runs: its runs and, for each, where :func:`~sim.tuning.stops.first_stop`
+        ended it (None: no such candidate)."""
+        found = [(stops, js) for seen, stops, js in self.answered
+                 if all(a <= b for a, b in zip(seen, key, strict=True))]
+        return min(found, key=lambda f: len(f[0])) if found else None
+
+    def _note(self, key: tuple[float, float, float], indices: list[int], js: list[int]
+              ) -> None:
+        """Remember a candidate the marks answer: its budgets, the runs it
+        could stop and where :func:`~sim.tuning.stops.first_stop` ended each."""
+        if any(seen == key for seen, _, _ in self.answered):
+            return
+        self.answered.append((key, np.array(indices, dtype=np.int32),
+                              np.array(js, dtype=np.int32)))
 
     def _again(self, h: HarnessConfig, indices: list[int]) -> list[RunReplay]:
         """The runs ``indices`` read again (consecutive ones together) and
@@ -327,33 +378,46 @@ class Shard:
             k = end
         return replay_marked(self.setup, h, runs, marked=False)[0]
 
-    def _marked(self, h: HarnessConfig, indices: list[int], out: dict[int, Stopped]
-                ) -> list[int]:
+    def _marked(self, h: HarnessConfig, indices: list[int], out: dict[int, Stopped],
+                starts: dict[int, int] | None = None,
+                key: tuple[float, float, float] | None = None) -> list[int]:
         """Answer the runs ``indices`` under ``h`` from their marks, in
-        ``out``; return those the marks cannot answer."""
+        ``out``; return those the marks cannot answer. ``starts``: where a
+        tighter candidate's :func:`~sim.tuning.stops.first_stop` ended each
+        (:meth:`changed`); ``key``: ``h``'s budgets, to remember it by."""
         template = harness_params(h, WorldParams())
         left: list[int] = []
+        js: list[int] = []
         limits_of: dict[tuple[Any, ...], Limits] = {}
         probes: dict[str, HarnessState] = {}  # first_stop sets every counter the checks read
         for i in indices:
             marks = self.marks[i]
             if marks is None or not marks.exact:
                 left.append(i)
+                js.append(UNSURE)
                 continue
-            key = self.group_of[i]
-            limits = limits_of.get(key)
-            if limits is None:
-                limits = limits_of[key] = Limits(
-                    run_params(template, self.firsts[key], None, None, self.setup.pricing))
-            probe = probes.get(marks.model)
-            if probe is None:
-                probe = probes[marks.model] = probe_state(marks.model)
-            j, limit = first_stop(limits, marks, probe)
+            start = UNSURE if starts is None else starts[i]
+            if start == SAME:  # a tighter candidate ends it as in force
+                j, limit = SAME, ""
+            else:
+                group = self.group_of[i]
+                limits = limits_of.get(group)
+                if limits is None:
+                    limits = limits_of[group] = Limits(
+                        run_params(template, self.firsts[group], None, None,
+                                   self.setup.pricing))
+                probe = probes.get(marks.model)
+                if probe is None:
+                    probe = probes[marks.model] = probe_state(marks.model)
+                j, limit = first_stop(limits, marks, probe, max(start, 0))
+            js.append(j)
             if j == UNSURE:
                 left.append(i)
             elif j != SAME:
                 out[i] = stopped(self.heads[i], marks, j, limit)
             self.marked += j != UNSURE
+        if key is not None:
+            self._note(key, indices, js)
         return left
 
     def readings(self, h: HarnessConfig) -> list[Stopped]:
@@ -410,6 +474,13 @@ class Shard:
         if marks is not None:
             return marks.calls_recorded
         return len(self.setup.runs(self.start + i, self.start + i + 1)[0].calls)
+
+
+def _budgets(h: HarnessConfig) -> tuple[float, float, float]:
+    """The steps, tokens and money (USD) budgets of ``h`` (unset: infinite)."""
+    b = h.budgets
+    return tuple(math.inf if v is None else float(v)  # type: ignore[return-value]
+                 for v in (b.steps, b.tokens, b.money_usd))
 
 
 _SETUP: Setup | None = None

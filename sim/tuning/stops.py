@@ -197,12 +197,15 @@ def probe_state(model: str) -> HarnessState:
     return HarnessState(model=model)
 
 
-def first_stop(limits: Limits, marks: RunMarks, probe: HarnessState) -> tuple[int, str]:
+def first_stop(limits: Limits, marks: RunMarks, probe: HarnessState, start: int = 0
+               ) -> tuple[int, str]:
     """Where the run's replay under ``limits`` ends: ``(j, limit)`` when the
     checks before step call ``j`` refuse, naming the budget; ``(SAME, "")``
     when it ends as in force; ``(UNSURE, "")`` when the marks cannot say
-    (module docstring). ``probe``: a state whose model is the run's."""
-    for j, row in enumerate(marks.rows.tolist()):
+    (module docstring). ``probe``: a state whose model is the run's;
+    ``start``: the marks before step call ``start`` are known to pass these
+    checks (a tighter candidate's passed them) and are not checked again."""
+    for j, row in enumerate(marks.rows[start:].tolist(), start):
         load_counters(probe, row)
         try:
             limits.check_usage(probe)
