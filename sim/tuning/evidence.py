@@ -243,7 +243,7 @@ def fill_intervals(rows: Iterable[dict[str, Any]], workers: int = 1) -> None:
         del _INTERVALS[next(iter(_INTERVALS))]
 
 
-_TODO: list[tuple[np.ndarray, Any]] = []
+_WANTED: list[tuple[np.ndarray, Any]] = []
 """The intervals forked workers draw (set before the fork)."""
 
 
@@ -255,21 +255,21 @@ def _drawn(wanted: list[tuple[np.ndarray, Any]], workers: int) -> list[tuple[flo
     parts = max(1, min(workers, len(wanted)))
     if parts == 1:
         return _intervals(wanted)
-    global _TODO
-    _TODO = wanted
+    global _WANTED
+    _WANTED = wanted
     bounds = [len(wanted) * k // (2 * parts) for k in range(2 * parts + 1)]
     try:
         with multiprocessing.get_context("fork").Pool(parts) as pool:
             found = pool.map(_drawn_part, list(itertools.pairwise(bounds)))
     finally:
-        _TODO = []
+        _WANTED = []
     return [interval for part in found for interval in part]
 
 
 def _drawn_part(bounds: tuple[int, int]) -> list[tuple[float, float]]:
-    """In a worker: :func:`_intervals` of ``_TODO[low:high]``."""
+    """In a worker: :func:`_intervals` of ``_WANTED[low:high]``."""
     low, high = bounds
-    return _intervals(_TODO[low:high])
+    return _intervals(_WANTED[low:high])
 
 
 def pct_interval(share: float, low: float, high: float, digits: int = 1) -> str:

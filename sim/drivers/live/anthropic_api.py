@@ -101,8 +101,9 @@ class MessageAssembler:
         self.response_id: str | None = None
 
     def add_whole(self, reply: Any) -> None:
-        """Anthropic calls are always streamed: never called."""
-        raise NotImplementedError
+        """Anthropic calls are always streamed, so a whole reply is a driver
+        error, raised as such."""
+        raise RuntimeError("an Anthropic call is always streamed: no whole reply to add")
 
     def add(self, event: Any) -> None:
         """Take one SDK stream event."""
