@@ -1,20 +1,16 @@
 """The one atomic file writer: a file staged beside its target, renamed over it when whole.
 
-:class:`StagedFile` writes a temporary file in the target's directory
-(``.<name>.<random>.tmp``, :data:`TEMP_SUFFIX`) and, when committed, makes it
-durable (flushed and fsynced), gives it mode :data:`FILE_MODE` and renames it
-over the target, then fsyncs the directory so the rename survives a power
-loss; discarded (or on any failure), the temporary file is removed and the
-target keeps its previous content. A reader never sees half a file.
-
-Every file sim writes whole goes through it: :func:`sim.output.files.atomic_file`
-(which also tells a full or read-only disk as an InputError), the streamed
-Parquet files (:class:`sim.output.stream.ParquetStream`) and the live
-driver's OpenTelemetry spans (:mod:`sim.drivers.live.otel`). Folders are
-swapped whole elsewhere (:func:`sim.traces.writer.atomic_folder`,
-:mod:`sim.output.folder`): another concept.
-
-A leaf: the standard library only, so every part that writes a file may use it.
+:class:`StagedFile` writes ``.<name>.<random>.tmp`` in the target's directory;
+committed, it is flushed, fsynced, given mode 0644 and renamed over the
+target, and the directory fsynced; discarded (or on any failure) it is
+removed and the target keeps its previous content. A reader never sees half
+a file. Its users: :func:`sim.output.files.atomic_file` (which also words a
+full disk), :class:`sim.output.stream.ParquetStream`, a trace folder's slice
+(:mod:`sim.traces.where`), a DES chunk's progress count
+(:class:`sim.sweeps.progress.TaskCounter`) and the live driver's spans
+(:mod:`sim.drivers.live.otel`).
+Swapping a whole folder is another concept (:mod:`sim.output.folder`,
+:func:`sim.traces.writer.atomic_folder`). A leaf of the standard library.
 """
 
 from __future__ import annotations
