@@ -1,29 +1,18 @@
 """The one job layer: how a long job's work is cut into chunks, and its results put back in order.
 
-Every long job that runs on workers cuts its work here: a sweep's direct
-cells (tasks, :mod:`sim.sweeps.plan`), a replay (recorded runs,
-:mod:`sim.api.replaying`), a trace import (files, :mod:`sim.traces.importer`)
-and tune (recorded runs, one share per worker process and read a batch at a
-time, :mod:`sim.tuning.shards`). The schedulers that run the chunks (this
-process, local worker processes, Dask) are :mod:`sim.sweeps.schedulers`.
-
-How much work goes into a chunk (:func:`chunk_size`) is one rule, given the
-work count and, for a job that may cut by it, the worker count:
-
-- a plan the same for every worker count (``workers`` None: a sweep, whose
-  plan is kept on disk for ``--resume``; an import) cuts the work into about
-  :data:`PIECES` chunks;
-- a plan for ``workers`` processes cuts it into :data:`PER_WORKER` chunks per
-  worker (so a slow chunk does not leave the others idle), or into one chunk
-  for a single worker;
-
-each chunk holding at least the job's ``least`` and at most its ``most``
-units (what a worker holds in memory, the progress bar's step). Chunks are
-consecutive ranges (:func:`spans`, or :func:`shares` for one per worker), and
-each job's results come back in chunk order (:func:`in_order`) whatever
-order the workers finish in: no job's output depends on how it was cut.
-
-A leaf: the standard library only, so every part with a long job may use it.
+Every long job on workers cuts its work here: a sweep's direct cells
+(:mod:`sim.sweeps.plan`), a replay (:mod:`sim.api.replaying`), a trace import
+(:mod:`sim.traces.importer`, :mod:`sim.traces.streaming`) and tune
+(:mod:`sim.tuning.shards`: one share per worker, read a batch at a time); the
+schedulers that run the chunks are :mod:`sim.sweeps.schedulers`. One rule
+says how much work a chunk holds (:func:`chunk_size`): about :data:`PIECES`
+chunks for a plan the same for every worker count (a sweep's, kept on disk
+for ``--resume``; an import's), else :data:`PER_WORKER` per worker (so a slow
+chunk does not leave the others idle) or one for a single worker, bounded by
+the job's own ``least`` and ``most`` (a worker's memory, the progress bar's
+step). Results come back in chunk order (:func:`in_order`) whatever order the
+workers finish in, so no output depends on how the work was cut. A leaf of
+the standard library.
 """
 
 from __future__ import annotations
