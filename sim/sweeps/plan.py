@@ -1,12 +1,11 @@
 """A sweep's chunk plan: which tasks of which cell each chunk runs, in write order.
 
-A direct cell is cut into ranges of tasks (:func:`sim.jobs.chunk_size` with
-:data:`MIN_CHUNK_TASKS` and :data:`CHUNK_TASKS`: about 64 chunks, a function
-of the task count alone, never of the workers, so every scheduler and worker
-count runs the same chunks and kept chunks serve ``--resume`` whatever the
-workers); a DES cell is one chunk (one
-shared-capacity system is one simulation). :class:`Job` names a chunk;
-:data:`Sink` is what receives the finished chunks in plan order
+A direct cell is cut into ranges of tasks (:func:`sim.jobs.chunk_size` between
+:data:`MIN_CHUNK_TASKS` and :data:`CHUNK_TASKS`: about 64 chunks, a function of
+the task count alone, never of the workers, so every scheduler and worker
+count runs the same chunks and kept chunks serve ``--resume``); a DES cell is
+one chunk (one shared-capacity system is one simulation). :class:`Job` names
+a chunk; :data:`Sink` is what receives the finished chunks in plan order
 (:mod:`sim.sweeps.chunks`).
 """
 
