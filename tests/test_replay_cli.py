@@ -322,24 +322,6 @@ def test_replay_with_workers_writes_the_bytes_of_one_worker(tmp_path, traces, wo
     assert figures(one) == figures(many)
 
 
-def test_replay_chunks_cover_every_run_once_whatever_the_workers():
-    """The chunk size gives every run to exactly one chunk, at most MAX_CHUNK
-    runs each, at least two chunks per worker (when there are runs for them),
-    chunks of MAX_CHUNK for one worker."""
-    from sim.api.replaying import MAX_CHUNK, chunk_size
-
-    for runs in (1, 7, 40, 2_001, 10_000, 100_000):
-        for workers in (1, 2, 3, 8):
-            size = chunk_size(runs, workers)
-            starts = range(0, runs, size)
-            assert sum(min(size, runs - s) for s in starts) == runs
-            assert 1 <= size <= MAX_CHUNK
-            if workers == 1:
-                assert len(starts) == -(-runs // MAX_CHUNK)
-            else:
-                assert len(starts) >= min(runs, 2 * workers) or size == MAX_CHUNK
-
-
 def test_a_trace_folder_is_read_again_when_its_files_change(tmp_path):
     """folder_tables keeps the folder it read (forked workers inherit it), but a
     folder rewritten in place is read again, never served stale; the runs it

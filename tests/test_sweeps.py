@@ -26,7 +26,7 @@ from sim.output.table import RECORD_SCHEMA, records_table
 from sim.scenario.model import load_scenario
 from sim.sweeps.cells import build_cell, cells_of
 from sim.sweeps.chunks import Interrupted, fingerprint, run_chunks
-from sim.sweeps.plan import CHUNK_TASKS, chunk_size, plan
+from sim.sweeps.plan import CHUNK_TASKS, MIN_CHUNK_TASKS, plan
 from sim.sweeps.schedulers import LocalPool, LostWorker, make_scheduler
 
 ROOT = Path(__file__).parents[1]
@@ -49,7 +49,7 @@ def test_the_chunk_plan_depends_on_the_task_count_alone() -> None:
     runs = cells_of(load_scenario(BOUNDED))
     for tasks in (1, 49, 50, 1000, 123_457, 1_000_000):
         jobs = plan(runs, tasks)
-        assert [j.start for j in jobs] == list(range(0, tasks, chunk_size(tasks)))
+        assert [j.start for j in jobs] == list(range(0, tasks, jobs[0].tasks))
         assert jobs[-1].stop == tasks
         assert all(0 < j.tasks <= CHUNK_TASKS for j in jobs)
         assert len({j.key for j in jobs}) == len(jobs)
@@ -367,7 +367,7 @@ def test_ctrl_c_stops_the_workers_within_a_second_keeps_chunks_and_leaves_no_fil
 
 
 def _die_on_third(run, cell, job, *options):
-    if job.start == 2 * chunk_size(600):
+    if job.start == 2 * MIN_CHUNK_TASKS:  # 600 tasks: chunks of 50, the fewest
         os.kill(os.getpid(), signal.SIGKILL)
     return _run_chunk(run, cell, job, *options)
 

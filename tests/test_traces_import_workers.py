@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from sim.sweeps.schedulers import LocalPool
 from sim.traces import folder as trace_folder
-from sim.traces.importer import chunk_files, import_traces
+from sim.traces.importer import import_traces
 from sim.traces.model import CALLS_FILE, REPORT_FILE, RUNS_FILE
 from sim.traces.skips import UNREADABLE
 from sim.traces.writer import write_runs
@@ -54,10 +54,6 @@ def test_two_workers_write_the_bytes_of_one(tmp_path):
     assert set(one.runs_by_source) == {"tau2", "mini-swe-agent", "sim"}
     assert _bytes(tmp_path / "one") == _bytes(tmp_path / "two")
     assert two.to_dict() == one.to_dict()
-
-
-def test_chunks_depend_on_the_file_count_only():
-    assert [chunk_files(n) for n in (1, 64, 65, 640, 10**6)] == [1, 1, 2, 10, 32]
 
 
 def test_a_trace_folder_passes_through_as_the_records_would(tmp_path, monkeypatch):

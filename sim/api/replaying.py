@@ -11,7 +11,8 @@ results folder is written whole by :func:`sim.output.replay.write_replay_results
 ``python -m sim replay`` (``sim/cli/replay.py``) is a shell over
 :func:`replay`: it parses its options, calls it and prints the summary.
 
-Runs are replayed in chunks (:func:`chunk_size`) on a scheduler of
+Runs are replayed in chunks (:func:`sim.jobs.chunk_size`: four per worker, one
+for a single worker, at most :data:`MAX_CHUNK` runs) on a scheduler of
 :mod:`sim.sweeps.schedulers` (``workers`` processes here, or Dask) and put back
 in order: the rows are the same for any number of workers. A chunk is sent as
 the folder and a range of runs. A folder whose calls come in its runs' order
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from sim.drivers.replay.reading import FolderIndex, TraceTables
     from sim.scenario.model import HarnessConfig
 
-__all__ = ["MAX_CHUNK", "Replayed", "chunk_size", "replay"]
+__all__ = ["MAX_CHUNK", "Replayed", "replay"]
 
 
 @dataclass(frozen=True)
@@ -311,19 +312,17 @@ def _replay_cell(traces: str, streamed: bool, name: str, count: int,
     """One cell's rows (records, then the replay's columns): the ``count``
     runs of ``traces`` replayed in chunks on ``where`` (each worker reading
     its chunk's calls when ``streamed``) and put back in order."""
+    from sim.jobs import chunk_size, in_order, spans
     from sim.progress import progress_bar
     from sim.sweeps.schedulers import make_scheduler
 
-    size = chunk_size(count, where.workers)
-    jobs = [(traces, streamed, start, min(start + size, count), *setting, name)
-            for start in range(0, count, size)]
-    parts: list[Any] = [None] * len(jobs)
+    size = chunk_size(count, most=MAX_CHUNK, workers=where.workers)
+    jobs = [(traces, streamed, start, stop, *setting, name) for start, stop in spans(count, size)]
     with progress_bar(total=count, desc=f"replay {name}", unit="run",
                       disable=not where.progress, leave=False) as bar, \
             make_scheduler(where.scheduler, where.workers) as scheduler:
-        for i, part in scheduler.run(replay_chunk, jobs):
-            parts[i] = part
-            bar.update(len(part))
+        parts = list(in_order(scheduler.run(replay_chunk, jobs),
+                              arrived=lambda part: bar.update(len(part))))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
@@ -347,15 +346,6 @@ def replay_chunk(traces: str, streamed: bool, start: int, stop: int, *setting: A
 MAX_CHUNK = 2_000
 """The most runs one chunk of a replay holds (a worker's memory and the
 progress bar's step)."""
-
-
-def chunk_size(runs: int, workers: int) -> int:
-    """Runs per chunk: about four chunks per worker (so a slow chunk does not
-    leave the others idle), at most :data:`MAX_CHUNK`; all runs in one chunk
-    for one worker, up to :data:`MAX_CHUNK`."""
-    if workers <= 1:
-        return max(1, min(runs, MAX_CHUNK))
-    return max(1, min(MAX_CHUNK, -(-runs // (4 * workers))))
 
 
 def _without_conversation(h: HarnessConfig) -> HarnessConfig:

@@ -2,9 +2,9 @@
 (fixed schema and compression, no pandas index or metadata, the provenance in
 the schema metadata) and JSON (sorted keys, ``repr`` floats).
 
-Every file is written atomically (a temporary file in the same directory,
-flushed, fsynced, then renamed over the target), so a reader never sees half
-a file and a failure never clobbers the previous one.
+Every file is written atomically (:mod:`sim.atomic`: a temporary file in the
+same directory, flushed, fsynced, then renamed over the target), so a reader
+never sees half a file and a failure never clobbers the previous one.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import contextlib
 import io
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -22,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sim.atomic import StagedFile
 from sim.parquet import (
     read_parquet as read_parquet,  # its home; re-exported for sim/tuning/inforce.py
 )
@@ -31,9 +31,6 @@ if TYPE_CHECKING:  # frames come from callers; the chunk path imports this witho
 
 PARQUET_COMPRESSION = "zstd"
 PARQUET_COMPRESSION_LEVEL = 3
-FILE_MODE = 0o644
-TEMP_SUFFIX = ".tmp"
-"""The ending of the temporary file an atomic write renames into place."""
 _ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
           "string": pa.string(), "str": pa.string(), "object": pa.string(),
           "Int64": pa.int64(), "Float64": pa.float64(), "boolean": pa.bool_()}
@@ -41,49 +38,26 @@ _ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike, *, durable: bool = True) -> Iterator[BinaryIO]:
-    """A binary file to write ``path`` through, atomically: a temporary file
-    in the same directory (``.<name>.*.tmp``), ``os.replace``-d over ``path``
-    (mode 0644) when the block ends; with ``durable`` the file is flushed
-    and fsynced first and the directory after (a temporary file, such as a
-    sweep's chunk, skips both). On any failure the temporary file is removed
-    and ``path`` keeps its previous content; a full or read-only disk is an
-    InputError saying so (:func:`sim.output.folder.disk_errors`)."""
+    """A binary file to write ``path`` through, atomically (the one writer,
+    :class:`sim.atomic.StagedFile`): a temporary file in the same directory
+    (``.<name>.*.tmp``), ``os.replace``-d over ``path`` (mode 0644) when the
+    block ends; with ``durable`` the file is flushed and fsynced first and
+    the directory after (a temporary file, such as a sweep's chunk, skips
+    both). On any failure the temporary file is removed and ``path`` keeps
+    its previous content; a full or read-only disk is an InputError saying
+    so (:func:`sim.output.folder.disk_errors`)."""
     from sim.output.folder import disk_errors
 
     target = Path(path)
-    with disk_errors(target, f"{target.name} is as it was"):
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                   suffix=TEMP_SUFFIX)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                yield handle
-                if durable:
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            os.chmod(tmp, FILE_MODE)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        if durable:
-            fsync_dir(target.parent)
+    with disk_errors(target, f"{target.name} is as it was"), \
+            StagedFile(target, durable=durable) as staged:
+        yield staged.handle
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically and durably (:func:`atomic_file`)."""
     with atomic_file(path) as handle:
         handle.write(data)
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename durable by fsyncing its directory (where the OS allows)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 PROVENANCE_KEY = b"sim.provenance"

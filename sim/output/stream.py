@@ -6,20 +6,20 @@ beside the target, in row groups of exactly ``row_group_rows`` rows (the last
 one shorter). The bytes depend only on the rows, their order and the schema,
 never on how the rows were cut into tables: a run on one worker, on many,
 on a Dask cluster or resumed from kept chunks writes the same file. Only
-:meth:`ParquetStream.close` puts the file in place (fsync, then rename);
-:meth:`ParquetStream.abort`, or leaving the ``with`` block on an exception,
-removes the temporary file, so a reader never sees half a file.
+:meth:`ParquetStream.close` puts the file in place (fsync, then rename: the
+one atomic writer, :class:`sim.atomic.StagedFile`, which names the temporary
+file and sets its mode); :meth:`ParquetStream.abort`, or leaving the ``with``
+block on an exception, removes the temporary file, so a reader never sees
+half a file.
 
-Compression, file mode and the temporary file's name are those of
-:mod:`sim.output.files` (zstd level 3; Parquet 2.6). Memory: at most one row
-group of rows is buffered.
+Compression is that of :mod:`sim.output.files` (zstd level 3; Parquet 2.6).
+Memory: at most one row group of rows is buffered.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -28,13 +28,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sim.output.files import (
-    FILE_MODE,
-    PARQUET_COMPRESSION,
-    PARQUET_COMPRESSION_LEVEL,
-    TEMP_SUFFIX,
-    fsync_dir,
-)
+from sim.atomic import TEMP_SUFFIX, StagedFile
+from sim.output.files import PARQUET_COMPRESSION, PARQUET_COMPRESSION_LEVEL
 
 ROW_GROUP_ROWS = 131_072
 
@@ -55,22 +50,14 @@ class ParquetStream:
         self.rows = 0
         self._group = row_group_rows
         self._schema = schema.with_metadata(dict(metadata)) if metadata else schema
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
-                                   suffix=TEMP_SUFFIX)
-        self._tmp = Path(tmp)
-        handle = None
+        self._file = StagedFile(self.path)
         try:  # a stream that never opened (Ctrl-C, a full disk) leaves no temporary file
-            self._handle = handle = os.fdopen(fd, "wb")
             self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
-                self._handle, self._schema, compression=PARQUET_COMPRESSION,
+                self._file.handle, self._schema, compression=PARQUET_COMPRESSION,
                 compression_level=PARQUET_COMPRESSION_LEVEL, version="2.6",
                 use_dictionary=dictionary_columns(schema, plain) if plain else True)
         except BaseException:
-            if handle is None:
-                os.close(fd)
-            else:
-                handle.close()
-            self._tmp.unlink(missing_ok=True)
+            self._file.discard()
             raise
         self._buffer: list[pa.Table] = []
         self._buffered = 0
@@ -98,7 +85,8 @@ class ParquetStream:
         self._buffered = rest.num_rows
 
     def close(self) -> Path:
-        """Write what is buffered, make the file durable and rename it into place."""
+        """Write what is buffered and put the file in place (durable:
+        :meth:`sim.atomic.StagedFile.commit`)."""
         if self._writer is None:
             raise ValueError("the stream is closed")
         try:
@@ -106,16 +94,10 @@ class ParquetStream:
                 self._flush(self._buffered)
             self._writer.close()
             self._writer = None
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-            self._handle.close()
-            os.chmod(self._tmp, FILE_MODE)
-            os.replace(self._tmp, self.path)
         except BaseException:
             self.abort()
             raise
-        fsync_dir(self.path.parent)
-        return self.path
+        return self._file.commit()
 
     def abort(self) -> None:
         """Drop everything written: the temporary file is removed, the target untouched."""
@@ -123,10 +105,7 @@ class ParquetStream:
             with contextlib.suppress(Exception):  # the file is being thrown away
                 self._writer.close()
             self._writer = None
-        if not self._handle.closed:
-            with contextlib.suppress(OSError):  # a full disk fails the flush: drop it
-                self._handle.close()
-        self._tmp.unlink(missing_ok=True)
+        self._file.discard()
         self._buffer, self._buffered = [], 0
 
     def __enter__(self) -> ParquetStream:

@@ -1,9 +1,11 @@
 """A sweep's chunk plan: which tasks of which cell each chunk runs, in write order.
 
-A direct cell is cut into ranges of tasks (:func:`chunk_size`, a function of
-the task count alone, never of the workers); a DES cell is one chunk (one
-shared-capacity system is one simulation). :class:`Job` names a chunk;
-:data:`Sink` is what receives the finished chunks in plan order
+A direct cell is cut into ranges of tasks (:func:`sim.jobs.chunk_size` between
+:data:`MIN_CHUNK_TASKS` and :data:`CHUNK_TASKS`: about 64 chunks, a function of
+the task count alone, never of the workers, so every scheduler and worker
+count runs the same chunks and kept chunks serve ``--resume``); a DES cell is
+one chunk (one shared-capacity system is one simulation). :class:`Job` names
+a chunk; :data:`Sink` is what receives the finished chunks in plan order
 (:mod:`sim.sweeps.chunks`).
 """
 
@@ -15,20 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from sim.jobs import chunk_size, spans
+
 if TYPE_CHECKING:
     from sim.sweeps.cells import CellRun
 
 CHUNK_TASKS = 2_000
 """The most tasks of a direct cell in one chunk (a fraction of a second of work)."""
 MIN_CHUNK_TASKS = 50
-
-
-def chunk_size(tasks: int) -> int:
-    """Tasks per chunk of a direct cell of ``tasks`` tasks: about 64 chunks,
-    at least :data:`MIN_CHUNK_TASKS` and at most :data:`CHUNK_TASKS` tasks.
-    It depends on the task count only, so every scheduler and worker count
-    runs the same chunks."""
-    return max(MIN_CHUNK_TASKS, min(CHUNK_TASKS, -(-tasks // 64)))
+"""The fewest tasks of a direct cell in one chunk (a smaller cell is one chunk)."""
 
 
 @dataclass(frozen=True)
@@ -54,14 +51,13 @@ class Job:
 
 def plan(runs: Sequence[CellRun], tasks: int) -> list[Job]:
     """The sweep's chunks, in the order their records are written."""
-    size = chunk_size(tasks)
+    size = chunk_size(tasks, least=MIN_CHUNK_TASKS, most=CHUNK_TASKS)
     jobs = []
     for c, run in enumerate(runs):
         if run.scenario.engine == "des":
             jobs.append(Job(c, 0, tasks, True))
         else:
-            jobs.extend(Job(c, start, min(start + size, tasks), False)
-                        for start in range(0, tasks, size))
+            jobs.extend(Job(c, start, stop, False) for start, stop in spans(tasks, size))
     return jobs
 
 

@@ -6,13 +6,14 @@ worker), and the parent reads those counts four times a second
 
 from __future__ import annotations
 
-import os
+import contextlib
 import threading
 import time
 from pathlib import Path
 
 from tqdm import tqdm
 
+from sim.atomic import StagedFile
 from sim.sweeps.plan import Job
 
 PROGRESS_INTERVAL_S = 0.25
@@ -38,13 +39,10 @@ class TaskCounter:
             self.write()
 
     def write(self) -> None:
-        """Write the count now."""
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(str(self.done), encoding="ascii")
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
+        """Write the count now (:class:`sim.atomic.StagedFile`, not fsynced:
+        a count a kill may lose)."""
+        with contextlib.suppress(OSError), StagedFile(self.path, durable=False) as staged:
+            staged.handle.write(str(self.done).encode("ascii"))
 
 
 def read_count(path: Path) -> int:

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.bad_input import InputError
+from sim.jobs import chunk_size, in_order, spans
 from sim.traces import (
     claude_code,
     harbor,
@@ -102,8 +103,8 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
     ``sim.progress.progress_bar``: one line per tenth off a terminal).
 
     With a ``scheduler`` (:mod:`sim.sweeps.schedulers`: local worker
-    processes or Dask), the files are read in chunks of
-    :func:`chunk_files` on its workers (:func:`read_chunk`) while this
+    processes or Dask), the files are read in chunks (:func:`sim.jobs.chunk_size`:
+    at most :data:`FILES_PER_CHUNK`) on its workers (:func:`read_chunk`) while this
     process writes, in file order: the result is the same, byte for byte, as
     without one, whatever the worker count.
 
@@ -247,14 +248,8 @@ def _read_input(item: Input, file: str, whole: frozenset[str] | set[str],
 
 
 FILES_PER_CHUNK = 32
-"""The most files one worker reads at a time (a function of nothing else,
-so the chunks are the same for any worker count)."""
-
-
-def chunk_files(count: int) -> int:
-    """Files per chunk for an import of ``count`` files: about 8 chunks per
-    hundred files, at most :data:`FILES_PER_CHUNK`."""
-    return max(1, min(FILES_PER_CHUNK, -(-count // 64)))
+"""The most files one worker reads at a time (the chunks depend on the file
+count alone: the same for any worker count)."""
 
 
 def read_chunk(items: list[Input]) -> list[list[RunRecord | Skip] | None]:
@@ -287,15 +282,10 @@ def _read_ahead(items: list[Input], scheduler: Scheduler | None
     if scheduler is None or len(items) < 2:
         yield from (None for _ in items)
         return
-    size = chunk_files(len(items))
-    jobs = [(items[i:i + size],) for i in range(0, len(items), size)]
-    done: dict[int, list] = {}
-    upcoming = 0
-    for index, result in scheduler.run(read_chunk, jobs):
-        done[index] = result
-        while upcoming in done:
-            yield from done.pop(upcoming)
-            upcoming += 1
+    size = chunk_size(len(items), most=FILES_PER_CHUNK)
+    jobs = [(items[low:high],) for low, high in spans(len(items), size)]
+    for read in in_order(scheduler.run(read_chunk, jobs)):
+        yield from read
 
 
 def _instance(record: RunRecord) -> tuple[Path, str, str | None]:

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
+from sim.jobs import in_order
 from sim.traces import folder as trace_folder
 from sim.traces import provenance
 from sim.traces.import_report import ImportReport
@@ -165,13 +166,7 @@ def _checked(folder: Path, calls: pq.ParquetFile, run_ids: Any, ends: np.ndarray
     starts = np.concatenate(([0], np.cumsum([calls.metadata.row_group(g).num_rows
                                              for g in range(groups)])))
     jobs = [(str(folder), g, int(starts[g])) for g in range(groups)]
-    done: dict[int, tuple] = {}
-    upcoming = 0
-    for index, result in scheduler.run(checked_group, jobs):
-        done[index] = result
-        while upcoming in done:
-            yield done.pop(upcoming)
-            upcoming += 1
+    yield from in_order(scheduler.run(checked_group, jobs))
 
 
 def checked_group(folder: str, group: int, first: int) -> tuple[pa.Table, int, dict]:

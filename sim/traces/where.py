@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sim.atomic import StagedFile
 from sim.bad_input import InputError
 
 __all__ = ["Condition", "parse_where", "run_mask", "slice_folder", "where_text"]
@@ -209,9 +210,8 @@ def slice_folder(folder: str | os.PathLike[str], conditions: Sequence[Condition]
     ids = chosen.column("run_id")
     kept = calls.filter(pc.is_in(calls.column("run_id"), ids))
     for name, table in (("calls.parquet", kept), ("runs.parquet", chosen)):
-        staged = target / f".{name}.where"  # then renamed: out may be the folder itself
-        pq.write_table(table, staged)
-        os.replace(staged, target / name)
+        with StagedFile(target / name) as staged:  # then renamed: out may be the folder itself
+            pq.write_table(table, staged.handle)
     return target, int(keep.sum()), len(frame)
 
 

@@ -24,7 +24,6 @@ evaluated in parallel and the folder is read once.
 
 from __future__ import annotations
 
-import itertools
 import math
 import multiprocessing
 from collections import Counter
@@ -43,6 +42,7 @@ from sim.drivers.replay.reading import runs_of
 from sim.engines.gc_paused import gc_paused
 from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
 from sim.harness.state import SUCCEEDED, DetectorMemory, HarnessState
+from sim.jobs import shares, spans
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
 from sim.tuning.stops import (
     SAME,
@@ -203,9 +203,9 @@ class Shard:
         needs: dict[str, list[float]] = {"steps": [], "tokens": [], "money": []}
         basis: Counter[str] = Counter()
         parallel = largest_result = biggest = 0
-        for low in range(start, stop, READ_CHUNK):
+        for low, high in spans(stop, READ_CHUNK, start=start):
             with gc_paused():  # a chunk: many short-lived objects, few cycles
-                runs = setup.runs(low, min(stop, low + READ_CHUNK))
+                runs = setup.runs(low, high)
                 done, marks, drivers = replay_marked(setup, setup.harness, runs, marked=True)
                 for run, item, mark, driver in zip(runs, done, marks, drivers, strict=True):
                     self._keep(run, item, mark, driver, needs)
@@ -507,10 +507,11 @@ def _serve(conn: Any, start: int, stop: int) -> None:
 
 
 class Shards:
-    """``count`` runs of ``setup`` in ``workers`` shards of consecutive runs:
-    one in this process (``workers`` 1, which may ``keep`` its runs), else
-    each in a forked worker process. :meth:`call` asks every shard the same
-    question at once and returns their answers in order."""
+    """``count`` runs of ``setup`` in ``workers`` shards of consecutive runs
+    (:func:`sim.jobs.shares`: as even as possible): one in this process
+    (``workers`` 1, which may ``keep`` its runs), else each in a forked
+    worker process. :meth:`call` asks every shard the same question at once
+    and returns their answers in order."""
 
     def __init__(self, setup: Setup, count: int, workers: int, keep: bool = False) -> None:
         self.local: Shard | None = None
@@ -525,9 +526,8 @@ class Shards:
         global _SETUP
         _SETUP = setup
         context = multiprocessing.get_context("fork")
-        bounds = [count * k // workers for k in range(workers + 1)]
         try:
-            for low, high in itertools.pairwise(bounds):
+            for low, high in shares(count, workers):
                 mine, theirs = context.Pipe()
                 proc = context.Process(target=_serve, args=(theirs, low, high), daemon=True)
                 proc.start()

@@ -50,12 +50,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sim.atomic import StagedFile
 from sim.bad_input import InputError
 from sim.drivers.live.calls import Answer
 from sim.harness.effects import ModelError, ModelRequest, ToolError, ToolRequest, ToolResult
@@ -132,26 +132,18 @@ class SpanRecorder:
         return encode_spans(spans).to_dict()
 
     def write(self, path: str | os.PathLike) -> None:
-        """Write :meth:`document` to ``path`` (temporary file, flushed and
-        fsynced, then renamed). Never over a folder, a device or a FIFO
-        (renaming would replace it): an InputError, the target untouched."""
+        """Write :meth:`document` to ``path`` as one line of JSON, atomically
+        (:class:`sim.atomic.StagedFile`: a temporary file, flushed and fsynced,
+        then renamed). Never over a folder, a device or a FIFO (renaming would
+        replace it): an InputError, the target untouched."""
         target = Path(path)
         if target.exists() and not target.is_file():
             raise InputError(f"{target} is not a regular file: the spans are not written "
                              f"over it")
         target.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps(self.document(), separators=(",", ":")) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with StagedFile(target) as staged:
+            staged.handle.write(data.encode("utf-8"))
 
 
 class RunSpans:
