@@ -242,6 +242,15 @@ class RunDriver:
         in an earlier step does not make every later stop read as mid-step."""
         return self.step_run < self.step_due
 
+    def checkpoint(self, effect: fx.Checkpoint, now: float) -> None:
+        """The loop's checkpoint after a step: every tool call of the last
+        answered response was taken (run, or refused by the harness, which
+        asks the driver nothing), so a stop from here on is not mid-step.
+        The checkpoint a run stopped mid-step leaves once it has ended
+        changes nothing."""
+        if not self.state.terminal:
+            self.step_due = self.step_run
+
     def execute(self, request: fx.ToolRequest, now: float) -> fx.ToolResult | fx.ToolError:
         """A tool request: the result sized when its call was answered; a
         retry the old harness did not make is an intervention."""
