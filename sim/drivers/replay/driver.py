@@ -237,9 +237,11 @@ class RunDriver:
 
     @property
     def mid_step(self) -> bool:
-        """Whether tool calls of the last answered response were not run (the
-        run stopped inside that step). Per step: a tool call the harness refused
-        in an earlier step does not make every later stop read as mid-step."""
+        """Whether tool calls of the last answered response were not run and
+        its step's checkpoint did not pass (the run stopped inside that step).
+        Per step: a tool call the harness refused (it asks the driver nothing)
+        does not make a later stop read as mid-step, once the step's
+        checkpoint passed (:meth:`checkpoint`)."""
         return self.step_run < self.step_due
 
     def checkpoint(self, effect: fx.Checkpoint, now: float) -> None:
