@@ -370,8 +370,9 @@ def test_the_drivers_answer_effects_through_the_engines_table():
     """The replay and live drivers have no switch on effect type: the engines'
     table (sim.engines.perform.answers) maps every effect to their methods; an
     effect a driver has no method for is a TypeError naming the driver and the
-    method (replay has no task-giver), and checkpoints and waits are answered
-    with None by a driver without its own (replay) or by its own (live)."""
+    method (replay has no task-giver), and waits are answered with None by a
+    driver without its own (replay) or by its own (live); checkpoints by each
+    driver's own (replay's notes that a step's tool calls were all taken)."""
     from sim.drivers.live.driver import LiveDriver
     from sim.drivers.replay.driver import RunDriver
     from sim.engines.perform import EFFECTS, answers
@@ -385,6 +386,6 @@ def test_the_drivers_answer_effects_through_the_engines_table():
         assert live[kind] is getattr(LiveDriver, method)
     assert live[fx.Wait] is LiveDriver.wait and live[fx.Checkpoint] is LiveDriver.checkpoint
     assert replayed[fx.Wait](None, fx.Wait(1.0), 0.0) is None
-    assert replayed[fx.Checkpoint](None, fx.Checkpoint(3), 0.0) is None
+    assert replayed[fx.Checkpoint] is RunDriver.checkpoint
     with pytest.raises(TypeError, match=r"RunDriver cannot answer UserTurn.*'reply'"):
         replayed[fx.UserTurn](None, fx.UserTurn("hi", 1), 0.0)

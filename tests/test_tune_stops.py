@@ -166,9 +166,9 @@ rejected with a message and the tool is not run."""
 
 def test_a_stop_after_a_tool_call_left_unrun_is_read_as_a_replay_reads_it():
     """Call 1 asks for a tool with arguments nested past the harness's limit:
-    the harness rejects it and never runs the tool, so at the mark before
-    call 2 the last answered response's tool call is due and was not run (the
-    driver then reads a stop there as mid-step). Every step cap and token
+    the harness rejects it and never runs the tool; at the mark before call
+    2 that step is over (its checkpoint passed), so no tool call is due and a
+    stop there is not mid-step. Every step cap and token
     budget that stops the run is answered from the marks (nothing replayed
     again) and equals a replay of the run under it."""
     run = RecordedRun("deep", (_call(1000), _same_call(2000, DEEP), _call(3000),
@@ -178,7 +178,7 @@ def test_a_stop_after_a_tool_call_left_unrun_is_read_as_a_replay_reads_it():
     marks = evaluator.marks[0]
     assert marks is not None and marks.exact
     tools_run, tools_due = marks.rows[2][-3], marks.rows[2][-2]
-    assert (tools_run, tools_due) == (0, 1)  # call 1's tool call is due and was not run
+    assert (tools_run, tools_due) == (0, 0)  # call 1's tool call was refused: the step is over
     candidates = [setting({"steps": cap}) for cap in (1, 2, 3)] + [
         setting({"tokens": t}) for t in (2500, 5000, 8000)]
     for s in candidates:

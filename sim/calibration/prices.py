@@ -22,6 +22,7 @@ import pandas as pd
 
 from sim.bad_input import InputError
 from sim.calibration.data import Traces
+from sim.harness.prices import Prices
 
 
 @dataclass
@@ -82,11 +83,8 @@ def _scaled_catalogue(model: str, when, cols: dict[str, pd.Series],
                       cost: np.ndarray) -> PriceEstimate | None:
     """The catalogue's prices scaled to the recorded costs; None when the
     catalogue does not know ``model`` or prices its runs at nothing."""
-    from sim.cost import lookup_prices
-
-    try:
-        p = lookup_prices(model, when=when)
-    except InputError:
+    p = _listed(model, when)
+    if p is None:
         return None
     tokens = zip(*(cols[k].to_numpy(float).tolist() for k in
                    ("input", "output", "cache_read", "cache_write")), strict=True)
@@ -119,12 +117,24 @@ def _least_squares(model: str, cols: dict[str, pd.Series], cost: np.ndarray) -> 
                          f"catalogue (R^2 {_r2(cost, a @ coef):.4f})")
 
 
-def _catalogue(model: str, when) -> PriceEstimate:
+def _listed(model: str, when) -> Prices | None:
+    """The catalogue's flat prices of ``model`` on ``when``, a recorded name
+    tried as :func:`sim.cost.prices.catalogue_names` says (as every price
+    path does); None when the catalogue does not know it."""
     from sim.cost import lookup_prices
+    from sim.cost.prices import catalogue_names
 
-    try:
-        p = lookup_prices(model, when=when)
-    except InputError:
+    for name, provider in catalogue_names(model):
+        try:
+            return lookup_prices(name, provider, when=when)
+        except InputError:
+            continue
+    return None
+
+
+def _catalogue(model: str, when) -> PriceEstimate:
+    p = _listed(model, when)
+    if p is None:
         return PriceEstimate(model, 0.0, 0.0, 0.0, 0.0,
                              "no recorded costs and not in the catalogue: priced at 0")
     return PriceEstimate(model, p.input, p.output, p.cache_read, p.cache_write,

@@ -17,7 +17,7 @@ whole prompt, cache included) with the cache read from
 ``completion_tokens_details.reasoning_tokens`` (a run any of whose calls has
 more cache than prompt, or more reasoning than output, is read with them
 counted apart: :mod:`sim.traces.usage`); ``extra.cost``; the finish reason of
-the first choice. Provenance (:mod:`sim.traces.derivation`): the uncached
+the first choice. Provenance (:func:`sim.traces.usage.derived`): the uncached
 input is derived when a cache count was subtracted from ``prompt_tokens``,
 the output when reasoning was subtracted from ``completion_tokens``. A
 message whose response records no usage is a call with its counts unknown

@@ -29,7 +29,7 @@ the greeting) is a run of zero calls, with its exit, cost and reward. Per call:
   reasoning than output is read with those counted apart, every call of it
   (:mod:`sim.traces.usage`); Anthropic parts that do not add up to
   ``prompt_tokens`` are kept as the provider gave them; either way counted as
-  repairs. Provenance (:mod:`sim.traces.derivation`): the input is derived
+  repairs. Provenance (:func:`sim.traces.usage.derived`): the input is derived
   when a cache count was subtracted from ``prompt_tokens`` (exact when it is
   Anthropic's own ``input_tokens``), the output when reasoning was
   subtracted from ``completion_tokens``;
@@ -193,7 +193,7 @@ class _Conversation:
 
     def finish(self) -> list[CallRecord]:
         """The calls with their observations (a call without usage has its
-        counts unknown: :func:`~sim.traces.derivation.unknown_usage`)."""
+        counts unknown: :func:`~sim.traces.usage.unknown_usage`)."""
         for call, texts in zip(self.calls, self.replies, strict=True):
             call.observation_tokens = sum(approx_tokens(t) for t in texts)
             call.observation_sha256 = joined_sha256(texts)

@@ -225,8 +225,11 @@ def fill_intervals(rows: Iterable[dict[str, Any]], workers: int = 1) -> None:
     keys = [(f.__name__, hashlib.blake2b(v.tobytes(), digest_size=20).digest())
             for v, (_, f) in zip(arrays, wanted, strict=True)]
     todo: dict[tuple[str, bytes], tuple[np.ndarray, Any]] = {}
+    known: dict[tuple[str, bytes], tuple[float, float]] = {}  # held here: drawing may evict
     for key, v, (_, f) in zip(keys, arrays, wanted, strict=True):
-        if key not in _INTERVALS and key not in todo:
+        if key in _INTERVALS:
+            known[key] = _INTERVALS[key]
+        elif key not in todo:
             todo[key] = (v, f)
     by_size: dict[int, list[tuple[str, bytes]]] = {}
     for key, (v, _) in todo.items():  # a paired bootstrap draws values of one size
@@ -234,8 +237,8 @@ def fill_intervals(rows: Iterable[dict[str, Any]], workers: int = 1) -> None:
     for same in by_size.values():
         found = _drawn([todo[k] for k in same], workers)
         for key, interval in zip(same, found, strict=True):
-            _INTERVALS[key] = interval
-    done = [_INTERVALS[k] for k in keys]
+            _INTERVALS[key] = known[key] = interval
+    done = [known[k] for k in keys]
     for i, r in enumerate(waiting):
         for (low, high), interval in zip(_INTERVAL_KEYS, done[4 * i:4 * i + 4], strict=True):
             r[low], r[high] = interval

@@ -237,10 +237,21 @@ class RunDriver:
 
     @property
     def mid_step(self) -> bool:
-        """Whether tool calls of the last answered response were not run (the
-        run stopped inside that step). Per step: a tool call the harness refused
-        in an earlier step does not make every later stop read as mid-step."""
+        """Whether tool calls of the last answered response were not run and
+        its step's checkpoint did not pass (the run stopped inside that step).
+        Per step: a tool call the harness refused (it asks the driver nothing)
+        does not make a later stop read as mid-step, once the step's
+        checkpoint passed (:meth:`checkpoint`)."""
         return self.step_run < self.step_due
+
+    def checkpoint(self, effect: fx.Checkpoint, now: float) -> None:
+        """The loop's checkpoint after a step: every tool call of the last
+        answered response was taken (run, or refused by the harness, which
+        asks the driver nothing), so a stop from here on is not mid-step.
+        The checkpoint a run stopped mid-step leaves once it has ended
+        changes nothing."""
+        if not self.state.terminal:
+            self.step_due = self.step_run
 
     def execute(self, request: fx.ToolRequest, now: float) -> fx.ToolResult | fx.ToolError:
         """A tool request: the result sized when its call was answered; a
