@@ -29,9 +29,11 @@ pytestmark = [
                        reason="the LocalCluster forks its workers on Linux only"),
 ]
 
-START_S = 3.0
+START_S = 5.0
 """The start's time-out these tests set (seconds): the workers never start
-here, so its size changes when the note comes, not what the sweep returns."""
+here, so its size changes when the note comes, not what the sweep returns;
+long enough that both workers are forked (and hang) before it, at about
+0.5 s, even on a loaded machine."""
 
 BOUND_S = 60.0
 """How long a test waits for what must end before it calls it a hang
@@ -83,8 +85,8 @@ def _square(i: int) -> int:
 
 
 def _slow_square(i: int) -> int:
-    """A chunk stand-in of 0.1 s: i squared."""
-    time.sleep(0.1)
+    """A chunk stand-in of 0.2 s: i squared."""
+    time.sleep(0.2)
     return i * i
 
 
@@ -142,7 +144,7 @@ def test_run_returns_every_result_when_the_workers_never_start(stalled: None) ->
 
 def test_after_the_start_time_out_this_process_runs_the_rest_and_says_so_once(
         stalled: None, capsys: pytest.CaptureFixture[str]) -> None:
-    """Chunks that outlast the start's time-out (40 of 0.1 s against 3 s) all
+    """Chunks that outlast the start's time-out (40 of 0.2 s against 5 s) all
     run here, each once, with their results (i, i squared); stderr says once
     that the Dask workers did not start."""
     from sim.sweeps.schedulers import make_scheduler
