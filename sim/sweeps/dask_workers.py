@@ -49,7 +49,13 @@ START_METHOD = "fork" if sys.platform.startswith("linux") else "forkserver"
 """How our LocalCluster's worker processes start: forked from this process
 on Linux (everything a chunk needs is imported already, as for the local
 pool's workers), elsewhere from a fork server that imports Dask and sim once
-(:data:`FORKSERVER_PRELOAD`; fork is unsafe on macOS)."""
+(:data:`FORKSERVER_PRELOAD`; fork is unsafe on macOS). A fork copies the
+locks other threads hold (:mod:`sim.sweeps.fork_gate` forks while none of
+ours and no log handler's is held; :data:`sim.sweeps.on_dask.START_S` ends
+a start that hangs anyway); a fork server's or a spawned worker would copy
+none, but a 2-worker cluster took 2.7-2.9 s to come up from a fork server
+and 2.8-2.9 s spawned, against 1.1 s forked (three fresh processes each, on
+2 cores at load 7.5)."""
 
 FORKSERVER_PRELOAD = ("distributed", "sim.sweeps.chunks")
 """Modules the LocalCluster's fork server imports before forking workers:

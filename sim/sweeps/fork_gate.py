@@ -19,12 +19,31 @@ once every worker is forked, and only then does the thread run chunks. The
 forks happen within the cluster's start either way; the thread waits for
 them (the scheduler's start, then one fork per worker: a few tenths of a
 second) instead of computing through them.
+
+Other threads write log lines meanwhile (Distributed's event loop logs as
+the cluster starts), and a stream's own lock (a buffered file's: logging
+re-makes its handlers' locks in a forked child, not their streams') held by
+a write under way at the fork stays held in the child: the worker then
+waits at its first log line forever (seen once, with pytest's log handler on
+the root logger). So from :meth:`ForkGate.open` until :meth:`ForkGate.end`
+(the LocalCluster's life, its nannies' restarts of a worker included) each
+fork also takes every log handler's lock first (a handler holds it while it
+writes), waiting :data:`LOG_WAIT_S` at most, and lets them go once forked:
+no log line is being written at the fork. A write to a stream outside
+logging (a ``print`` from another thread) is not covered; the scheduler's
+start time-out (:data:`sim.sweeps.on_dask.START_S`) is the net for that.
+(One order of locks is not ours to choose: logging's own fork hook then
+takes its module lock, which ``logging.config``'s reconfiguration holds while
+it flushes the handlers; a reconfiguration in another thread at the instant
+of a worker's fork would wait for the fork, and the fork for it.)
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 
 WAIT_S = 120.0
 """The longest a fork waits for the sweep's thread to park (seconds): a
@@ -34,15 +53,49 @@ Every wait that ends so is counted (:attr:`ForkGate.timed_out`): it is a
 stall of that long, a bug of the caller's (a test once waited for the cluster
 without parking, and each run took 120 s)."""
 
+LOG_WAIT_S = 5.0
+"""The longest a fork waits for the log lines being written to end (seconds,
+all handlers together): a write takes microseconds, unless its stream is
+blocked (a full pipe), and then the fork goes ahead without that handler's
+lock."""
+
+
+def _log_handlers() -> list[logging.Handler]:
+    """Every handler of the root logger and of every logger made so far, once
+    each, in the order of the loggers' names (every fork takes them so)."""
+    loggers = [logging.getLogger()] + [
+        logger for _, logger in sorted(list(logging.root.manager.loggerDict.items()))
+        if isinstance(logger, logging.Logger)]
+    handlers: dict[int, logging.Handler] = {}
+    for logger in loggers:
+        for handler in logger.handlers:
+            handlers.setdefault(id(handler), handler)
+    return list(handlers.values())
+
+
+def _hold_log_handlers(seconds: float) -> list[logging.Handler]:
+    """Take every log handler's lock, waiting ``seconds`` at most in all;
+    the handlers whose lock was taken."""
+    deadline = time.monotonic() + seconds
+    held = []
+    for handler in _log_handlers():
+        lock = handler.lock
+        if lock is not None and lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            held.append(handler)
+    return held
+
 
 class ForkGate:
     """Forks that wait for one thread to park (see the module). Inactive
     until :meth:`open`; closed again once the expected forks have happened.
     ``timed_out`` counts the forks that went ahead after :data:`WAIT_S`
-    without the thread parking."""
+    without the thread parking. From :meth:`open` until :meth:`end` every
+    fork also waits for the log lines being written (see the module)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
+        self._guarding = False  # forks take the log handlers' locks
+        self._held = threading.local()  # the handlers the forking thread holds
         self._active = False
         self._parked = False
         self._forks = 0
@@ -62,6 +115,13 @@ class ForkGate:
             self._active, self._parked = True, False
             self._forks, self._expected = 0, forks
             self._owner = threading.get_ident()
+            self._guarding = True
+
+    def end(self) -> None:
+        """The LocalCluster is closed: forks no longer wait for anything."""
+        with self._cond:
+            self._active = self._guarding = False
+            self._cond.notify_all()
 
     def close(self) -> None:
         """Forks no longer wait (the cluster is up, or failed to start)."""
@@ -94,16 +154,23 @@ class ForkGate:
                     and not self._cond.wait_for(lambda: self._parked or not self._active,
                                                 timeout=WAIT_S)):
                 self.timed_out += 1
+            guarding = self._guarding
+        self._held.handlers = _hold_log_handlers(LOG_WAIT_S) if guarding else []
 
     def _after_in_parent(self) -> None:
+        for handler in getattr(self._held, "handlers", ()):
+            handler.release()
+        self._held.handlers = []
         with self._cond:
             if self._active:
                 self._forks += 1
                 self._cond.notify_all()
 
     def _after_in_child(self) -> None:
+        # logging has made its handlers' locks anew in the child (its hook runs first)
+        self._held = threading.local()
         self._cond = threading.Condition()  # another thread may have held the old one's lock
-        self._active = False
+        self._active = self._guarding = False
 
 
 GATE = ForkGate()

@@ -61,13 +61,38 @@ before Distributed's event loop has begun the call makes Distributed log a
 under load as a failure of the Ctrl-C test). It waits on a queue instead,
 filled by a thread that fetches the results (:meth:`DaskScheduler._fetch`),
 and chunks are submitted by the starting thread or one of their own.
+
+Nothing waits for a cluster that does not come up. A worker forked while
+another thread of this process held a stream's lock (a log line being
+written) inherits the lock held and waits for it forever at its own first
+log line (seen once: py-spy showed a worker stuck in a stream handler's
+``flush``), and the cluster's start then never ends. :mod:`sim.sweeps.fork_gate`
+forks no worker while one of this process's log handlers is writing, which
+closes the common case, not a write to the stream outside logging (a
+``print`` from another thread). So:
+
+- :meth:`DaskScheduler.run` returns once every chunk has a result, wherever
+  it ran: this process keeps running chunks while the cluster starts, and a
+  sweep it finishes alone never waits for the cluster;
+- the start has a time-out, :data:`START_S`: after it this process runs
+  every chunk not yet handed to the cluster itself, stderr says once that
+  the Dask workers did not start, and the workers forked so far are killed
+  (the start then fails and ends; a cluster that comes up later is closed
+  unused);
+- :meth:`DaskScheduler.close` waits for a start under way until that
+  time-out at most, then gives it up as above and waits :data:`START_END_S`
+  at most for it to end, killing any worker process it forks meanwhile: no
+  worker process of ours outlives the close.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
+import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -83,7 +108,7 @@ from sim.sweeps.fork_gate import GATE
 from sim.sweeps.lost_worker import LostWorker
 
 __all__ = ["CLIENT_OPTIONS", "CLUSTER_OPTIONS", "FORKSERVER_PRELOAD", "LOCAL_CLUSTER_CONFIG",
-           "START_METHOD", "DaskScheduler"]
+           "START_END_S", "START_METHOD", "START_S", "DaskScheduler"]
 
 LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.worker.multiprocessing-method": START_METHOD,
@@ -137,6 +162,24 @@ ends at its next cancelled future, at once; a thread still waiting after
 this (a cluster gone mid-fetch) is left to end with the process."""
 
 
+START_S = 60.0
+"""The longest our LocalCluster may take to start (seconds, from the
+scheduler's creation) before this process gives it up and runs the sweep's
+chunks itself (see the module). Starts measured on 2 cores: 0.5-0.8 s with
+forked workers at load 14, 4-12 s when every worker was a new interpreter at
+load 15-23 (:data:`LOCAL_CLUSTER_CONFIG`); a start that has not ended in
+five times the slowest of those has stalled."""
+
+START_END_S = 10.0
+"""The longest closing waits for a start given up to end (seconds), its
+worker processes killed meanwhile; a start still under way after this (its
+scheduler stalled, say) is left to end with the process."""
+
+STALL_NOTE = ("note: the Dask workers did not start within {seconds:g} s; "
+              "this process runs the chunks instead")
+"""What stderr says, once, when the start is given up."""
+
+
 class _Handoff:
     """Which chunks this process runs while the cluster starts: it claims
     them one at a time (:meth:`claim`) until the cluster, once up, takes
@@ -147,11 +190,16 @@ class _Handoff:
         self._next = 0
         self._total = total
         self._closed = False
+        self.all_here = False  # every chunk was claimed: the cluster has none
 
     def claim(self) -> int | None:
-        """The next chunk for this process, or None once the cluster has the rest."""
+        """The next chunk for this process, or None once the cluster has the
+        rest or this process has claimed every chunk (:attr:`all_here`)."""
         with self._lock:
-            if self._closed or self._next >= self._total:
+            if self._closed:
+                return None
+            if self._next >= self._total:
+                self._closed = self.all_here = True
                 return None
             self._next += 1
             return self._next - 1
@@ -194,7 +242,11 @@ class DaskScheduler:
         self._index: dict[str, int] = {}
         self._starting: threading.Thread | None = None
         self._failed: BaseException | None = None
-        self._up = threading.Event()
+        self._up = threading.Event()  # set once the start has ended, up or failed
+        self._given_up = False  # the start outlasted START_S: its cluster is never used
+        self._deadline = time.monotonic() + START_S
+        self._timer: threading.Timer | None = None
+        self._others: set[int | None] = set()  # child processes that are not our workers
         self._on_up: Any = None  # called in the starting thread once the cluster is up
         self._lock = threading.Lock()
         self._closing = False  # set by close: chunks not yet submitted never are
@@ -206,8 +258,12 @@ class DaskScheduler:
             self.name = f"a Dask LocalCluster of {workers} workers"
             if START_METHOD == "fork" and CLUSTER_OPTIONS["processes"]:
                 GATE.open(workers)  # forks wait until this thread is parked (fork_gate)
+            self._others = {child.pid for child in multiprocessing.active_children()}
+            self._timer = threading.Timer(START_S, self._give_up)
+            self._timer.name, self._timer.daemon = "sim-dask-start-time-out", True
             self._starting = threading.Thread(target=self._start, args=(workers,),
                                               name="sim-dask-start", daemon=True)
+            self._timer.start()
             self._starting.start()  # it imports Dask too: this thread goes on to the chunks
             return
         from dask.distributed import Client
@@ -241,26 +297,66 @@ class DaskScheduler:
         with self._lock:
             self._up.set()
             on_up, self._on_up = self._on_up, None
+            if self._timer is not None:
+                self._timer.cancel()
         if on_up is not None:
             on_up()
 
+    def _start_left_s(self) -> float:
+        """Seconds left of the start's time-out (:data:`START_S`), never negative."""
+        return max(0.0, self._deadline - time.monotonic())
+
+    def _give_up(self) -> None:
+        """Give up a start that has not ended (in the time-out's thread, or in
+        the caller's once it has waited :data:`START_S`): no chunk goes to the
+        cluster from now on, stderr says so once, and the worker processes
+        forked so far are killed. Nothing once the start has ended."""
+        with self._lock:
+            if self._up.is_set() or self._given_up:
+                return
+            self._given_up = True
+            self._on_up = None
+        GATE.close()  # forks still to come no longer wait for the sweep's thread
+        print(STALL_NOTE.format(seconds=START_S), file=sys.stderr, flush=True)
+        self._kill_workers()
+
+    def _kill_workers(self) -> None:
+        """Kill every child process of this one started since this scheduler
+        was made (the worker processes of our LocalCluster's nannies)."""
+        for child in multiprocessing.active_children():
+            if child.pid not in self._others:
+                child.kill()
+
+    def _end_given_up_start(self) -> None:
+        """Wait :data:`START_END_S` at most for a start given up to end,
+        killing the worker processes it forks meanwhile."""
+        assert self._starting is not None
+        deadline = time.monotonic() + START_END_S
+        while self._starting.is_alive() and time.monotonic() < deadline:
+            self._kill_workers()
+            self._starting.join(timeout=0.2)
+
     def wait_until_up(self) -> None:
         """Wait, parked (:mod:`sim.sweeps.fork_gate`: the workers are forked
-        meanwhile), until the cluster is up or has failed to start; every chunk
-        of a later :meth:`run` then goes to the cluster."""
+        meanwhile), until the cluster is up or has failed to start, or its
+        start is given up (:data:`START_S`); every chunk of a later
+        :meth:`run` then goes to the cluster, if it is up."""
         GATE.park()
-        self._up.wait()
+        if not self._up.wait(self._start_left_s()):
+            self._give_up()
 
     def run(self, work: Any, jobs: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
         """``(index, work(*job))`` as chunks finish: in this process while our
-        LocalCluster starts, then on the cluster (see the module)."""
+        LocalCluster starts, then on the cluster (see the module); all in this
+        process once its start is given up (:data:`START_S`). Returns as soon
+        as every chunk has a result, wherever it ran."""
         handoff = _Handoff(len(jobs))
         submitted = threading.Event()
 
         def submit_rest() -> None:  # in the starting thread, or one of its own
             try:
                 rest = handoff.rest()
-                if self._failed is None and not self._closing:
+                if rest and self._failed is None and not self._closing:
                     self._submit(work, jobs, rest)
             except BaseException as error:  # raised by run, in the caller's thread
                 self._failed = error
@@ -268,13 +364,20 @@ class DaskScheduler:
                 submitted.set()
 
         with self._lock:
-            if self._up.is_set():  # not in this thread: it waits inside no Client call
+            if self._given_up:
+                pass  # every chunk runs here
+            elif self._up.is_set():  # not in this thread: it waits inside no Client call
                 threading.Thread(target=submit_rest, name="sim-dask-submit", daemon=True).start()
             else:
                 self._on_up = submit_rest
         GATE.park_until_forked()  # no worker is forked while this thread runs a chunk
         while (i := handoff.claim()) is not None:
             yield i, work(*jobs[i])
+        if handoff.all_here:  # the cluster has no chunk of this run: it is not waited for
+            with self._lock:
+                if self._on_up is submit_rest:
+                    self._on_up = None
+            return
         submitted.wait()
         if self._failed is not None:
             raise self._failed
@@ -345,14 +448,21 @@ class DaskScheduler:
 
     def close(self) -> None:
         """Cancel what still runs and disconnect (a LocalCluster of ours is shut
-        down, once started: closing waits for a start under way, but not for
-        the chunks' submission that follows it, which the close cuts short:
-        a submission under way when Ctrl-C ended the workers scattered to them
-        for 30 s, Distributed's time-out to connect, before it failed)."""
+        down, once started: closing waits for a start under way until its
+        time-out, :data:`START_S`, then gives it up, its workers killed (see
+        the module); it does not wait for the chunks' submission that follows
+        a start, which the close cuts short: a submission under way when
+        Ctrl-C ended the workers scattered to them for 30 s, Distributed's
+        time-out to connect, before it failed)."""
         self._closing = True
         if self._starting is not None:
             GATE.park()
-            self._up.wait()  # set once the start has ended, up or failed
+            if not self._up.wait(self._start_left_s()):  # set once the start has ended
+                self._give_up()
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._given_up:
+                self._end_given_up_start()
         self._cancel()
         if self._client is not None:
             self._client.close(timeout=5)
@@ -360,6 +470,9 @@ class DaskScheduler:
             self._cluster.close(timeout=5)
         if self._starting is not None:  # a submission cut short ends with the cluster
             self._starting.join(timeout=FETCH_END_S)
+            if self._given_up:
+                self._kill_workers()
+            GATE.end()
         self._failed = None  # its traceback may hold futures the close cut short
         self._quiet.restore()
 
