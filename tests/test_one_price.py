@@ -302,3 +302,66 @@ def test_a_prefixed_model_has_one_catalogue_price_in_calibrate_and_in_replay(rec
     for price in (from_calibrate, from_replay):
         assert (price.input, price.output, price.cache_read) == (
             expected.input, expected.output, expected.cache_read)
+
+
+# ------------------------------------------------ one home for a recorded call's price
+
+SIM = Path(__file__).resolve().parent.parent / "sim"
+PRICE_CALLERS = {
+    ("cost/recorded.py", "call_cost"): "the home: a recorded call's tokens priced",
+    ("harness/state.py", "HarnessState.add_usage"): "the harness's own account of a call",
+    ("engines/tenant_budget.py", "prompt_cost"): "a simulated prompt against a tenant's budget",
+}
+"""Where ``Prices.call_cost`` (the harness's low-level rule) may be called in
+``sim/``, each with why: everything that prices a recorded call goes through
+:func:`sim.cost.recorded.call_cost`."""
+
+
+def price_callers(source: str) -> set[str]:
+    """The qualified names of the functions of ``source`` that call a
+    ``.call_cost(...)`` method (``Prices.call_cost``)."""
+    import ast
+
+    found: set[str] = set()
+
+    def visit(node: ast.AST, where: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                visit(child, [*where, child.name])
+                continue
+            if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                    and child.func.attr == "call_cost"):
+                found.add(".".join(where) or "<module>")
+            visit(child, where)
+    visit(ast.parse(source), [])
+    return found
+
+
+def test_prices_call_cost_is_called_only_by_the_recorded_call_home_and_the_harness():
+    """Every call of ``Prices.call_cost`` in ``sim/`` is in
+    :func:`sim.cost.recorded.call_cost` (what summary, calibrate, replay and
+    tune price recorded calls with) or in one of the listed simulated-run
+    accounts; a module that prices a recorded call itself fails here."""
+    found = {(path.relative_to(SIM).as_posix(), name)
+             for path in sorted(SIM.rglob("*.py"))
+             for name in price_callers(path.read_text(encoding="utf-8"))}
+    assert found == set(PRICE_CALLERS)
+
+
+def test_the_price_caller_scan_finds_a_planted_copy():
+    """The scan above finds summary's old way (a recorded call's tokens priced
+    with ``tiers.call_cost`` written out in the module) in its function."""
+    planted = ("def cost_comparison(tiers, u):\n"
+               "    return tiers.call_cost(u.input_tokens, u.output_tokens)\n")
+    assert price_callers(planted) == {"cost_comparison"}
+
+
+def test_summary_replay_and_tune_price_recorded_calls_through_the_one_home():
+    """``traces summary``, the replay driver and replay's pricing (which tune's
+    money needs read: ``priced_calls``) import :func:`sim.cost.recorded.call_cost`."""
+    from sim.cost import recorded
+    from sim.drivers.replay import driver, pricing
+    from sim.traces import summary
+
+    for module in (summary, driver, pricing):
+        assert module.call_cost is recorded.call_cost

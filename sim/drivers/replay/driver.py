@@ -12,9 +12,9 @@ from sim.cost.recorded import (
     RECORDED,
     UNPRICED,
     ModelPrice,
+    call_cost,
     call_prices,
     run_basis,
-    tokens_price,
 )
 from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.options import (
@@ -401,7 +401,7 @@ class RunDriver:
         """A call the recording does not hold (a compaction): the worst case of
         the request, priced at the run's prices."""
         usage = Usage(input_tokens=request.prompt_tokens, output_tokens=request.max_output_tokens)
-        cost = tokens_price(self.params.prices, usage)
+        cost = call_cost(self.params.prices, usage)
         self.costs.append(cost)
         self.priced.append(cost)
         self.check_prompt = False  # the history was rewritten: the next count differs

@@ -17,9 +17,9 @@ from sim.cost.recorded import (
     FITTED,
     ModelPrice,
     RunCalls,
+    call_cost,
     model_prices,
     model_records,
-    tokens_price,
 )
 from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.params import HarnessParams, Prices
@@ -120,7 +120,7 @@ def priced_calls(params: HarnessParams, run: RecordedRun) -> list[float]:
     """Each recorded call of ``run`` at the prices the candidate ``params``
     charge it (USD): its model's (:meth:`~sim.harness.params.HarnessParams.prices_for`;
     a call naming no model is ``params.model``'s), the figure the money budget
-    adds for it (:func:`sim.cost.recorded.tokens_price`). Replay's
+    adds for it (:func:`sim.cost.recorded.call_cost`). Replay's
     ``priced_usd`` and tune's money needs read it."""
     model = params.model
-    return [tokens_price(params.prices_for(c.model or model), c.usage) for c in run.calls]
+    return [call_cost(params.prices_for(c.model or model), c.usage) for c in run.calls]
