@@ -247,9 +247,9 @@ def test_a_run_recording_only_its_total_is_one_record_of_its_model_in_every_pric
     m) has a call of x at $0.01 (one record of x) and a call of y recording
     none (y named, no record); a run of no calls records nothing."""
     from sim.cost.recorded import model_records, only_total
-    from sim.drivers.recorded_runs import RecordedRun
     from sim.drivers.replay import price_models
     from sim.harness.params import HarnessParams
+    from sim.traces.model import RunRecord
 
     u1, u2 = Usage(input_tokens=1_000), Usage(input_tokens=2_000)
     t = ("m", 0.06, [(None, u1, "x"), (None, u2, "x")])
@@ -260,10 +260,10 @@ def test_a_run_recording_only_its_total_is_one_record_of_its_model_in_every_pric
     assert only_total(0.03, [None, None]) and not only_total(0.03, [])
     assert not only_total(None, [None]) and not only_total(0.03, [None, 0.0])
     listed = Prices(input=10.0, output=0.0, cache_read=0.0, cache_write=0.0)
-    runs = [RecordedRun("t", (CallRecord(u1, model="x"), CallRecord(u2, model="x")),
-                        model="m", cost_usd=0.06),
-            RecordedRun("c", (CallRecord(u1, model="x", cost_usd=0.01),
-                              CallRecord(u2, model="y")), model="m")]
+    runs = [RunRecord("t", "sim", "", [CallRecord(u1, model="x"), CallRecord(u2, model="x")],
+                      model="m", cost_usd=0.06),
+            RunRecord("c", "sim", "", [CallRecord(u1, model="x", cost_usd=0.01),
+                                       CallRecord(u2, model="y")], model="m")]
     # x: $0.01 for 1,000 tokens listed at $0.01: scale 1; m is named by no call
     pricing = price_models(runs, HarnessParams(prices=listed), lambda model: listed)
     assert list(pricing.fill) == ["x", "y"] and pricing.fill["x"].scale == pytest.approx(1.0)
@@ -365,3 +365,35 @@ def test_summary_replay_and_tune_price_recorded_calls_through_the_one_home():
 
     for module in (summary, driver, pricing):
         assert module.call_cost is recorded.call_cost
+
+
+# ------------------------------------------------ a run's cost from its calls' costs
+
+def test_a_runs_cost_from_its_calls_is_their_exact_sum_in_the_importers_and_in_replay():
+    """Ten calls recording $0.10 each cost exactly $1.00 (math.fsum; a plain
+    left-to-right sum gives 0.9999999999999999), the same figure where an
+    importer records the run's cost (``assemble.run_cost``) and where replay
+    reads a run that records none (``RunRecord.recorded_cost_usd``)."""
+    from sim.cost.recorded import calls_cost
+    from sim.traces.assemble import run_cost
+
+    assert sum([0.1] * 10) != 1.0  # what the old importers' sum gave
+    calls = [CallRecord(Usage(input_tokens=10), cost_usd=0.1) for _ in range(10)]
+    assert calls_cost(c.cost_usd for c in calls) == 1.0
+    assert run_cost(calls) == 1.0
+    assert RunRecord("r", "sim", "", calls).recorded_cost_usd == 1.0
+
+
+def test_a_runs_cost_is_unknown_when_a_call_records_none_or_there_is_no_call():
+    """One call without a recorded cost makes the run's cost from its calls
+    unknown (None), and so does a run of no call (unknown, not $0); a run's
+    own recorded cost is its cost whatever its calls record."""
+    from sim.cost.recorded import calls_cost
+    from sim.traces.assemble import run_cost
+
+    calls = [CallRecord(Usage(input_tokens=10), cost_usd=0.1), CallRecord(Usage(10))]
+    assert calls_cost(c.cost_usd for c in calls) is None and run_cost(calls) is None
+    assert calls_cost([]) is None and run_cost([]) is None
+    assert RunRecord("r", "sim", "", []).recorded_cost_usd is None
+    assert RunRecord("r", "sim", "", calls, cost_usd=0.5).recorded_cost_usd == 0.5
+    assert RunRecord("r", "sim", "", [], cost_usd=0.0).recorded_cost_usd == 0.0

@@ -130,6 +130,22 @@ Recorded = tuple["Usage | Sequence[Usage | None] | None", "float | None"]
 each call of a run that records only its total."""
 
 
+def calls_cost(costs: Iterable[float | None]) -> float | None:
+    """A run's cost from its calls' recorded ``costs`` (USD, in order; None:
+    not recorded): their exact sum (:func:`math.fsum`) when every call
+    records one, else None; None for a run of no call too (its cost is
+    unknown, not $0). What an importer records as the run's cost when the
+    source records only its calls' (:func:`sim.traces.assemble.run_cost`),
+    and a recorded run's cost when the run records none
+    (:attr:`sim.traces.model.RunRecord.recorded_cost_usd`)."""
+    known = []
+    for cost in costs:
+        if cost is None:
+            return None
+        known.append(cost)
+    return math.fsum(known) if known else None
+
+
 def only_total(total: float | None, costs: Iterable[float | None]) -> TypeGuard[float]:
     """Whether a run records only its total: its own recorded cost ``total``
     is present while none of its calls' recorded ``costs`` is (and it has
