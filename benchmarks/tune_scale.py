@@ -48,7 +48,7 @@ Where the rest went (cProfile, 2,000 runs, one process): replaying again
 the runs tight candidates stop (62%: a cap at the needs' median stops half
 the runs, and those are the long ones), the bootstrap intervals of each
 frontier row (24%), the replay in force (13%). Peak memory is the folder
-read whole into Python objects (load_tables, then one RunRecord per run):
+read whole into Python objects (load_tables, then one RecordedRun per run):
 3.5 GB at 100,000 runs before any replay.
 
 Measured 2026-12-05, session 11 (2 cores shared by 6 sessions, load 1.5-5),
