@@ -175,10 +175,14 @@ are values), so equal texts share one object."""
 _PARSED_KEPT = 4096
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CallRecord:
     """One model call (see :data:`CALL_COLUMNS`; ``run_id`` and ``call`` are
-    given by the run): the one call record from an importer to a replay.
+    given by the run): the one call record from an importer to a replay,
+    frozen (a field set once: an importer that learns a figure later builds
+    the call again with :func:`dataclasses.replace`; its ``tool_calls`` list
+    is filled in while the run is read, and the writer's repairs replace a
+    call in its run's list by the repaired copy).
     Importers build it, the writer writes it, and the one reader of recorded
     runs (:mod:`sim.drivers.replay.reading`) builds it again from
     ``calls.parquet`` for replay, calibration and tune (there ``started_s``,
