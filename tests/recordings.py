@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.messages import Usage
 from sim.harness.params import DetectorParams, HarnessParams, Prices
 from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
@@ -58,12 +57,12 @@ def conversation(steps: Sequence[Sequence[ToolCallRecord]], *, first: int = 1_00
 
 
 def recorded(run_id: str, calls: Sequence[CallRecord], *, resolved: bool | None = True,
-             exit: str = "user_stop", model: str = "test-model") -> RecordedRun:
+             exit: str = "user_stop", model: str = "test-model") -> RunRecord:
     """A run with its recorded cost the sum of its calls' costs."""
     costs = [c.cost_usd for c in calls]
     cost = sum(costs) if all(c is not None for c in costs) else None
-    return RecordedRun(run_id, tuple(calls), "sim", f"task-{run_id}", model, exit, resolved,
-                       cost)
+    return RunRecord(run_id, "sim", "", list(calls), task_id=f"task-{run_id}", model=model,
+                     cost_usd=cost, exit=exit, resolved=resolved)
 
 
 def loose(**changes: object) -> HarnessParams:
@@ -75,7 +74,7 @@ def loose(**changes: object) -> HarnessParams:
     return HarnessParams(**base)
 
 
-def write_traces(folder: Path, runs: Sequence[RecordedRun], *, with_tools: bool = True) -> Path:
+def write_traces(folder: Path, runs: Sequence[RunRecord], *, with_tools: bool = True) -> Path:
     """Write ``runs`` as a trace folder with the trace model's own writer
     (:func:`sim.traces.writer.write_runs`); ``with_tools`` False records no
     tool calls."""

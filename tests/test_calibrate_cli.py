@@ -5,6 +5,7 @@ outputs are where the command says."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -132,8 +133,7 @@ def two_models(tmp_path):
     for i in range(60):
         run = a_run(i, 4 + (i * 7) % 5 if i % 2 else 12 + (i * 5) % 7)
         if i % 2 == 0:
-            for c in run.calls:
-                c.model = "m2"
+            run.calls = [replace(c, model="m2") for c in run.calls]
             run.model = "m2"
         runs.append(run)
     return write_folder(tmp_path / "t", runs)

@@ -31,8 +31,9 @@ The homes:
 - whether a recorded cost is trustworthy (a recorded $0 compared):
   :func:`sim.cost.recorded.trusted`; a recorded call's tokens priced (a
   ``cost``/``call_cost`` of a usage's token counts):
-  :func:`sim.cost.recorded.tokens_price`: every command prices recorded runs
-  through :mod:`sim.cost.recorded`, so one run has one price;
+  :func:`sim.cost.recorded.call_cost`: every command prices recorded runs
+  through :mod:`sim.cost.recorded`, so one run has one price (and
+  ``tests/test_one_price.py`` holds every call of ``Prices.call_cost`` to it);
 - a model's prices fitted to its recorded costs (a recorded total over the
   listed prices' total): :func:`sim.cost.recorded.model_price`;
 - a recorded call priced at the prices its model is charged at (replay's
@@ -82,7 +83,7 @@ HOMES: dict[str, set[tuple[str, str]]] = {
     "prices of a model": {("harness/params.py", "HarnessParams.prices_for")},
     "usage added to the run's": {("harness/state.py", "HarnessState.add_usage")},
     "trust of a recorded cost": {("cost/recorded.py", "trusted")},
-    "price of a recorded call": {("cost/recorded.py", "tokens_price")},
+    "price of a recorded call": {("cost/recorded.py", "call_cost")},
     "prices fitted to recorded costs": {("cost/recorded.py", "model_price")},
     "a recorded call at its model's prices": {("drivers/replay/pricing.py", "priced_calls")},
 }
@@ -239,7 +240,7 @@ class _Scan(ast.NodeVisitor):
             self._add("price of a recorded call")
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
             node.func, "id", "")
-        if callee in ("tokens_price", "call_cost") and any(
+        if callee == "call_cost" and any(
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                 and n.func.attr == "prices_for" for a in node.args for n in ast.walk(a)):
             self._add("a recorded call at its model's prices")

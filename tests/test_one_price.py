@@ -247,9 +247,9 @@ def test_a_run_recording_only_its_total_is_one_record_of_its_model_in_every_pric
     m) has a call of x at $0.01 (one record of x) and a call of y recording
     none (y named, no record); a run of no calls records nothing."""
     from sim.cost.recorded import model_records, only_total
-    from sim.drivers.recorded_runs import RecordedRun
     from sim.drivers.replay import price_models
     from sim.harness.params import HarnessParams
+    from sim.traces.model import RunRecord
 
     u1, u2 = Usage(input_tokens=1_000), Usage(input_tokens=2_000)
     t = ("m", 0.06, [(None, u1, "x"), (None, u2, "x")])
@@ -260,10 +260,10 @@ def test_a_run_recording_only_its_total_is_one_record_of_its_model_in_every_pric
     assert only_total(0.03, [None, None]) and not only_total(0.03, [])
     assert not only_total(None, [None]) and not only_total(0.03, [None, 0.0])
     listed = Prices(input=10.0, output=0.0, cache_read=0.0, cache_write=0.0)
-    runs = [RecordedRun("t", (CallRecord(u1, model="x"), CallRecord(u2, model="x")),
-                        model="m", cost_usd=0.06),
-            RecordedRun("c", (CallRecord(u1, model="x", cost_usd=0.01),
-                              CallRecord(u2, model="y")), model="m")]
+    runs = [RunRecord("t", "sim", "", [CallRecord(u1, model="x"), CallRecord(u2, model="x")],
+                      model="m", cost_usd=0.06),
+            RunRecord("c", "sim", "", [CallRecord(u1, model="x", cost_usd=0.01),
+                                       CallRecord(u2, model="y")], model="m")]
     # x: $0.01 for 1,000 tokens listed at $0.01: scale 1; m is named by no call
     pricing = price_models(runs, HarnessParams(prices=listed), lambda model: listed)
     assert list(pricing.fill) == ["x", "y"] and pricing.fill["x"].scale == pytest.approx(1.0)
@@ -302,3 +302,98 @@ def test_a_prefixed_model_has_one_catalogue_price_in_calibrate_and_in_replay(rec
     for price in (from_calibrate, from_replay):
         assert (price.input, price.output, price.cache_read) == (
             expected.input, expected.output, expected.cache_read)
+
+
+# ------------------------------------------------ one home for a recorded call's price
+
+SIM = Path(__file__).resolve().parent.parent / "sim"
+PRICE_CALLERS = {
+    ("cost/recorded.py", "call_cost"): "the home: a recorded call's tokens priced",
+    ("harness/state.py", "HarnessState.add_usage"): "the harness's own account of a call",
+    ("engines/tenant_budget.py", "prompt_cost"): "a simulated prompt against a tenant's budget",
+}
+"""Where ``Prices.call_cost`` (the harness's low-level rule) may be called in
+``sim/``, each with why: everything that prices a recorded call goes through
+:func:`sim.cost.recorded.call_cost`."""
+
+
+def price_callers(source: str) -> set[str]:
+    """The qualified names of the functions of ``source`` that call a
+    ``.call_cost(...)`` method (``Prices.call_cost``)."""
+    import ast
+
+    found: set[str] = set()
+
+    def visit(node: ast.AST, where: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                visit(child, [*where, child.name])
+                continue
+            if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                    and child.func.attr == "call_cost"):
+                found.add(".".join(where) or "<module>")
+            visit(child, where)
+    visit(ast.parse(source), [])
+    return found
+
+
+def test_prices_call_cost_is_called_only_by_the_recorded_call_home_and_the_harness():
+    """Every call of ``Prices.call_cost`` in ``sim/`` is in
+    :func:`sim.cost.recorded.call_cost` (what summary, calibrate, replay and
+    tune price recorded calls with) or in one of the listed simulated-run
+    accounts; a module that prices a recorded call itself fails here."""
+    found = {(path.relative_to(SIM).as_posix(), name)
+             for path in sorted(SIM.rglob("*.py"))
+             for name in price_callers(path.read_text(encoding="utf-8"))}
+    assert found == set(PRICE_CALLERS)
+
+
+def test_the_price_caller_scan_finds_a_planted_copy():
+    """The scan above finds summary's old way (a recorded call's tokens priced
+    with ``tiers.call_cost`` written out in the module) in its function."""
+    planted = ("def cost_comparison(tiers, u):\n"
+               "    return tiers.call_cost(u.input_tokens, u.output_tokens)\n")
+    assert price_callers(planted) == {"cost_comparison"}
+
+
+def test_summary_replay_and_tune_price_recorded_calls_through_the_one_home():
+    """``traces summary``, the replay driver and replay's pricing (which tune's
+    money needs read: ``priced_calls``) import :func:`sim.cost.recorded.call_cost`."""
+    from sim.cost import recorded
+    from sim.drivers.replay import driver, pricing
+    from sim.traces import summary
+
+    for module in (summary, driver, pricing):
+        assert module.call_cost is recorded.call_cost
+
+
+# ------------------------------------------------ a run's cost from its calls' costs
+
+def test_a_runs_cost_from_its_calls_is_their_exact_sum_in_the_importers_and_in_replay():
+    """Ten calls recording $0.10 each cost exactly $1.00 (math.fsum; a plain
+    left-to-right sum gives 0.9999999999999999), the same figure where an
+    importer records the run's cost (``assemble.run_cost``) and where replay
+    reads a run that records none (``RunRecord.recorded_cost_usd``)."""
+    from sim.cost.recorded import calls_cost
+    from sim.traces.assemble import run_cost
+
+    assert sum([0.1] * 10) != 1.0  # what the old importers' sum gave
+    calls = [CallRecord(Usage(input_tokens=10), cost_usd=0.1) for _ in range(10)]
+    assert calls_cost(c.cost_usd for c in calls) == 1.0
+    assert run_cost(calls) == 1.0
+    assert RunRecord("r", "sim", "", calls).recorded_cost_usd == 1.0
+
+
+def test_a_runs_cost_is_unknown_when_a_call_records_none_or_there_is_no_call():
+    """One call without a recorded cost makes the run's cost from its calls
+    unknown (None), and so does a run of no call (unknown, not $0); a run's
+    own recorded cost is its cost whatever its calls record."""
+    from sim.cost.recorded import calls_cost
+    from sim.traces.assemble import run_cost
+
+    calls = [CallRecord(Usage(input_tokens=10), cost_usd=0.1), CallRecord(Usage(10))]
+    assert calls_cost(c.cost_usd for c in calls) is None and run_cost(calls) is None
+    assert calls_cost([]) is None and run_cost([]) is None
+    assert RunRecord("r", "sim", "", []).recorded_cost_usd is None
+    assert RunRecord("r", "sim", "", calls, cost_usd=0.5).recorded_cost_usd == 0.5
+    assert RunRecord("r", "sim", "", [], cost_usd=0.0).recorded_cost_usd == 0.0

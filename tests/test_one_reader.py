@@ -11,6 +11,8 @@ total included.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -19,7 +21,6 @@ from recordings import PRICES, conversation, loose, recorded, tool, write_traces
 
 from sim.cli import main
 from sim.cost.recorded import FITTED, RECORDED
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import price_models, replay_runs
 from sim.drivers.replay.reading import (
     TraceTables,
@@ -29,10 +30,10 @@ from sim.drivers.replay.reading import (
     runs_of,
 )
 from sim.harness.messages import Usage
-from sim.traces.model import CallRecord, ToolCallRecord
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 
 
-def _runs(n: int = 12) -> list[RecordedRun]:
+def _runs(n: int = 12) -> list[RunRecord]:
     return [recorded(f"run{i:02d}", conversation([[tool("search", q=k)] for k in range(2)]
                                                  + [[]], first=800 + 37 * i))
             for i in range(n)]
@@ -96,11 +97,12 @@ def _total_only_folder(tmp_path):
         return CallRecord(Usage(input_tokens=inp, output_tokens=out), cost_usd=cost,
                           finish_reason=finish, latency_s=1.0, text_tokens=out)
 
-    runs = [RecordedRun("total", (call(1000, 100, None, "tool_calls"),
-                                  call(1000, 100, None, "stop")),
-                        "sim", "t1", "my-own", "done", True, 0.0112),
-            RecordedRun("free", (call(2000, 200, 0.0, "stop"),), "sim", "t2", "my-own", "done",
-                        True, 0.0)]
+    runs = [RunRecord("total", "sim", "", [call(1000, 100, None, "tool_calls"),
+                                           call(1000, 100, None, "stop")],
+                      task_id="t1", model="my-own", exit="done", resolved=True,
+                      cost_usd=0.0112),
+            RunRecord("free", "sim", "", [call(2000, 200, 0.0, "stop")], task_id="t2",
+                      model="my-own", exit="done", resolved=True, cost_usd=0.0)]
     return write_traces(tmp_path / "total", runs)
 
 
@@ -137,17 +139,42 @@ def test_a_call_record_read_back_is_the_one_the_writer_was_given(tmp_path):
     search = ToolCallRecord("search", arguments='{"q":"x"}', result_tokens=12,
                             result_sha256="h", error=None, duration_s=0.25)
     failed = ToolCallRecord("edit", arguments='{"f":"a"}', result_tokens=3, error=True)
-    calls = (CallRecord(Usage(input_tokens=900, output_tokens=30, cache_read_tokens=100),
+    calls = [CallRecord(Usage(input_tokens=900, output_tokens=30, cache_read_tokens=100),
                         model="m1", cost_usd=0.002, finish_reason="tool_calls", latency_s=1.5,
                         tool_calls=[search, failed]),
              CallRecord(Usage(input_tokens=400, output_tokens=50), purpose="compaction",
                         text_tokens=50, text_sha256="t"),
              CallRecord(Usage(input_tokens=1_000, output_tokens=20, thinking_tokens=7),
                         agent="a1", observation_tokens=5, observation_sha256="o",
-                        text_tokens=20, finish_reason="stop"))
-    folder = write_traces(tmp_path / "one", [RecordedRun("r", calls, "sim", "t", "m0")])
+                        text_tokens=20, finish_reason="stop")]
+    folder = write_traces(tmp_path / "one", [RunRecord("r", "sim", "", calls, task_id="t",
+                                                       model="m0")])
     streamed = runs_of(str(folder), 0, 1, True)[0]
     assert streamed.calls == calls == read_trace_folder(folder)[0].calls
     assert [c.is_step for c in streamed.calls] == [True, False, True]
     assert streamed.calls[0].tool_calls[0].error is None
     assert streamed.calls[0].text_tokens is None and streamed.calls[0].purpose is None
+
+
+def test_a_run_record_read_back_is_the_one_the_writer_was_given(tmp_path):
+    """One run record from importer to replay: a RunRecord (recorded cost,
+    verdict unknown, the fields the reader leaves at their defaults left so)
+    written by the trace model's writer reads back, streamed and whole, as an
+    equal RunRecord, calls in order; its recorded cost is its own, and a run
+    recording none has its calls' sum (0.002 + 0.003)."""
+    from sim.traces.writer import write_runs
+
+    calls = [CallRecord(Usage(input_tokens=900, output_tokens=30), model="m1", cost_usd=0.002,
+                        finish_reason="tool_calls", latency_s=1.5,
+                        tool_calls=[ToolCallRecord("search", arguments='{"q":"x"}')]),
+             CallRecord(Usage(input_tokens=1_000, output_tokens=20), model="m1",
+                        cost_usd=0.003, finish_reason="stop")]
+    runs = [RunRecord("a", "sim", "", calls, task_id="t1", model="m1", cost_usd=0.01,
+                      exit="done", resolved=None),
+            RunRecord("b", "sim", "", [replace(c) for c in calls], task_id="t2", model="m1",
+                      exit="error", resolved=False)]
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write_runs(folder, [replace(r, calls=[replace(c) for c in r.calls]) for r in runs])
+    assert runs_of(str(folder), 0, 2, True) == runs == read_trace_folder(folder)
+    assert [r.recorded_cost_usd for r in runs] == [0.01, 0.005]

@@ -15,11 +15,10 @@ import pytest
 from recordings import write_traces
 
 from sim.cli import main
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import price_models
 from sim.harness.messages import Usage
 from sim.harness.params import HarnessParams, Prices
-from sim.traces.model import CallRecord
+from sim.traces.model import CallRecord, RunRecord
 
 SCENARIO = """\
 name: pricing
@@ -44,11 +43,12 @@ def calls(model: str | None, n: int, *, prompt: int = 40_000, cost: float | None
                  for k in range(n))
 
 
-def run(run_id: str, model: str, recorded: tuple[CallRecord, ...]) -> RecordedRun:
-    return RecordedRun(run_id, recorded, "sim", "t", model, "user_stop", True, None)
+def run(run_id: str, model: str, recorded: tuple[CallRecord, ...]) -> RunRecord:
+    return RunRecord(run_id, "sim", "", list(recorded), task_id="t", model=model,
+                     exit="user_stop", resolved=True)
 
 
-def replay(tmp_path: Path, runs: list[RecordedRun], money: float, capsys
+def replay(tmp_path: Path, runs: list[RunRecord], money: float, capsys
            ) -> tuple[pd.DataFrame, dict, str]:
     traces = write_traces(tmp_path / "traces", runs)
     scenario = tmp_path / "s.yaml"
@@ -147,8 +147,8 @@ def test_runs_mixing_models_price_each_call_at_its_own_model():
 def test_a_run_of_zero_calls_replays_as_recorded(tmp_path, capsys):
     """A run that failed before its first model reply (zero calls): replayed
     as it ended, its exit kept, nothing spent, nothing stopped."""
-    failed = RecordedRun("f", (), "sim", "t", "deepseek-chat", "infrastructure_error", None,
-                         None)
+    failed = RunRecord("f", "sim", "", [], task_id="t", model="deepseek-chat",
+                       exit="infrastructure_error")
     rows, _, _ = replay(tmp_path, [failed, run("r", "deepseek-chat",
                                               calls("deepseek-chat", 2))], 1.0, capsys)
     row = rows.set_index("run_id").loc["f"]

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import pytest
 
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import replay_runs
 from sim.harness.messages import Usage
 from sim.scenario.model import HarnessConfig, harness_params
-from sim.traces.model import CallRecord, ToolCallRecord
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 from sim.world.params import WorldParams
 
 DEEP = '{"q": ' + '{"a": ' * 70 + "1" + "}" * 70 + "}"
@@ -32,9 +31,9 @@ def _call(prompt: int, arguments: str | None = None, tool: bool = True) -> CallR
                       cost_usd=prompt / 1e6, tool_calls=tools, text_tokens=0 if tool else 100)
 
 
-RUN = RecordedRun("refused", (_call(1000), _call(2000, DEEP), _call(3000), _call(4000),
-                              _call(5000, tool=False)),
-                  model="gpt-4o", resolved=True, exit="done")
+RUN = RunRecord("refused", "sim", "", [_call(1000), _call(2000, DEEP), _call(3000), _call(4000),
+                                     _call(5000, tool=False)],
+                model="gpt-4o", resolved=True, exit="done")
 
 
 @pytest.mark.parametrize("cap", [1, 2, 3, 4])

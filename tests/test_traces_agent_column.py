@@ -3,6 +3,8 @@ folder written before it existed reads with it all null, and it round-trips."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow.parquet as pq
 from traces_helpers import run
 
@@ -23,7 +25,7 @@ def write(folder, runs):
 def test_a_subagents_calls_keep_their_agent_and_the_parents_stay_null(tmp_path):
     """A run's own calls read back with agent null, a subagent's with its id."""
     parent = run("s", [10, 20, 30])
-    parent.calls[1].agent = "a1"
+    parent.calls[1] = replace(parent.calls[1], agent="a1")
     _, calls = read_traces(write(tmp_path / "f", [parent]))
     assert calls["agent"].isna().tolist() == [True, False, True]
     assert calls["agent"].iloc[1] == "a1"

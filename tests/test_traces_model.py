@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -107,9 +108,9 @@ def test_written_runs_read_back_with_sums_and_steps_from_their_calls(tmp_path):
     returns pandas frames with nullable dtypes and tool calls as dicts."""
     first = run("a", [100, 150, 200], model="m", exit="done", resolved=True,
                 started_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2))))
-    first.calls[1].tool_calls = [ToolCallRecord(name="grep", id="x", arguments='{"q":1}',
-                                                result_tokens=7, result_sha256="h", error=True,
-                                                duration_s=0.5)]
+    first.calls[1] = replace(first.calls[1], tool_calls=[ToolCallRecord(
+        name="grep", id="x", arguments='{"q":1}', result_tokens=7, result_sha256="h",
+        error=True, duration_s=0.5)])
     first.calls[2].usage.cache_read_tokens, first.calls[2].usage.input_tokens = 150, 50
     runs, calls = read_traces(write_folder(tmp_path / "t", [first, run("b", [])]))
     assert runs["run_id"].tolist() == ["a", "b"]
@@ -258,8 +259,8 @@ def test_extra_columns_are_kept_after_the_model_columns(folder):
 def hashed_folder(tmp_path) -> Path:
     """A folder whose calls carry text and observation hashes."""
     first = run("a", [10, 20])
-    first.calls[0].text_sha256, first.calls[0].observation_sha256 = "t0", "o0"
-    first.calls[1].text_sha256 = "t1"
+    first.calls[0] = replace(first.calls[0], text_sha256="t0", observation_sha256="o0")
+    first.calls[1] = replace(first.calls[1], text_sha256="t1")
     return write_folder(tmp_path / "new", [first, run("b", [30])])
 
 

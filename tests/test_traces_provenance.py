@@ -9,6 +9,7 @@ the trace model's own writer; every expected count is worked out from them.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -365,11 +366,11 @@ def unknown_folder(tmp_path) -> Path:
     totals (SWE-agent-like), and a run with 1 of its 4 calls unknown."""
     runs = [usable_run(i, 3 + i % 5) for i in range(30)]
     totals_only = usable_run(30, 3)
-    for record in totals_only.calls:
-        record.usage, record.provenance = Usage(), dict(NO_USAGE)
+    totals_only.calls = [replace(c, usage=Usage(), provenance=dict(NO_USAGE))
+                         for c in totals_only.calls]
     totals_only.totals = {"input_tokens": 9000, "output_tokens": 60}
     partial = usable_run(31, 4)
-    partial.calls[2].usage, partial.calls[2].provenance = Usage(), dict(NO_USAGE)
+    partial.calls[2] = replace(partial.calls[2], usage=Usage(), provenance=dict(NO_USAGE))
     folder = tmp_path / "traces"
     folder.mkdir()
     write_runs(folder, [*runs, totals_only, partial])
@@ -420,8 +421,7 @@ def test_replay_of_a_folder_whose_every_run_lacks_usage_is_exit_2_with_the_reaso
         tmp_path, capsys):
     """Nothing left to replay: exit 2, the reason counted, no traceback."""
     record = usable_run(0, 2)
-    for each in record.calls:
-        each.usage, each.provenance = Usage(), dict(NO_USAGE)
+    record.calls = [replace(c, usage=Usage(), provenance=dict(NO_USAGE)) for c in record.calls]
     record.totals = {"input_tokens": 10}
     folder = tmp_path / "t"
     folder.mkdir()

@@ -5,6 +5,7 @@ when they do not, one recommendation for all with the test as its reason."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from test_tune_headline import _run
 
@@ -20,8 +21,7 @@ def _folder(tmp_path, b_calls: int, b_count: int = 30):
     for i in range(b_count):
         r = _run(100 + i, b_calls, True)
         r.model = "b/long"
-        for c in r.calls:
-            c.model = "b/long"
+        r.calls = [replace(c, model="b/long") for c in r.calls]
         runs.append(r)
     folder = tmp_path / f"traces_{b_calls}_{b_count}"
     folder.mkdir()

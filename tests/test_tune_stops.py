@@ -13,13 +13,12 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.tune_world import simulated_traces
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import replay_runs
 from sim.drivers.replay.reading import TraceTables
 from sim.harness.budgets import worst_case_cost
 from sim.harness.messages import Usage
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
-from sim.traces.model import CallRecord, ToolCallRecord
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 from sim.tuning.inforce import grids, harness_in_force, setting_in_force
 from sim.tuning.knobs import InForce, setting
 from sim.tuning.replayed import ReplayEvaluator, apply
@@ -37,10 +36,10 @@ def _call(prompt: int, output: int = 100, tool: bool = True) -> CallRecord:
         text_tokens=0 if tool else output)
 
 
-def _run(run_id: str = "a", first_output: int = 100) -> RecordedRun:
-    return RecordedRun(run_id, (_call(1000, first_output), _call(2000),
-                                _call(3000, tool=False)),
-                       model="gpt-4o", resolved=True, exit="done")
+def _run(run_id: str = "a", first_output: int = 100) -> RunRecord:
+    return RunRecord(run_id, "sim", "", [_call(1000, first_output), _call(2000),
+                                         _call(3000, tool=False)],
+                     model="gpt-4o", resolved=True, exit="done")
 
 
 def _redriven(evaluator: ReplayEvaluator, s) -> list:
@@ -171,9 +170,9 @@ def test_a_stop_after_a_tool_call_left_unrun_is_read_as_a_replay_reads_it():
     stop there is not mid-step. Every step cap and token
     budget that stops the run is answered from the marks (nothing replayed
     again) and equals a replay of the run under it."""
-    run = RecordedRun("deep", (_call(1000), _same_call(2000, DEEP), _call(3000),
-                               _call(4000, tool=False)),
-                      model="gpt-4o", resolved=True, exit="done")
+    run = RunRecord("deep", "sim", "", [_call(1000), _same_call(2000, DEEP), _call(3000),
+                                        _call(4000, tool=False)],
+                    model="gpt-4o", resolved=True, exit="done")
     evaluator = ReplayEvaluator([run], HarnessConfig.model_validate(HARNESS))
     marks = evaluator.marks[0]
     assert marks is not None and marks.exact
@@ -193,9 +192,9 @@ def test_a_tool_call_refused_in_an_earlier_step_leaves_a_later_stop_at_the_call_
     reading and in a replay (when the driver counted tools run and due over
     the whole run, the refused call made every later stop read as mid-step,
     at call 3)."""
-    run = RecordedRun("refused", (_call(1000), _same_call(2000, DEEP), _call(3000),
-                                  _call(4000), _call(5000), _call(6000, tool=False)),
-                      model="gpt-4o", resolved=True, exit="done")
+    run = RunRecord("refused", "sim", "", [_call(1000), _same_call(2000, DEEP), _call(3000),
+                                           _call(4000), _call(5000), _call(6000, tool=False)],
+                    model="gpt-4o", resolved=True, exit="done")
     evaluator = ReplayEvaluator([run], HarnessConfig.model_validate(HARNESS))
     s = setting({"steps": 4})
     redriven = _redriven(evaluator, s)
@@ -213,9 +212,9 @@ def test_a_run_ended_mid_step_by_the_detector_is_replayed_again_at_a_cap_of_its_
     5 to 7 leave it as in force. Each equals a replay under it."""
     h = HarnessConfig.model_validate({**HARNESS, "detector": {"enabled": True,
                                                               "repeat_threshold": 2}})
-    run = RecordedRun("loop", (*(_same_call(1000 * (i + 1)) for i in range(6)),
-                               _call(7000, tool=False)),
-                      model="gpt-4o", resolved=True, exit="done")
+    run = RunRecord("loop", "sim", "", [*(_same_call(1000 * (i + 1)) for i in range(6)),
+                                        _call(7000, tool=False)],
+                    model="gpt-4o", resolved=True, exit="done")
     evaluator = ReplayEvaluator([run], h)
     marks = evaluator.marks[0]
     assert marks is not None and marks.top_end and not marks.budget_end

@@ -5,6 +5,7 @@ typed comparisons, all conditions hold); bad conditions are exit 2 naming
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -60,8 +61,7 @@ def _two_models(tmp_path):
     for r in runs[30:]:
         r.model = "b"
         r.started_at = datetime(2026, 1, 1, tzinfo=UTC)
-        for c in r.calls:
-            c.model = "b"
+        r.calls = [replace(c, model="b") for c in r.calls]
     folder = tmp_path / "traces"
     folder.mkdir()
     write_runs(folder, runs)

@@ -81,9 +81,13 @@ def trusted(cost: float | None, usage: Usage | None) -> bool:
     return cost > 0
 
 
-def tokens_price(prices: Prices | None, usage: Usage | None) -> float:
-    """``usage`` at ``prices`` (USD), at the tier its prompt reaches; NaN
-    without prices or without usage (None: not recorded)."""
+def call_cost(prices: Prices | None, usage: Usage | None) -> float:
+    """The one price of a recorded call's tokens: ``usage`` at ``prices``
+    (USD), at the tier its prompt reaches
+    (:meth:`sim.harness.prices.Prices.call_cost`, the harness's rule); NaN
+    without prices or without usage (None: not recorded). Every command that
+    prices a recorded call's tokens (``traces summary``, ``calibrate``,
+    ``replay``, ``tune``) calls this, never ``Prices.call_cost`` itself."""
     if prices is None or usage is None:
         return math.nan
     return prices.call_cost(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
@@ -124,6 +128,22 @@ def scaled(prices: Prices, factor: float) -> Prices:
 Recorded = tuple["Usage | Sequence[Usage | None] | None", "float | None"]
 """A recorded cost and what it paid for: one call's usage, or the usage of
 each call of a run that records only its total."""
+
+
+def calls_cost(costs: Iterable[float | None]) -> float | None:
+    """A run's cost from its calls' recorded ``costs`` (USD, in order; None:
+    not recorded): their exact sum (:func:`math.fsum`) when every call
+    records one, else None; None for a run of no call too (its cost is
+    unknown, not $0). What an importer records as the run's cost when the
+    source records only its calls' (:func:`sim.traces.assemble.run_cost`),
+    and a recorded run's cost when the run records none
+    (:attr:`sim.traces.model.RunRecord.recorded_cost_usd`)."""
+    known = []
+    for cost in costs:
+        if cost is None:
+            return None
+        known.append(cost)
+    return math.fsum(known) if known else None
 
 
 def only_total(total: float | None, costs: Iterable[float | None]) -> TypeGuard[float]:
@@ -186,7 +206,7 @@ def model_price(model: str, listed: Prices | None, scenario: Prices | None,
             continue  # usage not recorded: nothing to scale to
         if trusted(cost, _total(usages)):  # a $0 of no tokens adds nothing
             paid.append(float(cost))  # type: ignore[arg-type]  # trusted: not None
-            at_base.extend(tokens_price(base, u) for u in usages)
+            at_base.extend(call_cost(base, u) for u in usages)
             n += len(usages)
     total, listed_total = math.fsum(paid), math.fsum(at_base)
     if total > 0 and listed_total > 0:
@@ -204,7 +224,7 @@ def call_price(cost: float | None, usage: Usage | None, model: ModelPrice
         return float(cost), RECORDED  # type: ignore[arg-type]  # trusted: not None
     if usage is None:
         return math.nan, UNPRICED
-    return tokens_price(model.prices, usage), model.basis
+    return call_cost(model.prices, usage), model.basis
 
 
 def run_basis(bases: Iterable[str]) -> str:
@@ -223,7 +243,7 @@ def call_prices(calls: Sequence[tuple[float | None, Usage | None, ModelPrice]],
     :func:`call_price` per call."""
     if only_total(recorded, (c for c, _, _ in calls)) and trusted(
             recorded, _total(u for _, u, _ in calls)):
-        weights = [tokens_price(m.prices, u) for _, u, m in calls]
+        weights = [call_cost(m.prices, u) for _, u, m in calls]
         whole = math.fsum(w for w in weights if math.isfinite(w))
         if not whole > 0 or not all(math.isfinite(w) for w in weights):
             weights, whole = [1.0] * len(calls), float(len(calls))

@@ -2,7 +2,7 @@
 a simulated world.
 
 :mod:`sim.drivers.replay` answers every effect from a recorded run (a trace
-folder, :mod:`sim.drivers.recorded_runs`), so the real harness can be asked what it
+folder read as :class:`sim.traces.model.RunRecord`), so the real harness can be asked what it
 would have done to runs that already happened; :mod:`sim.drivers.live` performs
 them for real, against the provider SDKs and real tools. The harness does not
 change for a driver: it is the same :func:`sim.harness.loop.agent_loop`

@@ -19,8 +19,9 @@ around that is the same for every format and lives here:
   text, its arguments as canonical JSON), and :func:`openai_tool` one as an
   OpenAI-style message lists it;
 - limits: :func:`limit_or_none`, a recorded limit where 0 means none;
-- run fields from its calls: :func:`run_cost` (the sum of the calls' costs
-  when every call has one, else None) and :func:`main_model` (the first model
+- run fields from its calls: :func:`run_cost` (the exact sum of the calls'
+  costs when every call has one, else None: :func:`sim.cost.recorded.calls_cost`)
+  and :func:`main_model` (the first model
   of the run's own agent);
 - text: :func:`text_fields`, a response's ``text_tokens`` and ``text_sha256``.
 """
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from sim.cost.recorded import calls_cost
 from sim.traces.model import (
     CallRecord,
     ToolCallRecord,
@@ -170,10 +172,10 @@ def openai_tool(item: dict) -> ToolCallRecord:
 
 
 def run_cost(calls: Sequence[CallRecord]) -> float | None:
-    """The run's cost in USD: its calls' recorded costs summed when every call
-    has one, else None."""
-    costs = [c.cost_usd for c in calls]
-    return sum(c for c in costs if c is not None) if None not in costs else None
+    """The run's cost in USD from its calls' recorded costs
+    (:func:`sim.cost.recorded.calls_cost`: their exact sum when every call
+    has one, else None)."""
+    return calls_cost(c.cost_usd for c in calls)
 
 
 def main_model(calls: Sequence[CallRecord]) -> str | None:

@@ -76,6 +76,7 @@ from the steps' timestamps.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -391,9 +392,9 @@ class _Steps:
     def finish(self) -> list[CallRecord]:
         """The calls in time order (a subagent's among its parent's when every
         call's time is known), with their observations."""
-        for call, texts in zip(self.calls, self.texts, strict=True):
-            call.observation_tokens = sum(approx_tokens(t) for t in texts)
-            call.observation_sha256 = joined_sha256(texts)
+        self.calls = [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
+                              observation_sha256=joined_sha256(texts))
+                      for call, texts in zip(self.calls, self.texts, strict=True)]
         if any(c.agent is not None for c in self.calls) and all(
                 s is not None for s in self.stamps):
             order = sorted(range(len(self.calls)), key=lambda i: (self.stamps[i], i))

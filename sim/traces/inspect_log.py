@@ -39,12 +39,13 @@ agent) carries that span's id in ``agent``.
 
 A sample without any model call (it failed before its first reply) is a run of
 zero calls, with its exit. Run fields: the eval's model; the sum of the calls'
-costs (null when none is recorded); ``exit`` is the type of the limit that
-stopped the sample (Inspect's own label: ``message``, ``token``, ``time``,
-``working``, ``cost``...), else ``error`` for a sample that failed, else null
-(it ran to its end); ``resolved`` when the first score converts
-(``value_to_float``) to 1 or 0; ``started_at``, ``total_time``; the message and
-cost limits of the sample or the eval.
+costs (:func:`~sim.traces.assemble.run_cost`: null when a call records none);
+``exit`` is the type of the limit that stopped the sample (Inspect's own
+label: ``message``, ``token``, ``time``, ``working``, ``cost``...), else
+``error`` for a sample that failed, else null (it ran to its end);
+``resolved`` when the first score converts (``value_to_float``) to 1 or 0;
+``started_at``, ``total_time``; the message and cost limits of the sample or
+the eval.
 """
 
 from __future__ import annotations
@@ -53,12 +54,12 @@ import importlib.util
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from sim.traces.assemble import AgentTree, requested_tool
+from sim.traces.assemble import AgentTree, requested_tool, run_cost
 from sim.traces.model import (
     UNKNOWN,
     CallRecord,
@@ -231,16 +232,13 @@ def _run(sample: Any, eval_: Any, run_id: str, file: str, version: Version | Non
     labels: dict[str, None] = {}
     calls = [_call(event, i, start, tools, notes, apart[1], version, labels)
              for i, event in enumerate(events)]
-    _mark_subagents(calls, events, spans)
-    for i, call in enumerate(calls):
-        following = events[i + 1].input if i + 1 < len(events) else sample.messages
-        call.observation_tokens, call.observation_sha256 = _observations(events[i].input,
-                                                                         following)
-    costs = [c.cost_usd for c in calls if c.cost_usd is not None]
+    calls = [_observed(call, events[i].input,
+                       events[i + 1].input if i + 1 < len(events) else sample.messages)
+             for i, call in enumerate(_mark_subagents(calls, events, spans))]
     config = eval_.config
     return RunRecord(
         run_id=str(run_id), source=SOURCE, file=file, calls=calls, task_id=str(sample.id),
-        model=eval_.model, cost_usd=sum(costs) if costs else None, exit=_exit(sample),
+        model=eval_.model, cost_usd=run_cost(calls), exit=_exit(sample),
         resolved=_resolved(sample), started_at=started_at,
         duration_s=finite_or_none(sample.total_time),
         message_limit=_first_int(getattr(sample, "message_limit", None),
@@ -260,17 +258,24 @@ class _SpanRef:
     type: str | None = None
 
 
+def _observed(call: CallRecord, messages: Any, following: Any) -> CallRecord:
+    """``call`` with its ``observation_tokens`` and ``observation_sha256``
+    (:func:`_observations` of its input ``messages`` and the ``following`` ones)."""
+    tokens, sha = _observations(messages, following)
+    return replace(call, observation_tokens=tokens, observation_sha256=sha)
+
+
 def _mark_subagents(calls: list[CallRecord], events: list[Any],
-                    spans: dict[str, tuple[str | None, str | None]]) -> None:
-    """Set each call's ``agent``: the id of the agent span it ran in, when
-    that agent is not one of the sample's own (see the module docstring)."""
+                    spans: dict[str, tuple[str | None, str | None]]) -> list[CallRecord]:
+    """``calls`` with each one's ``agent``: the id of the agent span it ran in,
+    when that agent is not one of the sample's own (see the module docstring)."""
     refs = [_SpanRef(str(i), str(p or ""), n, t) for n, (i, (p, t)) in enumerate(spans.items())]
     tree = AgentTree(refs, lambda ref: ref.type == AGENT_SPAN)
     agents = [tree.agent_of(_SpanRef("", str(getattr(e, "span_id", None) or ""), 0))
               for e in events]
     own = tree.outermost(agents)
-    for call, agent in zip(calls, agents, strict=True):
-        call.agent = None if agent in own else agent
+    return [replace(call, agent=None if agent in own else agent)
+            for call, agent in zip(calls, agents, strict=True)]
 
 
 def _in_scorer(span_id: str | None, spans: dict[str, tuple[str | None, str | None]]) -> bool:

@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -205,10 +206,10 @@ def _calls(messages: Iterable[Any], model: str | None, pattern: Any, notes: list
     for position, message in enumerate(messages):
         if isinstance(message, dict):
             trajectory.read(position, message)
-    for call, texts in zip(trajectory.calls, trajectory.observations, strict=True):
-        call.observation_tokens = sum(approx_tokens(t) for t in texts)
-        call.observation_sha256 = joined_sha256(texts)
-    return trajectory.calls, trajectory.start, trajectory.previous
+    calls = [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
+                     observation_sha256=joined_sha256(texts))
+             for call, texts in zip(trajectory.calls, trajectory.observations, strict=True)]
+    return calls, trajectory.start, trajectory.previous
 
 
 class _Trajectory:

@@ -76,6 +76,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sim.cost.recorded import calls_cost
 from sim.harness.messages import Usage, estimate_tokens
 from sim.traces.reading import load_tables, read_traces
 from sim.traces.schema import (
@@ -174,10 +175,14 @@ are values), so equal texts share one object."""
 _PARSED_KEPT = 4096
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CallRecord:
     """One model call (see :data:`CALL_COLUMNS`; ``run_id`` and ``call`` are
-    given by the run): the one call record from an importer to a replay.
+    given by the run): the one call record from an importer to a replay,
+    frozen (a field set once: an importer that learns a figure later builds
+    the call again with :func:`dataclasses.replace`; its ``tool_calls`` list
+    is filled in while the run is read, and the writer's repairs replace a
+    call in its run's list by the repaired copy).
     Importers build it, the writer writes it, and the one reader of recorded
     runs (:mod:`sim.drivers.replay.reading`) builds it again from
     ``calls.parquet`` for replay, calibration and tune (there ``started_s``,
@@ -226,8 +231,16 @@ PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier", "finalize")
 
 @dataclass(slots=True)
 class RunRecord:
-    """One run as an importer yields it. The run's ``steps`` and token sums are
-    computed from ``calls`` by the writer, so they always agree."""
+    """One run, the one run record from an importer to a replay: importers
+    yield it, the writer writes it (the run's ``steps`` and token sums are
+    computed from ``calls`` by the writer, so they always agree), and the one
+    reader of recorded runs (:mod:`sim.drivers.replay.reading`) builds it
+    again from the two tables for replay, calibration and tune, with its
+    calls in order (there ``file`` is "" and the fields after ``resolved``
+    are left at their defaults: no reader of recorded runs needs them).
+    ``exit`` is the source's label verbatim, ``resolved`` None when the
+    source does not say, ``cost_usd`` the run's recorded cost (USD; None:
+    unrecorded)."""
 
     run_id: str
     source: str
@@ -259,6 +272,25 @@ class RunRecord:
     0.3.184)"}``, ``{"output_tokens": "estimated from content: streaming
     partial counts"}``); counted per source in ``import.json``; not written
     to the tables."""
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls over all recorded calls."""
+        return sum(len(c.tool_calls) for c in self.calls)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens summed over the recorded calls."""
+        return sum(c.usage.prompt_tokens for c in self.calls)
+
+    @property
+    def recorded_cost_usd(self) -> float | None:
+        """The run's recorded cost (USD), else its calls' recorded costs
+        (:func:`sim.cost.recorded.calls_cost`: their exact sum when every
+        call has one), else None."""
+        if self.cost_usd is not None:
+            return self.cost_usd
+        return calls_cost(c.cost_usd for c in self.calls)
 
 
 # -------------------------------------------------- sizes and canonical forms

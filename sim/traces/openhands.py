@@ -82,6 +82,7 @@ writes local times without a zone: taken as UTC).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -407,22 +408,25 @@ class _Stream:
         by_id = {str(u.get("response_id")): i for i, u in enumerate(usages)}
         named = {rid for rid in self.responses if rid is not None}
         spare = [i for i, u in enumerate(usages) if str(u.get("response_id")) not in named]
-        blind = [c for c, rid in zip(self.calls, self.responses, strict=True) if rid is None]
+        blind = [k for k, rid in enumerate(self.responses) if rid is None]
         matches = list(zip(blind, spare, strict=True)) \
             if len(blind) == len(spare) and not self.condensed else []
-        for call, rid in zip(self.calls, self.responses, strict=True):
+        for k, rid in enumerate(self.responses):
             index = by_id.get(rid) if rid is not None else None
             if index is not None:
-                matches.append((call, index))
-        for call, index in matches:
+                matches.append((k, index))
+        calls = self.calls
+        for k, index in matches:
+            call = calls[k]
             if call.provenance.get("input_tokens") == UNKNOWN:
-                call.usage, call.provenance = _token_usage(usages[index], index, self.notes,
-                                                           self.apart)
+                usage, provenance = _token_usage(usages[index], index, self.notes, self.apart)
+                call = replace(call, usage=usage, provenance=provenance)
             if aligned and call.cost_usd is None:
-                call.cost_usd = number_or_none(as_dict(costs[index]).get("cost"))
-        for call, texts in zip(self.calls, self.texts, strict=True):
-            call.observation_tokens = sum(approx_tokens(t) for t in texts)
-            call.observation_sha256 = joined_sha256(texts)
+                call = replace(call, cost_usd=number_or_none(as_dict(costs[index]).get("cost")))
+            calls[k] = call
+        self.calls = [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
+                              observation_sha256=joined_sha256(texts))
+                      for call, texts in zip(calls, self.texts, strict=True)]
         return self.calls
 
     def totals(self) -> dict[str, int] | None:

@@ -92,7 +92,7 @@ import math
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -263,8 +263,8 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
     tree = AgentTree(spans, lambda span: span.operation == AGENT_OPERATION)
     agents = [tree.agent_of(s) for s in chats]
     outermost = tree.outermost(agents)
-    for call, agent in zip(calls, agents, strict=True):
-        call.agent = None if agent in outermost else agent
+    calls = [replace(call, agent=None if agent in outermost else agent)
+             for call, agent in zip(calls, agents, strict=True)]
     starts = [s.start for s in chats]  # sorted, as the spans are
     for tool in (s for s in spans if s.operation == TOOL_OPERATION):
         owner = bisect_right(starts, tool.start) - 1  # the last call started before it

@@ -29,6 +29,7 @@ prompt total reported without its cache) are made where the counts are read
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -73,12 +74,13 @@ _TEXT_TOOL = ("id", "arguments", "result_sha256")
 
 
 def repair_run(run: RunRecord) -> list[Repair]:
-    """Null every impossible optional value of ``run`` (in place) and return
-    the repairs, in field order; Unusable when a token count or a token sum
-    is impossible. The run's own notes (``run.repairs``, from the importer)
-    are not included."""
+    """Null every impossible optional value of ``run`` (in place: a call,
+    which is frozen, is replaced in ``run.calls`` by its repaired copy) and
+    return the repairs, in field order; Unusable when a token count or a
+    token sum is impossible. The run's own notes (``run.repairs``, from the
+    importer) are not included."""
     out: list[Repair] = []
-    _record(run, "runs", out, _TEXT_RUN, integral_limits=True)
+    _apply(run, _record(run, "runs", out, _TEXT_RUN, integral_limits=True))
     if not isinstance(run.calls, list):
         raise Unusable(BAD_COUNT, "the run's calls are not a list")
     sums = dict.fromkeys(TOKEN_COLUMNS, 0)
@@ -90,16 +92,18 @@ def repair_run(run: RunRecord) -> list[Repair]:
                 raise Unusable(BAD_COUNT, f"call {index}: {name} is {short_repr(value)}, not a "
                                           f"token count in [0, {MAX_COUNT:,}]")
             sums[name] += value
-        _record(call, "calls", out, _TEXT_CALL)
+        changes = _record(call, "calls", out, _TEXT_CALL)
         if not isinstance(call.tool_calls, list):
-            call.tool_calls = []
+            changes["tool_calls"] = []
             out.append(("calls.tool_calls", BAD_TYPE))
+        if changes:
+            call = run.calls[index] = replace(call, **changes)
         for number, tool in enumerate(call.tool_calls):
             if not is_tool_name(tool.name):
                 raise Unusable(NO_TOOL_NAME, f"call {index}: tool call {number}: "
                                              f"calls.tool_calls.name is {short_repr(tool.name)}, "
                                              f"not a tool's name")
-            _record(tool, "tool_calls", out, _TEXT_TOOL, prefix="calls.")
+            _apply(tool, _record(tool, "tool_calls", out, _TEXT_TOOL, prefix="calls."))
             if tool.error is not None and not isinstance(tool.error, bool):
                 tool.error = None
                 out.append(("calls.tool_calls.error", BAD_TYPE))
@@ -135,35 +139,51 @@ def is_tool_name(value: Any) -> bool:
 
 
 def _record(record: RunRecord | CallRecord | ToolCallRecord, kind: str, out: list[Repair],
-            texts: tuple[str, ...], *, integral_limits: bool = False, prefix: str = "") -> None:
+            texts: tuple[str, ...], *, integral_limits: bool = False, prefix: str = ""
+            ) -> dict[str, Any]:
+    """The repaired values of ``record`` (a ``kind`` of :data:`SECONDS_COLUMNS`),
+    by field: what :func:`_bounded` and a text that is not a string change;
+    each repair noted in ``out``. ``record`` itself is not changed."""
     where = f"{prefix}{kind}."
+    changes: dict[str, Any] = {}
     for name in SECONDS_COLUMNS[kind]:
-        _bounded(record, name, MAX_SECONDS, where, out)
+        _bounded(record, name, MAX_SECONDS, where, out, changes)
     for name in MONEY_COLUMNS[kind]:
-        _bounded(record, name, MAX_USD, where, out, positive=name == "cost_limit_usd")
+        _bounded(record, name, MAX_USD, where, out, changes,
+                 positive=name == "cost_limit_usd")
     for name in SIZE_COLUMNS[kind]:
-        _bounded(record, name, MAX_COUNT, where, out, integral=True)
+        _bounded(record, name, MAX_COUNT, where, out, changes, integral=True)
     if integral_limits:
         for name in LIMIT_COLUMNS:
-            _bounded(record, name, MAX_LIMIT, where, out, integral=True, positive=True)
+            _bounded(record, name, MAX_LIMIT, where, out, changes, integral=True,
+                     positive=True)
     for name in texts:
         value = getattr(record, name)
         if value is not None and not isinstance(value, str):
-            setattr(record, name, None)
+            changes[name] = None
             out.append((where + name, BAD_TYPE))
+    return changes
 
 
-def _bounded(record: Any, name: str, high: float, where: str, out: list[Repair], *,
-             integral: bool = False, positive: bool = False) -> None:
-    """Null ``record.name`` unless it is a number in ``[0, high]`` (above 0
-    when ``positive``; an int when ``integral``), noting why."""
+def _apply(record: RunRecord | ToolCallRecord, changes: dict[str, Any]) -> None:
+    """Set each field of ``changes`` on ``record`` (a mutable record)."""
+    for name, value in changes.items():
+        setattr(record, name, value)
+
+
+def _bounded(record: Any, name: str, high: float, where: str, out: list[Repair],
+             changes: dict[str, Any], *, integral: bool = False, positive: bool = False
+             ) -> None:
+    """Null ``record.name`` in ``changes`` unless it is a number in ``[0,
+    high]`` (above 0 when ``positive``; an int when ``integral``: an
+    integral float becomes that int in ``changes``), noting why."""
     value = getattr(record, name)
     if value is None:
         return
     reason = None
     if integral and isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
-        setattr(record, name, value)
+        changes[name] = value
     if isinstance(value, bool) or not isinstance(value, int | float):
         reason = BAD_TYPE
     elif isinstance(value, float) and not math.isfinite(value):
@@ -177,7 +197,7 @@ def _bounded(record: Any, name: str, high: float, where: str, out: list[Repair],
     elif value > high:
         reason = TOO_LARGE
     if reason is not None:
-        setattr(record, name, None)
+        changes[name] = None
         out.append((where + name, reason))
 
 

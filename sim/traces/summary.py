@@ -58,7 +58,7 @@ import numpy as np
 
 from sim.analysis import stats
 from sim.bad_input import InputError
-from sim.cost.recorded import Listed, basis_line, catalogue, run_prices, tokens_price
+from sim.cost.recorded import Listed, basis_line, call_cost, catalogue, run_prices
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
 from sim.traces.model import (
@@ -294,7 +294,7 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
             unpriced.add(run)
             missing.add(name if isinstance(name, str) else "(unknown model)")
             continue
-        priced[run] = priced.get(run, 0.0) + tokens_price(tiers, Usage(inp, out, read, write,
+        priced[run] = priced.get(run, 0.0) + call_cost(tiers, Usage(inp, out, read, write,
                                                                        think))
     by_model: dict[str, dict[str, Any]] = {}
     for run, usd in priced.items():

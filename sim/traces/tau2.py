@@ -58,6 +58,7 @@ the model of its calls when they agree, else the file's ``model``),
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -194,10 +195,9 @@ class _Conversation:
     def finish(self) -> list[CallRecord]:
         """The calls with their observations (a call without usage has its
         counts unknown: :func:`~sim.traces.usage.unknown_usage`)."""
-        for call, texts in zip(self.calls, self.replies, strict=True):
-            call.observation_tokens = sum(approx_tokens(t) for t in texts)
-            call.observation_sha256 = joined_sha256(texts)
-        return self.calls
+        return [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
+                        observation_sha256=joined_sha256(texts))
+                for call, texts in zip(self.calls, self.replies, strict=True)]
 
 
 def _call(message: dict, position: int, start: datetime | None, before: datetime | None,

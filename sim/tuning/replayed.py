@@ -31,10 +31,10 @@ import pandas as pd
 
 from sim.bad_input import InputError
 from sim.drivers.catalogue_prices import CataloguePrices
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import Replay, RunReplay, price_models
 from sim.drivers.replay.reading import FolderIndex, TraceTables
 from sim.scenario.model import HarnessConfig, harness_params
+from sim.traces.model import RunRecord
 from sim.tuning import evidence
 from sim.tuning.knobs import FIELDS, Setting
 from sim.tuning.shards import Answer, Setup, Shards
@@ -116,7 +116,7 @@ class ReplayEvaluator:
     more; this process then holds none of them, only one value per run per
     question (:class:`~sim.tuning.shards.Answer`)."""
 
-    def __init__(self, runs: Sequence[RecordedRun] | TraceTables | FolderIndex,
+    def __init__(self, runs: Sequence[RunRecord] | TraceTables | FolderIndex,
                  h: HarnessConfig, workers: int = 1) -> None:
         self.harness_in_force = h
         if not len(runs):
@@ -128,7 +128,7 @@ class ReplayEvaluator:
         self.prices_for = CataloguePrices(h)
         template = harness_params(h, WorldParams())
         held = not isinstance(runs, TraceTables | FolderIndex)
-        self.runs: list[RecordedRun] | None = (
+        self.runs: list[RunRecord] | None = (
             None if isinstance(runs, TraceTables | FolderIndex) else list(runs))
         """The recorded runs, when given as a list (else None: read by the shards)."""
         self.pricing = (price_models(self.runs, template, self.prices_for) if self.runs is not None

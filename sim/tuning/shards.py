@@ -7,7 +7,7 @@ replays each run once under the harness in force with the marks of
 :mod:`sim.tuning.stops` and keeps of it only what a candidate is answered
 from: what tune reads of the replay (:class:`~sim.tuning.stops.Stopped`), the
 run's marks (one chunk's in one array per field), its final counters and
-model, its largest prompt, its recorded fields without its calls (``RecordedRun`` with
+model, its largest prompt, its recorded fields without its calls (``RunRecord`` with
 no calls: the drill-down's columns) and the key of its prices. The recorded
 calls are dropped once the chunk is replayed; a run the marks cannot answer
 is read again from the folder for its replay under the candidate.
@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from sim.drivers.catalogue_prices import CataloguePrices
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import Replay, RunReplay, replay_runs, run_params
 from sim.drivers.replay.driver import RunDriver
 from sim.drivers.replay.pricing import ModelPricing, priced_calls
@@ -44,6 +43,7 @@ from sim.harness.budgets import LimitExceeded, Limits, worst_case_cost
 from sim.harness.state import SUCCEEDED, DetectorMemory, HarnessState
 from sim.jobs import shares, spans
 from sim.scenario.model import HarnessConfig, harness_params, resolve_detector
+from sim.traces.model import RunRecord
 from sim.tuning.stops import (
     SAME,
     UNSURE,
@@ -81,9 +81,9 @@ class Setup:
     pricing: ModelPricing
     folder: str | None = None
     streamed: bool = False
-    held: Sequence[RecordedRun] | None = None
+    held: Sequence[RunRecord] | None = None
 
-    def runs(self, start: int, stop: int) -> list[RecordedRun]:
+    def runs(self, start: int, stop: int) -> list[RunRecord]:
         """The recorded runs ``start`` to ``stop - 1``."""
         if self.held is not None:
             return list(self.held[start:stop])
@@ -143,7 +143,7 @@ def slim(replay: Replay) -> Replay:
     return replay
 
 
-def replay_marked(setup: Setup, h: HarnessConfig, runs: list[RecordedRun], marked: bool
+def replay_marked(setup: Setup, h: HarnessConfig, runs: list[RunRecord], marked: bool
                   ) -> tuple[list[RunReplay], list[RunMarks | None], list[RunDriver | None]]:
     """``runs`` replayed under ``h``, each :func:`slim`, and, when ``marked``,
     each run's :class:`~sim.tuning.stops.RunMarks` of its replay and its
@@ -183,7 +183,7 @@ class Shard:
         self.template = harness_params(setup.harness, WorldParams())
         self.read: list[Stopped] = []
         """What tune reads of each run's replay in force."""
-        self.heads: list[RecordedRun] = []
+        self.heads: list[RunRecord] = []
         """Each run's recorded fields, without its calls."""
         self.marks: list[RunMarks | None] = []
         ends: list[tuple[float, ...]] = []
@@ -194,9 +194,9 @@ class Shard:
         """Each run's largest prompt in force (tokens)."""
         self.group_of: list[tuple[Any, ...]] = []
         self.groups: dict[tuple[Any, ...], list[int]] = {}
-        self.firsts: dict[tuple[Any, ...], RecordedRun] = {}
+        self.firsts: dict[tuple[Any, ...], RunRecord] = {}
         """The first run (with its calls) of each key of prices."""
-        self.runs: list[RecordedRun] = []
+        self.runs: list[RunRecord] = []
         self.baseline: list[RunReplay] = []
         self.answered: list[tuple[tuple[float, float, float], np.ndarray, np.ndarray]] = []
         """The candidates the marks answered (:meth:`_note`)."""
@@ -239,7 +239,7 @@ class Shard:
         self.redriven = 0
         self.marked = 0
 
-    def _keep(self, run: RecordedRun, item: RunReplay, mark: RunMarks | None,
+    def _keep(self, run: RunRecord, item: RunReplay, mark: RunMarks | None,
               driver: RunDriver | None, needs: dict[str, list[float]]) -> None:
         """Note what the candidates read of one run and its replay in force
         (``driver``: the replay's, whose parameters and call prices are the
@@ -247,7 +247,7 @@ class Shard:
         r = item.chosen
         state = r.state
         self.read.append(as_stopped(r))
-        self.heads.append(replace(run, calls=()))
+        self.heads.append(replace(run, calls=[]))
         self.marks.append(mark)
         self.largest.append(max(max(r.prompt_counts, default=0), state.context_tokens))
         if driver is not None:
@@ -367,7 +367,7 @@ class Shard:
     def _again(self, h: HarnessConfig, indices: list[int]) -> list[RunReplay]:
         """The runs ``indices`` read again (consecutive ones together) and
         replayed under ``h``."""
-        runs: list[RecordedRun] = []
+        runs: list[RunRecord] = []
         k = 0
         while k < len(indices):
             end = k + 1

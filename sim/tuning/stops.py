@@ -51,13 +51,13 @@ from typing import Any
 
 import numpy as np
 
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay import Replay
 from sim.drivers.replay.driver import RunDriver, ending, step_calls
 from sim.harness import effects as fx
 from sim.harness.budgets import LimitExceeded, Limits
 from sim.harness.state import BUDGET_EXHAUSTED, HarnessState
 from sim.scenario.model import HarnessConfig
+from sim.traces.model import RunRecord
 
 SAME = -1
 """:func:`first_stop`: the candidate ends the run as the harness in force does."""
@@ -249,7 +249,7 @@ class Stopped:
     diverged: bool
 
 
-def stopped(run: RecordedRun, marks: RunMarks, j: int, limit: str) -> Stopped:
+def stopped(run: RunRecord, marks: RunMarks, j: int, limit: str) -> Stopped:
     """The run's replay ended by the budget ``limit`` before step call ``j``
     (a mark): its outcome as the driver reads it
     (:func:`~sim.drivers.replay.driver.ending`) and its counters there.

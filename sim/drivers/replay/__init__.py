@@ -2,7 +2,7 @@
 
 :func:`replay_run` drives :func:`sim.harness.loop.agent_loop` (unchanged) with
 candidate harness parameters and answers each effect from one
-:class:`~sim.drivers.recorded_runs.RecordedRun`:
+:class:`~sim.traces.model.RunRecord`:
 
 - a **model request** (a loop step) gets the next recorded call's response: a
   text block of the recorded text size, one tool_use block per recorded tool

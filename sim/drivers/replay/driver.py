@@ -12,11 +12,10 @@ from sim.cost.recorded import (
     RECORDED,
     UNPRICED,
     ModelPrice,
+    call_cost,
     call_prices,
     run_basis,
-    tokens_price,
 )
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.options import (
     COMPACTION,
     DIVERGED,
@@ -41,7 +40,7 @@ from sim.harness.pump import Observer, steps
 from sim.harness.scopes import Ledger
 from sim.harness.state import CANCELLED, SUCCEEDED, HarnessState, new_state
 from sim.task_record import FALSE_SUCCESS
-from sim.traces.model import CallRecord, ToolCallRecord
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
 
 PARENT_ENDED = "parent_ended"
 """How a child replay ends when its parent ended first (its remaining
@@ -58,7 +57,7 @@ class _Ended(Exception):
         self.by = by
 
 
-def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions | None = None,
+def replay_run(run: RunRecord, params: HarnessParams, options: ReplayOptions | None = None,
                detector: Detector | None = None,
                fill: Mapping[str, ModelPrice] | None = None,
                observe: Callable[[RunDriver], Sequence[Observer]] | None = None) -> Replay:
@@ -75,12 +74,12 @@ def replay_run(run: RecordedRun, params: HarnessParams, options: ReplayOptions |
     return driver.drive(detector, recorders=observe(driver) if observe is not None else ())
 
 
-def step_calls(run: RecordedRun) -> list[int]:
+def step_calls(run: RunRecord) -> list[int]:
     """The indices of the run's recorded step calls (``purpose`` step), in order."""
     return [i for i, c in enumerate(run.calls) if c.is_step]
 
 
-def ending(run: RecordedRun, steps: Sequence[int], interventions: Sequence[tuple[int, str]],
+def ending(run: RunRecord, steps: Sequence[int], interventions: Sequence[tuple[int, str]],
            ended_by: str, status: str, reason: str, turns: int, mid_step: bool
            ) -> tuple[int | None, str, str, str]:
     """How a replay of ``run`` that ended so reads: ``(stopped_at, status,
@@ -115,7 +114,7 @@ def ending(run: RecordedRun, steps: Sequence[int], interventions: Sequence[tuple
 class RunDriver:
     """Answers one run's effects from its recording (one instance per run)."""
 
-    def __init__(self, run: RecordedRun, params: HarnessParams, options: ReplayOptions,
+    def __init__(self, run: RunRecord, params: HarnessParams, options: ReplayOptions,
                  fill: Mapping[str, ModelPrice] | None = None) -> None:
         self.run = run
         self.params = params
@@ -412,7 +411,7 @@ class RunDriver:
         """A call the recording does not hold (a compaction): the worst case of
         the request, priced at the run's prices."""
         usage = Usage(input_tokens=request.prompt_tokens, output_tokens=request.max_output_tokens)
-        cost = tokens_price(self.params.prices, usage)
+        cost = call_cost(self.params.prices, usage)
         self.costs.append(cost)
         self.priced.append(cost)
         self.check_prompt = False  # the history was rewritten: the next count differs

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.pricing import ModelPricing, call_model
 from sim.harness.params import HarnessParams, Prices, ToolSpec, VerifierParams
+from sim.traces.model import RunRecord
 
 REPLY_TOOL = "reply_to_user"
 """The synthetic tool standing for a text-only message in the middle of a run."""
@@ -76,7 +76,7 @@ class ReplayOptions:
 
 
 
-def run_params(template: HarnessParams, run: RecordedRun, prices: Prices | None = None,
+def run_params(template: HarnessParams, run: RunRecord, prices: Prices | None = None,
                options: ReplayOptions | None = None,
                pricing: ModelPricing | None = None) -> HarnessParams:
     """The candidate's parameters for one recorded run: ``template`` (the
@@ -127,7 +127,7 @@ def _free(verifier: VerifierParams) -> VerifierParams:
     return replace(verifier, max_prompt_tokens=0, max_output_tokens=0, max_duration_s=0.0)
 
 
-def reply_tool_name(run: RecordedRun) -> str:
+def reply_tool_name(run: RunRecord) -> str:
     """``reply_to_user``, or a variant when the run has a real tool of that name."""
     names = {t.name for c in run.calls for t in c.tool_calls}
     name = REPLY_TOOL

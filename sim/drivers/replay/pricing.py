@@ -17,13 +17,12 @@ from sim.cost.recorded import (
     FITTED,
     ModelPrice,
     RunCalls,
+    call_cost,
     model_prices,
     model_records,
-    tokens_price,
 )
-from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.params import HarnessParams, Prices
-from sim.traces.model import CallRecord
+from sim.traces.model import CallRecord, RunRecord
 
 
 @dataclass(frozen=True)
@@ -81,12 +80,12 @@ class ModelPricing:
                                      for m, p in sorted(self.fill.items())}}
 
 
-def call_model(call: CallRecord, run: RecordedRun, template: HarnessParams) -> str:
+def call_model(call: CallRecord, run: RunRecord, template: HarnessParams) -> str:
     """The model that answered ``call``: its own, else the run's, else the template's."""
     return call.model or run.model or template.model
 
 
-def price_models(runs: Iterable[RecordedRun], template: HarnessParams,
+def price_models(runs: Iterable[RunRecord], template: HarnessParams,
                  prices_for: Callable[[str | None], Prices | None] | None = None
                  ) -> ModelPricing:
     """Prices for every model the recorded calls name (see the module), in
@@ -100,7 +99,7 @@ def price_models(runs: Iterable[RecordedRun], template: HarnessParams,
     template's prices."""
     names: dict[str, None] = {}
 
-    def costs(run: RecordedRun) -> RunCalls:
+    def costs(run: RunRecord) -> RunCalls:
         calls = [(c.cost_usd, c.usage, call_model(c, run, template)) for c in run.calls]
         names.update(dict.fromkeys(name for _, _, name in calls))
         return run.model or template.model, run.cost_usd, calls
@@ -116,11 +115,11 @@ def price_models(runs: Iterable[RecordedRun], template: HarnessParams,
                         fill)
 
 
-def priced_calls(params: HarnessParams, run: RecordedRun) -> list[float]:
+def priced_calls(params: HarnessParams, run: RunRecord) -> list[float]:
     """Each recorded call of ``run`` at the prices the candidate ``params``
     charge it (USD): its model's (:meth:`~sim.harness.params.HarnessParams.prices_for`;
     a call naming no model is ``params.model``'s), the figure the money budget
-    adds for it (:func:`sim.cost.recorded.tokens_price`). Replay's
+    adds for it (:func:`sim.cost.recorded.call_cost`). Replay's
     ``priced_usd`` and tune's money needs read it."""
     model = params.model
-    return [tokens_price(params.prices_for(c.model or model), c.usage) for c in run.calls]
+    return [call_cost(params.prices_for(c.model or model), c.usage) for c in run.calls]

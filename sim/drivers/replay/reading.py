@@ -1,6 +1,6 @@
 """The one reader of recorded runs: a trace folder opened once, checked, and
-its runs built as frozen :class:`~sim.drivers.recorded_runs.RecordedRun`
-records a row range at a time, their calls the trace model's own
+its runs built as the trace model's own :class:`~sim.traces.model.RunRecord`
+records a row range at a time, their calls its
 :class:`~sim.traces.model.CallRecord` (what every importer writes). Replay,
 calibration (the ladder's held-out runs) and tune all read recorded runs
 here; the checks are the trace model's (:func:`sim.traces.reading.load_tables`,
@@ -48,11 +48,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sim.bad_input import InputError
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.pricing import ModelPricing, price_models
 from sim.harness.messages import Usage
 from sim.harness.params import HarnessParams, Prices
-from sim.traces.model import PURPOSES, CallRecord, ToolCallRecord
+from sim.traces.model import PURPOSES, CallRecord, RunRecord, ToolCallRecord
 from sim.traces.reading import load_tables
 from sim.traces.schema import CALLS_FILE, CALLS_SCHEMA, RUNS_FILE, TOKEN_COLUMNS
 from sim.traces.streaming import Restart, call_slices, checked_calls, checked_runs
@@ -187,7 +186,7 @@ class TraceTables:
         """:func:`~sim.drivers.replay.pricing.price_models` of every run."""
         return price_models(every_run(self), template, prices_for)
 
-    def recorded(self, start: int, stop: int) -> list[RecordedRun]:
+    def recorded(self, start: int, stop: int) -> list[RunRecord]:
         """The recorded runs ``start`` to ``stop - 1``, each with its calls in order."""
         rows = self.order[self.offsets[start]:self.offsets[stop]]
         part = self.calls.take(pa.array(rows))
@@ -197,9 +196,10 @@ class TraceTables:
         source, task, model, exit_, resolved, cost = (head.column(n).to_pylist() for n in (
             "source", "task_id", "model", "exit", "resolved", "cost_usd"))
         bounds = (self.offsets[start:stop + 1] - self.offsets[start]).tolist()
-        return [RecordedRun(run_id=str(ids[i]), calls=tuple(calls[bounds[i]:bounds[i + 1]]),
-                            source=source[i] or "", task_id=task[i], model=model[i],
-                            exit=exit_[i], resolved=resolved[i], cost_usd=cost[i])
+        return [RunRecord(run_id=str(ids[i]), source=source[i] or "", file="",
+                          calls=calls[bounds[i]:bounds[i + 1]], task_id=task[i],
+                          model=model[i], cost_usd=cost[i], exit=exit_[i],
+                          resolved=resolved[i])
                 for i in range(stop - start)]
 
 
@@ -210,7 +210,7 @@ SOME_UNKNOWN = "usage unknown for some calls"
 records no totals, or only run totals), or some do not."""
 
 
-def read_trace_folder(folder: str | os.PathLike) -> list[RecordedRun]:
+def read_trace_folder(folder: str | os.PathLike) -> list[RunRecord]:
     """The runs of a trace folder, in the order of ``runs.parquet``, read and
     checked by :meth:`TraceTables.load` (a missing folder or file, a file
     that is not Parquet, a missing column or a bad value is an
@@ -312,7 +312,7 @@ class FolderIndex:
         """:func:`~sim.drivers.replay.pricing.price_models` of every run."""
         return price_models(every_run(self), template, prices_for)
 
-    def recorded(self, start: int, stop: int) -> list[RecordedRun]:
+    def recorded(self, start: int, stop: int) -> list[RunRecord]:
         """The recorded runs ``start`` to ``stop - 1`` (:func:`streamed_runs`)."""
         return streamed_runs(self.source, start, stop)
 
@@ -353,7 +353,7 @@ def _hashed(calls: pa.Table) -> bool:
     return bool(len(hashes)) and bool(pc.any(pc.greater(pc.utf8_length(hashes), 0)).as_py())
 
 
-def streamed_runs(folder: str, start: int, stop: int) -> list[RecordedRun]:
+def streamed_runs(folder: str, start: int, stop: int) -> list[RunRecord]:
     """The recorded runs ``start`` to ``stop - 1`` of a folder
     :func:`folder_index` accepted, read from its files here (the runs'
     columns once per process, the calls of these runs by row range)."""
@@ -415,7 +415,7 @@ PRICING_CHUNK = 4096
 """Runs read at a time when a folder's runs are priced (:func:`every_run`)."""
 
 
-def every_run(folder: TraceTables | FolderIndex) -> Iterator[RecordedRun]:
+def every_run(folder: TraceTables | FolderIndex) -> Iterator[RunRecord]:
     """Every recorded run of ``folder``, in order, read :data:`PRICING_CHUNK`
     runs at a time (so a streamed folder is never held whole)."""
     for start in range(0, len(folder), PRICING_CHUNK):
@@ -431,7 +431,7 @@ def open_folder(folder: str) -> TraceTables | FolderIndex:
     return folder_tables(folder) if index is None else index
 
 
-def runs_of(folder: str, start: int, stop: int, streamed: bool) -> list[RecordedRun]:
+def runs_of(folder: str, start: int, stop: int, streamed: bool) -> list[RunRecord]:
     """The recorded runs ``start`` to ``stop - 1`` of the folder
     :func:`open_folder` opened (``streamed``: as a :class:`FolderIndex`, the
     calls read here by row range; else from the whole read this process

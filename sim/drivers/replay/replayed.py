@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.drivers.recorded_runs import RecordedRun
 from sim.harness.state import HarnessState
+from sim.traces.model import RunRecord
 
 PARENT = ""
 """The parent's agent id in :class:`Session` (a child's is its own id)."""
@@ -97,7 +97,7 @@ class Replay:
     calls and costs are the session's (parent and children), indices are the
     run's call numbers, and ``session`` says what its shared budgets did."""
 
-    run: RecordedRun
+    run: RunRecord
     state: HarnessState
     ended_by: str
     outcome: str

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.driver import Replay
 from sim.drivers.replay.options import ReplayOptions
 from sim.drivers.replay.pricing import ModelPricing
@@ -18,6 +17,7 @@ from sim.engines.gc_paused import gc_paused
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams
 from sim.task_record import TaskRecord
+from sim.traces.model import RunRecord
 
 
 def task_record(replay: Replay, cell: str, index: int) -> TaskRecord:
@@ -132,7 +132,7 @@ REPLAY_DTYPES: dict[str, str] = {
 missing: a run the source does not judge, an unrecorded cost, a run not stopped)."""
 
 
-def replay_rows(runs: list[RecordedRun], template: HarnessParams, options: ReplayOptions,
+def replay_rows(runs: list[RunRecord], template: HarnessParams, options: ReplayOptions,
                 pricing: ModelPricing, make_detector: Callable[[HarnessParams], Detector] | None,
                 cell: str, start: int) -> tuple[list[TaskRecord], list[dict[str, Any]]]:
     """Replay ``runs`` (a chunk of a trace folder whose first run is number

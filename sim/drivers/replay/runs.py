@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sim.bad_input import InputError
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.driver import Replay, RunDriver, replay_run
 from sim.drivers.replay.options import ReplayOptions, run_params
 from sim.drivers.replay.pricing import ModelPricing, price_models
@@ -15,6 +14,7 @@ from sim.drivers.replay.session import has_children, replay_session
 from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams, ParameterError, Prices
 from sim.harness.pump import Observer
+from sim.traces.model import RunRecord
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class RunReplay:
     upper: Replay
 
 
-def replay_runs(runs: list[RecordedRun], template: HarnessParams, *,
+def replay_runs(runs: list[RunRecord], template: HarnessParams, *,
                 prices_for: Callable[[str | None], Prices | None] | None = None,
                 options: ReplayOptions | None = None,
                 make_detector: Callable[[HarnessParams], Detector] | None = None,

@@ -43,7 +43,6 @@ from collections.abc import Callable, Generator
 from dataclasses import replace
 
 from sim.cost.recorded import run_basis
-from sim.drivers.recorded_runs import RecordedRun
 from sim.drivers.replay.driver import RunDriver
 from sim.drivers.replay.options import ReplayOptions, run_params
 from sim.drivers.replay.pricing import ModelPricing
@@ -52,17 +51,18 @@ from sim.harness.detector import Detector
 from sim.harness.params import HarnessParams
 from sim.harness.scopes import Ledger
 from sim.harness.state import BUDGET_EXHAUSTED
+from sim.traces.model import RunRecord
 
 SESSION_STOP = "session"
 """The reason of a run the session budget stopped (``budget_exhausted:session``)."""
 
 
-def has_children(run: RecordedRun) -> bool:
+def has_children(run: RunRecord) -> bool:
     """Whether any recorded call of ``run`` is a subagent's."""
     return any(c.agent for c in run.calls)
 
 
-def split_run(run: RecordedRun) -> tuple[dict[str, RecordedRun], list[tuple[str, int]]]:
+def split_run(run: RunRecord) -> tuple[dict[str, RunRecord], list[tuple[str, int]]]:
     """``run`` as one recorded run per agent (the parent under
     :data:`PARENT`, first; the children in order of their first call; a
     child's ``run_id`` is ``<run_id>/<agent>``, its verdict and exit unknown;
@@ -77,7 +77,7 @@ def split_run(run: RecordedRun) -> tuple[dict[str, RecordedRun], list[tuple[str,
         mine.append(i)
     parts = {}
     for agent, indices in calls.items():
-        own = tuple(run.calls[i] for i in indices)
+        own = [run.calls[i] for i in indices]
         if agent == PARENT:
             parts[agent] = replace(run, calls=own, cost_usd=None)
         else:
@@ -142,7 +142,7 @@ def scheduled(order: list[tuple[str, int]], cap: int | None) -> tuple[list[int],
     return out, delayed
 
 
-def replay_session(run: RecordedRun, template: HarnessParams, options: ReplayOptions,
+def replay_session(run: RunRecord, template: HarnessParams, options: ReplayOptions,
                    pricing: ModelPricing,
                    make_detector: Callable[[HarnessParams], Detector] | None = None) -> Replay:
     """Replay a run with children (rules: the module docstring) under
@@ -222,7 +222,7 @@ def _stopped_by_session(replay: Replay) -> bool:
             and replay.reason == SESSION_STOP)
 
 
-def _merged(run: RecordedRun, done: dict[str, Replay], order: list[tuple[str, int]],
+def _merged(run: RunRecord, done: dict[str, Replay], order: list[tuple[str, int]],
             session: Session) -> Replay:
     """The session as one Replay: the parent's, with the children's counters,
     calls and costs added and indices mapped to the run's calls."""
