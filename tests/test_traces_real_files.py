@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sim.calibration.exits import category
 from sim.traces import read_traces
 from sim.traces.importer import import_traces
 
@@ -29,3 +30,35 @@ def test_inspect_json_log_without_sample_ids_is_imported(tmp_path: Path) -> None
     assert not run["resolved"]
     assert calls[["input_tokens", "cache_read_tokens", "cache_write_tokens",
                   "output_tokens", "reasoning_tokens"]].values.tolist() == [[66, 0, 0, 2, 0]]
+
+
+def test_openhands_trajectory_that_finished_has_exit_finished(tmp_path: Path) -> None:
+    """OpenHands' saved trajectory (the agent's history, from which OpenHands
+    leaves out its agent_state_changed events) whose agent ended with a
+    ``finish`` action has the exit ``finished``, the state OpenHands sets on
+    it, which calibration counts as the agent's own ending; its two model
+    calls' usage is LiteLLM's Anthropic usage (prompt 3486 = 4 + 3482 written;
+    prompt 4646 = 6 + 3482 read + 1158 written; output 1135 and 177)."""
+    import_traces([REAL / "openhands" / "basic.json"], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    run = runs.iloc[0]
+    assert (len(runs), run["exit"], run["model"]) == (1, "finished", "claude-3-5-sonnet-20241022")
+    assert category(run["exit"]) == "agent"
+    assert calls[["input_tokens", "cache_read_tokens", "cache_write_tokens",
+                  "output_tokens"]].values.tolist() == [[4, 0, 3482, 1135], [6, 3482, 1158, 177]]
+
+
+def test_openhands_run_stopped_at_max_iterations_is_a_step_limit(tmp_path: Path) -> None:
+    """An OpenHands evaluation output line whose run hit ``max_iterations``
+    (50) keeps OpenHands' error as its exit, and calibration counts it as a
+    stop by the step limit, not as a model fault; its 49 model responses are
+    49 calls whose usage sums to the line's accumulated_token_usage (938,015
+    prompt, 5,627 completion, no cache)."""
+    import_traces([REAL / "openhands" / "max_iterations_output.jsonl"], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    run = runs.iloc[0]
+    assert run["exit"].startswith("RuntimeError: Agent reached maximum iteration")
+    assert category(run["exit"]) == "steps"
+    assert (run["run_id"], run["steps"], run["step_limit"]) == ("ponylang__ponyc-4588", 49, 50)
+    assert (int(calls["input_tokens"].sum()), int(calls["output_tokens"].sum()),
+            int(calls["cache_read_tokens"].sum())) == (938_015, 5_627, 0)
