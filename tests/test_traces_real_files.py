@@ -62,3 +62,38 @@ def test_openhands_run_stopped_at_max_iterations_is_a_step_limit(tmp_path: Path)
     assert (run["run_id"], run["steps"], run["step_limit"]) == ("ponylang__ponyc-4588", 49, 50)
     assert (int(calls["input_tokens"].sum()), int(calls["output_tokens"].sum()),
             int(calls["cache_read_tokens"].sum())) == (938_015, 5_627, 0)
+
+
+def test_sweagent_0x_trajectory_takes_model_and_cost_limit_from_args_yaml(tmp_path: Path) -> None:
+    """A SWE-agent 0.x trajectory has no ``replay_config``: its model
+    (``gpt4``) and cost limit (3.0 USD) are read from the ``args.yaml`` that
+    SWE-agent 0.x writes in the run folder beside it; the run is 5 calls
+    (``api_calls`` 5, 5 steps) with the run totals of ``model_stats``
+    (52,861 tokens sent, 326 received, 0.53839 USD), each call's usage
+    unknown."""
+    folder = REAL / "sweagent" / "0.x_run"
+    import_traces([folder / "swe-agent__test-repo-i1.traj"], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    run = runs.iloc[0]
+    assert (run["model"], run["cost_limit_usd"], run["exit"]) == ("gpt4", 3.0, "submitted")
+    assert (run["steps"], run["input_tokens"], run["output_tokens"]) == (5, 52_861, 326)
+    assert run["cost_usd"] == pytest.approx(0.53839)
+    assert calls["input_tokens"].isna().all()
+
+
+@pytest.mark.parametrize("args", [None, "agent: [model: {", "agent:\n  model: [1, 2]\n",
+                                  "\udcff"])
+def test_sweagent_0x_trajectory_without_usable_args_yaml_has_no_model(
+        tmp_path: Path, args: str | None) -> None:
+    """Without the run folder's ``args.yaml`` (the trajectory copied alone),
+    or with one that is not YAML, not UTF-8 or of another shape, the 0.x run
+    is still imported, its model and cost limit null."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    source = REAL / "sweagent" / "0.x_run" / "swe-agent__test-repo-i1.traj"
+    (alone / source.name).write_bytes(source.read_bytes())
+    if args is not None:
+        (alone / "args.yaml").write_bytes(args.encode("utf-8", "surrogateescape"))
+    import_traces([alone / source.name], tmp_path / "out")
+    runs, _ = read_traces(tmp_path / "out")
+    assert runs["model"].isna().all() and runs["cost_limit_usd"].isna().all()
