@@ -97,3 +97,51 @@ def test_sweagent_0x_trajectory_without_usable_args_yaml_has_no_model(
     import_traces([alone / source.name], tmp_path / "out")
     runs, _ = read_traces(tmp_path / "out")
     assert runs["model"].isna().all() and runs["cost_limit_usd"].isna().all()
+
+
+def test_inspect_sample_stopped_by_its_message_limit_is_a_step_limit(tmp_path: Path) -> None:
+    """An .eval log that inspect_ai writes (mockllm answering with a tool call
+    every time, message_limit 6) stops its sample after 3 calls (user, then 3
+    assistant turns each with its tool result, the 7th message refused): the
+    run has exit ``message`` (Inspect's limit type), 3 calls of input
+    100 + 101 + 102 and output 3 x 10, and calibration counts it as a stop by
+    the step limit (what it calibrates a message limit as), not ``other``."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate, use_tools
+    from inspect_ai.tool import tool
+
+    @tool
+    def add():  # type: ignore[no-untyped-def]
+        async def execute(x: int, y: int) -> int:
+            """Add two numbers.
+
+            Args:
+                x: First number.
+                y: Second number.
+            """
+            return x + y
+
+        return execute
+
+    outputs = []
+    for i in range(10):
+        output = ModelOutput.for_tool_call(model="mockllm/model", tool_name="add",
+                                           tool_arguments={"x": i, "y": 2})
+        output.usage = ModelUsage(input_tokens=100 + i, output_tokens=10, total_tokens=110 + i)
+        outputs.append(output)
+    task = Task(dataset=[Sample(input="Add forever", target="3", id="loop")],
+                solver=[use_tools(add()), generate()], scorer=match(), message_limit=6)
+    [log] = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=outputs),
+                         log_dir=str(tmp_path / "logs"), display="none")
+    import_traces([Path(log.location)], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    run = runs.iloc[0]
+    assert (run["exit"], run["steps"], run["message_limit"]) == ("message", 3, 6)
+    assert calls["input_tokens"].tolist() == [100, 101, 102]
+    assert calls["output_tokens"].tolist() == [10, 10, 10]
+    assert category(run["exit"]) == "steps"

@@ -14,13 +14,15 @@ A trace's ``exit`` is the source's label, verbatim (tau2-bench's
 - ``steps``, ``errors``, ``money``, ``tokens``, ``time``: a harness limit
   (tau2's ``max_steps`` and ``too_many_errors``, mini-swe-agent's
   ``LimitsExceeded``, OpenHands' ``RuntimeError: Agent reached maximum
-  iteration...`` and ``...maximum budget...``, sim's
+  iteration...`` and ``...maximum budget...``, Inspect's ``message``,
+  ``turn``, ``token``, ``cost``, ``time`` and ``working`` limits, sim's
   ``budget_exhausted:<budget>``);
 - ``model_error``: a model-API fault the run did not survive (sim's
   ``failed:model_error`` and ``failed:retries_exhausted``, an exception name
   such as ``InternalServerError`` or ``Timeout``);
 - ``no_progress``, ``context``, ``cancelled``: sim's detector stop, context
-  overflow and cancellations;
+  overflow (and Inspect's ``context`` limit) and cancellations (and Inspect's
+  ``operator`` limit);
 - ``other``: anything else (kept, and listed by label in the report).
 """
 
@@ -40,6 +42,10 @@ _EXACT: dict[str, str] = {
     "submitted": "agent", "limitsexceeded": "steps", "formaterror": "other",
     # OpenHands (its AgentState on a finish or reject action)
     "finished": "agent", "rejected": "agent",
+    # Inspect AI (the type of the limit that stopped a sample; a message limit is
+    # calibrated as a step budget, sim.calibration.limits)
+    "message": "steps", "turn": "steps", "token": "tokens", "cost": "money", "time": "time",
+    "working": "time", "context": "context", "operator": "cancelled",
     # sim
     "succeeded": "agent", "false_success": "agent", "succeeded:user_stop": "task_giver",
     "budget_exhausted:steps": "steps", "budget_exhausted:errors": "errors",
