@@ -145,3 +145,20 @@ def test_inspect_sample_stopped_by_its_message_limit_is_a_step_limit(tmp_path: P
     assert calls["input_tokens"].tolist() == [100, 101, 102]
     assert calls["output_tokens"].tolist() == [10, 10, 10]
     assert category(run["exit"]) == "steps"
+
+
+def test_langfuse_vertex_gemini_thoughts_left_in_total_are_reasoning(tmp_path: Path) -> None:
+    """Langfuse's trace of a Vertex AI call to gemini-2.5-flash (OpenInference's
+    vertexai instrumentation 0.1.11, which records Gemini's prompt, candidates
+    and total counts but not ``thoughts_token_count``) has usageDetails input
+    5, output 845 and total 2,023. Gemini's total is prompt (cached content
+    inside it) + candidates + thoughts, so the 2,023 - 5 - 845 = 1,173 tokens
+    the keys leave out are the model's thoughts: read as reasoning (derived),
+    not dropped; the cost stays the file's 0.00085."""
+    import_traces([REAL / "langfuse" / "vertex-ai-2025-08-01.trace.json"], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    assert calls[["input_tokens", "cache_read_tokens", "cache_write_tokens",
+                  "output_tokens", "reasoning_tokens"]].values.tolist() == [[5, 0, 0, 845, 1173]]
+    assert calls["provenance"].iloc[0]["reasoning_tokens"] == "derived"
+    assert calls["provenance"].iloc[0]["output_tokens"] == "exact"
+    assert runs.iloc[0]["cost_usd"] == pytest.approx(0.00085)

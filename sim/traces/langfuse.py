@@ -113,8 +113,14 @@ other ``input_*`` / ``output_*``      parts of the input / output (audio,
 ``prompt_details.*``,                 parts already counted in ``input`` /
 ``completion_details.*`` (audio...)   ``output``: not added
 ``total``, ``total_tokens``,          not used (a tier's part of
-``cache_creation_ephemeral_*``        ``cache_creation_input_tokens``)
+``cache_creation_ephemeral_*``        ``cache_creation_input_tokens``), but
+                                      for a Gemini model's thoughts
 ====================================  ========================================
+
+A **Gemini** generation that records no reasoning key but a ``total`` above
+its counted columns has the excess read as its thoughts (reasoning, derived:
+:func:`gemini_thoughts`), Gemini's documented total being prompt +
+candidates + thoughts; no other model's total remainder is read.
 
 The "inside" keys are OpenInference's and the OpenTelemetry GenAI names
 (``llm.token_count.prompt_details.cache_read``...) as Langfuse servers before
@@ -388,10 +394,13 @@ def _key_kind(key: str) -> str | None:
     return None
 
 
-def counts(usage: Any, where: str, notes: list[Repair] | None = None) -> Counted:
+def counts(usage: Any, where: str, notes: list[Repair] | None = None,
+           model: Any = None) -> Counted:
     """A Langfuse ``usageDetails`` object (or an OpenAI-style usage) read into
     the trace model's convention (see the module); ``notes`` receives the
-    repairs of an impossible relation (a cache inside the input above it)."""
+    repairs of an impossible relation (a cache inside the input above it).
+    ``model`` (the generation's) tells a Gemini total's remainder as its
+    thoughts (:func:`gemini_thoughts`)."""
     usage = as_dict(usage)
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         return _openai(usage, where, notes)
@@ -431,7 +440,49 @@ def counts(usage: Any, where: str, notes: list[Repair] | None = None) -> Counted
         cache_write_tokens=parts.get("write") + parts.get("write_inside"),
         output_tokens=0 if output is None else output + parts.get("output"),
         thinking_tokens=parts.get("reasoning") + parts.get("reasoning_inside"))
+    if output is not None and uncached is not None:
+        gemini_thoughts(out, usage, model, where)
     return out
+
+
+GEMINI_TOTAL = ("Gemini's total_token_count is prompt (cached content inside) + candidates + "
+                "thoughts: the {n} tokens of usageDetails.total beyond its other keys read as "
+                "thoughts (the writer left thoughts_token_count out)")
+
+
+def gemini_thoughts(out: Counted, usage: dict, model: Any, where: str) -> None:
+    """A Gemini generation's thoughts that only its ``total`` holds, as
+    reasoning (derived; the convention noted in ``out``).
+
+    Gemini's ``usage_metadata`` counts thoughts apart from the candidates
+    (``thoughts_token_count``) and its ``total_token_count`` is the prompt
+    (``cached_content_token_count`` included in it) plus candidates plus
+    thoughts, plus ``tool_use_prompt_token_count`` when Gemini's own tools
+    (Search grounding, code execution) ran. A writer that records the prompt,
+    candidates and total but not the thoughts (OpenInference's vertexai
+    instrumentation 0.1.x, whose counts Langfuse stores as ``input``,
+    ``output`` and ``total``) leaves them only in the total: when the model's
+    name says Gemini, no reasoning is recorded, and ``total`` exceeds every
+    counted column, the excess is read as reasoning. For any other model a
+    total's remainder is not read (it may be cache or other usage the keys
+    do not name)."""
+    if "gemini" not in str(model or "").lower() or out.usage.thinking_tokens:
+        return
+    name = "total" if "total" in usage else "total_tokens"
+    try:
+        total = count(usage.get(name), f"usageDetails.{name}", where, default=0)
+    except Unusable:
+        return  # a total that is not a count is not used, as before
+    u = out.usage
+    excess = total - (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+                      + u.output_tokens)
+    if excess <= 0:
+        return
+    out.usage = Usage(input_tokens=u.input_tokens, cache_read_tokens=u.cache_read_tokens,
+                      cache_write_tokens=u.cache_write_tokens, output_tokens=u.output_tokens,
+                      thinking_tokens=excess)
+    out.provenance["reasoning_tokens"] = DERIVED
+    out.conventions["reasoning_tokens"] = GEMINI_TOTAL.format(n=excess)
 
 
 def _side(usage: dict, key: str, synonym: str, where: str) -> int | None:
@@ -663,14 +714,16 @@ def _call(obs: dict, first: datetime | None, agent: str | None, notes: list[Repa
           conventions: dict[str, str]) -> CallRecord:
     where = f"observation {obs.get('id')}"
     usage = value_of(obs, "usageDetails", "usage_details")
-    read = counts(usage, where, notes) if isinstance(usage, dict) and usage else unknown()
+    model = value_of(obs, "model", "provided_model_name")
+    read = counts(usage, where, notes, model) if isinstance(usage, dict) and usage \
+        else unknown()
     conventions.update(read.conventions)
     start, end = _times(obs)
     cost_usd, how = cost(value_of(obs, "costDetails", "cost_details"),
                          value_of(obs, "totalCost", "total_cost"),
                          value_of(obs, "calculatedTotalCost", "calculated_total_cost"))
     return CallRecord(
-        usage=read.usage, model=value_of(obs, "model", "provided_model_name"),
+        usage=read.usage, model=model,
         cost_usd=cost_usd,
         started_s=seconds(start, first), latency_s=seconds(end, start),
         **text_fields(_text(obs.get("output"))), agent=agent,
@@ -718,8 +771,9 @@ def _span_call(span: Span) -> spantree.CallFacts | None:
     a = span.attributes
     where = f"span {span.span} ({span.name})"
     usage = spantree.json_value(a.get(f"{_ATTR}usage_details"))
-    read = counts(usage, where) if isinstance(usage, dict) and usage else unknown()
     model = a.get(f"{_ATTR}model.name")
+    read = counts(usage, where, model=model) if isinstance(usage, dict) and usage \
+        else unknown()
     cost_usd, how = cost(spantree.json_value(a.get(f"{_ATTR}cost_details")))
     return spantree.CallFacts(
         read.usage, model=None if model is None else str(model), cost_usd=cost_usd,
