@@ -162,3 +162,21 @@ def test_langfuse_vertex_gemini_thoughts_left_in_total_are_reasoning(tmp_path: P
     assert calls["provenance"].iloc[0]["reasoning_tokens"] == "derived"
     assert calls["provenance"].iloc[0]["output_tokens"] == "exact"
     assert runs.iloc[0]["cost_usd"] == pytest.approx(0.00085)
+
+
+def test_langfuse_beeai_event_spans_typed_as_generations_are_not_calls(tmp_path: Path) -> None:
+    """Langfuse's trace of a BeeAI ReAct agent (OpenInference's beeai
+    instrumentation, gpt-4o-mini, three iterations) lists five GENERATIONs:
+    three ``backend.openai.chat.start-N`` events holding the request, its
+    usage (input 1,195, 1,988, 2,359; no output recorded) and cost, and the
+    last call's ``success-16`` and ``finish-16`` events, which record no
+    usage, no cost, and input and output ``None``. The run is the three calls
+    BeeAI made, so its cost is known: 0.00017925 + 0.0002982 + 0.00035385 =
+    0.0008313 USD."""
+    import_traces([REAL / "langfuse" / "beeai-2025-08-01.trace.json"], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    run = runs.iloc[0]
+    assert (len(runs), run["steps"], run["model"]) == (1, 3, "gpt-4o-mini")
+    assert calls["input_tokens"].tolist() == [1195, 1988, 2359]
+    assert calls["output_tokens"].isna().all()
+    assert run["cost_usd"] == pytest.approx(0.0008313)

@@ -15,17 +15,19 @@ Two kinds of file, told apart by content:
   ``langfuse.observation.model.name``, ``input``/``output``.
 
 Either way **one run is one trace**; an observation of type ``GENERATION`` is
-a model call, ``TOOL`` a tool call (its input the arguments, its output the
-result), ``AGENT`` an agent. In observations as JSON, the agents that are
-**the run itself**, not a subagent: an agent at the trace's root, an agent
-reached from a root by only children (a framework's wrapper: the OpenAI
-Agents SDK's ``Agent workflow`` over its agent, Koog's agent over its run,
-Google ADK's invocation over its agent), and any agent with no agent above
-it; their calls have ``agent`` null. A call under another, nested agent is
-that subagent's (``agent`` its id). The run's ``model`` is the most common
-model of its own calls (of all its calls when it has none of its own). In
-the SDK's spans, :mod:`sim.traces.spantree` decides (the outermost agent that
-made calls is the run's own; the model the first of its calls').
+a model call (in observations as JSON, unless it says it recorded nothing of
+one: an event span typed as a generation, :func:`is_event`), ``TOOL`` a tool
+call (its input the arguments, its output the result), ``AGENT`` an agent. In
+observations as JSON, the agents that are **the run itself**, not a subagent:
+an agent at the trace's root, an agent reached from a root by only children (a
+framework's wrapper: the OpenAI Agents SDK's ``Agent workflow`` over its
+agent, Koog's agent over its run, Google ADK's invocation over its agent), and
+any agent with no agent above it; their calls have ``agent`` null. A call
+under another, nested agent is that subagent's (``agent`` its id). The run's
+``model`` is the most common model of its own calls (of all its calls when it
+has none of its own). In the SDK's spans, :mod:`sim.traces.spantree` decides
+(the outermost agent that made calls is the run's own; the model the first of
+its calls').
 
 **Usage and cost** are read as *Usage and cost*, below, says, with their
 provenance. A generation without usage (``usageDetails`` missing or empty)
@@ -652,6 +654,47 @@ class _Tree:
         return own
 
 
+NULL_TEXTS = frozenset({"None", "null"})
+"""Texts that stand for no value: ``str(None)`` as Python instrumentations
+write a null input or output (BeeAI's OpenInference instrumentation), and
+JSON's null as text."""
+
+
+def recorded(value: Any) -> bool:
+    """Whether an observation's field holds something: not null, empty, or a
+    null's text (:data:`NULL_TEXTS`)."""
+    if value is None or value == "" or value == {} or value == []:
+        return False
+    return not (isinstance(value, str) and value.strip() in NULL_TEXTS)
+
+
+def is_event(obs: dict) -> bool:
+    """Whether an observation typed ``GENERATION`` says it recorded nothing of
+    a model call: no usage, no cost, and ``input`` and ``output`` both
+    present and without value (:func:`recorded`).
+
+    Frameworks that trace each event of a chat call as a span typed by its
+    emitter type them all as generations (BeeAI's ``backend.<provider>.chat``
+    emitter, through OpenInference: ``start`` holds the request, usage and
+    cost; ``success`` and ``finish`` hold nothing of the call, their input and
+    output ``None``); only the one holding something is the call. A real call
+    whose usage went unrecorded still has its prompt or its answer, so it
+    stays a call (its usage unknown); so does a copy that leaves ``input``
+    and ``output`` out (the web app's tRPC responses), which says nothing of
+    them."""
+    usage = value_of(obs, "usageDetails", "usage_details")
+    if (isinstance(usage, dict) and usage) or _cost(obs)[0] is not None:
+        return False
+    return all(key in obs and not recorded(obs[key]) for key in ("input", "output"))
+
+
+def _cost(obs: dict) -> tuple[float | None, str]:
+    """An observation's recorded cost and its provenance (:func:`cost`)."""
+    return cost(value_of(obs, "costDetails", "cost_details"),
+                value_of(obs, "totalCost", "total_cost"),
+                value_of(obs, "calculatedTotalCost", "calculated_total_cost"))
+
+
 def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRecord:
     obs_list = sorted(_merged(items).values(), key=lambda o: (_start(o), str(o.get("id"))))
     tree = _Tree(obs_list)
@@ -659,11 +702,13 @@ def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRe
     first, last = extent((t[0] for t in times), (t[1] for t in times))
     notes: list[Repair] = []
     conventions: dict[str, str] = {}
-    calls = _calls([o for o in obs_list if tree.kind[str(o.get("id"))] in CALL_TYPES],
+    calls = _calls([o for o in obs_list
+                    if tree.kind[str(o.get("id"))] in CALL_TYPES and not is_event(o)],
                    [o for o in obs_list if tree.kind[str(o.get("id"))] == TOOL_TYPE],
                    tree.own_agents(), tree.agent_of, first, notes, conventions)
     if not calls:
-        raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION")
+        raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION that "
+                       "records a call")
     verdict, how = resolved(scores)
     if how is not None:
         conventions["resolved"] = how
@@ -719,9 +764,7 @@ def _call(obs: dict, first: datetime | None, agent: str | None, notes: list[Repa
         else unknown()
     conventions.update(read.conventions)
     start, end = _times(obs)
-    cost_usd, how = cost(value_of(obs, "costDetails", "cost_details"),
-                         value_of(obs, "totalCost", "total_cost"),
-                         value_of(obs, "calculatedTotalCost", "calculated_total_cost"))
+    cost_usd, how = _cost(obs)
     return CallRecord(
         usage=read.usage, model=model,
         cost_usd=cost_usd,
