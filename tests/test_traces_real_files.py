@@ -180,3 +180,26 @@ def test_langfuse_beeai_event_spans_typed_as_generations_are_not_calls(tmp_path:
     assert calls["input_tokens"].tolist() == [1195, 1988, 2359]
     assert calls["output_tokens"].isna().all()
     assert run["cost_usd"] == pytest.approx(0.0008313)
+
+
+def test_openhands_event_store_stopped_at_max_iterations_is_a_step_limit(tmp_path: Path) -> None:
+    """A session's event store (``sessions/SID/events/N.json``, one event per
+    file as OpenHands' EventStream writes them: the events of OpenHands' own
+    GUI-mode trajectory, its last state change the one the controller writes
+    when the iteration flag stops the agent: ``agent_state`` ``error`` with
+    the RuntimeError in ``extras.reason``) has that reason as its exit, which
+    calibration counts as a stop by the step limit, not a model fault (the
+    bare state ``error`` was one). Its 4 calls are the file's 4 responses:
+    prompt 3439 = 4 + 3435 written; 3601 = 6 + 3435 read + 160 written;
+    4769 = 6 + 3595 + 1168; 5488 = 6 + 4763 + 719; output 104, 1142, 693, 85."""
+    store = REAL / "openhands" / "max_iterations_store" / "sessions"
+    import_traces([store], tmp_path / "out")
+    runs, calls = read_traces(tmp_path / "out")
+    run = runs.iloc[0]
+    assert (len(runs), run["run_id"], run["steps"]) == (1, "basic_gui_mode", 4)
+    assert run["exit"] == ("RuntimeError: Agent reached maximum iteration. "
+                           "Current iteration: 4, max iteration: 4")
+    assert category(run["exit"]) == "steps"
+    assert calls[["input_tokens", "cache_read_tokens", "cache_write_tokens",
+                  "output_tokens"]].values.tolist() == [
+        [4, 0, 3435, 104], [6, 3435, 160, 1142], [6, 3595, 1168, 693], [6, 4763, 719, 85]]

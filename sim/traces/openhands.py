@@ -71,10 +71,11 @@ action's ``args.agent``).
 
 Run fields: ``cost_usd`` the ``accumulated_cost``; ``exit`` the last
 ``agent_state_changed`` state (``finished``, ``error``, ``stopped``...)
-verbatim, else the output line's ``error``, else the state the controller
-sets when the last action of the run's own agent (not a delegate's) is
-``finish`` or ``reject`` (``finished``, ``rejected``; :data:`ENDING_ACTIONS`):
-an evaluation output's ``history`` and a saved trajectory are the agent's
+verbatim (for ``error``, the ``extras.reason`` the controller records with
+it when it has one: :data:`ERROR_STATE`), else the output line's ``error``,
+else the state the controller sets when the last action of the run's own
+agent (not a delegate's) is ``finish`` or ``reject`` (``finished``,
+``rejected``; :data:`ENDING_ACTIONS`): an evaluation output's ``history`` and a saved trajectory are the agent's
 history, from which OpenHands leaves the state changes out, so without this
 every run that finished would have no exit; ``resolved`` from
 ``test_result.report.resolved`` (or a top-level ``report.resolved`` /
@@ -121,11 +122,17 @@ NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
 ENDING_ACTIONS = {"finish": "finished", "reject": "rejected"}
 """The agent actions on which OpenHands' controller ends a run, and the
 ``AgentState`` it sets (``AgentFinishAction``, ``AgentRejectAction``)."""
+ERROR_STATE = "error"
+"""The ``AgentState`` OpenHands' controller sets when a run stops on an
+exception; the state change then carries ``extras.reason`` (its
+``last_error``: ``RuntimeError: Agent reached maximum iteration...`` for the
+iteration limit, ``...maximum budget...`` for the budget, an LLM fault's
+status otherwise), which is the run's exit in its place."""
 CACHE_FOLDER = "event_cache"
 """Where a session's store keeps pages of its events (``START-END.json``)."""
 
-__all__ = ["CACHE_FOLDER", "ENDING_ACTIONS", "NOT_CALLS", "SOURCE", "Collector", "detect",
-           "rewritten", "runs", "take_verdict"]
+__all__ = ["CACHE_FOLDER", "ENDING_ACTIONS", "ERROR_STATE", "NOT_CALLS", "SOURCE", "Collector",
+           "detect", "rewritten", "runs", "take_verdict"]
 
 
 def detect(values: list[Any], path: Path | None = None) -> str | None:
@@ -394,6 +401,9 @@ class _Stream:
         if kind == "agent_state_changed":
             state = extras.get("agent_state")
             self.state = None if state is None else str(state)
+            reason = extras.get("reason")
+            if self.state == ERROR_STATE and isinstance(reason, str) and reason.strip():
+                self.state = reason  # why: a control flag's RuntimeError, an LLM fault...
             return
         meta = as_dict(event.get("tool_call_metadata"))
         answered = None if meta.get("tool_call_id") is None else \
