@@ -75,8 +75,8 @@ verbatim (for ``error``, the ``extras.reason`` the controller records with
 it when it has one: :data:`ERROR_STATE`), else the output line's ``error``,
 else the state the controller sets when the last action of the run's own
 agent (not a delegate's) is ``finish`` or ``reject`` (``finished``,
-``rejected``; :data:`ENDING_ACTIONS`): an evaluation output's ``history`` and a saved trajectory are the agent's
-history, from which OpenHands leaves the state changes out, so without this
+``rejected``; :data:`ENDING_ACTIONS`): an evaluation output's ``history``
+and a saved trajectory are the agent's history, from which OpenHands leaves the state changes out, so without this
 every run that finished would have no exit; ``resolved`` from
 ``test_result.report.resolved`` (or a top-level ``report.resolved`` /
 ``resolved``); ``step_limit`` the metadata's
