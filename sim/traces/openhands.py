@@ -71,19 +71,18 @@ action's ``args.agent``).
 
 Run fields: ``cost_usd`` the ``accumulated_cost``; ``exit`` the last
 ``agent_state_changed`` state (``finished``, ``error``, ``stopped``...)
-verbatim (for ``error``, the ``extras.reason`` the controller records with
-it when it has one: :data:`ERROR_STATE`), else the output line's ``error``,
-else the state the controller sets when the last action of the run's own
-agent (not a delegate's) is ``finish`` or ``reject`` (``finished``,
-``rejected``; :data:`ENDING_ACTIONS`): an evaluation output's ``history``
-and a saved trajectory are the agent's history, from which OpenHands leaves the state changes out, so without this
-every run that finished would have no exit; ``resolved`` from
-``test_result.report.resolved`` (or a top-level ``report.resolved`` /
-``resolved``); ``step_limit`` the metadata's
+verbatim (for ``error``, the ``extras.reason`` the controller records with it
+when it has one: :data:`ERROR_STATE`), else the output line's ``error``, else
+the state the controller sets when the last action of the run's own agent (not
+a delegate's) is ``finish`` or ``reject`` (``finished``, ``rejected``;
+:data:`ENDING_ACTIONS`): an evaluation output's ``history`` and a saved
+trajectory are the agent's history, from which OpenHands leaves the state
+changes out, so without this every run that finished would have no exit;
+``resolved`` from ``test_result.report.resolved`` (or a top-level
+``report.resolved`` / ``resolved``); ``step_limit`` the metadata's
 ``max_iterations``; ``cost_limit_usd`` the metrics' ``max_budget_per_task``;
 the start and duration from the first and last event timestamps (OpenHands
-writes local times without a zone: taken as UTC).
-"""
+writes local times without a zone: taken as UTC). """
 
 from __future__ import annotations
 
