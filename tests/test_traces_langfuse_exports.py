@@ -419,3 +419,74 @@ def test_a_boolean_resolved_score_is_the_runs_resolved_and_others_are_not_read()
     (run,) = runs_of({"observations": agents_trace(),
                       "scores": [score(Score_Numeric, "Success", 0.0)]})
     assert run.resolved is False
+
+
+@pytest.mark.parametrize(("model", "usage", "reasoning"), [
+    ("gemini-2.5-flash", {"input": 5, "output": 845, "total": 2023}, 1173),
+    ("models/Gemini-2.5-pro", {"input": 10, "input_cache_read": 90, "output": 5,
+                               "total": 125}, 20),
+    ("gemini-2.5-flash", {"input": 5, "output": 10, "output_reasoning": 7, "total": 30}, 7),
+    ("gemini-2.5-flash", {"input": 5, "output": 10, "total": 15}, 0),
+    ("gemini-2.5-flash", {"input": 5, "output": 10, "total": "lots"}, 0),
+    ("gemini-2.5-flash", {"input": 5, "total": 30}, 0),
+    ("gpt-4o", {"input": 5, "output": 10, "total": 30}, 0),
+    (None, {"input": 5, "output": 10, "total": 30}, 0),
+])
+def test_gemini_total_beyond_its_keys_is_thoughts(model: str | None, usage: dict,
+                                                  reasoning: int) -> None:
+    """A Gemini generation's ``total`` above its counted keys (input, cache,
+    output) is its thoughts, read as reasoning (derived) when no reasoning key
+    is recorded: 2023 - 5 - 845 = 1173; 125 - 10 - 90 - 5 = 20. A recorded
+    reasoning key wins (7, not 30 - 22 = 8); a total equal to the keys, not a
+    count, with no output, or of a model not named Gemini (or unnamed) adds
+    nothing."""
+    read = counts(usage, "observation o", model=model)
+    assert read.usage.thinking_tokens == reasoning
+    assert (read.provenance.get("reasoning_tokens") == "derived") == (
+        reasoning > 0 and "output_reasoning" not in usage)
+
+
+# ----------------------------------------------- event spans typed as generations
+@pytest.mark.parametrize(("fields", "event"), [
+    ({"input": None, "output": None}, True),
+    ({"input": "None", "output": "None"}, True),
+    ({"input": "", "output": "null", "usageDetails": {}, "costDetails": {},
+      "totalCost": 0.0}, True),
+    ({}, False),                                   # input and output left out (tRPC copy)
+    ({"input": None}, False),                      # output left out
+    ({"input": None, "output": "None", "usageDetails": {"input": 3}}, False),
+    ({"input": None, "output": None, "costDetails": {"total": 0.001}}, False),
+    ({"input": "None", "output": None, "totalCost": 0.002}, False),
+    ({"input": [{"role": "user", "content": "hi"}], "output": None}, False),
+    ({"input": None, "output": "No"}, False),
+])
+def test_a_generation_that_records_nothing_of_a_call_is_an_event(fields: dict,
+                                                                 event: bool) -> None:
+    """A GENERATION with no usage, no cost, and input and output both present
+    and empty (null, empty text, or a null's text ``None``/``null``) is an
+    event, not a call; any usage, cost, input or output, or input or output
+    left out of the copy, keeps it a call."""
+    base = {"id": "g", "traceId": "t", "type": "GENERATION", "model": "gpt-4o-mini",
+            "startTime": T0.isoformat()}
+    assert langfuse.is_event({**base, **fields}) is event
+
+
+def test_a_trace_whose_generations_are_all_events_is_skipped_as_without_calls(tmp_path):
+    """A trace whose only generations are events (input and output null, no
+    usage, no cost) has no call: skipped with its reason, not a run of
+    zero-usage calls (the import, with no run, says so); with one of them
+    holding its request it is one run of one call."""
+    events = [obs(0, "SPAN", name="root"),
+              obs(1, "GENERATION", "o0", model="gpt-4o-mini", name="chat.success"),
+              obs(2, "GENERATION", "o0", model="gpt-4o-mini", name="chat.finish")]
+    for event in events[1:]:
+        event.update(input=None, output="None")
+    from sim.bad_input import InputError
+
+    with pytest.raises(InputError, match=r"no runs imported .*1 no model calls"):
+        import_traces([write(tmp_path, "events", {"observations": events, "scores": []})],
+                      tmp_path / "a")
+    events[1]["input"] = [{"role": "user", "content": "hi"}]
+    report = import_traces([write(tmp_path, "one", {"observations": events, "scores": []})],
+                           tmp_path / "b")
+    assert (report.runs, report.calls) == (1, 1)

@@ -6,18 +6,23 @@ A trace's ``exit`` is the source's label, verbatim (tau2-bench's
 ``succeeded:model_complete``). Each maps to one category of :data:`CATEGORIES`:
 
 - ``agent``: the agent ended the run itself (a final answer, tau2's
-  ``agent_stop``, mini-swe-agent's ``Submitted``, sim's ``succeeded`` other
+  ``agent_stop``, mini-swe-agent's ``Submitted``, OpenHands' ``finished``
+  and ``rejected``, sim's ``succeeded`` other
   than by the task-giver);
 - ``task_giver``: the task-giver ended it (tau2's ``user_stop``, sim's
   ``succeeded:user_stop``);
 - ``steps``, ``errors``, ``money``, ``tokens``, ``time``: a harness limit
   (tau2's ``max_steps`` and ``too_many_errors``, mini-swe-agent's
-  ``LimitsExceeded``, sim's ``budget_exhausted:<budget>``);
+  ``LimitsExceeded``, OpenHands' ``RuntimeError: Agent reached maximum
+  iteration...`` and ``...maximum budget...``, Inspect's ``message``,
+  ``turn``, ``token``, ``cost``, ``time`` and ``working`` limits, sim's
+  ``budget_exhausted:<budget>``);
 - ``model_error``: a model-API fault the run did not survive (sim's
   ``failed:model_error`` and ``failed:retries_exhausted``, an exception name
   such as ``InternalServerError`` or ``Timeout``);
 - ``no_progress``, ``context``, ``cancelled``: sim's detector stop, context
-  overflow and cancellations;
+  overflow (and Inspect's ``context`` limit) and cancellations (and Inspect's
+  ``operator`` limit);
 - ``other``: anything else (kept, and listed by label in the report).
 """
 
@@ -35,6 +40,12 @@ _EXACT: dict[str, str] = {
     "too_many_errors": "errors", "agent_error": "model_error", "user_error": "other",
     # mini-swe-agent
     "submitted": "agent", "limitsexceeded": "steps", "formaterror": "other",
+    # OpenHands (its AgentState on a finish or reject action)
+    "finished": "agent", "rejected": "agent",
+    # Inspect AI (the type of the limit that stopped a sample; a message limit is
+    # calibrated as a step budget, sim.calibration.limits)
+    "message": "steps", "turn": "steps", "token": "tokens", "cost": "money", "time": "time",
+    "working": "time", "context": "context", "operator": "cancelled",
     # sim
     "succeeded": "agent", "false_success": "agent", "succeeded:user_stop": "task_giver",
     "budget_exhausted:steps": "steps", "budget_exhausted:errors": "errors",
@@ -44,6 +55,11 @@ _EXACT: dict[str, str] = {
     "failed:model_error": "model_error", "failed:retries_exhausted": "model_error",
     "needs_human:no_progress": "no_progress", "failed:context_overflow": "context",
 }
+_LIMITS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # OpenHands' control flags stop a run with a RuntimeError that names the limit
+    (re.compile(r"reached maximum iteration", re.IGNORECASE), "steps"),
+    (re.compile(r"reached maximum budget", re.IGNORECASE), "money"),
+)
 _FAULT = re.compile(r"(error|exception|timeout|timedout|unavailable|overloaded|ratelimit)",
                     re.IGNORECASE)
 
@@ -62,6 +78,9 @@ def category(label: str | None) -> str:
         return "cancelled"
     if low.startswith("budget_exhausted:"):
         return "other"
+    for pattern, limit in _LIMITS:
+        if pattern.search(key):
+            return limit
     if _FAULT.search(key):
         return "model_error"
     return "other"

@@ -3,7 +3,10 @@
 Reading needs the optional ``inspect`` extra (``pip install 'sim[inspect]'``):
 the log is opened with inspect_ai's own reader
 (:func:`inspect_ai.log.read_eval_log_samples`, which streams the samples of an
-``.eval`` archive), so every log version inspect_ai reads is read here.
+``.eval`` archive; a log whose header lists no ``sample_ids``, as inspect_ai
+wrote them until about 0.3.42, is read whole with
+:func:`inspect_ai.log.read_eval_log`, since the streaming reader refuses it),
+so every log version inspect_ai reads is read here.
 
 One sample epoch is one run (``run_id`` the sample's ``uuid``, else
 ``EVAL_ID/SAMPLE_ID/EPOCH``; ``task_id`` the sample id). Its **model calls** are
@@ -134,8 +137,15 @@ def runs(path: Path, file: str, fmt: Literal["eval", "json"]) -> Iterator[RunRec
     with _reading():
         eval_ = read_eval_log(path, header_only=True, format=fmt).eval
         version = parse_version(as_str(getattr(eval_, "packages", None), "inspect_ai"))
-        samples = read_eval_log_samples(path, all_samples_required=False,
-                                        resolve_attachments=True, format=fmt)
+        samples: Iterator[Any]
+        if eval_.dataset.sample_ids is None:
+            # a log written before inspect_ai listed its sample ids (0.3.41, Oct 2024):
+            # its reader streams no samples from it, so the whole log is read
+            samples = iter(read_eval_log(path, resolve_attachments=True, format=fmt).samples
+                           or [])
+        else:
+            samples = read_eval_log_samples(path, all_samples_required=False,
+                                            resolve_attachments=True, format=fmt)
     while True:
         with _reading():
             sample = next(samples, None)

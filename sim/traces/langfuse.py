@@ -15,17 +15,19 @@ Two kinds of file, told apart by content:
   ``langfuse.observation.model.name``, ``input``/``output``.
 
 Either way **one run is one trace**; an observation of type ``GENERATION`` is
-a model call, ``TOOL`` a tool call (its input the arguments, its output the
-result), ``AGENT`` an agent. In observations as JSON, the agents that are
-**the run itself**, not a subagent: an agent at the trace's root, an agent
-reached from a root by only children (a framework's wrapper: the OpenAI
-Agents SDK's ``Agent workflow`` over its agent, Koog's agent over its run,
-Google ADK's invocation over its agent), and any agent with no agent above
-it; their calls have ``agent`` null. A call under another, nested agent is
-that subagent's (``agent`` its id). The run's ``model`` is the most common
-model of its own calls (of all its calls when it has none of its own). In
-the SDK's spans, :mod:`sim.traces.spantree` decides (the outermost agent that
-made calls is the run's own; the model the first of its calls').
+a model call (in observations as JSON, unless it says it recorded nothing of
+one: an event span typed as a generation, :func:`is_event`), ``TOOL`` a tool
+call (its input the arguments, its output the result), ``AGENT`` an agent. In
+observations as JSON, the agents that are **the run itself**, not a subagent:
+an agent at the trace's root, an agent reached from a root by only children (a
+framework's wrapper: the OpenAI Agents SDK's ``Agent workflow`` over its
+agent, Koog's agent over its run, Google ADK's invocation over its agent), and
+any agent with no agent above it; their calls have ``agent`` null. A call
+under another, nested agent is that subagent's (``agent`` its id). The run's
+``model`` is the most common model of its own calls (of all its calls when it
+has none of its own). In the SDK's spans, :mod:`sim.traces.spantree` decides
+(the outermost agent that made calls is the run's own; the model the first of
+its calls').
 
 **Usage and cost** are read as *Usage and cost*, below, says, with their
 provenance. A generation without usage (``usageDetails`` missing or empty)
@@ -113,8 +115,14 @@ other ``input_*`` / ``output_*``      parts of the input / output (audio,
 ``prompt_details.*``,                 parts already counted in ``input`` /
 ``completion_details.*`` (audio...)   ``output``: not added
 ``total``, ``total_tokens``,          not used (a tier's part of
-``cache_creation_ephemeral_*``        ``cache_creation_input_tokens``)
+``cache_creation_ephemeral_*``        ``cache_creation_input_tokens``), but
+                                      for a Gemini model's thoughts
 ====================================  ========================================
+
+A **Gemini** generation that records no reasoning key but a ``total`` above
+its counted columns has the excess read as its thoughts (reasoning, derived:
+:func:`gemini_thoughts`), Gemini's documented total being prompt +
+candidates + thoughts; no other model's total remainder is read.
 
 The "inside" keys are OpenInference's and the OpenTelemetry GenAI names
 (``llm.token_count.prompt_details.cache_read``...) as Langfuse servers before
@@ -388,10 +396,13 @@ def _key_kind(key: str) -> str | None:
     return None
 
 
-def counts(usage: Any, where: str, notes: list[Repair] | None = None) -> Counted:
+def counts(usage: Any, where: str, notes: list[Repair] | None = None,
+           model: Any = None) -> Counted:
     """A Langfuse ``usageDetails`` object (or an OpenAI-style usage) read into
     the trace model's convention (see the module); ``notes`` receives the
-    repairs of an impossible relation (a cache inside the input above it)."""
+    repairs of an impossible relation (a cache inside the input above it).
+    ``model`` (the generation's) tells a Gemini total's remainder as its
+    thoughts (:func:`gemini_thoughts`)."""
     usage = as_dict(usage)
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         return _openai(usage, where, notes)
@@ -431,7 +442,49 @@ def counts(usage: Any, where: str, notes: list[Repair] | None = None) -> Counted
         cache_write_tokens=parts.get("write") + parts.get("write_inside"),
         output_tokens=0 if output is None else output + parts.get("output"),
         thinking_tokens=parts.get("reasoning") + parts.get("reasoning_inside"))
+    if output is not None and uncached is not None:
+        gemini_thoughts(out, usage, model, where)
     return out
+
+
+GEMINI_TOTAL = ("Gemini's total_token_count is prompt (cached content inside) + candidates + "
+                "thoughts: the {n} tokens of usageDetails.total beyond its other keys read as "
+                "thoughts (the writer left thoughts_token_count out)")
+
+
+def gemini_thoughts(out: Counted, usage: dict, model: Any, where: str) -> None:
+    """A Gemini generation's thoughts that only its ``total`` holds, as
+    reasoning (derived; the convention noted in ``out``).
+
+    Gemini's ``usage_metadata`` counts thoughts apart from the candidates
+    (``thoughts_token_count``) and its ``total_token_count`` is the prompt
+    (``cached_content_token_count`` included in it) plus candidates plus
+    thoughts, plus ``tool_use_prompt_token_count`` when Gemini's own tools
+    (Search grounding, code execution) ran. A writer that records the prompt,
+    candidates and total but not the thoughts (OpenInference's vertexai
+    instrumentation 0.1.x, whose counts Langfuse stores as ``input``,
+    ``output`` and ``total``) leaves them only in the total: when the model's
+    name says Gemini, no reasoning is recorded, and ``total`` exceeds every
+    counted column, the excess is read as reasoning. For any other model a
+    total's remainder is not read (it may be cache or other usage the keys
+    do not name)."""
+    if "gemini" not in str(model or "").lower() or out.usage.thinking_tokens:
+        return
+    name = "total" if "total" in usage else "total_tokens"
+    try:
+        total = count(usage.get(name), f"usageDetails.{name}", where, default=0)
+    except Unusable:
+        return  # a total that is not a count is not used, as before
+    u = out.usage
+    excess = total - (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+                      + u.output_tokens)
+    if excess <= 0:
+        return
+    out.usage = Usage(input_tokens=u.input_tokens, cache_read_tokens=u.cache_read_tokens,
+                      cache_write_tokens=u.cache_write_tokens, output_tokens=u.output_tokens,
+                      thinking_tokens=excess)
+    out.provenance["reasoning_tokens"] = DERIVED
+    out.conventions["reasoning_tokens"] = GEMINI_TOTAL.format(n=excess)
 
 
 def _side(usage: dict, key: str, synonym: str, where: str) -> int | None:
@@ -601,6 +654,47 @@ class _Tree:
         return own
 
 
+NULL_TEXTS = frozenset({"None", "null"})
+"""Texts that stand for no value: ``str(None)`` as Python instrumentations
+write a null input or output (BeeAI's OpenInference instrumentation), and
+JSON's null as text."""
+
+
+def recorded(value: Any) -> bool:
+    """Whether an observation's field holds something: not null, empty, or a
+    null's text (:data:`NULL_TEXTS`)."""
+    if value is None or value == "" or value == {} or value == []:
+        return False
+    return not (isinstance(value, str) and value.strip() in NULL_TEXTS)
+
+
+def is_event(obs: dict) -> bool:
+    """Whether an observation typed ``GENERATION`` says it recorded nothing of
+    a model call: no usage, no cost, and ``input`` and ``output`` both
+    present and without value (:func:`recorded`).
+
+    Frameworks that trace each event of a chat call as a span typed by its
+    emitter type them all as generations (BeeAI's ``backend.<provider>.chat``
+    emitter, through OpenInference: ``start`` holds the request, usage and
+    cost; ``success`` and ``finish`` hold nothing of the call, their input and
+    output ``None``); only the one holding something is the call. A real call
+    whose usage went unrecorded still has its prompt or its answer, so it
+    stays a call (its usage unknown); so does a copy that leaves ``input``
+    and ``output`` out (the web app's tRPC responses), which says nothing of
+    them."""
+    usage = value_of(obs, "usageDetails", "usage_details")
+    if (isinstance(usage, dict) and usage) or _cost(obs)[0] is not None:
+        return False
+    return all(key in obs and not recorded(obs[key]) for key in ("input", "output"))
+
+
+def _cost(obs: dict) -> tuple[float | None, str]:
+    """An observation's recorded cost and its provenance (:func:`cost`)."""
+    return cost(value_of(obs, "costDetails", "cost_details"),
+                value_of(obs, "totalCost", "total_cost"),
+                value_of(obs, "calculatedTotalCost", "calculated_total_cost"))
+
+
 def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRecord:
     obs_list = sorted(_merged(items).values(), key=lambda o: (_start(o), str(o.get("id"))))
     tree = _Tree(obs_list)
@@ -608,11 +702,13 @@ def _run(trace: str, items: list[tuple[dict, str]], scores: list[dict]) -> RunRe
     first, last = extent((t[0] for t in times), (t[1] for t in times))
     notes: list[Repair] = []
     conventions: dict[str, str] = {}
-    calls = _calls([o for o in obs_list if tree.kind[str(o.get("id"))] in CALL_TYPES],
+    calls = _calls([o for o in obs_list
+                    if tree.kind[str(o.get("id"))] in CALL_TYPES and not is_event(o)],
                    [o for o in obs_list if tree.kind[str(o.get("id"))] == TOOL_TYPE],
                    tree.own_agents(), tree.agent_of, first, notes, conventions)
     if not calls:
-        raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION")
+        raise Unusable(NO_CALLS, f"{len(obs_list)} observations, none a GENERATION that "
+                       "records a call")
     verdict, how = resolved(scores)
     if how is not None:
         conventions["resolved"] = how
@@ -663,14 +759,14 @@ def _call(obs: dict, first: datetime | None, agent: str | None, notes: list[Repa
           conventions: dict[str, str]) -> CallRecord:
     where = f"observation {obs.get('id')}"
     usage = value_of(obs, "usageDetails", "usage_details")
-    read = counts(usage, where, notes) if isinstance(usage, dict) and usage else unknown()
+    model = value_of(obs, "model", "provided_model_name")
+    read = counts(usage, where, notes, model) if isinstance(usage, dict) and usage \
+        else unknown()
     conventions.update(read.conventions)
     start, end = _times(obs)
-    cost_usd, how = cost(value_of(obs, "costDetails", "cost_details"),
-                         value_of(obs, "totalCost", "total_cost"),
-                         value_of(obs, "calculatedTotalCost", "calculated_total_cost"))
+    cost_usd, how = _cost(obs)
     return CallRecord(
-        usage=read.usage, model=value_of(obs, "model", "provided_model_name"),
+        usage=read.usage, model=model,
         cost_usd=cost_usd,
         started_s=seconds(start, first), latency_s=seconds(end, start),
         **text_fields(_text(obs.get("output"))), agent=agent,
@@ -718,8 +814,9 @@ def _span_call(span: Span) -> spantree.CallFacts | None:
     a = span.attributes
     where = f"span {span.span} ({span.name})"
     usage = spantree.json_value(a.get(f"{_ATTR}usage_details"))
-    read = counts(usage, where) if isinstance(usage, dict) and usage else unknown()
     model = a.get(f"{_ATTR}model.name")
+    read = counts(usage, where, model=model) if isinstance(usage, dict) and usage \
+        else unknown()
     cost_usd, how = cost(spantree.json_value(a.get(f"{_ATTR}cost_details")))
     return spantree.CallFacts(
         read.usage, model=None if model is None else str(model), cost_usd=cost_usd,

@@ -71,13 +71,18 @@ action's ``args.agent``).
 
 Run fields: ``cost_usd`` the ``accumulated_cost``; ``exit`` the last
 ``agent_state_changed`` state (``finished``, ``error``, ``stopped``...)
-verbatim, else the output line's ``error``; ``resolved`` from
-``test_result.report.resolved`` (or a top-level ``report.resolved`` /
-``resolved``); ``step_limit`` the metadata's
+verbatim (for ``error``, the ``extras.reason`` the controller records with it
+when it has one: :data:`ERROR_STATE`), else the output line's ``error``, else
+the state the controller sets when the last action of the run's own agent (not
+a delegate's) is ``finish`` or ``reject`` (``finished``, ``rejected``;
+:data:`ENDING_ACTIONS`): an evaluation output's ``history`` and a saved
+trajectory are the agent's history, from which OpenHands leaves the state
+changes out, so without this every run that finished would have no exit;
+``resolved`` from ``test_result.report.resolved`` (or a top-level
+``report.resolved`` / ``resolved``); ``step_limit`` the metadata's
 ``max_iterations``; ``cost_limit_usd`` the metrics' ``max_budget_per_task``;
 the start and duration from the first and last event timestamps (OpenHands
-writes local times without a zone: taken as UTC).
-"""
+writes local times without a zone: taken as UTC). """
 
 from __future__ import annotations
 
@@ -114,11 +119,20 @@ SOURCE = "openhands"
 NOT_CALLS = frozenset({"system", "change_agent_state", "condensation",
                        "condensation_request", "recall", "null"})
 """Agent actions that are not a model's reply (OpenHands' ``ActionType``)."""
+ENDING_ACTIONS = {"finish": "finished", "reject": "rejected"}
+"""The agent actions on which OpenHands' controller ends a run, and the
+``AgentState`` it sets (``AgentFinishAction``, ``AgentRejectAction``)."""
+ERROR_STATE = "error"
+"""The ``AgentState`` OpenHands' controller sets when a run stops on an
+exception; the state change then carries ``extras.reason`` (its
+``last_error``: ``RuntimeError: Agent reached maximum iteration...`` for the
+iteration limit, ``...maximum budget...`` for the budget, an LLM fault's
+status otherwise), which is the run's exit in its place."""
 CACHE_FOLDER = "event_cache"
 """Where a session's store keeps pages of its events (``START-END.json``)."""
 
-__all__ = ["CACHE_FOLDER", "NOT_CALLS", "SOURCE", "Collector", "detect", "rewritten", "runs",
-           "take_verdict"]
+__all__ = ["CACHE_FOLDER", "ENDING_ACTIONS", "ERROR_STATE", "NOT_CALLS", "SOURCE", "Collector",
+           "detect", "rewritten", "runs", "take_verdict"]
 
 
 def detect(values: list[Any], path: Path | None = None) -> str | None:
@@ -254,7 +268,7 @@ def _run(run_id: str, file: str, task: str | None, events: list, line: dict,
         model = next((c.model for c in calls if c.model), None)
     limit: Any = number_or_none(metadata.get("max_iterations"))  # the writer checks it
     exit_label = stream.state if stream.state is not None else (
-        line["error"] if isinstance(line.get("error"), str) else None)
+        line["error"] if isinstance(line.get("error"), str) else stream.ended)
     starts = [m for m in stream.moments if m is not None]
     first, last = (min(starts), max(starts)) if starts else (None, None)
     return RunRecord(
@@ -290,6 +304,7 @@ class _Stream:
         self.moments: list[datetime | None] = []
         self.previous: datetime | None = None
         self.state: str | None = None
+        self.ended: str | None = None  # the state the last top-level action ended the run in
         self.condensed = False  # a condenser ran: its model calls are in token_usages too
         self.delegates: list[str] = []  # the agents delegated to and not yet back, innermost last
         self.latencies = {str(r.get("response_id")): number_or_none(r.get("latency"))
@@ -308,6 +323,8 @@ class _Stream:
         if "action" in event:
             self.condensed |= action in ("condensation", "condensation_request")
             if source == "agent" and isinstance(action, str) and action not in NOT_CALLS:
+                if not self.delegates:  # the state OpenHands' controller sets on it
+                    self.ended = ENDING_ACTIONS.get(action)
                 self._action(event, str(action), moment)
                 if action == "delegate":
                     self.delegates.append(str(as_dict(event.get("args")).get("agent")))
@@ -384,6 +401,9 @@ class _Stream:
         if kind == "agent_state_changed":
             state = extras.get("agent_state")
             self.state = None if state is None else str(state)
+            reason = extras.get("reason")
+            if self.state == ERROR_STATE and isinstance(reason, str) and reason.strip():
+                self.state = reason  # why: a control flag's RuntimeError, an LLM fault...
             return
         meta = as_dict(event.get("tool_call_metadata"))
         answered = None if meta.get("tool_call_id") is None else \

@@ -55,7 +55,13 @@ else the file name without ``.traj``); ``task_id`` the instance id; ``model``
 ``replay_config``'s ``agent.model.name``; ``exit`` ``info.exit_status``
 verbatim; ``step_limit`` and ``cost_limit_usd`` from ``agent.model``'s
 ``per_instance_call_limit`` and ``per_instance_cost_limit`` (0, SWE-agent's
-"no limit", is null). No time is recorded for the calls or the run.
+"no limit", is null). A 0.x trajectory has no ``replay_config``: SWE-agent
+0.x writes the run's settings once, in ``args.yaml`` beside the run's
+trajectories (:data:`ARGS_FILE`), and its ``agent.model`` gives the model
+(``model_name``, as SWE-agent names it: ``gpt4``, ``claude-3-opus``...) and
+the cost limit (``per_instance_cost_limit``; 0.x has no call limit); without
+that file, or when it cannot be read, they are null. No time is recorded for
+the calls or the run.
 
 A replay cannot drive such a run (no call has usage): it sees ``api_calls``
 calls with every token column unknown and the run totals, and must refuse it.
@@ -67,6 +73,8 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from sim.traces.assemble import limit_or_none, number_or_none, text_fields
 from sim.traces.miniswe import run_folder
@@ -93,6 +101,9 @@ UNKNOWN_CALL: dict[str, str] = dict.fromkeys(PROVENANCE_FIELDS, UNKNOWN)
 MAX_CALLS = 100_000
 """The most calls a run is given from ``api_calls`` (a larger count is read as
 one call per step)."""
+
+ARGS_FILE = "args.yaml"
+"""The run's settings that SWE-agent 0.x writes beside its trajectories."""
 
 PER_CALL = ("calls", "per-call usage absent: run-level info.model_stats only")
 ATTEMPTS = ("attempts", "info.model_stats sums every attempt of a retry loop; the steps "
@@ -124,6 +135,8 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
     stats = as_dict(info.get("model_stats"))
     config = _replay_config(doc.get("replay_config"))
     model_config = as_dict(as_dict(config.get("agent")).get("model"))
+    if not config:  # SWE-agent 0.x: the settings are the run folder's args.yaml
+        model_config = _run_args(path.parent)
     instance = as_dict(config.get("problem_statement")).get("id")
     if not isinstance(instance, str) or not instance:
         instance = path.name[:-len(SUFFIX)] if path.name.endswith(SUFFIX) else path.stem
@@ -142,7 +155,7 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
     if len(as_list(doc.get("attempts"))) > 1:
         conventions.update([ATTEMPTS])
     exit_label = info.get("exit_status")
-    model = model_config.get("name")
+    model = model_config.get("name", model_config.get("model_name"))
     return RunRecord(
         run_id=f"{folder}/{instance}" if folder is not None else instance, source=SOURCE,
         file=file, calls=calls, task_id=instance,
@@ -205,6 +218,19 @@ def _replay_config(value: Any) -> dict:
         except (ValueError, RecursionError):
             return {}
     return as_dict(value)
+
+
+def _run_args(folder: Path) -> dict:
+    """``agent.model`` of the :data:`ARGS_FILE` in ``folder`` (SWE-agent 0.x's
+    ``ModelArguments``: ``model_name``, ``per_instance_cost_limit``...); {}
+    when there is none or it cannot be read as YAML. Only those keys are read,
+    so an alias-heavy document is never expanded."""
+    try:
+        text = (folder / ARGS_FILE).read_text(encoding="utf-8")
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return {}
+    return as_dict(as_dict(as_dict(doc).get("agent")).get("model"))
 
 
 def _count(value: Any) -> int | None:
