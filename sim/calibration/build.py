@@ -91,6 +91,8 @@ def _class_sections(c: ClassEstimate, a: Adjustment, stable: int) -> dict[str, A
     if c.run_sigma > 0:
         sections["tokens"]["run_scale"] = Lognormal(median=1.0,
                                                     sigma=round(c.run_sigma, 6)).model_dump()
+    if c.output_final is not None:
+        sections["tokens"]["final_output"] = _dist(c.output_final)
     if c.thinking is not None:
         sections["tokens"]["thinking"] = _dist(c.thinking)
     if c.by_step is not None:
@@ -260,7 +262,9 @@ def _comment_class(comments: dict[str, str], path: str, c: ClassEstimate) -> Non
     comments[f"{path}.policy"] = c.notes.get("rates", "")
     comments[f"{path}.tokens"] = (c.notes.get("output", "") + "; first prompts: the runs' own; "
                                   + c.notes.get("run_scale", "")
-                                  + ("; " + c.notes["by_step"] if "by_step" in c.notes else ""))
+                                  + ("; " + c.notes["by_step"] if "by_step" in c.notes else "")
+                                  + ("; " + c.notes["final_output"] if "final_output" in c.notes
+                                     else ""))
     comments[f"{path}.unsolvable"] = c.notes.get("exits", "")
     comments[f"{path}.latency"] = "non-negative least squares of call latencies"
     if c.notes.get("cache"):

@@ -13,7 +13,16 @@ Two ways, chosen by the command line:
   their prompt 544 tokens per step against 294 for its 129 cached ones, and
   cost 5 times as much), so the class gives them their own sizes, steps and
   endings, drawn together; a world's ``cache.hits.run_share`` alone would
-  give an uncached run the cached runs' sizes;
+  give an uncached run the cached runs' sizes. Then, within each such
+  class, runs that never message the task-giver (no call without tool
+  calls before the run's last) beside runs that do, each at least
+  :data:`MIN_SPLIT_RUNS`, are a class of their own (``model solo``, named by
+  :data:`SOLO`) when there are more of them than a constant message rate
+  would leave silent by chance (:func:`silent_beyond_chance`): an agent
+  that works some tasks alone and converses on others (on tau2, gpt-4.1's 40
+  runs the agent ends after tool calls alone, 290 output tokens each at the
+  median, against its 100 conversations' 912) has two kinds of run, which
+  one message rate and one output size per call cannot give;
 - clusters (``classes=K`` or ``"auto"``): a Gaussian mixture with diagonal
   covariances, fitted by expectation maximisation to standardised per-run
   features (log first prompt, log history growth per step, log median output
@@ -43,6 +52,10 @@ MIN_SPLIT_RUNS = 8
 """Fewest runs each of a model's cached and uncached runs needs to be a class of its own."""
 UNCACHED = "{} uncached"
 """The name of a model's class of runs that never read the cache (the model's name in it)."""
+SOLO = "{} solo"
+"""The name of a class's runs that never message the task-giver (the class's name in it)."""
+SOLO_ALPHA = 0.05
+"""Level of the test that silent runs are more than chance leaves (:func:`silent_beyond_chance`)."""
 MAX_AUTO = 8
 
 
@@ -135,7 +148,53 @@ def _by_model(traces: Traces) -> np.ndarray:
         on, off = int((mine & cached).sum()), int((mine & ~cached).sum())
         if on >= MIN_SPLIT_RUNS and off >= MIN_SPLIT_RUNS:
             labels[mine & ~cached] = UNCACHED.format(label)
+    if "text" in calls and "last" in calls:
+        _split_solo(traces, labels)
     return labels
+
+
+def silent_beyond_chance(calls_per_run: np.ndarray, messages: np.ndarray,
+                         alpha: float = SOLO_ALPHA) -> bool:
+    """Whether more runs send no message than a constant message rate leaves
+    silent by chance. ``calls_per_run``: each run's calls before its last
+    (the calls that could be messages); ``messages``: each run's messages
+    among them. With the pooled rate ``p`` (messages / such calls), a run of
+    ``n`` such calls is silent with probability ``(1 - p)^n``; the count of
+    silent runs is then a sum of independent Bernoullis, whose upper tail is
+    bounded by the Poisson law of the same mean (Le Cam); the test rejects
+    when that tail at the observed count is under ``alpha``."""
+    from scipy import stats
+
+    n = np.asarray(calls_per_run, dtype=float)
+    m = np.asarray(messages, dtype=float)
+    total = float(n.sum())
+    if total <= 0 or m.sum() <= 0:
+        return False
+    p = float(m.sum()) / total
+    expected = float(((1.0 - p) ** n).sum())
+    silent = int((m == 0).sum())
+    return float(stats.poisson.sf(silent - 1, expected)) < alpha
+
+
+def _split_solo(traces: Traces, labels: np.ndarray) -> None:
+    """Give each class's silent runs a class of their own, in place (see the
+    module docstring)."""
+    calls = traces.calls
+    message = calls["text"].to_numpy(bool) & ~calls["last"].to_numpy(bool)
+    by_run = pd.DataFrame({"run": calls["run_id"].to_numpy(object), "m": message}).groupby(
+        "run", sort=False)["m"].agg(["sum", "size"])
+    ids = traces.runs["run_id"].to_numpy(object)
+    msgs = by_run["sum"].reindex(ids).fillna(0).to_numpy(float)
+    before_last = np.maximum(by_run["size"].reindex(ids).fillna(0).to_numpy(float) - 1, 0)
+    for label in sorted(set(labels) - {"other"}):
+        mine = labels == label
+        silent = mine & (msgs == 0) & (before_last > 0)
+        talking = mine & (msgs > 0)
+        if int(silent.sum()) < MIN_SPLIT_RUNS or int(talking.sum()) < MIN_SPLIT_RUNS:
+            continue
+        if silent_beyond_chance(before_last[mine & (before_last > 0)],
+                                msgs[mine & (before_last > 0)]):
+            labels[silent] = SOLO.format(label)
 
 
 def _names(labels: np.ndarray) -> np.ndarray:

@@ -162,7 +162,8 @@ def _duration(values) -> tuple[float, float]:
     return float(np.exp(q50)), float(min((q75 - q25) / 1.349, 3.0))
 
 
-def _run_effects(calls: pd.DataFrame) -> tuple[pd.Series, float]:
+def _run_effects(calls: pd.DataFrame, final: np.ndarray | None = None
+                 ) -> tuple[pd.Series, float]:
     """Each run's shrunken log size effect (indexed by run_id) and tau, from
     the logs of its outputs: an answer's less the answers' offset from tool
     calls (the mean within-run difference, runs with both kinds weighted
@@ -170,11 +171,26 @@ def _run_effects(calls: pd.DataFrame) -> tuple[pd.Series, float]:
     as the world draws one multiplier per run). Call-weighted means per kind
     lean toward long runs, so when a run's size and its length are linked
     they would set short runs' effects (mostly the answer) against long
-    runs' (mostly tool calls) and hide the link."""
+    runs' (mostly tool calls) and hide the link. ``final`` (a mask of the
+    calls that are final answers, sized apart from messages,
+    :func:`final_answers`): final answers and messages each less their own
+    offset, so that a run whose only answer is a short final one is not
+    taken for a run of small sizes."""
     y = np.log(np.maximum(calls["output"].to_numpy(float), 1.0))
     kind = calls["text"].to_numpy(bool)
     run = calls["run_id"].to_numpy()
-    if kind.any() and not kind.all():
+    if final is not None:
+        kinds = np.where(final, 2, np.where(kind, 1, 0))
+        by_kinds = pd.DataFrame({"run": run, "k": kinds, "y": y}).groupby(
+            ["run", "k"], sort=False)["y"].mean().unstack()
+        base = 0 if 0 in by_kinds.columns else 1
+        for k in (1, 2):
+            if k == base or k not in by_kinds.columns or base not in by_kinds.columns:
+                continue
+            pair = by_kinds[[base, k]].dropna()
+            y[kinds == k] -= (float((pair[k] - pair[base]).mean()) if len(pair)
+                              else float(by_kinds[k].mean() - by_kinds[base].mean()))
+    elif kind.any() and not kind.all():
         by_kind = pd.DataFrame({"run": run, "k": kind, "y": y}).groupby(
             ["run", "k"], sort=False)["y"].mean().unstack()
         both = by_kind.dropna()
@@ -191,6 +207,47 @@ def _run_effects(calls: pd.DataFrame) -> tuple[pd.Series, float]:
     tau2 = max(0.0, float(mean.var(ddof=1)) - float((within / n).mean())) if len(n) > 1 else 0.0
     shrink = tau2 / (tau2 + within / n) if tau2 > 0 else n * 0.0
     return shrink * mean, math.sqrt(tau2)
+
+
+FINAL_MIN = 10
+"""Fewest final answers, and fewest messages, for which final answers may be
+sized apart from messages."""
+FINAL_ALPHA = 0.05
+"""Level of the likelihood-ratio test that sizes final answers apart."""
+
+
+def final_answers(calls: pd.DataFrame, scale: np.ndarray, tau: float
+                  ) -> tuple[np.ndarray | None, str]:
+    """``(mask of the calls that are final answers, note)`` when a run's final
+    answer (its last call, without tool calls) is sized apart from its
+    messages to the task-giver (``tokens.final_output``), else ``(None,
+    note)``. Kept when both have at least :data:`FINAL_MIN` calls and the
+    likelihood-ratio test of two lognormals against one (their call-level
+    sizes, :func:`call_level`; 2 degrees of freedom) rejects at
+    :data:`FINAL_ALPHA`: agents whose last words are a short sign-off or a
+    transfer, where messages carry the conversation."""
+    from scipy import stats
+
+    text = calls["text"].to_numpy(bool)
+    final = text & calls["last"].to_numpy(bool)
+    message = text & ~final
+    if int(final.sum()) < FINAL_MIN or int(message.sum()) < FINAL_MIN:
+        return None, ""
+    logs = np.log(call_level(calls["output"].to_numpy(float)[text], scale[text], tau))
+    is_final = final[text]
+    a, b = logs[is_final], logs[~is_final]
+
+    def nll(x: np.ndarray) -> float:
+        return 0.5 * x.size * math.log(max(float(x.var()), 1e-12))
+
+    lr = 2.0 * (nll(logs) - nll(a) - nll(b))
+    p = float(stats.chi2.sf(lr, 2))
+    note = (f"final answers ({a.size}, log mean {a.mean():.2f}, sd {a.std():.2f}) against "
+            f"messages ({b.size}, {b.mean():.2f}, {b.std():.2f}): likelihood ratio {lr:.1f}, "
+            f"p {p:.2g}")
+    if p >= FINAL_ALPHA:
+        return None, note + ": sized alike"
+    return final, note + ": sized apart (tokens.final_output)"
 
 
 def call_level(values: np.ndarray, scale: np.ndarray, tau: float, floor: float = 1.0
@@ -289,6 +346,9 @@ class ClassEstimate:
     cache_hits: dict[str, Any] | None = None
     by_step: dict[str, Any] | None = None
     endings: EndingsFit | None = None
+    output_final: BaseDistribution | None = None
+    run_effects: pd.Series | None = None
+    """Each run's log size effect (by run id)."""
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -321,11 +381,18 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
     runs, calls = traces.runs, traces.calls
     notes: dict[str, str] = {}
     effects, tau = _run_effects(calls)
+    final, final_note = final_answers(
+        calls, np.exp(calls["run_id"].map(effects).to_numpy(float)), tau)
+    if final is not None:
+        effects, tau = _run_effects(calls, final)
+        notes["final_output"] = final_note
     scale = np.exp(calls["run_id"].map(effects).to_numpy(float))
     text = calls["text"].to_numpy(bool)
     out = calls["output"].to_numpy(float)
     output_tool = _size(call_level(out[~text], scale[~text], tau))
-    output_text = _size(call_level(out[text], scale[text], tau))
+    spoken = text if final is None else text & ~final
+    output_text = _size(call_level(out[spoken], scale[spoken], tau))
+    output_final = None if final is None else _size(call_level(out[final], scale[final], tau))
     notes["output"] = (f"lognormal (or two-lognormal mixture, by BIC) MLE of "
                        f"{int((~text).sum())} tool-call and {int(text.sum())} answer/message "
                        f"outputs, each divided by its run's multiplier")
@@ -403,7 +470,8 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
     return ClassEstimate(
         name=name, runs=traces.n, model=str(model),
         first_prompts=_first_prompts(runs),
-        output_tool=output_tool, output_text=output_text, run_sigma=tau,
+        output_tool=output_tool, output_text=output_text, output_final=output_final,
+        run_sigma=tau,
         tool_calls=tool_calls, reply=reply, talk=talk, validation=validation, loop=loop,
         self_escape=self_escape, escape_after_nudge=escape, persistent=persistent,
         self_end=self_end,
@@ -411,7 +479,8 @@ def estimate_class(name: str, traces: Traces, tools: list[str], *,
         need_sigma=need_sigma, ttft_s=ttft, decode_tps=decode, prefill_tps=prefill,
         reply_latency=reply_latency, thinking=thinking, automatic_cache=automatic,
         first_prompt_cached=warm if (automatic or writes) else 0.0, cache_miss=miss,
-        cache_share=share, cache_hits=hits, by_step=by_step, endings=endings, notes=notes)
+        cache_share=share, cache_hits=hits, by_step=by_step, endings=endings,
+        run_effects=effects, notes=notes)
 
 
 def _rates(text: np.ndarray, last: np.ndarray, repeat: np.ndarray, errors: np.ndarray,
@@ -928,7 +997,8 @@ def estimate(traces: Traces, labels: np.ndarray, when=None, *,
         est = estimate_class(str(name), sub, tool_names, with_endings=endings)
         by_class.append(est)
         class_calls.append(sub.calls)
-        effects, tau = _run_effects(sub.calls)
+        effects, tau = ((est.run_effects, est.run_sigma) if est.run_effects is not None
+                        else _run_effects(sub.calls))
         effects_all.update({cast(str, run): math.exp(v) for run, v in effects.items()})
         taus.update(dict.fromkeys(effects.index, tau))
     tools = estimate_tools(traces, effects_all, taus)

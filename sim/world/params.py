@@ -217,6 +217,9 @@ class TokenParams(_Strict):
     answer_output: Size | None = Field(None, description=(
         "output of a reply without tool calls: a final answer or a message to the task-giver "
         "(tokens; null: output)"))
+    final_output: Size | None = Field(None, exclude_if=lambda value: value is None, description=(
+        "output of a claim that the task is done, a run's final answer, apart from messages "
+        "to the task-giver (tokens; null: answer_output)"))
     tool_result: Size = Field(900, description="one tool result or error (tokens)")
     verifier_feedback: int = Field(900, ge=0, description="a verifier's rejection (tokens)")
     summary_ratio: Prob = Field(0.1, description="compaction summary size / compacted size")

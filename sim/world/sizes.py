@@ -63,6 +63,15 @@ class TaskSizes:
         w = self.world
         return w.fixed.answer if w.fixed else self._size(w.answer_tokens, w.answer_dist, 1)
 
+    def _final_size(self) -> int:
+        """A final answer's output (a claim that the task is done): as
+        :meth:`_answer_size`, drawn from ``tokens.final_output`` when the world
+        sizes final answers apart from messages."""
+        w = self.world
+        if not w.final_split:
+            return self._answer_size()
+        return self._size(w.final_tokens, w.final_dist, 1)
+
     def _result_size(self, name: str, call: int = 1) -> int:
         """A result of tool ``name`` answering the run's model call ``call`` (1-based)."""
         w = self.world

@@ -340,7 +340,7 @@ class SimulatedTask(TaskSizes):
         model's own end (its end marker)."""
         w = self.world
         self.answer_correct = correct
-        tokens = self.answer_tokens = self._answer_size()
+        tokens = self.answer_tokens = self._final_size()
         if w.end_marker is None or (w.self_end and self.model.uniform() < w.self_end):
             text = "The task is complete." if w.end_marker is None else (
                 f"The task is complete. {w.end_marker}")

@@ -163,6 +163,9 @@ class World:
         self.output_tokens, self.output_dist = size_parts(tokens.output)
         answer = tokens.output if tokens.answer_output is None else tokens.answer_output
         self.answer_tokens, self.answer_dist = size_parts(answer)
+        self.final_split = tokens.final_output is not None  # final answers sized apart
+        self.final_tokens, self.final_dist = size_parts(
+            answer if tokens.final_output is None else tokens.final_output)
         self.thinking_tokens, self.thinking_dist = size_parts(tokens.thinking)
         self.result_tokens, self.result_dist = size_parts(tokens.tool_result)
         self.tool_result = {t.name: size_parts(tokens.tool_result if t.result_tokens is None
@@ -199,7 +202,7 @@ class World:
                    if fixed is not None}
         if (self.output_tokens is not None and self.answer_tokens is not None
                 and self.thinking_tokens is not None and self.run_scale is None
-                and self.obs_scale is None
+                and self.obs_scale is None and not self.final_split
                 and len(results) == len(self.tool_result)):
             self.fixed = FixedSizes(self.output_tokens, self.answer_tokens,
                                     self.thinking_tokens, results)
@@ -210,9 +213,9 @@ class World:
         self.made_calls: list[ToolUseBlock | None] | None = (
             None if self.fixed is None else [None] * (2 * MADE_CALLS * self.n_tools))
         cap = max_output_tokens
-        self.answer_bound = (cap if self.answer_tokens is None
-                             else self.answer_tokens if cap is None
-                             else min(cap, self.answer_tokens))
+        self.answer_bound = (cap if self.final_tokens is None
+                             else self.final_tokens if cap is None
+                             else min(cap, self.final_tokens))
 
     def _compile_conditions(self, params: WorldParams) -> None:
         """Unsolvable tasks, the task-giver, provider faults (cumulative
