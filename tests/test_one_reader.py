@@ -73,6 +73,28 @@ def test_a_bad_call_row_is_refused_with_one_message_by_replay_calibrate_and_tune
     assert folder_index(str(bad_folder)) is None
 
 
+def test_an_unknown_purpose_is_refused_by_summary_as_by_replay_and_tune(tmp_path, capsys):
+    """Call 1 of run05 given the purpose 'nonsense': ``traces summary`` exits 2
+    with the message replay and tune give (the one check,
+    :func:`sim.traces.reading.check_purposes`): the file, the run, the call,
+    the value and the allowed ones."""
+    folder = write_traces(tmp_path / "purpose", _runs())
+    calls = pq.read_table(folder / "calls.parquet")
+    rows = calls.to_pylist()
+    index = next(i for i, r in enumerate(rows) if r["run_id"] == "run05" and r["call"] == 1)
+    rows[index]["purpose"] = "nonsense"
+    pq.write_table(pa.Table.from_pylist(rows, calls.schema), folder / "calls.parquet")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"name": "s", "harness": {"budgets": {}}}))
+    summarised = _error(capsys, "traces", "summary", str(folder))
+    replayed = _error(capsys, "replay", str(folder), str(scenario),
+                      "--out", str(tmp_path / "r"), "--quiet")
+    tuned = _error(capsys, "tune", str(folder), "--out", str(tmp_path / "t"))
+    assert summarised == replayed == tuned
+    assert "calls.parquet" in summarised and "run05" in summarised
+    assert "'nonsense'" in summarised and "step, compaction, verifier, finalize" in summarised
+
+
 def test_the_streamed_and_whole_reads_give_the_same_records(tmp_path):
     """A folder in its runs' order opens streamed; its runs read by row range
     (any split) are the records of the whole read."""

@@ -426,6 +426,8 @@ def test_a_boolean_resolved_score_is_the_runs_resolved_and_others_are_not_read()
     ("models/Gemini-2.5-pro", {"input": 10, "input_cache_read": 90, "output": 5,
                                "total": 125}, 20),
     ("gemini-2.5-flash", {"input": 5, "output": 10, "output_reasoning": 7, "total": 30}, 7),
+    ("gemini-2.5-flash", {"input": 5, "output": 10, "output_reasoning_tokens": 0,
+                          "total": 30}, 0),
     ("gemini-2.5-flash", {"input": 5, "output": 10, "total": 15}, 0),
     ("gemini-2.5-flash", {"input": 5, "output": 10, "total": "lots"}, 0),
     ("gemini-2.5-flash", {"input": 5, "total": 30}, 0),
@@ -437,7 +439,7 @@ def test_gemini_total_beyond_its_keys_is_thoughts(model: str | None, usage: dict
     """A Gemini generation's ``total`` above its counted keys (input, cache,
     output) is its thoughts, read as reasoning (derived) when no reasoning key
     is recorded: 2023 - 5 - 845 = 1173; 125 - 10 - 90 - 5 = 20. A recorded
-    reasoning key wins (7, not 30 - 22 = 8); a total equal to the keys, not a
+    reasoning key wins (7, not 30 - 22 = 8; a recorded 0, not 15); a total equal to the keys, not a
     count, with no output, or of a model not named Gemini (or unnamed) adds
     nothing."""
     read = counts(usage, "observation o", model=model)

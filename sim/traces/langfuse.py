@@ -468,8 +468,11 @@ def gemini_thoughts(out: Counted, usage: dict, model: Any, where: str) -> None:
     counted column, the excess is read as reasoning. For any other model a
     total's remainder is not read (it may be cache or other usage the keys
     do not name)."""
-    if "gemini" not in str(model or "").lower() or out.usage.thinking_tokens:
-        return
+    if "gemini" not in str(model or "").lower() or any(
+            _key_kind(str(key)) in ("reasoning", "reasoning_inside")
+            and value is not None and not isinstance(value, dict | list)
+            for key, value in usage.items()):
+        return  # a reasoning key recorded (0 too) is the thoughts' count
     name = "total" if "total" in usage else "total_tokens"
     try:
         total = count(usage.get(name), f"usageDetails.{name}", where, default=0)

@@ -101,6 +101,7 @@ from sim.traces.schema import (
     PROVENANCE_FIELDS,
     PROVENANCE_TYPE,
     PROVENANCES,
+    PURPOSES,
     REPORT_FILE,
     RUN_COLUMNS,
     RUNS_FILE,
@@ -223,10 +224,6 @@ class CallRecord:
     def is_step(self) -> bool:
         """Whether the call was a loop step (``purpose`` step or null)."""
         return self.purpose is None or self.purpose == "step"
-
-
-PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier", "finalize")
-"""What a recorded call was for (``calls.purpose``; null: a step)."""
 
 
 @dataclass(slots=True)

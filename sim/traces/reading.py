@@ -18,16 +18,21 @@ from sim.traces import provenance
 from sim.traces import schema as layout
 
 
-def read_traces(directory: str | os.PathLike[str]) -> tuple[Any, Any]:
+def read_traces(directory: str | os.PathLike[str], *,
+                purposes: bool = False) -> tuple[Any, Any]:
     """``(runs, calls)`` pandas DataFrames of a trace folder, checked.
 
-    Checks (:func:`load_tables`), each failure an :class:`~sim.bad_input.InputError`
-    naming the file and the column or run. Columns come back with pandas'
-    nullable dtypes (``Int64``, ``Float64``, ``boolean``, ``string``; the
-    timestamp as ``datetime64[us, UTC]``), ``tool_calls`` as lists of dicts;
-    columns other than the model's are kept, after them.
+    Checks (:func:`load_tables`; with ``purposes``, :func:`check_purposes`
+    too, as the readers of recorded runs check), each failure an
+    :class:`~sim.bad_input.InputError` naming the file and the column or run.
+    Columns come back with pandas' nullable dtypes (``Int64``, ``Float64``,
+    ``boolean``, ``string``; the timestamp as ``datetime64[us, UTC]``),
+    ``tool_calls`` as lists of dicts; columns other than the model's are
+    kept, after them.
     """
     runs, calls = load_tables(directory)
+    if purposes:
+        check_purposes(calls, os.fspath(directory))
     tools = calls.column("tool_calls").to_pylist()  # plain dicts with ints kept as ints
     calls_frame = calls.drop_columns(["tool_calls"]).to_pandas(types_mapper=_pandas_type)
     calls_frame.insert(calls.schema.get_field_index("tool_calls"), "tool_calls",
@@ -80,6 +85,38 @@ def load_tables(directory: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table]:
     provenance.check(calls, folder / layout.CALLS_FILE)
     _check_consistency(runs, calls, folder)
     return runs, calls
+
+
+def check_purposes(calls: pa.Table, source: str) -> None:
+    """Every call's ``purpose`` one of :data:`~sim.traces.schema.PURPOSES` (or
+    null: a step), and every tool call named; else an InputError naming the
+    run and call. The one such check: replay, calibrate and tune read
+    recorded runs through it (:mod:`sim.drivers.replay.reading`), ``traces
+    summary`` through :func:`read_traces`."""
+    import pyarrow.compute as pc
+
+    purpose = calls.column("purpose")
+    bad = pc.and_(pc.is_valid(purpose),
+                  pc.invert(pc.is_in(purpose, value_set=pa.array(layout.PURPOSES))))
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise InputError(f"purpose is {purpose[i].as_py()!r}: expected one of "
+                         f"{', '.join(layout.PURPOSES)}", source=source,
+                         path=_where(calls, i))
+    tools = calls.column("tool_calls")
+    names = pc.struct_field(pc.list_flatten(tools), ["name"])
+    if names.null_count:
+        j = pc.index(pc.is_null(names), True).as_py()
+        parents = pc.list_parent_indices(tools).to_numpy()
+        i = int(parents[j])
+        first = int(np.flatnonzero(parents == i)[0])
+        raise InputError("a tool call must be a record with a name", source=source,
+                         path=f"{_where(calls, i)}, tool call {j - first}")
+
+
+def _where(calls: pa.Table, i: int) -> str:
+    row: dict[str, Any] = {n: calls.column(n)[i].as_py() for n in ("run_id", "call")}
+    return f"calls.parquet, run {row['run_id']!r}, call {row['call']}"
 
 
 LATER: frozenset[str] = (layout.LATER_CALL_COLUMNS | layout.SUBAGENT_CALL_COLUMNS

@@ -23,6 +23,9 @@ SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "
                             "swe-agent", "openhands", "harbor")
 """Values of ``runs.source``: the format a run was imported from."""
 
+PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier", "finalize")
+"""What a recorded call was for (``calls.purpose``; null: a step)."""
+
 TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "cache_read_tokens", "cache_write_tokens",
                                   "output_tokens", "reasoning_tokens")
 

@@ -1,7 +1,7 @@
 """The summary of a trace folder: the figures calibration starts from.
 
-:func:`summarize` reads a trace folder (checked, :func:`~sim.traces.model.read_traces`)
-and returns plain numbers (JSON-ready):
+:func:`summarize` reads a trace folder (checked, :func:`~sim.traces.model.read_traces`,
+a call's ``purpose`` too, as replay and tune check it) and returns plain numbers (JSON-ready):
 
 - ``runs``, ``calls`` and runs by source;
 - ``steps``: model calls per run, ``p50``/``p95``/``max``/``mean``;
@@ -87,7 +87,7 @@ def summarize(directory: str | Path, listed: Listed | None = None,
     (``where``: the conditions, ``runs_in_folder``: all the runs), no run
     selected an InputError."""
     folder = Path(directory)
-    runs, calls = read_traces(folder)
+    runs, calls = read_traces(folder, purposes=True)  # replay's, tune's check
     if runs.empty:
         raise InputError("the trace folder holds no runs", source=str(folder))
     conditions = parse_where(where)

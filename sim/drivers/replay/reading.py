@@ -40,7 +40,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -51,8 +50,8 @@ from sim.bad_input import InputError
 from sim.drivers.replay.pricing import ModelPricing, price_models
 from sim.harness.messages import Usage
 from sim.harness.params import HarnessParams, Prices
-from sim.traces.model import PURPOSES, CallRecord, RunRecord, ToolCallRecord
-from sim.traces.reading import load_tables
+from sim.traces.model import CallRecord, RunRecord, ToolCallRecord
+from sim.traces.reading import check_purposes, load_tables
 from sim.traces.schema import CALLS_FILE, CALLS_SCHEMA, RUNS_FILE, TOKEN_COLUMNS
 from sim.traces.streaming import Restart, call_slices, checked_calls, checked_runs
 
@@ -94,32 +93,6 @@ def recorded_calls(part: pa.Table) -> list[CallRecord]:
 def call_columns(calls: pa.Table) -> pa.Table:
     """The columns of ``calls`` a replay reads."""
     return calls.select(["run_id", *_CALL_COLUMNS, "tool_calls"])
-
-
-def check_purposes(calls: pa.Table, source: str) -> None:
-    """Every call's ``purpose`` one of :data:`PURPOSES` (or null: a step), and
-    every tool call named; else an InputError naming the run and call."""
-    purpose = calls.column("purpose")
-    bad = pc.and_(pc.is_valid(purpose),
-                  pc.invert(pc.is_in(purpose, value_set=pa.array(PURPOSES))))
-    if pc.any(bad).as_py():
-        i = pc.index(bad, True).as_py()
-        raise InputError(f"purpose is {purpose[i].as_py()!r}: expected one of "
-                         f"{', '.join(PURPOSES)}", source=source, path=_where(calls, i))
-    tools = calls.column("tool_calls")
-    names = pc.struct_field(pc.list_flatten(tools), ["name"])
-    if names.null_count:
-        j = pc.index(pc.is_null(names), True).as_py()
-        parents = pc.list_parent_indices(tools).to_numpy()
-        i = int(parents[j])
-        first = int(np.flatnonzero(parents == i)[0])
-        raise InputError("a tool call must be a record with a name", source=source,
-                         path=f"{_where(calls, i)}, tool call {j - first}")
-
-
-def _where(calls: pa.Table, i: int) -> str:
-    row: dict[str, Any] = {n: calls.column(n)[i].as_py() for n in ("run_id", "call")}
-    return f"calls.parquet, run {row['run_id']!r}, call {row['call']}"
 
 
 # ------------------------------------------------------------ held whole
@@ -323,7 +296,7 @@ def folder_index(folder: str) -> FolderIndex | None:
     unreadable files, calls not in the runs' order, a call of unknown usage,
     a value the whole read refuses). A ``purpose`` outside
     :data:`~sim.traces.model.PURPOSES` is an InputError naming the run and
-    call."""
+    call (:func:`~sim.traces.reading.check_purposes`)."""
     path = Path(folder)
     try:
         runs = checked_runs(path)
