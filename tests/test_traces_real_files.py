@@ -4,12 +4,15 @@ file's source and licence). Each expectation is counted by hand from the file.""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from sim.calibration.exits import category
 from sim.traces import read_traces
+from sim.traces.assemble import EXIT_CHARS, exit_label
 from sim.traces.importer import import_traces
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -203,3 +206,35 @@ def test_openhands_event_store_stopped_at_max_iterations_is_a_step_limit(tmp_pat
     assert calls[["input_tokens", "cache_read_tokens", "cache_write_tokens",
                   "output_tokens"]].values.tolist() == [
         [4, 0, 3435, 104], [6, 3435, 160, 1142], [6, 3595, 1168, 693], [6, 4763, 719, 85]]
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    (None, None), ("", None), ("  \n \n", None),
+    ("RuntimeError: Agent reached maximum iteration. Current iteration: 4, max iteration: 4",
+     "RuntimeError: Agent reached maximum iteration. Current iteration: 4, max iteration: 4"),
+    ("\n  litellm.BadRequestError: context window exceeded  \nTraceback (most recent call last):\n"
+     "  File ...", "litellm.BadRequestError: context window exceeded"),
+    ("x" * 500, "x" * EXIT_CHARS),
+])
+def test_an_error_becomes_an_exit_label_by_its_first_line(text: str | None,
+                                                          label: str | None) -> None:
+    """An importer keeps a recorded error's first non-blank line, stripped and
+    cut to EXIT_CHARS, as the run's exit: a traceback or a long provider
+    message would otherwise make a label of its own in every summary."""
+    assert exit_label(text) == label
+
+
+def test_openhands_controller_reason_kept_by_its_first_line(tmp_path: Path) -> None:
+    """The controller's ``extras.reason`` with a traceback under it (as
+    ``last_error`` holds for an LLM fault) gives the run its first line."""
+    events = REAL / "openhands" / "max_iterations_store" / "sessions" / "basic_gui_mode"
+    store = tmp_path / "sessions" / "multi_line"
+    shutil.copytree(events, store)
+    last = store / "events" / "15.json"
+    event = json.loads(last.read_text())
+    event["extras"]["reason"] = ("litellm.APIConnectionError: connection reset\n"
+                                 "Traceback (most recent call last):\n  File \"x.py\", line 1")
+    last.write_text(json.dumps(event))
+    import_traces([tmp_path / "sessions"], tmp_path / "out")
+    runs, _ = read_traces(tmp_path / "out")
+    assert runs["exit"].tolist() == ["litellm.APIConnectionError: connection reset"]

@@ -86,8 +86,10 @@ def call_cost(prices: Prices | None, usage: Usage | None) -> float:
     (USD), at the tier its prompt reaches
     (:meth:`sim.harness.prices.Prices.call_cost`, the harness's rule); NaN
     without prices or without usage (None: not recorded). Every command that
-    prices a recorded call's tokens (``traces summary``, ``calibrate``,
-    ``replay``, ``tune``) calls this, never ``Prices.call_cost`` itself."""
+    prices a recorded call's tokens (``traces summary``, ``replay``,
+    ``tune``) calls this, never ``Prices.call_cost`` itself; calibrate's fit
+    of a model's price scale prices each run's token sums by the harness's
+    :meth:`~sim.harness.prices.Prices.cost` (:mod:`sim.calibration.prices`)."""
     if prices is None or usage is None:
         return math.nan
     return prices.call_cost(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,

@@ -45,6 +45,10 @@ from sim.traces.model import (
 )
 
 MAX_HOPS = 1000
+EXIT_CHARS = 200
+"""The longest exit label an importer keeps (characters): an error's first
+line, cut here, so a traceback or a provider's long message does not become
+a label of its own in every summary."""
 """How many parent links :func:`nearest` follows at most (a deeper or
 cyclic tree is read as if the ancestor were not there)."""
 
@@ -190,6 +194,16 @@ def text_fields(text: str | None, *, missing_is_empty: bool = False) -> dict[str
     (a source whose missing content means an empty one)."""
     tokens = approx_tokens(text) if text is not None or missing_is_empty else None
     return {"text_tokens": tokens, "text_sha256": sha256_text(text)}
+
+
+def exit_label(text: Any) -> str | None:
+    """A recorded error or stop reason as a run's ``exit``: its first line
+    that is not blank, stripped and cut to :data:`EXIT_CHARS` characters;
+    None for no text (None, empty, whitespace only)."""
+    if text is None:
+        return None
+    line = next((part.strip() for part in str(text).splitlines() if part.strip()), "")
+    return line[:EXIT_CHARS] or None
 
 
 def number_or_none(value: Any) -> int | float | None:

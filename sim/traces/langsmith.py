@@ -55,6 +55,7 @@ from functools import partial
 from typing import Any
 
 from sim.traces.assemble import (
+    exit_label,
     extent,
     main_model,
     nearest,
@@ -220,7 +221,7 @@ def _run(trace: str, items: list[dict], file: str) -> RunRecord:
     return RunRecord(
         run_id=trace, source=SOURCE, file=file, calls=calls, model=main_model(calls),
         cost_usd=run_cost(calls),
-        exit=str(error).splitlines()[0][:200] if error else None, started_at=first,
+        exit=exit_label(error) if error else None, started_at=first,
         duration_s=seconds(last, first))
 
 

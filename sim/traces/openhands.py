@@ -72,7 +72,9 @@ action's ``args.agent``).
 Run fields: ``cost_usd`` the ``accumulated_cost``; ``exit`` the last
 ``agent_state_changed`` state (``finished``, ``error``, ``stopped``...)
 verbatim (for ``error``, the ``extras.reason`` the controller records with it
-when it has one: :data:`ERROR_STATE`), else the output line's ``error``, else
+when it has one: :data:`ERROR_STATE`), else the output line's ``error`` (an
+error or reason as :func:`~sim.traces.assemble.exit_label`: its first line, at
+most 200 characters), else
 the state the controller sets when the last action of the run's own agent (not
 a delegate's) is ``finish`` or ``reject`` (``finished``, ``rejected``;
 :data:`ENDING_ACTIONS`): an evaluation output's ``history`` and a saved
@@ -93,7 +95,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sim.traces.assemble import number_or_none, openai_tool, seconds
+from sim.traces.assemble import exit_label, number_or_none, openai_tool, seconds
 from sim.traces.model import (
     TOKEN_COLUMNS,
     UNKNOWN,
@@ -267,13 +269,13 @@ def _run(run_id: str, file: str, task: str | None, events: list, line: dict,
     if not isinstance(model, str):
         model = next((c.model for c in calls if c.model), None)
     limit: Any = number_or_none(metadata.get("max_iterations"))  # the writer checks it
-    exit_label = stream.state if stream.state is not None else (
-        line["error"] if isinstance(line.get("error"), str) else stream.ended)
+    ended = stream.state if stream.state is not None else (
+        exit_label(line["error"]) if isinstance(line.get("error"), str) else stream.ended)
     starts = [m for m in stream.moments if m is not None]
     first, last = (min(starts), max(starts)) if starts else (None, None)
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls, task_id=task, model=model,
-        cost_usd=number_or_none(metrics.get("accumulated_cost")), exit=exit_label,
+        cost_usd=number_or_none(metrics.get("accumulated_cost")), exit=ended,
         resolved=_resolved(line), started_at=first, duration_s=seconds(last, first),
         step_limit=limit,
         cost_limit_usd=number_or_none(metrics.get("max_budget_per_task")),
@@ -403,7 +405,7 @@ class _Stream:
             self.state = None if state is None else str(state)
             reason = extras.get("reason")
             if self.state == ERROR_STATE and isinstance(reason, str) and reason.strip():
-                self.state = reason  # why: a control flag's RuntimeError, an LLM fault...
+                self.state = exit_label(reason)  # why: a control flag's RuntimeError, an LLM fault
             return
         meta = as_dict(event.get("tool_call_metadata"))
         answered = None if meta.get("tool_call_id") is None else \

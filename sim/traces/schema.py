@@ -171,8 +171,9 @@ CALL_COLUMNS: dict[str, tuple[pa.DataType, bool, str]] = {
     "observation_tokens": (pa.int64(), True, "tokens of non-tool messages (a user's reply, "
                                              "an injected note) that entered the conversation "
                                              "after this call and before the next"),
-    "purpose": (pa.string(), True, "why the call was made: step, compaction or verifier "
-                                   "(sim's own runs; null for imported runs: a step)"),
+    "purpose": (pa.string(), True, "why the call was made: step, compaction, verifier or "
+                                   "finalize (sim's own runs; null for imported runs: a "
+                                   "step)"),
     "text_sha256": (pa.string(), True, "SHA-256 (hex, sha256_text) of the response's text "
                                        "content, the text text_tokens measures (null when "
                                        "the source records no content)"),

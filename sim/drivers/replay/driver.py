@@ -131,7 +131,6 @@ class RunDriver:
         self.costs: list[float] = []  # recorded (priced where unrecorded), per call answered
         self.priced: list[float] = []  # at the run's prices, per call answered
         self.tools_run = 0
-        self.tools_due = 0  # tool calls of the answered responses
         self.step_run = 0  # tool requests of the last answered response run (first tries)
         self.step_due = 0  # tool calls of the last answered response
         self.interventions: list[tuple[int, str]] = []
@@ -364,8 +363,7 @@ class RunDriver:
             results.append((ToolUseBlock(f"c{k}.reply", self.reply, {"message": message}), None))
         reason = stop_reason(call.finish_reason, bool(results))
         self.step_run = 0
-        self.step_due = 0 if reason == "max_tokens" else len(results)
-        self.tools_due += self.step_due  # a truncated response's tool calls are not run
+        self.step_due = 0 if reason == "max_tokens" else len(results)  # truncated: none run
         sizes = self._sizes(k, request, results)
         for (block, answered), tokens in zip(results, sizes, strict=True):
             self.answered[block.id] = self._result(k, block, answered, tokens)
