@@ -14,15 +14,17 @@ A trace's ``exit`` is the source's label, verbatim (tau2-bench's
 - ``steps``, ``errors``, ``money``, ``tokens``, ``time``: a harness limit
   (tau2's ``max_steps`` and ``too_many_errors``, mini-swe-agent's
   ``LimitsExceeded``, OpenHands' ``RuntimeError: Agent reached maximum
-  iteration...`` and ``...maximum budget...``, Inspect's ``message``,
+  iteration...`` and ``...maximum budget...``, the OpenHands SDK's
+  ``MaxIterationsReached`` and ``MaxBudgetReached``, Inspect's ``message``,
   ``turn``, ``token``, ``cost``, ``time`` and ``working`` limits, sim's
   ``budget_exhausted:<budget>``);
 - ``model_error``: a model-API fault the run did not survive (sim's
   ``failed:model_error`` and ``failed:retries_exhausted``, an exception name
   such as ``InternalServerError`` or ``Timeout``);
-- ``no_progress``, ``context``, ``cancelled``: sim's detector stop, context
-  overflow (and Inspect's ``context`` limit) and cancellations (and Inspect's
-  ``operator`` limit);
+- ``no_progress``, ``context``, ``cancelled``: sim's detector stop (and the
+  OpenHands SDK's ``stuck``), context overflow (and Inspect's ``context``
+  limit, the SDK's ``LLMContextWindowExceedError``) and cancellations (and
+  Inspect's ``operator`` limit, the SDK's ``paused``);
 - ``other``: anything else (kept, and listed by label in the report).
 """
 
@@ -42,6 +44,10 @@ _EXACT: dict[str, str] = {
     "submitted": "agent", "limitsexceeded": "steps", "formaterror": "other",
     # OpenHands (its AgentState on a finish or reject action)
     "finished": "agent", "rejected": "agent",
+    # OpenHands V1 (the software-agent-sdk: its execution_status, and the code of
+    # the ConversationErrorEvent it stops on)
+    "maxiterationsreached": "steps", "maxbudgetreached": "money", "stuck": "no_progress",
+    "paused": "cancelled", "llmcontextwindowexceederror": "context",
     # Inspect AI (the type of the limit that stopped a sample; a message limit is
     # calibrated as a step budget, sim.calibration.limits)
     "message": "steps", "turn": "steps", "token": "tokens", "cost": "money", "time": "time",

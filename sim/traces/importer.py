@@ -25,6 +25,9 @@ format              recognised by
 ``openhands``       OpenHands event lists (``source`` + ``action``/``observation``),
                     a session's event store (one event per file, gathered) and
                     evaluation ``output.jsonl`` lines (``instance_id``, ``history``)
+``openhands-sdk``   OpenHands V1 (``software-agent-sdk``) events (``kind`` + ``source``):
+                    a conversation folder (``base_state.json`` + ``events/``, gathered)
+                    and event lists (JSON Lines or one JSON list)
 ``harbor``          Harbor ATIF trajectories (``schema_version`` ``ATIF-v1.*``);
                     a trial's or job's ``result.json``, ``config.json`` and
                     ``lock.json`` as companions
@@ -68,6 +71,7 @@ from sim.traces import (
     langsmith,
     miniswe,
     openhands,
+    openhands_sdk,
     openinference,
     otel,
     otel_legacy,
@@ -136,7 +140,8 @@ def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
             _import(items, writer, report, progress, scheduler, whole)
             if report.runs == 0:
                 detail = "; ".join(report.lines()[1:]) or "no input holds a run"
-                raise InputError(f"no runs imported ({detail})",
+                first = f"; first: {report.skips[0].message()}" if report.skips else ""
+                raise InputError(f"no runs imported ({detail}){first}",
                                  source=", ".join(report.sources))
             if strict and report.skips:
                 first = report.skips[0].message()
@@ -301,6 +306,7 @@ class Gathered:
     langfuse: langfuse.Collector = field(default_factory=langfuse.Collector)
     langsmith: langsmith.Collector = field(default_factory=langsmith.Collector)
     openhands: openhands.Collector = field(default_factory=openhands.Collector)
+    openhands_sdk: openhands_sdk.Collector = field(default_factory=openhands_sdk.Collector)
     spans: list[spantree.Gatherer] = field(default_factory=lambda: [
         spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
                                        otel_legacy.DIALECT)])
@@ -330,6 +336,7 @@ class Gathered:
         """How many sessions, traces, steps and spans were gathered."""
         return (len(self.claude.sessions) + len(self.langfuse.traces)
                 + len(self.langsmith.steps) + len(self.openhands.sessions)
+                + len(self.openhands_sdk.sessions)
                 + sum(len(g.spans.spans) for g in self.spans))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
@@ -337,6 +344,7 @@ class Gathered:
         yield from self.langfuse.runs()
         yield from self.langsmith.runs()
         yield from self.openhands.runs()
+        yield from self.openhands_sdk.runs()
         for gatherer in self.spans:
             yield from gatherer.runs()
 
@@ -357,6 +365,14 @@ def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Re
         yield from _read_other(item, file, kind, report)
         return
     values = read_json(item.path)
+    v1 = openhands_sdk.detect(values)
+    if v1 in ("event", "state"):  # a conversation folder's files, gathered by folder
+        gathered.openhands_sdk.add(values[0], item.path, file)
+        report.gathered.append(file)
+        return
+    if v1 == "events":  # an event list: one run
+        yield from openhands_sdk.runs(values, file)
+        return
     shape = openhands.detect(values, item.path)
     if shape == "event":  # one event of a session's store, gathered by session
         gathered.openhands.add(values[0], item.path, file)

@@ -163,8 +163,13 @@ def detect(values: list[Any], path: Path | None = None) -> str | None:
 
 
 def _is_event(item: Any) -> bool:
+    """Whether ``item`` is an OpenHands (V0) event: an ``action`` or
+    ``observation`` that names the type (the V1 SDK's events carry an object
+    there, and a ``kind``: :mod:`sim.traces.openhands_sdk`)."""
     return isinstance(item, dict) and ("action" in item or "observation" in item) \
-        and item.get("source") in ("agent", "user", "environment")
+        and item.get("source") in ("agent", "user", "environment") and "kind" not in item \
+        and not isinstance(item.get("action"), dict) \
+        and not isinstance(item.get("observation"), dict)
 
 
 def _flatten(items: list) -> list | None:

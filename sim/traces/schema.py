@@ -20,7 +20,7 @@ REPORT_FILE = "import.json"
 
 SOURCES: tuple[str, ...] = ("tau2", "mini-swe-agent", "otel-genai", "inspect", "sim",
                             "claude-code", "langfuse", "langsmith", "openinference",
-                            "swe-agent", "openhands", "harbor")
+                            "swe-agent", "openhands", "harbor", "openhands-sdk")
 """Values of ``runs.source``: the format a run was imported from."""
 
 PURPOSES: tuple[str, ...] = ("step", "compaction", "verifier", "finalize")
