@@ -397,3 +397,35 @@ def test_a_runs_cost_is_unknown_when_a_call_records_none_or_there_is_no_call():
     assert RunRecord("r", "sim", "", []).recorded_cost_usd is None
     assert RunRecord("r", "sim", "", calls, cost_usd=0.5).recorded_cost_usd == 0.5
     assert RunRecord("r", "sim", "", [], cost_usd=0.0).recorded_cost_usd == 0.0
+
+
+def test_a_day_has_one_catalogue_price_whatever_the_hour(monkeypatch):
+    """DeepSeek's catalogue price has an off-peak discount (16:30 to 00:30
+    UTC): a lookup without a time reads the day's price (00:00 UTC,
+    :func:`sim.cost.prices.prices_instant`), as a scenario's ``prices_date``
+    does, so a figure never depends on the hour a command runs (before, it
+    read "now": calibrate's fitted price comments changed at 00:30 UTC)."""
+    import datetime as dt
+
+    from sim.cost import prices as cost_prices
+
+    day = dt.date(2026, 3, 2)
+    for hour in (0, 12, 17):
+        class Frozen(dt.datetime):
+            at_hour = hour
+
+            @classmethod
+            def now(cls, tz=None):
+                return dt.datetime(2026, 3, 2, cls.at_hour, 5, tzinfo=tz)
+
+        monkeypatch.setattr(cost_prices, "datetime", Frozen)
+        assert cost_prices.prices_instant() == dt.datetime(2026, 3, 2, tzinfo=dt.UTC)
+        monkeypatch.undo()
+        today = cost_prices.lookup_prices("deepseek-chat", when=cost_prices.prices_instant(day))
+        monkeypatch.setattr(cost_prices, "datetime", Frozen)
+        assert cost_prices.lookup_prices("deepseek-chat") == today
+        monkeypatch.undo()
+    noon = cost_prices.lookup_prices("deepseek-chat",
+                                     when=dt.datetime(2026, 3, 2, 12, tzinfo=dt.UTC))
+    assert noon.input == 2 * today.input  # the hour matters to the catalogue, not to sim
+    assert cost_prices.prices_instant("2026-03-02") == cost_prices.prices_instant(day)

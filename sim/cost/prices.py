@@ -17,7 +17,7 @@ import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from functools import lru_cache
 from numbers import Real
 from typing import TYPE_CHECKING, Any, cast
@@ -55,6 +55,20 @@ def catalogue_names(model: str) -> list[tuple[str, str | None]]:
     return names
 
 
+def prices_instant(day: date | str | None = None) -> datetime:
+    """The instant whose catalogue prices stand for ``day`` (a date or an ISO
+    ``YYYY-MM-DD``; None: today, UTC): its 00:00 UTC. Every price read for a
+    day (a scenario's ``harness.prices_date``, calibrate's fit, a lookup
+    without a time) reads this instant, so one day has one price, whatever the
+    hour a command runs (time-of-day prices such as DeepSeek's off-peak
+    discount are read at 00:00 UTC)."""
+    if day is None:
+        day = datetime.now(UTC).date()
+    elif isinstance(day, str):
+        day = date.fromisoformat(day)
+    return datetime.combine(day, time(), tzinfo=UTC)
+
+
 def lookup_price_tiers(model_id: str, provider: str | None = None, *, cache_ttl: str = "5m",
                        when: datetime | None = None) -> Prices:
     """The prices of ``model_id`` in the genai-prices catalogue (USD per
@@ -62,8 +76,8 @@ def lookup_price_tiers(model_id: str, provider: str | None = None, *, cache_ttl:
     semantics), as :func:`lookup_prices` reads them; see there."""
     if cache_ttl not in CACHE_TTLS:
         raise InputError(f"cache TTL must be one of {', '.join(CACHE_TTLS)}, got {cache_ttl!r}")
-    if when is None:  # truncated so that repeated lookups hit the cache
-        when = datetime.now(UTC).replace(second=0, microsecond=0)
+    if when is None:  # the day's price: the hour a command runs never changes its figures
+        when = prices_instant()
     elif when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return _catalogue_tiers(model_id, provider, cache_ttl, when)
@@ -75,8 +89,11 @@ def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str 
 
     ``provider``: a genai-prices provider id (``"anthropic"``, ``"aws"``, ...);
     None lets genai-prices pick it from the model id. ``when``: request time
-    selecting dated or time-of-day prices (None: now, UTC; pass a fixed time for
-    results that do not depend on the day they are computed). ``prompt_tokens``:
+    selecting dated or time-of-day prices (None: today at 00:00 UTC, the
+    instant a scenario's ``harness.prices_date`` stands for, so a time-of-day
+    price such as DeepSeek's off-peak discount never makes a result depend on
+    the hour it is computed; pass a fixed time for results that do not depend
+    on the day either). ``prompt_tokens``:
     the whole prompt of the call, cached or not, which selects the tier of
     tiered prices (a tier applies above its threshold).
 

@@ -12,11 +12,11 @@ when the catalogue does not know it (the replay then prices it from the recorded
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sim.bad_input import InputError
+from sim.cost.prices import prices_instant
 
 if TYPE_CHECKING:
     from sim.harness.params import Prices
@@ -37,9 +37,8 @@ class CataloguePrices:
         spec: Any = h.prices
         if isinstance(spec, PricesConfig):
             spec = {k: v for k, v in spec.model_dump().items() if v is not None}
-        day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
         self.spec = spec
-        self.when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+        self.when = prices_instant(h.prices_date)
         self.harness = h
         self.cache: dict[str | None, Prices | None] = {}
         self.unpriced: set[str] = set()

@@ -6,7 +6,6 @@ registered name or, with ``allow_plugins``, by import path."""
 
 from __future__ import annotations
 
-import datetime
 import importlib
 from collections.abc import Callable
 from dataclasses import fields
@@ -109,12 +108,12 @@ def _resolve(h: HarnessConfig, model: str, spec: str | PricesConfig | None,
     spec (a named set, overrides over the catalogue, or None for the
     catalogue's) as of ``harness.prices_date``; an InputError at ``where``."""
     from sim.cost import resolve_price_tiers
+    from sim.cost.prices import prices_instant
 
     given: str | dict[str, Any] | None = (
         {k: v for k, v in spec.model_dump().items() if v is not None}
         if isinstance(spec, PricesConfig) else spec)
-    day = h.prices_date or datetime.datetime.now(datetime.UTC).date()
-    when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
+    when = prices_instant(h.prices_date)
     try:
         return resolve_price_tiers(model, given, cache_ttl=h.prompt_cache or "5m", when=when)
     except hp.ParameterError as error:  # the catalogue's prices out of bounds
