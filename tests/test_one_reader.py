@@ -90,9 +90,27 @@ def test_an_unknown_purpose_is_refused_by_summary_as_by_replay_and_tune(tmp_path
     replayed = _error(capsys, "replay", str(folder), str(scenario),
                       "--out", str(tmp_path / "r"), "--quiet")
     tuned = _error(capsys, "tune", str(folder), "--out", str(tmp_path / "t"))
-    assert summarised == replayed == tuned
+    calibrated = _error(capsys, "calibrate", str(folder), "--out", str(tmp_path / "c.yaml"),
+                        "--workers", "1", "--quiet")
+    assert summarised == replayed == tuned == calibrated
     assert "calls.parquet" in summarised and "run05" in summarised
     assert "'nonsense'" in summarised and "step, compaction, verifier, finalize" in summarised
+
+
+def test_calibration_reader_refuses_an_unknown_purpose_before_any_fit(tmp_path):
+    """Calibrate's reader (:func:`sim.calibration.data.load`, which every fold
+    job reads through) refuses the folder itself, so no fold is fitted before
+    the refusal (it fitted all ten folds, about 8 s, and refused after)."""
+    from sim.bad_input import InputError
+    from sim.calibration.data import load
+
+    folder = write_traces(tmp_path / "purpose", _runs())
+    calls = pq.read_table(folder / "calls.parquet")
+    rows = calls.to_pylist()
+    rows[3]["purpose"] = "nonsense"
+    pq.write_table(pa.Table.from_pylist(rows, calls.schema), folder / "calls.parquet")
+    with pytest.raises(InputError, match="purpose is 'nonsense'"):
+        load(folder)
 
 
 def test_the_streamed_and_whole_reads_give_the_same_records(tmp_path):

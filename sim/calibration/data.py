@@ -203,10 +203,15 @@ def _read(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
     columns, wrong types, calls that do not add up are InputErrors naming
     them; :func:`sim.traces.model.load_tables`), with nullable columns as
     plain floats and objects, and the calls' ``tool_calls`` kept as the Arrow
-    column (read column-wise by :func:`_tool_columns`, never as Python dicts)."""
+    column (read column-wise by :func:`_tool_columns`, never as Python dicts);
+    a call ``purpose`` outside the trace model's refused here, before any fit
+    (:func:`sim.traces.reading.check_purposes`, as replay, tune and ``traces
+    summary`` refuse it)."""
     from sim.traces.model import load_tables
+    from sim.traces.reading import check_purposes
 
     runs, calls = load_tables(path)
+    check_purposes(calls, str(path))
     tools = calls.column("tool_calls").combine_chunks()
     return _plain(runs), _plain(calls.drop_columns(["tool_calls"])), tools
 
