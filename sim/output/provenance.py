@@ -25,7 +25,6 @@ folder (``traces/tau2``, ``../sim/traces/tau2``, a link) is the same run.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import importlib.metadata
 import os
@@ -47,8 +46,9 @@ def sim_version() -> str:
 
 def prices_date(scenario) -> str:
     """The date of the catalogue prices a scenario's run uses (ISO format)."""
-    day = scenario.harness.prices_date or datetime.datetime.now(datetime.UTC).date()
-    return day.isoformat()
+    from sim.cost.prices import prices_instant
+
+    return prices_instant(scenario.harness.prices_date).date().isoformat()
 
 
 def run_provenance(scenario, *, command: str, overrides: Sequence[str] = ()) -> dict[str, Any]:

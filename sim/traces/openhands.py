@@ -134,7 +134,7 @@ CACHE_FOLDER = "event_cache"
 """Where a session's store keeps pages of its events (``START-END.json``)."""
 
 __all__ = ["CACHE_FOLDER", "ENDING_ACTIONS", "ERROR_STATE", "NOT_CALLS", "SOURCE", "Collector",
-           "detect", "rewritten", "runs", "take_verdict"]
+           "detect", "failed_exit_code", "rewritten", "runs", "take_verdict"]
 
 
 def detect(values: list[Any], path: Path | None = None) -> str | None:
@@ -496,5 +496,13 @@ def _error(event: dict, extras: dict) -> bool:
         return True
     if isinstance(event.get("success"), bool):
         return not event["success"]
-    code = as_dict(extras.get("metadata")).get("exit_code", extras.get("exit_code"))
+    return failed_exit_code(as_dict(extras.get("metadata")).get("exit_code",
+                                                                extras.get("exit_code")))
+
+
+def failed_exit_code(code: Any) -> bool:
+    """Whether a command's recorded exit code says it failed: an integer
+    other than 0 and -1 (OpenHands' code for unknown); anything else (absent,
+    not an integer) says nothing. The V1 SDK's observations read alike
+    (:mod:`sim.traces.openhands_sdk`)."""
     return isinstance(code, int) and not isinstance(code, bool) and code not in (0, -1)

@@ -114,6 +114,7 @@ from sim.traces.model import (
     parse_utc,
     tool_result,
 )
+from sim.traces.openhands import failed_exit_code
 from sim.traces.repairs import Repair
 from sim.traces.skips import NO_TRAJECTORY, Skip, or_skip
 from sim.traces.usage import derived, from_total_prompt, read_apart, unknown_usage
@@ -419,7 +420,7 @@ def _failed(observation: dict) -> bool:
     code = observation.get("exit_code")
     if code is None:
         code = as_dict(observation.get("metadata")).get("exit_code")
-    return isinstance(code, int) and not isinstance(code, bool) and code not in (0, -1)
+    return failed_exit_code(code)
 
 
 class _Usages:

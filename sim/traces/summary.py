@@ -58,6 +58,7 @@ import numpy as np
 
 from sim.analysis import stats
 from sim.bad_input import InputError
+from sim.cost.prices import prices_instant
 from sim.cost.recorded import Listed, basis_line, call_cost, catalogue, run_prices
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
@@ -352,10 +353,12 @@ def _values(column: Any) -> list:
 
 
 def _day(moment: Any) -> datetime:
+    """The instant of the day's prices (:func:`sim.cost.prices.prices_instant`)
+    for the UTC day of ``moment`` (None: today)."""
     if moment is None:
-        return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        return prices_instant()
     day = moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment
-    return day.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return prices_instant(day.astimezone(UTC).date())
 
 
 @lru_cache(maxsize=512)
