@@ -160,9 +160,12 @@ def silent_beyond_chance(calls_per_run: np.ndarray, messages: np.ndarray,
     (the calls that could be messages); ``messages``: each run's messages
     among them. With the pooled rate ``p`` (messages / such calls), a run of
     ``n`` such calls is silent with probability ``(1 - p)^n``; the count of
-    silent runs is then a sum of independent Bernoullis, whose upper tail is
-    bounded by the Poisson law of the same mean (Le Cam); the test rejects
-    when that tail at the observed count is under ``alpha``."""
+    silent runs is then a sum of independent Bernoullis of mean ``lambda``,
+    whose upper tail at a count ``k >= lambda + 1`` is at most the binomial's
+    of the same mean (Hoeffding 1956) and so at most the Poisson's (Anderson
+    and Samuels 1967). The test rejects when the count is at least
+    ``lambda + 1`` and the Poisson tail there is under ``alpha`` (so its level
+    is at most ``alpha``)."""
     from scipy import stats
 
     n = np.asarray(calls_per_run, dtype=float)
@@ -173,6 +176,8 @@ def silent_beyond_chance(calls_per_run: np.ndarray, messages: np.ndarray,
     p = float(m.sum()) / total
     expected = float(((1.0 - p) ** n).sum())
     silent = int((m == 0).sum())
+    if silent < expected + 1:  # where the Poisson bound is not proved
+        return False
     return float(stats.poisson.sf(silent - 1, expected)) < alpha
 
 
