@@ -33,6 +33,28 @@ world sample's size (``Settings.jackknife_runs``, 200 in the suite, 1,000 by
 default) moves it little (3/100 and 6/100 at 60 runs and 3 folds, 1/100 and
 1/100 at 150 and 5). Power (``--wrong``, 40 trials at the defaults): 40/40, the output
 tokens per run in every trial (459 s).
+
+Measured 2026-12-06 (session 15, no search, 1,000 jackknife runs), toward the
+fix; nothing shipped. The jackknife is not far off: over 100 independent fits
+per setting, a fold world's true CDF variance is 0.6-0.9 times an empirical
+distribution's of its training runs (1 / n_train), the jackknife's mean 0.8-1.1
+(standard deviation 0.45-0.65), below the cap at both settings. Per-fold
+p-values are near uniform (mean 0.52, 3-4% under 0.05 at 150 runs and 5 folds)
+and Stouffer's sum over K folds compounds the small excess. With the measured
+true variance in place of the jackknife, the folds' z-scores correlate (0.16
+to 0.24 at 3 folds, 0.04 to 0.08 at 5: each fold's world was fitted on the
+others' runs), which independent replicates ignore (12% rejected at 60 runs,
+3 folds); with the jackknife they do not (0.00 to 0.06): its ``v_fit`` is large
+exactly when the folds differ, a studentization that cancels the dependence
+and keeps the power. Tried: a smooth fit error (Gaussian weights on the
+jackknife's fold deviations; 3/100 at 60/3, 0/100 at 150/5); one fold's
+deviation drawn whole (9/150, 0/100); fit errors made of the other folds'
+replicate samples (so replicate ``b`` carries the folds' dependence) at an
+empirical distribution's variance (6/150, 3/150; the suite's power on cost
++30% fell from 50 to 17 of 200); the same studentized by each replicate's own
+jackknife (suite 10/200 with power 49/200, 150/5 1/150); mid-p values alone
+(no change). The fit's error is narrower than an empirical distribution's and
+smooth, and no variant so far gets the per-fold p-values uniform at 5 folds.
 """
 
 from __future__ import annotations
