@@ -84,6 +84,32 @@ def test_sweagent_0x_trajectory_takes_model_and_cost_limit_from_args_yaml(tmp_pa
     assert calls["input_tokens"].isna().all()
 
 
+def test_sweagent_0x_args_yaml_is_parsed_once_per_folder_and_again_when_rewritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three 0.x trajectories beside one ``args.yaml`` parse it once (a
+    SWE-bench run folder holds thousands); the file rewritten with another
+    model is read again on the next import."""
+    from sim.traces import sweagent
+
+    run = tmp_path / "run"
+    run.mkdir()
+    source = REAL / "sweagent" / "0.x_run"
+    args = (source / "args.yaml").read_text(encoding="utf-8")
+    (run / "args.yaml").write_text(args, encoding="utf-8")
+    for name in ("a", "b", "c"):
+        (run / f"{name}.traj").write_bytes((source / "swe-agent__test-repo-i1.traj").read_bytes())
+    parsed = []
+    load = sweagent.yaml.load
+    monkeypatch.setattr(sweagent.yaml, "load", lambda *a, **k: parsed.append(1) or load(*a, **k))
+    import_traces(sorted(run.glob("*.traj")), tmp_path / "first")
+    runs, _ = read_traces(tmp_path / "first")
+    assert list(runs["model"]) == ["gpt4"] * 3 and len(parsed) == 1
+    (run / "args.yaml").write_text(args.replace("gpt4", "gpt-4o-2024-08-06"), encoding="utf-8")
+    import_traces(sorted(run.glob("*.traj")), tmp_path / "second")
+    runs, _ = read_traces(tmp_path / "second")
+    assert list(runs["model"]) == ["gpt-4o-2024-08-06"] * 3 and len(parsed) == 2
+
+
 @pytest.mark.parametrize("args", [None, "agent: [model: {", "agent:\n  model: [1, 2]\n",
                                   "\udcff"])
 def test_sweagent_0x_trajectory_without_usable_args_yaml_has_no_model(

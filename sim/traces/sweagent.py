@@ -69,6 +69,7 @@ calls with every token column unknown and the run totals, and must refuse it.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -224,9 +225,23 @@ def _run_args(folder: Path) -> dict:
     """``agent.model`` of the :data:`ARGS_FILE` in ``folder`` (SWE-agent 0.x's
     ``ModelArguments``: ``model_name``, ``per_instance_cost_limit``...); {}
     when there is none or it cannot be read as YAML. Only those keys are read,
-    so an alias-heavy document is never expanded."""
+    so an alias-heavy document is never expanded. A folder's file is parsed
+    once while it is unchanged (its trajectories, thousands in a SWE-bench
+    run, share it)."""
+    path = folder / ARGS_FILE
     try:
-        text = (folder / ARGS_FILE).read_text(encoding="utf-8")
+        stat = path.stat()
+    except OSError:
+        return {}
+    return dict(_parsed_args(str(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_args(path: str, mtime_ns: int, size: int) -> dict:
+    """:func:`_run_args` of the file at ``path`` as it is at ``mtime_ns`` and
+    ``size`` (the cache's key: a file rewritten is read again)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
         doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
