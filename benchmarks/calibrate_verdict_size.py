@@ -55,6 +55,26 @@ empirical distribution's variance (6/150, 3/150; the suite's power on cost
 jackknife (suite 10/200 with power 49/200, 150/5 1/150); mid-p values alone
 (no change). The fit's error is narrower than an empirical distribution's and
 smooth, and no variant so far gets the per-fold p-values uniform at 5 folds.
+
+Measured 2026-12-06 (session 16, no search), toward the fix; nothing shipped.
+(1) The jackknife's simulations share random numbers, but a changed parameter
+moves some runs onto other random paths (an ending one step earlier shifts
+every later draw), and that noise, independent across the fold worlds, is read
+as the fit's: the jackknife scales a fold world's deviation by ``K - 1`` and the
+verdict by ``K / (K - 1)`` again, so an independent error counts ``K - 1`` times
+(4 at 5 folds, 2 at 3). Simulating every fold world on a second seed and taking
+the cross-product of the two seeds' deviations (which keeps what the worlds
+share, their parameters) gives ``v_fit`` 0.83-0.95 of ``1 / n_train`` where
+either seed alone gives 0.82-1.16 at 150 runs and 5 folds (30 data sets), and
+0.74-0.94 against 0.74-1.02 at 60 and 3 (40): 12% less at 5 folds, 5% at 3.
+Still above the true 0.6-0.9 above, and small against the excess: not shipped.
+(2) The studentized fit error of session 15 with the observed ``v_fit`` taken
+at 0.8 times the jackknife's (its measured excess): the suite 13/200 with power
+62/200, 150/5 3/150; per-fold p-values still average 0.51-0.55 at 5 folds. A
+fit's error is smoother than a replicate's (an empirical distribution's), and
+a smooth error widens the KS distance's supremum less than a rough one of the
+same variance (Slepian's inequality): replicates stay wider than the held-out
+distance, and Stouffer's sum over five folds compounds it.
 """
 
 from __future__ import annotations
