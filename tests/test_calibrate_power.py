@@ -129,12 +129,13 @@ def test_power_at_no_shift_is_the_size(right):
 
 
 def test_power_grows_with_the_shift_and_a_large_one_is_always_seen(right):
-    """At 400 held-out runs (5 folds of 80), cost 5% higher is seen less
-    often than 20% higher, and 50% higher every time; each metric has a
-    power."""
-    low = shift_power(right.nulls, right.family, "cost", 0.05)
-    mid = shift_power(right.nulls, right.family, "cost", 0.2)
-    assert 0.05 < low < mid and shift_power(right.nulls, right.family, "cost", 0.5) == 1.0
+    """At 400 held-out runs (5 folds of 80), cost 5% higher is seen at most
+    as often as 10% higher (more often than the size), less often than 20%
+    higher, and 50% higher every time; each metric has a power."""
+    small, low, mid = (shift_power(right.nulls, right.family, "cost", s)
+                       for s in (0.05, 0.1, 0.2))
+    assert small <= low and 0.05 < low < mid < 1.0
+    assert shift_power(right.nulls, right.family, "cost", 0.5) == 1.0
     powers = shift_powers(right.nulls, right.family, ["steps", "prompt", "output", "cost"])
     assert set(powers) == {"steps", "prompt", "output", "cost"}
     assert all(0.05 < p <= 1.0 for p in powers.values())

@@ -31,16 +31,17 @@ variance of a fit on all runs. Expressed per unit of a sample's CDF variance
 mean, not the largest value: the largest of some eighty noisy points is
 biased upward, and made the verdict's size 1%). ``v_fit`` is capped at
 :data:`FIT_CAP` times ``1 / n + 1 / s`` (``n`` runs, ``s`` simulated runs per
-search evaluation: the variance of the runs' empirical distribution plus the
-search's own simulations), so that a jackknife a misfit makes unstable (K
-worlds that disagree because none fits) cannot buy the fit arbitrarily wide
-critical values. Twice, not once: a fitted world is not the runs' empirical
-distribution (its steps, tokens and cost come out of per-step hazards, a
-frailty and size multipliers, none a maximum-likelihood fit of the per-run
-distribution), and on a known world its jackknife variance reaches 2 / n in
-the trials where a cap at 1 / n made the verdict reject 10% of 200 right
-worlds (5% with the cap at 2 / n). A world fitted on K - 1 folds has
-``K / (K - 1)`` times that variance.
+search evaluation): the variance of the runs' own empirical distribution plus
+the search's simulations, the sampling floor (the runs a world was fitted on,
+replayed as the forecast, are an estimate every fit should match). The
+jackknife reads more than the fit's error: a world's simulation shares its
+random numbers with the other folds', but a changed parameter moves some runs
+onto other random paths, and that noise, independent across folds, counts
+``K - 1`` times; on a known world the jackknife's mean is 1.1 to 1.4 times the
+true variance of a fold world (0.6 to 0.9 of the floor's), so the cap binds
+often and keeps a world the jackknife makes unstable (K worlds that disagree
+because none fits) from buying arbitrarily wide critical values. A world
+fitted on K - 1 folds has ``K / (K - 1)`` times that variance.
 
 **Critical values by parametric bootstrap** (:func:`fold_null`). Asymptotic
 critical values (the Kolmogorov distribution) are conservative for discrete
@@ -66,7 +67,16 @@ critical value their 95th percentile.
 **One verdict.** A statistic's folds are combined by Stouffer's method (the
 sum of the folds' normal scores ``Phi^-1(1 - p_k)`` over ``sqrt(K)``): a
 misfit that shows in every fold adds up, where testing each fold alone would
-need it to be large in one. The per-run metrics and the exit mix are then one
+need it to be large in one. The folds are not independent: each fold's world
+was fitted on the other folds' runs, so one fold's held-out sampling error is
+in every other fold's world, and two folds' residuals correlate (``-1 / (K -
+1)`` for a world as uncertain as its runs); their distances, the residuals'
+sizes, correlate positively (about 0.2 at 3 folds, 0.05 at 5), and a sum over
+``sqrt(K)`` has a variance above 1: with the cap at the floor and the folds
+taken as independent, an earlier verdict rejected 10% of right worlds at 3
+folds, and a cap at twice the floor that hid it made the verdict reject 1% at
+5. The sum is divided by its standard deviation instead
+(:func:`fold_dependence`; Strube 1985). The per-run metrics and the exit mix are then one
 family, adjusted by single-step min-P (Westfall and Young): replicate ``b`` of
 every fold (the folds are independent) is itself combined per statistic, each
 replicate ranked among the others, and the smallest combined p-value over the
@@ -382,7 +392,7 @@ fan-out misfits the runs' is rejected like one whose steps do."""
 GRID = 99
 """Points (quantiles of the simulated runs) at which the fit's variance is read."""
 CENTRAL = (0.1, 0.9)
-FIT_CAP = 2.0
+FIT_CAP = 1.0
 """The fit's variance is capped at this many times the empirical
 distribution's (``1 / n + 1 / s``; see the module docstring)."""
 REPLICATES = 400
@@ -427,7 +437,10 @@ class FoldNull:
     replicates (:mod:`sim.calibration.power`), the world's per-run values
     ``world`` (runs drawn from), the replicates' ``draws`` (replicates x
     held-out runs, positions into ``world``), the sorted simulated values
-    ``sim`` and the held-out count ``n`` of each metric."""
+    ``sim`` and the held-out count ``n`` of each metric; per statistic, the
+    variance of the fold world's fit ``fit`` (``K / (K - 1) v_fit``, per unit
+    of a CDF's variance) and the ``simulated`` runs compared (for
+    :func:`fold_dependence`)."""
 
     observed: dict[str, float]
     replicates: dict[str, np.ndarray]
@@ -436,6 +449,8 @@ class FoldNull:
     draws: np.ndarray
     sim: dict[str, np.ndarray]
     n: dict[str, int]
+    fit: dict[str, float] = field(default_factory=dict)
+    simulated: dict[str, int] = field(default_factory=dict)
 
     def p_values(self, key: str, distances: np.ndarray) -> np.ndarray:
         """The share of this fold's replicates of ``key`` at least as far as
@@ -595,10 +610,70 @@ def stouffer(p_values: list[float]) -> float:
     return float(stouffer_rows(np.asarray(p_values, float)[None, :])[0])
 
 
-def stouffer_rows(p: np.ndarray) -> np.ndarray:
-    """:func:`stouffer` of each row of ``p`` (rows x folds)."""
+def stouffer_rows(p: np.ndarray, spread: float = 1.0) -> np.ndarray:
+    """:func:`stouffer` of each row of ``p`` (rows x folds); ``spread``: the
+    standard deviation of the folds' summed normal scores over ``sqrt(K)``
+    when the folds are not independent (:func:`fold_dependence`; Strube 1985:
+    the sum over the square root of the sum of their correlation matrix)."""
     p = np.clip(np.asarray(p, float), 1e-15, 1 - 1e-15)
-    return np.asarray(ndtr(ndtri(p).sum(axis=1) / math.sqrt(p.shape[1])), float)
+    return np.asarray(ndtr(ndtri(p).sum(axis=1) / (math.sqrt(p.shape[1]) * spread)), float)
+
+
+def absolute_correlation(rho: float) -> float:
+    """The correlation of ``|X|`` and ``|Y|`` for standard normal ``X`` and
+    ``Y`` of correlation ``rho``: ``E|X||Y| = (2 / pi) (sqrt(1 - rho^2) + rho
+    arcsin rho)`` and ``Var|X| = 1 - 2 / pi``, so ``(sqrt(1 - rho^2) + rho
+    arcsin rho - 1) / (pi / 2 - 1)`` (0 at 0, 1 at +/- 1, about
+    ``rho^2 / (pi - 2)`` when small).
+
+    >>> round(absolute_correlation(-0.5), 3), absolute_correlation(0.0)
+    (0.224, 0.0)
+    """
+    rho = min(1.0, max(-1.0, rho))
+    return (math.sqrt(1.0 - rho * rho) + rho * math.asin(rho) - 1.0) / (math.pi / 2 - 1.0)
+
+
+def fold_dependence(held_out: list[int], simulated: list[int], fit: list[float]) -> float:
+    """The standard deviation, over ``sqrt(K)``, of the sum of K folds' normal
+    scores of a distance when the folds' worlds were fitted on each other's
+    runs (see the module docstring): 1 for independent folds.
+
+    Fold ``k`` holds out ``held_out[k]`` runs, compares them with
+    ``simulated[k]`` simulated runs of its world, whose fit has variance
+    ``fit[k]`` per unit of a CDF's variance. At a point of the metric's range,
+    fold ``k``'s residual (held-out CDF less its world's) is its held-out
+    runs' sampling error ``e_k`` (variance ``1 / n_k``), less its simulation's,
+    less its world's fit error, modelled as the fit error of an empirical
+    distribution of the other folds' runs scaled to the fit's variance:
+    ``c_k sum_{i != k} (n_i / N_k) e_i``, ``N_k`` the other folds' runs and
+    ``c_k^2 = fit[k] N_k`` (1 for a world exactly as uncertain as its runs).
+    Two folds' residuals then have covariance ``-c_j / N_j - c_k / N_k +
+    c_j c_k (N - n_j - n_k) / (N_j N_k)`` and variances ``1 / n_k + 1 /
+    m_k + fit[k]``: a correlation of ``-1 / (K - 1)`` when nothing else adds
+    (each fold's runs are in the others' worlds). A distance is the residual's
+    size, and the sizes of two normal residuals correlate as
+    :func:`absolute_correlation` says (0.22 at 3 folds, 0.05 at 5); the
+    folds' normal scores are taken to correlate alike (measured on a known
+    world with the fit's true variance: 0.16-0.24 at 3 folds, 0.04-0.08 at
+    5). Stouffer's sum then has variance ``K + sum_{j != k} r_jk``."""
+    k = len(held_out)
+    if k < 2:
+        return 1.0
+    total = float(sum(held_out))
+    others = [total - n for n in held_out]
+    scale = [math.sqrt(max(f, 0.0) * o) for f, o in zip(fit, others, strict=True)]
+    variance = [1.0 / n + 1.0 / m + max(f, 0.0)
+                for n, m, f in zip(held_out, simulated, fit, strict=True)]
+    pairs = 0.0
+    for a in range(k):
+        for b in range(a + 1, k):
+            if others[a] <= 0 or others[b] <= 0:
+                continue
+            cov = (-scale[b] / others[b] - scale[a] / others[a]
+                   + scale[a] * scale[b] * (total - held_out[a] - held_out[b])
+                   / (others[a] * others[b]))
+            pairs += 2 * absolute_correlation(cov / math.sqrt(variance[a] * variance[b]))
+    return math.sqrt((k + pairs) / k)
 
 
 def ks_rows(world: np.ndarray, draws: np.ndarray, sim_sorted: np.ndarray) -> np.ndarray:
@@ -662,6 +737,8 @@ def fold_null(real: Sample, sim: Sample, world: Sample, v_fit: dict[str, float],
     factor: dict[str, float] = {}
     sims: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {}
+    fit: dict[str, float] = {}
+    simulated: dict[str, int] = {}
     for key in keys:
         a, b = _values(real, key), np.sort(_values(sim, key))
         if not a.size or not b.size:
@@ -671,6 +748,7 @@ def fold_null(real: Sample, sim: Sample, world: Sample, v_fit: dict[str, float],
         observed[key] = _ks_sorted(a, b)
         reps[key] = factor[key] * ks_rows(values[key], draws[:, :a.size], b)
         sims[key], counts[key] = b, a.size
+        fit[key], simulated[key] = scale * v_fit[key], b.size
     world_codes = _codes(world.category)
     sim_mix = np.bincount(_codes(sim.category), minlength=len(CATEGORIES)) / sim.n
     real_mix = np.bincount(_codes(real.category), minlength=len(CATEGORIES)) / real.n
@@ -679,7 +757,8 @@ def fold_null(real: Sample, sim: Sample, world: Sample, v_fit: dict[str, float],
     observed[EXITS] = float(0.5 * np.abs(real_mix - sim_mix).sum())
     reps[EXITS] = factor[EXITS] * tv_rows(world_codes, draws, sim_mix)
     values[EXITS], sims[EXITS], counts[EXITS] = world_codes, sim_mix, real.n
-    return FoldNull(observed, reps, factor, values, draws, sims, counts)
+    fit[EXITS], simulated[EXITS] = scale * v_fit[EXITS], sim.n
+    return FoldNull(observed, reps, factor, values, draws, sims, counts, fit, simulated)
 
 
 def family_p(nulls: list[FoldNull], keys: list[str],
@@ -687,7 +766,10 @@ def family_p(nulls: list[FoldNull], keys: list[str],
     """Per statistic of ``keys``, its folds' p-values combined by Stouffer:
     of the observed distances (arrays of one), or with ``observed`` (per key,
     replicates x folds distances: shifted replicates, say) of those, and the
-    replicates' own otherwise (each replicate ranked among the others)."""
+    replicates' own otherwise (each replicate ranked among the others). The
+    replicates' folds are independent (a replicate of each, drawn apart);
+    observed distances' folds are not (:func:`fold_dependence`), and their sum
+    is divided by its standard deviation."""
     out = {}
     for key in keys:
         folds = [n for n in nulls if key in n.replicates]
@@ -698,7 +780,10 @@ def family_p(nulls: list[FoldNull], keys: list[str],
             p = np.column_stack([f.replicate_p(key) for f in folds])
         else:
             p = np.array([[f.p_values(key, np.array([f.observed[key]]))[0] for f in folds]])
-        out[key] = stouffer_rows(p)
+        independent = observed is not None and key not in observed  # replicates
+        out[key] = stouffer_rows(p, 1.0 if independent else fold_dependence(
+            [f.n[key] for f in folds], [f.simulated.get(key, 0) or 1 for f in folds],
+            [f.fit.get(key, 0.0) for f in folds]))
     return out
 
 
