@@ -39,6 +39,22 @@ from pathlib import Path
 RAW = Path("/work/shared/data/traces/tau2/raw")
 
 
+def _made(text: str, traces: Path, args: argparse.Namespace) -> str:
+    """The scenario ``text`` with a paragraph on how it was made (these
+    commands) before its structure's, so the file says how to make it again."""
+    report = f" \\\n#         --tau2-report {args.tau2_report}" if args.tau2_report else ""
+    made = (f"# Made with\n#     python -m sim traces import {RAW} --out {traces}\n"
+            f"#     python -m benchmarks.accuracy --only tau2 --tau2 {traces} \\\n"
+            f"#         --tau2-scenario {args.tau2_scenario}{report}\n"
+            f"# which calibrates as the command above does (default options, {args.folds} "
+            f"folds, seed {args.seed}) and\n# writes this file"
+            f"{' and its report' if args.tau2_report else ''}.\n#\n")
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.startswith("# Structure:")),
+              next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines)))
+    return "".join(lines[:at]) + made + "".join(lines[at:])
+
+
 def _sim_traces(tasks: int, seed: int) -> Path:
     """``tasks`` runs of the ``bounded`` scenario written as traces."""
     from sim.cli import main as sim_main
@@ -88,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                       progress=True, name="tau2" if name == "tau2" else "calibrated")
         took = time.monotonic() - began
         if name == "tau2" and args.tau2_scenario:
-            write_scenario(args.tau2_scenario, c.yaml_text())
+            write_scenario(args.tau2_scenario, _made(c.yaml_text(), folder, args))
         if name == "tau2" and args.tau2_report:
             write_report(args.tau2_report, c)
         tables[f"{name} ({c.real.n} runs)"] = accuracy.rows(c)

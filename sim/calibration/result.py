@@ -212,9 +212,10 @@ class Calibration:
                                   "null replicates: held-out-sized samples of the fold's own "
                                   "world, widened by the fit's own error (jackknife of the "
                                   "fold worlds, capped at 1/n + 1/search runs); folds "
-                                  "combined by Stouffer; adjusted over the metrics and the "
-                                  "exit mix by the replicates' smallest combined p (5% "
-                                  "family-wise)"},
+                                  "combined by Stouffer (the sum over its standard deviation "
+                                  "under the folds' dependence); adjusted over the metrics "
+                                  "and the exit mix by the replicates' smallest combined p "
+                                  "(5% family-wise)"},
             "accuracy": [r.summary() | {"key": r.key} for r in accuracy.rows(self)],
             **({} if self.fanout is None else {"fanout": self.fanout.summary(self.fanout_rows)}),
         })
