@@ -660,15 +660,12 @@ def fold_dependence(held_out: list[int], simulated: list[int], fit: list[float])
     if k < 2:
         return 1.0
     total = float(sum(held_out))
-    others = [total - n for n in held_out]
-    scale = [math.sqrt(max(f, 0.0) * o) for f, o in zip(fit, others, strict=True)]
-    variance = [1.0 / n + 1.0 / m + max(f, 0.0)
-                for n, m, f in zip(held_out, simulated, fit, strict=True)]
+    others = [total - n for n in held_out]  # at least one fold's runs each
+    scale = [math.sqrt(f * o) for f, o in zip(fit, others, strict=True)]
+    variance = [1.0 / n + 1.0 / m + f for n, m, f in zip(held_out, simulated, fit, strict=True)]
     pairs = 0.0
     for a in range(k):
         for b in range(a + 1, k):
-            if others[a] <= 0 or others[b] <= 0:
-                continue
             cov = (-scale[b] / others[b] - scale[a] / others[a]
                    + scale[a] * scale[b] * (total - held_out[a] - held_out[b])
                    / (others[a] * others[b]))
