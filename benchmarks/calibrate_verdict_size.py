@@ -14,6 +14,29 @@ standard error against the 5% +/- 2 points the suite asks, and which tests rejec
 :data:`WRONG_CLASSES`) that one class cannot express: the rate is then the
 verdict's power.
 
+Measured 2026-12-06 (session 17) with the fit's error and the folds'
+dependence read from how closely the fold worlds follow their runs
+(:func:`sim.calibration.verdict.fit_response`, ``beta``; :func:`fit_error`:
+``beta / N_k`` plus the jackknife's excess counted once): the suite's 60 runs
+and 3 folds 13/200 with power 58/200 on cost +30% (46 before); 150 runs and 5
+folds without the search 4/150, with it (the defaults) 3/150 (2/150 and 1/100
+before). On this known world ``beta`` averages 0.95 (steps), 0.83 (prompt),
+0.63 (output), 0.82 (cost), sd 0.15-0.19 per data set, the same with and
+without the search, and close to the fold worlds' true variances over ``1 /
+N_k`` (1.02, 0.93, 0.62, 0.92 with the search) where the jackknife read 1.13,
+0.96, 0.87, 0.98. The folds' distances correlate 0.04-0.06 (300 data sets,
+with and without the search), as :func:`fold_dependence` says, but with the
+jackknife's ``v_fit`` their normal scores did not (0.004 with the search, 0.02
+without): that ``v_fit`` studentizes them. Variants measured on the way:
+``beta`` in the dependence only, 4/150 and 2/150 (suite 13/200, power 57);
+the dependence counted only where the cap set ``v_fit``, 4/150, 2/150 (13,
+58); that and :func:`fit_error`, 4/150 and 5/150 but the suite 14/200 (its
+edge) and 12/150 at 60 runs and 3 folds (with :func:`fit_error` the folds'
+scores correlate again, 0.02-0.04 at 5 folds with the search, so the
+dependence is counted everywhere, as shipped). What is left at 5
+folds is per fold: per-fold p-values under 0.05 3.0% (output) to 4.4%, the
+combined output tokens' mean p 0.60.
+
 Measured 2026-12-06 (session 16) with the folds' dependence in Stouffer's sum
 and the fit's variance capped at the sampling floor
 (:func:`sim.calibration.verdict.fold_dependence`, ``FIT_CAP`` 1): 150 runs, 5

@@ -121,10 +121,10 @@ class _SizeHalf:
             self, tmp_path_factory, request):
         """Size: over 200 independent trace sets of the known world (two halves
         of 100), each judged by 3-fold cross-validation, the verdict rejects
-        5% +/- 2 points: 6 to 14 of 200 (9 when written: 6 and 3). Power:
+        5% +/- 2 points: 6 to 14 of 200 (13 when written: 8 and 5). Power:
         the same runs with their cost 30% higher are rejected at least 30
-        times of 200 (50 when written, 25%, where the verdict's replicates
-        predict 43%: they draw the shifted runs from the fitted world itself,
+        times of 200 (58 when written, 29%, where the verdict's replicates
+        predict 40%: they draw the shifted runs from the fitted world itself,
         without the fit's own error, so they overstate the power of samples
         this small, 20 held-out runs per fold).
 

@@ -358,19 +358,23 @@ def report_markdown(c: Calibration) -> str:
         lines += [f"![{m.label}: held out (n={m.n_real}) against simulated (n={m.n_sim}), KS "
                   f"{m.ks:.3f}](ecdf_{m.key}.png)", ""]
     fv = ", ".join(f"{k} {v:.3g}" for k, v in c.judgement.fit_variance.items())
+    beta = ", ".join(f"{k} {v:.2f}" for k, v in c.judgement.fit_response.items())
     lines += ["![exit mix: held out against simulated](exits.png)", "", "## Method", "",
               "One verdict: in each fold, the per-run KS distances (steps, prompt tokens, "
               "output tokens, cost) and the exit mix's total-variation distance of its "
               "held-out runs against the world fitted on the other folds; each metric's fold "
               "p-values combined by Stouffer's method (the sum divided by its standard "
               "deviation under the folds' dependence: each fold's world holds the other "
-              "folds' runs); one family-wise adjustment at 5% over "
+              "folds' runs and follows them by its response, the slope of the fold "
+              "worlds' CDFs on their training runs', here " + beta + "); one family-wise "
+              "adjustment at 5% over "
               "the metrics and the exit mix. Critical values and p-values by parametric "
               "bootstrap: per fold, null replicates (samples of the held-out size drawn "
               "from the fold's own world, compared with its simulation as the held-out "
-              "runs are), widened by the fit's own error (the fold worlds are a jackknife "
-              "of the fit, whose spread gives its variance v_fit per unit of a CDF's "
-              "variance, capped at a perfect model's 1/n + 1/search runs; here " + fv + "); "
+              "runs are), widened by the fit's own error (its variance v_fit per unit of "
+              "a CDF's variance: the runs' sampling variance times the response, plus "
+              "what the fold worlds, a jackknife of the fit, spread beyond it counted once, "
+              "capped at a perfect model's 1/n + 1/search runs; here " + fv + "); "
               "the family-wise adjustment is the share of replicates whose smallest "
               "combined p-value is at most the test's (single-step min-P). Output "
               "tokens per call are shown with a 5% run-level permutation value, not tested. "

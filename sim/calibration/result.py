@@ -176,6 +176,7 @@ class Calibration:
                 "ks": m.ks, "critical": m.critical, "critical_method": m.critical_method,
                 "in_verdict": m.tested, "p": m.p_value, "p_holm": m.p_adjusted,
                 "fit_variance": j.fit_variance.get(m.key),
+                "fit_response": j.fit_response.get(m.key),
                 "ks_interval": list(m.ks_interval), "rejected": m.rejected,
                 "median": {"held_out": m.real_median, "simulated": m.sim_median,
                            "held_out_interval": list(m.real_median_interval)},
@@ -188,6 +189,7 @@ class Calibration:
                          "critical": self.exits.critical, "p": self.exits.p_value,
                          "p_holm": self.exits.p_adjusted,
                          "fit_variance": j.fit_variance.get("exits"),
+                         "fit_response": j.fit_response.get("exits"),
                          "rejected": self.exits.rejected},
             "folds": [{"fold": f.fold, "held_out": f.n_real, "simulated": f.n_sim,
                        "ks": f.ks, "critical_95": f.critical, "p": f.p, "tv": f.tv,
@@ -210,10 +212,14 @@ class Calibration:
                         "method": "per fold, held-out runs against the world fitted on the "
                                   "other folds (per-run KS, exit mix), each referred to "
                                   "null replicates: held-out-sized samples of the fold's own "
-                                  "world, widened by the fit's own error (jackknife of the "
-                                  "fold worlds, capped at 1/n + 1/search runs); folds "
+                                  "world, widened by the fit's own error (the runs' sampling "
+                                  "variance times the fold worlds' response to them, "
+                                  "fit_response, plus the jackknife's excess over it counted "
+                                  "once, capped at 1/n + 1/search runs); folds "
                                   "combined by Stouffer (the sum over its standard deviation "
-                                  "under the folds' dependence); adjusted over the metrics "
+                                  "under the folds' dependence, from how closely the fold "
+                                  "worlds follow their runs, fit_response); adjusted over "
+                                  "the metrics "
                                   "and the exit mix by the replicates' smallest combined p "
                                   "(5% family-wise)"},
             "accuracy": [r.summary() | {"key": r.key} for r in accuracy.rows(self)],

@@ -29,19 +29,22 @@ variance of a fit on all runs. Expressed per unit of a sample's CDF variance
 ``G (1 - G)``, its mean over the central range (``0.1 <= G <= 0.9``) is
 ``v_fit``: the world behaves like an extra sample of ``1 / v_fit`` runs (the
 mean, not the largest value: the largest of some eighty noisy points is
-biased upward, and made the verdict's size 1%). ``v_fit`` is capped at
-:data:`FIT_CAP` times ``1 / n + 1 / s`` (``n`` runs, ``s`` simulated runs per
-search evaluation): the variance of the runs' own empirical distribution plus
-the search's simulations, the sampling floor (the runs a world was fitted on,
-replayed as the forecast, are an estimate every fit should match). The
-jackknife reads more than the fit's error: a world's simulation shares its
-random numbers with the other folds', but a changed parameter moves some runs
-onto other random paths, and that noise, independent across folds, counts
-``K - 1`` times; on a known world the jackknife's mean is 1.1 to 1.4 times the
-true variance of a fold world (0.6 to 0.9 of the floor's), so the cap binds
-often and keeps a world the jackknife makes unstable (K worlds that disagree
-because none fits) from buying arbitrarily wide critical values. A world
-fitted on K - 1 folds has ``K / (K - 1)`` times that variance.
+biased upward, and made the verdict's size 1%). The jackknife reads more
+than the fit's error: what varies from fold world to fold world on its own
+(the search's simulations; a world's simulation shares its random numbers
+with the other folds', but a changed parameter moves some runs onto other
+random paths) counts ``K - 1`` times. So ``v_fit`` is the part that follows
+the runs (their sampling variance times the fold worlds' response to them,
+:func:`fit_response`) plus the jackknife's excess over it counted once
+(:func:`fit_error`); on a known world at 150 runs and 5 folds with the
+search that moved the verdict's size from 1.3% to 3.3%. ``v_fit`` is capped
+at :data:`FIT_CAP` times ``1 / n + 1 / s`` (``n`` runs, ``s`` simulated runs
+per search evaluation): the variance of the runs' own empirical distribution
+plus the search's simulations, the sampling floor (the runs a world was
+fitted on, replayed as the forecast, are an estimate every fit should
+match); the cap keeps a world the jackknife makes unstable (K worlds that
+disagree because none fits) from buying arbitrarily wide critical values. A
+world fitted on K - 1 folds has ``K / (K - 1)`` times that variance.
 
 **Critical values by parametric bootstrap** (:func:`fold_null`). Asymptotic
 critical values (the Kolmogorov distribution) are conservative for discrete
@@ -70,13 +73,24 @@ misfit that shows in every fold adds up, where testing each fold alone would
 need it to be large in one. The folds are not independent: each fold's world
 was fitted on the other folds' runs, so one fold's held-out sampling error is
 in every other fold's world, and two folds' residuals correlate (``-1 / (K -
-1)`` for a world as uncertain as its runs); their distances, the residuals'
-sizes, correlate positively (about 0.2 at 3 folds, 0.05 at 5), and a sum over
-``sqrt(K)`` has a variance above 1: with the cap at the floor and the folds
-taken as independent, an earlier verdict rejected 10% of right worlds at 3
-folds, and a cap at twice the floor that hid it made the verdict reject 1% at
-5. The sum is divided by its standard deviation instead
-(:func:`fold_dependence`; Strube 1985). The per-run metrics and the exit mix are then one
+1)`` for a world that is its runs' empirical distribution); their distances,
+the residuals' sizes, correlate positively (about 0.2 at 3 folds, 0.05 at 5),
+and a sum over ``sqrt(K)`` has a variance above 1: with the cap at the floor
+and the folds taken as independent, an earlier verdict rejected 10% of right
+worlds at 3 folds, and a cap at twice the floor that hid it made the verdict
+reject 1% at 5. The sum is divided by its standard deviation instead
+(:func:`fold_dependence`; Strube 1985). How much of its runs a world carries
+is read from the folds themselves (:func:`fit_response`: the slope of the
+fold worlds' CDFs on their training runs' across the folds): a model keeps a
+share ``beta`` of its runs' sampling error (on a known world 0.95 for steps,
+0.83 for prompt tokens, 0.63 for output tokens, 0.82 for cost), and taking
+the fit's whole variance as the runs' (the rule before) overstated the
+dependence. (With ``v_fit`` the jackknife's reading alone, the dependence
+hardly showed: that reading grows with the folds' held-out differences, which
+studentizes the folds' scores; measured on a known world, their correlation
+was 0.00-0.06. With :func:`fit_error` it shows again, 0.02-0.04 at 5 folds
+with the search, about what :func:`fold_dependence` gives.)
+The per-run metrics and the exit mix are then one
 family, adjusted by single-step min-P (Westfall and Young): replicate ``b`` of
 every fold (the folds are independent) is itself combined per statistic, each
 replicate ranked among the others, and the smallest combined p-value over the
@@ -439,7 +453,8 @@ class FoldNull:
     held-out runs, positions into ``world``), the sorted simulated values
     ``sim`` and the held-out count ``n`` of each metric; per statistic, the
     variance of the fold world's fit ``fit`` (``K / (K - 1) v_fit``, per unit
-    of a CDF's variance) and the ``simulated`` runs compared (for
+    of a CDF's variance), the ``simulated`` runs compared and the fold
+    worlds' ``response`` to their runs (shared by the folds; for
     :func:`fold_dependence`)."""
 
     observed: dict[str, float]
@@ -451,6 +466,7 @@ class FoldNull:
     n: dict[str, int]
     fit: dict[str, float] = field(default_factory=dict)
     simulated: dict[str, int] = field(default_factory=dict)
+    response: dict[str, float] = field(default_factory=dict)
 
     def p_values(self, key: str, distances: np.ndarray) -> np.ndarray:
         """The share of this fold's replicates of ``key`` at least as far as
@@ -474,9 +490,11 @@ class Judgement:
     and for the exit mix, the pooled distances with the folds' combined
     p-value and its family-wise adjusted value (``metrics``, ``exits``), the
     per-fold tests ``folds``, ``fit_variance`` (``v_fit`` per tested metric and
-    ``exits``), the folds' null replicates ``nulls`` and the replicates'
+    ``exits``), the folds' null replicates ``nulls``, the replicates'
     family minimum p-values ``family`` (the null distribution of the
-    smallest combined p-value)."""
+    smallest combined p-value) and ``fit_response`` (per tested metric and
+    ``exits``: how closely the fold worlds follow their runs,
+    :func:`fit_response`)."""
 
     metrics: list[Metric]
     exits: ExitMix
@@ -485,6 +503,7 @@ class Judgement:
     alpha: float = ALPHA
     nulls: list[FoldNull] = field(default_factory=list)
     family: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fit_response: dict[str, float] = field(default_factory=dict)
 
     @property
     def rejected(self) -> list[Metric]:
@@ -633,7 +652,97 @@ def absolute_correlation(rho: float) -> float:
     return (math.sqrt(1.0 - rho * rho) + rho * math.asin(rho) - 1.0) / (math.pi / 2 - 1.0)
 
 
-def fold_dependence(held_out: list[int], simulated: list[int], fit: list[float]) -> float:
+def fit_response(held_out: list[np.ndarray], worlds: list[np.ndarray]) -> float:
+    """How closely the fold worlds follow the runs they were fitted on:
+    ``beta`` in ``[0, 1]``, 1 for a world that is the empirical distribution
+    of its runs, 0 for one that ignores them.
+
+    Fold ``k``'s world ``G_k`` was fitted on the other folds' runs, whose
+    empirical CDF is ``U_k``. A fit that is a projection of its runs'
+    empirical distribution onto the model (maximum likelihood, a fitted
+    hazard, a quantile match: ``beta`` the share of a sample's CDF variance the
+    model keeps) moves with them: ``G_k - mean G = beta (U_k - mean U)`` plus
+    whatever varies independently from fold to fold (the search's own
+    simulations, the simulations' sampling). ``beta`` is that regression's
+    slope through the origin over the folds, at every value the held-out runs
+    take in the central range of their pooled CDF (``CENTRAL``); ``worlds``
+    are simulations of the fold worlds (on common random numbers, so that
+    their differences are the worlds'; independent ones only add noise). 1
+    when it cannot be read (every held-out run alike: then no distance
+    depends on it)."""
+    held = [np.sort(np.asarray(h, float)) for h in held_out]
+    if len(held) < 2 or any(h.size == 0 for h in held) or any(np.size(w) == 0 for w in worlds):
+        return 1.0
+    pooled = np.sort(np.concatenate(held))
+    grid = np.unique(pooled)
+    cdf = np.searchsorted(pooled, grid, side="right") / pooled.size
+    grid = grid[(cdf >= CENTRAL[0]) & (cdf <= CENTRAL[1])]
+    if grid.size == 0:
+        return 1.0
+    own = np.array([np.searchsorted(h, grid, side="right") / h.size for h in held])
+    fitted = np.array([np.searchsorted(np.sort(np.asarray(w, float)), grid, side="right")
+                       / np.size(w) for w in worlds])
+    return _response(own, np.array([h.size for h in held], float), fitted)
+
+
+def mix_response(counts: list[np.ndarray], worlds: list[np.ndarray]) -> float:
+    """:func:`fit_response` of the exit mix: ``counts`` each fold's held-out
+    runs per category, ``worlds`` each fold world's simulated shares (vectors
+    over :data:`~sim.calibration.exits.CATEGORIES`); the categories are the
+    points."""
+    held = np.asarray(counts, float)
+    sizes = held.sum(axis=1)
+    if held.shape[0] < 2 or (sizes <= 0).any():
+        return 1.0
+    return _response(held / sizes[:, None], sizes, np.asarray(worlds, float))
+
+
+def _response(own: np.ndarray, sizes: np.ndarray, fitted: np.ndarray) -> float:
+    """The slope of the fold worlds' values ``fitted`` (folds x points) on
+    their training runs' (the other folds' ``own``, weighted by ``sizes``),
+    both centred over the folds; clipped to ``[0, 1]``, 1 when undefined."""
+    total = (sizes[:, None] * own).sum(axis=0)
+    training = (total[None, :] - sizes[:, None] * own) / (sizes.sum() - sizes)[:, None]
+    u = training - training.mean(axis=0)
+    g = fitted - fitted.mean(axis=0)
+    spread = float((u * u).sum())
+    if spread <= 1e-15:
+        return 1.0
+    return min(1.0, max(0.0, float((u * g).sum()) / spread))
+
+
+def fit_error(read: float, response: float, folds: int, runs: int) -> float:
+    """``v_fit``, the variance of a fit on all ``runs`` runs per unit of a
+    CDF's, from the jackknife's reading ``read`` (:func:`fit_variance`) of
+    ``folds`` fold worlds and their ``response`` (:func:`fit_response`).
+
+    A fold world's error is the projection of its training runs' sampling
+    error, variance ``beta / N_k`` (``N_k = runs (K - 1) / K`` runs), plus
+    errors of its own, independent from fold to fold, variance ``s`` (the
+    search's simulations; in the jackknife's common-random-number simulation,
+    the runs a changed parameter moves onto other random paths). The jackknife
+    reads the first right and the second ``K - 1`` times: ``K / (K - 1) read =
+    beta / N_k + (K - 1) s``. So ``s`` is the excess over ``beta / N_k``
+    over ``K - 1`` (never below 0), and a fold world's variance is ``beta /
+    N_k + s``, returned as a fit on all runs' (``(K - 1) / K`` of it, as the
+    jackknife's reading is). On a known world (150 runs, 5 folds, with the
+    search) the jackknife read 0.87 of ``1 / N_k`` for output tokens where
+    the fold worlds' true variance was 0.62 and ``beta`` 0.63.
+
+    >>> round(fit_error(0.01, 1.0, 5, 100), 6)  # all of it the runs': as read
+    0.01
+    >>> round(fit_error(0.02, 1.0, 5, 100), 6)  # the excess counted once
+    0.0125
+    """
+    if folds < 2:
+        return read
+    data = response * folds / ((folds - 1) * runs)
+    fold_world = data + max(0.0, folds / (folds - 1) * read - data) / (folds - 1)
+    return (folds - 1) / folds * fold_world
+
+
+def fold_dependence(held_out: list[int], simulated: list[int], fit: list[float],
+                    response: float = 1.0) -> float:
     """The standard deviation, over ``sqrt(K)``, of the sum of K folds' normal
     scores of a distance when the folds' worlds were fitted on each other's
     runs (see the module docstring): 1 for independent folds.
@@ -643,32 +752,34 @@ def fold_dependence(held_out: list[int], simulated: list[int], fit: list[float])
     ``fit[k]`` per unit of a CDF's variance. At a point of the metric's range,
     fold ``k``'s residual (held-out CDF less its world's) is its held-out
     runs' sampling error ``e_k`` (variance ``1 / n_k``), less its simulation's,
-    less its world's fit error, modelled as the fit error of an empirical
-    distribution of the other folds' runs scaled to the fit's variance:
-    ``c_k sum_{i != k} (n_i / N_k) e_i``, ``N_k`` the other folds' runs and
-    ``c_k^2 = fit[k] N_k`` (1 for a world exactly as uncertain as its runs).
-    Two folds' residuals then have covariance ``-c_j / N_j - c_k / N_k +
-    c_j c_k (N - n_j - n_k) / (N_j N_k)`` and variances ``1 / n_k + 1 /
-    m_k + fit[k]``: a correlation of ``-1 / (K - 1)`` when nothing else adds
-    (each fold's runs are in the others' worlds). A distance is the residual's
-    size, and the sizes of two normal residuals correlate as
-    :func:`absolute_correlation` says (0.22 at 3 folds, 0.05 at 5); the
-    folds' normal scores are taken to correlate alike (measured on a known
-    world with the fit's true variance: 0.16-0.24 at 3 folds, 0.04-0.08 at
-    5). Stouffer's sum then has variance ``K + sum_{j != k} r_jk``."""
+    less its world's fit error. The world follows the runs it was fitted on
+    by ``response`` (:func:`fit_response`: a projection ``P`` of their
+    empirical error ``sum_{i != k} (n_i / N_k) e_i``, ``N_k`` the other
+    folds' runs, keeping ``beta`` of its variance, so ``cov(P e, e) = var(P
+    e) = beta var(e)``), plus errors of its own independent of the other
+    folds'. Two folds' residuals then have covariance ``beta (-1 / N_j - 1 /
+    N_k + (N - n_j - n_k) / (N_j N_k))`` and variances ``1 / n_k + 1 / m_k +
+    fit[k]`` (``fit[k]`` at least ``beta / N_k``, the part that follows the
+    runs): a correlation of ``-1 / (K - 1)`` for an empirical world (``beta``
+    1: each fold's runs are in the others' worlds), 0 for a world that
+    ignores its runs. A distance is the residual's size, and the sizes of two
+    normal residuals correlate as :func:`absolute_correlation` says (0.22 at 3
+    folds, 0.05 at 5 for ``beta`` 1); the folds' normal scores are taken to
+    correlate alike (measured on a known world with the fit's true variance:
+    0.16-0.24 at 3 folds, 0.04-0.08 at 5). Stouffer's sum then has variance
+    ``K + sum_{j != k} r_jk``."""
     k = len(held_out)
-    if k < 2:
+    if k < 2 or response <= 0:
         return 1.0
     total = float(sum(held_out))
     others = [total - n for n in held_out]  # at least one fold's runs each
-    scale = [math.sqrt(f * o) for f, o in zip(fit, others, strict=True)]
-    variance = [1.0 / n + 1.0 / m + f for n, m, f in zip(held_out, simulated, fit, strict=True)]
+    variance = [1.0 / n + 1.0 / m + max(f, response / o)
+                for n, m, f, o in zip(held_out, simulated, fit, others, strict=True)]
     pairs = 0.0
     for a in range(k):
         for b in range(a + 1, k):
-            cov = (-scale[b] / others[b] - scale[a] / others[a]
-                   + scale[a] * scale[b] * (total - held_out[a] - held_out[b])
-                   / (others[a] * others[b]))
+            cov = response * (-1.0 / others[b] - 1.0 / others[a]
+                              + (total - held_out[a] - held_out[b]) / (others[a] * others[b]))
             pairs += 2 * absolute_correlation(cov / math.sqrt(variance[a] * variance[b]))
     return math.sqrt((k + pairs) / k)
 
@@ -780,7 +891,7 @@ def family_p(nulls: list[FoldNull], keys: list[str],
         independent = observed is not None and key not in observed  # replicates
         out[key] = stouffer_rows(p, 1.0 if independent else fold_dependence(
             [f.n[key] for f in folds], [f.simulated.get(key, 0) or 1 for f in folds],
-            [f.fit.get(key, 0.0) for f in folds]))
+            [f.fit.get(key, 0.0) for f in folds], folds[0].response.get(key, 1.0)))
     return out
 
 
@@ -815,12 +926,15 @@ def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
     real, sim = pooled(real_folds), pooled(sim_folds)
     keys = _keys(real, sim, intervals)
     tested = [key for key in keys if key in TESTED or key in FANOUT_TESTED]
-    v_fit = _fit_variances(jackknife if jackknife is not None else sim_folds,
-                           jackknife is None, tested,
-                           FIT_CAP * (1.0 / real.n + (1.0 / search_runs if search_runs else 0.0)))
+    cap = FIT_CAP * (1.0 / real.n + (1.0 / search_runs if search_runs else 0.0))
     worlds = jackknife if jackknife is not None else sim_folds
+    read = _fit_variances(worlds, jackknife is None, tested)
+    response = _responses(real_folds, worlds, tested)
+    v_fit = {key: min(cap, fit_error(v, response[key], k, real.n)) for key, v in read.items()}
     nulls = [fold_null(r, s, w, v_fit, k, tested, rng, replicates)
              for r, s, w in zip(real_folds, sim_folds, worlds, strict=True)]
+    for null in nulls:
+        null.response = response
     names = [key for key in tested if all(key in n.replicates for n in nulls)] + [EXITS]
     family = family_null(nulls, names)
     combined = {key: float(v[0]) for key, v in family_p(nulls, names).items()}
@@ -833,7 +947,8 @@ def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
                for key in keys]
     exits = _pooled_exits(real, sim, boot, rng,
                           (combined[EXITS], adjusted(combined[EXITS], family)))
-    return Judgement(metrics, exits, folds, v_fit, nulls=nulls, family=family)
+    return Judgement(metrics, exits, folds, v_fit, nulls=nulls, family=family,
+                     fit_response=response)
 
 
 def _keys(real: Sample, sim: Sample, intervals: bool) -> list[str]:
@@ -842,14 +957,26 @@ def _keys(real: Sample, sim: Sample, intervals: bool) -> list[str]:
     return [key for key in wanted if _values(real, key).size and _values(sim, key).size]
 
 
-def _fit_variances(worlds: list[Sample], independent: bool, keys: list[str],
-                   cap: float) -> dict[str, float]:
+def _fit_variances(worlds: list[Sample], independent: bool, keys: list[str]
+                   ) -> dict[str, float]:
     """``v_fit`` per tested metric and ``exits`` from the fold worlds'
-    simulations, each capped at ``cap`` (see the module docstring)."""
+    simulations, before the cap (see the module docstring)."""
     v_fit = {key: fit_variance([_values(s, key) for s in worlds], independent) for key in keys}
     sim_mixes = [np.array(list(mix(list(s.category)).values())) for s in worlds]
     v_fit[EXITS] = mix_fit_variance(sim_mixes, [s.n for s in worlds], independent)
-    return {key: min(v, cap) for key, v in v_fit.items()}
+    return v_fit
+
+
+def _responses(real_folds: list[Sample], worlds: list[Sample], keys: list[str]
+               ) -> dict[str, float]:
+    """:func:`fit_response` per tested metric and ``exits`` (:func:`mix_response`)."""
+    out = {key: fit_response([_values(r, key) for r in real_folds],
+                             [_values(w, key) for w in worlds]) for key in keys}
+    out[EXITS] = mix_response(
+        [np.bincount(_codes(r.category), minlength=len(CATEGORIES)) for r in real_folds],
+        [np.bincount(_codes(w.category), minlength=len(CATEGORIES)) / max(w.n, 1)
+         for w in worlds])
+    return out
 
 
 def _pooled_exits(real: Sample, sim: Sample, boot: dict[str, Any], rng: np.random.Generator,
