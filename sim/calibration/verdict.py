@@ -36,8 +36,9 @@ with the other folds', but a changed parameter moves some runs onto other
 random paths) counts ``K - 1`` times. So ``v_fit`` is the part that follows
 the runs (their sampling variance times the fold worlds' response to them,
 :func:`fit_response`) plus the jackknife's excess over it counted once
-(:func:`fit_error`); on a known world at 150 runs and 5 folds with the
-search that moved the verdict's size from 1.3% to 3.3%. ``v_fit`` is capped
+(:func:`fit_error`; on a known world at 150 runs and 5 folds with the
+search the verdict's size went from 1/100 to 3/150, and the suite's power up
+by a quarter at the same size). ``v_fit`` is capped
 at :data:`FIT_CAP` times ``1 / n + 1 / s`` (``n`` runs, ``s`` simulated runs
 per search evaluation): the variance of the runs' own empirical distribution
 plus the search's simulations, the sampling floor (the runs a world was
