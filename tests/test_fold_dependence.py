@@ -122,6 +122,11 @@ def test_the_exit_mix_response_and_the_unreadable_cases():
     assert mix_response(counts, training) == pytest.approx(1.0)
     assert mix_response(counts, [shares[0]] * 3) == pytest.approx(0.0)  # ignores them
     assert mix_response([np.array([4, 0, 0])] * 3, [np.array([1.0, 0, 0])] * 3) == 1.0
+    # folds dealt balanced on the exit (stratified): their training runs do not
+    # differ, so there is no slope to read
+    balanced = [np.array([16, 122, 1, 1])] * 4 + [np.array([16, 123, 1, 0])]
+    worlds = [np.array([0.118, 0.86, 0.014, 0.008]) + d for d in (0, 1e-3, -1e-3, 2e-3, 0)]
+    assert math.isnan(mix_response(balanced, worlds))
     assert fit_response([np.ones(5)] * 3, [np.ones(50)] * 3) == 1.0  # no spread to read
     assert fit_response([np.arange(5.0)], [np.arange(50.0)]) == 1.0  # one fold
 

@@ -86,7 +86,11 @@ fold worlds' CDFs on their training runs' across the folds): a model keeps a
 share ``beta`` of its runs' sampling error (on a known world 0.95 for steps,
 0.83 for prompt tokens, 0.63 for output tokens, 0.82 for cost), and taking
 the fit's whole variance as the runs' (the rule before) overstated the
-dependence. (With ``v_fit`` the jackknife's reading alone, the dependence
+dependence. Where the folds were dealt balanced on a statistic (the exit
+mix: folds are stratified by exit category) their training runs hardly
+differ and the slope cannot be read; the response is then inferred from the
+fit's variance (``beta = v_fit n``, so ``v_fit`` is the jackknife's reading).
+(With ``v_fit`` the jackknife's reading alone, the dependence
 hardly showed: that reading grows with the folds' held-out differences, which
 studentizes the folds' scores; measured on a known world, their correlation
 was 0.00-0.06. With :func:`fit_error` it shows again, 0.02-0.04 at 5 folds
@@ -669,8 +673,10 @@ def fit_response(held_out: list[np.ndarray], worlds: list[np.ndarray]) -> float:
     take in the central range of their pooled CDF (``CENTRAL``); ``worlds``
     are simulations of the fold worlds (on common random numbers, so that
     their differences are the worlds'; independent ones only add noise). 1
-    when it cannot be read (every held-out run alike: then no distance
-    depends on it)."""
+    when there is nothing to read (every held-out run alike: then no distance
+    depends on it); NaN when the folds were balanced on the statistic (their
+    training runs hardly differ, :data:`BALANCED`: the judge then infers it
+    from the fit's variance)."""
     held = [np.sort(np.asarray(h, float)) for h in held_out]
     if len(held) < 2 or any(h.size == 0 for h in held) or any(np.size(w) == 0 for w in worlds):
         return 1.0
@@ -698,17 +704,35 @@ def mix_response(counts: list[np.ndarray], worlds: list[np.ndarray]) -> float:
     return _response(held / sizes[:, None], sizes, np.asarray(worlds, float))
 
 
+BALANCED = 0.1
+"""The folds' training runs differ on a statistic less than this share of what
+independently dealt folds would show: the folds were balanced on it (dealt
+stratified by exit, say) and :func:`fit_response` cannot read the response."""
+
+
 def _response(own: np.ndarray, sizes: np.ndarray, fitted: np.ndarray) -> float:
     """The slope of the fold worlds' values ``fitted`` (folds x points) on
     their training runs' (the other folds' ``own``, weighted by ``sizes``),
-    both centred over the folds; clipped to ``[0, 1]``, 1 when undefined."""
+    both centred over the folds; clipped to ``[0, 1]``. NaN when the
+    training runs' spread is under :data:`BALANCED` of its expectation for
+    independently dealt folds (``sum_x p (1 - p) sum_k sum_i a_ki^2 / n_i``,
+    ``a_ki`` fold ``i``'s weight in fold ``k``'s centred training share), 1
+    when there is none to expect (every run alike)."""
+    folds = sizes.size
+    runs = sizes.sum()
     total = (sizes[:, None] * own).sum(axis=0)
-    training = (total[None, :] - sizes[:, None] * own) / (sizes.sum() - sizes)[:, None]
+    training = (total[None, :] - sizes[:, None] * own) / (runs - sizes)[:, None]
     u = training - training.mean(axis=0)
     g = fitted - fitted.mean(axis=0)
-    spread = float((u * u).sum())
-    if spread <= 1e-15:
+    weights = (sizes[None, :] / (runs - sizes)[:, None]) * (1.0 - np.eye(folds))
+    weights = weights - weights.mean(axis=0)[None, :]
+    pooled = total / runs
+    expected = float((pooled * (1.0 - pooled)).sum() * (weights ** 2 / sizes[None, :]).sum())
+    if expected <= 1e-15:
         return 1.0
+    spread = float((u * u).sum())
+    if spread < BALANCED * expected:
+        return math.nan
     return min(1.0, max(0.0, float((u * g).sum()) / spread))
 
 
@@ -930,7 +954,8 @@ def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
     cap = FIT_CAP * (1.0 / real.n + (1.0 / search_runs if search_runs else 0.0))
     worlds = jackknife if jackknife is not None else sim_folds
     read = _fit_variances(worlds, jackknife is None, tested)
-    response = _responses(real_folds, worlds, tested)
+    response = {key: b if math.isfinite(b) else min(1.0, read[key] * real.n)
+                for key, b in _responses(real_folds, worlds, tested).items()}
     v_fit = {key: min(cap, fit_error(v, response[key], k, real.n)) for key, v in read.items()}
     nulls = [fold_null(r, s, w, v_fit, k, tested, rng, replicates)
              for r, s, w in zip(real_folds, sim_folds, worlds, strict=True)]
