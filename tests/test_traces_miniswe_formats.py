@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from sim.traces import import_traces, read_traces
 from sim.traces.miniswe import V1_ACTION_REGEX, Reports, _action_pattern, text_actions
+from sim.traces.model import sha256_text
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20,
          "prompt_tokens_details": {"cached_tokens": 0}}
@@ -83,8 +85,10 @@ def test_the_v1_default_regex_is_mini_swe_agents_and_parses_as_it_does():
 def test_v1_text_actions_are_one_bash_tool_call_each_answered_by_the_observation(tmp_path):
     """One fenced block: one ``bash`` call with {"command": ...}, answered by
     the next user message (its returncode from the observation's text); zero
-    or two blocks: no tool call, and the format error fed back is the call's
-    observation; the submitting command is answered by the final output."""
+    or two blocks: the format's error, one ``bash`` call with the actions found
+    as arguments, answered (an error) by the format error fed back, so the run
+    never reads as a message to the task-giver; the submitting command is
+    answered by the final output."""
     messages = [
         v1_assistant(ONE, 2.0),
         v1_user("<returncode>0</returncode>\n<output>\nfile.py\n</output>", 3.5),
@@ -101,15 +105,20 @@ def test_v1_text_actions_are_one_bash_tool_call_each_answered_by_the_observation
     report, runs, calls = imported(tmp_path, path)
     assert report.skips == [] and runs["steps"].tolist() == [5]
     tools = calls["tool_calls"].tolist()
-    assert [len(t) for t in tools] == [1, 0, 1, 0, 1]
-    first, third, last = tools[0][0], tools[2][0], tools[4][0]
+    assert [len(t) for t in tools] == [1, 1, 1, 1, 1]
+    first, two, third, none, last = (t[0] for t in tools)
     assert first["name"] == "bash" and json.loads(first["arguments"]) == {"command": "ls -la"}
     assert (first["error"], third["error"], last["error"]) == (False, True, None)
     assert first["duration_s"] == pytest.approx(1.5)
     assert first["result_tokens"] > 0 and len(first["result_sha256"]) == 64
     format_error = "Please always provide EXACTLY ONE action in triple backticks."
-    obs = calls["observation_tokens"].tolist()
-    assert obs[0] == 0 and obs[1] == obs[3] == -(-len(format_error) // 4) and obs[2] == 0
+    assert json.loads(two["arguments"]) == {"actions": ["ls", "pwd"]}
+    assert json.loads(none["arguments"]) == {"actions": []}
+    for rejected in (two, none):
+        assert (rejected["name"], rejected["error"]) == ("bash", True)
+        assert rejected["result_tokens"] == -(-len(format_error) // 4)
+        assert rejected["result_sha256"] == sha256_text(format_error)
+    assert calls["observation_tokens"].tolist() == [0] * 5
     assert calls["latency_s"].tolist()[1:] == pytest.approx([1.5, 2.0, 1.75, 2.0])
     row = runs.iloc[0]
     assert (row["run_id"], row["exit"], row["step_limit"]) == ("run1/inst-1", "Submitted", 250)
@@ -163,7 +172,8 @@ def test_v2_text_based_calls_use_their_recorded_actions_and_format_errors_are_ca
     """A 2.x text-based model: the assistant message records ``extra.actions``,
     its observation is a user message with ``extra.returncode``; a response
     that failed to parse is the FormatError user message carrying the billed
-    response: a call without tool calls, whose error text is its observation."""
+    response: a call whose one ``bash`` tool call (the actions found) is
+    answered, an error, by the format error."""
     block = "```mswea_bash_command\nls\n```"
     messages = [
         {"role": "assistant", "content": block,
@@ -184,10 +194,87 @@ def test_v2_text_based_calls_use_their_recorded_actions_and_format_errors_are_ca
     [tool] = calls["tool_calls"].iloc[0]
     assert (tool["name"], json.loads(tool["arguments"]), tool["error"]) == (
         "bash", {"command": "ls"}, True)
-    assert calls["tool_calls"].iloc[1] == []
+    [rejected] = calls["tool_calls"].iloc[1]
+    assert (rejected["name"], json.loads(rejected["arguments"]), rejected["error"]) == (
+        "bash", {"actions": []}, True)  # "two blocks here" holds no fenced block
+    assert rejected["result_tokens"] == 13  # the format error fed back
     assert calls["cost_usd"].tolist() == pytest.approx([0.01, 0.005])
     assert calls["text_tokens"].iloc[1] == 4  # "two blocks here": the model's own text
-    assert calls["observation_tokens"].tolist() == [0, 13]
+    assert calls["observation_tokens"].tolist() == [0, 0]
+
+
+def v2_toolcalling(messages: list[dict]) -> dict:
+    doc = v2_textbased(messages)
+    doc["info"]["config"]["model"] = {"model_name": "anthropic/claude-sonnet-4-5"}
+    return doc
+
+
+def tool_response(content: str, tool_calls: list[dict] | None = None) -> dict:
+    out = response()
+    out["choices"][0]["message"] = {"role": "assistant", "content": content,
+                                    "tool_calls": tool_calls}
+    return out
+
+
+def test_a_tool_calling_models_format_errors_keep_what_the_model_sent(tmp_path):
+    """2.x tool calling: a response with no tool call, or with one the parser
+    refuses (an unknown tool, arguments that are not JSON), is the FormatError
+    message: its tool call records what the response sent, errors with the
+    fed-back text, and its text is the response's own content."""
+    bad = {"id": "t1", "type": "function",
+           "function": {"name": "python", "arguments": "{not json"}}
+    error = "No tool calls found in the response. Every response MUST include one."
+    messages = [
+        {"role": "user", "content": error,
+         "extra": {"interrupt_type": "FormatError", "response": tool_response("thinking"),
+                   "cost": 0.001, "timestamp": 10.0}},
+        {"role": "user", "content": "Unknown tool 'python'.",
+         "extra": {"interrupt_type": "FormatError", "cost": 0.001, "timestamp": 11.0,
+                   "response": tool_response("", [bad])}},
+    ]
+    report, runs, calls = imported(tmp_path,
+                                   write(tmp_path, "r", "i", v2_toolcalling(messages)))
+    assert report.skips == [] and runs["steps"].tolist() == [2]
+    [none], [unknown] = calls["tool_calls"].tolist()
+    assert json.loads(none["arguments"]) == {"tool_calls": []}
+    assert json.loads(unknown["arguments"]) == {
+        "tool_calls": [{"name": "python", "arguments": "{not json"}]}
+    assert (none["error"], unknown["error"]) == (True, True)
+    assert none["result_tokens"] == -(-len(error) // 4)
+    assert calls["text_tokens"].tolist() == [2, 0]  # "thinking"; "" has no tokens
+    assert calls["observation_tokens"].tolist() == [0, 0]
+
+
+def test_a_text_without_one_action_that_nothing_answers_stays_a_text(tmp_path):
+    """The trajectory ends after a text with no action (no format error fed
+    back): nothing rejected it, so it is a call without tool calls, as before."""
+    messages = [v1_assistant(ONE, 2.0), v1_user("<returncode>0</returncode>", 3.0),
+                v1_assistant(NONE, 4.0)]
+    _, _, calls = imported(tmp_path, write(tmp_path, "r", "i", v1_trajectory(messages)))
+    assert [len(t) for t in calls["tool_calls"]] == [1, 0]
+
+
+def test_format_errors_are_validation_errors_to_calibration_not_messages(tmp_path):
+    """Calibration reads a call without tool calls before a run's last as a
+    message to the task-giver (a conversation, and runs without any as a
+    class of their own); a format error is the model's rejected attempt at a
+    command, so it counts as a tool error (the world's ``validation``)."""
+    from sim.calibration.data import load
+    from sim.calibration.estimate import estimate
+
+    for i in range(10):
+        messages = [v1_assistant(ONE, 2.0), v1_user("<returncode>0</returncode>", 3.0)]
+        if i % 2:
+            messages += [v1_assistant(TWO, 4.0), v1_user("Please provide EXACTLY ONE.", 4.0)]
+        messages += [v1_assistant(SUBMIT, 6.0), v1_user("diff", 7.0)]
+        write(tmp_path, "run", f"inst-{i}", v1_trajectory(messages))
+    import_traces([tmp_path / "run"], tmp_path / "out")
+    traces = load(tmp_path / "out")
+    calls = traces.calls
+    talk = calls["text"].to_numpy(bool) & ~calls["last"].to_numpy(bool)
+    assert not talk.any()
+    assert traces.runs["errors"].tolist() == [0, 1] * 5
+    assert not estimate(traces, np.array(["c1"] * traces.n, object)).conversation
 
 
 def test_a_trajectory_that_failed_before_its_first_reply_is_a_run_of_zero_calls(tmp_path):

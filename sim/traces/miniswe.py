@@ -24,9 +24,11 @@ message whose response records no usage is a call with its counts unknown
 (0, provenance ``unknown``), its run kept. In format
 ``-1.1`` a response that failed to parse is not an assistant message but the
 ``user`` message of the format error (``extra.interrupt_type`` ``FormatError``)
-carrying the billed ``extra.response``: it is a call too, without tool calls
-(its text is ``extra.model_response``). A trajectory without any call (the
-agent failed before its first reply) is a run of zero calls, with its exit.
+carrying the billed ``extra.response``: it is a call too (its text is
+``extra.model_response``, or the response's own content for a tool-calling
+model), whose tool call is the rejected attempt (see **Format errors**). A
+trajectory without any call (the agent failed before its first reply) is a
+run of zero calls, with its exit.
 
 Times: mini-swe-agent stamps each message when it is recorded
 (``extra.timestamp``, or the message's own ``timestamp`` in 1.x, Unix
@@ -53,14 +55,29 @@ earlier) and lasts to the last timestamp.
   ``DefaultAgent``: :data:`V1_ACTION_REGEX`; 2.x text-based models:
   :data:`TEXT_ACTION_REGEX`). Exactly one action is a tool call named
   ``bash`` with arguments ``{"command": action}`` (the shape of
-  mini-swe-agent's own bash tool); zero or several are the format's error: no
-  tool call, and the format error fed back is the call's observation. An
+  mini-swe-agent's own bash tool). An
   action is answered by the next ``user`` message: in ``-1.1`` the
   observation messages carry ``extra.returncode`` (an error when not 0 or
   with ``exception_info``); in 1.x the observation is text, an error when it
   holds ``<returncode>N</returncode>`` with N not 0 (null when it does not say).
 
-``user`` messages between calls that answer no action (format errors, notes)
+**Format errors.** A response mini-swe-agent's parser rejects (a text with
+zero or several actions, no tool call or a malformed one) is answered by the
+format error, and the model must try again: the harness's validation error,
+as sim's world has it (a call with bad arguments). Such a call has one tool
+call named ``bash``, flagged as an error, whose result is the format error
+fed back; its arguments (:func:`_rejected`) are what the parser found:
+``{"actions": [...]}`` (the commands of a text, none or several) or
+``{"tool_calls": [{"name", "arguments"}, ...]}`` (a tool-calling model's, as
+sent). So a run with a format error is not a conversation with the
+task-giver (a call without tool calls before its last), and the same failure
+twice in a row is a repeat, as mini-swe-agent's own ``RepeatedFormatError``
+counts it. In 1.x the assistant message is followed by the format error's
+``user`` message; in ``-1.1`` the response is on the ``FormatError`` message
+itself. A text with zero or several actions that no ``user`` message answers
+(the trajectory ends) stays a call without tool calls.
+
+``user`` messages between calls that answer no action (notes, interruptions)
 are ``observation_tokens``, their texts joined in order
 ``observation_sha256`` (null when there are none); the assistant message's
 content gives ``text_tokens`` and ``text_sha256``. Run fields:
@@ -221,6 +238,7 @@ class _Trajectory:
         self.calls: list[CallRecord] = []
         self.pending: dict[str, ToolCallRecord] = {}
         self.waiting: list[ToolCallRecord] = []  # text actions, answered by user messages
+        self.rejected: ToolCallRecord | None = None  # a text the parser rejects, till answered
         self.observations: list[list[str | None]] = []  # per call, the texts after it
         self.previous: float | None = None  # the last recorded timestamp
         self.start: float | None = None
@@ -249,46 +267,91 @@ class _Trajectory:
               moment: float | None, format_error: bool) -> None:
         if self.start is None:
             self.start = number_or_none(response.get("created"))
-        text = content_text(extra.get("model_response") if format_error
-                            else message.get("content"))
+        text = content_text(message.get("content"))
+        if format_error:
+            text = content_text(extra["model_response"]) if "model_response" in extra \
+                else content_text(as_dict(_first_choice(response).get("message")).get("content"))
         call = _call(message, response, position, self.model, self.previous, moment,
                      self.start, text, self.notes, self.apart)
-        self.waiting = []
-        if not format_error:
-            _tools(call, message, extra, text, self.pattern)
+        self.waiting, self.rejected = [], None
+        if format_error:  # the error fed back is the rejected attempt's result
+            attempt = _rejected(response, extra, text, self.pattern)
+            _reject(attempt, content_text(message.get("content")))
+            call.tool_calls.append(attempt)
+        else:
+            found = _tools(call, message, extra, text, self.pattern)
             self.waiting = [t for t in call.tool_calls if t.id is None]
+            if found is not None:
+                self.rejected = ToolCallRecord(name=ACTION_TOOL, arguments=canonical_json(
+                    {"actions": found}))
         self.calls.append(call)
         self.observations.append([])
         self.pending = {t.id: t for t in call.tool_calls if t.id is not None}
-        if format_error:  # the error fed back is what the model reads next
-            self.observations[-1].append(content_text(message.get("content")))
 
     def _user(self, message: dict, extra: dict, moment: float | None) -> None:
         text = content_text(message.get("content"))
-        if self.waiting and ("returncode" in extra or "raw_output" in extra or not extra):
+        answers = "returncode" in extra or "raw_output" in extra or not extra
+        if self.waiting and answers:
             _answer(self.waiting.pop(0), text, extra, self.previous, moment)
+        elif self.rejected is not None and (not extra
+                                            or extra.get("interrupt_type") == "FormatError"):
+            _reject(self.rejected, text)
+            self.calls[-1].tool_calls.append(self.rejected)
+            self.rejected = None
         else:
             self.observations[-1].append(text)
 
 
 def _tools(call: CallRecord, message: dict, extra: dict, text: str | None,
-           pattern: Any) -> None:
-    """The call's tool calls: its ``tool_calls``, else its text actions."""
+           pattern: Any) -> list[str] | None:
+    """The call's tool calls: its ``tool_calls``, else its text actions.
+    Returns the actions the parser found when they are not exactly one (the
+    format's error: no tool call), else None (also when the search timed
+    out: what the parser would say is unknown)."""
     if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
         for item in message["tool_calls"]:
             if isinstance(item, dict):
                 call.tool_calls.append(openai_tool(item))
-        return
+        return None
     recorded = extra.get("actions")
     if isinstance(recorded, list) and recorded and all(
             isinstance(a, dict) and isinstance(a.get("command"), str) for a in recorded):
         actions = [a["command"] for a in recorded]
     else:
         found = text_actions(text or "", pattern)
-        actions = found if found is not None and len(found) == 1 else []
+        if found is None or len(found) != 1:
+            return found
+        actions = found
     for action in actions:
         call.tool_calls.append(ToolCallRecord(name=ACTION_TOOL, arguments=canonical_json(
             {"command": action})))
+    return None
+
+
+def _first_choice(response: dict) -> dict:
+    choices = response.get("choices")
+    return as_dict(choices[0]) if isinstance(choices, list) and choices else {}
+
+
+def _rejected(response: dict, extra: dict, text: str | None, pattern: Any) -> ToolCallRecord:
+    """The attempt a ``FormatError`` message's response made (see **Format
+    errors**): a text-based model's actions (``{"actions": [...]}``; arguments
+    unrecorded when the search timed out), else the tool calls the response
+    carries (``{"tool_calls": [{"name", "arguments"}, ...]}``, arguments as
+    sent)."""
+    if "model_response" in extra or "n_actions" in extra:
+        found = text_actions(text or "", pattern)
+        return ToolCallRecord(name=ACTION_TOOL, arguments=None if found is None
+                              else canonical_json({"actions": found}))
+    sent = as_list(as_dict(_first_choice(response).get("message")).get("tool_calls"))
+    tools = [openai_tool(item) for item in sent if isinstance(item, dict)]
+    return ToolCallRecord(name=ACTION_TOOL, arguments=canonical_json(
+        {"tool_calls": [{"name": t.name, "arguments": t.arguments} for t in tools]}))
+
+
+def _reject(record: ToolCallRecord, error: str | None) -> None:
+    """``record`` answered by the format error ``error``: its result, an error."""
+    record.result_tokens, record.result_sha256, record.error = tool_result(error, error=True)
 
 
 def _answer(record: ToolCallRecord, text: str | None, extra: dict, previous: float | None,
@@ -314,9 +377,7 @@ def _call(message: dict, response: dict, position: int, model: str | None,
         counts, provenance = from_openai(usage, where, notes=notes, apart=apart)
     else:
         counts, provenance = unknown_usage()
-    choices = response.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices else {}
-    finish = first.get("finish_reason") if isinstance(first, dict) else None
+    finish = _first_choice(response).get("finish_reason")
     return CallRecord(
         usage=counts, provenance=provenance,
         model=response.get("model") if isinstance(response.get("model"), str) else model,
