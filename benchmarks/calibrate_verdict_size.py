@@ -119,6 +119,34 @@ fit's error is smoother than a replicate's (an empirical distribution's), and
 a smooth error widens the KS distance's supremum less than a rough one of the
 same variance (Slepian's inequality): replicates stay wider than the held-out
 distance, and Stouffer's sum over five folds compounds it.
+
+Measured 2026-12-06 (session 18), toward the fix; nothing shipped. (1) Where
+the per-fold shift comes from, on a clean null (the truth a
+lognormal, each fold world its maximum-likelihood fit on 120 runs, 30 held
+out, 200 simulated, 1,000 in the world sample, the widening at the fit's true
+variance 0.656 / 120; 3,000 folds): the verdict's p-values have mean 0.522,
+5.0% under 0.05 (the tail is right) but their normal scores average -0.10
+(-0.07 with mid-p values; the rest is the held-out distance below every
+replicate, p = 1, a score of -7.9 at the clip); with the fit's error added in
+its own two directions (the normal location and scale scores) instead of the
+replicate's widening, -0.01; with the bridge's first two Karhunen-Loeve terms
+(a smooth error of the same variance, any model), -0.03. With nothing fitted
+(held out, simulated and world sample all of the truth; for the known world's
+steps 5.7% of the replicates tie the held-out distance) the scores average
+-0.11 to -0.17, mid-p -0.01 to -0.05. So a scaled bridge costs each fold about -0.07 of a score and
+five folds' sum -0.16 (5% becomes about 3.9%). (2) In the verdict: the smooth
+error as the first ``d`` Karhunen-Loeve terms keeping ``beta`` of the bridge's
+variance (:func:`sim.calibration.verdict.fit_response`; 2 terms at 0.63, 3 at
+0.83, 11 at 0.95), drawn independently per metric: per-fold p-value means
+0.50-0.52 (were 0.52-0.55), combined 0.50-0.55 (0.53-0.60), but 0/100 and
+1/100 rejected at 150/5 (the metrics' replicates lose their correlation, so
+the min-P family is more extreme); drawn once per fold for every metric: the
+suite 14/200 (its edge) with power 54/200, 150/5 with the search 1/100 (family
+adjusted p under 0.25 in 20% of data sets, was 19%). Mid-p values in the
+Stouffer sums (the replicates' too): the suite 12/200 with power 48/200 (was
+58), 150/5 2/100 (no change). (3) The known world's runs are independent: block
+means of 30, 150 and 1,000 consecutive runs vary 0.88-1.06 times as
+independent runs' would (150,000 runs; standard errors 0.02-0.12).
 """
 
 from __future__ import annotations
