@@ -245,6 +245,84 @@ def test_a_tool_calling_models_format_errors_keep_what_the_model_sent(tmp_path):
     assert calls["observation_tokens"].tolist() == [0, 0]
 
 
+def responses_reply(call_id: str | None, command: str = "ls", *, text: str = "",
+                    status: str = "completed", created: int = 1_700_000_000) -> dict:
+    """A Responses API model's reply as mini-swe-agent 2.x stores it: the
+    response itself (``response.model_dump()``: no ``role``), its actions in
+    ``extra``."""
+    output: list[dict] = [{"type": "reasoning", "id": "rs_1", "summary": []}]
+    if text:
+        output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": status,
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    if call_id is not None:
+        output.append({"type": "function_call", "id": "fc_1", "call_id": call_id,
+                       "name": "bash", "arguments": json.dumps({"command": command}),
+                       "status": "completed"})
+    reply = {"id": "resp_1", "created_at": created, "model": "gpt-5-mini-2025-08-07",
+             "object": "response", "output": output, "status": status,
+             "usage": {"input_tokens": 1000, "input_tokens_details": {"cached_tokens": 600},
+                       "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 200},
+                       "total_tokens": 1300}}
+    if status == "incomplete":
+        reply["incomplete_details"] = {"reason": "max_output_tokens"}
+    return reply
+
+
+def test_a_responses_api_models_replies_are_calls(tmp_path):
+    """mini-swe-agent 2.x with a Responses API model (``litellm_response``,
+    ``openrouter_response``, ``portkey_response``): each reply is the response
+    itself, without a ``role``; its ``function_call`` items are the tool calls,
+    answered by ``function_call_output`` messages by ``call_id``; usage is the
+    Responses API's (``input_tokens`` with the cache inside, ``output_tokens``
+    with the reasoning inside); a reply without a tool call is the FormatError
+    message carrying it. Before, every such reply was dropped: the run had no
+    calls."""
+    def reply(call_id, command="ls", **kw):
+        out = responses_reply(call_id, command, **kw)
+        out["extra"] = {"actions": [{"command": command, "tool_call_id": call_id}] if call_id
+                        else [], "cost": 0.002, "timestamp": 10.0}
+        return out
+
+    def output(call_id, code):
+        return {"type": "function_call_output", "call_id": call_id,
+                "output": f"<returncode>{code}</returncode>\n<output>\nx\n</output>",
+                "extra": {"raw_output": "x", "returncode": code, "timestamp": 11.0,
+                          "exception_info": ""}}
+
+    error = "No tool calls found in the response. Every response MUST include one."
+    messages = [
+        reply("call_a", "ls", text="Looking around."),
+        output("call_a", 0),
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": error}],
+         "extra": {"interrupt_type": "FormatError", "cost": 0.001,
+                   "response": responses_reply(None, text="I am done.")}},
+        reply("call_b", "false", status="incomplete"),
+        output("call_b", 1),
+    ]
+    doc = v2_textbased([{k: v for k, v in m.items()} for m in messages])
+    doc["info"]["config"]["model"] = {"model_name": "openai/gpt-5-mini",
+                                      "model_class": "litellm_response"}
+    doc["messages"][:2] = [
+        {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "s"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "t"}]}]
+    report, runs, calls = imported(tmp_path, write(tmp_path, "r", "i", doc))
+    assert report.skips == [] and runs["steps"].tolist() == [3]
+    first, rejected, last = (t[0] for t in calls["tool_calls"])
+    assert (first["name"], json.loads(first["arguments"]), first["error"]) == (
+        "bash", {"command": "ls"}, False)
+    assert first["result_tokens"] > 0 and first["id"] == "call_a"
+    assert (rejected["error"], json.loads(rejected["arguments"])) == (True, {"tool_calls": []})
+    assert (last["name"], last["error"]) == ("bash", True)  # returncode 1
+    row = calls.iloc[0]
+    assert (row["input_tokens"], row["cache_read_tokens"], row["output_tokens"],
+            row["reasoning_tokens"]) == (400, 600, 100, 200)
+    assert calls["finish_reason"].tolist() == ["completed", "completed", "length"]
+    assert calls["text_tokens"].tolist()[:2] == [4, 3]  # "Looking around."; "I am done."
+    assert calls["cost_usd"].tolist() == pytest.approx([0.002, 0.001, 0.002])
+    assert calls["model"].tolist() == ["gpt-5-mini-2025-08-07"] * 3
+    assert runs["started_at"].iloc[0] == pd.Timestamp(1_700_000_000, unit="s", tz="UTC")
+
+
 def test_a_text_without_one_action_that_nothing_answers_stays_a_text(tmp_path):
     """The trajectory ends after a text with no action (no format error fed
     back): nothing rejected it, so it is a call without tool calls, as before."""

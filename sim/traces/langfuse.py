@@ -185,7 +185,7 @@ from sim.traces.model import (
 from sim.traces.otel import Span
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair
 from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
-from sim.traces.usage import count, derived, from_openai, from_total_prompt
+from sim.traces.usage import count, from_openai, from_responses
 
 # ------------------------------------------------------------ documents
 RESOLVED_SCORES = frozenset({"resolved", "success", "correct"})
@@ -530,13 +530,7 @@ def _responses(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
     ``input_tokens_details.cached_tokens``, ``output_tokens`` including
     ``output_tokens_details.reasoning_tokens``), read as the Langfuse server
     converts it."""
-    names = ("input_tokens", "output_tokens")
-    read = from_total_prompt(
-        usage.get(names[0]), usage.get(names[1]),
-        cache_read=as_dict(usage.get("input_tokens_details")).get("cached_tokens"),
-        reasoning=as_dict(usage.get("output_tokens_details")).get("reasoning_tokens"),
-        where=where, names=names, notes=notes)
-    return Counted(read, derived(read, usage.get(names[0]), usage.get(names[1]), where))
+    return Counted(*from_responses(usage, where, notes=notes))
 
 
 def cost(recorded: Any, *fallbacks: Any) -> tuple[float | None, str]:

@@ -21,7 +21,17 @@ the first choice. Provenance (:func:`sim.traces.usage.derived`): the uncached
 input is derived when a cache count was subtracted from ``prompt_tokens``,
 the output when reasoning was subtracted from ``completion_tokens``. A
 message whose response records no usage is a call with its counts unknown
-(0, provenance ``unknown``), its run kept. In format
+(0, provenance ``unknown``), its run kept. A model that speaks OpenAI's
+Responses API (2.x ``litellm_response``, ``openrouter_response``,
+``portkey_response``) stores each reply as the response itself (an object
+``"response"``, no ``role``): its text is the ``message`` output items' text,
+its tool calls the ``function_call`` items (answered by the
+``function_call_output`` messages with the same ``call_id``), its usage the
+Responses API's (:func:`sim.traces.usage.from_responses`: ``input_tokens``
+with ``input_tokens_details.cached_tokens`` inside, ``output_tokens`` with
+``output_tokens_details.reasoning_tokens`` inside), its finish reason its
+``status`` (``length`` when it stopped at ``max_output_tokens``), its start
+``created_at``. In format
 ``-1.1`` a response that failed to parse is not an assistant message but the
 ``user`` message of the format error (``extra.interrupt_type`` ``FormatError``)
 carrying the billed ``extra.response``: it is a call too (its text is
@@ -99,7 +109,7 @@ from typing import Any
 
 import regex
 
-from sim.traces.assemble import limit_or_none, number_or_none, openai_tool
+from sim.traces.assemble import limit_or_none, number_or_none, openai_tool, requested_tool
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -116,7 +126,7 @@ from sim.traces.model import (
 )
 from sim.traces.repairs import Repair
 from sim.traces.swebench import REPORTS_FOLDER, Reports
-from sim.traces.usage import from_openai, read_apart, unknown_usage
+from sim.traces.usage import from_openai, from_responses, read_apart, unknown_usage
 
 SOURCE = "mini-swe-agent"
 __all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]
@@ -251,8 +261,15 @@ class _Trajectory:
         response = as_dict(extra.get("response"))
         format_error = role == "user" and extra.get("interrupt_type") == "FormatError" \
             and bool(response)
-        if role == "assistant" or format_error:
+        if message.get("object") == "response":  # a Responses API model's reply, itself
+            self._call(position, message, extra, message, moment, False)
+        elif role == "assistant" or format_error:
             self._call(position, message, extra, response, moment, format_error)
+        elif message.get("type") == "function_call_output":
+            record = self.pending.pop(str(message.get("call_id")), None)
+            if record is not None:
+                _answer(record, content_text(message.get("output")), extra, self.previous,
+                        moment)
         elif role == "tool":
             record = self.pending.pop(str(message.get("tool_call_id")), None)
             if record is not None:
@@ -266,11 +283,13 @@ class _Trajectory:
     def _call(self, position: int, message: dict, extra: dict, response: dict,
               moment: float | None, format_error: bool) -> None:
         if self.start is None:
-            self.start = number_or_none(response.get("created"))
+            self.start = number_or_none(response.get("created", response.get("created_at")))
         text = content_text(message.get("content"))
         if format_error:
             text = content_text(extra["model_response"]) if "model_response" in extra \
-                else content_text(as_dict(_first_choice(response).get("message")).get("content"))
+                else _reply(response)[0]
+        elif message is response:
+            text = _reply(response)[0]
         call = _call(message, response, position, self.model, self.previous, moment,
                      self.start, text, self.notes, self.apart)
         self.waiting, self.rejected = [], None
@@ -308,6 +327,9 @@ def _tools(call: CallRecord, message: dict, extra: dict, text: str | None,
     Returns the actions the parser found when they are not exactly one (the
     format's error: no tool call), else None (also when the search timed
     out: what the parser would say is unknown)."""
+    if message.get("object") == "response":
+        call.tool_calls.extend(_reply(message)[1])
+        return None
     if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
         for item in message["tool_calls"]:
             if isinstance(item, dict):
@@ -333,6 +355,42 @@ def _first_choice(response: dict) -> dict:
     return as_dict(choices[0]) if isinstance(choices, list) and choices else {}
 
 
+def _reply(response: dict) -> tuple[str | None, list[ToolCallRecord]]:
+    """The text and the tool calls a response holds: a Responses API
+    response's ``output`` items (``message`` items' text parts,
+    ``function_call`` items by ``call_id``), else a Chat Completions
+    response's first choice's message (its ``content`` and ``tool_calls``)."""
+    if "choices" not in response and isinstance(response.get("output"), list):
+        texts: list[str] = []
+        tools: list[ToolCallRecord] = []
+        for item in response["output"]:
+            item = as_dict(item)
+            if item.get("type") == "message":
+                texts.append(content_text(item.get("content")) or "")
+            elif item.get("type") == "function_call":
+                tools.append(requested_tool(item.get("name", ""),
+                                            item.get("call_id", item.get("id")),
+                                            item.get("arguments")))
+        return ("".join(texts) if texts else None), tools
+    message = as_dict(_first_choice(response).get("message"))
+    return content_text(message.get("content")), [
+        openai_tool(item) for item in as_list(message.get("tool_calls")) if isinstance(item, dict)]
+
+
+def _finish_reason(response: dict) -> str | None:
+    """The first choice's ``finish_reason``; for a Responses API response its
+    ``status``, ``length`` when it stopped at ``max_output_tokens`` (as
+    mini-swe-agent reads it)."""
+    if "choices" not in response and "status" in response:
+        status = response.get("status")
+        if status == "incomplete" and as_dict(response.get("incomplete_details")).get(
+                "reason") == "max_output_tokens":
+            return "length"
+        return None if status is None else str(status)
+    finish = _first_choice(response).get("finish_reason")
+    return None if finish is None else str(finish)
+
+
 def _rejected(response: dict, extra: dict, text: str | None, pattern: Any) -> ToolCallRecord:
     """The attempt a ``FormatError`` message's response made (see **Format
     errors**): a text-based model's actions (``{"actions": [...]}``; arguments
@@ -343,8 +401,7 @@ def _rejected(response: dict, extra: dict, text: str | None, pattern: Any) -> To
         found = text_actions(text or "", pattern)
         return ToolCallRecord(name=ACTION_TOOL, arguments=None if found is None
                               else canonical_json({"actions": found}))
-    sent = as_list(as_dict(_first_choice(response).get("message")).get("tool_calls"))
-    tools = [openai_tool(item) for item in sent if isinstance(item, dict)]
+    tools = _reply(response)[1]
     return ToolCallRecord(name=ACTION_TOOL, arguments=canonical_json(
         {"tool_calls": [{"name": t.name, "arguments": t.arguments} for t in tools]}))
 
@@ -373,16 +430,19 @@ def _call(message: dict, response: dict, position: int, model: str | None,
           notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
     where = f"message {position}"
     usage = response.get("usage")
-    if isinstance(usage, dict):
+    if isinstance(usage, dict) and ("input_tokens" in usage or "output_tokens" in usage) \
+            and "prompt_tokens" not in usage and "completion_tokens" not in usage:
+        counts, provenance = from_responses(usage, where, notes=notes, apart=apart)
+    elif isinstance(usage, dict):
         counts, provenance = from_openai(usage, where, notes=notes, apart=apart)
     else:
         counts, provenance = unknown_usage()
-    finish = _first_choice(response).get("finish_reason")
+    finish = _finish_reason(response)
     return CallRecord(
         usage=counts, provenance=provenance,
         model=response.get("model") if isinstance(response.get("model"), str) else model,
         cost_usd=number_or_none(as_dict(message.get("extra")).get("cost")),
-        finish_reason=None if finish is None else str(finish),
+        finish_reason=finish,
         started_s=(before - start if before is not None and moment is not None
                    and start is not None else None),  # both times known, as for latency
         latency_s=moment - before if moment is not None and before is not None else None,

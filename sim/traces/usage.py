@@ -153,6 +153,21 @@ def from_openai(usage: dict, where: str, *, details: dict | None = None,
     return counts, derived(counts, prompt, output, where)
 
 
+def from_responses(usage: dict, where: str, *, notes: list[Repair] | None = None,
+                   apart: tuple[bool, bool] = (False, False)) -> tuple[Usage, dict[str, str]]:
+    """Usage of OpenAI's Responses API (``input_tokens`` including
+    ``input_tokens_details.cached_tokens``, ``output_tokens`` including
+    ``output_tokens_details.reasoning_tokens``) and its provenance
+    (:func:`derived`); ``apart`` as for :func:`from_openai`."""
+    names = ("input_tokens", "output_tokens")
+    prompt, output = usage.get(names[0]), usage.get(names[1])
+    counts = from_total_prompt(
+        prompt, output, cache_read=as_dict(usage.get("input_tokens_details")).get("cached_tokens"),
+        reasoning=as_dict(usage.get("output_tokens_details")).get("reasoning_tokens"),
+        where=where, names=names, notes=notes, cache_apart=apart[0], reasoning_apart=apart[1])
+    return counts, derived(counts, prompt, output, where)
+
+
 def _first(*values: Any) -> Any:
     """The first value that is not None (None when all are)."""
     return next((v for v in values if v is not None), None)
