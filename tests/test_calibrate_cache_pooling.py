@@ -103,3 +103,48 @@ def test_a_class_none_of_whose_runs_reads_caches_no_run_and_stays_out_of_the_poo
     assert classes[2].cache_hits == expected
     assert classes[2].cache_hits["run_share"] == pytest.approx(
         (4 / (4 + strength)) * 0.25 + (strength / (4 + strength)) * 9 / 14, abs=1e-6)
+
+
+def test_classes_that_cache_every_run_still_keep_how_much_their_hits_read():
+    """Two classes of one family cache every run and every call hits, but A's
+    hits read the whole previous prompt and B's 40% of it (a partial read,
+    under ``PARTIAL_CUT``). Their run shares (both 1) say nothing about
+    that: the pooling's prior strength is per unit, and the hits' spread
+    (partial share 0 against 1 over 40 hits each) leaves each class its own
+    ``partial`` (weight 1, prior strength 0), where the run shares' alone
+    would have pooled both to one half."""
+    from types import SimpleNamespace
+
+    from sim.calibration.estimate import _pool_hits
+
+    a = _calls([[True] * 5] * 10, "a")
+    b = _calls([[True] * 5] * 10, "b")
+    b["cache_read_tokens"] = 400.0
+    classes = [SimpleNamespace(model=m, automatic_cache=True, cache_hits=cache_hits(x),
+                               notes={}) for m, x in (("gpt-a", a), ("gpt-b", b))]
+    _pool_hits(classes, [a, b])  # type: ignore[arg-type]
+    assert classes[0].cache_hits["partial"] == pytest.approx(0.0, abs=1e-9)
+    assert classes[1].cache_hits["partial"] == pytest.approx(1.0, abs=1e-9)
+    assert classes[0].cache_hits["run_share"] == classes[1].cache_hits["run_share"] == 1.0
+    assert "weight 1.00 on its own 40 hits against 0.0 pseudo-hits" in classes[0].notes["cache"]
+
+
+def test_a_class_without_a_hit_takes_its_familys_hits_however_much_they_differ():
+    """Class C's runs are cached (their first calls hit) but no later call
+    hits: it has no hits to fit ``partial`` on. Pooled with A (whole reads)
+    and B (40% reads), whose hits differ so much that the prior strength in
+    hits is 0, C takes the pooled share of partial hits (40 of 80: 0.5)
+    rather than dividing by no evidence at all."""
+    from types import SimpleNamespace
+
+    from sim.calibration.estimate import _pool_hits
+
+    a = _calls([[True] * 5] * 10, "a")
+    b = _calls([[True] * 5] * 10, "b")
+    b["cache_read_tokens"] = 400.0
+    c = _calls([[True, False]] * 5, "c")
+    classes = [SimpleNamespace(model=m, automatic_cache=True, cache_hits=cache_hits(x),
+                               notes={}) for m, x in (("gpt-a", a), ("gpt-b", b), ("gpt-c", c))]
+    _pool_hits(classes, [a, b, c])  # type: ignore[arg-type]
+    assert classes[2].cache_hits["partial"] == pytest.approx(0.5, abs=1e-9)
+    assert "weight 0.00 on its own 0 hits against 0.0 pseudo-hits" in classes[2].notes["cache"]

@@ -65,8 +65,10 @@ For each task class (:mod:`sim.calibration.classes`), from its runs:
   lifetime (``ttl_s``) is the first of them after which the calls stop
   hitting, when the gaps reach that far (:func:`_fitted_ttl`). Classes of one
   provider family share strength: each class's hit parameters are shrunk
-  toward the family's pooled fit by an empirical-Bayes weight of its run
-  count (:func:`cache_hits`, :func:`prior_runs`); a class none of whose runs
+  toward the family's pooled fit by an empirical-Bayes weight of its count
+  of the parameter's units (runs, first calls, later calls, hits), the prior
+  strength from the classes' spread in that unit (:func:`cache_hits`,
+  :func:`prior_runs`); a class none of whose runs
   reads (``run_share`` 0: a model or deployment that does not cache) is kept
   out of that pooling. The
   older per-call shares (``miss``, the share read, ``first_prompt_cached``)
@@ -743,7 +745,7 @@ def _hit_fit(f: dict[str, np.ndarray], call_edges: list[int], gap_edges: list[fl
         "run_share": run_share, "first_hit": first_hit, "first_share": min(first_share, 1.0),
         "hit": table, "read_ratio": read_ratio, "partial": partial, "partial_share": None,
         "_runs": int(judged.sum()), "_first": int(first.sum()), "_later": int(later.sum()),
-        "_later_hit": float(hit[later].mean()) if later.any() else 0.0}
+        "_hits": int(hits.sum()), "_later_hit": float(hit[later].mean()) if later.any() else 0.0}
     if (~full).any():
         shares = np.clip(ratio[~full], 0.0, 1.0)
         points = np.quantile(shares, np.linspace(0.0, 1.0, 101)) if shares.size > 101 \
@@ -759,8 +761,19 @@ UNCACHED_HITS: dict[str, Any] = {
 """The hits of a class with prompts none of whose runs reads the cache: no run cached."""
 
 
+POOLED_BY: dict[str, tuple[str, ...]] = {
+    "_runs": ("run_share",), "_first": ("first_hit", "first_share"), "_later": ("hit",),
+    "_hits": ("read_ratio", "partial")}
+"""The units a class's hit parameters are counted in, for their pooling: runs
+(of two calls or more), first calls and later calls of cached runs, and the
+later calls that hit."""
+
+UNIT_NAMES = {"_runs": "runs", "_first": "first calls", "_later": "later calls",
+              "_hits": "hits"}
+
+
 def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
-               strength: float = math.inf) -> dict[str, Any] | None:
+               strength: float | dict[str, float] = math.inf) -> dict[str, Any] | None:
     """The ``world.cache.hits`` mapping of a cached class's calls (module
     docstring), with a ``note`` saying what it was fitted from; None when no
     call has a prompt, :data:`UNCACHED_HITS` (``run_share`` 0) when no run
@@ -777,12 +790,17 @@ def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
     (``run_share``, ``first_hit``, ``first_share``, every cell of ``hit``,
     ``read_ratio``, ``partial``) is partially pooled: ``w * own + (1 - w) *
     pooled``, the pooled value fitted on the pooled calls in this class's
-    bins, with ``w = R / (R + strength)`` for a class of ``R`` runs (of two
-    calls or more): a beta-binomial posterior mean's weight, the pooled fit
-    counted as ``strength`` runs of prior evidence (estimated from the classes'
-    spread, :func:`prior_runs`), so a class of few runs borrows strength from
-    the others and one of hundreds keeps its own fit. A TTL the class's own
-    gaps cannot tell is the pooled calls'.
+    bins, with ``w = n / (n + M)`` for a class of ``n`` units of the
+    parameter (:data:`POOLED_BY`: runs of two calls or more for
+    ``run_share``, first calls for ``first_*``, later calls for ``hit``, hits
+    for ``read_ratio`` and ``partial``; a class with none of a parameter's
+    units takes the pooled value): a beta-binomial posterior mean's
+    weight, the pooled fit counted as ``M`` units of prior evidence
+    (``strength``, per unit as :data:`POOLED_BY` names them, or one figure
+    for all; estimated from the classes' spread, :func:`prior_runs`), so a
+    class of few runs borrows strength from the others and one of hundreds
+    keeps its own fit. A TTL the class's own gaps cannot tell is the pooled
+    calls'.
     """
     f = _hit_frame(calls)
     n, prompt, gap, hit, cached = f["n"], f["prompt"], f["gap"], f["hit"], f["cached"]
@@ -805,14 +823,16 @@ def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
     ttl = _fitted_ttl(gaps, hit[timed], gap_edges)
     own = _hit_fit(f, call_edges, gap_edges)
     fit = own
-    w = 1.0
+    pseudo = {unit: float(strength if not isinstance(strength, dict) else strength[unit])
+              for unit in POOLED_BY}
+    w = {unit: own[unit] / (own[unit] + m) if math.isfinite(m) and own[unit] + m > 0 else 0.0
+         for unit, m in pseudo.items()}  # no own units and no prior: the pooled fit
     if pooled is not None:
         shared = _hit_fit(_hit_frame(pooled), call_edges, gap_edges)
-        runs = own["_runs"]
-        w = runs / (runs + strength) if math.isfinite(strength) else 0.0
-        fit = {k: (w * v + (1 - w) * shared[k]) for k, v in own.items()
-               if k in ("run_share", "first_hit", "first_share", "read_ratio", "partial")}
-        fit["hit"] = [[w * a + (1 - w) * c for a, c in zip(ro, rp, strict=True)]
+        fit = {k: (w[unit] * own[k] + (1 - w[unit]) * shared[k])
+               for unit, keys in POOLED_BY.items() for k in keys if k != "hit"}
+        wl = w["_later"]
+        fit["hit"] = [[wl * a + (1 - wl) * c for a, c in zip(ro, rp, strict=True)]
                       for ro, rp in zip(own["hit"], shared["hit"], strict=True)]
         fit["partial_share"] = own["partial_share"] or shared["partial_share"]
         if ttl is None:
@@ -832,8 +852,9 @@ def cache_hits(calls: pd.DataFrame, pooled: pd.DataFrame | None = None,
     if ttl is not None:
         out["ttl_s"] = ttl
     pooling = "" if pooled is None else (
-        f"; partially pooled with the classes of its provider family (weight {w:.2f} on its "
-        f"own {own['_runs']} runs against {strength:.1f} pseudo-runs)")
+        "; partially pooled with the classes of its provider family (" + "; ".join(
+            f"weight {w[u]:.2f} on its own {own[u]} {UNIT_NAMES[u]} against {pseudo[u]:.1f}"
+            f" pseudo-{UNIT_NAMES[u]}" for u in POOLED_BY) + ")")
     out["note"] = (
         f"the provider's hits: {own['run_share']:.0%} of {own['_runs']} runs read the cache at "
         f"all; in those, {own['first_hit']:.0%} of {own['_first']} first calls read "
@@ -915,13 +936,17 @@ def cache_family(model: str) -> str:
 
 
 def prior_runs(runs: np.ndarray, shares: np.ndarray) -> float:
-    """The empirical-Bayes prior strength (pseudo-runs) of classes' run-level
-    cached shares ``shares`` over ``runs`` runs each: a beta-binomial's
+    """The empirical-Bayes prior strength (pseudo-units) of classes' shares
+    ``shares`` over ``runs`` units each (runs, or calls: a share of calls
+    counts them as independent, so runs that differ among themselves read as
+    classes that differ, and pool less): a beta-binomial's
     ``M = p(1 - p) / tau^2 - 1``, ``p`` the pooled share and ``tau^2`` the
     between-class variance by the method of moments (DerSimonian-Laird):
     ``(sum R_i (p_i - p)^2 - (k - 1) p (1 - p)) / (N - sum R_i^2 / N)``; infinite
-    (pool fully) when that is not positive, at least 0."""
+    (pool fully) when that is not positive or no class has a unit, at least 0."""
     total = float(runs.sum())
+    if total <= 0:
+        return math.inf
     p = float((runs * shares).sum() / total)
     spread = float((runs * (shares - p) ** 2).sum()) - (len(runs) - 1) * p * (1 - p)
     denominator = total - float((runs ** 2).sum()) / total
@@ -930,14 +955,22 @@ def prior_runs(runs: np.ndarray, shares: np.ndarray) -> float:
     return max(p * (1 - p) / (spread / denominator) - 1.0, 0.0)
 
 
+SPREAD_OF = {"_runs": "run_share", "_first": "first_hit", "_later": "_later_hit",
+             "_hits": "partial"}
+"""The share whose spread across a family's classes sets the prior strength of
+the parameters counted in each unit (:data:`POOLED_BY`)."""
+
+
 def _pool_hits(by_class: list[ClassEstimate], class_calls: list[pd.DataFrame]) -> None:
     """Refits the cache hits of each class that has them, partially pooled
     with the other classes of the same provider family (:func:`cache_family`)
     and caching kind (automatic, or breakpoints) when there are two or more
-    (:func:`cache_hits` with ``pooled`` and the group's :func:`prior_runs`).
-    A class none of whose runs reads (``run_share`` 0) is neither pooled nor
-    pooled with: a model or deployment that does not cache is a fact, not a
-    draw to borrow strength for."""
+    (:func:`cache_hits` with ``pooled`` and the group's :func:`prior_runs`,
+    one per unit of :data:`POOLED_BY`, from the spread of the share
+    :data:`SPREAD_OF` names: classes that all cache every run may still
+    differ in how much a hit reads). A class none of whose runs reads
+    (``run_share`` 0) is neither pooled nor pooled with: a model or deployment
+    that does not cache is a fact, not a draw to borrow strength for."""
     groups: dict[tuple[str, bool], list[int]] = {}
     for i, est in enumerate(by_class):
         if est.cache_hits is not None and est.cache_hits["run_share"] > 0:
@@ -946,10 +979,10 @@ def _pool_hits(by_class: list[ClassEstimate], class_calls: list[pd.DataFrame]) -
     for group in groups.values():
         if len(group) < 2:
             continue
-        runs = np.array([float(_hit_frame(class_calls[i])["judged"].sum()) for i in group])
-        shares = np.array([float(by_class[i].cache_hits["run_share"])  # type: ignore[index]
-                           for i in group])
-        strength = prior_runs(runs, shares)
+        own = [_hit_fit(_hit_frame(class_calls[i]), [2], [0.0]) for i in group]
+        strength = {unit: prior_runs(np.array([float(o[unit]) for o in own]),
+                                     np.array([o[SPREAD_OF[unit]] for o in own]))
+                    for unit in POOLED_BY}
         pooled = pd.concat([class_calls[i] for i in group], ignore_index=True)
         for i in group:
             hits = cache_hits(class_calls[i], pooled, strength)

@@ -81,6 +81,7 @@ from sim.traces import (
     tau2,
 )
 from sim.traces import folder as trace_folder
+from sim.traces.billed_reads import with_billed_reads
 from sim.traces.import_report import ImportReport
 from sim.traces.model import REPORT_FILE, RunRecord
 from sim.traces.skips import (
@@ -219,7 +220,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
         if report.entries() == before:
             quiet.append(file)
     bar.close()
-    for record in collector.runs():
+    for record in with_billed_reads(list(collector.runs())):
         accept(record)
     for record in gathered.runs():
         accept(record)
@@ -340,13 +341,13 @@ class Gathered:
                 + sum(len(g.spans.spans) for g in self.spans))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
-        yield from self.claude.runs()
-        yield from self.langfuse.runs()
-        yield from self.langsmith.runs()
-        yield from self.openhands.runs()
-        yield from self.openhands_sdk.runs()
-        for gatherer in self.spans:
-            yield from gatherer.runs()
+        """The gathered runs, format by format, each format's with the cache
+        reads its recorded costs imply where its usage does not split the
+        prompt (:mod:`sim.traces.billed_reads`)."""
+        for format_runs in (self.claude.runs, self.langfuse.runs, self.langsmith.runs,
+                            self.openhands.runs, self.openhands_sdk.runs,
+                            *(g.runs for g in self.spans)):
+            yield from with_billed_reads(list(format_runs()))
 
 
 def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Reports,

@@ -34,6 +34,11 @@ the greeting) is a run of zero calls, with its exit, cost and reward. Per call:
   Anthropic's own ``input_tokens``), the output when reasoning was
   subtracted from ``completion_tokens``;
 - ``cost`` as recorded; ``finish_reason`` from the raw response;
+- where the usage does not split the prompt (tau2 keeps only ``prompt_tokens``
+  and ``completion_tokens`` unless the raw response is there), the cache
+  reads the recorded costs imply, model by model over the file
+  (:mod:`sim.traces.billed_reads`: automatic caching's prices, the costs
+  consistent with them), provenance ``derived``;
 - times from the message timestamps: a call starts when the message before it
   was recorded and ends when its own was (``started_s``, ``latency_s``);
 - its tool calls (name, arguments) with the ``tool`` messages answering them
@@ -64,6 +69,7 @@ from functools import partial
 from typing import Any
 
 from sim.traces.assemble import number_or_none, requested_tool, seconds
+from sim.traces.billed_reads import with_billed_reads
 from sim.traces.model import (
     CallRecord,
     RunRecord,
@@ -118,10 +124,11 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
     agent = as_dict(info.get("agent_info"))
     model = agent.get("llm") if isinstance(agent.get("llm"), str) else None
     limits = (number_or_none(info.get("max_steps")), number_or_none(info.get("max_errors")))
-    for index, simulation in enumerate(simulations):
-        run_id = _run_id(simulation, index)
-        yield or_skip(partial(read_apart, partial(_run, simulation, run_id, file, model,
-                                                  file_model, limits)), file, run_id)
+    yield from with_billed_reads([
+        or_skip(partial(read_apart, partial(_run, simulation, _run_id(simulation, index), file,
+                                            model, file_model, limits)),
+                file, _run_id(simulation, index))
+        for index, simulation in enumerate(simulations)])
 
 
 def _run_id(simulation: Any, index: int) -> str:

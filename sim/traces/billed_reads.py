@@ -1,0 +1,90 @@
+"""Cache reads a source's billed costs tell, where its usage does not split the prompt.
+
+tau2-bench keeps of each response's usage only ``prompt_tokens`` and
+``completion_tokens`` (and the call's cost, as LiteLLM billed it), so a call
+whose provider read most of its prompt from the cache reads as uncached. The
+cost says otherwise: tau2's OpenAI runs were billed for 80-98% of their prompt
+tokens at the cache price. :func:`with_billed_reads` gives such calls the
+reads their recorded costs imply (:func:`sim.cost.unreported_cache.model_reads`:
+automatic caching's prices, no call of the model recording a cache count, at
+least 95% of its costed calls consistent with the listed prices), model by
+model over one file's runs, at the catalogue's prices on the day of the
+model's first run. Each call so read has ``cache_read_tokens`` the tokens it
+read and ``input_tokens`` the rest of its prompt, both with provenance
+``derived`` (computed from recorded figures: the cost and the prompt), and
+its run says so in its ``conventions`` (counted per source in
+``import.json``). The tau2 importer reads each file so; the formats gathered
+across files (Langfuse, LangSmith, the OpenTelemetry dialects, Claude Code,
+OpenHands) are read so format by format over the whole import. A source that
+splits the prompt, or bills cache writes at a surcharge, is left as it is. So every command reads the cache as the provider billed it:
+calibration fits the hits, replay and tune charge a money budget what the
+provider charged, ``traces summary`` shows the read share. Calls without a
+trustworthy recorded cost, of unknown usage, or of a model the bill does not
+tell keep their counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from sim.cost.recorded import Listed, catalogue
+from sim.cost.unreported_cache import model_reads
+from sim.harness.messages import Usage
+from sim.traces.model import CallRecord, RunRecord
+from sim.traces.schema import DERIVED, UNKNOWN
+from sim.traces.skips import Skip
+
+CONVENTION = ("cache_read_tokens",
+              "implied by each call's recorded cost at the model's listed prices "
+              "(the usage does not split the prompt)")
+"""``(what, how)`` a run whose calls were read so names in its ``conventions``."""
+
+
+def with_billed_reads(records: Sequence[RunRecord | Skip],
+                      listed: Listed | None = None) -> list[RunRecord | Skip]:
+    """``records`` (one file's runs and skips, in order) with the cache reads
+    their recorded costs imply (module docstring); ``listed``: the price
+    source (default: the catalogue on the day of each model's first run)."""
+    out = list(records)
+    where: dict[str, list[tuple[int, int]]] = {}
+    for i, record in enumerate(out):
+        if isinstance(record, RunRecord):
+            for j, call in enumerate(record.calls):
+                if call.provenance.get("input_tokens") != UNKNOWN:
+                    where.setdefault(call.model or record.model or "", []).append((i, j))
+    for model, spots in where.items():
+        if not model:
+            continue
+        runs = [out[i] for i, _ in spots]
+        prices = (listed or catalogue(_first_start(runs)))(model)
+        calls = [runs[k].calls[j] for k, (_, j) in enumerate(spots)]  # type: ignore[union-attr]
+        found = model_reads(model, prices, [c.usage for c in calls],
+                            [c.cost_usd for c in calls])
+        if found is None:
+            continue
+        for (i, j), call, read in zip(spots, calls, found.reads, strict=True):
+            if read < 0:
+                continue
+            run = out[i]
+            assert isinstance(run, RunRecord)
+            run.calls[j] = _read(call, int(read))
+            run.conventions[CONVENTION[0]] = CONVENTION[1]
+    return out
+
+
+def _read(call: CallRecord, read: int) -> CallRecord:
+    """``call`` (its whole prompt counted as input) reading ``read`` tokens."""
+    u = call.usage
+    usage = Usage(input_tokens=u.input_tokens - read, output_tokens=u.output_tokens,
+                  cache_read_tokens=read, cache_write_tokens=0,
+                  thinking_tokens=u.thinking_tokens)
+    return replace(call, usage=usage, provenance={
+        **call.provenance, "input_tokens": DERIVED, "cache_read_tokens": DERIVED})
+
+
+def _first_start(runs: Sequence[RunRecord | Skip]) -> datetime | None:
+    """The earliest start among ``runs`` (None when none records one)."""
+    starts = [r.started_at for r in runs if isinstance(r, RunRecord) and r.started_at]
+    return min(starts) if starts else None
