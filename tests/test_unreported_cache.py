@@ -200,3 +200,15 @@ def test_a_langfuse_trace_whose_usage_omits_the_cache_is_read_as_billed(tmp_path
     got = calls["cache_read_tokens"].astype(int).tolist()
     assert max(abs(a - b) for a, b in zip(got, reads, strict=True)) <= 1
     assert (calls["provenance"].map(lambda p: p["cache_read_tokens"])[1:] == "derived").all()
+
+
+def test_the_import_says_how_many_runs_it_read_from_their_costs(tmp_path):
+    """``traces import``'s report names the runs whose cache reads came from
+    their recorded costs, per source."""
+    from sim.traces import import_traces
+
+    raw = Path(data_folder("tau2", "raw"))
+    source = next(raw.glob("src_experiments_model_training_results_gpt-4.1_retail*"))
+    report = import_traces([source], tmp_path / "traces")
+    (line,) = [x for x in report.lines() if "recorded costs" in x]
+    assert line.startswith(f"read the cache reads of {report.runs} runs ({report.runs} tau2)")

@@ -16,9 +16,11 @@ its run says so in its ``conventions`` (counted per source in
 ``import.json``). The tau2 importer reads each file so; the formats gathered
 across files (Langfuse, LangSmith, the OpenTelemetry dialects, Claude Code,
 OpenHands) are read so format by format over the whole import. A source that
-splits the prompt, or bills cache writes at a surcharge, is left as it is. So every command reads the cache as the provider billed it:
-calibration fits the hits, replay and tune charge a money budget what the
-provider charged, ``traces summary`` shows the read share. Calls without a
+splits the prompt, or bills cache writes at a surcharge, is left as it is.
+So every command reads the cache as the provider billed it: calibration fits
+the hits, replay and tune charge a money budget what the provider charged,
+``traces summary`` shows the read share, and ``traces import`` says how many
+runs were read so. Calls without a
 trustworthy recorded cost, of unknown usage, or of a model the bill does not
 tell keep their counts.
 """

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.traces.billed_reads import CONVENTION as BILLED
 from sim.traces.provenance import PROVENANCES, warnings
 from sim.traces.skips import Skip, counts, phrase
 
@@ -132,6 +133,15 @@ class ImportReport:
                               for name, by_reason in self.repairs_by_field().items())
             out.append(f"repaired {total} impossible value{'' if total == 1 else 's'} "
                        f"(runs kept): {parts}")
+        billed = {source: by_what[BILLED[0]][BILLED[1]]
+                  for source, by_what in sorted(self.conventions.items())
+                  if BILLED[0] in by_what and by_what[BILLED[0]][BILLED[1]]}
+        if billed:
+            total = sum(billed.values())
+            out.append(f"read the cache reads of {total} run{'' if total == 1 else 's'} ("
+                       + ", ".join(f"{n} {source}" for source, n in billed.items())
+                       + ") from their recorded costs: their usage does not split the prompt "
+                       "(provenance derived)")
         if self.companions:
             out.append(f"read {len(self.companions)} companion files (SWE-bench reports, "
                        "mini-swe-agent predictions, Claude Code subagent metadata, Harbor "
