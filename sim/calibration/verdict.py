@@ -150,7 +150,7 @@ import numpy as np
 from scipy.special import kolmogi, kolmogorov, ndtr, ndtri
 
 from sim.analysis.stats import percentile
-from sim.calibration.exits import CATEGORIES, mix, total_variation
+from sim.calibration.exits import CATEGORIES, category, mix, total_variation
 from sim.calibration.simulate import Sample, pooled
 
 # ------------------------------------------------------------------ measures
@@ -834,8 +834,22 @@ def tv_rows(world: np.ndarray, draws: np.ndarray, sim_mix: np.ndarray) -> np.nda
 
 
 def _codes(categories: np.ndarray) -> np.ndarray:
+    """Each run's exit category as its index in :data:`CATEGORIES` (an exit
+    label read into its category, as :func:`sim.calibration.exits.mix` reads it)."""
     index = {c: i for i, c in enumerate(CATEGORIES)}
-    return np.array([index.get(str(c), len(CATEGORIES) - 1) for c in categories], np.int64)
+    return np.array([index[c if c in index else category(c)] for c in map(str, categories)],
+                    np.int64)
+
+
+def _counts(categories: np.ndarray) -> np.ndarray:
+    """Runs per exit category (their ``category``), in :data:`CATEGORIES` order."""
+    return np.bincount(_codes(categories), minlength=len(CATEGORIES))
+
+
+def _shares(categories: np.ndarray) -> np.ndarray:
+    """The exit mix of runs (their ``category``), in :data:`CATEGORIES` order:
+    :func:`sim.calibration.exits.mix` as an array (all 0 for no run)."""
+    return _counts(categories) / max(len(categories), 1)
 
 
 def _widening(own: float, fit: float, world_runs: int) -> float:
@@ -847,13 +861,15 @@ def _widening(own: float, fit: float, world_runs: int) -> float:
 
 
 def fold_null(real: Sample, sim: Sample, world: Sample, v_fit: dict[str, float], k: int,
-              keys: list[str], rng: np.random.Generator, replicates: int = REPLICATES
-              ) -> FoldNull:
+              keys: list[str], rng: np.random.Generator, replicates: int = REPLICATES,
+              response: dict[str, float] | None = None) -> FoldNull:
     """One fold's null replicates (see the module docstring): ``replicates``
     samples of the held-out size drawn with replacement from ``world`` (a
     simulation of the fold's world independent of ``sim``), each compared
     with ``sim`` as the held-out runs are, the distances scaled by the fit's
-    error (``v_fit``, a world fitted on ``k - 1`` of ``k`` folds)."""
+    error (``v_fit``, a world fitted on ``k - 1`` of ``k`` folds);
+    ``response``: the fold worlds' response to their runs, kept for
+    :func:`fold_dependence` (None: none read, every statistic's 1)."""
     usable = np.ones(world.n, bool)
     values = {}
     for key in keys:
@@ -883,15 +899,15 @@ def fold_null(real: Sample, sim: Sample, world: Sample, v_fit: dict[str, float],
         sims[key], counts[key] = b, a.size
         fit[key], simulated[key] = scale * v_fit[key], b.size
     world_codes = _codes(world.category)
-    sim_mix = np.bincount(_codes(sim.category), minlength=len(CATEGORIES)) / sim.n
-    real_mix = np.bincount(_codes(real.category), minlength=len(CATEGORIES)) / real.n
+    sim_mix, real_mix = _shares(sim.category), _shares(real.category)
     own = 1.0 / real.n + 1.0 / sim.n
     factor[EXITS] = _widening(own, scale * v_fit[EXITS], j)
     observed[EXITS] = float(0.5 * np.abs(real_mix - sim_mix).sum())
     reps[EXITS] = factor[EXITS] * tv_rows(world_codes, draws, sim_mix)
     values[EXITS], sims[EXITS], counts[EXITS] = world_codes, sim_mix, real.n
     fit[EXITS], simulated[EXITS] = scale * v_fit[EXITS], sim.n
-    return FoldNull(observed, reps, factor, values, draws, sims, counts, fit, simulated)
+    return FoldNull(observed, reps, factor, values, draws, sims, counts, fit, simulated,
+                    dict(response or {}))
 
 
 def family_p(nulls: list[FoldNull], keys: list[str],
@@ -957,10 +973,8 @@ def judge(real_folds: list[Sample], sim_folds: list[Sample], seed: int, *,
     response = {key: b if math.isfinite(b) else min(1.0, read[key] * real.n)
                 for key, b in _responses(real_folds, worlds, tested).items()}
     v_fit = {key: min(cap, fit_error(v, response[key], k, real.n)) for key, v in read.items()}
-    nulls = [fold_null(r, s, w, v_fit, k, tested, rng, replicates)
+    nulls = [fold_null(r, s, w, v_fit, k, tested, rng, replicates, response)
              for r, s, w in zip(real_folds, sim_folds, worlds, strict=True)]
-    for null in nulls:
-        null.response = response
     names = [key for key in tested if all(key in n.replicates for n in nulls)] + [EXITS]
     family = family_null(nulls, names)
     combined = {key: float(v[0]) for key, v in family_p(nulls, names).items()}
@@ -988,8 +1002,8 @@ def _fit_variances(worlds: list[Sample], independent: bool, keys: list[str]
     """``v_fit`` per tested metric and ``exits`` from the fold worlds'
     simulations, before the cap (see the module docstring)."""
     v_fit = {key: fit_variance([_values(s, key) for s in worlds], independent) for key in keys}
-    sim_mixes = [np.array(list(mix(list(s.category)).values())) for s in worlds]
-    v_fit[EXITS] = mix_fit_variance(sim_mixes, [s.n for s in worlds], independent)
+    v_fit[EXITS] = mix_fit_variance([_shares(s.category) for s in worlds],
+                                    [s.n for s in worlds], independent)
     return v_fit
 
 
@@ -998,10 +1012,8 @@ def _responses(real_folds: list[Sample], worlds: list[Sample], keys: list[str]
     """:func:`fit_response` per tested metric and ``exits`` (:func:`mix_response`)."""
     out = {key: fit_response([_values(r, key) for r in real_folds],
                              [_values(w, key) for w in worlds]) for key in keys}
-    out[EXITS] = mix_response(
-        [np.bincount(_codes(r.category), minlength=len(CATEGORIES)) for r in real_folds],
-        [np.bincount(_codes(w.category), minlength=len(CATEGORIES)) / max(w.n, 1)
-         for w in worlds])
+    out[EXITS] = mix_response([_counts(r.category) for r in real_folds],
+                              [_shares(w.category) for w in worlds])
     return out
 
 

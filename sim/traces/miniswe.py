@@ -265,16 +265,13 @@ class _Trajectory:
             self._call(position, message, extra, message, moment, False)
         elif role == "assistant" or format_error:
             self._call(position, message, extra, response, moment, format_error)
-        elif message.get("type") == "function_call_output":
-            record = self.pending.pop(str(message.get("call_id")), None)
+        elif message.get("type") == "function_call_output" or role == "tool":
+            responses = message.get("type") == "function_call_output"  # the Responses API's
+            record = self.pending.pop(str(message.get("call_id" if responses
+                                                      else "tool_call_id")), None)
             if record is not None:
-                _answer(record, content_text(message.get("output")), extra, self.previous,
-                        moment)
-        elif role == "tool":
-            record = self.pending.pop(str(message.get("tool_call_id")), None)
-            if record is not None:
-                _answer(record, content_text(message.get("content")), extra, self.previous,
-                        moment)
+                _answer(record, content_text(message.get("output" if responses else "content")),
+                        extra, self.previous, moment)
         elif role == "user" and self.calls:
             self._user(message, extra, moment)
         if moment is not None:
