@@ -13,9 +13,10 @@ model's first run. Each call so read has ``cache_read_tokens`` the tokens it
 read and ``input_tokens`` the rest of its prompt, both with provenance
 ``derived`` (computed from recorded figures: the cost and the prompt), and
 its run says so in its ``conventions`` (counted per source in
-``import.json``). The tau2 importer reads each file so; the formats gathered
-across files (Langfuse, LangSmith, the OpenTelemetry dialects, Claude Code,
-OpenHands) are read so format by format over the whole import. A source that
+``import.json``). The tau2 importer reads each file so; the observability formats gathered
+across files (Langfuse, LangSmith, the OpenTelemetry dialects) are read so
+format by format over the whole import (Claude Code and OpenHands record the
+split). A source that
 splits the prompt, or bills cache writes at a surcharge, is left as it is.
 So every command reads the cache as the provider billed it: calibration fits
 the hits, replay and tune charge a money budget what the provider charged,

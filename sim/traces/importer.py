@@ -341,13 +341,19 @@ class Gathered:
                 + sum(len(g.spans.spans) for g in self.spans))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
-        """The gathered runs, format by format, each format's with the cache
-        reads its recorded costs imply where its usage does not split the
-        prompt (:mod:`sim.traces.billed_reads`)."""
-        for format_runs in (self.claude.runs, self.langfuse.runs, self.langsmith.runs,
-                            self.openhands.runs, self.openhands_sdk.runs,
-                            *(g.runs for g in self.spans)):
-            yield from with_billed_reads(list(format_runs()))
+        """The gathered runs, format by format; those of the observability
+        formats (Langfuse, LangSmith, the span dialects), whose usage may keep
+        a prompt total without its cache split, with the cache reads their
+        recorded costs imply (:mod:`sim.traces.billed_reads`). Claude Code and
+        OpenHands record the split (Anthropic's usage, LiteLLM's cache
+        counts): their runs stream as they are assembled."""
+        yield from self.claude.runs()
+        yield from with_billed_reads(list(self.langfuse.runs()))
+        yield from with_billed_reads(list(self.langsmith.runs()))
+        yield from self.openhands.runs()
+        yield from self.openhands_sdk.runs()
+        for gatherer in self.spans:
+            yield from with_billed_reads(list(gatherer.runs()))
 
 
 def _read(item: Input, file: str, collector: otel.Collector, reports: miniswe.Reports,
