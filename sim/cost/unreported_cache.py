@@ -92,12 +92,6 @@ class ModelReads:
     calls: int
     share: float
 
-    def note(self) -> str:
-        """One line a report gives for this model."""
-        return (f"{self.model}: the usage does not split the prompt; the cache reads of "
-                f"{self.calls:,} calls implied by their recorded costs at the listed prices "
-                f"({self.share:.1%} of their prompt tokens read)")
-
 
 def model_reads(model: str, prices: Prices | None, usages: Sequence[Usage],
                 costs: Sequence[float | None]) -> ModelReads | None:
@@ -111,7 +105,7 @@ def model_reads(model: str, prices: Prices | None, usages: Sequence[Usage],
     shares = np.full(len(usages), np.nan)
     prompts = np.zeros(len(usages))
     for i, (u, cost) in enumerate(zip(usages, costs, strict=True)):
-        if cost is not None and cost > 0 and trusted(cost, u):
+        if cost is not None and trusted(cost, u):  # a $0 call of no tokens: no prompt, no share
             prompts[i] = u.input_tokens
             shares[i] = implied_share(prices, u.input_tokens, u.output_tokens,
                                       u.thinking_tokens, cost)

@@ -51,29 +51,25 @@ def with_billed_reads(records: Sequence[RunRecord | Skip],
     their recorded costs imply (module docstring); ``listed``: the price
     source (default: the catalogue on the day of each model's first run)."""
     out = list(records)
-    where: dict[str, list[tuple[int, int]]] = {}
-    for i, record in enumerate(out):
+    spots: dict[str, list[tuple[RunRecord, int]]] = {}  # per model: (run, call index)
+    for record in out:
         if isinstance(record, RunRecord):
             for j, call in enumerate(record.calls):
                 if call.provenance.get("input_tokens") != UNKNOWN:
-                    where.setdefault(call.model or record.model or "", []).append((i, j))
-    for model, spots in where.items():
+                    spots.setdefault(call.model or record.model or "", []).append((record, j))
+    for model, found_at in spots.items():
         if not model:
             continue
-        runs = [out[i] for i, _ in spots]
-        prices = (listed or catalogue(_first_start(runs)))(model)
-        calls = [runs[k].calls[j] for k, (_, j) in enumerate(spots)]  # type: ignore[union-attr]
+        prices = (listed or catalogue(_first_start([run for run, _ in found_at])))(model)
+        calls = [run.calls[j] for run, j in found_at]
         found = model_reads(model, prices, [c.usage for c in calls],
                             [c.cost_usd for c in calls])
         if found is None:
             continue
-        for (i, j), call, read in zip(spots, calls, found.reads, strict=True):
-            if read < 0:
-                continue
-            run = out[i]
-            assert isinstance(run, RunRecord)
-            run.calls[j] = _read(call, int(read))
-            run.conventions[CONVENTION[0]] = CONVENTION[1]
+        for (run, j), call, read in zip(found_at, calls, found.reads, strict=True):
+            if read >= 0:
+                run.calls[j] = _read(call, int(read))
+                run.conventions[CONVENTION[0]] = CONVENTION[1]
     return out
 
 
@@ -87,7 +83,7 @@ def _read(call: CallRecord, read: int) -> CallRecord:
         **call.provenance, "input_tokens": DERIVED, "cache_read_tokens": DERIVED})
 
 
-def _first_start(runs: Sequence[RunRecord | Skip]) -> datetime | None:
+def _first_start(runs: Sequence[RunRecord]) -> datetime | None:
     """The earliest start among ``runs`` (None when none records one)."""
-    starts = [r.started_at for r in runs if isinstance(r, RunRecord) and r.started_at]
+    starts = [r.started_at for r in runs if r.started_at]
     return min(starts) if starts else None

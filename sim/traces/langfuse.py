@@ -408,7 +408,7 @@ def counts(usage: Any, where: str, notes: list[Repair] | None = None,
         return _openai(usage, where, notes)
     if isinstance(usage.get("input_tokens_details"), dict) or \
             isinstance(usage.get("output_tokens_details"), dict):
-        return _responses(usage, where, notes)
+        return Counted(*from_responses(usage, where, notes=notes))  # as Langfuse converts it
     inside = _side(usage, "input", "input_tokens", where)
     outside = _side(usage, "output", "output_tokens", where)
     if inside is None and outside is None:
@@ -523,14 +523,6 @@ def _openai(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
     """An OpenAI-style usage: the cache subtracted from ``prompt_tokens`` and
     the reasoning from ``completion_tokens``."""
     return Counted(*from_openai(usage, where, notes=notes))
-
-
-def _responses(usage: dict, where: str, notes: list[Repair] | None) -> Counted:
-    """OpenAI's Responses API usage (``input_tokens`` including
-    ``input_tokens_details.cached_tokens``, ``output_tokens`` including
-    ``output_tokens_details.reasoning_tokens``), read as the Langfuse server
-    converts it."""
-    return Counted(*from_responses(usage, where, notes=notes))
 
 
 def cost(recorded: Any, *fallbacks: Any) -> tuple[float | None, str]:
