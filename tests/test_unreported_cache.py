@@ -212,3 +212,79 @@ def test_the_import_says_how_many_runs_it_read_from_their_costs(tmp_path):
     report = import_traces([source], tmp_path / "traces")
     (line,) = [x for x in report.lines() if "recorded costs" in x]
     assert line.startswith(f"read the cache reads of {report.runs} runs ({report.runs} tau2)")
+
+
+def test_untold_says_why_a_bill_cannot_tell_the_reads():
+    """Too few costed calls and costs the listed prices cannot give (a
+    mark-up) are untold, each with its reason; a source that splits the
+    prompt, a write surcharge, no prices, a readable bill and a bill of no
+    reads have nothing untold."""
+    from sim.cost.unreported_cache import untold
+
+    usages, costs, _ = _billed(GPT41, 60)
+    few = [None] * 55 + costs[55:]
+    assert untold(GPT41, usages, few) == (f"5 of its 60 calls record a trustworthy cost, "
+                                          f"{MIN_CALLS} are needed")
+    marked_up = [1.1 * GPT41.call_cost(u.input_tokens, u.output_tokens) for u in usages]
+    why = untold(GPT41, usages, marked_up)
+    assert why is not None and why.startswith("0% of its costed calls") and "-0." in why
+    split = [Usage(u.input_tokens - 100, u.output_tokens, 100, 0, 0) if i == 0 else u
+             for i, u in enumerate(usages)]
+    surcharge = Prices(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+    uncached = [GPT41.call_cost(u.input_tokens, u.output_tokens) for u in usages]
+    assert untold(GPT41, split, costs) is None
+    assert untold(surcharge, usages, costs) is None
+    assert untold(None, usages, costs) is None
+    assert untold(GPT41, usages, costs) is None
+    assert untold(GPT41, usages, uncached) is None
+
+
+def test_runs_whose_bill_cannot_tell_the_reads_say_so():
+    """At import, a model whose costs tell its reads is read (its runs name
+    the convention); one whose costs cannot (a mark-up the catalogue lacks)
+    keeps its counts and its runs carry an ``undetermined`` note naming the
+    model and the reason, which ``traces summary`` flags; a run of both
+    models carries the note."""
+    from sim.traces.billed_reads import CONVENTION, with_billed_reads
+    from sim.traces.model import CallRecord, RunRecord
+    from sim.traces.schema import UNDETERMINED
+
+    usages, costs, reads = _billed(GPT41, 40)
+    read = [RunRecord(f"r{i}", "tau2", "f", [CallRecord(usages[i], cost_usd=costs[i],
+                                                        model="gpt-4.1")]) for i in range(30)]
+    dear = [RunRecord(f"d{i}", "tau2", "f", [CallRecord(
+        u, cost_usd=1.1 * GPT41.call_cost(u.input_tokens, u.output_tokens), model="dear")])
+        for i, u in enumerate(usages[:20])]
+    both = RunRecord("both", "tau2", "f", [
+        CallRecord(usages[30], cost_usd=costs[30], model="gpt-4.1"),
+        CallRecord(usages[31], cost_usd=1.1 * GPT41.call_cost(usages[31].input_tokens,
+                                                              usages[31].output_tokens),
+                   model="dear")])
+    out = with_billed_reads([*read, *dear, both], listed=lambda model: GPT41)
+    assert all(r.conventions == {CONVENTION[0]: CONVENTION[1]} for r in out[:30])
+    assert [r.calls[0].usage.cache_read_tokens for r in out[:30]] == [int(x) for x in
+                                                                      reads[:30]]
+    for run in out[30:]:
+        note = run.conventions[CONVENTION[0]]
+        assert note.startswith(f"{UNDETERMINED}: dear's usage does not split the prompt")
+        assert "billed at prices the catalogue does not list" in note
+    assert all(r.calls[0].usage.cache_read_tokens == 0 for r in out[30:50])
+    assert out[-1].calls[0].usage.cache_read_tokens == reads[30]  # gpt-4.1's call still read
+
+
+def test_a_tau2_file_whose_bill_the_catalogue_cannot_give_is_flagged(tmp_path):
+    """A tau2 file of deepseek/deepseek-chat whose recorded costs are below
+    what the catalogue's prices give even with every prompt token read (a
+    price the catalogue does not list): imported with its counts, and
+    ``traces summary`` flags every run's cache split as undetermined, naming
+    the model."""
+    from sim.traces import import_traces
+    from sim.traces.summary import summarize
+
+    raw = Path(data_folder("tau2", "raw"))
+    source = next(raw.glob("*ironforge_v3_deepseek*"))
+    report = import_traces([source], tmp_path / "traces")
+    summary = summarize(tmp_path / "traces")
+    (flag,) = [f for f in summary["flags"] if f["flag"] == "cache_convention_undetermined"]
+    assert flag["runs"] == report.runs
+    assert "deepseek/deepseek-chat's usage does not split the prompt" in flag["what"]

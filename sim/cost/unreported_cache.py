@@ -93,15 +93,10 @@ class ModelReads:
     share: float
 
 
-def model_reads(model: str, prices: Prices | None, usages: Sequence[Usage],
-                costs: Sequence[float | None]) -> ModelReads | None:
-    """The cache reads ``model``'s calls (their ``usages`` and recorded
-    ``costs``, USD, None: not recorded) imply at its listed ``prices`` (None:
-    unknown), or None when they do not tell them (module docstring)."""
-    if prices is None or not automatic(prices):
-        return None
-    if any(u.cache_read_tokens or u.cache_write_tokens for u in usages):
-        return None
+def _implied(prices: Prices, usages: Sequence[Usage], costs: Sequence[float | None]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Each call's implied share (:func:`implied_share`; NaN without a
+    trustworthy cost) and its prompt (tokens; 0 without one)."""
     shares = np.full(len(usages), np.nan)
     prompts = np.zeros(len(usages))
     for i, (u, cost) in enumerate(zip(usages, costs, strict=True)):
@@ -109,12 +104,59 @@ def model_reads(model: str, prices: Prices | None, usages: Sequence[Usage],
             prompts[i] = u.input_tokens
             shares[i] = implied_share(prices, u.input_tokens, u.output_tokens,
                                       u.thinking_tokens, cost)
+    return shares, prompts
+
+
+def _unsplit(prices: Prices | None, usages: Sequence[Usage]) -> bool:
+    """Whether the calls leave out a split their provider bills: automatic
+    caching's ``prices`` and no call recording a cache read or write."""
+    return (prices is not None and automatic(prices)
+            and not any(u.cache_read_tokens or u.cache_write_tokens for u in usages))
+
+
+def _consistent(shares: np.ndarray) -> float:
+    """The share of the costed calls whose implied share is within the tolerance."""
+    costed = shares[np.isfinite(shares)]
+    inside = (costed >= -TOLERANCE) & (costed <= 1 + TOLERANCE)
+    return float(inside.mean()) if costed.size else 0.0
+
+
+def untold(prices: Prices | None, usages: Sequence[Usage], costs: Sequence[float | None]
+           ) -> str | None:
+    """Why a model's recorded costs do not tell the cache reads its usage
+    leaves out (a clause: too few calls with a trustworthy cost, or costs the
+    listed prices cannot give), or None when there is nothing untold: the
+    source splits the prompt, the model's prices are not automatic caching's
+    (or are unknown), or :func:`model_reads` can read the costs (reads found,
+    or none)."""
+    if prices is None or not _unsplit(prices, usages):
+        return None
+    shares, _ = _implied(prices, usages, costs)
+    n = int(np.isfinite(shares).sum())
+    if n < MIN_CALLS:
+        return (f"{n} of its {len(usages)} calls record a trustworthy cost, "
+                f"{MIN_CALLS} are needed")
+    consistent = _consistent(shares)
+    if consistent < CONSISTENT:
+        middle = float(np.median(shares[np.isfinite(shares)]))
+        return (f"{consistent:.0%} of its costed calls cost what the listed prices give for "
+                f"some read, the median call a read of {middle:.2f} of its prompt: billed at "
+                "prices the catalogue does not list")
+    return None
+
+
+def model_reads(model: str, prices: Prices | None, usages: Sequence[Usage],
+                costs: Sequence[float | None]) -> ModelReads | None:
+    """The cache reads ``model``'s calls (their ``usages`` and recorded
+    ``costs``, USD, None: not recorded) imply at its listed ``prices`` (None:
+    unknown), or None when they do not tell them (module docstring;
+    :func:`untold` says why not)."""
+    if prices is None or not _unsplit(prices, usages):
+        return None
+    shares, prompts = _implied(prices, usages, costs)
     costed = np.isfinite(shares)
     n = int(costed.sum())
-    if n < MIN_CALLS:
-        return None
-    inside = (shares[costed] >= -TOLERANCE) & (shares[costed] <= 1 + TOLERANCE)
-    if inside.mean() < CONSISTENT:
+    if n < MIN_CALLS or _consistent(shares) < CONSISTENT:
         return None
     clipped = np.where(costed, np.clip(np.nan_to_num(shares), 0.0, 1.0), 0.0)
     clipped[clipped < TOLERANCE] = 0.0

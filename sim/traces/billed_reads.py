@@ -18,6 +18,12 @@ across files (Langfuse, LangSmith, the OpenTelemetry dialects) are read so
 format by format over the whole import (Claude Code and OpenHands record the
 split). A source that
 splits the prompt, or bills cache writes at a surcharge, is left as it is.
+Where a model's prices are automatic caching's, its usage does not split the
+prompt and its costs cannot tell the reads (too few calls with a trustworthy
+cost, or costs the listed prices cannot give: a price the catalogue does not
+list), its calls keep their counts (every prompt token uncached input) and
+their runs' ``conventions`` say so, an ``undetermined`` note that ``traces
+summary`` flags (:func:`sim.cost.unreported_cache.untold`).
 So every command reads the cache as the provider billed it: calibration fits
 the hits, replay and tune charge a money budget what the provider charged,
 ``traces summary`` shows the read share, and ``traces import`` says how many
@@ -33,10 +39,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from sim.cost.recorded import Listed, catalogue
-from sim.cost.unreported_cache import model_reads
+from sim.cost.unreported_cache import model_reads, untold
 from sim.harness.messages import Usage
 from sim.traces.model import CallRecord, RunRecord
-from sim.traces.schema import DERIVED, UNKNOWN
+from sim.traces.schema import DERIVED, UNDETERMINED, UNKNOWN
 from sim.traces.skips import Skip
 
 CONVENTION = ("cache_read_tokens",
@@ -57,19 +63,28 @@ def with_billed_reads(records: Sequence[RunRecord | Skip],
             for j, call in enumerate(record.calls):
                 if call.provenance.get("input_tokens") != UNKNOWN:
                     spots.setdefault(call.model or record.model or "", []).append((record, j))
+    untold_in: dict[int, tuple[RunRecord, str]] = {}
     for model, found_at in spots.items():
         if not model:
             continue
         prices = (listed or catalogue(_first_start([run for run, _ in found_at])))(model)
         calls = [run.calls[j] for run, j in found_at]
-        found = model_reads(model, prices, [c.usage for c in calls],
-                            [c.cost_usd for c in calls])
+        usages, costs = [c.usage for c in calls], [c.cost_usd for c in calls]
+        found = model_reads(model, prices, usages, costs)
         if found is None:
+            why = untold(prices, usages, costs)
+            if why:
+                for run, _ in found_at:
+                    untold_in[id(run)] = (run, f"{UNDETERMINED}: {model}'s usage does not split "
+                                               f"the prompt and its recorded costs do not tell "
+                                               f"the cache reads ({why})")
             continue
         for (run, j), call, read in zip(found_at, calls, found.reads, strict=True):
             if read >= 0:
                 run.calls[j] = _read(call, int(read))
                 run.conventions[CONVENTION[0]] = CONVENTION[1]
+    for run, note in untold_in.values():  # what a run's figures cannot say comes first
+        run.conventions[CONVENTION[0]] = note
     return out
 
 

@@ -206,11 +206,16 @@ def flags(runs: Any, calls: Any, conventions: dict[str, dict[str, dict[str, int]
                     for how, n in by_how.items() if how.startswith(UNDETERMINED)}
     if undetermined:
         shown = ", ".join(f"{source} {what}" for source, what in sorted(undetermined))
+        why = sorted({how[len(UNDETERMINED):].lstrip(": ") for by_what in conventions.values()
+                      for by_how in by_what.values() for how in by_how
+                      if how.startswith(UNDETERMINED)})
         flag("cache_convention_undetermined", None, sum(undetermined.values()),
-             f"the provider's cache convention cannot be told from the file ({shown})",
-             "check in the provider's documentation whether its input count includes "
-             "cached tokens; until then cache shares and prices may be off by the "
-             "cached tokens")
+             f"how the provider's cache split the prompt cannot be told from the file "
+             f"({shown}): " + "; ".join(why[:3]) + ("; ..." if len(why) > 3 else ""),
+             "re-export with each call's cache read and write counts (or its billed cost), "
+             "or check in the provider's documentation whether its input count includes "
+             "cached tokens; until then cache shares, prices and money budgets may be off "
+             "by the cached tokens")
     unknown = calls[list(TOKEN_COLUMNS)].isna().any(axis=1).to_numpy()
     flag("unknown_usage", int(unknown.sum()), len(set(run_ids[unknown])),
          "calls whose source records no usage (their token counts are null)",
