@@ -14,6 +14,26 @@ standard error against the 5% +/- 2 points the suite asks, and which tests rejec
 :data:`WRONG_CLASSES`) that one class cannot express: the rate is then the
 verdict's power.
 
+Measured 2026-12-06 (session 20), the defaults (200 trials of 150 runs, 5
+folds, the search): 4/200 = 2.0% (steps 4, prompt 1, cost 1; 822 s): still
+conservative. Tried and not kept: the fit's error drawn in the fit's own
+directions (each replicate's CDF moved by a normal combination of the K fold
+worlds' deviations, scaled to the fit's variance, one draw shared by every
+statistic) instead of widening the distances. Against an oracle (each fold's
+held-out runs referred to fresh held-out-sized samples of the known world
+itself, the exact conditional null) its replicates were 1-3% wider in mean
+distance (the widening's about as wide), and the fold worlds' ``K / (K - 1)
+v_fit`` was 0.92-1.11 of their real error against the known world; on a
+clean null (a lognormal fitted by maximum likelihood, 3,000 folds) the fold
+p-values averaged 0.516 (widened: 0.534; the oracle with its ties counted as
+at least as far: 0.522; the fit's error drawn from its true law: 0.008 above
+the oracle's mid-p, the jackknife's directions 0.025, the widening 0.038).
+But the size did not move, 4/200 at the defaults and 13/200 in the suite,
+and the suite's power fell from 58/200 to 48/200 (tau2's power against a
+10% shift: prompt 57% to 44%, cost 13% to 9%; a shift of scale is a move
+along the fit's own parameters, where the error is now drawn), and the
+conservatism at 5 folds is not in the widening's shape.
+
 Measured 2026-12-06 (session 17) with the fit's error and the folds'
 dependence read from how closely the fold worlds follow their runs
 (:func:`sim.calibration.verdict.fit_response`, ``beta``; :func:`fit_error`:
