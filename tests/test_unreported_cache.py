@@ -225,6 +225,7 @@ def test_untold_says_why_a_bill_cannot_tell_the_reads():
     few = [None] * 55 + costs[55:]
     assert untold(GPT41, usages, few) == (f"5 of its 60 calls record a trustworthy cost, "
                                           f"{MIN_CALLS} are needed")
+    assert untold(GPT41, usages, [None] * 60) == "none of its 60 calls records a trustworthy cost"
     marked_up = [1.1 * GPT41.call_cost(u.input_tokens, u.output_tokens) for u in usages]
     why = untold(GPT41, usages, marked_up)
     assert why is not None and why.startswith("0% of its costed calls") and "-0." in why

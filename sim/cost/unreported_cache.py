@@ -133,6 +133,8 @@ def untold(prices: Prices | None, usages: Sequence[Usage], costs: Sequence[float
         return None
     shares, _ = _implied(prices, usages, costs)
     n = int(np.isfinite(shares).sum())
+    if n == 0:
+        return f"none of its {len(usages)} calls records a trustworthy cost"
     if n < MIN_CALLS:
         return (f"{n} of its {len(usages)} calls record a trustworthy cost, "
                 f"{MIN_CALLS} are needed")
