@@ -107,11 +107,11 @@ def _implied(prices: Prices, usages: Sequence[Usage], costs: Sequence[float | No
     return shares, prompts
 
 
-def _unsplit(prices: Prices | None, usages: Sequence[Usage]) -> bool:
+def _unsplit(prices: Prices, usages: Sequence[Usage]) -> bool:
     """Whether the calls leave out a split their provider bills: automatic
     caching's ``prices`` and no call recording a cache read or write."""
-    return (prices is not None and automatic(prices)
-            and not any(u.cache_read_tokens or u.cache_write_tokens for u in usages))
+    return automatic(prices) and not any(u.cache_read_tokens or u.cache_write_tokens
+                                         for u in usages)
 
 
 def _consistent(shares: np.ndarray) -> float:

@@ -124,11 +124,11 @@ def runs(doc: Any, file: str) -> Iterator[RunRecord | Skip]:
     agent = as_dict(info.get("agent_info"))
     model = agent.get("llm") if isinstance(agent.get("llm"), str) else None
     limits = (number_or_none(info.get("max_steps")), number_or_none(info.get("max_errors")))
+    ids = [_run_id(simulation, index) for index, simulation in enumerate(simulations)]
     yield from with_billed_reads([
-        or_skip(partial(read_apart, partial(_run, simulation, _run_id(simulation, index), file,
-                                            model, file_model, limits)),
-                file, _run_id(simulation, index))
-        for index, simulation in enumerate(simulations)])
+        or_skip(partial(read_apart, partial(_run, simulation, run_id, file, model, file_model,
+                                            limits)), file, run_id)
+        for simulation, run_id in zip(simulations, ids, strict=True)])
 
 
 def _run_id(simulation: Any, index: int) -> str:
