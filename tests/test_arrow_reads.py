@@ -86,7 +86,7 @@ def test_commands_read_parquet_by_path(tmp_path, arrow_sources, capsys):
     """run --traces, replay, traces import, read_results and the trace-folder
     reads of tune and calibrate give Arrow paths, never a Python file."""
     from sim.api.simulating import read_results
-    from sim.calibration.pipeline import _prices_date
+    from sim.calibration.jobs import prices_date
     from sim.tuning.inforce import default_harness
 
     runs, replayed, imported = tmp_path / "runs", tmp_path / "replay", tmp_path / "imported"
@@ -96,7 +96,7 @@ def test_commands_read_parquet_by_path(tmp_path, arrow_sources, capsys):
     assert main(["traces", "import", str(runs), "--out", str(imported), "--quiet"]) == 0
     read_results(replayed)
     default_harness(imported)
-    _prices_date(str(imported))  # None: simulated runs record no start
+    prices_date(str(imported))  # None: simulated runs record no start
     capsys.readouterr()
     read = {Path(source).name for _, source in arrow_sources if _paths_only(source)}
     assert {"results.parquet", "runs.parquet", "calls.parquet"} <= read

@@ -401,8 +401,8 @@ def test_a_runs_cost_is_unknown_when_a_call_records_none_or_there_is_no_call():
 
 def test_a_day_has_one_catalogue_price_whatever_the_hour(monkeypatch):
     """DeepSeek's catalogue price has an off-peak discount (16:30 to 00:30
-    UTC): a lookup without a time reads the day's price (00:00 UTC,
-    :func:`sim.cost.prices.prices_instant`), as a scenario's ``prices_date``
+    UTC): a lookup without a time reads the day's price
+    (:func:`sim.cost.prices.prices_day`), as a scenario's ``prices_date``
     does, so a figure never depends on the hour a command runs (before, it
     read "now": calibrate's fitted price comments changed at 00:30 UTC)."""
     import datetime as dt
@@ -419,13 +419,84 @@ def test_a_day_has_one_catalogue_price_whatever_the_hour(monkeypatch):
                 return dt.datetime(2026, 3, 2, cls.at_hour, 5, tzinfo=tz)
 
         monkeypatch.setattr(cost_prices, "datetime", Frozen)
-        assert cost_prices.prices_instant() == dt.datetime(2026, 3, 2, tzinfo=dt.UTC)
+        assert cost_prices.prices_day() == day
         monkeypatch.undo()
-        today = cost_prices.lookup_prices("deepseek-chat", when=cost_prices.prices_instant(day))
+        today = cost_prices.lookup_prices("deepseek-chat", when=cost_prices.prices_day(day))
         monkeypatch.setattr(cost_prices, "datetime", Frozen)
         assert cost_prices.lookup_prices("deepseek-chat") == today
         monkeypatch.undo()
-    noon = cost_prices.lookup_prices("deepseek-chat",
-                                     when=dt.datetime(2026, 3, 2, 12, tzinfo=dt.UTC))
-    assert noon.input == 2 * today.input  # the hour matters to the catalogue, not to sim
-    assert cost_prices.prices_instant("2026-03-02") == cost_prices.prices_instant(day)
+    assert cost_prices.prices_day("2026-03-02") == cost_prices.prices_day(day) == day
+    late = dt.datetime(2026, 3, 2, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-5)))
+    assert cost_prices.prices_day(late) == dt.date(2026, 3, 3)  # its UTC day
+
+
+def test_a_days_price_weights_each_time_of_day_price_by_the_hours_it_holds():
+    """A call at an unknown hour of a day pays, on average, each time-of-day
+    price for the share of the day it holds: DeepSeek's peak (00:30 to 16:30
+    UTC, 16 hours) and off-peak (8 hours) prices read at instants inside them,
+    weighted 2/3 and 1/3 (it read 00:00 UTC before: the off-peak discount, half
+    the price two thirds of the day bills). A model without time-of-day prices
+    reads its one price; tiers are averaged tier by tier."""
+    import datetime as dt
+
+    from sim.cost import prices as cost_prices
+
+    day = dt.date(2026, 3, 2)
+
+    def at(hour: int, minute: int = 0):
+        return cost_prices.lookup_price_tiers(
+            "deepseek-chat", when=dt.datetime(2026, 3, 2, hour, minute, tzinfo=dt.UTC))
+
+    peak, off = at(12), at(20)
+    assert peak.input == 2 * off.input  # the catalogue's two prices
+    assert at(0, 29) == off and at(0, 30) == peak and at(16, 29) == peak and at(16, 30) == off
+    mean = cost_prices.lookup_price_tiers("deepseek-chat", when=day)
+    for field in ("input", "output", "cache_read", "cache_write"):
+        assert getattr(mean, field) == pytest.approx(
+            2 / 3 * getattr(peak, field) + 1 / 3 * getattr(off, field), rel=1e-12)
+    assert mean.thinking is None
+    usage = (30_000, 2_000, 100_000)  # input, output, cache read tokens
+    hourly = [cost_prices.lookup_price_tiers(
+        "deepseek-chat", when=dt.datetime(2026, 3, 2, h, m, tzinfo=dt.UTC))
+        for h in range(24) for m in (0, 15, 30, 45)]
+    assert mean.call_cost(*usage) == pytest.approx(  # the day's 96 quarter hours, averaged
+        sum(p.call_cost(*usage) for p in hourly) / len(hourly), rel=1e-12)
+    flat = cost_prices.lookup_price_tiers("gpt-4.1", when=day)
+    assert flat == cost_prices.lookup_price_tiers(
+        "gpt-4.1", when=dt.datetime(2026, 3, 2, 15, tzinfo=dt.UTC))
+    tiered = [(0.25, cost_prices.lookup_price_tiers("gemini-2.5-pro", when=day)),
+              (0.75, Prices(input=1.0, output=2.0, cache_read=0.1, cache_write=1.0))]
+    both = cost_prices.mean_prices(tiered)
+    assert [s for s, _ in both.tiers] == [s for s, _ in tiered[0][1].tiers]
+    above = tiered[0][1].tiers[0]
+    assert both.tiers[0][1].input == pytest.approx(0.25 * above[1].input + 0.75 * 1.0)
+    assert both.input == pytest.approx(0.25 * tiered[0][1].input + 0.75 * 1.0)
+    assert both.thinking is None
+
+
+
+
+def test_calibrate_prices_unrecorded_runs_on_the_traces_day_as_its_fit_does(tmp_path):
+    """claude-opus-4-6's prompts above 200,000 tokens cost twice the input
+    price until 2026-03-13 (the catalogue's dated prices), one price after: a
+    run of 2026-03-01 that records no cost is priced at that day's prices
+    (the newest run's day, :func:`sim.calibration.jobs.prices_date`, which
+    the fitted scenario's ``prices_date`` is too), not today's (before, its
+    data were priced at today's while its fit read the traces' day)."""
+    from sim.calibration import jobs
+
+    model = "claude-opus-4-6"
+    start = datetime.datetime(2026, 3, 1, 10, tzinfo=datetime.UTC)
+    runs = [RunRecord(f"r{i}", "tau2", "synthetic.json",
+                      [_call(model, 250_000 + i, 1_000, None, 1)], task_id=f"r{i}",
+                      model=model, exit="agent_stop", resolved=True, started_at=start)
+            for i in range(10)]
+    folder = write_folder(tmp_path / "opus", runs)
+    assert jobs.prices_date(folder) == "2026-03-01"
+    then = lookup_prices(model, prompt_tokens=250_000, when=start.date())
+    later = lookup_prices(model, prompt_tokens=250_000, when=datetime.date(2026, 4, 1))
+    assert then.input == 2 * later.input  # the catalogue's two prices
+    traces = jobs.build(jobs.Spec(folder, 2, 0, None)).traces
+    got = dict(zip(traces.runs["run_id"], traces.runs["cost"], strict=True))
+    assert got == {f"r{i}": pytest.approx(then.cost(250_000 + i, 1_000), rel=1e-12)
+                   for i in range(10)}

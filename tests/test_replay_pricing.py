@@ -31,8 +31,14 @@ harness:
   budgets: {{money_usd: {money}}}
 """
 
-DEEPSEEK = Prices(input=0.135, output=0.55, cache_read=0.035, cache_write=0.135)
-"""deepseek-chat in the catalogue at 2026-01-01 (checked by the test below)."""
+DEEPSEEK_PEAK = Prices(input=0.27, output=1.1, cache_read=0.07, cache_write=0.27)
+DEEPSEEK_OFF_PEAK = Prices(input=0.135, output=0.55, cache_read=0.035, cache_write=0.135)
+DEEPSEEK = Prices(**{field: 2 / 3 * getattr(DEEPSEEK_PEAK, field)
+                     + 1 / 3 * getattr(DEEPSEEK_OFF_PEAK, field)
+                     for field in ("input", "output", "cache_read", "cache_write")})
+"""deepseek-chat in the catalogue on 2026-01-01 (checked by the test below):
+its peak price (00:30 to 16:30 UTC) two thirds of the day, its off-peak price
+one third."""
 
 
 def calls(model: str | None, n: int, *, prompt: int = 40_000, cost: float | None = None
@@ -81,8 +87,14 @@ def test_the_catalogue_price_used_is_deepseek_chats():
     import datetime
 
     from sim.cost import resolve_price_tiers
-    day = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    assert resolve_price_tiers("deepseek-chat", None, when=day).base == DEEPSEEK
+    def at(hour: int):
+        return resolve_price_tiers("deepseek-chat", None,
+                                   when=datetime.datetime(2026, 1, 1, hour, tzinfo=datetime.UTC))
+
+    assert at(12).base == DEEPSEEK_PEAK and at(20).base == DEEPSEEK_OFF_PEAK
+    day = resolve_price_tiers("deepseek-chat", None, when=datetime.date(2026, 1, 1)).base
+    for field in ("input", "output", "cache_read", "cache_write"):
+        assert getattr(day, field) == pytest.approx(getattr(DEEPSEEK, field), rel=1e-12)
 
 
 def test_an_unknown_model_is_priced_from_its_recorded_costs_and_said(tmp_path, capsys):

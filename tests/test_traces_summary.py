@@ -96,6 +96,30 @@ def test_recorded_cost_is_compared_with_the_catalogue_price_of_the_same_usage(tm
     assert summary["cost"]["runs_without_cost"] == 1
 
 
+def test_recorded_cost_is_compared_at_the_price_of_the_runs_hour(tmp_path):
+    """A time-of-day price (DeepSeek's: peak 00:30 to 16:30 UTC, off-peak
+    otherwise, half the price) is read at each run's start: a run started at
+    09:05 UTC is compared with the peak price, one at 18:40 with the
+    off-peak one (at 00:00 UTC, the rule before, both read off-peak)."""
+    model = "deepseek-chat"
+    usage = Usage(input_tokens=20_000, cache_read_tokens=80_000, output_tokens=1_000)
+    starts = {"peak": datetime(2026, 3, 9, 9, 5, tzinfo=UTC),
+              "off_peak": datetime(2026, 3, 9, 18, 40, tzinfo=UTC)}
+    runs = []
+    for name, start in starts.items():
+        r = run(name, [], model=model, cost_usd=0.01, started_at=start)
+        r.calls = [CallRecord(usage)]
+        runs.append(r)
+    summary = summarize(folder_of(tmp_path, runs))
+    at = {name: lookup_price_tiers(model, when=start).cost(
+        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
+        for name, start in starts.items()}
+    assert at["peak"] == pytest.approx(2 * at["off_peak"], rel=1e-12)
+    entry = summary["cost"]["by_model"][model]
+    assert entry["runs"] == 2
+    assert entry["catalogue_usd"] == pytest.approx(at["peak"] + at["off_peak"], rel=1e-12)
+
+
 def test_an_empty_folder_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no runs"):
         summarize(folder_of(tmp_path, []))

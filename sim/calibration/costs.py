@@ -16,7 +16,7 @@ back on). The count per basis is kept in ``Traces.repaired``.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from datetime import date
 
 import numpy as np
 
@@ -31,12 +31,12 @@ REASON = ("runs recording $0 while using tokens (or no cost), priced {basis}")
 
 
 def run_prices(traces: Traces, listed: Listed | None = None, scenario: Prices | None = None,
-               when: datetime | None = None) -> RunPrices:
+               when: date | None = None) -> RunPrices:
     """Each run's one price (USD) and basis, in ``traces.runs``' order
     (:func:`sim.cost.recorded.run_prices`), from its calls' usage and recorded
     costs (``cost``, NaN: not recorded) and the run's own recorded ``cost``.
-    ``listed``: the price source (default: the catalogue on ``when``, today
-    when None); ``scenario``: the prices of a model it lacks (default: none,
+    ``listed``: the price source (default: the catalogue at ``when``, a day or
+    an instant; today when None); ``scenario``: the prices of a model it lacks (default: none,
     such runs are ``unpriced``)."""
     runs, calls = traces.runs, traces.calls
     own = (calls["model"].tolist() if "model" in calls else [None] * len(calls))
@@ -54,7 +54,7 @@ def _costs(column) -> list[float | None]:
     return [None if np.isnan(c) else float(c) for c in column.to_numpy(float)]
 
 
-def price_unrecorded(traces: Traces, when: datetime | None = None,
+def price_unrecorded(traces: Traces, when: date | None = None,
                      listed: Listed | None = None, scenario: Prices | None = None) -> Traces:
     """``traces`` with each run's ``cost`` its one price (:func:`run_prices`)
     where that is not its recorded cost and is known; unchanged when no run's

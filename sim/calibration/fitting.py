@@ -44,7 +44,7 @@ from sim.calibration.fanout import FanoutFit, fit_fanout
 from sim.calibration.sample import loss_error
 from sim.calibration.search import SearchResult, loss, search
 from sim.calibration.simulate import Sample, from_traces, simulate
-from sim.cost.prices import prices_instant
+from sim.cost.prices import prices_day
 
 MIN_FOLD_SIM = 200
 """Fewest simulated runs per fold."""
@@ -116,7 +116,7 @@ def fit_world(train: Traces, structure: st.Structure, seed: int, settings: Setti
     (``search.sim`` is kept for it; otherwise dropped); ``start``: the
     search's start and first-simplex steps (None: the direct estimates)."""
     labels = structure.labels(train, fl.seed_for(seed, "classes"), sampled)
-    est = estimate(train, labels, prices_instant(settings.prices_date))
+    est = estimate(train, labels, prices_day(settings.prices_date))
     fan = fit_fanout(train, labels=labels, tools=[t.name for t in est.tools],
                      seed=fl.seed_for(seed, "fanout"))
     real_runs = train

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from sim.calibration.fitting import FoldFit, Settings, fit_fold, fit_world
 from sim.calibration.ladder import Budget, FoldWorld, Side, fold_sides
 from sim.calibration.sample import draw
 from sim.calibration.simulate import Sample, simulate
+from sim.cost.prices import prices_day
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,8 @@ _CONTEXTS: dict[Spec, Context] = {}
 def build(spec: Spec) -> Context:
     """Read the traces of ``spec``, draw their sample and deal its folds."""
     traces = load(spec.folder, keep_empty=True)  # a run that failed before its first reply
-    traces = price_unrecorded(traces)  # a $0 recorded for a run that used tokens
+    # a $0 recorded for a run that used tokens, priced on the traces' day as the fit's prices are
+    traces = price_unrecorded(traces, prices_day(prices_date(spec.folder)))
     sampled = draw(traces.runs["model"].to_numpy(object), traces.runs["category"].to_numpy(object),
                    spec.per_model, fl.seed_for(spec.seed, "sample"))
     sample = traces if sampled.all() else traces.subset(traces.runs["run_id"].to_numpy()[sampled])
@@ -148,3 +151,20 @@ def run_jobs(scheduler: Any, work: Callable[..., Any], jobs: Sequence[tuple[Any,
         if progress is not None:
             progress(done, len(jobs))
     return results
+
+
+def prices_date(folder: str) -> str | None:
+    """The day the newest run in ``folder`` started (ISO ``YYYY-MM-DD``; None
+    when no run records its start): the day of the catalogue prices calibrate
+    prices the runs and fits its scenario at, so they do not change with the
+    day the command runs."""
+    import pandas as pd
+
+    from sim.parquet import read_parquet  # not pd.read_parquet: see it
+
+    path = Path(folder) / "runs.parquet"
+    try:
+        started = read_parquet(path, columns=["started_at"])["started_at"].dropna()
+    except (KeyError, ValueError, OSError):
+        return None
+    return None if started.empty else str(pd.Timestamp(started.max()).date())

@@ -137,7 +137,7 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
     # the jobs print nothing (parallel folds would interleave): this process
     # shows one bar per phase (sim.progress: one line per tenth off a terminal)
     settings = Settings(evaluations=evaluations, search_runs=search_runs, sim_ratio=sim_ratio,
-                        name=name, prices_date=_prices_date(traces.folder), progress=False)
+                        name=name, prices_date=jb.prices_date(traces.folder), progress=False)
     fixed = st.forced(classes, by)
     structures = [fixed] if fixed is not None else st.candidates(traces)
     with make_scheduler(scheduler, workers) as pool:
@@ -238,16 +238,3 @@ def _ladder_jobs(ctx: Context, fits: list[FoldFit], rungs: list[Budget]) -> list
             for k, f in enumerate(fits)]
 
 
-def _prices_date(folder: str) -> str | None:
-    """The day the newest run started (a fixed date, so catalogue prices do
-    not change with the day the scenario is run), if the traces say."""
-    import pandas as pd
-
-    from sim.parquet import read_parquet  # not pd.read_parquet: see it
-
-    path = Path(folder) / "runs.parquet"
-    try:
-        started = read_parquet(path, columns=["started_at"])["started_at"].dropna()
-    except (KeyError, ValueError, OSError):
-        return None
-    return None if started.empty else str(pd.Timestamp(started.max()).date())

@@ -7,7 +7,7 @@ type, tiers included: the harness prices each call with it).
 **Prices** come from the genai-prices catalogue (:func:`lookup_prices`,
 :func:`lookup_price_tiers`), from a named set (:data:`NAMED_PRICES`) or from
 explicit overrides (:func:`resolve_prices`). Lookups are cached per model,
-provider, cache TTL and request time, so a simulation cell looks its prices up
+provider, cache TTL and request time or day, so a simulation cell looks its prices up
 once and then prices every call with plain float arithmetic.
 """
 
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
+from itertools import pairwise
 from numbers import Real
 from typing import TYPE_CHECKING, Any, cast
 
@@ -55,45 +57,51 @@ def catalogue_names(model: str) -> list[tuple[str, str | None]]:
     return names
 
 
-def prices_instant(day: date | str | None = None) -> datetime:
-    """The instant whose catalogue prices stand for ``day`` (a date or an ISO
-    ``YYYY-MM-DD``; None: today, UTC): its 00:00 UTC. Every price read for a
-    day (a scenario's ``harness.prices_date``, calibrate's fit, a lookup
-    without a time) reads this instant, so one day has one price, whatever the
-    hour a command runs (time-of-day prices such as DeepSeek's off-peak
-    discount are read at 00:00 UTC)."""
+def prices_day(day: date | str | None = None) -> date:
+    """The day whose catalogue prices stand for ``day`` (a date, a datetime:
+    its UTC date, or an ISO ``YYYY-MM-DD``; None: today, UTC). Every price read
+    for a day (a scenario's ``harness.prices_date``, calibrate's fit, a lookup
+    without a time) reads that day's prices (:func:`lookup_price_tiers` with a
+    date: a time-of-day price such as DeepSeek's off-peak discount counted by
+    the hours it holds), so one day has one price, whatever the hour a command
+    runs."""
     if day is None:
-        day = datetime.now(UTC).date()
-    elif isinstance(day, str):
-        day = date.fromisoformat(day)
-    return datetime.combine(day, time(), tzinfo=UTC)
+        return datetime.now(UTC).date()
+    if isinstance(day, str):
+        return date.fromisoformat(day)
+    if isinstance(day, datetime):
+        return (day if day.tzinfo else day.replace(tzinfo=UTC)).astimezone(UTC).date()
+    return day
 
 
 def lookup_price_tiers(model_id: str, provider: str | None = None, *, cache_ttl: str = "5m",
-                       when: datetime | None = None) -> Prices:
+                       when: date | None = None) -> Prices:
     """The prices of ``model_id`` in the genai-prices catalogue (USD per
     million tokens) with all their cliff tiers (``Prices.tiers``, genai-prices'
     semantics), as :func:`lookup_prices` reads them; see there."""
     if cache_ttl not in CACHE_TTLS:
         raise InputError(f"cache TTL must be one of {', '.join(CACHE_TTLS)}, got {cache_ttl!r}")
     if when is None:  # the day's price: the hour a command runs never changes its figures
-        when = prices_instant()
-    elif when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return _catalogue_tiers(model_id, provider, cache_ttl, when)
+        when = prices_day()
+    if not isinstance(when, datetime):
+        return _day_tiers(model_id, provider, cache_ttl, when)
+    return _catalogue_tiers(model_id, provider, cache_ttl, _stretch_instant(model_id, provider,
+                                                                            when))
 
 
 def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str = "5m",
-                  prompt_tokens: int = 0, when: datetime | None = None) -> Prices:
+                  prompt_tokens: int = 0, when: date | None = None) -> Prices:
     """Prices of ``model_id`` (USD per million tokens) from the genai-prices catalogue.
 
     ``provider``: a genai-prices provider id (``"anthropic"``, ``"aws"``, ...);
-    None lets genai-prices pick it from the model id. ``when``: request time
-    selecting dated or time-of-day prices (None: today at 00:00 UTC, the
-    instant a scenario's ``harness.prices_date`` stands for, so a time-of-day
-    price such as DeepSeek's off-peak discount never makes a result depend on
-    the hour it is computed; pass a fixed time for results that do not depend
-    on the day either). ``prompt_tokens``:
+    None lets genai-prices pick it from the model id. ``when``: a datetime,
+    the request time selecting dated or time-of-day prices; a date, that day's
+    prices, each time-of-day price (DeepSeek's peak and off-peak) weighted by
+    the share of the UTC day it holds, so a call at an unknown hour of the day
+    costs what it costs on average over the day's hours (the prices a
+    scenario's ``harness.prices_date`` stands for; :func:`prices_day`); None:
+    today's (a result never depends on the hour it is computed; pass a fixed
+    day for results that do not depend on the day either). ``prompt_tokens``:
     the whole prompt of the call, cached or not, which selects the tier of
     tiered prices (a tier applies above its threshold).
 
@@ -120,20 +128,104 @@ def lookup_prices(model_id: str, provider: str | None = None, *, cache_ttl: str 
 @lru_cache(maxsize=256)
 def _catalogue_tiers(model_id: str, provider: str | None, cache_ttl: str,
                      when: datetime) -> Prices:
-    from genai_prices import data_snapshot
     from genai_prices import types as gp
 
-    snapshot = data_snapshot.get_snapshot()
-    try:
-        _, model = snapshot.find_provider_model(model_id, None, provider, None)
-    except LookupError:
-        raise InputError(_unknown_model_text(model_id, provider)) from None
-    model_price = model.get_prices(when)
+    model_price = _catalogue_model(model_id, provider).get_prices(when)
     starts = sorted({tier.start for value in model_price.__dict__.values()
                      if isinstance(value, gp.TieredPrices) for tier in value.tiers})
     base = _prices_at(model_price, 0, cache_ttl, model_id)
     return replace(base, tiers=tuple((s, _prices_at(model_price, s + 1, cache_ttl, model_id))
                                      for s in starts))
+
+
+def _catalogue_model(model_id: str, provider: str | None) -> gp.ModelInfo:
+    """The catalogue's entry of ``model_id`` (an InputError naming it, with
+    close matches, when it has none)."""
+    from genai_prices import data_snapshot
+
+    try:
+        _, model = data_snapshot.get_snapshot().find_provider_model(model_id, None, provider,
+                                                                    None)
+    except LookupError:
+        raise InputError(_unknown_model_text(model_id, provider)) from None
+    return model
+
+
+@lru_cache(maxsize=256)
+def _day_tiers(model_id: str, provider: str | None, cache_ttl: str, day: date) -> Prices:
+    """The prices of ``day`` (:func:`lookup_prices`): the catalogue's at each
+    stretch of the UTC day between the bounds of its time-of-day prices,
+    averaged with the stretch's share of the day as its weight (one stretch,
+    the whole day, for a model without time-of-day prices)."""
+    stretches = _day_stretches(model_id, provider, day)
+    priced = [(weight, _catalogue_tiers(model_id, provider, cache_ttl, at))
+              for weight, at in stretches]
+    return priced[0][1] if len(priced) == 1 else mean_prices(priced)
+
+
+DAY_S = 86_400
+"""Seconds in a (UTC) day."""
+
+
+@lru_cache(maxsize=256)
+def _day_bounds(model_id: str, provider: str | None) -> tuple[float, ...]:
+    """The seconds of the UTC day at which ``model_id``'s time-of-day prices
+    (genai-prices' ``TimeOfDateConstraint``: start inclusive, end exclusive,
+    either may wrap past midnight) begin or end, with 0 and :data:`DAY_S`,
+    ascending: between two of them its prices on a day hold throughout."""
+    from genai_prices import types as gp
+
+    model = _catalogue_model(model_id, provider)
+    bounds = {0.0, float(DAY_S)}
+    for conditional in model.prices if isinstance(model.prices, list) else ():
+        constraint = conditional.constraint
+        if isinstance(constraint, gp.TimeOfDateConstraint):
+            for moment in (constraint.start_time, constraint.end_time):
+                at = datetime.combine(date(2000, 1, 1), moment if moment.tzinfo else moment.replace(
+                    tzinfo=UTC)).astimezone(UTC)  # naive times are UTC, as genai-prices reads them
+                bounds.add(at.hour * 3600 + at.minute * 60 + at.second + at.microsecond / 1e6)
+    return tuple(sorted(bounds))
+
+
+def _day_stretches(model_id: str, provider: str | None, day: date
+                   ) -> list[tuple[float, datetime]]:
+    """``(share of the day, the instant in its middle)`` of each stretch of
+    ``day`` (UTC) between two of :func:`_day_bounds`."""
+    midnight = datetime.combine(day, time(), tzinfo=UTC)
+    return [((b - a) / DAY_S, midnight + timedelta(seconds=(a + b) / 2))
+            for a, b in pairwise(_day_bounds(model_id, provider))]
+
+
+def _stretch_instant(model_id: str, provider: str | None, when: datetime) -> datetime:
+    """The instant in the middle of the stretch of its day (:func:`_day_stretches`)
+    ``when`` falls in (naive: UTC): its prices are ``when``'s, and every instant
+    of a stretch shares one cached lookup."""
+    moment = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    midnight = datetime.combine(moment.date(), time(), tzinfo=UTC)
+    bounds = _day_bounds(model_id, provider)
+    i = bisect_right(bounds, (moment - midnight).total_seconds()) - 1
+    return midnight + timedelta(seconds=(bounds[i] + bounds[i + 1]) / 2)
+
+
+def mean_prices(weighted: Sequence[tuple[float, Prices]]) -> Prices:
+    """The mean of prices ``(weight, prices)`` (weights summing to 1), tier by
+    tier (the union of their tier starts, each price's own at each tier): what
+    a call pays on average when it is priced by each with its weight's
+    probability. ``thinking`` None (billed as output) stays None when every
+    price's is; otherwise a None counts as its output price."""
+
+    def flat(prompt_tokens: int) -> Prices:
+        parts = [(w, p.at(prompt_tokens).base) for w, p in weighted]
+
+        def mean(field: str) -> float:
+            return math.fsum(w * getattr(p, field) for w, p in parts)
+        thinking = (None if all(p.thinking is None for _, p in parts) else math.fsum(
+            w * (p.output if p.thinking is None else p.thinking) for w, p in parts))
+        return Prices(input=mean("input"), output=mean("output"),
+                      cache_read=mean("cache_read"), cache_write=mean("cache_write"),
+                      thinking=thinking)
+    starts = sorted({start for _, p in weighted for start, _ in p.tiers})
+    return replace(flat(0), tiers=tuple((start, flat(start + 1)) for start in starts))
 
 
 def _prices_at(model_price: gp.ModelPrice, prompt_tokens: int, cache_ttl: str,
@@ -201,7 +293,7 @@ def _unknown_model_message(snapshot: data_snapshot.DataSnapshot, model_id: str,
 
 def resolve_price_tiers(model: str, prices_spec: str | Mapping[str, object] | None = None, *,
                         provider: str | None = None, cache_ttl: str = "5m",
-                        when: datetime | None = None) -> Prices:
+                        when: date | None = None) -> Prices:
     """Prices (USD per million tokens, with tiers) for ``model`` given a
     scenario's price spec.
 
@@ -237,7 +329,7 @@ def resolve_price_tiers(model: str, prices_spec: str | Mapping[str, object] | No
 
 def resolve_prices(model: str, prices_spec: str | Mapping[str, object] | None = None, *,
                    provider: str | None = None, cache_ttl: str = "5m", prompt_tokens: int = 0,
-                   when: datetime | None = None) -> Prices:
+                   when: date | None = None) -> Prices:
     """The prices (USD per million tokens, without tiers) of one call with a
     prompt of ``prompt_tokens`` tokens: :func:`resolve_price_tiers` at that size."""
     tiers = resolve_price_tiers(model, prices_spec, provider=provider, cache_ttl=cache_ttl,

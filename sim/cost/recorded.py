@@ -39,7 +39,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import date
 from typing import TypeGuard
 
 from sim.harness.messages import Usage
@@ -281,9 +281,10 @@ def model_prices(by_model: Mapping[str, list[Recorded]], listed: Listed,
     return {m: model_price(m, listed(m), scenario, records) for m, records in by_model.items()}
 
 
-def catalogue(when: datetime | None = None) -> Listed:
+def catalogue(when: date | None = None) -> Listed:
     """The genai-prices catalogue as a price source: a model's prices with
-    their tiers on ``when`` (None: today), a recorded name tried as
+    their tiers at ``when`` (an instant, or a day: its time-of-day prices
+    averaged over it, :func:`sim.cost.prices.lookup_prices`; None: today), a recorded name tried as
     :func:`sim.cost.prices.catalogue_names` says; None when the catalogue lacks it."""
     from sim.bad_input import InputError
     from sim.cost.prices import catalogue_names, lookup_price_tiers

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sim.bad_input import InputError
-from sim.cost.prices import prices_instant
+from sim.cost.prices import prices_day
 
 if TYPE_CHECKING:
     from sim.harness.params import Prices
@@ -38,7 +38,7 @@ class CataloguePrices:
         if isinstance(spec, PricesConfig):
             spec = {k: v for k, v in spec.model_dump().items() if v is not None}
         self.spec = spec
-        self.when = prices_instant(h.prices_date)
+        self.when = prices_day(h.prices_date)
         self.harness = h
         self.cache: dict[str | None, Prices | None] = {}
         self.unpriced: set[str] = set()

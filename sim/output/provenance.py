@@ -46,9 +46,9 @@ def sim_version() -> str:
 
 def prices_date(scenario) -> str:
     """The date of the catalogue prices a scenario's run uses (ISO format)."""
-    from sim.cost.prices import prices_instant
+    from sim.cost.prices import prices_day
 
-    return prices_instant(scenario.harness.prices_date).date().isoformat()
+    return prices_day(scenario.harness.prices_date).isoformat()
 
 
 def run_provenance(scenario, *, command: str, overrides: Sequence[str] = ()) -> dict[str, Any]:

@@ -108,12 +108,12 @@ def _resolve(h: HarnessConfig, model: str, spec: str | PricesConfig | None,
     spec (a named set, overrides over the catalogue, or None for the
     catalogue's) as of ``harness.prices_date``; an InputError at ``where``."""
     from sim.cost import resolve_price_tiers
-    from sim.cost.prices import prices_instant
+    from sim.cost.prices import prices_day
 
     given: str | dict[str, Any] | None = (
         {k: v for k, v in spec.model_dump().items() if v is not None}
         if isinstance(spec, PricesConfig) else spec)
-    when = prices_instant(h.prices_date)
+    when = prices_day(h.prices_date)
     try:
         return resolve_price_tiers(model, given, cache_ttl=h.prompt_cache or "5m", when=when)
     except hp.ParameterError as error:  # the catalogue's prices out of bounds

@@ -111,7 +111,8 @@ class HarnessConfig(_Strict):
     tool_failure_limit: int = _harness("tool_failure_limit")
     prompt_cache: Literal["5m", "1h"] | None = _harness("prompt_cache")
     prices_date: datetime.date | None = Field(
-        None, description="catalogue prices as of this date (null: today, UTC)")
+        None, description="catalogue prices as of this date (null: today, UTC); a "
+                          "time-of-day price counts by the hours of the day it holds")
     conversation: ConversationConfig = Field(default_factory=ConversationConfig)
     model_prices: dict[str, PricesConfig] = Field(
         default_factory=dict, description="model id -> price overrides, for the models of "

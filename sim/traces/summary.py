@@ -16,16 +16,18 @@ a call's ``purpose`` too, as replay and tune check it) and returns plain numbers
 - ``resolved``: the share resolved among the runs whose outcome is known;
 - ``cost``: for each run model, the recorded cost against the genai-prices
   catalogue price of the same usage (each call priced at its model's catalogue
-  prices, tiered by its prompt, at the prices of the run's start date, or of
-  today for runs without a start), over the runs that record a cost and whose
+  prices, tiered by its prompt, at the prices of the run's start: a
+  time-of-day price is the one of that hour; today's for runs without a
+  start), over the runs that record a cost and whose
   calls' models are all in the catalogue; models not found are listed;
 - ``price``: the runs' one price (:mod:`sim.cost.recorded`, the price every
   command gives a run): ``usd`` (total over the runs with a price), ``by_basis``
   (runs and USD per basis: recorded, fitted, catalogue, scenario, unpriced),
   ``models`` (the basis, and the scale of fitted prices, of each model's
   untrusted calls) and ``runs`` (``{run_id: [usd, basis]}``, USD None when
-  unpriced), at the catalogue's prices of the newest run's start day (today
-  without one) unless a price source is given (:func:`one_price`);
+  unpriced), at the catalogue's prices of the newest run's start day (a
+  time-of-day price weighted by the hours it holds; today without one)
+  unless a price source is given (:func:`one_price`);
 - ``warnings``: a line per source whose input, cache, output tokens or cost
   are estimated or unknown for more than 1% of its calls (printed first), and
   ``provenance``: per source, per figure, calls by how it was obtained;
@@ -49,8 +51,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from functools import lru_cache
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ import numpy as np
 
 from sim.analysis import stats
 from sim.bad_input import InputError
-from sim.cost.prices import prices_instant
+from sim.cost.prices import prices_day
 from sim.cost.recorded import Listed, basis_line, call_cost, catalogue, run_prices
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
@@ -285,6 +286,7 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
     unpriced: set[str] = set()
     unknown: set[str] = set()
     missing: set[str] = set()
+    listed: dict[tuple[str, str], Any] = {}  # (model, run): its catalogue prices at the run's start
     columns = ("run_id", "model", "input_tokens", "output_tokens", "cache_read_tokens",
                "cache_write_tokens", "reasoning_tokens")
     for run, model, inp, out, read, write, think in zip(
@@ -295,7 +297,9 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
             unknown.add(run)
             continue
         name = model if isinstance(model, str) else run_model[run]
-        tiers = _tiers(name, _day(started[run])) if isinstance(name, str) else None
+        if isinstance(name, str) and (name, run) not in listed:
+            listed[name, run] = _tiers(name, _moment(started[run]))
+        tiers = listed[name, run] if isinstance(name, str) else None
         if tiers is None:
             unpriced.add(run)
             missing.add(name if isinstance(name, str) else "(unknown model)")
@@ -357,20 +361,28 @@ def _values(column: Any) -> list:
     return [None if pd.isna(v) else v for v in column.tolist()]
 
 
-def _day(moment: Any) -> datetime:
-    """The instant of the day's prices (:func:`sim.cost.prices.prices_instant`)
-    for the UTC day of ``moment`` (None: today)."""
+def _day(moment: Any) -> date:
+    """The day of the prices (:func:`sim.cost.prices.prices_day`) of ``moment``
+    (a timestamp; None: today)."""
     if moment is None:
-        return prices_instant()
-    day = moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment
-    return prices_instant(day.astimezone(UTC).date())
+        return prices_day()
+    return prices_day(moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment)
 
 
-@lru_cache(maxsize=512)
-def _tiers(model: str, day: datetime) -> Any:
-    """Catalogue price tiers of ``model`` at ``day``, or None when not found
-    (``provider/model`` names are tried as a provider and a model too)."""
-    return catalogue(day)(model)
+def _moment(moment: Any) -> date:
+    """A run's start ``moment`` (a timestamp) as the instant its catalogue
+    prices are read at (a time-of-day price: the one its calls were billed
+    at), today's prices' day when it is unknown (None)."""
+    if moment is None:
+        return prices_day()
+    return moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment
+
+
+def _tiers(model: str, when: date) -> Any:
+    """Catalogue price tiers of ``model`` at ``when`` (an instant or a day),
+    or None when not found (``provider/model`` names are tried as a provider
+    and a model too)."""
+    return catalogue(when)(model)
 
 
 def _report(folder: Path) -> dict[str, Any] | None:
