@@ -36,8 +36,8 @@ def run_prices(traces: Traces, listed: Listed | None = None, scenario: Prices | 
     (:func:`sim.cost.recorded.run_prices`), from its calls' usage and recorded
     costs (``cost``, NaN: not recorded) and the run's own recorded ``cost``.
     ``listed``: the price source (default: the catalogue at ``when``, a day or
-    an instant; today when None); ``scenario``: the prices of a model it lacks (default: none,
-    such runs are ``unpriced``)."""
+    an instant; today when None); ``scenario``: the prices of a model it lacks
+    (default: none, such runs are ``unpriced``)."""
     runs, calls = traces.runs, traces.calls
     own = (calls["model"].tolist() if "model" in calls else [None] * len(calls))
     usages = (Usage(int(i), int(o), int(r), int(w), int(t)) for i, o, r, w, t in zip(

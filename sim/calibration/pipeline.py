@@ -236,5 +236,3 @@ def _ladder_jobs(ctx: Context, fits: list[FoldFit], rungs: list[Budget]) -> list
     return [("ladder", FoldWorld(f.doc, f.held_ids, f.sim, f.sim_runs, f.sim_seed),
              {r: recorded[r] for r in f.held_ids if r in recorded}, rungs, k)
             for k, f in enumerate(fits)]
-
-

@@ -7,8 +7,9 @@ type, tiers included: the harness prices each call with it).
 **Prices** come from the genai-prices catalogue (:func:`lookup_prices`,
 :func:`lookup_price_tiers`), from a named set (:data:`NAMED_PRICES`) or from
 explicit overrides (:func:`resolve_prices`). Lookups are cached per model,
-provider, cache TTL and request time or day, so a simulation cell looks its prices up
-once and then prices every call with plain float arithmetic.
+provider, cache TTL and day (or stretch of a day between time-of-day prices),
+so a simulation cell looks its prices up once and then prices every call with
+plain float arithmetic.
 """
 
 from __future__ import annotations

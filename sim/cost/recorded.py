@@ -284,8 +284,9 @@ def model_prices(by_model: Mapping[str, list[Recorded]], listed: Listed,
 def catalogue(when: date | None = None) -> Listed:
     """The genai-prices catalogue as a price source: a model's prices with
     their tiers at ``when`` (an instant, or a day: its time-of-day prices
-    averaged over it, :func:`sim.cost.prices.lookup_prices`; None: today), a recorded name tried as
-    :func:`sim.cost.prices.catalogue_names` says; None when the catalogue lacks it."""
+    averaged over it, :func:`sim.cost.prices.lookup_prices`; None: today), a
+    recorded name tried as :func:`sim.cost.prices.catalogue_names` says; None
+    when the catalogue lacks it."""
     from sim.bad_input import InputError
     from sim.cost.prices import catalogue_names, lookup_price_tiers
 
