@@ -112,7 +112,9 @@ from sim.calibration import folds as fl
 from sim.calibration.costs import price_unrecorded
 from sim.calibration.data import load
 from sim.calibration.fitting import Settings, fit_world
+from sim.calibration.jobs import prices_date
 from sim.calibration.structure import PER_MODEL
+from sim.cost.prices import prices_day
 from sim.engines.direct import run_task_with_world
 from sim.scenario.model import validate
 from sim.sweeps.cells import build_cell, cells_of
@@ -293,7 +295,8 @@ def main() -> None:
     parser.add_argument("--ratio", type=float, default=5.0)
     parser.add_argument("--evaluations", type=int, default=45)
     args = parser.parse_args()
-    traces = price_unrecorded(load(args.traces))
+    day = prices_date(args.traces)  # the runs priced and the worlds fitted on it, as calibrate does
+    traces = price_unrecorded(load(args.traces), prices_day(day))
     fold_of = fl.assign(traces, args.folds, args.seed)
     ids = traces.runs["run_id"].to_numpy()
     real_all, sim_all, per_fold, money, floors = [], [], [], [], []
@@ -301,7 +304,7 @@ def main() -> None:
         train = traces.subset(ids[fold_of != fold])
         seed = fl.seed_for(args.seed, "fold", fold)
         _, _, _, doc, _, _ = fit_world(train, PER_MODEL, seed, Settings(
-            evaluations=args.evaluations))
+            evaluations=args.evaluations, prices_date=day))
         held = real_runs(traces, ids[fold_of == fold])
         floors.append(real_runs(traces, ids[fold_of != fold]))
         sim = simulate(doc, max(200, math.ceil(args.ratio * len(held))),

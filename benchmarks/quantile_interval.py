@@ -46,6 +46,8 @@ from benchmarks.calibrate_cache import quantile_check, simulate, tail_count
 from sim.calibration import folds as fl
 from sim.calibration.costs import price_unrecorded
 from sim.calibration.data import load
+from sim.calibration.jobs import prices_date
+from sim.cost.prices import prices_day
 
 
 def one_sample(real: np.ndarray, q: float, rng: np.random.Generator, boots: int = 2000
@@ -58,7 +60,8 @@ def one_sample(real: np.ndarray, q: float, rng: np.random.Generator, boots: int 
 def deals(args: argparse.Namespace) -> None:
     """The three checks' miss rates at p95 over ``args.deals`` deals of the
     real runs of ``args.traces`` (see the module docstring)."""
-    traces = price_unrecorded(load(args.traces))
+    # priced on the traces' day, as calibrate prices them
+    traces = price_unrecorded(load(args.traces), prices_day(prices_date(args.traces)))
     cost = traces.runs["cost"].to_numpy(float)
     rng = np.random.default_rng(args.seed)
     miss = [0, 0, 0]

@@ -60,7 +60,9 @@ K = 4.5  # standard errors allowed for a share: two-sided false alarm about 7e-6
 EXACT = 1e-12  # relative tolerance of "exact": float rounding of sums of products only
 PRICES = {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75}
 PRICES_DATE = date(2026, 1, 15)
-WHEN = datetime(2026, 1, 15, tzinfo=UTC)  # what the scenario's prices_date means
+WHEN = datetime(2026, 1, 15, 12, tzinfo=UTC)  # an instant of PRICES_DATE, for calc_price
+"""The models priced here have no time-of-day prices: every instant of the day
+prices as the day does (the day's prices: :func:`sim.cost.prices.lookup_prices`)."""
 FAST = settings(max_examples=40, deadline=None)
 
 steps_st = st.integers(1, 12)
@@ -329,7 +331,8 @@ def test_catalogue_model_prices_every_call_as_genai_prices(model, ttl):
                        "verifier": {"name": "model_grader",
                                     "options": {"false_reject": 0.3}}}}
     cell = make_cell(raw)
-    assert cell.params.prices == cost.lookup_prices(model, cache_ttl=ttl or "5m", when=WHEN)
+    assert cell.params.prices == cost.lookup_prices(model, cache_ttl=ttl or "5m",
+                                                    when=PRICES_DATE)
     kinds: set[str] = set()
     for index in range(12):
         record, task = run(cell, index)

@@ -44,7 +44,7 @@ from sim.traces.model import CallRecord, RunRecord
 from sim.traces.summary import summarize
 from sim.tuning.replayed import ReplayEvaluator
 
-DAY = datetime.datetime(2025, 6, 1, tzinfo=datetime.UTC)
+DAY = datetime.date(2025, 6, 1)  # the day a scenario's prices_date names
 UNKNOWN_USAGE = {k: "unknown" for k in ("input_tokens", "cache_read_tokens",
                                         "cache_write_tokens", "output_tokens",
                                         "reasoning_tokens", "cost_usd")}
@@ -293,9 +293,8 @@ def test_a_prefixed_model_has_one_catalogue_price_in_calibrate_and_in_replay(rec
     from sim.scenario.model import HarnessConfig
 
     day = datetime.date(2025, 6, 1)
-    when = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
-    expected = lookup_prices(listed, when=when)
-    from_calibrate = catalogue(when)(recorded_name)
+    expected = lookup_prices(listed, when=day)
+    from_calibrate = catalogue(day)(recorded_name)
     harness = HarnessConfig.model_validate({"model": listed, "prices_date": day.isoformat()})
     from_replay = CataloguePrices(harness)(recorded_name)
     assert from_calibrate is not None and from_replay is not None
@@ -474,8 +473,6 @@ def test_a_days_price_weights_each_time_of_day_price_by_the_hours_it_holds():
     assert both.thinking is None
 
 
-
-
 def test_calibrate_prices_unrecorded_runs_on_the_traces_day_as_its_fit_does(tmp_path):
     """claude-opus-4-6's prompts above 200,000 tokens cost twice the input
     price until 2026-03-13 (the catalogue's dated prices), one price after: a
@@ -500,3 +497,84 @@ def test_calibrate_prices_unrecorded_runs_on_the_traces_day_as_its_fit_does(tmp_
     got = dict(zip(traces.runs["run_id"], traces.runs["cost"], strict=True))
     assert got == {f"r{i}": pytest.approx(then.cost(250_000 + i, 1_000), rel=1e-12)
                    for i in range(10)}
+
+
+def test_an_instants_price_is_the_catalogues_at_that_instant_for_any_time_of_day_rule(
+        monkeypatch):
+    """Instants share a cached lookup per stretch of their day: the price at
+    any instant (UTC, another offset, naive as UTC, a pandas Timestamp, a
+    microsecond either side of a bound) is what genai-prices' own
+    ``ModelInfo.get_prices`` gives at it, for time-of-day rules the catalogue
+    may hold: a window at a fixed offset and one in a zone whose offset has
+    changed, one that wraps past midnight, one a microsecond long, a dated
+    price beside them. A day's price weights each
+    window by its hours (a window of 22:00 to 02:00 UTC: 4 of 24; 00:30 to
+    08:30 at UTC+8: 8 of 24)."""
+    import random
+    from decimal import Decimal
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from genai_prices import types as gp
+
+    from sim.cost import prices as cost_prices
+
+    def price(usd: int) -> gp.ModelPrice:
+        return gp.ModelPrice(input_mtok=Decimal(usd), output_mtok=Decimal(2 * usd))
+
+    utc8 = datetime.timezone(datetime.timedelta(hours=8))
+    rules = {
+        "utc8": [gp.TimeOfDateConstraint(datetime.time(0, 30, tzinfo=utc8),
+                                         datetime.time(8, 30, tzinfo=utc8))],
+        "wrap": [gp.TimeOfDateConstraint(datetime.time(22), datetime.time(2))],
+        "tiny": [gp.TimeOfDateConstraint(datetime.time(3, 17, 41, 123456),
+                                         datetime.time(3, 17, 41, 123457))],
+        "dated": [gp.StartDateConstraint(datetime.date(2026, 3, 3)),
+                  gp.TimeOfDateConstraint(datetime.time(23, 59, 59), datetime.time(0, 0, 1))],
+    }
+    try:  # a zone whose offset has changed: genai-prices reads a time in it on 1970-01-01
+        singapore = ZoneInfo("Asia/Singapore")  # UTC+7:30 then, UTC+8 since 1982
+        rules["zone"] = [gp.TimeOfDateConstraint(datetime.time(9, tzinfo=singapore),
+                                                 datetime.time(18, tzinfo=singapore))]
+    except ZoneInfoNotFoundError:
+        pass
+    rng = random.Random(7)
+    start = datetime.datetime(2026, 3, 1, tzinfo=datetime.UTC)
+    for name, constraints in rules.items():
+        model = gp.ModelInfo(id=name, match=gp.ClauseEquals(equals=name), prices=[
+            gp.ConditionalPrice(prices=price(1)),
+            *(gp.ConditionalPrice(constraint=c, prices=price(k + 2))
+              for k, c in enumerate(constraints))])
+        monkeypatch.setattr(cost_prices, "_catalogue_model", lambda *_, m=model: m)
+        for cache in (cost_prices._catalogue_tiers, cost_prices._day_tiers,
+                      cost_prices._day_bounds):
+            cache.cache_clear()
+        instants = []
+        for _ in range(400):
+            moment = start + datetime.timedelta(microseconds=rng.randrange(4 * 86_400 * 10**6))
+            instants += [moment, moment.astimezone(utc8), moment.replace(tzinfo=None),
+                         pd.Timestamp(moment)]
+        for c in constraints:
+            if isinstance(c, gp.TimeOfDateConstraint):
+                for bound in (c.start_time, c.end_time):
+                    for day in range(4):
+                        at = datetime.datetime.combine(
+                            start.date() + datetime.timedelta(days=day),
+                            bound if bound.tzinfo else bound.replace(tzinfo=datetime.UTC))
+                        instants += [at + datetime.timedelta(microseconds=d) for d in (-1, 0, 1)]
+        for moment in instants:
+            got = cost_prices.lookup_price_tiers(name, when=moment)
+            assert got.input == float(model.get_prices(moment).input_mtok), (name, moment)
+    for cache in (cost_prices._catalogue_tiers, cost_prices._day_tiers, cost_prices._day_bounds):
+        cache.cache_clear()
+    for name, hours in (("wrap", 4), ("utc8", 8)):
+        model = gp.ModelInfo(id=name, match=gp.ClauseEquals(equals=name), prices=[
+            gp.ConditionalPrice(prices=price(1)),
+            gp.ConditionalPrice(constraint=rules[name][0], prices=price(2))])
+        monkeypatch.setattr(cost_prices, "_catalogue_model", lambda *_, m=model: m)
+        for cache in (cost_prices._day_tiers, cost_prices._day_bounds,
+                      cost_prices._catalogue_tiers):
+            cache.cache_clear()
+        day = cost_prices.lookup_price_tiers(name, when=datetime.date(2026, 3, 2))
+        assert day.input == pytest.approx((hours * 2 + (24 - hours)) / 24, rel=1e-12)
+    for cache in (cost_prices._catalogue_tiers, cost_prices._day_tiers, cost_prices._day_bounds):
+        cache.cache_clear()

@@ -119,17 +119,16 @@ def _least_squares(model: str, cols: dict[str, pd.Series], cost: np.ndarray) -> 
 
 def _listed(model: str, when) -> Prices | None:
     """The catalogue's flat prices of ``model`` on ``when``, a recorded name
-    tried as :func:`sim.cost.prices.catalogue_names` says (as every price
+    read as :func:`sim.cost.prices.catalogue_entry` finds it (as every price
     path does); None when the catalogue does not know it."""
     from sim.cost import lookup_prices
-    from sim.cost.prices import catalogue_names
+    from sim.cost.prices import catalogue_entry
 
-    for name, provider in catalogue_names(model):
-        try:
-            return lookup_prices(name, provider, when=when)
-        except InputError:
-            continue
-    return None
+    entry = catalogue_entry(model)
+    try:
+        return None if entry is None else lookup_prices(*entry, when=when)
+    except InputError:  # priced per token on other days, not on this one
+        return None
 
 
 def _catalogue(model: str, when) -> PriceEstimate:

@@ -58,6 +58,21 @@ def catalogue_names(model: str) -> list[tuple[str, str | None]]:
     return names
 
 
+@lru_cache(maxsize=1024)
+def catalogue_entry(model: str) -> tuple[str, str | None] | None:
+    """The first of :func:`catalogue_names`' ``(model, provider)`` pairs the
+    catalogue prices per token (its entries do not depend on the time; their
+    prices do), None when there is none: found once per recorded name, so
+    pricing each of many runs at its own time searches the catalogue once."""
+    for name, provider in catalogue_names(model):
+        try:
+            lookup_price_tiers(name, provider)
+        except InputError:
+            continue
+        return name, provider
+    return None
+
+
 def prices_day(day: date | str | None = None) -> date:
     """The day whose catalogue prices stand for ``day`` (a date, a datetime:
     its UTC date, or an ISO ``YYYY-MM-DD``; None: today, UTC). Every price read
@@ -161,51 +176,59 @@ def _day_tiers(model_id: str, provider: str | None, cache_ttl: str, day: date) -
     stretches = _day_stretches(model_id, provider, day)
     priced = [(weight, _catalogue_tiers(model_id, provider, cache_ttl, at))
               for weight, at in stretches]
-    return priced[0][1] if len(priced) == 1 else mean_prices(priced)
+    if all(prices == priced[0][1] for _, prices in priced):
+        return priced[0][1]  # one price all day: itself, not a mean's rounding of it
+    return mean_prices(priced)
 
 
-DAY_S = 86_400
-"""Seconds in a (UTC) day."""
+DAY_US = 86_400_000_000
+"""Microseconds in a (UTC) day: the unit of a day's stretches (a
+``datetime``'s own resolution, so every bound and middle is exact)."""
 
 
 @lru_cache(maxsize=256)
-def _day_bounds(model_id: str, provider: str | None) -> tuple[float, ...]:
-    """The seconds of the UTC day at which ``model_id``'s time-of-day prices
-    (genai-prices' ``TimeOfDateConstraint``: start inclusive, end exclusive,
-    either may wrap past midnight) begin or end, with 0 and :data:`DAY_S`,
-    ascending: between two of them its prices on a day hold throughout."""
+def _day_bounds(model_id: str, provider: str | None) -> tuple[int, ...]:
+    """The microseconds of the UTC day at which ``model_id``'s time-of-day
+    prices (genai-prices' ``TimeOfDateConstraint``: start inclusive, end
+    exclusive, either may wrap past midnight) begin or end, with 0 and
+    :data:`DAY_US`, ascending: between two of them its prices on a day hold
+    throughout. A constraint's time of day is read in UTC as genai-prices reads
+    it (naive: UTC; with a time zone: its offset on 1970-01-01)."""
     from genai_prices import types as gp
 
     model = _catalogue_model(model_id, provider)
-    bounds = {0.0, float(DAY_S)}
+    bounds = {0, DAY_US}
     for conditional in model.prices if isinstance(model.prices, list) else ():
         constraint = conditional.constraint
         if isinstance(constraint, gp.TimeOfDateConstraint):
             for moment in (constraint.start_time, constraint.end_time):
-                at = datetime.combine(date(2000, 1, 1), moment if moment.tzinfo else moment.replace(
-                    tzinfo=UTC)).astimezone(UTC)  # naive times are UTC, as genai-prices reads them
-                bounds.add(at.hour * 3600 + at.minute * 60 + at.second + at.microsecond / 1e6)
+                at = datetime.combine(date(1970, 1, 1), moment if moment.tzinfo else
+                                      moment.replace(tzinfo=UTC)).astimezone(UTC)
+                bounds.add(((at.hour * 60 + at.minute) * 60 + at.second) * 1_000_000
+                           + at.microsecond)
     return tuple(sorted(bounds))
 
 
 def _day_stretches(model_id: str, provider: str | None, day: date
                    ) -> list[tuple[float, datetime]]:
-    """``(share of the day, the instant in its middle)`` of each stretch of
-    ``day`` (UTC) between two of :func:`_day_bounds`."""
+    """``(share of the day, an instant inside it)`` of each stretch of ``day``
+    (UTC) between two of :func:`_day_bounds` (the instant :func:`_stretch_instant`
+    gives every instant of the stretch)."""
     midnight = datetime.combine(day, time(), tzinfo=UTC)
-    return [((b - a) / DAY_S, midnight + timedelta(seconds=(a + b) / 2))
+    return [((b - a) / DAY_US, midnight + timedelta(microseconds=a + (b - a) // 2))
             for a, b in pairwise(_day_bounds(model_id, provider))]
 
 
 def _stretch_instant(model_id: str, provider: str | None, when: datetime) -> datetime:
     """The instant in the middle of the stretch of its day (:func:`_day_stretches`)
-    ``when`` falls in (naive: UTC): its prices are ``when``'s, and every instant
-    of a stretch shares one cached lookup."""
+    ``when`` falls in (naive: UTC; rounded down to whole microseconds): its
+    prices are ``when``'s, and every instant of a stretch shares one cached
+    lookup."""
     moment = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
     midnight = datetime.combine(moment.date(), time(), tzinfo=UTC)
     bounds = _day_bounds(model_id, provider)
-    i = bisect_right(bounds, (moment - midnight).total_seconds()) - 1
-    return midnight + timedelta(seconds=(bounds[i] + bounds[i + 1]) / 2)
+    i = bisect_right(bounds, (moment - midnight) // timedelta(microseconds=1)) - 1
+    return midnight + timedelta(microseconds=bounds[i] + (bounds[i + 1] - bounds[i]) // 2)
 
 
 def mean_prices(weighted: Sequence[tuple[float, Prices]]) -> Prices:

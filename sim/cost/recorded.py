@@ -285,22 +285,20 @@ def catalogue(when: date | None = None) -> Listed:
     """The genai-prices catalogue as a price source: a model's prices with
     their tiers at ``when`` (an instant, or a day: its time-of-day prices
     averaged over it, :func:`sim.cost.prices.lookup_prices`; None: today), a
-    recorded name tried as :func:`sim.cost.prices.catalogue_names` says; None
-    when the catalogue lacks it."""
+    recorded name read as :func:`sim.cost.prices.catalogue_entry` finds it;
+    None when the catalogue lacks it."""
     from sim.bad_input import InputError
-    from sim.cost.prices import catalogue_names, lookup_price_tiers
+    from sim.cost.prices import catalogue_entry, lookup_price_tiers
 
     found: dict[str, Prices | None] = {}
 
     def listed(model: str) -> Prices | None:
         if model not in found:
-            found[model] = None
-            for name, provider in catalogue_names(model):
-                try:
-                    found[model] = lookup_price_tiers(name, provider, when=when)
-                    break
-                except InputError:
-                    continue
+            entry = catalogue_entry(model)
+            try:
+                found[model] = None if entry is None else lookup_price_tiers(*entry, when=when)
+            except InputError:  # priced per token on other days, not on this one
+                found[model] = None
         return found[model]
     return listed
 

@@ -56,7 +56,8 @@ def with_billed_reads(records: Sequence[RunRecord | Skip],
     """``records`` (one file's runs and skips, in order) with the cache reads
     their recorded costs imply (module docstring); ``listed``: the price
     source (default: the catalogue at the instant of each model's first run:
-    a time-of-day price is the one it was billed at, not the day's mean)."""
+    a time-of-day price is the one that run was billed at, not the day's mean;
+    the model's later runs are read at the same price)."""
     out = list(records)
     spots: dict[str, list[tuple[RunRecord, int]]] = {}  # per model: (run, call index)
     for record in out:

@@ -52,7 +52,6 @@ import json
 import math
 from collections.abc import Sequence
 from datetime import date
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -299,8 +298,7 @@ def cost_comparison(runs: Any, calls: Any) -> dict[str, Any]:
             continue
         name = model if isinstance(model, str) else run_model[run]
         if isinstance(name, str) and (name, run) not in listed:
-            listed[name, run] = (_tiers(name, _moment(started[run])) if _in_catalogue(name)
-                                 else None)
+            listed[name, run] = _tiers(name, _moment(started[run]))
         tiers = listed[name, run] if isinstance(name, str) else None
         if tiers is None:
             unpriced.add(run)
@@ -378,13 +376,6 @@ def _moment(moment: Any) -> date:
     if moment is None:
         return prices_day()
     return moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment
-
-
-@lru_cache(maxsize=512)
-def _in_catalogue(model: str) -> bool:
-    """Whether the catalogue knows ``model`` (on any day: a name is found or
-    not whatever the time), asked once per model, not once per run."""
-    return _tiers(model, prices_day()) is not None
 
 
 def _tiers(model: str, when: date) -> Any:
