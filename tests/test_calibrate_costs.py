@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from test_calibrate_cli import a_run, write_folder
 
-from sim.calibration.costs import REASON, price_unrecorded
+from sim.calibration.costs import KEPT_FREE, REASON, price_unrecorded
 from sim.calibration.data import load
 from sim.cost import lookup_prices
 from sim.cost.recorded import BASIS_TEXT, FITTED
@@ -30,7 +30,8 @@ def test_zero_cost_runs_are_priced_at_the_catalogue_scaled_to_the_models_recorde
         tmp_path):
     """Runs of a catalogue model recording twice the catalogue's price set the
     scale; its runs recording $0 are priced at twice the catalogue; runs of a
-    model no catalogue knows, all at $0, keep $0; runs with a cost keep it."""
+    model no catalogue knows, all at $0, keep $0 (counted, naming the model);
+    runs with a cost keep it."""
     model = "claude-sonnet-4-5"
     p = lookup_prices(model)
     paid = [priced(i, 4 + i % 5, model, None) for i in range(12)]
@@ -46,7 +47,8 @@ def test_zero_cost_runs_are_priced_at_the_catalogue_scaled_to_the_models_recorde
         assert cost[r.run_id] == 0.0
     for r in paid:
         assert cost[r.run_id] == pytest.approx(r.cost_usd, rel=1e-12)
-    assert out.repaired == {REASON.format(basis=BASIS_TEXT[FITTED]): len(unpaid)}
+    assert out.repaired == {REASON.format(basis=BASIS_TEXT[FITTED]): len(unpaid),
+                            KEPT_FREE.format(models="ft:nobody-knows-me"): len(unknown)}
     assert (traces.runs["cost"] == 0).sum() == len(unpaid) + len(unknown)  # input untouched
 
 

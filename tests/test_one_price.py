@@ -578,3 +578,31 @@ def test_an_instants_price_is_the_catalogues_at_that_instant_for_any_time_of_day
         assert day.input == pytest.approx((hours * 2 + (24 - hours)) / 24, rel=1e-12)
     for cache in (cost_prices._catalogue_tiers, cost_prices._day_tiers, cost_prices._day_bounds):
         cache.cache_clear()
+
+
+def test_calibrate_says_which_runs_keep_an_untrustworthy_zero_and_why(tmp_path):
+    """Runs of a model no price list has, recording $0 while using tokens (an
+    exporter that lacked the model's price, as tau2's fine-tuned gpt-4.1's
+    140 runs do): nothing prices them, so their $0 stays, and calibrate says
+    so, naming the model (it counted only the runs it repriced). The world's
+    price of such a model says its runs were all $0, not "least squares
+    ... R^2 1.0000"."""
+    from sim.calibration import jobs
+    from sim.calibration.prices import estimate_prices
+
+    own, paid = "ft:acme-own-model", "gpt-4o"
+    runs = [_run(f"own{i}", own, [_call(own, 1000 + i, 100, 0.0, 1)], 0.0) for i in range(6)]
+    runs += [_run(f"paid{i}", paid, [_call(paid, 1000, 100, 0.0035, 1)], 0.0035)
+             for i in range(6)]
+    runs.append(_run("zero", paid, [_call(paid, 2000, 200, 0.0, 1)], 0.0))
+    traces = jobs.build(jobs.Spec(write_folder(tmp_path / "t", runs), 2, 0, None)).traces
+    kept = {why: n for why, n in traces.repaired.items() if "kept at $0" in why}
+    assert list(kept.values()) == [6] and own in next(iter(kept))
+    assert {why: n for why, n in traces.repaired.items() if why not in kept} == {
+        "runs recording $0 while using tokens (or no cost), priced at fitted prices (the "
+        "catalogue scaled to the model's recorded costs)": 1}
+    cost = dict(zip(traces.runs["run_id"], traces.runs["cost"], strict=True))
+    assert all(cost[f"own{i}"] == 0.0 for i in range(6)) and cost["zero"] > 0
+    estimate = estimate_prices(traces, [own])[own]
+    assert (estimate.input, estimate.output) == (0.0, 0.0)
+    assert "all $0 although they used tokens" in estimate.source

@@ -29,6 +29,12 @@ from sim.harness.prices import Prices
 REASON = ("runs recording $0 while using tokens (or no cost), priced {basis}")
 """The ``Traces.repaired`` reason, per basis."""
 
+KEPT_FREE = ("runs recording $0 while using tokens, kept at $0: no price list has their "
+             "model ({models}; right for a self-hosted model, but an exporter that lacked the "
+             "price records $0 too: then re-export with the cost, or give the model's prices "
+             "in the written scenario's harness.model_prices)")
+"""The ``Traces.repaired`` reason of runs whose untrustworthy $0 stays: nothing prices them."""
+
 
 def run_prices(traces: Traces, listed: Listed | None = None, scenario: Prices | None = None,
                when: date | None = None) -> RunPrices:
@@ -58,19 +64,26 @@ def price_unrecorded(traces: Traces, when: date | None = None,
                      listed: Listed | None = None, scenario: Prices | None = None) -> Traces:
     """``traces`` with each run's ``cost`` its one price (:func:`run_prices`)
     where that is not its recorded cost and is known; unchanged when no run's
-    changes. ``Traces.repaired`` counts the runs repriced per basis."""
+    changes. ``Traces.repaired`` counts the runs repriced per basis, and the
+    runs whose untrustworthy $0 (tokens used) stays because nothing prices
+    their model (:data:`KEPT_FREE`, naming the models)."""
     priced = run_prices(traces, listed, scenario, when)
     usd, bases = np.array(priced.usd, dtype=float), priced.basis
     change = [i for i, b in enumerate(bases) if b not in (RECORDED, UNPRICED)
               and np.isfinite(usd[i])]
-    if not change:
+    recorded = traces.runs["cost"].to_numpy(float)
+    free = [i for i, b in enumerate(bases) if b == UNPRICED and recorded[i] == 0]
+    if not change and not free:
         return traces
     runs = traces.runs.copy()
-    cost = runs["cost"].to_numpy(float).copy()
+    cost = recorded.copy()
     cost[change] = usd[change]
     runs["cost"] = cost
     out = Traces(traces.folder, runs, traces.calls, dict(traces.dropped), dict(traces.repaired),
                  traces.subagent_calls)
     for basis, n in Counter(bases[i] for i in change).items():
         out.repaired[REASON.format(basis=BASIS_TEXT[basis])] = n
+    if free:
+        models = sorted({str(m) for m in runs["model"].to_numpy(object)[free]})
+        out.repaired[KEPT_FREE.format(models=", ".join(models))] = len(free)
     return out

@@ -106,6 +106,12 @@ def _least_squares(model: str, cols: dict[str, pd.Series], cost: np.ndarray) -> 
     used = [k for k, v in cols.items() if (v > 0).any()]
     a = np.column_stack([cols[k].to_numpy(float) / 1e6 for k in used])
     coef, _ = nnls(a, cost)
+    if not cost.any() and a.any():  # every run $0 although it used tokens
+        return PriceEstimate(model, 0.0, 0.0, 0.0, 0.0,
+                             f"the recorded costs of {len(cost)} runs, all $0 although they "
+                             f"used tokens, and no price list has the model: free in this "
+                             f"world (right for a self-hosted model; if an exporter lacked its "
+                             f"price, give its prices here)")
     prices = dict(zip(used, (float(v) for v in coef), strict=True))
     prices.setdefault("input", 0.0)
     prices.setdefault("output", 0.0)
