@@ -70,12 +70,14 @@ class Context:
     itself when the sample is every run) and the fold of each of them
     (``fold_of``, in the sample's run order): the folds are dealt over the
     sample, so their fits, simulations and held-out comparisons take a time
-    that does not grow with the traces."""
+    that does not grow with the traces; ``prices_date``, the traces' day
+    (:func:`prices_date`), which prices the runs and the fits."""
 
     traces: Traces
     fold_of: np.ndarray
     sampled: np.ndarray
     sample: Traces
+    prices_date: str | None = None
 
 
 _CONTEXTS: dict[Spec, Context] = {}
@@ -84,12 +86,12 @@ _CONTEXTS: dict[Spec, Context] = {}
 def build(spec: Spec) -> Context:
     """Read the traces of ``spec``, draw their sample and deal its folds."""
     traces = load(spec.folder, keep_empty=True)  # a run that failed before its first reply
-    # a $0 recorded for a run that used tokens, priced on the traces' day as the fit's prices are
-    traces = price_unrecorded(traces, prices_day(prices_date(spec.folder)))
+    day = prices_date(spec.folder)
+    traces = price_unrecorded(traces, prices_day(day))  # a $0 recorded for a run that used tokens
     sampled = draw(traces.runs["model"].to_numpy(object), traces.runs["category"].to_numpy(object),
                    spec.per_model, fl.seed_for(spec.seed, "sample"))
     sample = traces if sampled.all() else traces.subset(traces.runs["run_id"].to_numpy()[sampled])
-    return Context(traces, fl.assign(sample, spec.folds, spec.seed), sampled, sample)
+    return Context(traces, fl.assign(sample, spec.folds, spec.seed), sampled, sample, day)
 
 
 def install(spec: Spec) -> Context:

@@ -137,7 +137,7 @@ def _calibrate(spec: Spec, ctx: Context, *, classes: int | str | None, by: str |
     # the jobs print nothing (parallel folds would interleave): this process
     # shows one bar per phase (sim.progress: one line per tenth off a terminal)
     settings = Settings(evaluations=evaluations, search_runs=search_runs, sim_ratio=sim_ratio,
-                        name=name, prices_date=jb.prices_date(traces.folder), progress=False)
+                        name=name, prices_date=ctx.prices_date, progress=False)
     fixed = st.forced(classes, by)
     structures = [fixed] if fixed is not None else st.candidates(traces)
     with make_scheduler(scheduler, workers) as pool:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sim.bad_input import InputError
 from sim.calibration.data import Traces
 from sim.harness.prices import Prices
 
@@ -124,17 +123,14 @@ def _least_squares(model: str, cols: dict[str, pd.Series], cost: np.ndarray) -> 
 
 
 def _listed(model: str, when) -> Prices | None:
-    """The catalogue's flat prices of ``model`` on ``when``, a recorded name
-    read as :func:`sim.cost.prices.catalogue_entry` finds it (as every price
-    path does); None when the catalogue does not know it."""
-    from sim.cost import lookup_prices
-    from sim.cost.prices import catalogue_entry
+    """The catalogue's flat prices of ``model`` on ``when`` (those below its
+    first tier), read by the one catalogue source every price path uses
+    (:func:`sim.cost.recorded.catalogue`); None when the catalogue does not
+    know it."""
+    from sim.cost.recorded import catalogue
 
-    entry = catalogue_entry(model)
-    try:
-        return None if entry is None else lookup_prices(*entry, when=when)
-    except InputError:  # priced per token on other days, not on this one
-        return None
+    tiers = catalogue(when)(model)
+    return None if tiers is None else tiers.base
 
 
 def _catalogue(model: str, when) -> PriceEstimate:

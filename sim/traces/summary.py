@@ -364,9 +364,7 @@ def _values(column: Any) -> list:
 def _day(moment: Any) -> date:
     """The day of the prices (:func:`sim.cost.prices.prices_day`) of ``moment``
     (a timestamp; None: today)."""
-    if moment is None:
-        return prices_day()
-    return prices_day(moment.to_pydatetime() if hasattr(moment, "to_pydatetime") else moment)
+    return prices_day(_moment(moment))
 
 
 def _moment(moment: Any) -> date:
