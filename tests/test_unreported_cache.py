@@ -289,3 +289,43 @@ def test_a_tau2_file_whose_bill_the_catalogue_cannot_give_is_flagged(tmp_path):
     (flag,) = [f for f in summary["flags"] if f["flag"] == "cache_convention_undetermined"]
     assert flag["runs"] == report.runs
     assert "deepseek/deepseek-chat's usage does not split the prompt" in flag["what"]
+
+
+def test_each_call_is_read_at_the_price_of_the_hour_it_was_billed():
+    """Runs of a model with an off-peak price (the catalogue's deepseek-chat),
+    started either side of the switch, each call billed at the price of its
+    own instant (its run's start plus its offset): every call's reads are
+    found. Read at one price for all (the first run's), the calls after the
+    switch cost what no read gives at it, and the model is left undetermined."""
+    from datetime import UTC, datetime, timedelta
+
+    from sim.cost.recorded import catalogue
+    from sim.traces.billed_reads import CONVENTION, call_instant, with_billed_reads
+    from sim.traces.model import CallRecord, RunRecord
+    from sim.traces.schema import UNDETERMINED
+
+    model, first = "deepseek-chat", datetime(2026, 3, 20, 15, 50, tzinfo=UTC)
+    assert catalogue(first)(model) != catalogue(first + timedelta(hours=1))(model)
+    usages, _, reads = _billed(GPT41, 60, seed=3)
+    runs = []
+    for i in range(30):  # a run every 3 minutes, its second call 100 s in: 15:50 to 17:17
+        calls = [CallRecord(u, model=model, started_s=100.0 * k)
+                 for k, u in enumerate(usages[2 * i: 2 * i + 2])]
+        runs.append(RunRecord(f"r{i}", "tau2", "f", calls, started_at=first + timedelta(
+            minutes=3 * i)))
+    for i, run in enumerate(runs):
+        for k, call in enumerate(run.calls):
+            prices, read = catalogue(call_instant(run, k))(model), int(reads[2 * i + k])
+            run.calls[k] = CallRecord(call.usage, model=model, started_s=call.started_s,
+                                      cost_usd=round(prices.call_cost(
+                                          call.usage.input_tokens - read,
+                                          call.usage.output_tokens, read), 9))
+    one_price = catalogue(first)
+    at_once = with_billed_reads([RunRecord(r.run_id, r.source, r.file, list(r.calls),
+                                           started_at=r.started_at) for r in runs],
+                                listed=one_price)
+    assert all(r.conventions[CONVENTION[0]].startswith(UNDETERMINED) for r in at_once)
+    out = with_billed_reads(runs)
+    assert all(r.conventions == {CONVENTION[0]: CONVENTION[1]} for r in out)
+    found = np.array([c.usage.cache_read_tokens for r in out for c in r.calls])
+    assert np.abs(found - reads).max() <= 1

@@ -93,25 +93,40 @@ class ModelReads:
     share: float
 
 
-def _implied(prices: Prices, usages: Sequence[Usage], costs: Sequence[float | None]
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Each call's implied share (:func:`implied_share`; NaN without a
-    trustworthy cost) and its prompt (tokens; 0 without one)."""
+CallPrices = Prices | Sequence[Prices] | None
+"""A model's listed prices for its calls: one for all, one per call (each at
+the instant the call was billed: a time-of-day price), or None (unknown)."""
+
+
+def _per_call(prices: CallPrices, calls: int) -> Sequence[Prices] | None:
+    """``prices`` as one per call (None: unknown)."""
+    if prices is None or isinstance(prices, Prices):
+        return None if prices is None else [prices] * calls
+    if len(prices) != calls:
+        raise ValueError(f"{len(prices)} prices for {calls} calls")
+    return prices
+
+
+def _implied(prices: Sequence[Prices], usages: Sequence[Usage],
+             costs: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Each call's implied share at its prices (:func:`implied_share`; NaN
+    without a trustworthy cost) and its prompt (tokens; 0 without one)."""
     shares = np.full(len(usages), np.nan)
     prompts = np.zeros(len(usages))
-    for i, (u, cost) in enumerate(zip(usages, costs, strict=True)):
+    for i, (u, cost, listed) in enumerate(zip(usages, costs, prices, strict=True)):
         if cost is not None and trusted(cost, u):  # a $0 call of no tokens: no prompt, no share
             prompts[i] = u.input_tokens
-            shares[i] = implied_share(prices, u.input_tokens, u.output_tokens,
+            shares[i] = implied_share(listed, u.input_tokens, u.output_tokens,
                                       u.thinking_tokens, cost)
     return shares, prompts
 
 
-def _unsplit(prices: Prices, usages: Sequence[Usage]) -> bool:
+def _unsplit(prices: Sequence[Prices], usages: Sequence[Usage]) -> bool:
     """Whether the calls leave out a split their provider bills: automatic
-    caching's ``prices`` and no call recording a cache read or write."""
-    return automatic(prices) and not any(u.cache_read_tokens or u.cache_write_tokens
-                                         for u in usages)
+    caching's prices (at every call's instant) and no call recording a cache
+    read or write."""
+    return all(automatic(p) for p in {id(p): p for p in prices}.values()) and not any(
+        u.cache_read_tokens or u.cache_write_tokens for u in usages)
 
 
 def _consistent(shares: np.ndarray) -> float:
@@ -121,17 +136,18 @@ def _consistent(shares: np.ndarray) -> float:
     return float(inside.mean()) if costed.size else 0.0
 
 
-def untold(prices: Prices | None, usages: Sequence[Usage], costs: Sequence[float | None]
+def untold(prices: CallPrices, usages: Sequence[Usage], costs: Sequence[float | None]
            ) -> str | None:
     """Why a model's recorded costs do not tell the cache reads its usage
     leaves out (a clause: too few calls with a trustworthy cost, or costs the
     listed prices cannot give), or None when there is nothing untold: the
     source splits the prompt, the model's prices are not automatic caching's
     (or are unknown), or :func:`model_reads` can read the costs (reads found,
-    or none)."""
-    if prices is None or not _unsplit(prices, usages):
+    or none). ``prices`` as :func:`model_reads` takes them."""
+    each = _per_call(prices, len(usages))
+    if each is None or not _unsplit(each, usages):
         return None
-    shares, _ = _implied(prices, usages, costs)
+    shares, _ = _implied(each, usages, costs)
     n = int(np.isfinite(shares).sum())
     if n == 0:
         return f"none of its {len(usages)} calls records a trustworthy cost"
@@ -147,15 +163,17 @@ def untold(prices: Prices | None, usages: Sequence[Usage], costs: Sequence[float
     return None
 
 
-def model_reads(model: str, prices: Prices | None, usages: Sequence[Usage],
+def model_reads(model: str, prices: CallPrices, usages: Sequence[Usage],
                 costs: Sequence[float | None]) -> ModelReads | None:
     """The cache reads ``model``'s calls (their ``usages`` and recorded
-    ``costs``, USD, None: not recorded) imply at its listed ``prices`` (None:
-    unknown), or None when they do not tell them (module docstring;
-    :func:`untold` says why not)."""
-    if prices is None or not _unsplit(prices, usages):
+    ``costs``, USD, None: not recorded) imply at its listed ``prices`` (one
+    for every call, or each call's own: the price at the instant it was
+    billed; None: unknown), or None when they do not tell them (module
+    docstring; :func:`untold` says why not)."""
+    each = _per_call(prices, len(usages))
+    if each is None or not _unsplit(each, usages):
         return None
-    shares, prompts = _implied(prices, usages, costs)
+    shares, prompts = _implied(each, usages, costs)
     costed = np.isfinite(shares)
     n = int(costed.sum())
     if n < MIN_CALLS or _consistent(shares) < CONSISTENT:

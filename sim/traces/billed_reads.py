@@ -8,16 +8,19 @@ tokens at the cache price. :func:`with_billed_reads` gives such calls the
 reads their recorded costs imply (:func:`sim.cost.unreported_cache.model_reads`:
 automatic caching's prices, no call of the model recording a cache count, at
 least 95% of its costed calls consistent with the listed prices), model by
-model over one file's runs, at the catalogue's prices on the day of the
-model's first run. Each call so read has ``cache_read_tokens`` the tokens it
-read and ``input_tokens`` the rest of its prompt, both with provenance
-``derived`` (computed from recorded figures: the cost and the prompt), and
-its run says so in its ``conventions`` (counted per source in
-``import.json``). The tau2 importer reads each file so; the observability formats gathered
-across files (Langfuse, LangSmith, the OpenTelemetry dialects) are read so
-format by format over the whole import (Claude Code and OpenHands record the
-split). A source that
-splits the prompt, or bills cache writes at a surcharge, is left as it is.
+model over one file's runs, each call at the catalogue's price at the
+instant it was made (its run's start plus its own offset; the run's start
+where the call has none): a time-of-day price, DeepSeek's off-peak
+discount say, is the one that call was billed at. Each call so read has
+``cache_read_tokens`` the tokens it read and ``input_tokens`` the rest of
+its prompt, both with provenance ``derived`` (computed from recorded
+figures: the cost and the prompt), and its run says so in its
+``conventions`` (counted per source in ``import.json``). The tau2 importer
+reads each file so; the observability formats gathered across files
+(Langfuse, LangSmith, the OpenTelemetry dialects) are read so format by
+format over the whole import (Claude Code and OpenHands record the split).
+A source that splits the prompt, or bills cache writes at a surcharge, is
+left as it is.
 Where a model's prices are automatic caching's, its usage does not split the
 prompt and its costs cannot tell the reads (too few calls with a trustworthy
 cost, or costs the listed prices cannot give: a price the catalogue does not
@@ -34,13 +37,15 @@ tell keep their counts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sim.cost.recorded import Listed, catalogue
-from sim.cost.unreported_cache import model_reads, untold
+from sim.cost.unreported_cache import CallPrices, automatic, model_reads, untold
 from sim.harness.messages import Usage
+from sim.harness.prices import Prices
 from sim.traces.model import CallRecord, RunRecord
 from sim.traces.schema import DERIVED, UNDETERMINED, UNKNOWN
 from sim.traces.skips import Skip
@@ -55,9 +60,8 @@ def with_billed_reads(records: Sequence[RunRecord | Skip],
                       listed: Listed | None = None) -> list[RunRecord | Skip]:
     """``records`` (one file's runs and skips, in order) with the cache reads
     their recorded costs imply (module docstring); ``listed``: the price
-    source (default: the catalogue at the instant of each model's first run:
-    a time-of-day price is the one that run was billed at, not the day's mean;
-    the model's later runs are read at the same price)."""
+    source, one price for every call (default: the catalogue at each call's
+    instant, :func:`call_prices`)."""
     out = list(records)
     spots: dict[str, list[tuple[RunRecord, int]]] = {}  # per model: (run, call index)
     for record in out:
@@ -69,8 +73,8 @@ def with_billed_reads(records: Sequence[RunRecord | Skip],
     for model, found_at in spots.items():
         if not model:
             continue
-        prices = (listed or catalogue(_first_start([run for run, _ in found_at])))(model)
         calls = [run.calls[j] for run, j in found_at]
+        prices = listed(model) if listed is not None else call_prices(model, found_at)
         usages, costs = [c.usage for c in calls], [c.cost_usd for c in calls]
         found = model_reads(model, prices, usages, costs)
         if found is None:
@@ -100,7 +104,39 @@ def _read(call: CallRecord, read: int) -> CallRecord:
         **call.provenance, "input_tokens": DERIVED, "cache_read_tokens": DERIVED})
 
 
-def _first_start(runs: Sequence[RunRecord]) -> datetime | None:
-    """The earliest start among ``runs`` (None when none records one)."""
-    starts = [r.started_at for r in runs if r.started_at]
-    return min(starts) if starts else None
+def call_prices(model: str, found_at: Sequence[tuple[RunRecord, int]]
+                ) -> CallPrices:
+    """``model``'s catalogue prices for each of its calls (``(run, call
+    index)``) at the instant the call was made (:func:`call_instant`; today
+    where no time is recorded), or None when the catalogue lacks the model.
+    Only a model whose calls the bill could tell (automatic caching's prices,
+    no recorded split) is priced call by call; for any other one price is
+    enough to say so."""
+    first = catalogue(call_instant(*found_at[0]))(model)
+    if first is None or not automatic(first) or any(
+            run.calls[j].usage.cache_read_tokens or run.calls[j].usage.cache_write_tokens
+            for run, j in found_at):
+        return first
+    listed: dict[datetime | None, Prices | None] = {}
+    each: list[Prices] = []
+    for run, j in found_at:
+        when = call_instant(run, j)
+        if when not in listed:
+            listed[when] = catalogue(when)(model)
+        price = listed[when]
+        if price is None:  # not priced per token at this instant
+            return None
+        each.append(price)
+    return each
+
+
+def call_instant(run: RunRecord, j: int) -> datetime | None:
+    """When ``run``'s call ``j`` was made: the run's start plus the call's
+    ``started_s`` (seconds), the run's start where the call records no
+    offset, None where the run records no start."""
+    if run.started_at is None:
+        return None
+    offset = run.calls[j].started_s
+    if offset is None or not math.isfinite(offset):
+        return run.started_at
+    return run.started_at + timedelta(seconds=offset)
