@@ -263,3 +263,19 @@ def test_a_lone_surrogate_in_a_run_id_imports_or_fails_with_an_input_error(
     else:
         assert report.runs >= 1
         json.loads((tmp_path / "out" / "import.json").read_text())  # written, and JSON
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:01+05:00", "9999-12-31T23:00:00-05:00"])
+def test_a_time_whose_zone_takes_it_out_of_range_is_no_time(tmp_path: Path, when: str) -> None:
+    """An ISO time that is valid where it was written but not in UTC (the
+    year 1 east of Greenwich, the year 9999 west of it) reads as no time: the
+    run imports without a start, never a traceback (it raised OverflowError
+    from every importer that reads ISO times)."""
+    from sim.traces.model import parse_utc
+
+    assert parse_utc(when) is None
+    run = {**json.loads(json.dumps(GOOD_SIM)), "start_time": when}
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(tau2_doc(run)))
+    report = import_traces([path], tmp_path / "out")
+    assert report.runs == 1

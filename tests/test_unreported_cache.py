@@ -329,3 +329,21 @@ def test_each_call_is_read_at_the_price_of_the_hour_it_was_billed():
     assert all(r.conventions == {CONVENTION[0]: CONVENTION[1]} for r in out)
     found = np.array([c.usage.cache_read_tokens for r in out for c in r.calls])
     assert np.abs(found - reads).max() <= 1
+
+
+def test_a_call_instant_out_of_bounds_is_its_run_start():
+    """A call offset the writer would refuse (negative, not finite, over a
+    year, past the year 9999) is read at its run's start, never raised."""
+    from datetime import UTC, datetime
+
+    from sim.traces.billed_reads import call_instant
+    from sim.traces.model import CallRecord, RunRecord
+
+    usage = Usage(100, 10, 0, 0, 0)
+    for start in (datetime(2026, 3, 20, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)):
+        for offset in (-5.0, float("nan"), float("inf"), 1e300, 4e7):
+            run = RunRecord("r", "tau2", "f", [CallRecord(usage, started_s=offset)],
+                            started_at=start)
+            assert call_instant(run, 0) == start
+    run = RunRecord("r", "tau2", "f", [CallRecord(usage, started_s=90.0)])
+    assert call_instant(run, 0) is None

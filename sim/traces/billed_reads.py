@@ -37,7 +37,6 @@ tell keep their counts.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -47,7 +46,7 @@ from sim.cost.unreported_cache import CallPrices, automatic, model_reads, untold
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
 from sim.traces.model import CallRecord, RunRecord
-from sim.traces.schema import DERIVED, UNDETERMINED, UNKNOWN
+from sim.traces.schema import DERIVED, MAX_SECONDS, UNDETERMINED, UNKNOWN
 from sim.traces.skips import Skip
 
 CONVENTION = ("cache_read_tokens",
@@ -133,10 +132,12 @@ def call_prices(model: str, found_at: Sequence[tuple[RunRecord, int]]
 def call_instant(run: RunRecord, j: int) -> datetime | None:
     """When ``run``'s call ``j`` was made: the run's start plus the call's
     ``started_s`` (seconds), the run's start where the call records no
-    offset, None where the run records no start."""
-    if run.started_at is None:
-        return None
-    offset = run.calls[j].started_s
-    if offset is None or not math.isfinite(offset):
-        return run.started_at
-    return run.started_at + timedelta(seconds=offset)
+    offset or one outside ``[0, MAX_SECONDS]`` (the files are read before
+    their values are bounded), None where the run records no start."""
+    start, offset = run.started_at, run.calls[j].started_s
+    if start is None or offset is None or not 0.0 <= offset <= MAX_SECONDS:
+        return start
+    try:
+        return start + timedelta(seconds=offset)
+    except OverflowError:  # a start near the year 9999
+        return start

@@ -399,7 +399,8 @@ def utc_from_unix(seconds: float | None) -> datetime | None:
 
 def parse_utc(value: Any) -> datetime | None:
     """An ISO 8601 string (or a datetime) as a UTC datetime, a naive time taken
-    as UTC; None when missing or not a time."""
+    as UTC; None when missing, not a time, or not one in UTC (a time zone's
+    offset taking it before the year 1 or past 9999)."""
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
@@ -407,7 +408,10 @@ def parse_utc(value: Any) -> datetime | None:
             return None
     if not isinstance(value, datetime):
         return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        return None
 
 
 def content_text(content: Any) -> str | None:
