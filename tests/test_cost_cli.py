@@ -154,3 +154,16 @@ def test_missing_run_shape_is_an_argparse_error():
     with pytest.raises(SystemExit) as caught:
         parse(["--prefix", "1", "--per-step", "1", "--output", "1"])
     assert caught.value.code == 2
+
+
+def test_amounts_past_28_digits_and_beyond_a_float_print_without_error(capsys):
+    """A run of a trillion steps costs more dollars than Decimal's default 28
+    digits hold at four places: printed in full (it raised InvalidOperation),
+    and an infinite amount prints as $inf."""
+    from sim.api.costing import _usd
+
+    assert _usd(1.5e30, 4) == "$1,500,000,000,000,000,000,000,000,000,000.0000"
+    assert _usd(float("inf"), 2) == "$inf" and _usd(0.125, 2) == "$0.13"
+    out = run(["--steps", "1000000000000", "--prefix", "0", "--per-step", "1000000",
+               "--output", "0", "--prices", "seed001"], capsys)
+    assert "cost: $1,499,999,999,998,500,000,000,000.00" in out

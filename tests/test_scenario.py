@@ -630,3 +630,17 @@ def test_an_arrivals_symlink_loop_exits_2_with_the_field(tmp_path, capsys):
                          "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {path}: des.arrivals.path: cannot read")
+
+
+def test_an_integer_of_thousands_of_digits_is_refused_naming_its_field(tmp_path) -> None:
+    """An integer longer than Python reads (4,300 digits: a ValueError from
+    the YAML loader) or than sim reads (300) is an input error naming its
+    dotted path, in a file and in ``--set``."""
+    from sim.bad_input import InputError
+    from sim.scenario.safeyaml import parse
+
+    for digits in (301, 5_000):
+        with pytest.raises(InputError, match=f"{digits:,} characters") as refused:
+            parse("harness:\n  budgets:\n    steps: " + "9" * digits + "\n", "s.yaml")
+        assert refused.value.path == "harness.budgets.steps"
+    assert parse("steps: " + "9" * 300)["steps"] == int("9" * 300)

@@ -279,3 +279,46 @@ def test_a_time_whose_zone_takes_it_out_of_range_is_no_time(tmp_path: Path, when
     path.write_text(json.dumps(tau2_doc(run)))
     report = import_traces([path], tmp_path / "out")
     assert report.runs == 1
+
+
+def test_integers_no_float_holds_import_without_a_traceback(tmp_path: Path) -> None:
+    """Real files (a tau2 run file, a mini-swe-agent trajectory, a LangSmith
+    export line) with one JSON integer of 401 digits where they hold a cost, a
+    timestamp or a start (a float's range ends at 1.8e308) import: the value
+    is read as a float that every bound and repair sees (it raised
+    OverflowError converting it)."""
+    import re
+
+    from traces_helpers import data_folder
+
+    huge = "1" + "0" * 400
+    tau2 = next(Path(data_folder("tau2", "raw")).glob("data_simulations_*.json.gz"))
+    mini = next(Path(data_folder("mini-swe-agent")).glob("*.traj.json.gz"))
+    for source, key, name in ((tau2, "cost", "tau2.json"), (mini, "timestamp", "m.traj.json")):
+        text = gzip.decompress(source.read_bytes()).decode("utf-8")
+        changed = re.sub(rf'"{key}": [0-9.e+-]+', f'"{key}": {huge}', text, count=2)
+        assert changed != text
+        (tmp_path / name).write_text(changed)
+    (tmp_path / "ls.jsonl").write_text(json.dumps({"post": [{
+        "id": "r0", "trace_id": "r0", "run_type": "llm", "name": "a", "start_time": 0,
+        "outputs": {"llm_output": {"token_usage": {"prompt_tokens": 5, "completion_tokens": 1}}},
+    }]}).replace('"start_time": 0', f'"start_time": {huge}') + "\n")
+    for name in ("tau2.json", "m.traj.json", "ls.jsonl"):
+        try:
+            report = import_traces([tmp_path / name], tmp_path / f"out_{name}")
+        except InputError as error:  # nothing usable: refused, named
+            assert name in str(error)
+        else:
+            assert report.runs >= 1
+
+
+def test_a_path_that_is_not_utf8_is_a_usage_error_naming_its_option(tmp_path, capsys) -> None:
+    """A file name of bytes no encoding reads (Python passes it with a lone
+    surrogate, which Arrow cannot open) is exit 2 naming the option, for an
+    option and for a positional argument."""
+    scenario = str(Path(__file__).parents[1] / "scenarios" / "bounded.yaml")
+    bad = os.fsdecode(os.fsencode(str(tmp_path)) + b"/out\xff")
+    assert sim.cli.main(["run", scenario, "--out", bad, "--tasks", "5"]) == 2
+    assert "--out:" in capsys.readouterr().err
+    assert sim.cli.main(["traces", "summary", bad]) == 2
+    assert "is not UTF-8 text" in capsys.readouterr().err

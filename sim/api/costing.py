@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, cast
 
 from sim.bad_input import InputError
@@ -221,6 +221,12 @@ def _prices_text(p: Prices) -> str:
 
 
 def _usd(value: float, places: int) -> str:
-    """USD rounded half-up from the shortest decimal form of ``value``."""
-    amount = Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    """USD rounded half-up from the shortest decimal form of ``value``, with
+    every digit a large amount has (``$inf`` past a float's range)."""
+    if not math.isfinite(value):
+        return f"${value}"
+    exact = Decimal(repr(value))
+    with localcontext() as context:
+        context.prec = max(context.prec, exact.adjusted() + places + 2)
+        amount = exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
     return f"${amount:,}"

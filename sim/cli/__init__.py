@@ -122,6 +122,24 @@ def _log_to_stderr(verbose: int) -> None:
     logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
 
 
+def _not_text(args: argparse.Namespace, argv: list[str]) -> str | None:
+    """What is wrong with the first argument that is not text (a file name of
+    bytes no encoding reads, which Python hands over with lone surrogates:
+    Arrow, which opens every table, takes UTF-8 names only), or None."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(item, str):
+                continue
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                option = "--" + name.replace("_", "-")
+                label = option if any(a.startswith(option) for a in argv) else name
+                return (f"{label}: {item!r} is not UTF-8 text (a name of bytes no encoding "
+                        f"reads); sim reads and writes files by UTF-8 names: rename it")
+    return None
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -136,6 +154,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         return int(done.code or 0)
     if args.command is None:
         parser.print_help(sys.stderr)
+        return 2
+    not_text = _not_text(args, argv)
+    if not_text:
+        report_error("usage", not_text, as_json)
         return 2
     verbose = getattr(args, "verbose", 0) or 0
     _log_to_stderr(verbose)

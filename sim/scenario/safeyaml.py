@@ -1,6 +1,6 @@
 """Reading YAML that someone else wrote: PyYAML's safe loader, made strict.
 
-:func:`parse` differs from ``yaml.safe_load`` in four ways, each a way a
+:func:`parse` differs from ``yaml.safe_load`` in five ways, each a way a
 document could otherwise mislead or hang the loader:
 
 * a key repeated in one mapping is an error naming its dotted path and both
@@ -12,7 +12,9 @@ document could otherwise mislead or hang the loader:
   passes it (an alias bomb is refused in milliseconds, not expanded), and so
   is an alias inside its own anchor (a recursive document);
 * numbers in exponent form without a dot or a signed exponent (``1e6``,
-  ``1.0e12``) are floats, as in YAML 1.2, not strings.
+  ``1.0e12``) are floats, as in YAML 1.2, not strings;
+* an integer longer than :data:`LONGEST_INT` characters is an error naming
+  its path (Python would raise a ValueError past 4,300 digits).
 
 Errors are :class:`~sim.bad_input.InputError` naming the source, and the dotted
 path where one is known.
@@ -32,6 +34,10 @@ from sim.scenario.limits import MAX_DEPTH, MAX_NODES, join
 
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 _MERGE = "tag:yaml.org,2002:merge"
+_INT = "tag:yaml.org,2002:int"
+LONGEST_INT = 300
+"""Characters of the longest integer read (Python refuses to read one of more
+than 4,300 digits, with a ValueError; no figure of a scenario comes near)."""
 
 
 class _Refused(yaml.YAMLError):
@@ -92,6 +98,10 @@ class StrictLoader(yaml.SafeLoader):
                            "(a recursive document)", self._where() or "(top level)")
         elif isinstance(node, ScalarNode):
             size, depth = 1, 1
+            if node.tag == _INT and len(node.value) > LONGEST_INT:
+                raise _Refused(f"an integer of {len(node.value):,} characters (sim reads "
+                               f"integers of at most {LONGEST_INT})",
+                               self._where() or "(top level)")
         else:
             children = (node.value if isinstance(node, SequenceNode)
                         else [n for pair in node.value for n in pair])

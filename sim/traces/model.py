@@ -129,7 +129,8 @@ __all__ = [
     "SUBAGENT_CALL_COLUMNS", "TOKEN_COLUMNS", "TOOL_CALL_FIELDS", "TOOL_CALL_TYPE",
     "USAGE_ATTRIBUTES", "ToolCallRecord", "Usage", "approx_tokens", "as_dict", "as_list",
     "canonical_arguments",
-    "canonical_json", "content_text", "finite_or_none", "is_trace_folder", "joined_sha256",
+    "bounded_int", "canonical_json", "content_text", "finite_or_none", "is_trace_folder",
+    "joined_sha256",
     "load_tables", "parse_utc", "read_traces", "sha256_text", "tool_result", "utc_from_unix",
 ]
 
@@ -395,6 +396,19 @@ def utc_from_unix(seconds: float | None) -> datetime | None:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError, TypeError):
         return None
+
+
+LONGEST_INT = 300
+"""Digits of the longest JSON integer read as an integer; a longer one is read
+as a float (``inf`` past 1.8e308): every figure a trace holds is bounded far
+below, and an integer no float can hold made the arithmetic on it raise
+(a timestamp of 400 digits, a cost of 10^400)."""
+
+
+def bounded_int(text: str) -> int | float:
+    """A JSON integer's text as Python reads it (``json``'s ``parse_int``):
+    an int, or a float when longer than :data:`LONGEST_INT` digits."""
+    return int(text) if len(text) <= LONGEST_INT else float(text)
 
 
 def parse_utc(value: Any) -> datetime | None:

@@ -105,6 +105,7 @@ from sim.traces.model import (
     approx_tokens,
     as_dict,
     as_list,
+    bounded_int,
     parse_utc,
     sha256_text,
     utc_from_unix,
@@ -319,7 +320,7 @@ def finish_reasons(value: Any) -> str | None:
     """
     if isinstance(value, str) and value.lstrip().startswith("["):
         try:
-            parsed = json.loads(value)
+            parsed = json.loads(value, parse_int=bounded_int)
         except (ValueError, RecursionError):
             parsed = None
         if isinstance(parsed, list):
@@ -355,8 +356,8 @@ def _output_text_parts(messages: Any) -> list[str] | None:
         return None
     if isinstance(messages, str):
         try:
-            messages = json.loads(messages)
-        except ValueError:
+            messages = json.loads(messages, parse_int=bounded_int)
+        except (ValueError, RecursionError):
             return None
     if not isinstance(messages, list):
         return None

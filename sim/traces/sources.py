@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.bad_input import InputError
-from sim.traces.model import is_trace_folder
+from sim.traces.model import bounded_int, is_trace_folder
 from sim.traces.skips import INVALID_JSON, TOO_DEEP, TOO_LARGE, UNREADABLE, Unusable
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -206,7 +206,7 @@ def read_json(path: Path) -> list[Any]:
     Lines or concatenated values. Truncated or invalid JSON is
     :class:`Unusable` with the line and column."""
     text = read_text(path)
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=bounded_int)
     values = []
     position = _skip_space(text, 0)
     while position < len(text):
@@ -220,7 +220,7 @@ def read_json(path: Path) -> list[Any]:
             what = "truncated" if ends_inside else "invalid"
             raise Unusable(INVALID_JSON, f"{what} JSON at line {error.lineno} column "
                                          f"{error.colno}: {error.msg}") from None
-        except ValueError as error:  # an integer of more digits than Python converts
+        except ValueError as error:  # pragma: no cover - bounded_int reads any integer
             raise Unusable(INVALID_JSON, f"a value that cannot be read ({error})") from None
         values.append(value)
         position = _skip_space(text, position)

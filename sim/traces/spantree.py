@@ -55,6 +55,7 @@ from sim.traces.model import (
     RunRecord,
     ToolCallRecord,
     Usage,
+    bounded_int,
     utc_from_unix,
 )
 from sim.traces.otel import Collector, Span
@@ -214,7 +215,7 @@ def json_value(value: Any) -> Any:
     else as is."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except ValueError:
+            return json.loads(value, parse_int=bounded_int)
+        except (ValueError, RecursionError):
             return value
     return value

@@ -89,6 +89,7 @@ from sim.traces.model import (
     Usage,
     as_dict,
     as_list,
+    bounded_int,
     canonical_json,
     finite_or_none,
     tool_result,
@@ -215,7 +216,7 @@ def _replay_config(value: Any) -> dict:
     """``replay_config`` (a JSON string in 1.x, or an object) as an object."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json.loads(value, parse_int=bounded_int)
         except (ValueError, RecursionError):
             return {}
     return as_dict(value)
