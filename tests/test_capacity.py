@@ -567,3 +567,21 @@ def test_capacity_command_rejects_bad_input_with_status_2(argv, tmp_path, capsys
     """Bad options or values exit with status 2 and one message."""
     assert main(["capacity", BOUNDED, "--quiet", "--out", str(tmp_path), *argv]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_the_peak_rate_counts_the_busiest_bin_whatever_the_horizon() -> None:
+    """:func:`peak_rate` is the largest count of a histogram over every bin of
+    the horizon (per second), for random times; over a horizon of 10^12 s
+    (a tenant arriving once in centuries: the dense histogram did not fit in
+    memory) it counts only the bins that hold an event."""
+    import numpy as np
+
+    from sim.analysis.capacity import peak_rate
+
+    rng = np.random.default_rng(7)
+    for bin_s in (1.0, 5.0, 0.25):
+        times = rng.uniform(0, 300, 500)
+        edges = np.arange(int(300 / bin_s) + 2) * bin_s
+        assert peak_rate(list(times), bin_s) == np.histogram(times, edges)[0].max() / bin_s
+    assert peak_rate([], 1.0) == 0.0
+    assert peak_rate([0.5, 1e12, 1e12 + 0.2, 3e12], 1.0) == 2.0

@@ -616,3 +616,14 @@ def test_example_report_is_committed_small_and_without_rows():
     assert sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) < 1_000_000
     data = json.loads((folder / "comparison.json").read_text())
     assert data["regression"] and data["paired"]
+
+
+@pytest.mark.parametrize("alpha", [1e-16, 5e-324, 0.0, 1.0])
+def test_a_level_no_normal_quantile_reaches_is_refused(alpha: float) -> None:
+    """A family-wise level below 1e-9 (below about 1e-16 no normal quantile
+    exists: the critical values raised) or outside (0, 1) is an InputError."""
+    from sim.analysis.comparison import Thresholds
+
+    with pytest.raises(InputError, match="alpha must be in"):
+        Thresholds(alpha=alpha).validate()
+    assert Thresholds(alpha=1e-9).validate().alpha == 1e-9

@@ -123,9 +123,12 @@ def test_a_tenant_window_resets_at_the_calendar_day() -> None:
 
 
 def test_bad_scoped_budgets_name_the_field() -> None:
-    """A window on a session budget, both window kinds, an unknown check and
-    no limit at all are refused naming the field."""
+    """A window on a session budget, both window kinds, an unknown check, no
+    limit at all and a window under a millisecond (5e-324 made the window's
+    number infinite: an OverflowError mid-run) are refused naming the field."""
     for kwargs, name in [({"tokens": 5, "window_s": 60}, "scope"),
+                         ({"scope": "tenant", "tokens": 5, "window_s": 5e-324}, "window_s"),
+                         ({"scope": "tenant", "tokens": 5, "window_s": 0.0009}, "window_s"),
                          ({"scope": "tenant", "tokens": 5, "window_s": 60,
                            "calendar": "day"}, "window_s"),
                          ({"tokens": 5, "check": "after"}, "check"),

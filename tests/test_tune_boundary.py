@@ -111,3 +111,20 @@ def test_candidate_values_read_suffixes_and_words():
     for bad in ("tokens=1.5", "steps=-1", "tokens", "speed=3", "tokens=lots"):
         with pytest.raises(InputError, match="--candidates"):
             parse_candidates(bad)
+
+
+def test_a_candidate_that_rounds_to_nothing_or_leaves_the_harness_is_refused() -> None:
+    """A money candidate below the millionth it is kept to (5e-324 rounded to
+    $0, which the harness refuses with a traceback) is an InputError naming
+    ``--candidates``; so is a setting the harness's own validation refuses."""
+    from sim.scenario.model import HarnessConfig
+    from sim.tuning.replayed import apply
+
+    for tiny in ("5e-324", "1e-300", "0.0000004"):
+        with pytest.raises(InputError, match=r"at least 0\.000001") as refused:
+            parse_candidates(f"money={tiny}")
+        assert refused.value.path == "--candidates"
+    assert parse_candidates("money=0.000001") == {"money": [1e-06]}
+    with pytest.raises(InputError, match="is not a harness sim runs") as refused:
+        apply(HarnessConfig(), (("steps", -3),))
+    assert refused.value.path == "--candidates"

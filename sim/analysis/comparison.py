@@ -41,6 +41,12 @@ EXIT_STATUS = {"no regression": 0, "regression": 1, "inconclusive": 3}
 """Exit status of each verdict (2 is bad input, raised as an InputError)."""
 
 
+MIN_ALPHA = 1e-9
+"""The smallest family-wise level taken: below about 1e-16, ``1 - alpha / 2``
+is 1.0 in floating point and no normal quantile exists (the tests' critical
+values raised); no bootstrap of a sweep resolves a level below this."""
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """When a change is a regression. ``max_share_drop_pp``: percentage points
@@ -60,8 +66,8 @@ class Thresholds:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise InputError(f"{name} must be a non-negative number, got {value!r}")
-        if not 0 < self.alpha < 1:
-            raise InputError(f"alpha must be in (0, 1), got {self.alpha!r}")
+        if not MIN_ALPHA <= self.alpha < 1:
+            raise InputError(f"alpha must be in [{MIN_ALPHA:g}, 1), got {self.alpha!r}")
         if self.resamples < 100:
             raise InputError(f"resamples must be at least 100, got {self.resamples!r}")
         return self

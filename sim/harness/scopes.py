@@ -50,8 +50,8 @@ from typing import Any, ClassVar
 
 from sim.harness.fields import PYDANTIC_CONFIG, param, validated
 
-__all__ = ["CALENDARS", "CHECKS", "SCOPES", "Ledger", "ScopedBudget", "overshoot_bound",
-           "window_index"]
+__all__ = ["CALENDARS", "CHECKS", "MIN_WINDOW_S", "SCOPES", "Ledger", "ScopedBudget",
+           "overshoot_bound", "window_index"]
 
 SCOPES: tuple[str, ...] = ("session", "tenant")
 CHECKS: tuple[str, ...] = ("before_call", "between_turns")
@@ -60,6 +60,10 @@ DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
 MONDAY_S = 4 * DAY_S
 """1970-01-05T00:00Z, a Monday: ISO weeks start on Mondays."""
+MIN_WINDOW_S = 0.001
+"""The shortest reset window of a tenant's budget (seconds): a millisecond,
+far below any billing period, and far enough above 0 that the window number of
+any simulated time is finite (``5e-324`` made it infinite: an OverflowError)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,9 @@ class ScopedBudget:
             yield "calendar", f"must be day, week or null, got {self.calendar!r}"
         if self.calendar is not None and self.window_s is not None:
             yield "window_s", "set window_s or calendar, not both"
+        if self.window_s is not None and not self.window_s >= MIN_WINDOW_S:
+            yield "window_s", (f"must be at least {MIN_WINDOW_S} s (a window's number is "
+                               f"the time over it), got {self.window_s!r}")
         if self.scope == "session" and (self.calendar is not None or self.window_s is not None):
             yield "scope", "a session budget never resets: windows are for a tenant's"
         if self.tokens is None and self.money_usd is None:

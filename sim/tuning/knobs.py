@@ -93,6 +93,8 @@ def _candidate(knob: str, text: str) -> Value:
     if not math.isfinite(number) or number < 0 or (number == 0 and knob != "detector"):
         raise ValueError("must be positive")
     value = round(number * scale, 6)
+    if value == 0 and knob != "detector":  # below the millionth a money value keeps
+        raise ValueError("must be at least 0.000001")
     if knob == "money":
         return value
     if value != int(value):

@@ -36,7 +36,7 @@ from sim.drivers.replay.reading import FolderIndex, TraceTables
 from sim.scenario.model import HarnessConfig, harness_params
 from sim.traces.model import RunRecord
 from sim.tuning import evidence
-from sim.tuning.knobs import FIELDS, Setting
+from sim.tuning.knobs import FIELDS, Setting, label
 from sim.tuning.shards import Answer, Setup, Shards
 from sim.tuning.stops import RunMarks, Stopped
 from sim.world.params import WorldParams
@@ -81,7 +81,11 @@ def fidelity_of(runs: int, diverged: int) -> str:
 
 
 def apply(h: HarnessConfig, s: Setting) -> HarnessConfig:
-    """``h`` with the setting's budgets and detector (validated)."""
+    """``h`` with the setting's budgets and detector (validated: a value the
+    harness refuses, one of ``--candidates`` out of its range, is an
+    InputError naming the setting)."""
+    from pydantic import ValidationError
+
     doc = h.model_dump(mode="json")
     for knob, value in s:
         if knob == "detector":
@@ -90,7 +94,13 @@ def apply(h: HarnessConfig, s: Setting) -> HarnessConfig:
                 doc["detector"]["repeat_threshold"] = int(value)
         else:
             doc["budgets"][FIELDS[knob]] = value
-    return HarnessConfig.model_validate(doc)
+    try:
+        return HarnessConfig.model_validate(doc)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                             for e in error.errors())
+        raise InputError(f"the setting {label(s)} is not a harness sim runs ({problems})",
+                         path="--candidates") from None
 
 
 class ReplayEvaluator:
