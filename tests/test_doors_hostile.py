@@ -589,3 +589,21 @@ def test_a_tool_named_by_the_text_of_a_missing_value_is_no_tool_name(name):
 
     assert not is_tool_name(name)
     assert is_tool_name("bash") and is_tool_name("none_of_these")
+
+
+@pytest.mark.parametrize("flag", ["--otel", "--junit", "--summary-md"])
+def test_a_written_file_that_is_the_commands_own_input_is_refused(tmp_path, flag) -> None:
+    """``--otel``, ``--junit`` or ``--summary-md`` naming the scenario the
+    command reads (the same file, by another path too) is exit 2 before any
+    work, and the scenario is left as it was (``--otel`` and ``--junit``
+    replaced it with spans or XML, ``--summary-md`` appended to it)."""
+    scenario = tmp_path / "mine.yaml"
+    scenario.write_bytes(BOUNDED.read_bytes())
+    other_path = str(tmp_path / "sub" / ".." / "mine.yaml")
+    (tmp_path / "sub").mkdir()
+    command = (["run", str(scenario), "--tasks", "5"] if flag == "--otel" else
+               ["compare", str(scenario), str(scenario), "--tasks", "30"])
+    status, _, err = cli(*command, "--out", str(tmp_path / "out"), flag, other_path)
+    assert status == 2 and f"{flag}:" in err and "is a file this command reads" in err
+    assert scenario.read_bytes() == BOUNDED.read_bytes()
+    assert not (tmp_path / "out").exists()

@@ -275,3 +275,44 @@ def test_no_worker_is_forked_while_a_log_line_is_being_written(
     writer.join(BOUND_S)
     assert "did not start" not in capsys.readouterr().err
     assert pids and os.getpid() not in pids  # every chunk ran on the cluster
+
+
+@pytest.mark.parametrize("answer", [None, b"\xff" * 64])
+def test_a_scheduler_address_where_no_dask_answers_is_an_input_error(monkeypatch, answer) -> None:
+    """``--scheduler tcp://...`` at a server that accepts and never answers
+    (Dask's timeout does not bound its handshake: the sweep waited for ever),
+    or answers bytes Dask reads as a message of exabytes (a MemoryError), is
+    an InputError naming ``--scheduler`` within the connection's bound."""
+    import socket
+
+    import sim.sweeps.on_dask as on_dask
+    from sim.bad_input import InputError
+    from sim.sweeps.schedulers import make_scheduler
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                peer, _ = server.accept()
+            except OSError:
+                return
+            held.append(peer)
+            if answer:
+                peer.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setattr(on_dask, "CONNECT_S", 1.0)
+    start = time.monotonic()
+    try:
+        with pytest.raises(InputError, match="cannot reach a Dask scheduler") as refused:
+            make_scheduler(f"tcp://127.0.0.1:{server.getsockname()[1]}", 2)
+    finally:
+        server.close()
+        for peer in held:
+            peer.close()
+    assert refused.value.path == "--scheduler"
+    assert time.monotonic() - start < 30

@@ -140,6 +140,35 @@ def _not_text(args: argparse.Namespace, argv: list[str]) -> str | None:
     return None
 
 
+WRITTEN_FILES = ("otel", "junit", "summary_md")
+"""The options naming a file a command writes (replaces or appends to) beside
+its results folder."""
+
+
+def _writes_an_input(args: argparse.Namespace) -> str | None:
+    """What is wrong when an option of :data:`WRITTEN_FILES` names a file the
+    same command reads (its scenario, say: ``--otel`` or ``--junit`` replaced
+    it, ``--summary-md`` appended to it), or None."""
+    given = vars(args)
+    read = [item for name, value in given.items() if name not in (*WRITTEN_FILES, "out")
+            for item in (value if isinstance(value, list | tuple) else [value])
+            if isinstance(item, str) and os.path.isfile(item)]
+    for name in WRITTEN_FILES:
+        target = given.get(name)
+        if not isinstance(target, str) or not os.path.isfile(target):
+            continue
+        for source in read:
+            try:
+                same = os.path.samefile(target, source)
+            except OSError:
+                continue
+            if same:
+                flag = "--" + name.replace("_", "-")
+                return (f"{flag}: {target} is a file this command reads ({source}): writing "
+                        f"it would replace what it reads; give another path")
+    return None
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -155,7 +184,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    not_text = _not_text(args, argv)
+    not_text = _not_text(args, argv) or _writes_an_input(args)
     if not_text:
         report_error("usage", not_text, as_json)
         return 2

@@ -226,6 +226,42 @@ def _shared_args(jobs: Iterable[tuple]) -> dict[int, Any]:
     return shared
 
 
+CONNECT_S = 30.0
+"""The longest a connection to a running Dask scheduler may take (seconds),
+handshake included: Dask's own timeout bounds the TCP connection, not the
+handshake, and a server that accepts and never answers kept the sweep waiting
+for ever."""
+
+
+def _connect(address: str) -> Any:
+    """A Dask client of the scheduler at ``address``, or an InputError naming
+    ``--scheduler``: nothing answers there, what answers is not a Dask
+    scheduler (its first bytes read as a message length of exabytes made Dask
+    raise MemoryError), or no answer comes within :data:`CONNECT_S`. The
+    connection is made in a daemon thread, which a server that never answers
+    leaves behind."""
+    from dask.distributed import Client
+
+    made: list[Any] = []
+    failed: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            made.append(Client(address, timeout=f"{CONNECT_S:g}s"))
+        except BaseException as error:  # reported in the caller's thread
+            failed.append(error)
+
+    thread = threading.Thread(target=connect, name="sim-dask-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_S + 5.0)
+    if made:
+        return made[0]
+    why = (f"{type(failed[0]).__name__}: {failed[0]}" if failed else
+           f"no answer within {CONNECT_S + 5.0:g} s")
+    raise InputError(f"cannot reach a Dask scheduler at {address} ({why})",
+                     path="--scheduler")
+
+
 class DaskScheduler:
     """Chunks as Dask tasks on a LocalCluster (``address`` None) or on the
     cluster whose scheduler listens at ``address`` (``tcp://HOST:PORT``)."""
@@ -266,14 +302,11 @@ class DaskScheduler:
             self._timer.start()
             self._starting.start()  # it imports Dask too: this thread goes on to the chunks
             return
-        from dask.distributed import Client
-
         try:
-            self._client = Client(address, timeout="10s")
-        except (OSError, TimeoutError, ValueError) as error:
+            self._client = _connect(address)
+        except InputError:
             self._quiet.restore()
-            raise InputError(f"cannot reach the Dask scheduler at {address}: {error}",
-                             path="--scheduler") from None
+            raise
         self.name = f"the Dask cluster at {address}"
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})) or workers)
         self._up.set()
