@@ -157,10 +157,10 @@ def peak_rate(times: Sequence[float], bin_s: float = STORM_BIN_S) -> float:
 
 def storm(result: DesResult, bin_s: float = STORM_BIN_S) -> dict[str, Any]:
     """What a retry storm at the provider's rate limit does to a cell
-    (:func:`request_rate`; times in seconds): ``requests`` at the provider
+    (times in seconds): ``requests`` at the provider
     (admitted or answered 429), ``rejected`` and their ``share_429``, the
-    ``peak_requests_per_s`` and ``mean_requests_per_s`` over bins of
-    ``bin_s`` seconds (the mean over [0, horizon]), ``retries`` (requests
+    ``peak_requests_per_s`` (over bins of ``bin_s`` seconds:
+    :func:`peak_rate`) and ``mean_requests_per_s`` (over [0, horizon]), ``retries`` (requests
     that were harness retries), ``amplification`` (requests per first try:
     how much the retries multiply the request rate), ``peak_retries_per_s``,
     ``rejected_prompt_tokens``

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from typing import NoReturn
 
 from sim.bad_input import InputError
@@ -122,21 +123,26 @@ def _log_to_stderr(verbose: int) -> None:
     logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
 
 
+def _texts(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """``(name, text)`` of every text argument (each item of a list)."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(item, str):
+                yield name, item
+
+
 def _not_text(args: argparse.Namespace, argv: list[str]) -> str | None:
     """What is wrong with the first argument that is not text (a file name of
     bytes no encoding reads, which Python hands over with lone surrogates:
     Arrow, which opens every table, takes UTF-8 names only), or None."""
-    for name, value in vars(args).items():
-        for item in value if isinstance(value, list | tuple) else [value]:
-            if not isinstance(item, str):
-                continue
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                option = "--" + name.replace("_", "-")
-                label = option if any(a.startswith(option) for a in argv) else name
-                return (f"{label}: {item!r} is not UTF-8 text (a name of bytes no encoding "
-                        f"reads); sim reads and writes files by UTF-8 names: rename it")
+    for name, item in _texts(args):
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            option = "--" + name.replace("_", "-")
+            label = option if any(a.startswith(option) for a in argv) else name
+            return (f"{label}: {item!r} is not UTF-8 text (a name of bytes no encoding "
+                    f"reads); sim reads and writes files by UTF-8 names: rename it")
     return None
 
 
@@ -150,9 +156,8 @@ def _writes_an_input(args: argparse.Namespace) -> str | None:
     same command reads (its scenario, say: ``--otel`` or ``--junit`` replaced
     it, ``--summary-md`` appended to it), or None."""
     given = vars(args)
-    read = [item for name, value in given.items() if name not in (*WRITTEN_FILES, "out")
-            for item in (value if isinstance(value, list | tuple) else [value])
-            if isinstance(item, str) and os.path.isfile(item)]
+    read = [item for name, item in _texts(args)
+            if name not in (*WRITTEN_FILES, "out") and os.path.isfile(item)]
     for name in WRITTEN_FILES:
         target = given.get(name)
         if not isinstance(target, str) or not os.path.isfile(target):

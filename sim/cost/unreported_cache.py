@@ -121,7 +121,7 @@ def _implied(prices: Sequence[Prices], usages: Sequence[Usage],
     return shares, prompts
 
 
-def _unsplit(prices: Sequence[Prices], usages: Sequence[Usage]) -> bool:
+def unsplit(prices: Sequence[Prices], usages: Sequence[Usage]) -> bool:
     """Whether the calls leave out a split their provider bills: automatic
     caching's prices (at every call's instant) and no call recording a cache
     read or write."""
@@ -145,7 +145,7 @@ def untold(prices: CallPrices, usages: Sequence[Usage], costs: Sequence[float | 
     (or are unknown), or :func:`model_reads` can read the costs (reads found,
     or none). ``prices`` as :func:`model_reads` takes them."""
     each = _per_call(prices, len(usages))
-    if each is None or not _unsplit(each, usages):
+    if each is None or not unsplit(each, usages):
         return None
     shares, _ = _implied(each, usages, costs)
     n = int(np.isfinite(shares).sum())
@@ -171,7 +171,7 @@ def model_reads(model: str, prices: CallPrices, usages: Sequence[Usage],
     billed; None: unknown), or None when they do not tell them (module
     docstring; :func:`untold` says why not)."""
     each = _per_call(prices, len(usages))
-    if each is None or not _unsplit(each, usages):
+    if each is None or not unsplit(each, usages):
         return None
     shares, prompts = _implied(each, usages, costs)
     costed = np.isfinite(shares)

@@ -42,7 +42,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from sim.cost.recorded import Listed, catalogue
-from sim.cost.unreported_cache import CallPrices, automatic, model_reads, untold
+from sim.cost.unreported_cache import CallPrices, model_reads, unsplit, untold
 from sim.harness.messages import Usage
 from sim.harness.prices import Prices
 from sim.traces.model import CallRecord, RunRecord
@@ -112,9 +112,7 @@ def call_prices(model: str, found_at: Sequence[tuple[RunRecord, int]]
     no recorded split) is priced call by call; for any other one price is
     enough to say so."""
     first = catalogue(call_instant(*found_at[0]))(model)
-    if first is None or not automatic(first) or any(
-            run.calls[j].usage.cache_read_tokens or run.calls[j].usage.cache_write_tokens
-            for run, j in found_at):
+    if first is None or not unsplit([first], [run.calls[j].usage for run, j in found_at]):
         return first
     listed: dict[datetime | None, Prices | None] = {}
     each: list[Prices] = []
