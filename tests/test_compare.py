@@ -627,3 +627,21 @@ def test_a_level_no_normal_quantile_reaches_is_refused(alpha: float) -> None:
     with pytest.raises(InputError, match="alpha must be in"):
         Thresholds(alpha=alpha).validate()
     assert Thresholds(alpha=1e-9).validate().alpha == 1e-9
+
+
+def test_a_limit_of_the_smallest_float_is_undecidable_without_an_overflow_warning():
+    """A limit of 5e-324 pp (or %): no finite number of tasks decides it.
+    Planning the tasks divided an interval by the limit, overflowing with a
+    RuntimeWarning on stderr; now an unchanged share is inconclusive with no
+    plan, and no warning."""
+    import warnings
+
+    rows = synthetic_rows(200, 3)
+    tiny = Thresholds(max_share_drop_pp=5e-324, max_cost_rise_pct=5e-324, resamples=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare_sides(side(rows, "a"), side(rows, "b"), tiny)
+    assert result.outcome == "inconclusive" and result.exit_status == 3
+    share = result.checks.iloc[0]
+    assert share["change"] == 0 and share["ci_high"] > 0 and share["status"] == "inconclusive"
+    assert result.checks["tasks_to_decide"].isna().all()

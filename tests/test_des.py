@@ -408,11 +408,22 @@ def test_csv_arrivals_are_read_sorted_and_run(tmp_path):
     assert [r.arrival_s for r in result.records] == [0.0, 10.5, 30.0]
 
 
+def test_a_csv_a_spreadsheet_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Excel's "CSV UTF-8" opens with a byte-order mark; it was read as part
+    of the first column's name, so arrival_s was "missing"."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffarrival_s,tenant\r\n5,a\r\n1.5,a\r\n".encode())
+    scenario = load_scenario(BOUNDED, ["engine=des", "tasks=2",
+                                       f"des.arrivals={{kind: csv, path: {path}}}",
+                                       "des.tenants=[{name: a}]"])
+    assert [a.time_s for a in arrival_schedule(scenario.des, 2, 0)] == [1.5, 5.0]
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("arrival_s\n1\nsoon\n", "line 3: arrival_s 'soon' is not a number"),
     ("arrival_s\n-4\n", "line 2: arrival_s must be >= 0"),
     ("arrival_s,tenant\n1,zed\n", "line 2: unknown tenant 'zed'"),
-    ("time\n1\n", "needs a column named arrival_s"),
+    ("time\n1\n", "needs a column named arrival_s (columns: 'time')"),
 ])
 def test_a_bad_csv_is_input_error_naming_file_and_line(tmp_path, text, message):
     """Each kind of bad row is an InputError naming the file and the line,

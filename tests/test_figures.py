@@ -307,3 +307,18 @@ def test_frontier_cost_tick_labels_do_not_overlap_on_a_close_range():
                  if t.get_text() and t.get_visible()]
         assert len(boxes) >= 2
         assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+
+
+def test_a_figure_the_font_or_layout_cannot_fit_draws_without_a_warning():
+    """A name with a NUL or a character DejaVu Sans lacks, and 1,000 bars that
+    collapse the layout, made matplotlib warn on stderr while the PNG was
+    still drawn; the PNG is drawn and nothing is printed."""
+    import warnings
+
+    names = {"bo\x00x": {"succeeded": 1.0}, "\u4e2d\u6587\U0001F600": {"succeeded": 1.0}}
+    many = {f"cell {i}": {"succeeded": 0.5, "needs_human:no_progress": 0.5}
+            for i in range(1_000)}
+    for shares in (names, many):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert figures.png_bytes(figures.outcome_bars(shares)).startswith(PNG)

@@ -187,6 +187,14 @@ BAD = {
         'harness: {prices: seed001}\nsweep:\n  harness.model: ["m", "m,fallback_model=n"]\n'
         '  harness.retry.fallback_model: ["n,fallback_model=o", "o"]\n',
         ("sweep", "two cells would share the name")),
+    "repeated_sweep_value": Bad("sweep:\n  world.unsolvable.share: [0.5, 0.2, 0.5]\n",
+                                ("sweep.world.unsolvable.share", "repeated value(s) 0.5")),
+    "sweep_values_the_same_number": Bad(
+        "sweep:\n  world.unsolvable.share: [0.0, 0.1, -0.0]\n",
+        ("sweep.world.unsolvable.share", "values 0.0 and -0.0 are the same number")),
+    "sweep_values_int_and_float": Bad(
+        "sweep:\n  world.unsolvable.share: [1, 1.0]\n",
+        ("sweep.world.unsolvable.share", "values 1 and 1.0 are the same number")),
     # files that cannot be read
     "arrivals_path_is_a_folder": Bad("engine: des\ndes:\n  arrivals: {kind: csv, path: .}\n",
                                      ("des.arrivals.path", "is not a file")),
@@ -644,3 +652,35 @@ def test_an_integer_of_thousands_of_digits_is_refused_naming_its_field(tmp_path)
             parse("harness:\n  budgets:\n    steps: " + "9" * digits + "\n", "s.yaml")
         assert refused.value.path == "harness.budgets.steps"
     assert parse("steps: " + "9" * 300)["steps"] == int("9" * 300)
+
+
+def test_a_lone_surrogate_is_refused_naming_its_field_and_a_pair_is_its_character() -> None:
+    """A double-quoted ``\\udc80`` is no Unicode character: an input error
+    naming the dotted path (it was pydantic's "Invalid JSON", naming no
+    field). A high-low pair, as JSON writes a character beyond U+FFFF, reads
+    as that character, in values and in keys."""
+    from sim.bad_input import InputError
+    from sim.scenario.safeyaml import parse
+
+    for text, path, code in (('name: "bo\\udc80x"', "name", "udc80"),
+                             ('harness: {model: "a\\ud83d"}', "harness.model", "ud83d"),
+                             ('tags: [ok, "\\ude00\\ud83d"]', "tags[1]", "ude00")):
+        with pytest.raises(InputError, match=f"lone surrogate \\\\{code}") as refused:
+            parse(text, "s.yaml")
+        assert refused.value.path == path
+    assert parse('name: "a\\ud83d\\ude00b"\n"k\\ud83d\\ude00": 1') == {
+        "name": "a\U0001F600b", "k\U0001F600": 1}
+
+
+def test_a_set_value_the_loader_refuses_is_said_of_the_set_and_its_field(tmp_path, capsys):
+    """An integer of 400 digits or a lone surrogate in a ``--set`` value was
+    an error of the scenario file at "(top level)"; it is the override's, at
+    its path (inside the value where the value has one)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(VALID, encoding="utf-8")
+    steps = "harness.budgets.steps=" + "9" * 400
+    for item, where in ((steps, "harness.budgets.steps: an integer of 400 characters"),
+                        ('world={a: ["x\\udc80"]}', "world.a[0]: a lone surrogate \\udc80")):
+        assert sim.cli.main(["sweep", str(path), "--quiet", "--out", str(tmp_path / "o"),
+                             "--set", item]) == 2
+        assert capsys.readouterr().err.startswith(f"error: --set {item}: {where}")

@@ -366,7 +366,9 @@ def _decide(checks: pd.DataFrame, alpha: float) -> pd.DataFrame:
         need = None
         if status[-1] == INCONCLUSIVE and math.isfinite(d):
             half, distance = (high - d, limit - d) if d <= limit else (d - low, d - limit)
-            if distance > 0 and math.isfinite(half) and half > 0:
+            # a half-width a million times the distance needs 10^12 times the
+            # tasks: past MAX_TASKS_TO_DECIDE (and no overflow on a tiny limit)
+            if distance > 0 and math.isfinite(half) and 0 < half <= distance * 1e6:
                 planned = row["tasks"] * (factor * half / distance) ** 2
                 need = _round_up(planned) if planned <= MAX_TASKS_TO_DECIDE else None
         needs.append(need)

@@ -93,10 +93,14 @@ def _csv_arrivals(des: DesParams, tasks: int, base_dir: Path | None) -> list[Arr
     by_name = {t.name: t for t in des.tenants}
     rows = []
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        # utf-8-sig: a spreadsheet's CSV opens with a byte-order mark, which
+        # would otherwise be part of the first column's name
+        with path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.DictReader(handle)
             if reader.fieldnames is None or "arrival_s" not in reader.fieldnames:
-                raise InputError("needs a column named arrival_s", source=str(path))
+                found = ", ".join(map(repr, reader.fieldnames or [])) or "none"
+                raise InputError(f"needs a column named arrival_s (columns: {found})",
+                                 source=str(path))
             for line, row in enumerate(reader, start=2):
                 try:
                     time_s = float(row["arrival_s"])

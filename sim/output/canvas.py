@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec
 
@@ -46,7 +47,8 @@ def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
     Every text is drawn as plain text: a ``$`` in a scenario name, cell name
     or sweep value is a dollar sign, never the start of mathtext (which fails
     on ``a $x^$``). A figure that cannot be drawn all the same gives a figure
-    saying so, with the error: a report never costs the results."""
+    saying so, with the error: a report never costs the results. Drawing
+    warnings are not printed: the figure is drawn all the same."""
     try:
         return _png(fig, dpi)
     except Exception as error:
@@ -55,7 +57,11 @@ def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
 
 def _png(fig: Figure, dpi: int) -> bytes:
     buffer = io.BytesIO()
-    with plain_text(fig):
+    # matplotlib's drawing warnings (a glyph the font lacks, as a NUL or CJK
+    # name; a layout that cannot fit 1,000 cells) are about the picture, which
+    # still draws: stderr stays for progress and errors
+    with plain_text(fig), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()
 

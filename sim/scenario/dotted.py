@@ -26,11 +26,19 @@ _INDEX = re.compile(r"\[(\d+)\]")
 
 def parse_override(item: str, source: str) -> tuple[str, Any]:
     """``dotted.path=value`` as (path, YAML-parsed value); text that is not
-    YAML is the string it is."""
+    YAML is the string it is. A value the strict loader refuses (an integer
+    of 301 digits) is an InputError at the path, inside the value where it
+    has one."""
     key, sep, text = item.partition("=")
-    if not sep or not key.strip():
+    key = key.strip()
+    if not sep or not key:
         raise InputError(f"--set expects dotted.path=value, got {item!r}", source=source)
-    return key.strip(), parse(text, source, malformed_as_text=True)
+    try:
+        return key, parse(text, source, malformed_as_text=True)
+    except InputError as error:
+        inner = error.path if error.path and error.path != "(top level)" else ""
+        raise InputError(error.message, source=source,
+                         path=limits.join(key, inner) if inner else key) from None
 
 
 def split_path(path: str) -> list[str]:
@@ -101,10 +109,12 @@ def apply_overrides(raw: dict[str, Any], overrides: Sequence[str], source: str, 
     given: dict[str, str] = {}
     for i, item in enumerate(overrides):
         name = labels[i] if labels is not None and i < len(labels) else f"{flag} {item}"
-        key, value = parse_override(item, source)
         try:
+            key, value = parse_override(item, source)
             set_dotted(raw, key, value, source)
         except InputError as error:
+            if not error.path:  # not dotted.path=value at all: said of the item
+                raise
             raise InputError(error.message, source=name, path=error.path) from None
         given[key] = name
     return given

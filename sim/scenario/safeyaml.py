@@ -1,6 +1,6 @@
 """Reading YAML that someone else wrote: PyYAML's safe loader, made strict.
 
-:func:`parse` differs from ``yaml.safe_load`` in five ways, each a way a
+:func:`parse` differs from ``yaml.safe_load`` in six ways, each a way a
 document could otherwise mislead or hang the loader:
 
 * a key repeated in one mapping is an error naming its dotted path and both
@@ -14,7 +14,10 @@ document could otherwise mislead or hang the loader:
 * numbers in exponent form without a dot or a signed exponent (``1e6``,
   ``1.0e12``) are floats, as in YAML 1.2, not strings;
 * an integer longer than :data:`LONGEST_INT` characters is an error naming
-  its path (Python would raise a ValueError past 4,300 digits).
+  its path (Python would raise a ValueError past 4,300 digits);
+* a string holding a lone surrogate (``"\\udc80"``: an escape that is no
+  Unicode character) is an error naming its path; a surrogate pair (as JSON
+  writes a character beyond U+FFFF) is read as the character it encodes.
 
 Errors are :class:`~sim.bad_input.InputError` naming the source, and the dotted
 path where one is known.
@@ -33,6 +36,9 @@ from sim.bad_input import InputError
 from sim.scenario.limits import MAX_DEPTH, MAX_NODES, join
 
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = re.compile(
+    "[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 _MERGE = "tag:yaml.org,2002:merge"
 _INT = "tag:yaml.org,2002:int"
 LONGEST_INT = 300
@@ -102,6 +108,8 @@ class StrictLoader(yaml.SafeLoader):
                 raise _Refused(f"an integer of {len(node.value):,} characters (sim reads "
                                f"integers of at most {LONGEST_INT})",
                                self._where() or "(top level)")
+            if _SURROGATE.search(node.value):
+                node.value = self._paired(node.value)
         else:
             children = (node.value if isinstance(node, SequenceNode)
                         else [n for pair in node.value for n in pair])
@@ -116,6 +124,16 @@ class StrictLoader(yaml.SafeLoader):
             raise _Refused(f"nests deeper than {MAX_DEPTH} levels once its aliases are "
                            f"expanded", where)
         self._sizes[id(node)] = (size, depth)
+
+    def _paired(self, text: str) -> str:
+        """``text`` with each surrogate pair (``"\\ud83d\\ude00"``, as JSON
+        writes a character beyond U+FFFF) made the one character it encodes;
+        a lone surrogate is refused."""
+        lone = _LONE_SURROGATE.search(text)
+        if lone:
+            raise _Refused(f"a lone surrogate \\u{ord(lone.group()):04x} (an escape that is "
+                           f"no Unicode character)", self._where() or "(top level)")
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, MappingNode):

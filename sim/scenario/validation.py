@@ -89,6 +89,13 @@ def _check_sweep(scenario: Scenario, source: str) -> None:
         if repeated:
             raise InputError(f"repeated value(s) {', '.join(repeated)}: each cell must be "
                              f"distinct", source=source, path=f"sweep.{key}")
+        numbers = [(v, text) for v, text in zip(values, labels, strict=True)
+                   if isinstance(v, int | float) and not isinstance(v, bool)]
+        equal = next(((a, b) for i, (x, a) in enumerate(numbers)
+                      for y, b in numbers[i + 1:] if x == y), None)
+        if equal:
+            raise InputError(f"values {equal[0]} and {equal[1]} are the same number: each cell "
+                             f"must be distinct", source=source, path=f"sweep.{key}")
     cells = math.prod(len(v) for v in scenario.sweep.values()) if scenario.sweep else 1
     if cells > limits.MAX_CELLS:
         raise InputError(f"the grid has {cells:,} cells; at most {limits.MAX_CELLS:,} are "
