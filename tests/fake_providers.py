@@ -78,6 +78,7 @@ class Reply:
     pad_text: str = "."
     usage: dict[str, Any] | None = None
     cut_after: int | None = None
+    service_tier: str | None = None  # OpenAI's response field ("flex", "priority")
 
 
 @dataclass(frozen=True)
@@ -420,7 +421,8 @@ def _openai_completion(step: Reply, body: dict[str, Any], ident: str = "chatcmpl
             "model": body.get("model", ""),
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": OPENAI_FINISH[step.stop_reason]}],
-            "usage": _openai_usage(step)}
+            "usage": _openai_usage(step),
+            **({"service_tier": step.service_tier} if step.service_tier else {})}
 
 
 def _openai_chunks(step: Reply, body: dict[str, Any], ident: str = "chatcmpl-fake"

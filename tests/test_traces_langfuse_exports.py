@@ -286,6 +286,35 @@ USAGE_CASES = {
         {"input": 0, "output": 0, "total": 1070, "input_modality_TEXT": 600,
          "cached_modality_TEXT": 400, "output_modality_TEXT": 50, "thoughts_token_count": 20},
         (600, 400, 0, 50, 20), {"input_tokens": DERIVED, "output_tokens": DERIVED}),
+    # the LangChain handler on langchain-anthropic 1.x: writes by lifetime,
+    # cache_creation 0; each subtracted from input (5 uncached, 3,565 in all)
+    "langchain anthropic lifetimes": (
+        {"input": 5, "output": 60, "total": 3565, "input_cache_read": 500,
+         "input_cache_creation": 0, "input_ephemeral_5m_input_tokens": 2000,
+         "input_ephemeral_1h_input_tokens": 1000},
+        (5, 500, 3000, 60, 0), {"cache_write_tokens": DERIVED}),
+    # ... on langchain-anthropic 0.x: cache_creation and the lifetimes both;
+    # the handler took both from input and stopped at 0: read from the total
+    "langchain anthropic writes twice": (
+        {"input": 0, "output": 60, "total": 3565, "input_cache_read": 500,
+         "input_cache_creation": 3000, "input_ephemeral_5m_input_tokens": 2000,
+         "input_ephemeral_1h_input_tokens": 1000},
+        (5, 500, 3000, 60, 0), {"input_tokens": DERIVED, "cache_write_tokens": DERIVED}),
+    "langchain anthropic writes twice, no total": (
+        {"input": 100, "output": 60, "input_cache_read": 500, "input_cache_creation": 30,
+         "input_ephemeral_5m_input_tokens": 30},
+        (130, 500, 30, 60, 0), {"input_tokens": DERIVED, "cache_write_tokens": DERIVED}),
+    # the handler on langchain-openai's flex tier (2,000 prompt with 1,500
+    # cached, 400 output with 300 reasoning): flex keys taken from input/output
+    "langchain openai flex": (
+        {"input": 0, "output": 0, "total": 2400, "input_flex_cache_read": 1500,
+         "input_flex": 500, "output_flex_reasoning": 300, "output_flex": 100},
+        (500, 1500, 0, 100, 300), {}),
+    # ... and its priority tier, which the handler does not take from them
+    "langchain openai priority": (
+        {"input": 2000, "output": 400, "total": 2400, "input_priority_cache_read": 1500,
+         "input_priority": 500, "output_priority_reasoning": 300, "output_priority": 100},
+        (500, 1500, 0, 100, 300), {}),
     # BeeAI's start event: input only
     "input only": ({"input": 1195, "total": 1195}, (1195, 0, 0, 0, 0),
                    {"output_tokens": UNKNOWN, "reasoning_tokens": UNKNOWN}),

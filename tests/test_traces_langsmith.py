@@ -199,3 +199,58 @@ def test_exported_runs_keep_their_recorded_cost(tmp_path):
     assert traces_runs["cost_usd"].iloc[0] == pytest.approx(0.0052)
     assert calls["finish_reason"].iloc[0] == "end_turn"
     assert [t["name"] for t in calls["tool_calls"].iloc[0]] == ["s2"]
+
+
+def test_service_tier_and_cache_lifetime_details_are_read_as_cache_and_reasoning(
+        tmp_path, monkeypatch):
+    """The SDK's own wrappers spell details two more ways: under an OpenAI
+    service tier ``flex_cache_read``/``priority_reasoning`` (with the bare
+    ``flex`` key the tier's uncached rest), and for Anthropic the cache
+    writes by lifetime (``ephemeral_5m_input_tokens``...) instead of
+    ``cache_creation``, added into ``input_tokens``. Both were read as
+    uncached input (and reasoning as output); each call now imports with the
+    provider's counts."""
+    import anthropic
+    from langsmith.wrappers import wrap_anthropic
+
+    openai_script = [
+        Reply([("text", "a")], input_tokens=500, cache_read=1500, output_tokens=400,
+              reasoning_tokens=300, service_tier="flex"),
+        Reply([("text", "b")], input_tokens=300, cache_read=500, output_tokens=60,
+              reasoning_tokens=10, service_tier="priority"),
+        Reply([("text", "c")], input_tokens=40, cache_read=60, output_tokens=7)]
+    lifetimes = {"ephemeral_5m_input_tokens": 2000, "ephemeral_1h_input_tokens": 1000}
+    anthropic_script = [
+        Reply([("text", "d")], input_tokens=5, cache_write=3000, output_tokens=60,
+              usage={"cache_creation": lifetimes}),
+        Reply([("text", "e")], input_tokens=20, cache_read=3000, cache_write=700,
+              output_tokens=80)]
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    with Capture() as endpoint, FakeProvider(openai_script + anthropic_script) as server, \
+            langsmith.tracing_context(enabled=True):
+        client = Client(api_url=endpoint.url, api_key="lsv2-test")
+        chat = wrap_openai(openai.OpenAI(base_url=server.openai_url, api_key="sk-test",
+                                         max_retries=0), tracing_extra={"client": client})
+        claude = wrap_anthropic(anthropic.Anthropic(base_url=server.base_url, api_key="sk-test",
+                                                    max_retries=0),
+                                tracing_extra={"client": client})
+
+        @traceable(run_type="chain", name="agent", client=client)
+        def agent() -> None:
+            for _ in openai_script:
+                chat.chat.completions.create(model="o3", messages=[
+                    {"role": "user", "content": "go"}])
+            for _ in anthropic_script:
+                claude.messages.create(model="claude-sonnet-4-5", max_tokens=100, messages=[
+                    {"role": "user", "content": "go"}])
+
+        agent()
+        client.flush()
+        batches = list(endpoint.batches)
+    (tmp_path / "posts.jsonl").write_text("".join(json.dumps(b) + "\n" for b in batches))
+    imported([tmp_path / "posts.jsonl"], tmp_path / "traces", source="langsmith", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, r.output_tokens,
+             r.reasoning_tokens) for r in calls.itertuples()] == [
+        (a.input_tokens, a.cache_read, a.cache_write, a.output_tokens - a.reasoning_tokens,
+         a.reasoning_tokens) for a in openai_script + anthropic_script]

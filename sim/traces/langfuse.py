@@ -99,6 +99,12 @@ keys                                  read as
 ``cache_creation_input_tokens``,
 ``cache_write_tokens``,
 ``cache_creation``
+``input_ephemeral_5m_input_tokens``,  cache writes by lifetime (the LangChain
+``input_ephemeral_1h_input_tokens``   handler's copy of langchain-anthropic's):
+                                      the larger of their sum and
+                                      ``input_cache_creation`` (writers fill
+                                      one or both; with both the input is
+                                      read from ``total``: :func:`_written_twice`)
 ``output_reasoning_tokens``,          reasoning, apart from ``output``
 ``output_reasoning``,
 ``reasoning_tokens``,
@@ -118,6 +124,12 @@ other ``input_*`` / ``output_*``      parts of the input / output (audio,
 ``cache_creation_ephemeral_*``        ``cache_creation_input_tokens``), but
                                       for a Gemini model's thoughts
 ====================================  ========================================
+
+An OpenAI service tier's details as the LangChain handler stores them
+(``input_flex``, ``input_flex_cache_read``, ``output_priority``,
+``output_priority_reasoning``) are that side's uncached input and cache reads
+(output and reasoning), in place of its ``input`` (``output``), which the
+handler reduced by some of them and not others (:func:`_untiered`).
 
 A **Gemini** generation that records no reasoning key but a ``total`` above
 its counted columns has the excess read as its thoughts (reasoning, derived:
@@ -185,7 +197,13 @@ from sim.traces.model import (
 from sim.traces.otel import Span
 from sim.traces.repairs import PROMPT_WITHOUT_CACHE, REASONING_APART, Repair
 from sim.traces.skips import NO_CALLS, Skip, Unusable, or_skip
-from sim.traces.usage import count, from_openai, from_responses
+from sim.traces.usage import (
+    CACHE_WRITE_TTLS,
+    SERVICE_TIERS,
+    count,
+    from_openai,
+    from_responses,
+)
 
 # ------------------------------------------------------------ documents
 RESOLVED_SCORES = frozenset({"resolved", "success", "correct"})
@@ -373,10 +391,17 @@ class _Parts:
         return len(self.keys.get(kind, [])) > 1
 
 
+WRITE_TTL_KEYS = frozenset(f"input_{key}" for key in CACHE_WRITE_TTLS)
+"""langchain-anthropic's cache writes by lifetime, as Langfuse's LangChain
+handler stores them (``input_`` + the ``input_token_details`` key)."""
+
+
 def _key_kind(key: str) -> str | None:
     """What a ``usageDetails`` key counts (see the module), None for unused."""
     if key in _UNUSED:
         return None
+    if key in WRITE_TTL_KEYS:
+        return "write_ttl"
     if key in READ_KEYS or key.startswith(("input_cached_", "cached_modality_")):
         return "read"
     if key in WRITE_KEYS or key.startswith(("input_cache_creation", "input_cache_write")):
@@ -403,7 +428,7 @@ def counts(usage: Any, where: str, notes: list[Repair] | None = None,
     repairs of an impossible relation (a cache inside the input above it).
     ``model`` (the generation's) tells a Gemini total's remainder as its
     thoughts (:func:`gemini_thoughts`)."""
-    usage = as_dict(usage)
+    usage = _untiered(as_dict(usage))
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         return _openai(usage, where, notes)
     if isinstance(usage.get("input_tokens_details"), dict) or \
@@ -430,21 +455,69 @@ def counts(usage: Any, where: str, notes: list[Repair] | None = None,
         elif parts.get(kind):
             out.provenance[column] = DERIVED
     for column, kinds in (("cache_read_tokens", ("read", "read_inside")),
-                          ("cache_write_tokens", ("write", "write_inside")),
+                          ("cache_write_tokens", ("write", "write_ttl", "write_inside")),
                           ("reasoning_tokens", ("reasoning", "reasoning_inside"))):
         if sum(len(parts.keys.get(k, [])) for k in kinds) > 1:
             out.provenance[column] = DERIVED
     if output is None and not (parts.get("reasoning") or parts.get("reasoning_inside")):
         out.provenance["reasoning_tokens"] = UNKNOWN
+    written = max(parts.get("write"), parts.get("write_ttl"))
+    if uncached is not None and parts.get("write") and parts.get("write_ttl"):
+        uncached = _written_twice(usage, uncached, written, parts, output, where)
+        out.provenance["input_tokens"] = DERIVED
     out.usage = Usage(
         input_tokens=0 if uncached is None else uncached + parts.get("input"),
         cache_read_tokens=parts.get("read") + parts.get("read_inside"),
-        cache_write_tokens=parts.get("write") + parts.get("write_inside"),
+        cache_write_tokens=written + parts.get("write_inside"),
         output_tokens=0 if output is None else output + parts.get("output"),
         thinking_tokens=parts.get("reasoning") + parts.get("reasoning_inside"))
     if output is not None and uncached is not None:
         gemini_thoughts(out, usage, model, where)
     return out
+
+
+def _written_twice(usage: dict, uncached: int, written: int, parts: _Parts,
+                   output: int | None, where: str) -> int:
+    """The uncached input (without its ``input_*`` parts) of a generation
+    whose cache writes are recorded twice, as ``input_cache_creation`` and
+    by lifetime (langchain-anthropic before 1.0 filled both): the LangChain
+    handler took both from ``input``, stopping at 0. So the uncached input
+    is the recorded ``total`` less every other count when there is one,
+    else ``input`` with one copy of the writes given back (exact unless it
+    stopped at 0)."""
+    total = usage.get("total")
+    if total is not None and output is not None:
+        rest = (count(total, "usageDetails.total", where) - output - parts.get("output")
+                - parts.get("reasoning") - parts.get("reasoning_inside") - parts.get("read")
+                - written - parts.get("input"))
+        if rest >= 0:
+            return rest
+    return uncached + parts.get("write") + parts.get("write_ttl") - written
+
+
+def _untiered(usage: dict) -> dict:
+    """``usage`` with an OpenAI service tier's details, as Langfuse's
+    LangChain handler stores LangChain's (``input_flex`` the tier's uncached
+    input, ``input_flex_cache_read`` its reads; ``output_priority`` its
+    output without reasoning, ``output_priority_reasoning`` the reasoning),
+    read as the plain keys of that side: ``input`` / ``input_cache_read``,
+    ``output`` / ``output_reasoning``. The handler subtracts a ``flex`` key
+    from ``input`` but not a ``priority`` one (and its older versions both),
+    so the side's own ``input``/``output`` and its other parts (audio, inside
+    the tier's figure) are not read. Other usage is returned as it is."""
+    for tier in SERVICE_TIERS:
+        sides = [(side, detail) for side, detail in (("input", "cache_read"),
+                                                     ("output", "reasoning"))
+                 if usage.get(f"{side}_{tier}") is not None]
+        if sides:
+            plain = dict(usage)
+            for side, detail in sides:
+                plain = {k: v for k, v in plain.items()
+                         if not (k == side or k.startswith(f"{side}_"))}
+                plain[side] = usage[f"{side}_{tier}"]
+                plain[f"{side}_{detail}"] = usage.get(f"{side}_{tier}_{detail}", 0)
+            return plain
+    return usage
 
 
 GEMINI_TOTAL = ("Gemini's total_token_count is prompt (cached content inside) + candidates + "

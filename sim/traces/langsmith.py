@@ -24,10 +24,13 @@ once with later fields overriding earlier ones:
 
 - **a model call** is an ``llm`` step. Its usage is LangChain's
   ``usage_metadata`` (in ``outputs``, else ``extra.metadata``):
-  ``input_tokens`` is the whole prompt (``input_token_details.cache_read`` and
-  ``cache_creation`` are subtracted: input provenance ``derived``) and
-  ``output_tokens`` the whole output (``output_token_details.reasoning`` is
-  subtracted: ``derived``); a step with no usage is a call whose counts are
+  ``input_tokens`` is the whole prompt (the cache reads and writes of
+  ``input_token_details`` are subtracted: input provenance ``derived``) and
+  ``output_tokens`` the whole output (``output_token_details``' reasoning is
+  subtracted: ``derived``); the details' spellings, with an OpenAI service
+  tier's (``flex_cache_read``) and Anthropic's writes by lifetime
+  (``ephemeral_5m_input_tokens``), are read by
+  :func:`~sim.traces.usage.langchain_details`; a step with no usage is a call whose counts are
   unknown (provenance ``unknown``, counts 0), its trace kept; else an export's
   ``prompt_tokens``/``completion_tokens`` with ``prompt_token_details`` and
   ``completion_token_details`` alike; else an OpenAI ``usage`` in
@@ -79,7 +82,13 @@ from sim.traces.model import (
     utc_from_unix,
 )
 from sim.traces.skips import NO_CALLS, NO_TRAJECTORY, Skip, Unusable, or_skip
-from sim.traces.usage import derived, from_openai, from_total_prompt, unknown_usage
+from sim.traces.usage import (
+    derived,
+    from_openai,
+    from_total_prompt,
+    langchain_details,
+    unknown_usage,
+)
 
 SOURCE = "langsmith"
 
@@ -245,22 +254,20 @@ def _recorded(step: dict, where: str) -> tuple[Usage, Any, Any] | None:
     if not isinstance(usage, dict):
         usage = as_dict(as_dict(step.get("extra")).get("metadata")).get("usage_metadata")
     if isinstance(usage, dict) and "input_tokens" in usage:
-        prompt_details = as_dict(usage.get("input_token_details"))
-        output_details = as_dict(usage.get("output_token_details"))
+        read, write, reasoning = langchain_details(usage.get("input_token_details"),
+                                                   usage.get("output_token_details"), where)
         return from_total_prompt(usage.get("input_tokens"), usage.get("output_tokens"),
-                                 cache_read=prompt_details.get("cache_read"),
-                                 cache_write=prompt_details.get("cache_creation"),
-                                 reasoning=output_details.get("reasoning"), where=where,
+                                 cache_read=read, cache_write=write, reasoning=reasoning,
+                                 where=where,
                                  names=("usage_metadata.input_tokens",
                                         "usage_metadata.output_tokens")), \
             usage.get("input_tokens"), usage.get("output_tokens")
     if step.get("prompt_tokens") is not None:
-        prompt_details = as_dict(step.get("prompt_token_details"))
-        output_details = as_dict(step.get("completion_token_details"))
+        read, write, reasoning = langchain_details(step.get("prompt_token_details"),
+                                                   step.get("completion_token_details"), where)
         return from_total_prompt(step.get("prompt_tokens"), step.get("completion_tokens", 0),
-                                 cache_read=prompt_details.get("cache_read"),
-                                 cache_write=prompt_details.get("cache_creation"),
-                                 reasoning=output_details.get("reasoning"), where=where), \
+                                 cache_read=read, cache_write=write, reasoning=reasoning,
+                                 where=where), \
             step.get("prompt_tokens"), step.get("completion_tokens", 0)
     openai = outputs.get("usage")
     if isinstance(openai, dict) and "prompt_tokens" in openai:

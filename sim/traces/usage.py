@@ -100,6 +100,44 @@ def from_total_prompt(prompt: Any, output: Any, *, cache_read: Any = None,
                  output_tokens=_output(out, think, notes, reasoning_apart), thinking_tokens=think)
 
 
+SERVICE_TIERS = ("flex", "priority")
+"""OpenAI service tiers whose name LangChain and LangSmith put before a detail
+key (``flex_cache_read``, ``priority_reasoning``)."""
+CACHE_WRITE_TTLS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens",
+                    "ephemeral_1hr_input_tokens")
+"""Anthropic's cache writes by lifetime, as LangChain and LangSmith copy them
+into ``input_token_details`` (``1hr``: LangSmith's Claude Agent SDK integration)."""
+
+
+def langchain_details(prompt: Any, output: Any, where: str) -> tuple[int, int, int]:
+    """The cache reads, cache writes and reasoning (tokens, in that order) of a LangChain
+    ``UsageMetadata``'s ``input_token_details`` (``prompt``) and
+    ``output_token_details`` (``output``), as langchain-openai,
+    langchain-anthropic and LangSmith's wrappers fill them:
+
+    - reads: ``cache_read``; under an OpenAI service tier ``flex_cache_read`` or
+      ``priority_cache_read`` instead (the bare ``flex``/``priority`` key is the
+      tier's uncached rest, already inside the prompt total);
+    - writes: ``cache_creation``, or Anthropic's writes by lifetime
+      (:data:`CACHE_WRITE_TTLS`) summed. Some writers fill both with the same
+      tokens (langchain-anthropic before 1.0 copied the breakdown beside the
+      total), others one of them, so the larger of the two is read;
+    - reasoning: ``reasoning``, or ``flex_reasoning`` / ``priority_reasoning``.
+
+    Each figure is the largest of its spellings (a writer uses one). A value
+    that is not a count makes the call unusable (:func:`count`)."""
+    prompt, output = as_dict(prompt), as_dict(output)
+
+    def largest(details: dict, names: list[str]) -> int:
+        return max((count(details.get(n), f"{n} tokens", where, default=0) for n in names),
+                   default=0)
+
+    ttls = sum(count(prompt.get(n), f"{n} tokens", where, default=0) for n in CACHE_WRITE_TTLS)
+    return (largest(prompt, ["cache_read", *(f"{t}_cache_read" for t in SERVICE_TIERS)]),
+            max(largest(prompt, ["cache_creation"]), ttls),
+            largest(output, ["reasoning", *(f"{t}_reasoning" for t in SERVICE_TIERS)]))
+
+
 def from_disjoint(uncached: Any, output: Any, *, cache_read: Any = None, cache_write: Any = None,
                   reasoning: Any = None, where: str, notes: list[Repair] | None = None,
                   reasoning_apart: bool = False) -> Usage:
