@@ -119,14 +119,12 @@ AGENT_SCRIPT = [
 ]
 
 
-def test_the_openai_agents_sdk_with_an_agent_as_tool(tmp_path):
-    """openinference-instrumentation-openai-agents on an OpenAI Agents SDK run
-    (chat completions against the fake server): a planner that calls a
-    function tool and a researcher agent as a tool. One run; per call the
-    prompt and completion totals the server sent (this instrumentation does
-    not carry the cache or reasoning split: they stay in input and output);
-    the researcher's call marked as a subagent's, the framework's workflow
-    span above the planner not taken for one; the tool calls answered."""
+def run_agents_sdk(path, *, with_openai: bool = False) -> tuple[object, list]:
+    """An OpenAI Agents SDK run (chat completions against the fake server)
+    traced by openinference-instrumentation-openai-agents (``with_openai``:
+    and by openinference-instrumentation-openai too) into ``path``: a planner
+    that calls a function tool and a researcher agent as a tool. Returns the
+    run's result and the server's answers."""
     pytest.importorskip("agents", reason="needs openai-agents")
     oi_agents = pytest.importorskip("openinference.instrumentation.openai_agents",
                                     reason="needs openinference-instrumentation-openai-agents")
@@ -134,10 +132,12 @@ def test_the_openai_agents_sdk_with_an_agent_as_tool(tmp_path):
     from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
 
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(tmp_path / "s.jsonl")))
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
     agents.set_trace_processors([])  # no export to OpenAI's tracing backend
-    instrumentor = oi_agents.OpenAIAgentsInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
+    instrumentors = [oi_agents.OpenAIAgentsInstrumentor()] + (
+        [OpenAIInstrumentor()] if with_openai else [])
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=provider)
 
     @function_tool
     def search(q: str) -> str:
@@ -156,9 +156,21 @@ def test_the_openai_agents_sdk_with_an_agent_as_tool(tmp_path):
             result = Runner.run_sync(planner, "What is x?")
             answers = list(server.answers)
     finally:
-        instrumentor.uninstrument()
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
         provider.shutdown()
     assert result.final_output == "done" and len(answers) == len(AGENT_SCRIPT)
+    return result, answers
+
+
+def test_the_openai_agents_sdk_with_an_agent_as_tool(tmp_path):
+    """openinference-instrumentation-openai-agents on an Agents SDK run: one
+    run; per call the prompt and completion totals the server sent (this
+    instrumentation does not carry the cache or reasoning split: they stay in
+    input and output); the researcher's call marked as a subagent's, the
+    framework's workflow span above the planner not taken for one; the tool
+    calls answered."""
+    _, answers = run_agents_sdk(tmp_path / "s.jsonl")
     imported([tmp_path / "s.jsonl"], tmp_path / "traces", source="openinference", runs=1)
     _, calls = read_traces(tmp_path / "traces")
     assert [(r.input_tokens + r.cache_read_tokens + r.cache_write_tokens,
@@ -170,6 +182,26 @@ def test_the_openai_agents_sdk_with_an_agent_as_tool(tmp_path):
     assert first[0]["result_sha256"] == sha256_text("found x")
     assert [(t["name"], t["id"]) for t in second] == [("researcher", "call_2")]
     assert second[0]["result_sha256"] == sha256_text("sub answer")
+
+
+def test_two_instrumentors_of_one_request_count_it_once(tmp_path):
+    """With the openai instrumentor on as well (as Phoenix's auto-instrument
+    does when both are installed), each request is an openai span inside the
+    agents SDK's LLM span, both with its usage: every call was counted twice.
+    Now each request is one call, read from the inner span (which splits the
+    cache), the subagent and tools as before, and the run says so."""
+    _, answers = run_agents_sdk(tmp_path / "s.jsonl", with_openai=True)
+    report = imported([tmp_path / "s.jsonl"], tmp_path / "traces", source="openinference",
+                      runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens, r.reasoning_tokens)
+            for r in calls.itertuples()] == [
+        (a.input_tokens, a.cache_read, a.output_tokens - a.reasoning_tokens,
+         a.reasoning_tokens) for a in answers]
+    assert calls["agent"].notna().tolist() == [False, False, True, False]
+    assert [t["name"] for t in calls["tool_calls"].iloc[0]] == ["search"]
+    assert [t["name"] for t in calls["tool_calls"].iloc[1]] == ["researcher"]
+    assert list(report.conventions["openinference"]["calls"].values()) == [1]
 
 
 def test_provenance_says_which_counts_were_derived(tmp_path):
