@@ -328,3 +328,39 @@ def test_an_agent_that_failed_before_its_first_reply_is_a_run_of_zero_calls(tmp_
     failed = runs.set_index("run_id").loc["f"]
     assert (failed["steps"], failed["exit"]) == (0, "RateLimitError")
     assert set(calls["run_id"]) == {"d"}
+
+
+def test_a_chat_span_inside_another_is_one_request_counted_once(tmp_path):
+    """A framework's chat span around its client library's (both instrumented:
+    Pydantic AI or LangChain with opentelemetry-instrumentation-openai-v2) is
+    one request: counted once, from the inner span; an outer span whose inner
+    one records no usage is the one kept. The run says so in its
+    conventions; a conversation of plain calls says nothing."""
+    provider = TracerProvider()
+    path = tmp_path / "s.jsonl"
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
+    tracer = provider.get_tracer("agent")
+
+    def chat(conversation: str, inp: int | None, read: int = 0):
+        usage = {} if inp is None else {"gen_ai.usage.input_tokens": inp,
+                                         "gen_ai.usage.output_tokens": 5,
+                                         "gen_ai.usage.cache_read.input_tokens": read}
+        return tracer.start_as_current_span("chat gpt-4o", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.conversation.id": conversation, **usage})
+
+    with tracer.start_as_current_span("invoke_agent a", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "twice"}):
+        for inp, read in ((1000, 0), (1400, 900)):
+            with chat("twice", inp), chat("twice", inp, read):
+                pass
+        with chat("twice", 2000, 0), chat("twice", None):  # only the outer has usage
+            pass
+    with chat("plain", 300):
+        pass
+    provider.shutdown()
+    report, _, calls = imported(tmp_path, path)
+    twice = calls[calls["run_id"] == "twice"]
+    assert [(r.input_tokens, r.cache_read_tokens) for r in twice.itertuples()] == [
+        (1000, 0), (500, 900), (2000, 0)]
+    assert (calls["run_id"] == "plain").sum() == 1
+    assert list(report.conventions["otel-genai"]["calls"].values()) == [1]

@@ -11,7 +11,9 @@ around that is the same for every format and lives here:
   belongs to, the tool step a subagent runs under), with a hop limit so that
   a cycle in untrusted parent links ends;
 - subagents in a span tree: :class:`AgentTree`, which agent span a call is
-  under and which agents are the run's own (the rest are subagents);
+  under and which agents are the run's own (the rest are subagents); and
+  :func:`twice_seen`, the call spans that repeat a request another call span
+  around or inside them counts;
 - tool calls: :func:`owner_before`, the last call of the same agent that
   started at or before a tool record, which the tool answers; :func:`ran_tool`,
   a tool record (a span, an observation, a step) with its result;
@@ -45,12 +47,12 @@ from sim.traces.model import (
 )
 
 MAX_HOPS = 1000
+"""How many parent links :func:`nearest` follows at most (a deeper or
+cyclic tree is read as if the ancestor were not there)."""
 EXIT_CHARS = 200
 """The longest exit label an importer keeps (characters): an error's first
 line, cut here, so a traceback or a provider's long message does not become
 a label of its own in every summary."""
-"""How many parent links :func:`nearest` follows at most (a deeper or
-cyclic tree is read as if the ancestor were not there)."""
 
 
 def seconds(later: datetime | None, earlier: datetime | None) -> float | None:
@@ -131,6 +133,38 @@ class AgentTree:
         main = min(found, key=lambda a: (self.depth(a), self.by_id[a].start)) if found else None
         return {a for a in self.agents if self.agent_of(self.by_id[a]) is None} | (
             {main} if main is not None else set())
+
+
+NESTED_CALLS = ("a model-call span inside another is one request instrumented twice (as by "
+                "OpenInference's openai and openai-agents instrumentors together): counted "
+                "once, from the span that records its usage")
+"""The run convention (``RunRecord.conventions["calls"]``) of a run read with
+:func:`twice_seen`."""
+
+
+def twice_seen(calls: Sequence[TreeSpan], records_usage: Sequence[bool], tree: AgentTree
+               ) -> set[int]:
+    """The indices of ``calls`` (a run's model-call spans, in the spans of
+    ``tree``) that are a request already counted. A model-call span with
+    model-call spans below it is the same request seen by two
+    instrumentations (an agent framework's span around its client
+    library's); the inner spans are kept (the client's split the cache and
+    reasoning) and the outer one is not, unless only it records usage
+    (``records_usage``, one per call): then the inner ones are not."""
+    index = {span.span: i for i, span in enumerate(calls)}
+    below: dict[int, list[int]] = {}
+    for i, span in enumerate(calls):
+        above = nearest(span.parent or None, lambda s: tree.by_id[s].parent or None,
+                        index.__contains__, tree.by_id.__contains__)
+        if above is not None:
+            below.setdefault(index[above], []).append(i)
+    dropped: set[int] = set()
+    for outer, inner in below.items():
+        if records_usage[outer] and not any(records_usage[i] for i in inner):
+            dropped.update(inner)
+        else:
+            dropped.add(outer)
+    return dropped
 
 
 def owner_before(calls: Sequence[CallRecord], indices: Iterable[int],

@@ -35,6 +35,9 @@ conventions:
   ``gen_ai.tool.call.result`` (both opt-in content), an error when the span has
   ``error.type`` or an error status, and the span's length as its duration. It
   belongs to the last model call that started before it;
+- a chat span inside another chat span is one request traced twice (a
+  framework's instrumentation around the client library's): counted once
+  (:func:`sim.traces.assemble.twice_seen`), the run's conventions say so;
 - **subagents**: a call under an ``invoke_agent`` span other than the run's
   own agents (the outermost ones and the outermost one that made calls
   itself, :class:`sim.traces.assemble.AgentTree`, as the vendor span
@@ -97,8 +100,9 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from sim.traces.assemble import AgentTree, ran_tool
+from sim.traces.assemble import NESTED_CALLS, AgentTree, ran_tool, twice_seen
 from sim.traces.model import (
+    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -262,6 +266,11 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
     notes: list[Repair] = []
     calls = [_call(s, start, notes, apart) for s in chats]
     tree = AgentTree(spans, lambda span: span.operation == AGENT_OPERATION)
+    twice = twice_seen(chats, [any(c.provenance.get(k) != UNKNOWN
+                                   for k in ("input_tokens", "output_tokens"))
+                               for c in calls], tree)
+    chats = [s for i, s in enumerate(chats) if i not in twice]
+    calls = [c for i, c in enumerate(calls) if i not in twice]
     agents = [tree.agent_of(s) for s in chats]
     outermost = tree.outermost(agents)
     calls = [replace(call, agent=None if agent in outermost else agent)
@@ -275,7 +284,8 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
     return RunRecord(
         run_id=key, source=SOURCE, file=spans[0].file, calls=calls, model=model,
         exit=exit_label, started_at=utc_from_unix(start / 1e9) if start else None,
-        duration_s=(end - start) / 1e9 if start and end else None, repairs=notes)
+        duration_s=(end - start) / 1e9 if start and end else None, repairs=notes,
+        conventions={"calls": NESTED_CALLS} if twice else {})
 
 
 def _agent_fields(spans: list[Span], calls: list[CallRecord]) -> tuple[str | None, str | None]:

@@ -49,13 +49,14 @@ from functools import partial
 from typing import Any
 
 from sim.traces.assemble import (
+    NESTED_CALLS,
     AgentTree,
     main_model,
-    nearest,
     ran_tool,
     requested_tool,
     run_cost,
     text_fields,
+    twice_seen,
 )
 from sim.traces.model import (
     UNKNOWN,
@@ -153,7 +154,8 @@ def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
     chats = [(s, f) for s in spans if (f := dialect.call(s)) is not None]
     if not chats:
         raise Unusable(NO_CALLS, f"{len(spans)} spans, none a model call")
-    chats, twice = _one_span_a_request(chats, tree)
+    twice = twice_seen([s for s, _ in chats], [_records_usage(f) for _, f in chats], tree)
+    chats = [chat for i, chat in enumerate(chats) if i not in twice]
     agents = [tree.agent_of(s) for s, _ in chats]
     outermost = tree.outermost(agents)
     start = spans[0].start
@@ -173,38 +175,8 @@ def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
         conventions={"calls": NESTED_CALLS} if twice else {})
 
 
-NESTED_CALLS = ("a model-call span inside another is one request instrumented twice (as by "
-                "OpenInference's openai and openai-agents instrumentors together): counted "
-                "once, from the span that records its usage")
-
-
 def _records_usage(facts: CallFacts) -> bool:
     return any(facts.provenance.get(c) != UNKNOWN for c in ("input_tokens", "output_tokens"))
-
-
-def _one_span_a_request(chats: list[tuple[Span, CallFacts]], tree: AgentTree
-                        ) -> tuple[list[tuple[Span, CallFacts]], int]:
-    """``chats`` with each request counted once, and how many spans were
-    dropped. A model-call span with model-call spans below it (an agent
-    framework's span around the client library's, both instrumented) and
-    they are one request seen twice: the inner spans are kept, the outer
-    dropped, unless only the outer records usage (then the inner are
-    dropped)."""
-    ids = {span.span for span, _ in chats}
-    facts = {span.span: f for span, f in chats}
-    inner: dict[str, list[str]] = defaultdict(list)  # a call span -> the calls right below it
-    for span, _ in chats:
-        above = nearest(span.parent or None, lambda i: tree.by_id[i].parent or None,
-                        ids.__contains__, tree.by_id.__contains__)
-        if above is not None:
-            inner[above].append(span.span)
-    dropped: set[str] = set()
-    for outer, below in inner.items():
-        if not any(_records_usage(facts[b]) for b in below) and _records_usage(facts[outer]):
-            dropped.update(below)
-        else:
-            dropped.add(outer)
-    return [(s, f) for s, f in chats if s.span not in dropped], len(dropped)
 
 
 def _attach_tools(dialect: Dialect, tree: AgentTree, spans: list[Span], chats: list[Span],
