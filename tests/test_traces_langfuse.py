@@ -208,3 +208,48 @@ def test_api_json_round_trips(tmp_path, capsys):
 
     import_traces([api_json(tmp_path / "observations.json")], tmp_path / "traces")
     round_trip(tmp_path / "traces", tmp_path, capsys)
+
+
+def test_openinference_llm_spans_under_a_langfuse_observation_are_calls(tmp_path):
+    """Langfuse's documented OpenAI Agents SDK setup: an OpenInference
+    instrumentor on the Langfuse client's tracer provider, its spans under a
+    Langfuse observation. The file went to the Langfuse reader, which took
+    only its generations: OpenInference's LLM spans were lost (no calls, or
+    only the Langfuse generation). Each span is now read in the dialect that
+    claims it: two OpenInference calls and one generation, with their counts."""
+    pytest.importorskip("openinference.instrumentation.openai",
+                        reason="needs openinference-instrumentation-openai")
+    import openai
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    path = tmp_path / "mixed.jsonl"
+    provider = TracerProvider()
+    lf = Langfuse(public_key=f"pk-lf-{uuid.uuid4().hex}", secret_key="sk-lf-test",
+                  base_url="http://127.0.0.1:9", span_exporter=FileSpanExporter(path),
+                  tracer_provider=provider)
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    script = [Reply([("text", "a")], input_tokens=200, cache_read=800, output_tokens=30,
+                    reasoning_tokens=20),
+              Reply([("text", "b")], input_tokens=300, cache_read=1200, output_tokens=30)]
+    try:
+        with FakeProvider(list(script)) as server, lf.start_as_current_observation(
+                as_type="agent", name="OpenAI-Agent-Trace"):
+            chat = openai.OpenAI(base_url=server.openai_url, api_key="sk-test", max_retries=0)
+            for _ in script:
+                chat.chat.completions.create(model="gpt-4.1", messages=[
+                    {"role": "user", "content": "go"}])
+            with lf.start_as_current_observation(
+                    as_type="generation", name="judge", model="gpt-4o-mini",
+                    usage_details={"input": 50, "output": 5}):
+                pass
+    finally:
+        instrumentor.uninstrument()
+        lf.flush()
+        lf.shutdown()
+    imported([path], tmp_path / "traces", source="langfuse", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.model, r.input_tokens, r.cache_read_tokens, r.output_tokens, r.reasoning_tokens)
+            for r in calls.itertuples()] == [
+        ("gpt-4.1", 200, 800, 10, 20), ("gpt-4.1", 300, 1200, 30, 0),
+        ("gpt-4o-mini", 50, 0, 5, 0)]

@@ -36,6 +36,11 @@ format              recognised by
                     what ``python -m sim run --traces`` writes
 ==================  =============================================================
 
+A file of spans goes to the first span dialect (Langfuse, OpenInference,
+older OpenLLMetry) one of its spans belongs to, which reads each span in the
+dialect that claims it: a Langfuse trace holding OpenInference LLM spans
+(Langfuse's OpenAI Agents SDK setup) counts both.
+
 Each file is read once, and only one file's content is held at a time (runs'
 calls are streamed into ``calls.parquet``); OpenTelemetry spans are gathered
 across files, since a conversation may span several, and assembled at the end.
@@ -298,6 +303,11 @@ def _instance(record: RunRecord) -> tuple[Path, str, str | None]:
     return Path(record.file), record.task_id or record.run_id, record.model
 
 
+SPAN_DIALECTS = (langfuse.DIALECT, openinference.DIALECT, otel_legacy.DIALECT)
+"""The span dialects, in the order a file's spans are offered to them; each
+reads a span another one claims in that one's way (:func:`spantree.mixed`)."""
+
+
 @dataclass
 class Gathered:
     """The formats whose runs are gathered across files and assembled at the
@@ -309,8 +319,7 @@ class Gathered:
     openhands: openhands.Collector = field(default_factory=openhands.Collector)
     openhands_sdk: openhands_sdk.Collector = field(default_factory=openhands_sdk.Collector)
     spans: list[spantree.Gatherer] = field(default_factory=lambda: [
-        spantree.Gatherer(d) for d in (langfuse.DIALECT, openinference.DIALECT,
-                                       otel_legacy.DIALECT)])
+        spantree.Gatherer(spantree.mixed(d, SPAN_DIALECTS)) for d in SPAN_DIALECTS])
 
     def claim_spans(self, values: list, file: str) -> bool:
         """Hand OTLP JSON ``values`` to the first span dialect one of their spans

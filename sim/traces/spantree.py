@@ -115,6 +115,26 @@ class Dialect:
     session: Callable[[Span], str | None] = lambda span: None
 
 
+def mixed(primary: Dialect, others: tuple[Dialect, ...]) -> Dialect:
+    """``primary`` reading each span in the dialect that claims it: its own
+    if it does, else the first of ``others`` that does (else its own). A
+    trace may mix them: the Langfuse SDK exports the spans of every
+    instrumentor on its tracer provider, OpenInference's LLM spans under a
+    Langfuse observation among them (Langfuse's own OpenAI Agents SDK
+    setup). Runs keep ``primary``'s source; files are still given to the
+    first dialect one of their spans belongs to."""
+    order = (primary, *(d for d in others if d is not primary))
+
+    def of(span: Span) -> Dialect:
+        return next((d for d in order if d.claims(span.attributes)), primary)
+
+    return Dialect(source=primary.source, claims=primary.claims,
+                   call=lambda span: of(span).call(span),
+                   tool=lambda span: of(span).tool(span),
+                   is_agent=lambda span: of(span).is_agent(span),
+                   session=lambda span: of(span).session(span))
+
+
 @dataclass
 class Gatherer:
     """Spans of one dialect, gathered across an import's files."""
