@@ -253,3 +253,36 @@ def test_openinference_llm_spans_under_a_langfuse_observation_are_calls(tmp_path
             for r in calls.itertuples()] == [
         ("gpt-4.1", 200, 800, 10, 20), ("gpt-4.1", 300, 1200, 30, 0),
         ("gpt-4o-mini", 50, 0, 5, 0)]
+
+
+def test_genai_chat_spans_under_a_langfuse_observation_are_calls(tmp_path):
+    """A framework instrumented with today's GenAI names (Pydantic AI, the
+    openai-v2 instrumentor) on the Langfuse client's tracer provider: its
+    chat spans under a Langfuse observation are the run's calls, with the
+    cache and reasoning split, its execute_tool span the first call's tool."""
+    path = tmp_path / "genai.jsonl"
+    provider = TracerProvider()
+    lf = Langfuse(public_key=f"pk-lf-{uuid.uuid4().hex}", secret_key="sk-lf-test",
+                  base_url="http://127.0.0.1:9", span_exporter=FileSpanExporter(path),
+                  tracer_provider=provider)
+    tracer = provider.get_tracer("pydantic-ai")
+    with lf.start_as_current_observation(as_type="agent", name="support-bot"):
+        for i, (inp, read, out, think) in enumerate(((1200, 1000, 40, 10), (1500, 1100, 60, 0))):
+            with tracer.start_as_current_span("chat gpt-4o", attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                    "gen_ai.usage.input_tokens": inp, "gen_ai.usage.output_tokens": out,
+                    "gen_ai.usage.cache_read.input_tokens": read,
+                    "gen_ai.usage.reasoning.output_tokens": think}):
+                pass
+            if i == 0:
+                with tracer.start_as_current_span("execute_tool lookup", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                        "gen_ai.tool.call.id": "t1", "gen_ai.tool.call.result": "ok"}):
+                    pass
+    lf.flush()
+    lf.shutdown()
+    imported([path], tmp_path / "traces", source="langfuse", runs=1)
+    _, calls = read_traces(tmp_path / "traces")
+    assert [(r.input_tokens, r.cache_read_tokens, r.output_tokens, r.reasoning_tokens)
+            for r in calls.itertuples()] == [(200, 1000, 30, 10), (400, 1100, 60, 0)]
+    assert [(t["name"], t["id"]) for t in calls["tool_calls"].iloc[0]] == [("lookup", "t1")]

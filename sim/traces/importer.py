@@ -39,7 +39,8 @@ format              recognised by
 A file of spans goes to the first span dialect (Langfuse, OpenInference,
 older OpenLLMetry) one of its spans belongs to, which reads each span in the
 dialect that claims it: a Langfuse trace holding OpenInference LLM spans
-(Langfuse's OpenAI Agents SDK setup) counts both.
+(Langfuse's OpenAI Agents SDK setup) or GenAI chat spans (Pydantic AI)
+counts them all.
 
 Each file is read once, and only one file's content is held at a time (runs'
 calls are streamed into ``calls.parquet``); OpenTelemetry spans are gathered
@@ -70,6 +71,7 @@ from sim.bad_input import InputError
 from sim.jobs import chunk_size, in_order, spans
 from sim.traces import (
     claude_code,
+    genai_dialect,
     harbor,
     inspect_log,
     langfuse,
@@ -304,8 +306,12 @@ def _instance(record: RunRecord) -> tuple[Path, str, str | None]:
 
 
 SPAN_DIALECTS = (langfuse.DIALECT, openinference.DIALECT, otel_legacy.DIALECT)
-"""The span dialects, in the order a file's spans are offered to them; each
-reads a span another one claims in that one's way (:func:`spantree.mixed`)."""
+"""The span dialects, in the order a file's spans are offered to them."""
+READ_ORDER = (langfuse.DIALECT, openinference.DIALECT, genai_dialect.DIALECT,
+              otel_legacy.DIALECT)
+"""The dialects a span dialect's trace reads a span in: the first that claims
+it (:func:`spantree.mixed`). Today's GenAI names come before the older ones a
+span may also carry; a file of GenAI spans alone goes to :mod:`otel`."""
 
 
 @dataclass
@@ -319,7 +325,7 @@ class Gathered:
     openhands: openhands.Collector = field(default_factory=openhands.Collector)
     openhands_sdk: openhands_sdk.Collector = field(default_factory=openhands_sdk.Collector)
     spans: list[spantree.Gatherer] = field(default_factory=lambda: [
-        spantree.Gatherer(spantree.mixed(d, SPAN_DIALECTS)) for d in SPAN_DIALECTS])
+        spantree.Gatherer(spantree.mixed(d, READ_ORDER)) for d in SPAN_DIALECTS])
 
     def claim_spans(self, values: list, file: str) -> bool:
         """Hand OTLP JSON ``values`` to the first span dialect one of their spans

@@ -264,7 +264,7 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
     if not chats and not any(s.operation == AGENT_OPERATION for s in spans):
         raise Unusable(NO_CALLS, f"{len(spans)} spans, none a chat or invoke_agent span")
     notes: list[Repair] = []
-    calls = [_call(s, start, notes, apart) for s in chats]
+    calls = [call_record(s, start, notes, apart) for s in chats]
     tree = AgentTree(spans, lambda span: span.operation == AGENT_OPERATION)
     twice = twice_seen(chats, [any(c.provenance.get(k) != UNKNOWN
                                    for k in ("input_tokens", "output_tokens"))
@@ -300,7 +300,11 @@ def _agent_fields(spans: list[Span], calls: list[CallRecord]) -> tuple[str | Non
             None if exit_label is None else str(exit_label))
 
 
-def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool]) -> CallRecord:
+def call_record(span: Span, start: int, notes: list[Repair],
+                apart: tuple[bool, bool] = (False, False)) -> CallRecord:
+    """The call a chat span records (times from ``start``, Unix ns; see the
+    module for the attributes read); repairs go to ``notes``, ``apart`` reads
+    the cache and reasoning as counted apart."""
     a = span.attributes
     counts, provenance = from_totals(
         a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens"),
@@ -311,7 +315,7 @@ def _call(span: Span, start: int, notes: list[Repair], apart: tuple[bool, bool])
         names=("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"), notes=notes,
         apart=apart)
     model = a.get("gen_ai.response.model", a.get("gen_ai.request.model"))
-    parts = _output_text_parts(a.get("gen_ai.output.messages"))
+    parts = output_text_parts(a.get("gen_ai.output.messages"))
     return CallRecord(
         usage=counts, model=None if model is None else str(model),
         finish_reason=finish_reasons(a.get("gen_ai.response.finish_reasons")),
@@ -358,7 +362,7 @@ def _tool(span: Span) -> ToolCallRecord:
                     error=span.error, duration_s=(span.end - span.start) / 1e9)
 
 
-def _output_text_parts(messages: Any) -> list[str] | None:
+def output_text_parts(messages: Any) -> list[str] | None:
     """The texts of the text parts of ``gen_ai.output.messages`` (a JSON string
     of ``[{"role", "parts": [{"type": "text", "content"}...]}]``), in order, or
     None when no such content was captured."""
