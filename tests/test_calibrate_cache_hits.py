@@ -165,3 +165,28 @@ def test_a_class_reading_the_cache_on_few_calls_is_still_cached(traces):
     pooled = [float(np.mean(row)) for row in hits["hit"]]
     assert hits["run_share"] * np.average(pooled, weights=sizes) == pytest.approx(share,
                                                                                 abs=0.03)
+
+
+def test_outputs_past_the_default_window_still_make_a_valid_scenario(traces):
+    """Traces whose largest output passes 200,000 tokens made a scenario
+    whose max_output_tokens exceeded its context window: calibrate failed
+    with an error about its own generated file. The window now holds the
+    largest prompt and output; a recorded window (an overflow seen) bounds
+    the output instead."""
+    import dataclasses
+
+    est = estimate(traces, np.zeros(traces.n, dtype=int))
+    huge = dataclasses.replace(est, max_output=750_000_000)
+    doc, _ = scenario_document(huge, name="fit", description="", tasks=10, seed=1)
+    harness = validate(yaml.safe_load(yaml.safe_dump(doc)), "fit").harness
+    assert harness.max_output_tokens >= 750_000_000
+    assert harness.context_window >= harness.max_output_tokens + est.max_prompt
+    assert harness.context_window == max(200_000, 2 * est.max_prompt,
+                                         est.max_prompt + harness.max_output_tokens)
+    recorded = dataclasses.replace(huge, context_window=150_000,
+                                   notes={**est.notes, "context": "an overflow at 150,000"})
+    doc, _ = scenario_document(recorded, name="fit", description="", tasks=10, seed=1)
+    harness = validate(yaml.safe_load(yaml.safe_dump(doc)), "fit").harness
+    assert (harness.context_window, harness.max_output_tokens) == (150_000, 150_000)
+    plain, _ = scenario_document(est, name="fit", description="", tasks=10, seed=1)
+    assert plain["harness"]["context_window"] == max(200_000, 2 * est.max_prompt)

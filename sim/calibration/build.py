@@ -143,12 +143,16 @@ def _harness(est: Estimates, prices_date: str | None, comments: dict[str, str]
     main = est.classes[0]
     prices = {m: {"input": p.input, "output": p.output, "cache_read": p.cache_read,
                   "cache_write": p.cache_write} for m, p in est.prices.items()}
+    max_output = int(math.ceil(max(est.max_output, 1) * 1.25 / 256) * 256)
+    # a window that holds the largest prompt twice and the largest output
+    # after it (traces of outputs past 200,000 tokens must still validate)
+    window = max(200_000, 2 * est.max_prompt, est.max_prompt + max_output)
     harness: dict[str, Any] = {
         "model": main.model or "unknown",
         "prices": prices.get(main.model, {"input": 0.0, "output": 0.0, "cache_read": 0.0,
                                           "cache_write": 0.0}),
-        "max_output_tokens": int(math.ceil(max(est.max_output, 1) * 1.25 / 256) * 256),
-        "context_window": max(200_000, 2 * est.max_prompt),
+        "max_output_tokens": max_output,
+        "context_window": window,
         "budgets": {"steps": est.step_limit, "tool_errors": est.error_limit,
                     "money_usd": est.cost_limit},
         "detector": {"enabled": False} if est.detector is None else est.detector.section(),
@@ -174,6 +178,8 @@ def _harness(est: Estimates, prices_date: str | None, comments: dict[str, str]
         harness["context_window"] = est.context_window
         harness["context"] = {"emergency_compaction": False}
         comments["harness.context_window"] = est.notes["context"]
+        # an output the recorded window cannot hold: the window bounds the call
+        harness["max_output_tokens"] = min(max_output, est.context_window)
     if est.token_limit is not None:
         harness["budgets"]["tokens"] = est.token_limit
     if est.output_limit is not None:

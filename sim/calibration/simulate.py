@@ -115,7 +115,8 @@ def simulate(doc: dict[str, Any], runs: int, seed: int, calls: bool = True,
     from sim.world.streams import StreamPool
     from sim.world.task import SimulatedTask
 
-    scenario = validate({**doc, "seed": seed, "tasks": runs}, doc.get("name") or "calibration")
+    scenario = validate({**doc, "seed": seed, "tasks": runs},
+                        f"the world fitted to the traces ({doc.get('name') or 'calibration'})")
     cell = build_cell(cells_of(scenario)[0])
     pool = StreamPool()
     indices = range(runs) if only is None else [int(i) for i in only]
