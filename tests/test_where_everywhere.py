@@ -124,3 +124,29 @@ def test_the_conditions_moved_to_the_trace_model_are_still_importable_from_tune(
     from sim.traces.where import slice_folder
 
     assert tuning_slice_folder is slice_folder
+
+
+def test_an_import_whose_where_selects_no_run_writes_nothing_and_keeps_the_folder(
+        folder, tmp_path, capsys):
+    """``traces import --where`` cut the folder after writing it: a condition
+    no run met exited 2 but left the whole import in --out (and, with
+    --force, a good folder already there replaced by it). The cut is now
+    made before the folder is put in place: nothing is written, the old
+    folder stays, and a folder cut to some runs says so in import.json."""
+    fresh = tmp_path / "fresh"
+    assert main(["traces", "import", folder, "--out", str(fresh), "--quiet",
+                 "--where", "model=m3"]) == 2
+    assert "no run matches --where model=m3 (of 17 runs)" in capsys.readouterr().err
+    assert not fresh.exists() and [p.name for p in tmp_path.iterdir()] == []
+    kept = tmp_path / "kept"
+    assert main(["traces", "import", folder, "--out", str(kept), "--quiet",
+                 "--where", "model=m2"]) == 0
+    before = {p.name: p.read_bytes() for p in kept.iterdir()}
+    assert main(["traces", "import", folder, "--out", str(kept), "--quiet", "--force",
+                 "--where", "model=m3"]) == 2
+    assert {p.name: p.read_bytes() for p in kept.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+    report = json.loads(before["import.json"])
+    assert report["runs"] == M1 + M2
+    assert report["where"] == {"conditions": "--where model=m2", "runs_kept": M2}
+    assert len(pd.read_parquet(kept / "runs.parquet")) == M2

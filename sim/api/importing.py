@@ -137,23 +137,23 @@ def write_trace_folder(sources: Sources, out: str | os.PathLike[str], *, strict:
     refused before any file is read."""
     from sim.progress import progress_bar
     from sim.traces.importer import import_traces as import_into
-    from sim.traces.where import parse_where, slice_folder, where_text
+    from sim.traces.where import parse_where
 
     given = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
     conditions = parse_where(where)  # a bad condition before any file is read
     bar = progress_bar if progress else False
     if workers == 1 and scheduler in (None, "local"):
-        report = import_into(given, out, strict=strict, force=force, progress=bar)
+        report = import_into(given, out, strict=strict, force=force, progress=bar,
+                             where=conditions)
     else:
         from sim.sweeps.schedulers import make_scheduler
 
         with make_scheduler(scheduler, workers) as where_run:
             report = import_into(given, out, strict=strict, force=force, progress=bar,
-                                 scheduler=where_run)
+                                 scheduler=where_run, where=conditions)
     if not conditions:
         return TraceFolder(report, Path(out))
-    _, kept, total = slice_folder(out, conditions, out)
-    return TraceFolder(report, Path(out), kept, total, where_text(conditions))
+    return TraceFolder(report, Path(out), report.runs_kept, report.runs, report.where)
 
 
 def trace_summary(folder: str | Path,

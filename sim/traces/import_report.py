@@ -42,6 +42,12 @@ class ImportReport:
     """``{source: {what: Counter(how)}}``: the runs imported, by how the
     importer read a convention that varies (``RunRecord.conventions``)."""
 
+    where: str = ""
+    """The ``--where`` conditions the folder was cut to (empty: every run
+    imported is in it), as :func:`sim.traces.where.where_text` writes them."""
+    runs_kept: int | None = None
+    """The runs the ``where`` conditions kept (None without conditions)."""
+
     def entries(self) -> tuple[int, int, int, int]:
         """What the import has recorded so far: runs, skips, companions and
         ignored files (an input that changes none of them gave nothing)."""
@@ -172,4 +178,6 @@ class ImportReport:
             "warnings": self.warnings(),
             "provenance": self.provenance_by_source(),
             "conventions": self.conventions_by_source(),
+            **({"where": {"conditions": self.where, "runs_kept": self.runs_kept}}
+               if self.where else {}),
         }

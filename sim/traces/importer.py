@@ -101,14 +101,22 @@ from sim.traces.skips import (
 )
 from sim.traces.sources import Input, describe, inputs, inspect_archive, read_json, sniff
 from sim.traces.streaming import Restart, Scheduler, add_folder
+from sim.traces.where import Condition, slice_folder, where_text
 from sim.traces.writer import TraceWriter, atomic_folder
 
 
 def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, *,
                   strict: bool = False, force: bool = False,
                   progress: bool | Callable[..., Any] = False,
-                  scheduler: Scheduler | None = None) -> ImportReport:
+                  scheduler: Scheduler | None = None,
+                  where: Sequence[Condition] = ()) -> ImportReport:
     """Import ``sources`` (files and folders) into the trace folder ``out``.
+
+    ``where`` (:func:`sim.traces.where.parse_where`): only the runs those
+    conditions select are written (the report still counts every run
+    imported; its ``where`` and ``runs_kept`` say what was kept). The cut is
+    made before the folder is put in place: a ``where`` no run meets is an
+    InputError, ``out`` as it was.
 
     ``progress``: a bar of the files read on stderr: True a tqdm bar, or a
     factory taking tqdm's arguments (the CLI's and API's
@@ -130,7 +138,8 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
     whole: set[str] = set()
     while True:
         try:
-            return _import_once(sources, items, out, strict, force, progress, scheduler, whole)
+            return _import_once(sources, items, out, strict, force, progress, scheduler, whole,
+                                where)
         except Restart as again:  # a folder streamed in part must be read whole
             whole.add(again.folder)
 
@@ -138,7 +147,8 @@ def import_traces(sources: Sequence[str | os.PathLike], out: str | os.PathLike, 
 def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
                  out: str | os.PathLike, strict: bool, force: bool,
                  progress: bool | Callable[..., Any],
-                 scheduler: Scheduler | None, whole: set[str]) -> ImportReport:
+                 scheduler: Scheduler | None, whole: set[str],
+                 where: Sequence[Condition] = ()) -> ImportReport:
     """One attempt of :func:`import_traces`; the trace folders in ``whole``
     are read whole, the others streamed (:class:`Restart` when one cannot be)."""
     report = ImportReport(sources=[os.fspath(s) for s in sources])
@@ -160,6 +170,12 @@ def _import_once(sources: Sequence[str | os.PathLike], items: list[Input],
         except BaseException:
             writer.abort()
             raise
+        if where:
+            try:
+                _, report.runs_kept, _ = slice_folder(tmp, where, tmp)
+            except InputError as error:
+                raise InputError(error.message, source=os.fspath(out)) from None
+            report.where = where_text(where)
         text = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False)
         # a lone surrogate (a run id read from "\\ud800" in JSON) is written as its JSON escape
         (tmp / REPORT_FILE).write_bytes((text + "\n").encode("utf-8", "backslashreplace"))
