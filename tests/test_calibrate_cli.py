@@ -232,3 +232,23 @@ def test_runs_that_failed_before_their_first_reply_are_fitted_not_refused(tmp_pa
     assert status in (0, 1), out.err
     summary = json.loads(out.out)
     assert summary["runs"]["fitted"] == 48 and not summary["runs"]["dropped"]
+
+
+def test_the_verdict_table_says_n_a_where_no_run_records_an_outcome():
+    """Runs without a resolved label give no replayed successes lost (NaN);
+    stdout printed ``replay nan%`` where the report says n/a, and an exit mix
+    without a p-value ``nan``. Both now read as the report does."""
+    from types import SimpleNamespace
+
+    from sim.api.calibrating import table_lines
+
+    budget = SimpleNamespace(kind="tokens", label="50k prompt tokens")
+    rung = SimpleNamespace(budget=budget, forecast={"lost": 0.347, "stopped": 0.348},
+                           replay={"lost": float("nan"), "stopped": 0.417})
+    exits = SimpleNamespace(tv=0.001, critical=0.003, p_adjusted=None, rejected=False)
+    result = SimpleNamespace(structure=SimpleNamespace(reason="one class"), metrics=[],
+                             exits=exits, ladder=[rung])
+    lines = table_lines(result)
+    assert lines[-1] == ("budget 50k prompt tokens    successes lost: forecast 34.7%, "
+                         "replay n/a; stopped 34.8% vs 41.7%")
+    assert lines[-2].endswith("untested") and "nan" not in "\n".join(lines)

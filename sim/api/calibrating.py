@@ -11,6 +11,7 @@ of fitting, with the messages the command prints.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -208,13 +209,21 @@ def table_lines(result: Calibration) -> list[str]:
         lines.append(f"{m.label:<32} {m.ks:>6.3f} {m.critical:>9.3f} {p}"
               + ("  rejected" if m.rejected else ""))
     e = result.exits
-    lines.append(f"{'exit mix (total variation)':<32} {e.tv:>6.3f} {e.critical:>9.3f} "
-          f"{e.p_adjusted if e.p_adjusted is not None else float('nan'):>9.3g}"
-          + ("  rejected" if e.rejected else ""))
+    p = f"{e.p_adjusted:>9.3g}" if e.p_adjusted is not None else f"{'untested':>9}"
+    lines.append(f"{'exit mix (total variation)':<32} {e.tv:>6.3f} {e.critical:>9.3f} {p}"
+                 + ("  rejected" if e.rejected else ""))
     for r in result.ladder:
         if r.budget.kind == "tokens" and r.budget.label.endswith("k prompt tokens"):
             lines.append(f"budget {r.budget.label:<20} successes lost: forecast "
-                  f"{100 * r.forecast['lost']:.1f}%, replay {100 * r.replay['lost']:.1f}%; "
-                  f"stopped {100 * r.forecast['stopped']:.1f}% vs "
-                  f"{100 * r.replay['stopped']:.1f}%")
+                         f"{_percent(r.forecast['lost'])}, replay {_percent(r.replay['lost'])}; "
+                         f"stopped {_percent(r.forecast['stopped'])} vs "
+                         f"{_percent(r.replay['stopped'])}")
     return lines
+
+
+def _percent(share: float | None) -> str:
+    """A share as a percentage with one decimal; ``n/a`` when it is unknown
+    (None or NaN: no run records an outcome), as the report writes it."""
+    if share is None or not math.isfinite(share):
+        return "n/a"
+    return f"{100 * share:.1f}%"
