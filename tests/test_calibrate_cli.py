@@ -252,3 +252,24 @@ def test_the_verdict_table_says_n_a_where_no_run_records_an_outcome():
     assert lines[-1] == ("budget 50k prompt tokens    successes lost: forecast 34.7%, "
                          "replay n/a; stopped 34.8% vs 41.7%")
     assert lines[-2].endswith("untested") and "nan" not in "\n".join(lines)
+
+
+def test_a_run_without_an_exit_label_that_answered_is_the_agents_end(tmp_path):
+    """OpenTelemetry-style runs record no exit when they end without error.
+    Every such run was category ``other``, which no fitted world makes, so
+    the exit mix rejected a good fit (TV 1.0). A run that records no label
+    and whose last call answered is now the agent's end; one whose last
+    call asked for a tool (cut off) stays ``other``."""
+    from dataclasses import replace
+
+    from sim.calibration.data import load
+
+    answered = [replace(a_run(i, 4), exit=None) for i in range(3)]
+    cut = replace(a_run(9, 4), exit=None)
+    cut.calls[-1] = replace(cut.calls[-1], tool_calls=a_run(9, 4).calls[0].tool_calls,
+                            finish_reason="tool_calls")
+    labelled = [replace(a_run(10 + i, 4), exit="max_steps") for i in range(8)]
+    traces = load(write_folder(tmp_path / "t", [*answered, cut, *labelled]))
+    assert dict(zip(traces.runs["run_id"], traces.runs["category"], strict=True)) == {
+        "run0": "agent", "run1": "agent", "run2": "agent", "run9": "other",
+        **{f"run{10 + i}": "steps" for i in range(8)}}
