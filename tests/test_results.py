@@ -270,6 +270,20 @@ def test_format_table_derives_counts_from_shares_and_orders_after_a_json_round_t
     assert format_table(cell) == format_table(SEED_001_BOUNDED)
 
 
+def test_a_total_spend_under_100_dollars_keeps_its_cents():
+    """A replay of a dozen cheap runs costs cents: "total spend $0" beside
+    "mean $0.04" read as free. Totals under $100 show cents; larger ones
+    stay whole dollars."""
+    def spend(total: float) -> str:
+        cell = dict(SEED_001_BOUNDED, cost=dict(SEED_001_BOUNDED["cost"], total=total))
+        return format_table(cell).splitlines()[-1]
+
+    assert spend(0.5298) == "  total spend    $0.53"
+    assert spend(99.994) == "  total spend    $99.99"
+    assert spend(100.0) == "  total spend    $100"
+    assert spend(10_232.4) == "  total spend    $10,232"
+
+
 def test_format_table_widens_for_long_outcome_labels():
     """A label longer than the column still leaves space before its count."""
     cell = dict(SEED_001_BOUNDED, outcome_counts={"cancelled:approval_timeout_long": 10_000},

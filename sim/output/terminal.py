@@ -42,7 +42,7 @@ def format_table(cell: Mapping[str, Any]) -> str:
         f"  max {tokens['max']:>10,}",
         f"  cost per task  mean ${cost['mean']:.2f}  p95 ${cost['p95']:.2f}"
         f"  max ${cost['max']:.2f}",
-        f"  total spend    ${cost['total']:,.0f}",
+        f"  total spend    ${cost['total']:,.{0 if cost['total'] >= 100 else 2}f}",
     ]
     if cell.get("cache_hit_share"):
         lines.append(f"  cache hits     {100 * cell['cache_hit_share']:.1f}% of prompt tokens")
