@@ -167,3 +167,27 @@ def test_a_run_of_zero_calls_replays_as_recorded(tmp_path, capsys):
     assert (row["steps"], row["outcome"], row["stopped"]) == (0, "ended:infrastructure_error",
                                                               False)
     assert row["cost_usd"] == 0.0
+
+
+def test_a_named_price_set_is_said_as_the_scenarios_prices_not_the_catalogues(
+        tmp_path, capsys):
+    """A scenario with ``prices: seed001`` prices every model at $3/$15: a
+    run of gpt-4.1 without recorded costs was priced so, but said to be
+    "at catalogue prices" (a helper's hunt). It is said at the scenario's
+    prices, with no warning of a model missing from the catalogue; without
+    the named set the same run is at the catalogue's."""
+    runs = [run("r", "gpt-4.1", calls("gpt-4.1", 2, prompt=1_000))]
+    traces = write_traces(tmp_path / "traces", runs)
+    for name, prices, basis in (("named", "seed001", "scenario"),
+                                ("catalogue", None, "catalogue")):
+        scenario = tmp_path / f"{name}.yaml"
+        text = SCENARIO.format(money=10.0).replace("claude-sonnet-4-5", "gpt-4.1")
+        scenario.write_text(text + (f"  prices: {prices}\n" if prices else ""))
+        out = tmp_path / name
+        assert main(["replay", str(traces), str(scenario), "--out", str(out), "--quiet"]) == 0
+        assert "not in the price catalogue" not in capsys.readouterr().err
+        block = json.loads((out / "summary.json").read_text())["cells"][0]["replay"]
+        assert block["recorded"]["price_basis"] == {basis: 1}
+        assert block["pricing"]["catalogue"] == ([] if prices else ["gpt-4.1"])
+    rows = pd.read_parquet(tmp_path / "named" / "results.parquet")
+    assert rows["cost_usd"].iloc[0] == pytest.approx((3 * 2_500 + 15 * 400) / 1e6)

@@ -54,7 +54,7 @@ BASIS_TEXT: dict[str, str] = {
     RECORDED: "recorded",
     FITTED: "at fitted prices (the catalogue scaled to the model's recorded costs)",
     CATALOGUE: "at catalogue prices",
-    SCENARIO: "at the scenario's prices (model not in the catalogue)",
+    SCENARIO: "at the scenario's prices (a named price set, or a model not in the catalogue)",
     UNPRICED: "unpriced (no trustworthy cost, and no usage or no prices to price it)",
 }
 """Each basis as a report says it."""

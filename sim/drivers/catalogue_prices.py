@@ -43,6 +43,12 @@ class CataloguePrices:
         self.cache: dict[str | None, Prices | None] = {}
         self.unpriced: set[str] = set()
 
+    @property
+    def named(self) -> str | None:
+        """The named price set the scenario prices every model at (``seed001``),
+        None when its prices are the catalogue's (with overrides or not)."""
+        return self.spec if isinstance(self.spec, str) else None
+
     def __call__(self, model: str | None) -> Prices | None:
         from sim.cost import resolve_price_tiers
         from sim.cost.prices import catalogue_names

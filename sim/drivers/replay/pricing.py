@@ -38,6 +38,9 @@ class ModelPricing:
     prices: dict[str, Prices]
     catalogue: tuple[str, ...] = ()
     fill: dict[str, ModelPrice] = field(default_factory=dict)
+    own: bool = False
+    """Every model is priced at the scenario's own prices (a named price set,
+    or no price source): none is catalogue-priced, and that is no warning."""
 
     @property
     def recorded(self) -> dict[str, dict[str, float]]:
@@ -60,8 +63,11 @@ class ModelPricing:
         return tuple(sorted({*self.recorded, *self.default}))
 
     def notes(self) -> list[str]:
-        """What a user must be told: one line per way a model was not catalogue-priced."""
-        out = []
+        """What a user must be told: one line per way a model was not
+        catalogue-priced (none when the scenario prices every model itself)."""
+        out: list[str] = []
+        if self.own:
+            return out
         for model, entry in sorted(self.recorded.items()):
             out.append(f"warning: model {model!r} is not in the price catalogue: priced from "
                        f"the recorded cost of its {int(entry['calls']):,} calls "
@@ -93,10 +99,11 @@ def price_models(runs: Iterable[RunRecord], template: HarnessParams,
     time: :mod:`sim.drivers.replay.reading`), the models in order of first
     appearance: both prices of a model come from
     :func:`sim.cost.recorded.model_price`, its listed prices
-    ``prices_for(model)`` (the catalogue; None: unknown; no ``prices_for``:
-    the template's), scaled to the recorded costs of that model's calls (a
-    run recording only its total is one record of its own model), else the
-    template's prices."""
+    ``prices_for(model)`` (the catalogue; None: unknown; no ``prices_for``,
+    or one that prices every model at a named set: the template's, said as
+    the scenario's prices, not the catalogue's), scaled to the recorded
+    costs of that model's calls (a run recording only its total is one
+    record of its own model), else the template's prices."""
     names: dict[str, None] = {}
 
     def costs(run: RunRecord) -> RunCalls:
@@ -107,12 +114,15 @@ def price_models(runs: Iterable[RunRecord], template: HarnessParams,
     costed = model_records(costs(run) for run in runs)
     listed = {name: prices_for(name) if prices_for is not None else template.prices
               for name in names}
-    fill = model_prices({name: costed.get(name, []) for name in names}, listed.__getitem__,
-                        template.prices)
+    # a named price set (or no price source) is the scenario's own prices,
+    # not the catalogue's: a recorded call's fill says so
+    own = prices_for is None or getattr(prices_for, "named", None) is not None
+    fill = model_prices({name: costed.get(name, []) for name in names},
+                        (lambda name: None) if own else listed.__getitem__, template.prices)
     prices = {name: found if found is not None else fill[name].prices or template.prices
               for name, found in listed.items()}
-    return ModelPricing(prices, tuple(m for m, found in listed.items() if found is not None),
-                        fill)
+    return ModelPricing(prices, () if own else tuple(m for m, found in listed.items()
+                                                     if found is not None), fill, own)
 
 
 def priced_calls(params: HarnessParams, run: RunRecord) -> list[float]:
