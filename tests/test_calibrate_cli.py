@@ -257,19 +257,22 @@ def test_the_verdict_table_says_n_a_where_no_run_records_an_outcome():
 def test_a_run_without_an_exit_label_that_answered_is_the_agents_end(tmp_path):
     """OpenTelemetry-style runs record no exit when they end without error.
     Every such run was category ``other``, which no fitted world makes, so
-    the exit mix rejected a good fit (TV 1.0). A run that records no label
-    and whose last call answered is now the agent's end; one whose last
-    call asked for a tool (cut off) stays ``other``."""
+    the exit mix rejected a good fit (TV 1.0). A run of a source that labels
+    none of its runs, whose last call answered, is now the agent's end; one
+    whose last call asked for a tool (cut off) stays ``other``, and so does
+    an unlabelled run of a source that labels others (tau2's leaderboard
+    runs: in a conversation the last answer does not say who ended it)."""
     from dataclasses import replace
 
     from sim.calibration.data import load
 
-    answered = [replace(a_run(i, 4), exit=None) for i in range(3)]
-    cut = replace(a_run(9, 4), exit=None)
+    answered = [replace(a_run(i, 4), exit=None, source="otel-genai") for i in range(3)]
+    cut = replace(a_run(9, 4), exit=None, source="otel-genai")
     cut.calls[-1] = replace(cut.calls[-1], tool_calls=a_run(9, 4).calls[0].tool_calls,
                             finish_reason="tool_calls")
-    labelled = [replace(a_run(10 + i, 4), exit="max_steps") for i in range(8)]
-    traces = load(write_folder(tmp_path / "t", [*answered, cut, *labelled]))
+    labelled = [replace(a_run(10 + i, 4), exit="max_steps") for i in range(7)]
+    quiet = replace(a_run(20, 4), exit=None)
+    traces = load(write_folder(tmp_path / "t", [*answered, cut, *labelled, quiet]))
     assert dict(zip(traces.runs["run_id"], traces.runs["category"], strict=True)) == {
         "run0": "agent", "run1": "agent", "run2": "agent", "run9": "other",
-        **{f"run{10 + i}": "steps" for i in range(8)}}
+        **{f"run{10 + i}": "steps" for i in range(7)}, "run20": "other"}

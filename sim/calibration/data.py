@@ -21,9 +21,11 @@ every later stage reads (units: tokens, USD, seconds):
   its tool calls ran, NaN when not recorded);
 - per run: ``steps``, ``prompt`` and ``output`` (sums), ``cost`` (NaN when not
   recorded), ``exit`` (the label) and ``category`` (:mod:`sim.calibration.exits`;
-  a run that records no label, as OpenTelemetry's runs that ended without an
-  error, is the agent's own end when its last call answered without a tool
-  call, else ``other``),
+  a run without a label, of a source none of whose runs records one (as
+  OpenTelemetry's runs that ended without an error), is the agent's own end
+  when its last call answered without a tool call, else ``other``; a source
+  that labels some runs and not others leaves the rest ``other``: in a
+  conversation the last answer does not say who ended it),
   ``resolved``, ``model``, ``first_prompt``, ``trailing_repeats`` (repeats
   of one call that end the run: its final loop), and ``P`` and ``h``: the least-
   squares fit of the run's prompts ``prompt(n) = P + h n`` (n the 0-based call).
@@ -360,9 +362,15 @@ def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) 
     labels = out["exit"].to_numpy(object)
     kinds = {label: category(label) for label in set(labels)}
     out["category"] = np.array([kinds[label] for label in labels], dtype=object)
+    # a source none of whose runs records an exit (OpenTelemetry: none when a
+    # run ends without error): a run that ended on an answer is the agent's end
+    source = runs["source"].fillna("").astype(str) if "source" in runs else pd.Series(
+        "", index=runs.index)
+    labelling = set(source[out["exit"] != ""])
     answered = calls.loc[calls["last"].to_numpy(bool) & calls["text"].to_numpy(bool),
                          "run_id"]
-    unlabelled = (out["exit"] == "") & out["run_id"].isin(set(answered))
+    unlabelled = ((out["exit"] == "") & ~source.isin(labelling)
+                  & out["run_id"].isin(set(answered)))
     out.loc[unlabelled, "category"] = "agent"
     out["resolved"] = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
                        else bool(v) for v in runs["resolved"]]
