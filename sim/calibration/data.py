@@ -364,8 +364,7 @@ def _derive_runs(runs: pd.DataFrame, calls: pd.DataFrame, totals: pd.DataFrame) 
     out["category"] = np.array([kinds[label] for label in labels], dtype=object)
     # a source none of whose runs records an exit (OpenTelemetry: none when a
     # run ends without error): a run that ended on an answer is the agent's end
-    source = runs["source"].fillna("").astype(str) if "source" in runs else pd.Series(
-        "", index=runs.index)
+    source = runs["source"].fillna("").astype(str)
     labelling = set(source[out["exit"] != ""])
     answered = calls.loc[calls["last"].to_numpy(bool) & calls["text"].to_numpy(bool),
                          "run_id"]

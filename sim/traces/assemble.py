@@ -30,12 +30,13 @@ around that is the same for every format and lives here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from sim.cost.recorded import calls_cost
 from sim.traces.model import (
+    UNKNOWN,
     CallRecord,
     ToolCallRecord,
     approx_tokens,
@@ -142,15 +143,18 @@ NESTED_CALLS = ("a model-call span inside another is one request instrumented tw
 :func:`twice_seen`."""
 
 
-def twice_seen(calls: Sequence[TreeSpan], records_usage: Sequence[bool], tree: AgentTree
-               ) -> set[int]:
+def twice_seen(calls: Sequence[TreeSpan], provenances: Sequence[Mapping[str, str]],
+               tree: AgentTree) -> set[int]:
     """The indices of ``calls`` (a run's model-call spans, in the spans of
     ``tree``) that are a request already counted. A model-call span with
     model-call spans below it is the same request seen by two
     instrumentations (an agent framework's span around its client
     library's); the inner spans are kept (the client's split the cache and
-    reasoning) and the outer one is not, unless only it records usage
-    (``records_usage``, one per call): then the inner ones are not."""
+    reasoning) and the outer one is not, unless only it records usage (its
+    provenance, of ``provenances``, one per call, does not say both its
+    input and output are unknown): then the inner ones are not."""
+    records_usage = [any(p.get(c) != UNKNOWN for c in ("input_tokens", "output_tokens"))
+                     for p in provenances]
     index = {span.span: i for i, span in enumerate(calls)}
     below: dict[int, list[int]] = {}
     for i, span in enumerate(calls):

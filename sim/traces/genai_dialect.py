@@ -26,6 +26,7 @@ from sim.traces.otel import (
     Span,
     call_record,
     output_text_parts,
+    tool_fields,
 )
 
 _OPERATIONS = MODEL_OPERATIONS | {AGENT_OPERATION, TOOL_OPERATION}
@@ -49,12 +50,8 @@ def _call(span: Span) -> spantree.CallFacts | None:
 def _tool(span: Span) -> spantree.ToolFacts | None:
     if span.operation != TOOL_OPERATION:
         return None
-    a = span.attributes
-    call_id = a.get("gen_ai.tool.call.id")
-    return spantree.ToolFacts(name=str(a.get("gen_ai.tool.name", span.name)),
-                              id=None if call_id is None else str(call_id),
-                              arguments=a.get("gen_ai.tool.call.arguments"),
-                              result=a.get("gen_ai.tool.call.result"))
+    name, call_id, arguments, result = tool_fields(span)
+    return spantree.ToolFacts(name=str(name), id=call_id, arguments=arguments, result=result)
 
 
 DIALECT = spantree.Dialect(source=SOURCE, claims=_claims, call=_call, tool=_tool,

@@ -102,7 +102,6 @@ from typing import Any
 
 from sim.traces.assemble import NESTED_CALLS, AgentTree, ran_tool, twice_seen
 from sim.traces.model import (
-    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -266,9 +265,7 @@ def _run(key: str, spans: list[Span], apart: tuple[bool, bool] = (False, False))
     notes: list[Repair] = []
     calls = [call_record(s, start, notes, apart) for s in chats]
     tree = AgentTree(spans, lambda span: span.operation == AGENT_OPERATION)
-    twice = twice_seen(chats, [any(c.provenance.get(k) != UNKNOWN
-                                   for k in ("input_tokens", "output_tokens"))
-                               for c in calls], tree)
+    twice = twice_seen(chats, [c.provenance for c in calls], tree)
     chats = [s for i, s in enumerate(chats) if i not in twice]
     calls = [c for i, c in enumerate(calls) if i not in twice]
     agents = [tree.agent_of(s) for s in chats]
@@ -353,13 +350,17 @@ def _text_fields(parts: list[str] | None) -> dict[str, Any]:
             "text_sha256": sha256_text("".join(parts))}
 
 
-def _tool(span: Span) -> ToolCallRecord:
+def tool_fields(span: Span) -> tuple[Any, str | None, Any, Any]:
+    """An ``execute_tool`` span's tool name, call id, arguments and result."""
     a = span.attributes
     call_id = a.get("gen_ai.tool.call.id")
-    return ran_tool(a.get("gen_ai.tool.name", span.name),
-                    None if call_id is None else str(call_id),
-                    a.get("gen_ai.tool.call.arguments"), a.get("gen_ai.tool.call.result"),
-                    error=span.error, duration_s=(span.end - span.start) / 1e9)
+    return (a.get("gen_ai.tool.name", span.name), None if call_id is None else str(call_id),
+            a.get("gen_ai.tool.call.arguments"), a.get("gen_ai.tool.call.result"))
+
+
+def _tool(span: Span) -> ToolCallRecord:
+    return ran_tool(*tool_fields(span), error=span.error,
+                    duration_s=(span.end - span.start) / 1e9)
 
 
 def output_text_parts(messages: Any) -> list[str] | None:

@@ -59,7 +59,6 @@ from sim.traces.assemble import (
     twice_seen,
 )
 from sim.traces.model import (
-    UNKNOWN,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -174,7 +173,7 @@ def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
     chats = [(s, f) for s in spans if (f := dialect.call(s)) is not None]
     if not chats:
         raise Unusable(NO_CALLS, f"{len(spans)} spans, none a model call")
-    twice = twice_seen([s for s, _ in chats], [_records_usage(f) for _, f in chats], tree)
+    twice = twice_seen([s for s, _ in chats], [f.provenance for _, f in chats], tree)
     chats = [chat for i, chat in enumerate(chats) if i not in twice]
     agents = [tree.agent_of(s) for s, _ in chats]
     outermost = tree.outermost(agents)
@@ -193,10 +192,6 @@ def _run(dialect: Dialect, trace: str, spans: list[Span]) -> RunRecord:
         started_at=utc_from_unix(start / 1e9) if start else None,
         duration_s=(end - start) / 1e9 if start and end >= start else None,
         conventions={"calls": NESTED_CALLS} if twice else {})
-
-
-def _records_usage(facts: CallFacts) -> bool:
-    return any(facts.provenance.get(c) != UNKNOWN for c in ("input_tokens", "output_tokens"))
 
 
 def _attach_tools(dialect: Dialect, tree: AgentTree, spans: list[Span], chats: list[Span],
