@@ -7,6 +7,7 @@ Folders are written with the trace writer: ``ok`` successes of 3 calls and
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,13 +19,13 @@ from sim.tuning.search import tune
 START = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def _run(i: int, calls: int, resolved: bool) -> RunRecord:
+def _run(i: int, calls: int, resolved: bool | None) -> RunRecord:
     return RunRecord(
         run_id=f"r{i}", source="sim", file="headline", model="gpt-4o",
         calls=[CallRecord(Usage(input_tokens=1000 * (k + 1), output_tokens=50),
                           tool_calls=[ToolCallRecord(name="t", id=f"c{k}", arguments="{}")],
                           model="gpt-4o") for k in range(calls)],
-        resolved=resolved, exit="done" if resolved else "error", started_at=START)
+        resolved=resolved, exit="error" if resolved is False else "done", started_at=START)
 
 
 def folder(tmp_path: Path, ok: int, bad: int, bad_calls: int = 50) -> Path:
@@ -83,3 +84,32 @@ def test_thin_evidence_keeps_the_harness_and_says_what_might_save_more(tmp_path,
     assert printed.count("INCONCLUSIVE") == 1 and "Recommended:" not in printed
     assert first in (out / "recommended.yaml").read_text()
     assert first in (out / "tune.json").read_text()
+
+
+def test_runs_that_record_no_outcome_are_said_to_be_unjudged_not_failed(tmp_path, capsys):
+    """30 runs whose source records no outcome (``resolved`` empty, as an
+    OpenTelemetry or Langfuse export): no success can be kept, so exit 3 as
+    when none succeeded, but the headline and ``thin`` say that the runs do
+    not say whether they succeeded, not that none did; the refused cheaper
+    setting is not said to lose "n/a" of successes; tune.json counts 0
+    judged runs. The same folder with 1 failed run is "none succeeded"."""
+    unjudged = tmp_path / "unjudged"
+    unjudged.mkdir()
+    write_runs(unjudged, [_run(i, 3 + i % 7, None) for i in range(30)])
+    out = tmp_path / "o"
+    status = main(["tune", str(unjudged), "--knobs", "steps", "--out", str(out), "--quiet"])
+    printed = capsys.readouterr().out
+    assert status == 3, printed
+    first = printed.splitlines()[0]
+    assert "no recorded run says whether it succeeded" in first, first
+    assert "no recorded run succeeded" not in printed
+    assert "n/a of successes" not in printed and "with no recorded success" in printed
+    written = json.loads((out / "tune.json").read_text())
+    assert written["judged_runs"] == 0 and "resolved is empty" in written["thin"]
+
+    failed = tmp_path / "failed"
+    failed.mkdir()
+    write_runs(failed, [_run(0, 5, False)] + [_run(i, 3 + i % 7, None) for i in range(1, 30)])
+    result = tune(failed, knobs="steps")
+    assert result.status == 3 and result.judged_runs == 1
+    assert result.thin is not None and result.thin.startswith("no recorded run succeeded")

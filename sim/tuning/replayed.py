@@ -167,6 +167,9 @@ class ReplayEvaluator:
                               for k in range(3))
         """The most tool calls one call made, the largest tool result and the
         largest recorded prompt (tokens), over every run."""
+        self.judged = sum(s.judged for s in self.shards.summaries)
+        """Runs whose source says whether they were resolved: with none, no
+        run can count as a success, whatever the harness."""
 
     @property
     def baseline(self) -> list[RunReplay]:

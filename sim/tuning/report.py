@@ -181,7 +181,9 @@ def headline(result: TuneResult) -> str:
                  f" of successes, within the {allowed} allowed on these runs but not surely; "
                  f"{decide}")
     elif result.status and not row["base_successes"]:
-        text += ": no recorded run succeeded, so no limit can be judged"
+        text += (": no recorded run says whether it succeeded, so no limit can be judged"
+                 if result.judged_runs == 0 else
+                 ": no recorded run succeeded, so no limit can be judged")
     return text + "."
 
 
@@ -352,7 +354,8 @@ def summary(result: TuneResult, provenance: Mapping[str, Any] | None = None
     frame = result.frontier.replace({np.nan: None})
     head = {} if provenance is None else {"provenance": dict(provenance)}
     return {**head, "traces": result.traces, "runs": result.runs, "where": list(result.where),
-            "runs_in_folder": result.runs_in_folder, "knobs": list(result.knobs),
+            "runs_in_folder": result.runs_in_folder, "judged_runs": result.judged_runs,
+            "knobs": list(result.knobs),
             "keep_successes": result.keep_successes, "objective": result.objective,
             "status": result.status, "thin": result.thin,
             "runs_to_decide": result.runs_to_decide, "headline": headline(result),

@@ -119,6 +119,9 @@ class TuneResult:
     """The ``--where`` conditions that chose the runs tuned (empty: all)."""
     runs_in_folder: int | None = None
     """Runs in the trace folder before ``where`` (None: no slice)."""
+    judged_runs: int | None = None
+    """Runs whose source records whether they were resolved (``resolved``):
+    only those can count as successes (None: not counted)."""
     overshoot: list[str] = field(default_factory=list)
     """Configured against actual for the recommended harness: the worst case
     one run could pass its money and token budgets by under a spend-so-far
@@ -369,13 +372,13 @@ def _tuned(replay: ReplayEvaluator, folder: Path, refused: str | None,
             {k: v for k, v in rec_row.items() if k != "_setting"}),
         in_force=in_force, knobs=chosen, keep_successes=keep_successes, objective=objective,
         traces=str(folder), runs=replay.count, refusal=_refusal(evaluated, rec_row, score.limit),
-        notes=notes,
+        notes=notes, judged_runs=replay.judged,
         world_fidelity=evaluate.forecast.world.fidelity if evaluate.forecast else None)
     result.boundaries = boundaries
     result.overshoot = _overshoot(result.recommendation.harness, *replay.extremes)
     if rec_row["method"] == "replayed":
         result.stopped_runs = replay.stopped_runs(rec_row["_setting"])
-    thin = judge_thin(rec_row, base, evaluated, score.limit)
+    thin = judge_thin(rec_row, base, evaluated, score.limit, judged=replay.judged)
     if thin is not None:
         result.status, result.thin = thin.status, thin.why
         result.runs_to_decide = thin.runs_to_decide
@@ -444,6 +447,10 @@ def _refusal(candidates: list[dict[str, Any]], rec_row: dict[str, Any], limit: f
     if not cheaper:
         return None
     refused = max(cheaper, key=lambda r: r["objective_ratio"])
+    if not refused["base_successes"]:
+        return (f"{refused['setting']} ({refused['method']}) would cost "
+                f"{_change(refused['objective_ratio'])} against the harness in force, but "
+                "with no recorded success there is none to keep")
     lost = pct_interval(refused["lost_share"], refused["lost_low"], refused["lost_high"])
     return (f"{refused['setting']} ({refused['method']}) would cost "
             f"{_change(refused['objective_ratio'])} against the harness in force but "

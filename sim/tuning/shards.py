@@ -128,11 +128,13 @@ class Summary:
     tokens, USD: see :meth:`~sim.tuning.replayed.ReplayEvaluator.needs`), the
     ``basis`` of the runs' prices counted, and the folder's ``extremes``: the
     most tool calls one call made, the largest tool result and the largest
-    recorded prompt (tokens)."""
+    recorded prompt (tokens); ``judged``: its runs whose source says whether
+    they were resolved (``resolved`` recorded)."""
 
     needs: dict[str, np.ndarray]
     basis: Counter[str]
     extremes: tuple[int, int, int]
+    judged: int = 0
 
 
 def slim(replay: Replay) -> Replay:
@@ -202,7 +204,7 @@ class Shard:
         """The candidates the marks answered (:meth:`_note`)."""
         needs: dict[str, list[float]] = {"steps": [], "tokens": [], "money": []}
         basis: Counter[str] = Counter()
-        parallel = largest_result = biggest = 0
+        parallel = largest_result = biggest = judged = 0
         for low, high in spans(stop, READ_CHUNK, start=start):
             with gc_paused():  # a chunk: many short-lived objects, few cycles
                 runs = setup.runs(low, high)
@@ -214,6 +216,7 @@ class Shard:
                     self.end_models.append(state.model)
                     compacted.append(bool(state.compactions))
                     basis[item.chosen.basis] += 1
+                    judged += run.resolved is not None
                     for call in run.calls:
                         parallel = max(parallel, len(call.tool_calls))
                         biggest = max(biggest, call.usage.prompt_tokens)
@@ -228,7 +231,7 @@ class Shard:
         self.compacted = np.array(compacted, dtype=bool)
         """Whether each run compacted in force."""
         self.summary = Summary({k: np.array(v, dtype=float) for k, v in needs.items()},
-                               basis, (parallel, largest_result, biggest))
+                               basis, (parallel, largest_result, biggest), judged)
         chosen = self.read
         self.success = np.array([r.outcome == SUCCEEDED for r in chosen], dtype=bool)
         self.cost = np.array([r.cost_usd for r in chosen], dtype=float)

@@ -10,7 +10,8 @@ is the true one and the interval's half-width shrinks as ``1/sqrt(n)``
 
 **Thin evidence** (status 3): the recommendation is to keep the harness in
 force (nothing that differs was shown to cost less and keep successes) while
-such a candidate exists, or no recorded run succeeded. When the
+such a candidate exists, or no recorded run succeeded (or none records
+whether it did: the traces hold no outcome). When the
 recommendation already saves, a candidate that might save more is reported
 (:attr:`Thin.candidate`) with status 0: there is a setting to act on now.
 """
@@ -63,11 +64,18 @@ class Thin:
 
 
 def judge_thin(recommended: dict[str, Any], base: dict[str, Any],
-               candidates: list[dict[str, Any]], limit: float) -> Thin | None:
+               candidates: list[dict[str, Any]], limit: float, judged: int | None = None
+               ) -> Thin | None:
     """What more runs could decide beside the recommended frontier row
     ``recommended`` (``base`` is the harness in force) among ``candidates``
-    (module docstring), or None when nothing cheaper is open."""
+    (module docstring), or None when nothing cheaper is open. ``judged``:
+    the runs whose source records whether they were resolved (None: not
+    counted)."""
     if not base["base_successes"]:
+        if judged == 0:
+            return Thin("no recorded run says whether it succeeded (the traces hold no "
+                        "outcome: resolved is empty), so there are no successes to keep and "
+                        "no limit can be judged")
         return Thin("no recorded run succeeded under the harness in force: there are no "
                     "successes to keep, so no limit can be judged")
     status = STATUS_THIN if recommended is base else 0
