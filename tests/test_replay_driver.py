@@ -265,11 +265,12 @@ def test_retrying_a_recorded_tool_error_is_an_intervention():
 
 @pytest.mark.parametrize(("resolved", "outcome", "diverged"), [
     (True, "succeeded", False), (False, "ended:user_stop", True),
-    (None, "succeeded:verified", False)])
+    (None, "succeeded:unverified", False)])
 def test_a_verifier_answers_with_the_recorded_resolved(resolved, outcome, diverged):
     """The candidate's verifier passes a resolved run's final answer and rejects
     an unresolved one (a rejection the recording cannot answer: the run ends as
-    recorded, flagged); a run the source does not judge passes, as it did."""
+    recorded, flagged); a run the source does not judge passes, as it did,
+    labelled unverified (not 'verified': nothing checked it)."""
     run = recorded("r", conversation([[tool()], []]), resolved=resolved)
     params = loose(verifier=VerifierParams(enabled=True))
     r = replay(run, params)

@@ -70,7 +70,10 @@ the candidate does what the old harness did:
 (``budget_exhausted:tokens``, ``needs_human:no_progress``...). A run it lets
 finish: ``succeeded`` when the source says it was resolved; ``false_success``
 when the harness accepted a final answer of an unresolved run;
-``succeeded:<reason>`` for an accepted answer the source does not judge;
+``succeeded:<reason>`` for an accepted answer the source does not judge
+(``succeeded:unverified`` when the candidate's verifier checked it: with no
+verdict recorded, the replay accepts it as the old harness did, and nothing
+verified it);
 ``ended:<exit>`` (the source's exit label) when the recording ended without an
 accepted answer of a resolved run. ``diverged:<kind>`` in stop mode.
 

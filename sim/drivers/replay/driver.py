@@ -22,6 +22,7 @@ from sim.drivers.replay.options import (
     ENDED,
     INJECTED,
     TOOL_RETRY,
+    UNVERIFIED,
     VERIFIER_REJECTION,
     ReplayOptions,
     reply_tool_name,
@@ -80,13 +81,15 @@ def step_calls(run: RunRecord) -> list[int]:
 
 
 def ending(run: RunRecord, steps: Sequence[int], interventions: Sequence[tuple[int, str]],
-           ended_by: str, status: str, reason: str, turns: int, mid_step: bool
-           ) -> tuple[int | None, str, str, str]:
+           ended_by: str, status: str, reason: str, turns: int, mid_step: bool,
+           verdict_unknown: bool = False) -> tuple[int | None, str, str, str]:
     """How a replay of ``run`` that ended so reads: ``(stopped_at, status,
     reason, outcome)``. ``steps``: :func:`step_calls`; ``ended_by``:
     ``harness``, ``recording``, ``intervention`` or :data:`PARENT_ENDED`;
     ``status``/``reason``: the harness state's; ``turns``: the steps it made;
-    ``mid_step``: whether tool calls of the last answered step were not run.
+    ``mid_step``: whether tool calls of the last answered step were not run;
+    ``verdict_unknown``: whether a verifier checked an answer the source gives
+    no verdict for (accepted: ``succeeded:unverified``, never ``verified``).
     The harness stopped the run (``stopped_at``: the recorded call it did not
     make) when it ended it unsucceeded before the recording's last step;
     otherwise a run the recording ended reads as recorded."""
@@ -103,6 +106,8 @@ def ending(run: RunRecord, steps: Sequence[int], interventions: Sequence[tuple[i
         status, reason = DIVERGED, interventions[0][1]
         outcome = f"{status}:{reason}"
     elif ended_by == "harness" and status == SUCCEEDED:
+        if run.resolved is None and verdict_unknown and reason == "verified":
+            reason = UNVERIFIED
         outcome = (f"{status}:{reason}" if run.resolved is None
                    else SUCCEEDED if run.resolved else FALSE_SUCCESS)
     else:  # the recording ended (or the harness ended with it)
@@ -440,7 +445,7 @@ class RunDriver:
         priced = self.priced_calls
         stopped_at, status, reason, outcome = ending(
             run, self.steps, self.interventions, ended_by, state.status, state.reason,
-            state.turns, self.mid_step)
+            state.turns, self.mid_step, self.verdict_unknown)
         return Replay(
             run=run, state=state, ended_by=ended_by, outcome=outcome, status=status,
             reason=reason, calls=len(self.costs), tools_run=self.tools_run,

@@ -20,6 +20,10 @@ TOOL_ERROR_KINDS: tuple[str, ...] = ("validation", "not_found", "permission", "t
 
 ENDED = "ended"
 DIVERGED = "diverged"
+UNVERIFIED = "unverified"
+"""The reason of an answer the candidate's verifier checked and the source
+gives no verdict for: accepted (as when recorded), but not verified
+(``succeeded:unverified``; the harness's own reason would say ``verified``)."""
 
 # intervention kinds
 NUDGE = "nudge"
