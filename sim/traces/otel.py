@@ -2,8 +2,12 @@
 
 A file holds one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``)
 or a stream of them, one per line, as the collector's file exporter and the
-SDK's ``FileSpanExporter`` write. Spans are read with the GenAI semantic
-conventions:
+SDK's ``FileSpanExporter`` write. Keys are read as protobuf's JSON mapping
+reads them: lowerCamelCase (``startTimeUnixNano``, as OTLP/JSON writes them)
+or the proto field names (``start_time_unix_nano``, as Arize Phoenix's
+``/spans/otlpv1`` writes its spans, :func:`otlp_span`, with every field
+present, null when unset); an ``AnyValue`` is its one non-null kind (None
+when it has none). Spans are read with the GenAI semantic conventions:
 
 - a **run** is a conversation: the spans sharing ``gen_ai.conversation.id``; a
   span without it takes its parent's (or, failing that, its trace's, when the
@@ -92,6 +96,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
@@ -122,11 +127,22 @@ MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 TOOL_OPERATION = "execute_tool"
 AGENT_OPERATION = "invoke_agent"
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+_SNAKE = re.compile("[A-Z]")
 
 
 def detect(doc: Any) -> bool:
-    """Whether ``doc`` is an OTLP JSON trace export."""
-    return isinstance(doc, dict) and isinstance(doc.get("resourceSpans"), list)
+    """Whether ``doc`` is an OTLP JSON trace export (``resourceSpans``, or
+    ``resource_spans``: see the module)."""
+    return isinstance(doc, dict) and isinstance(_field(doc, "resourceSpans"), list)
+
+
+def _field(raw: dict, name: str) -> Any:
+    """The field ``name`` (lowerCamelCase) of an OTLP JSON object, else under
+    its proto field name (snake_case); None when both are missing or null."""
+    value = raw.get(name)
+    if value is None:
+        value = raw.get(_SNAKE.sub(lambda m: "_" + m.group().lower(), name))
+    return value
 
 
 @dataclass(slots=True)
@@ -155,12 +171,14 @@ class Collector:
     def add(self, doc: dict, file: str) -> int:
         """Add the spans of one OTLP JSON document; returns how many."""
         before = len(self.spans)
-        for resource in as_list(doc.get("resourceSpans")):
+        for resource in as_list(_field(doc, "resourceSpans")):
             resource = as_dict(resource)
-            scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans"))
+            scopes = _field(resource, "scopeSpans")
+            if scopes is None:
+                scopes = _field(resource, "instrumentationLibrarySpans")
             for scope in as_list(scopes):
                 for raw in as_list(as_dict(scope).get("spans")):
-                    span = _span(raw, file)
+                    span = otlp_span(raw, file)
                     if span is not None:
                         self.spans.append(span)
         return len(self.spans) - before
@@ -174,18 +192,25 @@ class Collector:
             yield or_skip(partial(read_apart, partial(_run, key, spans)), spans[0].file, key)
 
 
-def _span(raw: Any, file: str) -> Span | None:
+def otlp_span(raw: Any, file: str) -> Span | None:
+    """One OTLP JSON span (its keys lowerCamelCase or snake_case, see the
+    module) as a :class:`Span`; None when it is not an object. A missing id
+    is "" and a missing time 0."""
     if not isinstance(raw, dict):
         return None
     status = as_dict(raw.get("status"))
     attributes = _attributes(raw.get("attributes"))
     operation = attributes.get("gen_ai.operation.name")
-    return Span(trace=str(raw.get("traceId", "")), span=str(raw.get("spanId", "")),
-                parent=str(raw.get("parentSpanId") or ""), name=str(raw.get("name", "")),
-                start=_nanos(raw.get("startTimeUnixNano")),
-                end=_nanos(raw.get("endTimeUnixNano")), attributes=attributes,
+    return Span(trace=_text(_field(raw, "traceId")), span=_text(_field(raw, "spanId")),
+                parent=_text(_field(raw, "parentSpanId")), name=_text(raw.get("name")),
+                start=_nanos(_field(raw, "startTimeUnixNano")),
+                end=_nanos(_field(raw, "endTimeUnixNano")), attributes=attributes,
                 error=status.get("code") in _STATUS_ERROR or "error.type" in attributes,
                 file=file, operation=operation if isinstance(operation, str) else "")
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def _attributes(items: Any) -> dict[str, Any]:
@@ -197,25 +222,33 @@ def _attributes(items: Any) -> dict[str, Any]:
 
 
 def _value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as a Python value (int64 may be a decimal string)."""
+    """An OTLP ``AnyValue`` as a Python value: its one non-null kind (int64
+    may be a decimal string; a double may be a string, ``"NaN"``,
+    ``"Infinity"``, or Phoenix's ``"inf"``, read as a float when it is one;
+    bytes are kept as the text written, base64 or Phoenix's hex)."""
     if not isinstance(value, dict):
         return None
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "intValue" in value:
+    if (text := _field(value, "stringValue")) is not None:
+        return text
+    if (number := _field(value, "intValue")) is not None:
         try:
-            return int(value["intValue"])
+            return int(number)
         except (TypeError, ValueError, OverflowError):
-            return value["intValue"]
-    if "doubleValue" in value:
-        return value["doubleValue"]
-    if "boolValue" in value:
-        return value["boolValue"]
-    if "arrayValue" in value:
-        return [_value(v) for v in as_list(as_dict(value["arrayValue"]).get("values"))]
-    if "kvlistValue" in value:
-        return _attributes(as_dict(value["kvlistValue"]).get("values"))
-    return None
+            return number
+    if (double := _field(value, "doubleValue")) is not None:
+        if isinstance(double, str):
+            try:
+                return float(double)
+            except ValueError:
+                return double
+        return double
+    if (flag := _field(value, "boolValue")) is not None:
+        return flag
+    if (array := _field(value, "arrayValue")) is not None:
+        return [_value(v) for v in as_list(as_dict(array).get("values"))]
+    if (pairs := _field(value, "kvlistValue")) is not None:
+        return _attributes(as_dict(pairs).get("values"))
+    return _field(value, "bytesValue")
 
 
 def _nanos(value: Any) -> int:
