@@ -1,5 +1,9 @@
 """mini-swe-agent trajectories (``.traj.json``, formats ``mini-swe-agent-1`` and ``-1.1``).
 
+A trajectory without ``trajectory_format`` (mini-swe-agent 1.0-1.3 write
+none, nor ``info.config``) is read as ``mini-swe-agent-1``; it is recognised by
+``info.exit_status`` beside a ``messages`` list.
+
 mini-swe-agent writes one trajectory per task instance, laid out as
 ``RUN_DIR/INSTANCE/INSTANCE.traj.json``; SWE-bench's evaluation writes a report
 (a JSON object with ``resolved_ids``, ``unresolved_ids``...) that an importer
@@ -60,12 +64,14 @@ earlier) and lasts to the last timestamp.
   assistant's text. The actions are the message's ``extra.actions`` when the
   agent recorded them (``-1.1``), else what mini-swe-agent's own parser finds:
   ``re.findall(action_regex, content, re.DOTALL)``, stripped, with the
-  trajectory's configured ``action_regex`` (``info.config.agent`` in 1.x,
-  ``info.config.model`` in 2.x) or the format's default (1.x
-  ``DefaultAgent``: :data:`V1_ACTION_REGEX`; 2.x text-based models:
-  :data:`TEXT_ACTION_REGEX`). Exactly one action is a tool call named
-  ``bash`` with arguments ``{"command": action}`` (the shape of
-  mini-swe-agent's own bash tool). An
+  trajectory's configured ``action_regex`` (``info.config.agent`` in 1.x from
+  1.16, ``info.config.model`` in 2.x) or the parse of the version that wrote
+  it (1.x: :data:`V1_ACTION_REGEX` when ``info.mini_version`` is 1.12 or
+  later, else 1.0-1.11's :data:`V1_LEGACY_ACTION_REGEX`, nothing allowed
+  between ``bash`` and the newline, also when no version is recorded, as
+  1.0-1.4 record none; 2.x text-based models: :data:`TEXT_ACTION_REGEX`).
+  Exactly one action is a tool call named ``bash`` with arguments
+  ``{"command": action}`` (the shape of mini-swe-agent's own bash tool). An
   action is answered by the next ``user`` message: in ``-1.1`` the
   observation messages carry ``extra.returncode`` (an error when not 0 or
   with ``exception_info``); in 1.x the observation is text, an error when it
@@ -132,7 +138,10 @@ SOURCE = "mini-swe-agent"
 __all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]
 
 V1_ACTION_REGEX = r"```bash\s*\n(.*?)\n```"
-"""mini-swe-agent 1.x ``AgentConfig.action_regex`` (``agents/default.py``)."""
+"""mini-swe-agent 1.x ``AgentConfig.action_regex`` (``agents/default.py``): the
+parse of 1.12 on (written into the code until 1.15, configurable from 1.16)."""
+V1_LEGACY_ACTION_REGEX = r"```bash\n(.*?)\n```"
+"""The parse written into mini-swe-agent 1.0-1.11's ``DefaultAgent.parse_action``."""
 TEXT_ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
 """mini-swe-agent 2.x ``LitellmTextbasedModelConfig.action_regex``."""
 ACTION_TOOL = "bash"
@@ -142,6 +151,7 @@ REGEX_TIMEOUT_S = 2.0
 comes from the file, and a pathological one must not hang an import."""
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d{1,6})\s*</returncode>")
 _V1 = "mini-swe-agent-1"
+_VERSION = re.compile(r"\s*(\d{1,4})\.(\d{1,4})")
 
 
 def detect(doc: Any) -> str | None:
@@ -187,9 +197,10 @@ def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecor
     model = model_config.get("model_name") if isinstance(model_config.get("model_name"),
                                                          str) else None
     fmt = doc.get("trajectory_format")
-    pattern = _action_pattern(agent.get("action_regex") if fmt == _V1 else
+    v1 = fmt is None or fmt == _V1  # 1.0-1.3 write no format
+    pattern = _action_pattern(agent.get("action_regex") if v1 else
                               model_config.get("action_regex", agent.get("action_regex")),
-                              V1_ACTION_REGEX if fmt == _V1 else TEXT_ACTION_REGEX)
+                              _v1_default(info.get("mini_version")) if v1 else TEXT_ACTION_REGEX)
     notes: list[Repair] = []
     calls, start, end = _calls(as_list(doc.get("messages")), model, pattern, notes, apart)
     stats = as_dict(info.get("model_stats"))
@@ -202,6 +213,16 @@ def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecor
         duration_s=None if start is None or end is None else end - start,
         step_limit=limit_or_none(agent.get("step_limit")),
         cost_limit_usd=limit_or_none(agent.get("cost_limit")), repairs=notes)
+
+
+def _v1_default(version: Any) -> str:
+    """The action regex of a 1.x trajectory that records none: by
+    ``info.mini_version`` (written from 1.5), :data:`V1_ACTION_REGEX` from 1.12,
+    else (earlier, or no version) :data:`V1_LEGACY_ACTION_REGEX`."""
+    found = _VERSION.match(version) if isinstance(version, str) else None
+    if found and (int(found.group(1)), int(found.group(2))) >= (1, 12):
+        return V1_ACTION_REGEX
+    return V1_LEGACY_ACTION_REGEX
 
 
 def _action_pattern(configured: Any, default: str) -> Any:
