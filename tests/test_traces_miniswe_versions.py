@@ -104,3 +104,118 @@ def test_a_1_11_file_reads_bash_with_trailing_space_as_no_action(tmp_path):
         folder = tmp_path / version
         _, _, calls = imported(folder, write(folder, "i", doc(version)))
         assert json.loads(calls["tool_calls"].iloc[0][0]["arguments"]) == arguments
+
+
+def chat_response(n: int, created: int, prompt: int, completion: int, cached: int,
+                  content: str, tool_calls: list[dict] | None = None) -> dict:
+    """``response.model_dump()`` of a litellm chat completion."""
+    return {"id": f"chatcmpl-{n}", "created": created, "model": "fake-model",
+            "object": "chat.completion",
+            "choices": [{"finish_reason": "tool_calls" if tool_calls else "stop", "index": 0,
+                         "message": {"content": content, "role": "assistant",
+                                     "tool_calls": tool_calls, "function_call": None}}],
+            "usage": {"completion_tokens": completion, "prompt_tokens": prompt,
+                      "total_tokens": prompt + completion,
+                      "completion_tokens_details": {"reasoning_tokens": 0},
+                      "prompt_tokens_details": {"cached_tokens": cached}}}
+
+
+def tool_reply(n: int, t: float, prompt: int, cached: int, commands: list[str],
+               cost: float) -> dict:
+    """A 2.x tool-calling model's reply (``LitellmModel.query``)."""
+    calls = [{"function": {"arguments": json.dumps({"command": c}), "name": "bash"},
+              "id": f"call_{n}_{i}", "type": "function"} for i, c in enumerate(commands)]
+    return {"content": f"reply {n}", "role": "assistant", "tool_calls": calls,
+            "function_call": None, "provider_specific_fields": None,
+            "extra": {"actions": [{"command": c, "tool_call_id": f"call_{n}_{i}"}
+                                  for i, c in enumerate(commands)],
+                      "response": chat_response(n, int(t), prompt, 50, cached,
+                                                f"reply {n}", calls),
+                      "cost": cost, "timestamp": t}}
+
+
+def tool_output(n: int, i: int, code: int, t: float) -> dict:
+    return {"content": json.dumps({"returncode": code, "output": ""}), "role": "tool",
+            "tool_call_id": f"call_{n}_{i}",
+            "extra": {"raw_output": "", "returncode": code, "timestamp": t,
+                      "exception_info": ""}}
+
+
+NO_TOOL = "Tool call error:\n\n<error>\nNo tool calls found in the response.\n</error>"
+
+
+def v2_trajectory(version: str, messages: list[dict], api_calls: int) -> dict:
+    return {"info": {"model_stats": {"instance_cost": 0.00245, "api_calls": api_calls},
+                     "config": {"agent": {"step_limit": 0, "cost_limit": 3.0},
+                                "model": {"model_name": "openai/fake-model"}},
+                     "mini_version": version, "exit_status": "Submitted", "submission": ""},
+            "messages": [{"role": "system", "content": "You are a helpful assistant."},
+                         {"role": "user", "content": "Please solve this issue: Print hello"},
+                         *messages,
+                         {"role": "exit", "content": "",
+                          "extra": {"exit_status": "Submitted", "submission": ""}}],
+            "trajectory_format": "mini-swe-agent-1.1"}
+
+
+def test_a_2_3_format_error_without_its_response_is_a_call_of_unknown_usage(tmp_path):
+    """mini-swe-agent 2.0-2.3 (tool calling) save a format error as
+    ``{"role": "user", "content": ..., "extra": {"interrupt_type":
+    "FormatError"}}`` only, but the request was made (``api_calls`` 3). The
+    import has 3 calls, the middle one with unknown usage and a ``bash`` tool
+    call with unrecorded arguments, an error answered by the fed-back text;
+    the known calls' counts are kept (input 1000 + 300 uncached). Before, the
+    format error was dropped: 2 calls."""
+    messages = [tool_reply(0, 100.5, 1000, 0, ["ls /"], 0.0012),
+                tool_output(0, 0, 0, 100.6),
+                {"role": "user", "content": NO_TOOL, "extra": {"interrupt_type": "FormatError"}},
+                tool_reply(2, 101.8, 1500, 1200, ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"],
+                           0.0006)]
+    report, runs, calls = imported(tmp_path, write(tmp_path, "tc23",
+                                                   v2_trajectory("2.3.0", messages, 3)))
+    assert report.skips == [] and runs["steps"].tolist() == [3]  # = api_calls
+    assert calls["input_tokens"].tolist()[::2] == [1000, 300]
+    assert calls[["input_tokens", "output_tokens", "cost_usd"]].iloc[1].isna().all()
+    [rejected] = calls["tool_calls"].iloc[1]
+    assert (rejected["name"], rejected["arguments"], rejected["error"]) == ("bash", None, True)
+    assert rejected["result_tokens"] == -(-len(NO_TOOL) // 4)
+    assert runs.iloc[0]["input_tokens"] == 1300  # the known calls' (no total recorded)
+
+
+def test_a_2_3_text_based_format_errors_are_calls_with_their_actions(tmp_path):
+    """2.0-2.3 text-based: the format error's message keeps ``n_actions`` and
+    ``model_response`` (the model's text) but no response. Two format errors
+    in a row (2 actions, then none) between two valid replies: 4 calls
+    (``api_calls`` 4), the rejected ones ``{"actions": ["echo a", "echo b"]}``
+    and ``{"actions": []}`` with text from ``model_response``."""
+    def reply(n, t, command):
+        content = f"ok\n```mswea_bash_command\n{command}\n```"
+        return {"role": "assistant", "content": content,
+                "extra": {"actions": [{"command": command}],
+                          "response": chat_response(n, int(t), 1000, 50, 0, content),
+                          "cost": 0.001, "timestamp": t}}
+
+    def output(code, t):
+        return {"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n</output>",
+                "extra": {"raw_output": "", "returncode": code, "timestamp": t,
+                          "exception_info": ""}}
+
+    two = "two actions\n```mswea_bash_command\necho a\n```\n```mswea_bash_command\necho b\n```"
+    messages = [
+        reply(0, 10.5, "ls /"), output(0, 10.6),
+        {"role": "user", "content": "Format error: Expected exactly 1 action, found 2.",
+         "extra": {"interrupt_type": "FormatError", "n_actions": 2, "model_response": two}},
+        {"role": "user", "content": "Format error: Expected exactly 1 action, found 0.",
+         "extra": {"interrupt_type": "FormatError", "n_actions": 0,
+                   "model_response": "none at all"}},
+        reply(3, 11.9, "exit 3"), output(3, 12.0)]
+    doc = v2_trajectory("2.3.0", messages, 4)
+    doc["info"]["config"]["model"]["action_regex"] = r"```mswea_bash_command\s*\n(.*?)\n```"
+    report, runs, calls = imported(tmp_path, write(tmp_path, "tb23", doc))
+    assert report.skips == [] and runs["steps"].tolist() == [4]
+    tools = [t[0] for t in calls["tool_calls"]]
+    assert [json.loads(t["arguments"]) for t in tools] == [
+        {"command": "ls /"}, {"actions": ["echo a", "echo b"]}, {"actions": []},
+        {"command": "exit 3"}]
+    assert [t["error"] for t in tools] == [False, True, True, True]
+    assert calls["text_tokens"].tolist()[1:3] == [-(-len(two) // 4), 3]  # "none at all"
+    assert calls["input_tokens"].isna().tolist() == [False, True, True, False]

@@ -40,9 +40,14 @@ with ``input_tokens_details.cached_tokens`` inside, ``output_tokens`` with
 ``user`` message of the format error (``extra.interrupt_type`` ``FormatError``)
 carrying the billed ``extra.response``: it is a call too (its text is
 ``extra.model_response``, or the response's own content for a tool-calling
-model), whose tool call is the rejected attempt (see **Format errors**). A
-trajectory without any call (the agent failed before its first reply) is a
-run of zero calls, with its exit.
+model), whose tool call is the rejected attempt (see **Format errors**).
+2.0-2.3.0 keep no response there (2.3.1 on do; a text-based model's message has
+``model_response`` and ``n_actions``, a tool-calling model's nothing more):
+the call was made and billed all the same (``info.model_stats.api_calls``
+counts it; ``instance_cost`` does not), so it is a call with its counts and
+cost unknown, and a tool-calling model's attempt has its arguments
+unrecorded. A trajectory without any call (the agent failed before its first
+reply) is a run of zero calls, with its exit.
 
 Times: mini-swe-agent stamps each message when it is recorded
 (``extra.timestamp``, or the message's own ``timestamp`` in 1.x, Unix
@@ -89,8 +94,8 @@ sent). So a run with a format error is not a conversation with the
 task-giver (a call without tool calls before its last), and the same failure
 twice in a row is a repeat, as mini-swe-agent's own ``RepeatedFormatError``
 counts it. In 1.x the assistant message is followed by the format error's
-``user`` message; in ``-1.1`` the response is on the ``FormatError`` message
-itself. A text with zero or several actions that no ``user`` message answers
+``user`` message; in ``-1.1`` the ``FormatError`` message is itself the
+call. A text with zero or several actions that no ``user`` message answers
 (the trajectory ends) stays a call without tool calls.
 
 ``user`` messages between calls that answer no action (notes, interruptions)
@@ -279,9 +284,8 @@ class _Trajectory:
         role = message.get("role")
         extra = as_dict(message.get("extra"))
         moment = number_or_none(extra.get("timestamp", message.get("timestamp")))
-        response = as_dict(extra.get("response"))
-        format_error = role == "user" and extra.get("interrupt_type") == "FormatError" \
-            and bool(response)
+        response = as_dict(extra.get("response"))  # none on 2.0-2.3.0's format errors
+        format_error = role == "user" and extra.get("interrupt_type") == "FormatError"
         if message.get("object") == "response":  # a Responses API model's reply, itself
             self._call(position, message, extra, message, moment, False)
         elif role == "assistant" or format_error:
@@ -330,8 +334,7 @@ class _Trajectory:
         answers = "returncode" in extra or "raw_output" in extra or not extra
         if self.waiting and answers:
             _answer(self.waiting.pop(0), text, extra, self.previous, moment)
-        elif self.rejected is not None and (not extra
-                                            or extra.get("interrupt_type") == "FormatError"):
+        elif self.rejected is not None and not extra:  # 1.x: the format error
             _reject(self.rejected, text)
             self.calls[-1].tool_calls.append(self.rejected)
             self.rejected = None
@@ -419,6 +422,8 @@ def _rejected(response: dict, extra: dict, text: str | None, pattern: Any) -> To
         found = text_actions(text or "", pattern)
         return ToolCallRecord(name=ACTION_TOOL, arguments=None if found is None
                               else canonical_json({"actions": found}))
+    if not response:  # 2.0-2.3.0: what the tool-calling model sent is not kept
+        return ToolCallRecord(name=ACTION_TOOL)
     tools = _reply(response)[1]
     return ToolCallRecord(name=ACTION_TOOL, arguments=canonical_json(
         {"tool_calls": [{"name": t.name, "arguments": t.arguments} for t in tools]}))
