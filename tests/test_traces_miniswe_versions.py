@@ -219,3 +219,67 @@ def test_a_2_3_text_based_format_errors_are_calls_with_their_actions(tmp_path):
     assert [t["error"] for t in tools] == [False, True, True, True]
     assert calls["text_tokens"].tolist()[1:3] == [-(-len(two) // 4), 3]  # "none at all"
     assert calls["input_tokens"].isna().tolist() == [False, True, True, False]
+
+
+def test_the_call_after_an_unstamped_format_error_has_an_unknown_start(tmp_path):
+    """2.x does not stamp a format error's message (2.4 keeps its response,
+    with usage and cost, but no ``timestamp``): the next call began when it
+    was recorded, which is unknown, so that call's ``started_s`` and
+    ``latency_s`` are null. Before, they ran from the tool output before the
+    format error: latency 1.3 s for a 0.3 s call (hunter's case tc1s). A call
+    after a stamped tool output keeps its times (0.25 s from 101.0)."""
+    error_response = chat_response(1, 100, 1200, 50, 800, "oops no tool")
+    messages = [tool_reply(0, 100.6, 1000, 0, ["ls /"], 0.0012),
+                tool_output(0, 0, 0, 100.63),
+                {"role": "user", "content": NO_TOOL,
+                 "extra": {"interrupt_type": "FormatError", "cost": 0.00058,
+                           "response": error_response}},
+                tool_reply(2, 101.97, 1500, 1100, ["echo a"], 0.0007),
+                tool_output(2, 0, 0, 102.0),
+                tool_reply(3, 102.25, 1900, 1400, ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"],
+                           0.0006)]
+    doc = v2_trajectory("2.4.6", messages, 4)
+    report, runs, calls = imported(tmp_path, write(tmp_path, "tc1s", doc))
+    assert report.skips == [] and runs["steps"].tolist() == [4]
+    assert calls["latency_s"].isna().tolist() == [True, True, True, False]
+    assert calls["started_s"].isna().tolist() == [True, True, True, False]
+    assert calls["latency_s"].iloc[3] == pytest.approx(0.25)
+    assert calls["input_tokens"].iloc[1] == 400  # 2.4 keeps the response: known usage
+    row = runs.iloc[0]  # from the first response's created (100) to the last stamp
+    assert row["duration_s"] == pytest.approx(2.25)
+
+
+def test_a_1_17_run_starts_at_its_first_message_stamp(tmp_path):
+    """mini-swe-agent 1.17 stamps every message (``timestamp``, system and task
+    included). The run starts at the system message's stamp (35.347), not at
+    the first response's whole-second ``created`` (35), and lasts to the last
+    stamp: 0.710 s; the first call starts 0.002 s in (the task's stamp) with
+    latency 0.625 s. Before: 1.057 s, the first call's start unknown."""
+    base = 1_796_610_600
+
+    def assistant(content, t, created):
+        return {"role": "assistant", "content": content, "timestamp": base + t,
+                "extra": {"response": chat_response(0, base + created, 1000, 100, 0,
+                                                    content)}}
+
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant.", "timestamp": base + 35.347},
+        {"role": "user", "content": "Please solve this issue", "timestamp": base + 35.349},
+        assistant("first\n```bash\nls /\n```", 35.974, 35),
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nbin\n</output>",
+         "timestamp": base + 35.989},
+        assistant("done\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```", 36.023, 36),
+        {"role": "user", "content": "", "timestamp": base + 36.057}]
+    doc = {"trajectory_format": "mini-swe-agent-1",
+           "info": {"exit_status": "Submitted", "submission": "", "mini_version": "1.17.5",
+                    "model_stats": {"instance_cost": 0.002, "api_calls": 2},
+                    "config": {"agent": {"action_regex": r"```bash\s*\n(.*?)\n```"},
+                               "model": {"model_name": "openai/fake-model"}}},
+           "messages": messages}
+    report, runs, calls = imported(tmp_path, write(tmp_path, "v1a", doc))
+    row = runs.iloc[0]
+    assert row["duration_s"] == pytest.approx(0.710)
+    assert row["started_at"].timestamp() == pytest.approx(base + 35.347, abs=1e-3)
+    assert calls["started_s"].tolist() == pytest.approx([0.002, 0.642], abs=1e-6)
+    assert calls["latency_s"].tolist() == pytest.approx([0.625, 0.034], abs=1e-6)
+    assert not report.repairs  # no start before the run's

@@ -51,11 +51,14 @@ reply) is a run of zero calls, with its exit.
 
 Times: mini-swe-agent stamps each message when it is recorded
 (``extra.timestamp``, or the message's own ``timestamp`` in 1.x, Unix
-seconds): a call starts when the message before it was recorded (so the first
-call's start and latency are unknown) and a tool's duration runs from the
-message before its result to the result. The run starts at the first
-response's ``created`` time (whole seconds; the trajectory records nothing
-earlier) and lasts to the last timestamp.
+seconds; 1.0-1.16 stamp nothing, 1.17 every message, 2.x the replies and the
+observations only): a call starts when the message before it was recorded
+and a tool's duration runs from the message before its result to the result,
+each unknown when that message bears no stamp (in 2.x the task, so the first
+call's start and latency, and a format error or an interruption, so the next
+call's). The run starts at the first timestamp before the first call (1.17's
+system message), else at the first response's ``created`` time (whole
+seconds; 2.x stamps nothing earlier), and lasts to the last timestamp.
 
 **Tool calls**, as the format records them:
 
@@ -262,7 +265,7 @@ def _calls(messages: Iterable[Any], model: str | None, pattern: Any, notes: list
     calls = [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
                      observation_sha256=joined_sha256(texts))
              for call, texts in zip(trajectory.calls, trajectory.observations, strict=True)]
-    return calls, trajectory.start, trajectory.previous
+    return calls, trajectory.start, trajectory.end
 
 
 class _Trajectory:
@@ -276,7 +279,9 @@ class _Trajectory:
         self.waiting: list[ToolCallRecord] = []  # text actions, answered by user messages
         self.rejected: ToolCallRecord | None = None  # a text the parser rejects, till answered
         self.observations: list[list[str | None]] = []  # per call, the texts after it
-        self.previous: float | None = None  # the last recorded timestamp
+        self.previous: float | None = None  # the timestamp of the message just read
+        self.end: float | None = None  # the last timestamp recorded
+        self.opening: float | None = None  # the first timestamp before the first call
         self.start: float | None = None
 
     def read(self, position: int, message: dict) -> None:
@@ -286,6 +291,9 @@ class _Trajectory:
         moment = number_or_none(extra.get("timestamp", message.get("timestamp")))
         response = as_dict(extra.get("response"))  # none on 2.0-2.3.0's format errors
         format_error = role == "user" and extra.get("interrupt_type") == "FormatError"
+        call = message.get("object") == "response" or role == "assistant" or format_error
+        if not call and not self.calls and moment is not None and self.opening is None:
+            self.opening = moment
         if message.get("object") == "response":  # a Responses API model's reply, itself
             self._call(position, message, extra, message, moment, False)
         elif role == "assistant" or format_error:
@@ -299,13 +307,15 @@ class _Trajectory:
                         extra, self.previous, moment)
         elif role == "user" and self.calls:
             self._user(message, extra, moment)
+        self.previous = moment  # after an unstamped message, when the next began is unknown
         if moment is not None:
-            self.previous = moment
+            self.end = moment
 
     def _call(self, position: int, message: dict, extra: dict, response: dict,
               moment: float | None, format_error: bool) -> None:
         if self.start is None:
-            self.start = number_or_none(response.get("created", response.get("created_at")))
+            self.start = self.opening if self.opening is not None else number_or_none(
+                response.get("created", response.get("created_at")))
         text = content_text(message.get("content"))
         if format_error:
             text = content_text(extra["model_response"]) if "model_response" in extra \
