@@ -9,7 +9,14 @@ Trajectory Interchange Format (RFC 0001; the pydantic models of
 beside ``TRIAL/result.json`` (its ``TrialResult``) and
 ``TRIAL/verifier/reward.txt``; the trial's and the job's ``result.json``,
 ``config.json`` and ``lock.json`` and the verifier's ``reward.json`` are
-recognised too and read as companions.
+recognised too and read as companions. A multi-step trial (a task with
+``steps``, Harbor 0.13 on) runs the agent once per step, each step with its own
+instruction, agent session, verifier and ``StepResult`` (``step_name``,
+``agent_result``, ``verifier_result``, ``exception_info``,
+``agent_execution`` and ``verifier`` times) in the trial result's
+``step_results``; Harbor moves each step's logs to
+``TRIAL/steps/STEP/agent/`` and ``TRIAL/steps/STEP/verifier/`` (a step folder
+has no ``result.json``).
 The agent's own logs that Harbor converted (Claude Code's or OpenHands'
 sessions under ``TRIAL/agent/``) hold the same run: the importer skips a run
 read from them as a duplicate (:func:`converted`).
@@ -17,7 +24,9 @@ read from them as a duplicate (:func:`converted`).
 One trajectory file is one run: ``run_id`` is the trial folder's name when the
 file is ``TRIAL/agent/trajectory.json`` (``TRIAL/STEM`` for another file there:
 Terminus-2's continuations ``trajectory.cont-N.json`` and summarisation
-subagents are runs of their own), else the ``session_id``, else the file.
+subagents are runs of their own), ``TRIAL/STEP`` (``TRIAL/STEP/STEM``) for a
+step's ``TRIAL/steps/STEP/agent/`` (each step's agent session is a run, with
+that step's verdict), else the ``session_id``, else the file.
 
 **Model calls** are the ``agent`` steps, except those with ``llm_call_count``
 0 (a dispatch without a model, ATIF-v1.7) and those marked
@@ -71,7 +80,12 @@ the ``exception_info.exception_type`` of a trial that raised; ``resolved``
 when the verifier's ``rewards.reward`` (else ``verifier/reward.txt``, else
 ``verifier/reward.json``'s ``reward``) is 1;
 the start and duration from the result's ``started_at``/``finished_at``, else
-from the steps' timestamps.
+from the steps' timestamps. A step's run takes the trial's ``task_name`` and
+its ``StepResult``: ``exit`` its ``exception_info`` (the trial's own for the
+last step recorded), ``resolved`` its ``verifier_result`` (else
+``steps/STEP/verifier/reward.txt`` or ``reward.json``), the cost and totals its
+``agent_result``, the start its ``agent_execution.started_at`` and the end its
+``verifier.finished_at`` (else ``agent_execution.finished_at``).
 """
 
 from __future__ import annotations
@@ -110,6 +124,8 @@ __all__ = ["SOURCE", "converted", "detect", "run", "trial_folder"]
 ESTIMATED_COST = {"mini-swe-agent": "shared among steps by completion tokens (Harbor's "
                                     "mini-swe-agent converter)"}
 """Agents whose step ``cost_usd`` Harbor estimates, and how."""
+STEPS = "steps"
+"""The folder of a multi-step trial's steps (``TRIAL/steps/STEP/``)."""
 MAX_SIDE_FILE = 1 << 20
 """The largest ``result.json`` or ``reward.txt`` (bytes) read beside a trajectory."""
 
@@ -153,19 +169,53 @@ def converted(file: str) -> Path | None:
 
 
 def trial_folder(path: Path) -> Path | None:
-    """The trial folder of a trajectory laid out as ``TRIAL/agent/FILE``."""
-    return path.parent.parent if path.parent.name == "agent" else None
+    """The trial folder of a trajectory laid out as ``TRIAL/agent/FILE`` or,
+    in a multi-step trial, ``TRIAL/steps/STEP/agent/FILE``."""
+    if path.parent.name != "agent":
+        return None
+    place = path.parent.parent
+    if place.parent.name == STEPS and not (place / "result.json").is_file():
+        return place.parent.parent
+    return place
 
 
 def run(doc: dict, path: Path, file: str) -> RunRecord:
     """The run of one ATIF trajectory at ``path``."""
+    place, label, result = _attempt(path)
+    return read_apart(partial(_run, doc, path, file, place, label, result))
+
+
+def _attempt(path: Path) -> tuple[Path | None, str | None, dict]:
+    """Where a trajectory's agent run sits in its trial: the folder holding
+    its ``agent/`` and ``verifier/`` (the trial's, or the step's), the run's
+    name (``TRIAL`` or ``TRIAL/STEP``) and its result shaped like a trial's
+    (a step's: the trial's ``task_name``, the step's ``agent_result``,
+    ``verifier_result`` and ``exception_info`` (the trial's own for its last
+    step), and its agent execution's start and its verifier's (else its
+    agent's) end as ``started_at`` and ``finished_at``); (None, None, {})
+    outside a trial."""
     trial = trial_folder(path)
-    result = _side_json(trial / "result.json") if trial is not None else {}
-    return read_apart(partial(_run, doc, path, file, trial, result))
+    if trial is None:
+        return None, None, {}
+    result = _side_json(trial / "result.json")
+    place = path.parent.parent
+    if place == trial:
+        return trial, trial.name, result
+    results = [r for r in as_list(result.get("step_results")) if isinstance(r, dict)]
+    step = next((r for r in results if r.get("step_name") == place.name), {})
+    agent, verifier = as_dict(step.get("agent_execution")), as_dict(step.get("verifier"))
+    exception = step.get("exception_info")
+    if exception is None and step and step is results[-1]:
+        exception = result.get("exception_info")
+    view = {"task_name": result.get("task_name"), "agent_result": step.get("agent_result"),
+            "verifier_result": step.get("verifier_result"), "exception_info": exception,
+            "started_at": agent.get("started_at"),
+            "finished_at": verifier.get("finished_at") or agent.get("finished_at")}
+    return place, f"{trial.name}/{place.name}", view
 
 
-def _run(doc: dict, path: Path, file: str, trial: Path | None, result: dict,
-         apart: tuple[bool, bool]) -> RunRecord:
+def _run(doc: dict, path: Path, file: str, trial: Path | None, label: str | None,
+         result: dict, apart: tuple[bool, bool]) -> RunRecord:
     agent = as_dict(doc.get("agent"))
     name = agent.get("name") if isinstance(agent.get("name"), str) else None
     reader = _Steps(apart, ESTIMATED_COST.get(name or ""))
@@ -175,9 +225,9 @@ def _run(doc: dict, path: Path, file: str, trial: Path | None, result: dict,
             label = sub.get("trajectory_id", sub.get("session_id"))
             reader.read(as_list(sub.get("steps")), None if label is None else str(label))
     calls = reader.finish()
-    if trial is not None:
+    if label is not None:
         stem = path.name[:-5] if path.name.endswith(".json") else path.name
-        run_id = trial.name if stem == "trajectory" else f"{trial.name}/{stem}"
+        run_id = label if stem == "trajectory" else f"{label}/{stem}"
     elif isinstance(doc.get("session_id"), str):
         run_id = doc["session_id"]
     else:
