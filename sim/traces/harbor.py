@@ -46,7 +46,11 @@ from the step's ``metrics``: ``prompt_tokens`` is the whole prompt and
 ``cached_tokens`` the part read from the cache (so stated from ATIF-v1.2;
 earlier versions are read the same way, noted), the cache write is
 ``metrics.extra.cache_creation_input_tokens`` (Claude Code) or
-``cache_write_input_tokens`` (Codex) when the agent records it (else 0: a
+``cache_write_input_tokens`` (Codex) when the agent records it, else, for a
+step whose ``metrics.extra`` keeps litellm's ``prompt_tokens_details``
+(mini-swe-agent), the write those details give as
+:func:`sim.traces.usage.from_openai` reads them (``cache_creation_tokens`` or
+``cache_write_tokens``; none there: the provider reported none), else 0 (a
 write is then counted in the input, noted), and ``completion_tokens`` include
 the reasoning, ``extra.reasoning_tokens`` / ``reasoning_output_tokens``
 (Codex) / ``thoughts_tokens`` (Gemini CLI) /
@@ -116,7 +120,7 @@ from sim.traces.model import (
 from sim.traces.repairs import Repair
 from sim.traces.skips import Unusable
 from sim.traces.sources import read_json, read_text
-from sim.traces.usage import from_total_prompt, from_totals, read_apart
+from sim.traces.usage import from_openai, from_total_prompt, from_totals, read_apart
 
 SOURCE = "harbor"
 __all__ = ["SOURCE", "converted", "detect", "run", "trial_folder"]
@@ -425,15 +429,27 @@ class _Steps:
         if prompt is None or completion is None:
             self.unknown = True
         write = extra.get("cache_creation_input_tokens", extra.get("cache_write_input_tokens"))
-        if write is None and prompt is not None:
-            self.conventions["cache_write_tokens"] = (
-                "not recorded (ATIF has no field; Claude Code and Codex put it in "
-                "metrics.extra): 0, any write counted in input_tokens")
         details = as_dict(extra.get("completion_tokens_details"))
         reasoning = next((v for v in (extra.get("reasoning_tokens"),
                                       extra.get("reasoning_output_tokens"),
                                       extra.get("thoughts_tokens"),
                                       details.get("reasoning_tokens")) if v is not None), None)
+        prompt_details = extra.get("prompt_tokens_details")
+        if isinstance(prompt_details, dict) and prompt is not None and completion is not None:
+            # litellm's usage details (Harbor's mini-swe-agent converter): the
+            # step is the OpenAI-style usage they belong to, its write there
+            cached = metrics.get("cached_tokens")
+            raw = {"prompt_tokens_details": prompt_details if cached is None
+                   else {**prompt_details, "cached_tokens": cached},
+                   "completion_tokens_details": {"reasoning_tokens": reasoning},
+                   "cache_creation_input_tokens": write}
+            return from_openai({"prompt_tokens": prompt, "completion_tokens": completion},
+                               where, details=raw, notes=self.notes, apart=self.apart)
+        if write is None and prompt is not None:
+            self.conventions["cache_write_tokens"] = (
+                "not recorded (ATIF has no field; Claude Code and Codex put it in "
+                "metrics.extra, mini-swe-agent in metrics.extra.prompt_tokens_details): "
+                "0, any write counted in input_tokens")
         return from_totals(prompt, completion, cache_read=metrics.get("cached_tokens"),
                            cache_write=write, reasoning=reasoning, where=where,
                            names=("prompt_tokens", "completion_tokens"), notes=self.notes,
