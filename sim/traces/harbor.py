@@ -19,7 +19,17 @@ instruction, agent session, verifier and ``StepResult`` (``step_name``,
 has no ``result.json``).
 The agent's own logs that Harbor converted (Claude Code's or OpenHands'
 sessions under ``TRIAL/agent/``) hold the same run: the importer skips a run
-read from them as a duplicate (:func:`converted`).
+read from them as a duplicate (:func:`converted`). Except where the agent's own
+trajectory is one sim reads with more than Harbor's conversion keeps
+(:data:`NATIVE`: ``mini-swe-agent.trajectory.json``, whose ATIF copy drops the
+calls answered by a format error and the tool results' call ids): there the
+run is read from the native file and the ATIF one is skipped as its duplicate
+(:func:`in_trial`); the native run keeps its calls, model, limits and exit
+status, and takes Harbor's ``run_id`` (as below), ``task_id``, ``resolved``,
+start and duration (its calls' starts shifted to count from the trial's), an
+``exception_type`` as its ``exit``, and the trial result's
+``agent_result.cost_usd`` when it records no cost; its conventions say so
+(``run``).
 
 One trajectory file is one run: ``run_id`` is the trial folder's name when the
 file is ``TRIAL/agent/trajectory.json`` (``TRIAL/STEM`` for another file there:
@@ -118,16 +128,24 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import Unusable
+from sim.traces.skips import DUPLICATE, Skip, Unusable
 from sim.traces.sources import read_json, read_text
 from sim.traces.usage import from_openai, from_total_prompt, from_totals, read_apart
 
 SOURCE = "harbor"
-__all__ = ["SOURCE", "converted", "detect", "run", "trial_folder"]
+__all__ = ["NATIVE", "SOURCE", "converted", "detect", "in_trial", "native", "run",
+           "trial_folder"]
 
 ESTIMATED_COST = {"mini-swe-agent": "shared among steps by completion tokens (Harbor's "
                                     "mini-swe-agent converter)"}
 """Agents whose step ``cost_usd`` Harbor estimates, and how."""
+NATIVE = {"mini-swe-agent.trajectory.json": "mini-swe-agent"}
+"""The agents' own trajectories Harbor keeps in a trial's agent folder beside
+its ATIF conversion that sim reads whole, by file name: the source they are
+read as. Harbor's mini-swe-agent converter drops the calls answered by a
+format error and the tool results' call ids."""
+ADOPTED = ("read from the agent's own trajectory in a Harbor trial; run_id, task, "
+           "verdict, times and any exception from Harbor's trial result")
 STEPS = "steps"
 """The folder of a multi-step trial's steps (``TRIAL/steps/STEP/``)."""
 MAX_SIDE_FILE = 1 << 20
@@ -163,13 +181,74 @@ def converted(file: str) -> Path | None:
     folder (the agent's own logs Harbor converts: Claude Code's and
     OpenHands' ``sessions/``) beside ``agent/trajectory.json``. The importer
     skips such a run as a duplicate of the ATIF one, which has the trial's
-    verdict; None elsewhere."""
+    verdict (:func:`in_trial`; not a :data:`NATIVE` file); None elsewhere."""
     path = Path(file)
     agent = next((p for p in path.parents if p.name == "agent"), None)
     if agent is None:
         return None
     trajectory = agent / "trajectory.json"
     return trajectory if trajectory != path and trajectory.is_file() else None
+
+
+def in_trial(record: RunRecord) -> RunRecord | Skip:
+    """``record`` as the importer keeps it when it belongs to a Harbor trial:
+    a run read from a :data:`NATIVE` file in the trial's agent folder, with
+    Harbor's run fields (:func:`_adopted`); a Skip (duplicate) for the ATIF
+    run of an agent folder holding such a file, or for a run of the agent's own
+    logs Harbor converted (:func:`converted`); else ``record`` itself."""
+    path = Path(record.file)
+    if record.source == SOURCE:
+        own = native(path)
+        if own is None:
+            return record
+        return Skip(record.file, DUPLICATE, f"Harbor's conversion of {own}, whose run was "
+                                            "imported from there", record.run_id)
+    trial = trial_folder(path) if NATIVE.get(path.name) == record.source else None
+    if trial is not None and ((path.parent / "trajectory.json").is_file()
+                              or (trial / "result.json").is_file()):
+        return _adopted(record, path)
+    atif = converted(record.file)
+    if atif is None:
+        return record
+    return Skip(record.file, DUPLICATE, f"the agent run of Harbor's {atif}, imported from "
+                                        "there", record.run_id)
+
+
+def native(path: Path) -> Path | None:
+    """The agent's own trajectory (:data:`NATIVE`) beside the ATIF
+    ``trajectory.json`` at ``path`` in a trial's agent folder, or None."""
+    if path.name != "trajectory.json" or trial_folder(path) is None:
+        return None
+    return next((path.parent / name for name in NATIVE if (path.parent / name).is_file()),
+                None)
+
+
+def _adopted(record: RunRecord, path: Path) -> RunRecord:
+    """The run read from a native file at ``path`` with Harbor's run fields
+    (see the module)."""
+    place, label, result = _attempt(path)
+    exception = as_dict(result.get("exception_info")).get("exception_type")
+    started = parse_utc(result.get("started_at"))
+    finished = parse_utc(result.get("finished_at"))
+    task = result.get("task_name")
+    resolved = _resolved(result, place)
+    cost = record.cost_usd if record.cost_usd is not None else number_or_none(
+        as_dict(result.get("agent_result")).get("cost_usd"))
+    calls = record.calls
+    shift = seconds(record.started_at, started)
+    if shift is not None:  # the calls' starts, from the trial's start
+        calls = [c if c.started_s is None else replace(c, started_s=c.started_s + shift)
+                 for c in calls]
+    elif started is not None and record.started_at is None:
+        calls = [replace(c, started_s=None) for c in calls]
+    return replace(
+        record, run_id=label or record.run_id, calls=calls,
+        task_id=task if isinstance(task, str) else None,
+        exit=str(exception) if exception is not None else record.exit,
+        resolved=resolved if resolved is not None else record.resolved,
+        started_at=started if started is not None else record.started_at,
+        duration_s=seconds(finished, started) if started is not None else record.duration_s,
+        cost_usd=cost, conventions={**record.conventions, "run": ADOPTED})
 
 
 def trial_folder(path: Path) -> Path | None:
