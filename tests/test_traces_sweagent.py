@@ -32,7 +32,7 @@ STEPS_V1 = [
 
 
 def v1_doc() -> dict:
-    """A 1.x trajectory: 4 steps, 5 API calls (one requery after a format error)."""
+    """A 1.x trajectory: 4 steps, 5 API calls (one beyond the steps)."""
     config = {"agent": {"model": {"name": "claude-sonnet-4-20250514",
                                   "per_instance_cost_limit": 3.0,
                                   "per_instance_call_limit": 0, "temperature": 0.0}},
@@ -81,7 +81,7 @@ def write(path: Path, doc: dict) -> Path:
 def test_a_v1_trajectory_is_a_run_of_api_calls_calls_of_unknown_usage(tmp_path):
     """5 API calls, none with usage: 5 calls with every token column and the
     cost unknown (0 in their usage); the run's totals are tokens_sent and
-    tokens_received, its cost instance_cost; the requery comes last, without
+    tokens_received, its cost instance_cost; the call beyond the steps comes last, without
     a tool call."""
     path = write(tmp_path / "run-1" / "repo__issue-1" / "repo__issue-1.traj", v1_doc())
     record = sweagent.run(v1_doc(), path, str(path))

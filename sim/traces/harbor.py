@@ -9,15 +9,34 @@ Trajectory Interchange Format (RFC 0001; the pydantic models of
 beside ``TRIAL/result.json`` (its ``TrialResult``) and
 ``TRIAL/verifier/reward.txt``; the trial's and the job's ``result.json``,
 ``config.json`` and ``lock.json`` and the verifier's ``reward.json`` are
-recognised too and read as companions.
+recognised too and read as companions. A multi-step trial (a task with
+``steps``, Harbor 0.13 on) runs the agent once per step, each step with its own
+instruction, agent session, verifier and ``StepResult`` (``step_name``,
+``agent_result``, ``verifier_result``, ``exception_info``,
+``agent_execution`` and ``verifier`` times) in the trial result's
+``step_results``; Harbor moves each step's logs to
+``TRIAL/steps/STEP/agent/`` and ``TRIAL/steps/STEP/verifier/`` (a step folder
+has no ``result.json``).
 The agent's own logs that Harbor converted (Claude Code's or OpenHands'
 sessions under ``TRIAL/agent/``) hold the same run: the importer skips a run
-read from them as a duplicate (:func:`converted`).
+read from them as a duplicate (:func:`converted`). Except where the agent's own
+trajectory is one sim reads with more than Harbor's conversion keeps
+(:data:`NATIVE`: ``mini-swe-agent.trajectory.json``, whose ATIF copy drops the
+calls answered by a format error and the tool results' call ids): there the
+run is read from the native file and the ATIF one is skipped as its duplicate
+(:func:`in_trial`); the native run keeps its calls, model, limits and exit
+status, and takes Harbor's ``run_id`` (as below), ``task_id``, ``resolved``,
+start and duration (its calls' starts shifted to count from the trial's), an
+``exception_type`` as its ``exit``, and the trial result's
+``agent_result.cost_usd`` when it records no cost; its conventions say so
+(``run``).
 
 One trajectory file is one run: ``run_id`` is the trial folder's name when the
 file is ``TRIAL/agent/trajectory.json`` (``TRIAL/STEM`` for another file there:
 Terminus-2's continuations ``trajectory.cont-N.json`` and summarisation
-subagents are runs of their own), else the ``session_id``, else the file.
+subagents are runs of their own), ``TRIAL/STEP`` (``TRIAL/STEP/STEM``) for a
+step's ``TRIAL/steps/STEP/agent/`` (each step's agent session is a run, with
+that step's verdict), else the ``session_id``, else the file.
 
 **Model calls** are the ``agent`` steps, except those with ``llm_call_count``
 0 (a dispatch without a model, ATIF-v1.7) and those marked
@@ -37,7 +56,11 @@ from the step's ``metrics``: ``prompt_tokens`` is the whole prompt and
 ``cached_tokens`` the part read from the cache (so stated from ATIF-v1.2;
 earlier versions are read the same way, noted), the cache write is
 ``metrics.extra.cache_creation_input_tokens`` (Claude Code) or
-``cache_write_input_tokens`` (Codex) when the agent records it (else 0: a
+``cache_write_input_tokens`` (Codex) when the agent records it, else, for a
+step whose ``metrics.extra`` keeps litellm's ``prompt_tokens_details``
+(mini-swe-agent), the write those details give as
+:func:`sim.traces.usage.from_openai` reads them (``cache_creation_tokens`` or
+``cache_write_tokens``; none there: the provider reported none), else 0 (a
 write is then counted in the input, noted), and ``completion_tokens`` include
 the reasoning, ``extra.reasoning_tokens`` / ``reasoning_output_tokens``
 (Codex) / ``thoughts_tokens`` (Gemini CLI) /
@@ -71,7 +94,12 @@ the ``exception_info.exception_type`` of a trial that raised; ``resolved``
 when the verifier's ``rewards.reward`` (else ``verifier/reward.txt``, else
 ``verifier/reward.json``'s ``reward``) is 1;
 the start and duration from the result's ``started_at``/``finished_at``, else
-from the steps' timestamps.
+from the steps' timestamps. A step's run takes the trial's ``task_name`` and
+its ``StepResult``: ``exit`` its ``exception_info`` (the trial's own for the
+last step recorded), ``resolved`` its ``verifier_result`` (else
+``steps/STEP/verifier/reward.txt`` or ``reward.json``), the cost and totals its
+``agent_result``, the start its ``agent_execution.started_at`` and the end its
+``verifier.finished_at`` (else ``agent_execution.finished_at``).
 """
 
 from __future__ import annotations
@@ -100,16 +128,26 @@ from sim.traces.model import (
     tool_result,
 )
 from sim.traces.repairs import Repair
-from sim.traces.skips import Unusable
+from sim.traces.skips import DUPLICATE, Skip, Unusable
 from sim.traces.sources import read_json, read_text
-from sim.traces.usage import from_total_prompt, from_totals, read_apart
+from sim.traces.usage import from_openai, from_total_prompt, from_totals, read_apart
 
 SOURCE = "harbor"
-__all__ = ["SOURCE", "converted", "detect", "run", "trial_folder"]
+__all__ = ["NATIVE", "SOURCE", "converted", "detect", "in_trial", "native", "run",
+           "trial_folder"]
 
 ESTIMATED_COST = {"mini-swe-agent": "shared among steps by completion tokens (Harbor's "
                                     "mini-swe-agent converter)"}
 """Agents whose step ``cost_usd`` Harbor estimates, and how."""
+NATIVE = {"mini-swe-agent.trajectory.json": "mini-swe-agent"}
+"""The agents' own trajectories Harbor keeps in a trial's agent folder beside
+its ATIF conversion that sim reads whole, by file name: the source they are
+read as. Harbor's mini-swe-agent converter drops the calls answered by a
+format error and the tool results' call ids."""
+ADOPTED = ("read from the agent's own trajectory in a Harbor trial; run_id, task, "
+           "verdict, times and any exception from Harbor's trial result")
+STEPS = "steps"
+"""The folder of a multi-step trial's steps (``TRIAL/steps/STEP/``)."""
 MAX_SIDE_FILE = 1 << 20
 """The largest ``result.json`` or ``reward.txt`` (bytes) read beside a trajectory."""
 
@@ -143,7 +181,7 @@ def converted(file: str) -> Path | None:
     folder (the agent's own logs Harbor converts: Claude Code's and
     OpenHands' ``sessions/``) beside ``agent/trajectory.json``. The importer
     skips such a run as a duplicate of the ATIF one, which has the trial's
-    verdict; None elsewhere."""
+    verdict (:func:`in_trial`; not a :data:`NATIVE` file); None elsewhere."""
     path = Path(file)
     agent = next((p for p in path.parents if p.name == "agent"), None)
     if agent is None:
@@ -152,20 +190,115 @@ def converted(file: str) -> Path | None:
     return trajectory if trajectory != path and trajectory.is_file() else None
 
 
+def in_trial(record: RunRecord) -> RunRecord | Skip:
+    """``record`` as the importer keeps it when it belongs to a Harbor trial:
+    a run read from a :data:`NATIVE` file in the trial's agent folder, with
+    Harbor's run fields (:func:`_adopted`); a Skip (duplicate) for the ATIF
+    run of an agent folder holding such a file, or for a run of the agent's own
+    logs Harbor converted (:func:`converted`); else ``record`` itself."""
+    path = Path(record.file)
+    if record.source == SOURCE:
+        own = native(path)
+        if own is None:
+            return record
+        return Skip(record.file, DUPLICATE, f"Harbor's conversion of {own}, whose run was "
+                                            "imported from there", record.run_id)
+    trial = trial_folder(path) if NATIVE.get(path.name) == record.source else None
+    if trial is not None and ((path.parent / "trajectory.json").is_file()
+                              or (trial / "result.json").is_file()):
+        return _adopted(record, path)
+    atif = converted(record.file)
+    if atif is None:
+        return record
+    return Skip(record.file, DUPLICATE, f"the agent run of Harbor's {atif}, imported from "
+                                        "there", record.run_id)
+
+
+def native(path: Path) -> Path | None:
+    """The agent's own trajectory (:data:`NATIVE`) beside the ATIF
+    ``trajectory.json`` at ``path`` in a trial's agent folder, or None."""
+    if path.name != "trajectory.json" or trial_folder(path) is None:
+        return None
+    return next((path.parent / name for name in NATIVE if (path.parent / name).is_file()),
+                None)
+
+
+def _adopted(record: RunRecord, path: Path) -> RunRecord:
+    """The run read from a native file at ``path`` with Harbor's run fields
+    (see the module)."""
+    place, label, result = _attempt(path)
+    exception = as_dict(result.get("exception_info")).get("exception_type")
+    started = parse_utc(result.get("started_at"))
+    finished = parse_utc(result.get("finished_at"))
+    task = result.get("task_name")
+    resolved = _resolved(result, place)
+    cost = record.cost_usd if record.cost_usd is not None else number_or_none(
+        as_dict(result.get("agent_result")).get("cost_usd"))
+    calls = record.calls
+    shift = seconds(record.started_at, started)
+    if shift is not None:  # the calls' starts, from the trial's start
+        calls = [c if c.started_s is None else replace(c, started_s=c.started_s + shift)
+                 for c in calls]
+    elif started is not None and record.started_at is None:
+        calls = [replace(c, started_s=None) for c in calls]
+    return replace(
+        record, run_id=label or record.run_id, calls=calls,
+        task_id=task if isinstance(task, str) else None,
+        exit=str(exception) if exception is not None else record.exit,
+        resolved=resolved if resolved is not None else record.resolved,
+        started_at=started if started is not None else record.started_at,
+        duration_s=seconds(finished, started) if started is not None else record.duration_s,
+        cost_usd=cost, conventions={**record.conventions, "run": ADOPTED})
+
+
 def trial_folder(path: Path) -> Path | None:
-    """The trial folder of a trajectory laid out as ``TRIAL/agent/FILE``."""
-    return path.parent.parent if path.parent.name == "agent" else None
+    """The trial folder of a trajectory laid out as ``TRIAL/agent/FILE`` or,
+    in a multi-step trial, ``TRIAL/steps/STEP/agent/FILE``."""
+    if path.parent.name != "agent":
+        return None
+    place = path.parent.parent
+    if place.parent.name == STEPS and not (place / "result.json").is_file():
+        return place.parent.parent
+    return place
 
 
 def run(doc: dict, path: Path, file: str) -> RunRecord:
     """The run of one ATIF trajectory at ``path``."""
+    place, label, result = _attempt(path)
+    return read_apart(partial(_run, doc, path, file, place, label, result))
+
+
+def _attempt(path: Path) -> tuple[Path | None, str | None, dict]:
+    """Where a trajectory's agent run sits in its trial: the folder holding
+    its ``agent/`` and ``verifier/`` (the trial's, or the step's), the run's
+    name (``TRIAL`` or ``TRIAL/STEP``) and its result shaped like a trial's
+    (a step's: the trial's ``task_name``, the step's ``agent_result``,
+    ``verifier_result`` and ``exception_info`` (the trial's own for its last
+    step), and its agent execution's start and its verifier's (else its
+    agent's) end as ``started_at`` and ``finished_at``); (None, None, {})
+    outside a trial."""
     trial = trial_folder(path)
-    result = _side_json(trial / "result.json") if trial is not None else {}
-    return read_apart(partial(_run, doc, path, file, trial, result))
+    if trial is None:
+        return None, None, {}
+    result = _side_json(trial / "result.json")
+    place = path.parent.parent
+    if place == trial:
+        return trial, trial.name, result
+    results = [r for r in as_list(result.get("step_results")) if isinstance(r, dict)]
+    step = next((r for r in results if r.get("step_name") == place.name), {})
+    agent, verifier = as_dict(step.get("agent_execution")), as_dict(step.get("verifier"))
+    exception = step.get("exception_info")
+    if exception is None and step and step is results[-1]:
+        exception = result.get("exception_info")
+    view = {"task_name": result.get("task_name"), "agent_result": step.get("agent_result"),
+            "verifier_result": step.get("verifier_result"), "exception_info": exception,
+            "started_at": agent.get("started_at"),
+            "finished_at": verifier.get("finished_at") or agent.get("finished_at")}
+    return place, f"{trial.name}/{place.name}", view
 
 
-def _run(doc: dict, path: Path, file: str, trial: Path | None, result: dict,
-         apart: tuple[bool, bool]) -> RunRecord:
+def _run(doc: dict, path: Path, file: str, trial: Path | None, label: str | None,
+         result: dict, apart: tuple[bool, bool]) -> RunRecord:
     agent = as_dict(doc.get("agent"))
     name = agent.get("name") if isinstance(agent.get("name"), str) else None
     reader = _Steps(apart, ESTIMATED_COST.get(name or ""))
@@ -175,9 +308,9 @@ def _run(doc: dict, path: Path, file: str, trial: Path | None, result: dict,
             label = sub.get("trajectory_id", sub.get("session_id"))
             reader.read(as_list(sub.get("steps")), None if label is None else str(label))
     calls = reader.finish()
-    if trial is not None:
+    if label is not None:
         stem = path.name[:-5] if path.name.endswith(".json") else path.name
-        run_id = trial.name if stem == "trajectory" else f"{trial.name}/{stem}"
+        run_id = label if stem == "trajectory" else f"{label}/{stem}"
     elif isinstance(doc.get("session_id"), str):
         run_id = doc["session_id"]
     else:
@@ -375,15 +508,27 @@ class _Steps:
         if prompt is None or completion is None:
             self.unknown = True
         write = extra.get("cache_creation_input_tokens", extra.get("cache_write_input_tokens"))
-        if write is None and prompt is not None:
-            self.conventions["cache_write_tokens"] = (
-                "not recorded (ATIF has no field; Claude Code and Codex put it in "
-                "metrics.extra): 0, any write counted in input_tokens")
         details = as_dict(extra.get("completion_tokens_details"))
         reasoning = next((v for v in (extra.get("reasoning_tokens"),
                                       extra.get("reasoning_output_tokens"),
                                       extra.get("thoughts_tokens"),
                                       details.get("reasoning_tokens")) if v is not None), None)
+        prompt_details = extra.get("prompt_tokens_details")
+        if isinstance(prompt_details, dict) and prompt is not None and completion is not None:
+            # litellm's usage details (Harbor's mini-swe-agent converter): the
+            # step is the OpenAI-style usage they belong to, its write there
+            cached = metrics.get("cached_tokens")
+            raw = {"prompt_tokens_details": prompt_details if cached is None
+                   else {**prompt_details, "cached_tokens": cached},
+                   "completion_tokens_details": {"reasoning_tokens": reasoning},
+                   "cache_creation_input_tokens": write}
+            return from_openai({"prompt_tokens": prompt, "completion_tokens": completion},
+                               where, details=raw, notes=self.notes, apart=self.apart)
+        if write is None and prompt is not None:
+            self.conventions["cache_write_tokens"] = (
+                "not recorded (ATIF has no field; Claude Code and Codex put it in "
+                "metrics.extra, mini-swe-agent in metrics.extra.prompt_tokens_details): "
+                "0, any write counted in input_tokens")
         return from_totals(prompt, completion, cache_read=metrics.get("cached_tokens"),
                            cache_write=write, reasoning=reasoning, where=where,
                            names=("prompt_tokens", "completion_tokens"), notes=self.notes,

@@ -195,6 +195,8 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     openhands_rows: dict[str, dict] = {}
 
     def accept(record: RunRecord | Skip) -> None:
+        if isinstance(record, RunRecord):
+            record = harbor.in_trial(record)
         if isinstance(record, Skip):
             report.skips.append(record)
         elif record.run_id in openhands_rows and openhands.rewritten(
@@ -202,9 +204,6 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
             openhands.take_verdict(openhands_rows[record.run_id], record)
             if record.file not in report.companions:
                 report.companions.append(record.file)
-        elif record.source != harbor.SOURCE and (atif := harbor.converted(record.file)):
-            report.skips.append(Skip(record.file, DUPLICATE, f"the agent run of Harbor's "
-                                     f"{atif}, imported from there", record.run_id))
         elif writer.has(record.run_id):
             report.skips.append(Skip(record.file, DUPLICATE, "already imported from "
                                      f"{first_file[record.run_id]}", record.run_id))

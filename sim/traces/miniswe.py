@@ -1,5 +1,9 @@
 """mini-swe-agent trajectories (``.traj.json``, formats ``mini-swe-agent-1`` and ``-1.1``).
 
+A trajectory without ``trajectory_format`` (mini-swe-agent 1.0-1.3 write
+none, nor ``info.config``) is read as ``mini-swe-agent-1``; it is recognised by
+``info.exit_status`` beside a ``messages`` list.
+
 mini-swe-agent writes one trajectory per task instance, laid out as
 ``RUN_DIR/INSTANCE/INSTANCE.traj.json``; SWE-bench's evaluation writes a report
 (a JSON object with ``resolved_ids``, ``unresolved_ids``...) that an importer
@@ -36,17 +40,25 @@ with ``input_tokens_details.cached_tokens`` inside, ``output_tokens`` with
 ``user`` message of the format error (``extra.interrupt_type`` ``FormatError``)
 carrying the billed ``extra.response``: it is a call too (its text is
 ``extra.model_response``, or the response's own content for a tool-calling
-model), whose tool call is the rejected attempt (see **Format errors**). A
-trajectory without any call (the agent failed before its first reply) is a
-run of zero calls, with its exit.
+model), whose tool call is the rejected attempt (see **Format errors**).
+2.0-2.3.0 keep no response there (2.3.1 on do; a text-based model's message has
+``model_response`` and ``n_actions``, a tool-calling model's nothing more):
+the call was made and billed all the same (``info.model_stats.api_calls``
+counts it; ``instance_cost`` does not), so it is a call with its counts and
+cost unknown, and a tool-calling model's attempt has its arguments
+unrecorded. A trajectory without any call (the agent failed before its first
+reply) is a run of zero calls, with its exit.
 
 Times: mini-swe-agent stamps each message when it is recorded
 (``extra.timestamp``, or the message's own ``timestamp`` in 1.x, Unix
-seconds): a call starts when the message before it was recorded (so the first
-call's start and latency are unknown) and a tool's duration runs from the
-message before its result to the result. The run starts at the first
-response's ``created`` time (whole seconds; the trajectory records nothing
-earlier) and lasts to the last timestamp.
+seconds; 1.0-1.16 stamp nothing, 1.17 every message, 2.x the replies and the
+observations only): a call starts when the message before it was recorded
+and a tool's duration runs from the message before its result to the result,
+each unknown when that message bears no stamp (in 2.x the task, so the first
+call's start and latency, and a format error or an interruption, so the next
+call's). The run starts at the first timestamp before the first call (1.17's
+system message), else at the first response's ``created`` time (whole
+seconds; 2.x stamps nothing earlier), and lasts to the last timestamp.
 
 **Tool calls**, as the format records them:
 
@@ -60,12 +72,14 @@ earlier) and lasts to the last timestamp.
   assistant's text. The actions are the message's ``extra.actions`` when the
   agent recorded them (``-1.1``), else what mini-swe-agent's own parser finds:
   ``re.findall(action_regex, content, re.DOTALL)``, stripped, with the
-  trajectory's configured ``action_regex`` (``info.config.agent`` in 1.x,
-  ``info.config.model`` in 2.x) or the format's default (1.x
-  ``DefaultAgent``: :data:`V1_ACTION_REGEX`; 2.x text-based models:
-  :data:`TEXT_ACTION_REGEX`). Exactly one action is a tool call named
-  ``bash`` with arguments ``{"command": action}`` (the shape of
-  mini-swe-agent's own bash tool). An
+  trajectory's configured ``action_regex`` (``info.config.agent`` in 1.x from
+  1.16, ``info.config.model`` in 2.x) or the parse of the version that wrote
+  it (1.x: :data:`V1_ACTION_REGEX` when ``info.mini_version`` is 1.12 or
+  later, else 1.0-1.11's :data:`V1_LEGACY_ACTION_REGEX`, nothing allowed
+  between ``bash`` and the newline, also when no version is recorded, as
+  1.0-1.4 record none; 2.x text-based models: :data:`TEXT_ACTION_REGEX`).
+  Exactly one action is a tool call named ``bash`` with arguments
+  ``{"command": action}`` (the shape of mini-swe-agent's own bash tool). An
   action is answered by the next ``user`` message: in ``-1.1`` the
   observation messages carry ``extra.returncode`` (an error when not 0 or
   with ``exception_info``); in 1.x the observation is text, an error when it
@@ -83,8 +97,8 @@ sent). So a run with a format error is not a conversation with the
 task-giver (a call without tool calls before its last), and the same failure
 twice in a row is a repeat, as mini-swe-agent's own ``RepeatedFormatError``
 counts it. In 1.x the assistant message is followed by the format error's
-``user`` message; in ``-1.1`` the response is on the ``FormatError`` message
-itself. A text with zero or several actions that no ``user`` message answers
+``user`` message; in ``-1.1`` the ``FormatError`` message is itself the
+call. A text with zero or several actions that no ``user`` message answers
 (the trajectory ends) stays a call without tool calls.
 
 ``user`` messages between calls that answer no action (notes, interruptions)
@@ -132,7 +146,10 @@ SOURCE = "mini-swe-agent"
 __all__ = ["REPORTS_FOLDER", "Reports", "detect", "run", "run_folder", "text_actions"]
 
 V1_ACTION_REGEX = r"```bash\s*\n(.*?)\n```"
-"""mini-swe-agent 1.x ``AgentConfig.action_regex`` (``agents/default.py``)."""
+"""mini-swe-agent 1.x ``AgentConfig.action_regex`` (``agents/default.py``): the
+parse of 1.12 on (written into the code until 1.15, configurable from 1.16)."""
+V1_LEGACY_ACTION_REGEX = r"```bash\n(.*?)\n```"
+"""The parse written into mini-swe-agent 1.0-1.11's ``DefaultAgent.parse_action``."""
 TEXT_ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
 """mini-swe-agent 2.x ``LitellmTextbasedModelConfig.action_regex``."""
 ACTION_TOOL = "bash"
@@ -142,6 +159,7 @@ REGEX_TIMEOUT_S = 2.0
 comes from the file, and a pathological one must not hang an import."""
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d{1,6})\s*</returncode>")
 _V1 = "mini-swe-agent-1"
+_VERSION = re.compile(r"\s*(\d{1,4})\.(\d{1,4})")
 
 
 def detect(doc: Any) -> str | None:
@@ -187,9 +205,10 @@ def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecor
     model = model_config.get("model_name") if isinstance(model_config.get("model_name"),
                                                          str) else None
     fmt = doc.get("trajectory_format")
-    pattern = _action_pattern(agent.get("action_regex") if fmt == _V1 else
+    v1 = fmt is None or fmt == _V1  # 1.0-1.3 write no format
+    pattern = _action_pattern(agent.get("action_regex") if v1 else
                               model_config.get("action_regex", agent.get("action_regex")),
-                              V1_ACTION_REGEX if fmt == _V1 else TEXT_ACTION_REGEX)
+                              _v1_default(info.get("mini_version")) if v1 else TEXT_ACTION_REGEX)
     notes: list[Repair] = []
     calls, start, end = _calls(as_list(doc.get("messages")), model, pattern, notes, apart)
     stats = as_dict(info.get("model_stats"))
@@ -202,6 +221,16 @@ def _run(doc: dict, path: Path, file: str, apart: tuple[bool, bool]) -> RunRecor
         duration_s=None if start is None or end is None else end - start,
         step_limit=limit_or_none(agent.get("step_limit")),
         cost_limit_usd=limit_or_none(agent.get("cost_limit")), repairs=notes)
+
+
+def _v1_default(version: Any) -> str:
+    """The action regex of a 1.x trajectory that records none: by
+    ``info.mini_version`` (written from 1.5), :data:`V1_ACTION_REGEX` from 1.12,
+    else (earlier, or no version) :data:`V1_LEGACY_ACTION_REGEX`."""
+    found = _VERSION.match(version) if isinstance(version, str) else None
+    if found and (int(found.group(1)), int(found.group(2))) >= (1, 12):
+        return V1_ACTION_REGEX
+    return V1_LEGACY_ACTION_REGEX
 
 
 def _action_pattern(configured: Any, default: str) -> Any:
@@ -236,7 +265,7 @@ def _calls(messages: Iterable[Any], model: str | None, pattern: Any, notes: list
     calls = [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
                      observation_sha256=joined_sha256(texts))
              for call, texts in zip(trajectory.calls, trajectory.observations, strict=True)]
-    return calls, trajectory.start, trajectory.previous
+    return calls, trajectory.start, trajectory.end
 
 
 class _Trajectory:
@@ -250,7 +279,9 @@ class _Trajectory:
         self.waiting: list[ToolCallRecord] = []  # text actions, answered by user messages
         self.rejected: ToolCallRecord | None = None  # a text the parser rejects, till answered
         self.observations: list[list[str | None]] = []  # per call, the texts after it
-        self.previous: float | None = None  # the last recorded timestamp
+        self.previous: float | None = None  # the timestamp of the message just read
+        self.end: float | None = None  # the last timestamp recorded
+        self.opening: float | None = None  # the first timestamp before the first call
         self.start: float | None = None
 
     def read(self, position: int, message: dict) -> None:
@@ -258,9 +289,11 @@ class _Trajectory:
         role = message.get("role")
         extra = as_dict(message.get("extra"))
         moment = number_or_none(extra.get("timestamp", message.get("timestamp")))
-        response = as_dict(extra.get("response"))
-        format_error = role == "user" and extra.get("interrupt_type") == "FormatError" \
-            and bool(response)
+        response = as_dict(extra.get("response"))  # none on 2.0-2.3.0's format errors
+        format_error = role == "user" and extra.get("interrupt_type") == "FormatError"
+        call = message.get("object") == "response" or role == "assistant" or format_error
+        if not call and not self.calls and moment is not None and self.opening is None:
+            self.opening = moment
         if message.get("object") == "response":  # a Responses API model's reply, itself
             self._call(position, message, extra, message, moment, False)
         elif role == "assistant" or format_error:
@@ -274,13 +307,15 @@ class _Trajectory:
                         extra, self.previous, moment)
         elif role == "user" and self.calls:
             self._user(message, extra, moment)
+        self.previous = moment  # after an unstamped message, when the next began is unknown
         if moment is not None:
-            self.previous = moment
+            self.end = moment
 
     def _call(self, position: int, message: dict, extra: dict, response: dict,
               moment: float | None, format_error: bool) -> None:
         if self.start is None:
-            self.start = number_or_none(response.get("created", response.get("created_at")))
+            self.start = self.opening if self.opening is not None else number_or_none(
+                response.get("created", response.get("created_at")))
         text = content_text(message.get("content"))
         if format_error:
             text = content_text(extra["model_response"]) if "model_response" in extra \
@@ -309,8 +344,7 @@ class _Trajectory:
         answers = "returncode" in extra or "raw_output" in extra or not extra
         if self.waiting and answers:
             _answer(self.waiting.pop(0), text, extra, self.previous, moment)
-        elif self.rejected is not None and (not extra
-                                            or extra.get("interrupt_type") == "FormatError"):
+        elif self.rejected is not None and not extra:  # 1.x: the format error
             _reject(self.rejected, text)
             self.calls[-1].tool_calls.append(self.rejected)
             self.rejected = None
@@ -398,6 +432,8 @@ def _rejected(response: dict, extra: dict, text: str | None, pattern: Any) -> To
         found = text_actions(text or "", pattern)
         return ToolCallRecord(name=ACTION_TOOL, arguments=None if found is None
                               else canonical_json({"actions": found}))
+    if not response:  # 2.0-2.3.0: what the tool-calling model sent is not kept
+        return ToolCallRecord(name=ACTION_TOOL)
     tools = _reply(response)[1]
     return ToolCallRecord(name=ACTION_TOOL, arguments=canonical_json(
         {"tool_calls": [{"name": t.name, "arguments": t.arguments} for t in tools]}))

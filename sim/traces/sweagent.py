@@ -40,10 +40,22 @@ word (the command: ``find_file``, ``edit``, ``submit``,
 ``str_replace_editor``...) with arguments ``{"command": action}``, its result
 the step's ``observation`` and its duration the step's ``execution_time``;
 the step's ``response`` gives the call's ``text_tokens`` and ``text_sha256``.
-Calls beyond the steps (requeries after a format error or a blocked action,
-which count in ``api_calls`` but are not steps) come last, without tool
-calls; when ``api_calls`` is missing, fewer than the steps or above
-:data:`MAX_CALLS` there is one call per step. A retry loop's file (1.x
+A requery after a format error, a blocked action or a shell syntax error is a
+step in 1.x (``handle_error_with_retry`` adds the failed output to the
+trajectory, action empty) and so a call without tool calls; in 0.x it is not a
+step. The step SWE-agent adds when it stops on an error is not a call: 1.x's
+``handle_error_with_autosubmission`` appends a last step whose ``thought`` and
+``response`` are the harness's own message for the exit status
+(:data:`EXIT_MESSAGES`: "Exit due to context window"...) and whose action is
+empty, and 0.x's ``forward_with_error_check`` one whose action is the exit
+status itself (``exit_context``, ``exit_cost``, ``exit_api``, ``exit_error``)
+beside that message; such a last step, when ``info.exit_status`` (or
+``submitted (STATUS)``) names that status, is left out (an exit on the context
+window, the time limit or an API error makes no call for it). Calls counted in
+``api_calls`` beyond the remaining steps (0.x requeries, a call whose reply
+passed the cost limit) come last, without tool calls; when ``api_calls`` is
+missing, fewer than those steps or above :data:`MAX_CALLS` there is one call
+per remaining step. A retry loop's file (1.x
 ``RetryAgent``: an ``attempts`` list beside the chosen attempt's
 ``trajectory``, ``history`` and ``info``) has ``model_stats`` summed over
 every attempt, said in the conventions; its extra calls come last too. One
@@ -104,6 +116,22 @@ MAX_CALLS = 100_000
 """The most calls a run is given from ``api_calls`` (a larger count is read as
 one call per step)."""
 
+EXIT_MESSAGES = {
+    "exit_format": "Exit due to repeated format/blocklist/bash syntax errors",
+    "exit_forfeit": "Exiting due to forfeit",
+    "exit_total_execution_time": "Exit due to total execution time exceeded",
+    "exit_command_timeout": "Exit due to multiple consecutive command timeouts",
+    "exit_context": "Exit due to context window",
+    "exit_cost": "Exit due to cost limit",
+    "exit_api": "Exit due to retry error",
+    "exit_environment_error": "Exit due to environment error",
+    "exit_error": "Exit due to",
+}
+"""The start of the message SWE-agent writes as the ``thought`` of the step it
+adds when it stops on an error, by exit status (1.x ``forward_with_handling``,
+0.x ``forward_with_error_check``; ``exit_error`` is "Exit due to runtime
+error: ..." or "... unknown error: ...")."""
+
 ARGS_FILE = "args.yaml"
 """The run's settings that SWE-agent 0.x writes beside its trajectories."""
 
@@ -144,6 +172,8 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
         instance = path.name[:-len(SUFFIX)] if path.name.endswith(SUFFIX) else path.stem
     folder = run_folder(path, instance)
     steps = [as_dict(s) for s in as_list(doc.get("trajectory"))]
+    if steps and _exit_step(steps[-1], info.get("exit_status")):
+        steps.pop()
     api_calls = _count(stats.get("api_calls"))
     if api_calls is not None and api_calls > MAX_CALLS:
         api_calls = None
@@ -167,6 +197,24 @@ def run(doc: dict, path: Path, file: str) -> RunRecord:
         step_limit=limit_or_none(model_config.get("per_instance_call_limit")),
         cost_limit_usd=limit_or_none(model_config.get("per_instance_cost_limit")),
         totals=totals or None, conventions=conventions, repairs=notes)
+
+
+def _exit_step(step: dict, status: Any) -> bool:
+    """Whether ``step`` is the one SWE-agent adds when it stops on an error
+    with exit status ``status`` (no model call; see the module)."""
+    if not isinstance(status, str):
+        return False
+    if status.startswith("submitted (") and status.endswith(")"):
+        status = status[len("submitted ("):-1]
+    message = EXIT_MESSAGES.get(status)
+    thought, response, action = step.get("thought"), step.get("response"), step.get("action")
+    if message is None or not isinstance(thought, str) or not thought.startswith(message):
+        return False
+    if action in ("", None):  # 1.x: StepOutput(thought=message, output=message)
+        return response == thought
+    # 0.x: (thought, action, output) = (message, status, message or "exit due to ...")
+    return (action == status and isinstance(response, str)
+            and response.lower() == thought.lower())
 
 
 def _call(step: dict) -> CallRecord:
