@@ -38,7 +38,11 @@ message's ``llm_message.content``, the condensation's ``summary``).
 
 **Usage** is the SDK's per-response ``TokenUsage`` in the state's
 ``stats.usage_to_metrics[usage id].token_usages``, matched by ``response_id``
-(each entry to one call): ``prompt_tokens`` include the cache and
+in order (each entry to one call): an id need not be unique (Ollama's OpenAI
+endpoint names a response ``chatcmpl-<0..998>``, some proxies send one id for
+all), so the k-th response the events name with an id takes the k-th entry
+recorded with it (the agent's usage id first; for a condensation, another's):
+``prompt_tokens`` include the cache and
 ``completion_tokens`` the reasoning, as LiteLLM counts them
 (:func:`sim.traces.usage.from_total_prompt`; the subtracted columns are
 ``derived``; an ACP agent that counts the cache apart is read so, run by run:
@@ -49,8 +53,8 @@ event's response has no id: the entry may be its). A response without an entry
 (the telemetry records none for an all-zero usage; a restored conversation may
 have lost them) has every count ``unknown``, and the run's totals are then the
 ``accumulated_token_usage`` summed over usage ids (:attr:`RunRecord.totals`).
-Per call, ``latency_s`` is the ``response_latencies`` entry of its response id
-(else the time from the event before it, state updates and streamed tokens
+Per call, ``latency_s`` is the ``response_latencies`` entry of its response id,
+taken in order alike (else the time from the event before it, state updates and streamed tokens
 aside: :data:`QUIET`); ``cost_usd`` the ``costs`` entry of its usage's index
 when that usage id holds as many costs as token usages and latencies (the SDK
 records a latency for every response but a cost without a response id, and
@@ -275,7 +279,7 @@ def _run(state: dict | None, file: str, run_id: str | None, events: list,
     model = agent_llm.get("model", as_dict(metrics.get(usage_id)).get("model_name"))
     model = model if isinstance(model, str) and model else None
     notes: list[Repair] = []
-    usages = _Usages(metrics, where, notes, apart)
+    usages = _Usages(metrics, where, notes, apart, usage_id)
     calls = usages.calls(reader.calls, model)
     status = whole.get("execution_status", reader.status)
     exit_label = None if status is None else str(status)
@@ -427,52 +431,86 @@ class _Usages:
     """The per-response records of a conversation's ``usage_to_metrics``."""
 
     def __init__(self, metrics: dict[str, dict], where: str, notes: list[Repair],
-                 apart: tuple[bool, bool]) -> None:
+                 apart: tuple[bool, bool], agent: str = AGENT_USAGE) -> None:
         self.metrics, self.where, self.notes, self.apart = metrics, where, notes, apart
-        self.by_response: dict[str, tuple[str, int]] = {}
-        self.latencies: dict[str, float | None] = {}
+        self.agent = agent  # the agent LLM's usage id
+        # per response id, its usage entries (usage id, index) and its latencies
+        # (usage id, seconds), each in the order the SDK recorded them
+        self.by_response: dict[str, list[tuple[str, int]]] = {}
+        self.latencies: dict[str, list[tuple[str, float | None]]] = {}
         for usage_id, metric in metrics.items():
             for index, entry in enumerate(as_list(metric.get("token_usages"))):
                 rid = as_dict(entry).get("response_id")
                 if _named(rid):
-                    self.by_response.setdefault(str(rid), (usage_id, index))
+                    self.by_response.setdefault(str(rid), []).append((usage_id, index))
             for entry in as_list(metric.get("response_latencies")):
                 rid = as_dict(entry).get("response_id")
                 if _named(rid):
-                    self.latencies.setdefault(str(rid), number_or_none(entry.get("latency")))
+                    self.latencies.setdefault(str(rid), []).append(
+                        (usage_id, number_or_none(entry.get("latency"))))
+
+    def _take(self, held: list, usage_id: str | None, purpose: str | None) -> Any:
+        """Take (remove and return) from ``held`` (one response id's entries,
+        in recorded order) the first of usage id ``usage_id`` (when given),
+        else the first of the agent's usage id (of another for a condenser's
+        response), else the first; None when ``held`` is empty."""
+        if usage_id is not None:
+            fits = [k for k, item in enumerate(held) if item[0] == usage_id]
+        else:
+            compaction = purpose == "compaction"
+            fits = [k for k, item in enumerate(held) if (item[0] == self.agent) != compaction]
+        return held.pop(fits[0] if fits else 0) if held else None
 
     def calls(self, read: list[_Call], model: str | None) -> list[CallRecord]:
         """The calls of the responses ``read`` from the events, each with its
         recorded usage, and the usage entries no event names as calls of
         their own, in their place (see the module)."""
+        entries = {rid: list(held) for rid, held in self.by_response.items()}
+        latencies = {rid: list(held) for rid, held in self.latencies.items()}
         taken: dict[tuple[str, int], int] = {}  # (usage id, index) -> position in read
+        waits: dict[int, float | None] = {}  # position in read -> recorded latency
         for position, call in enumerate(read):
-            found = self.by_response.get(call.response) if call.response is not None else None
-            if found is not None and found not in taken:
+            if call.response is None:
+                continue
+            found = self._take(entries.get(call.response, []), None, call.purpose)
+            if found is not None:
                 taken[found] = position
+            latency = self._take(latencies.get(call.response, []),
+                                 None if found is None else found[0], call.purpose)
+            if latency is not None:
+                waits[position] = latency[1]
         after: dict[int, list[tuple[str, int]]] = {}  # position -> entries placed after it
         blind = any(call.response is None for call in read)  # it may be any unnamed entry
         for usage_id, metric in ({} if blind else self.metrics).items():
-            entries = as_list(metric.get("token_usages"))
-            if not any((usage_id, i) in taken for i in range(len(entries))):
+            usages = as_list(metric.get("token_usages"))
+            if not any((usage_id, i) in taken for i in range(len(usages))):
                 continue  # no event names this LLM's responses: not the run's calls
             anchor = -1
-            for index in range(len(entries)):
+            for index in range(len(usages)):
                 if (usage_id, index) in taken:
                     anchor = taken[(usage_id, index)]
                 else:
                     after.setdefault(anchor, []).append((usage_id, index))
         by_position = {position: key for key, position in taken.items()}
-        out = [self._call(None, (u, i), model) for u, i in after.get(-1, [])]
+
+        def own(key: tuple[str, int]) -> CallRecord:  # an entry no event names
+            rid = as_dict(as_list(self.metrics[key[0]].get("token_usages"))[key[1]]
+                          ).get("response_id")
+            latency = self._take(latencies.get(str(rid), []), key[0], None) \
+                if _named(rid) else None
+            return self._call(None, key, model, None if latency is None else latency[1])
+
+        out = [own(key) for key in after.get(-1, [])]
         for position, call in enumerate(read):
-            out.append(self._call(call, by_position.get(position), model))
-            out.extend(self._call(None, (u, i), model) for u, i in after.get(position, []))
+            out.append(self._call(call, by_position.get(position), model, waits.get(position)))
+            out.extend(own(key) for key in after.get(position, []))
         return out
 
     def _call(self, call: _Call | None, found: tuple[str, int] | None,
-              model: str | None) -> CallRecord:
+              model: str | None, latency: float | None) -> CallRecord:
         """One call: a response read from the events (None: a usage entry no
-        event names), with its usage entry ``found`` (usage id, index)."""
+        event names), with its usage entry ``found`` (usage id, index) and its
+        recorded ``latency``."""
         cost = None
         if found is None:
             usage, provenance = unknown_usage()
@@ -489,12 +527,8 @@ class _Usages:
             if isinstance(entry.get("model"), str) and entry["model"]:
                 model = entry["model"]
         if call is None:
-            rid = as_dict(as_list(self.metrics[found[0]].get("token_usages"))[found[1]]
-                          ).get("response_id") if found is not None else None
-            latency = self.latencies.get(str(rid)) if _named(rid) else None
             return CallRecord(usage=usage, model=model, cost_usd=cost, latency_s=latency,
                               provenance=provenance)
-        latency = self.latencies.get(call.response) if call.response is not None else None
         tools = [ToolCallRecord(
             name=t.name, id=t.id, arguments=requested_tool(t.name, t.id, t.arguments).arguments,
             result_tokens=t.result[0], result_sha256=t.result[1], error=t.result[2],
