@@ -133,3 +133,56 @@ def test_a_repeated_response_id_is_consumed_in_order_not_collapsed(
     assert [[t["name"] for t in c] for c in calls["tool_calls"]] == [
         ["think"], ["think", "think"], ["finish"]]
     assert runs["cost_usd"].tolist() == pytest.approx([0.0188])
+
+
+def task_conversation(root: Path, with_subagent: bool = True) -> Path:
+    """A parent that calls the ``task`` tool (response chatcmpl-000: prompt
+    1000 with 200 cached, completion 40, cost 0.01) and then finishes
+    (chatcmpl-002: prompt 1500 with 1000 cached, completion 30, cost 0: the
+    SDK records no cost of 0, so its agent usage holds one cost for two
+    responses); the sub-agent answers once (sub-000: prompt 2000, completion
+    60, cost 0.02) in ``subagents/<id>/``, and the task manager copies its
+    combined metrics into the parent's stats as ``task:task_00000001``."""
+    sub_metrics = metrics([usage("sub-000", 2000, 60, 0)], [0.06], [0.02])
+    parent_events = [*opening(),
+                     action("chatcmpl-000", "task", "call_t0", 2.37),
+                     observation("call_t0", 2.90, "sub result"),
+                     action("chatcmpl-002", "finish", "call_t1", 3.10),
+                     observation("call_t1", 3.12, "ok")]
+    parent = conversation(root / "92b594d88875428b84282889d3a7ad2c", parent_events, {
+        "agent": metrics([usage("chatcmpl-000", 1000, 40, 200),
+                          usage("chatcmpl-002", 1500, 30, 1000)], [0.34, 0.07], [0.01]),
+        "task:task_00000001": sub_metrics})
+    if with_subagent:
+        conversation(parent / "subagents" / "0b5599ca2074411d9de529e1b4de34ad",
+                     [*opening(2.5), action("sub-000", "finish", "call_s0", 2.75),
+                      observation("call_s0", 2.77, "sub result")],
+                     {"agent": sub_metrics, "condenser": metrics([], [], [])})
+    return root
+
+
+def test_a_task_sub_agent_is_folded_into_its_parent_and_its_cost_counted_once(
+        tmp_path: Path) -> None:
+    """The parent's and the sub-agent's folders are one run of three calls in
+    time order, the sub-agent's marked with its task id: input 800 + 2000 +
+    500 = 3300, cost 0.01 + 0.02 + 0 = 0.03 (the parent's own 0.01 and the
+    sub-agent's 0.02 once: not again from ``task:task_00000001``)."""
+    runs, calls = imported(tmp_path, task_conversation(tmp_path / "in"))
+    assert len(runs) == 1
+    run = runs.iloc[0]
+    assert (run["steps"], run["input_tokens"], run["output_tokens"]) == (3, 3300, 130)
+    assert run["cost_usd"] == pytest.approx(0.03)
+    assert calls["agent"].fillna("").tolist() == ["", "task_00000001", ""]
+    assert calls["input_tokens"].tolist() == [800, 2000, 500]
+    assert calls["cost_usd"].tolist()[1] == pytest.approx(0.02)
+    assert [[t["name"] for t in c] for c in calls["tool_calls"]] == [["task"], ["finish"],
+                                                                     ["finish"]]
+
+
+def test_without_its_sub_agents_folder_a_parent_still_counts_their_recorded_cost(
+        tmp_path: Path) -> None:
+    """A parent copied without ``subagents/``: its two calls, and a cost of
+    its own 0.01 plus the sub-agent's 0.02 its stats recorded = 0.03."""
+    runs, calls = imported(tmp_path, task_conversation(tmp_path / "in", with_subagent=False))
+    assert runs["steps"].tolist() == [2] and calls["agent"].isna().all()
+    assert runs["cost_usd"].tolist() == pytest.approx([0.03])

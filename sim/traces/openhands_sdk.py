@@ -76,9 +76,10 @@ the last ``execution_status`` update in the events): ``finished``, ``stuck``,
 ``ConversationErrorEvent`` (``MaxIterationsReached``, ``MaxBudgetReached``, an
 exception's class name: :mod:`sim.calibration.exits` puts them on its scale).
 ``cost_usd``: the calls' costs (:func:`~sim.traces.assemble.run_cost`) when
-every call has one, else the ``accumulated_cost`` summed over usage ids (the
-SDK's recorded total; None when no usage id recorded a cost: the SDK records
-none for a response it cannot price, so a total of 0 is no price);
+every call has one, else the ``accumulated_cost`` summed over the
+conversation's own usage ids (the SDK's recorded total; None when no usage id
+recorded a cost: the SDK records none for a response it cannot price, so a
+total of 0 is no price), plus its sub-agents' (below);
 ``step_limit`` the state's ``max_iterations``; ``cost_limit_usd`` the agent
 usage's ``max_budget_per_task``; the start and duration from the first and
 last event timestamps; ``model`` the agent's ``llm.model`` (else its usage's
@@ -87,6 +88,19 @@ last event timestamps; ``model`` the agent's ``llm.model`` (else its usage's
 (``accumulated_token_usage`` without per-response lists), so its calls' usage
 is unknown and the run holds the recorded totals.
 
+**Sub-agents.** The ``task`` and ``delegate`` tools run a sub-agent as a
+conversation of its own, persisted in ``<conversation>/subagents/<id>/``, and
+copy its combined metrics into the parent's stats under the usage id
+``task:<task id>`` / ``delegate:<agent id>`` (:data:`DELEGATED`). Such a
+folder beside its parent's is no run of its own: its calls are the parent
+run's, in time order, with ``agent`` the task or agent id (the delegated usage
+id whose token usages' response ids are the sub-agent's, in order; else its
+conversation id), and its cost and token totals are added to the parent's,
+whose own are read from its other usage ids, so nothing is counted twice. A
+delegated usage id with no such folder (an event list; a folder copied
+without ``subagents/``) counts in the run's ``cost_usd`` and, when some call's
+usage is unknown, in its token totals; its calls are not rows.
+
 Not read: branches (an event's ``parent_id``; ``leaf_event_id`` names the
 active branch): the events are taken in their log's order, every branch
 included.
@@ -94,10 +108,11 @@ included.
 
 from __future__ import annotations
 
+import heapq
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -106,6 +121,7 @@ from sim.traces.assemble import number_or_none, requested_tool, run_cost, second
 from sim.traces.model import (
     TOKEN_COLUMNS,
     UNKNOWN,
+    USAGE_ATTRIBUTES,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -141,13 +157,20 @@ EVENTS_FOLDER = "events"
 """The folder of a conversation's event files (the SDK's ``EVENTS_DIR``)."""
 EVENT_NAME = re.compile(r"^event-(?P<idx>\d{5,})-(?P<event_id>[0-9a-fA-F\-]{8,})\.json$")
 """An event file's name (the SDK's ``EVENT_NAME_RE``): its index orders the events."""
+SUBAGENTS_FOLDER = "subagents"
+"""Where a conversation's sub-agents (the ``task`` and ``delegate`` tools')
+persist their own conversations: ``<conversation>/subagents/<id>/``."""
+DELEGATED = ("task:", "delegate:")
+"""How the usage ids begin under which the ``task`` and ``delegate`` tools
+copy a sub-agent's combined metrics into its parent's stats
+(``task:<task id>``, ``delegate:<agent id>``)."""
 AGENT_USAGE = "default"
 """The agent LLM's usage id when the state does not name it (the SDK's default)."""
 RESULTS = frozenset({"ObservationEvent", "AgentErrorEvent", "UserRejectObservation"})
 """The events that answer a tool call (``ObservationBaseEvent``'s kinds)."""
 
-__all__ = ["AGENT_USAGE", "EVENTS_FOLDER", "EVENT_KINDS", "EVENT_NAME", "SOURCE", "SOURCES",
-           "STATE_FILE", "Collector", "detect", "is_event", "runs"]
+__all__ = ["AGENT_USAGE", "DELEGATED", "EVENTS_FOLDER", "EVENT_KINDS", "EVENT_NAME", "SOURCE",
+           "SOURCES", "STATE_FILE", "SUBAGENTS_FOLDER", "Collector", "detect", "is_event", "runs"]
 
 
 def is_event(value: Any) -> bool:
@@ -185,7 +208,8 @@ def detect(values: list[Any]) -> str | None:
 def runs(values: list[Any], file: str) -> Iterator[RunRecord | Skip]:
     """The run of an event list :func:`detect` recognised."""
     items = values[0] if len(values) == 1 and isinstance(values[0], list) else values
-    yield or_skip(partial(read_apart, partial(_run, None, file, None, items, None)), file)
+    yield or_skip(partial(read_apart, partial(_run, None, file, None, items, None, set())),
+                  file)
 
 
 class Collector:
@@ -217,24 +241,108 @@ class Collector:
         self.events.setdefault(folder, {}).setdefault(str(value.get("id")), (order, value))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
-        """One run per conversation folder, in folder order."""
+        """One run per conversation folder, in folder order; a sub-agent's
+        folder (``<conversation>/subagents/<id>/``) is folded into its
+        parent's run (see the module)."""
+        owners = {folder: folder.parent.parent for folder in self.sessions
+                  if folder.parent.name == SUBAGENTS_FOLDER
+                  and folder.parent.parent in self.sessions}
         for folder in sorted(self.sessions):
-            state, state_file = self.states.get(folder, (None, None))
-            held = self.events.get(folder, {})
-            events = [event for _, event in sorted(held.values(), key=lambda kv: kv[0])]
-            file = state_file or self.files.get(folder, str(folder))
-            run_id = str(state["id"]) if state is not None and _named(state.get("id")) \
-                else folder.name
-            if not events:
-                yield Skip(file, NO_TRAJECTORY, f"a conversation state without its "
-                                                f"{EVENTS_FOLDER}/ folder", run_id)
-                continue
-            yield or_skip(partial(read_apart, partial(_run, state, file, run_id, events,
-                                                      state_file)), file, run_id)
+            if folder not in owners:
+                yield from self._runs(folder, owners)
+
+    def _runs(self, folder: Path, owners: dict[Path, Path]) -> Iterator[RunRecord | Skip]:
+        """The run of the conversation in ``folder`` with its sub-agents'
+        calls folded in, after the Skip of any sub-agent that cannot be read."""
+        state, state_file = self.states.get(folder, (None, None))
+        held = self.events.get(folder, {})
+        events = [event for _, event in sorted(held.values(), key=lambda kv: kv[0])]
+        file = state_file or self.files.get(folder, str(folder))
+        run_id = str(state["id"]) if state is not None and _named(state.get("id")) \
+            else folder.name
+        subs: list[tuple[str | None, RunRecord]] = []
+        mine = sorted(sub for sub, owner in owners.items() if owner == folder)
+        names = _delegated_names(state, [self.states.get(sub, ({}, None))[0] for sub in mine])
+        for sub, name in zip(mine, names, strict=True):
+            for record in self._runs(sub, owners):
+                if isinstance(record, Skip):
+                    yield record
+                else:
+                    subs.append((name, record))
+        if not events:
+            yield Skip(file, NO_TRAJECTORY, f"a conversation state without its "
+                                            f"{EVENTS_FOLDER}/ folder", run_id)
+            return
+        folded = {name for name, _ in subs if name is not None}
+        yield or_skip(partial(_folded, partial(read_apart, partial(
+            _run, state, file, run_id, events, state_file, folded)), subs), file, run_id)
 
 
 def _named(value: Any) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool) and str(value) != ""
+
+
+def _response_ids(metrics: Any) -> list[str]:
+    """The response ids of a ``usage_to_metrics``' token usages, usage id by
+    usage id (the order ``get_combined_metrics`` merges them in)."""
+    return [str(as_dict(entry).get("response_id")) for metric in as_dict(metrics).values()
+            for entry in as_list(as_dict(metric).get("token_usages"))]
+
+
+def _delegated_names(parent: dict | None, subs: list[dict]) -> list[str | None]:
+    """For each sub-agent's state, the usage id under which its parent's stats
+    hold its combined metrics (the one whose token usages' response ids are
+    the sub-agent's, in order), each taken once; None when none is."""
+    held = {k: _response_ids({k: v}) for k, v in as_dict(as_dict(as_dict(parent).get(
+        "stats")).get("usage_to_metrics")).items() if str(k).startswith(DELEGATED)}
+    names: list[str | None] = []
+    for sub in subs:
+        ids = _response_ids(as_dict(as_dict(sub).get("stats")).get("usage_to_metrics"))
+        name = next((k for k, v in held.items() if v == ids and ids), None)
+        if name is not None:
+            del held[name]
+        names.append(name)
+    return names
+
+
+def _folded(read: Callable[[], RunRecord], subs: list[tuple[str | None, RunRecord]]
+            ) -> RunRecord:
+    """The run ``read()`` with its sub-agents' runs folded in: their calls in
+    time order among its own, ``agent`` the sub-agent's name (its usage id
+    less the ``task:`` / ``delegate:`` prefix, else its run id), their costs
+    and token totals added to its own."""
+    run = read()
+    if not subs:
+        return run
+    parts = [(run, None), *((record, run.started_at) for _, record in subs)]
+    streams = []
+    for (record, _), (name, _) in zip(parts, [(None, None), *subs], strict=True):
+        offset = seconds(record.started_at, run.started_at) or 0.0
+        agent = None if record is run else (name.split(":", 1)[1] if name else record.run_id)
+        keyed: list[tuple[float, CallRecord]] = []
+        key = offset
+        for call in record.calls:  # a call without a start keeps the one before it
+            start = None if call.started_s is None else offset + call.started_s
+            key = key if start is None else start
+            keyed.append((key, replace(call, started_s=start, agent=call.agent or agent)))
+        streams.append(keyed)
+    calls = [call for _, call in heapq.merge(*streams, key=lambda kc: kc[0])]
+    ends = [r.started_at + timedelta(seconds=r.duration_s) for r, _ in parts
+            if r.started_at is not None and r.duration_s is not None]
+    starts = [r.started_at for r, _ in parts if r.started_at is not None]
+    costs = [r.cost_usd for r, _ in parts if r.cost_usd is not None]
+    totals = None
+    if any(c.provenance.get("input_tokens") == UNKNOWN for c in calls):
+        totals = dict.fromkeys(TOKEN_COLUMNS, 0)
+        for record, _ in parts:
+            for column, attribute in USAGE_ATTRIBUTES.items():
+                totals[column] += record.totals[column] if record.totals is not None else \
+                    sum(getattr(c.usage, attribute) for c in record.calls)
+    first = min(starts) if starts else None
+    return replace(run, calls=calls, cost_usd=sum(costs) if costs else None, totals=totals,
+                   started_at=first, duration_s=seconds(max(ends), first) if ends else
+                   run.duration_s, repairs=run.repairs + [
+                       note for record, _ in parts[1:] for note in record.repairs])
 
 
 @dataclass
@@ -263,8 +371,10 @@ class _Call:
 
 
 def _run(state: dict | None, file: str, run_id: str | None, events: list,
-         state_file: str | None, apart: tuple[bool, bool]) -> RunRecord:
-    """A conversation's run from its state (None for an event list) and events."""
+         state_file: str | None, folded: set[str], apart: tuple[bool, bool]) -> RunRecord:
+    """A conversation's run from its state (None for an event list) and events;
+    ``folded`` the usage ids of the sub-agents whose own conversations are
+    folded into it (their records are theirs, not counted here)."""
     reader = _Events()
     for event in events:
         if isinstance(event, dict):
@@ -279,7 +389,9 @@ def _run(state: dict | None, file: str, run_id: str | None, events: list,
     model = agent_llm.get("model", as_dict(metrics.get(usage_id)).get("model_name"))
     model = model if isinstance(model, str) and model else None
     notes: list[Repair] = []
-    usages = _Usages(metrics, where, notes, apart, usage_id)
+    own = {k: v for k, v in metrics.items() if not k.startswith(DELEGATED)}
+    counted = {k: v for k, v in metrics.items() if k not in folded}
+    usages = _Usages(own, where, notes, apart, usage_id)
     calls = usages.calls(reader.calls, model)
     status = whole.get("execution_status", reader.status)
     exit_label = None if status is None else str(status)
@@ -290,14 +402,18 @@ def _run(state: dict | None, file: str, run_id: str | None, events: list,
     if run_id is None:
         run_id = str(whole["id"]) if _named(whole.get("id")) else file
     cost = run_cost(calls)
+    cost = cost if cost is not None else _recorded_cost(own)
+    delegated = _recorded_cost({k: v for k, v in counted.items() if k not in own})
+    if delegated is not None:
+        cost = (cost or 0.0) + delegated
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls, model=model or next(
             (c.model for c in calls if c.model), None),
-        cost_usd=cost if cost is not None else _recorded_cost(metrics),
+        cost_usd=cost,
         exit=exit_label, started_at=first, duration_s=seconds(last, first),
         step_limit=number_or_none(whole.get("max_iterations")),  # type: ignore[arg-type]
         cost_limit_usd=number_or_none(as_dict(metrics.get(usage_id)).get("max_budget_per_task")),
-        repairs=notes, totals=usages.totals(calls))
+        repairs=notes, totals=usages.totals(calls, counted))
 
 
 def _recorded_cost(metrics: dict[str, dict]) -> float | None:
@@ -551,14 +667,15 @@ class _Usages:
                                   reasoning_apart=self.apart[1])
         return usage, derived(usage, prompt, output, where)
 
-    def totals(self, calls: list[CallRecord]) -> dict[str, int] | None:
+    def totals(self, calls: list[CallRecord], metrics: dict[str, dict]) -> dict[str, int] | None:
         """The conversation's recorded token totals (``accumulated_token_usage``
-        summed over usage ids), when some call's usage is unknown."""
+        summed over the usage ids of ``metrics``), when some call's usage is
+        unknown."""
         if not any(c.provenance.get("input_tokens") == UNKNOWN for c in calls):
             return None
         sums = dict.fromkeys(TOKEN_COLUMNS, 0)
         found = False
-        for usage_id, metric in self.metrics.items():
+        for usage_id, metric in metrics.items():
             entry = as_dict(metric.get("accumulated_token_usage"))
             if not entry:
                 continue
