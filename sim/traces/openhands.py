@@ -53,7 +53,13 @@ ran, whose calls are in ``token_usages`` too; OpenHands'
 ``TokenUsage.prompt_tokens`` is LiteLLM's ``prompt_tokens``, the cache
 included, so the input is derived there too). Agent actions that are not model
 replies (:data:`NOT_CALLS`: the system prompt, state changes, condensation,
-recall) are not calls. When some call's usage is unknown, the run's totals are
+recall) are not calls. But a condenser's model calls are: its entries follow
+the agent's in ``token_usages`` (``get_metrics`` combines the agent LLM's
+metrics with the condenser LLM's) and no action names them, so once a
+condenser ran and every call has a response id, the entries no call took are
+calls of ``purpose`` ``compaction`` (usage, cost, latency as above; text the
+summary), the k-th at the k-th ``condensation`` action (any more at the last;
+at the end when there is none). When some call's usage is unknown, the run's totals are
 the ``accumulated_token_usage`` the source records (the output's ``metrics``,
 else the last event's ``llm_metrics``), in :attr:`RunRecord.totals`.
 
@@ -320,6 +326,9 @@ class _Stream:
         self.state: str | None = None
         self.ended: str | None = None  # the state the last top-level action ended the run in
         self.condensed = False  # a condenser ran: its model calls are in token_usages too
+        # per condensation action: the calls before it, its start, wait, summary and agent
+        self.condensations: list[tuple[int, float | None, float | None, str | None,
+                                       str | None]] = []
         self.delegates: list[str] = []  # the agents delegated to and not yet back, innermost last
         self.latencies: dict[str, list[float | None]] = {}  # by response id, in order
         for entry in as_list(metrics.get("response_latencies")):
@@ -338,6 +347,12 @@ class _Stream:
         source, action = event.get("source"), event.get("action")
         if "action" in event:
             self.condensed |= action in ("condensation", "condensation_request")
+            if action == "condensation":
+                self.condensations.append((
+                    len(self.calls), seconds(self.previous, self.start),
+                    seconds(moment, self.previous),
+                    content_text(as_dict(event.get("args")).get("summary")),
+                    self.delegates[-1] if self.delegates else None))
             if source == "agent" and isinstance(action, str) and action not in NOT_CALLS:
                 if not self.delegates:  # the state OpenHands' controller sets on it
                     self.ended = ENDING_ACTIONS.get(action)
@@ -466,10 +481,36 @@ class _Stream:
             if aligned and call.cost_usd is None:
                 call = replace(call, cost_usd=number_or_none(as_dict(costs[index]).get("cost")))
             calls[k] = call
+        if self.condensed and not blind:  # the entries left are the condenser's calls
+            used = {index for _, index in matches}
+            left = [i for i in range(len(usages)) if i not in used]
+            for i in reversed(range(len(left))):
+                at, started, waited, summary, agent = self.condensations[
+                    min(i, len(self.condensations) - 1)] if self.condensations else (
+                    len(calls), None, None, None, None)
+                calls.insert(at, self._compaction(usages[left[i]], left[i], costs if aligned
+                                                  else None, started, waited, summary, agent))
+                self.texts.insert(at, [])
         self.calls = [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
                               observation_sha256=joined_sha256(texts))
                       for call, texts in zip(calls, self.texts, strict=True)]
         return self.calls
+
+    def _compaction(self, entry: dict, index: int, costs: list | None, started: float | None,
+                    waited: float | None, summary: str | None, agent: str | None
+                    ) -> CallRecord:
+        """A condenser's model call from its ``token_usages`` entry (and its
+        cost when ``costs`` align with the entries)."""
+        usage, provenance = _token_usage(entry, index, self.notes, self.apart)
+        held = self.latencies.get(str(entry.get("response_id")), [])
+        latency = held.pop(0) if held else None
+        model = entry.get("model")
+        return CallRecord(
+            usage=usage, model=model if isinstance(model, str) and model else None,
+            cost_usd=None if costs is None else number_or_none(as_dict(costs[index]).get("cost")),
+            started_s=started, latency_s=latency if latency is not None else waited,
+            text_tokens=approx_tokens(summary), text_sha256=sha256_text(summary),
+            purpose="compaction", provenance=provenance, agent=agent)
 
     def totals(self) -> dict[str, int] | None:
         """The run's recorded token totals, when some call's usage is unknown."""
