@@ -186,3 +186,27 @@ def test_without_its_sub_agents_folder_a_parent_still_counts_their_recorded_cost
     runs, calls = imported(tmp_path, task_conversation(tmp_path / "in", with_subagent=False))
     assert runs["steps"].tolist() == [2] and calls["agent"].isna().all()
     assert runs["cost_usd"].tolist() == pytest.approx([0.03])
+
+
+def test_a_run_stopped_at_its_budget_reads_the_budget_from_the_error_detail(
+        tmp_path: Path) -> None:
+    """``LocalConversation(max_budget_per_run=0.015)`` after two responses
+    costing 0.0123 + 0.0045 (over the budget): execution_status error and a
+    ConversationErrorEvent MaxBudgetReached whose detail is the only record of
+    the budget ("maximum budget limit ($0.0150)"); the agent usage's
+    max_budget_per_task is null. The run's cost_limit_usd is 0.015."""
+    events, stats = three_responses(["r1", "r2", "r3"])
+    events = [*events[:8], {
+        "id": str(uuid.uuid4()), "timestamp": stamp(2.6), "source": "environment",
+        "code": "MaxBudgetReached",
+        "detail": "Agent reached maximum budget limit ($0.0150); accumulated cost $0.0168.",
+        "classification": {"kind": "quota", "retryable": False, "user_action": "settings"},
+        "kind": "ConversationErrorEvent"}]
+    agent = stats["agent"]
+    stats = {"agent": dict(metrics(agent["token_usages"][:2], [0.4, 0.08], [0.0123, 0.0045]),
+                           max_budget_per_task=None)}
+    runs, _ = imported(tmp_path, conversation(tmp_path / "conv", events, stats, "error"))
+    run = runs.iloc[0]
+    assert (run["exit"], run["steps"]) == ("MaxBudgetReached", 2)
+    assert run["cost_limit_usd"] == pytest.approx(0.015)
+    assert run["cost_usd"] == pytest.approx(0.0168)

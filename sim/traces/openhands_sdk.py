@@ -81,7 +81,9 @@ conversation's own usage ids (the SDK's recorded total; None when no usage id
 recorded a cost: the SDK records none for a response it cannot price, so a
 total of 0 is no price), plus its sub-agents' (below);
 ``step_limit`` the state's ``max_iterations``; ``cost_limit_usd`` the agent
-usage's ``max_budget_per_task``; the start and duration from the first and
+usage's ``max_budget_per_task``, else the ``max_budget_per_run`` a
+``MaxBudgetReached`` error names in its ``detail`` (:data:`BUDGET_DETAIL`: the
+SDK keeps the run's budget nowhere else); the start and duration from the first and
 last event timestamps; ``model`` the agent's ``llm.model`` (else its usage's
 ``model_name``). In an event list the stats and state are those of the last
 ``stats`` (or ``full_state``) update: the agent server sends snapshots
@@ -166,11 +168,19 @@ copy a sub-agent's combined metrics into its parent's stats
 (``task:<task id>``, ``delegate:<agent id>``)."""
 AGENT_USAGE = "default"
 """The agent LLM's usage id when the state does not name it (the SDK's default)."""
+BUDGET_CODE = "MaxBudgetReached"
+"""The ``code`` of the ``ConversationErrorEvent`` that ends a run at its
+``max_budget_per_run``."""
+BUDGET_DETAIL = re.compile(r"maximum budget limit \(\$(?P<usd>\d+(?:\.\d+)?)\)")
+"""Where that event's ``detail`` names the budget (``LocalConversation``:
+``"Agent reached maximum budget limit ($0.0150); accumulated cost
+$0.0200."``, the budget to 4 decimals)."""
 RESULTS = frozenset({"ObservationEvent", "AgentErrorEvent", "UserRejectObservation"})
 """The events that answer a tool call (``ObservationBaseEvent``'s kinds)."""
 
-__all__ = ["AGENT_USAGE", "DELEGATED", "EVENTS_FOLDER", "EVENT_KINDS", "EVENT_NAME", "SOURCE",
-           "SOURCES", "STATE_FILE", "SUBAGENTS_FOLDER", "Collector", "detect", "is_event", "runs"]
+__all__ = ["AGENT_USAGE", "BUDGET_CODE", "BUDGET_DETAIL", "DELEGATED", "EVENTS_FOLDER",
+           "EVENT_KINDS", "EVENT_NAME", "SOURCE", "SOURCES", "STATE_FILE", "SUBAGENTS_FOLDER",
+           "Collector", "detect", "is_event", "runs"]
 
 
 def is_event(value: Any) -> bool:
@@ -401,6 +411,7 @@ def _run(state: dict | None, file: str, run_id: str | None, events: list,
     first, last = (min(moments), max(moments)) if moments else (None, None)
     if run_id is None:
         run_id = str(whole["id"]) if _named(whole.get("id")) else file
+    limit = number_or_none(as_dict(metrics.get(usage_id)).get("max_budget_per_task"))
     cost = run_cost(calls)
     cost = cost if cost is not None else _recorded_cost(own)
     delegated = _recorded_cost({k: v for k, v in counted.items() if k not in own})
@@ -412,7 +423,7 @@ def _run(state: dict | None, file: str, run_id: str | None, events: list,
         cost_usd=cost,
         exit=exit_label, started_at=first, duration_s=seconds(last, first),
         step_limit=number_or_none(whole.get("max_iterations")),  # type: ignore[arg-type]
-        cost_limit_usd=number_or_none(as_dict(metrics.get(usage_id)).get("max_budget_per_task")),
+        cost_limit_usd=limit if limit is not None else reader.budget,
         repairs=notes, totals=usages.totals(calls, counted))
 
 
@@ -444,6 +455,7 @@ class _Events:
         self.previous: datetime | None = None
         self.status: Any = None
         self.error_code: str | None = None
+        self.budget: float | None = None  # the run's budget a MaxBudgetReached names
         self.stats: dict = {}
         self.full_state: dict = {}
         self.open: str | None = None  # the response of the actions just read
@@ -470,6 +482,10 @@ class _Events:
             self._update(event)
         elif kind == "ConversationErrorEvent" and isinstance(event.get("code"), str):
             self.error_code = event["code"]
+            found = BUDGET_DETAIL.search(event["detail"]) \
+                if isinstance(event.get("detail"), str) else None
+            if event["code"] == BUDGET_CODE and found:
+                self.budget = float(found["usd"])
         if kind != "ActionEvent" and kind in RESULTS | {"MessageEvent", "Condensation",
                                                        "SystemPromptEvent",
                                                        "CondensationSummaryEvent"}:
