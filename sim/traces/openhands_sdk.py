@@ -52,7 +52,8 @@ its own, placed after the call its usage id recorded before it (unless an
 event's response has no id: the entry may be its). A response without an entry
 (the telemetry records none for an all-zero usage; a restored conversation may
 have lost them) has every count ``unknown``, and the run's totals are then the
-``accumulated_token_usage`` summed over usage ids (:attr:`RunRecord.totals`).
+``accumulated_token_usage`` summed over usage ids (:attr:`RunRecord.totals`;
+a folded sub-agent's usage id aside: below).
 Per call, ``latency_s`` is the ``response_latencies`` entry of its response id,
 taken in order alike (else the time from the event before it, state updates and streamed tokens
 aside: :data:`QUIET`); ``cost_usd`` the ``costs`` entry of its usage's index
