@@ -30,7 +30,12 @@ serialisation, ``openhands/events/serialization/event.py`` ``event_to_dict``,
 **Model calls.** An agent action carrying ``tool_call_metadata`` holds the
 LiteLLM ``model_response`` it came from; parallel tool calls give one action
 each, sharing one response id: **one call per response**, whose tool calls are
-the response's own ``tool_calls`` (name, id, arguments). Its usage is the
+the response's own ``tool_calls`` (name, id, arguments). A response's actions
+follow one another, only their observations between, so an action joins the
+call of the action before it when their response ids are equal, and an id met
+again later is a new response (ids need not be unique: Ollama's OpenAI
+endpoint names a response ``chatcmpl-<0..998>``, some proxies send one id for
+all). Its usage is the
 response's OpenAI-style ``usage`` (:func:`sim.traces.usage.from_openai`:
 ``prompt_tokens`` include the cache, read from
 ``prompt_tokens_details.cached_tokens`` or ``cache_read_input_tokens``,
@@ -41,17 +46,25 @@ subtracted. An agent action without that metadata (a ``message`` that answers
 without calling a tool; any action of a non-function-calling agent) is a model
 call whose usage the event stream does not record: its token columns are
 ``unknown``, unless the evaluation output's ``token_usages`` has an entry for
-it (matched by ``response_id``; the entries no action names, in order, go to
+it (matched by ``response_id`` in order: the k-th call with an id takes the
+k-th entry with it; the entries no action names, in order, go to
 the calls without a response when there are exactly as many and no condenser
 ran, whose calls are in ``token_usages`` too; OpenHands'
 ``TokenUsage.prompt_tokens`` is LiteLLM's ``prompt_tokens``, the cache
 included, so the input is derived there too). Agent actions that are not model
 replies (:data:`NOT_CALLS`: the system prompt, state changes, condensation,
-recall) are not calls. When some call's usage is unknown, the run's totals are
+recall) are not calls. But a condenser's model calls are: its entries follow
+the agent's in ``token_usages`` (``get_metrics`` combines the agent LLM's
+metrics with the condenser LLM's) and no action names them, so once a
+condenser ran and every call has a response id, the entries no call took are
+calls of ``purpose`` ``compaction`` (usage, cost, latency as above; text the
+summary), the k-th at the k-th ``condensation`` action (any more at the last;
+at the end when there is none). When some call's usage is unknown, the run's totals are
 the ``accumulated_token_usage`` the source records (the output's ``metrics``,
 else the last event's ``llm_metrics``), in :attr:`RunRecord.totals`.
 
-Per call: ``latency_s`` from ``response_latencies`` (by response id), else
+Per call: ``latency_s`` from ``response_latencies`` (by response id, in
+order alike), else
 from the event before the action to the action; ``cost_usd`` from ``costs``
 only when there are as many costs as token usages (OpenHands records one of
 each per completion, without an id on the cost); the finish reason of the
@@ -304,7 +317,7 @@ class _Stream:
         self.notes: list[Repair] = []
         self.calls: list[CallRecord] = []
         self.texts: list[list[str | None]] = []  # per call, the messages after it
-        self.by_response: dict[str, CallRecord] = {}
+        self.open: str | None = None  # the response id of the action just read
         self.responses: list[str | None] = []  # per call, its response id
         self.by_tool_id: dict[str, tuple[ToolCallRecord, datetime | None]] = {}
         self.by_event: dict[Any, tuple[ToolCallRecord, datetime | None]] = {}
@@ -313,10 +326,15 @@ class _Stream:
         self.state: str | None = None
         self.ended: str | None = None  # the state the last top-level action ended the run in
         self.condensed = False  # a condenser ran: its model calls are in token_usages too
+        # per condensation action: the calls before it, its start, wait, summary and agent
+        self.condensations: list[tuple[int, float | None, float | None, str | None,
+                                       str | None]] = []
         self.delegates: list[str] = []  # the agents delegated to and not yet back, innermost last
-        self.latencies = {str(r.get("response_id")): number_or_none(r.get("latency"))
-                          for r in as_list(metrics.get("response_latencies"))
-                          if isinstance(r, dict)}
+        self.latencies: dict[str, list[float | None]] = {}  # by response id, in order
+        for entry in as_list(metrics.get("response_latencies")):
+            if isinstance(entry, dict):
+                self.latencies.setdefault(str(entry.get("response_id")), []).append(
+                    number_or_none(entry.get("latency")))
 
     @property
     def start(self) -> datetime | None:
@@ -329,14 +347,22 @@ class _Stream:
         source, action = event.get("source"), event.get("action")
         if "action" in event:
             self.condensed |= action in ("condensation", "condensation_request")
+            if action == "condensation":
+                self.condensations.append((
+                    len(self.calls), seconds(self.previous, self.start),
+                    seconds(moment, self.previous),
+                    content_text(as_dict(event.get("args")).get("summary")),
+                    self.delegates[-1] if self.delegates else None))
             if source == "agent" and isinstance(action, str) and action not in NOT_CALLS:
                 if not self.delegates:  # the state OpenHands' controller sets on it
                     self.ended = ENDING_ACTIONS.get(action)
                 self._action(event, str(action), moment)
                 if action == "delegate":
                     self.delegates.append(str(as_dict(event.get("args")).get("agent")))
-            elif source == "user" and action == "message" and self.calls:
-                self.texts[-1].append(content_text(as_dict(event.get("args")).get("content")))
+            else:
+                self.open = None  # only observations come between a response's actions
+                if source == "user" and action == "message" and self.calls:
+                    self.texts[-1].append(content_text(as_dict(event.get("args")).get("content")))
         elif "observation" in event:
             self._observation(event, moment)
         self.previous = moment or self.previous
@@ -345,9 +371,11 @@ class _Stream:
         meta = as_dict(event.get("tool_call_metadata"))
         response = as_dict(meta.get("model_response"))
         rid = response.get("id") if isinstance(response.get("id"), str) else None
-        call = self.by_response.get(rid) if rid is not None else None
-        if call is None:
+        if rid is not None and rid == self.open and self.calls:
+            call = self.calls[-1]  # a parallel tool call of the response just read
+        else:
             call = self._call(event, action, response, rid, moment)
+        self.open = rid
         if meta.get("tool_call_id") is not None:
             wanted = str(meta["tool_call_id"])
             tool = next((t for t in call.tool_calls if t.id == wanted), None)
@@ -382,7 +410,8 @@ class _Stream:
         counts, provenance = (
             from_openai(usage, where, notes=self.notes, apart=self.apart) if usage
             else (Usage(), dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)))
-        latency = self.latencies.get(rid) if rid is not None else None
+        held = self.latencies.get(rid, []) if rid is not None else []
+        latency = held.pop(0) if held else None
         reason = choice.get("finish_reason")
         call = CallRecord(
             usage=counts, model=response.get("model") if isinstance(response.get("model"),
@@ -396,8 +425,6 @@ class _Stream:
         self.calls.append(call)
         self.texts.append([])
         self.responses.append(rid)
-        if rid is not None:
-            self.by_response[rid] = call
         return call
 
     def _observation(self, event: dict, moment: datetime | None) -> None:
@@ -432,14 +459,17 @@ class _Stream:
         usages = [u for u in as_list(self.metrics.get("token_usages")) if isinstance(u, dict)]
         costs = as_list(self.metrics.get("costs"))
         aligned = len(costs) == len(usages)
-        by_id = {str(u.get("response_id")): i for i, u in enumerate(usages)}
+        by_id: dict[str, list[int]] = {}  # by response id, in order
+        for i, u in enumerate(usages):
+            by_id.setdefault(str(u.get("response_id")), []).append(i)
         named = {rid for rid in self.responses if rid is not None}
         spare = [i for i, u in enumerate(usages) if str(u.get("response_id")) not in named]
         blind = [k for k, rid in enumerate(self.responses) if rid is None]
         matches = list(zip(blind, spare, strict=True)) \
             if len(blind) == len(spare) and not self.condensed else []
         for k, rid in enumerate(self.responses):
-            index = by_id.get(rid) if rid is not None else None
+            held = by_id.get(rid, []) if rid is not None else []
+            index = held.pop(0) if held else None
             if index is not None:
                 matches.append((k, index))
         calls = self.calls
@@ -451,10 +481,36 @@ class _Stream:
             if aligned and call.cost_usd is None:
                 call = replace(call, cost_usd=number_or_none(as_dict(costs[index]).get("cost")))
             calls[k] = call
+        if self.condensed and not blind:  # the entries left are the condenser's calls
+            used = {index for _, index in matches}
+            left = [i for i in range(len(usages)) if i not in used]
+            for i in reversed(range(len(left))):
+                at, started, waited, summary, agent = self.condensations[
+                    min(i, len(self.condensations) - 1)] if self.condensations else (
+                    len(calls), None, None, None, None)
+                calls.insert(at, self._compaction(usages[left[i]], left[i], costs if aligned
+                                                  else None, started, waited, summary, agent))
+                self.texts.insert(at, [])
         self.calls = [replace(call, observation_tokens=sum(approx_tokens(t) for t in texts),
                               observation_sha256=joined_sha256(texts))
                       for call, texts in zip(calls, self.texts, strict=True)]
         return self.calls
+
+    def _compaction(self, entry: dict, index: int, costs: list | None, started: float | None,
+                    waited: float | None, summary: str | None, agent: str | None
+                    ) -> CallRecord:
+        """A condenser's model call from its ``token_usages`` entry (and its
+        cost when ``costs`` align with the entries)."""
+        usage, provenance = _token_usage(entry, index, self.notes, self.apart)
+        held = self.latencies.get(str(entry.get("response_id")), [])
+        latency = held.pop(0) if held else None
+        model = entry.get("model")
+        return CallRecord(
+            usage=usage, model=model if isinstance(model, str) and model else None,
+            cost_usd=None if costs is None else number_or_none(as_dict(costs[index]).get("cost")),
+            started_s=started, latency_s=latency if latency is not None else waited,
+            text_tokens=approx_tokens(summary), text_sha256=sha256_text(summary),
+            purpose="compaction", provenance=provenance, agent=agent)
 
     def totals(self) -> dict[str, int] | None:
         """The run's recorded token totals, when some call's usage is unknown."""

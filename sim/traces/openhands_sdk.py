@@ -38,7 +38,11 @@ message's ``llm_message.content``, the condensation's ``summary``).
 
 **Usage** is the SDK's per-response ``TokenUsage`` in the state's
 ``stats.usage_to_metrics[usage id].token_usages``, matched by ``response_id``
-(each entry to one call): ``prompt_tokens`` include the cache and
+in order (each entry to one call): an id need not be unique (Ollama's OpenAI
+endpoint names a response ``chatcmpl-<0..998>``, some proxies send one id for
+all), so the k-th response the events name with an id takes the k-th entry
+recorded with it (the agent's usage id first; for a condensation, another's):
+``prompt_tokens`` include the cache and
 ``completion_tokens`` the reasoning, as LiteLLM counts them
 (:func:`sim.traces.usage.from_total_prompt`; the subtracted columns are
 ``derived``; an ACP agent that counts the cache apart is read so, run by run:
@@ -48,9 +52,10 @@ its own, placed after the call its usage id recorded before it (unless an
 event's response has no id: the entry may be its). A response without an entry
 (the telemetry records none for an all-zero usage; a restored conversation may
 have lost them) has every count ``unknown``, and the run's totals are then the
-``accumulated_token_usage`` summed over usage ids (:attr:`RunRecord.totals`).
-Per call, ``latency_s`` is the ``response_latencies`` entry of its response id
-(else the time from the event before it, state updates and streamed tokens
+``accumulated_token_usage`` summed over usage ids (:attr:`RunRecord.totals`;
+a folded sub-agent's usage id aside: below).
+Per call, ``latency_s`` is the ``response_latencies`` entry of its response id,
+taken in order alike (else the time from the event before it, state updates and streamed tokens
 aside: :data:`QUIET`); ``cost_usd`` the ``costs`` entry of its usage's index
 when that usage id holds as many costs as token usages and latencies (the SDK
 records a latency for every response but a cost without a response id, and
@@ -72,16 +77,32 @@ the last ``execution_status`` update in the events): ``finished``, ``stuck``,
 ``ConversationErrorEvent`` (``MaxIterationsReached``, ``MaxBudgetReached``, an
 exception's class name: :mod:`sim.calibration.exits` puts them on its scale).
 ``cost_usd``: the calls' costs (:func:`~sim.traces.assemble.run_cost`) when
-every call has one, else the ``accumulated_cost`` summed over usage ids (the
-SDK's recorded total; None when no usage id recorded a cost: the SDK records
-none for a response it cannot price, so a total of 0 is no price);
+every call has one, else the ``accumulated_cost`` summed over the
+conversation's own usage ids (the SDK's recorded total; None when no usage id
+recorded a cost: the SDK records none for a response it cannot price, so a
+total of 0 is no price), plus its sub-agents' (below);
 ``step_limit`` the state's ``max_iterations``; ``cost_limit_usd`` the agent
-usage's ``max_budget_per_task``; the start and duration from the first and
+usage's ``max_budget_per_task``, else the ``max_budget_per_run`` a
+``MaxBudgetReached`` error names in its ``detail`` (:data:`BUDGET_DETAIL`: the
+SDK keeps the run's budget nowhere else); the start and duration from the first and
 last event timestamps; ``model`` the agent's ``llm.model`` (else its usage's
 ``model_name``). In an event list the stats and state are those of the last
 ``stats`` (or ``full_state``) update: the agent server sends snapshots
 (``accumulated_token_usage`` without per-response lists), so its calls' usage
 is unknown and the run holds the recorded totals.
+
+**Sub-agents.** The ``task`` and ``delegate`` tools run a sub-agent as a
+conversation of its own, persisted in ``<conversation>/subagents/<id>/``, and
+copy its combined metrics into the parent's stats under the usage id
+``task:<task id>`` / ``delegate:<agent id>`` (:data:`DELEGATED`). Such a
+folder beside its parent's is no run of its own: its calls are the parent
+run's, in time order, with ``agent`` the task or agent id (the delegated usage
+id whose token usages' response ids are the sub-agent's, in order; else its
+conversation id), and its cost and token totals are added to the parent's,
+whose own are read from its other usage ids, so nothing is counted twice. A
+delegated usage id with no such folder (an event list; a folder copied
+without ``subagents/``) counts in the run's ``cost_usd`` and, when some call's
+usage is unknown, in its token totals; its calls are not rows.
 
 Not read: branches (an event's ``parent_id``; ``leaf_event_id`` names the
 active branch): the events are taken in their log's order, every branch
@@ -90,10 +111,11 @@ included.
 
 from __future__ import annotations
 
+import heapq
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -102,6 +124,7 @@ from sim.traces.assemble import number_or_none, requested_tool, run_cost, second
 from sim.traces.model import (
     TOKEN_COLUMNS,
     UNKNOWN,
+    USAGE_ATTRIBUTES,
     CallRecord,
     RunRecord,
     ToolCallRecord,
@@ -137,13 +160,28 @@ EVENTS_FOLDER = "events"
 """The folder of a conversation's event files (the SDK's ``EVENTS_DIR``)."""
 EVENT_NAME = re.compile(r"^event-(?P<idx>\d{5,})-(?P<event_id>[0-9a-fA-F\-]{8,})\.json$")
 """An event file's name (the SDK's ``EVENT_NAME_RE``): its index orders the events."""
+SUBAGENTS_FOLDER = "subagents"
+"""Where a conversation's sub-agents (the ``task`` and ``delegate`` tools')
+persist their own conversations: ``<conversation>/subagents/<id>/``."""
+DELEGATED = ("task:", "delegate:")
+"""How the usage ids begin under which the ``task`` and ``delegate`` tools
+copy a sub-agent's combined metrics into its parent's stats
+(``task:<task id>``, ``delegate:<agent id>``)."""
 AGENT_USAGE = "default"
 """The agent LLM's usage id when the state does not name it (the SDK's default)."""
+BUDGET_CODE = "MaxBudgetReached"
+"""The ``code`` of the ``ConversationErrorEvent`` that ends a run at its
+``max_budget_per_run``."""
+BUDGET_DETAIL = re.compile(r"maximum budget limit \(\$(?P<usd>\d+(?:\.\d+)?)\)")
+"""Where that event's ``detail`` names the budget (``LocalConversation``:
+``"Agent reached maximum budget limit ($0.0150); accumulated cost
+$0.0200."``, the budget to 4 decimals)."""
 RESULTS = frozenset({"ObservationEvent", "AgentErrorEvent", "UserRejectObservation"})
 """The events that answer a tool call (``ObservationBaseEvent``'s kinds)."""
 
-__all__ = ["AGENT_USAGE", "EVENTS_FOLDER", "EVENT_KINDS", "EVENT_NAME", "SOURCE", "SOURCES",
-           "STATE_FILE", "Collector", "detect", "is_event", "runs"]
+__all__ = ["AGENT_USAGE", "BUDGET_CODE", "BUDGET_DETAIL", "DELEGATED", "EVENTS_FOLDER",
+           "EVENT_KINDS", "EVENT_NAME", "SOURCE", "SOURCES", "STATE_FILE", "SUBAGENTS_FOLDER",
+           "Collector", "detect", "is_event", "runs"]
 
 
 def is_event(value: Any) -> bool:
@@ -181,7 +219,8 @@ def detect(values: list[Any]) -> str | None:
 def runs(values: list[Any], file: str) -> Iterator[RunRecord | Skip]:
     """The run of an event list :func:`detect` recognised."""
     items = values[0] if len(values) == 1 and isinstance(values[0], list) else values
-    yield or_skip(partial(read_apart, partial(_run, None, file, None, items, None)), file)
+    yield or_skip(partial(read_apart, partial(_run, None, file, None, items, None, set())),
+                  file)
 
 
 class Collector:
@@ -213,24 +252,108 @@ class Collector:
         self.events.setdefault(folder, {}).setdefault(str(value.get("id")), (order, value))
 
     def runs(self) -> Iterator[RunRecord | Skip]:
-        """One run per conversation folder, in folder order."""
+        """One run per conversation folder, in folder order; a sub-agent's
+        folder (``<conversation>/subagents/<id>/``) is folded into its
+        parent's run (see the module)."""
+        owners = {folder: folder.parent.parent for folder in self.sessions
+                  if folder.parent.name == SUBAGENTS_FOLDER
+                  and folder.parent.parent in self.sessions}
         for folder in sorted(self.sessions):
-            state, state_file = self.states.get(folder, (None, None))
-            held = self.events.get(folder, {})
-            events = [event for _, event in sorted(held.values(), key=lambda kv: kv[0])]
-            file = state_file or self.files.get(folder, str(folder))
-            run_id = str(state["id"]) if state is not None and _named(state.get("id")) \
-                else folder.name
-            if not events:
-                yield Skip(file, NO_TRAJECTORY, f"a conversation state without its "
-                                                f"{EVENTS_FOLDER}/ folder", run_id)
-                continue
-            yield or_skip(partial(read_apart, partial(_run, state, file, run_id, events,
-                                                      state_file)), file, run_id)
+            if folder not in owners:
+                yield from self._runs(folder, owners)
+
+    def _runs(self, folder: Path, owners: dict[Path, Path]) -> Iterator[RunRecord | Skip]:
+        """The run of the conversation in ``folder`` with its sub-agents'
+        calls folded in, after the Skip of any sub-agent that cannot be read."""
+        state, state_file = self.states.get(folder, (None, None))
+        held = self.events.get(folder, {})
+        events = [event for _, event in sorted(held.values(), key=lambda kv: kv[0])]
+        file = state_file or self.files.get(folder, str(folder))
+        run_id = str(state["id"]) if state is not None and _named(state.get("id")) \
+            else folder.name
+        subs: list[tuple[str | None, RunRecord]] = []
+        mine = sorted(sub for sub, owner in owners.items() if owner == folder)
+        names = _delegated_names(state, [self.states.get(sub, ({}, None))[0] for sub in mine])
+        for sub, name in zip(mine, names, strict=True):
+            for record in self._runs(sub, owners):
+                if isinstance(record, Skip):
+                    yield record
+                else:
+                    subs.append((name, record))
+        if not events:
+            yield Skip(file, NO_TRAJECTORY, f"a conversation state without its "
+                                            f"{EVENTS_FOLDER}/ folder", run_id)
+            return
+        folded = {name for name, _ in subs if name is not None}
+        yield or_skip(partial(_folded, partial(read_apart, partial(
+            _run, state, file, run_id, events, state_file, folded)), subs), file, run_id)
 
 
 def _named(value: Any) -> bool:
     return isinstance(value, str | int) and not isinstance(value, bool) and str(value) != ""
+
+
+def _response_ids(metrics: Any) -> list[str]:
+    """The response ids of a ``usage_to_metrics``' token usages, usage id by
+    usage id (the order ``get_combined_metrics`` merges them in)."""
+    return [str(as_dict(entry).get("response_id")) for metric in as_dict(metrics).values()
+            for entry in as_list(as_dict(metric).get("token_usages"))]
+
+
+def _delegated_names(parent: dict | None, subs: list[dict]) -> list[str | None]:
+    """For each sub-agent's state, the usage id under which its parent's stats
+    hold its combined metrics (the one whose token usages' response ids are
+    the sub-agent's, in order), each taken once; None when none is."""
+    held = {k: _response_ids({k: v}) for k, v in as_dict(as_dict(as_dict(parent).get(
+        "stats")).get("usage_to_metrics")).items() if str(k).startswith(DELEGATED)}
+    names: list[str | None] = []
+    for sub in subs:
+        ids = _response_ids(as_dict(as_dict(sub).get("stats")).get("usage_to_metrics"))
+        name = next((k for k, v in held.items() if v == ids and ids), None)
+        if name is not None:
+            del held[name]
+        names.append(name)
+    return names
+
+
+def _folded(read: Callable[[], RunRecord], subs: list[tuple[str | None, RunRecord]]
+            ) -> RunRecord:
+    """The run ``read()`` with its sub-agents' runs folded in: their calls in
+    time order among its own, ``agent`` the sub-agent's name (its usage id
+    less the ``task:`` / ``delegate:`` prefix, else its run id), their costs
+    and token totals added to its own."""
+    run = read()
+    if not subs:
+        return run
+    parts = [(run, None), *((record, run.started_at) for _, record in subs)]
+    streams = []
+    for (record, _), (name, _) in zip(parts, [(None, None), *subs], strict=True):
+        offset = seconds(record.started_at, run.started_at) or 0.0
+        agent = None if record is run else (name.split(":", 1)[1] if name else record.run_id)
+        keyed: list[tuple[float, CallRecord]] = []
+        key = offset
+        for call in record.calls:  # a call without a start keeps the one before it
+            start = None if call.started_s is None else offset + call.started_s
+            key = key if start is None else start
+            keyed.append((key, replace(call, started_s=start, agent=call.agent or agent)))
+        streams.append(keyed)
+    calls = [call for _, call in heapq.merge(*streams, key=lambda kc: kc[0])]
+    ends = [r.started_at + timedelta(seconds=r.duration_s) for r, _ in parts
+            if r.started_at is not None and r.duration_s is not None]
+    starts = [r.started_at for r, _ in parts if r.started_at is not None]
+    costs = [r.cost_usd for r, _ in parts if r.cost_usd is not None]
+    totals = None
+    if any(c.provenance.get("input_tokens") == UNKNOWN for c in calls):
+        totals = dict.fromkeys(TOKEN_COLUMNS, 0)
+        for record, _ in parts:
+            for column, attribute in USAGE_ATTRIBUTES.items():
+                totals[column] += record.totals[column] if record.totals is not None else \
+                    sum(getattr(c.usage, attribute) for c in record.calls)
+    first = min(starts) if starts else None
+    return replace(run, calls=calls, cost_usd=sum(costs) if costs else None, totals=totals,
+                   started_at=first, duration_s=seconds(max(ends), first) if ends else
+                   run.duration_s, repairs=run.repairs + [
+                       note for record, _ in parts[1:] for note in record.repairs])
 
 
 @dataclass
@@ -259,8 +382,10 @@ class _Call:
 
 
 def _run(state: dict | None, file: str, run_id: str | None, events: list,
-         state_file: str | None, apart: tuple[bool, bool]) -> RunRecord:
-    """A conversation's run from its state (None for an event list) and events."""
+         state_file: str | None, folded: set[str], apart: tuple[bool, bool]) -> RunRecord:
+    """A conversation's run from its state (None for an event list) and events;
+    ``folded`` the usage ids of the sub-agents whose own conversations are
+    folded into it (their records are theirs, not counted here)."""
     reader = _Events()
     for event in events:
         if isinstance(event, dict):
@@ -275,7 +400,9 @@ def _run(state: dict | None, file: str, run_id: str | None, events: list,
     model = agent_llm.get("model", as_dict(metrics.get(usage_id)).get("model_name"))
     model = model if isinstance(model, str) and model else None
     notes: list[Repair] = []
-    usages = _Usages(metrics, where, notes, apart)
+    own = {k: v for k, v in metrics.items() if not k.startswith(DELEGATED)}
+    counted = {k: v for k, v in metrics.items() if k not in folded}
+    usages = _Usages(own, where, notes, apart, usage_id)
     calls = usages.calls(reader.calls, model)
     status = whole.get("execution_status", reader.status)
     exit_label = None if status is None else str(status)
@@ -285,15 +412,20 @@ def _run(state: dict | None, file: str, run_id: str | None, events: list,
     first, last = (min(moments), max(moments)) if moments else (None, None)
     if run_id is None:
         run_id = str(whole["id"]) if _named(whole.get("id")) else file
+    limit = number_or_none(as_dict(metrics.get(usage_id)).get("max_budget_per_task"))
     cost = run_cost(calls)
+    cost = cost if cost is not None else _recorded_cost(own)
+    delegated = _recorded_cost({k: v for k, v in counted.items() if k not in own})
+    if delegated is not None:
+        cost = (cost or 0.0) + delegated
     return RunRecord(
         run_id=run_id, source=SOURCE, file=file, calls=calls, model=model or next(
             (c.model for c in calls if c.model), None),
-        cost_usd=cost if cost is not None else _recorded_cost(metrics),
+        cost_usd=cost,
         exit=exit_label, started_at=first, duration_s=seconds(last, first),
         step_limit=number_or_none(whole.get("max_iterations")),  # type: ignore[arg-type]
-        cost_limit_usd=number_or_none(as_dict(metrics.get(usage_id)).get("max_budget_per_task")),
-        repairs=notes, totals=usages.totals(calls))
+        cost_limit_usd=limit if limit is not None else reader.budget,
+        repairs=notes, totals=usages.totals(calls, counted))
 
 
 def _recorded_cost(metrics: dict[str, dict]) -> float | None:
@@ -324,6 +456,7 @@ class _Events:
         self.previous: datetime | None = None
         self.status: Any = None
         self.error_code: str | None = None
+        self.budget: float | None = None  # the run's budget a MaxBudgetReached names
         self.stats: dict = {}
         self.full_state: dict = {}
         self.open: str | None = None  # the response of the actions just read
@@ -350,6 +483,10 @@ class _Events:
             self._update(event)
         elif kind == "ConversationErrorEvent" and isinstance(event.get("code"), str):
             self.error_code = event["code"]
+            found = BUDGET_DETAIL.search(event["detail"]) \
+                if isinstance(event.get("detail"), str) else None
+            if event["code"] == BUDGET_CODE and found:
+                self.budget = float(found["usd"])
         if kind != "ActionEvent" and kind in RESULTS | {"MessageEvent", "Condensation",
                                                        "SystemPromptEvent",
                                                        "CondensationSummaryEvent"}:
@@ -427,52 +564,86 @@ class _Usages:
     """The per-response records of a conversation's ``usage_to_metrics``."""
 
     def __init__(self, metrics: dict[str, dict], where: str, notes: list[Repair],
-                 apart: tuple[bool, bool]) -> None:
+                 apart: tuple[bool, bool], agent: str = AGENT_USAGE) -> None:
         self.metrics, self.where, self.notes, self.apart = metrics, where, notes, apart
-        self.by_response: dict[str, tuple[str, int]] = {}
-        self.latencies: dict[str, float | None] = {}
+        self.agent = agent  # the agent LLM's usage id
+        # per response id, its usage entries (usage id, index) and its latencies
+        # (usage id, seconds), each in the order the SDK recorded them
+        self.by_response: dict[str, list[tuple[str, int]]] = {}
+        self.latencies: dict[str, list[tuple[str, float | None]]] = {}
         for usage_id, metric in metrics.items():
             for index, entry in enumerate(as_list(metric.get("token_usages"))):
                 rid = as_dict(entry).get("response_id")
                 if _named(rid):
-                    self.by_response.setdefault(str(rid), (usage_id, index))
+                    self.by_response.setdefault(str(rid), []).append((usage_id, index))
             for entry in as_list(metric.get("response_latencies")):
                 rid = as_dict(entry).get("response_id")
                 if _named(rid):
-                    self.latencies.setdefault(str(rid), number_or_none(entry.get("latency")))
+                    self.latencies.setdefault(str(rid), []).append(
+                        (usage_id, number_or_none(entry.get("latency"))))
+
+    def _take(self, held: list, usage_id: str | None, purpose: str | None) -> Any:
+        """Take (remove and return) from ``held`` (one response id's entries,
+        in recorded order) the first of usage id ``usage_id`` (when given),
+        else the first of the agent's usage id (of another for a condenser's
+        response), else the first; None when ``held`` is empty."""
+        if usage_id is not None:
+            fits = [k for k, item in enumerate(held) if item[0] == usage_id]
+        else:
+            compaction = purpose == "compaction"
+            fits = [k for k, item in enumerate(held) if (item[0] == self.agent) != compaction]
+        return held.pop(fits[0] if fits else 0) if held else None
 
     def calls(self, read: list[_Call], model: str | None) -> list[CallRecord]:
         """The calls of the responses ``read`` from the events, each with its
         recorded usage, and the usage entries no event names as calls of
         their own, in their place (see the module)."""
+        entries = {rid: list(held) for rid, held in self.by_response.items()}
+        latencies = {rid: list(held) for rid, held in self.latencies.items()}
         taken: dict[tuple[str, int], int] = {}  # (usage id, index) -> position in read
+        waits: dict[int, float | None] = {}  # position in read -> recorded latency
         for position, call in enumerate(read):
-            found = self.by_response.get(call.response) if call.response is not None else None
-            if found is not None and found not in taken:
+            if call.response is None:
+                continue
+            found = self._take(entries.get(call.response, []), None, call.purpose)
+            if found is not None:
                 taken[found] = position
+            latency = self._take(latencies.get(call.response, []),
+                                 None if found is None else found[0], call.purpose)
+            if latency is not None:
+                waits[position] = latency[1]
         after: dict[int, list[tuple[str, int]]] = {}  # position -> entries placed after it
         blind = any(call.response is None for call in read)  # it may be any unnamed entry
         for usage_id, metric in ({} if blind else self.metrics).items():
-            entries = as_list(metric.get("token_usages"))
-            if not any((usage_id, i) in taken for i in range(len(entries))):
+            usages = as_list(metric.get("token_usages"))
+            if not any((usage_id, i) in taken for i in range(len(usages))):
                 continue  # no event names this LLM's responses: not the run's calls
             anchor = -1
-            for index in range(len(entries)):
+            for index in range(len(usages)):
                 if (usage_id, index) in taken:
                     anchor = taken[(usage_id, index)]
                 else:
                     after.setdefault(anchor, []).append((usage_id, index))
         by_position = {position: key for key, position in taken.items()}
-        out = [self._call(None, (u, i), model) for u, i in after.get(-1, [])]
+
+        def own(key: tuple[str, int]) -> CallRecord:  # an entry no event names
+            rid = as_dict(as_list(self.metrics[key[0]].get("token_usages"))[key[1]]
+                          ).get("response_id")
+            latency = self._take(latencies.get(str(rid), []), key[0], None) \
+                if _named(rid) else None
+            return self._call(None, key, model, None if latency is None else latency[1])
+
+        out = [own(key) for key in after.get(-1, [])]
         for position, call in enumerate(read):
-            out.append(self._call(call, by_position.get(position), model))
-            out.extend(self._call(None, (u, i), model) for u, i in after.get(position, []))
+            out.append(self._call(call, by_position.get(position), model, waits.get(position)))
+            out.extend(own(key) for key in after.get(position, []))
         return out
 
     def _call(self, call: _Call | None, found: tuple[str, int] | None,
-              model: str | None) -> CallRecord:
+              model: str | None, latency: float | None) -> CallRecord:
         """One call: a response read from the events (None: a usage entry no
-        event names), with its usage entry ``found`` (usage id, index)."""
+        event names), with its usage entry ``found`` (usage id, index) and its
+        recorded ``latency``."""
         cost = None
         if found is None:
             usage, provenance = unknown_usage()
@@ -489,12 +660,8 @@ class _Usages:
             if isinstance(entry.get("model"), str) and entry["model"]:
                 model = entry["model"]
         if call is None:
-            rid = as_dict(as_list(self.metrics[found[0]].get("token_usages"))[found[1]]
-                          ).get("response_id") if found is not None else None
-            latency = self.latencies.get(str(rid)) if _named(rid) else None
             return CallRecord(usage=usage, model=model, cost_usd=cost, latency_s=latency,
                               provenance=provenance)
-        latency = self.latencies.get(call.response) if call.response is not None else None
         tools = [ToolCallRecord(
             name=t.name, id=t.id, arguments=requested_tool(t.name, t.id, t.arguments).arguments,
             result_tokens=t.result[0], result_sha256=t.result[1], error=t.result[2],
@@ -517,14 +684,15 @@ class _Usages:
                                   reasoning_apart=self.apart[1])
         return usage, derived(usage, prompt, output, where)
 
-    def totals(self, calls: list[CallRecord]) -> dict[str, int] | None:
+    def totals(self, calls: list[CallRecord], metrics: dict[str, dict]) -> dict[str, int] | None:
         """The conversation's recorded token totals (``accumulated_token_usage``
-        summed over usage ids), when some call's usage is unknown."""
+        summed over the usage ids of ``metrics``), when some call's usage is
+        unknown."""
         if not any(c.provenance.get("input_tokens") == UNKNOWN for c in calls):
             return None
         sums = dict.fromkeys(TOKEN_COLUMNS, 0)
         found = False
-        for usage_id, metric in self.metrics.items():
+        for usage_id, metric in metrics.items():
             entry = as_dict(metric.get("accumulated_token_usage"))
             if not entry:
                 continue
