@@ -173,3 +173,28 @@ def test_an_atif_run_without_a_native_file_is_still_read(tmp_path):
     (job / "single__A" / "result.json").write_text(json.dumps(result("task-a", 1.0)))
     report = import_traces([job], tmp_path / "out")
     assert dict(report.runs_by_source) == {"harbor": 1} and report.calls == 2
+
+
+def test_the_atif_run_is_kept_when_the_native_file_gives_none(tmp_path):
+    """The ATIF copy is dropped only once the native file gave the trial's
+    run: a truncated native file (skipped as invalid JSON), an empty one, or
+    a native file not among the inputs (the ATIF file imported alone, or a
+    glob of agent/trajectory.json) leave the ATIF run in, with the trial's
+    fields (2 calls, resolved)."""
+    job = tmp_path / "job"
+    agent_folder(job / "single__A" / "agent")
+    (job / "single__A" / "result.json").write_text(json.dumps(result("task-a", 1.0)))
+    native_file = job / "single__A" / "agent" / "mini-swe-agent.trajectory.json"
+    atif_file = job / "single__A" / "agent" / "trajectory.json"
+
+    alone = import_traces([atif_file], tmp_path / "alone")
+    assert (alone.runs, alone.calls, dict(alone.runs_by_source)) == (1, 2, {"harbor": 1})
+    assert not [s for s in alone.skips if s.reason == "duplicate run_id"]
+
+    for n, text in enumerate((native_file.read_text()[:200], "")):
+        native_file.write_text(text)
+        report = import_traces([job], tmp_path / f"broken{n}")
+        assert (report.runs, report.calls, dict(report.runs_by_source)) == (1, 2, {"harbor": 1})
+        assert not [s for s in report.skips if s.reason == "duplicate run_id"]
+        runs, _ = read_traces(tmp_path / f"broken{n}")
+        assert (runs.iloc[0]["run_id"], bool(runs.iloc[0]["resolved"])) == ("single__A", True)

@@ -135,15 +135,18 @@ def test_a_repeated_response_id_is_consumed_in_order_not_collapsed(
     assert runs["cost_usd"].tolist() == pytest.approx([0.0188])
 
 
-def task_conversation(root: Path, with_subagent: bool = True) -> Path:
+def task_conversation(root: Path, with_subagent: bool = True, copied_ids: str = "sub-000"
+                      ) -> Path:
     """A parent that calls the ``task`` tool (response chatcmpl-000: prompt
     1000 with 200 cached, completion 40, cost 0.01) and then finishes
     (chatcmpl-002: prompt 1500 with 1000 cached, completion 30, cost 0: the
     SDK records no cost of 0, so its agent usage holds one cost for two
     responses); the sub-agent answers once (sub-000: prompt 2000, completion
     60, cost 0.02) in ``subagents/<id>/``, and the task manager copies its
-    combined metrics into the parent's stats as ``task:task_00000001``."""
+    combined metrics into the parent's stats as ``task:task_00000001``
+    (with the response id ``copied_ids``)."""
     sub_metrics = metrics([usage("sub-000", 2000, 60, 0)], [0.06], [0.02])
+    copied = metrics([usage(copied_ids, 2000, 60, 0)], [0.06], [0.02])
     parent_events = [*opening(),
                      action("chatcmpl-000", "task", "call_t0", 2.37),
                      observation("call_t0", 2.90, "sub result"),
@@ -152,7 +155,7 @@ def task_conversation(root: Path, with_subagent: bool = True) -> Path:
     parent = conversation(root / "92b594d88875428b84282889d3a7ad2c", parent_events, {
         "agent": metrics([usage("chatcmpl-000", 1000, 40, 200),
                           usage("chatcmpl-002", 1500, 30, 1000)], [0.34, 0.07], [0.01]),
-        "task:task_00000001": sub_metrics})
+        "task:task_00000001": copied})
     if with_subagent:
         conversation(parent / "subagents" / "0b5599ca2074411d9de529e1b4de34ad",
                      [*opening(2.5), action("sub-000", "finish", "call_s0", 2.75),
@@ -177,6 +180,17 @@ def test_a_task_sub_agent_is_folded_into_its_parent_and_its_cost_counted_once(
     assert calls["cost_usd"].tolist()[1] == pytest.approx(0.02)
     assert [[t["name"] for t in c] for c in calls["tool_calls"]] == [["task"], ["finish"],
                                                                      ["finish"]]
+
+
+def test_a_sub_agent_its_parents_copy_does_not_match_is_still_counted_once(
+        tmp_path: Path) -> None:
+    """The parent's copy of the sub-agent's metrics names another response id
+    than the sub-agent's own state: the one delegated usage id left still
+    pairs with the one folded sub-agent, so the cost is 0.03, not 0.05 (the
+    sub-agent's 0.02 from its folder and again from the parent's copy)."""
+    runs, calls = imported(tmp_path, task_conversation(tmp_path / "in", copied_ids="other"))
+    assert len(runs) == 1 and runs["cost_usd"].tolist() == pytest.approx([0.03])
+    assert calls["agent"].fillna("").tolist() == ["", "task_00000001", ""]
 
 
 def test_without_its_sub_agents_folder_a_parent_still_counts_their_recorded_cost(

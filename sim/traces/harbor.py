@@ -24,7 +24,10 @@ trajectory is one sim reads with more than Harbor's conversion keeps
 (:data:`NATIVE`: ``mini-swe-agent.trajectory.json``, whose ATIF copy drops the
 calls answered by a format error and the tool results' call ids): there the
 run is read from the native file and the ATIF one is skipped as its duplicate
-(:func:`in_trial`); the native run keeps its calls, model, limits and exit
+once the native file gave a run (:func:`native`, :func:`converted_duplicate`;
+the importer holds the ATIF run until every input is read, and keeps it when
+the native file was not among the inputs or gave no run: unreadable,
+truncated); the native run keeps its calls, model, limits and exit
 status, and takes Harbor's ``run_id`` (as below), ``task_id``, ``resolved``,
 start and duration (its calls' starts shifted to count from the trial's), an
 ``exception_type`` as its ``exit``, and the trial result's
@@ -133,7 +136,8 @@ from sim.traces.sources import read_json, read_text
 from sim.traces.usage import from_openai, from_total_prompt, from_totals, read_apart
 
 SOURCE = "harbor"
-__all__ = ["NATIVE", "SOURCE", "converted", "detect", "in_trial", "native", "run",
+__all__ = ["NATIVE", "SOURCE", "converted", "converted_duplicate", "detect", "in_trial",
+           "native", "run",
            "trial_folder"]
 
 ESTIMATED_COST = {"mini-swe-agent": "shared among steps by completion tokens (Harbor's "
@@ -193,16 +197,13 @@ def converted(file: str) -> Path | None:
 def in_trial(record: RunRecord) -> RunRecord | Skip:
     """``record`` as the importer keeps it when it belongs to a Harbor trial:
     a run read from a :data:`NATIVE` file in the trial's agent folder, with
-    Harbor's run fields (:func:`_adopted`); a Skip (duplicate) for the ATIF
-    run of an agent folder holding such a file, or for a run of the agent's own
-    logs Harbor converted (:func:`converted`); else ``record`` itself."""
+    Harbor's run fields (:func:`_adopted`); a Skip (duplicate) for a run of the
+    agent's own logs Harbor converted (:func:`converted`); else ``record``
+    itself (an ATIF run too: whether a native file replaces it is the
+    importer's to say once every input is read, :func:`converted_duplicate`)."""
     path = Path(record.file)
     if record.source == SOURCE:
-        own = native(path)
-        if own is None:
-            return record
-        return Skip(record.file, DUPLICATE, f"Harbor's conversion of {own}, whose run was "
-                                            "imported from there", record.run_id)
+        return record
     trial = trial_folder(path) if NATIVE.get(path.name) == record.source else None
     if trial is not None and ((path.parent / "trajectory.json").is_file()
                               or (trial / "result.json").is_file()):
@@ -212,6 +213,13 @@ def in_trial(record: RunRecord) -> RunRecord | Skip:
         return record
     return Skip(record.file, DUPLICATE, f"the agent run of Harbor's {atif}, imported from "
                                         "there", record.run_id)
+
+
+def converted_duplicate(record: RunRecord, own: Path) -> Skip:
+    """The Skip of the ATIF run ``record`` whose agent folder's native file
+    ``own`` gave the trial's run."""
+    return Skip(record.file, DUPLICATE, f"Harbor's conversion of {own}, whose run was "
+                                        "imported from there", record.run_id)
 
 
 def native(path: Path) -> Path | None:

@@ -193,8 +193,17 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
     trajectories: list[tuple[dict, Path, str, str | None]] = []
     first_file: dict[str, str] = {}
     openhands_rows: dict[str, dict] = {}
+    held: dict[str, tuple[Path, list[RunRecord]]] = {}
+    """Harbor ATIF runs whose agent folder holds a native file, by that file's
+    real path: kept unless the native file gives a run (harbor.in_trial)."""
+    gave_runs: set[str] = set()  # real paths of the files that gave a run
 
-    def accept(record: RunRecord | Skip) -> None:
+    def accept(record: RunRecord | Skip, hold: bool = True) -> None:
+        if isinstance(record, RunRecord) and hold and record.source == harbor.SOURCE:
+            own = harbor.native(Path(record.file))
+            if own is not None:
+                held.setdefault(os.path.realpath(own), (own, []))[1].append(record)
+                return
         if isinstance(record, RunRecord):
             record = harbor.in_trial(record)
         if isinstance(record, Skip):
@@ -215,6 +224,7 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
                                          record.run_id))
                 return
             first_file[record.run_id] = record.file
+            gave_runs.add(os.path.realpath(record.file))
             report.runs += 1
             report.calls += len(record.calls)
             report.runs_by_source[record.source] += 1
@@ -246,6 +256,10 @@ def _import(items: list[Input], writer: TraceWriter, report: ImportReport,
         accept(record)
     for record in gathered.runs():
         accept(record)
+    for real, (own, atif_runs) in held.items():  # a native file that gave no run: the ATIF's
+        for record in atif_runs:
+            accept(harbor.converted_duplicate(record, own) if real in gave_runs
+                   else record, hold=False)
     folders = frozenset(f for _, path, instance, _ in trajectories
                         if (f := miniswe.run_folder(path, instance)) is not None)
     for row, path, instance, model in trajectories:

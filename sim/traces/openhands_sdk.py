@@ -97,8 +97,9 @@ copy its combined metrics into the parent's stats under the usage id
 ``task:<task id>`` / ``delegate:<agent id>`` (:data:`DELEGATED`). Such a
 folder beside its parent's is no run of its own: its calls are the parent
 run's, in time order, with ``agent`` the task or agent id (the delegated usage
-id whose token usages' response ids are the sub-agent's, in order; else its
-conversation id), and its cost and token totals are added to the parent's,
+id whose token usages' response ids are the sub-agent's, in order; else the
+delegated usage ids no sub-agent matched, in order; else its conversation
+id), and its cost and token totals are added to the parent's,
 whose own are read from its other usage ids, so nothing is counted twice. A
 delegated usage id with no such folder (an event list; a folder copied
 without ``subagents/``) counts in the run's ``cost_usd`` and, when some call's
@@ -303,8 +304,12 @@ def _response_ids(metrics: Any) -> list[str]:
 def _delegated_names(parent: dict | None, subs: list[dict]) -> list[str | None]:
     """For each sub-agent's state, the usage id under which its parent's stats
     hold its combined metrics (the one whose token usages' response ids are
-    the sub-agent's, in order), each taken once; None when none is."""
-    held = {k: _response_ids({k: v}) for k, v in as_dict(as_dict(as_dict(parent).get(
+    the sub-agent's, in order), each taken once; the sub-agents no usage id
+    matches then take the usage ids left, in order (the ids' and the folders'
+    names both follow the order the sub-agents were made), so that a folded
+    sub-agent's record in its parent is never counted beside its own; None
+    when no usage id is left."""
+    held = {str(k): _response_ids({k: v}) for k, v in as_dict(as_dict(as_dict(parent).get(
         "stats")).get("usage_to_metrics")).items() if str(k).startswith(DELEGATED)}
     names: list[str | None] = []
     for sub in subs:
@@ -313,7 +318,8 @@ def _delegated_names(parent: dict | None, subs: list[dict]) -> list[str | None]:
         if name is not None:
             del held[name]
         names.append(name)
-    return names
+    left = iter(sorted(held))
+    return [name if name is not None else next(left, None) for name in names]
 
 
 def _folded(read: Callable[[], RunRecord], subs: list[tuple[str | None, RunRecord]]

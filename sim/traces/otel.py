@@ -102,7 +102,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from sim.traces.assemble import NESTED_CALLS, AgentTree, ran_tool, twice_seen
@@ -141,8 +141,14 @@ def _field(raw: dict, name: str) -> Any:
     its proto field name (snake_case); None when both are missing or null."""
     value = raw.get(name)
     if value is None:
-        value = raw.get(_SNAKE.sub(lambda m: "_" + m.group().lower(), name))
+        value = raw.get(_snake(name))
     return value
+
+
+@cache
+def _snake(name: str) -> str:
+    """The proto field name (snake_case) of an OTLP JSON key (lowerCamelCase)."""
+    return _SNAKE.sub(lambda m: "_" + m.group().lower(), name)
 
 
 @dataclass(slots=True)
