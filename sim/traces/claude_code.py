@@ -28,6 +28,12 @@ companions.
   ``--fork-session`` session with its parent's) is a call of the thread that
   wrote it first (by the time of its first line; on a tie, the main agent's),
   once; a line written again in its thread (same ``uuid``) is read once.
+  Across sessions a line (its ``uuid``) belongs to the session that wrote it
+  in time order: a ``--fork-session`` file opens with a ``queue-operation``
+  line stamped at the fork, then the parent's lines copied with their own
+  (earlier) timestamps, so a line stamped before an earlier line of its file
+  is a copy; on a tie, the file read first. A call whose first line is a copy
+  is its owner's, not the copying session's.
   Messages of model ``<synthetic>`` (written by Claude Code itself, no
   request made) are not calls;
 - **usage** is Anthropic's, as recorded (provenance exact): ``input_tokens``
@@ -48,7 +54,9 @@ companions.
   together; at least the partial count), its ``output_tokens`` provenance is
   ``estimated``, and the run's ``conventions["output_tokens"]`` says so
   (:data:`ESTIMATED_OUTPUT`). The input and cache counts of ``message_start``
-  are final;
+  are final. A subagent's call whose input and cache counts are those of
+  its Agent (``Task``) tool result's ``toolUseResult.usage`` (the final
+  usage of the subagent's last request) takes that output count, exact;
 - a call **starts** when the line before it in its agent's thread was written
   and ends when its last line was (``started_s``, ``latency_s``, seconds);
 - **tool calls** are the ``tool_use`` blocks (name, id, input as canonical
@@ -63,8 +71,10 @@ companions.
 - **subagents**: their calls are calls of the parent's run, in time order,
   with ``agent`` set to the ``agentId`` (``sidechain`` when an older
   transcript gives none). A subagent whose own file is absent (a transcript
-  copied without its ``subagents/`` folder) is read from the session's
-  ``progress`` lines of ``data.type`` ``agent_progress`` (``data.agentId``;
+  copied without its ``subagents/`` folder; the file of any session read
+  counts, as a subagent's lines carry its parent's ``sessionId`` and a
+  ``--fork-session`` copies the parent's Agent tool results) is read from
+  the session's ``progress`` lines of ``data.type`` ``agent_progress`` (``data.agentId``;
   ``data.normalizedMessages`` and ``data.message``, each message once by its
   ``uuid``); Claude Code writes progress only for a subagent's tool calls
   and results, so its last reply (no tool call) is read from the Agent
@@ -74,7 +84,7 @@ companions.
   starts at its thread's last line (unknown without progress lines) and ends
   at the result's line. The run's ``conventions["subagents"]`` says so
   (:data:`SUBAGENTS_FROM_PROGRESS`); when the file is present neither is
-  read;
+  read, nor is a tool result that is a copy of another session's line;
 - **compaction**: the compaction request Claude Code 2.1.x runs as a forked
   agent (``agentId`` ``acompact-<hex>``, file
   ``subagents/agent-acompact-<hex>.jsonl``) is a call of ``purpose``
@@ -89,8 +99,14 @@ companions.
   no call, as when its file is empty: its subagents', noted in
   ``conventions["model"]``), ``cost_usd`` the sum of the calls' costs when
   every call has one, ``started_at`` and ``duration_s`` from the first and
-  last timestamps. A transcript records no task, exit or limits: those stay
-  null.
+  last timestamps of the ``user`` and ``assistant`` lines the session wrote
+  itself (not the copies a fork opens with; all of them when it wrote none);
+- **exit and limits**: from the main thread's ``attachment`` lines the
+  session wrote itself: ``max_turns_reached`` (``--max-turns``; written when
+  the limit stops the run) gives ``exit`` :data:`MAX_TURNS_EXIT` (a
+  step-limit stop) and ``step_limit`` its ``maxTurns``; ``budget_usd``
+  (``--max-budget-usd``) gives ``cost_limit_usd`` its ``total``. A
+  transcript records no task, nor any other exit: those stay null.
 
 An assistant message whose counts are not non-negative integers makes its
 session unusable (counted, with the reason).
@@ -148,6 +164,12 @@ SUBAGENTS_FROM_PROGRESS = ("subagent transcript file absent: its calls read from
                            "lines (tool calls and results) and its last reply from the Agent "
                            "tool result; calls in neither are missing")
 """``conventions["subagents"]`` of a run with a subagent read from the main file's lines."""
+MAX_TURNS_REACHED = "max_turns_reached"
+"""The ``attachment.type`` Claude Code writes when ``--max-turns`` stops the run."""
+MAX_TURNS_EXIT = "max_steps"
+"""The run's ``exit`` then (a step-limit stop, :mod:`sim.calibration.exits`)."""
+BUDGET_USD = "budget_usd"
+"""The ``attachment.type`` giving ``--max-budget-usd`` (``total``)."""
 MODEL_FROM_SUBAGENTS = "taken from its subagents' calls: the main agent made no call"
 MODEL_UNKNOWN = "unknown: no call of the session names a model"
 _USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
@@ -197,6 +219,7 @@ class _Call:
     cost: float | None = None
     observations: list[str] = field(default_factory=list)
     line: str = ""
+    uuid: str | None = None
 
     def merge(self, message: dict, usage: dict | None, moment: datetime | None,
               cost: float | None) -> None:
@@ -257,6 +280,7 @@ class _Reply:
     outcome: dict
     moment: datetime | None
     where: str
+    uuid: str | None = None
 
 
 @dataclass
@@ -268,8 +292,8 @@ class _Session:
     calls: dict[tuple[str | None, str], _Call] = field(default_factory=dict)
     results: dict[str, tuple[str | None, bool | None, datetime | None]] = \
         field(default_factory=dict)
-    first: datetime | None = None
-    last: datetime | None = None
+    stamps: list[tuple[str | None, datetime]] = field(default_factory=list)
+    limits: list[tuple[str | None, str, Any]] = field(default_factory=list)
     progress: list[_Progress] = field(default_factory=list)
     file_agents: set[str] = field(default_factory=set)
     replies: dict[str, _Reply] = field(default_factory=dict)
@@ -288,19 +312,38 @@ class Collector:
 
     sessions: dict[str, _Session] = field(default_factory=dict)
     _order: int = 0
+    _owners: dict[str, tuple[bool, int, str]] = field(default_factory=dict)
+    """Per line ``uuid``: which session wrote it first (a line written out of
+    time order in its file, after a later one, is a copy: a fork's file
+    starts with its parent's lines after its own first line), then by reading
+    order, as ``(copy, order, sessionId)``."""
 
     def add(self, values: list[Any], file: str) -> None:
         """Read one transcript file's lines (see the module docstring)."""
         previous: _Thread = {}
         compact_file = PurePath(file).name.startswith("agent-" + COMPACT_AGENT)
+        latest: datetime | None = None
         for number, line in enumerate(values, 1):
             line = as_dict(line)
             session_id = line.get("sessionId")
             kind = line.get("type")
+            moment = parse_utc(line.get("timestamp"))
+            behind = moment is not None and latest is not None and moment < latest
+            if moment is not None:
+                latest = moment if latest is None else max(latest, moment)
             if not isinstance(session_id, str):
                 continue
+            uuid = line.get("uuid")
+            if isinstance(uuid, str) and kind in ("user", "assistant", "attachment"):
+                self._order += 1
+                rank = (behind, self._order, session_id)
+                if uuid not in self._owners or rank < self._owners[uuid]:
+                    self._owners[uuid] = rank
             if kind == "progress":
                 self._progress(session_id, line, file, f"line {number}")
+                continue
+            if kind == "attachment" and not line.get("isSidechain"):
+                self._attachment(session_id, line, file)
                 continue
             if kind not in ("user", "assistant"):
                 continue
@@ -309,6 +352,25 @@ class Collector:
             if agent is not None and agent != SIDECHAIN:
                 session.file_agents.add(agent)
             self._line(session, session_id, line, agent, previous, f"line {number}")
+
+    def _attachment(self, session_id: str, line: dict, file: str) -> None:
+        """Keep the run's limit or exit an ``attachment`` line records:
+        ``max_turns_reached`` (``maxTurns``) and ``budget_usd`` (``total``)."""
+        attachment = as_dict(line.get("attachment"))
+        kind = attachment.get("type")
+        uuid = line.get("uuid")
+        uuid = uuid if isinstance(uuid, str) else None
+        if kind == MAX_TURNS_REACHED:
+            session = self._session(session_id, file, None)
+            session.limits.append((uuid, "exit", MAX_TURNS_EXIT))
+            turns = attachment.get("maxTurns")
+            if _is_count(turns) and turns > 0:
+                session.limits.append((uuid, "step_limit", turns))
+        elif kind == BUDGET_USD:
+            total = finite_or_none(attachment.get("total"))
+            if total is not None and total >= 0:
+                session = self._session(session_id, file, None)
+                session.limits.append((uuid, "cost_limit_usd", total))
 
     def _session(self, session_id: str, file: str, agent: str | None) -> _Session:
         session = self.sessions.get(session_id)
@@ -342,8 +404,7 @@ class Collector:
             session.lines.add((agent, uuid))
         moment = parse_utc(line.get("timestamp"))
         if moment is not None:
-            session.first = moment if session.first is None else min(session.first, moment)
-            session.last = moment if session.last is None else max(session.last, moment)
+            session.stamps.append((uuid if isinstance(uuid, str) else None, moment))
         thread = (session_id, agent)
         before, last_call = previous.get(thread, (None, None))
         if line.get("type") == "assistant":
@@ -370,7 +431,8 @@ class Collector:
             self._order += 1
             call = session.calls[(agent, key)] = _Call(
                 key, agent, self._order, before, moment, None if model is None else str(model),
-                compaction=agent is not None and agent.startswith(COMPACT_AGENT), line=where)
+                compaction=agent is not None and agent.startswith(COMPACT_AGENT), line=where,
+                uuid=line.get("uuid") if isinstance(line.get("uuid"), str) else None)
         call.merge(message, usage if isinstance(usage, dict) else None, moment,
                    finite_or_none(line.get("costUSD")))
         return call
@@ -380,7 +442,9 @@ class Collector:
         outcome = as_dict(line.get("toolUseResult"))
         agent = outcome.get("agentId")
         if isinstance(agent, str) and agent and isinstance(outcome.get("usage"), dict):
-            session.replies.setdefault(agent, _Reply(outcome, moment, where))
+            uuid = line.get("uuid")
+            session.replies.setdefault(agent, _Reply(outcome, moment, where,
+                                                     uuid if isinstance(uuid, str) else None))
         content = as_dict(line.get("message")).get("content")
         texts: list[str] = []
         if isinstance(content, str):
@@ -402,14 +466,24 @@ class Collector:
         if texts and last_call is not None and not line.get("isMeta"):
             last_call.observations.append("".join(texts))
 
-    def _read_progress(self, session_id: str, session: _Session) -> None:
+    def _owns(self, session_id: str, uuid: str | None) -> bool:
+        """Whether the session wrote the line of this ``uuid`` first (not a copy
+        of another session's line: a ``--fork-session`` file starts with its
+        parent's lines)."""
+        owner = self._owners.get(uuid) if uuid is not None else None
+        return owner is None or owner[2] == session_id
+
+    def _read_progress(self, session_id: str, session: _Session, filed: set[str]) -> None:
         """Read what the session's own lines say of its subagents without a
-        file of their own: their progress lines' messages, each once (by its
-        ``uuid``), then each one's last reply from its Agent tool result."""
+        file of their own (in any session: ``filed``): their progress lines'
+        messages, each once (by its ``uuid``), then each one's last reply from
+        its Agent tool result, unless that result's line is a copy of another
+        session's. Where a subagent's file is present, its Agent tool result
+        settles the output count of the call it gives the usage of."""
         previous: _Thread = {}
         seen: set[tuple[str, str]] = set()
         for item in session.progress:
-            if item.agent in session.file_agents:
+            if item.agent in filed:
                 continue
             entry = item.entry
             ident = (item.agent, str(entry.get("uuid") or (
@@ -428,8 +502,11 @@ class Collector:
                 session.conventions["subagents"] = SUBAGENTS_FROM_PROGRESS
         session.progress.clear()
         for agent, reply in session.replies.items():
-            if agent not in session.file_agents and self._last_reply(
-                    session, (session_id, agent), reply, previous):
+            if not self._owns(session_id, reply.uuid):
+                continue
+            if agent in filed:
+                _settle(session, agent, as_dict(reply.outcome.get("usage")))
+            elif self._last_reply(session, (session_id, agent), reply, previous):
                 session.conventions["subagents"] = SUBAGENTS_FROM_PROGRESS
 
     def _last_reply(self, session: _Session, thread: tuple[str, str], reply: _Reply,
@@ -464,32 +541,60 @@ class Collector:
         session's transcript starts with a copy of its parent's) is a call of
         the first only."""
         kept: dict[str, dict[str, _Call]] = {}
+        filed = {a for s in self.sessions.values() for a in s.file_agents}
         for session_id, session in self.sessions.items():
-            self._read_progress(session_id, session)
+            self._read_progress(session_id, session, filed)
             mine: dict[str, _Call] = {}
             for call in session.calls.values():
                 other = mine.get(call.key)
                 if other is None or _rank(call) < _rank(other):
                     mine[call.key] = call
             kept[session_id] = mine
-        owner: dict[str, tuple[float, int, str]] = {}
+        owner: dict[str, tuple[bool, float, int, str]] = {}
         for session_id, calls in kept.items():
             for key, call in calls.items():
-                rank = (_sort_time(call), call.order, session_id)
+                rank = (not self._owns(session_id, call.uuid), _sort_time(call), call.order,
+                        session_id)
                 if key not in owner or rank < owner[key]:
                     owner[key] = rank
         for session_id, session in self.sessions.items():
             calls = kept[session_id]
-            copies = [k for k in calls if owner[k][2] != session_id]
+            copies = [k for k in calls if owner[k][3] != session_id]
             for key in copies:
                 del calls[key]
             try:
                 if copies and not calls:
                     raise Unusable(NO_CALLS, f"its {len(copies)} calls are copies of another "
                                              "session's (a fork that made no call)")
-                yield _run(session_id, session, list(calls.values()))
+                yield self._run(session_id, session, list(calls.values()))
             except Unusable as problem:
                 yield Skip(session.file, problem.reason, problem.detail, session_id)
+
+
+    def _run(self, session_id: str, session: _Session, kept: list[_Call]) -> RunRecord:
+        """The session's run: its times from the lines it wrote itself (not
+        the copies a fork starts with; all of them when it wrote none), its
+        limits and exit from its own attachment lines."""
+        own = [m for u, m in session.stamps if self._owns(session_id, u)]
+        times = own or [m for _, m in session.stamps]
+        first, last = (min(times), max(times)) if times else (None, None)
+        limits = {name: value for uuid, name, value in session.limits
+                  if self._owns(session_id, uuid)}
+        return replace(_run(session_id, session, kept, first, last), **limits)
+
+
+def _settle(session: _Session, agent: str, usage: dict) -> None:
+    """Give the subagent's call of the Agent tool result's input and cache
+    counts that result's output count (final: written when the subagent
+    ended), unless its own lines already give a final one."""
+    output = usage.get("output_tokens")
+    if not _is_count(output):
+        return
+    for call in session.calls.values():
+        if call.thread == agent and not call.final and call.recorded and all(
+                call.usage.get(name) == usage.get(name) for name in _USAGE_FIELDS[:3]):
+            call.usage["output_tokens"] = output
+            call.settled = True
 
 
 def _agent(line: dict, compact_file: bool) -> str | None:
@@ -507,12 +612,13 @@ def _rank(call: _Call) -> tuple[float, bool, int]:
     return order_time(call.first or call.end), call.thread is not None, call.order
 
 
-def _run(session_id: str, session: _Session, kept: list[_Call]) -> RunRecord:
+def _run(session_id: str, session: _Session, kept: list[_Call], first: datetime | None,
+         last: datetime | None) -> RunRecord:
     # a call known only by its end (no line before it in its thread) began before it
     gathered = sorted(kept, key=lambda c: (_sort_time(c), c.before is not None, c.order))
     if not gathered:
         raise Unusable(NO_CALLS, "no assistant message")
-    start = session.first
+    start = first
     calls = [_call(c, session, start) for c in gathered]
     conventions = dict(session.conventions)
     if any(c.provenance.get("output_tokens") == ESTIMATED for c in calls):
@@ -525,7 +631,7 @@ def _run(session_id: str, session: _Session, kept: list[_Call]) -> RunRecord:
     return RunRecord(
         run_id=session_id, source=SOURCE, file=session.file, calls=calls,
         model=models.most_common(1)[0][0] if models else None, cost_usd=run_cost(calls),
-        started_at=start, duration_s=seconds(session.last, session.first),
+        started_at=start, duration_s=seconds(last, first),
         conventions=conventions)
 
 
