@@ -125,6 +125,34 @@ def test_oversized_numbers_never_escape_and_no_time_budget_is_overshot(
     assert all(0 <= w <= MAX_WAIT_S for w in driver.asked_waits)
 
 
+def test_a_server_failure_after_a_too_deep_tool_call_ends_with_its_diagnostic() -> None:
+    """A reply whose tool call nests 5,000 levels (refused by the policy, but
+    kept in the history), then two server errors: the run fails with
+    model_error and a diagnostic that hashes every message (it used to raise
+    RecursionError out of agent_loop while encoding the deep arguments; found
+    by the fuzz campaign). 65 levels, just past the limit, ends alike."""
+    for depth in (MAX_ARGUMENT_DEPTH + 1, 5_000):
+        params = make_params(context_window=30_000, model_timeout_s=30.0)
+        state = make_state(params)
+        deep = ModelResponse([ToolUseBlock("t1", "search", nested(depth), 10)], Usage(10, 10),
+                             "tool_use", 1.0)
+        answers = [deep, ModelError("server", 500, None, "err", 1.0),
+                   ModelError("server", 500, None, "err", 1.0)]
+        loop = agent_loop(params, state)
+        effect = next(loop)
+        try:
+            while True:
+                kind = type(effect).__name__
+                effect = loop.send(answers.pop(0) if kind == "ModelRequest" else
+                                   ToolResult("r", 10, 1.0) if kind == "ToolRequest" else None)
+        except StopIteration:
+            pass
+        assert (state.status, state.reason) == ("failed", "model_error"), depth
+        request = state.detail["diagnostic"]["request"]
+        assert len(request) == len(state.messages) and all(len(m["sha256"]) == 64
+                                                           for m in request)
+
+
 def test_a_latency_of_1e9_s_never_overshoots_a_100_s_active_budget() -> None:
     """The issue's reproducer: model_timeout_s 30, active budget 100 s, a
     reply after 1e9 s. The harness gave up at 30 s: a timeout, retried; the

@@ -297,6 +297,22 @@ def diagnostic(messages: list[Message], errors: list[str]) -> dict[str, Any]:
     hash (privacy), plus the raw errors."""
     wire = normalize(messages, "anthropic")
     hashes = [{"role": m["role"], "sha256": hashlib.sha256(
-        _CONTENT_JSON(m["content"]).encode()).hexdigest()}
+        _content_text(m["content"]).encode()).hexdigest()}
         for m in wire]
     return {"request": hashes, "errors": errors}
+
+
+def _content_text(content: Any) -> str:
+    """``content`` as canonical JSON for its hash; a message holding a tool
+    call whose arguments nest too deep to print (the policy refused it, but the
+    reply stays in the history) is hashed as ``<nested too deep>``, as the
+    detector keys such calls; content JSON cannot encode (a cycle) by its repr."""
+    try:
+        return _CONTENT_JSON(content)
+    except RecursionError:
+        return "<nested too deep>"
+    except ValueError:
+        try:
+            return repr(content)
+        except RecursionError:
+            return "<nested too deep>"
