@@ -410,8 +410,7 @@ class _Stream:
         counts, provenance = (
             from_openai(usage, where, notes=self.notes, apart=self.apart) if usage
             else (Usage(), dict.fromkeys(TOKEN_COLUMNS, UNKNOWN)))
-        held = self.latencies.get(rid, []) if rid is not None else []
-        latency = held.pop(0) if held else None
+        latency = _take(self.latencies, rid)
         reason = choice.get("finish_reason")
         call = CallRecord(
             usage=counts, model=response.get("model") if isinstance(response.get("model"),
@@ -468,8 +467,7 @@ class _Stream:
         matches = list(zip(blind, spare, strict=True)) \
             if len(blind) == len(spare) and not self.condensed else []
         for k, rid in enumerate(self.responses):
-            held = by_id.get(rid, []) if rid is not None else []
-            index = held.pop(0) if held else None
+            index = _take(by_id, rid)
             if index is not None:
                 matches.append((k, index))
         calls = self.calls
@@ -502,8 +500,7 @@ class _Stream:
         """A condenser's model call from its ``token_usages`` entry (and its
         cost when ``costs`` align with the entries)."""
         usage, provenance = _token_usage(entry, index, self.notes, self.apart)
-        held = self.latencies.get(str(entry.get("response_id")), [])
-        latency = held.pop(0) if held else None
+        latency = _take(self.latencies, str(entry.get("response_id")))
         model = entry.get("model")
         return CallRecord(
             usage=usage, model=model if isinstance(model, str) and model else None,
@@ -562,3 +559,11 @@ def failed_exit_code(code: Any) -> bool:
     not an integer) says nothing. The V1 SDK's observations read alike
     (:mod:`sim.traces.openhands_sdk`)."""
     return isinstance(code, int) and not isinstance(code, bool) and code not in (0, -1)
+
+
+def _take(queues: dict[str, list[Any]], rid: str | None) -> Any:
+    """Take (remove and return) the first value left under the response id
+    ``rid``: the values of an id met again are taken in order; None when
+    none is left (or ``rid`` is None)."""
+    held = queues.get(rid) if rid is not None else None
+    return held.pop(0) if held else None
